@@ -1,0 +1,36 @@
+import { Schema } from "effect"
+
+const Ratio = Schema.Number.pipe(Schema.between(0, 1))
+
+export const ResourceMetrics = Schema.Struct({
+  resourceId: Schema.String,
+  availability24h: Ratio,
+  paymentInterfaceSuccessRate: Ratio,
+  /** From economic evidence (settlements, receipts with a transaction hash) only; 0 without any. */
+  transactionSuccessRate: Ratio,
+  p50LatencyMs: Schema.NullOr(Schema.Int),
+  p95LatencyMs: Schema.NullOr(Schema.Int),
+  observedPriceUsd: Schema.NullOr(Schema.Number),
+  priceConsistency: Ratio,
+  reliability: Ratio,
+  confidence: Ratio,
+  observationCount: Schema.Int,
+  lastVerified: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "ResourceMetrics" })
+export type ResourceMetrics = typeof ResourceMetrics.Type
+
+/** The metrics a resource with no evidence reports: zeros and nulls, never placeholders. */
+export const emptyMetrics = (resourceId: string): ResourceMetrics => ({
+  resourceId,
+  availability24h: 0,
+  paymentInterfaceSuccessRate: 0,
+  transactionSuccessRate: 0,
+  p50LatencyMs: null,
+  p95LatencyMs: null,
+  observedPriceUsd: null,
+  priceConsistency: 0,
+  reliability: 0,
+  confidence: 0,
+  observationCount: 0,
+  lastVerified: null
+})

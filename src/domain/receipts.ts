@@ -1,0 +1,105 @@
+import { Schema } from "effect"
+import { AgentPolicy } from "./policy.js"
+import { OptimizeFor } from "./routes.js"
+import { BaseUnits, Capability, PaymentScheme, StellarNetwork } from "./stellar.js"
+
+export const SignatureAlgorithm = Schema.Literal("ed25519", "hmac-sha256").annotations({
+  identifier: "SignatureAlgorithm"
+})
+export type SignatureAlgorithm = typeof SignatureAlgorithm.Type
+
+const Sha256Hex = Schema.String.pipe(
+  Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "expected a lowercase hex SHA-256 digest" })
+)
+
+export const ReceiptRequest = Schema.Struct({
+  capability: Capability,
+  constraints: Schema.optional(AgentPolicy),
+  optimizeFor: Schema.optional(OptimizeFor),
+  intent: Schema.optional(Schema.String.pipe(Schema.maxLength(4096)))
+}).annotations({ identifier: "ReceiptRequest" })
+
+export const ReceiptPayment = Schema.Struct({
+  protocol: Schema.Literal("x402"),
+  network: StellarNetwork,
+  scheme: PaymentScheme,
+  asset: Schema.String,
+  amount: BaseUnits,
+  maxAmount: BaseUnits,
+  transactionHash: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "ReceiptPayment" })
+
+export const ReceiptRouting = Schema.Struct({
+  optimizeFor: OptimizeFor,
+  selectedResourceId: Schema.String,
+  optionIndex: Schema.Int,
+  score: Schema.Number,
+  fallbacks: Schema.Array(Schema.String),
+  rejectedCount: Schema.Int,
+  decidedAt: Schema.String
+}).annotations({ identifier: "ReceiptRouting" })
+
+export const ReceiptService = Schema.Struct({
+  resourceId: Schema.String,
+  providerId: Schema.String,
+  name: Schema.String,
+  url: Schema.String,
+  payTo: Schema.String
+}).annotations({ identifier: "ReceiptService" })
+
+export const ReceiptResponse = Schema.Struct({
+  status: Schema.Int,
+  bodySha256: Sha256Hex
+}).annotations({ identifier: "ReceiptResponse" })
+
+export const CommerceReceipt = Schema.Struct({
+  receiptId: Schema.String,
+  request: ReceiptRequest,
+  routing: ReceiptRouting,
+  service: ReceiptService,
+  payment: ReceiptPayment,
+  response: ReceiptResponse,
+  timestamp: Schema.String,
+  serviceSignature: Schema.String,
+  serviceSigner: Schema.String,
+  signatureAlgorithm: SignatureAlgorithm
+}).annotations({ identifier: "CommerceReceipt" })
+export type CommerceReceipt = typeof CommerceReceipt.Type
+
+export const CreateReceiptRequest = Schema.Struct({
+  request: ReceiptRequest,
+  resourceId: Schema.optional(Schema.String),
+  payment: Schema.Struct({
+    network: StellarNetwork,
+    scheme: PaymentScheme,
+    asset: Schema.String,
+    amount: BaseUnits,
+    maxAmount: Schema.optional(BaseUnits),
+    transactionHash: Schema.optional(Schema.String)
+  }),
+  response: Schema.Struct({
+    status: Schema.Int.pipe(Schema.between(100, 599)),
+    bodySha256: Schema.optional(Sha256Hex),
+    body: Schema.optional(Schema.String)
+  })
+}).annotations({ identifier: "CreateReceiptRequest" })
+export type CreateReceiptRequest = typeof CreateReceiptRequest.Type
+
+export const ReceiptVerification = Schema.Struct({
+  receiptId: Schema.String,
+  valid: Schema.Boolean,
+  algorithm: Schema.Literal("ed25519", "hmac-sha256", "unknown"),
+  signer: Schema.NullOr(Schema.String),
+  reason: Schema.String
+}).annotations({ identifier: "ReceiptVerification" })
+export type ReceiptVerification = typeof ReceiptVerification.Type
+
+export const SignerDisclosure = Schema.Struct({
+  mode: SignatureAlgorithm,
+  algorithm: SignatureAlgorithm,
+  publicKey: Schema.NullOr(Schema.String),
+  stellarPublicKey: Schema.NullOr(Schema.String),
+  offlineVerifiable: Schema.Boolean,
+  note: Schema.String
+}).annotations({ identifier: "SignerDisclosure" })
+export type SignerDisclosure = typeof SignerDisclosure.Type

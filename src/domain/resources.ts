@@ -1,0 +1,97 @@
+import { Schema } from "effect"
+import { BaseUnits, Capability, PaymentScheme, StellarAddress, StellarNetwork } from "./stellar.js"
+
+export const ServiceStatus = Schema.Literal(
+  "DISCOVERED",
+  "VALIDATING",
+  "LIVE",
+  "PAYMENT_VERIFIED",
+  "TRANSACTION_VERIFIED",
+  "CONTINUOUSLY_VERIFIED",
+  "DEGRADED",
+  "OFFLINE",
+  "QUARANTINED"
+).annotations({ identifier: "ServiceStatus" })
+export type ServiceStatus = typeof ServiceStatus.Type
+
+export const VerificationLevel = Schema.Int.pipe(Schema.between(0, 4)).annotations({
+  identifier: "VerificationLevel"
+})
+
+export const ResourceType = Schema.Literal("http", "mcp")
+
+export const HttpMethod = Schema.Literal("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
+export type HttpMethod = typeof HttpMethod.Type
+
+const UsdAmount = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
+
+export const ResourcePaymentOption = Schema.Struct({
+  network: StellarNetwork,
+  scheme: PaymentScheme,
+  asset: Schema.String.pipe(Schema.minLength(1)),
+  amount: BaseUnits,
+  amountUsd: UsdAmount,
+  maxAmount: Schema.optional(BaseUnits),
+  maxAmountUsd: Schema.optional(UsdAmount),
+  payTo: StellarAddress
+}).annotations({ identifier: "ResourcePaymentOption" })
+export type ResourcePaymentOption = typeof ResourcePaymentOption.Type
+
+export const Provider = Schema.Struct({
+  id: Schema.String.pipe(Schema.minLength(1)),
+  name: Schema.String,
+  url: Schema.optional(Schema.String),
+  contact: Schema.optional(Schema.String)
+}).annotations({ identifier: "Provider" })
+export type Provider = typeof Provider.Type
+
+export const ResourceInfo = Schema.Struct({
+  id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  type: ResourceType,
+  name: Schema.String,
+  description: Schema.String,
+  url: Schema.String.pipe(Schema.pattern(/^https?:\/\/[^\s]+$/, { message: () => "expected an http(s) URL" })),
+  /** HTTP method a probe uses; not in the spec's table, added because POST-only resources exist. */
+  method: Schema.optionalWith(HttpMethod, { default: () => "GET" }),
+  capabilities: Schema.Array(Capability),
+  status: ServiceStatus,
+  verificationLevel: VerificationLevel
+}).annotations({ identifier: "Resource" })
+
+export const ResourceRecord = Schema.Struct({
+  resource: ResourceInfo,
+  provider: Provider,
+  paymentOptions: Schema.Array(ResourcePaymentOption)
+}).annotations({ identifier: "ResourceRecord" })
+export type ResourceRecord = typeof ResourceRecord.Type
+
+/**
+ * A catalog entry as an operator writes it: a ResourceRecord whose status and level may be left
+ * out. Levels are earned from evidence, so any declared value is ignored at load.
+ */
+export const CatalogEntry = Schema.Struct({
+  resource: Schema.Struct({
+    ...ResourceInfo.fields,
+    status: Schema.optional(ServiceStatus),
+    verificationLevel: Schema.optional(VerificationLevel)
+  }),
+  provider: Provider,
+  paymentOptions: Schema.Array(ResourcePaymentOption)
+}).annotations({ identifier: "CatalogEntry" })
+export type CatalogEntry = typeof CatalogEntry.Type
+
+/** Worst-case spend of one option: the authorised ceiling for `upto`, the fixed price otherwise. */
+export const worstCaseUsd = (option: ResourcePaymentOption): number =>
+  option.scheme === "upto" ? (option.maxAmountUsd ?? option.amountUsd) : option.amountUsd
+
+export const ResourceSearchRequest = Schema.Struct({
+  query: Schema.optional(Schema.String),
+  capability: Schema.optional(Capability),
+  scheme: Schema.optional(PaymentScheme),
+  network: Schema.optional(StellarNetwork),
+  asset: Schema.optional(Schema.String),
+  maxPriceUsd: Schema.optional(Schema.Number.pipe(Schema.finite(), Schema.nonNegative())),
+  minimumReliability: Schema.optional(Schema.Number.pipe(Schema.between(0, 1))),
+  maximumP95LatencyMs: Schema.optional(Schema.Number.pipe(Schema.finite(), Schema.nonNegative()))
+}).annotations({ identifier: "ResourceSearchRequest" })
+export type ResourceSearchRequest = typeof ResourceSearchRequest.Type

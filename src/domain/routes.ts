@@ -1,0 +1,51 @@
+import { Schema } from "effect"
+import { ResourceMetrics } from "./metrics.js"
+import { AgentPolicy, PolicyReason } from "./policy.js"
+import { ResourcePaymentOption } from "./resources.js"
+import { Capability } from "./stellar.js"
+
+export const OptimizeFor = Schema.Literal("balanced", "cheapest", "fastest", "reliable").annotations({
+  identifier: "OptimizeFor"
+})
+export type OptimizeFor = typeof OptimizeFor.Type
+
+export const RouteRequest = Schema.Struct({
+  capability: Capability,
+  constraints: Schema.optional(AgentPolicy),
+  optimizeFor: Schema.optional(OptimizeFor)
+}).annotations({ identifier: "RouteRequest" })
+export type RouteRequest = typeof RouteRequest.Type
+
+export const RankedCandidate = Schema.Struct({
+  rank: Schema.Int,
+  resourceId: Schema.String,
+  providerId: Schema.String,
+  optionIndex: Schema.Int,
+  option: ResourcePaymentOption,
+  worstCaseUsd: Schema.Number,
+  score: Schema.Number,
+  metrics: ResourceMetrics
+}).annotations({ identifier: "RankedCandidate" })
+export type RankedCandidate = typeof RankedCandidate.Type
+
+export const RejectedCandidate = Schema.Struct({
+  resourceId: Schema.String,
+  providerId: Schema.String,
+  optionIndex: Schema.NullOr(Schema.Int),
+  codes: Schema.Array(Schema.String),
+  reasons: Schema.Array(PolicyReason)
+}).annotations({ identifier: "RejectedCandidate" })
+export type RejectedCandidate = typeof RejectedCandidate.Type
+
+export const RouteDecision = Schema.Struct({
+  capability: Schema.String,
+  optimizeFor: OptimizeFor,
+  policy: AgentPolicy,
+  selected: Schema.NullOr(RankedCandidate),
+  fallbacks: Schema.Array(RankedCandidate),
+  rejected: Schema.Array(RejectedCandidate),
+  message: Schema.String,
+  metricsSnapshotAt: Schema.String,
+  decidedAt: Schema.String
+}).annotations({ identifier: "RouteDecision" })
+export type RouteDecision = typeof RouteDecision.Type

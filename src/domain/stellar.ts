@@ -1,0 +1,63 @@
+import { StrKey } from "@stellar/stellar-sdk"
+import { Schema } from "effect"
+
+/** CAIP-2 style network ids this deployment can speak. */
+export const StellarNetwork = Schema.Literal("stellar:testnet", "stellar:pubnet").annotations({
+  identifier: "StellarNetwork"
+})
+export type StellarNetwork = typeof StellarNetwork.Type
+
+export const PaymentScheme = Schema.Literal("exact", "upto").annotations({ identifier: "PaymentScheme" })
+export type PaymentScheme = typeof PaymentScheme.Type
+
+/** A G... account or C... contract address, checked with the SDK's strkey codec (checksum included). */
+export const StellarAddress = Schema.String.pipe(
+  Schema.filter((s) => StrKey.isValidEd25519PublicKey(s) || StrKey.isValidContract(s), {
+    message: () => "expected a Stellar account (G...) or contract (C...) address with a valid checksum"
+  })
+).annotations({ identifier: "StellarAddress" })
+
+/** A Soroban contract id (C...), e.g. the SEP-41 wrapper of a classic asset. */
+export const ContractId = Schema.String.pipe(
+  Schema.filter((s) => StrKey.isValidContract(s), {
+    message: () => "expected a Stellar contract id (C...) with a valid checksum"
+  })
+).annotations({ identifier: "ContractId" })
+
+/** Non-negative integer amount in asset base units, as a decimal string without leading zeros. */
+export const BaseUnits = Schema.String.pipe(
+  Schema.pattern(/^(0|[1-9][0-9]{0,30})$/, {
+    message: () => "expected an amount in base units: a non-negative integer string such as \"10000\""
+  })
+).annotations({ identifier: "BaseUnits" })
+
+/** Dotted lowercase capability name, e.g. `rwa.inspect`. */
+export const Capability = Schema.String.pipe(
+  Schema.pattern(/^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$/, {
+    message: () => "expected a dotted lowercase capability name such as \"rwa.inspect\""
+  })
+).annotations({ identifier: "Capability" })
+
+export const USDC_DECIMALS = 7
+
+/** USD value of an amount of a USD-pegged asset with `decimals` places (USDC here: 1 unit = $1). */
+export const baseUnitsToUsd = (amount: string, decimals = USDC_DECIMALS): number => {
+  const units = BigInt(amount)
+  const scale = 10n ** BigInt(decimals)
+  return Number(units / scale) + Number(units % scale) / Number(scale)
+}
+
+/**
+ * Base units for a USD figure, or null when the figure has more precision than the asset can carry.
+ * Used to check that a declared `amountUsd` and an `amount` describe the same money.
+ */
+export const usdToBaseUnits = (usd: number, decimals = USDC_DECIMALS): string | null => {
+  if (!Number.isFinite(usd) || usd < 0) return null
+  const scaled = usd * 10 ** decimals
+  const rounded = Math.round(scaled)
+  if (Math.abs(scaled - rounded) > 1e-6 * Math.max(1, Math.abs(scaled) / 1e9)) return null
+  return BigInt(rounded).toString()
+}
+
+export const usdMatchesBaseUnits = (usd: number, amount: string, decimals = USDC_DECIMALS): boolean =>
+  usdToBaseUnits(usd, decimals) === amount

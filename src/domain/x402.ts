@@ -1,0 +1,90 @@
+import { Schema } from "effect"
+import { BaseUnits, ContractId, PaymentScheme, StellarNetwork } from "./stellar.js"
+
+export const SupportedAsset = Schema.Struct({
+  network: StellarNetwork,
+  assetContract: ContractId,
+  symbol: Schema.String,
+  decimals: Schema.Literal(7),
+  minimumAmount: BaseUnits,
+  maximumAmount: BaseUnits
+}).annotations({ identifier: "SupportedAsset" })
+export type SupportedAsset = typeof SupportedAsset.Type
+
+export const SupportedKind = Schema.Struct({
+  x402Version: Schema.Int,
+  scheme: PaymentScheme,
+  network: StellarNetwork,
+  extra: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), {
+    default: () => ({})
+  })
+}).annotations({ identifier: "SupportedKind" })
+export type SupportedKind = typeof SupportedKind.Type
+
+export const SupportedResponse = Schema.Struct({
+  kinds: Schema.Array(SupportedKind),
+  extensions: Schema.Array(Schema.String),
+  signers: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+}).annotations({ identifier: "SupportedResponse" })
+export type SupportedResponse = typeof SupportedResponse.Type
+
+const Passthrough = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/**
+ * Stock x402 v2 PaymentRequirements. Known fields are typed; anything else a newer client sends
+ * is kept and forwarded untouched, since the payload must reach the facilitator as signed.
+ */
+export const PaymentRequirements = Schema.Struct(
+  {
+    scheme: Schema.String,
+    network: Schema.String,
+    amount: Schema.String,
+    asset: Schema.String,
+    payTo: Schema.String,
+    maxTimeoutSeconds: Schema.optional(Schema.Number),
+    extra: Schema.optional(Passthrough)
+  },
+  Passthrough
+).annotations({ identifier: "PaymentRequirements" })
+
+export const PaymentPayload = Schema.Struct(
+  {
+    x402Version: Schema.Int,
+    accepted: Schema.optional(Passthrough),
+    payload: Passthrough
+  },
+  Passthrough
+).annotations({ identifier: "PaymentPayload" })
+
+export const FacilitatorRequest = Schema.Struct(
+  {
+    x402Version: Schema.Int,
+    paymentPayload: PaymentPayload,
+    paymentRequirements: PaymentRequirements
+  },
+  Passthrough
+).annotations({ identifier: "FacilitatorRequest" })
+export type FacilitatorRequest = typeof FacilitatorRequest.Type
+
+export const VerifyResponse = Schema.Struct(
+  {
+    isValid: Schema.Boolean,
+    invalidReason: Schema.optional(Schema.String),
+    invalidMessage: Schema.optional(Schema.String),
+    payer: Schema.optional(Schema.String)
+  },
+  Passthrough
+).annotations({ identifier: "VerifyResponse" })
+
+export const SettleResponse = Schema.Struct(
+  {
+    success: Schema.Boolean,
+    errorReason: Schema.optional(Schema.String),
+    errorMessage: Schema.optional(Schema.String),
+    payer: Schema.optional(Schema.String),
+    transaction: Schema.String,
+    network: Schema.String,
+    amount: Schema.optional(Schema.String)
+  },
+  Passthrough
+).annotations({ identifier: "SettleResponse" })
