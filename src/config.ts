@@ -1,0 +1,252 @@
+import { Context, Either, ParseResult, Schema } from "effect"
+import { readFileSync } from "node:fs"
+import { dirname, resolve } from "node:path"
+import demoCatalog from "./store/demo-catalog.json" with { type: "json" }
+import { CatalogEntry } from "./domain/resources.js"
+import { StellarAddress, StellarNetwork, usdMatchesBaseUnits } from "./domain/stellar.js"
+import { SupportedAsset } from "./domain/x402.js"
+
+/** Testnet USDC, the SEP-41 wrapper of the classic asset (NOTES.md). */
+export const TESTNET_USDC = "CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA"
+
+const PositiveInt = Schema.Int.pipe(Schema.positive())
+const NonNegativeNumber = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
+const Ratio = Schema.Number.pipe(Schema.between(0, 1))
+const opt = <S extends Schema.Schema.Any>(schema: S, value: Schema.Schema.Type<S>) =>
+  Schema.optionalWith(schema, { default: () => value })
+
+export const FacilitatorBackend = Schema.Struct({
+  id: Schema.String.pipe(Schema.minLength(1)),
+  url: Schema.String.pipe(Schema.pattern(/^https?:\/\/\S+$/, { message: () => "expected an http(s) URL" })),
+  apiKey: Schema.optional(Schema.String.pipe(Schema.minLength(1)))
+})
+export type FacilitatorBackend = typeof FacilitatorBackend.Type
+
+export const ProbesConfig = Schema.Struct({
+  intervalSeconds: opt(PositiveInt, 60),
+  timeoutMs: opt(PositiveInt, 5000),
+  concurrency: opt(PositiveInt, 8),
+  /** Fraction of the interval added at random to each cycle's start, so fleets do not probe in step. */
+  jitter: opt(Ratio, 0.1),
+  allowPrivateTargets: opt(Schema.Boolean, false),
+  /** Origins that may be probed even though they are private; the bundled vertical's by default. */
+  trustedOrigins: opt(Schema.Array(Schema.String), ["http://127.0.0.1:4021"]),
+  retentionDays: opt(PositiveInt, 7),
+  maxBodyBytes: opt(PositiveInt, 65536),
+  /** Share above the advertised price a challenge may ask before the resource is quarantined. */
+  priceTolerance: opt(NonNegativeNumber, 0.05)
+})
+export type ProbesConfig = typeof ProbesConfig.Type
+
+export const VerificationConfig = Schema.Struct({
+  /** Metric window, hours. */
+  windowHours: opt(PositiveInt, 24),
+  /** Probes in the window at which the sample-size term of confidence reaches 1 - 1/e. */
+  confidenceSampleScale: opt(PositiveInt, 12),
+  /** Seconds after the last observation at which the freshness term has halved. */
+  confidenceHalfLifeSeconds: opt(PositiveInt, 3600),
+  /** Evidence older than this makes policy answer VERIFICATION_TOO_OLD; a policy may tighten it. */
+  maxEvidenceAgeSeconds: opt(PositiveInt, 86400),
+  degradedBelow: opt(Ratio, 0.8),
+  offlineAfterFailures: opt(PositiveInt, 3),
+  continuousMinProbes: opt(PositiveInt, 24),
+  continuousMinAvailability: opt(Ratio, 0.95)
+})
+export type VerificationConfig = typeof VerificationConfig.Type
+
+export const BudgetsConfig = Schema.Struct({
+  windowSeconds: opt(PositiveInt, 3600),
+  /** Each settlement reserves this many stroops of sponsored fee, whatever it really costs. */
+  feeCeilingStroops: opt(PositiveInt, 1_000_000),
+  globalFeeStroops: opt(PositiveInt, 100_000_000),
+  perPrincipalFeeStroops: opt(PositiveInt, 10_000_000),
+  spendWindowUsd: opt(NonNegativeNumber, 10)
+})
+export type BudgetsConfig = typeof BudgetsConfig.Type
+
+export const SignerConfig = Schema.Union(
+  Schema.Struct({ ed25519KeyFile: Schema.String.pipe(Schema.minLength(1)) }),
+  Schema.Struct({ hmacSecret: Schema.String.pipe(Schema.minLength(16)) })
+)
+export type SignerConfig = typeof SignerConfig.Type
+
+export const ApiKeyEntry = Schema.Struct({
+  principal: Schema.String.pipe(Schema.minLength(1)),
+  sha256: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "expected lowercase hex SHA-256" }))
+})
+export type ApiKeyEntry = typeof ApiKeyEntry.Type
+
+export const VerticalConfig = Schema.Struct({
+  /** Start the reference vertical beside the service on `serve`. */
+  enabled: opt(Schema.Boolean, true),
+  host: opt(Schema.String, "127.0.0.1"),
+  port: opt(Schema.Int.pipe(Schema.between(0, 65535)), 4021),
+  /** The `<vertical>` path segment: endpoints live under `/<name>/v1/rwa/`. */
+  name: opt(Schema.String.pipe(Schema.pattern(/^[a-z0-9-]+$/)), "stellar-intel"),
+  payTo: opt(StellarAddress, "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"),
+  /** Facilitator URL; null means this service's own `/x402`. */
+  facilitatorUrl: opt(Schema.NullOr(Schema.String), null),
+  horizonUrl: opt(Schema.String, "https://horizon-testnet.stellar.org"),
+  sorobanRpcUrl: opt(Schema.String, "https://soroban-testnet.stellar.org"),
+  prices: opt(
+    Schema.Struct({
+      inspect: Schema.String,
+      changes: Schema.String,
+      compliance: Schema.String,
+      eligibility: Schema.String
+    }),
+    { inspect: "10000", changes: "20000", compliance: "20000", eligibility: "5000" }
+  )
+})
+export type VerticalConfig = typeof VerticalConfig.Type
+
+const defaultAsset: SupportedAsset = {
+  network: "stellar:testnet",
+  assetContract: TESTNET_USDC,
+  symbol: "USDC",
+  decimals: 7,
+  minimumAmount: "1",
+  maximumAmount: "10000000000"
+}
+
+/** The config file, field names fixed by DESIGN.md's operator contract. */
+export const ConfigFile = Schema.Struct({
+  host: opt(Schema.String, "127.0.0.1"),
+  port: opt(Schema.Int.pipe(Schema.between(0, 65535)), 4020),
+  database: opt(Schema.String.pipe(Schema.minLength(1)), "./data/sextant.db"),
+  network: opt(StellarNetwork, "stellar:testnet"),
+  asset: opt(SupportedAsset, defaultAsset),
+  facilitators: opt(Schema.Array(FacilitatorBackend), []),
+  /** Inline entries or a path to a JSON file of entries; null means the bundled demo catalog. */
+  catalog: opt(Schema.NullOr(Schema.Union(Schema.Array(CatalogEntry), Schema.String)), null),
+  probes: opt(ProbesConfig, Schema.decodeSync(ProbesConfig)({})),
+  verification: opt(VerificationConfig, Schema.decodeSync(VerificationConfig)({})),
+  signer: opt(SignerConfig, { ed25519KeyFile: "./data/signer.key" }),
+  budgets: opt(BudgetsConfig, Schema.decodeSync(BudgetsConfig)({})),
+  apiKeys: opt(Schema.Array(ApiKeyEntry), []),
+  vertical: opt(VerticalConfig, Schema.decodeSync(VerticalConfig)({}))
+})
+export type ConfigFile = typeof ConfigFile.Type
+
+/** The resolved configuration: the file with env overrides applied and the catalog loaded. */
+export interface Config extends Omit<ConfigFile, "catalog"> {
+  readonly catalog: ReadonlyArray<CatalogEntry>
+}
+
+export class AppConfig extends Context.Tag("sextant/AppConfig")<AppConfig, Config>() {}
+
+/** One line naming the field, as an operator sees it when start-up stops. */
+export class ConfigError {
+  readonly _tag = "ConfigError"
+  constructor(readonly field: string, readonly reason: string) {}
+  get line() {
+    return `config error: ${this.field}: ${this.reason}`
+  }
+}
+
+const decodeOptions = { errors: "first", onExcessProperty: "error" } as const
+
+const fieldPath = (path: ReadonlyArray<PropertyKey>) =>
+  path.length === 0 ? "(root)" : path.map((p) => (typeof p === "number" ? `[${p}]` : String(p))).join(".").replace(/\.\[/g, "[")
+
+export const firstIssue = (error: ParseResult.ParseError, prefix = ""): ConfigError => {
+  const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
+  const field = fieldPath(issue?.path ?? [])
+  return new ConfigError(prefix ? (field === "(root)" ? prefix : `${prefix}.${field}`) : field, issue?.message ?? "invalid")
+}
+
+export const decodeConfigFile = (input: unknown): Either.Either<ConfigFile, ConfigError> =>
+  Schema.decodeUnknownEither(ConfigFile)(input, decodeOptions).pipe(Either.mapLeft((e) => firstIssue(e)))
+
+export const decodeCatalog = (input: unknown, field: string): Either.Either<ReadonlyArray<CatalogEntry>, ConfigError> =>
+  Schema.decodeUnknownEither(Schema.Array(CatalogEntry))(input, decodeOptions).pipe(
+    Either.mapLeft((e) => firstIssue(e, field))
+  )
+
+/** Rules a schema cannot state alone: unique ids, and prices that agree at 7 decimals. */
+export const checkConsistency = (config: Config): ConfigError | undefined => {
+  const seen = new Set<string>()
+  for (const [i, f] of config.facilitators.entries()) {
+    if (seen.has(f.id)) return new ConfigError(`facilitators[${i}].id`, `duplicate facilitator id "${f.id}"`)
+    seen.add(f.id)
+  }
+  const resourceIds = new Set<string>()
+  for (const [i, entry] of config.catalog.entries()) {
+    if (resourceIds.has(entry.resource.id)) {
+      return new ConfigError(`catalog[${i}].resource.id`, `duplicate resource id "${entry.resource.id}"`)
+    }
+    resourceIds.add(entry.resource.id)
+    for (const [j, option] of entry.paymentOptions.entries()) {
+      const at = `catalog[${i}].paymentOptions[${j}]`
+      if (!usdMatchesBaseUnits(option.amountUsd, option.amount, config.asset.decimals)) {
+        return new ConfigError(`${at}.amountUsd`, `${option.amountUsd} USD is not ${option.amount} base units at 7 decimals`)
+      }
+      if (option.scheme === "upto") {
+        if (option.maxAmount === undefined || option.maxAmountUsd === undefined) {
+          return new ConfigError(`${at}.maxAmount`, "an upto option needs maxAmount and maxAmountUsd")
+        }
+        if (!usdMatchesBaseUnits(option.maxAmountUsd, option.maxAmount, config.asset.decimals)) {
+          return new ConfigError(`${at}.maxAmountUsd`, `${option.maxAmountUsd} USD is not ${option.maxAmount} base units at 7 decimals`)
+        }
+        if (BigInt(option.maxAmount) < BigInt(option.amount)) {
+          return new ConfigError(`${at}.maxAmount`, "the ceiling is below the amount")
+        }
+      }
+    }
+  }
+  if (config.asset.network !== config.network) {
+    return new ConfigError("asset.network", `asset is on ${config.asset.network} but the service runs on ${config.network}`)
+  }
+  return undefined
+}
+
+const readJson = (path: string, field: string): Either.Either<unknown, ConfigError> => {
+  let text: string
+  try {
+    text = readFileSync(path, "utf8")
+  } catch (e) {
+    return Either.left(new ConfigError(field, `cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? "error"}`))
+  }
+  try {
+    return Either.right(JSON.parse(text))
+  } catch (e) {
+    return Either.left(new ConfigError(field, `${path} is not valid JSON: ${(e as Error).message}`))
+  }
+}
+
+const parsePort = (value: string, field: string): Either.Either<number, ConfigError> => {
+  const port = Number(value)
+  return Number.isInteger(port) && port >= 0 && port <= 65535 && /^\d+$/.test(value)
+    ? Either.right(port)
+    : Either.left(new ConfigError(field, `expected a port number 0-65535, got "${value}"`))
+}
+
+/**
+ * Reads the file named by `--config` or SEXTANT_CONFIG (embedded defaults without one), applies
+ * PORT / HOST / DATABASE_URL, loads the catalog and checks the cross-field rules.
+ */
+export const loadConfig = (
+  configPath: string | undefined,
+  env: Record<string, string | undefined>
+): Either.Either<Config, ConfigError> =>
+  Either.gen(function* () {
+    const raw = configPath === undefined ? {} : yield* readJson(configPath, "config file")
+    const file = yield* decodeConfigFile(raw)
+    const baseDir = configPath === undefined ? process.cwd() : dirname(resolve(configPath))
+    const catalog =
+      file.catalog === null
+        ? yield* decodeCatalog(demoCatalog, "catalog (bundled demo)")
+        : typeof file.catalog === "string"
+          ? yield* decodeCatalog(yield* readJson(resolve(baseDir, file.catalog), "catalog"), "catalog")
+          : file.catalog
+    const config: Config = {
+      ...file,
+      host: env.HOST ?? file.host,
+      port: env.PORT !== undefined ? yield* parsePort(env.PORT, "PORT") : file.port,
+      database: env.DATABASE_URL ?? file.database,
+      catalog
+    }
+    const inconsistency = checkConsistency(config)
+    if (inconsistency) return yield* Either.left(inconsistency)
+    return config
+  })

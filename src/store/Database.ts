@@ -1,0 +1,68 @@
+import { Migrator, SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { SqliteClient } from "@effect/sql-sqlite-bun"
+import { Context, Effect, Layer, Redacted } from "effect"
+import { mkdirSync } from "node:fs"
+import { dirname, resolve } from "node:path"
+import { migrations } from "./migrations/index.js"
+
+/** What `/health/dependencies` reports about the store: kind, location and durability. */
+export interface StoreInfo {
+  readonly kind: "sqlite" | "postgres"
+  readonly location: string
+  readonly journalMode: string | null
+  readonly synchronous: string | null
+  readonly durable: boolean
+}
+export class StoreInfoTag extends Context.Tag("sextant/StoreInfo")<StoreInfoTag, StoreInfo>() {}
+
+const isPostgres = (database: string) => /^postgres(ql)?:\/\//.test(database)
+
+/** Postgres URLs carry passwords: only host, port and database name are ever shown. */
+const redactUrl = (database: string) => {
+  const url = new URL(database)
+  return `postgres://${url.hostname}${url.port ? `:${url.port}` : ""}${url.pathname}`
+}
+
+const runMigrations = Migrator.make({})({ loader: migrations, table: "sextant_migrations" })
+
+const sqliteInfo = (location: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    // Several processes (the server, `sextant mcp`) may share one file: wait for a lock instead of failing.
+    yield* sql`PRAGMA busy_timeout = 5000`
+    yield* sql`PRAGMA foreign_keys = ON`
+    const [journal] = yield* sql<{ journal_mode: string }>`PRAGMA journal_mode`
+    const [sync] = yield* sql<{ synchronous: number }>`PRAGMA synchronous`
+    const journalMode = journal?.journal_mode ?? null
+    const synchronous = ["OFF", "NORMAL", "FULL", "EXTRA"][sync?.synchronous ?? -1] ?? null
+    const inMemory = location === ":memory:"
+    // WAL with synchronous=NORMAL can lose the last commits on power loss; FULL/EXTRA cannot.
+    const durable = !inMemory && (synchronous === "FULL" || synchronous === "EXTRA")
+    return { kind: "sqlite", location, journalMode, synchronous, durable } satisfies StoreInfo
+  })
+
+/**
+ * The store: a SqlClient on SQLite (file or `:memory:`) or Postgres, migrated at build time.
+ * SQLite files get their parent folder created, since bun:sqlite does not.
+ */
+export const DatabaseLive = (database: string): Layer.Layer<SqlClient.SqlClient | StoreInfoTag, unknown> => {
+  if (isPostgres(database)) {
+    const client = PgClient.layer({ url: Redacted.make(database) })
+    const info = Layer.succeed(StoreInfoTag, {
+      kind: "postgres",
+      location: redactUrl(database),
+      journalMode: null,
+      synchronous: null,
+      durable: true
+    })
+    return Layer.mergeAll(Layer.effectDiscard(runMigrations), info).pipe(Layer.provideMerge(client))
+  }
+  const location = database === ":memory:" ? database : resolve(database)
+  const folder = Layer.effectDiscard(
+    Effect.sync(() => location !== ":memory:" && mkdirSync(dirname(location), { recursive: true }))
+  )
+  const client = SqliteClient.layer({ filename: location }).pipe(Layer.provide(folder))
+  const info = Layer.effect(StoreInfoTag, sqliteInfo(location))
+  return Layer.effectDiscard(runMigrations).pipe(Layer.provideMerge(info), Layer.provideMerge(client))
+}
