@@ -1,0 +1,29 @@
+import type { ResourceMetrics } from "./metrics.js"
+import type { ServiceStatus } from "./resources.js"
+
+/**
+ * Everything policy and routing may know about a resource: derived from stored observations and
+ * economic events only. Built by verification, read by policy, routing and settlement.
+ */
+export interface ResourceEvidence {
+  readonly resourceId: string
+  readonly status: ServiceStatus
+  readonly verificationLevel: number
+  readonly metrics: ResourceMetrics
+  /** Time of the newest observation of any outcome, ISO; null when never probed. */
+  readonly lastObservedAt: string | null
+  /** A decodable challenge with an acceptable option was seen at least once. */
+  readonly validChallengeSeen: boolean
+  /** A settlement to this payee succeeded, or a receipt with a transaction hash names the resource. */
+  readonly transactionVerified: boolean
+}
+
+/** A payment outcome reported by settlement or receipts: the only input to transaction evidence. */
+export interface EconomicEvent {
+  readonly source: "settlement" | "receipt"
+  readonly resourceId: string | null
+  readonly payTo: string | null
+  readonly success: boolean
+  readonly transactionHash: string | null
+  readonly at: string
+}
