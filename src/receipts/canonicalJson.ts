@@ -1,0 +1,88 @@
+import { Data, Either } from "effect"
+
+/**
+ * Why a value has no canonical form. Signing must never guess: NaN, Infinity, a lone surrogate
+ * or a cycle would serialise differently (or not at all) in another implementation.
+ */
+export class CanonicalJsonError extends Data.TaggedError("CanonicalJsonError")<{
+  /** JSON-pointer-like path to the offending value, "" for the root. */
+  readonly path: string
+  readonly reason: string
+}> {
+  override get message() {
+    return `${this.path === "" ? "(root)" : this.path}: ${this.reason}`
+  }
+}
+
+const LONE_SURROGATE = /\p{Surrogate}/u
+
+const pointer = (path: string, key: string | number) =>
+  `${path}/${String(key).replace(/~/g, "~0").replace(/\//g, "~1")}`
+
+const isPlainObject = (value: object): value is Record<string, unknown> => {
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
+}
+
+/**
+ * Canonical JSON as SPEC "Receipt signature rules" rule 2 states it, which is RFC 8785 (JCS) for
+ * JSON data: object keys sorted by UTF-16 code unit, members whose value is undefined dropped,
+ * arrays in order with undefined written as null, numbers in ECMAScript shortest round-trip form
+ * (JSON.stringify's, which RFC 8785 adopts, -0 becoming 0), strings with JSON.stringify's minimal
+ * escaping, no whitespace. Anything that is not JSON data is refused with a typed error.
+ */
+export const canonicalize = (value: unknown): Either.Either<string, CanonicalJsonError> => {
+  const ancestors = new Set<object>()
+  const fail = (path: string, reason: string) => {
+    throw new CanonicalJsonError({ path, reason })
+  }
+  const str = (s: string, path: string) => {
+    // JSON.stringify would escape a lone surrogate as \udXXX; RFC 8785 section 3.2.2.2 forbids it.
+    if (LONE_SURROGATE.test(s)) fail(path, "string contains a lone surrogate (not valid Unicode)")
+    return JSON.stringify(s)
+  }
+  const write = (v: unknown, path: string): string => {
+    switch (typeof v) {
+      case "undefined":
+        return "null"
+      case "boolean":
+        return v ? "true" : "false"
+      case "number":
+        if (!Number.isFinite(v)) return fail(path, `non-finite number ${v} has no JSON form`)
+        return JSON.stringify(v)
+      case "string":
+        return str(v, path)
+      case "object": {
+        if (v === null) return "null"
+        if (ancestors.has(v)) return fail(path, "cyclic structure")
+        ancestors.add(v)
+        let out: string
+        if (Array.isArray(v)) {
+          out = `[${v.map((item, i) => write(item, pointer(path, i))).join(",")}]`
+        } else if (isPlainObject(v)) {
+          // Array.prototype.sort's default order compares UTF-16 code units, as RFC 8785 requires.
+          const keys = Object.keys(v).filter((k) => v[k] !== undefined).sort()
+          out = `{${keys.map((k) => `${str(k, pointer(path, k))}:${write(v[k], pointer(path, k))}`).join(",")}}`
+        } else {
+          return fail(path, `${Object.prototype.toString.call(v)} is not plain JSON data`)
+        }
+        ancestors.delete(v)
+        return out
+      }
+      default:
+        return fail(path, `a ${typeof v} is not JSON data`)
+    }
+  }
+  try {
+    return Either.right(write(value, ""))
+  } catch (e) {
+    if (e instanceof CanonicalJsonError) return Either.left(e)
+    throw e
+  }
+}
+
+const utf8 = new TextEncoder()
+
+/** The canonical form as UTF-8 bytes: what gets signed. */
+export const canonicalBytes = (value: unknown): Either.Either<Uint8Array, CanonicalJsonError> =>
+  Either.map(canonicalize(value), (text) => utf8.encode(text))
