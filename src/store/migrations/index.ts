@@ -1,10 +1,12 @@
 import { Migrator } from "@effect/sql"
 import catalog from "./0001_catalog.js"
+import receipts from "./0004_receipts.js"
 
 /**
  * Migrations are imported, not globbed from disk, so the compiled single binary carries them.
  * Numbers are reserved per capability: 0002 verification, 0003 settlement, 0004 receipts.
  */
 export const migrations = Migrator.fromRecord({
-  "0001_catalog": catalog
+  "0001_catalog": catalog,
+  "0004_receipts": receipts
 })
