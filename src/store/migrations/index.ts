@@ -1,5 +1,6 @@
 import { Migrator } from "@effect/sql"
 import catalog from "./0001_catalog.js"
+import verification from "./0002_verification.js"
 import receipts from "./0004_receipts.js"
 
 /**
@@ -8,5 +9,6 @@ import receipts from "./0004_receipts.js"
  */
 export const migrations = Migrator.fromRecord({
   "0001_catalog": catalog,
+  "0002_verification": verification,
   "0004_receipts": receipts
 })
