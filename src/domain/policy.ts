@@ -36,7 +36,9 @@ export const PolicyCode = Schema.Literal(
   "RELIABILITY_LIMIT",
   "TRANSACTION_NOT_VERIFIED",
   "SERVICE_OFFLINE",
-  "QUARANTINED"
+  "QUARANTINED",
+  /** The resource offers no payment option at all (e.g. found by /v1/validate without a challenge). */
+  "NO_PAYMENT_OPTION"
 ).annotations({ identifier: "PolicyCode" })
 export type PolicyCode = typeof PolicyCode.Type
 

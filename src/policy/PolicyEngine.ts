@@ -1,0 +1,74 @@
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { AppConfig } from "../config.js"
+import { BadRequest, notFound, type NotFound } from "../domain/errors.js"
+import type { PolicyDecision, PolicyEvaluateRequest, PolicyEvaluation } from "../domain/policy.js"
+import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { EvidenceReader } from "../verification/EvidenceReader.js"
+import { evaluatePolicy, policyContext, type PolicyVerdict } from "./evaluate.js"
+
+/** Without an option index the answer is the most favourable option's: can this resource be paid at all? */
+const preference: Record<PolicyDecision, number> = { ALLOW: 0, INSUFFICIENT_DATA: 1, DENY: 2 }
+
+const badOption = (message: string) => new BadRequest({ error: "BAD_REQUEST", message })
+
+const make = Effect.gen(function* () {
+  const repo = yield* ResourcesRepo
+  const reader = yield* EvidenceReader
+  const config = yield* AppConfig
+
+  const evaluate = (request: PolicyEvaluateRequest): Effect.Effect<PolicyEvaluation, NotFound | BadRequest> =>
+    Effect.gen(function* () {
+      const { policy, resourceId, optionIndex } = request
+      const record = yield* repo.get(resourceId).pipe(
+        Effect.orDie,
+        Effect.flatMap(Option.match({ onNone: () => Effect.fail(notFound("resource", resourceId)), onSome: Effect.succeed }))
+      )
+      const options = record.paymentOptions
+      if (options.length === 0) return yield* Effect.fail(badOption(`resource "${resourceId}" offers no payment option`))
+      if (optionIndex !== undefined && optionIndex >= options.length) {
+        return yield* Effect.fail(badOption(
+          `optionIndex ${optionIndex} is out of range: resource "${resourceId}" has ${options.length} payment option(s), indexes 0 to ${options.length - 1}`
+        ))
+      }
+      const evidence = yield* reader.forResource(resourceId)
+      const now = new Date(yield* Clock.currentTimeMillis)
+      const context = policyContext(config, now)
+      const judge = (index: number): [number, PolicyVerdict] => [
+        index,
+        evaluatePolicy({ policy, providerId: record.provider.id, option: options[index]!, evidence, context })
+      ]
+      const [chosen, verdict] =
+        optionIndex !== undefined
+          ? judge(optionIndex)
+          : options
+              .map((_, index) => judge(index))
+              .reduce((best, next) => (preference[next[1].decision] < preference[best[1].decision] ? next : best))
+      return {
+        decision: verdict.decision,
+        reasons: verdict.reasons,
+        resourceId,
+        optionIndex: chosen,
+        evaluatedAt: now.toISOString()
+      }
+    })
+
+  return PolicyEngine.of({ evaluate })
+})
+
+/**
+ * `/v1/policies/evaluate`: one resource (and one of its payment options) judged against a buyer
+ * policy, with the catalog record and the maintained evidence loaded for it.
+ */
+export class PolicyEngine extends Context.Tag("sextant/PolicyEngine")<
+  PolicyEngine,
+  {
+    /**
+     * Fails with NotFound for an unknown resource and BadRequest for an option index out of range.
+     * Without `optionIndex`, answers for the lowest-indexed option with the best decision
+     * (ALLOW, then INSUFFICIENT_DATA, then DENY).
+     */
+    readonly evaluate: (request: PolicyEvaluateRequest) => Effect.Effect<PolicyEvaluation, NotFound | BadRequest>
+  }
+>() {
+  static readonly Live = Layer.effect(PolicyEngine, make)
+}
