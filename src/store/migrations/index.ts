@@ -1,6 +1,7 @@
 import { Migrator } from "@effect/sql"
 import catalog from "./0001_catalog.js"
 import verification from "./0002_verification.js"
+import settlement from "./0003_settlement.js"
 import receipts from "./0004_receipts.js"
 
 /**
@@ -10,5 +11,6 @@ import receipts from "./0004_receipts.js"
 export const migrations = Migrator.fromRecord({
   "0001_catalog": catalog,
   "0002_verification": verification,
+  "0003_settlement": settlement,
   "0004_receipts": receipts
 })
