@@ -1,0 +1,236 @@
+import { FetchHttpClient, HttpClient } from "@effect/platform"
+import { Clock, Context, Duration, Effect, Layer, Ref, Schedule } from "effect"
+import { AppConfig, type FacilitatorBackend } from "../config.js"
+import { BadGateway, Unprocessable } from "../domain/errors.js"
+import type { FacilitatorStatus, SettleResponse, SupportedResponse } from "../domain/x402.js"
+import { advertises, type Capabilities, capabilitiesOf, mergeSupported } from "./capabilities.js"
+import { type BackendClient, type BackendFailure, makeBackendClient } from "./FacilitatorClient.js"
+
+export interface PoolOptions {
+  /** Time between two `/supported` polls of every backend. */
+  readonly pollInterval: Duration.DurationInput
+  /** Bound on `/supported` and `/verify` calls. */
+  readonly requestTimeout: Duration.DurationInput
+  /**
+   * Bound on `/settle`. A Stellar facilitator waits for the ledger to confirm (up to the
+   * requirements' maxTimeoutSeconds, 60 s by default) before answering, so this is longer.
+   */
+  readonly settleTimeout: Duration.DurationInput
+}
+
+export const defaultPoolOptions: PoolOptions = {
+  pollInterval: Duration.seconds(30),
+  requestTimeout: Duration.seconds(10),
+  settleTimeout: Duration.seconds(90)
+}
+
+/**
+ * Result of forwarding one settle. Not an error channel: the settlement journal records each case
+ * differently.
+ * - Answered: a backend gave a settle result (success or a refusal); it is the answer.
+ * - Indeterminate: a backend may have acted but gave no usable answer; no other backend was tried.
+ * - Failed: every eligible backend failed in a way that shows it did not settle.
+ * - Unsupported: no backend advertises the network and scheme.
+ * `failures` lists every backend error met on the way, in order.
+ */
+export type SettleOutcome =
+  | { readonly _tag: "Answered"; readonly backendId: string; readonly response: typeof SettleResponse.Type; readonly failures: ReadonlyArray<BackendFailure> }
+  | { readonly _tag: "Indeterminate"; readonly backendId: string; readonly failures: ReadonlyArray<BackendFailure> }
+  | { readonly _tag: "Failed"; readonly failures: ReadonlyArray<BackendFailure> }
+  | { readonly _tag: "Unsupported"; readonly error: Unprocessable }
+
+/**
+ * Whether a settle may move on to the next backend after `failure`.
+ *
+ * A settle submits a transaction; asking a second backend after the first may have submitted it
+ * risks answering "failed" for a payment that went through, and paying its fee twice. (The buyer
+ * cannot be charged twice: the Soroban auth entry carries a nonce, so the signed transfer executes
+ * at most once on the ledger.) So the pool falls through only when the backend shows that it did
+ * not settle: it could not be reached, or it answered with an error status (5xx: it reports its
+ * own failure; 4xx without a settle result: it refused the request, e.g. a bad API key). A timeout,
+ * a connection broken mid-answer, or a success status with a body that is not a settle result
+ * leave the outcome unknown: the pool stops there and the journal marks the entry indeterminate.
+ */
+export const settleMayFallThrough = (failure: BackendFailure): boolean =>
+  failure.kind === "Unreachable" || failure.kind === "HttpStatus"
+
+/** Failures that say the backend itself is unwell (rather than that it refused one request). */
+const marksUnhealthy = (failure: BackendFailure) =>
+  !(failure.kind === "HttpStatus" && failure.status !== null && failure.status < 500)
+
+interface BackendState {
+  readonly healthy: boolean
+  readonly lastCheckedAt: string | null
+  readonly lastError: string | null
+  /** Last capabilities the backend advertised; kept while it is unhealthy so status still shows them. */
+  readonly capabilities: Capabilities
+}
+
+const unchecked: BackendState = {
+  healthy: false,
+  lastCheckedAt: null,
+  lastError: null,
+  capabilities: { kinds: [], extensions: [], signers: {} }
+}
+
+/** The URL as an operator configured it, minus any credentials embedded in it. */
+const displayUrl = (url: string) => {
+  try {
+    const parsed = new URL(url)
+    parsed.username = ""
+    parsed.password = ""
+    return parsed.toString()
+  } catch {
+    return "(unparsable url)"
+  }
+}
+
+const listFailures = (failures: ReadonlyArray<BackendFailure>) => failures.map((f) => f.message).join("; ")
+
+const unsupported = (network: string, scheme: string) =>
+  new Unprocessable({
+    error: "UNSUPPORTED_PAYMENT_KIND",
+    message: `no configured facilitator supports scheme "${scheme}" on network "${network}"`
+  })
+
+const make = (options: PoolOptions) =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const http = yield* HttpClient.HttpClient
+    const backends: ReadonlyArray<{ readonly config: FacilitatorBackend; readonly client: BackendClient }> =
+      config.facilitators.map((b) => ({ config: b, client: makeBackendClient(http, b) }))
+    const states = yield* Ref.make<ReadonlyMap<string, BackendState>>(new Map(backends.map((b) => [b.config.id, unchecked])))
+
+    const nowIso = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
+    const update = (id: string, f: (s: BackendState) => BackendState) =>
+      Ref.update(states, (map) => new Map(map).set(id, f(map.get(id) ?? unchecked)))
+
+    const markFailed = (failure: BackendFailure) =>
+      Effect.flatMap(nowIso, (at) =>
+        update(failure.backendId, (s) => ({ ...s, healthy: false, lastCheckedAt: at, lastError: failure.detail }))
+      )
+
+    const poll = (backend: (typeof backends)[number]) =>
+      backend.client.supported(options.requestTimeout).pipe(
+        Effect.flatMap((raw) =>
+          Effect.flatMap(nowIso, (at) =>
+            update(backend.config.id, () => ({ healthy: true, lastCheckedAt: at, lastError: null, capabilities: capabilitiesOf(raw) }))
+          )
+        ),
+        Effect.catchAll(markFailed)
+      )
+
+    const refresh = Effect.forEach(backends, poll, { concurrency: "unbounded", discard: true })
+
+    /** Backends to try for a kind, in config order: healthy ones that advertise it. */
+    const eligible = (network: string, scheme: string) =>
+      Ref.get(states).pipe(
+        Effect.map((map) => {
+          const advertising = backends.filter((b) => advertises((map.get(b.config.id) ?? unchecked).capabilities, network, scheme))
+          return { advertised: advertising.length > 0, healthy: advertising.filter((b) => map.get(b.config.id)?.healthy === true) }
+        })
+      )
+
+    const noneHealthy = (network: string, scheme: string) =>
+      new BadGateway({
+        error: "NO_HEALTHY_FACILITATOR",
+        message: `every facilitator that supports "${scheme}" on "${network}" is currently unhealthy`
+      })
+
+    /** The healthy backends for a kind; 422 when none advertises it, 502 when none of those is healthy. */
+    const checkKind = (network: string, scheme: string) =>
+      Effect.flatMap(eligible(network, scheme), ({ advertised, healthy }) =>
+        !advertised
+          ? Effect.fail(unsupported(network, scheme))
+          : healthy.length === 0
+            ? Effect.fail(noneHealthy(network, scheme))
+            : Effect.succeed(healthy)
+      )
+
+    const verify = (body: { readonly paymentRequirements: { readonly network: string; readonly scheme: string } }) =>
+      Effect.gen(function* () {
+        const healthy = yield* checkKind(body.paymentRequirements.network, body.paymentRequirements.scheme)
+        const failures: Array<BackendFailure> = []
+        // Verify changes nothing, so any failure may fall through to the next backend.
+        for (const backend of healthy) {
+          const result = yield* Effect.either(backend.client.verify(body, options.requestTimeout))
+          if (result._tag === "Right") return result.right
+          failures.push(result.left)
+          if (marksUnhealthy(result.left)) yield* markFailed(result.left)
+        }
+        return yield* Effect.fail(
+          new BadGateway({ error: "ALL_FACILITATORS_FAILED", message: `every eligible facilitator failed: ${listFailures(failures)}` })
+        )
+      })
+
+    const settle = (body: unknown, network: string, scheme: string) =>
+      Effect.gen(function* () {
+        const { advertised, healthy } = yield* eligible(network, scheme)
+        if (!advertised) return { _tag: "Unsupported", error: unsupported(network, scheme) } satisfies SettleOutcome
+        const failures: Array<BackendFailure> = []
+        for (const backend of healthy) {
+          const result = yield* Effect.either(backend.client.settle(body, options.settleTimeout))
+          if (result._tag === "Right") {
+            return { _tag: "Answered", backendId: backend.config.id, response: result.right, failures } satisfies SettleOutcome
+          }
+          failures.push(result.left)
+          if (marksUnhealthy(result.left)) yield* markFailed(result.left)
+          if (!settleMayFallThrough(result.left)) {
+            return { _tag: "Indeterminate", backendId: backend.config.id, failures } satisfies SettleOutcome
+          }
+        }
+        return { _tag: "Failed", failures } satisfies SettleOutcome
+      })
+
+    const status = Ref.get(states).pipe(
+      Effect.map((map) =>
+        backends.map((b): FacilitatorStatus => {
+          const s = map.get(b.config.id) ?? unchecked
+          return {
+            id: b.config.id,
+            url: displayUrl(b.config.url),
+            healthy: s.healthy,
+            lastCheckedAt: s.lastCheckedAt,
+            lastError: s.lastError,
+            capabilityCount: s.capabilities.kinds.length,
+            kinds: s.capabilities.kinds
+          }
+        })
+      )
+    )
+
+    const supported: Effect.Effect<SupportedResponse> = Ref.get(states).pipe(
+      Effect.map((map) =>
+        mergeSupported(backends.flatMap((b) => {
+          const s = map.get(b.config.id)
+          return s?.healthy === true ? [s.capabilities] : []
+        }))
+      )
+    )
+
+    // First poll at once, then on the schedule, for as long as the layer lives.
+    yield* refresh.pipe(Effect.repeat(Schedule.spaced(options.pollInterval)), Effect.forkScoped)
+
+    return {
+      /** Union of healthy backends' kinds, de-duplicated by network and scheme. */
+      supported,
+      /** Per-backend health for `/x402/facilitators` and `/health/dependencies`; never the apiKey. */
+      status,
+      /** Polls every backend now; the schedule keeps running. */
+      refresh,
+      /** Fails as verify and settle would when nothing can serve the kind: 422 unsupported, 502 none healthy. */
+      checkKind: (network: string, scheme: string) => Effect.asVoid(checkKind(network, scheme)),
+      /** Forwards the stock body to the first healthy backend that answers; 422 unsupported, 502 all failed. */
+      verify,
+      /** Forwards a settle body; see `SettleOutcome` and `settleMayFallThrough`. */
+      settle
+    }
+  })
+
+export class FacilitatorPool extends Context.Tag("sextant/FacilitatorPool")<
+  FacilitatorPool,
+  Effect.Effect.Success<ReturnType<typeof make>>
+>() {
+  static readonly layer = (options: PoolOptions) => Layer.scoped(FacilitatorPool, make(options))
+  static readonly Live = FacilitatorPool.layer(defaultPoolOptions).pipe(Layer.provide(FetchHttpClient.layer))
+}

@@ -1,0 +1,222 @@
+import { afterEach, describe, expect, test } from "bun:test"
+import { FetchHttpClient } from "@effect/platform"
+import { Duration, Effect, Either, Exit, Fiber, Layer, TestClock, TestContext } from "effect"
+import { AppConfig, type FacilitatorBackend, loadConfig } from "../src/config.js"
+import { FacilitatorPool, type PoolOptions, settleMayFallThrough } from "../src/x402/FacilitatorPool.js"
+import { BackendFailure } from "../src/x402/FacilitatorClient.js"
+import { mergeSupported } from "../src/x402/capabilities.js"
+import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
+import { buildExactPayment, exactRequirements } from "./fixtures/stellarPayment.js"
+
+const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
+const options: PoolOptions = {
+  pollInterval: Duration.seconds(30),
+  requestTimeout: Duration.seconds(5),
+  settleTimeout: Duration.seconds(60)
+}
+
+const fixtures: Array<FixtureFacilitator> = []
+const fixture = (...args: Parameters<typeof startFacilitator>) => {
+  const f = startFacilitator(...args)
+  fixtures.push(f)
+  return f
+}
+afterEach(async () => {
+  await Promise.all(fixtures.splice(0).map((f) => f.stop()))
+})
+
+const poolLayer = (backends: ReadonlyArray<FacilitatorBackend>) => {
+  const config = { ...Either.getOrThrow(loadConfig(undefined, {})), facilitators: backends }
+  return FacilitatorPool.layer(options).pipe(
+    Layer.provide(FetchHttpClient.layer),
+    Layer.provide(Layer.succeed(AppConfig, config))
+  )
+}
+
+/** Runs with a TestClock: the poll schedule and timeouts move only when the test moves time. */
+const run = <A, E>(backends: ReadonlyArray<FacilitatorBackend>, program: Effect.Effect<A, E, FacilitatorPool>) =>
+  Effect.runPromise(program.pipe(Effect.provide(poolLayer(backends)), Effect.provide(TestContext.TestContext), Effect.scoped))
+
+/** Waits (in real time, for loopback I/O to land) until `check` holds. */
+const until = <A>(read: Effect.Effect<A>, check: (a: A) => boolean) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < 200; i++) {
+      const value = yield* read
+      if (check(value)) return value
+      yield* Effect.promise(() => Bun.sleep(10))
+    }
+    return yield* Effect.dieMessage("condition never held")
+  })
+
+const verifyBody = async (network = "stellar:testnet", scheme = "exact") => {
+  const requirements = exactRequirements({ payTo: PAY_TO, network: network as "stellar:testnet", scheme })
+  const paymentPayload = await buildExactPayment(exactRequirements({ payTo: PAY_TO }))
+  return { x402Version: 2, paymentPayload, paymentRequirements: requirements }
+}
+
+describe("FacilitatorPool", () => {
+  test("supported is the union of healthy kinds, de-duplicated by network and scheme, in config order", async () => {
+    const a = fixture()
+    const b = fixture({
+      kinds: [
+        { x402Version: 2, scheme: "exact", network: "stellar:testnet", extra: { areFeesSponsored: true, from: "b" } },
+        { x402Version: 2, scheme: "exact", network: "stellar:pubnet", extra: { areFeesSponsored: true } },
+        { x402Version: 2, scheme: "exact", network: "eip155:8453" }
+      ]
+    })
+    const { supported, status } = await run(
+      [{ id: "a", url: a.url, apiKey: "secret-key-a" }, { id: "b", url: b.url }],
+      Effect.gen(function* () {
+        const pool = yield* FacilitatorPool
+        yield* pool.refresh
+        return { supported: yield* pool.supported, status: yield* pool.status }
+      })
+    )
+    expect(supported.kinds.map((k) => `${k.network} ${k.scheme}`)).toEqual(["stellar:testnet exact", "stellar:pubnet exact"])
+    expect(supported.kinds[0]?.extra).toEqual({ areFeesSponsored: true })
+    expect(supported.signers).toEqual({ "stellar:*": ["GCHEI4PQEKE2TOQR5BLFE4GEWFNXOSCMKG4WCM4ZQGJYOJ7DCCAZGWTB"] })
+    expect(status.map((s) => [s.id, s.healthy, s.capabilityCount, s.lastError])).toEqual([
+      ["a", true, 1, null],
+      ["b", true, 2, null]
+    ])
+    expect(status[0]?.lastCheckedAt).not.toBeNull()
+    expect(JSON.stringify(status)).not.toContain("secret-key-a")
+    // The key goes to its own backend only.
+    expect(a.requests.every((r) => r.authorization === "Bearer secret-key-a")).toBe(true)
+    expect(b.requests.every((r) => r.authorization === null)).toBe(true)
+  })
+
+  test("an unreachable backend is marked unhealthy on the poll schedule, skipped, and back when it answers", async () => {
+    const a = fixture()
+    const b = fixture()
+    const body = await verifyBody()
+    await run(
+      [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      Effect.gen(function* () {
+        const pool = yield* FacilitatorPool
+        // The first poll runs at once.
+        yield* until(pool.status, (s) => s.every((x) => x.healthy))
+        yield* Effect.promise(() => a.refuse())
+        yield* TestClock.adjust(Duration.seconds(30))
+        const down = yield* until(pool.status, (s) => s[0]?.healthy === false)
+        expect(down[0]?.lastError).toContain("cannot connect")
+        expect((yield* pool.supported).kinds).toHaveLength(1)
+        expect(yield* pool.verify(body)).toMatchObject({ isValid: true })
+        expect(b.calls("/verify")).toBe(1)
+
+        a.listen()
+        yield* TestClock.adjust(Duration.seconds(30))
+        const up = yield* until(pool.status, (s) => s[0]?.healthy === true)
+        expect(up[0]?.lastError).toBeNull()
+        yield* pool.verify(body)
+        expect(a.calls("/verify")).toBe(1)
+        expect(b.calls("/verify")).toBe(1)
+      })
+    )
+  })
+
+  test("verify falls through a failing backend, marks it unhealthy, and returns the next answer unchanged", async () => {
+    const a = fixture()
+    const b = fixture()
+    const body = await verifyBody()
+    await run(
+      [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      Effect.gen(function* () {
+        const pool = yield* FacilitatorPool
+        yield* pool.refresh
+        a.setMode("fail500")
+        const answer = yield* pool.verify(body)
+        expect(answer).toEqual({ isValid: true, payer: expect.stringMatching(/^G[A-Z2-7]{55}$/) })
+        expect([a.calls("/verify"), b.calls("/verify")]).toEqual([1, 1])
+        const status = yield* pool.status
+        expect(status[0]).toMatchObject({ healthy: false, lastError: expect.stringContaining("answered 500") })
+      })
+    )
+  })
+
+  test("a backend's isValid:false is its answer: returned as is, no other backend asked", async () => {
+    const a = fixture({ mode: "invalid" })
+    const b = fixture()
+    const body = await verifyBody()
+    const answer = await run(
+      [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      Effect.flatMap(FacilitatorPool, (pool) => Effect.zipRight(pool.refresh, pool.verify(body)))
+    )
+    expect(answer).toMatchObject({ isValid: false, invalidReason: "invalid_exact_stellar_payload_wrong_amount" })
+    expect(b.calls("/verify")).toBe(0)
+  })
+
+  test("422 when no backend supports the kind, 502 naming every backend when all eligible fail", async () => {
+    const a = fixture()
+    const b = fixture()
+    const pubnet = await verifyBody("stellar:pubnet")
+    const testnet = await verifyBody()
+    const exits = await run(
+      [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      Effect.gen(function* () {
+        const pool = yield* FacilitatorPool
+        yield* pool.refresh
+        const unsupported = yield* Effect.exit(pool.verify(pubnet))
+        a.setMode("fail500")
+        b.setMode("fail500")
+        const allFailed = yield* Effect.exit(pool.verify(testnet))
+        return { unsupported, allFailed }
+      })
+    )
+    expect(exits.unsupported).toEqual(Exit.fail(expect.objectContaining({ error: "UNSUPPORTED_PAYMENT_KIND" })))
+    const failure = Exit.isFailure(exits.allFailed) ? JSON.stringify(exits.allFailed.cause) : ""
+    expect(failure).toContain("ALL_FACILITATORS_FAILED")
+    expect(failure).toContain("a: answered 500")
+    expect(failure).toContain("b: answered 500")
+  })
+
+  test("settle falls through an unreachable backend, but stops at one that times out: the outcome is indeterminate", async () => {
+    const a = fixture()
+    const b = fixture()
+    const body = await verifyBody()
+    await run(
+      [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      Effect.gen(function* () {
+        const pool = yield* FacilitatorPool
+        yield* pool.refresh
+        yield* Effect.promise(() => a.refuse())
+        const fellThrough = yield* pool.settle(body, "stellar:testnet", "exact")
+        expect(fellThrough).toMatchObject({ _tag: "Answered", backendId: "b", response: { success: true } })
+        expect(fellThrough.failures?.map((f) => f.kind)).toEqual(["Unreachable"])
+
+        a.listen()
+        yield* pool.refresh
+        a.setMode("hang")
+        const fiber = yield* Effect.fork(pool.settle(body, "stellar:testnet", "exact"))
+        yield* until(Effect.sync(() => a.calls("/settle")), (n) => n === 1)
+        yield* TestClock.adjust(Duration.seconds(60))
+        const outcome = yield* Fiber.join(fiber)
+        expect(outcome).toMatchObject({ _tag: "Indeterminate", backendId: "a" })
+        expect(b.calls("/settle")).toBe(1)
+      })
+    )
+  })
+
+  test("settle may fall through only on failures that show the backend did not act", () => {
+    const failure = (kind: BackendFailure["kind"], status: number | null = null) =>
+      new BackendFailure({ backendId: "x", kind, status, detail: "" })
+    expect(settleMayFallThrough(failure("Unreachable"))).toBe(true)
+    expect(settleMayFallThrough(failure("HttpStatus", 500))).toBe(true)
+    expect(settleMayFallThrough(failure("HttpStatus", 401))).toBe(true)
+    expect(settleMayFallThrough(failure("TimedOut"))).toBe(false)
+    expect(settleMayFallThrough(failure("Transport"))).toBe(false)
+    expect(settleMayFallThrough(failure("Malformed", 200))).toBe(false)
+  })
+
+  test("merging merges signer lists and extensions, first advertiser's kind wins", () => {
+    const merged = mergeSupported([
+      { kinds: [{ x402Version: 2, scheme: "exact", network: "stellar:testnet", extra: { n: 1 } }], extensions: ["bazaar"], signers: { "stellar:*": ["G1"] } },
+      { kinds: [{ x402Version: 2, scheme: "exact", network: "stellar:testnet", extra: { n: 2 } }], extensions: ["bazaar", "x"], signers: { "stellar:*": ["G2", "G1"] } }
+    ])
+    expect(merged).toEqual({
+      kinds: [{ x402Version: 2, scheme: "exact", network: "stellar:testnet", extra: { n: 1 } }],
+      extensions: ["bazaar", "x"],
+      signers: { "stellar:*": ["G1", "G2"] }
+    })
+  })
+})
