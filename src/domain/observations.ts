@@ -45,3 +45,30 @@ export const StatusTransition = Schema.Struct({
   at: Schema.String
 }).annotations({ identifier: "StatusTransition" })
 export type StatusTransition = typeof StatusTransition.Type
+
+export const ValidateRequest = Schema.Struct({
+  resourceId: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+  url: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+  method: Schema.optional(Schema.Literal("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"))
+}).annotations({ identifier: "ValidateRequest" })
+export type ValidateRequest = typeof ValidateRequest.Type
+
+/** The answer of one live probe: its observation, the decoded challenge, and where it left the resource. */
+export const ProbeResult = Schema.Struct({
+  resourceId: Schema.String,
+  discovered: Schema.Boolean,
+  healthy: Schema.Boolean,
+  outcome: ProbeOutcome,
+  observation: Observation,
+  challenge: Schema.NullOr(Schema.Unknown),
+  status: ServiceStatus,
+  verificationLevel: Schema.Int
+}).annotations({ identifier: "ProbeResult" })
+export type ProbeResult = typeof ProbeResult.Type
+
+export const ObservationPage = Schema.Struct({
+  resourceId: Schema.String,
+  observations: Schema.Array(Observation),
+  /** Pass as `before` to read the next (older) page; null on the last page. */
+  nextBefore: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "ObservationPage" })

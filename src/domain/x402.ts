@@ -88,3 +88,64 @@ export const SettleResponse = Schema.Struct(
   },
   Passthrough
 ).annotations({ identifier: "SettleResponse" })
+
+/** A per-request buyer policy carried inside paymentRequirements on `/x402/settle`. */
+export const ServicePolicy = Schema.Struct(
+  { maxPricePerRequestUsd: Schema.optional(Schema.Number.pipe(Schema.finite(), Schema.nonNegative())) },
+  Passthrough
+).annotations({ identifier: "ServicePolicy" })
+
+export const SettleRequirements = Schema.Struct(
+  {
+    ...PaymentRequirements.fields,
+    amountUsd: Schema.Number.pipe(Schema.finite(), Schema.nonNegative()),
+    servicePolicy: Schema.optional(ServicePolicy)
+  },
+  Passthrough
+).annotations({ identifier: "SettleRequirements" })
+
+export const SettleRequest = Schema.Struct(
+  {
+    x402Version: Schema.Int,
+    paymentPayload: PaymentPayload,
+    paymentRequirements: SettleRequirements
+  },
+  Passthrough
+).annotations({ identifier: "SettleRequest" })
+export type SettleRequest = typeof SettleRequest.Type
+
+export const FacilitatorStatus = Schema.Struct({
+  id: Schema.String,
+  url: Schema.String,
+  healthy: Schema.Boolean,
+  lastCheckedAt: Schema.NullOr(Schema.String),
+  lastError: Schema.NullOr(Schema.String),
+  capabilityCount: Schema.Int,
+  kinds: Schema.Array(SupportedKind)
+}).annotations({ identifier: "FacilitatorStatus" })
+export type FacilitatorStatus = typeof FacilitatorStatus.Type
+
+export const FacilitatorsResponse = Schema.Struct({
+  facilitators: Schema.Array(FacilitatorStatus)
+}).annotations({ identifier: "FacilitatorsResponse" })
+
+export const SettlementState = Schema.Literal("pending", "settled", "failed", "indeterminate")
+
+export const SettlementRecord = Schema.Struct({
+  id: Schema.String,
+  idempotencyKey: Schema.String,
+  state: SettlementState,
+  principal: Schema.String,
+  network: Schema.String,
+  scheme: Schema.String,
+  payTo: Schema.String,
+  amount: Schema.String,
+  worstCaseUsd: Schema.Number,
+  backendId: Schema.NullOr(Schema.String),
+  transaction: Schema.NullOr(Schema.String),
+  payer: Schema.NullOr(Schema.String),
+  errors: Schema.Array(Schema.Struct({ backendId: Schema.String, error: Schema.String })),
+  createdAt: Schema.String,
+  updatedAt: Schema.String
+}).annotations({ identifier: "SettlementRecord" })
+export type SettlementRecord = typeof SettlementRecord.Type

@@ -94,7 +94,7 @@ const make = Effect.gen(function* () {
           paymentOptions: (optionsBy.get(r.id) ?? []).map(toOption)
         })
       )
-    })
+    }).pipe(Effect.orDie)
 
   const upsertOne = (entry: CatalogEntry, source: string) =>
     Effect.gen(function* () {
@@ -124,12 +124,14 @@ const make = Effect.gen(function* () {
       }
     })
 
+  // A store failure is not the caller's fault and has no recovery here: it becomes a defect that
+  // the HTTP layer answers with 503 STORE_UNAVAILABLE, and money paths refuse to proceed.
   return {
     /** Idempotent: loading the same catalog twice leaves the same rows. */
     upsertCatalog: (entries: ReadonlyArray<CatalogEntry>) =>
-      sql.withTransaction(Effect.forEach(entries, (e) => upsertOne(e, "catalog"), { discard: true })),
+      sql.withTransaction(Effect.forEach(entries, (e) => upsertOne(e, "catalog"), { discard: true })).pipe(Effect.orDie),
     /** A resource found by `/v1/validate` at a URL the catalog does not list. */
-    insertDiscovered: (entry: CatalogEntry) => sql.withTransaction(upsertOne(entry, "discovered")),
+    insertDiscovered: (entry: CatalogEntry) => sql.withTransaction(upsertOne(entry, "discovered")).pipe(Effect.orDie),
     list: () => load(sql.literal("1 = 1")),
     get: (id: string) => load(sql`r.id = ${id}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     findByUrl: (url: string) => load(sql`r.url = ${url}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
@@ -138,7 +140,8 @@ const make = Effect.gen(function* () {
     byPayTo: (payTo: string) => load(sql`r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`),
     setStatus: (id: string, status: ServiceStatus, level: number) =>
       sql`UPDATE resources SET status = ${status}, verification_level = ${level}, updated_at = ${now()} WHERE id = ${id}`.pipe(
-        Effect.asVoid
+        Effect.asVoid,
+        Effect.orDie
       )
   }
 })

@@ -1,0 +1,63 @@
+import { Effect, Layer } from "effect"
+import { AppConfig, type Config } from "./config.js"
+import { Discovery } from "./discovery/Discovery.js"
+import { emptyMetrics } from "./domain/metrics.js"
+import { DatabaseLive } from "./store/Database.js"
+import { ResourcesRepo } from "./store/ResourcesRepo.js"
+import { TransitionsRepo } from "./store/TransitionsRepo.js"
+import { EvidenceReader } from "./verification/EvidenceReader.js"
+
+/** Loads the configured catalog into the store at start; idempotent, so restarts change nothing. */
+const CatalogLoad = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const repo = yield* ResourcesRepo
+    yield* repo.upsertCatalog(config.catalog)
+    yield* Effect.logInfo(`catalog loaded: ${config.catalog.length} resources`)
+  })
+)
+
+/** Until verification lands: every resource reports that no evidence exists (which is true: nothing probes yet). */
+const EvidenceReaderUnverified = Layer.succeed(EvidenceReader, {
+  forResource: (resourceId) =>
+    Effect.succeed({
+      resourceId,
+      status: "DISCOVERED" as const,
+      verificationLevel: 0,
+      metrics: emptyMetrics(resourceId),
+      lastObservedAt: null,
+      validChallengeSeen: false,
+      transactionVerified: false
+    }),
+  forResources: (ids) =>
+    Effect.succeed(
+      new Map(
+        ids.map((resourceId) => [
+          resourceId,
+          {
+            resourceId,
+            status: "DISCOVERED" as const,
+            verificationLevel: 0,
+            metrics: emptyMetrics(resourceId),
+            lastObservedAt: null,
+            validChallengeSeen: false,
+            transactionVerified: false
+          }
+        ])
+      )
+    ),
+  forPayTo: () => Effect.succeed([]),
+  recordEconomic: () => Effect.void
+})
+
+/**
+ * Every service of the running system, built once from the config. The HTTP server, the MCP
+ * server and the CLI all stand on this one graph, so no rule has a second implementation.
+ */
+export const ServicesLive = (config: Config) => {
+  const base = Layer.mergeAll(Layer.succeed(AppConfig, config), DatabaseLive(config.database))
+  const repos = Layer.mergeAll(ResourcesRepo.Live, TransitionsRepo.Live).pipe(Layer.provideMerge(base))
+  const evidence = EvidenceReaderUnverified
+  const services = Discovery.Live.pipe(Layer.provideMerge(evidence), Layer.provideMerge(repos))
+  return Layer.mergeAll(CatalogLoad).pipe(Layer.provideMerge(services))
+}

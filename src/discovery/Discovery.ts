@@ -1,0 +1,49 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { notFound } from "../domain/errors.js"
+import { emptyMetrics } from "../domain/metrics.js"
+import type { ResourceSearchRequest } from "../domain/resources.js"
+import type { ResourceDetail, SearchHit } from "../http/api/resources.js"
+import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { TransitionsRepo } from "../store/TransitionsRepo.js"
+import { EvidenceReader } from "../verification/EvidenceReader.js"
+import { search } from "./search.js"
+
+const TRANSITIONS_SHOWN = 20
+
+const make = Effect.gen(function* () {
+  const repo = yield* ResourcesRepo
+  const evidence = yield* EvidenceReader
+  const transitionsRepo = yield* TransitionsRepo
+
+  const get = (id: string) =>
+    Effect.gen(function* () {
+      const record = yield* repo.get(id).pipe(Effect.flatMap(Option.match({
+        onNone: () => Effect.fail(notFound("resource", id)),
+        onSome: Effect.succeed
+      })))
+      const { metrics } = yield* evidence.forResource(id)
+      const transitions = yield* transitionsRepo.recent(id, TRANSITIONS_SHOWN).pipe(Effect.orDie)
+      return { ...record, metrics, transitions } satisfies ResourceDetail
+    })
+
+  const find = (request: ResourceSearchRequest) =>
+    Effect.gen(function* () {
+      const records = request.capability !== undefined ? yield* repo.byCapability(request.capability) : yield* repo.list()
+      const byId = yield* evidence.forResources(records.map((r) => r.resource.id))
+      const hits = search(
+        records.map((record) => ({
+          record,
+          metrics: byId.get(record.resource.id)?.metrics ?? emptyMetrics(record.resource.id)
+        })),
+        request
+      )
+      return hits.map((h): SearchHit => ({ ...h.record, metrics: h.metrics, relevance: h.relevance }))
+    })
+
+  return { list: repo.list, get, search: find }
+})
+
+/** Discovery: the catalog as buyers read it, with the evidence-derived metrics attached. */
+export class Discovery extends Context.Tag("sextant/Discovery")<Discovery, Effect.Effect.Success<typeof make>>() {
+  static readonly Live = Layer.effect(Discovery, make)
+}

@@ -1,0 +1,23 @@
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { BadRequest, NotFound, NotImplemented } from "../../domain/errors.js"
+import { PolicyEvaluateRequest, PolicyEvaluation } from "../../domain/policy.js"
+import { RouteDecision, RouteRequest } from "../../domain/routes.js"
+import { strict } from "./parse.js"
+
+/** Routing and policy evaluation; open to anyone (SPEC Authentication 1). */
+export class PolicyApi extends HttpApiGroup.make("policy")
+  .add(
+    HttpApiEndpoint.post("evaluate", "/v1/policies/evaluate")
+      .setPayload(strict(PolicyEvaluateRequest))
+      .addSuccess(PolicyEvaluation)
+      .addError(BadRequest)
+      .addError(NotFound)
+      .addError(NotImplemented)
+  )
+  .add(
+    HttpApiEndpoint.post("route", "/v1/routes")
+      .setPayload(strict(RouteRequest))
+      .addSuccess(RouteDecision)
+      .addError(BadRequest)
+      .addError(NotImplemented)
+  ) {}

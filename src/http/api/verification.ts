@@ -1,0 +1,45 @@
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { BadRequest, NotFound, NotImplemented, Unauthorized } from "../../domain/errors.js"
+import { ResourceMetrics } from "../../domain/metrics.js"
+import { ObservationPage, ProbeResult, ValidateRequest } from "../../domain/observations.js"
+import { ApiKeyAuth } from "../auth.js"
+import { strict } from "./parse.js"
+import { IdPath } from "./resources.js"
+
+export const ObservationsQuery = Schema.Struct({
+  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 500))),
+  before: Schema.optional(Schema.String)
+})
+
+/**
+ * Evidence: on-demand probes (they send traffic to third parties, so they take an API key when keys
+ * exist) and the open read side, metrics and raw observations.
+ */
+export class VerificationApi extends HttpApiGroup.make("verification")
+  .add(
+    HttpApiEndpoint.post("validate", "/v1/validate")
+      .setPayload(strict(ValidateRequest))
+      .addSuccess(ProbeResult)
+      .addError(BadRequest)
+      .addError(Unauthorized)
+      .addError(NotFound)
+      .addError(NotImplemented)
+      .middleware(ApiKeyAuth)
+  )
+  .add(
+    HttpApiEndpoint.get("metrics", "/v1/resources/:id/metrics")
+      .setPath(IdPath)
+      .addSuccess(ResourceMetrics)
+      .addError(NotFound)
+      .addError(NotImplemented)
+  )
+  .add(
+    HttpApiEndpoint.get("observations", "/v1/resources/:id/observations")
+      .setPath(IdPath)
+      .setUrlParams(ObservationsQuery)
+      .addSuccess(ObservationPage)
+      .addError(NotFound)
+      .addError(NotImplemented)
+      .addError(BadRequest)
+  ) {}

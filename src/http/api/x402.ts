@@ -1,0 +1,71 @@
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import {
+  BadGateway,
+  BadRequest,
+  Conflict,
+  NotFound,
+  NotImplemented,
+  PolicyDenied,
+  TooManyRequests,
+  Unauthorized,
+  Unprocessable
+} from "../../domain/errors.js"
+import {
+  FacilitatorRequest,
+  FacilitatorsResponse,
+  SettlementRecord,
+  SettleRequest,
+  SettleResponse,
+  SupportedResponse,
+  VerifyResponse
+} from "../../domain/x402.js"
+import { ApiKeyAuth } from "../auth.js"
+
+const SettleHeaders = Schema.Struct({ "idempotency-key": Schema.optional(Schema.String.pipe(Schema.maxLength(200))) })
+
+/** Facilitator-compatible surface: a stock HTTPFacilitatorClient with base `<service>/x402` talks to it. */
+export class X402Api extends HttpApiGroup.make("x402")
+  .add(HttpApiEndpoint.get("supported", "/x402/supported").addSuccess(SupportedResponse).addError(NotImplemented))
+  .add(
+    HttpApiEndpoint.post("verify", "/x402/verify")
+      .setPayload(FacilitatorRequest)
+      .addSuccess(VerifyResponse)
+      .addError(BadRequest)
+      .addError(Unauthorized)
+      .addError(Unprocessable)
+      .addError(BadGateway)
+      .addError(NotImplemented)
+      .middleware(ApiKeyAuth)
+  )
+  .add(
+    HttpApiEndpoint.post("settle", "/x402/settle")
+      .setPayload(SettleRequest)
+      .setHeaders(SettleHeaders)
+      .addSuccess(SettleResponse)
+      .addError(BadRequest)
+      .addError(Unauthorized)
+      .addError(PolicyDenied)
+      .addError(Conflict)
+      .addError(Unprocessable)
+      .addError(TooManyRequests)
+      .addError(BadGateway)
+      .addError(NotImplemented)
+      .middleware(ApiKeyAuth)
+  )
+  .add(
+    HttpApiEndpoint.get("facilitators", "/x402/facilitators")
+      .addSuccess(FacilitatorsResponse)
+      .addError(Unauthorized)
+      .addError(NotImplemented)
+      .middleware(ApiKeyAuth)
+  )
+  .add(
+    HttpApiEndpoint.get("settlement", "/x402/settlements/:id")
+      .setPath(Schema.Struct({ id: Schema.String }))
+      .addSuccess(SettlementRecord)
+      .addError(Unauthorized)
+      .addError(NotFound)
+      .addError(NotImplemented)
+      .middleware(ApiKeyAuth)
+  ) {}

@@ -1,0 +1,34 @@
+import { Effect, Layer, Redacted } from "effect"
+import { createHash, timingSafeEqual } from "node:crypto"
+import { AppConfig } from "../config.js"
+import { Unauthorized } from "../domain/errors.js"
+import { ApiKeyAuth } from "./auth.js"
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest()
+
+/** Keys are stored only as sha256; every listed hash is compared in constant time, so timing reveals nothing. */
+export const ApiKeyAuthLive = Layer.effect(
+  ApiKeyAuth,
+  Effect.gen(function* () {
+    const { apiKeys } = yield* AppConfig
+    const entries = apiKeys.map((k) => ({ principal: k.principal, digest: Buffer.from(k.sha256, "hex") }))
+    return {
+      bearer: (token) => {
+        if (entries.length === 0) return Effect.succeed({ id: null })
+        const presented = sha256(Redacted.value(token))
+        let principal: string | null = null
+        for (const entry of entries) {
+          if (timingSafeEqual(entry.digest, presented)) principal = entry.principal
+        }
+        return principal === null
+          ? Effect.fail(
+              new Unauthorized({
+                error: "UNAUTHORIZED",
+                message: "this endpoint needs Authorization: Bearer <api key> with a configured key"
+              })
+            )
+          : Effect.succeed({ id: principal })
+      }
+    }
+  })
+)

@@ -1,0 +1,107 @@
+import { HttpApiBuilder, HttpApiError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { RouteNotFound } from "@effect/platform/HttpServerError"
+import { Cause, Effect, Option } from "effect"
+import { SextantApi } from "./api/index.js"
+
+export const MAX_BODY_BYTES = 1024 * 1024
+
+const errorResponse = (status: number, error: string, message: string) =>
+  HttpServerResponse.unsafeJson({ error, message }, { status })
+
+/** Every declared (method, path) pair, to tell "no such path" (404) from "wrong method" (405). */
+const routes = Object.values(SextantApi.groups).flatMap((group) =>
+  Object.values(group.endpoints).map((endpoint) => ({
+    method: endpoint.method,
+    pattern: new RegExp(`^${endpoint.path.replace(/:[^/]+/g, "[^/]+")}$`)
+  }))
+)
+const extraPaths = [/^\/openapi\.json$/, /^\/docs$/]
+
+export const allowedMethods = (path: string): ReadonlyArray<string> => [
+  ...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method)),
+  ...(extraPaths.some((p) => p.test(path)) ? ["GET"] : [])
+]
+
+const notRouted = (request: HttpServerRequest.HttpServerRequest) => {
+  const path = new URL(request.url, "http://localhost").pathname
+  const allowed = allowedMethods(path)
+  return allowed.length > 0
+    ? errorResponse(405, "METHOD_NOT_ALLOWED", `${request.method} is not allowed on ${path}; use ${allowed.join(", ")}`).pipe(
+        HttpServerResponse.setHeader("allow", allowed.join(", "))
+      )
+    : errorResponse(404, "NOT_FOUND", `no endpoint at ${request.method} ${path}`)
+}
+
+/**
+ * One clause per failing field. An optional field that fails also reports "Expected undefined"
+ * from the other branch of its union: that adds nothing, so it is dropped.
+ */
+const describeIssues = (error: HttpApiError.HttpApiDecodeError) => {
+  const useful = error.issues.filter((issue) => !issue.message.startsWith("Expected undefined"))
+  const clauses = (useful.length > 0 ? useful : error.issues).map(
+    (issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(body)"}: ${issue.message}`
+  )
+  return [...new Set(clauses)].join("; ")
+}
+
+const hasTag = (value: unknown, tag: string) =>
+  typeof value === "object" && value !== null && "_tag" in value && value._tag === tag
+
+const isJson = (contentType: string) => /^application\/([a-z0-9.+-]*\+)?json\b/i.test(contentType.trim())
+
+/**
+ * Maps what HttpApi leaves as empty bodies or its own shapes onto `{error, message}`: malformed
+ * JSON, schema failures (every issue, the field named), unknown routes, wrong methods, oversized
+ * bodies. Anything unexpected is logged and answered 500 without internals.
+ */
+export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
+  SextantApi,
+  (app) =>
+    Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const length = Number(request.headers["content-length"] ?? 0)
+      if (length > MAX_BODY_BYTES) {
+        return errorResponse(413, "PAYLOAD_TOO_LARGE", `request bodies are limited to ${MAX_BODY_BYTES} bytes`)
+      }
+      // Bodies are JSON. A client that sends none is read as JSON; one that names another type is refused.
+      const contentType = request.headers["content-type"]
+      const hasBody = length > 0 || request.headers["transfer-encoding"] !== undefined
+      if (hasBody && contentType !== undefined && !isJson(contentType)) {
+        return errorResponse(415, "UNSUPPORTED_MEDIA_TYPE", `request bodies must be application/json, not ${contentType}`)
+      }
+      const jsonRequest =
+        hasBody && contentType === undefined
+          ? request.modify({ headers: { ...request.headers, "content-type": "application/json" } })
+          : request
+      return yield* app.pipe(
+        Effect.provideService(HttpServerRequest.HttpServerRequest, jsonRequest),
+        Effect.catchAllCause((cause) => {
+          const failure = Cause.failureOption(cause)
+          if (Option.isSome(failure)) {
+            const error: unknown = failure.value
+            if (error instanceof HttpApiError.HttpApiDecodeError) {
+              return Effect.succeed(errorResponse(400, "INVALID_REQUEST", describeIssues(error)))
+            }
+            if (error instanceof RouteNotFound) return Effect.succeed(notRouted(request))
+            if (hasTag(error, "RequestError")) {
+              return Effect.succeed(errorResponse(400, "MALFORMED_BODY", "the request body is not valid JSON"))
+            }
+            return Effect.failCause(cause)
+          }
+          const defect: unknown = Cause.squash(cause)
+          if (defect instanceof RouteNotFound) return Effect.succeed(notRouted(request))
+          if (hasTag(defect, "RequestError")) {
+            return Effect.succeed(errorResponse(400, "MALFORMED_BODY", "the request body is not valid JSON"))
+          }
+          if (hasTag(defect, "SqlError")) {
+            return Effect.logError("store failure", cause).pipe(
+              Effect.as(errorResponse(503, "STORE_UNAVAILABLE", "the store could not complete the request; retry later"))
+            )
+          }
+          return Effect.logError("unhandled request failure", cause).pipe(
+            Effect.as(errorResponse(500, "INTERNAL", "the request failed unexpectedly; it has been logged"))
+          )
+        })
+      )
+    })
+)

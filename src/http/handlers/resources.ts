@@ -1,0 +1,16 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { Discovery } from "../../discovery/Discovery.js"
+import { SextantApi } from "../api/index.js"
+
+export const ResourcesHandlers = HttpApiBuilder.group(SextantApi, "resources", (handlers) =>
+  Effect.gen(function* () {
+    const discovery = yield* Discovery
+    return handlers
+      .handle("list", () => discovery.list().pipe(Effect.map((resources) => ({ resources }))))
+      .handle("get", ({ path }) => discovery.get(path.id))
+      .handle("search", ({ payload }) =>
+        discovery.search(payload).pipe(Effect.map((resources) => ({ resources, count: resources.length })))
+      )
+  })
+)
