@@ -39,12 +39,17 @@ export const ReceiptRouting = Schema.Struct({
   decidedAt: Schema.String
 }).annotations({ identifier: "ReceiptRouting" })
 
+/** The service the buyer used: the routing selection or one of its fallbacks. */
 export const ReceiptService = Schema.Struct({
   resourceId: Schema.String,
   providerId: Schema.String,
   name: Schema.String,
   url: Schema.String,
-  payTo: Schema.String
+  payTo: Schema.String,
+  /** Its rank in the routing decision: 1 is the selection, higher ranks are fallbacks. */
+  rank: Schema.Int,
+  /** The payment option of the resource that routing ranked. */
+  optionIndex: Schema.Int
 }).annotations({ identifier: "ReceiptService" })
 
 export const ReceiptResponse = Schema.Struct({
@@ -97,8 +102,12 @@ export type ReceiptVerification = typeof ReceiptVerification.Type
 export const SignerDisclosure = Schema.Struct({
   mode: SignatureAlgorithm,
   algorithm: SignatureAlgorithm,
+  /** Base64 of the raw 32-byte Ed25519 key; null in HMAC mode. */
   publicKey: Schema.NullOr(Schema.String),
+  /** The same key as a Stellar G... address. */
   stellarPublicKey: Schema.NullOr(Schema.String),
+  /** The value receipts carry in `serviceSigner`: the base64 key, or the HMAC key id. */
+  serviceSigner: Schema.String,
   offlineVerifiable: Schema.Boolean,
   note: Schema.String
 }).annotations({ identifier: "SignerDisclosure" })

@@ -1,0 +1,129 @@
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { randomUUID } from "node:crypto"
+import { BadRequest, type NotFound, notFound, type Unprocessable } from "../domain/errors.js"
+import {
+  CommerceReceipt,
+  type CreateReceiptRequest,
+  type ReceiptVerification,
+  type SignerDisclosure
+} from "../domain/receipts.js"
+import { Router } from "../routing/Router.js"
+import { ReceiptsRepo } from "../store/ReceiptsRepo.js"
+import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { EvidenceReader } from "../verification/EvidenceReader.js"
+import { eligibleCandidate, noEligibleProvider, receiptBody, receiptPayment, responseDigest } from "./build.js"
+import { encodeBase64, stellarPublicKey } from "./ed25519.js"
+import { signReceipt, verifyWithSigner } from "./receipt.js"
+import { Signer, type SignerShape } from "./Signer.js"
+
+export interface ReceiptServiceShape {
+  /** Routes the purchase, signs the receipt, stores it durably and reports a transaction as evidence. */
+  readonly create: (request: CreateReceiptRequest) => Effect.Effect<CommerceReceipt, BadRequest | Unprocessable>
+  readonly get: (id: string) => Effect.Effect<CommerceReceipt, NotFound>
+  /** The stored receipt checked against the live signer: the only check an HMAC receipt can get. */
+  readonly verify: (id: string) => Effect.Effect<ReceiptVerification, NotFound>
+  readonly signer: () => Effect.Effect<SignerDisclosure>
+}
+
+const disclosure = (signer: SignerShape): SignerDisclosure =>
+  signer.publicKey === null
+    ? {
+        mode: signer.algorithm,
+        algorithm: signer.algorithm,
+        publicKey: null,
+        stellarPublicKey: null,
+        serviceSigner: signer.signerId,
+        offlineVerifiable: false,
+        note:
+          "hmac-sha256 receipts are attestations only this service can check (GET /v1/receipts/{id}/verify); " +
+          "configure signer.ed25519KeyFile for receipts anyone can verify offline"
+      }
+    : {
+        mode: signer.algorithm,
+        algorithm: signer.algorithm,
+        publicKey: encodeBase64(signer.publicKey),
+        stellarPublicKey: stellarPublicKey(signer.publicKey),
+        serviceSigner: signer.signerId,
+        offlineVerifiable: true,
+        note:
+          "receipts are Ed25519 signatures over the RFC 8785 canonical JSON of the receipt without serviceSignature, " +
+          "serviceSigner and signatureAlgorithm; verify offline with this key (sextant receipt verify <file>)"
+      }
+
+const decodeStored = Schema.decodeUnknown(CommerceReceipt)
+
+const make = Effect.gen(function* () {
+  const router = yield* Router
+  const resources = yield* ResourcesRepo
+  const receipts = yield* ReceiptsRepo
+  const evidence = yield* EvidenceReader
+  const signer = yield* Signer
+
+  // A store that fails is the service's fault, not the caller's: it surfaces as a logged defect.
+  const stored = (id: string) =>
+    receipts.get(id).pipe(
+      Effect.orDie,
+      Effect.flatMap(Option.match({ onNone: () => Effect.fail(notFound("receipt", id)), onSome: Effect.succeed }))
+    )
+
+  const create = (request: CreateReceiptRequest) =>
+    Effect.gen(function* () {
+      const payment = yield* receiptPayment(request.payment)
+      const bodySha256 = yield* responseDigest(request.response)
+      const { capability, constraints, optimizeFor } = request.request
+      const decision = yield* router.route({ capability, constraints, optimizeFor })
+      const { selected, chosen } = yield* eligibleCandidate(decision, request.resourceId)
+      const resource = yield* resources.get(chosen.resourceId).pipe(
+        Effect.orDie,
+        Effect.flatMap(
+          Option.match({
+            onNone: () =>
+              Effect.fail(noEligibleProvider(`resource "${chosen.resourceId}" left the catalog while the receipt was made`)),
+            onSome: Effect.succeed
+          })
+        )
+      )
+      const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
+      const body = receiptBody({
+        receiptId: `rcpt_${randomUUID()}`,
+        timestamp,
+        request: request.request,
+        decision,
+        selected,
+        chosen,
+        resource,
+        payment,
+        response: { status: request.response.status, bodySha256 }
+      })
+      const receipt = yield* signReceipt(body, signer).pipe(
+        Effect.mapError((e) => new BadRequest({ error: "INVALID_REQUEST", message: `cannot be signed: ${e.message}` }))
+      )
+      yield* receipts.insert(receipt).pipe(Effect.orDie)
+      if (payment.transactionHash !== null) {
+        yield* evidence.recordEconomic({
+          source: "receipt",
+          resourceId: chosen.resourceId,
+          payTo: chosen.option.payTo,
+          success: true,
+          transactionHash: payment.transactionHash,
+          at: timestamp
+        })
+      }
+      return receipt
+    })
+
+  return ReceiptService.of({
+    create,
+    get: (id) => Effect.flatMap(stored(id), (raw) => Effect.orDie(decodeStored(raw))),
+    verify: (id) =>
+      Effect.flatMap(stored(id), (raw) =>
+        Effect.map(verifyWithSigner(raw, signer), (check) => ({ receiptId: id, ...check }))
+      ),
+    signer: () => Effect.succeed(disclosure(signer))
+  })
+})
+
+/** Receipts: building, signing, storing and checking them. Needs the store, routing, evidence and a Signer. */
+export class ReceiptService extends Context.Tag("sextant/ReceiptService")<ReceiptService, ReceiptServiceShape>() {
+  static readonly Live = Layer.effect(ReceiptService, make).pipe(Layer.provide(ReceiptsRepo.Live))
+}

@@ -1,0 +1,273 @@
+import { afterAll, describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import { StrKey } from "@stellar/stellar-sdk"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { createPublicKey, generateKeyPairSync, verify as cryptoVerify, sign as cryptoSign } from "node:crypto"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { BadRequest, NotFound, Unprocessable } from "../src/domain/errors.js"
+import type { CommerceReceipt, CreateReceiptRequest } from "../src/domain/receipts.js"
+import { verifyReceipt } from "../src/receipts/receipt.js"
+import { ReceiptService } from "../src/receipts/ReceiptService.js"
+import { Signer } from "../src/receipts/Signer.js"
+import { receiptServiceLayer, recordingEvidence } from "./receiptsFixtures.js"
+
+const folder = mkdtempSync(join(tmpdir(), "sextant-receipts-"))
+const keyFile = join(folder, "keys", "signer.key")
+
+/** An implementation that shares nothing with src/receipts: sorted keys, JSON.stringify, SPKI-wrapped raw keys. */
+const independentCanonical = (value: unknown): string => {
+  const sort = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(sort)
+      : typeof v === "object" && v !== null
+        ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort((v as Record<string, unknown>)[k])]))
+        : v
+  return JSON.stringify(sort(value))
+}
+const withoutSignature = ({ serviceSignature: _s, serviceSigner: _k, signatureAlgorithm: _a, ...body }: Record<string, unknown>) =>
+  body
+const spkiFromRaw = (raw: Buffer) =>
+  createPublicKey({ key: Buffer.concat([Buffer.from("302a300506032b6570032100", "hex"), raw]), format: "der", type: "spki" })
+
+const purchase = (overrides: Partial<CreateReceiptRequest> = {}): CreateReceiptRequest => ({
+  request: { capability: "rwa.inspect", optimizeFor: "cheapest", intent: "inspect the asset issuer for a loan desk" },
+  payment: { network: "stellar:testnet", scheme: "exact", asset: "USDC", amount: "5000" },
+  response: { status: 200, body: '{"issuer":"GA..."}' },
+  ...overrides
+})
+
+const { events, layer: evidence } = recordingEvidence()
+const runtime = ManagedRuntime.make(receiptServiceLayer(join(folder, "sextant.db"), Signer.ed25519(keyFile), evidence))
+afterAll(() => runtime.dispose())
+
+const create = (request: CreateReceiptRequest) => runtime.runPromise(Effect.flatMap(ReceiptService, (s) => s.create(request)))
+const failure = <A, E>(effect: Effect.Effect<A, E, ReceiptService>) => runtime.runPromise(Effect.flip(effect))
+
+describe("receipts: building, signing, storing", () => {
+  test("a service-made receipt verifies with node:crypto and the raw public key alone", async () => {
+    const receipt = await create(purchase())
+    expect(receipt.signatureAlgorithm).toBe("ed25519")
+    const raw = Buffer.from(receipt.serviceSigner, "base64")
+    expect(raw.length).toBe(32)
+    const message = Buffer.from(independentCanonical(withoutSignature(receipt)), "utf8")
+    const signature = Buffer.from(receipt.serviceSignature, "base64")
+    expect(cryptoVerify(null, message, spkiFromRaw(raw), signature)).toBe(true)
+    expect(cryptoVerify(null, Buffer.concat([message, Buffer.from(" ")]), spkiFromRaw(raw), signature)).toBe(false)
+  })
+
+  test("a receipt signed directly with node:crypto verifies with verifyReceipt, by base64 or G... key", async () => {
+    const { privateKey, publicKey } = generateKeyPairSync("ed25519")
+    const raw = Buffer.from(publicKey.export({ format: "jwk" }).x!, "base64url")
+    const body = withoutSignature((await create(purchase())) as unknown as Record<string, unknown>)
+    const signature = cryptoSign(null, Buffer.from(independentCanonical(body), "utf8"), privateKey)
+    const foreign = {
+      ...body,
+      serviceSignature: signature.toString("base64"),
+      serviceSigner: raw.toString("base64"),
+      signatureAlgorithm: "ed25519"
+    }
+    expect(verifyReceipt(foreign)).toMatchObject({ valid: true, algorithm: "ed25519", signer: raw.toString("base64") })
+    expect(verifyReceipt(foreign, { publicKey: StrKey.encodeEd25519PublicKey(raw) }).valid).toBe(true)
+    expect(verifyReceipt({ ...foreign, serviceSigner: StrKey.encodeEd25519PublicKey(raw) }).valid).toBe(true)
+  })
+
+  test("changing any top-level field, or adding one, makes the receipt invalid with a reason", async () => {
+    const receipt = (await create(purchase())) as unknown as Record<string, unknown>
+    const otherKey = Buffer.from(generateKeyPairSync("ed25519").publicKey.export({ format: "jwk" }).x!, "base64url")
+    const changed: Record<string, unknown> = {
+      receiptId: "rcpt_forged",
+      request: { capability: "rwa.inspect", optimizeFor: "cheapest", intent: "something else" },
+      routing: { ...(receipt.routing as object), score: 0.1 },
+      service: { ...(receipt.service as object), payTo: "GDN33ZI2MX4GZ6AOQYSUXIOXM4LTGQ5QIYTPLZSWTOHCR5PGFVRIHIFS" },
+      payment: { ...(receipt.payment as object), amount: "5001" },
+      response: { ...(receipt.response as object), status: 500 },
+      timestamp: "2030-01-01T00:00:00.000Z",
+      serviceSignature: Buffer.alloc(64, 7).toString("base64"),
+      serviceSigner: otherKey.toString("base64"),
+      signatureAlgorithm: "hmac-sha256"
+    }
+    expect(Object.keys(changed).sort()).toEqual(Object.keys(receipt).sort())
+    expect(verifyReceipt(receipt).valid).toBe(true)
+    for (const [field, value] of Object.entries(changed)) {
+      const check = verifyReceipt({ ...receipt, [field]: value })
+      expect({ field, valid: check.valid }).toEqual({ field, valid: false })
+      expect(check.reason.length).toBeGreaterThan(10)
+    }
+    expect(verifyReceipt({ ...receipt, refund: true }).valid).toBe(false)
+    expect(verifyReceipt({ ...receipt, signatureAlgorithm: "rsa" })).toMatchObject({ valid: false, algorithm: "unknown" })
+    expect(verifyReceipt([receipt]).valid).toBe(false)
+  })
+
+  test("a re-ordered, re-spaced copy of the same data still verifies; a different key does not", async () => {
+    const receipt = await create(purchase())
+    const reordered = JSON.parse(JSON.stringify(Object.fromEntries(Object.entries(receipt).reverse()), null, 2))
+    expect(verifyReceipt(reordered).valid).toBe(true)
+    const otherKey = generateKeyPairSync("ed25519").publicKey.export({ format: "jwk" }).x!
+    const check = verifyReceipt(receipt, { publicKey: Buffer.from(otherKey, "base64url").toString("base64") })
+    expect(check.valid).toBe(false)
+    expect(check.reason).toContain("not the expected signer")
+  })
+
+  test("the receipt links routing, the chosen service, the payment and the response hash, and is stored", async () => {
+    const receipt = await create(purchase())
+    expect(receipt.receiptId).toMatch(/^rcpt_/)
+    // The catalog router ranks cheapest first: meridian's upto option (5000) beats atlas (8000).
+    expect(receipt.routing).toMatchObject({
+      optimizeFor: "cheapest",
+      selectedResourceId: "meridian-rwa.rwa.inspect",
+      fallbacks: ["atlas-ledger.rwa.inspect", "stellar-intel.rwa.inspect"]
+    })
+    expect(receipt.service).toMatchObject({ resourceId: "meridian-rwa.rwa.inspect", providerId: "meridian-rwa", rank: 1 })
+    expect(receipt.payment).toEqual({
+      protocol: "x402",
+      network: "stellar:testnet",
+      scheme: "exact",
+      asset: "USDC",
+      amount: "5000",
+      maxAmount: "5000",
+      transactionHash: null
+    })
+    expect(receipt.response).toEqual({
+      status: 200,
+      bodySha256: new Bun.CryptoHasher("sha256").update('{"issuer":"GA..."}').digest("hex")
+    })
+    const [row] = await runtime.runPromise(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql<{ receipt: string; resource_id: string }>`SELECT receipt, resource_id FROM receipts WHERE id = ${receipt.receiptId}`
+      )
+    )
+    expect(row?.resource_id).toBe("meridian-rwa.rwa.inspect")
+    expect(JSON.parse(row!.receipt)).toEqual(receipt)
+    const fetched = await runtime.runPromise(Effect.flatMap(ReceiptService, (s) => s.get(receipt.receiptId)))
+    expect(fetched).toEqual(receipt)
+    const checked = await runtime.runPromise(Effect.flatMap(ReceiptService, (s) => s.verify(receipt.receiptId)))
+    expect(checked).toEqual({
+      receiptId: receipt.receiptId,
+      valid: true,
+      algorithm: "ed25519",
+      signer: receipt.serviceSigner,
+      reason: "ed25519 signature verified"
+    })
+  })
+
+  test("a chosen fallback is named as the service, and its transaction hash becomes economic evidence", async () => {
+    const before = events.length
+    const receipt = await create(
+      purchase({
+        resourceId: "stellar-intel.rwa.inspect",
+        payment: {
+          network: "stellar:testnet",
+          scheme: "upto",
+          asset: "USDC",
+          amount: "10000",
+          maxAmount: "20000",
+          transactionHash: "a".repeat(64)
+        },
+        response: { status: 200, bodySha256: "b".repeat(64) }
+      })
+    )
+    expect(receipt.service).toMatchObject({
+      resourceId: "stellar-intel.rwa.inspect",
+      rank: 3,
+      payTo: "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
+    })
+    expect(receipt.routing.selectedResourceId).toBe("meridian-rwa.rwa.inspect")
+    expect(receipt.payment).toMatchObject({ maxAmount: "20000", transactionHash: "a".repeat(64) })
+    expect(receipt.response.bodySha256).toBe("b".repeat(64))
+    expect(events.slice(before)).toEqual([
+      {
+        source: "receipt",
+        resourceId: "stellar-intel.rwa.inspect",
+        payTo: "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464",
+        success: true,
+        transactionHash: "a".repeat(64),
+        at: receipt.timestamp
+      }
+    ])
+    await create(purchase())
+    expect(events.length).toBe(before + 1)
+  })
+
+  test("nothing eligible, or a resource that is not eligible, is 422 NO_ELIGIBLE_PROVIDER and stores nothing", async () => {
+    const count = () =>
+      runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: number }>`SELECT COUNT(*) AS n FROM receipts`))
+    const [before] = await count()
+    const service = Effect.flatMap(ReceiptService, (s) =>
+      Effect.all([
+        Effect.flip(s.create(purchase({ request: { capability: "weather.forecast" } }))),
+        Effect.flip(
+          s.create(
+            purchase({
+              request: { capability: "rwa.inspect", constraints: { denyProviders: ["atlas-ledger"] } },
+              resourceId: "atlas-ledger.rwa.inspect"
+            })
+          )
+        ),
+        Effect.flip(s.create(purchase({ resourceId: "stellar-intel.rwa.changes" })))
+      ])
+    )
+    const [none, denied, elsewhere] = await runtime.runPromise(service)
+    for (const error of [none, denied, elsewhere]) {
+      expect(error).toBeInstanceOf(Unprocessable)
+      expect(error.error).toBe("NO_ELIGIBLE_PROVIDER")
+    }
+    expect(denied.message).toContain("PROVIDER_DENIED")
+    expect(elsewhere.message).toContain("does not offer")
+    const [after] = await count()
+    expect(Number(after?.n)).toBe(Number(before?.n))
+  })
+
+  test("bad purchases are 400 with a message: no response hash, a hash that disagrees, a ceiling below the amount, unsignable text", async () => {
+    const errors = await Promise.all([
+      failure(Effect.flatMap(ReceiptService, (s) => s.create(purchase({ response: { status: 200 } })))),
+      failure(
+        Effect.flatMap(ReceiptService, (s) => s.create(purchase({ response: { status: 200, body: "x", bodySha256: "0".repeat(64) } })))
+      ),
+      failure(
+        Effect.flatMap(ReceiptService, (s) =>
+          s.create(purchase({ payment: { network: "stellar:testnet", scheme: "upto", asset: "USDC", amount: "10", maxAmount: "9" } }))
+        )
+      ),
+      failure(Effect.flatMap(ReceiptService, (s) => s.create(purchase({ request: { capability: "rwa.inspect", intent: "x\ud800" } }))))
+    ])
+    for (const error of errors) {
+      expect(error).toBeInstanceOf(BadRequest)
+      expect(error.error).toBe("INVALID_REQUEST")
+    }
+    expect(errors.map((e) => e.message)).toEqual([
+      expect.stringContaining("bodySha256"),
+      expect.stringContaining("is not the SHA-256"),
+      expect.stringContaining("below payment.amount"),
+      expect.stringContaining("lone surrogate")
+    ])
+  })
+
+  test("unknown receipt ids are 404 on get and verify", async () => {
+    const [onGet, onVerify] = await runtime.runPromise(
+      Effect.flatMap(ReceiptService, (s) => Effect.all([Effect.flip(s.get("rcpt_nope")), Effect.flip(s.verify("rcpt_nope"))]))
+    )
+    for (const error of [onGet, onVerify]) {
+      expect(error).toBeInstanceOf(NotFound)
+      expect(error).toMatchObject({ error: "NOT_FOUND", message: 'no receipt with id "rcpt_nope"' })
+    }
+  })
+
+  test("after a restart on the same files, receipts are still there and verify; under a new key they do not", async () => {
+    const receipt: CommerceReceipt = await create(purchase())
+    const restarted = (signer: Layer.Layer<Signer, unknown>) =>
+      Effect.runPromise(
+        Effect.flatMap(ReceiptService, (s) => Effect.all([s.get(receipt.receiptId), s.verify(receipt.receiptId)])).pipe(
+          Effect.provide(receiptServiceLayer(join(folder, "sextant.db"), signer, recordingEvidence().layer))
+        )
+      )
+    const [again, check] = await restarted(Signer.ed25519(keyFile))
+    expect(again).toEqual(receipt)
+    expect(check.valid).toBe(true)
+    const [, rotated] = await restarted(Signer.ed25519(join(folder, "rotated.key")))
+    expect(rotated.valid).toBe(false)
+    expect(rotated.reason).toContain("not the expected signer")
+  })
+})
