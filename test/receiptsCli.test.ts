@@ -1,0 +1,89 @@
+import { describe, expect, test } from "bun:test"
+import { StrKey } from "@stellar/stellar-sdk"
+import { Effect } from "effect"
+import { generateKeyPairSync } from "node:crypto"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { receiptVerifyCommand } from "../src/receipts/cli.js"
+import { ReceiptService } from "../src/receipts/ReceiptService.js"
+import { Signer } from "../src/receipts/Signer.js"
+import { receiptServiceLayer, recordingEvidence } from "./receiptsFixtures.js"
+
+const folder = mkdtempSync(join(tmpdir(), "sextant-cli-"))
+
+const receipt = await Effect.runPromise(
+  Effect.flatMap(ReceiptService, (s) =>
+    s.create({
+      request: { capability: "rwa.eligibility", intent: "can this wallet hold the asset?" },
+      payment: { network: "stellar:testnet", scheme: "exact", asset: "USDC", amount: "5000", transactionHash: "c".repeat(64) },
+      response: { status: 200, body: '{"eligible":true}' }
+    })
+  ).pipe(Effect.provide(receiptServiceLayer(":memory:", Signer.ed25519(join(folder, "signer.key")), recordingEvidence().layer)))
+)
+
+const file = (name: string, content: string) => {
+  const path = join(folder, name)
+  writeFileSync(path, content)
+  return path
+}
+
+/** Runs the command as `sextant receipt verify ...` would, capturing its two streams. */
+const run = async (...argv: Array<string>) => {
+  const out: Array<string> = []
+  const err: Array<string> = []
+  const code = await receiptVerifyCommand(argv, { out: (l) => out.push(l), err: (l) => err.push(l) })
+  expect(out).toHaveLength(1)
+  return { code, result: JSON.parse(out[0]!) as Record<string, unknown>, err }
+}
+
+describe("sextant receipt verify", () => {
+  const valid = file("receipt.json", JSON.stringify(receipt, null, 2))
+  const otherKey = Buffer.from(generateKeyPairSync("ed25519").publicKey.export({ format: "jwk" }).x!, "base64url")
+
+  test("a receipt as issued verifies offline: exit 0 and one JSON line", async () => {
+    const { code, result } = await run(valid)
+    expect(code).toBe(0)
+    expect(result).toEqual({
+      file: valid,
+      receiptId: receipt.receiptId,
+      valid: true,
+      algorithm: "ed25519",
+      signer: receipt.serviceSigner,
+      reason: "ed25519 signature verified"
+    })
+  })
+
+  test("the service's key given as base64 or as a G... address also verifies", async () => {
+    const gAddress = StrKey.encodeEd25519PublicKey(Buffer.from(receipt.serviceSigner, "base64"))
+    expect((await run(valid, "--public-key", receipt.serviceSigner)).code).toBe(0)
+    expect((await run(`--public-key=${gAddress}`, valid)).code).toBe(0)
+  })
+
+  test("a tampered receipt exits 1 with the reason", async () => {
+    const tampered = file("tampered.json", JSON.stringify({ ...receipt, payment: { ...receipt.payment, amount: "1" } }))
+    const { code, result } = await run(tampered)
+    expect(code).toBe(1)
+    expect(result).toMatchObject({ valid: false, reason: "the signature does not match the receipt's canonical bytes" })
+  })
+
+  test("a different trusted key exits 1, even when the receipt names that key", async () => {
+    const wrongKey = await run(valid, "--public-key", otherKey.toString("base64"))
+    expect(wrongKey.code).toBe(1)
+    expect(wrongKey.result.reason).toContain("not the expected signer")
+    const relabelled = file("relabelled.json", JSON.stringify({ ...receipt, serviceSigner: otherKey.toString("base64") }))
+    expect((await run(relabelled, "--public-key", otherKey.toString("base64"))).code).toBe(1)
+  })
+
+  test("a missing file, a file that is not JSON and bad arguments exit 2", async () => {
+    const missing = await run(join(folder, "nope.json"))
+    expect(missing).toMatchObject({ code: 2, result: { error: "UNREADABLE" } })
+    expect(String(missing.result.message)).toContain("ENOENT")
+    expect((await run(file("text.json", "receipt?"))).result).toMatchObject({ error: "UNREADABLE" })
+    for (const argv of [[], [valid, valid], [valid, "--public-key"], [valid, "--public-key", "abc"], [valid, "--verbose"]]) {
+      const { code, result, err } = await run(...argv)
+      expect({ argv, code, error: result.error }).toEqual({ argv, code: 2, error: "USAGE" })
+      expect(err[0]).toContain("usage: sextant receipt verify")
+    }
+  })
+})
