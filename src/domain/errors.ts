@@ -65,3 +65,18 @@ export class ServiceUnavailable extends Schema.Class<ServiceUnavailable>("Servic
 
 export const notFound = (what: string, id: string) =>
   new NotFound({ error: "NOT_FOUND", message: `no ${what} with id "${id}"` })
+
+/** Every error class an endpoint may fail with, for the HTTP layer to answer with its own status. */
+export const ApiErrors = [
+  BadRequest,
+  Unauthorized,
+  PolicyDenied,
+  NotFound,
+  Conflict,
+  Unprocessable,
+  TooManyRequests,
+  NotImplemented,
+  BadGateway,
+  ServiceUnavailable
+] as const
+export type ApiError = InstanceType<(typeof ApiErrors)[number]>

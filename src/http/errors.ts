@@ -1,6 +1,7 @@
-import { HttpApiBuilder, HttpApiError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApiError, HttpApiSchema, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { RouteNotFound } from "@effect/platform/HttpServerError"
 import { Cause, Effect, Option } from "effect"
+import { type ApiError, ApiErrors } from "../domain/errors.js"
 import { SextantApi } from "./api/index.js"
 
 export const MAX_BODY_BYTES = 1024 * 1024
@@ -44,6 +45,23 @@ const describeIssues = (error: HttpApiError.HttpApiDecodeError) => {
   return [...new Set(clauses)].join("; ")
 }
 
+/**
+ * Our error classes share one body shape, and HttpApi's own encoder picks the first structurally
+ * matching class of the union (so a 404 could leave as a 401). They are answered here instead,
+ * each with the status its class declares.
+ */
+const statusOf = new Map<unknown, number>(ApiErrors.map((cls) => [cls, HttpApiSchema.getStatusError(cls)]))
+
+const apiErrorResponse = (error: ApiError) => {
+  const response = HttpServerResponse.unsafeJson({ ...error }, { status: statusOf.get(error.constructor) ?? 500 })
+  return "retryAfterSeconds" in error
+    ? HttpServerResponse.setHeader(response, "retry-after", String(error.retryAfterSeconds))
+    : response
+}
+
+const isApiError = (value: unknown): value is ApiError =>
+  typeof value === "object" && value !== null && statusOf.has(value.constructor)
+
 const hasTag = (value: unknown, tag: string) =>
   typeof value === "object" && value !== null && "_tag" in value && value._tag === tag
 
@@ -79,6 +97,7 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
           const failure = Cause.failureOption(cause)
           if (Option.isSome(failure)) {
             const error: unknown = failure.value
+            if (isApiError(error)) return Effect.succeed(apiErrorResponse(error))
             if (error instanceof HttpApiError.HttpApiDecodeError) {
               return Effect.succeed(errorResponse(400, "INVALID_REQUEST", describeIssues(error)))
             }

@@ -1,0 +1,94 @@
+import { describe, expect, test } from "bun:test"
+import { Either } from "effect"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { loadConfig } from "../src/config.js"
+
+const dir = mkdtempSync(join(tmpdir(), "sextant-config-"))
+const writeConfig = (name: string, content: unknown) => {
+  const path = join(dir, name)
+  writeFileSync(path, typeof content === "string" ? content : JSON.stringify(content))
+  return path
+}
+
+const entry = (amount: string, amountUsd: number) => ({
+  resource: {
+    id: "demo.one",
+    type: "http",
+    name: "One",
+    description: "d",
+    url: "http://127.0.0.1:9/x",
+    capabilities: ["demo.one"]
+  },
+  provider: { id: "p", name: "P" },
+  paymentOptions: [
+    {
+      network: "stellar:testnet",
+      scheme: "exact",
+      asset: "CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA",
+      amount,
+      amountUsd,
+      payTo: "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
+    }
+  ]
+})
+
+const BAD_CONFIGS: ReadonlyArray<readonly [string, unknown, string]> = [
+  ["unknown network", { network: "stellar:futurenet" }, "network"],
+  ["malformed asset contract", { asset: { network: "stellar:testnet", assetContract: "CNOTACONTRACT", symbol: "USDC", decimals: 7, minimumAmount: "1", maximumAmount: "10" } }, "asset.assetContract"],
+  ["duplicate facilitator id", { facilitators: [{ id: "a", url: "http://127.0.0.1:1" }, { id: "a", url: "http://127.0.0.1:2" }] }, "facilitators[1].id"],
+  ["amount and amountUsd disagree at 7 decimals", { catalog: [entry("10000", 0.01)] }, "catalog[0].paymentOptions[0].amountUsd"],
+  ["unknown field", { prot: 1 }, "prot"],
+  ["unparsable file", "{ not json", "config file"]
+]
+
+describe("config", () => {
+  test("no file gives the documented embedded defaults and the demo catalog", () => {
+    const config = Either.getOrThrow(loadConfig(undefined, {}))
+    expect(config).toMatchObject({
+      host: "127.0.0.1",
+      port: 4020,
+      database: "./data/sextant.db",
+      network: "stellar:testnet",
+      facilitators: [],
+      apiKeys: [],
+      signer: { ed25519KeyFile: "./data/signer.key" }
+    })
+    expect(config.catalog.length).toBeGreaterThanOrEqual(4)
+    for (const e of config.catalog) expect(e.resource.url.startsWith("http://127.0.0.1:")).toBe(true)
+  })
+
+  test("PORT, HOST and DATABASE_URL override the file", () => {
+    const path = writeConfig("ok.json", { port: 5000, host: "0.0.0.0", database: "./x.db" })
+    const config = Either.getOrThrow(loadConfig(path, { PORT: "6001", HOST: "::1", DATABASE_URL: ":memory:" }))
+    expect(config).toMatchObject({ port: 6001, host: "::1", database: ":memory:" })
+  })
+
+  test("a catalog path is read relative to the config file", () => {
+    writeConfig("catalog.json", [entry("10000", 0.001)])
+    const config = Either.getOrThrow(loadConfig(writeConfig("with-catalog.json", { catalog: "catalog.json" }), {}))
+    expect(config.catalog.map((e) => e.resource.id)).toEqual(["demo.one"])
+  })
+
+  for (const [name, content, field] of BAD_CONFIGS) {
+    test(`${name}: start-up stops with exit 2 and one line naming ${field}`, async () => {
+      const path = writeConfig(`${name.replace(/\W+/g, "-")}.json`, content)
+      const proc = Bun.spawn([process.execPath, "src/main.ts", "serve", "--config", path], {
+        stdout: "pipe",
+        stderr: "pipe",
+        env: { ...process.env, PORT: "0" }
+      })
+      const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()])
+      expect(code).toBe(2)
+      const lines = stderr.trim().split("\n")
+      expect(lines.length).toBe(1)
+      expect(lines[0]!.startsWith(`config error: ${field}`)).toBe(true)
+    })
+  }
+
+  test("a bad PORT is named", () => {
+    const result = loadConfig(undefined, { PORT: "eighty" })
+    expect(Either.isLeft(result) && result.left.line).toContain("PORT")
+  })
+})

@@ -1,0 +1,201 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Effect } from "effect"
+import { type Config } from "../src/config.js"
+import { request, startServer, testConfig } from "./support/server.js"
+
+const SPEC_ENDPOINTS: ReadonlyArray<readonly [string, string]> = [
+  ["get", "/health/live"],
+  ["get", "/health/ready"],
+  ["get", "/health/dependencies"],
+  ["get", "/x402/supported"],
+  ["post", "/x402/verify"],
+  ["post", "/x402/settle"],
+  ["get", "/x402/facilitators"],
+  ["get", "/v1/resources"],
+  ["get", "/v1/resources/{id}"],
+  ["post", "/v1/search"],
+  ["post", "/v1/validate"],
+  ["get", "/v1/resources/{id}/metrics"],
+  ["get", "/v1/resources/{id}/observations"],
+  ["post", "/v1/routes"],
+  ["post", "/v1/policies/evaluate"],
+  ["post", "/v1/receipts"],
+  ["get", "/v1/receipts/signer"],
+  ["get", "/v1/receipts/{id}"],
+  ["get", "/v1/receipts/{id}/verify"]
+]
+
+let server: Awaited<ReturnType<typeof startServer>>
+let config: Config
+
+beforeAll(async () => {
+  config = testConfig()
+  server = await startServer(config)
+})
+afterAll(() => server.close())
+
+describe("health", () => {
+  test("live and ready answer through the typed client", async () => {
+    const live = await Effect.runPromise(server.client.health.live())
+    expect(live).toEqual({ status: "ok" })
+    const ready = await Effect.runPromise(server.client.health.ready())
+    expect(ready.network).toBe("stellar:testnet")
+    expect(ready.asset).toEqual({
+      network: "stellar:testnet",
+      assetContract: "CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA",
+      symbol: "USDC",
+      decimals: 7,
+      minimumAmount: "1",
+      maximumAmount: "10000000000"
+    })
+  })
+
+  test("dependencies report the store and a facilitator section", async () => {
+    const { status, body } = await request(`${server.url}/health/dependencies`)
+    expect(status).toBe(200)
+    expect(body.store).toMatchObject({ kind: "sqlite", location: ":memory:", durable: false })
+    expect(body.facilitators).toMatchObject({ configured: 0 })
+  })
+})
+
+describe("discovery", () => {
+  test("lists the demo catalog from stored rows, every resource starting DISCOVERED at level 0", async () => {
+    const { resources } = await Effect.runPromise(server.client.resources.list())
+    expect(resources.map((r) => r.resource.id).sort()).toEqual(config.catalog.map((e) => e.resource.id).sort())
+    for (const r of resources) {
+      expect(r.resource.status).toBe("DISCOVERED")
+      expect(r.resource.verificationLevel).toBe(0)
+    }
+  })
+
+  test("a resource comes with its metrics; an unknown id is 404 {error, message}", async () => {
+    const { status, body } = await request(`${server.url}/v1/resources/stellar-intel.rwa.inspect`)
+    expect(status).toBe(200)
+    expect(body.resource.capabilities).toEqual(["rwa.inspect"])
+    expect(body.metrics).toMatchObject({ resourceId: "stellar-intel.rwa.inspect", confidence: 0, observationCount: 0 })
+    expect(Array.isArray(body.transitions)).toBe(true)
+    const missing = await request(`${server.url}/v1/resources/no-such-thing`)
+    expect(missing.status).toBe(404)
+    expect(missing.body).toEqual({ error: "NOT_FOUND", message: 'no resource with id "no-such-thing"' })
+  })
+
+  test("search ranks text matches by relevance and filters on worst-case price", async () => {
+    const byText = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "inspector" } })
+    expect(byText.status).toBe(200)
+    expect(byText.body.resources.map((r: any) => r.resource.id)).toEqual(["atlas-ledger.rwa.inspect", "meridian-rwa.rwa.inspect"])
+    // meridian's upto option claims 0.0005 but authorises up to 0.003: worst case, so it is out under 0.002
+    const cheap = await request(`${server.url}/v1/search`, {
+      method: "POST",
+      json: { capability: "rwa.inspect", scheme: "upto", maxPriceUsd: 0.002 }
+    })
+    expect(cheap.body.resources).toEqual([])
+    const ceiling = await request(`${server.url}/v1/search`, {
+      method: "POST",
+      json: { capability: "rwa.inspect", scheme: "upto", maxPriceUsd: 0.003 }
+    })
+    expect(ceiling.body.resources.map((r: any) => r.resource.id)).toEqual(["meridian-rwa.rwa.inspect"])
+  })
+
+  test("quality filters never pass a resource without evidence", async () => {
+    for (const filter of [{ minimumReliability: 0 }, { maximumP95LatencyMs: 100000 }]) {
+      const { body } = await request(`${server.url}/v1/search`, { method: "POST", json: filter })
+      expect(body.count).toBe(0)
+    }
+  })
+})
+
+describe("errors", () => {
+  test("malformed JSON is 400 {error, message}", async () => {
+    const res = await fetch(`${server.url}/v1/search`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: '{"query":'
+    })
+    expect(res.status).toBe(400)
+    expect(await res.json()).toEqual({ error: "MALFORMED_BODY", message: "the request body is not valid JSON" })
+  })
+
+  test("schema violations list every failing field, and unknown fields are refused", async () => {
+    const { status, body } = await request(`${server.url}/v1/search`, {
+      method: "POST",
+      json: { maxPriceUsd: "cheap", network: "ethereum", surprise: true }
+    })
+    expect(status).toBe(400)
+    expect(body.error).toBe("INVALID_REQUEST")
+    expect(body.message).toContain("maxPriceUsd")
+    expect(body.message).toContain("network")
+    expect(body.message).toContain("surprise")
+  })
+
+  test("unknown routes are 404, wrong methods 405 with Allow, big bodies 413, other media types 415", async () => {
+    const unknown = await request(`${server.url}/v2/nothing`)
+    expect(unknown.status).toBe(404)
+    expect(unknown.body.error).toBe("NOT_FOUND")
+    const wrong = await request(`${server.url}/v1/search`, { method: "GET" })
+    expect(wrong.status).toBe(405)
+    expect(wrong.headers.get("allow")).toBe("POST")
+    expect(wrong.body.error).toBe("METHOD_NOT_ALLOWED")
+    const big = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "x".repeat(1024 * 1024 + 10) } })
+    expect(big.status).toBe(413)
+    expect(big.body.error).toBe("PAYLOAD_TOO_LARGE")
+    const form = await request(`${server.url}/v1/search`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "query=x"
+    })
+    expect(form.status).toBe(415)
+    expect(form.body.error).toBe("UNSUPPORTED_MEDIA_TYPE")
+  })
+
+  test("a JSON body sent without a content type is read as JSON", async () => {
+    const res = await fetch(`${server.url}/v1/search`, { method: "POST", body: JSON.stringify({ query: "compliance" }) })
+    expect(res.status).toBe(200)
+    const body = (await res.json()) as any
+    expect(body.count).toBeGreaterThan(0)
+  })
+})
+
+describe("openapi", () => {
+  test("/openapi.json is 3.1, version 0.1.0, Apache-2.0, and lists every path of the spec", async () => {
+    const { status, body } = await request(`${server.url}/openapi.json`)
+    expect(status).toBe(200)
+    expect(body.openapi).toMatch(/^3\.1\./)
+    expect(body.info.version).toBe("0.1.0")
+    expect(body.info.license.name).toBe("Apache-2.0")
+    for (const [method, path] of SPEC_ENDPOINTS) {
+      expect(body.paths[path]?.[method]).toBeDefined()
+    }
+    expect(body.paths["/v1/search"].post.requestBody).toBeDefined()
+  })
+
+  test("/docs renders a page from the same document", async () => {
+    const res = await fetch(`${server.url}/docs`)
+    expect(res.status).toBe(200)
+    expect(res.headers.get("content-type")).toContain("text/html")
+    const html = await res.text()
+    expect(html).toContain("Sextant")
+    expect(html).toContain("/v1/routes")
+  })
+})
+
+describe("api keys", () => {
+  test("with keys configured, operator endpoints need a listed bearer key while discovery stays open", async () => {
+    const key = "sk-test-0123456789"
+    const sha256 = new Bun.CryptoHasher("sha256").update(key).digest("hex")
+    const guarded = await startServer(testConfig({ apiKeys: [{ principal: "agent-7", sha256 }] }))
+    try {
+      const without = await request(`${guarded.url}/health/dependencies`)
+      expect(without.status).toBe(401)
+      expect(without.body.error).toBe("UNAUTHORIZED")
+      expect(JSON.stringify(without.body)).not.toContain(sha256)
+      const wrong = await request(`${guarded.url}/health/dependencies`, { headers: { authorization: "Bearer nope" } })
+      expect(wrong.status).toBe(401)
+      const right = await request(`${guarded.url}/health/dependencies`, { headers: { authorization: `Bearer ${key}` } })
+      expect(right.status).toBe(200)
+      const open = await request(`${guarded.url}/v1/resources`)
+      expect(open.status).toBe(200)
+    } finally {
+      await guarded.close()
+    }
+  })
+})

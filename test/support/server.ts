@@ -1,0 +1,57 @@
+import { HttpApiClient, HttpServer } from "@effect/platform"
+import { FetchHttpClient } from "@effect/platform"
+import { Effect, Either, Layer, ManagedRuntime } from "effect"
+import { ServicesLive } from "../../src/app.js"
+import { type Config, loadConfig } from "../../src/config.js"
+import { SextantApi } from "../../src/http/api/index.js"
+import { BunServerLive, HttpLive } from "../../src/http/server.js"
+
+/** The embedded defaults, on an in-memory store, port 0, with nothing started in the background. */
+export const testConfig = (overrides: Partial<Config> = {}): Config => {
+  const base = Either.getOrThrow(loadConfig(undefined, {}))
+  return {
+    ...base,
+    host: "127.0.0.1",
+    port: 0,
+    database: ":memory:",
+    vertical: { ...base.vertical, enabled: false },
+    probes: { ...base.probes, intervalSeconds: 86_400 },
+    ...overrides
+  }
+}
+
+/** Starts the real HTTP service (same layers as `sextant serve`) on 127.0.0.1 and an ephemeral port. */
+export const startServer = async (config: Config = testConfig()) => {
+  const layer = HttpLive.pipe(
+    Layer.provide(ServicesLive(config)),
+    Layer.provideMerge(BunServerLive({ host: "127.0.0.1", port: 0 }))
+  )
+  const runtime = ManagedRuntime.make(layer)
+  const server = await runtime.runPromise(HttpServer.HttpServer)
+  const address = server.address
+  if (address._tag !== "TcpAddress") throw new Error("expected a TCP address")
+  const url = `http://127.0.0.1:${address.port}`
+  const client = await Effect.runPromise(
+    HttpApiClient.make(SextantApi, { baseUrl: url }).pipe(Effect.provide(FetchHttpClient.layer))
+  )
+  return { url, runtime, client, close: () => runtime.dispose() }
+}
+
+/** A raw JSON request, for the cases the typed client cannot express (bad bodies, wrong methods). */
+export const request = async (url: string, init: RequestInit & { json?: unknown } = {}) => {
+  const { json, ...rest } = init
+  const response = await fetch(url, {
+    ...rest,
+    ...(json !== undefined
+      ? { body: JSON.stringify(json), headers: { "content-type": "application/json", ...(rest.headers ?? {}) } }
+      : {})
+  })
+  const text = await response.text()
+  let body: unknown = text
+  try {
+    body = JSON.parse(text)
+  } catch {
+    // not JSON: keep the text, tests assert on it
+  }
+  return { status: response.status, headers: response.headers, body: body as any }
+}
