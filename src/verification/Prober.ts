@@ -1,0 +1,202 @@
+import { HttpClient } from "@effect/platform"
+import type { SqlError } from "@effect/sql/SqlError"
+import type { PaymentRequired } from "@x402/core/schemas"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { createHash } from "node:crypto"
+import { AppConfig, type Config } from "../config.js"
+import { type NotFound, notFound } from "../domain/errors.js"
+import type { ProbeResult } from "../domain/observations.js"
+import {
+  type CatalogEntry,
+  type HttpMethod,
+  type ResourceRecord,
+  ResourcePaymentOption
+} from "../domain/resources.js"
+import { baseUnitsToUsd } from "../domain/stellar.js"
+import { ObservationsRepo } from "../store/ObservationsRepo.js"
+import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { isAcceptable } from "./challenge.js"
+import { EvidenceRecorder } from "./EvidenceRecorder.js"
+import { guardTarget, TargetRefused } from "./outboundGuard.js"
+import { type Observed, observe, type ProbeTarget } from "./observe.js"
+import { publicObservation } from "./windowStats.js"
+
+/** What one scheduled pass over the catalog did. */
+export interface CycleReport {
+  readonly startedAt: string
+  readonly durationMs: number
+  readonly probed: number
+  readonly healthy: number
+  /** Probes whose result could not be recorded (a store failure); the cycle went on without them. */
+  readonly unrecorded: number
+  readonly pruned: number
+}
+
+const isPaymentOption = Schema.is(ResourcePaymentOption)
+
+/**
+ * The catalog entry for a URL found by `/v1/validate`: its payment options are the acceptable
+ * ones its own challenge offered, so later probes judge it against what it first asked.
+ */
+export const discoveredEntry = (
+  id: string,
+  url: URL,
+  method: HttpMethod,
+  observed: Observed,
+  config: Config
+): CatalogEntry => {
+  const challenge = observed.challenge as PaymentRequired | null
+  const deployment = { network: config.network, assetContract: config.asset.assetContract }
+  const offered = challenge
+    ? challenge.x402Version === 1
+      ? challenge.accepts.map((a) => ({ ...a, amount: a.maxAmountRequired }))
+      : challenge.accepts
+    : []
+  const options = offered
+    .filter((a) => isAcceptable({ ...a, x402Version: challenge?.x402Version ?? 2, maxAmount: null }, deployment))
+    .map((a) => {
+      const usd = baseUnitsToUsd(a.amount, config.asset.decimals)
+      return {
+        network: a.network,
+        scheme: a.scheme,
+        asset: a.asset,
+        amount: a.amount,
+        amountUsd: usd,
+        ...(a.scheme === "upto" ? { maxAmount: a.amount, maxAmountUsd: usd } : {}),
+        payTo: a.payTo
+      }
+    })
+    .filter(isPaymentOption)
+  const description = challenge?.x402Version === 2 ? challenge.resource.description : undefined
+  return {
+    resource: {
+      id,
+      type: "http",
+      name: `${url.host}${url.pathname}`,
+      description: description || `Found by /v1/validate at ${url.href}`,
+      url: url.href,
+      method,
+      capabilities: []
+    },
+    provider: { id: `host:${url.host}`, name: url.host, url: url.origin },
+    paymentOptions: options
+  }
+}
+
+/** Stable per method and URL, so validating the same URL twice finds the same row. */
+export const discoveredId = (url: URL, method: HttpMethod) =>
+  `discovered-${createHash("sha256").update(`${method} ${url.href}`).digest("hex").slice(0, 16)}`
+
+const targetOf = (record: ResourceRecord, method?: HttpMethod): ProbeTarget => ({
+  resourceId: record.resource.id,
+  url: record.resource.url,
+  method: method ?? record.resource.method,
+  advertised: record.paymentOptions
+})
+
+const make = Effect.gen(function* () {
+  const config = yield* AppConfig
+  const http = yield* HttpClient.HttpClient
+  const resources = yield* ResourcesRepo
+  const observations = yield* ObservationsRepo
+  const recorder = yield* EvidenceRecorder
+
+  const run = (target: ProbeTarget) => observe(target, config).pipe(Effect.provideService(HttpClient.HttpClient, http))
+
+  const result = (record: ResourceRecord, observed: Observed, discovered: boolean) =>
+    Effect.map(
+      recorder.recordObservation(observed.observation),
+      (standing): ProbeResult => ({
+        resourceId: record.resource.id,
+        discovered,
+        healthy: observed.observation.outcome === "healthy",
+        outcome: observed.observation.outcome,
+        observation: publicObservation(observed.observation),
+        challenge: observed.challenge,
+        status: standing?.status ?? record.resource.status,
+        verificationLevel: standing?.level ?? record.resource.verificationLevel
+      })
+    )
+
+  const probeRecord = (record: ResourceRecord, method?: HttpMethod) =>
+    Effect.zipRight(
+      recorder.beginProbe(record.resource.id),
+      Effect.flatMap(run(targetOf(record, method)), (observed) => result(record, observed, false))
+    )
+
+  /**
+   * A URL the catalog does not list: a refused target never becomes a row; anything else is probed
+   * once under its future id, then the row is created from what the probe saw and the observation
+   * recorded against it.
+   */
+  const probeNewUrl = (url: URL, method: HttpMethod) =>
+    Effect.gen(function* () {
+      yield* guardTarget(url.href, config.probes).pipe(Effect.catchTag("DnsFailure", () => Effect.void))
+      const id = discoveredId(url, method)
+      const observed = yield* run({ resourceId: id, url: url.href, method, advertised: [] })
+      yield* resources.insertDiscovered(discoveredEntry(id, url, method, observed, config))
+      const record = Option.getOrThrow(yield* resources.get(id))
+      return yield* result(record, observed, true)
+    })
+
+  return {
+    /** Probes a catalog resource now and records the observation. */
+    probeResource: (resourceId: string, method?: HttpMethod): Effect.Effect<ProbeResult, NotFound | SqlError> =>
+      Effect.gen(function* () {
+        const found = yield* resources.get(resourceId)
+        if (Option.isNone(found)) return yield* Effect.fail(notFound("resource", resourceId))
+        return yield* probeRecord(found.value, method)
+      }),
+
+    /**
+     * Probes any URL (`/v1/validate`): a catalog URL is probed as that resource; an unknown one
+     * becomes a DISCOVERED resource. Fails with TargetRefused for a URL the outbound guard forbids.
+     */
+    probeUrl: (rawUrl: string, method?: HttpMethod): Effect.Effect<ProbeResult, TargetRefused | SqlError> =>
+      Effect.gen(function* () {
+        let url: URL
+        try {
+          url = new URL(rawUrl)
+        } catch {
+          return yield* new TargetRefused({ reason: `"${rawUrl}" is not an absolute URL` })
+        }
+        const known = yield* resources.findByUrl(url.href)
+        if (Option.isSome(known)) return yield* probeRecord(known.value, method)
+        return yield* probeNewUrl(url, method ?? "GET")
+      }),
+
+    /**
+     * One pass over the whole catalog, at most `probes.concurrency` probes at once, each bounded by
+     * `probes.timeoutMs`; then observations past retention are pruned.
+     */
+    runCycle: Effect.gen(function* () {
+      const startMs = yield* Clock.currentTimeMillis
+      const records = yield* resources.list()
+      const outcomes = yield* Effect.forEach(
+        records,
+        (record) =>
+          probeRecord(record).pipe(
+            Effect.map((r) => r.outcome),
+            Effect.catchAll((error) =>
+              Effect.logWarning(`probe of ${record.resource.id} not recorded`, error).pipe(Effect.as(null))
+            )
+          ),
+        { concurrency: config.probes.concurrency }
+      )
+      const pruned = yield* observations.pruneOlderThan(startMs - config.probes.retentionDays * 86_400_000)
+      const endMs = yield* Clock.currentTimeMillis
+      return {
+        startedAt: new Date(startMs).toISOString(),
+        durationMs: endMs - startMs,
+        probed: records.length,
+        healthy: outcomes.filter((o) => o === "healthy").length,
+        unrecorded: outcomes.filter((o) => o === null).length,
+        pruned
+      } satisfies CycleReport
+    })
+  }
+})
+
+export class Prober extends Context.Tag("sextant/Prober")<Prober, Effect.Effect.Success<typeof make>>() {
+  static readonly Live = Layer.effect(Prober, make)
+}

@@ -1,0 +1,27 @@
+import { Layer } from "effect"
+import { EconomicEventsRepo } from "../store/EconomicEventsRepo.js"
+import { MetricsRepo } from "../store/MetricsRepo.js"
+import { ObservationsRepo } from "../store/ObservationsRepo.js"
+import { TransitionsRepo } from "../store/TransitionsRepo.js"
+import { EvidenceReader } from "./EvidenceReader.js"
+import { EvidenceRecorder } from "./EvidenceRecorder.js"
+import { Prober } from "./Prober.js"
+
+/** The evidence repositories over the shared SqlClient. */
+export const EvidenceReposLive = Layer.mergeAll(
+  ObservationsRepo.Live,
+  MetricsRepo.Live,
+  TransitionsRepo.Live,
+  EconomicEventsRepo.Live
+)
+
+/**
+ * Verification without its schedule: Prober (on-demand probes), EvidenceReader (for policy,
+ * routing, settlement and receipts), EvidenceRecorder and the repositories. Needs SqlClient,
+ * AppConfig, ResourcesRepo and an HttpClient (FetchHttpClient.layer in production). Add
+ * ProbeSchedulerLive on top to probe the catalog periodically.
+ */
+export const VerificationLive = Layer.mergeAll(Prober.Live, EvidenceReader.Live).pipe(
+  Layer.provideMerge(EvidenceRecorder.Live),
+  Layer.provideMerge(EvidenceReposLive)
+)

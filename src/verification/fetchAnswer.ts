@@ -1,0 +1,111 @@
+import { FetchHttpClient, HttpClient, HttpClientRequest, type HttpClientResponse } from "@effect/platform"
+import { Data, Effect, Stream } from "effect"
+import type { ProbesConfig } from "../config.js"
+import type { HttpMethod } from "../domain/resources.js"
+import { guardTarget, type TargetRefused } from "./outboundGuard.js"
+
+/** Redirects followed before a probe gives up; each hop is checked like the first. */
+export const MAX_REDIRECTS = 5
+
+export class Unreachable extends Data.TaggedError("Unreachable")<{ readonly reason: string }> {}
+
+/** The final answer of a probe, copied out of the response so the connection can close. */
+export interface Answer {
+  readonly url: string
+  readonly httpStatus: number
+  readonly header: (name: string) => string | undefined
+  /** The JSON body when a v1 challenge may be in it (a 402 without the v2 header), else undefined. */
+  readonly body: unknown
+  /** Why the answer is incomplete: a body over the cap, or too many redirects. */
+  readonly note: string | null
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308])
+
+const readCapped = (response: HttpClientResponse.HttpClientResponse, maxBytes: number) =>
+  Stream.runFoldWhile(
+    response.stream,
+    { bytes: 0, chunks: [] as Array<Uint8Array> },
+    (acc) => acc.bytes <= maxBytes,
+    (acc, chunk) => {
+      acc.chunks.push(chunk)
+      return { bytes: acc.bytes + chunk.length, chunks: acc.chunks }
+    }
+  ).pipe(
+    Effect.map(({ bytes, chunks }) => {
+      if (bytes > maxBytes) return { body: undefined, note: `body over ${maxBytes} bytes was not read` }
+      try {
+        return { body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown, note: null }
+      } catch {
+        return { body: undefined, note: null }
+      }
+    }),
+    Effect.catchAll(() => Effect.succeed({ body: undefined, note: "body could not be read" }))
+  )
+
+const request = (url: URL, method: HttpMethod) => {
+  const base = HttpClientRequest.make(method)(url).pipe(
+    HttpClientRequest.setHeaders({ accept: "application/json", "user-agent": "sextant-probe/0.1" })
+  )
+  // Body methods get an empty JSON object: paywalls answer 402 before reading it, and some
+  // servers refuse a POST without any body.
+  return method === "POST" || method === "PUT" || method === "PATCH"
+    ? HttpClientRequest.bodyText(base, "{}", "application/json")
+    : base
+}
+
+/**
+ * One hop: guard the target, send, and either follow a redirect (by re-entering with the next
+ * hop's URL) or copy out the answer. The request is scoped, so leaving the hop aborts whatever
+ * of the body was not read.
+ */
+const hop = (
+  url: string,
+  method: HttpMethod,
+  redirectsLeft: number,
+  probes: ProbesConfig
+): Effect.Effect<Answer, TargetRefused | Unreachable, HttpClient.HttpClient> =>
+  Effect.gen(function* () {
+    const target = yield* guardTarget(url, probes).pipe(
+      Effect.catchTag("DnsFailure", (e) => new Unreachable({ reason: `cannot resolve ${e.host}: ${e.reason}` }))
+    )
+    const client = HttpClient.withScope(yield* HttpClient.HttpClient)
+    const step = yield* Effect.scoped(
+      Effect.gen(function* () {
+        const response = yield* client
+          .execute(request(target, method))
+          .pipe(
+            Effect.provideService(FetchHttpClient.RequestInit, { redirect: "manual" }),
+            Effect.mapError((e) => new Unreachable({ reason: e.message }))
+          )
+        const header = (name: string) => response.headers[name.toLowerCase()]
+        const location = header("location")
+        if (REDIRECTS.has(response.status) && location !== undefined) {
+          return { _tag: "Redirect" as const, next: new URL(location, target).href, status: response.status }
+        }
+        const { body, note } =
+          response.status === 402 && header("payment-required") === undefined
+            ? yield* readCapped(response, probes.maxBodyBytes)
+            : { body: undefined, note: null }
+        return {
+          _tag: "Answer" as const,
+          answer: { url: target.href, httpStatus: response.status, header, body, note } satisfies Answer
+        }
+      })
+    )
+    if (step._tag === "Answer") return step.answer
+    if (redirectsLeft === 0) {
+      return {
+        url: target.href,
+        httpStatus: step.status,
+        header: () => undefined,
+        body: undefined,
+        note: `stopped after ${MAX_REDIRECTS} redirects`
+      } satisfies Answer
+    }
+    return yield* hop(step.next, step.status === 303 ? "GET" : method, redirectsLeft - 1, probes)
+  })
+
+/** Sends the probe request, following at most MAX_REDIRECTS redirects, each one guarded. */
+export const fetchAnswer = (url: string, method: HttpMethod, probes: ProbesConfig) =>
+  hop(url, method, MAX_REDIRECTS, probes)

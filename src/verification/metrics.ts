@@ -1,0 +1,81 @@
+import type { VerificationConfig } from "../config.js"
+import { emptyMetrics, type ResourceMetrics } from "../domain/metrics.js"
+import type { WindowStats } from "./windowStats.js"
+
+/**
+ * What the per-resource metrics row keeps, refreshed from the window each time evidence arrives.
+ * Confidence is not stored: it depends on the time of reading.
+ */
+export interface MetricsSnapshot extends Omit<ResourceMetrics, "confidence"> {
+  /** Newest probe in the window, ISO; null without any. */
+  readonly lastObservedAt: string | null
+  /** A valid challenge was seen at least once, in this window or before. */
+  readonly validChallengeSeen: boolean
+  /** A settlement or receipt with a transaction succeeded for this resource or its payee. */
+  readonly transactionVerified: boolean
+}
+
+export const windowMs = (config: VerificationConfig) => config.windowHours * 3_600_000
+
+const ratio = (part: number, whole: number) => (whole === 0 ? 0 : part / whole)
+
+/** Nearest-rank percentile of an ascending list; null when empty. */
+export const percentile = (ascending: ReadonlyArray<number>, q: number): number | null =>
+  ascending.length === 0 ? null : ascending[Math.max(0, Math.ceil(q * ascending.length) - 1)]!
+
+export const snapshotFrom = (
+  resourceId: string,
+  stats: WindowStats,
+  previous: MetricsSnapshot | null,
+  transactionVerified: boolean
+): MetricsSnapshot => {
+  const availability24h = ratio(stats.answered, stats.probes)
+  const paymentInterfaceSuccessRate = ratio(stats.healthy, stats.answered)
+  return {
+    resourceId,
+    availability24h,
+    paymentInterfaceSuccessRate,
+    transactionSuccessRate: ratio(stats.economicSuccesses, stats.economicTotal),
+    p50LatencyMs: percentile(stats.latencies, 0.5),
+    p95LatencyMs: percentile(stats.latencies, 0.95),
+    observedPriceUsd: stats.latestHealthy?.priceUsd ?? null,
+    priceConsistency: ratio(stats.priceMatches, stats.healthy),
+    reliability: availability24h * paymentInterfaceSuccessRate,
+    observationCount: stats.probes,
+    lastVerified: stats.latestHealthy?.observedAt ?? previous?.lastVerified ?? null,
+    lastObservedAt: stats.lastObservedMs === null ? null : new Date(stats.lastObservedMs).toISOString(),
+    validChallengeSeen: stats.healthy > 0 || (previous?.validChallengeSeen ?? false),
+    transactionVerified
+  }
+}
+
+/**
+ * Sample-size term times freshness term. The sample term is 1 - e^(-n/scale), so it grows with
+ * probes in the window and approaches 1; freshness halves every half-life since the newest probe
+ * and is 0 once that probe has left the window. No probes, no confidence.
+ */
+export const confidence = (observationCount: number, ageMs: number, config: VerificationConfig): number => {
+  if (observationCount === 0 || ageMs > windowMs(config)) return 0
+  const sample = 1 - Math.exp(-observationCount / config.confidenceSampleScale)
+  const freshness = Math.pow(0.5, Math.max(0, ageMs) / (config.confidenceHalfLifeSeconds * 1000))
+  return sample * freshness
+}
+
+/**
+ * The metrics as of `nowMs`. When the newest probe has left the window there is no current
+ * evidence: every window figure reads as empty, and only `lastVerified` remembers the past.
+ */
+export const currentMetrics = (
+  resourceId: string,
+  snapshot: MetricsSnapshot | null,
+  nowMs: number,
+  config: VerificationConfig
+): ResourceMetrics => {
+  if (snapshot === null || snapshot.lastObservedAt === null) {
+    return { ...emptyMetrics(resourceId), lastVerified: snapshot?.lastVerified ?? null }
+  }
+  const ageMs = nowMs - Date.parse(snapshot.lastObservedAt)
+  if (ageMs > windowMs(config)) return { ...emptyMetrics(resourceId), lastVerified: snapshot.lastVerified }
+  const { lastObservedAt: _lastObservedAt, validChallengeSeen: _seen, transactionVerified: _tx, ...metrics } = snapshot
+  return { ...metrics, confidence: confidence(snapshot.observationCount, ageMs, config) }
+}

@@ -1,0 +1,141 @@
+import { Clock, Data, Duration, Effect, Either } from "effect"
+import type { Config } from "../config.js"
+import type { HttpMethod, ResourcePaymentOption } from "../domain/resources.js"
+import { baseUnitsToUsd } from "../domain/stellar.js"
+import { sortableId } from "../store/sortableId.js"
+import { contradiction, representativeOption } from "./catalogMatch.js"
+import { type ChallengeReading, classify, type Deployment, isAcceptable, readChallenge } from "./challenge.js"
+import { type Answer, fetchAnswer, type Unreachable } from "./fetchAnswer.js"
+import type { TargetRefused } from "./outboundGuard.js"
+import type { RecordedObservation } from "./windowStats.js"
+
+export interface ProbeTarget {
+  readonly resourceId: string
+  readonly url: string
+  readonly method: HttpMethod
+  /** The catalog's options for the resource; a challenge is judged against them. */
+  readonly advertised: ReadonlyArray<ResourcePaymentOption>
+}
+
+export class ProbeTimeout extends Data.TaggedError("ProbeTimeout")<{ readonly afterMs: number }> {}
+
+export type ProbeFailure = TargetRefused | Unreachable | ProbeTimeout
+
+export interface Observed {
+  readonly observation: RecordedObservation
+  /** The decoded x402 challenge as the target sent it, null when none decoded. */
+  readonly challenge: unknown
+}
+
+const blank = (target: ProbeTarget, startMs: number) => ({
+  id: sortableId("obs", startMs),
+  resourceId: target.resourceId,
+  observedAt: new Date(startMs).toISOString(),
+  method: target.method,
+  url: target.url,
+  httpStatus: null,
+  latencyMs: null,
+  x402Version: null,
+  scheme: null,
+  network: null,
+  asset: null,
+  payTo: null,
+  amount: null,
+  maxAmount: null,
+  priceUsd: null,
+  contradiction: null
+})
+
+const failureObservation = (target: ProbeTarget, startMs: number, failure: ProbeFailure): RecordedObservation => {
+  switch (failure._tag) {
+    case "TargetRefused":
+      return { ...blank(target, startMs), outcome: "refused_target", detail: failure.reason }
+    case "Unreachable":
+      return { ...blank(target, startMs), outcome: "unreachable", detail: failure.reason }
+    case "ProbeTimeout":
+      return { ...blank(target, startMs), outcome: "timeout", detail: `no answer within ${failure.afterMs} ms` }
+  }
+}
+
+const describe = (reading: ChallengeReading, httpStatus: number, deployment: Deployment) => {
+  if (httpStatus !== 402) return `answered ${httpStatus} instead of 402`
+  switch (reading._tag) {
+    case "NoChallenge":
+      return "402 without a PAYMENT-REQUIRED header or an x402 v1 body"
+    case "Malformed":
+      return reading.reason
+    case "Decoded":
+      return reading.options.some((o) => isAcceptable(o, deployment))
+        ? null
+        : `no option pays on ${deployment.network} in ${deployment.assetContract} with a known scheme; offered ${
+            reading.options.map((o) => `${o.scheme} on ${o.network} in ${o.asset}`).join(", ") || "nothing"
+          }`
+  }
+}
+
+/**
+ * Turns what a probe got into its observation: the outcome code, and from the challenge the
+ * option that best represents it plus any contradiction with the catalog. No I/O.
+ */
+export const observationOf = (
+  target: ProbeTarget,
+  startMs: number,
+  endMs: number,
+  result: Either.Either<Answer, ProbeFailure>,
+  deployment: Deployment,
+  decimals: number,
+  priceTolerance: number
+): Observed => {
+  if (Either.isLeft(result)) return { observation: failureObservation(target, startMs, result.left), challenge: null }
+  const answer = result.right
+  const reading: ChallengeReading =
+    answer.httpStatus === 402 ? readChallenge(answer.header, answer.body) : { _tag: "NoChallenge" }
+  const decoded = reading._tag === "Decoded" ? reading : null
+  const option = decoded ? representativeOption(decoded.options, target.advertised, deployment) : null
+  const conflict = decoded ? contradiction(decoded.options, target.advertised, priceTolerance) : null
+  const detail = [answer.note, describe(reading, answer.httpStatus, deployment), conflict && `contradicts the catalog: ${conflict}`]
+    .filter((part): part is string => typeof part === "string")
+    .join("; ")
+  return {
+    observation: {
+      ...blank(target, startMs),
+      httpStatus: answer.httpStatus,
+      latencyMs: Math.max(0, Math.round(endMs - startMs)),
+      outcome: classify(answer.httpStatus, reading, deployment),
+      x402Version: option?.x402Version ?? null,
+      scheme: option?.scheme ?? null,
+      network: option?.network ?? null,
+      asset: option?.asset ?? null,
+      payTo: option?.payTo ?? null,
+      amount: option?.amount ?? null,
+      maxAmount: option?.maxAmount ?? null,
+      priceUsd: option && isAcceptable(option, deployment) ? baseUnitsToUsd(option.maxAmount ?? option.amount, decimals) : null,
+      detail: detail === "" ? null : detail,
+      contradiction: conflict
+    },
+    challenge: decoded?.challenge ?? null
+  }
+}
+
+/** One probe, bounded by `probes.timeoutMs` from DNS to the last body byte read. Never fails. */
+export const observe = (target: ProbeTarget, config: Config) =>
+  Effect.gen(function* () {
+    const startMs = yield* Clock.currentTimeMillis
+    const result = yield* fetchAnswer(target.url, target.method, config.probes).pipe(
+      Effect.timeoutFail({
+        duration: Duration.millis(config.probes.timeoutMs),
+        onTimeout: () => new ProbeTimeout({ afterMs: config.probes.timeoutMs })
+      }),
+      Effect.either
+    )
+    const endMs = yield* Clock.currentTimeMillis
+    return observationOf(
+      target,
+      startMs,
+      endMs,
+      result,
+      { network: config.network, assetContract: config.asset.assetContract },
+      config.asset.decimals,
+      config.probes.priceTolerance
+    )
+  })

@@ -1,0 +1,139 @@
+import { Data, Effect } from "effect"
+import { lookup } from "node:dns/promises"
+import { BlockList, isIP } from "node:net"
+
+/**
+ * Where probes may send traffic. A probe target comes from the catalog or from anyone calling
+ * `/v1/validate`, so without this check the service could be pointed at its own host, the
+ * private network or a cloud metadata endpoint (SSRF).
+ */
+export interface OutboundPolicy {
+  readonly allowPrivateTargets: boolean
+  /** Origins (`http://127.0.0.1:4021`) allowed even though they are private. */
+  readonly trustedOrigins: ReadonlyArray<string>
+}
+
+export class TargetRefused extends Data.TaggedError("TargetRefused")<{ readonly reason: string }> {}
+export class DnsFailure extends Data.TaggedError("DnsFailure")<{ readonly host: string; readonly reason: string }> {}
+
+/** Special-purpose ranges (IANA registries); anything inside is not a public internet host. */
+const IPV4_BLOCKED: ReadonlyArray<readonly [string, number]> = [
+  ["0.0.0.0", 8], // "this network", including 0.0.0.0
+  ["10.0.0.0", 8], // RFC 1918
+  ["100.64.0.0", 10], // carrier-grade NAT
+  ["127.0.0.0", 8], // loopback
+  ["169.254.0.0", 16], // link-local, including the 169.254.169.254 metadata service
+  ["172.16.0.0", 12], // RFC 1918
+  ["192.0.0.0", 24], // IETF protocol assignments
+  ["192.0.2.0", 24], // documentation
+  ["192.88.99.0", 24], // 6to4 relay anycast
+  ["192.168.0.0", 16], // RFC 1918
+  ["198.18.0.0", 15], // benchmarking
+  ["198.51.100.0", 24], // documentation
+  ["203.0.113.0", 24], // documentation
+  ["224.0.0.0", 4], // multicast
+  ["240.0.0.0", 4] // reserved, including broadcast
+]
+
+const IPV6_BLOCKED: ReadonlyArray<readonly [string, number]> = [
+  ["::", 96], // unspecified, loopback (::1) and IPv4-compatible addresses
+  ["64:ff9b::", 96], // NAT64: reaches the embedded IPv4 address
+  ["64:ff9b:1::", 48], // local-use NAT64
+  ["100::", 64], // discard
+  ["2001::", 32], // Teredo: embeds an IPv4 address
+  ["2001:db8::", 32], // documentation
+  ["2002::", 16], // 6to4: embeds an IPv4 address
+  ["fc00::", 7], // unique local
+  ["fe80::", 10], // link-local
+  ["fec0::", 10], // deprecated site-local
+  ["ff00::", 8] // multicast
+]
+
+/** IPv4-mapped IPv6 addresses (`::ffff:10.0.0.1`) are checked against the IPv4 ranges by BlockList itself. */
+const blocked = (() => {
+  const list = new BlockList()
+  for (const [network, prefix] of IPV4_BLOCKED) list.addSubnet(network, prefix, "ipv4")
+  for (const [network, prefix] of IPV6_BLOCKED) list.addSubnet(network, prefix, "ipv6")
+  return list
+})()
+
+/** True only for a syntactically valid IP address outside every special-purpose range. */
+export const isPublicAddress = (address: string): boolean => {
+  const family = isIP(address)
+  if (family === 0) return false
+  return !blocked.check(address, family === 4 ? "ipv4" : "ipv6")
+}
+
+const originOf = (value: string): string | null => {
+  try {
+    return new URL(value).origin
+  } catch {
+    return null
+  }
+}
+
+const isTrusted = (url: URL, policy: OutboundPolicy) =>
+  policy.trustedOrigins.some((origin) => originOf(origin) === url.origin)
+
+/** URL hostnames keep IPv6 literals in brackets; addresses are compared without them. */
+const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, "$1")
+
+/** Checks that need no network: scheme, credentials, and a literal address when the host is one. */
+export const checkUrl = (raw: string, policy: OutboundPolicy): URL | TargetRefused => {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    return new TargetRefused({ reason: `"${raw}" is not an absolute URL` })
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    return new TargetRefused({ reason: `only http and https targets are probed, not ${url.protocol.slice(0, -1)}` })
+  }
+  if (url.username !== "" || url.password !== "") {
+    return new TargetRefused({ reason: "URLs with embedded credentials are not probed" })
+  }
+  const host = hostOf(url)
+  if (isIP(host) !== 0) return checkAddresses(url, [host], policy) ?? url
+  return url
+}
+
+/** The decision once the host's addresses are known: every one of them must be public. */
+export const checkAddresses = (
+  url: URL,
+  addresses: ReadonlyArray<string>,
+  policy: OutboundPolicy
+): TargetRefused | null => {
+  if (policy.allowPrivateTargets || isTrusted(url, policy)) return null
+  const denied = addresses.find((address) => !isPublicAddress(address))
+  if (denied === undefined) return null
+  const via = denied === hostOf(url) ? "" : ` (${hostOf(url)} resolves to ${denied})`
+  return new TargetRefused({
+    reason: `${url.origin} is a loopback, private, link-local or otherwise non-public address${via}; probes only reach public hosts`
+  })
+}
+
+/**
+ * Resolves the host and applies `checkAddresses` before any connection is made. The resolver
+ * is a parameter so the decision can be tested without DNS. A window remains between this lookup
+ * and the one the HTTP client makes (DNS rebinding); short TTL tricks can still race it.
+ */
+export const guardTarget = (
+  raw: string,
+  policy: OutboundPolicy,
+  resolve: (host: string) => Effect.Effect<ReadonlyArray<string>, DnsFailure> = resolveHost
+): Effect.Effect<URL, TargetRefused | DnsFailure> =>
+  Effect.gen(function* () {
+    const checked = checkUrl(raw, policy)
+    if (checked instanceof TargetRefused) return yield* checked
+    const host = hostOf(checked)
+    if (isIP(host) !== 0 || policy.allowPrivateTargets || isTrusted(checked, policy)) return checked
+    const refused = checkAddresses(checked, yield* resolve(host), policy)
+    if (refused) return yield* refused
+    return checked
+  })
+
+export const resolveHost = (host: string): Effect.Effect<ReadonlyArray<string>, DnsFailure> =>
+  Effect.tryPromise({
+    try: () => lookup(host, { all: true, verbatim: true }),
+    catch: (e) => new DnsFailure({ host, reason: (e as NodeJS.ErrnoException).code ?? String(e) })
+  }).pipe(Effect.map((entries) => entries.map((entry) => entry.address)))

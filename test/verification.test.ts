@@ -1,0 +1,357 @@
+import { describe, expect, test } from "bun:test"
+import { encodePaymentRequiredHeader } from "@x402/core/http"
+import type { PaymentRequired } from "@x402/core/schemas"
+import { Effect, Either } from "effect"
+import { loadConfig, TESTNET_USDC } from "../src/config.js"
+import { contradiction, representativeOption } from "../src/verification/catalogMatch.js"
+import { type ChallengeOption, classify, readChallenge } from "../src/verification/challenge.js"
+import { confidence, currentMetrics, percentile, snapshotFrom } from "../src/verification/metrics.js"
+import {
+  checkAddresses,
+  checkUrl,
+  DnsFailure,
+  guardTarget,
+  isPublicAddress,
+  TargetRefused
+} from "../src/verification/outboundGuard.js"
+import { deriveStanding } from "../src/verification/status.js"
+import { summarizeWindow } from "../src/verification/windowStats.js"
+import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
+import { FIXTURE_PAY_TO, OTHER_ASSET, OTHER_PAY_TO } from "./fixtures/x402Resource.js"
+
+const config = Either.getOrThrow(loadConfig(undefined, {}))
+const verification = config.verification
+const deployment = { network: "stellar:testnet", assetContract: TESTNET_USDC }
+const closed = { allowPrivateTargets: false, trustedOrigins: [] as Array<string> }
+const HOUR = 3_600_000
+
+describe("outbound guard (pure; nothing here connects anywhere)", () => {
+  test.each([
+    "10.0.0.1",
+    "172.16.5.4",
+    "172.31.255.255",
+    "192.168.1.1",
+    "127.0.0.1",
+    "127.255.0.9",
+    "169.254.169.254",
+    "100.64.0.1",
+    "0.0.0.0",
+    "224.0.0.1",
+    "255.255.255.255",
+    "::1",
+    "::",
+    "fc00::1",
+    "fd12:3456::1",
+    "fe80::1",
+    "ff02::1",
+    "::ffff:127.0.0.1",
+    "::ffff:7f00:1",
+    "::ffff:10.0.0.1",
+    "::ffff:169.254.169.254",
+    "::127.0.0.1",
+    "64:ff9b::a00:1",
+    "2002:a00:1::1",
+    "not-an-address"
+  ])("%s is not public", (address) => {
+    expect(isPublicAddress(address)).toBe(false)
+  })
+
+  test.each(["8.8.8.8", "1.1.1.1", "93.184.216.34", "2606:4700:4700::1111", "::ffff:8.8.8.8"])("%s is public", (address) => {
+    expect(isPublicAddress(address)).toBe(true)
+  })
+
+  test("only absolute http(s) URLs without credentials pass the shape check", () => {
+    for (const raw of ["ftp://example.com/x", "file:///etc/passwd", "gopher://example.com", "not a url", "/relative"]) {
+      expect(checkUrl(raw, closed)).toBeInstanceOf(TargetRefused)
+    }
+    const withCredentials = checkUrl("https://user:secret@example.com/", closed)
+    expect(withCredentials).toBeInstanceOf(TargetRefused)
+    expect((withCredentials as TargetRefused).reason).not.toContain("secret")
+    expect(checkUrl("https://example.com/paid", closed)).toBeInstanceOf(URL)
+  })
+
+  test("literal private addresses are refused before any lookup, in every spelling", () => {
+    for (const raw of [
+      "http://10.0.0.1/",
+      "http://169.254.169.254/latest/meta-data/",
+      "http://[::1]:8080/",
+      "http://[::ffff:127.0.0.1]/",
+      "http://0x7f.1/",
+      "http://2130706433/",
+      "http://[fe80::1]/"
+    ]) {
+      const result = checkUrl(raw, closed)
+      expect(result).toBeInstanceOf(TargetRefused)
+      expect((result as TargetRefused).reason).toContain("non-public")
+    }
+  })
+
+  test("every resolved address must be public; the operator switches and trusted origins open it", () => {
+    const url = new URL("https://api.example.com/x")
+    const refused = checkAddresses(url, ["93.184.216.34", "10.0.0.5"], closed)
+    expect(refused?.reason).toContain("api.example.com resolves to 10.0.0.5")
+    expect(checkAddresses(url, ["93.184.216.34"], closed)).toBeNull()
+    expect(checkAddresses(url, ["10.0.0.5"], { ...closed, allowPrivateTargets: true })).toBeNull()
+    const trusted = { ...closed, trustedOrigins: ["http://127.0.0.1:4021"] }
+    expect(checkAddresses(new URL("http://127.0.0.1:4021/stellar-intel/v1/rwa/inspect"), ["127.0.0.1"], trusted)).toBeNull()
+    expect(checkAddresses(new URL("http://127.0.0.1:4022/x"), ["127.0.0.1"], trusted)).toBeInstanceOf(TargetRefused)
+  })
+
+  test("hostnames are resolved before connecting, with the resolver swapped for a table", async () => {
+    const looked: Array<string> = []
+    const table: Record<string, Array<string>> = { "internal.example": ["192.168.0.10"], "public.example": ["93.184.216.34"] }
+    const resolve = (host: string) =>
+      Effect.suspend(() => {
+        looked.push(host)
+        const found = table[host]
+        return found ? Effect.succeed(found) : Effect.fail(new DnsFailure({ host, reason: "ENOTFOUND" }))
+      })
+    const run = (raw: string, policy = closed) => Effect.runPromise(Effect.either(guardTarget(raw, policy, resolve)))
+    const internal = await run("https://internal.example/paid")
+    expect(Either.isLeft(internal) && internal.left._tag).toBe("TargetRefused")
+    expect(Either.isRight(await run("https://public.example/paid"))).toBe(true)
+    const missing = await run("https://missing.example/")
+    expect(Either.isLeft(missing) && missing.left._tag).toBe("DnsFailure")
+    expect(looked).toEqual(["internal.example", "public.example", "missing.example"])
+    await run("http://10.1.2.3/")
+    await run("https://internal.example/", { ...closed, allowPrivateTargets: true })
+    expect(looked).toHaveLength(3)
+  })
+})
+
+const v2Challenge = (accepts: Array<Record<string, unknown>>): PaymentRequired =>
+  ({
+    x402Version: 2,
+    resource: { url: "https://example.com/paid" },
+    accepts: accepts.map((a) => ({
+      scheme: "exact",
+      network: "stellar:testnet",
+      amount: "10000",
+      asset: TESTNET_USDC,
+      payTo: FIXTURE_PAY_TO,
+      maxTimeoutSeconds: 60,
+      ...a
+    }))
+  }) as PaymentRequired
+
+const headers = (entries: Record<string, string>) => (name: string) =>
+  Object.entries(entries).find(([k]) => k.toLowerCase() === name.toLowerCase())?.[1]
+
+describe("challenge decoding", () => {
+  test("a v2 PAYMENT-REQUIRED header with an acceptable option is healthy", () => {
+    const reading = readChallenge(headers({ "PAYMENT-REQUIRED": encodePaymentRequiredHeader(v2Challenge([{}])) }), undefined)
+    expect(reading._tag).toBe("Decoded")
+    expect(classify(402, reading, deployment)).toBe("healthy")
+    expect(reading._tag === "Decoded" && reading.options[0]).toMatchObject({ x402Version: 2, amount: "10000", maxAmount: null })
+  })
+
+  test("a v1 body is read, with maxAmountRequired as the amount", () => {
+    const body = {
+      x402Version: 1,
+      accepts: [
+        {
+          scheme: "exact",
+          network: "stellar:testnet",
+          maxAmountRequired: "20000",
+          resource: "https://example.com/v1",
+          description: "d",
+          payTo: FIXTURE_PAY_TO,
+          maxTimeoutSeconds: 60,
+          asset: TESTNET_USDC
+        }
+      ]
+    }
+    const reading = readChallenge(headers({}), body)
+    expect(classify(402, reading, deployment)).toBe("healthy")
+    expect(reading._tag === "Decoded" && reading.options[0]?.amount).toBe("20000")
+  })
+
+  test("each failure has its own outcome", () => {
+    const header = (value: string) => headers({ "PAYMENT-REQUIRED": value })
+    expect(classify(200, readChallenge(headers({}), undefined), deployment)).toBe("http_status")
+    expect(classify(402, readChallenge(headers({}), "Payment Required"), deployment)).toBe("no_challenge")
+    expect(classify(402, readChallenge(headers({}), { message: "pay" }), deployment)).toBe("no_challenge")
+    expect(classify(402, readChallenge(header("%%% not base64"), undefined), deployment)).toBe("malformed_challenge")
+    expect(classify(402, readChallenge(header(btoa("{not json")), undefined), deployment)).toBe("malformed_challenge")
+    const badSchema = readChallenge(header(btoa(JSON.stringify({ x402Version: 2, accepts: "nope" }))), undefined)
+    expect(badSchema._tag === "Malformed" && badSchema.reason).toContain("x402 schema")
+    // A body that claims x402 v2 without the header is a broken challenge, not an absent one.
+    expect(classify(402, readChallenge(headers({}), { x402Version: 2, accepts: [] }), deployment)).toBe("malformed_challenge")
+    const encode = (accepts: Array<Record<string, unknown>>) => header(encodePaymentRequiredHeader(v2Challenge(accepts)))
+    expect(classify(402, readChallenge(encode([{ network: "stellar:pubnet" }]), undefined), deployment)).toBe("no_acceptable_option")
+    expect(classify(402, readChallenge(encode([{ asset: OTHER_ASSET }]), undefined), deployment)).toBe("no_acceptable_option")
+    expect(classify(402, readChallenge(encode([{ scheme: "stream" }]), undefined), deployment)).toBe("no_acceptable_option")
+    expect(classify(402, readChallenge(encode([{ amount: "0.001" }]), undefined), deployment)).toBe("no_acceptable_option")
+    // The x402 schema itself requires at least one option.
+    expect(classify(402, readChallenge(encode([]), undefined), deployment)).toBe("malformed_challenge")
+    // One acceptable option among others is enough.
+    expect(classify(402, readChallenge(encode([{ network: "stellar:pubnet" }, {}]), undefined), deployment)).toBe("healthy")
+  })
+
+  test("an upto option's amount is its ceiling", () => {
+    const reading = readChallenge(
+      headers({ "PAYMENT-REQUIRED": encodePaymentRequiredHeader(v2Challenge([{ scheme: "upto", amount: "50000" }])) }),
+      undefined
+    )
+    expect(reading._tag === "Decoded" && reading.options[0]).toMatchObject({ scheme: "upto", amount: "50000", maxAmount: "50000" })
+  })
+})
+
+const offered = (overrides: Partial<ChallengeOption> = {}): ChallengeOption => ({
+  x402Version: 2,
+  scheme: "exact",
+  network: "stellar:testnet",
+  asset: TESTNET_USDC,
+  payTo: FIXTURE_PAY_TO,
+  amount: "10000",
+  maxAmount: null,
+  ...overrides
+})
+
+describe("challenge against the catalog", () => {
+  test("agreement, payee change, asset change and price beyond the tolerance", () => {
+    expect(contradiction([offered()], [advertised], 0.05)).toBeNull()
+    expect(contradiction([offered({ payTo: OTHER_PAY_TO })], [advertised], 0.05)).toContain("payTo changed")
+    expect(contradiction([offered({ asset: OTHER_ASSET })], [advertised], 0.05)).toContain("asset changed")
+    expect(contradiction([offered({ amount: "10500" })], [advertised], 0.05)).toBeNull()
+    expect(contradiction([offered({ amount: "10501" })], [advertised], 0.05)).toContain("price above the advertised 10000")
+    // Cheaper is no contradiction; options of a kind the catalog does not list are not judged.
+    expect(contradiction([offered({ amount: "5000" })], [advertised], 0.05)).toBeNull()
+    expect(contradiction([offered({ network: "stellar:pubnet", payTo: OTHER_PAY_TO })], [advertised], 0.05)).toBeNull()
+    expect(contradiction([offered({ payTo: OTHER_PAY_TO })], [], 0.05)).toBeNull()
+  })
+
+  test("upto ceilings are compared with the advertised ceiling", () => {
+    const upto = { ...advertised, scheme: "upto" as const, maxAmount: "50000", maxAmountUsd: 0.005 }
+    expect(contradiction([offered({ scheme: "upto", amount: "50000", maxAmount: "50000" })], [upto], 0)).toBeNull()
+    expect(contradiction([offered({ scheme: "upto", amount: "60000", maxAmount: "60000" })], [upto], 0)).toContain("price")
+  })
+
+  test("the recorded option is the catalog's when offered, else an acceptable one", () => {
+    const foreign = offered({ network: "stellar:pubnet" })
+    const other = offered({ payTo: OTHER_PAY_TO })
+    expect(representativeOption([foreign, other, offered()], [advertised], deployment)).toEqual(offered())
+    expect(representativeOption([foreign, other], [advertised], deployment)).toEqual(other)
+    expect(representativeOption([foreign], [advertised], deployment)).toEqual(foreign)
+    expect(representativeOption([], [advertised], deployment)).toBeNull()
+  })
+})
+
+describe("metrics (pure)", () => {
+  test("nearest-rank percentiles", () => {
+    expect(percentile([], 0.5)).toBeNull()
+    expect(percentile([7], 0.95)).toBe(7)
+    expect(percentile([10, 20, 30, 40], 0.5)).toBe(20)
+    expect(percentile(Array.from({ length: 100 }, (_, i) => i + 1), 0.95)).toBe(95)
+  })
+
+  test("window figures follow DESIGN: answered/probes, valid/answered, their product, prices", () => {
+    const t = 1_700_000_000_000
+    const window = [
+      observation(t, { latencyMs: 100 }),
+      observation(t + 1000, { latencyMs: 300, amount: "20000", priceUsd: 0.002 }),
+      answeredWithout(t + 2000, 500),
+      timedOut(t + 3000),
+      // The service's own refusal is not evidence about the resource.
+      observation(t + 4000, { outcome: "refused_target", httpStatus: null })
+    ]
+    const stats = summarizeWindow(window, [], [advertised])
+    const m = snapshotFrom("r1", stats, null, false)
+    expect(m.observationCount).toBe(4)
+    expect(m.availability24h).toBe(0.75)
+    expect(m.paymentInterfaceSuccessRate).toBeCloseTo(2 / 3)
+    expect(m.reliability).toBeCloseTo(0.5)
+    expect(m.p50LatencyMs).toBe(100)
+    expect(m.p95LatencyMs).toBe(300)
+    expect(m.priceConsistency).toBe(0.5)
+    expect(m.observedPriceUsd).toBe(0.002)
+    expect(m.lastVerified).toBe(new Date(t + 1000).toISOString())
+    expect(m.lastObservedAt).toBe(new Date(t + 3000).toISOString())
+    expect(m.transactionSuccessRate).toBe(0)
+  })
+
+  test("transaction success rate comes from economic outcomes only", () => {
+    const stats = summarizeWindow([observation(0)], [{ success: true }, { success: false }], [advertised])
+    expect(snapshotFrom("r1", stats, null, true).transactionSuccessRate).toBe(0.5)
+    expect(snapshotFrom("r1", summarizeWindow([observation(0)], [], [advertised]), null, false).transactionSuccessRate).toBe(0)
+  })
+
+  test("confidence: 0 without evidence, grows with probes, halves per half-life, 0 outside the window", () => {
+    expect(confidence(0, 0, verification)).toBe(0)
+    const few = confidence(2, 0, verification)
+    const many = confidence(48, 0, verification)
+    expect(few).toBeGreaterThan(0)
+    expect(many).toBeGreaterThan(few)
+    expect(many).toBeGreaterThan(0.95)
+    expect(many).toBeLessThan(1)
+    const halfLife = verification.confidenceHalfLifeSeconds * 1000
+    expect(confidence(48, halfLife, verification)).toBeCloseTo(many / 2)
+    expect(confidence(48, verification.windowHours * HOUR + 1, verification)).toBe(0)
+  })
+
+  test("a snapshot whose newest probe left the window reads as no current evidence", () => {
+    const t = 1_700_000_000_000
+    const snapshot = snapshotFrom("r1", summarizeWindow([observation(t)], [], [advertised]), null, false)
+    const fresh = currentMetrics("r1", snapshot, t + 1000, verification)
+    expect(fresh.confidence).toBeGreaterThan(0)
+    expect(fresh.availability24h).toBe(1)
+    const stale = currentMetrics("r1", snapshot, t + verification.windowHours * HOUR + 1, verification)
+    expect(stale).toMatchObject({ confidence: 0, availability24h: 0, observationCount: 0, p50LatencyMs: null })
+    expect(stale.lastVerified).toBe(new Date(t).toISOString())
+    expect(currentMetrics("r2", null, t, verification)).toMatchObject({ resourceId: "r2", confidence: 0, lastVerified: null })
+  })
+})
+
+describe("status machine (pure)", () => {
+  const t = 1_700_000_000_000
+  const standing = (window: Parameters<typeof summarizeWindow>[0], tx = false, now = t + 10_000, cfg = verification) =>
+    deriveStanding(summarizeWindow(window, [], [advertised]), tx, now, cfg)
+
+  test("levels 0 to 3 from the evidence", () => {
+    expect(standing([])).toMatchObject({ status: "DISCOVERED", level: 0 })
+    expect(standing([timedOut(t)])).toMatchObject({ status: "VALIDATING", level: 0 })
+    expect(standing([answeredWithout(t)])).toMatchObject({ status: "LIVE", level: 1 })
+    expect(standing([observation(t)])).toMatchObject({ status: "PAYMENT_VERIFIED", level: 2 })
+    expect(standing([observation(t)], true)).toMatchObject({ status: "TRANSACTION_VERIFIED", level: 3 })
+    // A payment alone, without a valid challenge, earns nothing above what the probes show.
+    expect(standing([answeredWithout(t)], true)).toMatchObject({ status: "LIVE", level: 1 })
+  })
+
+  test("level 4 needs sustained healthy probes over the window, never one probe", () => {
+    const lenient = { ...verification, continuousMinProbes: 1, continuousMinAvailability: 0 }
+    expect(standing([observation(t)], true, t, lenient).level).toBe(3)
+    const start = t
+    const hourly = Array.from({ length: 25 }, (_, i) => observation(start + i * HOUR))
+    const end = start + 24 * HOUR
+    expect(standing(hourly, true, end)).toMatchObject({ status: "CONTINUOUSLY_VERIFIED", level: 4 })
+    expect(standing(hourly, false, end).level).toBe(2)
+    // The same count squeezed into the last hours does not cover the window.
+    const burst = Array.from({ length: 25 }, (_, i) => observation(end - i * 60_000))
+    expect(standing(burst, true, end).level).toBe(3)
+    // Evidence that stopped arriving does not keep level 4.
+    expect(standing(hourly, true, end + 3 * HOUR).level).toBe(3)
+  })
+
+  test("OFFLINE after the configured run of connect failures, DEGRADED below the healthy share", () => {
+    const n = verification.offlineAfterFailures
+    const failures = Array.from({ length: n }, (_, i) => timedOut(t + (i + 1) * 1000))
+    expect(standing([observation(t), ...failures])).toMatchObject({ status: "OFFLINE", level: 2 })
+    expect(standing([observation(t), ...failures.slice(1)])).toMatchObject({ status: "DEGRADED", level: 2 })
+    const mixed = [observation(t), observation(t + 1), observation(t + 2), answeredWithout(t + 3, 402), answeredWithout(t + 4, 402)]
+    const degraded = standing(mixed)
+    expect(degraded).toMatchObject({ status: "DEGRADED", level: 2 })
+    expect(degraded.reason).toContain("3 of 5")
+    // A recovery after an outage clears OFFLINE.
+    expect(standing([...failures, observation(t + 10_000)]).status).not.toBe("OFFLINE")
+  })
+
+  test("QUARANTINED while the newest decoded challenge contradicts the catalog", () => {
+    const bad = observation(t + 1000, { payTo: OTHER_PAY_TO, contradiction: "payTo changed: ..." })
+    const quarantined = standing([observation(t), bad])
+    expect(quarantined).toMatchObject({ status: "QUARANTINED" })
+    expect(quarantined.reason).toContain("payTo changed")
+    // Failures after it do not hide the contradiction; a later agreeing challenge lifts it.
+    expect(standing([observation(t), bad, timedOut(t + 2000)]).status).toBe("QUARANTINED")
+    expect(standing([bad, observation(t + 2000)]).status).not.toBe("QUARANTINED")
+  })
+})
