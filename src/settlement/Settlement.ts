@@ -1,0 +1,275 @@
+import { Clock, Context, Effect, Either, Fiber, Layer, Option, Schema } from "effect"
+import { createHash, randomUUID } from "node:crypto"
+import { AppConfig } from "../config.js"
+import {
+  BadGateway,
+  BadRequest,
+  Conflict,
+  notFound,
+  type NotFound,
+  type PolicyDenied,
+  type TooManyRequests,
+  Unprocessable
+} from "../domain/errors.js"
+import { type FacilitatorRequest, SettleResponse, type SettlementRecord } from "../domain/x402.js"
+import { policyContext } from "../policy/evaluate.js"
+import { canonicalize } from "../receipts/canonicalJson.js"
+import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { EvidenceReader } from "../verification/EvidenceReader.js"
+import { FacilitatorPool, type SettleOutcome } from "../x402/FacilitatorPool.js"
+import { readSettleRequest } from "./request.js"
+import { paymentDenial, paymentOption, payeeDenial, transferMismatch, worstCaseUnits } from "./rules.js"
+import { type Completion, type JournalRow, SettlementJournal, storedAnswer, toRecord } from "./SettlementJournal.js"
+import { decodeTransfer } from "./transfer.js"
+
+type SettleAnswer = typeof SettleResponse.Type
+
+export interface SettleInput {
+  /** The stock body `{x402Version, paymentPayload, paymentRequirements}`, plus this service's optional fields. */
+  readonly body: FacilitatorRequest
+  /** The `Idempotency-Key` header, when sent. */
+  readonly idempotencyKey: string | undefined
+  /** The API key's principal; null in open mode, where the payer address is the principal. */
+  readonly principal: string | null
+}
+
+export type SettleError = BadRequest | PolicyDenied | Conflict | Unprocessable | TooManyRequests | BadGateway
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
+
+/** sha256 of the canonical JSON, so key order and whitespace do not make two payloads differ. */
+const contentHash = (value: unknown) =>
+  Either.mapBoth(canonicalize(value), {
+    onLeft: (e) => new BadRequest({ error: "BAD_REQUEST", message: `the payment cannot be hashed: ${e.message}` }),
+    onRight: sha256
+  })
+
+/**
+ * This service's own fields are taken out of paymentRequirements before forwarding, so a backend
+ * receives the stock body; the payment payload itself goes as signed.
+ */
+const stockBody = (body: FacilitatorRequest): FacilitatorRequest => {
+  const { amountUsd: _amountUsd, servicePolicy: _servicePolicy, ...requirements } = body.paymentRequirements
+  return { ...body, paymentRequirements: requirements }
+}
+
+const decodeAnswer = Schema.decodeUnknown(SettleResponse)
+
+/** A repeat of a journaled request: the stored answer, or 409 when there is none to give. */
+const replay = (row: JournalRow, requestHash: string, byKey: boolean): Effect.Effect<SettleAnswer, SettleError> => {
+  if (row.request_hash !== requestHash) {
+    return Effect.fail(
+      byKey
+        ? new Conflict({
+            error: "IDEMPOTENCY_KEY_REUSED",
+            message: `the Idempotency-Key was already used for a different request (settlement ${row.id})`
+          })
+        : new Conflict({
+            error: "PAYMENT_ALREADY_SUBMITTED",
+            message: `this signed payment was already submitted with different requirements (settlement ${row.id})`
+          })
+    )
+  }
+  if (row.state === "pending") {
+    return Effect.fail(
+      new Conflict({ error: "SETTLEMENT_IN_PROGRESS", message: `settlement ${row.id} of this payment is still in progress` })
+    )
+  }
+  if (row.state === "indeterminate") {
+    return Effect.fail(
+      new Conflict({
+        error: "SETTLEMENT_INDETERMINATE",
+        message: `settlement ${row.id} of this payment was interrupted and its outcome is unknown; it is never ` +
+          `re-submitted automatically. An operator reconciles it with the ledger (GET /x402/settlements/${row.id})`
+      })
+    )
+  }
+  const answer = storedAnswer(row)
+  if (answer === null) return Effect.dieMessage(`settlement ${row.id} is ${row.state} without a stored answer`)
+  const body = answer.body as { error: string; message: string }
+  if (answer.status === 200) return Effect.orDie(decodeAnswer(answer.body))
+  return Effect.fail(answer.status === 422 ? new Unprocessable(body) : new BadGateway(body))
+}
+
+const errorsOf = (outcome: SettleOutcome) =>
+  "failures" in outcome ? outcome.failures.map((f) => ({ backendId: f.backendId, error: f.detail })) : []
+
+/** How a forwarding outcome is journaled and answered. */
+const conclude = (id: string, outcome: SettleOutcome): { completion: Completion; answer: Either.Either<SettleAnswer, SettleError> } => {
+  const errors = errorsOf(outcome)
+  const refused = (state: Completion["state"], error: Unprocessable | BadGateway, status: number, backendId: string | null = null) => ({
+    completion: { state, backendId, transaction: null, payer: null, errors, answer: { status, body: { error: error.error, message: error.message } } },
+    answer: Either.left(error)
+  })
+  switch (outcome._tag) {
+    case "Answered": {
+      const { response, backendId } = outcome
+      const refusal = response.success ? [] : [{ backendId, error: response.errorReason ?? response.errorMessage ?? "settle refused" }]
+      return {
+        completion: {
+          state: response.success ? "settled" : "failed",
+          backendId,
+          transaction: response.transaction === "" ? null : response.transaction,
+          payer: response.payer ?? null,
+          errors: [...errors, ...refusal],
+          answer: { status: 200, body: response }
+        },
+        answer: Either.right(response)
+      }
+    }
+    case "Indeterminate":
+      return refused(
+        "indeterminate",
+        new BadGateway({
+          error: "SETTLEMENT_INDETERMINATE",
+          message: `facilitator "${outcome.backendId}" gave no usable answer, so the payment may or may not have been ` +
+            `submitted; it was not sent to another facilitator. Settlement ${id} is journaled as indeterminate ` +
+            `(GET /x402/settlements/${id})`
+        }),
+        502,
+        outcome.backendId
+      )
+    case "Failed":
+      return refused(
+        "failed",
+        errors.length === 0
+          ? new BadGateway({ error: "NO_HEALTHY_FACILITATOR", message: "no facilitator supporting this payment is currently healthy" })
+          : new BadGateway({
+              error: "ALL_FACILITATORS_FAILED",
+              message: `every eligible facilitator failed: ${errors.map((e) => `${e.backendId}: ${e.error}`).join("; ")}`
+            }),
+        502
+      )
+    case "Unsupported":
+      return refused("failed", outcome.error, 422)
+  }
+}
+
+const make = Effect.gen(function* () {
+  const config = yield* AppConfig
+  const journal = yield* SettlementJournal
+  const pool = yield* FacilitatorPool
+  const reader = yield* EvidenceReader
+  const repo = yield* ResourcesRepo
+  const decimals = config.asset.decimals
+
+  const recovered = yield* Effect.flatMap(Clock.currentTimeMillis, journal.recoverPending).pipe(Effect.orDie)
+  if (recovered.length > 0) {
+    yield* Effect.logWarning(`settlements interrupted by a restart are now indeterminate and will not be re-submitted: ${recovered.join(", ")}`)
+  }
+
+  /**
+   * Forwarding and recording its outcome run to the end even if the caller goes away (a daemon
+   * fiber the caller only joins): an entry left `pending` would only be resolved, as
+   * indeterminate, by the next restart. The backend timeouts inside still apply.
+   */
+  const forward = (id: string, body: FacilitatorRequest, network: string, scheme: string, payTo: string) =>
+    Effect.gen(function* () {
+      const outcome = yield* pool.settle(stockBody(body), network, scheme)
+      const { completion, answer } = conclude(id, outcome)
+      const at = yield* Clock.currentTimeMillis
+      yield* journal.complete(id, completion, at).pipe(
+        Effect.catchAll((e) => Effect.logError(`settlement ${id}: recording its outcome failed; it will be indeterminate after a restart`, e))
+      )
+      if (completion.state === "settled") {
+        yield* reader.recordEconomic({
+          source: "settlement",
+          resourceId: null,
+          payTo,
+          success: true,
+          transactionHash: completion.transaction,
+          at: new Date(at).toISOString()
+        })
+      }
+      return answer
+    }).pipe(Effect.forkDaemon, Effect.flatMap(Fiber.join), Effect.flatten)
+
+  /**
+   * The settle pipeline of DESIGN.md, failing closed at each step: shape -> buyer policy on the
+   * worst-case spend -> payee evidence -> the signed transfer against the requirements -> one
+   * journal transaction (idempotency, spend window, fee budget, `pending` entry) -> backends with
+   * failover -> `settled` / `failed` / `indeterminate` -> answer.
+   *
+   * A repeat of a journaled request is answered first, before any other step: it gets the stored
+   * answer (or 409) whatever the backends' health, the budgets or the evidence are now, and never
+   * reserves budget twice. The journal transaction looks again, for repeats that race.
+   */
+  const settle = (input: SettleInput): Effect.Effect<SettleAnswer, SettleError> =>
+    Effect.gen(function* () {
+      const paymentHash = yield* contentHash(input.body.paymentPayload)
+      const requestHash = yield* contentHash(input.body)
+      const idempotencyKey = input.idempotencyKey ?? paymentHash
+      const earlier = yield* Effect.orDie(journal.find(idempotencyKey, paymentHash))
+      if (Option.isSome(earlier)) return yield* replay(earlier.value.row, requestHash, earlier.value.byKey)
+
+      const { terms, transactionXdr } = yield* readSettleRequest(input.body, config.asset.assetContract)
+      const transfer = yield* decodeTransfer(transactionXdr, terms.network)
+      yield* pool.checkKind(terms.network, terms.scheme)
+
+      const nowMs = yield* Clock.currentTimeMillis
+      const context = policyContext(config, new Date(nowMs))
+      const worst = worstCaseUnits(terms, transfer)
+      const option = paymentOption(terms, worst, decimals)
+      const priceDenial = paymentDenial(terms.policy, option, context)
+      if (priceDenial) return yield* Effect.fail(priceDenial)
+
+      const records = yield* Effect.orDie(repo.byPayTo(terms.payTo))
+      const evidence = new Map((yield* reader.forPayTo(terms.payTo)).map((e) => [e.resourceId, e]))
+      const candidates = records.map((r) => ({ providerId: r.provider.id, evidence: evidence.get(r.resource.id) }))
+      const payeeRefusal = payeeDenial(terms.policy, option, candidates, context)
+      if (payeeRefusal) return yield* Effect.fail(payeeRefusal)
+
+      const mismatch = transferMismatch(terms, transfer, decimals)
+      if (mismatch) return yield* Effect.fail(mismatch)
+
+      const id = randomUUID()
+      const reservation = yield* Effect.orDie(
+        journal.reserve(
+          {
+            id,
+            idempotencyKey,
+            paymentHash,
+            requestHash,
+            principal: input.principal ?? transfer.from,
+            payer: transfer.from,
+            network: terms.network,
+            scheme: terms.scheme,
+            asset: terms.asset,
+            payTo: terms.payTo,
+            amount: terms.amount,
+            worstCaseUnits: worst,
+            feeStroops: BigInt(config.budgets.feeCeilingStroops)
+          },
+          config.budgets,
+          decimals,
+          nowMs
+        )
+      )
+      switch (reservation._tag) {
+        case "Existing":
+          return yield* replay(reservation.row, requestHash, reservation.byKey)
+        case "Refused":
+          return yield* Effect.fail(reservation.error)
+        case "Reserved":
+          return yield* forward(id, input.body, terms.network, terms.scheme, terms.payTo)
+      }
+    })
+
+  const get = (id: string): Effect.Effect<SettlementRecord, NotFound> =>
+    journal.get(id).pipe(
+      Effect.orDie,
+      Effect.flatMap(
+        Option.match({ onNone: () => Effect.fail(notFound("settlement", id)), onSome: (row) => Effect.succeed(toRecord(row, decimals)) })
+      )
+    )
+
+  return { settle, get }
+})
+
+/**
+ * `/x402/settle` and `/x402/settlements/{id}`. Building the layer is crash recovery: entries left
+ * `pending` by a previous run become `indeterminate` before any new settle is taken.
+ */
+export class Settlement extends Context.Tag("sextant/Settlement")<Settlement, Effect.Effect.Success<typeof make>>() {
+  static readonly Live = Layer.effect(Settlement, make).pipe(Layer.provide(SettlementJournal.Live))
+}

@@ -1,0 +1,66 @@
+import type { BudgetsConfig } from "../config.js"
+import { PolicyDenied, TooManyRequests } from "../domain/errors.js"
+import { baseUnitsToUsd } from "../domain/stellar.js"
+
+/** What the journal holds inside the rolling window, read in the same transaction that reserves. */
+export interface WindowUsage {
+  /** Worst-case spend of this principal's settlements that were not refused or failed, base units. */
+  readonly principalSpendUnits: bigint
+  readonly globalFeeStroops: bigint
+  readonly principalFeeStroops: bigint
+  /** Creation times (epoch ms) of the oldest reservation in the window, globally and for the principal. */
+  readonly oldestGlobalMs: number | null
+  readonly oldestPrincipalMs: number | null
+}
+
+/** The window budget in base units; a fraction of a base unit cannot be spent, so it rounds down. */
+export const spendLimitUnits = (usd: number, decimals: number): bigint =>
+  BigInt(Math.floor(usd * 10 ** decimals + 1e-6))
+
+/** Seconds until the oldest reservation leaves the window: the earliest moment budget frees up. */
+const retryAfter = (oldestMs: number | null, windowMs: number, nowMs: number) =>
+  Math.max(1, Math.ceil(((oldestMs ?? nowMs) + windowMs - nowMs) / 1000))
+
+/**
+ * Whether one more settlement fits: its worst-case spend under the principal's window budget
+ * (403 WINDOW_LIMIT_EXCEEDED), and its sponsored fee, charged at the ceiling, under the global and
+ * the per-principal fee budgets (429 FEE_BUDGET_EXHAUSTED with a retry time).
+ */
+export const judgeBudgets = (
+  usage: WindowUsage,
+  request: { readonly worstCaseUnits: bigint },
+  budgets: BudgetsConfig,
+  decimals: number,
+  nowMs: number
+): PolicyDenied | TooManyRequests | undefined => {
+  const windowMs = budgets.windowSeconds * 1000
+  const limit = spendLimitUnits(budgets.spendWindowUsd, decimals)
+  const spend = usage.principalSpendUnits + request.worstCaseUnits
+  if (spend > limit) {
+    const usd = (units: bigint) => baseUnitsToUsd(units.toString(), decimals)
+    return new PolicyDenied({
+      error: "POLICY_DENIED",
+      code: "WINDOW_LIMIT_EXCEEDED",
+      message: `worst-case spend over the last ${budgets.windowSeconds} s would be ${usd(spend)} USD ` +
+        `(${usd(usage.principalSpendUnits)} USD already committed plus ${usd(request.worstCaseUnits)} USD), ` +
+        `above the window budget of ${budgets.spendWindowUsd} USD`
+    })
+  }
+  const fee = BigInt(budgets.feeCeilingStroops)
+  const scopes = [
+    { name: "global", used: usage.globalFeeStroops, ceiling: budgets.globalFeeStroops, oldest: usage.oldestGlobalMs },
+    { name: "per-principal", used: usage.principalFeeStroops, ceiling: budgets.perPrincipalFeeStroops, oldest: usage.oldestPrincipalMs }
+  ]
+  for (const scope of scopes) {
+    if (scope.used + fee > BigInt(scope.ceiling)) {
+      const retryAfterSeconds = retryAfter(scope.oldest, windowMs, nowMs)
+      return new TooManyRequests({
+        error: "FEE_BUDGET_EXHAUSTED",
+        message: `the ${scope.name} sponsored-fee budget is exhausted: ${scope.used} of ${scope.ceiling} stroops are ` +
+          `reserved in the last ${budgets.windowSeconds} s and each settlement reserves ${fee}; retry in ${retryAfterSeconds} s`,
+        retryAfterSeconds
+      })
+    }
+  }
+  return undefined
+}

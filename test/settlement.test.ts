@@ -1,0 +1,406 @@
+import { afterEach, describe, expect, test } from "bun:test"
+import { FetchHttpClient } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Duration, Effect, Either, Fiber, Layer, TestClock, TestContext } from "effect"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { AppConfig, type BudgetsConfig, type Config, type FacilitatorBackend, loadConfig } from "../src/config.js"
+import type { FacilitatorRequest } from "../src/domain/x402.js"
+import { Settlement } from "../src/settlement/Settlement.js"
+import { SettlementJournal } from "../src/settlement/SettlementJournal.js"
+import { DatabaseLive } from "../src/store/Database.js"
+import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { EvidenceReader } from "../src/verification/EvidenceReader.js"
+import { FacilitatorPool } from "../src/x402/FacilitatorPool.js"
+import { evidence, memoryEvidence, option, payee, record } from "./fixtures/evidence.js"
+import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
+import { buildExactPayment, type BuildOptions, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
+import { Keypair } from "@stellar/stellar-sdk"
+
+const NOW = Date.parse("2025-06-01T12:00:00.000Z")
+const VERIFIED = payee(1)
+const NEVER_PROBED = payee(2)
+const NO_CHALLENGE = payee(3)
+const QUARANTINED = payee(4)
+const NOT_IN_CATALOG = payee(5)
+const OTHER_ASSET = "CCW67TSZV3SSS2HXMBQ5JFGCKJNXKZM7UQUWUZPUTHXSTZLEO7SJMI75"
+
+const catalog = [
+  record("alpha.rwa.inspect", [option({ payTo: VERIFIED })]),
+  record("beta.rwa.inspect", [option({ payTo: NEVER_PROBED })]),
+  record("gamma.rwa.inspect", [option({ payTo: NO_CHALLENGE })]),
+  record("delta.rwa.inspect", [option({ payTo: QUARANTINED })])
+]
+const knownEvidence = [
+  evidence("alpha.rwa.inspect", new Date(NOW)),
+  evidence("gamma.rwa.inspect", new Date(NOW), { status: "LIVE", verificationLevel: 1, validChallengeSeen: false }),
+  evidence("delta.rwa.inspect", new Date(NOW), { status: "QUARANTINED" })
+]
+
+const fixtures: Array<FixtureFacilitator> = []
+const fixture = (...args: Parameters<typeof startFacilitator>) => {
+  const f = startFacilitator(...args)
+  fixtures.push(f)
+  return f
+}
+afterEach(async () => {
+  await Promise.all(fixtures.splice(0).map((f) => f.stop()))
+})
+
+const baseConfig = Either.getOrThrow(loadConfig(undefined, {}))
+
+const layerFor = (config: Config, database: string) => {
+  const base = Layer.mergeAll(Layer.succeed(AppConfig, config), DatabaseLive(database))
+  const repos = ResourcesRepo.Live.pipe(Layer.provideMerge(base))
+  const seeded = Layer.effectDiscard(Effect.flatMap(ResourcesRepo, (r) => r.upsertCatalog(catalog))).pipe(Layer.provideMerge(repos))
+  const pool = FacilitatorPool.layer({
+    pollInterval: Duration.seconds(30),
+    requestTimeout: Duration.seconds(5),
+    settleTimeout: Duration.seconds(60)
+  }).pipe(Layer.provide(FetchHttpClient.layer), Layer.provideMerge(seeded))
+  const services = Layer.mergeAll(pool, memoryEvidence(catalog, knownEvidence), SettlementJournal.Live.pipe(Layer.provide(seeded)))
+  return Settlement.Live.pipe(Layer.provideMerge(services))
+}
+
+type Services = Layer.Layer.Success<ReturnType<typeof layerFor>>
+
+/** Runs `program` against a fresh service graph, time frozen at NOW, after one health poll. */
+const run = <A, E>(
+  backends: ReadonlyArray<FacilitatorBackend>,
+  program: Effect.Effect<A, E, Services>,
+  { budgets = {}, database = ":memory:" }: { budgets?: Partial<BudgetsConfig>; database?: string } = {}
+) => {
+  const config: Config = { ...baseConfig, facilitators: backends, budgets: { ...baseConfig.budgets, ...budgets } }
+  const withServices = Effect.gen(function* () {
+    yield* Effect.flatMap(FacilitatorPool, (p) => p.refresh)
+    return yield* program
+  }).pipe(Effect.provide(layerFor(config, database)))
+  // The clock is set before the services start, so the poll schedule begins at NOW.
+  return Effect.runPromise(
+    Effect.zipRight(TestClock.setTime(NOW), withServices).pipe(Effect.provide(TestContext.TestContext))
+  )
+}
+
+const pay = async (payTo: string, build: BuildOptions = {}, requirementOverrides: Parameters<typeof exactRequirements>[0] | null = null) => {
+  const requirements = exactRequirements(requirementOverrides ?? { payTo })
+  return { requirements, payment: await buildExactPayment(requirements, build) }
+}
+
+const body = (
+  { requirements, payment }: Awaited<ReturnType<typeof pay>>,
+  extras: Parameters<typeof settleBody>[2] = {}
+) => settleBody(payment, requirements, extras) as unknown as FacilitatorRequest
+
+const settle = (b: FacilitatorRequest, idempotencyKey?: string, principal: string | null = null) =>
+  Effect.flatMap(Settlement, (s) => Effect.either(s.settle({ body: b, idempotencyKey, principal })))
+
+const rows = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql<{ id: string; state: string; backend_id: string | null; transaction_hash: string | null; payer: string | null; errors_json: string; principal: string }>`
+    SELECT id, state, backend_id, transaction_hash, payer, errors_json, principal FROM settlements ORDER BY rowid`
+)
+
+const errorOf = <A, E>(result: Either.Either<A, E>) => (Either.isLeft(result) ? result.left : undefined)
+
+describe("settlement pipeline", () => {
+  test("a valid payment settles once: journaled settled, evidence recorded, repeats answered from the journal", async () => {
+    const a = fixture()
+    const p = await pay(VERIFIED)
+    const other = await pay(VERIFIED)
+    const out = await run([{ id: "a", url: a.url }], Effect.gen(function* () {
+      const first = yield* settle(body(p, { amountUsd: 0.001 }), "client-key-1")
+      const again = yield* settle(body(p, { amountUsd: 0.001 }), "client-key-1")
+      // Without a key the payment's hash is the key: the same signed payment finds the same entry.
+      const unkeyed = yield* settle(body(p, { amountUsd: 0.001 }))
+      const reusedKey = yield* settle(body(other), "client-key-1")
+      const changedRequirements = yield* settle(body(p, { servicePolicy: { maxPricePerRequestUsd: 1 } }))
+      const journal = yield* rows
+      const record = yield* Effect.flatMap(Settlement, (s) => s.get(journal[0]!.id))
+      const evidenceAfter = yield* Effect.flatMap(EvidenceReader, (r) => r.forResource("alpha.rwa.inspect"))
+      return { first, again, unkeyed, reusedKey, changedRequirements, journal, record, evidenceAfter }
+    }))
+    expect(out.first).toEqual(Either.right(expect.objectContaining({ success: true, network: "stellar:testnet" })))
+    const answer = Either.getOrThrow(out.first)
+    expect(out.again).toEqual(Either.right(answer))
+    expect(out.unkeyed).toEqual(Either.right(answer))
+    expect(errorOf(out.reusedKey)).toMatchObject({ error: "IDEMPOTENCY_KEY_REUSED" })
+    expect(errorOf(out.changedRequirements)).toMatchObject({ error: "PAYMENT_ALREADY_SUBMITTED" })
+    expect(a.calls("/settle")).toBe(1)
+    expect(out.journal).toHaveLength(1)
+    expect(out.journal[0]).toMatchObject({ state: "settled", backend_id: "a", transaction_hash: answer.transaction })
+    expect(out.record).toMatchObject({
+      state: "settled",
+      idempotencyKey: "client-key-1",
+      payTo: VERIFIED,
+      amount: "10000",
+      worstCaseUsd: 0.001,
+      backendId: "a",
+      errors: []
+    })
+    expect(out.record.payer).toMatch(/^G/)
+    expect(out.record.principal).toBe(out.record.payer!)
+    expect(out.evidenceAfter.transactionVerified).toBe(true)
+    // The backend gets the stock body: this service's own fields are not forwarded.
+    const forwarded = a.requests.find((r) => r.path === "/settle")?.body as { paymentRequirements: Record<string, unknown> }
+    expect(forwarded.paymentRequirements.amountUsd).toBeUndefined()
+    expect(forwarded.paymentRequirements.payTo).toBe(VERIFIED)
+  })
+
+  test("payloads that would pay more, someone else or in another asset are refused before any backend call", async () => {
+    const a = fixture()
+    const overAmount = await pay(VERIFIED, { transfer: { amount: "20000" } })
+    const otherPayee = await pay(VERIFIED, { transfer: { to: payee(6) } })
+    const otherAsset = await pay(VERIFIED, { transfer: { asset: OTHER_ASSET } })
+    const fine = await pay(VERIFIED)
+    const out = await run([{ id: "a", url: a.url }], Effect.gen(function* () {
+      return {
+        overAmount: yield* settle(body(overAmount)),
+        overLimit: yield* settle(body(overAmount, { servicePolicy: { maxPricePerRequestUsd: 0.0015 } })),
+        otherPayee: yield* settle(body(otherPayee)),
+        otherAsset: yield* settle(body(otherAsset)),
+        usdMismatch: yield* settle(body(fine, { amountUsd: 0.01 })),
+        garbled: yield* settle({ ...body(fine), paymentPayload: { ...fine.payment, payload: { transaction: "AAAA" } } } as FacilitatorRequest),
+        journal: yield* rows
+      }
+    }))
+    expect(errorOf(out.overAmount)).toMatchObject({ error: "TRANSFER_AMOUNT_MISMATCH" })
+    expect(errorOf(out.overAmount)?.message).toContain("20000")
+    // The policy is judged on what the transaction would really move, not on what the requirements claim.
+    expect(errorOf(out.overLimit)).toMatchObject({ error: "POLICY_DENIED", code: "PRICE_EXCEEDS_LIMIT" })
+    expect(errorOf(out.overLimit)?.message).toMatch(/worst-case spend 0\.002 USD exceeds the limit 0\.0015 USD/)
+    expect(errorOf(out.otherPayee)).toMatchObject({ error: "TRANSFER_RECIPIENT_MISMATCH" })
+    expect(errorOf(out.otherAsset)).toMatchObject({ error: "TRANSFER_ASSET_MISMATCH" })
+    expect(errorOf(out.usdMismatch)).toMatchObject({ error: "AMOUNT_USD_MISMATCH" })
+    expect(errorOf(out.garbled)).toMatchObject({ error: "MALFORMED_PAYMENT_TRANSACTION" })
+    expect(a.calls("/settle")).toBe(0)
+    expect(a.calls("/verify")).toBe(0)
+    expect(out.journal).toHaveLength(0)
+  })
+
+  test("buyer policy and payee evidence refuse with 403 codes; shape and kind problems with 400 and 422", async () => {
+    const a = fixture()
+    const payments = {
+      cheap: await pay(VERIFIED),
+      neverProbed: await pay(NEVER_PROBED),
+      unknownPayee: await pay(NOT_IN_CATALOG),
+      noChallenge: await pay(NO_CHALLENGE),
+      quarantined: await pay(QUARANTINED),
+      upto: await pay(VERIFIED, {}, { payTo: VERIFIED, scheme: "upto" }),
+      otherAssetRequired: await pay(VERIFIED, {}, { payTo: VERIFIED, asset: OTHER_ASSET })
+    }
+    const out = await run([{ id: "a", url: a.url }], Effect.gen(function* () {
+      return {
+        price: yield* settle(body(payments.cheap, { servicePolicy: { maxPricePerRequestUsd: 0.0005 } })),
+        scheme: yield* settle(body(payments.cheap, { servicePolicy: { schemes: ["upto"] } })),
+        denied: yield* settle(body(payments.cheap, { servicePolicy: { denyProviders: ["alpha"] } })),
+        badPolicy: yield* settle(body(payments.cheap, { servicePolicy: { maxPricePerRequestUsd: -1 } })),
+        neverProbed: yield* settle(body(payments.neverProbed)),
+        unknownPayee: yield* settle(body(payments.unknownPayee)),
+        noChallenge: yield* settle(body(payments.noChallenge)),
+        quarantined: yield* settle(body(payments.quarantined)),
+        upto: yield* settle(body(payments.upto)),
+        otherAssetRequired: yield* settle(body(payments.otherAssetRequired)),
+        journal: yield* rows
+      }
+    }))
+    expect(errorOf(out.price)).toMatchObject({ error: "POLICY_DENIED", code: "PRICE_EXCEEDS_LIMIT" })
+    expect(errorOf(out.price)?.message).toContain("worst-case spend 0.001 USD exceeds the limit 0.0005 USD")
+    expect(errorOf(out.scheme)).toMatchObject({ error: "POLICY_DENIED", code: "SCHEME_NOT_ALLOWED" })
+    expect(errorOf(out.denied)).toMatchObject({ error: "POLICY_DENIED", code: "PROVIDER_DENIED" })
+    expect(errorOf(out.badPolicy)).toMatchObject({ error: "BAD_REQUEST" })
+    expect(errorOf(out.badPolicy)?.message).toContain("servicePolicy")
+    expect(errorOf(out.neverProbed)).toMatchObject({ error: "POLICY_DENIED", code: "NO_VERIFICATION_EVIDENCE" })
+    expect(errorOf(out.unknownPayee)).toMatchObject({ error: "POLICY_DENIED", code: "NO_VERIFICATION_EVIDENCE" })
+    expect(errorOf(out.noChallenge)).toMatchObject({ error: "POLICY_DENIED", code: "PAYEE_NOT_VERIFIED" })
+    expect(errorOf(out.quarantined)).toMatchObject({ error: "POLICY_DENIED", code: "QUARANTINED" })
+    expect(errorOf(out.upto)).toMatchObject({ error: "UNSUPPORTED_PAYMENT_KIND" })
+    expect(errorOf(out.otherAssetRequired)).toMatchObject({ error: "UNSUPPORTED_ASSET" })
+    expect(a.calls("/settle")).toBe(0)
+    expect(out.journal).toHaveLength(0)
+  })
+
+  test("the spend window refuses the settlement that would take a principal over the budget", async () => {
+    const a = fixture()
+    const payments = [await pay(VERIFIED), await pay(VERIFIED), await pay(VERIFIED)]
+    const other = await pay(VERIFIED, { buyer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, 9)) })
+    const out = await run(
+      [{ id: "a", url: a.url }],
+      Effect.gen(function* () {
+        const results = []
+        for (const p of payments) results.push(yield* settle(body(p)))
+        const otherPayer = yield* settle(body(other))
+        // Spend leaves the window with time.
+        yield* TestClock.adjust(Duration.seconds(61))
+        const later = yield* settle(body(payments[2]!))
+        return { results, otherPayer, later }
+      }),
+      { budgets: { spendWindowUsd: 0.0025, windowSeconds: 60 } }
+    )
+    expect(out.results.map(Either.isRight)).toEqual([true, true, false])
+    expect(errorOf(out.results[2]!)).toMatchObject({ error: "POLICY_DENIED", code: "WINDOW_LIMIT_EXCEEDED" })
+    expect(errorOf(out.results[2]!)?.message).toContain("would be 0.003 USD")
+    expect(errorOf(out.results[2]!)?.message).toContain("window budget of 0.0025 USD")
+    expect(Either.isRight(out.otherPayer)).toBe(true)
+    expect(Either.isRight(out.later)).toBe(true)
+    expect(a.calls("/settle")).toBe(4)
+  })
+
+  test("100 concurrent settles against a fee budget for 10: exactly 10 reach a backend, 90 get 429, the journal agrees", async () => {
+    const a = fixture()
+    const buyers = Array.from({ length: 100 }, (_, i) => Keypair.fromRawEd25519Seed(Buffer.alloc(32, i + 10)))
+    const payments = await Promise.all(buyers.map((buyer) => pay(VERIFIED, { buyer })))
+    const database = join(mkdtempSync(join(tmpdir(), "sextant-settle-")), "s.db")
+    const out = await run(
+      [{ id: "a", url: a.url }],
+      Effect.gen(function* () {
+        const results = yield* Effect.all(payments.map((p) => settle(body(p))), { concurrency: "unbounded" })
+        return { results, journal: yield* rows }
+      }),
+      { budgets: { feeCeilingStroops: 1_000, globalFeeStroops: 10_000, perPrincipalFeeStroops: 5_000 }, database }
+    )
+    const refused = out.results.flatMap((r) => (Either.isLeft(r) ? [r.left] : []))
+    expect(out.results.filter(Either.isRight)).toHaveLength(10)
+    expect(refused).toHaveLength(90)
+    for (const e of refused) {
+      expect(e).toMatchObject({ error: "FEE_BUDGET_EXHAUSTED", retryAfterSeconds: 3600 })
+    }
+    expect(a.calls("/settle")).toBe(10)
+    expect(out.journal).toHaveLength(10)
+    expect(out.journal.every((r) => r.state === "settled")).toBe(true)
+  })
+
+  test("the per-principal fee ceiling binds an API-key principal across payers, and frees up as the window moves", async () => {
+    const a = fixture()
+    const payments = await Promise.all([1, 2, 3].map((n) => pay(VERIFIED, { buyer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, 200 + n)) })))
+    const out = await run(
+      [{ id: "a", url: a.url }],
+      Effect.gen(function* () {
+        const first = yield* settle(body(payments[0]!), undefined, "agent-7")
+        yield* TestClock.adjust(Duration.seconds(10))
+        const second = yield* settle(body(payments[1]!), undefined, "agent-7")
+        const third = yield* settle(body(payments[2]!), undefined, "agent-7")
+        // An unauthenticated payer is its own principal, with its own ceiling.
+        const asPayer = yield* settle(body(payments[2]!))
+        return { first, second, third, asPayer, journal: yield* rows }
+      }),
+      { budgets: { feeCeilingStroops: 1_000, perPrincipalFeeStroops: 2_000, windowSeconds: 60 } }
+    )
+    expect(Either.isRight(out.first) && Either.isRight(out.second)).toBe(true)
+    // The oldest reservation (at NOW) leaves the 60 s window 50 s after the third attempt.
+    expect(errorOf(out.third)).toMatchObject({ error: "FEE_BUDGET_EXHAUSTED", retryAfterSeconds: 50 })
+    expect(errorOf(out.third)?.message).toContain("per-principal")
+    expect(Either.isRight(out.asPayer)).toBe(true)
+    expect(out.journal.map((r) => r.principal)).toEqual(["agent-7", "agent-7", out.journal[2]!.payer!])
+  })
+
+  test("failover: a failing backend is skipped and its error journaled; when all fail the 502 is stored and replayed", async () => {
+    const a = fixture()
+    const b = fixture()
+    const first = await pay(VERIFIED)
+    const second = await pay(VERIFIED)
+    const out = await run(
+      [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      Effect.gen(function* () {
+        // Both were healthy at the last poll; a breaks afterwards.
+        a.setMode("fail500")
+        const failedOver = yield* settle(body(first))
+        // a is now marked unhealthy; the next poll sees b broken too, so nothing healthy is left.
+        b.setMode("fail500")
+        yield* Effect.flatMap(FacilitatorPool, (p) => p.refresh)
+        const noneHealthy = yield* settle(body(second))
+        return { failedOver, noneHealthy, journal: yield* rows }
+      })
+    )
+    expect(out.failedOver).toEqual(Either.right(expect.objectContaining({ success: true })))
+    expect(out.journal[0]).toMatchObject({ state: "settled", backend_id: "b" })
+    expect(JSON.parse(out.journal[0]!.errors_json)).toEqual([{ backendId: "a", error: expect.stringContaining("answered 500") }])
+    expect(errorOf(out.noneHealthy)).toMatchObject({ error: "NO_HEALTHY_FACILITATOR" })
+    expect(out.journal).toHaveLength(1)
+    expect([a.calls("/settle"), b.calls("/settle")]).toEqual([1, 1])
+
+    const c = fixture()
+    const d = fixture()
+    const allFailed = await run(
+      [{ id: "c", url: c.url }, { id: "d", url: d.url }],
+      Effect.gen(function* () {
+        c.setMode("fail500")
+        d.setMode("fail500")
+        return { first: yield* settle(body(second)), again: yield* settle(body(second)), journal: yield* rows }
+      })
+    )
+    expect(errorOf(allFailed.first)).toMatchObject({ error: "ALL_FACILITATORS_FAILED" })
+    expect(errorOf(allFailed.first)?.message).toMatch(/c: answered 500.*d: answered 500/)
+    expect(errorOf(allFailed.again)).toEqual(errorOf(allFailed.first))
+    expect([c.calls("/settle"), d.calls("/settle")]).toEqual([1, 1])
+    expect(allFailed.journal).toHaveLength(1)
+    expect(allFailed.journal[0]?.state).toBe("failed")
+    expect(JSON.parse(allFailed.journal[0]!.errors_json).map((e: { backendId: string }) => e.backendId)).toEqual(["c", "d"])
+  })
+
+  test("a backend's refusal (success:false) is the answer: journaled failed, not tried elsewhere", async () => {
+    const a = fixture({ mode: "invalid" })
+    const b = fixture()
+    const p = await pay(VERIFIED)
+    const out = await run(
+      [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      Effect.gen(function* () {
+        return { answer: yield* settle(body(p)), journal: yield* rows }
+      })
+    )
+    expect(out.answer).toEqual(Either.right(expect.objectContaining({ success: false, errorReason: "invalid_exact_stellar_payload_simulation_failed" })))
+    expect(out.journal[0]).toMatchObject({ state: "failed", backend_id: "a", transaction_hash: null })
+    expect(b.calls("/settle")).toBe(0)
+  })
+
+  test("a settle that times out is indeterminate: no second backend, and a retry is refused with 409", async () => {
+    const a = fixture()
+    const b = fixture()
+    const p = await pay(VERIFIED)
+    const out = await run(
+      [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      Effect.gen(function* () {
+        a.setMode("hang")
+        const fiber = yield* Effect.fork(settle(body(p)))
+        for (let i = 0; i < 200 && a.calls("/settle") === 0; i++) yield* Effect.promise(() => Bun.sleep(10))
+        yield* TestClock.adjust(Duration.seconds(60))
+        const first = yield* Fiber.join(fiber)
+        const retry = yield* settle(body(p))
+        const journal = yield* rows
+        const record = yield* Effect.flatMap(Settlement, (s) => s.get(journal[0]!.id))
+        return { first, retry, record }
+      })
+    )
+    expect(errorOf(out.first)).toMatchObject({ error: "SETTLEMENT_INDETERMINATE" })
+    expect(errorOf(out.first)?.message).toContain(out.record.id)
+    expect(errorOf(out.retry)).toMatchObject({ error: "SETTLEMENT_INDETERMINATE" })
+    expect(out.record).toMatchObject({ state: "indeterminate", backendId: "a", errors: [{ backendId: "a", error: expect.stringContaining("no answer within") }] })
+    expect([a.calls("/settle"), b.calls("/settle")]).toEqual([1, 0])
+  })
+
+  test("at start, entries left pending by a crash become indeterminate and nothing is re-sent", async () => {
+    const a = fixture()
+    const database = join(mkdtempSync(join(tmpdir(), "sextant-recover-")), "s.db")
+    // A run that crashed after journaling: the entry is pending, as the pipeline leaves it before forwarding.
+    await run(
+      [{ id: "a", url: a.url }],
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql`INSERT INTO settlements (id, idempotency_key, payment_hash, request_hash, state, principal, payer, network,
+            scheme, asset, pay_to, amount, worst_case_units, fee_stroops, errors_json, created_at_ms, updated_at_ms)
+          VALUES ('crashed-1', 'k', 'p', 'r', 'pending', 'x', 'x', 'stellar:testnet', 'exact', 'a', 'b', '1', 1, 1, '[]', 1, 1)`
+      ),
+      { database }
+    )
+    const afterRestart = await run(
+      [{ id: "a", url: a.url }],
+      Effect.flatMap(Settlement, (s) => s.get("crashed-1")),
+      { database }
+    )
+    expect(afterRestart.state).toBe("indeterminate")
+    expect(a.calls("/settle")).toBe(0)
+  })
+
+  test("an unknown settlement id is 404", async () => {
+    const result = await run([], Effect.flatMap(Settlement, (s) => Effect.either(s.get("nope"))))
+    expect(errorOf(result)).toMatchObject({ error: "NOT_FOUND" })
+  })
+})
