@@ -1,0 +1,243 @@
+import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http"
+import { type FacilitatorClient, HTTPFacilitatorClient, type ResourceConfig, x402ResourceServer } from "@x402/core/server"
+import { type PaymentPayload, type PaymentRequirements, type ResourceInfo, SettleError, VerifyError } from "@x402/core/types"
+import { ExactStellarScheme } from "@x402/stellar/exact/server"
+import { Context, Duration, Effect, Either, Layer, Ref, Schedule, Schema, type Scope } from "effect"
+import type { StellarNetwork } from "../domain/stellar.js"
+import { FacilitatorUnavailable, InvalidRequest, PaymentRequired, SettlementFailed, SettlementUnconfirmed } from "./errors.js"
+
+export type Endpoint = "inspect" | "changes" | "compliance" | "eligibility"
+
+export interface PaywallConfig {
+  readonly network: StellarNetwork
+  /** SEP-41 contract of the asset buyers pay in (USDC). */
+  readonly asset: string
+  readonly payTo: string
+  /** Base units per endpoint. */
+  readonly prices: Readonly<Record<Endpoint, string>>
+  readonly facilitatorUrl: string
+  readonly facilitatorApiKey: string | null
+  readonly timeoutMs: number
+}
+
+export interface PaymentsStatus {
+  readonly ready: boolean
+  /** Why payments are not available yet, or which facilitator they go through. */
+  readonly detail: string
+}
+
+/** A payment the facilitator verified against the requirement it matched. */
+export interface VerifiedPayment {
+  readonly payload: PaymentPayload
+  readonly requirements: PaymentRequirements
+}
+
+export interface PaywallApi {
+  readonly status: Effect.Effect<PaymentsStatus>
+  /** The PAYMENT-REQUIRED header value for an endpoint; available whether or not the facilitator is. */
+  readonly challenge: (endpoint: Endpoint, resource: ResourceInfo, error?: string) => Effect.Effect<string>
+  readonly verify: (
+    endpoint: Endpoint,
+    paymentSignature: string
+  ) => Effect.Effect<VerifiedPayment, InvalidRequest | PaymentRequired | FacilitatorUnavailable>
+  /** Settles and returns the PAYMENT-RESPONSE header value. */
+  readonly settle: (payment: VerifiedPayment) => Effect.Effect<string, SettlementFailed | SettlementUnconfirmed>
+}
+
+const X402_VERSION = 2
+const MAX_TIMEOUT_SECONDS = 300
+const SUPPORTED_TIMEOUT = Duration.seconds(10)
+/** Background retries toward a facilitator that is down: 0.5 s doubling, never more than 30 s apart. */
+const INIT_RETRY = Schedule.exponential("500 millis").pipe(Schedule.either(Schedule.spaced("30 seconds")))
+
+/** What the vertical accepts in PAYMENT-SIGNATURE: an x402 v2 payload naming the requirement it pays. */
+const PaymentSignature = Schema.Struct({
+  x402Version: Schema.Literal(X402_VERSION),
+  accepted: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  payload: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+})
+
+const decodePayment = (header: string): Either.Either<PaymentPayload, InvalidRequest> => {
+  const invalid = (detail: string) =>
+    new InvalidRequest({ error: "INVALID_PAYMENT", message: `PAYMENT-SIGNATURE is not a usable x402 payment: ${detail}` })
+  let decoded: unknown
+  try {
+    decoded = decodePaymentSignatureHeader(header)
+  } catch {
+    return Either.left(invalid("expected base64 of a JSON payment payload"))
+  }
+  return Schema.decodeUnknownEither(PaymentSignature)(decoded).pipe(
+    Either.mapBoth({
+      onLeft: () => invalid("expected {x402Version: 2, accepted, payload}"),
+      onRight: () => decoded as PaymentPayload
+    })
+  )
+}
+
+/** The facilitator URL without any credentials it may carry, for messages and logs. */
+const displayUrl = (url: string): string => {
+  try {
+    const u = new URL(url)
+    return `${u.origin}${u.pathname}`
+  } catch {
+    return "the configured facilitator"
+  }
+}
+
+const errorMessage = (e: unknown): string => {
+  const cause = e instanceof Error && e.cause instanceof Error ? `: ${e.cause.message}` : ""
+  return e instanceof Error ? `${e.message}${cause}` : String(e)
+}
+
+/**
+ * A facilitator client that knows only what the config says the vertical asks for. It lets the
+ * x402 library build challenges (amount, asset, payTo, encoding) before the real facilitator has
+ * answered `/supported`; it never verifies or settles, since a paid request waits for readiness.
+ */
+const configOnlyFacilitator = (network: StellarNetwork): FacilitatorClient => {
+  const refuse = () => Promise.reject(new Error("the facilitator is not ready"))
+  return {
+    getSupported: () =>
+      Promise.resolve({ kinds: [{ x402Version: X402_VERSION, scheme: "exact", network }], extensions: [], signers: {} }),
+    verify: refuse,
+    settle: refuse
+  }
+}
+
+const makeServer = (client: FacilitatorClient, network: StellarNetwork) =>
+  new x402ResourceServer(client).register(network, new ExactStellarScheme())
+
+export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallApi, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const facilitatorName = displayUrl(config.facilitatorUrl)
+    const apiKey = config.facilitatorApiKey
+    const client = new HTTPFacilitatorClient({
+      url: config.facilitatorUrl,
+      ...(apiKey === null
+        ? {}
+        : {
+            createAuthHeaders: () => {
+              const headers = { Authorization: `Bearer ${apiKey}` }
+              return Promise.resolve({ verify: headers, settle: headers, supported: headers })
+            }
+          })
+    })
+    const live = makeServer(client, config.network)
+    const fromConfig = makeServer(configOnlyFacilitator(config.network), config.network)
+    yield* Effect.promise(() => fromConfig.initialize())
+
+    const status = yield* Ref.make<PaymentsStatus>({ ready: false, detail: `waiting for the facilitator at ${facilitatorName}` })
+    const timeout = Duration.millis(config.timeoutMs)
+
+    const resourceConfig = (endpoint: Endpoint): ResourceConfig => ({
+      scheme: "exact",
+      network: config.network,
+      payTo: config.payTo,
+      price: { asset: config.asset, amount: config.prices[endpoint] },
+      maxTimeoutSeconds: MAX_TIMEOUT_SECONDS
+    })
+
+    const initializeOnce = Effect.tryPromise({ try: () => live.initialize(), catch: errorMessage }).pipe(
+      Effect.timeoutFail({ duration: SUPPORTED_TIMEOUT, onTimeout: () => "GET /supported did not answer" }),
+      Effect.filterOrFail(
+        () => live.getSupportedKind(X402_VERSION, config.network, "exact") !== undefined,
+        () => `it lists no exact kind for ${config.network}`
+      ),
+      Effect.tapError((reason) =>
+        Ref.set(status, { ready: false, detail: `the facilitator at ${facilitatorName} is not ready (${reason})` })
+      )
+    )
+
+    yield* initializeOnce.pipe(
+      Effect.retry(INIT_RETRY),
+      Effect.zipRight(Ref.set(status, { ready: true, detail: `payments go through ${facilitatorName}` })),
+      Effect.zipRight(Effect.logInfo(`vertical: facilitator ${facilitatorName} ready for exact on ${config.network}`)),
+      Effect.forkScoped
+    )
+
+    const challenge = (endpoint: Endpoint, resource: ResourceInfo, error?: string) =>
+      Effect.gen(function* () {
+        const { ready } = yield* Ref.get(status)
+        const server = ready ? live : fromConfig
+        const requirements = yield* Effect.promise(() => server.buildPaymentRequirements(resourceConfig(endpoint)))
+        const paymentRequired = yield* Effect.promise(() => server.createPaymentRequiredResponse(requirements, resource, error))
+        return encodePaymentRequiredHeader(paymentRequired)
+      })
+
+    const verify = (endpoint: Endpoint, paymentSignature: string) =>
+      Effect.gen(function* () {
+        const payload = yield* decodePayment(paymentSignature)
+        const current = yield* Ref.get(status)
+        if (!current.ready) {
+          return yield* new FacilitatorUnavailable({
+            message: `payments are unavailable: ${current.detail}; nothing was charged, retry later`
+          })
+        }
+        const requirements = yield* Effect.promise(() => live.buildPaymentRequirements(resourceConfig(endpoint)))
+        const matching = live.findMatchingRequirements(requirements, payload)
+        if (!matching) {
+          return yield* new PaymentRequired({
+            reason: "no_matching_requirements",
+            message: "the payment does not match this endpoint's current price, asset, network or payee"
+          })
+        }
+        const result = yield* Effect.tryPromise({ try: () => live.verifyPayment(payload, matching), catch: (e) => e }).pipe(
+          Effect.timeoutFail({ duration: timeout, onTimeout: () => new Error(`verify did not answer within ${config.timeoutMs} ms`) }),
+          Effect.mapError((e) =>
+            e instanceof VerifyError
+              ? new PaymentRequired({
+                  reason: e.invalidReason,
+                  message: `the facilitator rejected the payment: ${e.invalidMessage ?? e.invalidReason ?? "invalid"}`
+                })
+              : new FacilitatorUnavailable({
+                  message: `the facilitator at ${facilitatorName} could not verify the payment (${errorMessage(e)}); nothing was charged`
+                })
+          )
+        )
+        if (!result.isValid) {
+          return yield* new PaymentRequired({
+            reason: result.invalidReason,
+            message: `the facilitator rejected the payment: ${result.invalidMessage ?? result.invalidReason ?? "invalid"}`
+          })
+        }
+        return { payload, requirements: matching }
+      })
+
+    const settle = ({ payload, requirements }: VerifiedPayment) =>
+      Effect.tryPromise({ try: () => live.settlePayment(payload, requirements), catch: (e) => e }).pipe(
+        Effect.timeoutFail({ duration: timeout, onTimeout: () => new Error(`settle did not answer within ${config.timeoutMs} ms`) }),
+        Effect.mapError((e) =>
+          e instanceof SettleError
+            ? new SettlementFailed({
+                message: `settlement failed: ${e.errorMessage ?? e.errorReason ?? "refused"}`,
+                paymentResponse: encodePaymentResponseHeader({
+                  success: false,
+                  errorReason: e.errorReason,
+                  errorMessage: e.errorMessage,
+                  payer: e.payer,
+                  transaction: e.transaction,
+                  network: e.network
+                })
+              })
+            : new SettlementUnconfirmed({
+                message: `the facilitator did not confirm settlement (${errorMessage(e)}); no data was returned`
+              })
+        ),
+        Effect.flatMap((result) =>
+          result.success
+            ? Effect.succeed(encodePaymentResponseHeader(result))
+            : Effect.fail(
+                new SettlementFailed({
+                  message: `settlement failed: ${result.errorMessage ?? result.errorReason ?? "refused"}`,
+                  paymentResponse: encodePaymentResponseHeader(result)
+                })
+              )
+        )
+      )
+
+    return { status: Ref.get(status), challenge, verify, settle }
+  })
+
+export class Paywall extends Context.Tag("sextant/vertical/Paywall")<Paywall, PaywallApi>() {
+  static readonly Live = (config: PaywallConfig) => Layer.scoped(Paywall, makePaywall(config))
+}

@@ -1,0 +1,209 @@
+import {
+  Account,
+  Address,
+  BASE_FEE,
+  Contract,
+  Horizon,
+  NotFoundError,
+  rpc,
+  scValToNative,
+  StellarToml,
+  TimeoutInfinite,
+  TransactionBuilder,
+  xdr
+} from "@stellar/stellar-sdk"
+import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
+import { UpstreamFailure } from "./errors.js"
+import { homeDomainTarget } from "./homeDomain.js"
+import { summarizeEvent, summarizeInstance } from "./sorobanXdr.js"
+import {
+  type ContractInstance,
+  HorizonAccount,
+  HorizonAssetStats,
+  HorizonLedger,
+  HorizonOperation,
+  type TokenEvent,
+  type TokenEventWindow,
+  type TomlLookup
+} from "./upstream.js"
+
+/** Reads the vertical needs from Horizon, Soroban RPC and issuers' home domains. */
+export interface StellarDataApi {
+  readonly account: (id: string) => Effect.Effect<Option.Option<HorizonAccount>, UpstreamFailure>
+  readonly assetStats: (code: string, issuer: string) => Effect.Effect<Option.Option<HorizonAssetStats>, UpstreamFailure>
+  /** The account's most recent operations (one Horizon page), newest first. */
+  readonly operations: (account: string) => Effect.Effect<ReadonlyArray<HorizonOperation>, UpstreamFailure>
+  readonly ledgerCloseTime: (sequence: number) => Effect.Effect<Option.Option<string>, UpstreamFailure>
+  readonly contractInstance: (contractId: string) => Effect.Effect<Option.Option<ContractInstance>, UpstreamFailure>
+  /** Admin and supply events of a token contract over the last day of ledgers RPC still holds. */
+  readonly tokenEvents: (contractId: string) => Effect.Effect<TokenEventWindow, UpstreamFailure>
+  /** The token's `balance(wallet)`, simulated; none when the contract refuses to evaluate it. */
+  readonly tokenBalance: (contractId: string, wallet: string) => Effect.Effect<Option.Option<bigint>, UpstreamFailure>
+  /** A missing or broken stellar.toml is a finding, so this never fails. */
+  readonly stellarToml: (homeDomain: string) => Effect.Effect<TomlLookup>
+}
+
+export interface StellarDataConfig {
+  readonly horizonUrl: string
+  readonly sorobanRpcUrl: string
+  readonly networkPassphrase: string
+  readonly timeoutMs: number
+  readonly allowPrivateHomeDomains: boolean
+}
+
+/** About one day of 5-second ledgers; RPC keeps events for a bounded window anyway. */
+const EVENT_WINDOW_LEDGERS = 17_280
+const EVENT_PAGE = 200
+const EVENT_PAGES = 5
+const EVENT_NAMES = ["mint", "burn", "clawback", "set_admin", "set_authorized"] as const
+
+const describe = (e: unknown): string => {
+  const status = (e as { response?: { status?: unknown } }).response?.status
+  if (typeof status === "number") return `HTTP ${status}`
+  return e instanceof Error ? e.message : String(e)
+}
+
+export const makeStellarData = (config: StellarDataConfig): StellarDataApi => {
+  const horizon = new Horizon.Server(config.horizonUrl, { allowHttp: config.horizonUrl.startsWith("http:") })
+  const soroban = new rpc.Server(config.sorobanRpcUrl, { allowHttp: config.sorobanRpcUrl.startsWith("http:") })
+  const timeout = Duration.millis(config.timeoutMs)
+
+  const bounded =
+    (source: UpstreamFailure["source"], what: string) =>
+    <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | UpstreamFailure> =>
+      Effect.timeoutFail(effect, {
+        duration: timeout,
+        onTimeout: () => new UpstreamFailure({ source, message: `${source} ${what} did not answer within ${config.timeoutMs} ms` })
+      })
+
+  const call = <A>(source: UpstreamFailure["source"], what: string, run: () => Promise<A>) =>
+    Effect.tryPromise({
+      try: run,
+      catch: (e) => new UpstreamFailure({ source, message: `${source} ${what} failed: ${describe(e)}` })
+    }).pipe(bounded(source, what))
+
+  /** Horizon's 404 is an answer (no such account), every other failure is the upstream's. */
+  const horizonCall = <A>(what: string, run: () => Promise<A>) =>
+    Effect.tryPromise({ try: run, catch: (e) => e }).pipe(
+      Effect.map(Option.some),
+      Effect.catchIf(
+        (e) => e instanceof NotFoundError,
+        () => Effect.succeed(Option.none<A>())
+      ),
+      Effect.mapError((e) => new UpstreamFailure({ source: "horizon", message: `horizon ${what} failed: ${describe(e)}` })),
+      bounded("horizon", what)
+    )
+
+  const decode =
+    <A, I>(schema: Schema.Schema<A, I>, source: UpstreamFailure["source"], what: string) =>
+    (value: unknown) =>
+      Schema.decodeUnknown(schema)(value).pipe(
+        Effect.mapError(
+          (e) => new UpstreamFailure({ source, message: `${source} ${what} answered an unexpected shape: ${e.message.split("\n")[0]}` })
+        )
+      )
+
+  const decodeOption = <A, I>(schema: Schema.Schema<A, I>, what: string) => (found: Option.Option<unknown>) =>
+    Option.match(found, {
+      onNone: () => Effect.succeed(Option.none<A>()),
+      onSome: (value) => Effect.map(decode(schema, "horizon", what)(value), Option.some)
+    })
+
+  const instanceKey = (contractId: string) => new Contract(contractId).getFootprint()
+
+  const topicFilters = EVENT_NAMES.map((name) => [xdr.ScVal.scvSymbol(name).toXDR("base64"), "**"])
+
+  const tokenEvents = (contractId: string) =>
+    Effect.gen(function* () {
+      const health = yield* call("soroban-rpc", "getHealth", () => soroban.getHealth())
+      const fromLedger = Math.max(health.oldestLedger, health.latestLedger - EVENT_WINDOW_LEDGERS)
+      const filters = [{ type: "contract" as const, contractIds: [contractId], topics: topicFilters }]
+      const events: Array<TokenEvent> = []
+      let cursor: string | undefined
+      for (let page = 0; page < EVENT_PAGES; page++) {
+        const request: rpc.Api.GetEventsRequest =
+          cursor === undefined ? { filters, startLedger: fromLedger, limit: EVENT_PAGE } : { filters, cursor, limit: EVENT_PAGE }
+        const response = yield* call("soroban-rpc", "getEvents", () => soroban.getEvents(request))
+        const summarized = yield* Effect.try({
+          try: () => response.events.filter((e) => e.inSuccessfulContractCall !== false).map(summarizeEvent),
+          catch: (e) => new UpstreamFailure({ source: "soroban-rpc", message: `soroban-rpc getEvents answered undecodable events: ${describe(e)}` })
+        })
+        for (const event of summarized) if (event) events.push(event)
+        if (response.events.length < EVENT_PAGE) break
+        cursor = response.cursor
+      }
+      return { fromLedger, toLedger: health.latestLedger, events: events.slice(-EVENT_PAGE) }
+    })
+
+  const tokenBalance = (contractId: string, wallet: string) =>
+    Effect.gen(function* () {
+      // Simulation only reads; the source account's sequence number is never used.
+      const tx = new TransactionBuilder(new Account(wallet, "0"), { fee: BASE_FEE, networkPassphrase: config.networkPassphrase })
+        .addOperation(new Contract(contractId).call("balance", new Address(wallet).toScVal()))
+        .setTimeout(TimeoutInfinite)
+        .build()
+      const simulation = yield* call("soroban-rpc", "simulateTransaction", () => soroban.simulateTransaction(tx))
+      if (!rpc.Api.isSimulationSuccess(simulation) || !simulation.result) return Option.none<bigint>()
+      const value: unknown = scValToNative(simulation.result.retval)
+      return typeof value === "bigint" ? Option.some(value) : Option.none<bigint>()
+    })
+
+  const stellarToml = (homeDomain: string): Effect.Effect<TomlLookup> => {
+    const target = homeDomainTarget(homeDomain, config.allowPrivateHomeDomains)
+    if ("skip" in target) return Effect.succeed({ status: "skipped", reason: target.skip })
+    const url = `${target.allowHttp ? "http" : "https"}://${homeDomain}/.well-known/stellar.toml`
+    return Effect.tryPromise({
+      try: () => StellarToml.Resolver.resolve(homeDomain, { allowHttp: target.allowHttp, timeout: config.timeoutMs }),
+      catch: describe
+    }).pipe(
+      Effect.timeoutFail({ duration: timeout, onTimeout: () => `no answer within ${config.timeoutMs} ms` }),
+      Effect.match({
+        onFailure: (reason): TomlLookup => ({ status: "unavailable", url, reason }),
+        onSuccess: (document): TomlLookup => ({ status: "published", url, document: { ...document } })
+      })
+    )
+  }
+
+  return {
+    account: (id) =>
+      horizonCall("account", () => horizon.accounts().accountId(id).call()).pipe(
+        Effect.flatMap(decodeOption(HorizonAccount, "account"))
+      ),
+    assetStats: (code, issuer) =>
+      call("horizon", "assets", () => horizon.assets().forCode(code).forIssuer(issuer).call()).pipe(
+        Effect.map((page) => Option.fromNullable(page.records[0])),
+        Effect.flatMap(decodeOption(HorizonAssetStats, "assets"))
+      ),
+    operations: (account) =>
+      horizonCall("operations", () => horizon.operations().forAccount(account).order("desc").limit(200).call()).pipe(
+        Effect.flatMap(
+          Option.match({
+            onNone: () => Effect.succeed([]),
+            onSome: (page) => decode(Schema.Array(HorizonOperation), "horizon", "operations")(page.records)
+          })
+        )
+      ),
+    ledgerCloseTime: (sequence) =>
+      horizonCall("ledger", () => horizon.ledgers().ledger(sequence).call()).pipe(
+        Effect.flatMap(decodeOption(HorizonLedger, "ledger")),
+        Effect.map(Option.map((ledger) => ledger.closed_at))
+      ),
+    contractInstance: (contractId) =>
+      call("soroban-rpc", "getLedgerEntries", () => soroban.getLedgerEntries(instanceKey(contractId))).pipe(
+        Effect.flatMap((response) =>
+          Effect.try({
+            try: () => Option.map(Option.fromNullable(response.entries[0]), summarizeInstance),
+            catch: (e) =>
+              new UpstreamFailure({ source: "soroban-rpc", message: `soroban-rpc getLedgerEntries answered an undecodable entry: ${describe(e)}` })
+          })
+        )
+      ),
+    tokenEvents,
+    tokenBalance,
+    stellarToml
+  }
+}
+
+export class StellarData extends Context.Tag("sextant/vertical/StellarData")<StellarData, StellarDataApi>() {
+  static readonly Live = (config: StellarDataConfig) => Layer.sync(StellarData, () => makeStellarData(config))
+}

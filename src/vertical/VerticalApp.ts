@@ -1,0 +1,169 @@
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Cause, Effect, ParseResult, Schema } from "effect"
+import { AssetBody, EligibilityBody } from "./assetRef.js"
+import { BodyTooLarge, InvalidRequest, PaymentRequired, type VerticalError } from "./errors.js"
+import { type Endpoint, Paywall } from "./Paywall.js"
+import * as Queries from "./queries.js"
+import type { StellarData } from "./StellarData.js"
+
+export interface VerticalAppSettings {
+  /** The `<vertical>` path segment. */
+  readonly name: string
+  /** Origin buyers reach this app at; challenges name `<origin>/<name>/v1/rwa/<endpoint>`. */
+  readonly origin: string
+  readonly intel: Queries.IntelSettings
+  readonly prices: Readonly<Record<Endpoint, string>>
+}
+
+export const ENDPOINTS: ReadonlyArray<Endpoint> = ["inspect", "changes", "compliance", "eligibility"]
+
+const DESCRIPTIONS: Readonly<Record<Endpoint, string>> = {
+  inspect: "Asset identity, issuer signals, metadata and technical state of a Stellar asset or token contract.",
+  changes: "Recent observable changes of a Stellar asset: issuer flag changes, large mints and burns, trustline authorisation changes, contract upgrades.",
+  compliance: "Observable technical restrictions of a Stellar asset (authorisation required, clawback, freeze capability, contract admin); no legal conclusions.",
+  eligibility: "Technical signals of whether a wallet can hold and receive a Stellar asset now."
+}
+
+/** No valid body comes near this; a larger one is refused unread. */
+const MAX_BODY_BYTES = 16 * 1024
+
+export const endpointPath = (name: string, endpoint: Endpoint): `/${string}` => `/${name}/v1/rwa/${endpoint}`
+
+const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  HttpServerResponse.unsafeJson(body, { status, headers })
+
+const formatIssues = (error: ParseResult.ParseError): string =>
+  ParseResult.ArrayFormatter.formatErrorSync(error)
+    .map((issue) => `${issue.path.length === 0 ? "body" : issue.path.join(".")}: ${issue.message}`)
+    .join("; ")
+
+const decodeOptions = { errors: "all", onExcessProperty: "error" } as const
+
+const readBody = <A, I>(schema: Schema.Schema<A, I>) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const tooLarge = new BodyTooLarge({ message: `the body is larger than ${MAX_BODY_BYTES} bytes` })
+    if (Number(request.headers["content-length"] ?? 0) > MAX_BODY_BYTES) return yield* tooLarge
+    const text = yield* request.text.pipe(
+      Effect.mapError(() => new InvalidRequest({ error: "INVALID_JSON", message: "the body could not be read" }))
+    )
+    if (text.length > MAX_BODY_BYTES) return yield* tooLarge
+    const parsed = yield* Effect.try({
+      try: (): unknown => JSON.parse(text),
+      catch: () => new InvalidRequest({ error: "INVALID_JSON", message: 'the body must be JSON, e.g. {"asset": "CODE:ISSUER"}' })
+    })
+    return yield* Schema.decodeUnknown(schema)(parsed, decodeOptions).pipe(
+      Effect.mapError((e) => new InvalidRequest({ error: "INVALID_BODY", message: formatIssues(e) }))
+    )
+  })
+
+/** Reads and checks the body now; the returned effect fetches the answer when run. */
+const parseQuery = (endpoint: Endpoint, settings: Queries.IntelSettings) => {
+  switch (endpoint) {
+    case "inspect":
+      return Effect.map(readBody(AssetBody), (body) => Queries.inspect(body.asset, settings))
+    case "changes":
+      return Effect.map(readBody(AssetBody), (body) => Queries.changes(body.asset, settings))
+    case "compliance":
+      return Effect.map(readBody(AssetBody), (body) => Queries.compliance(body.asset, settings))
+    case "eligibility":
+      return Effect.map(readBody(EligibilityBody), (body) => Queries.eligibility(body.asset, body.wallet, settings))
+  }
+}
+
+/**
+ * One paid endpoint. Without PAYMENT-SIGNATURE the answer is the 402 challenge, whatever the
+ * body, so probes and buyers can always read the price. With it, the order is what keeps a
+ * buyer from paying for nothing: body checked (400), payment verified (402/503), data fetched
+ * (404/422/502), and only then settled; the data leaves only with a PAYMENT-RESPONSE.
+ */
+const paidEndpoint = (endpoint: Endpoint, settings: VerticalAppSettings) => {
+  const resource = {
+    url: `${settings.origin}${endpointPath(settings.name, endpoint)}`,
+    description: DESCRIPTIONS[endpoint],
+    mimeType: "application/json"
+  }
+  const handle = Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const paywall = yield* Paywall
+    const signature = request.headers["payment-signature"]
+    if (signature === undefined) {
+      return yield* new PaymentRequired({
+        reason: undefined,
+        message: `this endpoint costs ${settings.prices[endpoint]} base units; pay as the PAYMENT-REQUIRED header describes and retry with PAYMENT-SIGNATURE`
+      })
+    }
+    const query = yield* parseQuery(endpoint, settings.intel)
+    const payment = yield* paywall.verify(endpoint, signature)
+    // Rendered before settling, so nothing that can fail stands between the charge and the answer.
+    const rendered = JSON.stringify(yield* query)
+    const paymentResponse = yield* paywall.settle(payment)
+    return HttpServerResponse.text(rendered, {
+      status: 200,
+      contentType: "application/json",
+      headers: { "PAYMENT-RESPONSE": paymentResponse }
+    })
+  })
+  return handle.pipe(Effect.catchAll((e: VerticalError) => errorResponse(endpoint, resource, e)))
+}
+
+const errorResponse = (endpoint: Endpoint, resource: { url: string; description: string; mimeType: string }, e: VerticalError) =>
+  Effect.gen(function* () {
+    switch (e._tag) {
+      case "PaymentRequired": {
+        const paywall = yield* Paywall
+        const challenge = yield* paywall.challenge(endpoint, resource, e.reason ?? "Payment required")
+        return json(402, { error: "PAYMENT_REQUIRED", message: e.message }, { "PAYMENT-REQUIRED": challenge })
+      }
+      case "InvalidRequest":
+        return json(400, { error: e.error, message: e.message })
+      case "BodyTooLarge":
+        return json(413, { error: "BODY_TOO_LARGE", message: e.message })
+      case "AssetNotFound":
+        return json(404, { error: "ASSET_NOT_FOUND", message: `${e.message}; nothing was charged` })
+      case "UnsupportedAsset":
+        return json(422, { error: "UNSUPPORTED_ASSET", message: `${e.message}; nothing was charged` })
+      case "UpstreamFailure":
+        return json(502, { error: "UPSTREAM_UNAVAILABLE", message: `${e.message}; nothing was charged` })
+      case "FacilitatorUnavailable":
+        return json(503, { error: "PAYMENTS_UNAVAILABLE", message: e.message }, { "Retry-After": "5" })
+      case "SettlementFailed":
+        return json(402, { error: "SETTLEMENT_FAILED", message: e.message }, { "PAYMENT-RESPONSE": e.paymentResponse })
+      case "SettlementUnconfirmed":
+        return json(502, { error: "SETTLEMENT_UNCONFIRMED", message: e.message })
+    }
+  })
+
+const status = (settings: VerticalAppSettings) =>
+  Effect.map(Paywall, (paywall) => paywall.status).pipe(
+    Effect.flatten,
+    Effect.map((payments) =>
+      json(200, {
+        status: "ok",
+        name: settings.name,
+        network: settings.intel.network,
+        payments,
+        endpoints: ENDPOINTS.map((endpoint) => ({
+          method: "POST",
+          url: `${settings.origin}${endpointPath(settings.name, endpoint)}`,
+          capability: `rwa.${endpoint}`,
+          amount: settings.prices[endpoint]
+        }))
+      })
+    )
+  )
+
+export const verticalApp = (settings: VerticalAppSettings) =>
+  HttpRouter.fromIterable([
+    HttpRouter.makeRoute("GET", `/${settings.name}/v1/status`, status(settings)),
+    ...ENDPOINTS.map((endpoint) => HttpRouter.makeRoute("POST", endpointPath(settings.name, endpoint), paidEndpoint(endpoint, settings)))
+  ]).pipe(
+    Effect.catchTag("RouteNotFound", (e) =>
+      Effect.succeed(json(404, { error: "NOT_FOUND", message: `no route ${e.request.method} ${e.request.url}` }))
+    ),
+    Effect.catchAllCause((cause) =>
+      Effect.logError("vertical: unexpected failure", Cause.pretty(cause)).pipe(
+        Effect.as(json(500, { error: "INTERNAL", message: "an unexpected error occurred; nothing was charged" }))
+      )
+    )
+  ) satisfies Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest | Paywall | StellarData>
