@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs"
 import { dirname, resolve } from "node:path"
 import demoCatalog from "./store/demo-catalog.json" with { type: "json" }
 import { CatalogEntry } from "./domain/resources.js"
-import { StellarAddress, StellarNetwork, usdMatchesBaseUnits } from "./domain/stellar.js"
+import { BaseUnits, StellarAddress, StellarNetwork, usdMatchesBaseUnits } from "./domain/stellar.js"
 import { SupportedAsset } from "./domain/x402.js"
 
 /** Testnet USDC, the SEP-41 wrapper of the classic asset (NOTES.md). */
@@ -90,13 +90,32 @@ export const VerticalConfig = Schema.Struct({
   sorobanRpcUrl: opt(Schema.String, "https://soroban-testnet.stellar.org"),
   prices: opt(
     Schema.Struct({
-      inspect: Schema.String,
-      changes: Schema.String,
-      compliance: Schema.String,
-      eligibility: Schema.String
+      inspect: BaseUnits,
+      changes: BaseUnits,
+      compliance: BaseUnits,
+      eligibility: BaseUnits
     }),
     { inspect: "10000", changes: "20000", compliance: "20000", eligibility: "5000" }
-  )
+  ),
+  /** Origin buyers reach the vertical at (behind a proxy); null means http://<host>:<bound port>. */
+  publicUrl: opt(
+    Schema.NullOr(
+      Schema.String.pipe(
+        Schema.pattern(/^https?:\/\/[^/\s]+$/, { message: () => "expected an origin such as https://intel.example.com" })
+      )
+    ),
+    null
+  ),
+  /** Sent as `Authorization: Bearer` to the facilitator; needed when the service has apiKeys configured. */
+  facilitatorApiKey: opt(Schema.NullOr(Schema.String.pipe(Schema.minLength(1))), null),
+  /** Verify and settle wait this long; settle waits for the ledger, so it is generous. */
+  facilitatorTimeoutMs: opt(PositiveInt, 60000),
+  /** Bound on each Horizon / Soroban RPC / stellar.toml call. */
+  upstreamTimeoutMs: opt(PositiveInt, 8000),
+  /** Fetch stellar.toml from home domains that are loopback or private addresses (over http); tests only. */
+  allowPrivateHomeDomains: opt(Schema.Boolean, false),
+  /** A mint or burn is "large" from this share of the current supply. */
+  largeTransferShare: opt(Ratio, 0.01)
 })
 export type VerticalConfig = typeof VerticalConfig.Type
 
