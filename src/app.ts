@@ -6,6 +6,8 @@ import { DatabaseLive } from "./store/Database.js"
 import { ResourcesRepo } from "./store/ResourcesRepo.js"
 import { TransitionsRepo } from "./store/TransitionsRepo.js"
 import { EvidenceReader } from "./verification/EvidenceReader.js"
+import { Settlement } from "./settlement/Settlement.js"
+import { FacilitatorPool } from "./x402/FacilitatorPool.js"
 
 /** Loads the configured catalog into the store at start; idempotent, so restarts change nothing. */
 const CatalogLoad = Layer.effectDiscard(
@@ -59,5 +61,6 @@ export const ServicesLive = (config: Config) => {
   const repos = Layer.mergeAll(ResourcesRepo.Live, TransitionsRepo.Live).pipe(Layer.provideMerge(base))
   const evidence = EvidenceReaderUnverified
   const services = Discovery.Live.pipe(Layer.provideMerge(evidence), Layer.provideMerge(repos))
-  return Layer.mergeAll(CatalogLoad).pipe(Layer.provideMerge(services))
+  const payments = Settlement.Live.pipe(Layer.provideMerge(FacilitatorPool.Live), Layer.provide(services))
+  return Layer.mergeAll(CatalogLoad, payments).pipe(Layer.provideMerge(services))
 }

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { AgentPolicy } from "./policy.js"
 import { BaseUnits, ContractId, PaymentScheme, StellarNetwork } from "./stellar.js"
 
 export const SupportedAsset = Schema.Struct({
@@ -89,16 +90,17 @@ export const SettleResponse = Schema.Struct(
   Passthrough
 ).annotations({ identifier: "SettleResponse" })
 
-/** A per-request buyer policy carried inside paymentRequirements on `/x402/settle`. */
-export const ServicePolicy = Schema.Struct(
-  { maxPricePerRequestUsd: Schema.optional(Schema.Number.pipe(Schema.finite(), Schema.nonNegative())) },
-  Passthrough
-).annotations({ identifier: "ServicePolicy" })
+/**
+ * A per-request buyer policy carried inside paymentRequirements on `/x402/settle`: the SPEC names
+ * `maxPricePerRequestUsd`; settlement honours every AgentPolicy field.
+ */
+export const ServicePolicy = Schema.Struct(AgentPolicy.fields, Passthrough).annotations({ identifier: "ServicePolicy" })
 
 export const SettleRequirements = Schema.Struct(
   {
     ...PaymentRequirements.fields,
-    amountUsd: Schema.Number.pipe(Schema.finite(), Schema.nonNegative()),
+    /** Optional: a stock resource server sends no proprietary field; when given it must equal `amount` at 7 decimals. */
+    amountUsd: Schema.optional(Schema.Number.pipe(Schema.finite(), Schema.nonNegative())),
     servicePolicy: Schema.optional(ServicePolicy)
   },
   Passthrough

@@ -214,8 +214,14 @@ const make = (options: PoolOptions) =>
     return {
       /** Union of healthy backends' kinds, de-duplicated by network and scheme. */
       supported,
-      /** Per-backend health for `/x402/facilitators` and `/health/dependencies`; never the apiKey. */
+      /** Per-backend health for `/x402/facilitators`; never the apiKey. */
       status,
+      /** The facilitator section of `/health/dependencies`. */
+      health: Effect.map(status, (backends) => ({
+        configured: backends.length,
+        healthy: backends.filter((b) => b.healthy).length,
+        backends
+      })),
       /** Polls every backend now; the schedule keeps running. */
       refresh,
       /** Fails as verify and settle would when nothing can serve the kind: 422 unsupported, 502 none healthy. */

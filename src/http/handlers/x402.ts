@@ -1,12 +1,23 @@
 import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { Settlement } from "../../settlement/Settlement.js"
+import { FacilitatorPool } from "../../x402/FacilitatorPool.js"
 import { SextantApi } from "../api/index.js"
-import { notImplemented } from "./notImplemented.js"
+import { Principal } from "../auth.js"
 
 export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) =>
-  handlers
-    .handle("supported", () => notImplemented("GET /x402/supported"))
-    .handle("verify", () => notImplemented("POST /x402/verify"))
-    .handle("settle", () => notImplemented("POST /x402/settle"))
-    .handle("facilitators", () => notImplemented("GET /x402/facilitators"))
-    .handle("settlement", () => notImplemented("GET /x402/settlements/{id}"))
+  Effect.gen(function* () {
+    const pool = yield* FacilitatorPool
+    const settlement = yield* Settlement
+    return handlers
+      .handle("supported", () => pool.supported)
+      .handle("verify", ({ payload }) => pool.verify(payload))
+      .handle("settle", ({ payload, headers }) =>
+        Effect.flatMap(Principal, (principal) =>
+          settlement.settle({ body: payload, idempotencyKey: headers["idempotency-key"], principal: principal.id })
+        )
+      )
+      .handle("facilitators", () => Effect.map(pool.status, (facilitators) => ({ facilitators })))
+      .handle("settlement", ({ path }) => settlement.get(path.id))
+  })
 )

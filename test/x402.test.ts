@@ -1,0 +1,132 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { HTTPFacilitatorClient } from "@x402/core/server"
+import { createHash } from "node:crypto"
+import { request, startServer, testConfig } from "./support/server.js"
+import { startFacilitator } from "./fixtures/facilitator.js"
+import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
+
+const API_KEY = "agent-one-secret-key"
+const BACKEND_KEY = "backend-a-secret"
+const NOT_IN_CATALOG = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
+const auth = { authorization: `Bearer ${API_KEY}` }
+
+const backend = startFacilitator()
+let server: Awaited<ReturnType<typeof startServer>>
+
+/** The stock client of @x402/core, as a resource server would configure it against this service. */
+const stockClient = (apiKey: string | null) =>
+  new HTTPFacilitatorClient({
+    url: `${server.url}/x402`,
+    ...(apiKey === null
+      ? {}
+      : {
+          createAuthHeaders: () => {
+            const headers = { Authorization: `Bearer ${apiKey}` }
+            return Promise.resolve({ verify: headers, settle: headers, supported: headers })
+          }
+        })
+  })
+
+beforeAll(async () => {
+  server = await startServer(
+    testConfig({
+      facilitators: [{ id: "a", url: backend.url, apiKey: BACKEND_KEY }],
+      apiKeys: [{ principal: "agent-1", sha256: createHash("sha256").update(API_KEY).digest("hex") }]
+    })
+  )
+  // The pool polls at start; wait for that answer to land.
+  for (let i = 0; i < 200; i++) {
+    const { body } = await request(`${server.url}/x402/supported`)
+    if (body.kinds?.length > 0) break
+    await Bun.sleep(10)
+  }
+})
+afterAll(async () => {
+  await server.close()
+  await backend.stop()
+})
+
+describe("x402 endpoints over HTTP", () => {
+  test("the stock HTTPFacilitatorClient reads /x402/supported (open, no key needed)", async () => {
+    const supported = await stockClient(null).getSupported()
+    expect(supported.kinds).toEqual([
+      { x402Version: 2, scheme: "exact", network: "stellar:testnet", extra: { areFeesSponsored: true } }
+    ])
+    expect(supported.signers["stellar:*"]).toHaveLength(1)
+  })
+
+  test("the stock client verifies through the service; the backend gets its own key, never the caller's", async () => {
+    const requirements = exactRequirements({ payTo: NOT_IN_CATALOG })
+    const payment = await buildExactPayment(requirements)
+    const answer = await stockClient(API_KEY).verify(payment, requirements)
+    expect(answer).toMatchObject({ isValid: true, payer: expect.stringMatching(/^G/) })
+    const forwarded = backend.requests.filter((r) => r.path === "/verify")
+    expect(forwarded).toHaveLength(1)
+    expect(forwarded[0]?.authorization).toBe(`Bearer ${BACKEND_KEY}`)
+    expect(forwarded[0]?.body).toMatchObject({ x402Version: 2, paymentRequirements: requirements })
+  })
+
+  test("verify and settle need the API key when keys are configured: 401 without it", async () => {
+    const requirements = exactRequirements({ payTo: NOT_IN_CATALOG })
+    const body = settleBody(await buildExactPayment(requirements), requirements)
+    for (const path of ["/x402/verify", "/x402/settle"]) {
+      const { status, body: error } = await request(`${server.url}${path}`, { method: "POST", json: body })
+      expect(status).toBe(401)
+      expect(error).toMatchObject({ error: "UNAUTHORIZED" })
+    }
+    expect((await request(`${server.url}/x402/facilitators`)).status).toBe(401)
+    expect((await request(`${server.url}/x402/settlements/x`)).status).toBe(401)
+  })
+
+  test("422 for a kind no backend supports", async () => {
+    const requirements = exactRequirements({ payTo: NOT_IN_CATALOG, network: "stellar:pubnet" })
+    const payment = await buildExactPayment(exactRequirements({ payTo: NOT_IN_CATALOG }))
+    const { status, body } = await request(`${server.url}/x402/verify`, {
+      method: "POST",
+      headers: auth,
+      json: { x402Version: 2, paymentPayload: payment, paymentRequirements: requirements }
+    })
+    expect(status).toBe(422)
+    expect(body).toMatchObject({ error: "UNSUPPORTED_PAYMENT_KIND", message: expect.stringContaining("stellar:pubnet") })
+  })
+
+  test("settle refuses a payee without verification evidence with 403, before any backend call", async () => {
+    const requirements = exactRequirements({ payTo: NOT_IN_CATALOG })
+    const body = settleBody(await buildExactPayment(requirements), requirements, { amountUsd: 0.001 })
+    const { status, body: error } = await request(`${server.url}/x402/settle`, { method: "POST", headers: auth, json: body })
+    expect(status).toBe(403)
+    expect(error).toMatchObject({ error: "POLICY_DENIED", code: "NO_VERIFICATION_EVIDENCE" })
+    expect(backend.calls("/settle")).toBe(0)
+  })
+
+  test("a malformed servicePolicy is a 400 naming the field", async () => {
+    const requirements = exactRequirements({ payTo: NOT_IN_CATALOG })
+    const body = settleBody(await buildExactPayment(requirements), requirements, { servicePolicy: { maxPricePerRequestUsd: "cheap" } })
+    const { status, body: error } = await request(`${server.url}/x402/settle`, { method: "POST", headers: auth, json: body })
+    expect(status).toBe(400)
+    expect(error.message).toContain("maxPricePerRequestUsd")
+  })
+
+  test("/x402/facilitators shows each backend's health and capability count, never its apiKey", async () => {
+    const { status, body } = await request(`${server.url}/x402/facilitators`, { headers: auth })
+    expect(status).toBe(200)
+    expect(body.facilitators).toEqual([
+      {
+        id: "a",
+        url: `${backend.url}/`,
+        healthy: true,
+        lastCheckedAt: expect.any(String),
+        lastError: null,
+        capabilityCount: 1,
+        kinds: [{ x402Version: 2, scheme: "exact", network: "stellar:testnet", extra: { areFeesSponsored: true } }]
+      }
+    ])
+    expect(JSON.stringify(body)).not.toContain(BACKEND_KEY)
+  })
+
+  test("an unknown settlement is 404", async () => {
+    const { status, body } = await request(`${server.url}/x402/settlements/nope`, { headers: auth })
+    expect(status).toBe(404)
+    expect(body).toMatchObject({ error: "NOT_FOUND" })
+  })
+})
