@@ -2,12 +2,12 @@ import { Effect, Layer } from "effect"
 import { AppConfig, type Config } from "./config.js"
 import { Discovery } from "./discovery/Discovery.js"
 import { emptyMetrics } from "./domain/metrics.js"
+import { PolicyEngine } from "./policy/PolicyEngine.js"
+import { Router } from "./routing/Router.js"
 import { DatabaseLive } from "./store/Database.js"
 import { ResourcesRepo } from "./store/ResourcesRepo.js"
 import { TransitionsRepo } from "./store/TransitionsRepo.js"
 import { EvidenceReader } from "./verification/EvidenceReader.js"
-import { Settlement } from "./settlement/Settlement.js"
-import { FacilitatorPool } from "./x402/FacilitatorPool.js"
 
 /** Loads the configured catalog into the store at start; idempotent, so restarts change nothing. */
 const CatalogLoad = Layer.effectDiscard(
@@ -61,6 +61,6 @@ export const ServicesLive = (config: Config) => {
   const repos = Layer.mergeAll(ResourcesRepo.Live, TransitionsRepo.Live).pipe(Layer.provideMerge(base))
   const evidence = EvidenceReaderUnverified
   const services = Discovery.Live.pipe(Layer.provideMerge(evidence), Layer.provideMerge(repos))
-  const payments = Settlement.Live.pipe(Layer.provideMerge(FacilitatorPool.Live), Layer.provide(services))
-  return Layer.mergeAll(CatalogLoad, payments).pipe(Layer.provideMerge(services))
+  const decisions = Layer.mergeAll(PolicyEngine.Live, Router.Live).pipe(Layer.provide(services))
+  return Layer.mergeAll(CatalogLoad, decisions).pipe(Layer.provideMerge(services))
 }
