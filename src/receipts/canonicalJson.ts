@@ -14,10 +14,12 @@ export class CanonicalJsonError extends Data.TaggedError("CanonicalJsonError")<{
   }
 }
 
+/** With the `u` flag a well-formed pair is one code point, so only unpaired halves match. */
 const LONE_SURROGATE = /\p{Surrogate}/u
 
-const pointer = (path: string, key: string | number) =>
-  `${path}/${String(key).replace(/~/g, "~0").replace(/\//g, "~1")}`
+/** JSON pointer (RFC 6901) of the value being written, built only when a value is refused. */
+const pointer = (path: ReadonlyArray<string | number>) =>
+  path.map((key) => `/${String(key).replace(/~/g, "~0").replace(/\//g, "~1")}`).join("")
 
 const isPlainObject = (value: object): value is Record<string, unknown> => {
   const proto = Object.getPrototypeOf(value)
@@ -33,48 +35,61 @@ const isPlainObject = (value: object): value is Record<string, unknown> => {
  */
 export const canonicalize = (value: unknown): Either.Either<string, CanonicalJsonError> => {
   const ancestors = new Set<object>()
-  const fail = (path: string, reason: string) => {
-    throw new CanonicalJsonError({ path, reason })
+  const path: Array<string | number> = []
+  const fail = (reason: string): never => {
+    throw new CanonicalJsonError({ path: pointer(path), reason })
   }
-  const str = (s: string, path: string) => {
+  const str = (s: string) => {
     // JSON.stringify would escape a lone surrogate as \udXXX; RFC 8785 section 3.2.2.2 forbids it.
-    if (LONE_SURROGATE.test(s)) fail(path, "string contains a lone surrogate (not valid Unicode)")
+    if (LONE_SURROGATE.test(s)) fail("string contains a lone surrogate (not valid Unicode)")
     return JSON.stringify(s)
   }
-  const write = (v: unknown, path: string): string => {
+  const member = (key: string | number, v: unknown) => {
+    path.push(key)
+    const out = write(v)
+    path.pop()
+    return out
+  }
+  const write = (v: unknown): string => {
     switch (typeof v) {
       case "undefined":
         return "null"
       case "boolean":
         return v ? "true" : "false"
       case "number":
-        if (!Number.isFinite(v)) return fail(path, `non-finite number ${v} has no JSON form`)
-        return JSON.stringify(v)
+        return Number.isFinite(v) ? JSON.stringify(v) : fail(`non-finite number ${v} has no JSON form`)
       case "string":
-        return str(v, path)
+        return str(v)
       case "object": {
         if (v === null) return "null"
-        if (ancestors.has(v)) return fail(path, "cyclic structure")
+        if (ancestors.has(v)) return fail("cyclic structure")
         ancestors.add(v)
         let out: string
         if (Array.isArray(v)) {
-          out = `[${v.map((item, i) => write(item, pointer(path, i))).join(",")}]`
+          out = `[${v.map((item, i) => member(i, item)).join(",")}]`
         } else if (isPlainObject(v)) {
           // Array.prototype.sort's default order compares UTF-16 code units, as RFC 8785 requires.
           const keys = Object.keys(v).filter((k) => v[k] !== undefined).sort()
-          out = `{${keys.map((k) => `${str(k, pointer(path, k))}:${write(v[k], pointer(path, k))}`).join(",")}}`
+          out = `{${keys
+            .map((k) => {
+              path.push(k)
+              const name = str(k)
+              path.pop()
+              return `${name}:${member(k, v[k])}`
+            })
+            .join(",")}}`
         } else {
-          return fail(path, `${Object.prototype.toString.call(v)} is not plain JSON data`)
+          return fail(`${Object.prototype.toString.call(v)} is not plain JSON data`)
         }
         ancestors.delete(v)
         return out
       }
       default:
-        return fail(path, `a ${typeof v} is not JSON data`)
+        return fail(`a ${typeof v} is not JSON data`)
     }
   }
   try {
-    return Either.right(write(value, ""))
+    return Either.right(write(value))
   } catch (e) {
     if (e instanceof CanonicalJsonError) return Either.left(e)
     throw e
