@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test"
 import { encodePaymentRequiredHeader } from "@x402/core/http"
-import type { PaymentRequired } from "@x402/core/schemas"
+import type { PaymentRequired, PaymentRequirements } from "@x402/core/types"
 import { Effect, Either } from "effect"
 import { loadConfig, TESTNET_USDC } from "../src/config.js"
 import { contradiction, representativeOption } from "../src/verification/catalogMatch.js"
@@ -119,8 +119,7 @@ describe("outbound guard (pure; nothing here connects anywhere)", () => {
   })
 })
 
-const v2Challenge = (accepts: Array<Record<string, unknown>>): PaymentRequired =>
-  ({
+const v2Challenge = (accepts: Array<Partial<PaymentRequirements>>): PaymentRequired => ({
     x402Version: 2,
     resource: { url: "https://example.com/paid" },
     accepts: accepts.map((a) => ({
@@ -130,9 +129,10 @@ const v2Challenge = (accepts: Array<Record<string, unknown>>): PaymentRequired =
       asset: TESTNET_USDC,
       payTo: FIXTURE_PAY_TO,
       maxTimeoutSeconds: 60,
+      extra: {},
       ...a
     }))
-  }) as PaymentRequired
+  })
 
 const headers = (entries: Record<string, string>) => (name: string) =>
   Object.entries(entries).find(([k]) => k.toLowerCase() === name.toLowerCase())?.[1]
@@ -177,7 +177,7 @@ describe("challenge decoding", () => {
     expect(badSchema._tag === "Malformed" && badSchema.reason).toContain("x402 schema")
     // A body that claims x402 v2 without the header is a broken challenge, not an absent one.
     expect(classify(402, readChallenge(headers({}), { x402Version: 2, accepts: [] }), deployment)).toBe("malformed_challenge")
-    const encode = (accepts: Array<Record<string, unknown>>) => header(encodePaymentRequiredHeader(v2Challenge(accepts)))
+    const encode = (accepts: Array<Partial<PaymentRequirements>>) => header(encodePaymentRequiredHeader(v2Challenge(accepts)))
     expect(classify(402, readChallenge(encode([{ network: "stellar:pubnet" }]), undefined), deployment)).toBe("no_acceptable_option")
     expect(classify(402, readChallenge(encode([{ asset: OTHER_ASSET }]), undefined), deployment)).toBe("no_acceptable_option")
     expect(classify(402, readChallenge(encode([{ scheme: "stream" }]), undefined), deployment)).toBe("no_acceptable_option")
