@@ -1,15 +1,18 @@
 #!/usr/bin/env bun
 import { BunRuntime } from "@effect/platform-bun"
-import { Either, Layer } from "effect"
+import { Either, Layer, Logger } from "effect"
 import { createHash } from "node:crypto"
 import { ServicesLive } from "./app.js"
 import { type Config, loadConfig } from "./config.js"
-import { BunServerLive, HttpLive } from "./http/server.js"
+import { BunServerLive, HttpLive, localApiHandler } from "./http/server.js"
+import { makeMcpServer } from "./mcp/server.js"
+import pkg from "../package.json" with { type: "json" }
 
 const USAGE = `usage: sextant <command> [--config <file>]
 
 commands:
   serve                  run the HTTP service (default)
+  mcp                    MCP server on stdio (tools mirror the HTTP API)
   keys hash <api-key>    print the sha256 to list under "apiKeys" in the config
 `
 
@@ -38,12 +41,35 @@ const loadOrExit = (configPath: string | undefined): Config => {
 const serve = (config: Config) =>
   Layer.launch(HttpLive.pipe(Layer.provide(ServicesLive(config)), Layer.provide(BunServerLive(config))))
 
+/**
+ * MCP on stdio: stdout carries only protocol messages, so every log line (Effect's logger and any
+ * library's console.log) goes to stderr. No scheduler or vertical runs here: a server process
+ * sharing the store does that; this process reads, validates and routes.
+ */
+const mcp = async (config: Config) => {
+  console.log = console.error
+  const services = Layer.mergeAll(ServicesLive(config), Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger)))
+  const api = localApiHandler(services)
+  const { connectStdio, server } = makeMcpServer(api.handler, pkg.version)
+  const shutdown = async () => {
+    await server.close()
+    await api.dispose()
+    process.exit(0)
+  }
+  process.stdin.on("close", shutdown)
+  process.on("SIGTERM", shutdown)
+  process.on("SIGINT", shutdown)
+  await connectStdio()
+}
+
 const main = () => {
   const { positional, configPath } = parseArgs(process.argv.slice(2))
   const [command = "serve", ...rest] = positional
   switch (command) {
     case "serve":
       return BunRuntime.runMain(serve(loadOrExit(configPath)))
+    case "mcp":
+      return void mcp(loadOrExit(configPath))
     case "keys":
       if (rest[0] === "hash" && rest[1] !== undefined) {
         process.stdout.write(`${createHash("sha256").update(rest[1]).digest("hex")}\n`)

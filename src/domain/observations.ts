@@ -72,3 +72,13 @@ export const ObservationPage = Schema.Struct({
   /** Pass as `before` to read the next (older) page; null on the last page. */
   nextBefore: Schema.NullOr(Schema.String)
 }).annotations({ identifier: "ObservationPage" })
+
+/** What `get_resource_health` answers: where a resource stands and the evidence that put it there. */
+export const ResourceHealth = Schema.Struct({
+  resourceId: Schema.String,
+  status: ServiceStatus,
+  verificationLevel: Schema.Int,
+  transitions: Schema.Array(StatusTransition),
+  latestObservation: Schema.NullOr(Observation)
+}).annotations({ identifier: "ResourceHealth" })
+export type ResourceHealth = typeof ResourceHealth.Type

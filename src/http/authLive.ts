@@ -32,3 +32,6 @@ export const ApiKeyAuthLive = Layer.effect(
     }
   })
 )
+
+/** The operator's own local process (the MCP server on stdio): trusted, named, never keyed. */
+export const LocalOperatorAuth = Layer.succeed(ApiKeyAuth, { bearer: () => Effect.succeed({ id: "local-operator" }) })

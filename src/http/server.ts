@@ -3,7 +3,9 @@ import { BunHttpServer } from "@effect/platform-bun"
 import { Layer } from "effect"
 import type { Config } from "../config.js"
 import { SextantApi } from "./api/index.js"
-import { ApiKeyAuthLive } from "./authLive.js"
+import type { AppConfig } from "../config.js"
+import type { ApiKeyAuth } from "./auth.js"
+import { ApiKeyAuthLive, LocalOperatorAuth } from "./authLive.js"
 import { ErrorMiddlewareLive, MAX_BODY_BYTES } from "./errors.js"
 import { HealthHandlers } from "./handlers/health.js"
 import { PolicyHandlers } from "./handlers/policy.js"
@@ -12,7 +14,7 @@ import { ResourcesHandlers } from "./handlers/resources.js"
 import { VerificationHandlers } from "./handlers/verification.js"
 import { X402Handlers } from "./handlers/x402.js"
 
-export const ApiLive = HttpApiBuilder.api(SextantApi).pipe(
+const handlers = (auth: Layer.Layer<ApiKeyAuth, never, AppConfig>) => HttpApiBuilder.api(SextantApi).pipe(
   Layer.provide([
     HealthHandlers,
     ResourcesHandlers,
@@ -21,8 +23,20 @@ export const ApiLive = HttpApiBuilder.api(SextantApi).pipe(
     X402Handlers,
     ReceiptsHandlers
   ]),
-  Layer.provide(ApiKeyAuthLive)
+  Layer.provide(auth)
 )
+
+export const ApiLive = handlers(ApiKeyAuthLive)
+
+/**
+ * The API for a trusted local caller (`sextant mcp`, run by the operator on the same store):
+ * the same handlers and error mapping, with key checks replaced by the local operator principal.
+ * Requests go straight to the handlers, with no socket.
+ */
+const localApi = Layer.mergeAll(handlers(LocalOperatorAuth), ErrorMiddlewareLive, BunHttpServer.layerContext)
+
+export const localApiHandler = <E>(services: Layer.Layer<Layer.Layer.Context<typeof localApi>, E>) =>
+  HttpApiBuilder.toWebHandler(localApi.pipe(Layer.provide(services)))
 
 /**
  * The HTTP surface: the API, `/openapi.json` derived from it, and `/docs` (Scalar, whose script is

@@ -1,0 +1,67 @@
+import { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
+import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
+import { Either, ParseResult, Schema } from "effect"
+import { toolJsonSchema } from "./jsonSchema.js"
+import { type ApiCall, TOOLS } from "./tools.js"
+
+/** An HTTP error answer, carried to the MCP client as an `isError` result with its message. */
+class ApiAnswerError extends Error {
+  constructor(readonly status: number, readonly body: { error?: string; message?: string }) {
+    super(`${body.error ?? `HTTP ${status}`}: ${body.message ?? "request failed"}`)
+  }
+}
+
+const errorResult = (message: string): CallToolResult => ({ isError: true, content: [{ type: "text", text: message }] })
+
+const decodeOptions = { errors: "all", onExcessProperty: "error" } as const
+
+/**
+ * An MCP server whose tools call the service's own HTTP handlers in-process (`handle` is the
+ * HttpApi web handler), so both surfaces share every rule and every byte of their answers.
+ */
+export const makeMcpServer = (handle: (request: Request) => Promise<Response>, version: string) => {
+  const fetchApi = async (call: ApiCall) => {
+    const response = await handle(
+      new Request(`http://sextant.local${call.path}`, {
+        method: call.method,
+        ...(call.body !== undefined
+          ? { body: JSON.stringify(call.body), headers: { "content-type": "application/json" } }
+          : {})
+      })
+    )
+    const body = (await response.json()) as unknown
+    if (!response.ok) throw new ApiAnswerError(response.status, body as { error?: string; message?: string })
+    return body
+  }
+
+  const server = new Server({ name: "sextant", version }, { capabilities: { tools: {} } })
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: TOOLS.map((t) => ({
+      name: t.name,
+      description: t.description,
+      inputSchema: toolJsonSchema(t.input),
+      outputSchema: toolJsonSchema(t.output)
+    }))
+  }))
+
+  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+    const tool = TOOLS.find((t) => t.name === request.params.name)
+    if (tool === undefined) return errorResult(`unknown tool "${request.params.name}"; call tools/list`)
+    const decoded = Schema.decodeUnknownEither(tool.input as Schema.Schema<unknown>)(request.params.arguments ?? {}, decodeOptions)
+    if (Either.isLeft(decoded)) {
+      const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
+      return errorResult(`invalid arguments: ${issues.map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`).join("; ")}`)
+    }
+    try {
+      const structured = (await (tool.run as (input: unknown, f: typeof fetchApi) => Promise<unknown>)(decoded.right, fetchApi)) as Record<string, unknown>
+      return { structuredContent: structured, content: [{ type: "text", text: JSON.stringify(structured, null, 2) }] }
+    } catch (error) {
+      if (error instanceof ApiAnswerError) return errorResult(error.message)
+      throw error
+    }
+  })
+
+  return { server, connectStdio: () => server.connect(new StdioServerTransport()) }
+}

@@ -1,0 +1,91 @@
+import { Schema } from "effect"
+import { ResourceMetrics } from "../domain/metrics.js"
+import { ObservationPage, ProbeResult, ResourceHealth, ValidateRequest } from "../domain/observations.js"
+import { ResourceSearchRequest } from "../domain/resources.js"
+import { RouteDecision, RouteRequest } from "../domain/routes.js"
+import { ResourceDetail, SearchResponse } from "../http/api/resources.js"
+
+const ResourceIdInput = Schema.Struct({ id: Schema.String.pipe(Schema.minLength(1)) }).annotations({
+  identifier: "ResourceIdInput",
+  description: "A resource id as listed by search_resources"
+})
+
+/** One call into the HTTP API; the tool's answer is that endpoint's body, unchanged. */
+export interface ApiCall {
+  readonly method: "GET" | "POST"
+  readonly path: string
+  readonly body?: unknown
+}
+
+type Fetch = (call: ApiCall) => Promise<unknown>
+
+export interface Tool<I, O> {
+  readonly name: string
+  readonly description: string
+  readonly input: Schema.Schema<I, any>
+  readonly output: Schema.Schema<O, any>
+  readonly run: (input: I, fetch: Fetch) => Promise<unknown>
+}
+
+const resourcePath = (id: string) => `/v1/resources/${encodeURIComponent(id)}`
+
+const tool = <I, O>(t: Tool<I, O>) => t
+
+/**
+ * The tools mirror endpoints one to one: each input schema is the endpoint's request schema and
+ * each run is a request to that endpoint, so MCP and HTTP cannot drift apart.
+ */
+export const TOOLS = [
+  tool({
+    name: "search_resources",
+    description: "Search the catalog of machine-payable resources (POST /v1/search): text, capability, payment and quality filters; prices compare worst-case spend.",
+    input: ResourceSearchRequest,
+    output: SearchResponse,
+    run: (input, fetch) => fetch({ method: "POST", path: "/v1/search", body: input })
+  }),
+  tool({
+    name: "get_resource",
+    description: "One resource with its payment options, current metrics and recent status transitions (GET /v1/resources/{id}).",
+    input: ResourceIdInput,
+    output: ResourceDetail,
+    run: ({ id }, fetch) => fetch({ method: "GET", path: resourcePath(id) })
+  }),
+  tool({
+    name: "validate_endpoint",
+    description: "Probe a catalog resource ({resourceId}) or any URL ({url, method?}) now and record the observation (POST /v1/validate).",
+    input: ValidateRequest,
+    output: ProbeResult,
+    run: (input, fetch) => fetch({ method: "POST", path: "/v1/validate", body: input })
+  }),
+  tool({
+    name: "route_resource",
+    description: "Choose a provider for a capability under a buyer policy (POST /v1/routes): the selection, ranked fallbacks and a reason code for every rejection.",
+    input: RouteRequest,
+    output: RouteDecision,
+    run: (input, fetch) => fetch({ method: "POST", path: "/v1/routes", body: input })
+  }),
+  tool({
+    name: "get_resource_health",
+    description: "Status, verification level, recent transitions and the latest observation of a resource (GET /v1/resources/{id} and its newest observation).",
+    input: ResourceIdInput,
+    output: ResourceHealth,
+    run: async ({ id }, fetch) => {
+      const detail = (await fetch({ method: "GET", path: resourcePath(id) })) as typeof ResourceDetail.Encoded
+      const page = (await fetch({ method: "GET", path: `${resourcePath(id)}/observations?limit=1` })) as typeof ObservationPage.Encoded
+      return {
+        resourceId: detail.resource.id,
+        status: detail.resource.status,
+        verificationLevel: detail.resource.verificationLevel,
+        transitions: detail.transitions,
+        latestObservation: page.observations[0] ?? null
+      } satisfies typeof ResourceHealth.Encoded
+    }
+  }),
+  tool({
+    name: "get_resource_metrics",
+    description: "ResourceMetrics computed from recorded observations (GET /v1/resources/{id}/metrics).",
+    input: ResourceIdInput,
+    output: ResourceMetrics,
+    run: ({ id }, fetch) => fetch({ method: "GET", path: `${resourcePath(id)}/metrics` })
+  })
+] as const
