@@ -1,11 +1,13 @@
 import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { ReceiptService } from "../../receipts/ReceiptService.js"
 import { SextantApi } from "../api/index.js"
-import { notImplemented } from "./notImplemented.js"
 
+/** `/v1/receipts`: create (routed, signed, stored), read, check against the live signer, disclose the signer. */
 export const ReceiptsHandlers = HttpApiBuilder.group(SextantApi, "receipts", (handlers) =>
   handlers
-    .handle("create", () => notImplemented("POST /v1/receipts"))
-    .handle("signer", () => notImplemented("GET /v1/receipts/signer"))
-    .handle("get", () => notImplemented("GET /v1/receipts/{id}"))
-    .handle("verify", () => notImplemented("GET /v1/receipts/{id}/verify"))
+    .handle("create", ({ payload }) => Effect.flatMap(ReceiptService, (receipts) => receipts.create(payload)))
+    .handle("signer", () => Effect.flatMap(ReceiptService, (receipts) => receipts.signer()))
+    .handle("get", ({ path }) => Effect.flatMap(ReceiptService, (receipts) => receipts.get(path.id)))
+    .handle("verify", ({ path }) => Effect.flatMap(ReceiptService, (receipts) => receipts.verify(path.id)))
 )
