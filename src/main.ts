@@ -19,7 +19,7 @@ commands:
 /** `--config <file>` wins over SEXTANT_CONFIG; everything else is positional. */
 const parseArgs = (argv: ReadonlyArray<string>) => {
   const positional: Array<string> = []
-  let configPath = process.env.SEXTANT_CONFIG
+  let configPath = process.env.SEXTANT_CONFIG || undefined
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!
     if (arg === "--config") configPath = argv[++i]

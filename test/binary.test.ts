@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { mkdtempSync, readdirSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+
+/**
+ * The single binary: built with `bun build --compile` (what `npm run build` runs) and started in an
+ * empty folder, far from node_modules, so migrations, the demo catalog and every dependency must
+ * be inside it.
+ */
+const root = resolve(import.meta.dir, "..")
+const buildDir = mkdtempSync(join(tmpdir(), "sextant-build-"))
+const binary = join(buildDir, "sextant")
+const workDir = mkdtempSync(join(tmpdir(), "sextant-empty-"))
+
+const freePort = () => {
+  const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() })
+  const port = probe.port
+  probe.stop(true)
+  return port
+}
+
+let server: ReturnType<typeof Bun.spawn> | undefined
+
+beforeAll(async () => {
+  const build = Bun.spawn([process.execPath, "build", "--compile", "src/main.ts", "--outfile", binary], {
+    cwd: root,
+    stdout: "ignore",
+    stderr: "pipe"
+  })
+  if ((await build.exited) !== 0) throw new Error(await new Response(build.stderr).text())
+})
+
+afterAll(() => {
+  server?.kill()
+})
+
+describe("single binary", () => {
+  test("serves /health/live and /openapi.json from an empty folder, creating its store there", async () => {
+    expect(readdirSync(workDir)).toEqual([])
+    const port = freePort()
+    server = Bun.spawn([binary, "serve"], {
+      cwd: workDir,
+      env: { PATH: process.env.PATH ?? "", PORT: String(port) },
+      stdout: "ignore",
+      stderr: "ignore"
+    })
+    let live: Response | undefined
+    for (let i = 0; i < 100 && live === undefined; i++) {
+      live = await fetch(`http://127.0.0.1:${port}/health/live`).catch(() => undefined)
+      if (live === undefined) await Bun.sleep(100)
+    }
+    expect(live?.status).toBe(200)
+    expect(await live!.json()).toEqual({ status: "ok" })
+    const openapi = (await (await fetch(`http://127.0.0.1:${port}/openapi.json`)).json()) as any
+    expect(openapi.info.version).toBe("0.1.0")
+    const resources = (await (await fetch(`http://127.0.0.1:${port}/v1/resources`)).json()) as any
+    expect(resources.resources.length).toBeGreaterThan(0)
+    expect(readdirSync(join(workDir, "data"))).toContain("sextant.db")
+    server.kill()
+    await server.exited
+  })
+
+  test("lists the MCP tools through the binary", async () => {
+    const client = new Client({ name: "binary-test", version: "1.0.0" })
+    await client.connect(
+      new StdioClientTransport({
+        command: binary,
+        args: ["mcp"],
+        cwd: workDir,
+        env: { PATH: process.env.PATH ?? "", PORT: "0" },
+        stderr: "ignore"
+      })
+    )
+    const { tools } = await client.listTools()
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      "get_resource",
+      "get_resource_health",
+      "get_resource_metrics",
+      "route_resource",
+      "search_resources",
+      "validate_endpoint"
+    ])
+    await client.close()
+  })
+})
