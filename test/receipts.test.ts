@@ -153,7 +153,7 @@ describe("receipts: building, signing, storing", () => {
     })
   })
 
-  test("a chosen fallback is named as the service, and its transaction hash becomes economic evidence", async () => {
+  test("a chosen fallback is named as the service; a transaction hash becomes economic evidence, failed when the response was not 2xx", async () => {
     const before = events.length
     const receipt = await create(
       purchase({
@@ -189,6 +189,22 @@ describe("receipts: building, signing, storing", () => {
     ])
     await create(purchase())
     expect(events.length).toBe(before + 1)
+    const failed = await create(
+      purchase({
+        payment: { network: "stellar:testnet", scheme: "exact", asset: "USDC", amount: "5000", transactionHash: "e".repeat(64) },
+        response: { status: 502, body: "upstream down" }
+      })
+    )
+    expect(events.slice(before + 1)).toEqual([
+      {
+        source: "receipt",
+        resourceId: "meridian-rwa.rwa.inspect",
+        payTo: failed.service.payTo,
+        success: false,
+        transactionHash: "e".repeat(64),
+        at: failed.timestamp
+      }
+    ])
   })
 
   test("nothing eligible, or a resource that is not eligible, is 422 NO_ELIGIBLE_PROVIDER and stores nothing", async () => {

@@ -100,11 +100,14 @@ const make = Effect.gen(function* () {
       )
       yield* receipts.insert(receipt).pipe(Effect.orDie)
       if (payment.transactionHash !== null) {
+        // Transaction evidence (DESIGN level 3) is a paid call the resource answered with 2xx;
+        // a paid call it failed still counts, against its transaction success rate.
+        const answered = request.response.status >= 200 && request.response.status < 300
         yield* evidence.recordEconomic({
           source: "receipt",
           resourceId: chosen.resourceId,
           payTo: chosen.option.payTo,
-          success: true,
+          success: answered,
           transactionHash: payment.transactionHash,
           at: timestamp
         })
