@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test"
 import { Address, Asset, Contract, nativeToScVal, Networks, xdr } from "@stellar/stellar-sdk"
 import { Either, Schema } from "effect"
+import { loadConfig } from "../src/config.js"
 import { formatUnits, fromStroops, sumAmounts, toStroops } from "../src/vertical/amounts.js"
 import { EligibilityBody, parseAssetRef } from "../src/vertical/assetRef.js"
 import { classicChanges, contractChanges, largeThreshold, ledgerOfPagingToken } from "../src/vertical/changes.js"
@@ -10,6 +11,7 @@ import { homeDomainTarget } from "../src/vertical/homeDomain.js"
 import { type AssetIdentity, classicIdentity, instanceFacts, sacClassicAsset } from "../src/vertical/identity.js"
 import { currencyEntry, inspectClassic, issuerSignals } from "../src/vertical/inspect.js"
 import { summarizeEvent, summarizeInstance } from "../src/vertical/sorobanXdr.js"
+import { facilitatorUrlFor } from "../src/vertical/VerticalServer.js"
 import { type ContractInstance, HorizonAccount, HorizonAssetStats, HorizonOperation } from "../src/vertical/upstream.js"
 import {
   accounts,
@@ -91,6 +93,17 @@ describe("home domains", () => {
     expect(homeDomainTarget("172.32.0.1", false)).toEqual({ allowHttp: false })
     expect(homeDomainTarget("evil.com/path?x", true)).toHaveProperty("skip")
     expect(homeDomainTarget("user@evil.com", true)).toHaveProperty("skip")
+  })
+})
+
+describe("facilitator", () => {
+  test("by default the vertical pays through this service's own /x402, reachable even when it binds every interface", () => {
+    const { vertical } = Either.getOrThrow(loadConfig(undefined, {}))
+    expect(facilitatorUrlFor({ host: "127.0.0.1", port: 4020, vertical })).toBe("http://127.0.0.1:4020/x402")
+    expect(facilitatorUrlFor({ host: "0.0.0.0", port: 8080, vertical })).toBe("http://127.0.0.1:8080/x402")
+    expect(facilitatorUrlFor({ host: "0.0.0.0", port: 8080, vertical: { ...vertical, facilitatorUrl: "https://f.example/x402" } })).toBe(
+      "https://f.example/x402"
+    )
   })
 })
 

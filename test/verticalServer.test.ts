@@ -213,6 +213,19 @@ describe("vertical: challenges", () => {
     const server = await startVertical(fac.url)
     const status = await until(server.payments, (s) => s.detail.includes("no exact kind"))
     expect(status.ready).toBe(false)
+    const statusPage = await fetch(`${server.origin}/stellar-intel/v1/status`)
+    expect(statusPage.status).toBe(200)
+    expect(await statusPage.json()).toMatchObject({
+      status: "ok",
+      network: "stellar:testnet",
+      payments: { ready: false },
+      endpoints: ENDPOINTS.map((endpoint) => ({
+        method: "POST",
+        url: `${server.baseUrl}/${endpoint}`,
+        capability: `rwa.${endpoint}`,
+        amount: defaults.vertical.prices[endpoint]
+      }))
+    })
     const unpaid = await post(`${server.baseUrl}/inspect`, validBody.inspect)
     expect(unpaid.status).toBe(402)
     const paid = await post(`${server.baseUrl}/inspect`, validBody.inspect, {
