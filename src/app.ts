@@ -8,6 +8,10 @@ import { DatabaseLive } from "./store/Database.js"
 import { ResourcesRepo } from "./store/ResourcesRepo.js"
 import { TransitionsRepo } from "./store/TransitionsRepo.js"
 import { EvidenceReader } from "./verification/EvidenceReader.js"
+import { ReceiptService } from "./receipts/ReceiptService.js"
+import { Signer } from "./receipts/Signer.js"
+import { Settlement } from "./settlement/Settlement.js"
+import { FacilitatorPool } from "./x402/FacilitatorPool.js"
 
 /** Loads the configured catalog into the store at start; idempotent, so restarts change nothing. */
 const CatalogLoad = Layer.effectDiscard(
@@ -61,6 +65,8 @@ export const ServicesLive = (config: Config) => {
   const repos = Layer.mergeAll(ResourcesRepo.Live, TransitionsRepo.Live).pipe(Layer.provideMerge(base))
   const evidence = EvidenceReaderUnverified
   const services = Discovery.Live.pipe(Layer.provideMerge(evidence), Layer.provideMerge(repos))
+  const payments = Settlement.Live.pipe(Layer.provideMerge(FacilitatorPool.Live), Layer.provide(services))
   const decisions = Layer.mergeAll(PolicyEngine.Live, Router.Live).pipe(Layer.provide(services))
-  return Layer.mergeAll(CatalogLoad, decisions).pipe(Layer.provideMerge(services))
+  const receipts = ReceiptService.Live.pipe(Layer.provide(Signer.fromConfig), Layer.provide(Layer.merge(decisions, services)))
+  return Layer.mergeAll(CatalogLoad, payments, decisions, receipts).pipe(Layer.provideMerge(services))
 }

@@ -6,6 +6,7 @@ import { ServicesLive } from "./app.js"
 import { type Config, loadConfig } from "./config.js"
 import { BunServerLive, HttpLive, localApiHandler } from "./http/server.js"
 import { makeMcpServer } from "./mcp/server.js"
+import { receiptVerifyCommand } from "./receipts/cli.js"
 import pkg from "../package.json" with { type: "json" }
 
 const USAGE = `usage: sextant <command> [--config <file>]
@@ -13,6 +14,8 @@ const USAGE = `usage: sextant <command> [--config <file>]
 commands:
   serve                  run the HTTP service (default)
   mcp                    MCP server on stdio (tools mirror the HTTP API)
+  receipt verify <file> [--public-key <base64|G...>]
+                         verify a receipt offline (exit 0 valid, 1 invalid, 2 unreadable)
   keys hash <api-key>    print the sha256 to list under "apiKeys" in the config
 `
 
@@ -70,6 +73,9 @@ const main = () => {
       return BunRuntime.runMain(serve(loadOrExit(configPath)))
     case "mcp":
       return void mcp(loadOrExit(configPath))
+    case "receipt":
+      if (rest[0] === "verify") return void receiptVerifyCommand(rest.slice(1)).then((code) => process.exit(code))
+      break
     case "keys":
       if (rest[0] === "hash" && rest[1] !== undefined) {
         process.stdout.write(`${createHash("sha256").update(rest[1]).digest("hex")}\n`)
