@@ -57,10 +57,12 @@ const EVENT_PAGE = 200
 const EVENT_PAGES = 5
 const EVENT_NAMES = ["mint", "burn", "clawback", "set_admin", "set_authorized"] as const
 
+/** A short reason: the HTTP status of an SDK error, a JSON-RPC error's message, or the error's own. */
 const describe = (e: unknown): string => {
   const status = (e as { response?: { status?: unknown } }).response?.status
   if (typeof status === "number") return `HTTP ${status}`
-  return e instanceof Error ? e.message : String(e)
+  const message = (e as { message?: unknown }).message
+  return typeof message === "string" ? message : String(e)
 }
 
 export const makeStellarData = (config: StellarDataConfig): StellarDataApi => {

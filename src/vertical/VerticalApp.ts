@@ -135,8 +135,7 @@ const errorResponse = (endpoint: Endpoint, resource: { url: string; description:
   })
 
 const status = (settings: VerticalAppSettings) =>
-  Effect.map(Paywall, (paywall) => paywall.status).pipe(
-    Effect.flatten,
+  Effect.flatMap(Paywall, (paywall) => paywall.status).pipe(
     Effect.map((payments) =>
       json(200, {
         status: "ok",

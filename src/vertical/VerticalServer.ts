@@ -15,6 +15,13 @@ export interface VerticalServerApi {
   readonly payments: Effect.Effect<PaymentsStatus>
 }
 
+/**
+ * Seconds a connection may sit without data. A paid request waits on verify, the upstream reads
+ * and settle in turn; Bun's default of 10 s would cut a slow settlement off half way, after the
+ * buyer has paid. 255 is Bun's maximum.
+ */
+const IDLE_TIMEOUT_SECONDS = 255
+
 const WILDCARD_HOSTS = new Set(["0.0.0.0", "::", ""])
 const reachableHost = (host: string) => (WILDCARD_HOSTS.has(host) ? "127.0.0.1" : host)
 
@@ -55,7 +62,7 @@ const serve = (config: Config) =>
 export class VerticalServer extends Context.Tag("sextant/vertical/VerticalServer")<VerticalServer, VerticalServerApi>() {
   static readonly layer = (config: Config): Layer.Layer<VerticalServer> =>
     Layer.scoped(VerticalServer, serve(config)).pipe(
-      Layer.provide(BunHttpServer.layer({ hostname: config.vertical.host, port: config.vertical.port })),
+      Layer.provide(BunHttpServer.layer({ hostname: config.vertical.host, port: config.vertical.port, idleTimeout: IDLE_TIMEOUT_SECONDS })),
       Layer.provide(
         Paywall.Live({
           network: config.network,
