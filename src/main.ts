@@ -7,6 +7,7 @@ import { type Config, loadConfig } from "./config.js"
 import { BunServerLive, HttpLive, localApiHandler } from "./http/server.js"
 import { makeMcpServer } from "./mcp/server.js"
 import { receiptVerifyCommand } from "./receipts/cli.js"
+import { VerticalServer } from "./vertical/VerticalServer.js"
 import pkg from "../package.json" with { type: "json" }
 
 const USAGE = `usage: sextant <command> [--config <file>]
@@ -14,6 +15,7 @@ const USAGE = `usage: sextant <command> [--config <file>]
 commands:
   serve                  run the HTTP service (default)
   mcp                    MCP server on stdio (tools mirror the HTTP API)
+  vertical               the paid reference vertical alone
   receipt verify <file> [--public-key <base64|G...>]
                          verify a receipt offline (exit 0 valid, 1 invalid, 2 unreadable)
   keys hash <api-key>    print the sha256 to list under "apiKeys" in the config
@@ -41,8 +43,11 @@ const loadOrExit = (configPath: string | undefined): Config => {
   return loaded.right
 }
 
-const serve = (config: Config) =>
-  Layer.launch(HttpLive.pipe(Layer.provide(ServicesLive(config)), Layer.provide(BunServerLive(config))))
+/** The service, and the reference vertical beside it unless `vertical.enabled` is false. */
+const serve = (config: Config) => {
+  const service = HttpLive.pipe(Layer.provide(ServicesLive(config)), Layer.provide(BunServerLive(config)))
+  return Layer.launch(config.vertical.enabled ? Layer.merge(service, VerticalServer.layer(config)) : service)
+}
 
 /**
  * MCP on stdio: stdout carries only protocol messages, so every log line (Effect's logger and any
@@ -71,6 +76,8 @@ const main = () => {
   switch (command) {
     case "serve":
       return BunRuntime.runMain(serve(loadOrExit(configPath)))
+    case "vertical":
+      return BunRuntime.runMain(Layer.launch(VerticalServer.layer(loadOrExit(configPath))))
     case "mcp":
       return void mcp(loadOrExit(configPath))
     case "receipt":
