@@ -24,6 +24,7 @@ const verification = config.verification
 const deployment = { network: "stellar:testnet", assetContract: TESTNET_USDC }
 const closed = { allowPrivateTargets: false, trustedOrigins: [] as Array<string> }
 const HOUR = 3_600_000
+const noPayments = { total: 0, successes: 0 }
 
 describe("outbound guard (pure; nothing here connects anywhere)", () => {
   test.each([
@@ -255,7 +256,7 @@ describe("metrics (pure)", () => {
       // The service's own refusal is not evidence about the resource.
       observation(t + 4000, { outcome: "refused_target", httpStatus: null })
     ]
-    const stats = summarizeWindow(window, [], [advertised])
+    const stats = summarizeWindow(window, noPayments, [advertised])
     const m = snapshotFrom("r1", stats, null, false)
     expect(m.observationCount).toBe(4)
     expect(m.availability24h).toBe(0.75)
@@ -271,9 +272,9 @@ describe("metrics (pure)", () => {
   })
 
   test("transaction success rate comes from economic outcomes only", () => {
-    const stats = summarizeWindow([observation(0)], [{ success: true }, { success: false }], [advertised])
+    const stats = summarizeWindow([observation(0)], { total: 2, successes: 1 }, [advertised])
     expect(snapshotFrom("r1", stats, null, true).transactionSuccessRate).toBe(0.5)
-    expect(snapshotFrom("r1", summarizeWindow([observation(0)], [], [advertised]), null, false).transactionSuccessRate).toBe(0)
+    expect(snapshotFrom("r1", summarizeWindow([observation(0)], noPayments, [advertised]), null, false).transactionSuccessRate).toBe(0)
   })
 
   test("confidence: 0 without evidence, grows with probes, halves per half-life, 0 outside the window", () => {
@@ -291,7 +292,7 @@ describe("metrics (pure)", () => {
 
   test("a snapshot whose newest probe left the window reads as no current evidence", () => {
     const t = 1_700_000_000_000
-    const snapshot = snapshotFrom("r1", summarizeWindow([observation(t)], [], [advertised]), null, false)
+    const snapshot = snapshotFrom("r1", summarizeWindow([observation(t)], noPayments, [advertised]), null, false)
     const fresh = currentMetrics("r1", snapshot, t + 1000, verification)
     expect(fresh.confidence).toBeGreaterThan(0)
     expect(fresh.availability24h).toBe(1)
@@ -305,7 +306,7 @@ describe("metrics (pure)", () => {
 describe("status machine (pure)", () => {
   const t = 1_700_000_000_000
   const standing = (window: Parameters<typeof summarizeWindow>[0], tx = false, now = t + 10_000, cfg = verification) =>
-    deriveStanding(summarizeWindow(window, [], [advertised]), tx, now, cfg)
+    deriveStanding(summarizeWindow(window, noPayments, [advertised]), tx, now, cfg)
 
   test("levels 0 to 3 from the evidence", () => {
     expect(standing([])).toMatchObject({ status: "DISCOVERED", level: 0 })

@@ -17,17 +17,21 @@ const make = Effect.gen(function* () {
         VALUES (${id}, ${e.source}, ${e.resourceId}, ${e.payTo}, ${e.success ? 1 : 0}, ${e.transactionHash}, ${e.at},
           ${Date.parse(e.at)})`.pipe(Effect.asVoid),
 
-    /** Outcomes about the resource since `sinceMs`: the input of the transaction success rate. */
-    window: (resourceId: string, payTos: ReadonlyArray<string>, sinceMs: number) =>
-      sql<{ success: number }>`SELECT success FROM economic_events
-        WHERE ${about(resourceId, payTos)} AND at_ms >= ${sinceMs}`.pipe(
-        Effect.map((rows) => rows.map((r) => ({ success: Number(r.success) === 1 })))
-      ),
-
-    /** Whether any payment about the resource ever succeeded: level 3 evidence. */
-    anySuccess: (resourceId: string, payTos: ReadonlyArray<string>) =>
-      sql<{ n: number }>`SELECT COUNT(*) AS n FROM economic_events WHERE ${about(resourceId, payTos)} AND success = 1`.pipe(
-        Effect.map((rows) => Number(rows[0]?.n ?? 0) > 0)
+    /**
+     * Payments about the resource: how many since `sinceMs` and how many of those succeeded (the
+     * transaction success rate), and whether any ever succeeded (level 3 evidence). One query.
+     */
+    summary: (resourceId: string, payTos: ReadonlyArray<string>, sinceMs: number) =>
+      sql<{ total: number | null; successes: number | null; ever: number | null }>`
+        SELECT SUM(CASE WHEN at_ms >= ${sinceMs} THEN 1 ELSE 0 END) AS total,
+               SUM(CASE WHEN at_ms >= ${sinceMs} AND success = 1 THEN 1 ELSE 0 END) AS successes,
+               MAX(success) AS ever
+        FROM economic_events WHERE ${about(resourceId, payTos)}`.pipe(
+        Effect.map(([row]) => ({
+          total: Number(row?.total ?? 0),
+          successes: Number(row?.successes ?? 0),
+          everSucceeded: Number(row?.ever ?? 0) === 1
+        }))
       )
   }
 })

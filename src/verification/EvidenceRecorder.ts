@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../config.js"
 import type { EconomicEvent } from "../domain/evidence.js"
-import type { ResourceRecord } from "../domain/resources.js"
+import type { ResourceRecord, ServiceStatus } from "../domain/resources.js"
 import { EconomicEventsRepo } from "../store/EconomicEventsRepo.js"
 import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
@@ -25,42 +25,46 @@ const make = Effect.gen(function* () {
   // probe and settlement from interleaving their read-modify-write of the same resource.
   const lock = yield* Effect.makeSemaphore(1)
 
-  const moveTo = (record: ResourceRecord, next: Standing, nowMs: number) =>
+  const moveTo = (resourceId: string, from: { status: ServiceStatus; level: number }, next: Standing, nowMs: number) =>
     Effect.gen(function* () {
-      const { status, verificationLevel } = record.resource
-      if (status === next.status && verificationLevel === next.level) return
+      if (from.status === next.status && from.level === next.level) return
       yield* transitions.insert(sortableId("tr", nowMs), {
-        resourceId: record.resource.id,
-        from: status,
+        resourceId,
+        from: from.status,
         to: next.status,
-        fromLevel: verificationLevel,
+        fromLevel: from.level,
         toLevel: next.level,
         reason: next.reason,
         at: new Date(nowMs).toISOString()
       })
-      yield* resources.setStatus(record.resource.id, next.status, next.level)
+      yield* resources.setStatus(resourceId, next.status, next.level)
     })
+
+  /** The stored status, level and metrics row; read under the lock, since they change with every refresh. */
+  const standingOf = (resourceId: string) =>
+    Effect.map(metrics.standings([resourceId]), (rows) => Option.fromNullable(rows[0]))
 
   /**
    * Recomputes one resource's metrics row and standing from its window and stores a transition
-   * if it moved. Reads the resource afresh: its status may have changed since the caller loaded it.
+   * if it moved. The record supplies the catalog's payment options; status and level are read afresh.
    */
-  const refresh = (resourceId: string) =>
+  const refresh = (record: ResourceRecord) =>
     Effect.gen(function* () {
-      const found = yield* resources.get(resourceId)
-      if (Option.isNone(found)) return null
-      const record = found.value
+      const id = record.resource.id
+      const stored = yield* standingOf(id)
+      if (Option.isNone(stored)) return null
       const nowMs = yield* Clock.currentTimeMillis
       const sinceMs = nowMs - windowMs(config.verification)
       const payTos = [...new Set(record.paymentOptions.map((o) => o.payTo))]
-      const window = yield* observations.window(resourceId, sinceMs)
-      const outcomes = yield* economic.window(resourceId, payTos, sinceMs)
-      const transactionVerified = yield* economic.anySuccess(resourceId, payTos)
-      const stats = summarizeWindow(window, outcomes, record.paymentOptions)
-      const previous = yield* metrics.get(resourceId)
-      yield* metrics.upsert(snapshotFrom(resourceId, stats, previous, transactionVerified), new Date(nowMs).toISOString())
-      const next = deriveStanding(stats, transactionVerified, nowMs, config.verification)
-      yield* moveTo(record, next, nowMs)
+      const window = yield* observations.window(id, sinceMs)
+      const payments = yield* economic.summary(id, payTos, sinceMs)
+      const stats = summarizeWindow(window, payments, record.paymentOptions)
+      yield* metrics.upsert(
+        snapshotFrom(id, stats, stored.value.snapshot, payments.everSucceeded),
+        new Date(nowMs).toISOString()
+      )
+      const next = deriveStanding(stats, payments.everSucceeded, nowMs, config.verification)
+      yield* moveTo(id, stored.value, next, nowMs)
       return next
     })
 
@@ -68,28 +72,30 @@ const make = Effect.gen(function* () {
 
   return {
     /** DESIGN: VALIDATING while the first probe of a DISCOVERED resource is in flight. */
-    beginProbe: (resourceId: string) =>
-      serialized(
-        Effect.gen(function* () {
-          const found = yield* resources.get(resourceId)
-          if (Option.isNone(found) || found.value.resource.status !== "DISCOVERED") return
-          const nowMs = yield* Clock.currentTimeMillis
-          yield* moveTo(found.value, { status: "VALIDATING", level: 0, reason: "first probe in flight" }, nowMs)
-        })
-      ),
+    beginProbe: (record: ResourceRecord) =>
+      record.resource.status !== "DISCOVERED"
+        ? Effect.void
+        : serialized(
+            Effect.gen(function* () {
+              const stored = yield* standingOf(record.resource.id)
+              if (Option.isNone(stored) || stored.value.status !== "DISCOVERED") return
+              const nowMs = yield* Clock.currentTimeMillis
+              yield* moveTo(record.resource.id, stored.value, { status: "VALIDATING", level: 0, reason: "first probe in flight" }, nowMs)
+            })
+          ),
 
-    /** Stores the observation, then brings the resource's metrics and status up to date. */
-    recordObservation: (observation: RecordedObservation) =>
-      serialized(Effect.zipRight(observations.insert(observation), refresh(observation.resourceId))),
+    /** Stores the observation of `record`, then brings its metrics and status up to date. */
+    recordObservation: (record: ResourceRecord, observation: RecordedObservation) =>
+      serialized(Effect.zipRight(observations.insert(observation), refresh(record))),
 
     /** Stores a payment outcome and re-derives every resource it is about. */
     recordEconomic: (event: EconomicEvent) =>
       Effect.gen(function* () {
         const affected =
           event.resourceId !== null
-            ? [event.resourceId]
+            ? Option.toArray(yield* resources.get(event.resourceId))
             : event.payTo !== null
-              ? (yield* resources.byPayTo(event.payTo)).map((r) => r.resource.id)
+              ? yield* resources.byPayTo(event.payTo)
               : []
         const nowMs = yield* Clock.currentTimeMillis
         yield* serialized(

@@ -11,9 +11,10 @@ export interface RecordedObservation extends Observation {
 export const publicObservation = ({ contradiction: _contradiction, ...observation }: RecordedObservation): Observation =>
   observation
 
-/** A settlement or receipt outcome inside the window. */
-export interface EconomicOutcome {
-  readonly success: boolean
+/** Settlement and receipt outcomes inside the window. */
+export interface EconomicCounts {
+  readonly total: number
+  readonly successes: number
 }
 
 /** Counts over one resource's window, the input of both metrics and status. */
@@ -51,7 +52,7 @@ const timeOf = (o: Observation) => Date.parse(o.observedAt)
 
 export const summarizeWindow = (
   observations: ReadonlyArray<RecordedObservation>,
-  economic: ReadonlyArray<EconomicOutcome>,
+  economic: EconomicCounts,
   advertised: ReadonlyArray<ResourcePaymentOption>
 ): WindowStats => {
   const probes = observations
@@ -86,7 +87,7 @@ export const summarizeWindow = (
     lastObservedMs: last ? timeOf(last) : null,
     trailingConnectFailures: trailing,
     latestContradiction: latestDecoded?.contradiction ?? null,
-    economicTotal: economic.length,
-    economicSuccesses: economic.filter((e) => e.success).length
+    economicTotal: economic.total,
+    economicSuccesses: economic.successes
   }
 }

@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import { Duration, Effect, Fiber, ManagedRuntime, Option, Schedule } from "effect"
+import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
+import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { EvidenceReader } from "../src/verification/EvidenceReader.js"
+import { Prober } from "../src/verification/Prober.js"
+import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
+import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+
+let fixture: X402Fixture
+beforeAll(async () => {
+  fixture = await startX402Fixture()
+})
+afterAll(() => fixture.stop())
+
+const ENDPOINTS = 200
+const CONCURRENCY = 16
+const TIMEOUT_MS = 500
+
+test("200 endpoints at concurrency 16, 20 of them hanging: the cycle ends within the timeout bound and reads stay served", async () => {
+  const config = verificationConfig({ trustedOrigins: [fixture.origin], concurrency: CONCURRENCY, timeoutMs: TIMEOUT_MS })
+  const runtime = ManagedRuntime.make(verificationStack(config))
+  // Every tenth endpoint hangs, so hanging probes are spread through the whole cycle.
+  const entries = Array.from({ length: ENDPOINTS }, (_, i) =>
+    entry(`e${String(i).padStart(3, "0")}`, fixture.url(i % 10 === 9 ? `/hang/${i}` : `/paid/${i}`))
+  )
+  const out = await runtime.runPromise(
+    Effect.gen(function* () {
+      yield* (yield* ResourcesRepo).upsertCatalog(entries)
+      const sql = yield* SqlClient.SqlClient
+      const started = performance.now()
+      const cycle = yield* Effect.fork((yield* Prober).runCycle)
+      // Wait (polling the store) until most answers are in while hanging probes still hold slots.
+      const recorded = sql<{ n: number }>`SELECT COUNT(*) AS n FROM observations`.pipe(Effect.map((r) => Number(r[0]?.n)))
+      yield* Effect.repeat(recorded, { until: (n) => n >= 120, schedule: Schedule.spaced(Duration.millis(5)) })
+      const reader = yield* EvidenceReader
+      const evidence = yield* reader.forResource("e000")
+      const page = yield* (yield* ObservationsRepo).page("e000", 5, null)
+      const stillRunning = Option.isNone(yield* Fiber.poll(cycle))
+      const report = yield* Fiber.join(cycle)
+      const elapsedMs = performance.now() - started
+      const outcomes = yield* sql<{ outcome: string; n: number }>`
+        SELECT outcome, COUNT(*) AS n FROM observations GROUP BY outcome ORDER BY outcome`
+      return { evidence, page, stillRunning, report, elapsedMs, outcomes }
+    })
+  )
+  await runtime.dispose()
+  // The reads were answered while the cycle was still waiting on hanging targets.
+  expect(out.stillRunning).toBe(true)
+  expect(out.evidence.status).toBe("PAYMENT_VERIFIED")
+  expect(out.page.observations).toHaveLength(1)
+  expect(out.report).toMatchObject({ probed: ENDPOINTS, healthy: 180, unrecorded: 0 })
+  expect(out.outcomes.map((o) => [o.outcome, Number(o.n)])).toEqual([
+    ["healthy", 180],
+    ["timeout", 20]
+  ])
+  // Hanging probes cost at most two waves of the timeout (20 hangs over 16 slots); serial
+  // timeouts would take 20 x 500 ms. The slack covers the 180 real answers and a slow machine.
+  const waves = Math.ceil(20 / CONCURRENCY)
+  expect(out.elapsedMs).toBeLessThan((waves + 1) * TIMEOUT_MS + 2500)
+})
