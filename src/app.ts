@@ -1,17 +1,17 @@
+import { FetchHttpClient } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { AppConfig, type Config } from "./config.js"
 import { Discovery } from "./discovery/Discovery.js"
-import { emptyMetrics } from "./domain/metrics.js"
 import { PolicyEngine } from "./policy/PolicyEngine.js"
 import { Router } from "./routing/Router.js"
 import { DatabaseLive } from "./store/Database.js"
 import { ResourcesRepo } from "./store/ResourcesRepo.js"
-import { TransitionsRepo } from "./store/TransitionsRepo.js"
-import { EvidenceReader } from "./verification/EvidenceReader.js"
 import { ReceiptService } from "./receipts/ReceiptService.js"
 import { Signer } from "./receipts/Signer.js"
 import { Settlement } from "./settlement/Settlement.js"
 import { FacilitatorPool } from "./x402/FacilitatorPool.js"
+import { ProbeSchedulerLive } from "./verification/ProbeScheduler.js"
+import { VerificationLive } from "./verification/VerificationLive.js"
 
 /** Loads the configured catalog into the store at start; idempotent, so restarts change nothing. */
 const CatalogLoad = Layer.effectDiscard(
@@ -23,50 +23,20 @@ const CatalogLoad = Layer.effectDiscard(
   })
 )
 
-/** Until verification lands: every resource reports that no evidence exists (which is true: nothing probes yet). */
-const EvidenceReaderUnverified = Layer.succeed(EvidenceReader, {
-  forResource: (resourceId) =>
-    Effect.succeed({
-      resourceId,
-      status: "DISCOVERED" as const,
-      verificationLevel: 0,
-      metrics: emptyMetrics(resourceId),
-      lastObservedAt: null,
-      validChallengeSeen: false,
-      transactionVerified: false
-    }),
-  forResources: (ids) =>
-    Effect.succeed(
-      new Map(
-        ids.map((resourceId) => [
-          resourceId,
-          {
-            resourceId,
-            status: "DISCOVERED" as const,
-            verificationLevel: 0,
-            metrics: emptyMetrics(resourceId),
-            lastObservedAt: null,
-            validChallengeSeen: false,
-            transactionVerified: false
-          }
-        ])
-      )
-    ),
-  forPayTo: () => Effect.succeed([]),
-  recordEconomic: () => Effect.void
-})
-
 /**
  * Every service of the running system, built once from the config. The HTTP server, the MCP
  * server and the CLI all stand on this one graph, so no rule has a second implementation.
+ * `probeSchedule` adds the periodic catalog probes (for `serve`; one-shot commands leave it off).
  */
-export const ServicesLive = (config: Config) => {
+export const ServicesLive = (config: Config, options: { readonly probeSchedule?: boolean } = {}) => {
   const base = Layer.mergeAll(Layer.succeed(AppConfig, config), DatabaseLive(config.database))
-  const repos = Layer.mergeAll(ResourcesRepo.Live, TransitionsRepo.Live).pipe(Layer.provideMerge(base))
-  const evidence = EvidenceReaderUnverified
+  const repos = ResourcesRepo.Live.pipe(Layer.provideMerge(base))
+  const evidence = VerificationLive.pipe(Layer.provide(FetchHttpClient.layer))
   const services = Discovery.Live.pipe(Layer.provideMerge(evidence), Layer.provideMerge(repos))
   const payments = Settlement.Live.pipe(Layer.provideMerge(FacilitatorPool.Live), Layer.provide(services))
   const decisions = Layer.mergeAll(PolicyEngine.Live, Router.Live).pipe(Layer.provide(services))
   const receipts = ReceiptService.Live.pipe(Layer.provide(Signer.fromConfig), Layer.provide(Layer.merge(decisions, services)))
-  return Layer.mergeAll(CatalogLoad, payments, decisions, receipts).pipe(Layer.provideMerge(services))
+  // The first cycle starts once the catalog is loaded, so a fresh machine probes the demo catalog at once.
+  const probing = options.probeSchedule ? ProbeSchedulerLive.pipe(Layer.provide(CatalogLoad)) : Layer.empty
+  return Layer.mergeAll(CatalogLoad, payments, decisions, receipts, probing).pipe(Layer.provideMerge(services))
 }

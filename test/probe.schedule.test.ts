@@ -158,8 +158,8 @@ describe("metric windows and confidence over time (TestClock, real store)", () =
       expect(out.confidenceAfter[i]!).toBeGreaterThan(out.confidenceAfter[i - 1]!)
     }
     expect(out.fresh.metrics).toMatchObject({ observationCount: 12, availability24h: 1, paymentInterfaceSuccessRate: 1 })
-    expect(out.fresh.metrics.confidence).toBeCloseTo(1 - Math.exp(-1), 6)
-    expect(out.hourLater.metrics.confidence).toBeCloseTo(out.fresh.metrics.confidence / 2, 6)
+    expect(out.fresh.metrics.confidence).toBe(Math.round((1 - Math.exp(-1)) * 1000) / 1000)
+    expect(out.hourLater.metrics.confidence).toBeCloseTo(out.fresh.metrics.confidence / 2, 3)
     expect(out.stale.metrics).toMatchObject({ confidence: 0, observationCount: 0, availability24h: 0 })
     expect(out.stale.metrics.lastVerified).toBe(new Date(T0 + 55 * MINUTE).toISOString())
     expect(out.stale.status).toBe("PAYMENT_VERIFIED")

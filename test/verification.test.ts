@@ -286,7 +286,7 @@ describe("metrics (pure)", () => {
     expect(many).toBeGreaterThan(0.95)
     expect(many).toBeLessThan(1)
     const halfLife = verification.confidenceHalfLifeSeconds * 1000
-    expect(confidence(48, halfLife, verification)).toBeCloseTo(many / 2)
+    expect(confidence(48, halfLife, verification)).toBeCloseTo(many / 2, 3)
     expect(confidence(48, verification.windowHours * HOUR + 1, verification)).toBe(0)
   })
 

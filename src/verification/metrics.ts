@@ -52,13 +52,14 @@ export const snapshotFrom = (
 /**
  * Sample-size term times freshness term. The sample term is 1 - e^(-n/scale), so it grows with
  * probes in the window and approaches 1; freshness halves every half-life since the newest probe
- * and is 0 once that probe has left the window. No probes, no confidence.
+ * and is 0 once that probe has left the window. No probes, no confidence. Reported to three
+ * decimals: it decays every millisecond, and two reads a moment apart should agree.
  */
 export const confidence = (observationCount: number, ageMs: number, config: VerificationConfig): number => {
   if (observationCount === 0 || ageMs > windowMs(config)) return 0
   const sample = 1 - Math.exp(-observationCount / config.confidenceSampleScale)
   const freshness = Math.pow(0.5, Math.max(0, ageMs) / (config.confidenceHalfLifeSeconds * 1000))
-  return sample * freshness
+  return Math.round(sample * freshness * 1000) / 1000
 }
 
 /**
