@@ -10,7 +10,6 @@ import { ReceiptService } from "./receipts/ReceiptService.js"
 import { Signer } from "./receipts/Signer.js"
 import { Settlement } from "./settlement/Settlement.js"
 import { FacilitatorPool } from "./x402/FacilitatorPool.js"
-import { ProbeSchedulerLive } from "./verification/ProbeScheduler.js"
 import { VerificationLive } from "./verification/VerificationLive.js"
 
 /** Loads the configured catalog into the store at start; idempotent, so restarts change nothing. */
@@ -26,9 +25,8 @@ const CatalogLoad = Layer.effectDiscard(
 /**
  * Every service of the running system, built once from the config. The HTTP server, the MCP
  * server and the CLI all stand on this one graph, so no rule has a second implementation.
- * `probeSchedule` adds the periodic catalog probes (for `serve`; one-shot commands leave it off).
  */
-export const ServicesLive = (config: Config, options: { readonly probeSchedule?: boolean } = {}) => {
+export const ServicesLive = (config: Config) => {
   const base = Layer.mergeAll(Layer.succeed(AppConfig, config), DatabaseLive(config.database))
   const repos = ResourcesRepo.Live.pipe(Layer.provideMerge(base))
   const evidence = VerificationLive.pipe(Layer.provide(FetchHttpClient.layer))
@@ -36,7 +34,5 @@ export const ServicesLive = (config: Config, options: { readonly probeSchedule?:
   const payments = Settlement.Live.pipe(Layer.provideMerge(FacilitatorPool.Live), Layer.provide(services))
   const decisions = Layer.mergeAll(PolicyEngine.Live, Router.Live).pipe(Layer.provide(services))
   const receipts = ReceiptService.Live.pipe(Layer.provide(Signer.fromConfig), Layer.provide(Layer.merge(decisions, services)))
-  // The first cycle starts once the catalog is loaded, so a fresh machine probes the demo catalog at once.
-  const probing = options.probeSchedule ? ProbeSchedulerLive.pipe(Layer.provide(CatalogLoad)) : Layer.empty
-  return Layer.mergeAll(CatalogLoad, payments, decisions, receipts, probing).pipe(Layer.provideMerge(services))
+  return Layer.mergeAll(CatalogLoad, payments, decisions, receipts).pipe(Layer.provideMerge(services))
 }

@@ -101,6 +101,7 @@ describe("probe outcomes against the fixture server", () => {
     expect(byId.loop?.observation.detail).toContain("stopped after 5 redirects")
     expect(byId.pubnet?.observation).toMatchObject({ network: "stellar:pubnet", priceUsd: null })
     expect(byId.garbage?.observation.detail).toContain("does not decode")
+    expect(byId.closed?.observation.detail).toContain("ECONNREFUSED")
 
     // What was answered is what is stored, newest first.
     const stored = await runtime.runPromise(Effect.flatMap(ObservationsRepo, (repo) => repo.page("paid", 10, null)))

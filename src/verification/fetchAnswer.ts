@@ -22,6 +22,13 @@ export interface Answer {
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308])
 
+/** The socket-level reason (ECONNREFUSED, a TLS failure...) that the client's own message leaves out. */
+const causeOf = (cause: unknown) => {
+  if (typeof cause !== "object" || cause === null) return String(cause)
+  const { code, message } = cause as { code?: unknown; message?: unknown }
+  return typeof code === "string" ? code : typeof message === "string" ? message : "unknown"
+}
+
 const readCapped = (response: HttpClientResponse.HttpClientResponse, maxBytes: number) =>
   Stream.runFoldWhile(
     response.stream,
@@ -76,7 +83,7 @@ const hop = (
           .execute(request(target, method))
           .pipe(
             Effect.provideService(FetchHttpClient.RequestInit, { redirect: "manual" }),
-            Effect.mapError((e) => new Unreachable({ reason: e.message }))
+            Effect.mapError((e) => new Unreachable({ reason: `${e.message}: ${causeOf(e.cause)}` }))
           )
         const header = (name: string) => response.headers[name.toLowerCase()]
         const location = header("location")
