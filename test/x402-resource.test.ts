@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { decodePaymentResponseHeader } from "@x402/core/http"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { payFor, startPaidResource } from "./fixtures/paidResource.js"
-import { buildExactPayment } from "./fixtures/stellarPayment.js"
+import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
@@ -18,7 +18,9 @@ beforeAll(async () => {
     testConfig({
       facilitators: [{ id: "fixture", url: backend.url }],
       catalog: [resource.catalogEntry(RESOURCE_ID)],
-      probes: { ...base.probes, allowPrivateTargets: true }
+      probes: { ...base.probes, allowPrivateTargets: true },
+      // Room for one sponsored fee per principal in the window.
+      budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 }
     })
   )
   for (let i = 0; i < 200; i++) {
@@ -65,5 +67,30 @@ describe("a stock x402 resource server using this service as its facilitator", (
     const after = await request(`${server.url}/v1/resources/${RESOURCE_ID}`)
     expect(after.body.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
     expect(after.body.metrics.transactionSuccessRate).toBe(1)
+  })
+
+  test("past the per-principal fee budget a settle is 429 FEE_BUDGET_EXHAUSTED with Retry-After, and nothing is forwarded", async () => {
+    const settlesBefore = backend.calls("/settle")
+    const requirements = exactRequirements({ payTo: PAY_TO })
+    const body = settleBody(await buildExactPayment(requirements), requirements)
+    const { status, headers, body: error } = await request(`${server.url}/x402/settle`, { method: "POST", json: body })
+    expect(status).toBe(429)
+    const retryAfter: number = error.retryAfterSeconds
+    expect(error.error).toBe("FEE_BUDGET_EXHAUSTED")
+    // The first settlement's reservation leaves the one-hour window within the hour.
+    expect(retryAfter).toBeGreaterThan(3500)
+    expect(retryAfter).toBeLessThanOrEqual(3600)
+    expect(headers.get("retry-after")).toBe(String(retryAfter))
+    expect(backend.calls("/settle")).toBe(settlesBefore)
+  })
+
+  test("a transfer to someone other than payTo is refused with 400 before any backend call", async () => {
+    const settlesBefore = backend.calls("/settle")
+    const requirements = exactRequirements({ payTo: PAY_TO })
+    const payment = await buildExactPayment(requirements, { transfer: { to: "GDVEU3DD4KOFECV66VIHWEZOYX4ZKR3WV27L464SIIPOU2IUI3JCZA57" } })
+    const { status, body } = await request(`${server.url}/x402/settle`, { method: "POST", json: settleBody(payment, requirements) })
+    expect(status).toBe(400)
+    expect(body).toMatchObject({ error: "TRANSFER_RECIPIENT_MISMATCH" })
+    expect(backend.calls("/settle")).toBe(settlesBefore)
   })
 })
