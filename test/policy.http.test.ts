@@ -1,8 +1,16 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Effect, ManagedRuntime, Option } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { ServicesLive } from "../src/app.js"
+import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { uptoOption, option, payee, record } from "./fixtures/evidence.js"
+import { observation } from "./fixtures/observations.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
-/** A catalog nobody probes in this test: every resource is without evidence. */
+/** Only alpha has evidence (one healthy probe, recorded before the server starts); the rest have none. */
 const catalog = [
   record("alpha.inspect", [option({ amountUsd: 0.001, amount: "10000", payTo: payee(1) })], { provider: "alpha" }),
   record("beta.inspect", [uptoOption(0.001, 0.005, { payTo: payee(2) }), option({ network: "stellar:pubnet", payTo: payee(2) })], {
@@ -11,25 +19,69 @@ const catalog = [
   record("gamma.changes", [option({ payTo: payee(3) })], { provider: "gamma", capabilities: ["rwa.changes"] })
 ]
 
+/** Records a healthy probe of alpha through the real recorder, into the store the server then opens. */
+const seedAlpha = async (database: string) => {
+  const services = ManagedRuntime.make(ServicesLive(testConfig({ catalog, database })))
+  await services.runPromise(
+    Effect.gen(function* () {
+      const alpha = Option.getOrThrow(yield* Effect.flatMap(ResourcesRepo, (repo) => repo.get("alpha.inspect")))
+      const recorder = yield* EvidenceRecorder
+      yield* recorder.recordObservation(
+        alpha,
+        observation(Date.now() - 60_000, { resourceId: "alpha.inspect", url: alpha.resource.url, payTo: payee(1) })
+      )
+    })
+  )
+  await services.dispose()
+}
+
+const folder = mkdtempSync(join(tmpdir(), "sextant-policy-http-"))
 let server: Awaited<ReturnType<typeof startServer>>
 beforeAll(async () => {
-  server = await startServer(testConfig({ catalog }))
+  const database = join(folder, "sextant.db")
+  await seedAlpha(database)
+  server = await startServer(testConfig({ catalog, database }))
 })
-afterAll(() => server.close())
+afterAll(async () => {
+  await server.close()
+  rmSync(folder, { recursive: true, force: true })
+})
 
 const post = (path: string, json: unknown) => request(`${server.url}${path}`, { method: "POST", json })
 
 describe("POST /v1/policies/evaluate", () => {
-  test("a resource without evidence is INSUFFICIENT_DATA with the reason, no API key needed", async () => {
-    const { status, body } = await post("/v1/policies/evaluate", { policy: {}, resourceId: "alpha.inspect" })
+  test("a probed resource within the policy is ALLOW, no API key needed", async () => {
+    const { status, body } = await post("/v1/policies/evaluate", {
+      policy: { maxPricePerRequestUsd: 0.001, assets: ["USDC"], networks: ["stellar:testnet"] },
+      resourceId: "alpha.inspect"
+    })
+    expect(status).toBe(200)
+    expect(body).toMatchObject({ decision: "ALLOW", reasons: [], resourceId: "alpha.inspect", optionIndex: 0 })
+    expect(Math.abs(Date.parse(body.evaluatedAt) - Date.now())).toBeLessThan(60_000)
+  })
+
+  test("the same resource under a policy it breaks is DENY with every reason", async () => {
+    const { body } = await post("/v1/policies/evaluate", {
+      policy: { maxPricePerRequestUsd: 0.0005, requireTransactionVerified: true, denyProviders: ["alpha"] },
+      resourceId: "alpha.inspect"
+    })
+    expect(body.decision).toBe("DENY")
+    expect(body.reasons.map((r: { code: string }) => r.code)).toEqual([
+      "PRICE_EXCEEDS_LIMIT",
+      "PROVIDER_DENIED",
+      "TRANSACTION_NOT_VERIFIED"
+    ])
+  })
+
+  test("a resource without evidence is INSUFFICIENT_DATA with the reason", async () => {
+    const { status, body } = await post("/v1/policies/evaluate", { policy: {}, resourceId: "beta.inspect", optionIndex: 1 })
     expect(status).toBe(200)
     expect(body).toMatchObject({
       decision: "INSUFFICIENT_DATA",
       reasons: [{ code: "NO_VERIFICATION_EVIDENCE", message: "no probe evidence exists for this resource" }],
-      resourceId: "alpha.inspect",
-      optionIndex: 0
+      resourceId: "beta.inspect",
+      optionIndex: 1
     })
-    expect(Number.isNaN(Date.parse(body.evaluatedAt))).toBe(false)
   })
 
   test("an upto ceiling over the cap is DENY naming both figures, even before any evidence", async () => {
@@ -72,25 +124,29 @@ describe("POST /v1/policies/evaluate", () => {
 })
 
 describe("POST /v1/routes", () => {
-  test("candidates are the resources with the capability, each rejected with all its codes when nothing can be paid", async () => {
-    const { status, body } = await post("/v1/routes", {
-      capability: "rwa.inspect",
-      constraints: { maxPricePerRequestUsd: 0.002, networks: ["stellar:testnet"] },
-      optimizeFor: "cheapest"
-    })
+  test("selects the probed candidate and rejects the other with all its codes", async () => {
+    const constraints = { maxPricePerRequestUsd: 0.002, networks: ["stellar:testnet"] }
+    const { status, body } = await post("/v1/routes", { capability: "rwa.inspect", constraints, optimizeFor: "cheapest" })
     expect(status).toBe(200)
     expect(body).toMatchObject({
       capability: "rwa.inspect",
       optimizeFor: "cheapest",
-      policy: { maxPricePerRequestUsd: 0.002, networks: ["stellar:testnet"] },
-      selected: null,
+      policy: constraints,
+      selected: { rank: 1, resourceId: "alpha.inspect", providerId: "alpha", optionIndex: 0, worstCaseUsd: 0.001, score: 1 },
       fallbacks: [],
-      message: 'no provider of "rwa.inspect" satisfies the policy: all 2 candidate(s) were rejected'
+      message: "selected alpha.inspect option 0 (score 1) from 2 candidate(s): 0 fallback(s), 1 rejected"
     })
+    expect(body.selected.metrics).toMatchObject({ resourceId: "alpha.inspect", observationCount: 1 })
     expect(body.rejected.map((r: { resourceId: string; codes: Array<string> }) => [r.resourceId, r.codes])).toEqual([
-      ["alpha.inspect", ["NO_VERIFICATION_EVIDENCE"]],
       ["beta.inspect", ["PRICE_EXCEEDS_LIMIT", "NO_VERIFICATION_EVIDENCE", "NETWORK_NOT_ALLOWED"]]
     ])
+  })
+
+  test("nothing surviving answers 200 with a null selection and a message", async () => {
+    const { status, body } = await post("/v1/routes", { capability: "rwa.inspect", constraints: { schemes: ["upto"], networks: ["stellar:testnet"] } })
+    expect(status).toBe(200)
+    expect(body.selected).toBeNull()
+    expect(body.message).toBe('no provider of "rwa.inspect" satisfies the policy: all 2 candidate(s) were rejected')
   })
 
   test("optimizeFor defaults to balanced and the policy to none", async () => {
