@@ -100,7 +100,7 @@ export const makeBackendClient = (http: HttpClient.HttpClient, backend: Facilita
         Effect.fail(
           isConnectionRefused(e.cause)
             ? fail("Unreachable", `cannot connect (${(e.cause as { code?: string }).code})`)
-            : fail("Transport", `request failed: ${e.reason}`)
+            : fail("Transport", `request failed: ${excerpt(e.cause instanceof Error ? e.cause.message : e.reason)}`)
         )
       ),
       Effect.catchTag("ResponseError", (e) => Effect.fail(fail("Transport", `reading the answer failed: ${e.reason}`))),
