@@ -20,7 +20,7 @@ const noEvidence = (resourceId: string): ResourceEvidence => ({
 
 /**
  * Read side of verification, and the one door through which economic evidence enters.
- * The live layer is built from the observation, metrics and transition tables.
+ * The live layer reads each resource's status and its metrics row, kept current by EvidenceRecorder.
  */
 export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<
   EvidenceReader,

@@ -1,6 +1,5 @@
 import { HttpClient } from "@effect/platform"
 import type { SqlError } from "@effect/sql/SqlError"
-import type { PaymentRequired } from "@x402/core/schemas"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { AppConfig, type Config } from "../config.js"
@@ -38,35 +37,30 @@ const isPaymentOption = Schema.is(ResourcePaymentOption)
  * The catalog entry for a URL found by `/v1/validate`: its payment options are the acceptable
  * ones its own challenge offered, so later probes judge it against what it first asked.
  */
-export const discoveredEntry = (
+const discoveredEntry = (
   id: string,
   url: URL,
   method: HttpMethod,
   observed: Observed,
   config: Config
 ): CatalogEntry => {
-  const challenge = observed.challenge as PaymentRequired | null
   const deployment = { network: config.network, assetContract: config.asset.assetContract }
-  const offered = challenge
-    ? challenge.x402Version === 1
-      ? challenge.accepts.map((a) => ({ ...a, amount: a.maxAmountRequired }))
-      : challenge.accepts
-    : []
-  const options = offered
-    .filter((a) => isAcceptable({ ...a, x402Version: challenge?.x402Version ?? 2, maxAmount: null }, deployment))
-    .map((a) => {
-      const usd = baseUnitsToUsd(a.amount, config.asset.decimals)
+  const options = observed.options
+    .filter((o) => isAcceptable(o, deployment))
+    .map((o) => {
+      const usd = baseUnitsToUsd(o.amount, config.asset.decimals)
       return {
-        network: a.network,
-        scheme: a.scheme,
-        asset: a.asset,
-        amount: a.amount,
+        network: o.network,
+        scheme: o.scheme,
+        asset: o.asset,
+        amount: o.amount,
         amountUsd: usd,
-        ...(a.scheme === "upto" ? { maxAmount: a.amount, maxAmountUsd: usd } : {}),
-        payTo: a.payTo
+        ...(o.maxAmount !== null ? { maxAmount: o.maxAmount, maxAmountUsd: usd } : {}),
+        payTo: o.payTo
       }
     })
     .filter(isPaymentOption)
+  const challenge = observed.challenge
   const description = challenge?.x402Version === 2 ? challenge.resource.description : undefined
   return {
     resource: {
@@ -83,9 +77,8 @@ export const discoveredEntry = (
   }
 }
 
-/** Stable per method and URL, so validating the same URL twice finds the same row. */
-export const discoveredId = (url: URL, method: HttpMethod) =>
-  `discovered-${createHash("sha256").update(`${method} ${url.href}`).digest("hex").slice(0, 16)}`
+/** Derived from the URL, so two concurrent first validations of one URL write the same row. */
+const discoveredId = (url: URL) => `discovered-${createHash("sha256").update(url.href).digest("hex").slice(0, 16)}`
 
 const targetOf = (record: ResourceRecord, method?: HttpMethod): ProbeTarget => ({
   resourceId: record.resource.id,
@@ -135,7 +128,7 @@ const make = Effect.gen(function* () {
   const probeNewUrl = (url: URL, method: HttpMethod) =>
     Effect.gen(function* () {
       yield* guardTarget(url.href, config.probes).pipe(Effect.catchTag("DnsFailure", () => Effect.void))
-      const id = discoveredId(url, method)
+      const id = discoveredId(url)
       const observed = yield* run({ resourceId: id, url: url.href, method, advertised: [] })
       yield* resources.insertDiscovered(discoveredEntry(id, url, method, observed, config))
       const record = Option.getOrThrow(yield* resources.get(id))

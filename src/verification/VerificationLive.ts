@@ -8,7 +8,7 @@ import { EvidenceRecorder } from "./EvidenceRecorder.js"
 import { Prober } from "./Prober.js"
 
 /** The evidence repositories over the shared SqlClient. */
-export const EvidenceReposLive = Layer.mergeAll(
+const EvidenceReposLive = Layer.mergeAll(
   ObservationsRepo.Live,
   MetricsRepo.Live,
   TransitionsRepo.Live,

@@ -5,7 +5,7 @@ import type { HttpMethod } from "../domain/resources.js"
 import { guardTarget, type TargetRefused } from "./outboundGuard.js"
 
 /** Redirects followed before a probe gives up; each hop is checked like the first. */
-export const MAX_REDIRECTS = 5
+const MAX_REDIRECTS = 5
 
 export class Unreachable extends Data.TaggedError("Unreachable")<{ readonly reason: string }> {}
 

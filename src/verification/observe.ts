@@ -4,7 +4,15 @@ import type { HttpMethod, ResourcePaymentOption } from "../domain/resources.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
 import { sortableId } from "../store/sortableId.js"
 import { contradiction, representativeOption } from "./catalogMatch.js"
-import { type ChallengeReading, classify, type Deployment, isAcceptable, readChallenge } from "./challenge.js"
+import type { PaymentRequired } from "@x402/core/schemas"
+import {
+  type ChallengeOption,
+  type ChallengeReading,
+  classify,
+  type Deployment,
+  isAcceptable,
+  readChallenge
+} from "./challenge.js"
 import { type Answer, fetchAnswer, type Unreachable } from "./fetchAnswer.js"
 import type { TargetRefused } from "./outboundGuard.js"
 import type { RecordedObservation } from "./windowStats.js"
@@ -24,7 +32,9 @@ export type ProbeFailure = TargetRefused | Unreachable | ProbeTimeout
 export interface Observed {
   readonly observation: RecordedObservation
   /** The decoded x402 challenge as the target sent it, null when none decoded. */
-  readonly challenge: unknown
+  readonly challenge: PaymentRequired | null
+  /** Its payment options, v1 and v2 alike; empty without a challenge. */
+  readonly options: ReadonlyArray<ChallengeOption>
 }
 
 const blank = (target: ProbeTarget, startMs: number) => ({
@@ -77,7 +87,7 @@ const describe = (reading: ChallengeReading, httpStatus: number, deployment: Dep
  * Turns what a probe got into its observation: the outcome code, and from the challenge the
  * option that best represents it plus any contradiction with the catalog. No I/O.
  */
-export const observationOf = (
+const observationOf = (
   target: ProbeTarget,
   startMs: number,
   endMs: number,
@@ -86,7 +96,9 @@ export const observationOf = (
   decimals: number,
   priceTolerance: number
 ): Observed => {
-  if (Either.isLeft(result)) return { observation: failureObservation(target, startMs, result.left), challenge: null }
+  if (Either.isLeft(result)) {
+    return { observation: failureObservation(target, startMs, result.left), challenge: null, options: [] }
+  }
   const answer = result.right
   const reading: ChallengeReading =
     answer.httpStatus === 402 ? readChallenge(answer.header, answer.body) : { _tag: "NoChallenge" }
@@ -113,7 +125,8 @@ export const observationOf = (
       detail: detail === "" ? null : detail,
       contradiction: conflict
     },
-    challenge: decoded?.challenge ?? null
+    challenge: decoded?.challenge ?? null,
+    options: decoded?.options ?? []
   }
 }
 

@@ -30,7 +30,7 @@ const continuous = (stats: WindowStats, lastHealthyMs: number, nowMs: number, co
 }
 
 /** The level earned by the evidence in the window, with the status it maps to when nothing is wrong. */
-export const earnedStanding = (
+const earnedStanding = (
   stats: WindowStats,
   transactionVerified: boolean,
   nowMs: number,
