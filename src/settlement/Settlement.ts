@@ -153,11 +153,6 @@ const make = Effect.gen(function* () {
   const repo = yield* ResourcesRepo
   const decimals = config.asset.decimals
 
-  const recovered = yield* Effect.flatMap(Clock.currentTimeMillis, journal.recoverPending).pipe(Effect.orDie)
-  if (recovered.length > 0) {
-    yield* Effect.logWarning(`settlements interrupted by a restart are now indeterminate and will not be re-submitted: ${recovered.join(", ")}`)
-  }
-
   /**
    * Forwarding and recording its outcome run to the end even if the caller goes away (a daemon
    * fiber the caller only joins): an entry left `pending` would only be resolved, as
@@ -267,9 +262,20 @@ const make = Effect.gen(function* () {
 })
 
 /**
- * `/x402/settle` and `/x402/settlements/{id}`. Building the layer is crash recovery: entries left
- * `pending` by a previous run become `indeterminate` before any new settle is taken.
+ * Crash recovery: entries left `pending` by a previous run become `indeterminate`. Only the
+ * serving process runs it, before it takes any settle; a second process on the same store (the
+ * MCP server) must not, or it would mark the server's in-flight settles.
  */
+const recover = Effect.gen(function* () {
+  const journal = yield* SettlementJournal
+  const recovered = yield* Effect.flatMap(Clock.currentTimeMillis, journal.recoverPending).pipe(Effect.orDie)
+  if (recovered.length > 0) {
+    yield* Effect.logWarning(`settlements interrupted by a restart are now indeterminate and will not be re-submitted: ${recovered.join(", ")}`)
+  }
+})
+
+/** `/x402/settle` and `/x402/settlements/{id}`. */
 export class Settlement extends Context.Tag("sextant/Settlement")<Settlement, Effect.Effect.Success<typeof make>>() {
   static readonly Live = Layer.effect(Settlement, make).pipe(Layer.provide(SettlementJournal.Live))
+  static readonly Recovery = Layer.effectDiscard(recover).pipe(Layer.provide(SettlementJournal.Live))
 }

@@ -32,6 +32,8 @@ const sqliteInfo = (location: string) =>
     // Several processes (the server, `sextant mcp`) may share one file: wait for a lock instead of failing.
     yield* sql`PRAGMA busy_timeout = 5000`
     yield* sql`PRAGMA foreign_keys = ON`
+    // The settlement journal must survive power loss, not only a process crash: fsync every commit.
+    yield* sql`PRAGMA synchronous = FULL`
     const [journal] = yield* sql<{ journal_mode: string }>`PRAGMA journal_mode`
     const [sync] = yield* sql<{ synchronous: number }>`PRAGMA synchronous`
     const journalMode = journal?.journal_mode ?? null
