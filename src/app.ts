@@ -23,10 +23,17 @@ const CatalogLoad = Layer.effectDiscard(
 )
 
 /**
+ * `server` is the process that owns the journal's crash recovery (`serve`); `local` processes on
+ * the same store (the MCP server, tests of single requests) must not mark a server's in-flight
+ * settles. The probe schedule is composed by `serve` itself, after its listeners are up.
+ */
+export type Role = "server" | "local"
+
+/**
  * Every service of the running system, built once from the config. The HTTP server, the MCP
  * server and the CLI all stand on this one graph, so no rule has a second implementation.
  */
-export const ServicesLive = (config: Config) => {
+export const ServicesLive = (config: Config, role: Role = "local") => {
   const base = Layer.mergeAll(Layer.succeed(AppConfig, config), DatabaseLive(config.database))
   const repos = ResourcesRepo.Live.pipe(Layer.provideMerge(base))
   const evidence = VerificationLive.pipe(Layer.provide(FetchHttpClient.layer))
@@ -34,5 +41,6 @@ export const ServicesLive = (config: Config) => {
   const payments = Settlement.Live.pipe(Layer.provideMerge(FacilitatorPool.Live), Layer.provide(services))
   const decisions = Layer.mergeAll(PolicyEngine.Live, Router.Live).pipe(Layer.provide(services))
   const receipts = ReceiptService.Live.pipe(Layer.provide(Signer.fromConfig), Layer.provide(Layer.merge(decisions, services)))
-  return Layer.mergeAll(CatalogLoad, payments, decisions, receipts).pipe(Layer.provideMerge(services))
+  const recovery = role === "server" ? Settlement.Recovery.pipe(Layer.provide(services)) : Layer.empty
+  return Layer.mergeAll(CatalogLoad, payments, decisions, receipts, recovery).pipe(Layer.provideMerge(services))
 }

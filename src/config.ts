@@ -29,8 +29,11 @@ export const ProbesConfig = Schema.Struct({
   /** Fraction of the interval added at random to each cycle's start, so fleets do not probe in step. */
   jitter: opt(Ratio, 0.1),
   allowPrivateTargets: opt(Schema.Boolean, false),
-  /** Origins that may be probed even though they are private; the bundled vertical's by default. */
-  trustedOrigins: opt(Schema.Array(Schema.String), ["http://127.0.0.1:4021"]),
+  /**
+   * Origins that may be probed even though they are private: by default the bundled vertical's and
+   * the demo catalog's other providers', all on loopback.
+   */
+  trustedOrigins: opt(Schema.Array(Schema.String), ["http://127.0.0.1:4021", "http://127.0.0.1:4022", "http://127.0.0.1:4023"]),
   retentionDays: opt(PositiveInt, 7),
   maxBodyBytes: opt(PositiveInt, 65536),
   /** Share above the advertised price a challenge may ask before the resource is quarantined. */

@@ -7,6 +7,7 @@ import { type Config, loadConfig } from "./config.js"
 import { BunServerLive, HttpLive, localApiHandler } from "./http/server.js"
 import { makeMcpServer } from "./mcp/server.js"
 import { receiptVerifyCommand } from "./receipts/cli.js"
+import { ProbeSchedulerLive } from "./verification/ProbeScheduler.js"
 import { VerticalServer } from "./vertical/VerticalServer.js"
 import pkg from "../package.json" with { type: "json" }
 
@@ -43,10 +44,15 @@ const loadOrExit = (configPath: string | undefined): Config => {
   return loaded.right
 }
 
-/** The service, and the reference vertical beside it unless `vertical.enabled` is false. */
+/**
+ * The service, the reference vertical beside it unless `vertical.enabled` is false, and the probe
+ * schedule, started once both listen so the first cycle already finds the vertical up.
+ */
 const serve = (config: Config) => {
-  const service = HttpLive.pipe(Layer.provide(ServicesLive(config)), Layer.provide(BunServerLive(config)))
-  return Layer.launch(config.vertical.enabled ? Layer.merge(service, VerticalServer.layer(config)) : service)
+  const services = ServicesLive(config, "server")
+  const http = HttpLive.pipe(Layer.provide(BunServerLive(config)))
+  const listeners = config.vertical.enabled ? Layer.merge(http, VerticalServer.layer(config)) : http
+  return Layer.launch(ProbeSchedulerLive.pipe(Layer.provide(listeners), Layer.provide(services)))
 }
 
 /**
