@@ -1,59 +1,62 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { HttpServer } from "@effect/platform"
-import { Layer, ManagedRuntime } from "effect"
 import { createHash } from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { ServicesLive } from "../src/app.js"
-import type { Config } from "../src/config.js"
-import { BunServerLive, HttpLive } from "../src/http/server.js"
+import { TESTNET_USDC } from "../src/config.js"
 import { verifyReceipt } from "../src/receipts/receipt.js"
-import { ReceiptService } from "../src/receipts/ReceiptService.js"
-import { Signer } from "../src/receipts/Signer.js"
-import type { Router } from "../src/routing/Router.js"
-import { catalogRouter, demoCatalog } from "./receiptsFixtures.js"
-import { request, testConfig } from "./support/server.js"
+import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { request, startServer, testConfig } from "./support/server.js"
 
 const API_KEY = "receipts-test-key"
 
-/**
- * The real HTTP stack and services, with ReceiptService on the configured signer. `router` swaps
- * in the catalog router so that purchases can succeed while no resource has probe evidence yet.
- */
-const startReceiptsServer = async (config: Config, router?: Layer.Layer<Router>) => {
-  const services = ServicesLive(config)
-  const receipts = ReceiptService.Live.pipe(
-    Layer.provide(router === undefined ? Signer.fromConfig : Layer.merge(Signer.fromConfig, router)),
-    Layer.provide(services)
-  )
-  const runtime = ManagedRuntime.make(
-    HttpLive.pipe(
-      Layer.provide(Layer.merge(services, receipts)),
-      Layer.provideMerge(BunServerLive({ host: "127.0.0.1", port: 0 }))
-    )
-  )
-  const address = (await runtime.runPromise(HttpServer.HttpServer)).address
-  if (address._tag !== "TcpAddress") throw new Error("expected a TCP address")
-  return { url: `http://127.0.0.1:${address.port}`, close: () => runtime.dispose() }
+let fixture: X402Fixture
+beforeAll(async () => {
+  fixture = await startX402Fixture()
+})
+afterAll(() => fixture.stop())
+
+/** Two providers of `demo.paid`: one a real x402 resource that gets probed, one that never is. */
+const catalogFor = (fixture: X402Fixture) => {
+  const option = {
+    network: "stellar:testnet" as const,
+    scheme: "exact" as const,
+    asset: TESTNET_USDC,
+    amount: FIXTURE_AMOUNT,
+    amountUsd: 0.001,
+    payTo: FIXTURE_PAY_TO
+  }
+  const entry = (id: string, url: string) => ({
+    resource: { id, type: "http" as const, name: id, description: "paid demo", url, method: "GET" as const, capabilities: ["demo.paid"] },
+    provider: { id: `${id}-provider`, name: id },
+    paymentOptions: [option]
+  })
+  return [entry("fixture.paid", fixture.url("/paid")), entry("fixture.unprobed", fixture.url("/paid/unprobed"))]
 }
 
 const purchase = {
-  request: { capability: "rwa.inspect", optimizeFor: "cheapest", intent: "issuer check" },
-  payment: { network: "stellar:testnet", scheme: "exact", asset: "USDC", amount: "5000", transactionHash: "d".repeat(64) },
+  request: { capability: "demo.paid", optimizeFor: "cheapest", intent: "issuer check" },
+  payment: { network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: FIXTURE_AMOUNT, transactionHash: "d".repeat(64) },
   response: { status: 200, body: '{"issuer":"ok"}' }
 }
 
 describe("receipts over HTTP", () => {
-  let server: Awaited<ReturnType<typeof startReceiptsServer>>
+  let server: Awaited<ReturnType<typeof startServer>>
   const keyed = { authorization: `Bearer ${API_KEY}` }
   beforeAll(async () => {
     const folder = mkdtempSync(join(tmpdir(), "sextant-receipts-http-"))
-    const config = testConfig({
-      signer: { ed25519KeyFile: join(folder, "signer.key") },
-      apiKeys: [{ principal: "buyer", sha256: createHash("sha256").update(API_KEY).digest("hex") }]
-    })
-    server = await startReceiptsServer(config, catalogRouter(demoCatalog))
+    const base = testConfig()
+    server = await startServer(
+      testConfig({
+        catalog: catalogFor(fixture),
+        probes: { ...base.probes, allowPrivateTargets: true },
+        signer: { ed25519KeyFile: join(folder, "signer.key") },
+        apiKeys: [{ principal: "buyer", sha256: createHash("sha256").update(API_KEY).digest("hex") }]
+      })
+    )
+    // Real evidence: a live probe of the fixture's x402 challenge makes it eligible.
+    const probed = await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "fixture.paid" }, headers: keyed })
+    expect(probed.body.outcome).toBe("healthy")
   })
   afterAll(() => server.close())
 
@@ -61,8 +64,8 @@ describe("receipts over HTTP", () => {
     const created = await request(`${server.url}/v1/receipts`, { method: "POST", json: purchase, headers: keyed })
     expect(created.status).toBe(200)
     expect(created.body).toMatchObject({
-      payment: { protocol: "x402", maxAmount: "5000", transactionHash: "d".repeat(64) },
-      service: { resourceId: "meridian-rwa.rwa.inspect" },
+      payment: { protocol: "x402", maxAmount: FIXTURE_AMOUNT, transactionHash: "d".repeat(64) },
+      service: { resourceId: "fixture.paid" },
       signatureAlgorithm: "ed25519"
     })
     expect(verifyReceipt(created.body).valid).toBe(true)
@@ -81,6 +84,10 @@ describe("receipts over HTTP", () => {
     expect(signer.status).toBe(200)
     expect(signer.body).toMatchObject({ mode: "ed25519", publicKey: created.body.serviceSigner, offlineVerifiable: true })
     expect(signer.body.stellarPublicKey).toMatch(/^G[A-Z2-7]{55}$/)
+
+    // A receipt with a transaction hash is transaction evidence: the resource reaches level 3.
+    const resource = await request(`${server.url}/v1/resources/fixture.paid`)
+    expect(resource.body.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
   })
 
   test("unknown receipts are 404 {error, message} on read and verify", async () => {
@@ -104,19 +111,21 @@ describe("receipts over HTTP", () => {
     expect(badAmount.status).toBe(400)
     expect(badAmount.body.message).toContain("amount")
 
-    const notOffered = await post({ ...purchase, resourceId: "stellar-intel.rwa.changes" })
+    const notOffered = await post({ ...purchase, resourceId: "fixture.unprobed" })
     expect(notOffered).toMatchObject({ status: 422, body: { error: "NO_ELIGIBLE_PROVIDER" } })
   })
 })
 
 describe("receipts over HTTP with the live router", () => {
   test("with no probe evidence nothing is eligible: 422 NO_ELIGIBLE_PROVIDER, and HMAC mode is disclosed", async () => {
-    const server = await startReceiptsServer(testConfig({ signer: { hmacSecret: "an hmac secret of some length" } }))
+    const server = await startServer(
+      testConfig({ catalog: catalogFor(fixture), signer: { hmacSecret: "an hmac secret of some length" } })
+    )
     try {
       const { status, body } = await request(`${server.url}/v1/receipts`, { method: "POST", json: purchase })
       expect(status).toBe(422)
       expect(body.error).toBe("NO_ELIGIBLE_PROVIDER")
-      expect(body.message).toContain("rwa.inspect")
+      expect(body.message).toContain("demo.paid")
       const signer = await request(`${server.url}/v1/receipts/signer`)
       expect(signer.body).toMatchObject({ mode: "hmac-sha256", publicKey: null, offlineVerifiable: false })
       expect(JSON.stringify(signer.body)).not.toContain("an hmac secret")

@@ -60,7 +60,8 @@ const layerFor = (config: Config, database: string) => {
     settleTimeout: Duration.seconds(60)
   }).pipe(Layer.provide(FetchHttpClient.layer), Layer.provideMerge(seeded))
   const services = Layer.mergeAll(pool, memoryEvidence(catalog, knownEvidence), SettlementJournal.Live.pipe(Layer.provide(seeded)))
-  return Settlement.Live.pipe(Layer.provideMerge(services))
+  // Built as `serve` builds it: crash recovery runs before the pipeline takes a request.
+  return Layer.mergeAll(Settlement.Live, Settlement.Recovery).pipe(Layer.provideMerge(services))
 }
 
 type Services = Layer.Layer.Success<ReturnType<typeof layerFor>>
