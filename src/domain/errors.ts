@@ -48,11 +48,6 @@ export class TooManyRequests extends Schema.Class<TooManyRequests>("TooManyReque
   HttpApiSchema.annotations({ status: 429 })
 ) {}
 
-export class NotImplemented extends Schema.Class<NotImplemented>("NotImplemented")(
-  errorFields,
-  HttpApiSchema.annotations({ status: 501 })
-) {}
-
 export class BadGateway extends Schema.Class<BadGateway>("BadGateway")(
   errorFields,
   HttpApiSchema.annotations({ status: 502 })
@@ -75,7 +70,6 @@ export const ApiErrors = [
   Conflict,
   Unprocessable,
   TooManyRequests,
-  NotImplemented,
   BadGateway,
   ServiceUnavailable
 ] as const

@@ -1,5 +1,5 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { BadRequest, NotFound, NotImplemented } from "../../domain/errors.js"
+import { BadRequest, NotFound } from "../../domain/errors.js"
 import { PolicyEvaluateRequest, PolicyEvaluation } from "../../domain/policy.js"
 import { RouteDecision, RouteRequest } from "../../domain/routes.js"
 import { strict } from "./parse.js"
@@ -12,12 +12,10 @@ export class PolicyApi extends HttpApiGroup.make("policy")
       .addSuccess(PolicyEvaluation)
       .addError(BadRequest)
       .addError(NotFound)
-      .addError(NotImplemented)
   )
   .add(
     HttpApiEndpoint.post("route", "/v1/routes")
       .setPayload(strict(RouteRequest))
       .addSuccess(RouteDecision)
       .addError(BadRequest)
-      .addError(NotImplemented)
   ) {}

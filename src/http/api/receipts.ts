@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { BadRequest, NotFound, NotImplemented, Unauthorized, Unprocessable } from "../../domain/errors.js"
+import { BadRequest, NotFound, Unauthorized, Unprocessable } from "../../domain/errors.js"
 import {
   CommerceReceipt,
   CreateReceiptRequest,
@@ -20,21 +20,18 @@ export class ReceiptsApi extends HttpApiGroup.make("receipts")
       .addError(BadRequest)
       .addError(Unauthorized)
       .addError(Unprocessable)
-      .addError(NotImplemented)
       .middleware(ApiKeyAuth)
   )
-  .add(HttpApiEndpoint.get("signer", "/v1/receipts/signer").addSuccess(SignerDisclosure).addError(NotImplemented))
+  .add(HttpApiEndpoint.get("signer", "/v1/receipts/signer").addSuccess(SignerDisclosure))
   .add(
     HttpApiEndpoint.get("get", "/v1/receipts/:id")
       .setPath(IdPath)
       .addSuccess(CommerceReceipt)
       .addError(NotFound)
-      .addError(NotImplemented)
   )
   .add(
     HttpApiEndpoint.get("verify", "/v1/receipts/:id/verify")
       .setPath(IdPath)
       .addSuccess(ReceiptVerification)
       .addError(NotFound)
-      .addError(NotImplemented)
   ) {}

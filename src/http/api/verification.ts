@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { BadRequest, NotFound, NotImplemented, Unauthorized } from "../../domain/errors.js"
+import { BadRequest, NotFound, Unauthorized } from "../../domain/errors.js"
 import { ResourceMetrics } from "../../domain/metrics.js"
 import { ObservationPage, ProbeResult, ValidateRequest } from "../../domain/observations.js"
 import { ApiKeyAuth } from "../auth.js"
@@ -24,7 +24,6 @@ export class VerificationApi extends HttpApiGroup.make("verification")
       .addError(BadRequest)
       .addError(Unauthorized)
       .addError(NotFound)
-      .addError(NotImplemented)
       .middleware(ApiKeyAuth)
   )
   .add(
@@ -32,7 +31,6 @@ export class VerificationApi extends HttpApiGroup.make("verification")
       .setPath(IdPath)
       .addSuccess(ResourceMetrics)
       .addError(NotFound)
-      .addError(NotImplemented)
   )
   .add(
     HttpApiEndpoint.get("observations", "/v1/resources/:id/observations")
@@ -40,6 +38,5 @@ export class VerificationApi extends HttpApiGroup.make("verification")
       .setUrlParams(ObservationsQuery)
       .addSuccess(ObservationPage)
       .addError(NotFound)
-      .addError(NotImplemented)
       .addError(BadRequest)
   ) {}

@@ -5,7 +5,6 @@ import {
   BadRequest,
   Conflict,
   NotFound,
-  NotImplemented,
   PolicyDenied,
   TooManyRequests,
   Unauthorized,
@@ -26,7 +25,7 @@ const SettleHeaders = Schema.Struct({ "idempotency-key": Schema.optional(Schema.
 
 /** Facilitator-compatible surface: a stock HTTPFacilitatorClient with base `<service>/x402` talks to it. */
 export class X402Api extends HttpApiGroup.make("x402")
-  .add(HttpApiEndpoint.get("supported", "/x402/supported").addSuccess(SupportedResponse).addError(NotImplemented))
+  .add(HttpApiEndpoint.get("supported", "/x402/supported").addSuccess(SupportedResponse))
   .add(
     HttpApiEndpoint.post("verify", "/x402/verify")
       .setPayload(FacilitatorRequest)
@@ -35,7 +34,6 @@ export class X402Api extends HttpApiGroup.make("x402")
       .addError(Unauthorized)
       .addError(Unprocessable)
       .addError(BadGateway)
-      .addError(NotImplemented)
       .middleware(ApiKeyAuth)
   )
   .add(
@@ -50,14 +48,12 @@ export class X402Api extends HttpApiGroup.make("x402")
       .addError(Unprocessable)
       .addError(TooManyRequests)
       .addError(BadGateway)
-      .addError(NotImplemented)
       .middleware(ApiKeyAuth)
   )
   .add(
     HttpApiEndpoint.get("facilitators", "/x402/facilitators")
       .addSuccess(FacilitatorsResponse)
       .addError(Unauthorized)
-      .addError(NotImplemented)
       .middleware(ApiKeyAuth)
   )
   .add(
@@ -66,6 +62,5 @@ export class X402Api extends HttpApiGroup.make("x402")
       .addSuccess(SettlementRecord)
       .addError(Unauthorized)
       .addError(NotFound)
-      .addError(NotImplemented)
       .middleware(ApiKeyAuth)
   ) {}
