@@ -10,9 +10,28 @@ export type StellarNetwork = typeof StellarNetwork.Type
 export const PaymentScheme = Schema.Literal("exact", "upto").annotations({ identifier: "PaymentScheme" })
 export type PaymentScheme = typeof PaymentScheme.Type
 
+/**
+ * Remembers strings already checked: a route answer re-encodes the same few payees hundreds of
+ * times, and a strkey check (base32 + CRC16) costs ~14 µs. Bounded, so a flood of distinct
+ * inputs cannot grow it without limit.
+ */
+const memoized = (check: (s: string) => boolean, limit = 10_000) => {
+  const seen = new Map<string, boolean>()
+  return (s: string) => {
+    const known = seen.get(s)
+    if (known !== undefined) return known
+    const valid = check(s)
+    if (seen.size >= limit) seen.clear()
+    seen.set(s, valid)
+    return valid
+  }
+}
+
+const isStellarAddress = memoized((s) => StrKey.isValidEd25519PublicKey(s) || StrKey.isValidContract(s))
+
 /** A G... account or C... contract address, checked with the SDK's strkey codec (checksum included). */
 export const StellarAddress = Schema.String.pipe(
-  Schema.filter((s) => StrKey.isValidEd25519PublicKey(s) || StrKey.isValidContract(s), {
+  Schema.filter(isStellarAddress, {
     message: () => "expected a Stellar account (G...) or contract (C...) address with a valid checksum"
   })
 ).annotations({ identifier: "StellarAddress" })
