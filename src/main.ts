@@ -1,13 +1,15 @@
 #!/usr/bin/env bun
 import { BunRuntime } from "@effect/platform-bun"
-import { Either, Layer, Logger } from "effect"
+import { Effect, Either, Layer, Logger } from "effect"
 import { createHash } from "node:crypto"
 import { ServicesLive } from "./app.js"
 import { type Config, loadConfig } from "./config.js"
+import { NotFound } from "./domain/errors.js"
 import { BunServerLive, HttpLive, localApiHandler } from "./http/server.js"
 import { makeMcpServer } from "./mcp/server.js"
 import { receiptVerifyCommand } from "./receipts/cli.js"
 import { ProbeSchedulerLive } from "./verification/ProbeScheduler.js"
+import { Prober } from "./verification/Prober.js"
 import { VerticalServer } from "./vertical/VerticalServer.js"
 import pkg from "../package.json" with { type: "json" }
 
@@ -17,6 +19,7 @@ commands:
   serve                  run the HTTP service (default)
   mcp                    MCP server on stdio (tools mirror the HTTP API)
   vertical               the paid reference vertical alone
+  probe [resource-id]    probe one resource (exit 1 unless healthy) or the whole catalog once
   receipt verify <file> [--public-key <base64|G...>]
                          verify a receipt offline (exit 0 valid, 1 invalid, 2 unreadable)
   keys hash <api-key>    print the sha256 to list under "apiKeys" in the config
@@ -62,7 +65,7 @@ const serve = (config: Config) => {
  */
 const mcp = async (config: Config) => {
   console.log = console.error
-  const services = Layer.mergeAll(ServicesLive(config), Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger)))
+  const services = Layer.mergeAll(ServicesLive(config), StderrLogger)
   const api = localApiHandler(services)
   const { connectStdio, server } = makeMcpServer(api.handler, pkg.version)
   const shutdown = async () => {
@@ -76,6 +79,35 @@ const mcp = async (config: Config) => {
   await connectStdio()
 }
 
+/** For commands whose stdout is data (MCP messages, probe JSON): log lines go to stderr. */
+const StderrLogger = Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))
+
+/**
+ * One probe pass from the command line: a single resource, or the whole catalog (one cycle,
+ * with pruning), printed as JSON. Exit 1 when a named resource is not healthy.
+ */
+const probe = (config: Config, resourceId: string | undefined) =>
+  Effect.gen(function* () {
+    const prober = yield* Prober
+    if (resourceId === undefined) {
+      process.stdout.write(`${JSON.stringify(yield* prober.runCycle)}\n`)
+      return
+    }
+    const result = yield* prober.probeResource(resourceId)
+    process.stdout.write(`${JSON.stringify(result)}\n`)
+    if (!result.healthy) process.exitCode = 1
+  }).pipe(
+    Effect.catchIf(
+      (e): e is NotFound => e instanceof NotFound,
+      (e) =>
+        Effect.sync(() => {
+          process.stderr.write(`${e.message}\n`)
+          process.exitCode = 2
+        })
+    ),
+    Effect.provide(Layer.merge(ServicesLive(config), StderrLogger))
+  )
+
 const main = () => {
   const { positional, configPath } = parseArgs(process.argv.slice(2))
   const [command = "serve", ...rest] = positional
@@ -86,6 +118,8 @@ const main = () => {
       return BunRuntime.runMain(Layer.launch(VerticalServer.layer(loadOrExit(configPath))))
     case "mcp":
       return void mcp(loadOrExit(configPath))
+    case "probe":
+      return BunRuntime.runMain(probe(loadOrExit(configPath), rest[0]))
     case "receipt":
       if (rest[0] === "verify") return void receiptVerifyCommand(rest.slice(1)).then((code) => process.exit(code))
       break
