@@ -65,7 +65,7 @@ const serve = (config: Config) => {
  */
 const mcp = async (config: Config) => {
   console.log = console.error
-  const services = Layer.mergeAll(ServicesLive(config), StderrLogger)
+  const services = ServicesLive(config).pipe(Layer.provide(StderrLogger))
   const api = localApiHandler(services)
   const { connectStdio, server } = makeMcpServer(api.handler, pkg.version)
   const shutdown = async () => {
@@ -105,7 +105,8 @@ const probe = (config: Config, resourceId: string | undefined) =>
           process.exitCode = 2
         })
     ),
-    Effect.provide(Layer.merge(ServicesLive(config), StderrLogger))
+    Effect.provide(ServicesLive(config)),
+    Effect.provide(StderrLogger)
   )
 
 const main = () => {
@@ -119,7 +120,7 @@ const main = () => {
     case "mcp":
       return void mcp(loadOrExit(configPath))
     case "probe":
-      return BunRuntime.runMain(probe(loadOrExit(configPath), rest[0]))
+      return BunRuntime.runMain(probe(loadOrExit(configPath), rest[0]), { disablePrettyLogger: true })
     case "receipt":
       if (rest[0] === "verify") return void receiptVerifyCommand(rest.slice(1)).then((code) => process.exit(code))
       break
