@@ -1,4 +1,4 @@
-import type { ResourceMetrics } from "./metrics.js"
+import { emptyMetrics, type ResourceMetrics } from "./metrics.js"
 import type { ServiceStatus } from "./resources.js"
 
 /**
@@ -27,3 +27,14 @@ export interface EconomicEvent {
   readonly transactionHash: string | null
   readonly at: string
 }
+
+/** What a resource nobody has probed, or nobody knows, looks like: no evidence at all. */
+export const noEvidence = (resourceId: string): ResourceEvidence => ({
+  resourceId,
+  status: "DISCOVERED",
+  verificationLevel: 0,
+  metrics: emptyMetrics(resourceId),
+  lastObservedAt: null,
+  validChallengeSeen: false,
+  transactionVerified: false
+})

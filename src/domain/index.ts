@@ -1,5 +1,5 @@
 export * from "./errors.js"
-export type * from "./evidence.js"
+export * from "./evidence.js"
 export * from "./metrics.js"
 export * from "./observations.js"
 export * from "./policy.js"

@@ -1,22 +1,10 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../config.js"
-import type { EconomicEvent, ResourceEvidence } from "../domain/evidence.js"
-import { emptyMetrics } from "../domain/metrics.js"
+import { type EconomicEvent, noEvidence, type ResourceEvidence } from "../domain/evidence.js"
 import { MetricsRepo, type StoredStanding } from "../store/MetricsRepo.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
 import { currentMetrics } from "./metrics.js"
-
-/** What a resource nobody has probed, or nobody knows, looks like: no evidence at all. */
-const noEvidence = (resourceId: string): ResourceEvidence => ({
-  resourceId,
-  status: "DISCOVERED",
-  verificationLevel: 0,
-  metrics: emptyMetrics(resourceId),
-  lastObservedAt: null,
-  validChallengeSeen: false,
-  transactionVerified: false
-})
 
 /**
  * Read side of verification, and the one door through which economic evidence enters.
