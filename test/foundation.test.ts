@@ -147,6 +147,32 @@ describe("errors", () => {
     expect(form.body.error).toBe("UNSUPPORTED_MEDIA_TYPE")
   })
 
+  test("a chunked body over 1 MiB is 413 and deep nesting is 400, both as {error, message}", async () => {
+    const chunks = (text: string) =>
+      new ReadableStream({
+        start(controller) {
+          for (let i = 0; i < text.length; i += 65536) controller.enqueue(new TextEncoder().encode(text.slice(i, i + 65536)))
+          controller.close()
+        }
+      })
+    const big = await fetch(`${server.url}/v1/search`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: chunks(JSON.stringify({ query: "x".repeat(1024 * 1024 + 200) }))
+    })
+    expect(big.status).toBe(413)
+    expect(((await big.json()) as any).error).toBe("PAYLOAD_TOO_LARGE")
+    const deep = await request(`${server.url}/v1/search`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: `{"query": "x", "asset": ${"[".repeat(20000)}${"]".repeat(20000)}}`
+    })
+    expect(deep.status).toBe(400)
+    expect(deep.body.error).toBe("NESTING_TOO_DEEP")
+    const brackets = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "[[[[".repeat(100) } })
+    expect(brackets.status).toBe(200)
+  })
+
   test("a JSON body sent without a content type is read as JSON", async () => {
     const res = await fetch(`${server.url}/v1/search`, { method: "POST", body: JSON.stringify({ query: "compliance" }) })
     expect(res.status).toBe(200)

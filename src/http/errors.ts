@@ -3,8 +3,7 @@ import { RouteNotFound } from "@effect/platform/HttpServerError"
 import { Cause, Effect, Option } from "effect"
 import { type ApiError, ApiErrors } from "../domain/errors.js"
 import { SextantApi } from "./api/index.js"
-
-export const MAX_BODY_BYTES = 1024 * 1024
+import { jsonDepth, MAX_BODY_BYTES, MAX_JSON_DEPTH } from "./body.js"
 
 const errorResponse = (status: number, error: string, message: string) =>
   HttpServerResponse.unsafeJson({ error, message }, { status })
@@ -91,6 +90,18 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
         hasBody && contentType === undefined
           ? request.modify({ headers: { ...request.headers, "content-type": "application/json" } })
           : request
+      if (hasBody) {
+        // Read once here (the request caches it for the handler): a chunked body has no length to check up front.
+        const text = yield* Effect.either(jsonRequest.text)
+        if (text._tag === "Left" || Buffer.byteLength(text.right) > MAX_BODY_BYTES) {
+          return text._tag === "Left" && length > 0
+            ? errorResponse(400, "MALFORMED_BODY", "the request body could not be read")
+            : errorResponse(413, "PAYLOAD_TOO_LARGE", `request bodies are limited to ${MAX_BODY_BYTES} bytes`)
+        }
+        if (jsonDepth(text.right) > MAX_JSON_DEPTH) {
+          return errorResponse(400, "NESTING_TOO_DEEP", `request bodies may nest objects and arrays at most ${MAX_JSON_DEPTH} deep`)
+        }
+      }
       return yield* app.pipe(
         Effect.provideService(HttpServerRequest.HttpServerRequest, jsonRequest),
         Effect.catchAllCause((cause) => {
