@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test"
+import { Effect } from "effect"
 import { Address, Asset, Contract, nativeToScVal, Networks, xdr } from "@stellar/stellar-sdk"
 import { Either, Schema } from "effect"
 import { loadConfig } from "../src/config.js"
@@ -7,6 +8,7 @@ import { EligibilityBody, parseAssetRef } from "../src/vertical/assetRef.js"
 import { classicChanges, contractChanges, largeThreshold, ledgerOfPagingToken } from "../src/vertical/changes.js"
 import { complianceClassic, complianceContract, NO_LEGAL_CONCLUSION } from "../src/vertical/compliance.js"
 import { eligibilityClassic, eligibilityContract } from "../src/vertical/eligibility.js"
+import { DnsFailure } from "../src/verification/outboundGuard.js"
 import { homeDomainTarget } from "../src/vertical/homeDomain.js"
 import { type AssetIdentity, classicIdentity, instanceFacts, sacClassicAsset } from "../src/vertical/identity.js"
 import { currencyEntry, inspectClassic, issuerSignals } from "../src/vertical/inspect.js"
@@ -83,16 +85,31 @@ describe("amounts", () => {
 })
 
 describe("home domains", () => {
-  test("public domains are fetched over https; private and loopback ones only when allowed, over http", () => {
-    expect(homeDomainTarget("centre.io", false)).toEqual({ allowHttp: false })
-    expect(homeDomainTarget("Anchor.Example.com:8443", false)).toEqual({ allowHttp: false })
-    for (const domain of ["127.0.0.1:8000", "localhost", "10.1.2.3", "192.168.0.1", "172.20.0.5", "169.254.169.254", "svc.internal"]) {
-      expect(homeDomainTarget(domain, false)).toHaveProperty("skip")
-      expect(homeDomainTarget(domain, true)).toEqual({ allowHttp: true })
+  // A fixed resolver stands in for DNS: names map to the addresses a hostile issuer could point them at.
+  const dns: Record<string, ReadonlyArray<string>> = {
+    "centre.io": ["104.18.1.1"],
+    "anchor.example.com": ["93.184.216.34"],
+    localhost: ["127.0.0.1"],
+    "svc.internal": ["10.0.0.7"],
+    "rebind.example.com": ["93.184.216.34", "169.254.169.254"]
+  }
+  const resolve = (host: string) =>
+    dns[host] ? Effect.succeed(dns[host]!) : Effect.fail(new DnsFailure({ host, reason: "ENOTFOUND" }))
+  const target = (domain: string, allowPrivate: boolean) => Effect.runSync(homeDomainTarget(domain, allowPrivate, resolve))
+
+  test("public domains are fetched over https; private, loopback and metadata ones only when allowed, over http", () => {
+    expect(target("centre.io", false)).toEqual({ allowHttp: false })
+    expect(target("Anchor.Example.com:8443", false)).toEqual({ allowHttp: false })
+    const hostile = ["127.0.0.1:8000", "localhost", "10.1.2.3", "192.168.0.1", "172.20.0.5", "169.254.169.254", "svc.internal",
+      "2130706433", "0x7f.0.0.1", "rebind.example.com"]
+    for (const domain of hostile) {
+      expect(target(domain, false)).toHaveProperty("skip")
+      expect(target(domain, true)).toEqual({ allowHttp: true })
     }
-    expect(homeDomainTarget("172.32.0.1", false)).toEqual({ allowHttp: false })
-    expect(homeDomainTarget("evil.com/path?x", true)).toHaveProperty("skip")
-    expect(homeDomainTarget("user@evil.com", true)).toHaveProperty("skip")
+    expect(target("172.32.0.1", false)).toEqual({ allowHttp: false })
+    expect(target("evil.com/path?x", true)).toHaveProperty("skip")
+    expect(target("user@evil.com", true)).toHaveProperty("skip")
+    expect(target("nowhere.example", false)).toHaveProperty("skip")
   })
 })
 

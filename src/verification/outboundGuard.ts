@@ -23,6 +23,7 @@ const IPV4_BLOCKED: ReadonlyArray<readonly [string, number]> = [
   ["100.64.0.0", 10], // carrier-grade NAT
   ["127.0.0.0", 8], // loopback
   ["169.254.0.0", 16], // link-local, including the 169.254.169.254 metadata service
+  ["168.63.129.16", 32], // Azure's wireserver / metadata address, public-looking but host-local
   ["172.16.0.0", 12], // RFC 1918
   ["192.0.0.0", 24], // IETF protocol assignments
   ["192.0.2.0", 24], // documentation

@@ -150,9 +150,9 @@ export const makeStellarData = (config: StellarDataConfig): StellarDataApi => {
       return typeof value === "bigint" ? Option.some(value) : Option.none<bigint>()
     })
 
-  const stellarToml = (homeDomain: string): Effect.Effect<TomlLookup> => {
-    const target = homeDomainTarget(homeDomain, config.allowPrivateHomeDomains)
-    if ("skip" in target) return Effect.succeed({ status: "skipped", reason: target.skip })
+  const stellarToml = (homeDomain: string): Effect.Effect<TomlLookup> =>
+    Effect.flatMap(homeDomainTarget(homeDomain, config.allowPrivateHomeDomains), (target) => {
+    if ("skip" in target) return Effect.succeed<TomlLookup>({ status: "skipped", reason: target.skip })
     const url = `${target.allowHttp ? "http" : "https"}://${homeDomain}/.well-known/stellar.toml`
     return Effect.tryPromise({
       try: () => StellarToml.Resolver.resolve(homeDomain, { allowHttp: target.allowHttp, timeout: config.timeoutMs }),
@@ -164,7 +164,7 @@ export const makeStellarData = (config: StellarDataConfig): StellarDataApi => {
         onSuccess: (document): TomlLookup => ({ status: "published", url, document: { ...document } })
       })
     )
-  }
+    })
 
   return {
     account: (id) =>
