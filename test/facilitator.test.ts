@@ -197,12 +197,31 @@ describe("FacilitatorPool", () => {
     )
   })
 
-  test("settle may fall through only on failures that show the backend did not act", () => {
+  test("settle stops at a backend that answered an error status: a 502 may come after the payment was submitted", async () => {
+    const a = fixture()
+    const b = fixture()
+    const body = await verifyBody()
+    const outcome = await run(
+      [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      Effect.gen(function* () {
+        const pool = yield* FacilitatorPool
+        yield* pool.refresh
+        a.setMode("fail502")
+        return yield* pool.settle(body, "stellar:testnet", "exact")
+      })
+    )
+    expect(outcome).toMatchObject({ _tag: "Indeterminate", backendId: "a" })
+    expect(outcome.failures?.map((f) => f.detail)).toEqual([expect.stringContaining("answered 502")])
+    expect([a.calls("/settle"), b.calls("/settle")]).toEqual([1, 0])
+  })
+
+  test("settle may fall through only when the backend could not be reached at all", () => {
     const failure = (kind: BackendFailure["kind"], status: number | null = null) =>
       new BackendFailure({ backendId: "x", kind, status, detail: "" })
     expect(settleMayFallThrough(failure("Unreachable"))).toBe(true)
-    expect(settleMayFallThrough(failure("HttpStatus", 500))).toBe(true)
-    expect(settleMayFallThrough(failure("HttpStatus", 401))).toBe(true)
+    expect(settleMayFallThrough(failure("HttpStatus", 500))).toBe(false)
+    expect(settleMayFallThrough(failure("HttpStatus", 502))).toBe(false)
+    expect(settleMayFallThrough(failure("HttpStatus", 401))).toBe(false)
     expect(settleMayFallThrough(failure("TimedOut"))).toBe(false)
     expect(settleMayFallThrough(failure("Transport"))).toBe(false)
     expect(settleMayFallThrough(failure("Malformed", 200))).toBe(false)

@@ -29,7 +29,7 @@ export const defaultPoolOptions: PoolOptions = {
  * differently.
  * - Answered: a backend gave a settle result (success or a refusal); it is the answer.
  * - Indeterminate: a backend may have acted but gave no usable answer; no other backend was tried.
- * - Failed: every eligible backend failed in a way that shows it did not settle.
+ * - Failed: no eligible backend could be reached (or none was healthy), so none received the payment.
  * - Unsupported: no backend advertises the network and scheme.
  * `failures` lists every backend error met on the way, in order.
  */
@@ -43,16 +43,16 @@ export type SettleOutcome =
  * Whether a settle may move on to the next backend after `failure`.
  *
  * A settle submits a transaction; asking a second backend after the first may have submitted it
- * risks answering "failed" for a payment that went through, and paying its fee twice. (The buyer
- * cannot be charged twice: the Soroban auth entry carries a nonce, so the signed transfer executes
- * at most once on the ledger.) So the pool falls through only when the backend shows that it did
- * not settle: it could not be reached, or it answered with an error status (5xx: it reports its
- * own failure; 4xx without a settle result: it refused the request, e.g. a bad API key). A timeout,
- * a connection broken mid-answer, or a success status with a body that is not a settle result
- * leave the outcome unknown: the pool stops there and the journal marks the entry indeterminate.
+ * risks answering "failed" for a payment that went through (the second fails on the used nonce)
+ * and paying its fee twice. (The buyer cannot be charged twice: the Soroban auth entry carries a
+ * nonce, so the signed transfer executes at most once on the ledger.) So the pool falls through
+ * only when the request provably never arrived: the backend could not be reached at all
+ * (connection refused, name not resolved). Any answer with an error status stops there too, 5xx
+ * included: a 502 or 504 from a gateway may come after the facilitator behind it submitted. So do
+ * a timeout, a connection broken mid-answer and a body that is not a settle result. The pool
+ * stops at that backend and the journal marks the entry indeterminate.
  */
-export const settleMayFallThrough = (failure: BackendFailure): boolean =>
-  failure.kind === "Unreachable" || failure.kind === "HttpStatus"
+export const settleMayFallThrough = (failure: BackendFailure): boolean => failure.kind === "Unreachable"
 
 /** Failures that say the backend itself is unwell (rather than that it refused one request). */
 const marksUnhealthy = (failure: BackendFailure) =>
