@@ -243,6 +243,29 @@ const parsePort = (value: string, field: string): Either.Either<number, ConfigEr
     : Either.left(new ConfigError(field, `expected a port number 0-65535, got "${value}"`))
 }
 
+const WILDCARD_HOSTS = new Set(["0.0.0.0", "::", ""])
+/** A host to connect to for a server listening on `host`: a wildcard bind is reached on loopback. */
+export const reachableHost = (host: string) => (WILDCARD_HOSTS.has(host) ? "127.0.0.1" : host)
+
+/** The bundled demo catalog lists the vertical at its defaults; it is moved to where it really runs. */
+const DEMO_VERTICAL_PREFIX = "http://127.0.0.1:4021/stellar-intel/"
+
+const verticalOrigin = (vertical: VerticalConfig) =>
+  vertical.publicUrl ?? `http://${reachableHost(vertical.host)}:${vertical.port}`
+
+const placeDemoVertical = (entries: ReadonlyArray<CatalogEntry>, vertical: VerticalConfig): ReadonlyArray<CatalogEntry> => {
+  const origin = verticalOrigin(vertical)
+  return entries.map((entry) =>
+    entry.resource.url.startsWith(DEMO_VERTICAL_PREFIX)
+      ? {
+          ...entry,
+          resource: { ...entry.resource, url: `${origin}/${vertical.name}/${entry.resource.url.slice(DEMO_VERTICAL_PREFIX.length)}` },
+          provider: { ...entry.provider, url: origin }
+        }
+      : entry
+  )
+}
+
 /**
  * Reads the file named by `--config` or SEXTANT_CONFIG (embedded defaults without one), applies
  * PORT / HOST / DATABASE_URL, loads the catalog and checks the cross-field rules.
@@ -257,12 +280,15 @@ export const loadConfig = (
     const baseDir = configPath === undefined ? process.cwd() : dirname(resolve(configPath))
     const catalog =
       file.catalog === null
-        ? yield* decodeCatalog(demoCatalog, "catalog (bundled demo)")
+        ? placeDemoVertical(yield* decodeCatalog(demoCatalog, "catalog (bundled demo)"), file.vertical)
         : typeof file.catalog === "string"
           ? yield* decodeCatalog(yield* readJson(resolve(baseDir, file.catalog), "catalog"), "catalog")
           : file.catalog
+    // The vertical this process runs is its own: its origin is always probed, even on loopback.
+    const ownVertical = file.vertical.enabled && file.vertical.port !== 0 ? [verticalOrigin(file.vertical)] : []
     const config: Config = {
       ...file,
+      probes: { ...file.probes, trustedOrigins: [...new Set([...file.probes.trustedOrigins, ...ownVertical])] },
       host: env.HOST ?? file.host,
       port: env.PORT !== undefined ? yield* parsePort(env.PORT, "PORT") : file.port,
       database: env.DATABASE_URL ?? file.database,

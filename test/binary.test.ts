@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { mkdtempSync, readdirSync } from "node:fs"
+import { mkdtempSync, readdirSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 
@@ -41,7 +41,15 @@ describe("single binary", () => {
   test("serves /health/live and /openapi.json from an empty folder, creating its store there", async () => {
     expect(readdirSync(workDir)).toEqual([])
     const port = freePort()
-    server = Bun.spawn([binary, "serve"], {
+    // Only the vertical's port is moved off its default (another test or process may hold 4021);
+    // everything else is the embedded defaults, with the store created in the empty folder.
+    const configDir = mkdtempSync(join(tmpdir(), "sextant-binary-config-"))
+    const vertical = freePort()
+    writeFileSync(
+      join(configDir, "config.json"),
+      JSON.stringify({ vertical: { port: vertical } })
+    )
+    server = Bun.spawn([binary, "serve", "--config", join(configDir, "config.json")], {
       cwd: workDir,
       env: { PATH: process.env.PATH ?? "", PORT: String(port) },
       stdout: "ignore",

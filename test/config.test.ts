@@ -65,6 +65,16 @@ describe("config", () => {
     expect(config).toMatchObject({ port: 6001, host: "::1", database: ":memory:" })
   })
 
+  test("the demo catalog follows the vertical to where it runs, and its origin is always probed", () => {
+    const path = writeConfig("vertical.json", { vertical: { port: 5555, name: "intel" } })
+    const config = Either.getOrThrow(loadConfig(path, {}))
+    const inspect = config.catalog.find((e) => e.resource.id === "stellar-intel.rwa.inspect")!
+    expect(inspect.resource.url).toBe("http://127.0.0.1:5555/intel/v1/rwa/inspect")
+    expect(config.probes.trustedOrigins).toContain("http://127.0.0.1:5555")
+    const others = config.catalog.filter((e) => e.provider.id !== "stellar-intel")
+    for (const e of others) expect(e.resource.url).not.toContain(":5555")
+  })
+
   test("a catalog path is read relative to the config file", () => {
     writeConfig("catalog.json", [entry("10000", 0.001)])
     const config = Either.getOrThrow(loadConfig(writeConfig("with-catalog.json", { catalog: "catalog.json" }), {}))

@@ -2,7 +2,7 @@ import { HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { getNetworkPassphrase } from "@x402/stellar"
 import { Context, Effect, Layer } from "effect"
-import type { Config } from "../config.js"
+import { type Config, reachableHost } from "../config.js"
 import { Paywall, type PaymentsStatus } from "./Paywall.js"
 import { StellarData } from "./StellarData.js"
 import { verticalApp } from "./VerticalApp.js"
@@ -21,9 +21,6 @@ export interface VerticalServerApi {
  * buyer has paid. 255 is Bun's maximum.
  */
 const IDLE_TIMEOUT_SECONDS = 255
-
-const WILDCARD_HOSTS = new Set(["0.0.0.0", "::", ""])
-const reachableHost = (host: string) => (WILDCARD_HOSTS.has(host) ? "127.0.0.1" : host)
 
 /** Null in config means this service's own facilitator endpoints, on the service's host and port. */
 export const facilitatorUrlFor = (config: Pick<Config, "host" | "port" | "vertical">): string =>
