@@ -195,6 +195,7 @@ describe("settlement pipeline", () => {
         scheme: yield* settle(body(payments.cheap, { servicePolicy: { schemes: ["upto"] } })),
         denied: yield* settle(body(payments.cheap, { servicePolicy: { denyProviders: ["alpha"] } })),
         badPolicy: yield* settle(body(payments.cheap, { servicePolicy: { maxPricePerRequestUsd: -1 } })),
+        misspelledPolicy: yield* settle(body(payments.cheap, { servicePolicy: { maxPriceperRequestUsd: 0.0005 } })),
         neverProbed: yield* settle(body(payments.neverProbed)),
         unknownPayee: yield* settle(body(payments.unknownPayee)),
         noChallenge: yield* settle(body(payments.noChallenge)),
@@ -210,6 +211,9 @@ describe("settlement pipeline", () => {
     expect(errorOf(out.denied)).toMatchObject({ error: "POLICY_DENIED", code: "PROVIDER_DENIED" })
     expect(errorOf(out.badPolicy)).toMatchObject({ error: "BAD_REQUEST" })
     expect(errorOf(out.badPolicy)?.message).toContain("servicePolicy")
+    // A misspelled limit is refused, not dropped: dropped, the payment would settle without it.
+    expect(errorOf(out.misspelledPolicy)).toMatchObject({ error: "BAD_REQUEST" })
+    expect(errorOf(out.misspelledPolicy)?.message).toContain("paymentRequirements.servicePolicy.maxPriceperRequestUsd")
     expect(errorOf(out.neverProbed)).toMatchObject({ error: "POLICY_DENIED", code: "NO_VERIFICATION_EVIDENCE" })
     expect(errorOf(out.unknownPayee)).toMatchObject({ error: "POLICY_DENIED", code: "NO_VERIFICATION_EVIDENCE" })
     expect(errorOf(out.noChallenge)).toMatchObject({ error: "POLICY_DENIED", code: "PAYEE_NOT_VERIFIED" })

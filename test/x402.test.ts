@@ -107,6 +107,15 @@ describe("x402 endpoints over HTTP", () => {
     expect(error.message).toContain("maxPricePerRequestUsd")
   })
 
+  test("an unknown servicePolicy field is a 400 naming it, not a limit silently dropped", async () => {
+    const requirements = exactRequirements({ payTo: NOT_IN_CATALOG })
+    const body = settleBody(await buildExactPayment(requirements), requirements, { servicePolicy: { maxPriceperRequestUsd: 0.0001 } })
+    const { status, body: error } = await request(`${server.url}/x402/settle`, { method: "POST", headers: auth, json: body })
+    expect(status).toBe(400)
+    expect(error.message).toContain("maxPriceperRequestUsd")
+    expect(backend.calls("/settle")).toBe(0)
+  })
+
   test("/x402/facilitators shows each backend's health and capability count, never its apiKey", async () => {
     const { status, body } = await request(`${server.url}/x402/facilitators`, { headers: auth })
     expect(status).toBe(200)

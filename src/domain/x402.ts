@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { AgentPolicy } from "./policy.js"
-import { BaseUnits, ContractId, PaymentScheme, StellarNetwork } from "./stellar.js"
+import { BaseUnits, ContractId, PaymentScheme, StellarAddress, StellarNetwork } from "./stellar.js"
 
 export const SupportedAsset = Schema.Struct({
   network: StellarNetwork,
@@ -92,13 +92,26 @@ export const SettleResponse = Schema.Struct(
 
 /**
  * A per-request buyer policy carried inside paymentRequirements on `/x402/settle`: the SPEC names
- * `maxPricePerRequestUsd`; settlement honours every AgentPolicy field.
+ * `maxPricePerRequestUsd`; settlement honours every AgentPolicy field. Unknown fields are refused
+ * whatever the caller's parse options: a misspelled limit silently dropped would let the payment
+ * settle without it.
  */
-export const ServicePolicy = Schema.Struct(AgentPolicy.fields, Passthrough).annotations({ identifier: "ServicePolicy" })
+export const ServicePolicy = AgentPolicy.annotations({
+  identifier: "ServicePolicy",
+  parseOptions: { errors: "all", onExcessProperty: "error" }
+})
 
+/**
+ * The requirements of a settle: stock fields, those settlement judges read strictly (a Stellar
+ * payee, an amount in base units), and this service's own two, which are never forwarded.
+ */
 export const SettleRequirements = Schema.Struct(
   {
     ...PaymentRequirements.fields,
+    payTo: StellarAddress,
+    amount: BaseUnits,
+    /** The authorised ceiling of an `upto` payment. */
+    maxAmount: Schema.optional(BaseUnits),
     /** Optional: a stock resource server sends no proprietary field; when given it must equal `amount` at 7 decimals. */
     amountUsd: Schema.optional(Schema.Number.pipe(Schema.finite(), Schema.nonNegative())),
     servicePolicy: Schema.optional(ServicePolicy)
@@ -106,10 +119,19 @@ export const SettleRequirements = Schema.Struct(
   Passthrough
 ).annotations({ identifier: "SettleRequirements" })
 
+/** A Stellar payment payload: the signed transaction envelope, base64 XDR. */
+export const SettlePaymentPayload = Schema.Struct(
+  {
+    ...PaymentPayload.fields,
+    payload: Schema.Struct({ transaction: Schema.String.pipe(Schema.minLength(1)) }, Passthrough)
+  },
+  Passthrough
+).annotations({ identifier: "SettlePaymentPayload" })
+
 export const SettleRequest = Schema.Struct(
   {
     x402Version: Schema.Int,
-    paymentPayload: PaymentPayload,
+    paymentPayload: SettlePaymentPayload,
     paymentRequirements: SettleRequirements
   },
   Passthrough

@@ -11,7 +11,7 @@ import {
   type TooManyRequests,
   Unprocessable
 } from "../domain/errors.js"
-import { type FacilitatorRequest, SettleResponse, type SettlementRecord } from "../domain/x402.js"
+import { type SettleRequest, SettleResponse, type SettlementRecord } from "../domain/x402.js"
 import { policyContext } from "../policy/evaluate.js"
 import { canonicalize } from "../receipts/canonicalJson.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
@@ -25,8 +25,11 @@ import { decodeTransfer } from "./transfer.js"
 type SettleAnswer = typeof SettleResponse.Type
 
 export interface SettleInput {
-  /** The stock body `{x402Version, paymentPayload, paymentRequirements}`, plus this service's optional fields. */
-  readonly body: FacilitatorRequest
+  /**
+   * The stock body `{x402Version, paymentPayload, paymentRequirements}`, plus this service's
+   * optional fields; decoded here with the same SettleRequest schema the HTTP layer uses.
+   */
+  readonly body: unknown
   /** The `Idempotency-Key` header, when sent. */
   readonly idempotencyKey: string | undefined
   /** The API key's principal; null in open mode, where the payer address is the principal. */
@@ -48,7 +51,7 @@ const contentHash = (value: unknown) =>
  * This service's own fields are taken out of paymentRequirements before forwarding, so a backend
  * receives the stock body; the payment payload itself goes as signed.
  */
-const stockBody = (body: FacilitatorRequest): FacilitatorRequest => {
+const stockBody = (body: SettleRequest) => {
   const { amountUsd: _amountUsd, servicePolicy: _servicePolicy, ...requirements } = body.paymentRequirements
   return { ...body, paymentRequirements: requirements }
 }
@@ -158,7 +161,7 @@ const make = Effect.gen(function* () {
    * fiber the caller only joins): an entry left `pending` would only be resolved, as
    * indeterminate, by the next restart. The backend timeouts inside still apply.
    */
-  const forward = (id: string, body: FacilitatorRequest, network: string, scheme: string, payTo: string) =>
+  const forward = (id: string, body: SettleRequest, network: string, scheme: string, payTo: string) =>
     Effect.gen(function* () {
       const outcome = yield* pool.settle(stockBody(body), network, scheme)
       const { completion, answer } = conclude(id, outcome)
@@ -191,13 +194,13 @@ const make = Effect.gen(function* () {
    */
   const settle = (input: SettleInput): Effect.Effect<SettleAnswer, SettleError> =>
     Effect.gen(function* () {
-      const paymentHash = yield* contentHash(input.body.paymentPayload)
-      const requestHash = yield* contentHash(input.body)
+      const { request, terms, transactionXdr } = yield* readSettleRequest(input.body, config.asset.assetContract)
+      const paymentHash = yield* contentHash(request.paymentPayload)
+      const requestHash = yield* contentHash(request)
       const idempotencyKey = input.idempotencyKey ?? paymentHash
       const earlier = yield* Effect.orDie(journal.find(idempotencyKey, paymentHash))
       if (Option.isSome(earlier)) return yield* replay(earlier.value.row, requestHash, earlier.value.byKey)
 
-      const { terms, transactionXdr } = yield* readSettleRequest(input.body, config.asset.assetContract)
       const transfer = yield* decodeTransfer(transactionXdr, terms.network)
       yield* pool.checkKind(terms.network, terms.scheme)
 
@@ -246,7 +249,7 @@ const make = Effect.gen(function* () {
         case "Refused":
           return yield* Effect.fail(reservation.error)
         case "Reserved":
-          return yield* forward(id, input.body, terms.network, terms.scheme, terms.payTo)
+          return yield* forward(id, request, terms.network, terms.scheme, terms.payTo)
       }
     })
 
