@@ -171,10 +171,30 @@ const decodeOptions = { errors: "first", onExcessProperty: "error" } as const
 const fieldPath = (path: ReadonlyArray<PropertyKey>) =>
   path.length === 0 ? "(root)" : path.map((p) => (typeof p === "number" ? `[${p}]` : String(p))).join(".").replace(/\.\[/g, "[")
 
+/** Fields whose values are secrets: a schema message would quote the value, so it is replaced. */
+const SECRET_FIELDS = new Set(["apiKey", "hmacSecret", "facilitatorApiKey", "database"])
+
 export const firstIssue = (error: ParseResult.ParseError, prefix = ""): ConfigError => {
   const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
-  const field = fieldPath(issue?.path ?? [])
-  return new ConfigError(prefix ? (field === "(root)" ? prefix : `${prefix}.${field}`) : field, issue?.message ?? "invalid")
+  const path = issue?.path ?? []
+  const field = fieldPath(path)
+  const secret = path.some((p) => SECRET_FIELDS.has(String(p)))
+  const message = secret ? "invalid value (not shown: it may be a secret)" : (issue?.message ?? "invalid")
+  return new ConfigError(prefix ? (field === "(root)" ? prefix : `${prefix}.${field}`) : field, message)
+}
+
+/** A Postgres URL must parse; the message never repeats it, since it carries a password. */
+const checkDatabase = (database: string): ConfigError | undefined => {
+  if (!/^postgres(ql)?:/.test(database)) return undefined
+  try {
+    const url = new URL(database)
+    if (url.hostname === "" || url.pathname.length <= 1) {
+      return new ConfigError("database", "a postgres URL needs a host and a database name: postgres://user:password@host:5432/db")
+    }
+    return undefined
+  } catch {
+    return new ConfigError("database", "not a valid postgres URL (expected postgres://user:password@host:5432/db; value not shown)")
+  }
 }
 
 export const decodeConfigFile = (input: unknown): Either.Either<ConfigFile, ConfigError> =>
@@ -216,6 +236,8 @@ export const checkConsistency = (config: Config): ConfigError | undefined => {
       }
     }
   }
+  const database = checkDatabase(config.database)
+  if (database) return database
   if (config.asset.network !== config.network) {
     return new ConfigError("asset.network", `asset is on ${config.asset.network} but the service runs on ${config.network}`)
   }

@@ -97,6 +97,15 @@ describe("config", () => {
     })
   }
 
+  test("secrets never appear in config errors", () => {
+    const badUrl = loadConfig(undefined, { DATABASE_URL: "postgres://user:SuperSecretPw@host:99999/db" })
+    expect(Either.isLeft(badUrl) && badUrl.left.line).toStartWith("config error: database:")
+    expect(JSON.stringify(badUrl)).not.toContain("SuperSecretPw")
+    const badKey = loadConfig(writeConfig("key.json", { facilitators: [{ id: "a", url: "http://127.0.0.1:1", apiKey: 12345 }] }), {})
+    expect(Either.isLeft(badKey) && badKey.left.line).toStartWith("config error: facilitators[0].apiKey:")
+    expect(JSON.stringify(badKey)).not.toContain("12345")
+  })
+
   test("a bad PORT is named", () => {
     const result = loadConfig(undefined, { PORT: "eighty" })
     expect(Either.isLeft(result) && result.left.line).toContain("PORT")
