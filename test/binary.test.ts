@@ -38,17 +38,14 @@ afterAll(() => {
 })
 
 describe("single binary", () => {
-  test("serves /health/live and /openapi.json from an empty folder, creating its store there", async () => {
+  test("serves /health/live and /openapi.json from an empty folder, creating its store there, and verifies its receipts", async () => {
     expect(readdirSync(workDir)).toEqual([])
     const port = freePort()
     // Only the vertical's port is moved off its default (another test or process may hold 4021);
     // everything else is the embedded defaults, with the store created in the empty folder.
     const configDir = mkdtempSync(join(tmpdir(), "sextant-binary-config-"))
     const vertical = freePort()
-    writeFileSync(
-      join(configDir, "config.json"),
-      JSON.stringify({ vertical: { port: vertical } })
-    )
+    writeFileSync(join(configDir, "config.json"), JSON.stringify({ vertical: { port: vertical } }))
     server = Bun.spawn([binary, "serve", "--config", join(configDir, "config.json")], {
       cwd: workDir,
       env: { PATH: process.env.PATH ?? "", PORT: String(port) },
@@ -67,6 +64,36 @@ describe("single binary", () => {
     const resources = (await (await fetch(`http://127.0.0.1:${port}/v1/resources`)).json()) as any
     expect(resources.resources.length).toBeGreaterThan(0)
     expect(readdirSync(join(workDir, "data"))).toContain("sextant.db")
+
+    // The bundled vertical is probed at start; once it is verified a purchase can be receipted,
+    // and the binary's own `receipt verify` checks that receipt offline.
+    let verified = false
+    for (let i = 0; i < 100 && !verified; i++) {
+      const detail = (await (await fetch(`http://127.0.0.1:${port}/v1/resources/stellar-intel.rwa.inspect`)).json()) as any
+      verified = detail.resource.status === "PAYMENT_VERIFIED"
+      if (!verified) await Bun.sleep(100)
+    }
+    expect(verified).toBe(true)
+    const created = await fetch(`http://127.0.0.1:${port}/v1/receipts`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        request: { capability: "rwa.inspect" },
+        payment: { network: "stellar:testnet", scheme: "exact", asset: "CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA", amount: "10000" },
+        response: { status: 200, body: "{}" }
+      })
+    })
+    expect(created.status).toBe(200)
+    const receipt = (await created.json()) as any
+    const receiptFile = join(configDir, "receipt.json")
+    writeFileSync(receiptFile, JSON.stringify(receipt))
+    const verify = (file: string) => Bun.spawn([binary, "receipt", "verify", file], { cwd: workDir, stdout: "pipe", stderr: "ignore" })
+    const valid = verify(receiptFile)
+    expect(await valid.exited).toBe(0)
+    expect(JSON.parse(await new Response(valid.stdout).text())).toMatchObject({ valid: true, algorithm: "ed25519" })
+    writeFileSync(receiptFile, JSON.stringify({ ...receipt, payment: { ...receipt.payment, amount: "1" } }))
+    expect(await verify(receiptFile).exited).toBe(1)
+
     server.kill()
     await server.exited
   })
