@@ -147,6 +147,31 @@ describe("settlement pipeline", () => {
     expect(forwarded.paymentRequirements.payTo).toBe(VERIFIED)
   })
 
+  test("one signed transaction is one payment whatever wrapper carries it: forwarded once, every wrapper answered alike", async () => {
+    const a = fixture()
+    const p = await pay(VERIFIED)
+    const signed = body(p) as unknown as { paymentPayload: Record<string, unknown> & { payload: { transaction: string } } }
+    const rewrap = (payload: Record<string, unknown>) => ({ ...signed, paymentPayload: { ...signed.paymentPayload, ...payload } }) as unknown as FacilitatorRequest
+    const wrappers = [
+      signed as unknown as FacilitatorRequest,
+      rewrap({ resource: { url: "http://127.0.0.1:9/elsewhere" } }),
+      rewrap({ extensions: {} }),
+      rewrap({ payload: { transaction: `${signed.paymentPayload.payload.transaction}\n ` } })
+    ]
+    const out = await run([{ id: "a", url: a.url }], Effect.gen(function* () {
+      const answers = []
+      for (const wrapper of wrappers) answers.push(yield* settle(wrapper))
+      // Under an Idempotency-Key too: the key is new, the payment is not.
+      answers.push(yield* settle(wrappers[1]!, "fresh-key"))
+      return { answers, journal: yield* rows }
+    }))
+    const first = Either.getOrThrow(out.answers[0]!)
+    expect(first).toMatchObject({ success: true })
+    for (const answer of out.answers) expect(answer).toEqual(Either.right(first))
+    expect(a.calls("/settle")).toBe(1)
+    expect(out.journal).toHaveLength(1)
+  })
+
   test("payloads that would pay more, someone else or in another asset are refused before any backend call", async () => {
     const a = fixture()
     const overAmount = await pay(VERIFIED, { transfer: { amount: "20000" } })

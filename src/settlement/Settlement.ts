@@ -20,7 +20,7 @@ import { FacilitatorPool, type SettleOutcome } from "../x402/FacilitatorPool.js"
 import { readSettleRequest } from "./request.js"
 import { paymentDenial, paymentOption, payeeDenial, transferMismatch, worstCaseUnits } from "./rules.js"
 import { type Completion, type JournalRow, SettlementJournal, storedAnswer, toRecord } from "./SettlementJournal.js"
-import { decodeTransfer } from "./transfer.js"
+import { decodePayment } from "./transfer.js"
 
 type SettleAnswer = typeof SettleResponse.Type
 
@@ -40,10 +40,10 @@ export type SettleError = BadRequest | PolicyDenied | Conflict | Unprocessable |
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
 
-/** sha256 of the canonical JSON, so key order and whitespace do not make two payloads differ. */
+/** sha256 of the canonical JSON, so key order and whitespace do not make two requests differ. */
 const contentHash = (value: unknown) =>
   Either.mapBoth(canonicalize(value), {
-    onLeft: (e) => new BadRequest({ error: "BAD_REQUEST", message: `the payment cannot be hashed: ${e.message}` }),
+    onLeft: (e) => new BadRequest({ error: "BAD_REQUEST", message: `the request cannot be hashed: ${e.message}` }),
     onRight: sha256
   })
 
@@ -188,20 +188,25 @@ const make = Effect.gen(function* () {
    * journal transaction (idempotency, spend window, fee budget, `pending` entry) -> backends with
    * failover -> `settled` / `failed` / `indeterminate` -> answer.
    *
-   * A repeat of a journaled request is answered first, before any other step: it gets the stored
-   * answer (or 409) whatever the backends' health, the budgets or the evidence are now, and never
-   * reserves budget twice. The journal transaction looks again, for repeats that race.
+   * The payment is identified by its decoded transaction, so the body's shape and the transaction
+   * are read first; then a repeat of a journaled request is answered before any other step: it
+   * gets the stored answer (or 409) whatever the backends' health, the budgets or the evidence are
+   * now, and never reserves budget twice. The journal transaction looks again, for repeats that race.
    */
   const settle = (input: SettleInput): Effect.Effect<SettleAnswer, SettleError> =>
     Effect.gen(function* () {
       const { request, terms, transactionXdr } = yield* readSettleRequest(input.body, config.asset.assetContract)
-      const paymentHash = yield* contentHash(request.paymentPayload)
-      const requestHash = yield* contentHash(request)
-      const idempotencyKey = input.idempotencyKey ?? paymentHash
-      const earlier = yield* Effect.orDie(journal.find(idempotencyKey, paymentHash))
+      const { paymentId, transfer } = yield* decodePayment(transactionXdr, terms.network)
+      // What is asked of this payment: a repeat must ask the same, whatever wrapper it comes in.
+      const requestHash = yield* contentHash({
+        x402Version: request.x402Version,
+        paymentId,
+        paymentRequirements: request.paymentRequirements
+      })
+      const idempotencyKey = input.idempotencyKey ?? paymentId
+      const earlier = yield* Effect.orDie(journal.find(idempotencyKey, paymentId))
       if (Option.isSome(earlier)) return yield* replay(earlier.value.row, requestHash, earlier.value.byKey)
 
-      const transfer = yield* decodeTransfer(transactionXdr, terms.network)
       yield* pool.checkKind(terms.network, terms.scheme)
 
       const nowMs = yield* Clock.currentTimeMillis
@@ -226,7 +231,7 @@ const make = Effect.gen(function* () {
           {
             id,
             idempotencyKey,
-            paymentHash,
+            paymentId,
             requestHash,
             principal: input.principal ?? transfer.from,
             payer: transfer.from,

@@ -20,7 +20,9 @@ export interface StoredAnswer {
 export interface NewEntry {
   readonly id: string
   readonly idempotencyKey: string
-  readonly paymentHash: string
+  /** The signed transaction's hash (see `decodePayment`), kept in the `payment_hash` column. */
+  readonly paymentId: string
+  /** Hash of what was asked of the payment: its id and the requirements. */
   readonly requestHash: string
   readonly principal: string
   readonly payer: string
@@ -107,8 +109,8 @@ const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
 
   /** The entry journaled under this idempotency key, else the one for this signed payment. */
-  const find = (idempotencyKey: string, paymentHash: string) =>
-    sql<JournalRow>`SELECT * FROM settlements WHERE idempotency_key = ${idempotencyKey} OR payment_hash = ${paymentHash}`.pipe(
+  const find = (idempotencyKey: string, paymentId: string) =>
+    sql<JournalRow>`SELECT * FROM settlements WHERE idempotency_key = ${idempotencyKey} OR payment_hash = ${paymentId}`.pipe(
       Effect.map((rows) => {
         const byKey = rows.find((r) => r.idempotency_key === idempotencyKey)
         const row = byKey ?? rows[0]
@@ -131,7 +133,7 @@ const make = Effect.gen(function* () {
     sql.withTransaction(
       Effect.gen(function* () {
         yield* sql`UPDATE settlement_budget_lock SET version = version + 1 WHERE id = 1`
-        const existing = yield* find(entry.idempotencyKey, entry.paymentHash)
+        const existing = yield* find(entry.idempotencyKey, entry.paymentId)
         if (Option.isSome(existing)) return { _tag: "Existing", ...existing.value } satisfies Reservation
 
         const since = nowMs - budgets.windowSeconds * 1000
@@ -165,7 +167,7 @@ const make = Effect.gen(function* () {
 
         yield* sql`INSERT INTO settlements (id, idempotency_key, payment_hash, request_hash, state, principal, payer,
             network, scheme, asset, pay_to, amount, worst_case_units, fee_stroops, errors_json, created_at_ms, updated_at_ms)
-          VALUES (${entry.id}, ${entry.idempotencyKey}, ${entry.paymentHash}, ${entry.requestHash}, 'pending',
+          VALUES (${entry.id}, ${entry.idempotencyKey}, ${entry.paymentId}, ${entry.requestHash}, 'pending',
             ${entry.principal}, ${entry.payer}, ${entry.network}, ${entry.scheme}, ${entry.asset}, ${entry.payTo},
             ${entry.amount}, ${Number(entry.worstCaseUnits)}, ${Number(entry.feeStroops)}, '[]', ${nowMs}, ${nowMs})`
         return { _tag: "Reserved" } satisfies Reservation

@@ -29,12 +29,23 @@ const i128 = (value: xdr.ScVal): bigint | null => {
   return typeof native === "bigint" ? native : null
 }
 
+/** A Stellar `exact` payment as this service identifies and judges it. */
+export interface DecodedPayment {
+  /**
+   * The signed transaction's hash for the network (hex): what identifies the payment. It is
+   * computed from the decoded transaction, so every wrapper of one signed transaction (another
+   * `resource`, added `extensions`, whitespace or line breaks in the base64) is the same payment.
+   */
+  readonly paymentId: string
+  readonly transfer: Transfer
+}
+
 /**
  * Reads the transfer out of a Stellar `exact` payload's transaction (base64 envelope XDR) without
  * trusting anything else the request says. The shape is the one the x402 Stellar scheme builds and
  * its facilitators accept: one InvokeHostFunction operation calling `transfer` with three arguments.
  */
-export const decodeTransfer = (transactionXdr: string, network: StellarNetwork): Either.Either<Transfer, BadRequest> => {
+export const decodePayment = (transactionXdr: string, network: StellarNetwork): Either.Either<DecodedPayment, BadRequest> => {
   let transaction: Transaction
   try {
     transaction = new Transaction(transactionXdr, getNetworkPassphrase(network))
@@ -62,5 +73,8 @@ export const decodeTransfer = (transactionXdr: string, network: StellarNetwork):
   if (from === null || to === null || amount === null) {
     return Either.left(malformed("the transfer's arguments must be two addresses and an i128 amount"))
   }
-  return Either.right({ asset: Address.fromScAddress(call.contractAddress()).toString(), from, to, amount })
+  return Either.right({
+    paymentId: transaction.hash().toString("hex"),
+    transfer: { asset: Address.fromScAddress(call.contractAddress()).toString(), from, to, amount }
+  })
 }
