@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test"
 import { Either } from "effect"
-import { canonicalBytes, canonicalize } from "../src/receipts/canonicalJson.js"
+import { canonicalBytes, canonicalize, MAX_CANONICAL_DEPTH } from "../src/receipts/canonicalJson.js"
 
 const ok = (value: unknown) => Either.getOrThrow(canonicalize(value))
 const refused = (value: unknown) => {
@@ -128,5 +128,22 @@ describe("canonical JSON (RFC 8785)", () => {
     // The same object twice side by side is not a cycle.
     const shared = { x: 1 }
     expect(ok({ a: shared, b: [shared] })).toBe('{"a":{"x":1},"b":[{"x":1}]}')
+  })
+
+  test(`nesting is bounded at ${MAX_CANONICAL_DEPTH} levels of objects and arrays, so deep input is refused, never a stack overflow`, () => {
+    expect(MAX_CANONICAL_DEPTH).toBe(64)
+    /** `levels` containers, alternating objects and arrays, around a scalar. */
+    const nested = (levels: number) => {
+      let v: unknown = "leaf"
+      for (let i = 0; i < levels; i++) v = i % 2 === 0 ? { k: v } : [v]
+      return v
+    }
+    expect(ok(nested(64))).toBe(`${"[{\"k\":".repeat(32)}"leaf"${"}]".repeat(32)}`)
+    const refusal = refused(nested(65))
+    expect(refusal.reason).toBe("nested deeper than 64 levels")
+    // The path leads to the 65th container: 64 steps through the 64 levels around it.
+    expect(refusal.path.split("/").length - 1).toBe(64)
+    expect(refused({ intent: nested(20_000) }).reason).toBe("nested deeper than 64 levels")
+    expect(refused(nested(200_000)).reason).toBe("nested deeper than 64 levels")
   })
 })

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Database } from "bun:sqlite"
 import { createHash } from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -42,12 +43,21 @@ const purchase = {
 
 describe("receipts over HTTP", () => {
   let server: Awaited<ReturnType<typeof startServer>>
+  let store: Database
   const keyed = { authorization: `Bearer ${API_KEY}` }
+  const post = (json: unknown, headers: Record<string, string> = keyed) =>
+    request(`${server.url}/v1/receipts`, { method: "POST", json, headers })
+  /** Rows naming a transaction, read from the service's own SQLite file. */
+  const rowsFor = (hash: string) => ({
+    receipts: store.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM receipts WHERE transaction_hash = ?").get(hash)?.n,
+    events: store.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM economic_events WHERE transaction_hash = ?").get(hash)?.n
+  })
   beforeAll(async () => {
     const folder = mkdtempSync(join(tmpdir(), "sextant-receipts-http-"))
     const base = testConfig()
     server = await startServer(
       testConfig({
+        database: join(folder, "sextant.db"),
         catalog: catalogFor(fixture),
         probes: { ...base.probes, allowPrivateTargets: true },
         signer: { ed25519KeyFile: join(folder, "signer.key") },
@@ -57,8 +67,43 @@ describe("receipts over HTTP", () => {
     // Real evidence: a live probe of the fixture's x402 challenge makes it eligible.
     const probed = await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "fixture.paid" }, headers: keyed })
     expect(probed.body.outcome).toBe("healthy")
+    store = new Database(join(folder, "sextant.db"), { readonly: true })
   })
-  afterAll(() => server.close())
+  afterAll(async () => {
+    store.close()
+    await server.close()
+  })
+
+  test("a payment that contradicts the resource's option is refused and neither stored nor counted", async () => {
+    // The review's case: pubnet, an unknown asset and a made-up hash for a testnet USDC resource.
+    const forged = { network: "stellar:pubnet", scheme: "exact", asset: "NOT-AN-ASSET", amount: FIXTURE_AMOUNT }
+    const badHash = await post({ ...purchase, payment: { ...forged, transactionHash: "not-a-real-tx" } })
+    expect(badHash).toMatchObject({ status: 400, body: { error: "INVALID_REQUEST" } })
+    expect(badHash.body.message).toContain("payment.transactionHash")
+    const upperHash = await post({ ...purchase, payment: { ...purchase.payment, transactionHash: "D".repeat(64) } })
+    expect(upperHash.status).toBe(400)
+
+    const hash = "9".repeat(64)
+    const cases: ReadonlyArray<readonly [Record<string, string>, string]> = [
+      [forged, "payment.network stellar:pubnet disagrees with fixture.paid option 0, whose network is stellar:testnet"],
+      [{ asset: "NOT-AN-ASSET" }, `payment.asset NOT-AN-ASSET disagrees with fixture.paid option 0, whose asset is ${TESTNET_USDC} (USDC)`],
+      [{ scheme: "upto" }, "payment.scheme upto disagrees with fixture.paid option 0, whose scheme is exact"],
+      [{ amount: "10001" }, "payment.amount 10001 disagrees with fixture.paid option 0, which charges at most 10000"],
+      [{ maxAmount: "10001" }, "payment.maxAmount 10001 disagrees with fixture.paid option 0, which charges at most 10000"]
+    ]
+    for (const [change, message] of cases) {
+      const refused = await post({ ...purchase, payment: { ...purchase.payment, ...change, transactionHash: hash } })
+      expect(refused).toEqual(expect.objectContaining({ status: 422, body: { error: "PAYMENT_MISMATCH", message } }))
+    }
+    expect(rowsFor(hash)).toEqual({ receipts: 0, events: 0 })
+    const resource = await request(`${server.url}/v1/resources/fixture.paid`)
+    expect(resource.body.resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
+
+    // The configured symbol names the configured contract, and a lower amount fits an exact price.
+    const bySymbol = await post({ ...purchase, payment: { ...purchase.payment, asset: "USDC", amount: "9000", transactionHash: undefined } })
+    expect(bySymbol.status).toBe(200)
+    expect(bySymbol.body.payment).toMatchObject({ asset: "USDC", amount: "9000", maxAmount: "9000", transactionHash: null })
+  })
 
   test("POST /v1/receipts answers a signed receipt that verifies offline, and GET returns it unchanged", async () => {
     const created = await request(`${server.url}/v1/receipts`, { method: "POST", json: purchase, headers: keyed })
@@ -98,9 +143,28 @@ describe("receipts over HTTP", () => {
     }
   })
 
+  test("receipts naming one transaction are each signed and stored, but the transaction counts once", async () => {
+    const metrics = async () => (await request(`${server.url}/v1/resources/fixture.paid/metrics`)).body.transactionSuccessRate
+    const paid = (hash: string, status: number) => ({ ...purchase, payment: { ...purchase.payment, transactionHash: hash }, response: { status, body: "x" } })
+    const hash = "3".repeat(64)
+    const first = await post(paid(hash, 200))
+    expect(first.status).toBe(200)
+    const rate = await metrics()
+    expect(rate).toBeGreaterThan(0)
+    // A repeat that claims the call failed would lower the success rate if it counted.
+    const repeat = await post(paid(hash, 502))
+    expect(repeat.status).toBe(200)
+    expect(repeat.body.receiptId).not.toBe(first.body.receiptId)
+    expect(verifyReceipt(repeat.body).valid).toBe(true)
+    expect((await request(`${server.url}/v1/receipts/${repeat.body.receiptId}`)).body).toEqual(repeat.body)
+    expect(rowsFor(hash)).toEqual({ receipts: 2, events: 1 })
+    expect(await metrics()).toBe(rate)
+    // A failed call under a new transaction does count.
+    expect((await post(paid("4".repeat(64), 502))).status).toBe(200)
+    expect(await metrics()).toBeLessThan(rate)
+  })
+
   test("creation needs the API key when keys are configured; bad purchases are 400 and ineligible ones 422", async () => {
-    const post = (json: unknown, headers: Record<string, string> = keyed) =>
-      request(`${server.url}/v1/receipts`, { method: "POST", json, headers })
     expect((await post(purchase, {})).status).toBe(401)
 
     const noHash = await post({ ...purchase, response: { status: 200 } })
@@ -110,6 +174,13 @@ describe("receipts over HTTP", () => {
     const badAmount = await post({ ...purchase, payment: { ...purchase.payment, amount: "0.5" } })
     expect(badAmount.status).toBe(400)
     expect(badAmount.body.message).toContain("amount")
+
+    // Nesting that would overflow a recursive serialiser is refused, not answered with a 500.
+    let deep: unknown = "issuer check"
+    for (let i = 0; i < 20_000; i++) deep = { intent: deep }
+    const tooDeep = await post({ ...purchase, request: { ...purchase.request, intent: deep } })
+    expect(tooDeep.status).toBe(400)
+    expect(tooDeep.body.error).toEqual(expect.any(String))
 
     const notOffered = await post({ ...purchase, resourceId: "fixture.unprobed" })
     expect(notOffered).toMatchObject({ status: 422, body: { error: "NO_ELIGIBLE_PROVIDER" } })

@@ -6,6 +6,7 @@ import { createPublicKey, generateKeyPairSync, verify as cryptoVerify, sign as c
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { TESTNET_USDC } from "../src/config.js"
 import { BadRequest, NotFound, Unprocessable } from "../src/domain/errors.js"
 import type { CommerceReceipt, CreateReceiptRequest } from "../src/domain/receipts.js"
 import { verifyReceipt } from "../src/receipts/receipt.js"
@@ -43,6 +44,8 @@ const runtime = ManagedRuntime.make(receiptServiceLayer(join(folder, "sextant.db
 afterAll(() => runtime.dispose())
 
 const create = (request: CreateReceiptRequest) => runtime.runPromise(Effect.flatMap(ReceiptService, (s) => s.create(request)))
+const receiptCount = () =>
+  runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: number }>`SELECT COUNT(*) AS n FROM receipts`))
 const failure = <A, E>(effect: Effect.Effect<A, E, ReceiptService>) => runtime.runPromise(Effect.flip(effect))
 
 describe("receipts: building, signing, storing", () => {
@@ -160,10 +163,10 @@ describe("receipts: building, signing, storing", () => {
         resourceId: "stellar-intel.rwa.inspect",
         payment: {
           network: "stellar:testnet",
-          scheme: "upto",
-          asset: "USDC",
+          scheme: "exact",
+          asset: TESTNET_USDC,
           amount: "10000",
-          maxAmount: "20000",
+          maxAmount: "10000",
           transactionHash: "a".repeat(64)
         },
         response: { status: 200, bodySha256: "b".repeat(64) }
@@ -175,7 +178,7 @@ describe("receipts: building, signing, storing", () => {
       payTo: "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
     })
     expect(receipt.routing.selectedResourceId).toBe("meridian-rwa.rwa.inspect")
-    expect(receipt.payment).toMatchObject({ maxAmount: "20000", transactionHash: "a".repeat(64) })
+    expect(receipt.payment).toMatchObject({ asset: TESTNET_USDC, maxAmount: "10000", transactionHash: "a".repeat(64) })
     expect(receipt.response.bodySha256).toBe("b".repeat(64))
     expect(events.slice(before)).toEqual([
       {
@@ -207,10 +210,84 @@ describe("receipts: building, signing, storing", () => {
     ])
   })
 
+  test("a payment is matched to the named service's option: the ranked one, or another the constraints allow", async () => {
+    // meridian-rwa.rwa.inspect offers option 0 upto 5000 (ceiling 30000), ranked, and option 1 exact 12000.
+    const meridian = (payment: CreateReceiptRequest["payment"], constraints?: CreateReceiptRequest["request"]["constraints"]) =>
+      purchase({ request: { capability: "rwa.inspect", optimizeFor: "cheapest", constraints }, payment })
+    const upto = await create(
+      meridian({ network: "stellar:testnet", scheme: "upto", asset: TESTNET_USDC, amount: "7000", maxAmount: "30000" })
+    )
+    expect(upto.service).toMatchObject({ resourceId: "meridian-rwa.rwa.inspect", optionIndex: 0 })
+    expect(upto.routing.optionIndex).toBe(0)
+    const exact = await create(meridian({ network: "stellar:testnet", scheme: "exact", asset: "USDC", amount: "12000" }))
+    expect(exact.service).toMatchObject({ resourceId: "meridian-rwa.rwa.inspect", optionIndex: 1 })
+    expect(exact.payment).toMatchObject({ scheme: "exact", asset: "USDC", amount: "12000", maxAmount: "12000" })
+    expect(exact.routing.optionIndex).toBe(0)
+
+    const [before] = await receiptCount()
+    const eventsBefore = events.length
+    const mismatches = await runtime.runPromise(
+      Effect.forEach(
+        [
+          meridian({ network: "stellar:pubnet", scheme: "upto", asset: TESTNET_USDC, amount: "5000", transactionHash: "1".repeat(64) }),
+          meridian({ network: "stellar:testnet", scheme: "upto", asset: "EURC", amount: "5000" }),
+          meridian({ network: "stellar:testnet", scheme: "exact", asset: "USDC", amount: "12001" }),
+          meridian({ network: "stellar:testnet", scheme: "upto", asset: "USDC", amount: "5000", maxAmount: "30001" }),
+          meridian({ network: "stellar:testnet", scheme: "exact", asset: "USDC", amount: "12000" }, { schemes: ["upto"] })
+        ],
+        (request) => Effect.flip(Effect.flatMap(ReceiptService, (s) => s.create(request)))
+      )
+    )
+    for (const error of mismatches) {
+      expect(error).toBeInstanceOf(Unprocessable)
+      expect(error.error).toBe("PAYMENT_MISMATCH")
+    }
+    expect(mismatches.map((e) => e.message)).toEqual([
+      "payment.network stellar:pubnet disagrees with meridian-rwa.rwa.inspect option 0, whose network is stellar:testnet",
+      `payment.asset EURC disagrees with meridian-rwa.rwa.inspect option 0, whose asset is ${TESTNET_USDC} (USDC)`,
+      "payment.amount 12001 disagrees with meridian-rwa.rwa.inspect option 1, which charges at most 12000",
+      "payment.maxAmount 30001 disagrees with meridian-rwa.rwa.inspect option 0, which charges at most 30000",
+      expect.stringMatching(/^the payment fits meridian-rwa\.rwa\.inspect option 1, which the request's constraints refuse: SCHEME_NOT_ALLOWED/)
+    ])
+    const [after] = await receiptCount()
+    expect(Number(after?.n)).toBe(Number(before?.n))
+    expect(events.length).toBe(eventsBefore)
+  })
+
+  test("receipts naming one transaction count it once per resource, and are all signed and stored", async () => {
+    const before = events.length
+    const paid = (hash: string, status: number, resourceId?: string) =>
+      purchase({
+        ...(resourceId === undefined ? {} : { resourceId }),
+        request: { capability: "rwa.inspect", optimizeFor: "cheapest" },
+        payment: { network: "stellar:testnet", scheme: "exact", asset: "USDC", amount: "8000", transactionHash: hash },
+        response: { status, body: "done" }
+      })
+    const hash = "2".repeat(64)
+    const first = await create(paid(hash, 200))
+    // A failed response under the same transaction must not count a second time either.
+    const second = await create(paid(hash, 502))
+    const third = await create(paid(hash, 200))
+    expect(new Set([first.receiptId, second.receiptId, third.receiptId]).size).toBe(3)
+    for (const r of [first, second, third]) expect(verifyReceipt(r).valid).toBe(true)
+    const stored = await runtime.runPromise(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql<{ n: number }>`SELECT COUNT(*) AS n FROM receipts WHERE transaction_hash = ${hash}`
+      )
+    )
+    expect(Number(stored[0]?.n)).toBe(3)
+    expect(events.slice(before).map((e) => [e.resourceId, e.transactionHash, e.success])).toEqual([
+      ["meridian-rwa.rwa.inspect", hash, true]
+    ])
+
+    // The same hash named for another resource is evidence about that resource.
+    await create(paid(hash, 200, "atlas-ledger.rwa.inspect"))
+    expect(events.slice(before).map((e) => e.resourceId)).toEqual(["meridian-rwa.rwa.inspect", "atlas-ledger.rwa.inspect"])
+  })
+
   test("nothing eligible, or a resource that is not eligible, is 422 NO_ELIGIBLE_PROVIDER and stores nothing", async () => {
-    const count = () =>
-      runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: number }>`SELECT COUNT(*) AS n FROM receipts`))
-    const [before] = await count()
+    const [before] = await receiptCount()
     const service = Effect.flatMap(ReceiptService, (s) =>
       Effect.all([
         Effect.flip(s.create(purchase({ request: { capability: "weather.forecast" } }))),
@@ -232,7 +309,7 @@ describe("receipts: building, signing, storing", () => {
     }
     expect(denied.message).toContain("PROVIDER_DENIED")
     expect(elsewhere.message).toContain("does not offer")
-    const [after] = await count()
+    const [after] = await receiptCount()
     expect(Number(after?.n)).toBe(Number(before?.n))
   })
 

@@ -67,6 +67,16 @@ describe("sextant receipt verify", () => {
     expect(result).toMatchObject({ valid: false, reason: "the signature does not match the receipt's canonical bytes" })
   })
 
+  test("a receipt nested 20,000 levels deep exits 1 with the reason, instead of overflowing the stack", async () => {
+    let intent: unknown = receipt.request.intent
+    for (let i = 0; i < 20_000; i++) intent = { intent }
+    const deep = file("deep.json", JSON.stringify({ ...receipt, request: { ...receipt.request, intent } }))
+    const { code, result } = await run(deep)
+    expect(code).toBe(1)
+    expect(result).toMatchObject({ valid: false })
+    expect(String(result.reason)).toContain("nested deeper than 64 levels")
+  })
+
   test("a different trusted key exits 1, even when the receipt names that key", async () => {
     const wrongKey = await run(valid, "--public-key", otherKey.toString("base64"))
     expect(wrongKey.code).toBe(1)

@@ -1,5 +1,5 @@
 import { Effect, Either, Layer } from "effect"
-import { loadConfig } from "../src/config.js"
+import { AppConfig, loadConfig } from "../src/config.js"
 import type { EconomicEvent } from "../src/domain/evidence.js"
 import { emptyMetrics } from "../src/domain/metrics.js"
 import type { CatalogEntry } from "../src/domain/resources.js"
@@ -13,7 +13,8 @@ import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 
 /** Shared by the receipts tests and bench/receipts.ts: stand-ins for the parts receipts only consume. */
 
-export const demoCatalog = Either.getOrThrow(loadConfig(undefined, {})).catalog
+const defaults = Either.getOrThrow(loadConfig(undefined, {}))
+export const demoCatalog = defaults.catalog
 
 /**
  * A small, predictable router over a catalog: every resource with the capability is a candidate,
@@ -78,8 +79,8 @@ export const recordingEvidence = () => {
 const seededCatalog = Layer.effectDiscard(Effect.flatMap(ResourcesRepo, (repo) => repo.upsertCatalog(demoCatalog)))
 
 /**
- * ReceiptService.Live on a real SQLite store holding the demo catalog, with the catalog router,
- * the given evidence layer and signer. The store stays exposed for checks on stored rows.
+ * ReceiptService.Live on a real SQLite store holding the demo catalog, with the default config
+ * (testnet USDC), the catalog router, the given evidence layer and signer. The store stays exposed for checks on stored rows.
  */
 export const receiptServiceLayer = (
   database: string,
@@ -88,7 +89,9 @@ export const receiptServiceLayer = (
 ) => {
   const store = ResourcesRepo.Live.pipe(Layer.provideMerge(DatabaseLive(database)))
   return ReceiptService.Live.pipe(
-    Layer.provide(Layer.mergeAll(catalogRouter(demoCatalog), evidence, signer, seededCatalog)),
+    Layer.provide(
+      Layer.mergeAll(Layer.succeed(AppConfig, defaults), catalogRouter(demoCatalog), evidence, signer, seededCatalog)
+    ),
     Layer.provideMerge(store)
   )
 }

@@ -8,9 +8,14 @@ export const SignatureAlgorithm = Schema.Literal("ed25519", "hmac-sha256").annot
 })
 export type SignatureAlgorithm = typeof SignatureAlgorithm.Type
 
-const Sha256Hex = Schema.String.pipe(
-  Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "expected a lowercase hex SHA-256 digest" })
-)
+/** 32 bytes as 64 lowercase hex characters, the form of both response digests and Stellar transaction hashes. */
+const Hex32 = (what: string) =>
+  Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/, { message: () => `expected ${what}` }))
+
+const Sha256Hex = Hex32("a lowercase hex SHA-256 digest")
+
+/** A Stellar transaction hash as Horizon and the facilitators write it. */
+const TransactionHash = Hex32("a Stellar transaction hash (64 lowercase hex characters)")
 
 export const ReceiptRequest = Schema.Struct({
   capability: Capability,
@@ -26,6 +31,7 @@ export const ReceiptPayment = Schema.Struct({
   asset: Schema.String,
   amount: BaseUnits,
   maxAmount: BaseUnits,
+  // Not pattern-checked on the way out: receipts stored before requests were checked must still read back.
   transactionHash: Schema.NullOr(Schema.String)
 }).annotations({ identifier: "ReceiptPayment" })
 
@@ -48,7 +54,7 @@ export const ReceiptService = Schema.Struct({
   payTo: Schema.String,
   /** Its rank in the routing decision: 1 is the selection, higher ranks are fallbacks. */
   rank: Schema.Int,
-  /** The payment option of the resource that routing ranked. */
+  /** The resource's payment option the payment agrees with (routing's ranked option when both fit). */
   optionIndex: Schema.Int
 }).annotations({ identifier: "ReceiptService" })
 
@@ -80,7 +86,7 @@ export const CreateReceiptRequest = Schema.Struct({
     asset: Schema.String,
     amount: BaseUnits,
     maxAmount: Schema.optional(BaseUnits),
-    transactionHash: Schema.optional(Schema.String)
+    transactionHash: Schema.optional(TransactionHash)
   }),
   response: Schema.Struct({
     status: Schema.Int.pipe(Schema.between(100, 599)),

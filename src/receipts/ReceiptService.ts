@@ -1,5 +1,6 @@
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
+import { AppConfig } from "../config.js"
 import { BadRequest, type NotFound, notFound, type Unprocessable } from "../domain/errors.js"
 import {
   CommerceReceipt,
@@ -7,11 +8,12 @@ import {
   type ReceiptVerification,
   type SignerDisclosure
 } from "../domain/receipts.js"
+import { policyContext } from "../policy/evaluate.js"
 import { Router } from "../routing/Router.js"
 import { ReceiptsRepo } from "../store/ReceiptsRepo.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
-import { eligibleCandidate, noEligibleProvider, receiptBody, receiptPayment, responseDigest } from "./build.js"
+import { eligibleCandidate, noEligibleProvider, paidOption, receiptBody, receiptPayment, responseDigest } from "./build.js"
 import { encodeBase64, stellarPublicKey } from "./ed25519.js"
 import { signReceipt, verifyWithSigner } from "./receipt.js"
 import { Signer, type SignerShape } from "./Signer.js"
@@ -58,6 +60,10 @@ const make = Effect.gen(function* () {
   const receipts = yield* ReceiptsRepo
   const evidence = yield* EvidenceReader
   const signer = yield* Signer
+  const config = yield* AppConfig
+  // "Was this transaction receipted for this resource before?" and the insert are one step, so two
+  // receipts for one transaction posted at once still count it once.
+  const transactionLock = yield* Effect.makeSemaphore(1)
 
   // A store that fails is the service's fault, not the caller's: it surfaces as a logged defect.
   const stored = (id: string) =>
@@ -83,7 +89,9 @@ const make = Effect.gen(function* () {
           })
         )
       )
-      const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
+      const now = new Date(yield* Clock.currentTimeMillis)
+      const paid = yield* paidOption(payment, resource, chosen, decision.policy, policyContext(config, now))
+      const timestamp = now.toISOString()
       const body = receiptBody({
         receiptId: `rcpt_${randomUUID()}`,
         timestamp,
@@ -92,23 +100,33 @@ const make = Effect.gen(function* () {
         selected,
         chosen,
         resource,
+        paid,
         payment,
         response: { status: request.response.status, bodySha256 }
       })
       const receipt = yield* signReceipt(body, signer).pipe(
         Effect.mapError((e) => new BadRequest({ error: "INVALID_REQUEST", message: `cannot be signed: ${e.message}` }))
       )
-      yield* receipts.insert(receipt).pipe(Effect.orDie)
-      if (payment.transactionHash !== null) {
+      const { transactionHash } = payment
+      if (transactionHash === null) {
+        yield* receipts.insert(receipt).pipe(Effect.orDie)
+        return receipt
+      }
+      const countedBefore = yield* transactionLock.withPermits(1)(
+        Effect.zipLeft(receipts.hasTransaction(chosen.resourceId, transactionHash), receipts.insert(receipt))
+      ).pipe(Effect.orDie)
+      // One transaction is one piece of evidence however many receipts name it: a repeat is signed
+      // and stored, but does not count again.
+      if (!countedBefore) {
         // Transaction evidence (DESIGN level 3) is a paid call the resource answered with 2xx;
         // a paid call it failed still counts, against its transaction success rate.
         const answered = request.response.status >= 200 && request.response.status < 300
         yield* evidence.recordEconomic({
           source: "receipt",
           resourceId: chosen.resourceId,
-          payTo: chosen.option.payTo,
+          payTo: paid.option.payTo,
           success: answered,
-          transactionHash: payment.transactionHash,
+          transactionHash,
           at: timestamp
         })
       }
@@ -126,7 +144,7 @@ const make = Effect.gen(function* () {
   })
 })
 
-/** Receipts: building, signing, storing and checking them. Needs the store, routing, evidence and a Signer. */
+/** Receipts: building, signing, storing and checking them. Needs the config, store, routing, evidence and a Signer. */
 export class ReceiptService extends Context.Tag("sextant/ReceiptService")<ReceiptService, ReceiptServiceShape>() {
   static readonly Live = Layer.effect(ReceiptService, make).pipe(Layer.provide(ReceiptsRepo.Live))
 }

@@ -2,8 +2,10 @@ import { Either } from "effect"
 import { createHash } from "node:crypto"
 import { BadRequest, Unprocessable } from "../domain/errors.js"
 import type { CreateReceiptRequest } from "../domain/receipts.js"
-import type { ResourceRecord } from "../domain/resources.js"
+import type { AgentPolicy } from "../domain/policy.js"
+import type { ResourcePaymentOption, ResourceRecord } from "../domain/resources.js"
 import type { RankedCandidate, RouteDecision } from "../domain/routes.js"
+import { evaluatePolicy, OPTION_CODES, type PolicyContext } from "../policy/evaluate.js"
 import type { UnsignedReceipt } from "./receipt.js"
 
 /** 422 `NO_ELIGIBLE_PROVIDER`, SPEC "Errors". */
@@ -77,19 +79,135 @@ export const receiptPayment = (
   })
 }
 
+/** 422 `PAYMENT_MISMATCH`: the payment is not one the named service offers. */
+const paymentMismatch = (message: string) => new Unprocessable({ error: "PAYMENT_MISMATCH", message })
+
+/** A payment option of the named service, with its index among the resource's options. */
+export interface PaidOption {
+  readonly optionIndex: number
+  readonly option: ResourcePaymentOption
+}
+
+/** The most an option can charge, in base units: the authorised ceiling for `upto`, the price for `exact`. */
+const ceiling = (option: ResourcePaymentOption) =>
+  option.scheme === "upto" ? (option.maxAmount ?? option.amount) : option.amount
+
+/** Payment fields in the order they are compared; an option failing later is the closer one. */
+const FIELDS = ["network", "scheme", "asset", "amount", "maxAmount"] as const
+
+interface Disagreement {
+  readonly field: (typeof FIELDS)[number]
+  readonly paid: string
+  readonly offered: string
+}
+
+/**
+ * Where the payment first contradicts the option, or undefined when it agrees. The asset may be
+ * named by contract id or by the configured symbol of that contract, as policies may name it.
+ */
+const disagreement = (
+  payment: UnsignedReceipt["payment"],
+  option: ResourcePaymentOption,
+  context: PolicyContext
+): Disagreement | undefined => {
+  if (payment.network !== option.network) return { field: "network", paid: payment.network, offered: option.network }
+  if (payment.scheme !== option.scheme) return { field: "scheme", paid: payment.scheme, offered: option.scheme }
+  const symbol = context.assetSymbols.get(option.asset)
+  if (payment.asset !== option.asset && payment.asset !== symbol) {
+    return { field: "asset", paid: payment.asset, offered: symbol === undefined ? option.asset : `${option.asset} (${symbol})` }
+  }
+  const most = ceiling(option)
+  if (BigInt(payment.amount) > BigInt(most)) return { field: "amount", paid: payment.amount, offered: most }
+  if (BigInt(payment.maxAmount) > BigInt(most)) return { field: "maxAmount", paid: payment.maxAmount, offered: most }
+  return undefined
+}
+
+/**
+ * Why the request's constraints refuse an option of an eligible resource, or undefined. Routing
+ * allowed the resource on its ranked option, so its evidence and provider passed; what can still
+ * differ between its options is the option's own price, network, asset, scheme and payee.
+ */
+const constraintRefusal = (
+  policy: AgentPolicy,
+  providerId: string,
+  option: ResourcePaymentOption,
+  context: PolicyContext
+): string | undefined => {
+  const own = evaluatePolicy({ policy, providerId, option, evidence: undefined, context }).reasons.filter(
+    (r) => OPTION_CODES.has(r.code) || r.code === "PROVIDER_DENIED"
+  )
+  return own.length === 0 ? undefined : own.map((r) => `${r.code}: ${r.message}`).join("; ")
+}
+
+/**
+ * The option of the named service the payment agrees with: same network, scheme and asset, an
+ * amount and ceiling no higher than the option's worst case. Routing's ranked option is tried
+ * first; another option of the resource must also satisfy the request's constraints. A payment
+ * no option fits is 422 `PAYMENT_MISMATCH`, naming the field and both values of the closest option.
+ */
+export const paidOption = (
+  payment: UnsignedReceipt["payment"],
+  resource: ResourceRecord,
+  chosen: RankedCandidate,
+  policy: AgentPolicy,
+  context: PolicyContext
+): Either.Either<PaidOption, Unprocessable> => {
+  const others = resource.paymentOptions.flatMap((option, optionIndex) =>
+    optionIndex === chosen.optionIndex ? [] : [{ optionIndex, option }]
+  )
+  const tried = [{ optionIndex: chosen.optionIndex, option: chosen.option }, ...others].map((candidate) => ({
+    candidate,
+    differs: disagreement(payment, candidate.option, context)
+  }))
+  const named = (c: PaidOption) => `${chosen.resourceId} option ${c.optionIndex}`
+  const judged = tried.flatMap(({ candidate, differs }) =>
+    differs !== undefined
+      ? []
+      : [
+          {
+            candidate,
+            // Routing allowed its ranked option already; any other must pass the request's constraints too.
+            refusal:
+              candidate.optionIndex === chosen.optionIndex
+                ? undefined
+                : constraintRefusal(policy, chosen.providerId, candidate.option, context)
+          }
+        ]
+  )
+  const allowed = judged.find((j) => j.refusal === undefined)
+  if (allowed !== undefined) return Either.right(allowed.candidate)
+  const [refused] = judged
+  if (refused !== undefined) {
+    return Either.left(
+      paymentMismatch(`the payment fits ${named(refused.candidate)}, which the request's constraints refuse: ${refused.refusal}`)
+    )
+  }
+  // Nothing fits: report the option that agreed on the most fields, routing's ranked option on a tie.
+  const misfits = tried.flatMap(({ candidate, differs }) => (differs === undefined ? [] : [{ candidate, ...differs }]))
+  const closest = misfits.reduce((best, m) => (FIELDS.indexOf(m.field) > FIELDS.indexOf(best.field) ? m : best))
+  const offered =
+    closest.field === "amount" || closest.field === "maxAmount"
+      ? `which charges at most ${closest.offered}`
+      : `whose ${closest.field} is ${closest.offered}`
+  return Either.left(
+    paymentMismatch(`payment.${closest.field} ${closest.paid} disagrees with ${named(closest.candidate)}, ${offered}`)
+  )
+}
+
 export interface ReceiptFacts extends EligibleChoice {
   readonly receiptId: string
   readonly timestamp: string
   readonly request: CreateReceiptRequest["request"]
   readonly decision: RouteDecision
   readonly resource: ResourceRecord
+  readonly paid: PaidOption
   readonly payment: UnsignedReceipt["payment"]
   readonly response: UnsignedReceipt["response"]
 }
 
 /** Links intent, routing decision, chosen service, payment and response hash: the body that gets signed. */
 export const receiptBody = (facts: ReceiptFacts): UnsignedReceipt => {
-  const { decision, selected, chosen, resource } = facts
+  const { decision, selected, chosen, resource, paid } = facts
   return {
     receiptId: facts.receiptId,
     request: facts.request,
@@ -107,9 +225,9 @@ export const receiptBody = (facts: ReceiptFacts): UnsignedReceipt => {
       providerId: resource.provider.id,
       name: resource.resource.name,
       url: resource.resource.url,
-      payTo: chosen.option.payTo,
+      payTo: paid.option.payTo,
       rank: chosen.rank,
-      optionIndex: chosen.optionIndex
+      optionIndex: paid.optionIndex
     },
     payment: facts.payment,
     response: facts.response,

@@ -14,6 +14,14 @@ export class CanonicalJsonError extends Data.TaggedError("CanonicalJsonError")<{
   }
 }
 
+/**
+ * Deepest nesting of objects and arrays accepted (the root container is level 1). A receipt nests
+ * a handful of levels; the bound keeps the recursion far from the engine's stack limit, so a
+ * hostile document (a receipt file, a caller other than HTTP, whose bodies src/http/body.ts
+ * bounds alike) is refused with a typed error instead of a RangeError.
+ */
+export const MAX_CANONICAL_DEPTH = 64
+
 /** With the `u` flag a well-formed pair is one code point, so only unpaired halves match. */
 const LONE_SURROGATE = /\p{Surrogate}/u
 
@@ -31,7 +39,8 @@ const isPlainObject = (value: object): value is Record<string, unknown> => {
  * JSON data: object keys sorted by UTF-16 code unit, members whose value is undefined dropped,
  * arrays in order with undefined written as null, numbers in ECMAScript shortest round-trip form
  * (JSON.stringify's, which RFC 8785 adopts, -0 becoming 0), strings with JSON.stringify's minimal
- * escaping, no whitespace. Anything that is not JSON data is refused with a typed error.
+ * escaping, no whitespace. Anything that is not JSON data, or nested deeper than
+ * MAX_CANONICAL_DEPTH, is refused with a typed error.
  */
 export const canonicalize = (value: unknown): Either.Either<string, CanonicalJsonError> => {
   const ancestors = new Set<object>()
@@ -62,6 +71,8 @@ export const canonicalize = (value: unknown): Either.Either<string, CanonicalJso
         return str(v)
       case "object": {
         if (v === null) return "null"
+        // `path` holds one key per enclosing container, so this container is level path.length + 1.
+        if (path.length >= MAX_CANONICAL_DEPTH) return fail(`nested deeper than ${MAX_CANONICAL_DEPTH} levels`)
         if (ancestors.has(v)) return fail("cyclic structure")
         ancestors.add(v)
         let out: string
