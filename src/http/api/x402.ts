@@ -13,6 +13,7 @@ import {
 import {
   FacilitatorRequest,
   FacilitatorsResponse,
+  IdempotencyKey,
   SettlementRecord,
   SettleRequest,
   SettleResponse,
@@ -21,7 +22,7 @@ import {
 } from "../../domain/x402.js"
 import { ApiKeyAuth } from "../auth.js"
 
-const SettleHeaders = Schema.Struct({ "idempotency-key": Schema.optional(Schema.String.pipe(Schema.maxLength(200))) })
+const SettleHeaders = Schema.Struct({ "idempotency-key": Schema.optional(IdempotencyKey) })
 
 /** Facilitator-compatible surface: a stock HTTPFacilitatorClient with base `<service>/x402` talks to it. */
 export class X402Api extends HttpApiGroup.make("x402")
