@@ -54,9 +54,11 @@ const layerFor = (config: Config, database: string) => {
   const base = Layer.mergeAll(Layer.succeed(AppConfig, config), DatabaseLive(database))
   const repos = ResourcesRepo.Live.pipe(Layer.provideMerge(base))
   const seeded = Layer.effectDiscard(Effect.flatMap(ResourcesRepo, (r) => r.upsertCatalog(catalog))).pipe(Layer.provideMerge(repos))
+  // Health polls happen when a test asks (refresh): a test moving the TestClock across a poll's
+  // timeout while its real loopback answer is still on the way would mark a healthy backend down.
   const pool = FacilitatorPool.layer({
-    pollInterval: Duration.seconds(30),
-    requestTimeout: Duration.seconds(5),
+    pollInterval: Duration.days(1),
+    requestTimeout: Duration.days(1),
     settleTimeout: Duration.seconds(60)
   }).pipe(Layer.provide(FetchHttpClient.layer), Layer.provideMerge(seeded))
   const services = Layer.mergeAll(pool, memoryEvidence(catalog, knownEvidence), SettlementJournal.Live.pipe(Layer.provide(seeded)))
@@ -101,8 +103,16 @@ const settle = (b: FacilitatorRequest, idempotencyKey?: string, principal: strin
   Effect.flatMap(Settlement, (s) => Effect.either(s.settle({ body: b, idempotencyKey, principal })))
 
 const rows = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  sql<{ id: string; state: string; backend_id: string | null; transaction_hash: string | null; payer: string | null; errors_json: string; principal: string }>`
-    SELECT id, state, backend_id, transaction_hash, payer, errors_json, principal FROM settlements ORDER BY rowid`
+  sql<{
+    id: string
+    state: string
+    backend_id: string | null
+    transaction_hash: string | null
+    payer: string | null
+    errors_json: string
+    principal: string
+    fee_stroops: number
+  }>`SELECT id, state, backend_id, transaction_hash, payer, errors_json, principal, fee_stroops FROM settlements ORDER BY rowid`
 )
 
 const errorOf = <A, E>(result: Either.Either<A, E>) => (Either.isLeft(result) ? result.left : undefined)
@@ -418,8 +428,41 @@ describe("settlement pipeline", () => {
       })
     )
     expect(out.answer).toEqual(Either.right(expect.objectContaining({ success: false, errorReason: "invalid_exact_stellar_payload_simulation_failed" })))
-    expect(out.journal[0]).toMatchObject({ state: "failed", backend_id: "a", transaction_hash: null })
+    // The backend acted on it, so its sponsored fee stays charged at the ceiling.
+    expect(out.journal[0]).toMatchObject({ state: "failed", backend_id: "a", transaction_hash: null, fee_stroops: 1_000_000 })
     expect(b.calls("/settle")).toBe(0)
+  })
+
+  test("a settlement that never reached a backend releases its fee, and the same signed payload may be retried", async () => {
+    const a = fixture()
+    const payments = await Promise.all([1, 2, 3, 4].map((n) => pay(VERIFIED, { buyer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, 150 + n)) })))
+    const [p1, p2, p3, p4] = payments.map((p) => body(p))
+    const out = await run(
+      [{ id: "a", url: a.url }],
+      Effect.gen(function* () {
+        // Healthy at the last poll, unreachable when the settle comes.
+        yield* Effect.promise(() => a.refuse())
+        const unreachable = yield* settle(p1!)
+        const afterFailure = yield* rows
+        a.listen()
+        yield* Effect.flatMap(FacilitatorPool, (p) => p.refresh)
+        const retried = yield* settle(p1!)
+        const others = [yield* settle(p2!), yield* settle(p3!)]
+        const overBudget = yield* settle(p4!)
+        return { unreachable, afterFailure, retried, others, overBudget, journal: yield* rows }
+      }),
+      // Room for three sponsored fees: the failed attempt must not take one of them.
+      { budgets: { feeCeilingStroops: 1_000, globalFeeStroops: 3_000 } }
+    )
+    expect(errorOf(out.unreachable)).toMatchObject({ error: "ALL_FACILITATORS_FAILED" })
+    expect(out.afterFailure).toEqual([expect.objectContaining({ state: "failed", fee_stroops: 0 })])
+    expect(out.retried).toEqual(Either.right(expect.objectContaining({ success: true })))
+    expect(out.others.every(Either.isRight)).toBe(true)
+    expect(errorOf(out.overBudget)).toMatchObject({ error: "FEE_BUDGET_EXHAUSTED" })
+    expect(a.calls("/settle")).toBe(3)
+    // The retry re-entered the pipeline on the same journal entry.
+    expect(out.journal).toHaveLength(3)
+    expect(out.journal[0]).toMatchObject({ id: out.afterFailure[0]!.id, state: "settled", backend_id: "a", fee_stroops: 1_000 })
   })
 
   test("a settle that times out is indeterminate: no second backend, and a retry is refused with 409", async () => {

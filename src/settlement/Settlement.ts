@@ -19,7 +19,7 @@ import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { FacilitatorPool, type SettleOutcome } from "../x402/FacilitatorPool.js"
 import { readSettleRequest } from "./request.js"
 import { paymentDenial, paymentOption, payeeDenial, transferMismatch, worstCaseUnits } from "./rules.js"
-import { type Completion, type JournalRow, SettlementJournal, storedAnswer, toRecord } from "./SettlementJournal.js"
+import { type Completion, type JournalRow, mayReserveAgain, SettlementJournal, storedAnswer, toRecord } from "./SettlementJournal.js"
 import { decodePayment } from "./transfer.js"
 
 type SettleAnswer = typeof SettleResponse.Type
@@ -118,8 +118,21 @@ const errorsOf = (outcome: SettleOutcome) =>
 /** How a forwarding outcome is journaled and answered. */
 const conclude = (id: string, outcome: SettleOutcome): { completion: Completion; answer: Either.Either<SettleAnswer, SettleError> } => {
   const errors = errorsOf(outcome)
-  const refused = (state: Completion["state"], error: Unprocessable | BadGateway, status: number, backendId: string | null = null) => ({
-    completion: { state, backendId, transaction: null, payer: null, errors, answer: { status, body: { error: error.error, message: error.message } } },
+  const refused = (
+    state: Completion["state"],
+    error: Unprocessable | BadGateway,
+    status: number,
+    { backendId = null, submitted }: { readonly backendId?: string | null; readonly submitted: boolean }
+  ) => ({
+    completion: {
+      state,
+      submitted,
+      backendId,
+      transaction: null,
+      payer: null,
+      errors,
+      answer: { status, body: { error: error.error, message: error.message } }
+    },
     answer: Either.left(error)
   })
   switch (outcome._tag) {
@@ -129,6 +142,7 @@ const conclude = (id: string, outcome: SettleOutcome): { completion: Completion;
       return {
         completion: {
           state: response.success ? "settled" : "failed",
+          submitted: true,
           backendId,
           transaction: response.transaction === "" ? null : response.transaction,
           payer: response.payer ?? null,
@@ -148,7 +162,7 @@ const conclude = (id: string, outcome: SettleOutcome): { completion: Completion;
             `(GET /x402/settlements/${id})`
         }),
         502,
-        outcome.backendId
+        { backendId: outcome.backendId, submitted: true }
       )
     case "Failed":
       return refused(
@@ -159,10 +173,11 @@ const conclude = (id: string, outcome: SettleOutcome): { completion: Completion;
               error: "ALL_FACILITATORS_FAILED",
               message: `every eligible facilitator failed: ${errors.map((e) => `${e.backendId}: ${e.error}`).join("; ")}`
             }),
-        502
+        502,
+        { submitted: false }
       )
     case "Unsupported":
-      return refused("failed", outcome.error, 422)
+      return refused("failed", outcome.error, 422, { submitted: false })
   }
 }
 
@@ -210,6 +225,8 @@ const make = Effect.gen(function* () {
    * are read first; then a repeat of a journaled request is answered before any other step: it
    * gets the stored answer (or 409) whatever the backends' health, the budgets or the evidence are
    * now, and never reserves budget twice. The journal transaction looks again, for repeats that race.
+   * The exception is an entry released because it never reached a backend: a retry of that payment
+   * goes through the whole pipeline again and reserves anew.
    */
   const settle = (input: SettleInput): Effect.Effect<SettleAnswer, SettleError> =>
     Effect.gen(function* () {
@@ -223,10 +240,10 @@ const make = Effect.gen(function* () {
         paymentId,
         paymentRequirements: request.paymentRequirements
       })
-      // Without a header the payment is its own key: a repeat of it finds the same entry.
-      const key = idempotencyKey ?? paymentId
-      const earlier = yield* Effect.orDie(journal.find(principal, key, paymentId))
-      if (Option.isSome(earlier)) return yield* replay(earlier.value.row, requestHash, earlier.value.byKey, principal)
+      const earlier = yield* Effect.orDie(journal.find({ principal, idempotencyKey, paymentId }))
+      if (Option.isSome(earlier) && !mayReserveAgain(earlier.value, requestHash)) {
+        return yield* replay(earlier.value.row, requestHash, earlier.value.byKey, principal)
+      }
 
       yield* pool.checkKind(terms.network, terms.scheme)
 
@@ -246,12 +263,11 @@ const make = Effect.gen(function* () {
       const mismatch = transferMismatch(terms, transfer, decimals)
       if (mismatch) return yield* Effect.fail(mismatch)
 
-      const id = randomUUID()
       const reservation = yield* Effect.orDie(
         journal.reserve(
           {
-            id,
-            idempotencyKey: key,
+            id: randomUUID(),
+            idempotencyKey,
             paymentId,
             requestHash,
             principal,
@@ -275,7 +291,7 @@ const make = Effect.gen(function* () {
         case "Refused":
           return yield* Effect.fail(reservation.error)
         case "Reserved":
-          return yield* forward(id, request, terms.network, terms.scheme, terms.payTo)
+          return yield* forward(reservation.id, request, terms.network, terms.scheme, terms.payTo)
       }
     })
 

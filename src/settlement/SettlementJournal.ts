@@ -19,8 +19,8 @@ export interface StoredAnswer {
 
 export interface NewEntry {
   readonly id: string
-  /** The client's key (the payment id when it sent none); stored scoped to `principal`. */
-  readonly idempotencyKey: string
+  /** The client's `Idempotency-Key`, stored scoped to `principal`; undefined when it sent none. */
+  readonly idempotencyKey: string | undefined
   /** The signed transaction's hash (see `decodePayment`), kept in the `payment_hash` column. */
   readonly paymentId: string
   /** Hash of what was asked of the payment: its id and the requirements. */
@@ -62,18 +62,24 @@ export interface JournalRow {
 
 /**
  * What a reservation found:
- * - Reserved: the entry is in the journal as `pending`, its spend and fee counted.
+ * - Reserved: entry `id` is in the journal as `pending`, its spend and fee counted. It is a new
+ *   entry, or a released one (see `mayReserveAgain`) taken up again.
  * - Existing: the idempotency key or the signed payment is already journaled (`byKey` says which
  *   matched first); nothing was written.
  * - Refused: a window or fee budget would be exceeded; nothing was written.
  */
 export type Reservation =
-  | { readonly _tag: "Reserved" }
+  | { readonly _tag: "Reserved"; readonly id: string }
   | { readonly _tag: "Existing"; readonly row: JournalRow; readonly byKey: boolean }
   | { readonly _tag: "Refused"; readonly error: PolicyDenied | TooManyRequests }
 
 export interface Completion {
   readonly state: Exclude<SettlementState, "pending">
+  /**
+   * Whether any backend received the settle. One that never left (no backend healthy, all
+   * unreachable, none supporting the kind) releases its fee reservation: nothing was sponsored.
+   */
+  readonly submitted: boolean
   readonly backendId: string | null
   readonly transaction: string | null
   readonly payer: string | null
@@ -83,20 +89,38 @@ export interface Completion {
 
 /**
  * Idempotency keys belong to a principal: the same key from two principals is two requests. The
- * unique `idempotency_key` column holds the key scoped as the JSON pair [principal, key].
+ * unique `idempotency_key` column holds a client's key as the JSON pair [principal, key]; a
+ * request without one is keyed by its payment alone, as [paymentId] (payment ids are unique
+ * across principals anyway), which no client key can collide with.
  */
-const scopedKey = (principal: string, key: string) => JSON.stringify([principal, key])
+const storedKey = (entry: Pick<NewEntry, "principal" | "idempotencyKey" | "paymentId">) =>
+  JSON.stringify(entry.idempotencyKey === undefined ? [entry.paymentId] : [entry.principal, entry.idempotencyKey])
 
-/** The client's key out of a stored one; a stored key that is not such a pair is shown as it is. */
+/** The key as the client knows it (the payment id when it sent none); anything else is shown as stored. */
 const clientKey = (stored: string): string => {
   try {
-    const pair: unknown = JSON.parse(stored)
-    if (Array.isArray(pair) && pair.length === 2 && typeof pair[1] === "string") return pair[1]
+    const parts: unknown = JSON.parse(stored)
+    const key: unknown = Array.isArray(parts) ? parts.at(-1) : undefined
+    if (typeof key === "string") return key
   } catch {
-    // not a scoped pair
+    // not a stored pair
   }
   return stored
 }
+
+/**
+ * An entry released because it never reached a backend: `failed` with no fee charged. It holds
+ * nothing to reconcile, so the same signed payment may be settled again on it.
+ */
+const isReleased = (row: JournalRow) => row.state === "failed" && Number(row.fee_stroops) === 0
+
+/**
+ * Whether a request that found `found` goes through the pipeline again instead of getting the
+ * stored answer: the entry was released, and it is this request's own (by payment, or under the
+ * same key for the same request; a key used for another request stays a conflict).
+ */
+export const mayReserveAgain = (found: { readonly row: JournalRow; readonly byKey: boolean }, requestHash: string): boolean =>
+  isReleased(found.row) && (!found.byKey || found.row.request_hash === requestHash)
 
 const toNumber = (value: number | string | null) => (value === null ? null : Number(value))
 
@@ -128,14 +152,15 @@ const make = Effect.gen(function* () {
 
   /**
    * The entry journaled under this principal's idempotency key, else the one for this signed
-   * payment, whoever submitted it: one payment is settled once.
+   * payment, whoever submitted it: one payment is settled once. `byKey` is true only when the
+   * client's own key matched.
    */
-  const find = (principal: string, idempotencyKey: string, paymentId: string) => {
-    const scoped = scopedKey(principal, idempotencyKey)
-    return sql<JournalRow>`SELECT * FROM settlements WHERE idempotency_key = ${scoped} OR payment_hash = ${paymentId}`.pipe(
+  const find = (entry: Pick<NewEntry, "principal" | "idempotencyKey" | "paymentId">) => {
+    const key = storedKey(entry)
+    return sql<JournalRow>`SELECT * FROM settlements WHERE idempotency_key = ${key} OR payment_hash = ${entry.paymentId}`.pipe(
       Effect.map((rows) => {
-        const byKey = rows.find((r) => r.idempotency_key === scoped)
-        const row = byKey ?? rows[0]
+        const byKey = entry.idempotencyKey === undefined ? undefined : rows.find((r) => r.idempotency_key === key)
+        const row = byKey ?? rows.find((r) => r.payment_hash === entry.paymentId) ?? rows[0]
         return row === undefined ? Option.none() : Option.some({ row, byKey: byKey !== undefined })
       })
     )
@@ -156,8 +181,10 @@ const make = Effect.gen(function* () {
     sql.withTransaction(
       Effect.gen(function* () {
         yield* sql`UPDATE settlement_budget_lock SET version = version + 1 WHERE id = 1`
-        const existing = yield* find(entry.principal, entry.idempotencyKey, entry.paymentId)
-        if (Option.isSome(existing)) return { _tag: "Existing", ...existing.value } satisfies Reservation
+        const existing = yield* find(entry)
+        if (Option.isSome(existing) && !mayReserveAgain(existing.value, entry.requestHash)) {
+          return { _tag: "Existing", ...existing.value } satisfies Reservation
+        }
 
         const since = nowMs - budgets.windowSeconds * 1000
         const [usage] = yield* sql<{
@@ -170,8 +197,8 @@ const make = Effect.gen(function* () {
             SUM(CASE WHEN principal = ${entry.principal} AND state <> 'failed' THEN worst_case_units ELSE 0 END) AS spend,
             SUM(fee_stroops) AS global_fee,
             SUM(CASE WHEN principal = ${entry.principal} THEN fee_stroops ELSE 0 END) AS principal_fee,
-            MIN(created_at_ms) AS oldest_global,
-            MIN(CASE WHEN principal = ${entry.principal} THEN created_at_ms END) AS oldest_principal
+            MIN(CASE WHEN fee_stroops > 0 THEN created_at_ms END) AS oldest_global,
+            MIN(CASE WHEN principal = ${entry.principal} AND fee_stroops > 0 THEN created_at_ms END) AS oldest_principal
           FROM settlements WHERE created_at_ms > ${since}`
         const refusal = judgeBudgets(
           {
@@ -188,21 +215,36 @@ const make = Effect.gen(function* () {
         )
         if (refusal) return { _tag: "Refused", error: refusal } satisfies Reservation
 
+        if (Option.isSome(existing)) {
+          // A released entry is taken up again as this request's: its earlier attempt sent nothing.
+          const id = existing.value.row.id
+          yield* sql`UPDATE settlements SET idempotency_key = ${storedKey(entry)}, request_hash = ${entry.requestHash},
+              state = 'pending', principal = ${entry.principal}, payer = ${entry.payer}, network = ${entry.network},
+              scheme = ${entry.scheme}, asset = ${entry.asset}, pay_to = ${entry.payTo}, amount = ${entry.amount},
+              worst_case_units = ${Number(entry.worstCaseUnits)}, fee_stroops = ${Number(entry.feeStroops)},
+              backend_id = NULL, transaction_hash = NULL, errors_json = '[]', answer_status = NULL, answer_json = NULL,
+              created_at_ms = ${nowMs}, updated_at_ms = ${nowMs}
+            WHERE id = ${id}`
+          return { _tag: "Reserved", id } satisfies Reservation
+        }
         yield* sql`INSERT INTO settlements (id, idempotency_key, payment_hash, request_hash, state, principal, payer,
             network, scheme, asset, pay_to, amount, worst_case_units, fee_stroops, errors_json, created_at_ms, updated_at_ms)
-          VALUES (${entry.id}, ${scopedKey(entry.principal, entry.idempotencyKey)}, ${entry.paymentId}, ${entry.requestHash}, 'pending',
+          VALUES (${entry.id}, ${storedKey(entry)}, ${entry.paymentId}, ${entry.requestHash}, 'pending',
             ${entry.principal}, ${entry.payer}, ${entry.network}, ${entry.scheme}, ${entry.asset}, ${entry.payTo},
             ${entry.amount}, ${Number(entry.worstCaseUnits)}, ${Number(entry.feeStroops)}, '[]', ${nowMs}, ${nowMs})`
-        return { _tag: "Reserved" } satisfies Reservation
+        return { _tag: "Reserved", id: entry.id } satisfies Reservation
       })
     )
 
   /**
    * Records how a settlement ended. An entry that crash recovery (of this or another instance
    * sharing the database) marked indeterminate while it was in flight still takes its real outcome.
+   * One that reached a backend stays charged at the fee ceiling whatever it cost (SPEC Limits 2);
+   * one that never did releases its reservation.
    */
   const complete = (id: string, completion: Completion, nowMs: number) =>
     sql`UPDATE settlements SET state = ${completion.state}, backend_id = ${completion.backendId},
+        fee_stroops = ${completion.submitted ? sql`fee_stroops` : 0},
         transaction_hash = ${completion.transaction}, payer = COALESCE(${completion.payer}, payer),
         errors_json = ${JSON.stringify(completion.errors)}, answer_status = ${completion.answer.status},
         answer_json = ${JSON.stringify(completion.answer.body)}, updated_at_ms = ${nowMs}
