@@ -50,7 +50,9 @@ afterEach(async () => {
 
 const baseConfig = Either.getOrThrow(loadConfig(undefined, {}))
 
-const layerFor = (config: Config, database: string) => {
+const knownEvidenceLayer = memoryEvidence(catalog, knownEvidence)
+
+const layerFor = (config: Config, database: string, evidenceLayer: Layer.Layer<EvidenceReader> = knownEvidenceLayer) => {
   const base = Layer.mergeAll(Layer.succeed(AppConfig, config), DatabaseLive(database))
   const repos = ResourcesRepo.Live.pipe(Layer.provideMerge(base))
   const seeded = Layer.effectDiscard(Effect.flatMap(ResourcesRepo, (r) => r.upsertCatalog(catalog))).pipe(Layer.provideMerge(repos))
@@ -61,7 +63,7 @@ const layerFor = (config: Config, database: string) => {
     requestTimeout: Duration.days(1),
     settleTimeout: Duration.seconds(60)
   }).pipe(Layer.provide(FetchHttpClient.layer), Layer.provideMerge(seeded))
-  const services = Layer.mergeAll(pool, memoryEvidence(catalog, knownEvidence), SettlementJournal.Live.pipe(Layer.provide(seeded)))
+  const services = Layer.mergeAll(pool, evidenceLayer, SettlementJournal.Live.pipe(Layer.provide(seeded)))
   // Built as `serve` builds it: crash recovery runs before the pipeline takes a request.
   return Layer.mergeAll(Settlement.Live, Settlement.Recovery).pipe(Layer.provideMerge(services))
 }
@@ -75,14 +77,20 @@ const run = <A, E>(
   {
     budgets = {},
     database = ":memory:",
-    apiKeys = []
-  }: { budgets?: Partial<BudgetsConfig>; database?: string; apiKeys?: Config["apiKeys"] } = {}
+    apiKeys = [],
+    evidence = knownEvidenceLayer
+  }: {
+    budgets?: Partial<BudgetsConfig>
+    database?: string
+    apiKeys?: Config["apiKeys"]
+    evidence?: Layer.Layer<EvidenceReader>
+  } = {}
 ) => {
   const config: Config = { ...baseConfig, facilitators: backends, budgets: { ...baseConfig.budgets, ...budgets }, apiKeys }
   const withServices = Effect.gen(function* () {
     yield* Effect.flatMap(FacilitatorPool, (p) => p.refresh)
     return yield* program
-  }).pipe(Effect.provide(layerFor(config, database)))
+  }).pipe(Effect.provide(layerFor(config, database, evidence)))
   // The clock is set before the services start, so the poll schedule begins at NOW.
   return Effect.runPromise(
     Effect.zipRight(TestClock.setTime(NOW), withServices).pipe(Effect.provide(TestContext.TestContext))
@@ -221,6 +229,26 @@ describe("settlement pipeline", () => {
     expect(out.own).toEqual(Either.right(expect.objectContaining({ id, idempotencyKey: "order-1", principal: "agent-1" })))
     expect(errorOf(out.stranger)).toMatchObject({ error: "NOT_FOUND" })
     expect(Either.isRight(out.open)).toBe(true)
+  })
+
+  test("a settlement that went through is answered even when recording its evidence fails", async () => {
+    const a = fixture()
+    const p = await pay(VERIFIED)
+    // The evidence store breaks after the payee was judged: only recording fails.
+    const unrecordable = Layer.effect(
+      EvidenceReader,
+      Effect.map(EvidenceReader, (reader) => ({ ...reader, recordEconomic: () => Effect.die(new Error("the evidence store is unavailable")) }))
+    ).pipe(Layer.provide(knownEvidenceLayer))
+    const out = await run(
+      [{ id: "a", url: a.url }],
+      Effect.gen(function* () {
+        return { answer: yield* settle(body(p)), journal: yield* rows }
+      }),
+      { evidence: unrecordable }
+    )
+    expect(out.answer).toEqual(Either.right(expect.objectContaining({ success: true })))
+    expect(out.journal).toEqual([expect.objectContaining({ state: "settled", backend_id: "a" })])
+    expect(a.calls("/settle")).toBe(1)
   })
 
   test("payloads that would pay more, someone else or in another asset are refused before any backend call", async () => {

@@ -203,6 +203,7 @@ const make = Effect.gen(function* () {
         Effect.catchAll((e) => Effect.logError(`settlement ${id}: recording its outcome failed; it will be indeterminate after a restart`, e))
       )
       if (completion.state === "settled") {
+        // The money moved: the buyer gets the settle answer even if the evidence cannot be recorded.
         yield* reader.recordEconomic({
           source: "settlement",
           resourceId: null,
@@ -210,7 +211,11 @@ const make = Effect.gen(function* () {
           success: true,
           transactionHash: completion.transaction,
           at: new Date(at).toISOString()
-        })
+        }).pipe(
+          Effect.catchAllCause((cause) =>
+            Effect.logError(`settlement ${id}: settled, but recording it as evidence for payee ${payTo} failed`, cause)
+          )
+        )
       }
       return answer
     }).pipe(Effect.forkDaemon, Effect.flatMap(Fiber.join), Effect.flatten)
