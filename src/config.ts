@@ -2,6 +2,7 @@ import { Context, Either, ParseResult, Schema } from "effect"
 import { readFileSync } from "node:fs"
 import { dirname, resolve } from "node:path"
 import demoCatalog from "./store/demo-catalog.json" with { type: "json" }
+import { AgentPolicy } from "./domain/policy.js"
 import { CatalogEntry } from "./domain/resources.js"
 import { BaseUnits, StellarAddress, StellarNetwork, usdMatchesBaseUnits } from "./domain/stellar.js"
 import { SupportedAsset } from "./domain/x402.js"
@@ -75,7 +76,9 @@ export type SignerConfig = typeof SignerConfig.Type
 
 export const ApiKeyEntry = Schema.Struct({
   principal: Schema.String.pipe(Schema.minLength(1)),
-  sha256: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "expected lowercase hex SHA-256" }))
+  sha256: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "expected lowercase hex SHA-256" })),
+  /** The principal's own buyer policy, enforced on every settle it makes together with the request's servicePolicy. */
+  policy: Schema.optional(AgentPolicy)
 })
 export type ApiKeyEntry = typeof ApiKeyEntry.Type
 

@@ -5,7 +5,8 @@ import { Duration, Effect, Either, Fiber, Layer, TestClock, TestContext } from "
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { AppConfig, type BudgetsConfig, type Config, type FacilitatorBackend, loadConfig } from "../src/config.js"
+import { AppConfig, type BudgetsConfig, type Config, decodeConfigFile, type FacilitatorBackend, loadConfig } from "../src/config.js"
+import type { AgentPolicy } from "../src/domain/policy.js"
 import type { FacilitatorRequest } from "../src/domain/x402.js"
 import { Settlement } from "../src/settlement/Settlement.js"
 import { SettlementJournal } from "../src/settlement/SettlementJournal.js"
@@ -326,6 +327,41 @@ describe("settlement pipeline", () => {
     expect(errorOf(out.otherAssetRequired)).toMatchObject({ error: "UNSUPPORTED_ASSET" })
     expect(a.calls("/settle")).toBe(0)
     expect(out.journal).toHaveLength(0)
+  })
+
+  test("an API-key principal's configured policy applies with servicePolicy: both must pass, the tighter limit refuses and is named", async () => {
+    const a = fixture()
+    const p = await pay(VERIFIED)
+    const key = (principal: string, policy?: AgentPolicy) => ({ principal, sha256: "0".repeat(64), ...(policy ? { policy } : {}) })
+    const apiKeys = [key("agent-1", { maxPricePerRequestUsd: 0.0008 }), key("agent-2", { denyProviders: ["alpha"] }), key("agent-3")]
+    const out = await run(
+      [{ id: "a", url: a.url }],
+      Effect.gen(function* () {
+        return {
+          principalOnly: yield* settle(body(p), undefined, "agent-1"),
+          looserService: yield* settle(body(p, { servicePolicy: { maxPricePerRequestUsd: 1 } }), undefined, "agent-1"),
+          tighterService: yield* settle(body(p, { servicePolicy: { maxPricePerRequestUsd: 0.0005 } }), undefined, "agent-1"),
+          providerDenied: yield* settle(body(p), undefined, "agent-2"),
+          noPolicy: yield* settle(body(p), undefined, "agent-3")
+        }
+      }),
+      { apiKeys }
+    )
+    expect(errorOf(out.principalOnly)).toMatchObject({ error: "POLICY_DENIED", code: "PRICE_EXCEEDS_LIMIT" })
+    expect(errorOf(out.principalOnly)?.message).toContain('principal "agent-1"')
+    expect(errorOf(out.principalOnly)?.message).toContain("worst-case spend 0.001 USD exceeds the limit 0.0008 USD")
+    expect(errorOf(out.looserService)?.message).toContain("the limit 0.0008 USD")
+    expect(errorOf(out.tighterService)).toMatchObject({ code: "PRICE_EXCEEDS_LIMIT" })
+    expect(errorOf(out.tighterService)?.message).toContain("servicePolicy")
+    expect(errorOf(out.tighterService)?.message).toContain("the limit 0.0005 USD")
+    expect(errorOf(out.providerDenied)).toMatchObject({ code: "PROVIDER_DENIED", message: expect.stringContaining('principal "agent-2"') })
+    expect(Either.isRight(out.noPolicy)).toBe(true)
+    expect(a.calls("/settle")).toBe(1)
+    // The policy is part of the config file's apiKeys entry, decoded as strictly as the rest.
+    const entry = { principal: "agent-1", sha256: "0".repeat(64) }
+    expect(Either.isRight(decodeConfigFile({ apiKeys: [{ ...entry, policy: { maxPricePerRequestUsd: 0.01 } }] }))).toBe(true)
+    const misspelled = decodeConfigFile({ apiKeys: [{ ...entry, policy: { maxPriceperRequestUsd: 0.01 } }] })
+    expect(Either.isLeft(misspelled) && misspelled.left.line).toContain("apiKeys[0].policy.maxPriceperRequestUsd")
   })
 
   test("the spend window refuses the settlement that would take a principal over the budget", async () => {

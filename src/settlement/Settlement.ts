@@ -12,13 +12,14 @@ import {
   Unprocessable
 } from "../domain/errors.js"
 import { IdempotencyKey, type SettleRequest, SettleResponse, type SettlementRecord } from "../domain/x402.js"
+import type { AgentPolicy } from "../domain/policy.js"
 import { policyContext } from "../policy/evaluate.js"
 import { canonicalize } from "../receipts/canonicalJson.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { FacilitatorPool, type SettleOutcome } from "../x402/FacilitatorPool.js"
 import { readSettleRequest } from "./request.js"
-import { paymentDenial, paymentOption, payeeDenial, transferMismatch, worstCaseUnits } from "./rules.js"
+import { type NamedPolicy, paymentDenial, paymentOption, payeeDenial, transferMismatch, worstCaseUnits } from "./rules.js"
 import { type Completion, type JournalRow, mayReserveAgain, SettlementJournal, storedAnswer, toRecord } from "./SettlementJournal.js"
 import { decodePayment } from "./transfer.js"
 
@@ -190,6 +191,17 @@ const make = Effect.gen(function* () {
   const decimals = config.asset.decimals
 
   /**
+   * The policies a settle must pass: the request's servicePolicy and, for an API-key principal,
+   * the policy configured with its key (every entry of the principal that has one).
+   */
+  const buyerPolicies = (servicePolicy: AgentPolicy, principal: string | null): ReadonlyArray<NamedPolicy> => [
+    { name: "servicePolicy", policy: servicePolicy },
+    ...config.apiKeys.flatMap((k) =>
+      k.principal === principal && k.policy !== undefined ? [{ name: `the policy of principal "${k.principal}"`, policy: k.policy }] : []
+    )
+  ]
+
+  /**
    * Forwarding and recording its outcome run to the end even if the caller goes away (a daemon
    * fiber the caller only joins): an entry left `pending` would only be resolved, as
    * indeterminate, by the next restart. The backend timeouts inside still apply.
@@ -221,8 +233,8 @@ const make = Effect.gen(function* () {
     }).pipe(Effect.forkDaemon, Effect.flatMap(Fiber.join), Effect.flatten)
 
   /**
-   * The settle pipeline of DESIGN.md, failing closed at each step: shape -> buyer policy on the
-   * worst-case spend -> payee evidence -> the signed transfer against the requirements -> one
+   * The settle pipeline of DESIGN.md, failing closed at each step: shape -> buyer policies
+   * (servicePolicy and the principal's) on the worst-case spend -> payee evidence -> the signed transfer against the requirements -> one
    * journal transaction (idempotency, spend window, fee budget, `pending` entry) -> backends with
    * failover -> `settled` / `failed` / `indeterminate` -> answer.
    *
@@ -256,13 +268,14 @@ const make = Effect.gen(function* () {
       const context = policyContext(config, new Date(nowMs))
       const worst = worstCaseUnits(terms, transfer)
       const option = paymentOption(terms, worst, decimals)
-      const priceDenial = paymentDenial(terms.policy, option, context)
+      const policies = buyerPolicies(terms.policy, input.principal)
+      const priceDenial = paymentDenial(policies, option, context)
       if (priceDenial) return yield* Effect.fail(priceDenial)
 
       const records = yield* Effect.orDie(repo.byPayTo(terms.payTo))
       const evidence = new Map((yield* reader.forPayTo(terms.payTo)).map((e) => [e.resourceId, e]))
       const candidates = records.map((r) => ({ providerId: r.provider.id, evidence: evidence.get(r.resource.id) }))
-      const payeeRefusal = payeeDenial(terms.policy, option, candidates, context)
+      const payeeRefusal = payeeDenial(policies, option, candidates, context)
       if (payeeRefusal) return yield* Effect.fail(payeeRefusal)
 
       const mismatch = transferMismatch(terms, transfer, decimals)

@@ -1,6 +1,6 @@
 import type { ResourceEvidence } from "../domain/evidence.js"
 import { BadRequest, PolicyDenied } from "../domain/errors.js"
-import type { AgentPolicy, PolicyReason } from "../domain/policy.js"
+import type { AgentPolicy, PolicyCode, PolicyReason } from "../domain/policy.js"
 import type { ResourcePaymentOption } from "../domain/resources.js"
 import { baseUnitsToUsd, type PaymentScheme, type StellarNetwork, usdMatchesBaseUnits } from "../domain/stellar.js"
 import { evaluatePolicy, OPTION_CODES, type PolicyContext } from "../policy/evaluate.js"
@@ -76,17 +76,74 @@ export interface PayeeCandidate {
   readonly evidence: ResourceEvidence | undefined
 }
 
-const denied = (reason: PolicyReason) => new PolicyDenied({ error: "POLICY_DENIED", code: reason.code, message: reason.message })
+/**
+ * A buyer policy and whose it is: the request's `servicePolicy`, or the policy configured for the
+ * API key's principal. Every one must pass; a refusal names the one that refused.
+ */
+export interface NamedPolicy {
+  readonly name: string
+  readonly policy: AgentPolicy
+}
+
+/** A reason and the policy behind it; `policy` is undefined when evidence alone refuses, whatever the policy. */
+interface Refusal {
+  readonly reason: PolicyReason
+  readonly policy: NamedPolicy | undefined
+}
+
+const denied = ({ reason, policy }: Refusal) =>
+  new PolicyDenied({
+    error: "POLICY_DENIED",
+    code: reason.code,
+    message: policy === undefined ? reason.message : `${policy.name}: ${reason.message}`
+  })
+
+/** A policy's limit behind a code, oriented so that the smaller number is the tighter limit. */
+const limitOf = (code: PolicyCode, policy: AgentPolicy): number | undefined => {
+  switch (code) {
+    case "PRICE_EXCEEDS_LIMIT":
+      return policy.maxPricePerRequestUsd
+    case "RELIABILITY_LIMIT":
+      return policy.minProviderReliability === undefined ? undefined : -policy.minProviderReliability
+    case "CONFIDENCE_LIMIT":
+      return policy.minConfidence === undefined ? undefined : -policy.minConfidence
+    case "VERIFICATION_TOO_OLD":
+      return policy.maxVerificationAgeSeconds
+    default:
+      return undefined
+  }
+}
 
 /**
- * The buyer policy against the payment itself: worst-case spend over `maxPricePerRequestUsd`, or a
- * network, asset or scheme the policy excludes. These do not depend on the payee, so the first
- * such reason is the refusal.
+ * The refusal to answer with: the first whose code `prefer` accepts (else the first), and among
+ * the refusals with that code the one from the tightest limit, since it is the one that binds.
  */
-export const paymentDenial = (policy: AgentPolicy, option: ResourcePaymentOption, context: PolicyContext): PolicyDenied | undefined => {
-  const verdict = evaluatePolicy({ policy, providerId: option.payTo, option, evidence: undefined, context })
-  const reason = verdict.reasons.find((r) => OPTION_CODES.has(r.code))
-  return reason === undefined ? undefined : denied(reason)
+const pick = (refusals: ReadonlyArray<Refusal>, prefer: (code: PolicyCode) => boolean): Refusal | undefined => {
+  const chosen = refusals.find((r) => prefer(r.reason.code)) ?? refusals[0]
+  if (chosen === undefined) return undefined
+  const tightness = (r: Refusal) => (r.policy === undefined ? undefined : limitOf(r.reason.code, r.policy.policy))
+  return refusals
+    .filter((r) => r.reason.code === chosen.reason.code)
+    .reduce((tightest, r) => ((tightness(r) ?? Infinity) < (tightness(tightest) ?? Infinity) ? r : tightest), chosen)
+}
+
+/**
+ * The buyer policies against the payment itself: worst-case spend over `maxPricePerRequestUsd`, or
+ * a network, asset or scheme a policy excludes. These do not depend on the payee, so the first
+ * such reason of each policy counts; with several, the tightest limit is the refusal.
+ */
+export const paymentDenial = (
+  policies: ReadonlyArray<NamedPolicy>,
+  option: ResourcePaymentOption,
+  context: PolicyContext
+): PolicyDenied | undefined => {
+  const refusals = policies.flatMap((named) => {
+    const verdict = evaluatePolicy({ policy: named.policy, providerId: option.payTo, option, evidence: undefined, context })
+    const reason = verdict.reasons.find((r) => OPTION_CODES.has(r.code))
+    return reason === undefined ? [] : [{ reason, policy: named }]
+  })
+  const refusal = pick(refusals, () => true)
+  return refusal === undefined ? undefined : denied(refusal)
 }
 
 /**
@@ -95,11 +152,12 @@ export const paymentDenial = (policy: AgentPolicy, option: ResourcePaymentOption
  * - QUARANTINED: any resource paying it is quarantined (settling to it is refused whatever else
  *   pays the same account);
  * - PAYEE_NOT_VERIFIED: no valid x402 payment interface was ever observed at any of them;
- * - otherwise some resource must pass the buyer policy in full (provider, freshness, quality);
- *   when none does, the first resource's first reason is the refusal.
+ * - otherwise some resource must pass every buyer policy in full (provider, freshness, quality);
+ *   when none does, the refusal is the first reason about the provider or its evidence. It names
+ *   the policy that refused, unless the evidence refuses under any policy (e.g. OFFLINE).
  */
 export const payeeDenial = (
-  policy: AgentPolicy,
+  policies: ReadonlyArray<NamedPolicy>,
   option: ResourcePaymentOption,
   candidates: ReadonlyArray<PayeeCandidate>,
   context: PolicyContext
@@ -107,21 +165,36 @@ export const payeeDenial = (
   const probed = candidates.filter((c) => c.evidence !== undefined && c.evidence.lastObservedAt !== null)
   if (probed.length === 0) {
     const why = candidates.length === 0 ? "no catalogued resource pays it" : "none of the resources paying it was ever probed"
-    return denied({ code: "NO_VERIFICATION_EVIDENCE", message: `no probe evidence exists for payee ${option.payTo}: ${why}` })
+    return denied({ reason: { code: "NO_VERIFICATION_EVIDENCE", message: `no probe evidence exists for payee ${option.payTo}: ${why}` }, policy: undefined })
   }
   const quarantined = candidates.find((c) => c.evidence?.status === "QUARANTINED")
   if (quarantined) {
     return denied({
-      code: "QUARANTINED",
-      message: `payee ${option.payTo} is refused: resource ${quarantined.evidence?.resourceId} paying it is QUARANTINED`
+      reason: { code: "QUARANTINED", message: `payee ${option.payTo} is refused: resource ${quarantined.evidence?.resourceId} paying it is QUARANTINED` },
+      policy: undefined
     })
   }
   if (!probed.some((c) => c.evidence?.validChallengeSeen === true)) {
-    return denied({ code: "PAYEE_NOT_VERIFIED", message: `no valid x402 payment interface was ever observed at payee ${option.payTo}` })
+    return denied({
+      reason: { code: "PAYEE_NOT_VERIFIED", message: `no valid x402 payment interface was ever observed at payee ${option.payTo}` },
+      policy: undefined
+    })
   }
-  const verdicts = probed.map((c) => evaluatePolicy({ policy, providerId: c.providerId, option, evidence: c.evidence, context }))
-  if (verdicts.some((v) => v.decision === "ALLOW")) return undefined
-  const reasons = verdicts.flatMap((v) => v.reasons)
-  // evaluatePolicy answers ALLOW exactly when it has no reason, so every verdict here has one.
-  return denied(reasons.find((r) => !OPTION_CODES.has(r.code)) ?? reasons[0]!)
+  const judge = (candidate: PayeeCandidate, policy: NamedPolicy | undefined) => ({
+    policy,
+    verdict: evaluatePolicy({ policy: policy?.policy ?? {}, providerId: candidate.providerId, option, evidence: candidate.evidence, context })
+  })
+  const refusals: Array<Refusal> = []
+  for (const candidate of probed) {
+    // First under no policy at all: what the evidence refuses whatever the policy is nobody's limit.
+    const baseline = judge(candidate, undefined)
+    const verdicts = [baseline, ...policies.map((policy) => judge(candidate, policy))]
+    if (verdicts.every((v) => v.verdict.decision === "ALLOW")) return undefined
+    const evidenceCodes = new Set(baseline.verdict.reasons.map((r) => r.code))
+    for (const { policy, verdict } of verdicts) {
+      for (const reason of verdict.reasons) refusals.push({ reason, policy: evidenceCodes.has(reason.code) ? undefined : policy })
+    }
+  }
+  // evaluatePolicy answers ALLOW exactly when it has no reason, so some candidate gave one.
+  return denied(pick(refusals, (code) => !OPTION_CODES.has(code))!)
 }
