@@ -45,10 +45,6 @@ const fixture = (...args: Parameters<typeof startFacilitator>) => {
   fixtures.push(f)
   return f
 }
-afterEach(async () => {
-  await Promise.all(fixtures.splice(0).map((f) => f.stop()))
-})
-
 const baseConfig = Either.getOrThrow(loadConfig(undefined, {}))
 
 const knownEvidenceLayer = memoryEvidence(catalog, knownEvidence)
@@ -126,7 +122,104 @@ const rows = Effect.flatMap(SqlClient.SqlClient, (sql) =>
 
 const errorOf = <A, E>(result: Either.Either<A, E>) => (Either.isLeft(result) ? result.left : undefined)
 
+/**
+ * The cross-process budget test runs this file's own service graph twice more, each in its own OS
+ * process (`bun test/settlement.test.ts` with this variable set to a job): only separate processes
+ * on one database file show whether the reservation is atomic across connections, since one
+ * process's fibers share one connection and run its statements one at a time.
+ */
+const BUDGET_WORKER = "SEXTANT_SETTLEMENT_BUDGET_WORKER"
+const READY = "READY"
+const OUTCOMES = "OUTCOMES "
+
+interface BudgetJob {
+  readonly backendUrl: string
+  readonly database: string
+  readonly buyerSeeds: ReadonlyArray<number>
+  /** One API-key principal per round; each round settles an equal share of the payments as it. */
+  readonly principals: ReadonlyArray<string>
+  readonly budgets: Partial<BudgetsConfig>
+}
+
+const buyerSeeded = (seed: number) => ({ buyer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, seed)) })
+
+/**
+ * Worker side: builds the graph and the payments, then for each round says READY, waits for "go"
+ * on stdin and settles that round's payments all at once; finally prints how each settle ended.
+ */
+const runBudgetWorker = async (job: BudgetJob) => {
+  const payments = await Promise.all(job.buyerSeeds.map((seed) => pay(VERIFIED, buyerSeeded(seed))))
+  const perRound = payments.length / job.principals.length
+  const stdin = console[Symbol.asyncIterator]()
+  const outcomes = await run(
+    [{ id: "a", url: job.backendUrl }],
+    Effect.gen(function* () {
+      // A first run through the pipeline (refused by price, before any reservation), so that the
+      // rounds in both processes are equally warm and race from their first statement.
+      yield* settle(body(payments[0]!, { servicePolicy: { maxPricePerRequestUsd: 0 } }))
+      const results = []
+      for (const [round, principal] of job.principals.entries()) {
+        yield* Effect.promise(() => {
+          console.log(READY)
+          return stdin.next()
+        })
+        const batch = payments.slice(round * perRound, (round + 1) * perRound)
+        results.push(...(yield* Effect.all(batch.map((p) => settle(body(p), undefined, principal)), { concurrency: "unbounded" })))
+      }
+      return results
+    }),
+    { budgets: job.budgets, database: job.database }
+  )
+  console.log(OUTCOMES + JSON.stringify(outcomes.map((r) => (Either.isRight(r) ? "settled" : r.left.error))))
+}
+
+/** Test side: a worker process, read line by line; `next(prefix)` waits for its next such line. */
+const startBudgetWorker = (job: BudgetJob) => {
+  const child = Bun.spawn([process.execPath, import.meta.path], {
+    env: { ...process.env, [BUDGET_WORKER]: JSON.stringify(job) },
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "pipe"
+  })
+  const reader = child.stdout.getReader()
+  const decoder = new TextDecoder()
+  let buffered = ""
+  const next = async (prefix: string): Promise<string> => {
+    for (;;) {
+      const end = buffered.indexOf("\n")
+      if (end >= 0) {
+        const line = buffered.slice(0, end)
+        buffered = buffered.slice(end + 1)
+        if (line.startsWith(prefix)) return line.slice(prefix.length)
+        continue
+      }
+      const read = await reader.read()
+      if (read.done) throw new Error(`budget worker ended before "${prefix}": ${await new Response(child.stderr).text()}`)
+      buffered += decoder.decode(read.value, { stream: true })
+    }
+  }
+  return {
+    ready: () => next(READY),
+    go: () => child.stdin.write("go\n"),
+    outcomes: async () => {
+      const outcomes = JSON.parse(await next(OUTCOMES)) as Array<string>
+      child.stdin.end()
+      await child.exited
+      return outcomes
+    }
+  }
+}
+
+if (process.env[BUDGET_WORKER] !== undefined) {
+  await runBudgetWorker(JSON.parse(process.env[BUDGET_WORKER]) as BudgetJob)
+  process.exit(0)
+}
+
 describe("settlement pipeline", () => {
+  afterEach(async () => {
+    await Promise.all(fixtures.splice(0).map((f) => f.stop()))
+  })
+
   test("a valid payment settles once: journaled settled, evidence recorded, repeats answered from the journal", async () => {
     const a = fixture()
     const p = await pay(VERIFIED)
@@ -413,6 +506,35 @@ describe("settlement pipeline", () => {
     expect(out.journal).toHaveLength(10)
     expect(out.journal.every((r) => r.state === "settled")).toBe(true)
   })
+
+  test("two processes on one database, 50 settles each, against budgets for 10: exactly 10 reach a backend, the journal agrees", async () => {
+    const a = fixture()
+    const database = join(mkdtempSync(join(tmpdir(), "sextant-settle-processes-")), "s.db")
+    // Migrated once here, so the workers do not race to create the tables.
+    await run([], Effect.void, { database })
+    // Ten rounds, released in both processes at once: in each, five settles per process race for a
+    // principal that has room for one, while a global budget allows ten in all. A reservation that
+    // is not atomic across connections shows as a principal settled twice or more than ten in all.
+    const principals = Array.from({ length: 10 }, (_, i) => `agent-${i}`)
+    const budgets = { feeCeilingStroops: 1_000, globalFeeStroops: 10_000, perPrincipalFeeStroops: 1_000 }
+    const seeds = (first: number) => Array.from({ length: 50 }, (_, i) => first + i)
+    const workers = [10, 60].map((first) =>
+      startBudgetWorker({ backendUrl: a.url, database, buyerSeeds: seeds(first), principals, budgets })
+    )
+    for (const _ of principals) {
+      await Promise.all(workers.map((w) => w.ready()))
+      for (const worker of workers) worker.go()
+    }
+    const outcomes = (await Promise.all(workers.map((w) => w.outcomes()))).flat()
+    const journal = await run([], rows, { database })
+    expect(outcomes).toHaveLength(100)
+    expect(outcomes.filter((o) => o === "settled")).toHaveLength(10)
+    expect(outcomes.filter((o) => o === "FEE_BUDGET_EXHAUSTED")).toHaveLength(90)
+    expect(a.calls("/settle")).toBe(10)
+    expect(journal).toHaveLength(10)
+    expect(journal.every((r) => r.state === "settled")).toBe(true)
+    expect(journal.map((r) => r.principal).sort()).toEqual(principals)
+  }, 30_000)
 
   test("the per-principal fee ceiling binds an API-key principal across payers, and frees up as the window moves", async () => {
     const a = fixture()
