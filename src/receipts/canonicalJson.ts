@@ -49,7 +49,7 @@ export const canonicalize = (value: unknown): Either.Either<string, CanonicalJso
     throw new CanonicalJsonError({ path: pointer(path), reason })
   }
   const str = (s: string) => {
-    // JSON.stringify would escape a lone surrogate as \udXXX; RFC 8785 section 3.2.2.2 forbids it.
+    // JSON.stringify would escape a lone surrogate (as \udc00, say); RFC 8785 section 3.2.2.2 forbids it.
     if (LONE_SURROGATE.test(s)) fail("string contains a lone surrogate (not valid Unicode)")
     return JSON.stringify(s)
   }
