@@ -16,8 +16,7 @@ import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { FacilitatorPool } from "../src/x402/FacilitatorPool.js"
 import { evidence, memoryEvidence, option, payee, record } from "./fixtures/evidence.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
-import { buildExactPayment, type BuildOptions, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
-import { Keypair } from "@stellar/stellar-sdk"
+import { seededBuyer, settleBody, type SignedPayment, signedPayment } from "./fixtures/stellarPayment.js"
 
 const NOW = Date.parse("2025-06-01T12:00:00.000Z")
 const VERIFIED = payee(1)
@@ -94,13 +93,8 @@ const run = <A, E>(
   )
 }
 
-const pay = async (payTo: string, build: BuildOptions = {}, requirementOverrides: Parameters<typeof exactRequirements>[0] | null = null) => {
-  const requirements = exactRequirements(requirementOverrides ?? { payTo })
-  return { requirements, payment: await buildExactPayment(requirements, build) }
-}
-
 const body = (
-  { requirements, payment }: Awaited<ReturnType<typeof pay>>,
+  { requirements, payment }: SignedPayment,
   extras: Parameters<typeof settleBody>[2] = {}
 ) => settleBody(payment, requirements, extras) as unknown as FacilitatorRequest
 
@@ -141,14 +135,12 @@ interface BudgetJob {
   readonly budgets: Partial<BudgetsConfig>
 }
 
-const buyerSeeded = (seed: number) => ({ buyer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, seed)) })
-
 /**
  * Worker side: builds the graph and the payments, then for each round says READY, waits for "go"
  * on stdin and settles that round's payments all at once; finally prints how each settle ended.
  */
 const runBudgetWorker = async (job: BudgetJob) => {
-  const payments = await Promise.all(job.buyerSeeds.map((seed) => pay(VERIFIED, buyerSeeded(seed))))
+  const payments = await Promise.all(job.buyerSeeds.map((seed) => signedPayment(VERIFIED, { buyer: seededBuyer(seed) })))
   const perRound = payments.length / job.principals.length
   const stdin = console[Symbol.asyncIterator]()
   const outcomes = await run(
@@ -222,8 +214,8 @@ describe("settlement pipeline", () => {
 
   test("a valid payment settles once: journaled settled, evidence recorded, repeats answered from the journal", async () => {
     const a = fixture()
-    const p = await pay(VERIFIED)
-    const other = await pay(VERIFIED)
+    const p = await signedPayment(VERIFIED)
+    const other = await signedPayment(VERIFIED)
     const out = await run([{ id: "a", url: a.url }], Effect.gen(function* () {
       const first = yield* settle(body(p, { amountUsd: 0.001 }), "client-key-1")
       const again = yield* settle(body(p, { amountUsd: 0.001 }), "client-key-1")
@@ -265,7 +257,7 @@ describe("settlement pipeline", () => {
 
   test("one signed transaction is one payment whatever wrapper carries it: forwarded once, every wrapper answered alike", async () => {
     const a = fixture()
-    const p = await pay(VERIFIED)
+    const p = await signedPayment(VERIFIED)
     const signed = body(p) as unknown as { paymentPayload: Record<string, unknown> & { payload: { transaction: string } } }
     const rewrap = (payload: Record<string, unknown>) => ({ ...signed, paymentPayload: { ...signed.paymentPayload, ...payload } }) as unknown as FacilitatorRequest
     const wrappers = [
@@ -290,8 +282,8 @@ describe("settlement pipeline", () => {
 
   test("Idempotency-Key: 1 to 200 characters, scoped per principal; no answer names another principal's settlement", async () => {
     const a = fixture()
-    const buyer = (n: number) => ({ buyer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, 100 + n)) })
-    const [p1, p2, p3] = [await pay(VERIFIED, buyer(1)), await pay(VERIFIED, buyer(2)), await pay(VERIFIED, buyer(3))]
+    const buyer = (n: number) => ({ buyer: seededBuyer(100 + n) })
+    const [p1, p2, p3] = [await signedPayment(VERIFIED, buyer(1)), await signedPayment(VERIFIED, buyer(2)), await signedPayment(VERIFIED, buyer(3))]
     const apiKeys = ["agent-1", "agent-2"].map((principal, i) => ({ principal, sha256: String(i).repeat(64) }))
     const out = await run(
       [{ id: "a", url: a.url }],
@@ -327,7 +319,7 @@ describe("settlement pipeline", () => {
 
   test("a settlement that went through is answered even when recording its evidence fails", async () => {
     const a = fixture()
-    const p = await pay(VERIFIED)
+    const p = await signedPayment(VERIFIED)
     // The evidence store breaks after the payee was judged: only recording fails.
     const unrecordable = Layer.effect(
       EvidenceReader,
@@ -347,10 +339,10 @@ describe("settlement pipeline", () => {
 
   test("payloads that would pay more, someone else or in another asset are refused before any backend call", async () => {
     const a = fixture()
-    const overAmount = await pay(VERIFIED, { transfer: { amount: "20000" } })
-    const otherPayee = await pay(VERIFIED, { transfer: { to: payee(6) } })
-    const otherAsset = await pay(VERIFIED, { transfer: { asset: OTHER_ASSET } })
-    const fine = await pay(VERIFIED)
+    const overAmount = await signedPayment(VERIFIED, { transfer: { amount: "20000" } })
+    const otherPayee = await signedPayment(VERIFIED, { transfer: { to: payee(6) } })
+    const otherAsset = await signedPayment(VERIFIED, { transfer: { asset: OTHER_ASSET } })
+    const fine = await signedPayment(VERIFIED)
     const out = await run([{ id: "a", url: a.url }], Effect.gen(function* () {
       return {
         overAmount: yield* settle(body(overAmount)),
@@ -379,13 +371,13 @@ describe("settlement pipeline", () => {
   test("buyer policy and payee evidence refuse with 403 codes; shape and kind problems with 400 and 422", async () => {
     const a = fixture()
     const payments = {
-      cheap: await pay(VERIFIED),
-      neverProbed: await pay(NEVER_PROBED),
-      unknownPayee: await pay(NOT_IN_CATALOG),
-      noChallenge: await pay(NO_CHALLENGE),
-      quarantined: await pay(QUARANTINED),
-      upto: await pay(VERIFIED, {}, { payTo: VERIFIED, scheme: "upto" }),
-      otherAssetRequired: await pay(VERIFIED, {}, { payTo: VERIFIED, asset: OTHER_ASSET })
+      cheap: await signedPayment(VERIFIED),
+      neverProbed: await signedPayment(NEVER_PROBED),
+      unknownPayee: await signedPayment(NOT_IN_CATALOG),
+      noChallenge: await signedPayment(NO_CHALLENGE),
+      quarantined: await signedPayment(QUARANTINED),
+      upto: await signedPayment(VERIFIED, {}, { payTo: VERIFIED, scheme: "upto" }),
+      otherAssetRequired: await signedPayment(VERIFIED, {}, { payTo: VERIFIED, asset: OTHER_ASSET })
     }
     const out = await run([{ id: "a", url: a.url }], Effect.gen(function* () {
       return {
@@ -424,7 +416,7 @@ describe("settlement pipeline", () => {
 
   test("an API-key principal's configured policy applies with servicePolicy: both must pass, the tighter limit refuses and is named", async () => {
     const a = fixture()
-    const p = await pay(VERIFIED)
+    const p = await signedPayment(VERIFIED)
     const key = (principal: string, policy?: AgentPolicy) => ({ principal, sha256: "0".repeat(64), ...(policy ? { policy } : {}) })
     const apiKeys = [key("agent-1", { maxPricePerRequestUsd: 0.0008 }), key("agent-2", { denyProviders: ["alpha"] }), key("agent-3")]
     const out = await run(
@@ -459,8 +451,8 @@ describe("settlement pipeline", () => {
 
   test("the spend window refuses the settlement that would take a principal over the budget", async () => {
     const a = fixture()
-    const payments = [await pay(VERIFIED), await pay(VERIFIED), await pay(VERIFIED)]
-    const other = await pay(VERIFIED, { buyer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, 9)) })
+    const payments = [await signedPayment(VERIFIED), await signedPayment(VERIFIED), await signedPayment(VERIFIED)]
+    const other = await signedPayment(VERIFIED, { buyer: seededBuyer(9) })
     const out = await run(
       [{ id: "a", url: a.url }],
       Effect.gen(function* () {
@@ -485,8 +477,8 @@ describe("settlement pipeline", () => {
 
   test("100 concurrent settles against a fee budget for 10: exactly 10 reach a backend, 90 get 429, the journal agrees", async () => {
     const a = fixture()
-    const buyers = Array.from({ length: 100 }, (_, i) => Keypair.fromRawEd25519Seed(Buffer.alloc(32, i + 10)))
-    const payments = await Promise.all(buyers.map((buyer) => pay(VERIFIED, { buyer })))
+    const buyers = Array.from({ length: 100 }, (_, i) => seededBuyer(i + 10))
+    const payments = await Promise.all(buyers.map((buyer) => signedPayment(VERIFIED, { buyer })))
     const database = join(mkdtempSync(join(tmpdir(), "sextant-settle-")), "s.db")
     const out = await run(
       [{ id: "a", url: a.url }],
@@ -538,7 +530,7 @@ describe("settlement pipeline", () => {
 
   test("the per-principal fee ceiling binds an API-key principal across payers, and frees up as the window moves", async () => {
     const a = fixture()
-    const payments = await Promise.all([1, 2, 3].map((n) => pay(VERIFIED, { buyer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, 200 + n)) })))
+    const payments = await Promise.all([1, 2, 3].map((n) => signedPayment(VERIFIED, { buyer: seededBuyer(200 + n) })))
     const out = await run(
       [{ id: "a", url: a.url }],
       Effect.gen(function* () {
@@ -563,8 +555,8 @@ describe("settlement pipeline", () => {
   test("failover: an unreachable backend is skipped and its error journaled; a backend answering 5xx is indeterminate", async () => {
     const a = fixture()
     const b = fixture()
-    const first = await pay(VERIFIED)
-    const second = await pay(VERIFIED)
+    const first = await signedPayment(VERIFIED)
+    const second = await signedPayment(VERIFIED)
     const out = await run(
       [{ id: "a", url: a.url }, { id: "b", url: b.url }],
       Effect.gen(function* () {
@@ -606,7 +598,7 @@ describe("settlement pipeline", () => {
   test("a backend's refusal (success:false) is the answer: journaled failed, not tried elsewhere", async () => {
     const a = fixture({ mode: "invalid" })
     const b = fixture()
-    const p = await pay(VERIFIED)
+    const p = await signedPayment(VERIFIED)
     const out = await run(
       [{ id: "a", url: a.url }, { id: "b", url: b.url }],
       Effect.gen(function* () {
@@ -621,7 +613,7 @@ describe("settlement pipeline", () => {
 
   test("a settlement that never reached a backend releases its fee, and the same signed payload may be retried", async () => {
     const a = fixture()
-    const payments = await Promise.all([1, 2, 3, 4].map((n) => pay(VERIFIED, { buyer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, 150 + n)) })))
+    const payments = await Promise.all([1, 2, 3, 4].map((n) => signedPayment(VERIFIED, { buyer: seededBuyer(150 + n) })))
     const [p1, p2, p3, p4] = payments.map((p) => body(p))
     const out = await run(
       [{ id: "a", url: a.url }],
@@ -654,7 +646,7 @@ describe("settlement pipeline", () => {
   test("a settle that times out is indeterminate: no second backend, and a retry is refused with 409", async () => {
     const a = fixture()
     const b = fixture()
-    const p = await pay(VERIFIED)
+    const p = await signedPayment(VERIFIED)
     const out = await run(
       [{ id: "a", url: a.url }, { id: "b", url: b.url }],
       Effect.gen(function* () {

@@ -26,6 +26,24 @@ const redactUrl = (database: string) => {
 
 const runMigrations = Migrator.make({})({ loader: migrations, table: "sextant_migrations" })
 
+/** Any fixed number: it names this service's migration lock among the database's advisory locks. */
+const MIGRATION_LOCK = 5_287_411_903
+
+/**
+ * Instances started together on one Postgres database would race the Migrator's check-then-create
+ * of its table, and all but one fail to start (duplicate pg_type). Each migrates while holding a
+ * session advisory lock on a connection of its own, so they migrate one after another and the
+ * later ones find nothing to do. The lock dies with its session if the process does.
+ */
+const runMigrationsExclusively = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const lockHolder = yield* sql.reserve
+  yield* Effect.acquireRelease(lockHolder.execute("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK], undefined), () =>
+    Effect.ignore(lockHolder.execute("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK], undefined))
+  )
+  return yield* runMigrations
+}).pipe(Effect.scoped)
+
 const sqliteInfo = (location: string) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -58,7 +76,7 @@ export const DatabaseLive = (database: string): Layer.Layer<SqlClient.SqlClient 
       synchronous: null,
       durable: true
     })
-    return Layer.mergeAll(Layer.effectDiscard(runMigrations), info).pipe(Layer.provideMerge(client))
+    return Layer.mergeAll(Layer.effectDiscard(runMigrationsExclusively), info).pipe(Layer.provideMerge(client))
   }
   const location = database === ":memory:" ? database : resolve(database)
   const folder = Layer.effectDiscard(

@@ -1,0 +1,240 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { Config } from "../src/config.js"
+import { verifyReceipt } from "../src/receipts/receipt.js"
+import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
+import { advertised } from "./fixtures/observations.js"
+import { seededBuyer, settleBody, signedPayment } from "./fixtures/stellarPayment.js"
+import { entry } from "./fixtures/verificationStack.js"
+import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { type PostgresCluster, pgQuery, postgresAvailability, startPostgres } from "./support/postgres.js"
+import { pollUntil } from "./support/serveProcess.js"
+import { request, startServer, testConfig } from "./support/server.js"
+
+/**
+ * The service on a real PostgreSQL server: the same migrations and repositories SQLite runs, and
+ * the settlement budget shared by two service instances (two connection pools) on one database.
+ * Without server binaries on the machine the file is skipped, saying why; CI installs them.
+ */
+
+const availability = postgresAvailability()
+const title = availability.available
+  ? "the service on PostgreSQL"
+  : `the service on PostgreSQL — SKIPPED: ${availability.reason}; install the Debian "postgresql" package to run it`
+
+type Server = Awaited<ReturnType<typeof startServer>>
+
+describe.skipIf(!availability.available)(title, () => {
+  let cluster: PostgresCluster
+  let fixture: X402Fixture
+  const servers: Array<Server> = []
+  const start = async (config: Config) => {
+    const server = await startServer(config)
+    servers.push(server)
+    return server
+  }
+
+  beforeAll(async () => {
+    cluster = await startPostgres()
+    fixture = await startX402Fixture()
+  })
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.close()))
+    await fixture?.stop()
+    await cluster?.stop()
+  })
+
+  /** A config on `database` whose one catalog resource is the fixture's real x402 route. */
+  const fixtureConfig = (database: string, overrides: Partial<Config> = {}) => {
+    const base = testConfig()
+    return testConfig({
+      database,
+      catalog: [entry("fixture.paid", fixture.url("/paid"))],
+      probes: { ...base.probes, allowPrivateTargets: true },
+      signer: { ed25519KeyFile: join(mkdtempSync(join(tmpdir(), "sextant-pg-signer-")), "signer.key") },
+      ...overrides
+    })
+  }
+  /** A live probe of the fixture resource: the evidence that makes its payee eligible. */
+  const probe = (server: Server) =>
+    request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "fixture.paid" } })
+  const probedServer = async (database: string) => {
+    const server = await start(fixtureConfig(database))
+    return { server, validated: await probe(server) }
+  }
+
+  test("migrations apply, the demo catalog upserts idempotently across two starts, reads and health work", async () => {
+    const url = await cluster.createDatabase("catalog")
+    // Trust auth ignores the password; it is there to show it never leaves the config.
+    const withPassword = url.replace("postgres@", "postgres:pg-secret-password@")
+    const config = testConfig({ database: withPassword })
+    const counts = async () =>
+      (
+        await pgQuery<{ resources: string; options: string; capabilities: string; migrations: string }>(
+          url,
+          `SELECT (SELECT COUNT(*) FROM resources) AS resources, (SELECT COUNT(*) FROM payment_options) AS options,
+             (SELECT COUNT(*) FROM resource_capabilities) AS capabilities, (SELECT COUNT(*) FROM sextant_migrations) AS migrations`
+        )
+      )[0]
+
+    const first = await start(config)
+    const listedFirst = await request(`${first.url}/v1/resources`)
+    const countsFirst = await counts()
+    await first.close()
+    const second = await start(config)
+    const listed = await request(`${second.url}/v1/resources`)
+
+    expect(listed.status).toBe(200)
+    expect(listed.body.resources).toHaveLength(config.catalog.length)
+    expect(listed.body).toEqual(listedFirst.body)
+    expect(await counts()).toEqual(countsFirst)
+    expect(Number(countsFirst?.resources)).toBe(config.catalog.length)
+    expect(Number(countsFirst?.migrations)).toBe(4)
+
+    const sample = config.catalog[0]!
+    const one = await request(`${second.url}/v1/resources/${sample.resource.id}`)
+    expect(one.status).toBe(200)
+    expect(one.body.resource).toMatchObject({ id: sample.resource.id, status: "DISCOVERED", verificationLevel: 0 })
+    expect(one.body.paymentOptions).toEqual(sample.paymentOptions)
+    expect((await request(`${second.url}/v1/resources/no.such.resource`)).status).toBe(404)
+
+    const health = await request(`${second.url}/health/dependencies`)
+    expect(health.status).toBe(200)
+    expect(health.body.store).toEqual({
+      kind: "postgres",
+      location: `postgres://127.0.0.1:${new URL(url).port}/catalog`,
+      journalMode: null,
+      synchronous: null,
+      durable: true
+    })
+    expect(JSON.stringify(health.body)).not.toContain("pg-secret-password")
+  })
+
+  test("instances started together on an empty database all start, and the migrations run once", async () => {
+    // Three rounds: the race between instances creating the migrations table does not show every time.
+    for (const round of [1, 2, 3]) {
+      const url = await cluster.createDatabase(`together_${round}`)
+      const started = await Promise.all([1, 2, 3].map(() => start(testConfig({ database: url }))))
+      expect(started).toHaveLength(3)
+      const [migrations] = await pgQuery<{ n: string }>(url, "SELECT COUNT(*) AS n FROM sextant_migrations")
+      expect(Number(migrations?.n)).toBe(4)
+      await Promise.all(started.map((s) => s.close()))
+    }
+  })
+
+  test("a live probe is stored: observation, metrics and PAYMENT_VERIFIED read back", async () => {
+    const { server, validated } = await probedServer(await cluster.createDatabase("verification"))
+    expect(validated).toMatchObject({ status: 200, body: { outcome: "healthy", status: "PAYMENT_VERIFIED", verificationLevel: 2 } })
+
+    const resource = await request(`${server.url}/v1/resources/fixture.paid`)
+    expect(resource.body.resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
+    expect(resource.body.transitions.map((t: { from: string; to: string }) => [t.from, t.to])).toEqual([
+      ["VALIDATING", "PAYMENT_VERIFIED"],
+      ["DISCOVERED", "VALIDATING"]
+    ])
+    const metrics = await request(`${server.url}/v1/resources/fixture.paid/metrics`)
+    expect(metrics).toMatchObject({
+      status: 200,
+      body: { resourceId: "fixture.paid", observationCount: 1, availability24h: 1, paymentInterfaceSuccessRate: 1, observedPriceUsd: 0.001 }
+    })
+    expect(metrics.body.p50LatencyMs).toBeNumber()
+    const observations = await request(`${server.url}/v1/resources/fixture.paid/observations`)
+    expect(observations.body.observations).toEqual([
+      expect.objectContaining({ id: validated.body.observation.id, outcome: "healthy", httpStatus: 402, x402Version: 2, payTo: FIXTURE_PAY_TO })
+    ])
+
+    // A second probe: the window counts both, and pages go newest first through the cursor.
+    const again = await probe(server)
+    expect((await request(`${server.url}/v1/resources/fixture.paid/metrics`)).body.observationCount).toBe(2)
+    const newest = await request(`${server.url}/v1/resources/fixture.paid/observations?limit=1`)
+    expect(newest.body.observations.map((o: { id: string }) => o.id)).toEqual([again.body.observation.id])
+    const older = await request(`${server.url}/v1/resources/fixture.paid/observations?limit=1&before=${newest.body.nextBefore}`)
+    expect(older.body).toEqual({
+      resourceId: "fixture.paid",
+      observations: [expect.objectContaining({ id: validated.body.observation.id })],
+      nextBefore: null
+    })
+  })
+
+  test("two service instances on one database, 40 concurrent settles against a fee budget for 10: exactly 10 settle", async () => {
+    const facilitator: FixtureFacilitator = startFacilitator()
+    try {
+      const database = await cluster.createDatabase("settlement")
+      const overrides = {
+        facilitators: [{ id: "a", url: facilitator.url }],
+        budgets: { ...testConfig().budgets, feeCeilingStroops: 1_000, globalFeeStroops: 10_000 }
+      }
+      // Started together on an empty database, as replicas are: both migrate and load the catalog.
+      const [a, b] = await Promise.all([start(fixtureConfig(database, overrides)), start(fixtureConfig(database, overrides))])
+      expect((await probe(a)).body.status).toBe("PAYMENT_VERIFIED")
+      for (const server of [a, b]) {
+        await pollUntil(
+          "the facilitator is polled healthy",
+          async () => (await request(`${server.url}/x402/facilitators`)).body.facilitators,
+          (found) => found?.[0]?.healthy === true
+        )
+      }
+
+      // One buyer per payment, so each settle is its own principal and only the global fee budget binds.
+      const payments = await Promise.all(Array.from({ length: 40 }, (_, i) => signedPayment(FIXTURE_PAY_TO, { buyer: seededBuyer(i + 1) })))
+      const answers = await Promise.all(
+        payments.map((p, i) =>
+          request(`${(i % 2 === 0 ? a : b).url}/x402/settle`, { method: "POST", json: settleBody(p.payment, p.requirements) })
+        )
+      )
+      const settled = answers.filter((r) => r.status === 200)
+      const refused = answers.filter((r) => r.status === 429)
+      expect(settled).toHaveLength(10)
+      expect(refused).toHaveLength(30)
+      for (const r of settled) expect(r.body).toMatchObject({ success: true, network: "stellar:testnet" })
+      for (const r of refused) expect(r.body.error).toBe("FEE_BUDGET_EXHAUSTED")
+      expect(facilitator.calls("/settle")).toBe(10)
+      // A repeat reaches the other instance: it answers from the shared journal, and nothing is re-sent.
+      const first = answers.findIndex((r) => r.status === 200)
+      const repeat = await request(`${(first % 2 === 0 ? b : a).url}/x402/settle`, {
+        method: "POST",
+        json: settleBody(payments[first]!.payment, payments[first]!.requirements)
+      })
+      expect(repeat).toMatchObject({ status: 200, body: answers[first]!.body })
+      expect(facilitator.calls("/settle")).toBe(10)
+
+      const journal = await pgQuery<{ id: string; state: string; fee_stroops: string | number }>(
+        database,
+        "SELECT id, state, fee_stroops FROM settlements"
+      )
+      expect(journal).toHaveLength(10)
+      expect(journal.every((r) => r.state === "settled" && Number(r.fee_stroops) === 1_000)).toBe(true)
+      const record = await request(`${a.url}/x402/settlements/${journal[0]!.id}`)
+      expect(record.body).toMatchObject({ state: "settled", worstCaseUsd: 0.001, payTo: FIXTURE_PAY_TO, backendId: "a" })
+      // A settlement is transaction evidence: both instances read level 3 from the shared store.
+      const resource = await request(`${b.url}/v1/resources/fixture.paid`)
+      expect(resource.body.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
+    } finally {
+      await facilitator.stop()
+    }
+  })
+
+  test("receipts: created, read back unchanged and verified", async () => {
+    const { server } = await probedServer(await cluster.createDatabase("receipts"))
+    const purchase = {
+      request: { capability: "fixture.probe", intent: "issuer check" },
+      payment: { network: advertised.network, scheme: "exact", asset: advertised.asset, amount: advertised.amount, transactionHash: "e".repeat(64) },
+      response: { status: 200, body: '{"issuer":"ok"}' }
+    }
+    const created = await request(`${server.url}/v1/receipts`, { method: "POST", json: purchase })
+    expect(created.status).toBe(200)
+    expect(created.body).toMatchObject({ service: { resourceId: "fixture.paid" }, payment: { transactionHash: "e".repeat(64) } })
+    expect(verifyReceipt(created.body).valid).toBe(true)
+
+    const fetched = await request(`${server.url}/v1/receipts/${created.body.receiptId}`)
+    expect(fetched).toMatchObject({ status: 200, body: created.body })
+    expect(fetched.body).toEqual(created.body)
+    const checked = await request(`${server.url}/v1/receipts/${created.body.receiptId}/verify`)
+    expect(checked.body).toMatchObject({ receiptId: created.body.receiptId, valid: true, algorithm: "ed25519" })
+    expect((await request(`${server.url}/v1/receipts/rcpt_missing`)).status).toBe(404)
+    const resource = await request(`${server.url}/v1/resources/fixture.paid`)
+    expect(resource.body.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
+  })
+})
