@@ -2,6 +2,7 @@ import { HttpApiBuilder, HttpApiError, HttpApiSchema, HttpServerRequest, HttpSer
 import { RouteNotFound } from "@effect/platform/HttpServerError"
 import { Cause, Effect, Option } from "effect"
 import { type ApiError, ApiErrors } from "../domain/errors.js"
+import { describeIssues } from "../domain/issues.js"
 import { SextantApi } from "./api/index.js"
 import { jsonDepth, MAX_BODY_BYTES, MAX_JSON_DEPTH } from "./body.js"
 
@@ -30,18 +31,6 @@ const notRouted = (request: HttpServerRequest.HttpServerRequest) => {
         HttpServerResponse.setHeader("allow", allowed.join(", "))
       )
     : errorResponse(404, "NOT_FOUND", `no endpoint at ${request.method} ${path}`)
-}
-
-/**
- * One clause per failing field. An optional field that fails also reports "Expected undefined"
- * from the other branch of its union: that adds nothing, so it is dropped.
- */
-const describeIssues = (error: HttpApiError.HttpApiDecodeError) => {
-  const useful = error.issues.filter((issue) => !issue.message.startsWith("Expected undefined"))
-  const clauses = (useful.length > 0 ? useful : error.issues).map(
-    (issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(body)"}: ${issue.message}`
-  )
-  return [...new Set(clauses)].join("; ")
 }
 
 /**
@@ -110,7 +99,7 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
             const error: unknown = failure.value
             if (isApiError(error)) return Effect.succeed(apiErrorResponse(error))
             if (error instanceof HttpApiError.HttpApiDecodeError) {
-              return Effect.succeed(errorResponse(400, "INVALID_REQUEST", describeIssues(error)))
+              return Effect.succeed(errorResponse(400, "INVALID_REQUEST", describeIssues(error.issues)))
             }
             if (error instanceof RouteNotFound) return Effect.succeed(notRouted(request))
             if (hasTag(error, "RequestError")) {

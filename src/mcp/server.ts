@@ -1,7 +1,8 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
-import { Either, ParseResult, Schema } from "effect"
+import { Either, Schema } from "effect"
+import { describeParseError } from "../domain/issues.js"
 import { toolJsonSchema } from "./jsonSchema.js"
 import { type ApiCall, TOOLS } from "./tools.js"
 
@@ -51,8 +52,7 @@ export const makeMcpServer = (handle: (request: Request) => Promise<Response>, v
     if (tool === undefined) return errorResult(`unknown tool "${request.params.name}"; call tools/list`)
     const decoded = Schema.decodeUnknownEither(tool.input as Schema.Schema<unknown>)(request.params.arguments ?? {}, decodeOptions)
     if (Either.isLeft(decoded)) {
-      const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
-      return errorResult(`invalid arguments: ${issues.map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`).join("; ")}`)
+      return errorResult(`invalid arguments: ${describeParseError(decoded.left)}`)
     }
     try {
       const structured = (await (tool.run as (input: unknown, f: typeof fetchApi) => Promise<unknown>)(decoded.right, fetchApi)) as Record<string, unknown>

@@ -1,4 +1,5 @@
-import { Clock, Context, Effect, Either, Fiber, Layer, Option, ParseResult, Schema } from "effect"
+import { Clock, Context, Effect, Either, Fiber, Layer, Option, Schema } from "effect"
+import { describeParseError } from "../domain/issues.js"
 import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
 import {
@@ -111,7 +112,7 @@ const decodeKey = Schema.decodeUnknownEither(IdempotencyKey)
 const readIdempotencyKey = (key: string | undefined): Either.Either<string | undefined, BadRequest> =>
   key === undefined
     ? Either.right(undefined)
-    : Either.mapLeft(decodeKey(key), (e) => new BadRequest({ error: "BAD_REQUEST", message: ParseResult.TreeFormatter.formatErrorSync(e) }))
+    : Either.mapLeft(decodeKey(key), (e) => new BadRequest({ error: "BAD_REQUEST", message: describeParseError(e) }))
 
 const errorsOf = (outcome: SettleOutcome) =>
   "failures" in outcome ? outcome.failures.map((f) => ({ backendId: f.backendId, error: f.detail })) : []
@@ -320,17 +321,36 @@ const make = Effect.gen(function* () {
    * One journal entry for `GET /x402/settlements/{id}`. Another principal's entry is 404 to an
    * API-key principal, exactly as a missing one, so ids of others' payments cannot be probed.
    */
+  const readsAll = (principal: string | null) => principal === null || !keyPrincipals.has(principal)
+
   const get = (id: string, principal: string | null): Effect.Effect<SettlementRecord, NotFound> =>
     journal.get(id).pipe(
       Effect.orDie,
       Effect.flatMap((row) =>
-        Option.isSome(row) && (principal === null || !keyPrincipals.has(principal) || row.value.principal === principal)
+        Option.isSome(row) && (readsAll(principal) || row.value.principal === principal)
           ? Effect.succeed(toRecord(row.value, decimals))
           : Effect.fail(notFound("settlement", id))
       )
     )
 
-  return { settle, get }
+  /** The journal for reconciliation (e.g. every `indeterminate` entry), newest first, scoped like `get`. */
+  const list = (
+    query: { readonly state?: SettlementRecord["state"]; readonly before?: string; readonly limit?: number },
+    principal: string | null
+  ): Effect.Effect<ReadonlyArray<SettlementRecord>> =>
+    journal
+      .list({
+        limit: query.limit ?? 50,
+        ...(query.state !== undefined ? { state: query.state } : {}),
+        ...(query.before !== undefined ? { beforeMs: Date.parse(query.before) } : {}),
+        ...(principal !== null && keyPrincipals.has(principal) ? { principal } : {})
+      })
+      .pipe(
+        Effect.orDie,
+        Effect.map((rows) => rows.map((row) => toRecord(row, decimals)))
+      )
+
+  return { settle, get, list }
 })
 
 /**

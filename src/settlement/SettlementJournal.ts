@@ -256,6 +256,13 @@ const make = Effect.gen(function* () {
     complete,
     get: (id: string) =>
       sql<JournalRow>`SELECT * FROM settlements WHERE id = ${id}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
+    /** Newest first, optionally one state, one principal, and only entries created before `beforeMs`. */
+    list: (filter: { state?: string; principal?: string; beforeMs?: number; limit: number }) =>
+      sql<JournalRow>`SELECT * FROM settlements WHERE ${sql.and([
+        ...(filter.state !== undefined ? [sql`state = ${filter.state}`] : []),
+        ...(filter.principal !== undefined ? [sql`principal = ${filter.principal}`] : []),
+        ...(filter.beforeMs !== undefined ? [sql`created_at_ms < ${filter.beforeMs}`] : [])
+      ])} ORDER BY created_at_ms DESC, id DESC LIMIT ${filter.limit}`,
     /**
      * Crash recovery: an entry still `pending` at start was interrupted between forwarding and
      * answer, so whether it settled is unknown. It becomes `indeterminate` and is never re-submitted.

@@ -1,4 +1,5 @@
-import { Either, ParseResult, Schema } from "effect"
+import { Either, Schema } from "effect"
+import { describeParseError } from "../domain/issues.js"
 import { BadRequest, Unprocessable } from "../domain/errors.js"
 import { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
 import { SettleRequest } from "../domain/x402.js"
@@ -8,11 +9,6 @@ import type { SettleTerms } from "./rules.js"
 const decodeRequest = Schema.decodeUnknownEither(SettleRequest, { errors: "all" })
 const isNetwork = Schema.is(StellarNetwork)
 const isScheme = Schema.is(PaymentScheme)
-
-const describe = (error: ParseResult.ParseError) =>
-  ParseResult.ArrayFormatter.formatErrorSync(error)
-    .map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`)
-    .join("; ")
 
 export interface ReadRequest {
   readonly request: SettleRequest
@@ -27,7 +23,7 @@ export interface ReadRequest {
  */
 export const readSettleRequest = (body: unknown, asset: string): Either.Either<ReadRequest, BadRequest | Unprocessable> =>
   Either.gen(function* () {
-    const request = yield* Either.mapLeft(decodeRequest(body), (e) => new BadRequest({ error: "BAD_REQUEST", message: describe(e) }))
+    const request = yield* Either.mapLeft(decodeRequest(body), (e) => new BadRequest({ error: "BAD_REQUEST", message: describeParseError(e) }))
     const r = request.paymentRequirements
     if (!isNetwork(r.network) || !isScheme(r.scheme)) {
       return yield* Either.left(

@@ -1,5 +1,6 @@
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Effect, ParseResult, Schema } from "effect"
+import { Cause, Effect, Schema } from "effect"
+import { describeParseError } from "../domain/issues.js"
 import { AssetBody, EligibilityBody } from "./assetRef.js"
 import { BodyTooLarge, InvalidRequest, PaymentRequired, type VerticalError } from "./errors.js"
 import { type Endpoint, Paywall } from "./Paywall.js"
@@ -32,11 +33,6 @@ export const endpointPath = (name: string, endpoint: Endpoint): `/${string}` => 
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(body, { status, headers })
 
-const formatIssues = (error: ParseResult.ParseError): string =>
-  ParseResult.ArrayFormatter.formatErrorSync(error)
-    .map((issue) => `${issue.path.length === 0 ? "body" : issue.path.join(".")}: ${issue.message}`)
-    .join("; ")
-
 const decodeOptions = { errors: "all", onExcessProperty: "error" } as const
 
 const readBody = <A, I>(schema: Schema.Schema<A, I>) =>
@@ -53,7 +49,7 @@ const readBody = <A, I>(schema: Schema.Schema<A, I>) =>
       catch: () => new InvalidRequest({ error: "INVALID_JSON", message: 'the body must be JSON, e.g. {"asset": "CODE:ISSUER"}' })
     })
     return yield* Schema.decodeUnknown(schema)(parsed, decodeOptions).pipe(
-      Effect.mapError((e) => new InvalidRequest({ error: "INVALID_BODY", message: formatIssues(e) }))
+      Effect.mapError((e) => new InvalidRequest({ error: "INVALID_BODY", message: describeParseError(e) }))
     )
   })
 

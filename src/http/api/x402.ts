@@ -15,14 +15,29 @@ import {
   FacilitatorsResponse,
   IdempotencyKey,
   SettlementRecord,
+  SettlementState,
   SettleRequest,
   SettleResponse,
   SupportedResponse,
   VerifyResponse
 } from "../../domain/x402.js"
 import { ApiKeyAuth } from "../auth.js"
+import { strict } from "./parse.js"
 
 const SettleHeaders = Schema.Struct({ "idempotency-key": Schema.optional(IdempotencyKey) })
+
+const SettlementsQuery = strict(Schema.Struct({
+  state: Schema.optional(SettlementState),
+  /** ISO time: only entries created before it (the `createdAt` of the last entry of a page). */
+  before: Schema.optional(
+    Schema.String.pipe(Schema.filter((s) => !Number.isNaN(Date.parse(s)), { message: () => "expected an ISO date-time" }))
+  ),
+  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200)))
+}))
+
+const SettlementList = Schema.Struct({ settlements: Schema.Array(SettlementRecord) }).annotations({
+  identifier: "SettlementList"
+})
 
 /** Facilitator-compatible surface: a stock HTTPFacilitatorClient with base `<service>/x402` talks to it. */
 export class X402Api extends HttpApiGroup.make("x402")
@@ -54,6 +69,14 @@ export class X402Api extends HttpApiGroup.make("x402")
   .add(
     HttpApiEndpoint.get("facilitators", "/x402/facilitators")
       .addSuccess(FacilitatorsResponse)
+      .addError(Unauthorized)
+      .middleware(ApiKeyAuth)
+  )
+  .add(
+    HttpApiEndpoint.get("settlements", "/x402/settlements")
+      .setUrlParams(SettlementsQuery)
+      .addSuccess(SettlementList)
+      .addError(BadRequest)
       .addError(Unauthorized)
       .middleware(ApiKeyAuth)
   )

@@ -18,6 +18,11 @@ export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) 
         )
       )
       .handle("facilitators", () => Effect.map(pool.status, (facilitators) => ({ facilitators })))
+      .handle("settlements", ({ urlParams }) =>
+        Effect.flatMap(Principal, (principal) =>
+          Effect.map(settlement.list(urlParams, principal.id), (settlements) => ({ settlements }))
+        )
+      )
       .handle("settlement", ({ path }) => Effect.flatMap(Principal, (principal) => settlement.get(path.id, principal.id)))
   })
 )
