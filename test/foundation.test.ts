@@ -135,9 +135,17 @@ describe("errors", () => {
     expect(wrong.status).toBe(405)
     expect(wrong.headers.get("allow")).toBe("POST")
     expect(wrong.body.error).toBe("METHOD_NOT_ALLOWED")
-    const big = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "x".repeat(1024 * 1024 + 10) } })
-    expect(big.status).toBe(413)
-    expect(big.body.error).toBe("PAYLOAD_TOO_LARGE")
+    for (const size of [1024 * 1024 + 10, 2 * 1024 * 1024]) {
+      const big = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "x".repeat(size) } })
+      expect(big.status).toBe(413)
+      expect(big.body.error).toBe("PAYLOAD_TOO_LARGE")
+    }
+    // A path the router cannot take (an over-long or badly escaped id) is a 404 for the right method, not a 405.
+    for (const path of [`/v1/resources/${"a".repeat(150)}`, "/v1/resources/%ZZ", `/v1/receipts/${"b".repeat(150)}/verify`]) {
+      const missing = await request(`${server.url}${path}`)
+      expect(missing.status).toBe(404)
+      expect(missing.body.error).toBe("NOT_FOUND")
+    }
     const form = await request(`${server.url}/v1/search`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },

@@ -118,6 +118,16 @@ describe("x402 endpoints over HTTP", () => {
     expect(backend.calls("/settle")).toBe(0)
   })
 
+  test("a malformed stock body is a 400 naming every bad field", async () => {
+    const { status, body } = await request(`${server.url}/x402/settle`, {
+      method: "POST",
+      headers: auth,
+      json: { x402Version: "2", paymentPayload: 5, paymentRequirements: "x" }
+    })
+    expect(status).toBe(400)
+    for (const field of ["x402Version", "paymentPayload", "paymentRequirements"]) expect(body.message).toContain(field)
+  })
+
   test("a malformed servicePolicy is a 400 naming the field", async () => {
     const requirements = exactRequirements({ payTo: NOT_IN_CATALOG })
     const body = settleBody(await buildExactPayment(requirements), requirements, { servicePolicy: { maxPricePerRequestUsd: "cheap" } })

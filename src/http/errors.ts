@@ -26,7 +26,8 @@ export const allowedMethods = (path: string): ReadonlyArray<string> => [
 const notRouted = (request: HttpServerRequest.HttpServerRequest) => {
   const path = new URL(request.url, "http://localhost").pathname
   const allowed = allowedMethods(path)
-  return allowed.length > 0
+  // The method fits but the router could not take the path (an over-long or badly escaped id): no such thing.
+  return allowed.length > 0 && !allowed.includes(request.method)
     ? errorResponse(405, "METHOD_NOT_ALLOWED", `${request.method} is not allowed on ${path}; use ${allowed.join(", ")}`).pipe(
         HttpServerResponse.setHeader("allow", allowed.join(", "))
       )

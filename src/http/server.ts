@@ -51,6 +51,10 @@ export const HttpLive = HttpApiBuilder.serve().pipe(
   HttpServer.withLogAddress
 )
 
-/** Bun's own cap sits just above ours so an oversized chunked body is cut off before it is buffered whole. */
+/**
+ * Bun answers a body over its own cap with an empty 413 before the app sees it, so that cap sits
+ * well above ours: a declared length over 1 MiB is refused by the error middleware without being
+ * read, and a chunked body is buffered at most to Bun's cap before it is counted and refused.
+ */
 export const BunServerLive = (config: Pick<Config, "host" | "port">) =>
-  BunHttpServer.layer({ hostname: config.host, port: config.port, maxRequestBodySize: MAX_BODY_BYTES + 1024 })
+  BunHttpServer.layer({ hostname: config.host, port: config.port, maxRequestBodySize: 16 * MAX_BODY_BYTES })

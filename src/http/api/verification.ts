@@ -4,7 +4,7 @@ import { BadRequest, NotFound, Unauthorized } from "../../domain/errors.js"
 import { ResourceMetrics } from "../../domain/metrics.js"
 import { ObservationPage, ProbeResult, ValidateRequest } from "../../domain/observations.js"
 import { ApiKeyAuth } from "../auth.js"
-import { strict } from "./parse.js"
+import { allIssues, strict } from "./parse.js"
 import { IdPath } from "./resources.js"
 
 export const ObservationsQuery = Schema.Struct({
@@ -35,7 +35,7 @@ export class VerificationApi extends HttpApiGroup.make("verification")
   .add(
     HttpApiEndpoint.get("observations", "/v1/resources/:id/observations")
       .setPath(IdPath)
-      .setUrlParams(ObservationsQuery)
+      .setUrlParams(allIssues(ObservationsQuery))
       .addSuccess(ObservationPage)
       .addError(NotFound)
       .addError(BadRequest)

@@ -22,11 +22,11 @@ import {
   VerifyResponse
 } from "../../domain/x402.js"
 import { ApiKeyAuth } from "../auth.js"
-import { strict } from "./parse.js"
+import { allIssues } from "./parse.js"
 
 const SettleHeaders = Schema.Struct({ "idempotency-key": Schema.optional(IdempotencyKey) })
 
-const SettlementsQuery = strict(Schema.Struct({
+const SettlementsQuery = allIssues(Schema.Struct({
   state: Schema.optional(SettlementState),
   /** ISO time: only entries created before it (the `createdAt` of the last entry of a page). */
   before: Schema.optional(
@@ -44,7 +44,7 @@ export class X402Api extends HttpApiGroup.make("x402")
   .add(HttpApiEndpoint.get("supported", "/x402/supported").addSuccess(SupportedResponse))
   .add(
     HttpApiEndpoint.post("verify", "/x402/verify")
-      .setPayload(FacilitatorRequest)
+      .setPayload(allIssues(FacilitatorRequest))
       .addSuccess(VerifyResponse)
       .addError(BadRequest)
       .addError(Unauthorized)
@@ -54,7 +54,7 @@ export class X402Api extends HttpApiGroup.make("x402")
   )
   .add(
     HttpApiEndpoint.post("settle", "/x402/settle")
-      .setPayload(SettleRequest)
+      .setPayload(allIssues(SettleRequest))
       .setHeaders(SettleHeaders)
       .addSuccess(SettleResponse)
       .addError(BadRequest)
