@@ -95,25 +95,18 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
       return yield* app.pipe(
         Effect.provideService(HttpServerRequest.HttpServerRequest, jsonRequest),
         Effect.catchAllCause((cause) => {
-          const failure = Cause.failureOption(cause)
-          if (Option.isSome(failure)) {
-            const error: unknown = failure.value
-            if (isApiError(error)) return Effect.succeed(apiErrorResponse(error))
-            if (error instanceof HttpApiError.HttpApiDecodeError) {
-              return Effect.succeed(errorResponse(400, "INVALID_REQUEST", describeIssues(error.issues)))
-            }
-            if (error instanceof RouteNotFound) return Effect.succeed(notRouted(request))
-            if (hasTag(error, "RequestError")) {
-              return Effect.succeed(errorResponse(400, "MALFORMED_BODY", "the request body is not valid JSON"))
-            }
-            return Effect.failCause(cause)
+          // A failure or a defect: HttpApi raises unknown routes and unreadable bodies either way.
+          const problem: unknown = Cause.squash(cause)
+          if (isApiError(problem)) return Effect.succeed(apiErrorResponse(problem))
+          if (problem instanceof HttpApiError.HttpApiDecodeError) {
+            return Effect.succeed(errorResponse(400, "INVALID_REQUEST", describeIssues(problem.issues)))
           }
-          const defect: unknown = Cause.squash(cause)
-          if (defect instanceof RouteNotFound) return Effect.succeed(notRouted(request))
-          if (hasTag(defect, "RequestError")) {
+          if (problem instanceof RouteNotFound) return Effect.succeed(notRouted(request))
+          if (hasTag(problem, "RequestError")) {
             return Effect.succeed(errorResponse(400, "MALFORMED_BODY", "the request body is not valid JSON"))
           }
-          if (hasTag(defect, "SqlError")) {
+          if (Option.isSome(Cause.failureOption(cause))) return Effect.failCause(cause)
+          if (hasTag(problem, "SqlError")) {
             return Effect.logError("store failure", cause).pipe(
               Effect.as(errorResponse(503, "STORE_UNAVAILABLE", "the store could not complete the request; retry later"))
             )
