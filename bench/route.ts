@@ -24,7 +24,7 @@ import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { sortableId } from "../src/store/sortableId.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
-import type { RecordedObservation } from "../src/verification/windowStats.js"
+import type { RecordedObservation } from "../src/domain/observations.js"
 
 interface LoadResult {
   readonly ok: number

@@ -3,14 +3,16 @@ import { Effect, Layer } from "effect"
 import { AppConfig, type Config } from "./config.js"
 import { Discovery } from "./discovery/Discovery.js"
 import { PolicyEngine } from "./policy/PolicyEngine.js"
-import { Router } from "./routing/Router.js"
-import { DatabaseLive } from "./store/Database.js"
-import { ResourcesRepo } from "./store/ResourcesRepo.js"
 import { ReceiptService } from "./receipts/ReceiptService.js"
 import { Signer } from "./receipts/Signer.js"
+import { Router } from "./routing/Router.js"
 import { Settlement } from "./settlement/Settlement.js"
-import { FacilitatorPool } from "./x402/FacilitatorPool.js"
+import { ResourcesRepo } from "./store/ResourcesRepo.js"
+import { StoreLive } from "./store/Store.js"
+import type { EvidenceReader } from "./verification/EvidenceReader.js"
+import type { EvidenceRecorder } from "./verification/EvidenceRecorder.js"
 import { VerificationLive } from "./verification/VerificationLive.js"
+import { FacilitatorPool } from "./x402/FacilitatorPool.js"
 
 /** Loads the configured catalog into the store at start; idempotent, so restarts change nothing. */
 const CatalogLoad = Layer.effectDiscard(
@@ -29,18 +31,35 @@ const CatalogLoad = Layer.effectDiscard(
  */
 export type Role = "server" | "local"
 
+/** The config and the store with its catalog loaded: what every service stands on. */
+export const FoundationLive = (config: Config) =>
+  CatalogLoad.pipe(Layer.provideMerge(StoreLive(config.database)), Layer.provideMerge(Layer.succeed(AppConfig, config)))
+
+/**
+ * The settle pipeline over an evidence reader and recorder and a facilitator pool, with crash
+ * recovery when this process is the server. Production passes live verification and the polled
+ * pool; tests pass `EvidenceReader.Test` and a pool from their own options.
+ */
+export const PaymentsLive = <E1, R1, E2, R2>(
+  evidence: Layer.Layer<EvidenceReader | EvidenceRecorder, E1, R1>,
+  pool: Layer.Layer<FacilitatorPool, E2, R2>,
+  role: Role
+) =>
+  Layer.mergeAll(Settlement.Live, role === "server" ? Settlement.Recovery : Layer.empty).pipe(
+    Layer.provideMerge(pool),
+    Layer.provideMerge(evidence)
+  )
+
 /**
  * Every service of the running system, built once from the config. The HTTP server, the MCP
  * server and the CLI all stand on this one graph, so no rule has a second implementation.
  */
 export const ServicesLive = (config: Config, role: Role = "local") => {
-  const base = Layer.mergeAll(Layer.succeed(AppConfig, config), DatabaseLive(config.database))
-  const repos = ResourcesRepo.Live.pipe(Layer.provideMerge(base))
   const evidence = VerificationLive.pipe(Layer.provide(FetchHttpClient.layer))
-  const services = Discovery.Live.pipe(Layer.provideMerge(evidence), Layer.provideMerge(repos))
-  const payments = Settlement.Live.pipe(Layer.provideMerge(FacilitatorPool.Live), Layer.provide(services))
-  const decisions = Layer.mergeAll(PolicyEngine.Live, Router.Live).pipe(Layer.provide(services))
-  const receipts = ReceiptService.Live.pipe(Layer.provide(Signer.fromConfig), Layer.provide(Layer.merge(decisions, services)))
-  const recovery = role === "server" ? Settlement.Recovery.pipe(Layer.provide(services)) : Layer.empty
-  return Layer.mergeAll(CatalogLoad, payments, decisions, receipts, recovery).pipe(Layer.provideMerge(services))
+  const decisions = Layer.mergeAll(Discovery.Live, PolicyEngine.Live, Router.Live)
+  const receipts = ReceiptService.Live.pipe(Layer.provide(Signer.fromConfig), Layer.provide(decisions))
+  return Layer.mergeAll(decisions, receipts, PaymentsLive(evidence, FacilitatorPool.Live, role)).pipe(
+    Layer.provideMerge(evidence),
+    Layer.provideMerge(FoundationLive(config))
+  )
 }

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test"
 import { Either } from "effect"
-import { canonicalBytes, canonicalize, MAX_CANONICAL_DEPTH } from "../src/receipts/canonicalJson.js"
+import { canonicalBytes, canonicalize, MAX_CANONICAL_DEPTH } from "../src/encoding/canonicalJson.js"
 
 const ok = (value: unknown) => Either.getOrThrow(canonicalize(value))
 const refused = (value: unknown) => {

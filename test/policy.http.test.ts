@@ -104,7 +104,7 @@ describe("POST /v1/policies/evaluate", () => {
     const range = await post("/v1/policies/evaluate", { policy: {}, resourceId: "beta.inspect", optionIndex: 2 })
     expect(range.status).toBe(400)
     expect(range.body).toEqual({
-      error: "BAD_REQUEST",
+      error: "INVALID_REQUEST",
       message: 'optionIndex 2 is out of range: resource "beta.inspect" has 2 payment option(s), indexes 0 to 1'
     })
   })

@@ -6,9 +6,10 @@ import type { AgentPolicy, PolicyEvaluateRequest } from "../src/domain/policy.js
 import type { ResourcePaymentOption } from "../src/domain/resources.js"
 import { evaluatePolicy, policyContext } from "../src/policy/evaluate.js"
 import { PolicyEngine } from "../src/policy/PolicyEngine.js"
-import { DatabaseLive } from "../src/store/Database.js"
+import { StoreTest } from "../src/store/Store.js"
+import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
-import { evidence, memoryEvidence, option, payee, record, uptoOption } from "./fixtures/evidence.js"
+import { evidence, option, payee, record, uptoOption } from "./fixtures/evidence.js"
 
 const config = Either.getOrThrow(loadConfig(undefined, {}))
 const now = new Date("2025-06-01T12:00:00.000Z")
@@ -266,8 +267,8 @@ describe("PolicyEngine over the catalog store", () => {
     record("acme.unprobed")
   ]
   const layer = PolicyEngine.Live.pipe(
-    Layer.provideMerge(ResourcesRepo.Live.pipe(Layer.provideMerge(DatabaseLive(":memory:")))),
-    Layer.provide(memoryEvidence(catalog, [evidence("acme.multi", now)])),
+    Layer.provideMerge(StoreTest),
+    Layer.provide(EvidenceReader.Test(catalog, [evidence("acme.multi", now)])),
     Layer.provide(Layer.succeed(AppConfig, config))
   )
   const runtime = ManagedRuntime.make(Layer.merge(layer, TestContext.TestContext))
@@ -307,15 +308,15 @@ describe("PolicyEngine over the catalog store", () => {
     })
   })
 
-  test("an unknown resource is NotFound, an option out of range or a resource without options BadRequest", async () => {
+  test("an unknown resource is NotFound, an option out of range or a resource without options InvalidRequest", async () => {
     const missing = await evaluate({ policy: {}, resourceId: "nope" })
     expect(Either.flip(missing).pipe(Either.getOrThrow)).toMatchObject({ error: "NOT_FOUND", message: 'no resource with id "nope"' })
     const outOfRange = await evaluate({ policy: {}, resourceId: "acme.multi", optionIndex: 3 })
     expect(Either.flip(outOfRange).pipe(Either.getOrThrow)).toMatchObject({
-      error: "BAD_REQUEST",
+      error: "INVALID_REQUEST",
       message: 'optionIndex 3 is out of range: resource "acme.multi" has 3 payment option(s), indexes 0 to 2'
     })
     const none = await evaluate({ policy: {}, resourceId: "acme.none" })
-    expect(Either.flip(none).pipe(Either.getOrThrow)).toMatchObject({ error: "BAD_REQUEST" })
+    expect(Either.flip(none).pipe(Either.getOrThrow)).toMatchObject({ error: "INVALID_REQUEST" })
   })
 })

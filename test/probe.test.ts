@@ -6,6 +6,7 @@ import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { TransitionsRepo } from "../src/store/TransitionsRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
+import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { Prober } from "../src/verification/Prober.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
@@ -172,8 +173,13 @@ describe("probe outcomes against the fixture server", () => {
         yield* prober.probeResource("free")
         const before = yield* reader.forResource("paid")
         const at = new Date().toISOString()
-        yield* reader.recordEconomic({ source: "settlement", resourceId: null, payTo: FIXTURE_PAY_TO, success: true, transactionHash: "ab".repeat(32), at })
-        return { before, after: yield* reader.forPayTo(FIXTURE_PAY_TO), unknown: yield* reader.forResource("nope") }
+        const payees = yield* reader.forPayee(FIXTURE_PAY_TO)
+        yield* (yield* EvidenceRecorder).recordEconomic(
+          { source: "settlement", resourceId: null, payTo: FIXTURE_PAY_TO, success: true, transactionHash: "ab".repeat(32), at },
+          payees.map((p) => p.record)
+        )
+        const after = (yield* reader.forPayee(FIXTURE_PAY_TO)).map((p) => p.evidence)
+        return { before, after, unknown: yield* reader.forResource("nope") }
       })
     )
     expect(evidence.before).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2, transactionVerified: false, validChallengeSeen: true })

@@ -7,7 +7,7 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { TESTNET_USDC } from "../src/config.js"
-import { BadRequest, NotFound, Unprocessable } from "../src/domain/errors.js"
+import { InvalidRequest, NoEligibleProvider, NotFound, PaymentMismatch } from "../src/domain/errors.js"
 import type { CommerceReceipt, CreateReceiptRequest } from "../src/domain/receipts.js"
 import { verifyReceipt } from "../src/receipts/receipt.js"
 import { ReceiptService } from "../src/receipts/ReceiptService.js"
@@ -239,7 +239,7 @@ describe("receipts: building, signing, storing", () => {
       )
     )
     for (const error of mismatches) {
-      expect(error).toBeInstanceOf(Unprocessable)
+      expect(error).toBeInstanceOf(PaymentMismatch)
       expect(error.error).toBe("PAYMENT_MISMATCH")
     }
     expect(mismatches.map((e) => e.message)).toEqual([
@@ -304,7 +304,7 @@ describe("receipts: building, signing, storing", () => {
     )
     const [none, denied, elsewhere] = await runtime.runPromise(service)
     for (const error of [none, denied, elsewhere]) {
-      expect(error).toBeInstanceOf(Unprocessable)
+      expect(error).toBeInstanceOf(NoEligibleProvider)
       expect(error.error).toBe("NO_ELIGIBLE_PROVIDER")
     }
     expect(denied.message).toContain("PROVIDER_DENIED")
@@ -327,7 +327,7 @@ describe("receipts: building, signing, storing", () => {
       failure(Effect.flatMap(ReceiptService, (s) => s.create(purchase({ request: { capability: "rwa.inspect", intent: "x\ud800" } }))))
     ])
     for (const error of errors) {
-      expect(error).toBeInstanceOf(BadRequest)
+      expect(error).toBeInstanceOf(InvalidRequest)
       expect(error.error).toBe("INVALID_REQUEST")
     }
     expect(errors.map((e) => e.message)).toEqual([

@@ -7,9 +7,9 @@ import type { RankedCandidate, RouteDecision, RouteRequest } from "../src/domain
 import { ReceiptService } from "../src/receipts/ReceiptService.js"
 import type { Signer } from "../src/receipts/Signer.js"
 import { Router } from "../src/routing/Router.js"
-import { DatabaseLive } from "../src/store/Database.js"
+import { StoreLive } from "../src/store/Store.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
-import { EvidenceReader } from "../src/verification/EvidenceReader.js"
+import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 
 /** Shared by the receipts tests and bench/receipts.ts: stand-ins for the parts receipts only consume. */
 
@@ -64,15 +64,17 @@ export const catalogRouter = (catalog: ReadonlyArray<CatalogEntry>) =>
       })
   })
 
-/** An EvidenceReader that only records the economic events it is given. */
+/** An EvidenceRecorder that only keeps the economic events it is given. */
 export const recordingEvidence = () => {
   const events: Array<EconomicEvent> = []
-  const layer = Layer.succeed(EvidenceReader, {
-    forResource: () => Effect.die("receipts never read evidence"),
-    forResources: () => Effect.die("receipts never read evidence"),
-    forPayTo: () => Effect.die("receipts never read evidence"),
-    recordEconomic: (event) => Effect.sync(() => void events.push(event))
-  })
+  const layer = Layer.succeed(
+    EvidenceRecorder,
+    EvidenceRecorder.of({
+      beginProbe: () => Effect.die("receipts never probe"),
+      recordObservation: () => Effect.die("receipts never probe"),
+      recordEconomic: (event) => Effect.sync(() => void events.push(event))
+    })
+  )
   return { events, layer }
 }
 
@@ -85,9 +87,9 @@ const seededCatalog = Layer.effectDiscard(Effect.flatMap(ResourcesRepo, (repo) =
 export const receiptServiceLayer = (
   database: string,
   signer: Layer.Layer<Signer, unknown>,
-  evidence: Layer.Layer<EvidenceReader>
+  evidence: Layer.Layer<EvidenceRecorder>
 ) => {
-  const store = ResourcesRepo.Live.pipe(Layer.provideMerge(DatabaseLive(database)))
+  const store = StoreLive(database)
   return ReceiptService.Live.pipe(
     Layer.provide(
       Layer.mergeAll(Layer.succeed(AppConfig, defaults), catalogRouter(demoCatalog), evidence, signer, seededCatalog)

@@ -7,9 +7,10 @@ import type { RouteRequest } from "../src/domain/routes.js"
 import { policyContext } from "../src/policy/evaluate.js"
 import { BALANCED_WEIGHTS, decideRoute } from "../src/routing/rank.js"
 import { Router } from "../src/routing/Router.js"
-import { DatabaseLive } from "../src/store/Database.js"
+import { StoreTest } from "../src/store/Store.js"
+import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
-import { evidence, memoryEvidence, option, record, uptoOption } from "./fixtures/evidence.js"
+import { evidence, option, record, uptoOption } from "./fixtures/evidence.js"
 
 const config = Either.getOrThrow(loadConfig(undefined, {}))
 const now = new Date("2025-06-01T12:00:00.000Z")
@@ -169,8 +170,8 @@ describe("Router over the catalog store and the evidence reader", () => {
     record("other.changes", [priced(0.0001)], { capabilities: ["rwa.changes"] })
   ]
   const layer = Router.Live.pipe(
-    Layer.provideMerge(ResourcesRepo.Live.pipe(Layer.provideMerge(DatabaseLive(":memory:")))),
-    Layer.provide(memoryEvidence(catalog, catalog.filter((r) => r.resource.id !== "atlas.inspect").map((r) => evidence(r.resource.id, now)))),
+    Layer.provideMerge(StoreTest),
+    Layer.provide(EvidenceReader.Test(catalog, catalog.filter((r) => r.resource.id !== "atlas.inspect").map((r) => evidence(r.resource.id, now)))),
     Layer.provide(Layer.succeed(AppConfig, config))
   )
   const runtime = ManagedRuntime.make(Layer.merge(layer, TestContext.TestContext))

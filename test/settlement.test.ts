@@ -1,20 +1,21 @@
 import { afterEach, describe, expect, test } from "bun:test"
-import { FetchHttpClient } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Either, Fiber, Layer, TestClock, TestContext } from "effect"
+import { Duration, Effect, Either, Fiber, Layer, Schema, TestClock, TestContext } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { AppConfig, type BudgetsConfig, type Config, decodeConfigFile, type FacilitatorBackend, loadConfig } from "../src/config.js"
+import { type BudgetsConfig, type Config, decodeConfigFile, type FacilitatorBackend, loadConfig } from "../src/config.js"
 import type { AgentPolicy } from "../src/domain/policy.js"
 import type { FacilitatorRequest } from "../src/domain/x402.js"
+import { FoundationLive, PaymentsLive } from "../src/app.js"
+import { describeParseError } from "../src/domain/issues.js"
+import { InvalidRequest } from "../src/domain/errors.js"
+import { IdempotencyKey, SettleRequest } from "../src/domain/x402.js"
 import { Settlement } from "../src/settlement/Settlement.js"
-import { SettlementJournal } from "../src/settlement/SettlementJournal.js"
-import { DatabaseLive } from "../src/store/Database.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
+import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { FacilitatorPool } from "../src/x402/FacilitatorPool.js"
-import { evidence, memoryEvidence, option, payee, record } from "./fixtures/evidence.js"
+import { evidence, option, payee, record } from "./fixtures/evidence.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
 import { seededBuyer, settleBody, type SignedPayment, signedPayment } from "./fixtures/stellarPayment.js"
 
@@ -46,22 +47,19 @@ const fixture = (...args: Parameters<typeof startFacilitator>) => {
 }
 const baseConfig = Either.getOrThrow(loadConfig(undefined, {}))
 
-const knownEvidenceLayer = memoryEvidence(catalog, knownEvidence)
+type EvidenceLayer = Layer.Layer<EvidenceReader | EvidenceRecorder>
+const knownEvidenceLayer: EvidenceLayer = EvidenceReader.Test(catalog, knownEvidence)
 
-const layerFor = (config: Config, database: string, evidenceLayer: Layer.Layer<EvidenceReader> = knownEvidenceLayer) => {
-  const base = Layer.mergeAll(Layer.succeed(AppConfig, config), DatabaseLive(database))
-  const repos = ResourcesRepo.Live.pipe(Layer.provideMerge(base))
-  const seeded = Layer.effectDiscard(Effect.flatMap(ResourcesRepo, (r) => r.upsertCatalog(catalog))).pipe(Layer.provideMerge(repos))
+const layerFor = (config: Config, database: string, evidenceLayer: EvidenceLayer = knownEvidenceLayer) => {
   // Health polls happen when a test asks (refresh): a test moving the TestClock across a poll's
   // timeout while its real loopback answer is still on the way would mark a healthy backend down.
-  const pool = FacilitatorPool.layer({
+  const pool = FacilitatorPool.fromOptions({
     pollInterval: Duration.days(1),
     requestTimeout: Duration.days(1),
     settleTimeout: Duration.seconds(60)
-  }).pipe(Layer.provide(FetchHttpClient.layer), Layer.provideMerge(seeded))
-  const services = Layer.mergeAll(pool, evidenceLayer, SettlementJournal.Live.pipe(Layer.provide(seeded)))
+  })
   // Built as `serve` builds it: crash recovery runs before the pipeline takes a request.
-  return Layer.mergeAll(Settlement.Live, Settlement.Recovery).pipe(Layer.provideMerge(services))
+  return PaymentsLive(evidenceLayer, pool, "server").pipe(Layer.provideMerge(FoundationLive({ ...config, catalog, database })))
 }
 
 type Services = Layer.Layer.Success<ReturnType<typeof layerFor>>
@@ -79,7 +77,7 @@ const run = <A, E>(
     budgets?: Partial<BudgetsConfig>
     database?: string
     apiKeys?: Config["apiKeys"]
-    evidence?: Layer.Layer<EvidenceReader>
+    evidence?: EvidenceLayer
   } = {}
 ) => {
   const config: Config = { ...baseConfig, facilitators: backends, budgets: { ...baseConfig.budgets, ...budgets }, apiKeys }
@@ -98,8 +96,18 @@ const body = (
   extras: Parameters<typeof settleBody>[2] = {}
 ) => settleBody(payment, requirements, extras) as unknown as FacilitatorRequest
 
+/** The body and key decoded as the HTTP layer decodes them (its 400s named the same way), then settled. */
 const settle = (b: FacilitatorRequest, idempotencyKey?: string, principal: string | null = null) =>
-  Effect.flatMap(Settlement, (s) => Effect.either(s.settle({ body: b, idempotencyKey, principal })))
+  Effect.either(
+    Effect.gen(function* () {
+      const decoded = yield* Effect.mapError(
+        Effect.all([Schema.decodeUnknown(SettleRequest)(b, { errors: "all" }), Schema.decodeUnknown(Schema.UndefinedOr(IdempotencyKey))(idempotencyKey)]),
+        (e) => new InvalidRequest({ message: describeParseError(e) })
+      )
+      const [request, key] = decoded
+      return yield* Effect.flatMap(Settlement, (s) => s.settle({ request, idempotencyKey: key, principal }))
+    })
+  )
 
 const rows = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   sql<{
@@ -302,8 +310,8 @@ describe("settlement pipeline", () => {
       }),
       { apiKeys }
     )
-    expect(errorOf(out.empty)).toMatchObject({ error: "BAD_REQUEST", message: expect.stringContaining("Idempotency-Key") })
-    expect(errorOf(out.tooLong)).toMatchObject({ error: "BAD_REQUEST", message: expect.stringContaining("Idempotency-Key") })
+    expect(errorOf(out.empty)).toMatchObject({ error: "INVALID_REQUEST", message: expect.stringContaining("Idempotency-Key") })
+    expect(errorOf(out.tooLong)).toMatchObject({ error: "INVALID_REQUEST", message: expect.stringContaining("Idempotency-Key") })
     expect(Either.isRight(out.first) && Either.isRight(out.otherPrincipal)).toBe(true)
     expect(out.journal.map((r) => r.principal)).toEqual(["agent-1", "agent-2"])
     const id = out.journal[0]!.id
@@ -322,9 +330,9 @@ describe("settlement pipeline", () => {
     const p = await signedPayment(VERIFIED)
     // The evidence store breaks after the payee was judged: only recording fails.
     const unrecordable = Layer.effect(
-      EvidenceReader,
-      Effect.map(EvidenceReader, (reader) => ({ ...reader, recordEconomic: () => Effect.die(new Error("the evidence store is unavailable")) }))
-    ).pipe(Layer.provide(knownEvidenceLayer))
+      EvidenceRecorder,
+      Effect.map(EvidenceRecorder, (recorder) => ({ ...recorder, recordEconomic: () => Effect.die(new Error("the evidence store is unavailable")) }))
+    ).pipe(Layer.provideMerge(knownEvidenceLayer))
     const out = await run(
       [{ id: "a", url: a.url }],
       Effect.gen(function* () {
@@ -399,10 +407,10 @@ describe("settlement pipeline", () => {
     expect(errorOf(out.price)?.message).toContain("worst-case spend 0.001 USD exceeds the limit 0.0005 USD")
     expect(errorOf(out.scheme)).toMatchObject({ error: "POLICY_DENIED", code: "SCHEME_NOT_ALLOWED" })
     expect(errorOf(out.denied)).toMatchObject({ error: "POLICY_DENIED", code: "PROVIDER_DENIED" })
-    expect(errorOf(out.badPolicy)).toMatchObject({ error: "BAD_REQUEST" })
+    expect(errorOf(out.badPolicy)).toMatchObject({ error: "INVALID_REQUEST" })
     expect(errorOf(out.badPolicy)?.message).toContain("servicePolicy")
     // A misspelled limit is refused, not dropped: dropped, the payment would settle without it.
-    expect(errorOf(out.misspelledPolicy)).toMatchObject({ error: "BAD_REQUEST" })
+    expect(errorOf(out.misspelledPolicy)).toMatchObject({ error: "INVALID_REQUEST" })
     expect(errorOf(out.misspelledPolicy)?.message).toContain("paymentRequirements.servicePolicy.maxPriceperRequestUsd")
     expect(errorOf(out.neverProbed)).toMatchObject({ error: "POLICY_DENIED", code: "NO_VERIFICATION_EVIDENCE" })
     expect(errorOf(out.unknownPayee)).toMatchObject({ error: "POLICY_DENIED", code: "NO_VERIFICATION_EVIDENCE" })

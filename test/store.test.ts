@@ -1,15 +1,16 @@
 import { describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
-import { Effect, Either, Layer, Option } from "effect"
+import { Effect, Either, Option } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { loadConfig } from "../src/config.js"
-import { DatabaseLive, StoreInfoTag } from "../src/store/Database.js"
+import { StoreInfoTag } from "../src/store/Database.js"
+import { StoreLive } from "../src/store/Store.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 
 const demo = Either.getOrThrow(loadConfig(undefined, {})).catalog
-const storeLayer = (database: string) => ResourcesRepo.Live.pipe(Layer.provideMerge(DatabaseLive(database)))
+const storeLayer = StoreLive
 
 describe("store", () => {
   test("the catalog upsert is idempotent and survives a restart on the same file", async () => {

@@ -4,73 +4,114 @@ import { PolicyCode } from "./policy.js"
 
 /**
  * Every non-2xx body is `{error, message}`: `error` is a stable machine code, `message` a sentence
- * for people. One class per HTTP status keeps the OpenAPI document honest about what each
- * endpoint can answer; the code inside says which case it was.
+ * for people. Each code is one schema class whose `error` is that literal and whose HTTP status is
+ * annotated on it, so HttpApi encodes the status itself and the OpenAPI document lists, per
+ * endpoint, every code it can answer. A code is constructed without repeating it:
+ * `new NotFound({ message })`.
  */
-const errorFields = { error: Schema.String, message: Schema.String }
+const codeOf = <const Code extends string>(code: Code) =>
+  Schema.Literal(code).pipe(Schema.propertySignature, Schema.withConstructorDefault(() => code))
 
-export const ErrorBody = Schema.Struct(errorFields).annotations({ identifier: "ErrorBody" })
+const ApiError =
+  <Self>() =>
+  <const Code extends string>(identifier: string, code: Code, status: number, description: string) =>
+    Schema.Class<Self>(identifier)(
+      { error: codeOf(code), message: Schema.String },
+      HttpApiSchema.annotations({ status, description })
+    )
+
+export const ErrorBody = Schema.Struct({ error: Schema.String, message: Schema.String }).annotations({ identifier: "ErrorBody" })
 export type ErrorBody = typeof ErrorBody.Type
 
-export class BadRequest extends Schema.Class<BadRequest>("BadRequest")(
-  errorFields,
-  HttpApiSchema.annotations({ status: 400 })
+// 400: the request itself is wrong.
+export class InvalidRequest extends ApiError<InvalidRequest>()(
+  "InvalidRequest", "INVALID_REQUEST", 400, "the request does not match its schema (every failing field is named) or asks for something contradictory"
+) {}
+export class MalformedBody extends ApiError<MalformedBody>()("MalformedBody", "MALFORMED_BODY", 400, "the body is not valid JSON or could not be read") {}
+export class NestingTooDeep extends ApiError<NestingTooDeep>()("NestingTooDeep", "NESTING_TOO_DEEP", 400, "the body nests objects and arrays deeper than 64 levels") {}
+export class TargetRefused extends ApiError<TargetRefused>()(
+  "TargetRefused", "TARGET_REFUSED", 400, "the URL to probe is not a public target (loopback, private, link-local or metadata address) or not an absolute http(s) URL"
+) {}
+export class MalformedPaymentTransaction extends ApiError<MalformedPaymentTransaction>()(
+  "MalformedPaymentTransaction", "MALFORMED_PAYMENT_TRANSACTION", 400, "the payload's transaction is not one Stellar SEP-41 transfer"
+) {}
+export class TransferAssetMismatch extends ApiError<TransferAssetMismatch>()(
+  "TransferAssetMismatch", "TRANSFER_ASSET_MISMATCH", 400, "the signed transfer pays in another asset contract than the requirements"
+) {}
+export class TransferRecipientMismatch extends ApiError<TransferRecipientMismatch>()(
+  "TransferRecipientMismatch", "TRANSFER_RECIPIENT_MISMATCH", 400, "the signed transfer pays another address than the requirements' payTo"
+) {}
+export class TransferAmountMismatch extends ApiError<TransferAmountMismatch>()(
+  "TransferAmountMismatch", "TRANSFER_AMOUNT_MISMATCH", 400, "the signed transfer moves another amount than the requirements allow"
+) {}
+export class AmountUsdMismatch extends ApiError<AmountUsdMismatch>()(
+  "AmountUsdMismatch", "AMOUNT_USD_MISMATCH", 400, "amountUsd is not the amount in base units at the asset's decimals"
 ) {}
 
-export class Unauthorized extends Schema.Class<Unauthorized>("Unauthorized")(
-  errorFields,
-  HttpApiSchema.annotations({ status: 401 })
-) {}
+export class Unauthorized extends ApiError<Unauthorized>()("Unauthorized", "UNAUTHORIZED", 401, "a configured API key is needed (Authorization: Bearer)") {}
 
+/** A policy refused the payment; `code` says which rule. */
 export class PolicyDenied extends Schema.Class<PolicyDenied>("PolicyDenied")(
-  { error: Schema.Literal("POLICY_DENIED"), code: PolicyCode, message: Schema.String },
-  HttpApiSchema.annotations({ status: 403 })
+  { error: codeOf("POLICY_DENIED"), code: PolicyCode, message: Schema.String },
+  HttpApiSchema.annotations({ status: 403, description: "a buyer policy refused the payment; code names the rule" })
 ) {}
 
-export class NotFound extends Schema.Class<NotFound>("NotFound")(
-  errorFields,
-  HttpApiSchema.annotations({ status: 404 })
+export class NotFound extends ApiError<NotFound>()("NotFound", "NOT_FOUND", 404, "no such endpoint, resource, receipt or settlement") {}
+export class MethodNotAllowed extends ApiError<MethodNotAllowed>()("MethodNotAllowed", "METHOD_NOT_ALLOWED", 405, "the path exists, the method does not (see Allow)") {}
+
+// 409: the request repeats one already journaled.
+export class IdempotencyKeyReused extends ApiError<IdempotencyKeyReused>()(
+  "IdempotencyKeyReused", "IDEMPOTENCY_KEY_REUSED", 409, "the Idempotency-Key was used for a different request"
+) {}
+export class PaymentAlreadySubmitted extends ApiError<PaymentAlreadySubmitted>()(
+  "PaymentAlreadySubmitted", "PAYMENT_ALREADY_SUBMITTED", 409, "this signed payment was submitted with different requirements"
+) {}
+export class SettlementInProgress extends ApiError<SettlementInProgress>()(
+  "SettlementInProgress", "SETTLEMENT_IN_PROGRESS", 409, "the settlement of this payment is still in flight"
+) {}
+/** A repeat of a payment whose earlier settlement is journaled `indeterminate` (the 502 below, replayed). */
+export class SettlementUnresolved extends ApiError<SettlementUnresolved>()(
+  "SettlementUnresolved", "SETTLEMENT_INDETERMINATE", 409, "an earlier settlement of this payment has an unknown outcome; it is never re-submitted"
 ) {}
 
-export class Conflict extends Schema.Class<Conflict>("Conflict")(
-  errorFields,
-  HttpApiSchema.annotations({ status: 409 })
+export class PayloadTooLarge extends ApiError<PayloadTooLarge>()("PayloadTooLarge", "PAYLOAD_TOO_LARGE", 413, "request bodies are limited to 1 MiB") {}
+export class UnsupportedMediaType extends ApiError<UnsupportedMediaType>()(
+  "UnsupportedMediaType", "UNSUPPORTED_MEDIA_TYPE", 415, "request bodies must be application/json"
 ) {}
 
-export class Unprocessable extends Schema.Class<Unprocessable>("Unprocessable")(
-  errorFields,
-  HttpApiSchema.annotations({ status: 422 })
+// 422: well-formed, but this service cannot act on it.
+export class UnsupportedPaymentKind extends ApiError<UnsupportedPaymentKind>()(
+  "UnsupportedPaymentKind", "UNSUPPORTED_PAYMENT_KIND", 422, "no configured facilitator supports the network and scheme"
+) {}
+export class UnsupportedAsset extends ApiError<UnsupportedAsset>()(
+  "UnsupportedAsset", "UNSUPPORTED_ASSET", 422, "the payment is not in the configured asset, the only one this service values"
+) {}
+export class NoEligibleProvider extends ApiError<NoEligibleProvider>()(
+  "NoEligibleProvider", "NO_ELIGIBLE_PROVIDER", 422, "routing found no eligible provider for the purchase"
+) {}
+export class PaymentMismatch extends ApiError<PaymentMismatch>()(
+  "PaymentMismatch", "PAYMENT_MISMATCH", 422, "the payment does not agree with a payment option of the service"
 ) {}
 
-/** `retryAfterSeconds` is mirrored into a `Retry-After` header by the HTTP layer. */
-export class TooManyRequests extends Schema.Class<TooManyRequests>("TooManyRequests")(
-  { ...errorFields, retryAfterSeconds: Schema.Int },
-  HttpApiSchema.annotations({ status: 429 })
+/** `retryAfterSeconds` is also sent as a `Retry-After` header. */
+export class FeeBudgetExhausted extends Schema.Class<FeeBudgetExhausted>("FeeBudgetExhausted")(
+  { error: codeOf("FEE_BUDGET_EXHAUSTED"), message: Schema.String, retryAfterSeconds: Schema.Int },
+  HttpApiSchema.annotations({ status: 429, description: "a sponsored-fee budget is exhausted for the window" })
 ) {}
 
-export class BadGateway extends Schema.Class<BadGateway>("BadGateway")(
-  errorFields,
-  HttpApiSchema.annotations({ status: 502 })
+export class InternalError extends ApiError<InternalError>()("InternalError", "INTERNAL", 500, "an unexpected failure; it has been logged") {}
+
+// 502: the facilitators did not give a usable answer.
+export class AllFacilitatorsFailed extends ApiError<AllFacilitatorsFailed>()(
+  "AllFacilitatorsFailed", "ALL_FACILITATORS_FAILED", 502, "every eligible facilitator failed"
+) {}
+export class NoHealthyFacilitator extends ApiError<NoHealthyFacilitator>()(
+  "NoHealthyFacilitator", "NO_HEALTHY_FACILITATOR", 502, "every facilitator supporting the payment is unhealthy"
+) {}
+export class SettlementIndeterminate extends ApiError<SettlementIndeterminate>()(
+  "SettlementIndeterminate", "SETTLEMENT_INDETERMINATE", 502, "the facilitator gave no usable answer: the payment may have been submitted"
 ) {}
 
-export class ServiceUnavailable extends Schema.Class<ServiceUnavailable>("ServiceUnavailable")(
-  errorFields,
-  HttpApiSchema.annotations({ status: 503 })
-) {}
+export class StoreUnavailable extends ApiError<StoreUnavailable>()("StoreUnavailable", "STORE_UNAVAILABLE", 503, "the store could not complete the request") {}
 
-export const notFound = (what: string, id: string) =>
-  new NotFound({ error: "NOT_FOUND", message: `no ${what} with id "${id}"` })
-
-/** Every error class an endpoint may fail with, for the HTTP layer to answer with its own status. */
-export const ApiErrors = [
-  BadRequest,
-  Unauthorized,
-  PolicyDenied,
-  NotFound,
-  Conflict,
-  Unprocessable,
-  TooManyRequests,
-  BadGateway,
-  ServiceUnavailable
-] as const
-export type ApiError = InstanceType<(typeof ApiErrors)[number]>
+export const notFound = (what: string, id: string) => new NotFound({ message: `no ${what} with id "${id}"` })

@@ -1,5 +1,5 @@
 import { emptyMetrics, type ResourceMetrics } from "./metrics.js"
-import type { ServiceStatus } from "./resources.js"
+import type { ResourceRecord, ServiceStatus } from "./resources.js"
 
 /**
  * Everything policy and routing may know about a resource: derived from stored observations and
@@ -16,6 +16,12 @@ export interface ResourceEvidence {
   readonly validChallengeSeen: boolean
   /** A settlement to this payee succeeded, or a receipt with a transaction hash names the resource. */
   readonly transactionVerified: boolean
+}
+
+/** A listed resource that pays a payee, with its evidence: what settlement judges a payee by. */
+export interface PayeeEvidence {
+  readonly record: ResourceRecord
+  readonly evidence: ResourceEvidence
 }
 
 /** A payment outcome reported by settlement or receipts: the only input to transaction evidence. */

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import type { ServiceStatus } from "./resources.js"
 
 const Ratio = Schema.Number.pipe(Schema.between(0, 1))
 
@@ -18,6 +19,27 @@ export const ResourceMetrics = Schema.Struct({
   lastVerified: Schema.NullOr(Schema.String)
 }).annotations({ identifier: "ResourceMetrics" })
 export type ResourceMetrics = typeof ResourceMetrics.Type
+
+/**
+ * What the per-resource metrics row keeps, refreshed from the window each time evidence arrives.
+ * Confidence is not stored: it depends on the time of reading.
+ */
+export interface MetricsSnapshot extends Omit<ResourceMetrics, "confidence"> {
+  /** Newest probe in the window, ISO; null without any. */
+  readonly lastObservedAt: string | null
+  /** A valid challenge was seen at least once, in this window or before. */
+  readonly validChallengeSeen: boolean
+  /** A settlement or receipt with a transaction succeeded for this resource or its payee. */
+  readonly transactionVerified: boolean
+}
+
+/** A resource's stored status and level with its metrics row, null when it was never measured. */
+export interface StoredStanding {
+  readonly resourceId: string
+  readonly status: ServiceStatus
+  readonly level: number
+  readonly snapshot: MetricsSnapshot | null
+}
 
 /** The metrics a resource with no evidence reports: zeros and nulls, never placeholders. */
 export const emptyMetrics = (resourceId: string): ResourceMetrics => ({

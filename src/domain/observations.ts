@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { AnyJson } from "./json.js"
 import { ServiceStatus } from "./resources.js"
 
 export const ProbeOutcome = Schema.Literal(
@@ -35,6 +36,15 @@ export const Observation = Schema.Struct({
 }).annotations({ identifier: "Observation" })
 export type Observation = typeof Observation.Type
 
+/** An observation as stored: the public record plus the catalog contradiction found when it was taken. */
+export interface RecordedObservation extends Observation {
+  readonly contradiction: string | null
+}
+
+/** The public record, without the internal contradiction column. */
+export const publicObservation = ({ contradiction: _contradiction, ...observation }: RecordedObservation): Observation =>
+  observation
+
 export const StatusTransition = Schema.Struct({
   resourceId: Schema.String,
   from: ServiceStatus,
@@ -60,7 +70,7 @@ export const ProbeResult = Schema.Struct({
   healthy: Schema.Boolean,
   outcome: ProbeOutcome,
   observation: Observation,
-  challenge: Schema.NullOr(Schema.Unknown),
+  challenge: Schema.NullOr(AnyJson),
   status: ServiceStatus,
   verificationLevel: Schema.Int
 }).annotations({ identifier: "ProbeResult" })

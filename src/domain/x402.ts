@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { JsonObject } from "./json.js"
 import { AgentPolicy } from "./policy.js"
 import { BaseUnits, ContractId, PaymentScheme, StellarAddress, StellarNetwork } from "./stellar.js"
 
@@ -16,20 +17,18 @@ export const SupportedKind = Schema.Struct({
   x402Version: Schema.Int,
   scheme: PaymentScheme,
   network: StellarNetwork,
-  extra: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), {
-    default: () => ({})
-  })
+  extra: Schema.optionalWith(JsonObject, { default: () => ({}) })
 }).annotations({ identifier: "SupportedKind" })
 export type SupportedKind = typeof SupportedKind.Type
 
 export const SupportedResponse = Schema.Struct({
   kinds: Schema.Array(SupportedKind),
   extensions: Schema.Array(Schema.String),
-  signers: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+  signers: JsonObject
 }).annotations({ identifier: "SupportedResponse" })
 export type SupportedResponse = typeof SupportedResponse.Type
 
-const Passthrough = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+const Passthrough = JsonObject
 
 /**
  * Stock x402 v2 PaymentRequirements. Known fields are typed; anything else a newer client sends

@@ -23,7 +23,6 @@ export const ApiKeyAuthLive = Layer.effect(
         return principal === null
           ? Effect.fail(
               new Unauthorized({
-                error: "UNAUTHORIZED",
                 message: "this endpoint needs Authorization: Bearer <api key> with a configured key"
               })
             )

@@ -1,13 +1,20 @@
-import { HttpApiBuilder, HttpApiError, HttpApiSchema, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApiError, HttpApiSchema, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { RouteNotFound } from "@effect/platform/HttpServerError"
-import { Cause, Effect, Option } from "effect"
-import { type ApiError, ApiErrors } from "../domain/errors.js"
+import { Cause, Effect, Option, type Schema } from "effect"
+import {
+  InternalError,
+  InvalidRequest,
+  MalformedBody,
+  MethodNotAllowed,
+  NestingTooDeep,
+  NotFound,
+  PayloadTooLarge,
+  StoreUnavailable,
+  UnsupportedMediaType
+} from "../domain/errors.js"
 import { describeIssues } from "../domain/issues.js"
 import { SextantApi } from "./api/index.js"
 import { jsonDepth, MAX_BODY_BYTES, MAX_JSON_DEPTH } from "./body.js"
-
-const errorResponse = (status: number, error: string, message: string) =>
-  HttpServerResponse.unsafeJson({ error, message }, { status })
 
 /** Every declared (method, path) pair, to tell "no such path" (404) from "wrong method" (405). */
 const routes = Object.values(SextantApi.groups).flatMap((group) =>
@@ -23,43 +30,55 @@ export const allowedMethods = (path: string): ReadonlyArray<string> => [
   ...(extraPaths.some((p) => p.test(path)) ? ["GET"] : [])
 ]
 
+/** Fails again with `cause`, and adds a header to the response HttpApi encodes from it. */
+const refailWithHeader = <E>(cause: Cause.Cause<E>, name: string, value: string) =>
+  Effect.zipRight(
+    HttpApp.appendPreResponseHandler((_, response) => Effect.succeed(HttpServerResponse.setHeader(response, name, value))),
+    Effect.failCause(cause)
+  )
+
+/**
+ * A request no endpoint takes gets 404 (no such path) or 405 (the path exists, the method does
+ * not). Neither is an endpoint's answer, so neither is in the API's error union: they are encoded
+ * here, each from its own schema and status.
+ */
+const answer = <A, I>(schema: Schema.Schema<A, I>, error: A, headers: Record<string, string> = {}) =>
+  HttpServerResponse.schemaJson(schema)(error, { status: HttpApiSchema.getStatusError(schema), headers }).pipe(Effect.orDie)
+
 const notRouted = (request: HttpServerRequest.HttpServerRequest) => {
   const path = new URL(request.url, "http://localhost").pathname
   const allowed = allowedMethods(path)
   // The method fits but the router could not take the path (an over-long or badly escaped id): no such thing.
   return allowed.length > 0 && !allowed.includes(request.method)
-    ? errorResponse(405, "METHOD_NOT_ALLOWED", `${request.method} is not allowed on ${path}; use ${allowed.join(", ")}`).pipe(
-        HttpServerResponse.setHeader("allow", allowed.join(", "))
+    ? answer(
+        MethodNotAllowed,
+        new MethodNotAllowed({ message: `${request.method} is not allowed on ${path}; use ${allowed.join(", ")}` }),
+        { allow: allowed.join(", ") }
       )
-    : errorResponse(404, "NOT_FOUND", `no endpoint at ${request.method} ${path}`)
+    : answer(NotFound, new NotFound({ message: `no endpoint at ${request.method} ${path}` }))
 }
-
-/**
- * Our error classes share one body shape, and HttpApi's own encoder picks the first structurally
- * matching class of the union (so a 404 could leave as a 401). They are answered here instead,
- * each with the status its class declares.
- */
-const statusOf = new Map<unknown, number>(ApiErrors.map((cls) => [cls, HttpApiSchema.getStatusError(cls)]))
-
-const apiErrorResponse = (error: ApiError) => {
-  const response = HttpServerResponse.unsafeJson({ ...error }, { status: statusOf.get(error.constructor) ?? 500 })
-  return "retryAfterSeconds" in error
-    ? HttpServerResponse.setHeader(response, "retry-after", String(error.retryAfterSeconds))
-    : response
-}
-
-const isApiError = (value: unknown): value is ApiError =>
-  typeof value === "object" && value !== null && statusOf.has(value.constructor)
 
 const hasTag = (value: unknown, tag: string) =>
   typeof value === "object" && value !== null && "_tag" in value && value._tag === tag
 
 const isJson = (contentType: string) => /^application\/([a-z0-9.+-]*\+)?json\b/i.test(contentType.trim())
 
+/** What this middleware fails with; HttpApi encodes it (each is declared by the whole API). */
+type RequestError = InvalidRequest | MalformedBody | NestingTooDeep | PayloadTooLarge | UnsupportedMediaType | InternalError | StoreUnavailable
+
+const tooLarge = new PayloadTooLarge({ message: `request bodies are limited to ${MAX_BODY_BYTES} bytes` })
+
+/** An error that says when to come back carries it as `Retry-After` too. */
+const retryAfterOf = (error: unknown): number | undefined =>
+  typeof error === "object" && error !== null && "retryAfterSeconds" in error && typeof error.retryAfterSeconds === "number"
+    ? error.retryAfterSeconds
+    : undefined
+
 /**
- * Maps what HttpApi leaves as empty bodies or its own shapes onto `{error, message}`: malformed
- * JSON, schema failures (every issue, the field named), unknown routes, wrong methods, oversized
- * bodies. Anything unexpected is logged and answered 500 without internals.
+ * Turns what HttpApi leaves as empty bodies or its own shapes into this API's error classes, which
+ * HttpApi then encodes with their declared statuses: malformed JSON, schema failures (every issue,
+ * the field named), unknown routes, wrong methods, oversized and non-JSON bodies. A store failure
+ * is 503 and anything unexpected 500 without internals; both are logged.
  */
 export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
   SextantApi,
@@ -67,14 +86,12 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const length = Number(request.headers["content-length"] ?? 0)
-      if (length > MAX_BODY_BYTES) {
-        return errorResponse(413, "PAYLOAD_TOO_LARGE", `request bodies are limited to ${MAX_BODY_BYTES} bytes`)
-      }
+      if (length > MAX_BODY_BYTES) return yield* Effect.fail(tooLarge)
       // Bodies are JSON. A client that sends none is read as JSON; one that names another type is refused.
       const contentType = request.headers["content-type"]
       const hasBody = length > 0 || request.headers["transfer-encoding"] !== undefined
       if (hasBody && contentType !== undefined && !isJson(contentType)) {
-        return errorResponse(415, "UNSUPPORTED_MEDIA_TYPE", `request bodies must be application/json, not ${contentType}`)
+        return yield* Effect.fail(new UnsupportedMediaType({ message: `request bodies must be application/json, not ${contentType}` }))
       }
       const jsonRequest =
         hasBody && contentType === undefined
@@ -83,36 +100,36 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
       if (hasBody) {
         // Read once here (the request caches it for the handler): a chunked body has no length to check up front.
         const text = yield* Effect.either(jsonRequest.text)
-        if (text._tag === "Left" || Buffer.byteLength(text.right) > MAX_BODY_BYTES) {
-          return text._tag === "Left" && length > 0
-            ? errorResponse(400, "MALFORMED_BODY", "the request body could not be read")
-            : errorResponse(413, "PAYLOAD_TOO_LARGE", `request bodies are limited to ${MAX_BODY_BYTES} bytes`)
-        }
+        if (text._tag === "Left" && length > 0) return yield* Effect.fail(new MalformedBody({ message: "the request body could not be read" }))
+        if (text._tag === "Left" || Buffer.byteLength(text.right) > MAX_BODY_BYTES) return yield* Effect.fail(tooLarge)
         if (jsonDepth(text.right) > MAX_JSON_DEPTH) {
-          return errorResponse(400, "NESTING_TOO_DEEP", `request bodies may nest objects and arrays at most ${MAX_JSON_DEPTH} deep`)
+          return yield* Effect.fail(
+            new NestingTooDeep({ message: `request bodies may nest objects and arrays at most ${MAX_JSON_DEPTH} deep` })
+          )
         }
       }
       return yield* app.pipe(
         Effect.provideService(HttpServerRequest.HttpServerRequest, jsonRequest),
-        Effect.catchAllCause((cause) => {
+        Effect.catchAllCause((cause): Effect.Effect<HttpServerResponse.HttpServerResponse, RequestError> => {
           // A failure or a defect: HttpApi raises unknown routes and unreadable bodies either way.
           const problem: unknown = Cause.squash(cause)
-          if (isApiError(problem)) return Effect.succeed(apiErrorResponse(problem))
           if (problem instanceof HttpApiError.HttpApiDecodeError) {
-            return Effect.succeed(errorResponse(400, "INVALID_REQUEST", describeIssues(problem.issues)))
+            return Effect.fail(new InvalidRequest({ message: describeIssues(problem.issues) }))
           }
-          if (problem instanceof RouteNotFound) return Effect.succeed(notRouted(request))
-          if (hasTag(problem, "RequestError")) {
-            return Effect.succeed(errorResponse(400, "MALFORMED_BODY", "the request body is not valid JSON"))
+          if (problem instanceof RouteNotFound) return notRouted(request)
+          if (hasTag(problem, "RequestError")) return Effect.fail(new MalformedBody({ message: "the request body is not valid JSON" }))
+          // Any other failure is an endpoint's declared error: HttpApi encodes it with its status.
+          if (Option.isSome(Cause.failureOption(cause))) {
+            const retryAfter = retryAfterOf(problem)
+            return retryAfter === undefined ? Effect.failCause(cause) : refailWithHeader(cause, "retry-after", String(retryAfter))
           }
-          if (Option.isSome(Cause.failureOption(cause))) return Effect.failCause(cause)
           if (hasTag(problem, "SqlError")) {
             return Effect.logError("store failure", cause).pipe(
-              Effect.as(errorResponse(503, "STORE_UNAVAILABLE", "the store could not complete the request; retry later"))
+              Effect.zipRight(Effect.fail(new StoreUnavailable({ message: "the store could not complete the request; retry later" })))
             )
           }
           return Effect.logError("unhandled request failure", cause).pipe(
-            Effect.as(errorResponse(500, "INTERNAL", "the request failed unexpectedly; it has been logged"))
+            Effect.zipRight(Effect.fail(new InternalError({ message: "the request failed unexpectedly; it has been logged" })))
           )
         })
       )

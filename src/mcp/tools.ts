@@ -3,7 +3,7 @@ import { ResourceMetrics } from "../domain/metrics.js"
 import { ObservationPage, ProbeResult, ResourceHealth, ValidateRequest } from "../domain/observations.js"
 import { ResourceSearchRequest } from "../domain/resources.js"
 import { RouteDecision, RouteRequest } from "../domain/routes.js"
-import { ResourceDetail, SearchResponse } from "../http/api/resources.js"
+import { ResourceDetail, SearchResponse } from "../domain/catalog.js"
 
 const ResourceIdInput = Schema.Struct({ id: Schema.String.pipe(Schema.minLength(1)) }).annotations({
   identifier: "ResourceIdInput",

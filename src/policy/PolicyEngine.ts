@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../config.js"
-import { BadRequest, notFound, type NotFound } from "../domain/errors.js"
+import { InvalidRequest, notFound, type NotFound } from "../domain/errors.js"
 import type { PolicyDecision, PolicyEvaluateRequest, PolicyEvaluation } from "../domain/policy.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
@@ -9,14 +9,14 @@ import { evaluatePolicy, policyContext, type PolicyVerdict } from "./evaluate.js
 /** Without an option index the answer is the most favourable option's: can this resource be paid at all? */
 const preference: Record<PolicyDecision, number> = { ALLOW: 0, INSUFFICIENT_DATA: 1, DENY: 2 }
 
-const badOption = (message: string) => new BadRequest({ error: "BAD_REQUEST", message })
+const badOption = (message: string) => new InvalidRequest({ message })
 
 const make = Effect.gen(function* () {
   const repo = yield* ResourcesRepo
   const reader = yield* EvidenceReader
   const config = yield* AppConfig
 
-  const evaluate = (request: PolicyEvaluateRequest): Effect.Effect<PolicyEvaluation, NotFound | BadRequest> =>
+  const evaluate = (request: PolicyEvaluateRequest): Effect.Effect<PolicyEvaluation, NotFound | InvalidRequest> =>
     Effect.gen(function* () {
       const { policy, resourceId, optionIndex } = request
       const record = yield* repo.get(resourceId).pipe(
@@ -63,11 +63,11 @@ export class PolicyEngine extends Context.Tag("sextant/PolicyEngine")<
   PolicyEngine,
   {
     /**
-     * Fails with NotFound for an unknown resource and BadRequest for an option index out of range.
+     * Fails with NotFound for an unknown resource and InvalidRequest for an option index out of range.
      * Without `optionIndex`, answers for the lowest-indexed option with the best decision
      * (ALLOW, then INSUFFICIENT_DATA, then DENY).
      */
-    readonly evaluate: (request: PolicyEvaluateRequest) => Effect.Effect<PolicyEvaluation, NotFound | BadRequest>
+    readonly evaluate: (request: PolicyEvaluateRequest) => Effect.Effect<PolicyEvaluation, NotFound | InvalidRequest>
   }
 >() {
   static readonly Live = Layer.effect(PolicyEngine, make)

@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
-import { BadRequest, type NotFound, notFound, type Unprocessable } from "../domain/errors.js"
+import { InvalidRequest, type NoEligibleProvider, type NotFound, notFound, type PaymentMismatch } from "../domain/errors.js"
 import {
   CommerceReceipt,
   type CreateReceiptRequest,
@@ -12,7 +12,7 @@ import { policyContext } from "../policy/evaluate.js"
 import { Router } from "../routing/Router.js"
 import { ReceiptsRepo } from "../store/ReceiptsRepo.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
-import { EvidenceReader } from "../verification/EvidenceReader.js"
+import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 import { eligibleCandidate, noEligibleProvider, paidOption, receiptBody, receiptPayment, responseDigest } from "./build.js"
 import { encodeBase64, stellarPublicKey } from "./ed25519.js"
 import { signReceipt, verifyWithSigner } from "./receipt.js"
@@ -20,7 +20,7 @@ import { Signer, type SignerShape } from "./Signer.js"
 
 export interface ReceiptServiceShape {
   /** Routes the purchase, signs the receipt, stores it durably and reports a transaction as evidence. */
-  readonly create: (request: CreateReceiptRequest) => Effect.Effect<CommerceReceipt, BadRequest | Unprocessable>
+  readonly create: (request: CreateReceiptRequest) => Effect.Effect<CommerceReceipt, InvalidRequest | NoEligibleProvider | PaymentMismatch>
   readonly get: (id: string) => Effect.Effect<CommerceReceipt, NotFound>
   /** The stored receipt checked against the live signer: the only check an HMAC receipt can get. */
   readonly verify: (id: string) => Effect.Effect<ReceiptVerification, NotFound>
@@ -58,7 +58,7 @@ const make = Effect.gen(function* () {
   const router = yield* Router
   const resources = yield* ResourcesRepo
   const receipts = yield* ReceiptsRepo
-  const evidence = yield* EvidenceReader
+  const recorder = yield* EvidenceRecorder
   const signer = yield* Signer
   const config = yield* AppConfig
   // "Was this transaction receipted for this resource before?" and the insert are one step, so two
@@ -105,7 +105,7 @@ const make = Effect.gen(function* () {
         response: { status: request.response.status, bodySha256 }
       })
       const receipt = yield* signReceipt(body, signer).pipe(
-        Effect.mapError((e) => new BadRequest({ error: "INVALID_REQUEST", message: `cannot be signed: ${e.message}` }))
+        Effect.mapError((e) => new InvalidRequest({ message: `cannot be signed: ${e.message}` }))
       )
       const { transactionHash } = payment
       if (transactionHash === null) {
@@ -121,14 +121,10 @@ const make = Effect.gen(function* () {
         // Transaction evidence (DESIGN level 3) is a paid call the resource answered with 2xx;
         // a paid call it failed still counts, against its transaction success rate.
         const answered = request.response.status >= 200 && request.response.status < 300
-        yield* evidence.recordEconomic({
-          source: "receipt",
-          resourceId: chosen.resourceId,
-          payTo: paid.option.payTo,
-          success: answered,
-          transactionHash,
-          at: timestamp
-        })
+        yield* recorder.recordEconomic(
+          { source: "receipt", resourceId: chosen.resourceId, payTo: paid.option.payTo, success: answered, transactionHash, at: timestamp },
+          [resource]
+        )
       }
       return receipt
     })
@@ -146,5 +142,5 @@ const make = Effect.gen(function* () {
 
 /** Receipts: building, signing, storing and checking them. Needs the config, store, routing, evidence and a Signer. */
 export class ReceiptService extends Context.Tag("sextant/ReceiptService")<ReceiptService, ReceiptServiceShape>() {
-  static readonly Live = Layer.effect(ReceiptService, make).pipe(Layer.provide(ReceiptsRepo.Live))
+  static readonly Live = Layer.effect(ReceiptService, make)
 }

@@ -1,6 +1,6 @@
 import { Either } from "effect"
 import { createHash } from "node:crypto"
-import { BadRequest, Unprocessable } from "../domain/errors.js"
+import { InvalidRequest, NoEligibleProvider, PaymentMismatch } from "../domain/errors.js"
 import type { CreateReceiptRequest } from "../domain/receipts.js"
 import type { AgentPolicy } from "../domain/policy.js"
 import type { ResourcePaymentOption, ResourceRecord } from "../domain/resources.js"
@@ -9,7 +9,7 @@ import { evaluatePolicy, OPTION_CODES, type PolicyContext } from "../policy/eval
 import type { UnsignedReceipt } from "./receipt.js"
 
 /** 422 `NO_ELIGIBLE_PROVIDER`, SPEC "Errors". */
-export const noEligibleProvider = (message: string) => new Unprocessable({ error: "NO_ELIGIBLE_PROVIDER", message })
+export const noEligibleProvider = (message: string) => new NoEligibleProvider({ message })
 
 /** The router's selection, and the candidate the receipt names (the selection itself or a fallback). */
 export interface EligibleChoice {
@@ -24,7 +24,7 @@ export interface EligibleChoice {
 export const eligibleCandidate = (
   decision: RouteDecision,
   resourceId: string | undefined
-): Either.Either<EligibleChoice, Unprocessable> => {
+): Either.Either<EligibleChoice, NoEligibleProvider> => {
   const { selected } = decision
   if (selected === null) {
     return Either.left(noEligibleProvider(`no provider is eligible for "${decision.capability}": ${decision.message}`))
@@ -42,12 +42,12 @@ export const eligibleCandidate = (
   )
 }
 
-const badRequest = (message: string) => new BadRequest({ error: "INVALID_REQUEST", message })
+const badRequest = (message: string) => new InvalidRequest({ message })
 
 const sha256Hex = (text: string) => createHash("sha256").update(text, "utf8").digest("hex")
 
 /** `bodySha256` as given, or the SHA-256 of the UTF-8 `body`; both given must agree. */
-export const responseDigest = (response: CreateReceiptRequest["response"]): Either.Either<string, BadRequest> => {
+export const responseDigest = (response: CreateReceiptRequest["response"]): Either.Either<string, InvalidRequest> => {
   const { body, bodySha256 } = response
   if (body === undefined) {
     return bodySha256 === undefined
@@ -63,7 +63,7 @@ export const responseDigest = (response: CreateReceiptRequest["response"]): Eith
 /** The payment as the receipt states it: x402, the ceiling defaulting to the amount, no hash as null. */
 export const receiptPayment = (
   payment: CreateReceiptRequest["payment"]
-): Either.Either<UnsignedReceipt["payment"], BadRequest> => {
+): Either.Either<UnsignedReceipt["payment"], InvalidRequest> => {
   const maxAmount = payment.maxAmount ?? payment.amount
   if (BigInt(maxAmount) < BigInt(payment.amount)) {
     return Either.left(badRequest(`payment.maxAmount ${maxAmount} is below payment.amount ${payment.amount}`))
@@ -80,7 +80,7 @@ export const receiptPayment = (
 }
 
 /** 422 `PAYMENT_MISMATCH`: the payment is not one the named service offers. */
-const paymentMismatch = (message: string) => new Unprocessable({ error: "PAYMENT_MISMATCH", message })
+const paymentMismatch = (message: string) => new PaymentMismatch({ message })
 
 /** A payment option of the named service, with its index among the resource's options. */
 export interface PaidOption {
@@ -151,7 +151,7 @@ export const paidOption = (
   chosen: RankedCandidate,
   policy: AgentPolicy,
   context: PolicyContext
-): Either.Either<PaidOption, Unprocessable> => {
+): Either.Either<PaidOption, PaymentMismatch> => {
   const others = resource.paymentOptions.flatMap((option, optionIndex) =>
     optionIndex === chosen.optionIndex ? [] : [{ optionIndex, option }]
   )

@@ -1,6 +1,6 @@
 import { Effect, Either } from "effect"
 import type { CommerceReceipt, ReceiptVerification, SignatureAlgorithm } from "../domain/receipts.js"
-import { canonicalBytes, type CanonicalJsonError } from "./canonicalJson.js"
+import { canonicalBytes, type CanonicalJsonError } from "../encoding/canonicalJson.js"
 import { decodeBase64, encodeBase64, parsePublicKey, verifyEd25519 } from "./ed25519.js"
 import { hmacMatches, hmacSignerId } from "./hmac.js"
 import type { SignerShape } from "./Signer.js"

@@ -1,51 +1,52 @@
 import { Clock, Context, Effect, Either, Fiber, Layer, Option, Schema } from "effect"
-import { describeParseError } from "../domain/issues.js"
 import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
 import {
-  BadGateway,
-  BadRequest,
-  Conflict,
+  AllFacilitatorsFailed,
+  IdempotencyKeyReused,
+  InvalidRequest,
+  NoHealthyFacilitator,
   notFound,
-  type NotFound,
-  type PolicyDenied,
-  type TooManyRequests,
-  Unprocessable
+  PaymentAlreadySubmitted,
+  SettlementInProgress,
+  SettlementIndeterminate,
+  SettlementUnresolved,
+  UnsupportedPaymentKind
 } from "../domain/errors.js"
-import { IdempotencyKey, type SettleRequest, SettleResponse, type SettlementRecord } from "../domain/x402.js"
+import type { PayeeEvidence } from "../domain/evidence.js"
 import type { AgentPolicy } from "../domain/policy.js"
+import { type Completion, type FoundEntry, type JournalEntry, mayReserveAgain } from "../domain/settlements.js"
+import { baseUnitsToUsd } from "../domain/stellar.js"
+import { type SettleRequest, SettleResponse, type SettlementRecord } from "../domain/x402.js"
+import { canonicalize } from "../encoding/canonicalJson.js"
 import { policyContext } from "../policy/evaluate.js"
-import { canonicalize } from "../receipts/canonicalJson.js"
-import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { SettlementJournal } from "../store/SettlementJournal.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
+import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 import { FacilitatorPool, type SettleOutcome } from "../x402/FacilitatorPool.js"
-import { readSettleRequest } from "./request.js"
-import { type NamedPolicy, paymentDenial, paymentOption, payeeDenial, transferMismatch, worstCaseUnits } from "./rules.js"
-import { type Completion, type JournalRow, mayReserveAgain, SettlementJournal, storedAnswer, toRecord } from "./SettlementJournal.js"
-import { decodePayment } from "./transfer.js"
+import { judgeBudgets } from "./budgets.js"
+import { type NamedPolicy, paymentDenial, paymentOption, payeeDenial, type SettleTerms, transferMismatch, worstCaseUnits } from "./rules.js"
+import { termsOf } from "./terms.js"
+import { decodePayment, type Transfer } from "./transfer.js"
 
 type SettleAnswer = typeof SettleResponse.Type
 
+/** A settle as the HTTP layer decoded it. */
 export interface SettleInput {
-  /**
-   * The stock body `{x402Version, paymentPayload, paymentRequirements}`, plus this service's
-   * optional fields; decoded here with the same SettleRequest schema the HTTP layer uses.
-   */
-  readonly body: unknown
+  /** The stock body `{x402Version, paymentPayload, paymentRequirements}`, plus this service's optional fields. */
+  readonly request: SettleRequest
   /** The `Idempotency-Key` header, when sent. */
   readonly idempotencyKey: string | undefined
   /** The API key's principal; null in open mode, where the payer address is the principal. */
   readonly principal: string | null
 }
 
-export type SettleError = BadRequest | PolicyDenied | Conflict | Unprocessable | TooManyRequests | BadGateway
-
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
 
 /** sha256 of the canonical JSON, so key order and whitespace do not make two requests differ. */
 const contentHash = (value: unknown) =>
   Either.mapBoth(canonicalize(value), {
-    onLeft: (e) => new BadRequest({ error: "BAD_REQUEST", message: `the request cannot be hashed: ${e.message}` }),
+    onLeft: (e) => new InvalidRequest({ message: `the request cannot be hashed: ${e.message}` }),
     onRight: sha256
   })
 
@@ -58,74 +59,65 @@ const stockBody = (body: SettleRequest) => {
   return { ...body, paymentRequirements: requirements }
 }
 
-const decodeAnswer = Schema.decodeUnknown(SettleResponse)
+/** The payment a settle carries, read from its signed transaction rather than from what the body says. */
+interface Payment {
+  readonly terms: SettleTerms
+  readonly transfer: Transfer
+  readonly paymentId: string
+  /** Hash of what is asked of the payment: a repeat must ask the same, whatever wrapper it comes in. */
+  readonly requestHash: string
+  readonly principal: string
+}
 
 /**
  * How a 409 names the settlement it met: by id to its own principal only. Another principal's
  * settlement of the same payment is not named, since its id says nothing the caller may read.
  */
-const naming = (row: JournalRow, principal: string) =>
-  row.principal === principal
-    ? { entry: `settlement ${row.id}`, record: ` (GET /x402/settlements/${row.id})` }
+const naming = (entry: JournalEntry, principal: string) =>
+  entry.principal === principal
+    ? { entry: `settlement ${entry.id}`, record: ` (GET /x402/settlements/${entry.id})` }
     : { entry: "the settlement", record: "" }
 
+/** The stored answer of a refusal is never replayed (a refused payment is released and retried); a 200 is. */
+const decodeAnswer = Schema.decodeUnknown(SettleResponse)
+
 /** A repeat of a journaled request: the stored answer, or 409 when there is none to give. */
-const replay = (row: JournalRow, requestHash: string, byKey: boolean, principal: string): Effect.Effect<SettleAnswer, SettleError> => {
-  const { entry, record } = naming(row, principal)
-  if (row.request_hash !== requestHash) {
+const replay = ({ entry, byKey }: FoundEntry, requestHash: string, principal: string) => {
+  const { entry: named, record } = naming(entry, principal)
+  if (entry.requestHash !== requestHash) {
     return Effect.fail(
       byKey
-        ? new Conflict({
-            error: "IDEMPOTENCY_KEY_REUSED",
-            message: `the Idempotency-Key was already used for a different request (${entry})`
-          })
-        : new Conflict({
-            error: "PAYMENT_ALREADY_SUBMITTED",
-            message: `this signed payment was already submitted with different requirements (${entry})`
+        ? new IdempotencyKeyReused({ message: `the Idempotency-Key was already used for a different request (${named})` })
+        : new PaymentAlreadySubmitted({
+            message: `this signed payment was already submitted with different requirements (${named})`
           })
     )
   }
-  if (row.state === "pending") {
-    return Effect.fail(
-      new Conflict({ error: "SETTLEMENT_IN_PROGRESS", message: `${entry} of this payment is still in progress` })
-    )
+  if (entry.state === "pending") {
+    return Effect.fail(new SettlementInProgress({ message: `${named} of this payment is still in progress` }))
   }
-  if (row.state === "indeterminate") {
+  if (entry.state === "indeterminate") {
     return Effect.fail(
-      new Conflict({
-        error: "SETTLEMENT_INDETERMINATE",
-        message: `${entry} of this payment was interrupted and its outcome is unknown; it is never ` +
+      new SettlementUnresolved({
+        message: `${named} of this payment was interrupted and its outcome is unknown; it is never ` +
           `re-submitted automatically. An operator reconciles it with the ledger${record}`
       })
     )
   }
-  const answer = storedAnswer(row)
-  if (answer === null) return Effect.dieMessage(`settlement ${row.id} is ${row.state} without a stored answer`)
-  const body = answer.body as { error: string; message: string }
-  if (answer.status === 200) return Effect.orDie(decodeAnswer(answer.body))
-  return Effect.fail(answer.status === 422 ? new Unprocessable(body) : new BadGateway(body))
+  return entry.answer?.status === 200
+    ? Effect.orDie(decodeAnswer(entry.answer.body))
+    : Effect.dieMessage(`settlement ${entry.id} is ${entry.state} without a stored answer to replay`)
 }
-
-const decodeKey = Schema.decodeUnknownEither(IdempotencyKey)
-
-/** The `Idempotency-Key` header when sent: 1 to 200 characters, else 400. */
-const readIdempotencyKey = (key: string | undefined): Either.Either<string | undefined, BadRequest> =>
-  key === undefined
-    ? Either.right(undefined)
-    : Either.mapLeft(decodeKey(key), (e) => new BadRequest({ error: "BAD_REQUEST", message: describeParseError(e) }))
 
 const errorsOf = (outcome: SettleOutcome) =>
   "failures" in outcome ? outcome.failures.map((f) => ({ backendId: f.backendId, error: f.detail })) : []
 
+type ForwardRefusal = UnsupportedPaymentKind | NoHealthyFacilitator | AllFacilitatorsFailed | SettlementIndeterminate
+
 /** How a forwarding outcome is journaled and answered. */
-const conclude = (id: string, outcome: SettleOutcome): { completion: Completion; answer: Either.Either<SettleAnswer, SettleError> } => {
+const conclude = (id: string, outcome: SettleOutcome): { completion: Completion; answer: Either.Either<SettleAnswer, ForwardRefusal> } => {
   const errors = errorsOf(outcome)
-  const refused = (
-    state: Completion["state"],
-    error: Unprocessable | BadGateway,
-    status: number,
-    { backendId = null, submitted }: { readonly backendId?: string | null; readonly submitted: boolean }
-  ) => ({
+  const refused = (state: Completion["state"], error: ForwardRefusal, status: number, backendId: string | null, submitted: boolean) => ({
     completion: {
       state,
       submitted,
@@ -157,39 +149,57 @@ const conclude = (id: string, outcome: SettleOutcome): { completion: Completion;
     case "Indeterminate":
       return refused(
         "indeterminate",
-        new BadGateway({
-          error: "SETTLEMENT_INDETERMINATE",
+        new SettlementIndeterminate({
           message: `facilitator "${outcome.backendId}" gave no usable answer, so the payment may or may not have been ` +
             `submitted; it was not sent to another facilitator. Settlement ${id} is journaled as indeterminate ` +
             `(GET /x402/settlements/${id})`
         }),
         502,
-        { backendId: outcome.backendId, submitted: true }
+        outcome.backendId,
+        true
       )
     case "Failed":
       return refused(
         "failed",
         errors.length === 0
-          ? new BadGateway({ error: "NO_HEALTHY_FACILITATOR", message: "no facilitator supporting this payment is currently healthy" })
-          : new BadGateway({
-              error: "ALL_FACILITATORS_FAILED",
+          ? new NoHealthyFacilitator({ message: "no facilitator supporting this payment is currently healthy" })
+          : new AllFacilitatorsFailed({
               message: `every eligible facilitator failed: ${errors.map((e) => `${e.backendId}: ${e.error}`).join("; ")}`
             }),
         502,
-        { submitted: false }
+        null,
+        false
       )
     case "Unsupported":
-      return refused("failed", outcome.error, 422, { submitted: false })
+      return refused("failed", outcome.error, 422, null, false)
   }
 }
+
+export const toRecord = (entry: JournalEntry, decimals: number): SettlementRecord => ({
+  id: entry.id,
+  idempotencyKey: entry.idempotencyKey,
+  state: entry.state,
+  principal: entry.principal,
+  network: entry.network,
+  scheme: entry.scheme,
+  payTo: entry.payTo,
+  amount: entry.amount,
+  worstCaseUsd: baseUnitsToUsd(entry.worstCaseUnits.toString(), decimals),
+  backendId: entry.backendId,
+  transaction: entry.transaction,
+  payer: entry.payer,
+  errors: entry.errors,
+  createdAt: new Date(entry.createdAtMs).toISOString(),
+  updatedAt: new Date(entry.updatedAtMs).toISOString()
+})
 
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
   const journal = yield* SettlementJournal
   const pool = yield* FacilitatorPool
   const reader = yield* EvidenceReader
-  const repo = yield* ResourcesRepo
-  const decimals = config.asset.decimals
+  const recorder = yield* EvidenceRecorder
+  const { decimals, assetContract } = config.asset
 
   /**
    * The policies a settle must pass: the request's servicePolicy and, for an API-key principal,
@@ -202,153 +212,179 @@ const make = Effect.gen(function* () {
     )
   ]
 
-  /**
-   * Forwarding and recording its outcome run to the end even if the caller goes away (a daemon
-   * fiber the caller only joins): an entry left `pending` would only be resolved, as
-   * indeterminate, by the next restart. The backend timeouts inside still apply.
-   */
-  const forward = (id: string, body: SettleRequest, network: string, scheme: string, payTo: string) =>
-    Effect.gen(function* () {
-      const outcome = yield* pool.settle(stockBody(body), network, scheme)
-      const { completion, answer } = conclude(id, outcome)
-      const at = yield* Clock.currentTimeMillis
-      yield* journal.complete(id, completion, at).pipe(
-        Effect.catchAll((e) => Effect.logError(`settlement ${id}: recording its outcome failed; it will be indeterminate after a restart`, e))
-      )
-      if (completion.state === "settled") {
-        // The money moved: the buyer gets the settle answer even if the evidence cannot be recorded.
-        yield* reader.recordEconomic({
+  /** Step 1: what is paid, read from the signed transaction; the terms this service can value (422). */
+  const readPayment = Effect.fn("Settlement.readPayment")(function* (input: SettleInput) {
+    const terms = yield* termsOf(input.request, assetContract)
+    const { paymentId, transfer } = yield* decodePayment(input.request.paymentPayload.payload.transaction, terms.network)
+    const requestHash = yield* contentHash({
+      x402Version: input.request.x402Version,
+      paymentId,
+      paymentRequirements: input.request.paymentRequirements
+    })
+    return { terms, transfer, paymentId, requestHash, principal: input.principal ?? transfer.from } satisfies Payment
+  })
+
+  /** Step 2: a repeat of a journaled request gets its stored answer (or 409), whatever else changed since. */
+  const findRepeat = Effect.fn("Settlement.findRepeat")(function* (payment: Payment, idempotencyKey: string | undefined) {
+    return yield* journal.find({ principal: payment.principal, idempotencyKey, paymentId: payment.paymentId })
+  })
+
+  /** Step 3: the buyer policies on the worst case of what would actually be paid. */
+  const checkPolicies = Effect.fn("Settlement.checkPolicies")(function* (payment: Payment, policies: ReadonlyArray<NamedPolicy>, nowMs: number) {
+    const option = paymentOption(payment.terms, worstCaseUnits(payment.terms, payment.transfer), decimals)
+    const denial = paymentDenial(policies, option, policyContext(config, new Date(nowMs)))
+    if (denial) return yield* Effect.fail(denial)
+    return option
+  })
+
+  /** Step 4: the payee's listed resources and their evidence, read once for the check and the evidence written after. */
+  const checkPayee = Effect.fn("Settlement.checkPayee")(function* (
+    payment: Payment,
+    policies: ReadonlyArray<NamedPolicy>,
+    option: ReturnType<typeof paymentOption>,
+    nowMs: number
+  ) {
+    const payees = yield* reader.forPayee(payment.terms.payTo)
+    const candidates = payees.map((p) => ({ providerId: p.record.provider.id, evidence: p.evidence }))
+    const refusal = payeeDenial(policies, option, candidates, policyContext(config, new Date(nowMs)))
+    if (refusal) return yield* Effect.fail(refusal)
+    return payees
+  })
+
+  /** Step 5: the signed transfer pays what the requirements say. */
+  const checkTransfer = Effect.fn("Settlement.checkTransfer")(function* (payment: Payment) {
+    const mismatch = transferMismatch(payment.terms, payment.transfer, decimals)
+    if (mismatch) return yield* Effect.fail(mismatch)
+  })
+
+  /** Step 6: idempotency again (for repeats that raced), spend window, fee budget and the `pending` entry, in one transaction. */
+  const reserve = Effect.fn("Settlement.reserve")(function* (payment: Payment, idempotencyKey: string | undefined, nowMs: number) {
+    const worst = worstCaseUnits(payment.terms, payment.transfer)
+    const entry = {
+      id: randomUUID(),
+      idempotencyKey,
+      paymentId: payment.paymentId,
+      requestHash: payment.requestHash,
+      principal: payment.principal,
+      payer: payment.transfer.from,
+      network: payment.terms.network,
+      scheme: payment.terms.scheme,
+      asset: payment.terms.asset,
+      payTo: payment.terms.payTo,
+      amount: payment.terms.amount,
+      worstCaseUnits: worst,
+      feeStroops: BigInt(config.budgets.feeCeilingStroops)
+    }
+    const sinceMs = nowMs - config.budgets.windowSeconds * 1000
+    return yield* journal.reserve(entry, sinceMs, nowMs, (usage) => judgeBudgets(usage, entry, config.budgets, decimals, nowMs))
+  })
+
+  /** Records a settled payment as economic evidence of the payee's resources; the answer never waits on it failing. */
+  const recordSettled = (id: string, completion: Completion, payees: ReadonlyArray<PayeeEvidence>, payTo: string, atMs: number) =>
+    recorder
+      .recordEconomic(
+        {
           source: "settlement",
           resourceId: null,
           payTo,
           success: true,
           transactionHash: completion.transaction,
-          at: new Date(at).toISOString()
-        }).pipe(
-          Effect.catchAllCause((cause) =>
-            Effect.logError(`settlement ${id}: settled, but recording it as evidence for payee ${payTo} failed`, cause)
-          )
-        )
-      }
-      return answer
-    }).pipe(Effect.forkDaemon, Effect.flatMap(Fiber.join), Effect.flatten)
-
-  /**
-   * The settle pipeline of DESIGN.md, failing closed at each step: shape -> buyer policies
-   * (servicePolicy and the principal's) on the worst-case spend -> payee evidence -> the signed transfer against the requirements -> one
-   * journal transaction (idempotency, spend window, fee budget, `pending` entry) -> backends with
-   * failover -> `settled` / `failed` / `indeterminate` -> answer.
-   *
-   * The payment is identified by its decoded transaction, so the body's shape and the transaction
-   * are read first; then a repeat of a journaled request is answered before any other step: it
-   * gets the stored answer (or 409) whatever the backends' health, the budgets or the evidence are
-   * now, and never reserves budget twice. The journal transaction looks again, for repeats that race.
-   * The exception is an entry released because it never reached a backend: a retry of that payment
-   * goes through the whole pipeline again and reserves anew.
-   */
-  const settle = (input: SettleInput): Effect.Effect<SettleAnswer, SettleError> =>
-    Effect.gen(function* () {
-      const idempotencyKey = yield* readIdempotencyKey(input.idempotencyKey)
-      const { request, terms, transactionXdr } = yield* readSettleRequest(input.body, config.asset.assetContract)
-      const { paymentId, transfer } = yield* decodePayment(transactionXdr, terms.network)
-      const principal = input.principal ?? transfer.from
-      // What is asked of this payment: a repeat must ask the same, whatever wrapper it comes in.
-      const requestHash = yield* contentHash({
-        x402Version: request.x402Version,
-        paymentId,
-        paymentRequirements: request.paymentRequirements
-      })
-      const earlier = yield* Effect.orDie(journal.find({ principal, idempotencyKey, paymentId }))
-      if (Option.isSome(earlier) && !mayReserveAgain(earlier.value, requestHash)) {
-        return yield* replay(earlier.value.row, requestHash, earlier.value.byKey, principal)
-      }
-
-      yield* pool.checkKind(terms.network, terms.scheme)
-
-      const nowMs = yield* Clock.currentTimeMillis
-      const context = policyContext(config, new Date(nowMs))
-      const worst = worstCaseUnits(terms, transfer)
-      const option = paymentOption(terms, worst, decimals)
-      const policies = buyerPolicies(terms.policy, input.principal)
-      const priceDenial = paymentDenial(policies, option, context)
-      if (priceDenial) return yield* Effect.fail(priceDenial)
-
-      const records = yield* Effect.orDie(repo.byPayTo(terms.payTo))
-      const evidence = new Map((yield* reader.forPayTo(terms.payTo)).map((e) => [e.resourceId, e]))
-      const candidates = records.map((r) => ({ providerId: r.provider.id, evidence: evidence.get(r.resource.id) }))
-      const payeeRefusal = payeeDenial(policies, option, candidates, context)
-      if (payeeRefusal) return yield* Effect.fail(payeeRefusal)
-
-      const mismatch = transferMismatch(terms, transfer, decimals)
-      if (mismatch) return yield* Effect.fail(mismatch)
-
-      const reservation = yield* Effect.orDie(
-        journal.reserve(
-          {
-            id: randomUUID(),
-            idempotencyKey,
-            paymentId,
-            requestHash,
-            principal,
-            payer: transfer.from,
-            network: terms.network,
-            scheme: terms.scheme,
-            asset: terms.asset,
-            payTo: terms.payTo,
-            amount: terms.amount,
-            worstCaseUnits: worst,
-            feeStroops: BigInt(config.budgets.feeCeilingStroops)
-          },
-          config.budgets,
-          decimals,
-          nowMs
+          at: new Date(atMs).toISOString()
+        },
+        payees.map((p) => p.record)
+      )
+      .pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.logError(`settlement ${id}: settled, but recording it as evidence for payee ${payTo} failed`, cause)
         )
       )
-      switch (reservation._tag) {
-        case "Existing":
-          return yield* replay(reservation.row, requestHash, reservation.byKey, principal)
-        case "Refused":
-          return yield* Effect.fail(reservation.error)
-        case "Reserved":
-          return yield* forward(reservation.id, request, terms.network, terms.scheme, terms.payTo)
-      }
+
+  /**
+   * Step 7: backends with failover, then the journal's `settled` / `failed` / `indeterminate`, then
+   * the evidence. Forwarding and recording run to the end even if the caller goes away (a daemon
+   * fiber the caller only joins): an entry left `pending` would only be resolved, as
+   * indeterminate, by the next restart. The backend timeouts inside still apply.
+   */
+  const forward = Effect.fn("Settlement.forward")(function* (
+    id: string,
+    request: SettleRequest,
+    payment: Payment,
+    payees: ReadonlyArray<PayeeEvidence>
+  ) {
+    const run = Effect.gen(function* () {
+      const outcome = yield* pool.settle(stockBody(request), payment.terms.network, payment.terms.scheme)
+      const { completion, answer } = conclude(id, outcome)
+      const at = yield* Clock.currentTimeMillis
+      yield* journal.complete(id, completion, at).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.logError(`settlement ${id}: recording its outcome failed; it will be indeterminate after a restart`, cause)
+        )
+      )
+      // The money moved: the buyer gets the settle answer even if the evidence cannot be recorded.
+      if (completion.state === "settled") yield* recordSettled(id, completion, payees, payment.terms.payTo, at)
+      return answer
     })
+    return yield* run.pipe(Effect.forkDaemon, Effect.flatMap(Fiber.join), Effect.flatten)
+  })
+
+  /**
+   * The settle pipeline, failing closed at each step, in the order of the README's list. The
+   * payment is identified by its decoded transaction, so a repeat is recognised in any wrapper and
+   * answered before any other step, whatever the backends' health, the budgets or the evidence are
+   * now; it never reserves budget twice. The exception is an entry released because it never
+   * reached a backend: a retry of that payment goes through the whole pipeline again.
+   */
+  const settle = Effect.fn("Settlement.settle")(function* (input: SettleInput) {
+    const payment = yield* readPayment(input)
+    const earlier = yield* findRepeat(payment, input.idempotencyKey)
+    if (Option.isSome(earlier) && !mayReserveAgain(earlier.value, payment.requestHash)) {
+      return yield* replay(earlier.value, payment.requestHash, payment.principal)
+    }
+    yield* pool.checkKind(payment.terms.network, payment.terms.scheme)
+    const nowMs = yield* Clock.currentTimeMillis
+    const policies = buyerPolicies(payment.terms.policy, input.principal)
+    const option = yield* checkPolicies(payment, policies, nowMs)
+    const payees = yield* checkPayee(payment, policies, option, nowMs)
+    yield* checkTransfer(payment)
+    const reservation = yield* reserve(payment, input.idempotencyKey, nowMs)
+    switch (reservation._tag) {
+      case "Existing":
+        return yield* replay(reservation, payment.requestHash, payment.principal)
+      case "Refused":
+        return yield* Effect.fail(reservation.error)
+      case "Reserved":
+        return yield* forward(reservation.id, input.request, payment, payees)
+    }
+  })
 
   /** API-key principals, who may read only their own settlements; the open mode reads any. */
   const keyPrincipals = new Set(config.apiKeys.map((k) => k.principal))
+  const readsAll = (principal: string | null) => principal === null || !keyPrincipals.has(principal)
 
   /**
    * One journal entry for `GET /x402/settlements/{id}`. Another principal's entry is 404 to an
    * API-key principal, exactly as a missing one, so ids of others' payments cannot be probed.
    */
-  const readsAll = (principal: string | null) => principal === null || !keyPrincipals.has(principal)
-
-  const get = (id: string, principal: string | null): Effect.Effect<SettlementRecord, NotFound> =>
-    journal.get(id).pipe(
-      Effect.orDie,
-      Effect.flatMap((row) =>
-        Option.isSome(row) && (readsAll(principal) || row.value.principal === principal)
-          ? Effect.succeed(toRecord(row.value, decimals))
-          : Effect.fail(notFound("settlement", id))
-      )
-    )
+  const get = Effect.fn("Settlement.get")(function* (id: string, principal: string | null) {
+    const entry = yield* journal.get(id)
+    return Option.isSome(entry) && (readsAll(principal) || entry.value.principal === principal)
+      ? toRecord(entry.value, decimals)
+      : yield* Effect.fail(notFound("settlement", id))
+  })
 
   /** The journal for reconciliation (e.g. every `indeterminate` entry), newest first, scoped like `get`. */
-  const list = (
+  const list = Effect.fn("Settlement.list")(function* (
     query: { readonly state?: SettlementRecord["state"]; readonly before?: string; readonly limit?: number },
     principal: string | null
-  ): Effect.Effect<ReadonlyArray<SettlementRecord>> =>
-    journal
-      .list({
-        limit: query.limit ?? 50,
-        ...(query.state !== undefined ? { state: query.state } : {}),
-        ...(query.before !== undefined ? { beforeMs: Date.parse(query.before) } : {}),
-        ...(principal !== null && keyPrincipals.has(principal) ? { principal } : {})
-      })
-      .pipe(
-        Effect.orDie,
-        Effect.map((rows) => rows.map((row) => toRecord(row, decimals)))
-      )
+  ) {
+    const entries = yield* journal.list({
+      limit: query.limit ?? 50,
+      ...(query.state !== undefined ? { state: query.state } : {}),
+      ...(query.before !== undefined ? { beforeMs: Date.parse(query.before) } : {}),
+      ...(principal !== null && keyPrincipals.has(principal) ? { principal } : {})
+    })
+    return entries.map((entry) => toRecord(entry, decimals))
+  })
 
   return { settle, get, list }
 })
@@ -360,14 +396,16 @@ const make = Effect.gen(function* () {
  */
 const recover = Effect.gen(function* () {
   const journal = yield* SettlementJournal
-  const recovered = yield* Effect.flatMap(Clock.currentTimeMillis, journal.recoverPending).pipe(Effect.orDie)
+  const recovered = yield* Effect.flatMap(Clock.currentTimeMillis, journal.recoverPending)
   if (recovered.length > 0) {
     yield* Effect.logWarning(`settlements interrupted by a restart are now indeterminate and will not be re-submitted: ${recovered.join(", ")}`)
   }
-})
+}).pipe(Effect.withSpan("Settlement.recover"))
 
-/** `/x402/settle` and `/x402/settlements/{id}`. */
-export class Settlement extends Context.Tag("sextant/Settlement")<Settlement, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.effect(Settlement, make).pipe(Layer.provide(SettlementJournal.Live))
-  static readonly Recovery = Layer.effectDiscard(recover).pipe(Layer.provide(SettlementJournal.Live))
+type SettlementShape = Effect.Effect.Success<typeof make>
+
+/** `/x402/settle` and `/x402/settlements`. */
+export class Settlement extends Context.Tag("sextant/Settlement")<Settlement, SettlementShape>() {
+  static readonly Live = Layer.effect(Settlement, make)
+  static readonly Recovery = Layer.effectDiscard(recover)
 }

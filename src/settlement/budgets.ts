@@ -1,17 +1,7 @@
 import type { BudgetsConfig } from "../config.js"
-import { PolicyDenied, TooManyRequests } from "../domain/errors.js"
+import { FeeBudgetExhausted, PolicyDenied } from "../domain/errors.js"
+import type { WindowUsage } from "../domain/settlements.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
-
-/** What the journal holds inside the rolling window, read in the same transaction that reserves. */
-export interface WindowUsage {
-  /** Worst-case spend of this principal's settlements that were not refused or failed, base units. */
-  readonly principalSpendUnits: bigint
-  readonly globalFeeStroops: bigint
-  readonly principalFeeStroops: bigint
-  /** Creation times (epoch ms) of the oldest reservation in the window, globally and for the principal. */
-  readonly oldestGlobalMs: number | null
-  readonly oldestPrincipalMs: number | null
-}
 
 /** The window budget in base units; a fraction of a base unit cannot be spent, so it rounds down. */
 export const spendLimitUnits = (usd: number, decimals: number): bigint =>
@@ -32,14 +22,13 @@ export const judgeBudgets = (
   budgets: BudgetsConfig,
   decimals: number,
   nowMs: number
-): PolicyDenied | TooManyRequests | undefined => {
+): PolicyDenied | FeeBudgetExhausted | undefined => {
   const windowMs = budgets.windowSeconds * 1000
   const limit = spendLimitUnits(budgets.spendWindowUsd, decimals)
   const spend = usage.principalSpendUnits + request.worstCaseUnits
   if (spend > limit) {
     const usd = (units: bigint) => baseUnitsToUsd(units.toString(), decimals)
     return new PolicyDenied({
-      error: "POLICY_DENIED",
       code: "WINDOW_LIMIT_EXCEEDED",
       message: `worst-case spend over the last ${budgets.windowSeconds} s would be ${usd(spend)} USD ` +
         `(${usd(usage.principalSpendUnits)} USD already committed plus ${usd(request.worstCaseUnits)} USD), ` +
@@ -54,8 +43,7 @@ export const judgeBudgets = (
   for (const scope of scopes) {
     if (scope.used + fee > BigInt(scope.ceiling)) {
       const retryAfterSeconds = retryAfter(scope.oldest, windowMs, nowMs)
-      return new TooManyRequests({
-        error: "FEE_BUDGET_EXHAUSTED",
+      return new FeeBudgetExhausted({
         message: `the ${scope.name} sponsored-fee budget is exhausted: ${scope.used} of ${scope.ceiling} stroops are ` +
           `reserved in the last ${budgets.windowSeconds} s and each settlement reserves ${fee}; retry in ${retryAfterSeconds} s`,
         retryAfterSeconds

@@ -1,5 +1,11 @@
 import type { ResourceEvidence } from "../domain/evidence.js"
-import { BadRequest, PolicyDenied } from "../domain/errors.js"
+import {
+  AmountUsdMismatch,
+  PolicyDenied,
+  TransferAmountMismatch,
+  TransferAssetMismatch,
+  TransferRecipientMismatch
+} from "../domain/errors.js"
 import type { AgentPolicy, PolicyCode, PolicyReason } from "../domain/policy.js"
 import type { ResourcePaymentOption } from "../domain/resources.js"
 import { baseUnitsToUsd, type PaymentScheme, type StellarNetwork, usdMatchesBaseUnits } from "../domain/stellar.js"
@@ -44,28 +50,30 @@ export const paymentOption = (terms: SettleTerms, worstUnits: bigint, decimals: 
   }
 }
 
-const mismatch = (error: string, message: string) => new BadRequest({ error, message })
-
 /**
  * The signed transfer must pay what the requirements say: the asset's contract, the payee, and the
  * amount (exactly for `exact`, at most the ceiling for `upto`); a declared `amountUsd` must be the
  * same money as `amount` at the asset's decimals. Anything else is refused before a backend sees it.
  */
-export const transferMismatch = (terms: SettleTerms, transfer: Transfer, decimals: number): BadRequest | undefined => {
+export const transferMismatch = (
+  terms: SettleTerms,
+  transfer: Transfer,
+  decimals: number
+): TransferAssetMismatch | TransferRecipientMismatch | TransferAmountMismatch | AmountUsdMismatch | undefined => {
   if (transfer.asset !== terms.asset) {
-    return mismatch("TRANSFER_ASSET_MISMATCH", `the signed transfer pays in contract ${transfer.asset}, but the requirements ask for ${terms.asset}`)
+    return new TransferAssetMismatch({ message: `the signed transfer pays in contract ${transfer.asset}, but the requirements ask for ${terms.asset}` })
   }
   if (transfer.to !== terms.payTo) {
-    return mismatch("TRANSFER_RECIPIENT_MISMATCH", `the signed transfer pays ${transfer.to}, but the requirements name payTo ${terms.payTo}`)
+    return new TransferRecipientMismatch({ message: `the signed transfer pays ${transfer.to}, but the requirements name payTo ${terms.payTo}` })
   }
   const ceiling = BigInt(terms.scheme === "upto" ? (terms.maxAmount ?? terms.amount) : terms.amount)
   const amountOk = terms.scheme === "upto" ? transfer.amount <= ceiling : transfer.amount === ceiling
   if (!amountOk) {
     const expected = terms.scheme === "upto" ? `at most ${ceiling}` : `${ceiling}`
-    return mismatch("TRANSFER_AMOUNT_MISMATCH", `the signed transfer moves ${transfer.amount} base units, but the requirements allow ${expected}`)
+    return new TransferAmountMismatch({ message: `the signed transfer moves ${transfer.amount} base units, but the requirements allow ${expected}` })
   }
   if (terms.amountUsd !== undefined && !usdMatchesBaseUnits(terms.amountUsd, terms.amount, decimals)) {
-    return mismatch("AMOUNT_USD_MISMATCH", `amountUsd ${terms.amountUsd} is not ${terms.amount} base units at ${decimals} decimals`)
+    return new AmountUsdMismatch({ message: `amountUsd ${terms.amountUsd} is not ${terms.amount} base units at ${decimals} decimals` })
   }
   return undefined
 }
@@ -93,7 +101,6 @@ interface Refusal {
 
 const denied = ({ reason, policy }: Refusal) =>
   new PolicyDenied({
-    error: "POLICY_DENIED",
     code: reason.code,
     message: policy === undefined ? reason.message : `${policy.name}: ${reason.message}`
   })

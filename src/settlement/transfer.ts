@@ -1,7 +1,7 @@
 import { Address, scValToNative, Transaction, xdr } from "@stellar/stellar-sdk"
 import { getNetworkPassphrase } from "@x402/stellar"
 import { Either } from "effect"
-import { BadRequest } from "../domain/errors.js"
+import { MalformedPaymentTransaction } from "../domain/errors.js"
 import type { StellarNetwork } from "../domain/stellar.js"
 
 /** The SEP-41 `transfer(from, to, amount)` a Stellar `exact` payload would execute. */
@@ -13,7 +13,7 @@ export interface Transfer {
   readonly amount: bigint
 }
 
-const malformed = (message: string) => new BadRequest({ error: "MALFORMED_PAYMENT_TRANSACTION", message })
+const malformed = (message: string) => new MalformedPaymentTransaction({ message })
 
 const address = (value: xdr.ScVal): string | null => {
   try {
@@ -45,7 +45,7 @@ export interface DecodedPayment {
  * trusting anything else the request says. The shape is the one the x402 Stellar scheme builds and
  * its facilitators accept: one InvokeHostFunction operation calling `transfer` with three arguments.
  */
-export const decodePayment = (transactionXdr: string, network: StellarNetwork): Either.Either<DecodedPayment, BadRequest> => {
+export const decodePayment = (transactionXdr: string, network: StellarNetwork): Either.Either<DecodedPayment, MalformedPaymentTransaction> => {
   let transaction: Transaction
   try {
     transaction = new Transaction(transactionXdr, getNetworkPassphrase(network))

@@ -1,64 +1,61 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer } from "effect"
-import type { ServiceStatus } from "../domain/resources.js"
-import type { MetricsSnapshot } from "../verification/metrics.js"
+import { Context, Effect, Layer, Schema } from "effect"
+import type { MetricsSnapshot, StoredStanding } from "../domain/metrics.js"
+import { ServiceStatus } from "../domain/resources.js"
+import { decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
 
-interface MetricsRow {
-  readonly resource_id: string
-  readonly availability: number
-  readonly payment_interface_success_rate: number
-  readonly transaction_success_rate: number
-  readonly p50_latency_ms: number | null
-  readonly p95_latency_ms: number | null
-  readonly observed_price_usd: number | null
-  readonly price_consistency: number
-  readonly reliability: number
-  readonly observation_count: number
-  readonly last_verified: string | null
-  readonly last_observed_at: string | null
-  readonly valid_challenge_seen: number
-  readonly transaction_verified: number
+const MetricsColumns = {
+  resource_id: Schema.String,
+  availability: SqlNumber,
+  payment_interface_success_rate: SqlNumber,
+  transaction_success_rate: SqlNumber,
+  p50_latency_ms: Schema.NullOr(SqlNumber),
+  p95_latency_ms: Schema.NullOr(SqlNumber),
+  observed_price_usd: Schema.NullOr(SqlNumber),
+  price_consistency: SqlNumber,
+  reliability: SqlNumber,
+  observation_count: SqlNumber,
+  last_verified: Schema.NullOr(Schema.String),
+  last_observed_at: Schema.NullOr(Schema.String),
+  valid_challenge_seen: SqlFlag,
+  transaction_verified: SqlFlag
 }
+const MetricsRow = Schema.Struct(MetricsColumns)
 
-interface StandingRow extends Partial<MetricsRow> {
-  readonly id: string
-  readonly status: ServiceStatus
-  readonly verification_level: number
-}
+/** A resource's status and level, LEFT JOINed with its metrics row: the row, or nulls when it was never measured. */
+const standingColumns = { id: Schema.String, status: ServiceStatus, verification_level: SqlNumber }
+const StandingRow = Schema.Union(
+  Schema.Struct({ ...standingColumns, ...MetricsColumns }),
+  Schema.Struct({ ...standingColumns, resource_id: Schema.Null })
+)
 
-/** A resource's stored status and level with its metrics row, null when it was never measured. */
-export interface StoredStanding {
-  readonly resourceId: string
-  readonly status: ServiceStatus
-  readonly level: number
-  readonly snapshot: MetricsSnapshot | null
-}
-
-const num = (value: number | string | null) => (value === null ? null : Number(value))
-
-const fromRow = (row: MetricsRow): MetricsSnapshot => ({
+const toSnapshot = (row: typeof MetricsRow.Type): MetricsSnapshot => ({
   resourceId: row.resource_id,
-  availability24h: Number(row.availability),
-  paymentInterfaceSuccessRate: Number(row.payment_interface_success_rate),
-  transactionSuccessRate: Number(row.transaction_success_rate),
-  p50LatencyMs: num(row.p50_latency_ms),
-  p95LatencyMs: num(row.p95_latency_ms),
-  observedPriceUsd: num(row.observed_price_usd),
-  priceConsistency: Number(row.price_consistency),
-  reliability: Number(row.reliability),
-  observationCount: Number(row.observation_count),
+  availability24h: row.availability,
+  paymentInterfaceSuccessRate: row.payment_interface_success_rate,
+  transactionSuccessRate: row.transaction_success_rate,
+  p50LatencyMs: row.p50_latency_ms,
+  p95LatencyMs: row.p95_latency_ms,
+  observedPriceUsd: row.observed_price_usd,
+  priceConsistency: row.price_consistency,
+  reliability: row.reliability,
+  observationCount: row.observation_count,
   lastVerified: row.last_verified,
   lastObservedAt: row.last_observed_at,
-  validChallengeSeen: Number(row.valid_challenge_seen) === 1,
-  transactionVerified: Number(row.transaction_verified) === 1
+  validChallengeSeen: row.valid_challenge_seen,
+  transactionVerified: row.transaction_verified
 })
+
+const decodeMetrics = decodeRows(MetricsRow)
+const decodeStanding = decodeRows(StandingRow)
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  return {
+  return repository("MetricsRepo", {
     get: (resourceId: string) =>
-      sql<MetricsRow>`SELECT * FROM resource_metrics WHERE resource_id = ${resourceId}`.pipe(
-        Effect.map((rows) => (rows[0] ? fromRow(rows[0]) : null))
+      sql`SELECT * FROM resource_metrics WHERE resource_id = ${resourceId}`.pipe(
+        Effect.flatMap(decodeMetrics),
+        Effect.map((rows) => (rows[0] ? toSnapshot(rows[0]) : null))
       ),
 
     upsert: (m: MetricsSnapshot, updatedAt: string) =>
@@ -82,22 +79,23 @@ const make = Effect.gen(function* () {
     standings: (resourceIds: ReadonlyArray<string>) =>
       resourceIds.length === 0
         ? Effect.succeed([] as ReadonlyArray<StoredStanding>)
-        : sql<StandingRow>`
+        : sql`
             SELECT r.id, r.status, r.verification_level, m.*
             FROM resources r LEFT JOIN resource_metrics m ON m.resource_id = r.id
             WHERE ${sql.in("r.id", resourceIds)}`.pipe(
+            Effect.flatMap(decodeStanding),
             Effect.map((rows) =>
               rows.map(
                 (row): StoredStanding => ({
                   resourceId: row.id,
                   status: row.status,
-                  level: Number(row.verification_level),
-                  snapshot: row.resource_id ? fromRow(row as MetricsRow) : null
+                  level: row.verification_level,
+                  snapshot: row.resource_id === null ? null : toSnapshot(row)
                 })
               )
             )
           )
-  }
+  })
 })
 
 export class MetricsRepo extends Context.Tag("sextant/MetricsRepo")<MetricsRepo, Effect.Effect.Success<typeof make>>() {

@@ -1,52 +1,52 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer } from "effect"
-import type { Observation, ProbeOutcome } from "../domain/observations.js"
-import { publicObservation, type RecordedObservation } from "../verification/windowStats.js"
+import { Context, Effect, Layer, Schema } from "effect"
+import { type Observation, ProbeOutcome, publicObservation, type RecordedObservation } from "../domain/observations.js"
+import { decodeRows, repository, SqlNumber } from "./repository.js"
 import { isSortableId, timeCursor } from "./sortableId.js"
 
-interface ObservationRow {
-  readonly id: string
-  readonly resource_id: string
-  readonly observed_at: string
-  readonly method: string
-  readonly url: string
-  readonly http_status: number | null
-  readonly latency_ms: number | null
-  readonly outcome: ProbeOutcome
-  readonly x402_version: number | null
-  readonly scheme: string | null
-  readonly network: string | null
-  readonly asset: string | null
-  readonly pay_to: string | null
-  readonly amount: string | null
-  readonly max_amount: string | null
-  readonly price_usd: number | null
-  readonly detail: string | null
-  readonly contradiction: string | null
-}
+const ObservationRow = Schema.Struct({
+  id: Schema.String,
+  resource_id: Schema.String,
+  observed_at: Schema.String,
+  method: Schema.String,
+  url: Schema.String,
+  http_status: Schema.NullOr(SqlNumber),
+  latency_ms: Schema.NullOr(SqlNumber),
+  outcome: ProbeOutcome,
+  x402_version: Schema.NullOr(SqlNumber),
+  scheme: Schema.NullOr(Schema.String),
+  network: Schema.NullOr(Schema.String),
+  asset: Schema.NullOr(Schema.String),
+  pay_to: Schema.NullOr(Schema.String),
+  amount: Schema.NullOr(Schema.String),
+  max_amount: Schema.NullOr(Schema.String),
+  price_usd: Schema.NullOr(SqlNumber),
+  detail: Schema.NullOr(Schema.String),
+  contradiction: Schema.NullOr(Schema.String)
+})
 
-const nullableNumber = (value: number | string | null) => (value === null ? null : Number(value))
-
-const fromRow = (row: ObservationRow): RecordedObservation => ({
+const toObservation = (row: typeof ObservationRow.Type): RecordedObservation => ({
   id: row.id,
   resourceId: row.resource_id,
   observedAt: row.observed_at,
   method: row.method,
   url: row.url,
-  httpStatus: nullableNumber(row.http_status),
-  latencyMs: nullableNumber(row.latency_ms),
+  httpStatus: row.http_status,
+  latencyMs: row.latency_ms,
   outcome: row.outcome,
-  x402Version: nullableNumber(row.x402_version),
+  x402Version: row.x402_version,
   scheme: row.scheme,
   network: row.network,
   asset: row.asset,
   payTo: row.pay_to,
   amount: row.amount,
   maxAmount: row.max_amount,
-  priceUsd: nullableNumber(row.price_usd),
+  priceUsd: row.price_usd,
   detail: row.detail,
   contradiction: row.contradiction
 })
+
+const decodeObservations = (rows: ReadonlyArray<unknown>) => Effect.map(decodeRows(ObservationRow)(rows), (r) => r.map(toObservation))
 
 /**
  * A `before` cursor: an observation id, or an ISO date-time meaning "older than this instant".
@@ -66,7 +66,7 @@ export interface ObservationPage {
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  return {
+  return repository("ObservationsRepo", {
     insert: (o: RecordedObservation) =>
       sql`INSERT INTO observations (id, resource_id, observed_at, observed_at_ms, method, url, http_status, latency_ms,
           outcome, x402_version, scheme, network, asset, pay_to, amount, max_amount, price_usd, detail, contradiction)
@@ -77,28 +77,28 @@ const make = Effect.gen(function* () {
     /** Newest first; `cursor` from `observationCursor` returns only older observations. */
     page: (resourceId: string, limit: number, cursor: string | null) =>
       Effect.gen(function* () {
-        const rows = yield* sql<ObservationRow>`
+        const rows = yield* sql`
           SELECT * FROM observations
           WHERE resource_id = ${resourceId} ${cursor === null ? sql`` : sql`AND id < ${cursor}`}
           ORDER BY id DESC
-          LIMIT ${limit + 1}`
-        const observations = rows.slice(0, limit).map((row) => publicObservation(fromRow(row)))
+          LIMIT ${limit + 1}`.pipe(Effect.flatMap(decodeObservations))
+        const observations = rows.slice(0, limit).map(publicObservation)
         const last = observations[observations.length - 1]
         return { observations, nextBefore: rows.length > limit && last ? last.id : null } satisfies ObservationPage
       }),
 
     /** One resource's observations taken at or after `sinceMs`: the metric window. */
     window: (resourceId: string, sinceMs: number) =>
-      sql<ObservationRow>`
+      sql`
         SELECT * FROM observations WHERE resource_id = ${resourceId} AND observed_at_ms >= ${sinceMs}
-        ORDER BY observed_at_ms, id`.pipe(Effect.map((rows) => rows.map(fromRow))),
+        ORDER BY observed_at_ms, id`.pipe(Effect.flatMap(decodeObservations)),
 
     /** Retention: deletes observations older than `beforeMs` and says how many went. */
     pruneOlderThan: (beforeMs: number) =>
       sql<{ id: string }>`DELETE FROM observations WHERE observed_at_ms < ${beforeMs} RETURNING id`.pipe(
         Effect.map((rows) => rows.length)
       )
-  }
+  })
 })
 
 export class ObservationsRepo extends Context.Tag("sextant/ObservationsRepo")<

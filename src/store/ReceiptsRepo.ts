@@ -1,10 +1,14 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { CommerceReceipt } from "../domain/receipts.js"
+import { decodeRows, repository } from "./repository.js"
+
+/** The receipt as issued: parsed, not reshaped, so a signature check sees every member. */
+const decodeStored = decodeRows(Schema.Struct({ receipt: Schema.parseJson() }))
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  return {
+  return repository("ReceiptsRepo", {
     /** Durable once this succeeds: the receipt is stored as the JSON the buyer gets. */
     insert: (receipt: CommerceReceipt) =>
       sql`INSERT INTO receipts (id, resource_id, transaction_hash, signature_algorithm, created_at, receipt)
@@ -16,12 +20,12 @@ const make = Effect.gen(function* () {
         WHERE transaction_hash = ${transactionHash} AND resource_id = ${resourceId} LIMIT 1`.pipe(
         Effect.map((rows) => rows.length > 0)
       ),
-    /** The stored JSON as issued, parsed but not reshaped, so a signature check sees every member. */
     get: (id: string) =>
-      sql<{ receipt: string }>`SELECT receipt FROM receipts WHERE id = ${id}`.pipe(
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row): unknown => JSON.parse(row.receipt)))
+      sql`SELECT receipt FROM receipts WHERE id = ${id}`.pipe(
+        Effect.flatMap(decodeStored),
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row): unknown => row.receipt))
       )
-  }
+  })
 })
 
 export class ReceiptsRepo extends Context.Tag("sextant/ReceiptsRepo")<ReceiptsRepo, Effect.Effect.Success<typeof make>>() {

@@ -1,44 +1,58 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Option } from "effect"
-import type { CatalogEntry, HttpMethod, ResourcePaymentOption, ResourceRecord, ServiceStatus } from "../domain/resources.js"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import {
+  type CatalogEntry,
+  HttpMethod,
+  type ResourcePaymentOption,
+  type ResourceRecord,
+  ServiceStatus
+} from "../domain/resources.js"
+import { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
+import { decodeRows, repository, SqlNumber } from "./repository.js"
 
-interface ResourceRow {
-  readonly id: string
-  readonly provider_id: string
-  readonly provider_name: string
-  readonly provider_url: string | null
-  readonly provider_contact: string | null
-  readonly type: "http" | "mcp"
-  readonly name: string
-  readonly description: string
-  readonly url: string
-  readonly method: HttpMethod
-  readonly status: ServiceStatus
-  readonly verification_level: number
-}
+const ResourceRow = Schema.Struct({
+  id: Schema.String,
+  provider_id: Schema.String,
+  provider_name: Schema.String,
+  provider_url: Schema.NullOr(Schema.String),
+  provider_contact: Schema.NullOr(Schema.String),
+  type: Schema.Literal("http", "mcp"),
+  name: Schema.String,
+  description: Schema.String,
+  url: Schema.String,
+  method: HttpMethod,
+  status: ServiceStatus,
+  verification_level: SqlNumber
+})
 
-interface OptionRow {
-  readonly resource_id: string
-  readonly network: ResourcePaymentOption["network"]
-  readonly scheme: ResourcePaymentOption["scheme"]
-  readonly asset: string
-  readonly amount: string
-  readonly amount_usd: number
-  readonly max_amount: string | null
-  readonly max_amount_usd: number | null
-  readonly pay_to: string
-}
+const CapabilityRow = Schema.Struct({ resource_id: Schema.String, capability: Schema.String })
 
-const toOption = (row: OptionRow): ResourcePaymentOption => ({
+const OptionRow = Schema.Struct({
+  resource_id: Schema.String,
+  network: StellarNetwork,
+  scheme: PaymentScheme,
+  asset: Schema.String,
+  amount: Schema.String,
+  amount_usd: SqlNumber,
+  max_amount: Schema.NullOr(Schema.String),
+  max_amount_usd: Schema.NullOr(SqlNumber),
+  pay_to: Schema.String
+})
+
+const toOption = (row: typeof OptionRow.Type): ResourcePaymentOption => ({
   network: row.network,
   scheme: row.scheme,
   asset: row.asset,
   amount: row.amount,
-  amountUsd: Number(row.amount_usd),
+  amountUsd: row.amount_usd,
   ...(row.max_amount !== null ? { maxAmount: row.max_amount } : {}),
-  ...(row.max_amount_usd !== null ? { maxAmountUsd: Number(row.max_amount_usd) } : {}),
+  ...(row.max_amount_usd !== null ? { maxAmountUsd: row.max_amount_usd } : {}),
   payTo: row.pay_to
 })
+
+const decodeResources = decodeRows(ResourceRow)
+const decodeCapabilities = decodeRows(CapabilityRow)
+const decodeOptions = decodeRows(OptionRow)
 
 const groupBy = <A>(rows: ReadonlyArray<A>, key: (a: A) => string) => {
   const map = new Map<string, Array<A>>()
@@ -58,18 +72,22 @@ const make = Effect.gen(function* () {
   /** Loads full records for the resource rows selected by `where` (a SQL fragment over `r`). */
   const load = (where: ReturnType<typeof sql.literal> | ReturnType<typeof sql>) =>
     Effect.gen(function* () {
-      const rows = yield* sql<ResourceRow>`
+      const rows = yield* sql`
         SELECT r.id, r.provider_id, p.name AS provider_name, p.url AS provider_url, p.contact AS provider_contact,
                r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level
         FROM resources r JOIN providers p ON p.id = r.provider_id
         WHERE ${where}
-        ORDER BY r.id`
+        ORDER BY r.id`.pipe(Effect.flatMap(decodeResources))
       if (rows.length === 0) return [] as Array<ResourceRecord>
       const ids = rows.map((r) => r.id)
-      const caps = yield* sql<{ resource_id: string; capability: string }>`
-        SELECT resource_id, capability FROM resource_capabilities WHERE ${sql.in("resource_id", ids)} ORDER BY capability`
-      const options = yield* sql<OptionRow>`
-        SELECT * FROM payment_options WHERE ${sql.in("resource_id", ids)} ORDER BY resource_id, option_index`
+      const caps = yield* sql`
+        SELECT resource_id, capability FROM resource_capabilities WHERE ${sql.in("resource_id", ids)} ORDER BY capability`.pipe(
+        Effect.flatMap(decodeCapabilities)
+      )
+      const options = yield* sql`
+        SELECT * FROM payment_options WHERE ${sql.in("resource_id", ids)} ORDER BY resource_id, option_index`.pipe(
+        Effect.flatMap(decodeOptions)
+      )
       const capsBy = groupBy(caps, (c) => c.resource_id)
       const optionsBy = groupBy(options, (o) => o.resource_id)
       return rows.map(
@@ -83,7 +101,7 @@ const make = Effect.gen(function* () {
             method: r.method,
             capabilities: (capsBy.get(r.id) ?? []).map((c) => c.capability),
             status: r.status,
-            verificationLevel: Number(r.verification_level)
+            verificationLevel: r.verification_level
           },
           provider: {
             id: r.provider_id,
@@ -94,7 +112,7 @@ const make = Effect.gen(function* () {
           paymentOptions: (optionsBy.get(r.id) ?? []).map(toOption)
         })
       )
-    }).pipe(Effect.orDie)
+    })
 
   const upsertOne = (entry: CatalogEntry, source: string) =>
     Effect.gen(function* () {
@@ -124,14 +142,12 @@ const make = Effect.gen(function* () {
       }
     })
 
-  // A store failure is not the caller's fault and has no recovery here: it becomes a defect that
-  // the HTTP layer answers with 503 STORE_UNAVAILABLE, and money paths refuse to proceed.
-  return {
+  return repository("ResourcesRepo", {
     /** Idempotent: loading the same catalog twice leaves the same rows. */
     upsertCatalog: (entries: ReadonlyArray<CatalogEntry>) =>
-      sql.withTransaction(Effect.forEach(entries, (e) => upsertOne(e, "catalog"), { discard: true })).pipe(Effect.orDie),
+      sql.withTransaction(Effect.forEach(entries, (e) => upsertOne(e, "catalog"), { discard: true })),
     /** A resource found by `/v1/validate` at a URL the catalog does not list. */
-    insertDiscovered: (entry: CatalogEntry) => sql.withTransaction(upsertOne(entry, "discovered")).pipe(Effect.orDie),
+    insertDiscovered: (entry: CatalogEntry) => sql.withTransaction(upsertOne(entry, "discovered")),
     list: () => load(sql.literal("1 = 1")),
     get: (id: string) => load(sql`r.id = ${id}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     findByUrl: (url: string) => load(sql`r.url = ${url}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
@@ -140,10 +156,9 @@ const make = Effect.gen(function* () {
     byPayTo: (payTo: string) => load(sql`r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`),
     setStatus: (id: string, status: ServiceStatus, level: number) =>
       sql`UPDATE resources SET status = ${status}, verification_level = ${level}, updated_at = ${now()} WHERE id = ${id}`.pipe(
-        Effect.asVoid,
-        Effect.orDie
+        Effect.asVoid
       )
-  }
+  })
 })
 
 export class ResourcesRepo extends Context.Tag("sextant/ResourcesRepo")<

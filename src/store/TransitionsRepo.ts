@@ -1,21 +1,23 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import type { StatusTransition } from "../domain/observations.js"
-import type { ServiceStatus } from "../domain/resources.js"
+import { ServiceStatus } from "../domain/resources.js"
+import { decodeRows, repository, SqlNumber } from "./repository.js"
 
-interface TransitionRow {
-  readonly resource_id: string
-  readonly from_status: ServiceStatus
-  readonly to_status: ServiceStatus
-  readonly from_level: number
-  readonly to_level: number
-  readonly reason: string
-  readonly at: string
-}
+const TransitionRow = Schema.Struct({
+  resource_id: Schema.String,
+  from_status: ServiceStatus,
+  to_status: ServiceStatus,
+  from_level: SqlNumber,
+  to_level: SqlNumber,
+  reason: Schema.String,
+  at: Schema.String
+})
+const decodeTransitions = decodeRows(TransitionRow)
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  return {
+  return repository("TransitionsRepo", {
     /** `id` must sort like `at` (see observationId) so the newest-first order is stable. */
     insert: (id: string, t: StatusTransition) =>
       sql`INSERT INTO status_transitions (id, resource_id, from_status, to_status, from_level, to_level, reason, at, at_ms)
@@ -24,24 +26,25 @@ const make = Effect.gen(function* () {
 
     /** The newest transitions of one resource, newest first. */
     recent: (resourceId: string, limit: number) =>
-      sql<TransitionRow>`
+      sql`
         SELECT resource_id, from_status, to_status, from_level, to_level, reason, at FROM status_transitions
         WHERE resource_id = ${resourceId} ORDER BY id DESC LIMIT ${limit}`.pipe(
+        Effect.flatMap(decodeTransitions),
         Effect.map((rows) =>
           rows.map(
             (r): StatusTransition => ({
               resourceId: r.resource_id,
               from: r.from_status,
               to: r.to_status,
-              fromLevel: Number(r.from_level),
-              toLevel: Number(r.to_level),
+              fromLevel: r.from_level,
+              toLevel: r.to_level,
               reason: r.reason,
               at: r.at
             })
           )
         )
       )
-  }
+  })
 })
 
 export class TransitionsRepo extends Context.Tag("sextant/TransitionsRepo")<

@@ -1,31 +1,29 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../config.js"
-import { type EconomicEvent, noEvidence, type ResourceEvidence } from "../domain/evidence.js"
-import { MetricsRepo, type StoredStanding } from "../store/MetricsRepo.js"
+import { type EconomicEvent, noEvidence, type PayeeEvidence, type ResourceEvidence } from "../domain/evidence.js"
+import type { StoredStanding } from "../domain/metrics.js"
+import type { ResourceRecord } from "../domain/resources.js"
+import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
 import { currentMetrics } from "./metrics.js"
 
+export interface EvidenceReaderShape {
+  /** Evidence of one resource; a resource never probed gets empty metrics and level 0. */
+  readonly forResource: (resourceId: string) => Effect.Effect<ResourceEvidence>
+  readonly forResources: (resourceIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ResourceEvidence>>
+  /** Every resource whose payment options pay `payTo`, with its evidence; empty when none does. */
+  readonly forPayee: (payTo: string) => Effect.Effect<ReadonlyArray<PayeeEvidence>>
+}
+
 /**
- * Read side of verification, and the one door through which economic evidence enters.
+ * The read side of verification: what policy, routing, settlement and receipts know of a resource.
  * The live layer reads each resource's status and its metrics row, kept current by EvidenceRecorder.
  */
-export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<
-  EvidenceReader,
-  {
-    /** Evidence of one resource; a resource never probed gets empty metrics and level 0. */
-    readonly forResource: (resourceId: string) => Effect.Effect<ResourceEvidence>
-    readonly forResources: (resourceIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ResourceEvidence>>
-    /** Evidence of every resource whose payment options pay `payTo`; empty when no resource pays it. */
-    readonly forPayTo: (payTo: string) => Effect.Effect<ReadonlyArray<ResourceEvidence>>
-    /** Records a settlement or receipt outcome and re-derives the affected resources' status. */
-    readonly recordEconomic: (event: EconomicEvent) => Effect.Effect<void>
-  }
->() {
+export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<EvidenceReader, EvidenceReaderShape>() {
   /**
    * Reads the stored metrics row of each resource and applies only what depends on the time of
-   * reading (confidence, window expiry): no observation history is scanned. A store failure is a
-   * defect here, since callers (policy, routing, settlement) cannot decide anything without it.
+   * reading (confidence, window expiry): no observation history is scanned.
    */
   static readonly Live = Layer.effect(
     EvidenceReader,
@@ -33,7 +31,6 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<
       const config = yield* AppConfig
       const metrics = yield* MetricsRepo
       const resources = yield* ResourcesRepo
-      const recorder = yield* EvidenceRecorder
 
       const toEvidence = (stored: StoredStanding, nowMs: number): ResourceEvidence => ({
         resourceId: stored.resourceId,
@@ -45,28 +42,63 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<
         transactionVerified: stored.snapshot?.transactionVerified ?? false
       })
 
-      const forResources = (resourceIds: ReadonlyArray<string>) =>
-        Effect.gen(function* () {
-          const nowMs = yield* Clock.currentTimeMillis
-          const stored = yield* metrics.standings([...new Set(resourceIds)])
-          return new Map(stored.map((s) => [s.resourceId, toEvidence(s, nowMs)] as const)) as ReadonlyMap<
-            string,
-            ResourceEvidence
-          >
-        }).pipe(Effect.orDie)
+      const forResources = Effect.fn("EvidenceReader.forResources")(function* (resourceIds: ReadonlyArray<string>) {
+        const nowMs = yield* Clock.currentTimeMillis
+        const stored = yield* metrics.standings([...new Set(resourceIds)])
+        return new Map(stored.map((s) => [s.resourceId, toEvidence(s, nowMs)] as const)) as ReadonlyMap<string, ResourceEvidence>
+      })
 
       return {
-        forResource: (resourceId) =>
-          forResources([resourceId]).pipe(Effect.map((found) => found.get(resourceId) ?? noEvidence(resourceId))),
+        forResource: Effect.fn("EvidenceReader.forResource")(function* (resourceId: string) {
+          return (yield* forResources([resourceId])).get(resourceId) ?? noEvidence(resourceId)
+        }),
         forResources,
-        forPayTo: (payTo) =>
-          resources.byPayTo(payTo).pipe(
-            Effect.orDie,
-            Effect.flatMap((records) => forResources(records.map((r) => r.resource.id))),
-            Effect.map((found) => [...found.values()])
-          ),
-        recordEconomic: (event) => recorder.recordEconomic(event).pipe(Effect.orDie)
+        forPayee: Effect.fn("EvidenceReader.forPayee")(function* (payTo: string) {
+          const records = yield* resources.byPayTo(payTo)
+          const found = yield* forResources(records.map((r) => r.resource.id))
+          return records.map((record) => ({ record, evidence: found.get(record.resource.id) ?? noEvidence(record.resource.id) }))
+        })
       }
     })
   )
+
+  /**
+   * Evidence held in memory for tests of policy, routing, settlement and receipts: a fixed catalog
+   * and starting evidence. Economic events (the recorder's only method here) mark the resources
+   * they are about as transaction-verified when they succeeded with a transaction, as the live
+   * recorder does; probe recording dies, since no probe runs against in-memory evidence.
+   */
+  static readonly Test = (
+    catalog: ReadonlyArray<ResourceRecord>,
+    initial: ReadonlyArray<ResourceEvidence>
+  ): Layer.Layer<EvidenceReader | EvidenceRecorder> => {
+    const store = new Map(initial.map((e) => [e.resourceId, e]))
+    const get = (id: string) => store.get(id) ?? noEvidence(id)
+    const reader: EvidenceReaderShape = {
+      forResource: (id) => Effect.sync(() => get(id)),
+      forResources: (ids) => Effect.sync(() => new Map(ids.map((id) => [id, get(id)]))),
+      forPayee: (payTo) =>
+        Effect.sync(() =>
+          catalog
+            .filter((r) => r.paymentOptions.some((o) => o.payTo === payTo))
+            .map((record) => ({ record, evidence: get(record.resource.id) }))
+        )
+    }
+    const recordEconomic = (event: EconomicEvent, about: ReadonlyArray<ResourceRecord>) =>
+      Effect.sync(() => {
+        if (!event.success || event.transactionHash === null) return
+        for (const { resource } of about) store.set(resource.id, { ...get(resource.id), transactionVerified: true })
+      })
+    return Layer.merge(
+      Layer.succeed(EvidenceReader, reader),
+      Layer.succeed(
+        EvidenceRecorder,
+        EvidenceRecorder.of({
+          beginProbe: () => Effect.dieMessage("in-memory evidence records no probes"),
+          recordObservation: () => Effect.dieMessage("in-memory evidence records no probes"),
+          recordEconomic
+        })
+      )
+    )
+  }
 }

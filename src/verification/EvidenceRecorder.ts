@@ -6,15 +6,17 @@ import type { ResourceRecord, ServiceStatus } from "../domain/resources.js"
 import { EconomicEventsRepo } from "../store/EconomicEventsRepo.js"
 import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
+import { transactional } from "../store/repository.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { sortableId } from "../store/sortableId.js"
 import { TransitionsRepo } from "../store/TransitionsRepo.js"
 import { snapshotFrom, windowMs } from "./metrics.js"
 import { deriveStanding, type Standing } from "./status.js"
-import { type RecordedObservation, summarizeWindow } from "./windowStats.js"
+import type { RecordedObservation } from "../domain/observations.js"
+import { summarizeWindow } from "./windowStats.js"
 
 const make = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
+  const transaction = transactional(yield* SqlClient.SqlClient)
   const config = yield* AppConfig
   const resources = yield* ResourcesRepo
   const observations = yield* ObservationsRepo
@@ -68,11 +70,11 @@ const make = Effect.gen(function* () {
       return next
     })
 
-  const serialized = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(sql.withTransaction(effect))
+  const serialized = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(transaction(effect))
 
   return {
     /** DESIGN: VALIDATING while the first probe of a DISCOVERED resource is in flight. */
-    beginProbe: (record: ResourceRecord) =>
+    beginProbe: (record: ResourceRecord): Effect.Effect<void> =>
       record.resource.status !== "DISCOVERED"
         ? Effect.void
         : serialized(
@@ -86,25 +88,20 @@ const make = Effect.gen(function* () {
 
     /** Stores the observation of `record`, then brings its metrics and status up to date. */
     recordObservation: (record: ResourceRecord, observation: RecordedObservation) =>
-      serialized(Effect.zipRight(observations.insert(observation), refresh(record))),
+      serialized(Effect.zipRight(observations.insert(observation), refresh(record))).pipe(
+        Effect.withSpan("EvidenceRecorder.recordObservation")
+      ),
 
-    /** Stores a payment outcome and re-derives every resource it is about. */
-    recordEconomic: (event: EconomicEvent) =>
-      Effect.gen(function* () {
-        const affected =
-          event.resourceId !== null
-            ? Option.toArray(yield* resources.get(event.resourceId))
-            : event.payTo !== null
-              ? yield* resources.byPayTo(event.payTo)
-              : []
-        const nowMs = yield* Clock.currentTimeMillis
-        yield* serialized(
-          Effect.zipRight(
-            economic.insert(sortableId("eco", nowMs), event),
-            Effect.forEach(affected, refresh, { discard: true })
-          )
+    /**
+     * Stores a payment outcome and re-derives the resources it is about: the records the caller
+     * already holds (the receipt's service, the settled payee's listed resources).
+     */
+    recordEconomic: (event: EconomicEvent, about: ReadonlyArray<ResourceRecord>) =>
+      Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
+        serialized(
+          Effect.zipRight(economic.insert(sortableId("eco", nowMs), event), Effect.forEach(about, refresh, { discard: true }))
         )
-      })
+      ).pipe(Effect.withSpan("EvidenceRecorder.recordEconomic"))
   }
 })
 

@@ -1,5 +1,4 @@
 import { HttpClient } from "@effect/platform"
-import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { AppConfig, type Config } from "../config.js"
@@ -18,7 +17,7 @@ import { isAcceptable } from "./challenge.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
 import { guardTarget, TargetRefused } from "./outboundGuard.js"
 import { type Observed, observe, type ProbeTarget } from "./observe.js"
-import { publicObservation } from "./windowStats.js"
+import { publicObservation } from "../domain/observations.js"
 
 /** What one scheduled pass over the catalog did. */
 export interface CycleReport {
@@ -137,18 +136,18 @@ const make = Effect.gen(function* () {
 
   return {
     /** Probes a catalog resource now and records the observation. */
-    probeResource: (resourceId: string, method?: HttpMethod): Effect.Effect<ProbeResult, NotFound | SqlError> =>
+    probeResource: (resourceId: string, method?: HttpMethod): Effect.Effect<ProbeResult, NotFound> =>
       Effect.gen(function* () {
         const found = yield* resources.get(resourceId)
         if (Option.isNone(found)) return yield* Effect.fail(notFound("resource", resourceId))
         return yield* probeRecord(found.value, method)
-      }),
+      }).pipe(Effect.withSpan("Prober.probeResource")),
 
     /**
      * Probes any URL (`/v1/validate`): a catalog URL is probed as that resource; an unknown one
      * becomes a DISCOVERED resource. Fails with TargetRefused for a URL the outbound guard forbids.
      */
-    probeUrl: (rawUrl: string, method?: HttpMethod): Effect.Effect<ProbeResult, TargetRefused | SqlError> =>
+    probeUrl: (rawUrl: string, method?: HttpMethod): Effect.Effect<ProbeResult, TargetRefused> =>
       Effect.gen(function* () {
         let url: URL
         try {
@@ -159,7 +158,7 @@ const make = Effect.gen(function* () {
         const known = yield* resources.findByUrl(url.href)
         if (Option.isSome(known)) return yield* probeRecord(known.value, method)
         return yield* probeNewUrl(url, method ?? "GET")
-      }),
+      }).pipe(Effect.withSpan("Prober.probeUrl")),
 
     /**
      * One pass over the whole catalog, at most `probes.concurrency` probes at once, each bounded by
@@ -173,8 +172,9 @@ const make = Effect.gen(function* () {
         (record) =>
           probeRecord(record).pipe(
             Effect.map((r) => r.outcome),
-            Effect.catchAll((error) =>
-              Effect.logWarning(`probe of ${record.resource.id} not recorded`, error).pipe(Effect.as(null))
+            // A store failure is a defect; the cycle goes on without that probe and counts it.
+            Effect.catchAllCause((cause) =>
+              Effect.logWarning(`probe of ${record.resource.id} not recorded`, cause).pipe(Effect.as(null))
             )
           ),
         { concurrency: config.probes.concurrency }
@@ -189,7 +189,7 @@ const make = Effect.gen(function* () {
         unrecorded: outcomes.filter((o) => o === null).length,
         pruned
       } satisfies CycleReport
-    })
+    }).pipe(Effect.withSpan("Prober.runCycle"))
   }
 })
 

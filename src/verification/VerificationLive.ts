@@ -1,19 +1,7 @@
 import { Layer } from "effect"
-import { EconomicEventsRepo } from "../store/EconomicEventsRepo.js"
-import { MetricsRepo } from "../store/MetricsRepo.js"
-import { ObservationsRepo } from "../store/ObservationsRepo.js"
-import { TransitionsRepo } from "../store/TransitionsRepo.js"
 import { EvidenceReader } from "./EvidenceReader.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
 import { Prober } from "./Prober.js"
-
-/** The evidence repositories over the shared SqlClient. */
-const EvidenceReposLive = Layer.mergeAll(
-  ObservationsRepo.Live,
-  MetricsRepo.Live,
-  TransitionsRepo.Live,
-  EconomicEventsRepo.Live
-)
 
 /**
  * Verification without its schedule: Prober (on-demand probes), EvidenceReader (for policy,
@@ -21,7 +9,4 @@ const EvidenceReposLive = Layer.mergeAll(
  * AppConfig, ResourcesRepo and an HttpClient (FetchHttpClient.layer in production). Add
  * ProbeSchedulerLive on top to probe the catalog periodically.
  */
-export const VerificationLive = Layer.mergeAll(Prober.Live, EvidenceReader.Live).pipe(
-  Layer.provideMerge(EvidenceRecorder.Live),
-  Layer.provideMerge(EvidenceReposLive)
-)
+export const VerificationLive = Layer.mergeAll(Prober.Live, EvidenceReader.Live).pipe(Layer.provideMerge(EvidenceRecorder.Live))

@@ -1,19 +1,6 @@
 import type { VerificationConfig } from "../config.js"
-import { emptyMetrics, type ResourceMetrics } from "../domain/metrics.js"
+import { emptyMetrics, type MetricsSnapshot, type ResourceMetrics } from "../domain/metrics.js"
 import type { WindowStats } from "./windowStats.js"
-
-/**
- * What the per-resource metrics row keeps, refreshed from the window each time evidence arrives.
- * Confidence is not stored: it depends on the time of reading.
- */
-export interface MetricsSnapshot extends Omit<ResourceMetrics, "confidence"> {
-  /** Newest probe in the window, ISO; null without any. */
-  readonly lastObservedAt: string | null
-  /** A valid challenge was seen at least once, in this window or before. */
-  readonly validChallengeSeen: boolean
-  /** A settlement or receipt with a transaction succeeded for this resource or its payee. */
-  readonly transactionVerified: boolean
-}
 
 export const windowMs = (config: VerificationConfig) => config.windowHours * 3_600_000
 

@@ -15,7 +15,7 @@ import {
 } from "./challenge.js"
 import { type Answer, fetchAnswer, type Unreachable } from "./fetchAnswer.js"
 import type { TargetRefused } from "./outboundGuard.js"
-import type { RecordedObservation } from "./windowStats.js"
+import type { RecordedObservation } from "../domain/observations.js"
 
 export interface ProbeTarget {
   readonly resourceId: string

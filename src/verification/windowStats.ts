@@ -1,15 +1,6 @@
-import type { Observation, ProbeOutcome } from "../domain/observations.js"
+import type { Observation, ProbeOutcome, RecordedObservation } from "../domain/observations.js"
 import type { ResourcePaymentOption } from "../domain/resources.js"
 import { matchesAdvertisedPrice } from "./catalogMatch.js"
-
-/** An observation as stored: the public record plus the catalog contradiction found when it was taken. */
-export interface RecordedObservation extends Observation {
-  readonly contradiction: string | null
-}
-
-/** The public record, without the internal contradiction column. */
-export const publicObservation = ({ contradiction: _contradiction, ...observation }: RecordedObservation): Observation =>
-  observation
 
 /** Settlement and receipt outcomes inside the window. */
 export interface EconomicCounts {

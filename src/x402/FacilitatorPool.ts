@@ -1,7 +1,7 @@
 import { FetchHttpClient, HttpClient } from "@effect/platform"
 import { Clock, Context, Duration, Effect, Layer, Ref, Schedule } from "effect"
 import { AppConfig, type FacilitatorBackend } from "../config.js"
-import { BadGateway, Unprocessable } from "../domain/errors.js"
+import { AllFacilitatorsFailed, NoHealthyFacilitator, UnsupportedPaymentKind } from "../domain/errors.js"
 import type { FacilitatorStatus, SettleResponse, SupportedResponse } from "../domain/x402.js"
 import { advertises, type Capabilities, capabilitiesOf, mergeSupported } from "./capabilities.js"
 import { type BackendClient, type BackendFailure, makeBackendClient } from "./FacilitatorClient.js"
@@ -37,7 +37,7 @@ export type SettleOutcome =
   | { readonly _tag: "Answered"; readonly backendId: string; readonly response: typeof SettleResponse.Type; readonly failures: ReadonlyArray<BackendFailure> }
   | { readonly _tag: "Indeterminate"; readonly backendId: string; readonly failures: ReadonlyArray<BackendFailure> }
   | { readonly _tag: "Failed"; readonly failures: ReadonlyArray<BackendFailure> }
-  | { readonly _tag: "Unsupported"; readonly error: Unprocessable }
+  | { readonly _tag: "Unsupported"; readonly error: UnsupportedPaymentKind }
 
 /**
  * Whether a settle may move on to the next backend after `failure`.
@@ -88,16 +88,20 @@ const displayUrl = (url: string) => {
 const listFailures = (failures: ReadonlyArray<BackendFailure>) => failures.map((f) => f.message).join("; ")
 
 const unsupported = (network: string, scheme: string) =>
-  new Unprocessable({
-    error: "UNSUPPORTED_PAYMENT_KIND",
+  new UnsupportedPaymentKind({
     message: `no configured facilitator supports scheme "${scheme}" on network "${network}"`
   })
+
+interface Backend {
+  readonly config: FacilitatorBackend
+  readonly client: BackendClient
+}
 
 const make = (options: PoolOptions) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const http = yield* HttpClient.HttpClient
-    const backends: ReadonlyArray<{ readonly config: FacilitatorBackend; readonly client: BackendClient }> =
+    const backends: ReadonlyArray<Backend> =
       config.facilitators.map((b) => ({ config: b, client: makeBackendClient(http, b) }))
     const states = yield* Ref.make<ReadonlyMap<string, BackendState>>(new Map(backends.map((b) => [b.config.id, unchecked])))
 
@@ -120,7 +124,9 @@ const make = (options: PoolOptions) =>
         Effect.catchAll(markFailed)
       )
 
-    const refresh = Effect.forEach(backends, poll, { concurrency: "unbounded", discard: true })
+    const refresh = Effect.forEach(backends, poll, { concurrency: "unbounded", discard: true }).pipe(
+      Effect.withSpan("FacilitatorPool.refresh")
+    )
 
     /** Backends to try for a kind, in config order: healthy ones that advertise it. */
     const eligible = (network: string, scheme: string) =>
@@ -132,14 +138,13 @@ const make = (options: PoolOptions) =>
       )
 
     const noneHealthy = (network: string, scheme: string) =>
-      new BadGateway({
-        error: "NO_HEALTHY_FACILITATOR",
+      new NoHealthyFacilitator({
         message: `every facilitator that supports "${scheme}" on "${network}" is currently unhealthy`
       })
 
     /** The healthy backends for a kind; 422 when none advertises it, 502 when none of those is healthy. */
-    const checkKind = (network: string, scheme: string) =>
-      Effect.flatMap(eligible(network, scheme), ({ advertised, healthy }) =>
+    const checkKind = (network: string, scheme: string): Effect.Effect<ReadonlyArray<Backend>, UnsupportedPaymentKind | NoHealthyFacilitator> =>
+      Effect.flatMap(eligible(network, scheme), ({ advertised, healthy }): Effect.Effect<ReadonlyArray<Backend>, UnsupportedPaymentKind | NoHealthyFacilitator> =>
         !advertised
           ? Effect.fail(unsupported(network, scheme))
           : healthy.length === 0
@@ -147,8 +152,8 @@ const make = (options: PoolOptions) =>
             : Effect.succeed(healthy)
       )
 
-    const verify = (body: { readonly paymentRequirements: { readonly network: string; readonly scheme: string } }) =>
-      Effect.gen(function* () {
+    const verify = Effect.fn("FacilitatorPool.verify")(
+      function* (body: { readonly paymentRequirements: { readonly network: string; readonly scheme: string } }) {
         const healthy = yield* checkKind(body.paymentRequirements.network, body.paymentRequirements.scheme)
         const failures: Array<BackendFailure> = []
         // Verify changes nothing, so any failure may fall through to the next backend.
@@ -159,12 +164,12 @@ const make = (options: PoolOptions) =>
           if (marksUnhealthy(result.left)) yield* markFailed(result.left)
         }
         return yield* Effect.fail(
-          new BadGateway({ error: "ALL_FACILITATORS_FAILED", message: `every eligible facilitator failed: ${listFailures(failures)}` })
+          new AllFacilitatorsFailed({ message: `every eligible facilitator failed: ${listFailures(failures)}` })
         )
-      })
+      }
+    )
 
-    const settle = (body: unknown, network: string, scheme: string) =>
-      Effect.gen(function* () {
+    const settle = Effect.fn("FacilitatorPool.settle")(function* (body: unknown, network: string, scheme: string) {
         const { advertised, healthy } = yield* eligible(network, scheme)
         if (!advertised) return { _tag: "Unsupported", error: unsupported(network, scheme) } satisfies SettleOutcome
         const failures: Array<BackendFailure> = []
@@ -180,7 +185,7 @@ const make = (options: PoolOptions) =>
           }
         }
         return { _tag: "Failed", failures } satisfies SettleOutcome
-      })
+    })
 
     const status = Ref.get(states).pipe(
       Effect.map((map) =>
@@ -225,7 +230,8 @@ const make = (options: PoolOptions) =>
       /** Polls every backend now; the schedule keeps running. */
       refresh,
       /** Fails as verify and settle would when nothing can serve the kind: 422 unsupported, 502 none healthy. */
-      checkKind: (network: string, scheme: string) => Effect.asVoid(checkKind(network, scheme)),
+      checkKind: (network: string, scheme: string) =>
+        Effect.asVoid(checkKind(network, scheme)).pipe(Effect.withSpan("FacilitatorPool.checkKind")),
       /** Forwards the stock body to the first healthy backend that answers; 422 unsupported, 502 all failed. */
       verify,
       /** Forwards a settle body; see `SettleOutcome` and `settleMayFallThrough`. */
@@ -238,5 +244,7 @@ export class FacilitatorPool extends Context.Tag("sextant/FacilitatorPool")<
   Effect.Effect.Success<ReturnType<typeof make>>
 >() {
   static readonly layer = (options: PoolOptions) => Layer.scoped(FacilitatorPool, make(options))
-  static readonly Live = FacilitatorPool.layer(defaultPoolOptions).pipe(Layer.provide(FetchHttpClient.layer))
+  /** A pool polling on its own timings over the fetch client: the live one, or a test's. */
+  static readonly fromOptions = (options: PoolOptions) => FacilitatorPool.layer(options).pipe(Layer.provide(FetchHttpClient.layer))
+  static readonly Live = FacilitatorPool.fromOptions(defaultPoolOptions)
 }

@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { Unauthorized } from "../../domain/errors.js"
+import { StoreInfo } from "../../domain/store.js"
 import { StellarNetwork } from "../../domain/stellar.js"
 import { FacilitatorStatus, SupportedAsset } from "../../domain/x402.js"
 import { ApiKeyAuth } from "../auth.js"
@@ -15,13 +15,7 @@ export const ReadyResponse = Schema.Struct({
 
 export const DependenciesResponse = Schema.Struct({
   status: Schema.Literal("ok", "degraded"),
-  store: Schema.Struct({
-    kind: Schema.Literal("sqlite", "postgres"),
-    location: Schema.String,
-    journalMode: Schema.NullOr(Schema.String),
-    synchronous: Schema.NullOr(Schema.String),
-    durable: Schema.Boolean
-  }),
+  store: StoreInfo,
   facilitators: Schema.Struct({
     configured: Schema.Int,
     healthy: Schema.Int,
@@ -33,9 +27,4 @@ export type DependenciesResponse = typeof DependenciesResponse.Type
 export class HealthApi extends HttpApiGroup.make("health")
   .add(HttpApiEndpoint.get("live", "/health/live").addSuccess(LiveResponse))
   .add(HttpApiEndpoint.get("ready", "/health/ready").addSuccess(ReadyResponse))
-  .add(
-    HttpApiEndpoint.get("dependencies", "/health/dependencies")
-      .addSuccess(DependenciesResponse)
-      .addError(Unauthorized)
-      .middleware(ApiKeyAuth)
-  ) {}
+  .add(HttpApiEndpoint.get("dependencies", "/health/dependencies").addSuccess(DependenciesResponse).middleware(ApiKeyAuth)) {}

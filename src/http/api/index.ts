@@ -1,10 +1,45 @@
 import { HttpApi, OpenApi } from "@effect/platform"
+import {
+  InternalError,
+  InvalidRequest,
+  MalformedBody,
+  NestingTooDeep,
+  PayloadTooLarge,
+  StoreUnavailable,
+  UnsupportedMediaType
+} from "../../domain/errors.js"
 import { HealthApi } from "./health.js"
 import { PolicyApi } from "./policy.js"
 import { ReceiptsApi } from "./receipts.js"
 import { ResourcesApi } from "./resources.js"
 import { VerificationApi } from "./verification.js"
 import { X402Api } from "./x402.js"
+
+/**
+ * HttpApi declares its own decode error on every endpoint; this service never answers it (the
+ * error middleware turns it into INVALID_REQUEST, which each endpoint declares), so the document
+ * drops it instead of describing a body that is never sent.
+ */
+const withoutHttpApiDecodeError = (spec: Record<string, any>): Record<string, any> => {
+  const decodeRef = "#/components/schemas/HttpApiDecodeError"
+  const unused = new Set(["HttpApiDecodeError", "Issue", "PropertyKey"])
+  for (const operations of Object.values<Record<string, any>>(spec.paths ?? {})) {
+    for (const operation of Object.values<any>(operations)) {
+      const responses: Record<string, any> = operation?.responses ?? {}
+      for (const [status, response] of Object.entries<any>(responses)) {
+        const schema = response?.content?.["application/json"]?.schema
+        if (schema?.$ref === decodeRef) delete responses[status]
+        else if (Array.isArray(schema?.anyOf)) {
+          const rest = schema.anyOf.filter((s: any) => s.$ref !== decodeRef)
+          response.content["application/json"].schema = rest.length === 1 ? rest[0] : { ...schema, anyOf: rest }
+        }
+      }
+    }
+  }
+  const schemas: Record<string, unknown> = spec.components?.schemas ?? {}
+  for (const name of unused) delete schemas[name]
+  return spec
+}
 
 /** The whole contract; `/openapi.json` is derived from this, never written by hand. */
 export class SextantApi extends HttpApi.make("sextant")
@@ -14,10 +49,16 @@ export class SextantApi extends HttpApi.make("sextant")
   .add(PolicyApi)
   .add(X402Api)
   .add(ReceiptsApi)
+  // Any request may carry a body, and every body is checked before routing; any request may meet a failing store.
+  .addError(InvalidRequest)
+  .addError(MalformedBody)
+  .addError(NestingTooDeep)
+  .addError(PayloadTooLarge)
+  .addError(UnsupportedMediaType)
+  .addError(InternalError)
+  .addError(StoreUnavailable)
   .annotate(OpenApi.Title, "Sextant")
   .annotate(OpenApi.Version, "0.1.0")
   .annotate(OpenApi.License, { name: "Apache-2.0", url: "https://www.apache.org/licenses/LICENSE-2.0" })
-  .annotate(
-    OpenApi.Description,
-    "Verification, routing, policy and settlement layer for x402 payments on Stellar."
-  ) {}
+  .annotate(OpenApi.Description, "Verification, routing, policy and settlement layer for x402 payments on Stellar.")
+  .annotate(OpenApi.Transform, withoutHttpApiDecodeError) {}

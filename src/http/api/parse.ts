@@ -1,3 +1,4 @@
+import type { HttpApiEndpoint } from "@effect/platform"
 import type { Schema } from "effect"
 
 /**
@@ -14,3 +15,14 @@ export const strict = <S extends Schema.Schema.Any>(schema: S): S =>
  */
 export const allIssues = <S extends Schema.Schema.Any>(schema: S): S =>
   schema.annotations({ parseOptions: { errors: "all" } }) as S
+
+/**
+ * Declares what an endpoint can fail with: HttpApi encodes each error with the status its class
+ * carries, and the OpenAPI document lists every code under its status.
+ */
+export const failsWith =
+  <const Errors extends ReadonlyArray<Schema.Schema.Any>>(...errors: Errors) =>
+  <Endpoint extends HttpApiEndpoint.HttpApiEndpoint.Any>(
+    endpoint: Endpoint
+  ): HttpApiEndpoint.HttpApiEndpoint.AddError<Endpoint, Schema.Schema.Type<Errors[number]>, Schema.Schema.Context<Errors[number]>> =>
+    errors.reduce((declared: any, error) => declared.addError(error), endpoint)

@@ -1,8 +1,8 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { BadRequest, NotFound } from "../../domain/errors.js"
+import { NotFound } from "../../domain/errors.js"
 import { PolicyEvaluateRequest, PolicyEvaluation } from "../../domain/policy.js"
 import { RouteDecision, RouteRequest } from "../../domain/routes.js"
-import { strict } from "./parse.js"
+import { failsWith, strict } from "./parse.js"
 
 /** Routing and policy evaluation; open to anyone (SPEC Authentication 1). */
 export class PolicyApi extends HttpApiGroup.make("policy")
@@ -10,12 +10,11 @@ export class PolicyApi extends HttpApiGroup.make("policy")
     HttpApiEndpoint.post("evaluate", "/v1/policies/evaluate")
       .setPayload(strict(PolicyEvaluateRequest))
       .addSuccess(PolicyEvaluation)
-      .addError(BadRequest)
-      .addError(NotFound)
+      .pipe(failsWith(NotFound))
   )
   .add(
     HttpApiEndpoint.post("route", "/v1/routes")
       .setPayload(strict(RouteRequest))
       .addSuccess(RouteDecision)
-      .addError(BadRequest)
+      
   ) {}

@@ -1,10 +1,10 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { BadRequest, NotFound, Unauthorized } from "../../domain/errors.js"
+import { InvalidRequest, NotFound, TargetRefused } from "../../domain/errors.js"
 import { ResourceMetrics } from "../../domain/metrics.js"
 import { ObservationPage, ProbeResult, ValidateRequest } from "../../domain/observations.js"
 import { ApiKeyAuth } from "../auth.js"
-import { allIssues, strict } from "./parse.js"
+import { allIssues, failsWith, strict } from "./parse.js"
 import { IdPath } from "./resources.js"
 
 export const ObservationsQuery = Schema.Struct({
@@ -21,22 +21,19 @@ export class VerificationApi extends HttpApiGroup.make("verification")
     HttpApiEndpoint.post("validate", "/v1/validate")
       .setPayload(strict(ValidateRequest))
       .addSuccess(ProbeResult)
-      .addError(BadRequest)
-      .addError(Unauthorized)
-      .addError(NotFound)
+      .pipe(failsWith(NotFound, TargetRefused))
       .middleware(ApiKeyAuth)
   )
   .add(
     HttpApiEndpoint.get("metrics", "/v1/resources/:id/metrics")
       .setPath(IdPath)
       .addSuccess(ResourceMetrics)
-      .addError(NotFound)
+      .pipe(failsWith(NotFound))
   )
   .add(
     HttpApiEndpoint.get("observations", "/v1/resources/:id/observations")
       .setPath(IdPath)
       .setUrlParams(allIssues(ObservationsQuery))
       .addSuccess(ObservationPage)
-      .addError(NotFound)
-      .addError(BadRequest)
+      .pipe(failsWith(NotFound, InvalidRequest))
   ) {}

@@ -1,14 +1,24 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import {
-  BadGateway,
-  BadRequest,
-  Conflict,
+  AllFacilitatorsFailed,
+  AmountUsdMismatch,
+  FeeBudgetExhausted,
+  IdempotencyKeyReused,
+  InvalidRequest,
+  MalformedPaymentTransaction,
+  NoHealthyFacilitator,
   NotFound,
+  PaymentAlreadySubmitted,
   PolicyDenied,
-  TooManyRequests,
-  Unauthorized,
-  Unprocessable
+  SettlementInProgress,
+  SettlementIndeterminate,
+  SettlementUnresolved,
+  TransferAmountMismatch,
+  TransferAssetMismatch,
+  TransferRecipientMismatch,
+  UnsupportedAsset,
+  UnsupportedPaymentKind
 } from "../../domain/errors.js"
 import {
   FacilitatorRequest,
@@ -22,7 +32,7 @@ import {
   VerifyResponse
 } from "../../domain/x402.js"
 import { ApiKeyAuth } from "../auth.js"
-import { allIssues } from "./parse.js"
+import { allIssues, failsWith } from "./parse.js"
 
 const SettleHeaders = Schema.Struct({ "idempotency-key": Schema.optional(IdempotencyKey) })
 
@@ -39,6 +49,26 @@ const SettlementList = Schema.Struct({ settlements: Schema.Array(SettlementRecor
   identifier: "SettlementList"
 })
 
+/** Every refusal of the settle pipeline, in the order of its steps. */
+const SettleErrors = [
+  MalformedPaymentTransaction,
+  IdempotencyKeyReused,
+  PaymentAlreadySubmitted,
+  SettlementInProgress,
+  SettlementUnresolved,
+  UnsupportedPaymentKind,
+  UnsupportedAsset,
+  NoHealthyFacilitator,
+  PolicyDenied,
+  TransferAssetMismatch,
+  TransferRecipientMismatch,
+  TransferAmountMismatch,
+  AmountUsdMismatch,
+  FeeBudgetExhausted,
+  AllFacilitatorsFailed,
+  SettlementIndeterminate
+] as const
+
 /** Facilitator-compatible surface: a stock HTTPFacilitatorClient with base `<service>/x402` talks to it. */
 export class X402Api extends HttpApiGroup.make("x402")
   .add(HttpApiEndpoint.get("supported", "/x402/supported").addSuccess(SupportedResponse))
@@ -46,10 +76,7 @@ export class X402Api extends HttpApiGroup.make("x402")
     HttpApiEndpoint.post("verify", "/x402/verify")
       .setPayload(allIssues(FacilitatorRequest))
       .addSuccess(VerifyResponse)
-      .addError(BadRequest)
-      .addError(Unauthorized)
-      .addError(Unprocessable)
-      .addError(BadGateway)
+      .pipe(failsWith(UnsupportedPaymentKind, NoHealthyFacilitator, AllFacilitatorsFailed))
       .middleware(ApiKeyAuth)
   )
   .add(
@@ -57,34 +84,25 @@ export class X402Api extends HttpApiGroup.make("x402")
       .setPayload(allIssues(SettleRequest))
       .setHeaders(SettleHeaders)
       .addSuccess(SettleResponse)
-      .addError(BadRequest)
-      .addError(Unauthorized)
-      .addError(PolicyDenied)
-      .addError(Conflict)
-      .addError(Unprocessable)
-      .addError(TooManyRequests)
-      .addError(BadGateway)
+      .pipe(failsWith(...SettleErrors))
       .middleware(ApiKeyAuth)
   )
   .add(
     HttpApiEndpoint.get("facilitators", "/x402/facilitators")
       .addSuccess(FacilitatorsResponse)
-      .addError(Unauthorized)
       .middleware(ApiKeyAuth)
   )
   .add(
     HttpApiEndpoint.get("settlements", "/x402/settlements")
       .setUrlParams(SettlementsQuery)
       .addSuccess(SettlementList)
-      .addError(BadRequest)
-      .addError(Unauthorized)
+      .pipe(failsWith(InvalidRequest))
       .middleware(ApiKeyAuth)
   )
   .add(
     HttpApiEndpoint.get("settlement", "/x402/settlements/:id")
       .setPath(Schema.Struct({ id: Schema.String }))
       .addSuccess(SettlementRecord)
-      .addError(Unauthorized)
-      .addError(NotFound)
+      .pipe(failsWith(NotFound))
       .middleware(ApiKeyAuth)
   ) {}

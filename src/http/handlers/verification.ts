@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
-import { BadRequest, notFound } from "../../domain/errors.js"
-import type { ProbeResult } from "../../domain/observations.js"
+import { InvalidRequest, type NotFound, notFound, TargetRefused } from "../../domain/errors.js"
+import type { ProbeResult, ValidateRequest } from "../../domain/observations.js"
 import { ObservationsRepo, observationCursor } from "../../store/ObservationsRepo.js"
 import { ResourcesRepo } from "../../store/ResourcesRepo.js"
 import { EvidenceReader } from "../../verification/EvidenceReader.js"
@@ -10,7 +10,7 @@ import { SextantApi } from "../api/index.js"
 
 const DEFAULT_PAGE = 50
 
-const refused = (reason: string) => new BadRequest({ error: "TARGET_REFUSED", message: `target refused: ${reason}` })
+const refused = (reason: string) => new TargetRefused({ message: `target refused: ${reason}` })
 
 /** A probe of a catalog resource the guard refused is recorded, and still answered as a refusal. */
 const refusalOf = (result: ProbeResult) =>
@@ -28,55 +28,39 @@ export const VerificationHandlers = HttpApiBuilder.group(SextantApi, "verificati
     const observations = yield* ObservationsRepo
 
     const requireResource = (id: string) =>
-      resources.get(id).pipe(
-        Effect.orDie,
-        Effect.flatMap((found) => (Option.isSome(found) ? Effect.void : Effect.fail(notFound("resource", id))))
-      )
+      Effect.flatMap(resources.get(id), (found) => (Option.isSome(found) ? Effect.void : Effect.fail(notFound("resource", id))))
+
+    const validate = ({ resourceId, url, method }: ValidateRequest): Effect.Effect<ProbeResult, InvalidRequest | TargetRefused | NotFound> => {
+      if (resourceId !== undefined && url !== undefined) {
+        return Effect.fail(new InvalidRequest({ message: "pass either resourceId or url, not both" }))
+      }
+      if (resourceId !== undefined) return Effect.flatMap(prober.probeResource(resourceId, method), refusalOf)
+      if (url !== undefined) {
+        return prober.probeUrl(url, method).pipe(
+          Effect.catchTag("TargetRefused", (e) => Effect.fail(refused(e.reason))),
+          Effect.flatMap(refusalOf)
+        )
+      }
+      return Effect.fail(new InvalidRequest({ message: "pass resourceId (a catalog resource) or url (any http(s) URL)" }))
+    }
+
+    const page = (id: string, limit: number | undefined, before: string | undefined) =>
+      Effect.gen(function* () {
+        yield* requireResource(id)
+        const cursor = before === undefined ? null : observationCursor(before)
+        if (before !== undefined && cursor === null) {
+          return yield* Effect.fail(
+            new InvalidRequest({ message: "before: expected an observation id (nextBefore of the previous page) or an ISO date-time" })
+          )
+        }
+        return { resourceId: id, ...(yield* observations.page(id, limit ?? DEFAULT_PAGE, cursor)) }
+      })
 
     return handlers
-      .handle("validate", ({ payload }) => {
-        if (payload.resourceId !== undefined && payload.url !== undefined) {
-          return Effect.fail(
-            new BadRequest({ error: "INVALID_REQUEST", message: "pass either resourceId or url, not both" })
-          )
-        }
-        if (payload.resourceId !== undefined) {
-          return prober.probeResource(payload.resourceId, payload.method).pipe(
-            Effect.catchTag("SqlError", Effect.die),
-            Effect.flatMap(refusalOf)
-          )
-        }
-        if (payload.url !== undefined) {
-          return prober.probeUrl(payload.url, payload.method).pipe(
-            Effect.catchTags({ SqlError: Effect.die, TargetRefused: (e) => Effect.fail(refused(e.reason)) }),
-            Effect.flatMap(refusalOf)
-          )
-        }
-        return Effect.fail(
-          new BadRequest({ error: "INVALID_REQUEST", message: "pass resourceId (a catalog resource) or url (any http(s) URL)" })
-        )
-      })
+      .handle("validate", ({ payload }) => validate(payload))
       .handle("metrics", ({ path }) =>
-        Effect.zipRight(
-          requireResource(path.id),
-          reader.forResource(path.id).pipe(Effect.map((evidence) => evidence.metrics))
-        )
+        Effect.zipRight(requireResource(path.id), Effect.map(reader.forResource(path.id), (evidence) => evidence.metrics))
       )
-      .handle("observations", ({ path, urlParams }) =>
-        Effect.gen(function* () {
-          yield* requireResource(path.id)
-          const cursor = urlParams.before === undefined ? null : observationCursor(urlParams.before)
-          if (urlParams.before !== undefined && cursor === null) {
-            return yield* Effect.fail(
-              new BadRequest({
-                error: "INVALID_REQUEST",
-                message: "before: expected an observation id (nextBefore of the previous page) or an ISO date-time"
-              })
-            )
-          }
-          const page = yield* observations.page(path.id, urlParams.limit ?? DEFAULT_PAGE, cursor).pipe(Effect.orDie)
-          return { resourceId: path.id, ...page }
-        })
-      )
+      .handle("observations", ({ path, urlParams }) => page(path.id, urlParams.limit, urlParams.before))
   })
 )

@@ -14,7 +14,7 @@ export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) 
       .handle("verify", ({ payload }) => pool.verify(payload))
       .handle("settle", ({ payload, headers }) =>
         Effect.flatMap(Principal, (principal) =>
-          settlement.settle({ body: payload, idempotencyKey: headers["idempotency-key"], principal: principal.id })
+          settlement.settle({ request: payload, idempotencyKey: headers["idempotency-key"], principal: principal.id })
         )
       )
       .handle("facilitators", () => Effect.map(pool.status, (facilitators) => ({ facilitators })))

@@ -1,0 +1,29 @@
+import { Schema } from "effect"
+import { ResourceMetrics } from "./metrics.js"
+import { StatusTransition } from "./observations.js"
+import { ResourceRecord } from "./resources.js"
+
+/** The catalog as discovery answers it: records, and records with the evidence attached. */
+export const ResourceList = Schema.Struct({ resources: Schema.Array(ResourceRecord) }).annotations({
+  identifier: "ResourceList"
+})
+
+export const ResourceDetail = Schema.Struct({
+  ...ResourceRecord.fields,
+  metrics: ResourceMetrics,
+  transitions: Schema.Array(StatusTransition)
+}).annotations({ identifier: "ResourceDetail" })
+export type ResourceDetail = typeof ResourceDetail.Type
+
+export const SearchHit = Schema.Struct({
+  ...ResourceRecord.fields,
+  metrics: ResourceMetrics,
+  /** Text relevance of `query` (0 when no query was given); results are ordered by it, then id. */
+  relevance: Schema.Number
+}).annotations({ identifier: "SearchHit" })
+export type SearchHit = typeof SearchHit.Type
+
+export const SearchResponse = Schema.Struct({
+  resources: Schema.Array(SearchHit),
+  count: Schema.Int
+}).annotations({ identifier: "SearchResponse" })

@@ -1,0 +1,114 @@
+import type { SettlementRecord } from "./x402.js"
+
+export type SettlementState = SettlementRecord["state"]
+
+/** Every backend's error, in the order they were met. */
+export type BackendErrors = ReadonlyArray<{ readonly backendId: string; readonly error: string }>
+
+/** The answer given to the first request, replayed to repeats: an HTTP status and its JSON body. */
+export interface StoredAnswer {
+  readonly status: number
+  readonly body: unknown
+}
+
+/** A settlement about to be journaled `pending`, with what it reserves. */
+export interface NewEntry {
+  readonly id: string
+  /** The client's `Idempotency-Key`, scoped to `principal`; undefined when it sent none. */
+  readonly idempotencyKey: string | undefined
+  /** The signed transaction's hash: what identifies the payment. */
+  readonly paymentId: string
+  /** Hash of what was asked of the payment: its id and the requirements. */
+  readonly requestHash: string
+  readonly principal: string
+  readonly payer: string
+  readonly network: string
+  readonly scheme: string
+  readonly asset: string
+  readonly payTo: string
+  readonly amount: string
+  readonly worstCaseUnits: bigint
+  readonly feeStroops: bigint
+}
+
+/** One journal entry as stored. */
+export interface JournalEntry {
+  readonly id: string
+  /** The key as the client sent it; the payment id when it sent none. */
+  readonly idempotencyKey: string
+  readonly paymentId: string
+  readonly requestHash: string
+  readonly state: SettlementState
+  readonly principal: string
+  readonly payer: string | null
+  readonly network: string
+  readonly scheme: string
+  readonly asset: string
+  readonly payTo: string
+  readonly amount: string
+  readonly worstCaseUnits: bigint
+  readonly feeStroops: bigint
+  readonly backendId: string | null
+  readonly transaction: string | null
+  readonly errors: BackendErrors
+  readonly answer: StoredAnswer | null
+  readonly createdAtMs: number
+  readonly updatedAtMs: number
+}
+
+/** An entry found for a request: by the principal's idempotency key (`byKey`), else by the payment. */
+export interface FoundEntry {
+  readonly entry: JournalEntry
+  readonly byKey: boolean
+}
+
+/** What the journal holds inside the rolling window, read in the same transaction that reserves. */
+export interface WindowUsage {
+  /** Worst-case spend of this principal's settlements that were not refused or failed, base units. */
+  readonly principalSpendUnits: bigint
+  readonly globalFeeStroops: bigint
+  readonly principalFeeStroops: bigint
+  /** Creation times (epoch ms) of the oldest reservation in the window, globally and for the principal. */
+  readonly oldestGlobalMs: number | null
+  readonly oldestPrincipalMs: number | null
+}
+
+/**
+ * What a reservation found:
+ * - Reserved: entry `id` is in the journal as `pending`, its spend and fee counted. It is a new
+ *   entry, or a released one (see `mayReserveAgain`) taken up again.
+ * - Existing: the idempotency key or the signed payment is already journaled; nothing was written.
+ * - Refused: the budgets refused it; nothing was written.
+ */
+export type Reservation<Refusal> =
+  | { readonly _tag: "Reserved"; readonly id: string }
+  | ({ readonly _tag: "Existing" } & FoundEntry)
+  | { readonly _tag: "Refused"; readonly error: Refusal }
+
+export interface Completion {
+  readonly state: Exclude<SettlementState, "pending">
+  /**
+   * Whether any backend received the settle. One that never left (no backend healthy, all
+   * unreachable, none supporting the kind) releases its fee reservation: nothing was sponsored.
+   */
+  readonly submitted: boolean
+  readonly backendId: string | null
+  readonly transaction: string | null
+  readonly payer: string | null
+  readonly errors: BackendErrors
+  readonly answer: StoredAnswer
+}
+
+/**
+ * An entry released because it never reached a backend: `failed` with no fee charged. It holds
+ * nothing to reconcile, so the same signed payment may be settled again on it.
+ */
+const isReleased = (entry: JournalEntry) => entry.state === "failed" && entry.feeStroops === 0n
+
+/**
+ * Whether a request that found `found` goes through the pipeline again instead of getting the
+ * stored answer: the entry was released, and it is this request's own (by payment, or under the
+ * same key for the same request; a key used for another request stays a conflict).
+ */
+export const mayReserveAgain = (found: FoundEntry, requestHash: string): boolean =>
+  isReleased(found.entry) && (!found.byKey || found.entry.requestHash === requestHash)

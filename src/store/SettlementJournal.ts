@@ -1,0 +1,216 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import type { FeeBudgetExhausted, PolicyDenied } from "../domain/errors.js"
+import type { Completion, FoundEntry, JournalEntry, NewEntry, Reservation, WindowUsage } from "../domain/settlements.js"
+import { mayReserveAgain } from "../domain/settlements.js"
+import { SettlementState } from "../domain/x402.js"
+import { decodeRows, repository, SqlBigInt, SqlNumber } from "./repository.js"
+
+/**
+ * Idempotency keys belong to a principal: the same key from two principals is two requests. The
+ * unique `idempotency_key` column holds a client's key as the JSON pair [principal, key]; a
+ * request without one is keyed by its payment alone, as [paymentId] (payment ids are unique
+ * across principals anyway), which no client key can collide with.
+ */
+const storedKey = (entry: Pick<NewEntry, "principal" | "idempotencyKey" | "paymentId">) =>
+  JSON.stringify(entry.idempotencyKey === undefined ? [entry.paymentId] : [entry.principal, entry.idempotencyKey])
+
+/** The key as the client knows it (the payment id when it sent none); anything else is shown as stored. */
+const clientKey = (stored: string): string => {
+  try {
+    const parts: unknown = JSON.parse(stored)
+    const key: unknown = Array.isArray(parts) ? parts.at(-1) : undefined
+    if (typeof key === "string") return key
+  } catch {
+    // not a stored pair
+  }
+  return stored
+}
+
+const BackendErrorsJson = Schema.parseJson(Schema.Array(Schema.Struct({ backendId: Schema.String, error: Schema.String })))
+
+const JournalRow = Schema.Struct({
+  id: Schema.String,
+  idempotency_key: Schema.String,
+  payment_hash: Schema.String,
+  request_hash: Schema.String,
+  state: SettlementState,
+  principal: Schema.String,
+  payer: Schema.NullOr(Schema.String),
+  network: Schema.String,
+  scheme: Schema.String,
+  asset: Schema.String,
+  pay_to: Schema.String,
+  amount: Schema.String,
+  worst_case_units: SqlBigInt,
+  fee_stroops: SqlBigInt,
+  backend_id: Schema.NullOr(Schema.String),
+  transaction_hash: Schema.NullOr(Schema.String),
+  errors_json: BackendErrorsJson,
+  answer_status: Schema.NullOr(SqlNumber),
+  answer_json: Schema.NullOr(Schema.parseJson()),
+  created_at_ms: SqlNumber,
+  updated_at_ms: SqlNumber
+})
+type JournalRow = typeof JournalRow.Type
+
+const toEntry = (row: JournalRow): JournalEntry => ({
+  id: row.id,
+  idempotencyKey: clientKey(row.idempotency_key),
+  paymentId: row.payment_hash,
+  requestHash: row.request_hash,
+  state: row.state,
+  principal: row.principal,
+  payer: row.payer,
+  network: row.network,
+  scheme: row.scheme,
+  asset: row.asset,
+  payTo: row.pay_to,
+  amount: row.amount,
+  worstCaseUnits: row.worst_case_units,
+  feeStroops: row.fee_stroops,
+  backendId: row.backend_id,
+  transaction: row.transaction_hash,
+  errors: row.errors_json,
+  answer: row.answer_status === null ? null : { status: row.answer_status, body: row.answer_json },
+  createdAtMs: row.created_at_ms,
+  updatedAtMs: row.updated_at_ms
+})
+
+const decodeJournal = decodeRows(JournalRow)
+
+/** What the budgets refuse with: the spend window (403) or a fee budget (429). */
+type BudgetRefusal = PolicyDenied | FeeBudgetExhausted
+
+const UsageRow = Schema.Struct({
+  spend: Schema.NullOr(SqlBigInt),
+  global_fee: Schema.NullOr(SqlBigInt),
+  principal_fee: Schema.NullOr(SqlBigInt),
+  oldest_global: Schema.NullOr(SqlNumber),
+  oldest_principal: Schema.NullOr(SqlNumber)
+})
+const decodeUsage = decodeRows(UsageRow)
+
+const make = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+
+  /**
+   * The entry journaled under this principal's idempotency key, else the one for this signed
+   * payment, whoever submitted it: one payment is settled once. `byKey` is true only when the
+   * client's own key matched.
+   */
+  const find = (entry: Pick<NewEntry, "principal" | "idempotencyKey" | "paymentId">) =>
+    Effect.gen(function* () {
+      const key = storedKey(entry)
+      const rows = yield* sql`SELECT * FROM settlements WHERE idempotency_key = ${key} OR payment_hash = ${entry.paymentId}`.pipe(
+        Effect.flatMap(decodeJournal)
+      )
+      const byKey = entry.idempotencyKey === undefined ? undefined : rows.find((r) => r.idempotency_key === key)
+      const row = byKey ?? rows.find((r) => r.payment_hash === entry.paymentId) ?? rows[0]
+      return row === undefined ? Option.none<FoundEntry>() : Option.some<FoundEntry>({ entry: toEntry(row), byKey: byKey !== undefined })
+    })
+
+  const usageSince = (principal: string, sinceMs: number) =>
+    sql`SELECT
+        SUM(CASE WHEN principal = ${principal} AND state <> 'failed' THEN worst_case_units ELSE 0 END) AS spend,
+        SUM(fee_stroops) AS global_fee,
+        SUM(CASE WHEN principal = ${principal} THEN fee_stroops ELSE 0 END) AS principal_fee,
+        MIN(CASE WHEN fee_stroops > 0 THEN created_at_ms END) AS oldest_global,
+        MIN(CASE WHEN principal = ${principal} AND fee_stroops > 0 THEN created_at_ms END) AS oldest_principal
+      FROM settlements WHERE created_at_ms > ${sinceMs}`.pipe(
+      Effect.flatMap(decodeUsage),
+      Effect.map(([usage]): WindowUsage => ({
+        principalSpendUnits: usage?.spend ?? 0n,
+        globalFeeStroops: usage?.global_fee ?? 0n,
+        principalFeeStroops: usage?.principal_fee ?? 0n,
+        oldestGlobalMs: usage?.oldest_global ?? null,
+        oldestPrincipalMs: usage?.oldest_principal ?? null
+      }))
+    )
+
+  /**
+   * Idempotency lookup, budget checks and the `pending` insert in one transaction that first takes
+   * the budget lock row: concurrent reservations (other fibers, other connections, other
+   * processes on the same database) run one after another, so the sums `judge` sees are never
+   * stale and the budgets cannot be overspent.
+   */
+  const reserve = (entry: NewEntry, sinceMs: number, nowMs: number, judge: (usage: WindowUsage) => BudgetRefusal | undefined) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        yield* sql`UPDATE settlement_budget_lock SET version = version + 1 WHERE id = 1`
+        const existing = yield* find(entry)
+        if (Option.isSome(existing) && !mayReserveAgain(existing.value, entry.requestHash)) {
+          return { _tag: "Existing", ...existing.value } satisfies Reservation<BudgetRefusal>
+        }
+        const refusal = judge(yield* usageSince(entry.principal, sinceMs))
+        if (refusal !== undefined) return { _tag: "Refused", error: refusal } satisfies Reservation<BudgetRefusal>
+
+        if (Option.isSome(existing)) {
+          // A released entry is taken up again as this request's: its earlier attempt sent nothing.
+          const id = existing.value.entry.id
+          yield* sql`UPDATE settlements SET idempotency_key = ${storedKey(entry)}, request_hash = ${entry.requestHash},
+              state = 'pending', principal = ${entry.principal}, payer = ${entry.payer}, network = ${entry.network},
+              scheme = ${entry.scheme}, asset = ${entry.asset}, pay_to = ${entry.payTo}, amount = ${entry.amount},
+              worst_case_units = ${Number(entry.worstCaseUnits)}, fee_stroops = ${Number(entry.feeStroops)},
+              backend_id = NULL, transaction_hash = NULL, errors_json = '[]', answer_status = NULL, answer_json = NULL,
+              created_at_ms = ${nowMs}, updated_at_ms = ${nowMs}
+            WHERE id = ${id}`
+          return { _tag: "Reserved", id } satisfies Reservation<BudgetRefusal>
+        }
+        yield* sql`INSERT INTO settlements (id, idempotency_key, payment_hash, request_hash, state, principal, payer,
+            network, scheme, asset, pay_to, amount, worst_case_units, fee_stroops, errors_json, created_at_ms, updated_at_ms)
+          VALUES (${entry.id}, ${storedKey(entry)}, ${entry.paymentId}, ${entry.requestHash}, 'pending',
+            ${entry.principal}, ${entry.payer}, ${entry.network}, ${entry.scheme}, ${entry.asset}, ${entry.payTo},
+            ${entry.amount}, ${Number(entry.worstCaseUnits)}, ${Number(entry.feeStroops)}, '[]', ${nowMs}, ${nowMs})`
+        return { _tag: "Reserved", id: entry.id } satisfies Reservation<BudgetRefusal>
+      })
+    )
+
+  return repository("SettlementJournal", {
+    find,
+    reserve,
+    /**
+     * Records how a settlement ended. An entry that crash recovery (of this or another instance
+     * sharing the database) marked indeterminate while it was in flight still takes its real
+     * outcome. One that reached a backend stays charged at the fee ceiling whatever it cost (SPEC
+     * Limits 2); one that never did releases its reservation.
+     */
+    complete: (id: string, completion: Completion, nowMs: number) =>
+      sql`UPDATE settlements SET state = ${completion.state}, backend_id = ${completion.backendId},
+          fee_stroops = ${completion.submitted ? sql`fee_stroops` : 0},
+          transaction_hash = ${completion.transaction}, payer = COALESCE(${completion.payer}, payer),
+          errors_json = ${JSON.stringify(completion.errors)}, answer_status = ${completion.answer.status},
+          answer_json = ${JSON.stringify(completion.answer.body)}, updated_at_ms = ${nowMs}
+        WHERE id = ${id} AND state IN ('pending', 'indeterminate')`.pipe(Effect.asVoid),
+    get: (id: string) =>
+      sql`SELECT * FROM settlements WHERE id = ${id}`.pipe(
+        Effect.flatMap(decodeJournal),
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toEntry))
+      ),
+    /** Newest first, optionally one state, one principal, and only entries created before `beforeMs`. */
+    list: (filter: { state?: string; principal?: string; beforeMs?: number; limit: number }) =>
+      sql`SELECT * FROM settlements WHERE ${sql.and([
+        ...(filter.state !== undefined ? [sql`state = ${filter.state}`] : []),
+        ...(filter.principal !== undefined ? [sql`principal = ${filter.principal}`] : []),
+        ...(filter.beforeMs !== undefined ? [sql`created_at_ms < ${filter.beforeMs}`] : [])
+      ])} ORDER BY created_at_ms DESC, id DESC LIMIT ${filter.limit}`.pipe(
+        Effect.flatMap(decodeJournal),
+        Effect.map((rows) => rows.map(toEntry))
+      ),
+    /**
+     * Crash recovery: an entry still `pending` at start was interrupted between forwarding and
+     * answer, so whether it settled is unknown. It becomes `indeterminate` and is never re-submitted.
+     */
+    recoverPending: (nowMs: number) =>
+      sql<{ id: string }>`UPDATE settlements SET state = 'indeterminate', updated_at_ms = ${nowMs}
+        WHERE state = 'pending' RETURNING id`.pipe(Effect.map((rows) => rows.map((r) => r.id)))
+  })
+})
+
+/** The durable settlement journal and the budget reservations it carries. */
+export class SettlementJournal extends Context.Tag("sextant/SettlementJournal")<
+  SettlementJournal,
+  Effect.Effect.Success<typeof make>
+>() {
+  static readonly Live = Layer.effect(SettlementJournal, make)
+}

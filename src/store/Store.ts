@@ -1,0 +1,24 @@
+import { Layer } from "effect"
+import { DatabaseLive } from "./Database.js"
+import { EconomicEventsRepo } from "./EconomicEventsRepo.js"
+import { MetricsRepo } from "./MetricsRepo.js"
+import { ObservationsRepo } from "./ObservationsRepo.js"
+import { ReceiptsRepo } from "./ReceiptsRepo.js"
+import { ResourcesRepo } from "./ResourcesRepo.js"
+import { SettlementJournal } from "./SettlementJournal.js"
+import { TransitionsRepo } from "./TransitionsRepo.js"
+
+/** Every repository over one migrated store (SQLite file, `:memory:` or Postgres), with the SqlClient exposed. */
+export const StoreLive = (database: string) =>
+  Layer.mergeAll(
+    ResourcesRepo.Live,
+    MetricsRepo.Live,
+    ObservationsRepo.Live,
+    TransitionsRepo.Live,
+    EconomicEventsRepo.Live,
+    ReceiptsRepo.Live,
+    SettlementJournal.Live
+  ).pipe(Layer.provideMerge(DatabaseLive(database)))
+
+/** The same store in memory, fresh for each build: what tests stand on. */
+export const StoreTest = StoreLive(":memory:")

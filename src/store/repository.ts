@@ -1,0 +1,48 @@
+import { SqlClient, type SqlError } from "@effect/sql"
+import { Effect, type ParseResult, Schema } from "effect"
+
+/** A failure of the store itself, or a row that does not decode: neither is the caller's to handle. */
+type StoreFailure = SqlError.SqlError | ParseResult.ParseError
+
+const isStoreFailure = (e: unknown): e is StoreFailure =>
+  typeof e === "object" && e !== null && "_tag" in e && (e._tag === "SqlError" || e._tag === "ParseError")
+
+type Method = (...args: ReadonlyArray<any>) => Effect.Effect<any, any, any>
+
+export type Repository<Methods> = {
+  readonly [K in keyof Methods]: Methods[K] extends (...args: infer Args) => Effect.Effect<infer A, infer E, infer R>
+    ? (...args: Args) => Effect.Effect<A, Exclude<E, StoreFailure>, R>
+    : never
+}
+
+/**
+ * The one rule at the repository boundary: a store failure (or a row that does not decode) has no
+ * recovery in any caller, so it becomes a defect, which the HTTP layer answers 503
+ * STORE_UNAVAILABLE and money paths never get past. Every method also gets a span, `Repo.method`.
+ */
+export const repository = <Methods extends Record<string, Method>>(name: string, methods: Methods): Repository<Methods> =>
+  Object.fromEntries(
+    Object.entries(methods).map(([key, method]) => [
+      key,
+      (...args: ReadonlyArray<unknown>) =>
+        method(...args).pipe(Effect.catchIf(isStoreFailure, Effect.die), Effect.withSpan(`${name}.${key}`))
+    ])
+  ) as Repository<Methods>
+
+/** Runs an effect in one transaction of `sql`; a store failure there is a defect, as in every repository. */
+export const transactional =
+  (sql: SqlClient.SqlClient) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    sql.withTransaction(effect).pipe(Effect.catchIf((e): e is SqlError.SqlError => isStoreFailure(e) && e._tag === "SqlError", Effect.die))
+
+/** Column types as both drivers return them: SQLite gives numbers, Postgres gives BIGINT and NUMERIC as strings. */
+export const SqlNumber = Schema.Union(Schema.Number, Schema.NumberFromString)
+export const SqlBigInt = Schema.Union(Schema.BigIntFromNumber, Schema.BigInt)
+/** A boolean kept as 0 / 1. */
+export const SqlFlag = Schema.transform(SqlNumber, Schema.Boolean, { decode: (n) => n === 1, encode: (b) => (b ? 1 : 0) })
+
+/** Decodes rows with `schema`; a row that does not fit fails with a ParseError (a defect at the boundary). */
+export const decodeRows =
+  <A, I>(schema: Schema.Schema<A, I>) =>
+  (rows: ReadonlyArray<unknown>) =>
+    Schema.decodeUnknown(Schema.Array(schema))(rows)
