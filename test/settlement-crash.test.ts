@@ -5,7 +5,7 @@ import { join, resolve } from "node:path"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { payFor, startPaidResource } from "./fixtures/paidResource.js"
 import { buildExactPayment, settleBody } from "./fixtures/stellarPayment.js"
-import { pollUntil } from "./support/poll.js"
+import { LOOPBACK, pollUntil } from "./support/poll.js"
 import { launchServe, type ServeChild } from "./support/serveProcess.js"
 import { request } from "./support/server.js"
 
@@ -35,7 +35,7 @@ const serve = async (configFile: string, logFile: string) => {
     "the service sees its facilitator healthy",
     async () => (await request(`${launched.url}/x402/supported`)).body.kinds?.length ?? 0,
     (kinds) => kinds > 0,
-    { timeoutMs: 5_000, everyMs: 10 }
+    LOOPBACK
   )
   return launched
 }
@@ -71,7 +71,7 @@ describe("crash recovery", () => {
 
     backend.setMode("hang")
     const inFlight = request(`${first.url}/x402/settle`, { method: "POST", json: body }).catch((e: unknown) => e)
-    await pollUntil("the backend holds a settle", async () => backend.calls("/settle"), (n) => n > 0, { timeoutMs: 5_000, everyMs: 10 })
+    await pollUntil("the backend holds a settle", async () => backend.calls("/settle"), (n) => n > 0, LOOPBACK)
     expect(backend.calls("/settle")).toBe(1)
     await first.kill()
     expect(await inFlight).toBeInstanceOf(Error)

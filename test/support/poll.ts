@@ -8,6 +8,12 @@ export interface PollOptions {
 }
 
 /**
+ * For loopback I/O to land (a fixture seeing a call, a first /supported poll answering): quick
+ * reads, a few seconds at most, well inside bun's default 5 s per test.
+ */
+export const LOOPBACK: PollOptions = { timeoutMs: 3_000, everyMs: 10 }
+
+/**
  * The one wait loop of the suite. Reads until `check` holds, every `everyMs`, for at most
  * `timeoutMs`; then fails naming `what` and the last value read, so a timeout says how far the
  * system got. It waits in real time (Bun.sleep, Date.now) even inside a program on a TestClock:
