@@ -4,6 +4,8 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { mkdtempSync, readdirSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { pollUntil } from "./support/poll.js"
+import { freePorts, launchServe, type ServeChild } from "./support/serveProcess.js"
 
 /**
  * The single binary: built with `bun build --compile` (what `npm run build` runs) and started in an
@@ -15,14 +17,7 @@ const buildDir = mkdtempSync(join(tmpdir(), "sextant-build-"))
 const binary = join(buildDir, "sextant")
 const workDir = mkdtempSync(join(tmpdir(), "sextant-empty-"))
 
-const freePort = () => {
-  const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() })
-  const port = probe.port
-  probe.stop(true)
-  return port
-}
-
-let server: ReturnType<typeof Bun.spawn> | undefined
+let server: ServeChild | undefined
 
 beforeAll(async () => {
   const build = Bun.spawn([process.execPath, "build", "--compile", "src/main.ts", "--outfile", binary], {
@@ -34,29 +29,33 @@ beforeAll(async () => {
 })
 
 afterAll(() => {
-  server?.kill()
+  server?.child.kill()
 })
 
 describe("single binary", () => {
   test("serves /health/live and /openapi.json from an empty folder, creating its store there, and verifies its receipts", async () => {
     expect(readdirSync(workDir)).toEqual([])
-    const port = freePort()
     // Only the vertical's port is moved off its default (another test or process may hold 4021);
-    // everything else is the embedded defaults, with the store created in the empty folder.
+    // everything else is the embedded defaults, with the store created in the empty folder. The
+    // vertical's port is chosen ahead because the demo catalog's URLs name it; the service binds
+    // PORT=0 and reports its port. (The vertical's payments would go to the service's /x402 at the
+    // configured port, 0 here; with no facilitator configured they are never ready either way.)
     const configDir = mkdtempSync(join(tmpdir(), "sextant-binary-config-"))
-    const vertical = freePort()
+    const [vertical] = freePorts(1)
     writeFileSync(join(configDir, "config.json"), JSON.stringify({ vertical: { port: vertical } }))
-    server = Bun.spawn([binary, "serve", "--config", join(configDir, "config.json")], {
+    // The log goes beside the config, so the empty folder gets only what the binary creates.
+    server = await launchServe([binary, "serve", "--config", join(configDir, "config.json")], {
       cwd: workDir,
-      env: { PATH: process.env.PATH ?? "", PORT: String(port) },
-      stdout: "ignore",
-      stderr: "ignore"
+      env: { PATH: process.env.PATH ?? "", PORT: "0" },
+      logFile: join(configDir, "serve.log")
     })
-    let live: Response | undefined
-    for (let i = 0; i < 100 && live === undefined; i++) {
-      live = await fetch(`http://127.0.0.1:${port}/health/live`).catch(() => undefined)
-      if (live === undefined) await Bun.sleep(100)
-    }
+    const port = server.port
+    const live = await pollUntil(
+      "the binary answers /health/live",
+      () => fetch(`http://127.0.0.1:${port}/health/live`).catch(() => undefined),
+      (response) => response !== undefined,
+      { timeoutMs: 10_000, everyMs: 50 }
+    )
     expect(live?.status).toBe(200)
     expect(await live!.json()).toEqual({ status: "ok" })
     const openapi = (await (await fetch(`http://127.0.0.1:${port}/openapi.json`)).json()) as any
@@ -67,12 +66,13 @@ describe("single binary", () => {
 
     // The bundled vertical is probed at start; once it is verified a purchase can be receipted,
     // and the binary's own `receipt verify` checks that receipt offline.
-    let verified = false
-    for (let i = 0; i < 100 && !verified; i++) {
-      const detail = (await (await fetch(`http://127.0.0.1:${port}/v1/resources/stellar-intel.rwa.inspect`)).json()) as any
-      verified = detail.resource.status === "PAYMENT_VERIFIED"
-      if (!verified) await Bun.sleep(100)
-    }
+    const status = await pollUntil(
+      "the bundled vertical is probed PAYMENT_VERIFIED",
+      async () => ((await (await fetch(`http://127.0.0.1:${port}/v1/resources/stellar-intel.rwa.inspect`)).json()) as any).resource.status,
+      (found) => found === "PAYMENT_VERIFIED",
+      { timeoutMs: 10_000, everyMs: 50 }
+    )
+    const verified = status === "PAYMENT_VERIFIED"
     expect(verified).toBe(true)
     const created = await fetch(`http://127.0.0.1:${port}/v1/receipts`, {
       method: "POST",
@@ -94,8 +94,8 @@ describe("single binary", () => {
     writeFileSync(receiptFile, JSON.stringify({ ...receipt, payment: { ...receipt.payment, amount: "1" } }))
     expect(await verify(receiptFile).exited).toBe(1)
 
-    server.kill()
-    await server.exited
+    server.child.kill()
+    await server.child.exited
   })
 
   test("lists the MCP tools through the binary", async () => {

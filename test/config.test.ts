@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test"
 import { Either } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { join, resolve } from "node:path"
 import { loadConfig } from "../src/config.js"
 
 const dir = mkdtempSync(join(tmpdir(), "sextant-config-"))
@@ -81,21 +81,34 @@ describe("config", () => {
     expect(config.catalog.map((e) => e.resource.id)).toEqual(["demo.one"])
   })
 
+  // Each bad config through the loader, in process: `sextant serve` prints exactly `left.line`
+  // and a newline, then exits 2 (main.ts `loadOrExit`); the test after this loop proves that once.
   for (const [name, content, field] of BAD_CONFIGS) {
-    test(`${name}: start-up stops with exit 2 and one line naming ${field}`, async () => {
+    test(`${name}: start-up stops with one line naming ${field}`, () => {
       const path = writeConfig(`${name.replace(/\W+/g, "-")}.json`, content)
-      const proc = Bun.spawn([process.execPath, "src/main.ts", "serve", "--config", path], {
-        stdout: "pipe",
-        stderr: "pipe",
-        env: { ...process.env, PORT: "0" }
-      })
-      const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()])
-      expect(code).toBe(2)
-      const lines = stderr.trim().split("\n")
+      const result = loadConfig(path, { PORT: "0" })
+      if (Either.isRight(result)) throw new Error(`${name}: the config loaded`)
+      const lines = `${result.left.line}\n`.trim().split("\n")
       expect(lines.length).toBe(1)
       expect(lines[0]!.startsWith(`config error: ${field}`)).toBe(true)
     })
   }
+
+  test("a bad config file stops `sextant serve` with exit 2 and exactly one line naming the field", async () => {
+    const [name, content, field] = BAD_CONFIGS[0]!
+    const path = writeConfig(`serve-${name.replace(/\W+/g, "-")}.json`, content)
+    const proc = Bun.spawn([process.execPath, "src/main.ts", "serve", "--config", path], {
+      cwd: resolve(import.meta.dir, ".."),
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, PORT: "0" }
+    })
+    const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()])
+    expect(code).toBe(2)
+    const lines = stderr.trim().split("\n")
+    expect(lines.length).toBe(1)
+    expect(lines[0]!.startsWith(`config error: ${field}`)).toBe(true)
+  })
 
   test("secrets never appear in config errors", () => {
     const badUrl = loadConfig(undefined, { DATABASE_URL: "postgres://user:SuperSecretPw@host:99999/db" })

@@ -12,7 +12,8 @@ import { startSorobanRpc } from "./fixtures/sorobanRpc.js"
 import { CLAW, CLAW_ISSUER, clawToml } from "./fixtures/stellarAssets.js"
 import { buildExactPayment, testBuyer } from "./fixtures/stellarPayment.js"
 import { request } from "./support/server.js"
-import { freePorts, pollUntil, type ServeProcess, spawnServe } from "./support/serveProcess.js"
+import { pollUntil } from "./support/poll.js"
+import { freePorts, type ServeProcess, spawnServe } from "./support/serveProcess.js"
 
 /**
  * The whole system as an operator runs it: `sextant serve` in its own process with the reference
@@ -26,7 +27,9 @@ const INTEL_IDS = ["inspect", "changes", "compliance", "eligibility"].map((e) =>
 const OTHER_INSPECTORS = ["atlas-ledger.rwa.inspect", "meridian-rwa.rwa.inspect"]
 
 interface Ports {
+  /** 0 where the service may bind any port and report it (spawnServe reads it back). */
   readonly service: number
+  /** Named in the catalog's URLs and the trusted origins, so it is chosen before anything starts. */
   readonly vertical: number
   /** Where the demo catalog's other providers are said to live; nothing listens there. */
   readonly atlas: number
@@ -35,8 +38,14 @@ interface Ports {
   readonly nowhere: number
 }
 
-const allocatePorts = (): Ports => {
-  const [service, vertical, atlas, meridian, nowhere] = freePorts(5) as [number, number, number, number, number]
+/**
+ * Ports for one run. The service binds port 0 unless `fixedService`: the vertical beside it sends
+ * its payments to `http://<host>:<port>/x402` (VerticalServer `facilitatorUrlFor`), built from the
+ * config before the service listens, so where payments must go through the service its port is
+ * chosen ahead too.
+ */
+const allocatePorts = ({ fixedService }: { fixedService: boolean }): Ports => {
+  const [vertical, atlas, meridian, nowhere, service = 0] = freePorts(fixedService ? 5 : 4) as [number, number, number, number, number?]
   return { service, vertical, atlas, meridian, nowhere }
 }
 
@@ -85,7 +94,9 @@ const catalogPrice = (id: string) => {
 }
 
 describe("e2e: the service and the vertical as npm start runs them", () => {
-  const ports = allocatePorts()
+  // No facilitator is configured, so the vertical's payments never become ready whatever URL they
+  // go to; the service can bind port 0 (the vertical's derived facilitator URL then names port 0).
+  const ports = allocatePorts({ fixedService: false })
   let service: ServeProcess
 
   beforeAll(async () => {
@@ -152,7 +163,8 @@ describe("e2e: the service and the vertical as npm start runs them", () => {
 describe("e2e: a paid request to the vertical, settled through this service's /x402", () => {
   /** The service's credential toward its backend; the vertical has none, so the backend can tell who called. */
   const BACKEND_KEY = "e2e-service-to-fixture-key"
-  const ports = allocatePorts()
+  // The vertical's payments go through the service's /x402 (asserted below), so its port is fixed.
+  const ports = allocatePorts({ fixedService: true })
   const facilitator = startFacilitator()
   const home = startHomeDomain(clawToml)
   const horizon = startHorizon({ clawHomeDomain: home.domain })

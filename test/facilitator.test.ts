@@ -7,6 +7,7 @@ import { BackendFailure } from "../src/x402/FacilitatorClient.js"
 import { mergeSupported } from "../src/x402/capabilities.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
 import { buildExactPayment, exactRequirements } from "./fixtures/stellarPayment.js"
+import { LOOPBACK, pollUntilEffect } from "./support/poll.js"
 
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
 const options: PoolOptions = {
@@ -36,17 +37,6 @@ const poolLayer = (backends: ReadonlyArray<FacilitatorBackend>) => {
 /** Runs with a TestClock: the poll schedule and timeouts move only when the test moves time. */
 const run = <A, E>(backends: ReadonlyArray<FacilitatorBackend>, program: Effect.Effect<A, E, FacilitatorPool>) =>
   Effect.runPromise(program.pipe(Effect.provide(poolLayer(backends)), Effect.provide(TestContext.TestContext), Effect.scoped))
-
-/** Waits (in real time, for loopback I/O to land) until `check` holds. */
-const until = <A>(read: Effect.Effect<A>, check: (a: A) => boolean) =>
-  Effect.gen(function* () {
-    for (let i = 0; i < 200; i++) {
-      const value = yield* read
-      if (check(value)) return value
-      yield* Effect.promise(() => Bun.sleep(10))
-    }
-    return yield* Effect.dieMessage("condition never held")
-  })
 
 const verifyBody = async (network = "stellar:testnet", scheme = "exact") => {
   const requirements = exactRequirements({ payTo: PAY_TO, network: network as "stellar:testnet", scheme })
@@ -95,10 +85,10 @@ describe("FacilitatorPool", () => {
       Effect.gen(function* () {
         const pool = yield* FacilitatorPool
         // The first poll runs at once.
-        yield* until(pool.status, (s) => s.every((x) => x.healthy))
+        yield* pollUntilEffect("every backend polled healthy", pool.status, (s) => s.every((x) => x.healthy), LOOPBACK)
         yield* Effect.promise(() => a.refuse())
         yield* TestClock.adjust(Duration.seconds(30))
-        const down = yield* until(pool.status, (s) => s[0]?.healthy === false)
+        const down = yield* pollUntilEffect("backend a polled down", pool.status, (s) => s[0]?.healthy === false, LOOPBACK)
         expect(down[0]?.lastError).toContain("cannot connect")
         expect((yield* pool.supported).kinds).toHaveLength(1)
         expect(yield* pool.verify(body)).toMatchObject({ isValid: true })
@@ -106,7 +96,7 @@ describe("FacilitatorPool", () => {
 
         a.listen()
         yield* TestClock.adjust(Duration.seconds(30))
-        const up = yield* until(pool.status, (s) => s[0]?.healthy === true)
+        const up = yield* pollUntilEffect("backend a polled up again", pool.status, (s) => s[0]?.healthy === true, LOOPBACK)
         expect(up[0]?.lastError).toBeNull()
         yield* pool.verify(body)
         expect(a.calls("/verify")).toBe(1)
@@ -188,7 +178,7 @@ describe("FacilitatorPool", () => {
         yield* pool.refresh
         a.setMode("hang")
         const fiber = yield* Effect.fork(pool.settle(body, "stellar:testnet", "exact"))
-        yield* until(Effect.sync(() => a.calls("/settle")), (n) => n === 1)
+        yield* pollUntilEffect("backend a holds the settle", Effect.sync(() => a.calls("/settle")), (n) => n === 1, LOOPBACK)
         yield* TestClock.adjust(Duration.seconds(60))
         const outcome = yield* Fiber.join(fiber)
         expect(outcome).toMatchObject({ _tag: "Indeterminate", backendId: "a" })

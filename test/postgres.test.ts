@@ -10,7 +10,7 @@ import { seededBuyer, settleBody, signedPayment } from "./fixtures/stellarPaymen
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { type PostgresCluster, pgQuery, postgresAvailability, startPostgres } from "./support/postgres.js"
-import { pollUntil } from "./support/serveProcess.js"
+import { pollUntil } from "./support/poll.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 /**

@@ -1,11 +1,12 @@
 import { afterAll, describe, expect, test } from "bun:test"
-import type { Subprocess } from "bun"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { payFor, startPaidResource } from "./fixtures/paidResource.js"
 import { buildExactPayment, settleBody } from "./fixtures/stellarPayment.js"
+import { LOOPBACK, pollUntil } from "./support/poll.js"
+import { launchServe, type ServeChild } from "./support/serveProcess.js"
 import { request } from "./support/server.js"
 
 const ROOT = resolve(import.meta.dir, "..")
@@ -15,37 +16,28 @@ const RESOURCE_ID = "seller.rwa.inspect"
 
 const backend = startFacilitator()
 const resource = startPaidResource({ payTo: PAY_TO, amount: "10000" })
-const children: Array<Subprocess> = []
+const children: Array<ServeChild> = []
 
 afterAll(async () => {
-  for (const child of children) child.kill("SIGKILL")
+  await Promise.all(children.map((c) => c.kill()))
   await backend.stop()
   await resource.stop()
 })
 
-/** Starts `sextant serve` as its own process and resolves with its base URL once it listens. */
-const serve = async (configFile: string) => {
-  const child = Bun.spawn([BUN, "src/main.ts", "serve", "--config", configFile], { cwd: ROOT, stdout: "pipe", stderr: "pipe" })
-  children.push(child)
-  const reader = child.stdout.getReader()
-  const decoder = new TextDecoder()
-  let output = ""
-  for (;;) {
-    const { value, done } = await reader.read()
-    if (done) throw new Error(`the service exited before listening: ${output}`)
-    output += decoder.decode(value)
-    const match = /Listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
-    if (match?.[1]) {
-      reader.releaseLock()
-      const url = match[1]
-      for (let i = 0; i < 300; i++) {
-        const { body } = await request(`${url}/x402/supported`)
-        if (body.kinds?.length > 0) return { child, url }
-        await Bun.sleep(10)
-      }
-      throw new Error("the service never saw its facilitator healthy")
-    }
-  }
+/**
+ * Starts `sextant serve` as its own process (its config binds port 0) and resolves with the
+ * address it reports once it listens and its facilitator answered /supported.
+ */
+const serve = async (configFile: string, logFile: string) => {
+  const launched = await launchServe([BUN, "src/main.ts", "serve", "--config", configFile], { logFile })
+  children.push(launched)
+  await pollUntil(
+    "the service sees its facilitator healthy",
+    async () => (await request(`${launched.url}/x402/supported`)).body.kinds?.length ?? 0,
+    (kinds) => kinds > 0,
+    LOOPBACK
+  )
+  return launched
 }
 
 describe("crash recovery", () => {
@@ -65,7 +57,7 @@ describe("crash recovery", () => {
       })
     )
 
-    const first = await serve(configFile)
+    const first = await serve(configFile, join(dir, "first.log"))
     await resource.useFacilitator(`${first.url}/x402`)
     const probe = await request(`${first.url}/v1/validate`, { method: "POST", json: { resourceId: RESOURCE_ID } })
     expect(probe.body.healthy).toBe(true)
@@ -79,14 +71,13 @@ describe("crash recovery", () => {
 
     backend.setMode("hang")
     const inFlight = request(`${first.url}/x402/settle`, { method: "POST", json: body }).catch((e: unknown) => e)
-    for (let i = 0; i < 300 && backend.calls("/settle") === 0; i++) await Bun.sleep(10)
+    await pollUntil("the backend holds a settle", async () => backend.calls("/settle"), (n) => n > 0, LOOPBACK)
     expect(backend.calls("/settle")).toBe(1)
-    first.child.kill("SIGKILL")
-    await first.child.exited
+    await first.kill()
     expect(await inFlight).toBeInstanceOf(Error)
     backend.setMode("succeed")
 
-    const second = await serve(configFile)
+    const second = await serve(configFile, join(dir, "second.log"))
     const retry = await request(`${second.url}/x402/settle`, { method: "POST", json: body })
     expect(retry.status).toBe(409)
     expect(retry.body).toMatchObject({ error: "SETTLEMENT_INDETERMINATE" })

@@ -18,6 +18,7 @@ import { FacilitatorPool } from "../src/x402/FacilitatorPool.js"
 import { evidence, option, payee, record } from "./fixtures/evidence.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
 import { seededBuyer, settleBody, type SignedPayment, signedPayment } from "./fixtures/stellarPayment.js"
+import { LOOPBACK, pollUntilEffect } from "./support/poll.js"
 
 const NOW = Date.parse("2025-06-01T12:00:00.000Z")
 const VERIFIED = payee(1)
@@ -660,7 +661,7 @@ describe("settlement pipeline", () => {
       Effect.gen(function* () {
         a.setMode("hang")
         const fiber = yield* Effect.fork(settle(body(p)))
-        for (let i = 0; i < 200 && a.calls("/settle") === 0; i++) yield* Effect.promise(() => Bun.sleep(10))
+        yield* pollUntilEffect("backend a holds the settle", Effect.sync(() => a.calls("/settle")), (n) => n > 0, LOOPBACK)
         yield* TestClock.adjust(Duration.seconds(60))
         const first = yield* Fiber.join(fiber)
         const retry = yield* settle(body(p))

@@ -13,6 +13,7 @@ import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitato
 import { type FixtureHorizon, startHomeDomain, startHorizon } from "./fixtures/horizon.js"
 import { type FixtureSorobanRpc, NATIVE_SAC, RWAB_SAC, startSorobanRpc } from "./fixtures/sorobanRpc.js"
 import { buildExactPayment } from "./fixtures/stellarPayment.js"
+import { LOOPBACK, pollUntil, pollUntilEffect } from "./support/poll.js"
 import {
   CLAW,
   CLAW_ISSUER,
@@ -77,16 +78,6 @@ const configFor = (facilitatorUrl: string, vertical: Partial<VerticalConfig> = {
   }
 })
 
-/** Waits in real time for loopback I/O (the paywall's first /supported call) to land. */
-const until = async <A>(read: () => Promise<A>, check: (a: A) => boolean): Promise<A> => {
-  for (let i = 0; i < 200; i++) {
-    const value = await read()
-    if (check(value)) return value
-    await Bun.sleep(10)
-  }
-  throw new Error("condition never held")
-}
-
 const startVertical = async (facilitatorUrl: string, vertical: Partial<VerticalConfig> = {}) => {
   const runtime = ManagedRuntime.make(VerticalServer.layer(configFor(facilitatorUrl, vertical)))
   runtimes.push(runtime)
@@ -98,7 +89,7 @@ const startVertical = async (facilitatorUrl: string, vertical: Partial<VerticalC
 const startReady = async (vertical: Partial<VerticalConfig> = {}) => {
   const fac = facilitator()
   const server = await startVertical(fac.url, vertical)
-  await until(server.payments, (s) => s.ready)
+  await pollUntil("the vertical's payments are ready", server.payments, (s) => s.ready, LOOPBACK)
   return { fac, server }
 }
 
@@ -184,7 +175,7 @@ describe("vertical: challenges", () => {
     const fac = facilitator()
     await fac.refuse()
     const server = await startVertical(fac.url)
-    await until(server.payments, (s) => s.detail.includes("not ready"))
+    await pollUntil("the vertical reports its facilitator not ready", server.payments, (s) => s.detail.includes("not ready"), LOOPBACK)
     for (const endpoint of ENDPOINTS) {
       const unpaid = await post(`${server.baseUrl}/${endpoint}`, validBody[endpoint])
       expect(unpaid.status).toBe(402)
@@ -211,7 +202,7 @@ describe("vertical: challenges", () => {
   test("a facilitator that lists no Stellar kind leaves payments unavailable but challenges served", async () => {
     const fac = facilitator({ kinds: [{ x402Version: 2, scheme: "exact", network: "eip155:84532" }] })
     const server = await startVertical(fac.url)
-    const status = await until(server.payments, (s) => s.detail.includes("no exact kind"))
+    const status = await pollUntil("the vertical reports no exact kind", server.payments, (s) => s.detail.includes("no exact kind"), LOOPBACK)
     expect(status.ready).toBe(false)
     const statusPage = await fetch(`${server.origin}/stellar-intel/v1/status`)
     expect(statusPage.status).toBe(200)
@@ -429,7 +420,7 @@ describe("vertical: paid requests", () => {
     const { fac, server } = await startReady()
     horizon.hold()
     const pending = pay(server, "inspect", validBody.inspect)
-    await until(async () => fac.calls("/verify") === 1 && horizon.waiting() > 0, Boolean)
+    await pollUntil("the payment is verified and Horizon held", async () => fac.calls("/verify") === 1 && horizon.waiting() > 0, Boolean, LOOPBACK)
     fac.setMode("invalid")
     horizon.release()
     const response = await pending
@@ -444,7 +435,7 @@ describe("vertical: paid requests", () => {
     const { fac, server } = await startReady()
     horizon.hold()
     const pending = pay(server, "changes", validBody.changes)
-    await until(async () => fac.calls("/verify") === 1 && horizon.waiting() > 0, Boolean)
+    await pollUntil("the payment is verified and Horizon held", async () => fac.calls("/verify") === 1 && horizon.waiting() > 0, Boolean, LOOPBACK)
     fac.setMode("fail500")
     horizon.release()
     const response = await pending
@@ -467,13 +458,12 @@ describe("vertical: paywall readiness", () => {
     await fac.refuse()
     const program = Effect.gen(function* () {
       const paywall = yield* Paywall
-      const read = () => Effect.runPromise(paywall.status)
-      yield* Effect.promise(() => until(read, (s) => s.detail.includes("not ready")))
+      yield* pollUntilEffect("the paywall reports its facilitator not ready", paywall.status, (s) => s.detail.includes("not ready"), LOOPBACK)
       fac.listen()
       yield* Effect.promise(() => Bun.sleep(50))
       const beforeClock = fac.calls("/supported")
       yield* TestClock.adjust("1 second")
-      const ready = yield* Effect.promise(() => until(read, (s) => s.ready))
+      const ready = yield* pollUntilEffect("the paywall is ready after the backoff", paywall.status, (s) => s.ready, LOOPBACK)
       return { beforeClock, ready }
     })
     const { beforeClock, ready } = await Effect.runPromise(

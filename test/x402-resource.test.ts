@@ -3,6 +3,7 @@ import { decodePaymentResponseHeader } from "@x402/core/http"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { payFor, startPaidResource } from "./fixtures/paidResource.js"
 import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
+import { LOOPBACK, pollUntil } from "./support/poll.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
@@ -23,11 +24,12 @@ beforeAll(async () => {
       budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 }
     })
   )
-  for (let i = 0; i < 200; i++) {
-    const { body } = await request(`${server.url}/x402/supported`)
-    if (body.kinds?.length > 0) break
-    await Bun.sleep(10)
-  }
+  await pollUntil(
+    "the service's first /supported poll lands",
+    async () => (await request(`${server.url}/x402/supported`)).body.kinds?.length ?? 0,
+    (kinds) => kinds > 0,
+    LOOPBACK
+  )
   // The seller's stock resource server uses this service as its facilitator.
   await resource.useFacilitator(`${server.url}/x402`)
 })

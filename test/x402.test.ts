@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { HTTPFacilitatorClient } from "@x402/core/server"
 import { Keypair } from "@stellar/stellar-sdk"
 import { createHash } from "node:crypto"
+import { LOOPBACK, pollUntil } from "./support/poll.js"
 import { request, startServer, testConfig } from "./support/server.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
@@ -50,11 +51,12 @@ beforeAll(async () => {
     })
   )
   // The pool polls at start; wait for that answer to land.
-  for (let i = 0; i < 200; i++) {
-    const { body } = await request(`${server.url}/x402/supported`)
-    if (body.kinds?.length > 0) break
-    await Bun.sleep(10)
-  }
+  await pollUntil(
+    "the service's first /supported poll lands",
+    async () => (await request(`${server.url}/x402/supported`)).body.kinds?.length ?? 0,
+    (kinds) => kinds > 0,
+    LOOPBACK
+  )
   await resource.useFacilitator(`${server.url}/x402`, API_KEY)
   const probe = await request(`${server.url}/v1/validate`, { method: "POST", headers: auth, json: { resourceId: RESOURCE_ID } })
   if (probe.body.healthy !== true) throw new Error(`the seller's resource did not probe healthy: ${JSON.stringify(probe.body)}`)
