@@ -126,12 +126,9 @@ export const longFunctions = (fileName: string, text: string, maxLines: number):
 }
 
 const sourceFiles = (folder: string): ReadonlyArray<string> =>
-  readdirSync(folder, { withFileTypes: true })
-    .flatMap((entry) => {
-      const path = join(folder, entry.name)
-      if (entry.isDirectory()) return sourceFiles(path)
-      return entry.isFile() && /\.tsx?$/.test(entry.name) && !entry.name.endsWith(".d.ts") ? [path] : []
-    })
+  readdirSync(folder, { recursive: true, encoding: "utf8" })
+    .filter((path) => /\.tsx?$/.test(path) && !path.endsWith(".d.ts"))
+    .map((path) => join(folder, path))
     .sort()
 
 /** Longest first; equal lengths in file and line order, so the listing is stable. */

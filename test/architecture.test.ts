@@ -92,12 +92,9 @@ const violations = (edges: ReadonlyArray<Edge>): ReadonlyArray<Violation> =>
   })
 
 const sourceFiles = (folder: string): ReadonlyArray<string> =>
-  readdirSync(folder, { withFileTypes: true })
-    .flatMap((entry) => {
-      const path = join(folder, entry.name)
-      if (entry.isDirectory()) return sourceFiles(path)
-      return entry.isFile() && entry.name.endsWith(".ts") ? [path] : []
-    })
+  readdirSync(folder, { recursive: true, encoding: "utf8" })
+    .filter((path) => path.endsWith(".ts"))
+    .map((path) => join(folder, path))
     .sort()
 
 const projectFileExists = (projectPath: string) => {
