@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, test } from "bun:test"
-import { FetchHttpClient } from "@effect/platform"
 import { Duration, Effect, Either, Exit, Fiber, Layer, TestClock, TestContext } from "effect"
 import { AppConfig, type FacilitatorBackend, loadConfig } from "../src/config.js"
 import { FacilitatorPool, type PoolOptions, settleMayFallThrough } from "../src/x402/FacilitatorPool.js"
@@ -28,10 +27,7 @@ afterEach(async () => {
 
 const poolLayer = (backends: ReadonlyArray<FacilitatorBackend>) => {
   const config = { ...Either.getOrThrow(loadConfig(undefined, {})), facilitators: backends }
-  return FacilitatorPool.layer(options).pipe(
-    Layer.provide(FetchHttpClient.layer),
-    Layer.provide(Layer.succeed(AppConfig, config))
-  )
+  return FacilitatorPool.fromOptions(options).pipe(Layer.provide(Layer.succeed(AppConfig, config)))
 }
 
 /** Runs with a TestClock: the poll schedule and timeouts move only when the test moves time. */

@@ -22,9 +22,9 @@ const make = Effect.gen(function* () {
         onSome: Effect.succeed
       })))
       const { metrics } = yield* evidence.forResource(id)
-      const transitions = yield* transitionsRepo.recent(id, TRANSITIONS_SHOWN).pipe(Effect.orDie)
+      const transitions = yield* transitionsRepo.recent(id, TRANSITIONS_SHOWN)
       return { ...record, metrics, transitions } satisfies ResourceDetail
-    })
+    }).pipe(Effect.withSpan("Discovery.get"))
 
   const find = (request: ResourceSearchRequest) =>
     Effect.gen(function* () {
@@ -40,7 +40,11 @@ const make = Effect.gen(function* () {
       return hits.map((h): SearchHit => ({ ...h.record, metrics: h.metrics, relevance: h.relevance }))
     })
 
-  return { list: repo.list, get, search: find }
+  return {
+    list: () => repo.list().pipe(Effect.withSpan("Discovery.list")),
+    get,
+    search: (request: ResourceSearchRequest) => find(request).pipe(Effect.withSpan("Discovery.search"))
+  }
 })
 
 /** Discovery: the catalog as buyers read it, with the evidence-derived metrics attached. */

@@ -20,7 +20,6 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const { policy, resourceId, optionIndex } = request
       const record = yield* repo.get(resourceId).pipe(
-        Effect.orDie,
         Effect.flatMap(Option.match({ onNone: () => Effect.fail(notFound("resource", resourceId)), onSome: Effect.succeed }))
       )
       const options = record.paymentOptions
@@ -50,7 +49,7 @@ const make = Effect.gen(function* () {
         optionIndex: chosen,
         evaluatedAt: now.toISOString()
       }
-    })
+    }).pipe(Effect.withSpan("PolicyEngine.evaluate"))
 
   return PolicyEngine.of({ evaluate })
 })

@@ -65,10 +65,8 @@ const make = Effect.gen(function* () {
   // receipts for one transaction posted at once still count it once.
   const transactionLock = yield* Effect.makeSemaphore(1)
 
-  // A store that fails is the service's fault, not the caller's: it surfaces as a logged defect.
   const stored = (id: string) =>
     receipts.get(id).pipe(
-      Effect.orDie,
       Effect.flatMap(Option.match({ onNone: () => Effect.fail(notFound("receipt", id)), onSome: Effect.succeed }))
     )
 
@@ -80,7 +78,6 @@ const make = Effect.gen(function* () {
       const decision = yield* router.route({ capability, constraints, optimizeFor })
       const { selected, chosen } = yield* eligibleCandidate(decision, request.resourceId)
       const resource = yield* resources.get(chosen.resourceId).pipe(
-        Effect.orDie,
         Effect.flatMap(
           Option.match({
             onNone: () =>
@@ -109,12 +106,12 @@ const make = Effect.gen(function* () {
       )
       const { transactionHash } = payment
       if (transactionHash === null) {
-        yield* receipts.insert(receipt).pipe(Effect.orDie)
+        yield* receipts.insert(receipt)
         return receipt
       }
       const countedBefore = yield* transactionLock.withPermits(1)(
         Effect.zipLeft(receipts.hasTransaction(chosen.resourceId, transactionHash), receipts.insert(receipt))
-      ).pipe(Effect.orDie)
+      )
       // One transaction is one piece of evidence however many receipts name it: a repeat is signed
       // and stored, but does not count again.
       if (!countedBefore) {
@@ -130,13 +127,13 @@ const make = Effect.gen(function* () {
     })
 
   return ReceiptService.of({
-    create,
-    get: (id) => Effect.flatMap(stored(id), (raw) => Effect.orDie(decodeStored(raw))),
+    create: (request) => create(request).pipe(Effect.withSpan("ReceiptService.create")),
+    get: (id) => Effect.flatMap(stored(id), (raw) => Effect.orDie(decodeStored(raw))).pipe(Effect.withSpan("ReceiptService.get")),
     verify: (id) =>
-      Effect.flatMap(stored(id), (raw) =>
-        Effect.map(verifyWithSigner(raw, signer), (check) => ({ receiptId: id, ...check }))
+      Effect.flatMap(stored(id), (raw) => Effect.map(verifyWithSigner(raw, signer), (check) => ({ receiptId: id, ...check }))).pipe(
+        Effect.withSpan("ReceiptService.verify")
       ),
-    signer: () => Effect.succeed(disclosure(signer))
+    signer: () => Effect.succeed(disclosure(signer)).pipe(Effect.withSpan("ReceiptService.signer"))
   })
 })
 

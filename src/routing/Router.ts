@@ -23,7 +23,7 @@ const make = Effect.gen(function* () {
         context: policyContext(config, readAt),
         metricsSnapshotAt: readAt.toISOString()
       })
-    }).pipe(Effect.orDie)
+    }).pipe(Effect.withSpan("Router.route"))
 
   return Router.of({ route })
 })
