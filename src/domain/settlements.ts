@@ -31,23 +31,13 @@ export interface NewEntry {
   readonly feeStroops: bigint
 }
 
-/** One journal entry as stored. */
-export interface JournalEntry {
-  readonly id: string
+/** One journal entry as stored: what was reserved, and how it ended. */
+export interface JournalEntry extends Omit<NewEntry, "idempotencyKey" | "payer"> {
   /** The key as the client sent it; the payment id when it sent none. */
   readonly idempotencyKey: string
-  readonly paymentId: string
-  readonly requestHash: string
-  readonly state: SettlementState
-  readonly principal: string
+  /** The payer the facilitator reported, else the transfer's `from`. */
   readonly payer: string | null
-  readonly network: string
-  readonly scheme: string
-  readonly asset: string
-  readonly payTo: string
-  readonly amount: string
-  readonly worstCaseUnits: bigint
-  readonly feeStroops: bigint
+  readonly state: SettlementState
   readonly backendId: string | null
   readonly transaction: string | null
   readonly errors: BackendErrors
