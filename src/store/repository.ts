@@ -17,8 +17,9 @@ export type Repository<Methods> = {
 
 /**
  * The one rule at the repository boundary: a store failure (or a row that does not decode) has no
- * recovery in any caller, so it becomes a defect, which the HTTP layer answers 503
- * STORE_UNAVAILABLE and money paths never get past. Every method also gets a span, `Repo.method`.
+ * recovery in any caller, so it becomes a defect, which money paths never get past and the HTTP
+ * layer answers 503 STORE_UNAVAILABLE (a failing store) or 500 INTERNAL (a row this code cannot
+ * read). Every method also gets a span, `Repo.method`.
  */
 export const repository = <Methods extends Record<string, Method>>(name: string, methods: Methods): Repository<Methods> =>
   Object.fromEntries(

@@ -5,8 +5,8 @@ import { Prober } from "./Prober.js"
 
 /**
  * Verification without its schedule: Prober (on-demand probes), EvidenceReader (for policy,
- * routing, settlement and receipts), EvidenceRecorder and the repositories. Needs SqlClient,
- * AppConfig, ResourcesRepo and an HttpClient (FetchHttpClient.layer in production). Add
+ * routing, settlement and receipts) and EvidenceRecorder. Needs the store's repositories
+ * (StoreLive), AppConfig and an HttpClient (FetchHttpClient.layer in production). Add
  * ProbeSchedulerLive on top to probe the catalog periodically.
  */
 export const VerificationLive = Layer.mergeAll(Prober.Live, EvidenceReader.Live).pipe(Layer.provideMerge(EvidenceRecorder.Live))
