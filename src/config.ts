@@ -7,7 +7,7 @@ import { CatalogEntry } from "./domain/resources.js"
 import { BaseUnits, StellarAddress, StellarNetwork, usdMatchesBaseUnits } from "./domain/stellar.js"
 import { SupportedAsset } from "./domain/x402.js"
 
-/** Testnet USDC, the SEP-41 wrapper of the classic asset (NOTES.md). */
+/** Testnet USDC, the SEP-41 wrapper of the classic asset. */
 export const TESTNET_USDC = "CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA"
 
 const PositiveInt = Schema.Int.pipe(Schema.positive())
@@ -134,7 +134,7 @@ const defaultAsset: SupportedAsset = {
   maximumAmount: "10000000000"
 }
 
-/** The config file, field names fixed by DESIGN.md's operator contract. */
+/** The config file; its field names are a contract with operators (docs/decisions.md): add, never rename. */
 export const ConfigFile = Schema.Struct({
   host: opt(Schema.String, "127.0.0.1"),
   port: opt(Schema.Int.pipe(Schema.between(0, 65535)), 4020),

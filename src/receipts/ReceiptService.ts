@@ -115,7 +115,7 @@ const make = Effect.gen(function* () {
       // One transaction is one piece of evidence however many receipts name it: a repeat is signed
       // and stored, but does not count again.
       if (!countedBefore) {
-        // Transaction evidence (DESIGN level 3) is a paid call the resource answered with 2xx;
+        // Transaction evidence (level 3, docs/decisions.md) is a paid call the resource answered with 2xx;
         // a paid call it failed still counts, against its transaction success rate.
         const answered = request.response.status >= 200 && request.response.status < 300
         yield* recorder.recordEconomic(

@@ -73,7 +73,7 @@ const make = Effect.gen(function* () {
   const serialized = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(transaction(effect))
 
   return {
-    /** DESIGN: VALIDATING while the first probe of a DISCOVERED resource is in flight. */
+    /** docs/decisions.md: VALIDATING while the first probe of a DISCOVERED resource is in flight. */
     beginProbe: (record: ResourceRecord): Effect.Effect<void> =>
       record.resource.status !== "DISCOVERED"
         ? Effect.void

@@ -64,7 +64,7 @@ const earnedStanding = (
 }
 
 /**
- * The state machine of DESIGN.md. Conditions override the earned status in this order:
+ * The state machine of docs/decisions.md. Conditions override the earned status in this order:
  * QUARANTINED (the newest challenge contradicts the catalog), OFFLINE (the last N probes could
  * not connect), DEGRADED (a payment-verified resource whose healthy share fell below the
  * threshold). The level stays the one earned, so a recovery returns to it.
