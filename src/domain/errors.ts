@@ -14,9 +14,15 @@ const codeOf = <const Code extends string>(code: Code) =>
 
 const ApiError =
   <Self>() =>
-  <const Code extends string>(identifier: string, code: Code, status: number, description: string) =>
+  <const Code extends string, const Fields extends Schema.Struct.Fields = {}>(
+    identifier: string,
+    code: Code,
+    status: number,
+    description: string,
+    fields: Fields = {} as Fields
+  ) =>
     Schema.Class<Self>(identifier)(
-      { error: codeOf(code), message: Schema.String },
+      { error: codeOf(code), message: Schema.String, ...fields },
       HttpApiSchema.annotations({ status, description })
     )
 
@@ -51,9 +57,8 @@ export class AmountUsdMismatch extends ApiError<AmountUsdMismatch>()(
 export class Unauthorized extends ApiError<Unauthorized>()("Unauthorized", "UNAUTHORIZED", 401, "a configured API key is needed (Authorization: Bearer)") {}
 
 /** A policy refused the payment; `code` says which rule. */
-export class PolicyDenied extends Schema.Class<PolicyDenied>("PolicyDenied")(
-  { error: codeOf("POLICY_DENIED"), code: PolicyCode, message: Schema.String },
-  HttpApiSchema.annotations({ status: 403, description: "a buyer policy refused the payment; code names the rule" })
+export class PolicyDenied extends ApiError<PolicyDenied>()(
+  "PolicyDenied", "POLICY_DENIED", 403, "a buyer policy refused the payment; code names the rule", { code: PolicyCode }
 ) {}
 
 export class NotFound extends ApiError<NotFound>()("NotFound", "NOT_FOUND", 404, "no such endpoint, resource, receipt or settlement") {}
@@ -94,9 +99,8 @@ export class PaymentMismatch extends ApiError<PaymentMismatch>()(
 ) {}
 
 /** `retryAfterSeconds` is also sent as a `Retry-After` header. */
-export class FeeBudgetExhausted extends Schema.Class<FeeBudgetExhausted>("FeeBudgetExhausted")(
-  { error: codeOf("FEE_BUDGET_EXHAUSTED"), message: Schema.String, retryAfterSeconds: Schema.Int },
-  HttpApiSchema.annotations({ status: 429, description: "a sponsored-fee budget is exhausted for the window" })
+export class FeeBudgetExhausted extends ApiError<FeeBudgetExhausted>()(
+  "FeeBudgetExhausted", "FEE_BUDGET_EXHAUSTED", 429, "a sponsored-fee budget is exhausted for the window", { retryAfterSeconds: Schema.Int }
 ) {}
 
 export class InternalError extends ApiError<InternalError>()("InternalError", "INTERNAL", 500, "an unexpected failure; it has been logged") {}

@@ -175,7 +175,7 @@ const conclude = (id: string, outcome: SettleOutcome): { completion: Completion;
   }
 }
 
-export const toRecord = (entry: JournalEntry, decimals: number): SettlementRecord => ({
+const toRecord = (entry: JournalEntry, decimals: number): SettlementRecord => ({
   id: entry.id,
   idempotencyKey: entry.idempotencyKey,
   state: entry.state,

@@ -4,16 +4,10 @@ import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
 import { dirname, resolve } from "node:path"
+import type { StoreInfo } from "../domain/store.js"
 import { migrations } from "./migrations/index.js"
 
 /** What `/health/dependencies` reports about the store: kind, location and durability. */
-export interface StoreInfo {
-  readonly kind: "sqlite" | "postgres"
-  readonly location: string
-  readonly journalMode: string | null
-  readonly synchronous: string | null
-  readonly durable: boolean
-}
 export class StoreInfoTag extends Context.Tag("sextant/StoreInfo")<StoreInfoTag, StoreInfo>() {}
 
 const isPostgres = (database: string) => /^postgres(ql)?:\/\//.test(database)

@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { InvalidRequest, NotFound, TargetRefused } from "../../domain/errors.js"
+import { NotFound, TargetRefused } from "../../domain/errors.js"
 import { ResourceMetrics } from "../../domain/metrics.js"
 import { ObservationPage, ProbeResult, ValidateRequest } from "../../domain/observations.js"
 import { ApiKeyAuth } from "../auth.js"
@@ -35,5 +35,5 @@ export class VerificationApi extends HttpApiGroup.make("verification")
       .setPath(IdPath)
       .setUrlParams(allIssues(ObservationsQuery))
       .addSuccess(ObservationPage)
-      .pipe(failsWith(NotFound, InvalidRequest))
+      .pipe(failsWith(NotFound))
   ) {}

@@ -5,7 +5,6 @@ import {
   AmountUsdMismatch,
   FeeBudgetExhausted,
   IdempotencyKeyReused,
-  InvalidRequest,
   MalformedPaymentTransaction,
   NoHealthyFacilitator,
   NotFound,
@@ -96,7 +95,6 @@ export class X402Api extends HttpApiGroup.make("x402")
     HttpApiEndpoint.get("settlements", "/x402/settlements")
       .setUrlParams(SettlementsQuery)
       .addSuccess(SettlementList)
-      .pipe(failsWith(InvalidRequest))
       .middleware(ApiKeyAuth)
   )
   .add(
