@@ -24,14 +24,47 @@ export interface PayeeEvidence {
   readonly evidence: ResourceEvidence
 }
 
-/** A payment outcome reported by settlement or receipts: the only input to transaction evidence. */
+/** Who reported a payment: the settle path, a buyer's receipt, or this service's own economic probe. */
+export type EconomicSource = "settlement" | "receipt" | "probe"
+
+/**
+ * Where a payment stands as evidence. `pending` until the ledger is read; `confirmed` once its
+ * transaction is found, succeeded and transfers what was expected; `rejected` when it is not found
+ * in time or does not match (never counts); `failed` when a facilitator or the probe's own
+ * payment observed the payment fail (counts against the transaction success rate).
+ */
+export type EconomicState = "pending" | "confirmed" | "rejected" | "failed"
+
+/** The transfer a confirming transaction must carry: to `payTo`, exactly `amount` (`exact`) or at most it (`upto`). */
+export interface ExpectedTransfer {
+  readonly payTo: string
+  readonly amount: string
+  readonly scheme: "exact" | "upto"
+}
+
+/** What an economic probe saw beyond the payment itself. */
+export interface ProbeDetail {
+  readonly priceUsd: number
+  readonly settleLatencyMs: number
+  readonly httpStatus: number
+  /** The paid response's body is JSON and its content type is the one the resource declared. */
+  readonly bodyMatchesType: boolean
+}
+
+/** A payment outcome as reported; it becomes evidence only as the ledger confirms it. */
 export interface EconomicEvent {
-  readonly source: "settlement" | "receipt"
+  readonly source: EconomicSource
   readonly resourceId: string | null
   readonly payTo: string | null
+  /** The outcome as reported: by the facilitator's settle answer, the buyer's receipt, or the probe's payment. */
   readonly success: boolean
   readonly transactionHash: string | null
+  /** The claimed time of the payment, ISO. */
   readonly at: string
+  readonly payer: string | null
+  /** Null when there is nothing to check a transaction against. */
+  readonly expected: ExpectedTransfer | null
+  readonly probe?: ProbeDetail
 }
 
 /** What a resource nobody has probed, or nobody knows, looks like: no evidence at all. */
