@@ -72,7 +72,8 @@ export const recordingEvidence = () => {
     EvidenceRecorder.of({
       beginProbe: () => Effect.die("receipts never probe"),
       recordObservation: () => Effect.die("receipts never probe"),
-      recordEconomic: (event) => Effect.sync(() => void events.push(event))
+      recordEconomic: (event) => Effect.sync(() => void events.push(event)),
+      resolveEconomic: () => Effect.die("receipts confirm nothing")
     })
   )
   return { events, layer }
