@@ -54,7 +54,9 @@ export const VerificationConfig = Schema.Struct({
   degradedBelow: opt(Ratio, 0.8),
   offlineAfterFailures: opt(PositiveInt, 3),
   continuousMinProbes: opt(PositiveInt, 24),
-  continuousMinAvailability: opt(Ratio, 0.95)
+  continuousMinAvailability: opt(Ratio, 0.95),
+  /** A listed resource whose probes have all been unhealthy this long leaves discovery until a healthy probe. */
+  delistAfterHours: opt(PositiveInt, 72)
 })
 export type VerificationConfig = typeof VerificationConfig.Type
 

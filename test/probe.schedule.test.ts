@@ -27,6 +27,8 @@ const scheduler = (cycle: Effect.Effect<void>, probes = { intervalSeconds: 60, j
       Layer.succeed(Prober, {
         probeResource: () => Effect.die("not used"),
         probeUrl: () => Effect.die("not used"),
+        observeNewUrl: () => Effect.die("not used"),
+        adopt: () => Effect.die("not used"),
         runCycle: Effect.as(cycle, report)
       })
     ),

@@ -70,6 +70,25 @@ export const Listing = Schema.Struct({
 }).annotations({ identifier: "Listing" })
 export type Listing = typeof Listing.Type
 
+/**
+ * Why an unlisted resource is unlisted (null while listed). A healthy probe lists the first two;
+ * only an operator or the source lists the others again. See docs/decisions.md, Listing.
+ */
+export const ListingHold = Schema.Literal("awaiting_probe", "unhealthy", "source", "operator", "validate")
+export type ListingHold = typeof ListingHold.Type
+
+/** Holds a healthy probe lifts. */
+export const probeMayList = (hold: ListingHold | null): boolean => hold === "awaiting_probe" || hold === "unhealthy"
+
+/** The source of imported resources: `import:<catalogSources id>`. */
+export const importSource = (sourceId: string) => `import:${sourceId}`
+
+/**
+ * Sources whose resources start unlisted until a healthy probe: a source cannot list what does not
+ * answer a 402. The config file lists what it names; `/v1/validate` never lists.
+ */
+export const awaitsProbe = (source: string): boolean => source === "bazaar" || source.startsWith("import:")
+
 export const ResourceRecord = Schema.Struct({
   resource: ResourceInfo,
   provider: Provider,

@@ -12,12 +12,13 @@ import {
 } from "../domain/resources.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
-import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { type ListingChange, ResourcesRepo } from "../store/ResourcesRepo.js"
 import { isAcceptable } from "./challenge.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
 import { guardTarget, TargetRefused } from "./outboundGuard.js"
 import { type Observed, observe, type ProbeTarget } from "./observe.js"
-import { publicObservation } from "../domain/observations.js"
+import { publicObservation, type RecordedObservation } from "../domain/observations.js"
+import { listingAfterProbe } from "./probeListing.js"
 
 /** What one scheduled pass over the catalog did. */
 export interface CycleReport {
@@ -36,7 +37,7 @@ const isPaymentOption = Schema.is(ResourcePaymentOption)
  * The catalog entry for a URL found by `/v1/validate`: its payment options are the acceptable
  * ones its own challenge offered, so later probes judge it against what it first asked.
  */
-const discoveredEntry = (
+export const discoveredEntry = (
   id: string,
   url: URL,
   method: HttpMethod,
@@ -77,7 +78,7 @@ const discoveredEntry = (
 }
 
 /** Derived from the URL, so two concurrent first validations of one URL write the same row. */
-const discoveredId = (url: URL) => `discovered-${createHash("sha256").update(url.href).digest("hex").slice(0, 16)}`
+export const discoveredId = (url: URL) => `discovered-${createHash("sha256").update(url.href).digest("hex").slice(0, 16)}`
 
 const targetOf = (record: ResourceRecord, method?: HttpMethod): ProbeTarget => ({
   resourceId: record.resource.id,
@@ -98,9 +99,22 @@ const make = Effect.gen(function* () {
   const run = (target: ProbeTarget) =>
     observe(target, config).pipe(Effect.provideService(HttpClient.HttpClient, http), Effect.withTracerEnabled(false))
 
+  /** The listing rule after each recorded probe: first healthy probe lists, a long unhealthy run delists. */
+  const keepListing = (observation: RecordedObservation) =>
+    resources.afterProbe(observation.resourceId, "probe", (state) =>
+      listingAfterProbe(
+        state,
+        { healthy: observation.outcome === "healthy", atMs: Date.parse(observation.observedAt) },
+        config.verification.delistAfterHours
+      )
+    )
+
   const result = (record: ResourceRecord, observed: Observed, discovered: boolean) =>
     Effect.map(
-      recorder.recordObservation(record, observed.observation).pipe(Effect.withTracerEnabled(false)),
+      recorder.recordObservation(record, observed.observation).pipe(
+        Effect.tap(() => keepListing(observed.observation)),
+        Effect.withTracerEnabled(false)
+      ),
       (standing): ProbeResult => ({
         resourceId: record.resource.id,
         discovered,
@@ -119,25 +133,43 @@ const make = Effect.gen(function* () {
       Effect.flatMap(run(targetOf(record, method)), (observed) => result(record, observed, false))
     )
 
-  /**
-   * A URL the catalog does not list: a refused target never becomes a row; anything else is probed
-   * once under its future id, then the row is created from what the probe saw and the observation
-   * recorded against it.
-   */
-  const probeNewUrl = (url: URL, method: HttpMethod) =>
+  /** A URL the catalog does not list, probed once under its future id; a refused target fails before any traffic. */
+  const observeNewUrl = (url: URL, method: HttpMethod) =>
     Effect.gen(function* () {
       yield* guardTarget(url.href, config.probes).pipe(Effect.catchTag("DnsFailure", () => Effect.void))
+      return yield* run({ resourceId: discoveredId(url), url: url.href, method, advertised: [] })
+    })
+
+  /** Creates the row for a URL from what its probe saw (listed or not, from `source`), then records the observation. */
+  const adopt = (url: URL, method: HttpMethod, observed: Observed, source: string, listed: boolean, change: ListingChange) =>
+    Effect.gen(function* () {
       const id = discoveredId(url)
-      const observed = yield* run({ resourceId: id, url: url.href, method, advertised: [] })
-      yield* resources.insertUnlisted(discoveredEntry(id, url, method, observed, config), "validate", {
-        actor: "validate",
-        reason: "probed through /v1/validate; not in the catalog, so unlisted until an operator or a source lists it"
-      })
+      const entry = discoveredEntry(id, url, method, observed, config)
+      yield* listed ? resources.upsertListed(entry, source, change) : resources.insertUnlisted(entry, source, change)
       const record = Option.getOrThrow(yield* resources.get(id))
       return yield* result(record, observed, true)
     })
 
+  /**
+   * A URL the catalog does not list: a refused target never becomes a row; anything else is probed
+   * once, then stored unlisted (source "validate") with the observation recorded against it.
+   */
+  const probeNewUrl = (url: URL, method: HttpMethod) =>
+    Effect.flatMap(observeNewUrl(url, method), (observed) =>
+      adopt(url, method, observed, "validate", false, {
+        actor: "validate",
+        reason: "probed through /v1/validate; not in the catalog, so unlisted until an operator or a source lists it"
+      })
+    )
+
   return {
+    /**
+     * Ingestion's two steps for a URL the catalog does not list (registration): probe it without
+     * storing anything, then, if the caller keeps it, `adopt` it as a row of its source.
+     */
+    observeNewUrl,
+    adopt,
+
     /** Probes a catalog resource now and records the observation. */
     probeResource: (resourceId: string, method?: HttpMethod): Effect.Effect<ProbeResult, NotFound> =>
       Effect.gen(function* () {

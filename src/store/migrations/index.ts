@@ -4,17 +4,19 @@ import verification from "./0002_verification.js"
 import settlement from "./0003_settlement.js"
 import receipts from "./0004_receipts.js"
 import evidenceListing from "./0005_evidence_listing.js"
+import catalogIngestion from "./0006_catalog_ingestion.js"
 
 /**
  * Migrations are imported, not globbed from disk, so the compiled single binary carries them.
- * Numbers are reserved per capability: 0002 verification, 0003 settlement, 0004 receipts, 0005 evidence states and listing (issue 13); later issues take the next free number.
+ * Numbers are reserved per capability: 0002 verification, 0003 settlement, 0004 receipts, 0005 evidence states and listing (issue 13), 0006 catalog ingestion and freshness (issue 14); later issues take the next free number.
  */
 const all = {
   "0001_catalog": catalog,
   "0002_verification": verification,
   "0003_settlement": settlement,
   "0004_receipts": receipts,
-  "0005_evidence_listing": evidenceListing
+  "0005_evidence_listing": evidenceListing,
+  "0006_catalog_ingestion": catalogIngestion
 }
 
 export const migrations = Migrator.fromRecord(all)
