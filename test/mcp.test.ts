@@ -13,6 +13,7 @@ const TOOL_NAMES = [
   "get_resource",
   "get_resource_health",
   "get_resource_metrics",
+  "list_discovery_resources",
   "route_resource",
   "search_resources",
   "validate_endpoint"
@@ -81,7 +82,7 @@ afterAll(async () => {
 })
 
 describe("mcp over stdio", () => {
-  test("tools/list names exactly the six tools, each with object input and output schemas", async () => {
+  test("tools/list names exactly the seven tools, each with object input and output schemas", async () => {
     const { tools } = await client.listTools()
     expect(tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
     for (const tool of tools) {
@@ -104,7 +105,8 @@ describe("mcp over stdio", () => {
     const pairs: ReadonlyArray<readonly [string, Record<string, unknown>, string, unknown?]> = [
       ["search_resources", { query: "fixture" }, "/v1/search", { query: "fixture" }],
       ["get_resource", { id: "fixture.paid" }, "/v1/resources/fixture.paid"],
-      ["get_resource_metrics", { id: "fixture.paid" }, "/v1/resources/fixture.paid/metrics"]
+      ["get_resource_metrics", { id: "fixture.paid" }, "/v1/resources/fixture.paid/metrics"],
+      ["list_discovery_resources", { limit: 5, offset: 0, type: "http" }, "/x402/discovery/resources?limit=5&offset=0&type=http"]
     ]
     for (const [tool, args, path, body] of pairs) {
       const viaMcp = await callTool(tool, args)

@@ -1,12 +1,16 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { notFound } from "../domain/errors.js"
+import { DISCOVERY_DEFAULT_LIMIT, type DiscoveryQuery, type DiscoveryResponse } from "../domain/discovery.js"
+import { noEvidence } from "../domain/evidence.js"
 import { emptyMetrics } from "../domain/metrics.js"
+import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import type { ResourceSearchRequest } from "../domain/resources.js"
 import type { ResourceDetail, SearchHit } from "../domain/catalog.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { TransitionsRepo } from "../store/TransitionsRepo.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { search } from "./search.js"
+import { discoveryItem } from "./x402Items.js"
 
 const TRANSITIONS_SHOWN = 20
 
@@ -14,6 +18,24 @@ const make = Effect.gen(function* () {
   const repo = yield* ResourcesRepo
   const evidence = yield* EvidenceReader
   const transitionsRepo = yield* TransitionsRepo
+  const observations = yield* ObservationsRepo
+
+  /** One page of the listed catalog in the x402 discovery shape, ordered by resource id. */
+  const x402Page = (query: DiscoveryQuery) =>
+    Effect.gen(function* () {
+      const limit = query.limit ?? DISCOVERY_DEFAULT_LIMIT
+      const offset = query.offset ?? 0
+      const { records, total } = yield* repo.listedPage({ ...query, limit, offset })
+      const ids = records.map((r) => r.resource.id)
+      const found = yield* evidence.forResources(ids)
+      const observed = yield* observations.latestHealthy(ids)
+      const nowMs = yield* Clock.currentTimeMillis
+      const items = records.map((record) => {
+        const id = record.resource.id
+        return discoveryItem(record, found.get(id) ?? noEvidence(id), observed.get(id) ?? null, nowMs)
+      })
+      return { x402Version: 2, items, pagination: { limit, offset, total } } satisfies DiscoveryResponse
+    })
 
   const get = (id: string) =>
     Effect.gen(function* () {
@@ -43,7 +65,8 @@ const make = Effect.gen(function* () {
   return {
     list: () => repo.list().pipe(Effect.withSpan("Discovery.list")),
     get,
-    search: (request: ResourceSearchRequest) => find(request).pipe(Effect.withSpan("Discovery.search"))
+    search: (request: ResourceSearchRequest) => find(request).pipe(Effect.withSpan("Discovery.search")),
+    x402Page: (query: DiscoveryQuery) => x402Page(query).pipe(Effect.withSpan("Discovery.x402Page"))
   }
 })
 

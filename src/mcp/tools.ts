@@ -4,6 +4,7 @@ import { ObservationPage, ProbeResult, ResourceHealth, ValidateRequest } from ".
 import { ResourceSearchRequest } from "../domain/resources.js"
 import { RouteDecision, RouteRequest } from "../domain/routes.js"
 import { ResourceDetail, SearchResponse } from "../domain/catalog.js"
+import { DiscoveryQuery, DiscoveryResponse } from "../domain/discovery.js"
 
 const ResourceIdInput = Schema.Struct({ id: Schema.String.pipe(Schema.minLength(1)) }).annotations({
   identifier: "ResourceIdInput",
@@ -31,6 +32,14 @@ const resourcePath = (id: string) => `/v1/resources/${encodeURIComponent(id)}`
 
 const tool = <I, O>(t: Tool<I, O>) => t
 
+/** The query string of a GET endpoint, from an input whose values are strings and numbers. */
+const queryOf = (input: Record<string, string | number | undefined>) => {
+  const params = new URLSearchParams()
+  for (const [key, value] of Object.entries(input)) if (value !== undefined) params.set(key, String(value))
+  const text = params.toString()
+  return text === "" ? "" : `?${text}`
+}
+
 /**
  * The tools mirror endpoints one to one: each input schema is the endpoint's request schema and
  * each run is a request to that endpoint, so MCP and HTTP cannot drift apart.
@@ -42,6 +51,13 @@ export const TOOLS = [
     input: ResourceSearchRequest,
     output: SearchResponse,
     run: (input, fetch) => fetch({ method: "POST", path: "/v1/search", body: input })
+  }),
+  tool({
+    name: "list_discovery_resources",
+    description: "The listed catalog in the x402 v2 discovery shape (GET /x402/discovery/resources): stock PaymentRequirements per resource, verification evidence in metadata, paged by limit (default 100, at most 1000) and offset in resource-id order.",
+    input: DiscoveryQuery,
+    output: DiscoveryResponse,
+    run: (input, fetch) => fetch({ method: "GET", path: `/x402/discovery/resources${queryOf(input)}` })
   }),
   tool({
     name: "get_resource",

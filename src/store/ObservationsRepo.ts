@@ -93,6 +93,18 @@ const make = Effect.gen(function* () {
         SELECT * FROM observations WHERE resource_id = ${resourceId} AND observed_at_ms >= ${sinceMs}
         ORDER BY observed_at_ms, id`.pipe(Effect.flatMap(decodeObservations)),
 
+    /** The newest healthy observation of each resource that has one: the challenge a buyer will meet. */
+    latestHealthy: (resourceIds: ReadonlyArray<string>) =>
+      resourceIds.length === 0
+        ? Effect.succeed(new Map<string, RecordedObservation>())
+        : sql`
+            SELECT o.* FROM observations o
+            WHERE ${sql.in("o.resource_id", resourceIds)} AND o.outcome = 'healthy'
+              AND o.id = (SELECT MAX(l.id) FROM observations l WHERE l.resource_id = o.resource_id AND l.outcome = 'healthy')`.pipe(
+            Effect.flatMap(decodeObservations),
+            Effect.map((rows) => new Map(rows.map((o) => [o.resourceId, o] as const)))
+          ),
+
     /** Retention: deletes observations older than `beforeMs` and says how many went. */
     pruneOlderThan: (beforeMs: number) =>
       sql<{ id: string }>`DELETE FROM observations WHERE observed_at_ms < ${beforeMs} RETURNING id`.pipe(

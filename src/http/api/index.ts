@@ -8,6 +8,7 @@ import {
   StoreUnavailable,
   UnsupportedMediaType
 } from "../../domain/errors.js"
+import { DiscoveryApi } from "./discovery.js"
 import { HealthApi } from "./health.js"
 import { PolicyApi } from "./policy.js"
 import { ReceiptsApi } from "./receipts.js"
@@ -48,6 +49,7 @@ export class SextantApi extends HttpApi.make("sextant")
   .add(VerificationApi)
   .add(PolicyApi)
   .add(X402Api)
+  .add(DiscoveryApi)
   .add(ReceiptsApi)
   // Any request may carry a body, and every body is checked before routing; any request may meet a failing store.
   .addError(InvalidRequest)

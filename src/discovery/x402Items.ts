@@ -1,0 +1,71 @@
+import type { DiscoveryItem, DiscoveryRequirements } from "../domain/discovery.js"
+import type { ResourceEvidence } from "../domain/evidence.js"
+import type { RecordedObservation } from "../domain/observations.js"
+import type { ResourcePaymentOption, ResourceRecord } from "../domain/resources.js"
+
+/**
+ * The timeout a requirement carries when it was not observed: what the bundled paywall and the
+ * stock resource server use. Stellar's exact scheme has the facilitator sponsor fees, which the
+ * stock client reads from `extra.areFeesSponsored`.
+ */
+const MAX_TIMEOUT_SECONDS = 60
+const EXTRA = { areFeesSponsored: true } as const
+
+/** A catalog option as stock PaymentRequirements; for `upto` the amount is the ceiling, as x402 states it. */
+const fromOption = (o: ResourcePaymentOption): DiscoveryRequirements => ({
+  scheme: o.scheme,
+  network: o.network,
+  amount: o.scheme === "upto" ? (o.maxAmount ?? o.amount) : o.amount,
+  asset: o.asset,
+  payTo: o.payTo,
+  maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+  extra: EXTRA
+})
+
+/** The option a healthy probe recorded, as the resource itself asked it. */
+const fromObservation = (o: RecordedObservation): DiscoveryRequirements | null =>
+  o.scheme === null || o.network === null || o.asset === null || o.payTo === null || o.amount === null
+    ? null
+    : {
+        scheme: o.scheme,
+        network: o.network,
+        amount: o.maxAmount ?? o.amount,
+        asset: o.asset,
+        payTo: o.payTo,
+        maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+        extra: EXTRA
+      }
+
+/**
+ * One listed resource as an x402 discovery item (v2 §8.2). `accepts` is what the newest healthy
+ * probe saw the resource ask, else the catalog's options; `lastUpdated` is the newest probe, else
+ * the time of reading; `metadata` carries the evidence a client ranks by. No I/O.
+ */
+export const discoveryItem = (
+  record: ResourceRecord,
+  evidence: ResourceEvidence,
+  observed: RecordedObservation | null,
+  nowMs: number
+): DiscoveryItem => {
+  const seen = observed === null ? null : fromObservation(observed)
+  const updatedMs = evidence.lastObservedAt === null ? nowMs : Date.parse(evidence.lastObservedAt)
+  return {
+    resource: record.resource.url,
+    type: record.resource.type,
+    x402Version: 2,
+    accepts: seen !== null ? [seen] : record.paymentOptions.map(fromOption),
+    lastUpdated: Math.floor(updatedMs / 1000),
+    metadata: {
+      resourceId: record.resource.id,
+      name: record.resource.name,
+      description: record.resource.description,
+      provider: record.provider.name,
+      status: evidence.status,
+      verificationLevel: evidence.verificationLevel,
+      reliability: evidence.metrics.reliability,
+      p95LatencyMs: evidence.metrics.p95LatencyMs,
+      confidence: evidence.metrics.confidence,
+      lastVerified: evidence.metrics.lastVerified
+    }
+  }
+}

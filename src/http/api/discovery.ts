@@ -1,0 +1,26 @@
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { DISCOVERY_MAX_LIMIT, DiscoveryResponse } from "../../domain/discovery.js"
+import { allIssues } from "./parse.js"
+
+const Count = Schema.NumberFromString.pipe(Schema.int())
+
+/** The query string of `DiscoveryQuery`: numbers arrive as text; a bad one is INVALID_REQUEST naming it. */
+const DiscoveryUrlParams = allIssues(
+  Schema.Struct({
+    type: Schema.optional(Schema.String),
+    network: Schema.optional(Schema.String),
+    scheme: Schema.optional(Schema.String),
+    payTo: Schema.optional(Schema.String),
+    limit: Schema.optional(Count.pipe(Schema.between(1, DISCOVERY_MAX_LIMIT))),
+    offset: Schema.optional(Count.pipe(Schema.nonNegative()))
+  })
+)
+
+/**
+ * x402 v2 discovery (§8): a stock HTTPFacilitatorClient with base `<service>/x402`, extended with
+ * the bazaar client, lists the catalog here. Open to anyone, like the rest of discovery.
+ */
+export class DiscoveryApi extends HttpApiGroup.make("discovery").add(
+  HttpApiEndpoint.get("resources", "/x402/discovery/resources").setUrlParams(DiscoveryUrlParams).addSuccess(DiscoveryResponse)
+) {}

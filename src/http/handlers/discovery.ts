@@ -1,0 +1,8 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Discovery } from "../../discovery/Discovery.js"
+import { Effect } from "effect"
+import { SextantApi } from "../api/index.js"
+
+export const DiscoveryHandlers = HttpApiBuilder.group(SextantApi, "discovery", (handlers) =>
+  Effect.map(Discovery, (discovery) => handlers.handle("resources", ({ urlParams }) => discovery.x402Page(urlParams)))
+)
