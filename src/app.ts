@@ -1,5 +1,6 @@
 import { FetchHttpClient } from "@effect/platform"
 import { Effect, Layer } from "effect"
+import { CatalogLive } from "./catalog/CatalogLive.js"
 import { AppConfig, type Config } from "./config.js"
 import { Discovery } from "./discovery/Discovery.js"
 import { PolicyEngine } from "./policy/PolicyEngine.js"
@@ -58,7 +59,8 @@ export const ServicesLive = (config: Config, role: Role = "local") => {
   const evidence = VerificationLive.pipe(Layer.provide(FetchHttpClient.layer))
   const decisions = Layer.mergeAll(Discovery.Live, PolicyEngine.Live, Router.Live)
   const receipts = ReceiptService.Live.pipe(Layer.provide(Signer.fromConfig), Layer.provide(decisions))
-  return Layer.mergeAll(decisions, receipts, PaymentsLive(evidence, FacilitatorPool.Live, role)).pipe(
+  const catalog = CatalogLive.pipe(Layer.provide(FetchHttpClient.layer))
+  return Layer.mergeAll(decisions, receipts, catalog, PaymentsLive(evidence, FacilitatorPool.Live, role)).pipe(
     Layer.provideMerge(evidence),
     Layer.provideMerge(FoundationLive(config))
   )

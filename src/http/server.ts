@@ -12,6 +12,7 @@ import { DiscoveryHandlers } from "./handlers/discovery.js"
 import { HealthHandlers } from "./handlers/health.js"
 import { PolicyHandlers } from "./handlers/policy.js"
 import { ReceiptsHandlers } from "./handlers/receipts.js"
+import { RegistrationHandlers } from "./handlers/registration.js"
 import { ResourcesHandlers } from "./handlers/resources.js"
 import { VerificationHandlers } from "./handlers/verification.js"
 import { X402Handlers } from "./handlers/x402.js"
@@ -20,6 +21,7 @@ const handlers = (auth: Layer.Layer<ApiKeyAuth, never, AppConfig>) => HttpApiBui
   Layer.provide([
     HealthHandlers,
     ResourcesHandlers,
+    RegistrationHandlers,
     VerificationHandlers,
     PolicyHandlers,
     X402Handlers,

@@ -22,6 +22,18 @@ export interface Answer {
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308])
 
+/** Which answers have their JSON body read, and how much of it at most. */
+interface BodyRead {
+  readonly when: (status: number, header: (name: string) => string | undefined) => boolean
+  readonly maxBytes: number
+}
+
+/** A probe reads the body only where a v1 challenge may be: a 402 without the v2 header. */
+const challengeBody = (probes: ProbesConfig): BodyRead => ({
+  when: (status, header) => status === 402 && header("payment-required") === undefined,
+  maxBytes: probes.maxBodyBytes
+})
+
 /** The socket-level reason (ECONNREFUSED, a TLS failure...) that the client's own message leaves out. */
 const causeOf = (cause: unknown) => {
   if (typeof cause !== "object" || cause === null) return String(cause)
@@ -70,7 +82,8 @@ const hop = (
   url: string,
   method: HttpMethod,
   redirectsLeft: number,
-  probes: ProbesConfig
+  probes: ProbesConfig,
+  read: BodyRead
 ): Effect.Effect<Answer, TargetRefused | Unreachable, HttpClient.HttpClient> =>
   Effect.gen(function* () {
     const target = yield* guardTarget(url, probes).pipe(
@@ -90,10 +103,9 @@ const hop = (
         if (REDIRECTS.has(response.status) && location !== undefined) {
           return { _tag: "Redirect" as const, next: new URL(location, target).href, status: response.status }
         }
-        const { body, note } =
-          response.status === 402 && header("payment-required") === undefined
-            ? yield* readCapped(response, probes.maxBodyBytes)
-            : { body: undefined, note: null }
+        const { body, note } = read.when(response.status, header)
+          ? yield* readCapped(response, read.maxBytes)
+          : { body: undefined, note: null }
         return {
           _tag: "Answer" as const,
           answer: { url: target.href, httpStatus: response.status, header, body, note } satisfies Answer
@@ -110,9 +122,17 @@ const hop = (
         note: `stopped after ${MAX_REDIRECTS} redirects`
       } satisfies Answer
     }
-    return yield* hop(step.next, step.status === 303 ? "GET" : method, redirectsLeft - 1, probes)
+    return yield* hop(step.next, step.status === 303 ? "GET" : method, redirectsLeft - 1, probes, read)
   })
 
 /** Sends the probe request, following at most MAX_REDIRECTS redirects, each one guarded. */
 export const fetchAnswer = (url: string, method: HttpMethod, probes: ProbesConfig) =>
-  hop(url, method, MAX_REDIRECTS, probes)
+  hop(url, method, MAX_REDIRECTS, probes, challengeBody(probes))
+
+/**
+ * A GET of a JSON document a caller named (an origin's OpenAPI document, its `/.well-known/x402`),
+ * with the same outbound guard and redirect rule as a probe; the body of a 2xx answer is read up to
+ * `maxBytes` (undefined when it is not JSON or larger).
+ */
+export const fetchJson = (url: string, probes: ProbesConfig, maxBytes: number) =>
+  hop(url, "GET", MAX_REDIRECTS, probes, { when: (status) => status >= 200 && status < 300, maxBytes })

@@ -12,6 +12,7 @@ import { DiscoveryApi } from "./discovery.js"
 import { HealthApi } from "./health.js"
 import { PolicyApi } from "./policy.js"
 import { ReceiptsApi } from "./receipts.js"
+import { RegistrationApi } from "./registration.js"
 import { ResourcesApi } from "./resources.js"
 import { VerificationApi } from "./verification.js"
 import { X402Api } from "./x402.js"
@@ -46,6 +47,7 @@ const withoutHttpApiDecodeError = (spec: Record<string, any>): Record<string, an
 export class SextantApi extends HttpApi.make("sextant")
   .add(HealthApi)
   .add(ResourcesApi)
+  .add(RegistrationApi)
   .add(VerificationApi)
   .add(PolicyApi)
   .add(X402Api)

@@ -1,0 +1,154 @@
+import { HttpClient } from "@effect/platform"
+import { Context, Effect, Layer, Option } from "effect"
+import { AppConfig } from "../config.js"
+import { InvalidRequest, TargetRefused } from "../domain/errors.js"
+import type {
+  RegisteredRoute,
+  RegistrationDocument,
+  RegistrationRequest,
+  RegistrationResponse
+} from "../domain/registration.js"
+import type { HttpMethod } from "../domain/resources.js"
+import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { fetchJson } from "../verification/fetchAnswer.js"
+import { checkUrl, TargetRefused as Refusal } from "../verification/outboundGuard.js"
+import { Prober } from "../verification/Prober.js"
+import {
+  type FoundRoute,
+  mergeRoutes,
+  OPENAPI_PATHS,
+  routesFromOpenApi,
+  routesFromWellKnown,
+  WELL_KNOWN_PATH
+} from "./discoveryDocuments.js"
+import { registrationOutcome } from "./registrationOutcome.js"
+
+/** Routes probed per registration at most: one request should not turn the service into a crawler. */
+export const MAX_ROUTES = 100
+/** Discovery documents are read up to this size; an OpenAPI document outgrows a probe's body cap. */
+const MAX_DOCUMENT_BYTES = 1024 * 1024
+
+const make = Effect.gen(function* () {
+  const config = yield* AppConfig
+  const http = yield* HttpClient.HttpClient
+  const prober = yield* Prober
+  const resources = yield* ResourcesRepo
+  const deployment = { network: config.network, assetContract: config.asset.assetContract }
+
+  /** One document: the routes it names, or why it gave none. Never fails: a missing document is an answer. */
+  const read = (url: string, parse: (doc: unknown, origin: string) => ReadonlyArray<FoundRoute> | null, origin: string) =>
+    fetchJson(url, config.probes, MAX_DOCUMENT_BYTES).pipe(
+      Effect.provideService(HttpClient.HttpClient, http),
+      Effect.map((answer) => {
+        if (answer.httpStatus < 200 || answer.httpStatus >= 300) {
+          return { doc: { url, routes: null, detail: `answered ${answer.httpStatus}` }, found: [] }
+        }
+        const found = parse(answer.body, origin)
+        return found === null
+          ? { doc: { url, routes: null, detail: "not a document of the expected shape" }, found: [] }
+          : { doc: { url, routes: found.length, detail: null }, found }
+      }),
+      Effect.catchAll((e) => Effect.succeed({ doc: { url, routes: null, detail: e.reason }, found: [] as ReadonlyArray<FoundRoute> }))
+    )
+
+  /** x402scan's order: the first OpenAPI document that reads, then `/.well-known/x402`. */
+  const discover = (origin: string) =>
+    Effect.gen(function* () {
+      const documents: Array<RegistrationDocument> = []
+      let openapi: ReadonlyArray<FoundRoute> = []
+      for (const path of OPENAPI_PATHS) {
+        const { doc, found } = yield* read(`${origin}${path}`, routesFromOpenApi, origin)
+        documents.push(doc)
+        if (doc.routes !== null) {
+          openapi = found
+          break
+        }
+      }
+      const wellKnown = yield* read(`${origin}${WELL_KNOWN_PATH}`, routesFromWellKnown, origin)
+      documents.push(wellKnown.doc)
+      return { documents, routes: mergeRoutes(openapi, wellKnown.found) }
+    })
+
+  const answer = (route: FoundRoute, outcome: RegisteredRoute["outcome"], resourceId: string | null, detail: string | null): RegisteredRoute => ({
+    url: route.url,
+    method: route.method,
+    foundIn: route.foundIn,
+    outcome,
+    resourceId,
+    detail
+  })
+
+  /**
+   * One route: a URL the catalog has is probed as that resource and otherwise left as it is; a new
+   * URL (or one only validated) is probed first and stored (listed, source "registration") only when
+   * it answered a valid 402.
+   */
+  const registerRoute = (route: FoundRoute, actor: string) =>
+    Effect.gen(function* () {
+      if (route.skip !== null) return answer(route, "skipped", null, route.skip)
+      const known = yield* resources.findByUrl(route.url)
+      // A URL only ever probed through /v1/validate is not in the catalog yet: registration may take it up.
+      if (Option.isSome(known) && known.value.listing.source !== "validate") {
+        const probe = yield* prober.probeResource(known.value.resource.id, route.method).pipe(Effect.option)
+        const health = Option.match(probe, { onNone: () => "", onSome: (p) => `; probed now: ${p.outcome}` })
+        return answer(route, "already-cataloged", known.value.resource.id, `in the catalog from ${known.value.listing.source}${health}`)
+      }
+      const url = new URL(route.url)
+      const observed = yield* prober.observeNewUrl(url, route.method)
+      const { outcome, detail } = observed.observation
+      const verdict = registrationOutcome(outcome, observed.options, deployment)
+      if (verdict !== "listed") return answer(route, verdict, null, detail)
+      const result = yield* prober.adopt(url, route.method, observed, "registration", true, {
+        actor,
+        reason: `registered through /v1/resources/register (found in ${route.foundIn}); answered a valid 402 on ${config.network}`
+      })
+      return answer(route, "listed", result.resourceId, null)
+    }).pipe(Effect.catchTag("TargetRefused", (e) => Effect.succeed(answer(route, "refused", null, e.reason))))
+
+  /** The origin of the request, or a refusal; the guard's checks that need no network run here. */
+  const originOf = (raw: string) => {
+    const checked = checkUrl(raw, config.probes)
+    if (checked instanceof Refusal) return Effect.fail(new TargetRefused({ message: `target refused: ${checked.reason}` }))
+    return Effect.succeed(checked)
+  }
+
+  const register = (request: RegistrationRequest, principal: string | null) =>
+    Effect.gen(function* () {
+      const actor = principal ?? "anonymous"
+      if ((request.origin === undefined) === (request.url === undefined)) {
+        return yield* Effect.fail(new InvalidRequest({ message: "pass either origin (to read its discovery documents) or url (one route), not both" }))
+      }
+      if (request.origin !== undefined && request.method !== undefined) {
+        return yield* Effect.fail(new InvalidRequest({ message: "method: only with url; an origin's documents name each route's method" }))
+      }
+      const target = yield* originOf(request.origin ?? request.url!)
+      const origin = target.origin
+      const found =
+        request.url !== undefined
+          ? { documents: [], routes: [{ url: target.href, method: request.method ?? ("GET" as HttpMethod), foundIn: "request" as const, description: null, skip: null }] }
+          : yield* discover(origin)
+      const capped = found.routes.map((route, i) =>
+        i < MAX_ROUTES || route.skip !== null ? route : { ...route, skip: `over the ${MAX_ROUTES} routes probed per registration` }
+      )
+      const routes = yield* Effect.forEach(capped, (route) => registerRoute(route, actor), {
+        concurrency: config.probes.concurrency
+      })
+      return {
+        origin,
+        documents: found.documents,
+        routes,
+        listed: routes.filter((r) => r.outcome === "listed").length
+      } satisfies RegistrationResponse
+    }).pipe(Effect.withSpan("Registration.register"))
+
+  return { register }
+})
+
+/**
+ * Registration by origin or URL (`POST /v1/resources/register`): reads the origin's discovery
+ * documents, probes every route with the Prober (and its outbound guard), and lists exactly the
+ * routes that answer a valid 402 for this deployment's network and asset.
+ */
+export class Registration extends Context.Tag("sextant/Registration")<Registration, Effect.Effect.Success<typeof make>>() {
+  static readonly Live = Layer.effect(Registration, make)
+}

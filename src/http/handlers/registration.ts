@@ -1,0 +1,13 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { Registration } from "../../catalog/Registration.js"
+import { SextantApi } from "../api/index.js"
+import { Principal } from "../auth.js"
+
+export const RegistrationHandlers = HttpApiBuilder.group(SextantApi, "registration", (handlers) =>
+  Effect.map(Registration, (registration) =>
+    handlers.handle("register", ({ payload }) =>
+      Effect.flatMap(Principal, (principal) => registration.register(payload, principal.id))
+    )
+  )
+)

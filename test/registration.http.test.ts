@@ -1,0 +1,173 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Database } from "bun:sqlite"
+import { createHash } from "node:crypto"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { request, startServer, testConfig } from "./support/server.js"
+import { entry } from "./fixtures/verificationStack.js"
+import { EXPECTED_OUTCOMES, startRegistrationOrigin } from "./fixtures/registrationOrigin.js"
+import type { X402Fixture } from "./fixtures/x402Resource.js"
+
+const KEY = "registration-test-key"
+let origin: X402Fixture
+let open: Awaited<ReturnType<typeof startServer>>
+let keyed: Awaited<ReturnType<typeof startServer>>
+let openDb: string
+let keyedDb: string
+
+const serverOn = (database: string, apiKeys: ReturnType<typeof testConfig>["apiKeys"] = []) => {
+  const base = testConfig()
+  return startServer(
+    testConfig({
+      database,
+      apiKeys,
+      catalog: [entry("catalog-known", origin.url("/paid/known"))],
+      probes: { ...base.probes, trustedOrigins: [origin.origin], timeoutMs: 800 }
+    })
+  )
+}
+
+beforeAll(async () => {
+  origin = await startRegistrationOrigin()
+  const dir = mkdtempSync(join(tmpdir(), "sextant-registration-"))
+  openDb = join(dir, "open.db")
+  open = await serverOn(openDb)
+  keyedDb = join(dir, "keyed.db")
+  keyed = await serverOn(keyedDb, [{ principal: "ops", sha256: createHash("sha256").update(KEY).digest("hex") }])
+})
+afterAll(async () => {
+  await open.close()
+  await keyed.close()
+  await origin.stop()
+})
+
+const register = (server: { url: string }, json: unknown, headers: Record<string, string> = {}) =>
+  request(`${server.url}/v1/resources/register`, { method: "POST", json, headers })
+
+const pathOf = (url: string) => new URL(url).pathname
+const discoveredUrls = async (server: { url: string }) =>
+  ((await request(`${server.url}/x402/discovery/resources`)).body.items as Array<any>).map((i) => pathOf(i.resource)).sort()
+
+describe("POST /v1/resources/register {origin}", () => {
+  test("reads the OpenAPI document then /.well-known/x402, probes every route and lists exactly those answering a valid 402", async () => {
+    const before = await discoveredUrls(open)
+    expect(before).toEqual(["/paid/known"])
+    const { status, body } = await register(open, { origin: origin.origin })
+    expect(status).toBe(200)
+    expect(body.origin).toBe(origin.origin)
+    expect(body.documents.map((d: any) => [pathOf(d.url), d.routes])).toEqual([
+      ["/openapi.json", 6],
+      ["/.well-known/x402", 6]
+    ])
+    const outcomes = Object.fromEntries(body.routes.map((r: any) => [new URL(r.url).pathname, r.outcome]))
+    const { "http://elsewhere.invalid/paid": elsewhere, ...onOrigin } = Object.fromEntries(
+      body.routes.map((r: any) => [r.url.startsWith(origin.origin) ? pathOf(r.url) : r.url, r.outcome])
+    )
+    expect(elsewhere).toBe("skipped")
+    expect(onOrigin).toEqual(EXPECTED_OUTCOMES)
+    expect(outcomes["/paid/post"]).toBe("listed")
+    expect(body.routes.find((r: any) => pathOf(r.url) === "/paid/post").method).toBe("POST")
+    expect(body.listed).toBe(3)
+    expect(origin.hits.get("elsewhere.invalid")).toBeUndefined()
+
+    expect(await discoveredUrls(open)).toEqual(["/paid/known", "/paid/openapi", "/paid/post", "/paid/well-known"])
+    const listed = body.routes.find((r: any) => pathOf(r.url) === "/paid/openapi")
+    const detail = await request(`${open.url}/v1/resources/${listed.resourceId}`)
+    expect(detail.body.listing).toEqual({ listed: true, source: "registration" })
+    expect(detail.body.resource.status).toBe("PAYMENT_VERIFIED")
+    expect(detail.body.resource.description).toBe("fixture resource")
+    // Routes that did not answer a valid 402 leave nothing behind.
+    const rejected = body.routes.filter((r: any) => !["listed", "already-cataloged"].includes(r.outcome))
+    expect(rejected.every((r: any) => r.resourceId === null)).toBe(true)
+  })
+
+  test("the listing change names the caller (anonymous in open mode) and the reason", () => {
+    const db = new Database(openDb, { readonly: true })
+    const changes = db
+      .query("SELECT r.url, c.actor, c.reason FROM listing_changes c JOIN resources r ON r.id = c.resource_id WHERE r.source = 'registration'")
+      .all() as Array<{ url: string; actor: string; reason: string }>
+    db.close()
+    expect(changes.map((c) => pathOf(c.url)).sort()).toEqual(["/paid/openapi", "/paid/post", "/paid/well-known"])
+    for (const change of changes) {
+      expect(change.actor).toBe("anonymous")
+      expect(change.reason).toContain("answered a valid 402 on stellar:testnet")
+    }
+  })
+
+  test("registering again changes nothing: the known routes are already cataloged, config entries keep their source", async () => {
+    const countChanges = () => {
+      const db = new Database(openDb, { readonly: true })
+      const n = (db.query("SELECT COUNT(*) AS n FROM listing_changes").get() as { n: number }).n
+      const sources = db.query("SELECT source, COUNT(*) AS n FROM resources GROUP BY source ORDER BY source").all()
+      db.close()
+      return { n, sources }
+    }
+    const before = countChanges()
+    const { body } = await register(open, { origin: origin.origin })
+    const again = Object.fromEntries(body.routes.map((r: any) => [r.url, r.outcome]))
+    expect(again[origin.url("/paid/openapi")]).toBe("already-cataloged")
+    expect(again[origin.url("/paid/known")]).toBe("already-cataloged")
+    expect(body.listed).toBe(0)
+    expect(countChanges()).toEqual(before)
+    const known = await request(`${open.url}/v1/resources/catalog-known`)
+    expect(known.body.listing).toEqual({ listed: true, source: "config" })
+  })
+})
+
+describe("POST /v1/resources/register {url}", () => {
+  test("a URL only ever validated is taken up by registration: listed, source registration", async () => {
+    const validated = await request(`${open.url}/v1/validate`, { method: "POST", json: { url: origin.url("/paid/validated") } })
+    expect(validated.body.healthy).toBe(true)
+    const before = await request(`${open.url}/v1/resources/${validated.body.resourceId}`)
+    expect(before.body.listing).toEqual({ listed: false, source: "validate" })
+    const { body } = await register(open, { url: origin.url("/paid/validated") })
+    expect(body.routes[0]).toMatchObject({ outcome: "listed", resourceId: validated.body.resourceId })
+    const after = await request(`${open.url}/v1/resources/${validated.body.resourceId}`)
+    expect(after.body.listing).toEqual({ listed: true, source: "registration" })
+  })
+
+  test("one route: listed when it answers a valid 402, reported and not stored when it does not", async () => {
+    const ok = await register(open, { url: origin.url("/paid/single") })
+    expect(ok.body.routes).toEqual([
+      expect.objectContaining({ url: origin.url("/paid/single"), foundIn: "request", outcome: "listed", method: "GET" })
+    ])
+    const wrong = await register(open, { url: origin.url("/pubnet/single") })
+    expect(wrong.body.routes[0]).toMatchObject({ outcome: "wrong-network", resourceId: null })
+    expect(wrong.body.routes[0].detail).toContain("stellar:pubnet")
+    const found = await request(`${open.url}/v1/search`, { method: "POST", json: { query: "single" } })
+    expect(found.body.resources.map((r: any) => r.resource.url)).toEqual([origin.url("/paid/single")])
+  })
+
+  test("bad requests are 4xx with {error, message}", async () => {
+    const cases: ReadonlyArray<readonly [unknown, number, string]> = [
+      [{}, 400, "INVALID_REQUEST"],
+      [{ origin: origin.origin, url: origin.url("/paid/x") }, 400, "INVALID_REQUEST"],
+      [{ origin: origin.origin, method: "POST" }, 400, "INVALID_REQUEST"],
+      [{ origin: "not a url" }, 400, "TARGET_REFUSED"],
+      [{ origin: "ftp://127.0.0.1" }, 400, "TARGET_REFUSED"],
+      [{ origin: "http://10.1.2.3" }, 400, "TARGET_REFUSED"],
+      [{ url: "http://169.254.169.254/latest/meta-data" }, 400, "TARGET_REFUSED"],
+      [{ origin: origin.origin, extra: 1 }, 400, "INVALID_REQUEST"]
+    ]
+    for (const [json, status, error] of cases) {
+      const answer = await register(open, json)
+      expect([answer.status, answer.body.error]).toEqual([status, error])
+      expect(typeof answer.body.message).toBe("string")
+    }
+  })
+})
+
+describe("registration and API keys", () => {
+  test("with keys configured, registration takes a key (401 without) and the change names its principal", async () => {
+    const refused = await register(keyed, { url: origin.url("/paid/keyed") })
+    expect([refused.status, refused.body.error]).toEqual([401, "UNAUTHORIZED"])
+    const { status, body } = await register(keyed, { url: origin.url("/paid/keyed") }, { authorization: `Bearer ${KEY}` })
+    expect(status).toBe(200)
+    expect(body.routes[0].outcome).toBe("listed")
+    const db = new Database(keyedDb, { readonly: true })
+    const change = db.query("SELECT actor FROM listing_changes WHERE resource_id = ?").get(body.routes[0].resourceId) as { actor: string }
+    db.close()
+    expect(change.actor).toBe("ops")
+  })
+})
