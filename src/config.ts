@@ -23,6 +23,21 @@ export const FacilitatorBackend = Schema.Struct({
 })
 export type FacilitatorBackend = typeof FacilitatorBackend.Type
 
+/**
+ * Another discovery service to import from: a Bazaar-shaped `GET <url>/discovery/resources`
+ * (or `url` itself when it already ends so), pulled every `intervalSeconds`. Only items payable on
+ * this deployment's network and asset are kept; `networks`, when given, narrows that further.
+ */
+export const CatalogSource = Schema.Struct({
+  id: Schema.String.pipe(
+    Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/, { message: () => "expected a lowercase id such as \"cdp-bazaar\"" })
+  ),
+  url: Schema.String.pipe(Schema.pattern(/^https?:\/\/\S+$/, { message: () => "expected an http(s) URL" })),
+  intervalSeconds: opt(PositiveInt, 3600),
+  networks: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1))))
+})
+export type CatalogSource = typeof CatalogSource.Type
+
 export const ProbesConfig = Schema.Struct({
   intervalSeconds: opt(PositiveInt, 60),
   timeoutMs: opt(PositiveInt, 5000),
@@ -151,6 +166,7 @@ export const ConfigFile = Schema.Struct({
   signer: opt(SignerConfig, { ed25519KeyFile: "./data/signer.key" }),
   budgets: opt(BudgetsConfig, Schema.decodeSync(BudgetsConfig)({})),
   apiKeys: opt(Schema.Array(ApiKeyEntry), []),
+  catalogSources: opt(Schema.Array(CatalogSource), []),
   vertical: opt(VerticalConfig, Schema.decodeSync(VerticalConfig)({}))
 })
 export type ConfigFile = typeof ConfigFile.Type
@@ -216,6 +232,11 @@ export const checkConsistency = (config: Config): ConfigError | undefined => {
   for (const [i, f] of config.facilitators.entries()) {
     if (seen.has(f.id)) return new ConfigError(`facilitators[${i}].id`, `duplicate facilitator id "${f.id}"`)
     seen.add(f.id)
+  }
+  const sourceIds = new Set<string>()
+  for (const [i, source] of config.catalogSources.entries()) {
+    if (sourceIds.has(source.id)) return new ConfigError(`catalogSources[${i}].id`, `duplicate catalog source id "${source.id}"`)
+    sourceIds.add(source.id)
   }
   const resourceIds = new Set<string>()
   for (const [i, entry] of config.catalog.entries()) {

@@ -3,6 +3,8 @@ import { BunRuntime } from "@effect/platform-bun"
 import { Effect, Either, Layer, Logger } from "effect"
 import { createHash } from "node:crypto"
 import { ServicesLive } from "./app.js"
+import { catalogImportCommand } from "./catalog/cli.js"
+import { ImportSchedulerLive } from "./catalog/ImportScheduler.js"
 import { type Config, loadConfig } from "./config.js"
 import { NotFound } from "./domain/errors.js"
 import { BunServerLive, HttpLive, localApiHandler } from "./http/server.js"
@@ -20,6 +22,9 @@ commands:
   mcp                    MCP server on stdio (tools mirror the HTTP API)
   vertical               the paid reference vertical alone
   probe [resource-id]    probe one resource (exit 1 unless healthy) or the whole catalog once
+  catalog import <url|file> [--id <source id>]
+                         import once from a discovery service or a JSON file (progress on stderr,
+                         summary JSON on stdout; exit 1 when the import failed)
   receipt verify <file> [--public-key <base64|G...>]
                          verify a receipt offline (exit 0 valid, 1 invalid, 2 unreadable)
   keys hash <api-key>    print the sha256 to list under "apiKeys" in the config
@@ -49,13 +54,14 @@ const loadOrExit = (configPath: string | undefined): Config => {
 
 /**
  * The service, the reference vertical beside it unless `vertical.enabled` is false, and the probe
- * schedule, started once both listen so the first cycle already finds the vertical up.
+ * and import schedules, started once both listen so the first cycle already finds the vertical up.
  */
 const serve = (config: Config) => {
   const services = ServicesLive(config, "server")
   const http = HttpLive.pipe(Layer.provide(BunServerLive(config)))
   const listeners = config.vertical.enabled ? Layer.merge(http, VerticalServer.layer(config)) : http
-  return Layer.launch(ProbeSchedulerLive.pipe(Layer.provide(listeners), Layer.provide(services)))
+  const schedules = Layer.merge(ProbeSchedulerLive, ImportSchedulerLive)
+  return Layer.launch(schedules.pipe(Layer.provide(listeners), Layer.provide(services)))
 }
 
 /**
@@ -121,6 +127,13 @@ const main = () => {
       return void mcp(loadOrExit(configPath))
     case "probe":
       return BunRuntime.runMain(probe(loadOrExit(configPath), rest[0]), { disablePrettyLogger: true })
+    case "catalog":
+      if (rest[0] === "import" && rest[1] !== undefined) {
+        return BunRuntime.runMain(catalogImportCommand(loadOrExit(configPath), rest.slice(1)).pipe(Effect.provide(StderrLogger)), {
+          disablePrettyLogger: true
+        })
+      }
+      break
     case "receipt":
       if (rest[0] === "verify") return void receiptVerifyCommand(rest.slice(1)).then((code) => process.exit(code))
       break

@@ -1,5 +1,10 @@
 import { Layer } from "effect"
+import { Importer } from "./Importer.js"
 import { Registration } from "./Registration.js"
 
-/** Ingestion into the catalog: registration by origin or URL. Needs the Prober, the store, AppConfig and an HttpClient. */
-export const CatalogLive = Layer.mergeAll(Registration.Live)
+/**
+ * Ingestion into the catalog: registration by origin or URL, and imports from other discovery
+ * services. Needs the Prober, the store, AppConfig and an HttpClient. `ImportSchedulerLive` on top
+ * pulls the configured sources periodically (started by `serve`).
+ */
+export const CatalogLive = Layer.mergeAll(Registration.Live, Importer.Live)

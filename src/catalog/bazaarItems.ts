@@ -1,0 +1,133 @@
+import { Either, Schema } from "effect"
+import { type CatalogEntry, HttpMethod, ResourceInfo, type ResourcePaymentOption } from "../domain/resources.js"
+import { BaseUnits, baseUnitsToUsd, PaymentScheme, StellarAddress, StellarNetwork } from "../domain/stellar.js"
+import { discoveredId } from "../verification/Prober.js"
+
+/**
+ * Reading another discovery service's items (x402 v2 §8 and the CDP Bazaar's variant) into
+ * catalog entries. Lenient where the services differ: `lastUpdated` as Unix seconds or an ISO
+ * string, `metadata` absent or null, v1 requirements (`maxAmountRequired`). Strict where Sextant
+ * is: only options on this deployment's network and asset, with a known scheme, a base-unit amount
+ * and a Stellar payee, become payment options. No I/O.
+ */
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const Item = Schema.Struct({
+  resource: Schema.String,
+  type: Schema.optionalWith(Schema.String, { default: () => "http" }),
+  accepts: Schema.Array(Schema.Unknown),
+  lastUpdated: Schema.optional(Schema.NullOr(Schema.Union(Schema.Number, Schema.String))),
+  metadata: Schema.optional(Schema.NullOr(Schema.Unknown)),
+  description: Schema.optional(Schema.String)
+})
+type Item = typeof Item.Type
+
+/** One page of `/discovery/resources`; `pagination` may be missing (then the page is the whole list). */
+export const DiscoveryPage = Schema.Struct({
+  items: Schema.Array(Schema.Unknown),
+  pagination: Schema.optional(
+    Schema.Struct({ limit: Schema.optional(Schema.Number), offset: Schema.optional(Schema.Number), total: Schema.Number })
+  )
+})
+export type DiscoveryPage = typeof DiscoveryPage.Type
+
+export interface ImportDeployment {
+  readonly network: string
+  readonly assetContract: string
+  readonly decimals: number
+  /** The source's `networks`, when it narrows what is kept. */
+  readonly networks: ReadonlyArray<string> | undefined
+}
+
+export type ItemReading =
+  | { readonly _tag: "Kept"; readonly entry: CatalogEntry; readonly lastUpdatedMs: number | null }
+  | { readonly _tag: "OtherNetwork" }
+  | { readonly _tag: "Invalid"; readonly reason: string }
+
+/** Unix seconds (or milliseconds, for services that send them) or an ISO string; null when neither. */
+export const lastUpdatedMs = (value: number | string | null | undefined): number | null => {
+  if (typeof value === "number") return Number.isFinite(value) ? (value > 1e12 ? value : value * 1000) : null
+  if (typeof value === "string") {
+    const ms = Date.parse(value)
+    return Number.isNaN(ms) ? null : ms
+  }
+  return null
+}
+
+const isScheme = Schema.is(PaymentScheme)
+const isNetwork = Schema.is(StellarNetwork)
+const isBaseUnits = Schema.is(BaseUnits)
+const isStellarAddress = Schema.is(StellarAddress)
+const isMethod = Schema.is(HttpMethod)
+const isUrlField = Schema.is(ResourceInfo.fields.url)
+/** The catalog's URL rule, and a URL the WHATWG parser reads. */
+const isResourceUrl = (value: string): boolean => isUrlField(value) && URL.canParse(value)
+
+const text = (value: unknown): string | null => (typeof value === "string" && value !== "" ? value : null)
+
+/** A requirement (v2 `amount`, v1 `maxAmountRequired`) as a catalog option, when this deployment can pay it. */
+const optionOf = (raw: unknown, deployment: ImportDeployment): ResourcePaymentOption | null => {
+  if (!isObject(raw)) return null
+  const amount = raw.amount ?? raw.maxAmountRequired
+  const { scheme, network, asset, payTo } = raw
+  if (!isNetwork(network) || network !== deployment.network || asset !== deployment.assetContract) return null
+  if (!isScheme(scheme) || !isBaseUnits(amount) || typeof payTo !== "string" || !isStellarAddress(payTo)) return null
+  const usd = baseUnitsToUsd(amount, deployment.decimals)
+  // x402 states an `upto` price as its ceiling; the catalog keeps the ceiling beside it.
+  return scheme === "upto"
+    ? { network, scheme, asset, amount, amountUsd: usd, maxAmount: amount, maxAmountUsd: usd, payTo }
+    : { network, scheme, asset, amount, amountUsd: usd, payTo }
+}
+
+/** The method a probe should use, when the item says: v1 `outputSchema.input.method`, or the bazaar extension's `info.input.method`. */
+const methodOf = (item: Item): HttpMethod => {
+  const candidates: Array<unknown> = []
+  for (const raw of item.accepts) {
+    if (isObject(raw) && isObject(raw.outputSchema) && isObject(raw.outputSchema.input)) candidates.push(raw.outputSchema.input.method)
+  }
+  const extensions = isObject(item) ? (item as Record<string, unknown>).extensions : undefined
+  if (isObject(extensions) && isObject(extensions.bazaar) && isObject(extensions.bazaar.info) && isObject(extensions.bazaar.info.input)) {
+    candidates.push(extensions.bazaar.info.input.method)
+  }
+  const method = candidates.map((m) => (typeof m === "string" ? m.toUpperCase() : m)).find(isMethod)
+  return method ?? "GET"
+}
+
+const describe = (item: Item, sourceId: string): string => {
+  const metadata = isObject(item.metadata) ? item.metadata : {}
+  const fromAccepts = item.accepts.map((a) => (isObject(a) ? text(a.description) : null)).find((d) => d !== null)
+  return text(item.description) ?? text(metadata.description) ?? fromAccepts ?? `Imported from ${sourceId}`
+}
+
+/** One item: a catalog entry, or why it is not one. */
+export const readItem = (raw: unknown, sourceId: string, deployment: ImportDeployment): ItemReading => {
+  const decoded = Schema.decodeUnknownEither(Item)(raw)
+  if (Either.isLeft(decoded)) return { _tag: "Invalid", reason: "not a discovery item (resource, accepts)" }
+  const item = decoded.right
+  const allowed = deployment.networks === undefined || deployment.networks.includes(deployment.network)
+  const options = allowed ? item.accepts.map((a) => optionOf(a, deployment)).filter((o) => o !== null) : []
+  if (options.length === 0) return { _tag: "OtherNetwork" }
+  if (!isResourceUrl(item.resource)) return { _tag: "Invalid", reason: `resource is not an http(s) URL: ${item.resource.slice(0, 100)}` }
+  if (item.type !== "http" && item.type !== "mcp") return { _tag: "Invalid", reason: `unknown resource type "${item.type}"` }
+  const url = new URL(item.resource)
+  const metadata = isObject(item.metadata) ? item.metadata : {}
+  return {
+    _tag: "Kept",
+    lastUpdatedMs: lastUpdatedMs(item.lastUpdated),
+    entry: {
+      resource: {
+        id: discoveredId(url),
+        type: item.type,
+        name: text(metadata.name) ?? `${url.host}${url.pathname}`,
+        description: describe(item, sourceId),
+        url: url.href,
+        method: methodOf(item),
+        capabilities: []
+      },
+      provider: { id: `host:${url.host}`, name: text(metadata.provider) ?? url.host, url: url.origin },
+      paymentOptions: options
+    }
+  }
+}
