@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test"
-import { Keypair } from "@stellar/stellar-sdk"
+import { authorizeEntry, Contract, Keypair, nativeToScVal, Networks, Operation, rpc, TransactionBuilder } from "@stellar/stellar-sdk"
 import { Effect, Either, Option } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
 import { LedgerReader, type LedgerReaderShape, type LedgerTransfer, LedgerUnavailable } from "../src/ledger/LedgerReader.js"
@@ -256,6 +256,44 @@ describe("a settled x402 payment on the fixture ledger", () => {
     const payment = await buildExactPayment(exactRequirements({ payTo: payee }), { validUntilLedger: fixture.latestLedger() + 50 })
     const settled = settlePayment(fixture, payment, { pays: { to: stranger } })
     expect(Option.getOrThrow(await run((r) => r.transaction(settled.hash))).transfers[0]!.to).toBe(stranger)
+  })
+})
+
+describe("a buyer-side build against the fixture RPC", () => {
+  test("simulate records the payer's auth with a fresh nonce; signed and sent, the payment lands on the ledger", async () => {
+    const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 32))
+    const server = new rpc.Server(fixture.rpcUrl, { allowHttp: true })
+    const source = await server.getAccount(buyer.publicKey())
+    const tx = new TransactionBuilder(source, { fee: "100", networkPassphrase: Networks.TESTNET })
+      .addOperation(
+        new Contract(TESTNET_USDC).call(
+          "transfer",
+          nativeToScVal(buyer.publicKey(), { type: "address" }),
+          nativeToScVal(payee, { type: "address" }),
+          nativeToScVal(25_000n, { type: "i128" })
+        )
+      )
+      .setTimeout(60)
+      .build()
+    const simulation = await server.simulateTransaction(tx)
+    if (!rpc.Api.isSimulationSuccess(simulation)) throw new Error("simulation failed")
+    const [entry] = simulation.result!.auth
+    const nonce = BigInt(entry!.credentials().address().nonce().toString())
+    const validUntil = simulation.latestLedger + 20
+    const signedEntry = await authorizeEntry(entry!, buyer, validUntil, Networks.TESTNET)
+    const assembled = rpc.assembleTransaction(tx, simulation).build()
+    const op = assembled.operations[0] as Operation.InvokeHostFunction
+    const final = new TransactionBuilder(source, { fee: assembled.fee, networkPassphrase: Networks.TESTNET, sorobanData: simulation.transactionData.build() })
+      .addOperation(Operation.invokeHostFunction({ func: op.func, auth: [signedEntry] }))
+      .setTimeout(60)
+      .build()
+    final.sign(buyer)
+    const sent = await server.sendTransaction(final)
+    expect(sent.status).toBe("PENDING")
+
+    const landed = Option.getOrThrow(await run((r) => r.transaction(sent.hash)))
+    expect(landed).toMatchObject({ successful: true, transfers: [usdc(buyer.publicKey(), payee, 25_000n)] })
+    expect(await run((r) => r.nonceConsumed(buyer.publicKey(), nonce))).toBe(true)
   })
 })
 
