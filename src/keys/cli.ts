@@ -1,23 +1,25 @@
 import { Effect, Either } from "effect"
+import { parseArgs as parseArgv } from "node:util"
 import type { CommandOutput } from "../receipts/cli.js"
 import { loadOrCreateProbeKey } from "./probeKey.js"
 
 export const PROBE_ADDRESS_USAGE = "usage: sextant keys probe-address [--key-file <path>] [--config <file>]"
 
+/** `--key-file PATH` (or `--key-file=PATH`) overrides `keyFile`; `-h` asks for the usage. */
 const parseArgs = (argv: ReadonlyArray<string>, keyFile: string): Either.Either<string | "help", string> => {
-  let chosen = keyFile
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!
-    if (arg === "-h" || arg === "--help") return Either.right("help")
-    if (arg === "--key-file" || arg.startsWith("--key-file=")) {
-      const value = arg === "--key-file" ? argv[++i] : arg.slice("--key-file=".length)
-      if (value === undefined || value === "") return Either.left("--key-file needs a path")
-      chosen = value
-    } else {
-      return Either.left(`unexpected argument ${arg}`)
-    }
+  try {
+    const { values } = parseArgv({
+      args: [...argv],
+      options: { "key-file": { type: "string" }, help: { type: "boolean", short: "h" } },
+      strict: true,
+      allowPositionals: false
+    })
+    if (values.help) return Either.right("help")
+    if (values["key-file"] === "") return Either.left("--key-file needs a path")
+    return Either.right(values["key-file"] ?? keyFile)
+  } catch (e) {
+    return Either.left((e as Error).message)
   }
-  return Either.right(chosen)
 }
 
 /**
