@@ -6,6 +6,7 @@ import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { TransitionsRepo } from "../src/store/TransitionsRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
+import { EconomicEventsRepo } from "../src/store/EconomicEventsRepo.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { Prober } from "../src/verification/Prober.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
@@ -163,25 +164,33 @@ describe("probe outcomes against the fixture server", () => {
     await runtime.dispose()
   })
 
-  test("a successful payment makes a payment-verified resource TRANSACTION_VERIFIED", async () => {
+  test("a settled payment lifts a payment-verified resource to TRANSACTION_VERIFIED only once the ledger confirms it", async () => {
     const { runtime, run } = stack([["paid", fixture.url("/paid")], ["free", fixture.url("/free")]])
     const evidence = await run(
       Effect.gen(function* () {
         const prober = yield* Prober
         const reader = yield* EvidenceReader
+        const recorder = yield* EvidenceRecorder
         yield* prober.probeResource("paid")
         yield* prober.probeResource("free")
         const before = yield* reader.forResource("paid")
         const at = new Date().toISOString()
         const payees = yield* reader.forPayee(FIXTURE_PAY_TO)
-        yield* (yield* EvidenceRecorder).recordEconomic(
-          { source: "settlement", resourceId: null, payTo: FIXTURE_PAY_TO, success: true, transactionHash: "ab".repeat(32), at },
+        const expected = { payTo: FIXTURE_PAY_TO, amount: "10000", scheme: "exact" as const }
+        const transactionHash = "ab".repeat(32)
+        yield* recorder.recordEconomic(
+          { source: "settlement", resourceId: null, payTo: FIXTURE_PAY_TO, success: true, transactionHash, at, payer: null, expected },
           payees.map((p) => p.record)
         )
+        const pending = yield* reader.forResource("paid")
+        const [due] = yield* (yield* EconomicEventsRepo).due(Date.now(), 10)
+        yield* recorder.resolveEconomic(due!, { state: "confirmed", reason: "confirmed in ledger 7", ledger: 7, nextCheckMs: null })
         const after = (yield* reader.forPayee(FIXTURE_PAY_TO)).map((p) => p.evidence)
-        return { before, after, unknown: yield* reader.forResource("nope") }
+        return { before, pending, after, unknown: yield* reader.forResource("nope") }
       })
     )
+    expect(evidence.pending).toMatchObject({ verificationLevel: 2, transactionVerified: false })
+    expect(evidence.pending.metrics.transactionSuccessRate).toBe(0)
     expect(evidence.before).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2, transactionVerified: false, validChallengeSeen: true })
     expect(evidence.before.metrics.transactionSuccessRate).toBe(0)
     expect(evidence.before.metrics.confidence).toBeGreaterThan(0)

@@ -187,7 +187,9 @@ describe("receipts: building, signing, storing", () => {
         payTo: "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464",
         success: true,
         transactionHash: "a".repeat(64),
-        at: receipt.timestamp
+        at: receipt.timestamp,
+        payer: null,
+        expected: { payTo: "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464", amount: "10000", scheme: "exact" }
       }
     ])
     await create(purchase())
@@ -205,7 +207,9 @@ describe("receipts: building, signing, storing", () => {
         payTo: failed.service.payTo,
         success: false,
         transactionHash: "e".repeat(64),
-        at: failed.timestamp
+        at: failed.timestamp,
+        payer: null,
+        expected: { payTo: failed.service.payTo, amount: "12000", scheme: "exact" }
       }
     ])
   })

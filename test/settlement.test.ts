@@ -257,7 +257,8 @@ describe("settlement pipeline", () => {
     })
     expect(out.record.payer).toMatch(/^G/)
     expect(out.record.principal).toBe(out.record.payer!)
-    expect(out.evidenceAfter.transactionVerified).toBe(true)
+    // A settle answer alone lifts nothing: only the ledger confirms a payment (in-memory evidence has none).
+    expect(out.evidenceAfter.transactionVerified).toBe(false)
     // The backend gets the stock body: this service's own fields are not forwarded.
     const forwarded = a.requests.find((r) => r.path === "/settle")?.body as { paymentRequirements: Record<string, unknown> }
     expect(forwarded.paymentRequirements.amountUsd).toBeUndefined()

@@ -1,3 +1,4 @@
+import { Schema } from "effect"
 import { emptyMetrics, type ResourceMetrics } from "./metrics.js"
 import type { ResourceRecord, ServiceStatus } from "./resources.js"
 
@@ -77,3 +78,40 @@ export const noEvidence = (resourceId: string): ResourceEvidence => ({
   validChallengeSeen: false,
   transactionVerified: false
 })
+
+/** The transfer a payment option makes a confirming transaction carry. */
+export const expectedTransfer = (option: {
+  readonly payTo: string
+  readonly scheme: "exact" | "upto"
+  readonly amount: string
+  readonly maxAmount?: string | undefined
+}): ExpectedTransfer => ({
+  payTo: option.payTo,
+  amount: option.scheme === "upto" ? (option.maxAmount ?? option.amount) : option.amount,
+  scheme: option.scheme
+})
+
+const ProbeDetailSchema = Schema.Struct({
+  priceUsd: Schema.Number,
+  settleLatencyMs: Schema.Number,
+  httpStatus: Schema.Int,
+  bodyMatchesType: Schema.Boolean
+}).annotations({ identifier: "EconomicProbeDetail" })
+
+/** One payment as evidence, as `GET /v1/resources/{id}` and `/observations` show it. */
+export const EconomicEvidence = Schema.Struct({
+  id: Schema.String,
+  source: Schema.Literal("settlement", "receipt", "probe"),
+  state: Schema.Literal("pending", "confirmed", "rejected", "failed"),
+  /** Why it is in this state (what the ledger showed, or why it cannot count). */
+  reason: Schema.NullOr(Schema.String),
+  transactionHash: Schema.NullOr(Schema.String),
+  payTo: Schema.NullOr(Schema.String),
+  /** The claimed time of the payment. */
+  at: Schema.String,
+  stateChangedAt: Schema.NullOr(Schema.String),
+  /** The ledger the confirming transaction closed in. */
+  ledger: Schema.NullOr(Schema.Int),
+  probe: Schema.optional(ProbeDetailSchema)
+}).annotations({ identifier: "EconomicEvidence" })
+export type EconomicEvidence = typeof EconomicEvidence.Type

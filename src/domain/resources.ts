@@ -58,10 +58,23 @@ export const ResourceInfo = Schema.Struct({
   verificationLevel: VerificationLevel
 }).annotations({ identifier: "Resource" })
 
+/**
+ * Where a resource came from and whether it is listed. Only listed resources appear in discovery,
+ * search and routes and count as payee evidence; an unlisted one keeps its observations.
+ * Sources: "config" (the catalog file), "validate" (a URL probed through /v1/validate), and the
+ * ingestion paths of later issues ("bazaar", "registration", "import:<source id>").
+ */
+export const Listing = Schema.Struct({
+  listed: Schema.Boolean,
+  source: Schema.String
+}).annotations({ identifier: "Listing" })
+export type Listing = typeof Listing.Type
+
 export const ResourceRecord = Schema.Struct({
   resource: ResourceInfo,
   provider: Provider,
-  paymentOptions: Schema.Array(ResourcePaymentOption)
+  paymentOptions: Schema.Array(ResourcePaymentOption),
+  listing: Listing
 }).annotations({ identifier: "ResourceRecord" })
 export type ResourceRecord = typeof ResourceRecord.Type
 

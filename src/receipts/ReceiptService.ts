@@ -1,6 +1,7 @@
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
+import { expectedTransfer } from "../domain/evidence.js"
 import { InvalidRequest, type NoEligibleProvider, type NotFound, notFound, type PaymentMismatch } from "../domain/errors.js"
 import {
   CommerceReceipt,
@@ -115,11 +116,20 @@ const make = Effect.gen(function* () {
       // One transaction is one piece of evidence however many receipts name it: a repeat is signed
       // and stored, but does not count again.
       if (!countedBefore) {
-        // Transaction evidence (level 3, docs/decisions.md) is a paid call the resource answered with 2xx;
-        // a paid call it failed still counts, against its transaction success rate.
+        // Transaction evidence (level 3, docs/decisions.md) is a paid call the resource answered with
+        // 2xx whose transaction the ledger then confirms; a receipt is the buyer's word until then.
         const answered = request.response.status >= 200 && request.response.status < 300
         yield* recorder.recordEconomic(
-          { source: "receipt", resourceId: chosen.resourceId, payTo: paid.option.payTo, success: answered, transactionHash, at: timestamp },
+          {
+            source: "receipt",
+            resourceId: chosen.resourceId,
+            payTo: paid.option.payTo,
+            success: answered,
+            transactionHash,
+            at: timestamp,
+            payer: null,
+            expected: expectedTransfer(paid.option)
+          },
           [resource]
         )
       }

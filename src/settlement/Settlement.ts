@@ -279,23 +279,29 @@ const make = Effect.gen(function* () {
     return yield* journal.reserve(entry, sinceMs, nowMs, (usage) => judgeBudgets(usage, entry, config.budgets, decimals, nowMs))
   })
 
-  /** Records a settled payment as economic evidence of the payee's resources; the answer never waits on it failing. */
-  const recordSettled = (id: string, completion: Completion, payees: ReadonlyArray<PayeeEvidence>, payTo: string, atMs: number) =>
+  /**
+   * Records a facilitator's answer as economic evidence of the payee's listed resources: a success
+   * waits for the ledger to confirm the transaction moves exactly the signed transfer; a
+   * `success: false` counts against them. The buyer's answer never waits on this failing.
+   */
+  const recordAnswered = (id: string, completion: Completion, payment: Payment, payees: ReadonlyArray<PayeeEvidence>, atMs: number) =>
     recorder
       .recordEconomic(
         {
           source: "settlement",
           resourceId: null,
-          payTo,
-          success: true,
+          payTo: payment.terms.payTo,
+          success: completion.state === "settled",
           transactionHash: completion.transaction,
-          at: new Date(atMs).toISOString()
+          at: new Date(atMs).toISOString(),
+          payer: payment.transfer.from,
+          expected: { payTo: payment.transfer.to, amount: payment.transfer.amount.toString(), scheme: "exact" }
         },
         payees.map((p) => p.record)
       )
       .pipe(
         Effect.catchAllCause((cause) =>
-          Effect.logError(`settlement ${id}: settled, but recording it as evidence for payee ${payTo} failed`, cause)
+          Effect.logError(`settlement ${id}: answered, but recording it as evidence for payee ${payment.terms.payTo} failed`, cause)
         )
       )
 
@@ -320,8 +326,8 @@ const make = Effect.gen(function* () {
           Effect.logError(`settlement ${id}: recording its outcome failed; it will be indeterminate after a restart`, cause)
         )
       )
-      // The money moved: the buyer gets the settle answer even if the evidence cannot be recorded.
-      if (completion.state === "settled") yield* recordSettled(id, completion, payees, payment.terms.payTo, at)
+      // A facilitator answered (success or not): the buyer gets that answer even if the evidence cannot be recorded.
+      if (Either.isRight(answer)) yield* recordAnswered(id, completion, payment, payees, at)
       return answer
     })
     return yield* run.pipe(Effect.forkDaemon, Effect.flatMap(Fiber.join), Effect.flatten)

@@ -154,7 +154,9 @@ export const paymentDenial = (
 }
 
 /**
- * Whether the payee may be paid, from the evidence of the catalog resources that pay it:
+ * Whether the payee may be paid, from the evidence of the listed resources that pay it:
+ * - PROVIDER_DENIED: any of them belongs to a provider a policy denies (fails closed: another
+ *   entry paying the same address does not launder it);
  * - NO_VERIFICATION_EVIDENCE: no catalogued resource pays it, or none was ever probed;
  * - QUARANTINED: any resource paying it is quarantined (settling to it is refused whatever else
  *   pays the same account);
@@ -169,9 +171,22 @@ export const payeeDenial = (
   candidates: ReadonlyArray<PayeeCandidate>,
   context: PolicyContext
 ): PolicyDenied | undefined => {
+  // Fails closed: one listed resource of a denied provider paying the address denies it, whatever else pays it.
+  for (const { name, policy } of policies) {
+    const deniedOne = candidates.find((c) => policy.denyProviders?.includes(c.providerId) === true)
+    if (deniedOne) {
+      return denied({
+        reason: {
+          code: "PROVIDER_DENIED",
+          message: `payee ${option.payTo} is paid through resource ${deniedOne.evidence?.resourceId ?? ""} of provider "${deniedOne.providerId}", which ${name} denies`
+        },
+        policy: { name, policy }
+      })
+    }
+  }
   const probed = candidates.filter((c) => c.evidence !== undefined && c.evidence.lastObservedAt !== null)
   if (probed.length === 0) {
-    const why = candidates.length === 0 ? "no catalogued resource pays it" : "none of the resources paying it was ever probed"
+    const why = candidates.length === 0 ? "no listed resource pays it" : "none of the resources paying it was ever probed"
     return denied({ reason: { code: "NO_VERIFICATION_EVIDENCE", message: `no probe evidence exists for payee ${option.payTo}: ${why}` }, policy: undefined })
   }
   const quarantined = candidates.find((c) => c.evidence?.status === "QUARANTINED")

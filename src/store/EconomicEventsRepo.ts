@@ -1,14 +1,87 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
-import type { EconomicEvent } from "../domain/evidence.js"
+import type { EconomicEvent, EconomicEvidence, EconomicState, ExpectedTransfer, ProbeDetail } from "../domain/evidence.js"
 import { decodeRows, repository, SqlNumber } from "./repository.js"
 
 const SummaryRow = Schema.Struct({
-  total: Schema.NullOr(SqlNumber),
+  failures: Schema.NullOr(SqlNumber),
   successes: Schema.NullOr(SqlNumber),
   ever: Schema.NullOr(SqlNumber)
 })
 const decodeSummary = decodeRows(SummaryRow)
+
+const ProbeJson = Schema.parseJson(
+  Schema.Struct({ priceUsd: Schema.Number, settleLatencyMs: Schema.Number, httpStatus: Schema.Number, bodyMatchesType: Schema.Boolean })
+)
+
+const EventRow = Schema.Struct({
+  id: Schema.String,
+  source: Schema.Literal("settlement", "receipt", "probe"),
+  resource_id: Schema.NullOr(Schema.String),
+  pay_to: Schema.NullOr(Schema.String),
+  success: SqlNumber,
+  transaction_hash: Schema.NullOr(Schema.String),
+  at: Schema.String,
+  state: Schema.Literal("pending", "confirmed", "rejected", "failed"),
+  state_reason: Schema.NullOr(Schema.String),
+  state_changed_at: Schema.NullOr(Schema.String),
+  payer: Schema.NullOr(Schema.String),
+  expected_pay_to: Schema.NullOr(Schema.String),
+  expected_amount: Schema.NullOr(Schema.String),
+  expected_scheme: Schema.NullOr(Schema.Literal("exact", "upto")),
+  probe_json: Schema.NullOr(ProbeJson),
+  ledger: Schema.NullOr(SqlNumber)
+})
+type EventRow = typeof EventRow.Type
+const decodeEvents = decodeRows(EventRow)
+
+/** A stored event still to be checked against the ledger. */
+export interface PendingEvent {
+  readonly id: string
+  readonly resourceId: string | null
+  readonly payTo: string | null
+  readonly transactionHash: string
+  readonly at: string
+  readonly payer: string | null
+  readonly expected: ExpectedTransfer
+}
+
+/** How an event's state changes. */
+export interface EventResolution {
+  readonly state: EconomicState
+  readonly reason: string | null
+  readonly ledger: number | null
+  /** When a still-pending event is looked at again; null once it is settled. */
+  readonly nextCheckMs: number | null
+}
+
+const toPublic = (row: EventRow): EconomicEvidence => ({
+  id: row.id,
+  source: row.source,
+  state: row.state,
+  reason: row.state_reason,
+  transactionHash: row.transaction_hash,
+  payTo: row.pay_to ?? row.expected_pay_to,
+  at: row.at,
+  stateChangedAt: row.state_changed_at,
+  ledger: row.ledger,
+  ...(row.probe_json !== null ? { probe: row.probe_json as ProbeDetail } : {})
+})
+
+const toPending = (row: EventRow): ReadonlyArray<PendingEvent> =>
+  row.transaction_hash === null || row.expected_pay_to === null || row.expected_amount === null || row.expected_scheme === null
+    ? []
+    : [
+        {
+          id: row.id,
+          resourceId: row.resource_id,
+          payTo: row.pay_to,
+          transactionHash: row.transaction_hash,
+          at: row.at,
+          payer: row.payer,
+          expected: { payTo: row.expected_pay_to, amount: row.expected_amount, scheme: row.expected_scheme }
+        }
+      ]
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
@@ -20,28 +93,57 @@ const make = Effect.gen(function* () {
       : sql`(resource_id = ${resourceId} OR (resource_id IS NULL AND ${sql.in("pay_to", payTos)}))`
 
   return repository("EconomicEventsRepo", {
-    insert: (id: string, e: EconomicEvent) =>
-      sql`INSERT INTO economic_events (id, source, resource_id, pay_to, success, transaction_hash, at, at_ms)
+    insert: (id: string, e: EconomicEvent, initial: EventResolution, nowMs: number) =>
+      sql`INSERT INTO economic_events (id, source, resource_id, pay_to, success, transaction_hash, at, at_ms, state,
+          state_reason, state_changed_at, payer, expected_pay_to, expected_amount, expected_scheme, probe_json, ledger,
+          next_check_ms)
         VALUES (${id}, ${e.source}, ${e.resourceId}, ${e.payTo}, ${e.success ? 1 : 0}, ${e.transactionHash}, ${e.at},
-          ${Date.parse(e.at)})`.pipe(Effect.asVoid),
+          ${Date.parse(e.at)}, ${initial.state}, ${initial.reason}, ${new Date(nowMs).toISOString()}, ${e.payer},
+          ${e.expected?.payTo ?? null}, ${e.expected?.amount ?? null}, ${e.expected?.scheme ?? null},
+          ${e.probe === undefined ? null : JSON.stringify(e.probe)}, ${initial.ledger}, ${initial.nextCheckMs})`.pipe(
+        Effect.asVoid
+      ),
 
     /**
-     * Payments about the resource: how many since `sinceMs` and how many of those succeeded (the
-     * transaction success rate), and whether any ever succeeded (level 3 evidence). One query.
+     * Payments about the resource since `sinceMs`: confirmed transactions (each counted once, however
+     * many reports name it: a settle answer and the buyer's receipt of it are one payment) and
+     * observed failures, which make the transaction success rate; and whether any transaction was
+     * ever confirmed (level 3 evidence). Pending and rejected events do not count. One query.
      */
     summary: (resourceId: string, payTos: ReadonlyArray<string>, sinceMs: number) =>
       sql`
-        SELECT SUM(CASE WHEN at_ms >= ${sinceMs} THEN 1 ELSE 0 END) AS total,
-               SUM(CASE WHEN at_ms >= ${sinceMs} AND success = 1 THEN 1 ELSE 0 END) AS successes,
-               MAX(success) AS ever
+        SELECT COUNT(DISTINCT CASE WHEN at_ms >= ${sinceMs} AND state = 'confirmed' THEN transaction_hash END) AS successes,
+               SUM(CASE WHEN at_ms >= ${sinceMs} AND state = 'failed' THEN 1 ELSE 0 END) AS failures,
+               MAX(CASE WHEN state = 'confirmed' THEN 1 ELSE 0 END) AS ever
         FROM economic_events WHERE ${about(resourceId, payTos)}`.pipe(
         Effect.flatMap(decodeSummary),
-        Effect.map(([row]) => ({
-          total: row?.total ?? 0,
-          successes: row?.successes ?? 0,
-          everSucceeded: row?.ever === 1
-        }))
-      )
+        Effect.map(([row]) => {
+          const successes = row?.successes ?? 0
+          return { total: successes + (row?.failures ?? 0), successes, everSucceeded: row?.ever === 1 }
+        })
+      ),
+
+    /** Pending events due for a ledger check, oldest first. */
+    due: (nowMs: number, limit: number) =>
+      sql`SELECT * FROM economic_events WHERE state = 'pending' AND next_check_ms <= ${nowMs}
+        ORDER BY next_check_ms, id LIMIT ${limit}`.pipe(
+        Effect.flatMap(decodeEvents),
+        Effect.map((rows) => rows.flatMap(toPending))
+      ),
+
+    /** Moves a pending event on; a no-op for one already settled. */
+    resolve: (id: string, resolution: EventResolution, nowMs: number) =>
+      sql`UPDATE economic_events SET state = ${resolution.state}, state_reason = ${resolution.reason},
+          ledger = ${resolution.ledger}, next_check_ms = ${resolution.nextCheckMs},
+          state_changed_at = CASE WHEN state = ${resolution.state} THEN state_changed_at ELSE ${new Date(nowMs).toISOString()} END
+        WHERE id = ${id} AND state = 'pending'`.pipe(Effect.asVoid),
+
+    /** The newest events about a resource, newest first, as shown with it. */
+    recent: (resourceId: string, payTos: ReadonlyArray<string>, limit: number) =>
+      sql`SELECT * FROM economic_events WHERE ${about(resourceId, payTos)} ORDER BY at_ms DESC, id DESC LIMIT ${limit}`.pipe(
+        Effect.flatMap(decodeEvents),
+        Effect.map((rows) => rows.map(toPublic))
+      ),
   })
 })
 

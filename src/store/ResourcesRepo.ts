@@ -8,7 +8,8 @@ import {
   ServiceStatus
 } from "../domain/resources.js"
 import { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
-import { decodeRows, repository, SqlNumber } from "./repository.js"
+import { decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
+import { sortableId } from "./sortableId.js"
 
 const ResourceRow = Schema.Struct({
   id: Schema.String,
@@ -22,7 +23,9 @@ const ResourceRow = Schema.Struct({
   url: Schema.String,
   method: HttpMethod,
   status: ServiceStatus,
-  verification_level: SqlNumber
+  verification_level: SqlNumber,
+  listed: SqlFlag,
+  source: Schema.String
 })
 
 const CapabilityRow = Schema.Struct({ resource_id: Schema.String, capability: Schema.String })
@@ -54,6 +57,12 @@ const decodeResources = decodeRows(ResourceRow)
 const decodeCapabilities = decodeRows(CapabilityRow)
 const decodeOptions = decodeRows(OptionRow)
 
+/** Who changed a listing and why. */
+export interface ListingChange {
+  readonly actor: string
+  readonly reason: string
+}
+
 const groupBy = <A>(rows: ReadonlyArray<A>, key: (a: A) => string) => {
   const map = new Map<string, Array<A>>()
   for (const row of rows) {
@@ -74,7 +83,7 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const rows = yield* sql`
         SELECT r.id, r.provider_id, p.name AS provider_name, p.url AS provider_url, p.contact AS provider_contact,
-               r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level
+               r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source
         FROM resources r JOIN providers p ON p.id = r.provider_id
         WHERE ${where}
         ORDER BY r.id`.pipe(Effect.flatMap(decodeResources))
@@ -109,26 +118,46 @@ const make = Effect.gen(function* () {
             ...(r.provider_url !== null ? { url: r.provider_url } : {}),
             ...(r.provider_contact !== null ? { contact: r.provider_contact } : {})
           },
-          paymentOptions: (optionsBy.get(r.id) ?? []).map(toOption)
+          paymentOptions: (optionsBy.get(r.id) ?? []).map(toOption),
+          listing: { listed: r.listed, source: r.source }
         })
       )
     })
 
-  const upsertOne = (entry: CatalogEntry, source: string) =>
+  /** A stored change of listing, with who made it and why. */
+  const recordListing = (resourceId: string, listed: boolean, change: ListingChange) =>
+    Effect.gen(function* () {
+      const at = new Date()
+      yield* sql`INSERT INTO listing_changes (id, resource_id, listed, actor, reason, at, at_ms)
+        VALUES (${sortableId("ls", at.getTime())}, ${resourceId}, ${listed ? 1 : 0}, ${change.actor}, ${change.reason},
+          ${at.toISOString()}, ${at.getTime()})`
+    })
+
+  /**
+   * Inserts or updates an entry from `source`. A new row, or one that comes from another source
+   * now (a validated URL the catalog file names), takes `listed`; a row from the same source keeps
+   * its listing, so an operator's unlisting survives a restart.
+   */
+  const upsertOne = (entry: CatalogEntry, source: string, listed: boolean, change: ListingChange) =>
     Effect.gen(function* () {
       const { resource, provider } = entry
       const at = now()
       yield* sql`INSERT INTO providers (id, name, url, contact)
         VALUES (${provider.id}, ${provider.name}, ${provider.url ?? null}, ${provider.contact ?? null})
         ON CONFLICT (id) DO UPDATE SET name = excluded.name, url = excluded.url, contact = excluded.contact`
+      const before = yield* sql<{ listed: unknown }>`SELECT listed FROM resources WHERE id = ${resource.id}`
       // Status and level are earned from evidence: an existing row keeps its own.
       yield* sql`INSERT INTO resources (id, provider_id, type, name, description, url, method, status,
-          verification_level, source, created_at, updated_at)
+          verification_level, source, listed, created_at, updated_at)
         VALUES (${resource.id}, ${provider.id}, ${resource.type}, ${resource.name}, ${resource.description},
-          ${resource.url}, ${resource.method}, 'DISCOVERED', 0, ${source}, ${at}, ${at})
+          ${resource.url}, ${resource.method}, 'DISCOVERED', 0, ${source}, ${listed ? 1 : 0}, ${at}, ${at})
         ON CONFLICT (id) DO UPDATE SET provider_id = excluded.provider_id, type = excluded.type,
           name = excluded.name, description = excluded.description, url = excluded.url,
-          method = excluded.method, source = excluded.source, updated_at = excluded.updated_at`
+          method = excluded.method, source = excluded.source, updated_at = excluded.updated_at,
+          listed = CASE WHEN resources.source = excluded.source THEN resources.listed ELSE excluded.listed END`
+      const after = yield* sql<{ listed: unknown }>`SELECT listed FROM resources WHERE id = ${resource.id}`
+      const isListed = Number(after[0]?.listed) === 1
+      if (before[0] === undefined || Number(before[0].listed) === 1 !== isListed) yield* recordListing(resource.id, isListed, change)
       yield* sql`DELETE FROM resource_capabilities WHERE resource_id = ${resource.id}`
       for (const capability of new Set(resource.capabilities)) {
         yield* sql`INSERT INTO resource_capabilities (resource_id, capability) VALUES (${resource.id}, ${capability})`
@@ -142,18 +171,42 @@ const make = Effect.gen(function* () {
       }
     })
 
+  const listedOnly = sql.literal("r.listed = 1")
+
   return repository("ResourcesRepo", {
-    /** Idempotent: loading the same catalog twice leaves the same rows. */
+    /** Idempotent: loading the same catalog twice leaves the same rows. The config file lists what it names. */
     upsertCatalog: (entries: ReadonlyArray<CatalogEntry>) =>
-      sql.withTransaction(Effect.forEach(entries, (e) => upsertOne(e, "catalog"), { discard: true })),
-    /** A resource found by `/v1/validate` at a URL the catalog does not list. */
-    insertDiscovered: (entry: CatalogEntry) => sql.withTransaction(upsertOne(entry, "discovered")),
-    list: () => load(sql.literal("1 = 1")),
+      sql.withTransaction(
+        Effect.forEach(entries, (e) => upsertOne(e, "config", true, { actor: "config", reason: "named in the catalog file" }), {
+          discard: true
+        })
+      ),
+    /** A resource found by `/v1/validate` at a URL the catalog does not list: kept, but unlisted. */
+    insertUnlisted: (entry: CatalogEntry, source: string, change: ListingChange) =>
+      sql.withTransaction(upsertOne(entry, source, false, change)),
+    /**
+     * What the probe schedule visits: listed resources, and unlisted ones a source is waiting to
+     * see probed. A URL someone validated once is probed again only when validated again.
+     */
+    probeTargets: () => load(sql.literal("(r.listed = 1 OR r.source <> 'validate')")),
+    /** What buyers see: the listed resources. */
+    list: () => load(listedOnly),
     get: (id: string) => load(sql`r.id = ${id}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     findByUrl: (url: string) => load(sql`r.url = ${url}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     byCapability: (capability: string) =>
-      load(sql`r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${capability})`),
-    byPayTo: (payTo: string) => load(sql`r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`),
+      load(sql`${listedOnly} AND r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${capability})`),
+    /** Listed resources paying `payTo`: an unlisted one is never evidence for a payee. */
+    byPayTo: (payTo: string) => load(sql`${listedOnly} AND r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`),
+    /** Lists or unlists a resource, storing the change; false when no such resource exists. */
+    setListed: (id: string, listed: boolean, change: ListingChange) =>
+      Effect.gen(function* () {
+        const rows = yield* sql<{ listed: unknown }>`SELECT listed FROM resources WHERE id = ${id}`
+        if (rows[0] === undefined) return false
+        if (Number(rows[0].listed) === (listed ? 1 : 0)) return true
+        yield* sql`UPDATE resources SET listed = ${listed ? 1 : 0}, updated_at = ${now()} WHERE id = ${id}`
+        yield* recordListing(id, listed, change)
+        return true
+      }).pipe(sql.withTransaction),
     setStatus: (id: string, status: ServiceStatus, level: number) =>
       sql`UPDATE resources SET status = ${status}, verification_level = ${level}, updated_at = ${now()} WHERE id = ${id}`.pipe(
         Effect.asVoid

@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../config.js"
-import { type EconomicEvent, noEvidence, type PayeeEvidence, type ResourceEvidence } from "../domain/evidence.js"
+import { noEvidence, type PayeeEvidence, type ResourceEvidence } from "../domain/evidence.js"
 import type { StoredStanding } from "../domain/metrics.js"
 import type { ResourceRecord } from "../domain/resources.js"
 import { MetricsRepo } from "../store/MetricsRepo.js"
@@ -64,9 +64,8 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
 
   /**
    * Evidence held in memory for tests of policy, routing, settlement and receipts: a fixed catalog
-   * and starting evidence. Economic events (the recorder's only method here) mark the resources
-   * they are about as transaction-verified when they succeeded with a transaction, as the live
-   * recorder does; probe recording dies, since no probe runs against in-memory evidence.
+   * and fixed evidence. Reported payments change nothing here: only the ledger confirms one, and
+   * in-memory evidence has no ledger. Probe recording dies, since no probe runs against it.
    */
   static readonly Test = (
     catalog: ReadonlyArray<ResourceRecord>,
@@ -80,23 +79,20 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
       forPayee: (payTo) =>
         Effect.sync(() =>
           catalog
-            .filter((r) => r.paymentOptions.some((o) => o.payTo === payTo))
+            .filter((r) => r.listing.listed && r.paymentOptions.some((o) => o.payTo === payTo))
             .map((record) => ({ record, evidence: get(record.resource.id) }))
         )
     }
-    const recordEconomic = (event: EconomicEvent, about: ReadonlyArray<ResourceRecord>) =>
-      Effect.sync(() => {
-        if (!event.success || event.transactionHash === null) return
-        for (const { resource } of about) store.set(resource.id, { ...get(resource.id), transactionVerified: true })
-      })
+    const noProbes = () => Effect.dieMessage("in-memory evidence records no probes")
     return Layer.merge(
       Layer.succeed(EvidenceReader, reader),
       Layer.succeed(
         EvidenceRecorder,
         EvidenceRecorder.of({
-          beginProbe: () => Effect.dieMessage("in-memory evidence records no probes"),
-          recordObservation: () => Effect.dieMessage("in-memory evidence records no probes"),
-          recordEconomic
+          beginProbe: noProbes,
+          recordObservation: noProbes,
+          recordEconomic: () => Effect.void,
+          resolveEconomic: () => Effect.dieMessage("in-memory evidence has no ledger to confirm payments with")
         })
       )
     )

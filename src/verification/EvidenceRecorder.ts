@@ -3,13 +3,14 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../config.js"
 import type { EconomicEvent } from "../domain/evidence.js"
 import type { ResourceRecord, ServiceStatus } from "../domain/resources.js"
-import { EconomicEventsRepo } from "../store/EconomicEventsRepo.js"
+import { EconomicEventsRepo, type EventResolution, type PendingEvent } from "../store/EconomicEventsRepo.js"
 import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import { transactional } from "../store/repository.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { sortableId } from "../store/sortableId.js"
 import { TransitionsRepo } from "../store/TransitionsRepo.js"
+import { initialResolution } from "./confirmation.js"
 import { snapshotFrom, windowMs } from "./metrics.js"
 import { deriveStanding, type Standing } from "./status.js"
 import type { RecordedObservation } from "../domain/observations.js"
@@ -93,15 +94,37 @@ const make = Effect.gen(function* () {
       ),
 
     /**
-     * Stores a payment outcome and re-derives the resources it is about: the records the caller
-     * already holds (the receipt's service, the settled payee's listed resources).
+     * Stores a reported payment outcome, `pending` until the ledger confirms it when it can be
+     * checked (see confirmation.ts), and re-derives the resources it is about: the records the
+     * caller already holds (the receipt's service, the settled payee's listed resources).
      */
     recordEconomic: (event: EconomicEvent, about: ReadonlyArray<ResourceRecord>) =>
       Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
         serialized(
-          Effect.zipRight(economic.insert(sortableId("eco", nowMs), event), Effect.forEach(about, refresh, { discard: true }))
+          Effect.zipRight(
+            economic.insert(sortableId("eco", nowMs), event, initialResolution(event, nowMs), nowMs),
+            Effect.forEach(about, refresh, { discard: true })
+          )
         )
-      ).pipe(Effect.withSpan("EvidenceRecorder.recordEconomic"))
+      ).pipe(Effect.withSpan("EvidenceRecorder.recordEconomic")),
+
+    /** Stores what the ledger showed for a pending payment and re-derives the resources it is about. */
+    resolveEconomic: (event: PendingEvent, resolution: EventResolution) =>
+      Effect.gen(function* () {
+        const about =
+          event.resourceId !== null
+            ? Option.toArray(yield* resources.get(event.resourceId))
+            : event.payTo !== null
+              ? yield* resources.byPayTo(event.payTo)
+              : []
+        const nowMs = yield* Clock.currentTimeMillis
+        yield* serialized(
+          Effect.zipRight(
+            economic.resolve(event.id, resolution, nowMs),
+            resolution.state === "pending" ? Effect.void : Effect.forEach(about, refresh, { discard: true })
+          )
+        )
+      }).pipe(Effect.withSpan("EvidenceRecorder.resolveEconomic"))
   }
 })
 

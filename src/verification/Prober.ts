@@ -129,7 +129,10 @@ const make = Effect.gen(function* () {
       yield* guardTarget(url.href, config.probes).pipe(Effect.catchTag("DnsFailure", () => Effect.void))
       const id = discoveredId(url)
       const observed = yield* run({ resourceId: id, url: url.href, method, advertised: [] })
-      yield* resources.insertDiscovered(discoveredEntry(id, url, method, observed, config))
+      yield* resources.insertUnlisted(discoveredEntry(id, url, method, observed, config), "validate", {
+        actor: "validate",
+        reason: "probed through /v1/validate; not in the catalog, so unlisted until an operator or a source lists it"
+      })
       const record = Option.getOrThrow(yield* resources.get(id))
       return yield* result(record, observed, true)
     })
@@ -145,7 +148,7 @@ const make = Effect.gen(function* () {
 
     /**
      * Probes any URL (`/v1/validate`): a catalog URL is probed as that resource; an unknown one
-     * becomes a DISCOVERED resource. Fails with TargetRefused for a URL the outbound guard forbids.
+     * becomes an unlisted resource (source "validate"). Fails with TargetRefused for a URL the outbound guard forbids.
      */
     probeUrl: (rawUrl: string, method?: HttpMethod): Effect.Effect<ProbeResult, TargetRefused> =>
       Effect.gen(function* () {
@@ -166,7 +169,7 @@ const make = Effect.gen(function* () {
      */
     runCycle: Effect.gen(function* () {
       const startMs = yield* Clock.currentTimeMillis
-      const records = yield* resources.list()
+      const records = yield* resources.probeTargets()
       const outcomes = yield* Effect.forEach(
         records,
         (record) =>

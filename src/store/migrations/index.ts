@@ -3,14 +3,21 @@ import catalog from "./0001_catalog.js"
 import verification from "./0002_verification.js"
 import settlement from "./0003_settlement.js"
 import receipts from "./0004_receipts.js"
+import evidenceListing from "./0005_evidence_listing.js"
 
 /**
  * Migrations are imported, not globbed from disk, so the compiled single binary carries them.
- * Numbers are reserved per capability: 0002 verification, 0003 settlement, 0004 receipts.
+ * Numbers are reserved per capability: 0002 verification, 0003 settlement, 0004 receipts, 0005 evidence states and listing (issue 13); later issues take the next free number.
  */
-export const migrations = Migrator.fromRecord({
+const all = {
   "0001_catalog": catalog,
   "0002_verification": verification,
   "0003_settlement": settlement,
-  "0004_receipts": receipts
-})
+  "0004_receipts": receipts,
+  "0005_evidence_listing": evidenceListing
+}
+
+export const migrations = Migrator.fromRecord(all)
+
+/** How many migrations a fully migrated store has recorded. */
+export const migrationCount = Object.keys(all).length
