@@ -23,7 +23,8 @@ const make = Effect.gen(function* () {
       })))
       const { metrics } = yield* evidence.forResource(id)
       const transitions = yield* transitionsRepo.recent(id, TRANSITIONS_SHOWN)
-      return { ...record, metrics, transitions } satisfies ResourceDetail
+      const economicEvidence = yield* evidence.payments(record)
+      return { ...record, metrics, transitions, economicEvidence } satisfies ResourceDetail
     }).pipe(Effect.withSpan("Discovery.get"))
 
   const find = (request: ResourceSearchRequest) =>
