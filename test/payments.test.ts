@@ -5,12 +5,11 @@ import {
   contract,
   hash,
   Keypair,
+  nativeToScVal,
   Networks,
   scValToNative,
-  SorobanDataBuilder,
   StrKey,
   Transaction,
-  TransactionBuilder,
   xdr
 } from "@stellar/stellar-sdk"
 import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http"
@@ -23,22 +22,10 @@ import { buildExactPayment } from "../src/payments/exactPayment.js"
 import { payFor, type PayForInput } from "../src/payments/payFor.js"
 import { decodePayment } from "../src/settlement/transfer.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
+import { settlePayment, startFixtureLedger } from "./fixtures/ledger.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
 import { exactRequirements } from "./fixtures/stellarPayment.js"
 import { OTHER_ASSET, startX402Fixture } from "./fixtures/x402Resource.js"
-
-/*
- * A local Soroban RPC (JSON-RPC on 127.0.0.1) answering what a wallet asks while building a
- * payment: getLatestLedger, and simulateTransaction of a SEP-41 transfer. Like the host, it
- * records the payer's authorisation when the transaction carries none (a fresh nonce, no
- * signature) and enforces it when it does: a missing, expired or wrong signature fails the
- * simulation. Kept in this file until test/fixtures/ledger.ts offers the same.
- */
-const LATEST_LEDGER = 2_000_000
-const MIN_RESOURCE_FEE = 73_500
-/** Instructions each simulation reports: checking a signature costs more than recording. */
-const RECORDING_INSTRUCTIONS = 1_000_000
-const ENFORCING_INSTRUCTIONS = 1_400_000
 
 /** The check the host makes on an address credential (ed25519 account): the signature over the preimage hash. */
 const authEntryVerifies = (entry: xdr.SorobanAuthorizationEntry, passphrase: string): boolean => {
@@ -61,111 +48,76 @@ const authEntryVerifies = (entry: xdr.SorobanAuthorizationEntry, passphrase: str
   )
 }
 
-type RpcMode = "normal" | "down" | "simulation-fails" | "asks-for-more"
+const LATEST_LEDGER = 2_000_000
+const ledger = startFixtureLedger({ latestLedger: LATEST_LEDGER })
 
-const startRpc = () => {
-  const calls: Array<{ method: string; params: Record<string, unknown> }> = []
-  const issuedNonces: Array<bigint> = []
-  let mode: RpcMode = "normal"
-  const contractInstance = (asset: string) =>
-    xdr.LedgerKey.contractData(
-      new xdr.LedgerKeyContractData({
-        contract: new Address(asset).toScAddress(),
-        key: xdr.ScVal.scvLedgerKeyContractInstance(),
-        durability: xdr.ContractDataDurability.persistent()
-      })
-    )
+type HopMode = "forward" | "simulation-fails" | "asks-for-more"
 
-  const simulate = (params: Record<string, unknown>) => {
-    const tx = TransactionBuilder.fromXDR(params.transaction as string, Networks.TESTNET) as Transaction
-    const op = tx.operations[0]
-    if (op?.type !== "invokeHostFunction") return { latestLedger: LATEST_LEDGER, error: "not a contract invocation" }
-    if (mode === "simulation-fails") return { latestLedger: LATEST_LEDGER, error: "HostError: Error(Contract, #10) balance is not sufficient" }
-    const call = op.func.invokeContract()
+/**
+ * A JSON-RPC hop in front of the fixture ledger's Soroban RPC: it records every call with its
+ * answer, and can answer as a failing or hostile RPC would ("asks-for-more": the recorded
+ * authorisation covers ten times the amount).
+ */
+const startRpcHop = () => {
+  const calls: Array<{ method: string; params: Record<string, unknown>; result: Record<string, unknown> | undefined }> = []
+  let mode: HopMode = "forward"
+  const tamper = (result: { results?: Array<{ auth: Array<string> }> }) => {
+    const entry = xdr.SorobanAuthorizationEntry.fromXDR(result.results![0]!.auth[0]!, "base64")
+    const call = entry.rootInvocation().function().contractFn()
     const [from, to, amount] = call.args()
-    const asset = Address.fromScAddress(call.contractAddress()).toString()
-    const enforcing = (op.auth ?? []).length > 0
-    if (enforcing) {
-      const bad = op.auth!.find(
-        (e) => !authEntryVerifies(e, Networks.TESTNET) || e.credentials().address().signatureExpirationLedger() < LATEST_LEDGER
-      )
-      if (bad) return { latestLedger: LATEST_LEDGER, error: "HostError: Error(Auth, InvalidAction)" }
-    }
-    const nonce = BigInt.asIntN(64, BigInt(`0x${createHash("sha256").update(String(calls.length)).digest("hex").slice(0, 16)}`))
-    // "asks-for-more": an RPC trying to have the payer authorise ten times the amount.
-    const authorisedArgs = mode === "asks-for-more" ? [from!, to!, xdr.ScVal.scvI128(new xdr.Int128Parts({ hi: xdr.Int64.fromString("0"), lo: xdr.Uint64.fromString(String(BigInt(scValToNative(amount!)) * 10n)) }))] : call.args()
-    const recorded = new xdr.SorobanAuthorizationEntry({
-      credentials: xdr.SorobanCredentials.sorobanCredentialsAddress(
-        new xdr.SorobanAddressCredentials({
-          address: Address.fromScVal(from!).toScAddress(),
-          nonce: xdr.Int64.fromString(nonce.toString()),
-          signatureExpirationLedger: 0,
-          signature: xdr.ScVal.scvVoid()
-        })
-      ),
+    const more = nativeToScVal(BigInt(scValToNative(amount!)) * 10n, { type: "i128" })
+    const args = new xdr.InvokeContractArgs({ contractAddress: call.contractAddress(), functionName: "transfer", args: [from!, to!, more] })
+    const hostile = new xdr.SorobanAuthorizationEntry({
+      credentials: entry.credentials(),
       rootInvocation: new xdr.SorobanAuthorizedInvocation({
-        function: xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(
-          new xdr.InvokeContractArgs({ contractAddress: call.contractAddress(), functionName: "transfer", args: authorisedArgs })
-        ),
+        function: xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(args),
         subInvocations: []
       })
     })
-    if (!enforcing) issuedNonces.push(nonce)
-    const data = new SorobanDataBuilder()
-      .setReadOnly([contractInstance(asset)])
-      .setResources(enforcing ? ENFORCING_INSTRUCTIONS : RECORDING_INSTRUCTIONS, 1_200, 400)
-      .setResourceFee(MIN_RESOURCE_FEE)
-      .build()
-    return {
-      latestLedger: LATEST_LEDGER,
-      minResourceFee: String(MIN_RESOURCE_FEE),
-      transactionData: data.toXDR("base64"),
-      results: [{ auth: enforcing ? [] : [recorded.toXDR("base64")], xdr: xdr.ScVal.scvVoid().toXDR("base64") }],
-      events: []
-    }
+    return { ...result, results: [{ ...result.results![0]!, auth: [hostile.toXDR("base64")] }] }
   }
-
   const server: Server<undefined> = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     fetch: async (request) => {
       const body = (await request.json()) as { id: unknown; method: string; params?: Record<string, unknown> }
-      calls.push({ method: body.method, params: body.params ?? {} })
-      if (mode === "down") return new Response("upstream connect error", { status: 503 })
-      const result =
-        body.method === "getLatestLedger"
-          ? { id: "ab".repeat(32), sequence: LATEST_LEDGER, protocolVersion: 23 }
-          : body.method === "simulateTransaction"
-            ? simulate(body.params ?? {})
-            : undefined
-      return Response.json(
-        result === undefined
-          ? { jsonrpc: "2.0", id: body.id, error: { code: -32601, message: "method not found" } }
-          : { jsonrpc: "2.0", id: body.id, result }
-      )
+      const upstream = await fetch(ledger.rpcUrl, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })
+      if (!upstream.ok) return upstream
+      const answer = (await upstream.json()) as { result?: Record<string, unknown> }
+      if (body.method === "simulateTransaction" && mode === "simulation-fails") {
+        answer.result = { latestLedger: LATEST_LEDGER, error: "HostError: Error(Contract, #10) balance is not sufficient" }
+      }
+      if (body.method === "simulateTransaction" && mode === "asks-for-more") answer.result = tamper(answer.result!)
+      calls.push({ method: body.method, params: body.params ?? {}, result: answer.result })
+      return Response.json(answer)
     }
   })
   return {
     url: `http://127.0.0.1:${server.port}`,
     calls,
-    issuedNonces,
-    setMode: (next: RpcMode) => {
+    /** The nonce of the authorisation the first simulation recorded. */
+    recordedNonce: () => {
+      const result = calls.find((c) => c.method === "simulateTransaction")!.result as { results: Array<{ auth: Array<string> }> }
+      const entry = xdr.SorobanAuthorizationEntry.fromXDR(result.results[0]!.auth[0]!, "base64")
+      return BigInt(entry.credentials().address().nonce().toString())
+    },
+    setMode: (next: HopMode) => {
       mode = next
     },
     stop: () => server.stop(true)
   }
 }
 
-const rpc = startRpc()
+const rpc = startRpcHop()
 const payer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 42))
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
 const deployment = { network: "stellar:testnet", assetContract: TESTNET_USDC }
 const resource = { url: "http://127.0.0.1:9/paid", description: "a paid resource", mimeType: "application/json" }
 
 beforeEach(() => {
-  rpc.setMode("normal")
+  rpc.setMode("forward")
+  ledger.setFailing("rpc", false)
   rpc.calls.length = 0
-  rpc.issuedNonces.length = 0
 })
 
 const build = (requirements: PaymentRequirements, rpcUrl = rpc.url) =>
@@ -204,22 +156,28 @@ describe("buildExactPayment: a Stellar exact payment built and signed through So
     // Expires ceil(60 s / 5 s) = 12 ledgers after the latest, with the nonce the RPC issued.
     const credentials = entry!.credentials().address()
     expect(credentials.signatureExpirationLedger()).toBe(LATEST_LEDGER + 12)
-    expect(BigInt(credentials.nonce().toString())).toBe(rpc.issuedNonces[0]!)
-    expect(authorization).toEqual({ payer: payer.publicKey(), nonce: rpc.issuedNonces[0]!.toString(), expirationLedger: LATEST_LEDGER + 12 })
+    expect(BigInt(credentials.nonce().toString())).toBe(rpc.recordedNonce())
+    expect(authorization).toEqual({ payer: payer.publicKey(), nonce: rpc.recordedNonce().toString(), expirationLedger: LATEST_LEDGER + 12 })
+
+    // Settled as a facilitator does, the payment moves the price and spends exactly that authorisation.
+    const settled = settlePayment(ledger, paymentPayload)
+    expect(settled.transfer).toEqual({ contract: TESTNET_USDC, from: payer.publicKey(), to: PAY_TO, amount: 12345n })
+    expect(settled.nonces).toEqual([{ address: payer.publicKey(), nonce: BigInt(authorization.nonce), expirationLedger: authorization.expirationLedger }])
   })
 
   test("carries the footprint and resources of the simulation with the signature in place, and a fee covering them", async () => {
     const { paymentPayload } = await built(exactRequirements({ payTo: PAY_TO }))
     const transaction = transactionOf(paymentPayload.payload.transaction as string)
-    const data = transaction.toEnvelope().v1().tx().ext().sorobanData()
-    expect(data.resources().instructions()).toBe(ENFORCING_INSTRUCTIONS)
-    expect(data.resources().footprint().readOnly().map((k) => k.toXDR("base64"))).toHaveLength(1)
-    expect(Number(data.resourceFee().toBigInt())).toBe(MIN_RESOURCE_FEE)
-    expect(Number(transaction.fee)).toBeGreaterThanOrEqual(MIN_RESOURCE_FEE)
     // A wallet's sequence: the latest ledger, a recording simulation, then one with the signed entry.
     expect(rpc.calls.map((c) => c.method)).toEqual(["getLatestLedger", "simulateTransaction", "simulateTransaction"])
     const second = transactionOf(rpc.calls[2]!.params.transaction as string)
     expect(authOf(second).map((e) => authEntryVerifies(e, Networks.TESTNET))).toEqual([true])
+    const enforced = rpc.calls[2]!.result as { transactionData: string; minResourceFee: string }
+    const data = transaction.toEnvelope().v1().tx().ext().sorobanData()
+    expect(data.toXDR("base64")).toBe(enforced.transactionData)
+    expect(data.resources().footprint().readWrite().length).toBeGreaterThan(0)
+    // A facilitator refuses a fee below the simulation's minimum resource fee.
+    expect(BigInt(transaction.fee)).toBeGreaterThanOrEqual(BigInt(enforced.minResourceFee))
   })
 
   test("requirements of another scheme, network or asset, or without sponsored fees, are refused before the RPC is asked", async () => {
@@ -254,7 +212,8 @@ describe("buildExactPayment: a Stellar exact payment built and signed through So
     expect(Either.isLeft(failed) && failed.left._tag).toBe("SimulationRejected")
     expect(Either.isLeft(failed) && failed.left.reason).toContain("balance is not sufficient")
 
-    rpc.setMode("down")
+    rpc.setMode("forward")
+    ledger.setFailing("rpc")
     const down = await build(exactRequirements({ payTo: PAY_TO }))
     expect(Either.isLeft(down) && down.left._tag).toBe("SorobanRpcFailure")
     const nobody = await build(exactRequirements({ payTo: PAY_TO }), "http://127.0.0.1:1")
@@ -456,7 +415,7 @@ describe("payFor: choosing, and judging the paid answer", () => {
     const result = await pay({ url: sellerOf.url, probes: probes(), paidTimeoutMs: 300 })
     expect(Either.isLeft(result) && result.left).toMatchObject({
       _tag: "PaymentOutcomeUnknown",
-      authorization: { payer: payer.publicKey(), nonce: rpc.issuedNonces[0]!.toString(), expirationLedger: LATEST_LEDGER + 12 }
+      authorization: { payer: payer.publicKey(), nonce: rpc.recordedNonce().toString(), expirationLedger: LATEST_LEDGER + 12 }
     })
     expect(sellerOf.payments).toHaveLength(1)
   })
@@ -464,6 +423,7 @@ describe("payFor: choosing, and judging the paid answer", () => {
 
 afterAll(async () => {
   await rpc.stop()
+  ledger.stop()
   await seller.stop()
   await facilitator.stop()
   await x402Fixture.stop()
