@@ -139,7 +139,12 @@ export const LedgerConfig = Schema.Struct({
   /** How long a claimed transaction may take to appear on the ledger before it is rejected. */
   confirmTimeoutSeconds: opt(PositiveInt, 120),
   /** Bound on each Soroban RPC or Horizon call. */
-  timeoutMs: opt(PositiveInt, 8000)
+  timeoutMs: opt(PositiveInt, 8000),
+  /**
+   * How often pending payments are checked on the ledger and unresolved settlements reconciled
+   * (seconds; fractions allowed). A ledger closes about every 5 s.
+   */
+  pollIntervalSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 5)
 })
 export type LedgerConfig = typeof LedgerConfig.Type
 
