@@ -11,6 +11,7 @@ import { Reconciler } from "./settlement/Reconciler.js"
 import { Settlement } from "./settlement/Settlement.js"
 import { ResourcesRepo } from "./store/ResourcesRepo.js"
 import { StoreLive } from "./store/Store.js"
+import { EconomicProber } from "./verification/EconomicProber.js"
 import { EvidenceConfirmer } from "./verification/EvidenceConfirmer.js"
 import type { EvidenceReader } from "./verification/EvidenceReader.js"
 import type { EvidenceRecorder } from "./verification/EvidenceRecorder.js"
@@ -75,7 +76,7 @@ export const ServicesLive = (config: Config, role: Role = "local") => {
   const decisions = Layer.mergeAll(Discovery.Live, PolicyEngine.Live, Router.Live)
   const receipts = ReceiptService.Live.pipe(Layer.provide(Signer.fromConfig), Layer.provide(decisions))
   const payments = PaymentsLive(evidence, FacilitatorPool.Live, role)
-  return Layer.mergeAll(decisions, receipts, LedgerWatchLive(config, role)).pipe(
+  return Layer.mergeAll(decisions, receipts, LedgerWatchLive(config, role), EconomicProber.Live).pipe(
     Layer.provideMerge(payments),
     Layer.provideMerge(evidence),
     Layer.provideMerge(FoundationLive(config))

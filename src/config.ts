@@ -172,6 +172,26 @@ const defaultAsset: SupportedAsset = {
   maximumAmount: "10000000000"
 }
 
+/**
+ * Economic probes: the service pays selected listed resources as a buyer would, with the
+ * operator's probe key, so the transaction success rate rests on payments it made itself.
+ */
+export const EconomicProbesConfig = Schema.Struct({
+  enabled: opt(Schema.Boolean, false),
+  /** The probe payer's Stellar secret seed (created 0600 when missing; `sextant keys probe-address` shows its address). */
+  payerKeyFile: opt(Schema.String.pipe(Schema.minLength(1)), "./data/probe.key"),
+  intervalSeconds: opt(PositiveInt, 3600),
+  /** No single probe pays more than this. */
+  maxPriceUsd: opt(NonNegativeNumber, 0.01),
+  /** Spend per UTC day across all probes, kept in the store so a restart does not reset it. */
+  budgetUsdPerDay: opt(NonNegativeNumber, 1),
+  /** Resource ids to probe; absent means every listed resource with a payable option within maxPriceUsd. */
+  resources: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1)))),
+  /** The operator's policy: a resource is paid only when this policy ALLOWs one of its options. */
+  policy: opt(AgentPolicy, {})
+})
+export type EconomicProbesConfig = typeof EconomicProbesConfig.Type
+
 /** The config file; its field names are a contract with operators (docs/decisions.md): add, never rename. */
 export const ConfigFile = Schema.Struct({
   host: opt(Schema.String, "127.0.0.1"),
@@ -188,7 +208,8 @@ export const ConfigFile = Schema.Struct({
   budgets: opt(BudgetsConfig, Schema.decodeSync(BudgetsConfig)({})),
   apiKeys: opt(Schema.Array(ApiKeyEntry), []),
   vertical: opt(VerticalConfig, Schema.decodeSync(VerticalConfig)({})),
-  ledger: opt(LedgerConfig, Schema.decodeSync(LedgerConfig)({}))
+  ledger: opt(LedgerConfig, Schema.decodeSync(LedgerConfig)({})),
+  economicProbes: opt(EconomicProbesConfig, Schema.decodeSync(EconomicProbesConfig)({}))
 })
 export type ConfigFile = typeof ConfigFile.Type
 

@@ -6,10 +6,10 @@ import { ServicesLive } from "./app.js"
 import { type Config, loadConfig } from "./config.js"
 import { NotFound } from "./domain/errors.js"
 import { probeAddressCommand } from "./keys/cli.js"
-import { DEFAULT_PROBE_KEY_FILE } from "./keys/probeKey.js"
 import { BunServerLive, HttpLive, localApiHandler } from "./http/server.js"
 import { makeMcpServer } from "./mcp/server.js"
 import { receiptVerifyCommand } from "./receipts/cli.js"
+import { EconomicProber } from "./verification/EconomicProber.js"
 import { ProbeSchedulerLive } from "./verification/ProbeScheduler.js"
 import { Prober } from "./verification/Prober.js"
 import { VerticalServer } from "./vertical/VerticalServer.js"
@@ -53,13 +53,15 @@ const loadOrExit = (configPath: string | undefined): Config => {
 
 /**
  * The service, the reference vertical beside it unless `vertical.enabled` is false, and the probe
- * schedule, started once both listen so the first cycle already finds the vertical up.
+ * schedules (and economic probes when enabled), started once both listen so the first cycle
+ * already finds the vertical up.
  */
 const serve = (config: Config) => {
   const services = ServicesLive(config, "server")
   const http = HttpLive.pipe(Layer.provide(BunServerLive(config)))
   const listeners = config.vertical.enabled ? Layer.merge(http, VerticalServer.layer(config)) : http
-  return Layer.launch(ProbeSchedulerLive.pipe(Layer.provide(listeners), Layer.provide(services)))
+  const schedules = Layer.merge(ProbeSchedulerLive, EconomicProber.schedule)
+  return Layer.launch(schedules.pipe(Layer.provide(listeners), Layer.provide(services)))
 }
 
 /**
@@ -113,13 +115,6 @@ const probe = (config: Config, resourceId: string | undefined) =>
     Effect.provide(StderrLogger)
   )
 
-/**
- * The probe key file: `economicProbes.payerKeyFile` from the config when it has that block,
- * else ./data/probe.key (relative to the working directory, like `signer.ed25519KeyFile`).
- */
-const probeKeyFile = (config: Config) =>
-  (config as { readonly economicProbes?: { readonly payerKeyFile?: string } }).economicProbes?.payerKeyFile ?? DEFAULT_PROBE_KEY_FILE
-
 const commandOutput = {
   out: (line: string) => void process.stdout.write(`${line}\n`),
   err: (line: string) => void process.stderr.write(`${line}\n`)
@@ -146,7 +141,7 @@ const main = () => {
         return
       }
       if (rest[0] === "probe-address") {
-        const keyFile = probeKeyFile(loadOrExit(configPath))
+        const keyFile = loadOrExit(configPath).economicProbes.payerKeyFile
         return void probeAddressCommand(rest.slice(1), keyFile, commandOutput).then((code) => process.exit(code))
       }
       break

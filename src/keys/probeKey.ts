@@ -2,9 +2,6 @@ import { Keypair } from "@stellar/stellar-sdk"
 import { Data, Effect, Redacted } from "effect"
 import { loadOrCreateSecretFile } from "./secretFile.js"
 
-/** Where `sextant keys probe-address` and the economic probes look when nothing else is said. */
-export const DEFAULT_PROBE_KEY_FILE = "./data/probe.key"
-
 /** The probe key file could not be read, created or understood. Names the file, never its content. */
 export class ProbeKeyError extends Data.TaggedError("ProbeKeyError")<{
   readonly path: string

@@ -3,6 +3,7 @@ import { DatabaseLive } from "./Database.js"
 import { EconomicEventsRepo } from "./EconomicEventsRepo.js"
 import { MetricsRepo } from "./MetricsRepo.js"
 import { ObservationsRepo } from "./ObservationsRepo.js"
+import { ProbeSpendRepo } from "./ProbeSpendRepo.js"
 import { ReceiptsRepo } from "./ReceiptsRepo.js"
 import { ResourcesRepo } from "./ResourcesRepo.js"
 import { SettlementJournal } from "./SettlementJournal.js"
@@ -17,7 +18,8 @@ export const StoreLive = (database: string) =>
     TransitionsRepo.Live,
     EconomicEventsRepo.Live,
     ReceiptsRepo.Live,
-    SettlementJournal.Live
+    SettlementJournal.Live,
+    ProbeSpendRepo.Live
   ).pipe(Layer.provideMerge(DatabaseLive(database)))
 
 /** The same store in memory, fresh for each build: what tests stand on. */
