@@ -200,6 +200,8 @@ export const ConfigFile = Schema.Struct({
   network: opt(StellarNetwork, "stellar:testnet"),
   asset: opt(SupportedAsset, defaultAsset),
   facilitators: opt(Schema.Array(FacilitatorBackend), []),
+  /** Seconds between `/supported` polls of every facilitator: also how soon one marked unhealthy is tried again. */
+  facilitatorPollSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 30),
   /** Inline entries or a path to a JSON file of entries; null means the bundled demo catalog. */
   catalog: opt(Schema.NullOr(Schema.Union(Schema.Array(CatalogEntry), Schema.String)), null),
   probes: opt(ProbesConfig, Schema.decodeSync(ProbesConfig)({})),

@@ -76,7 +76,7 @@ export class SettlementInProgress extends ApiError<SettlementInProgress>()(
 ) {}
 /** A repeat of a payment whose earlier settlement is journaled `indeterminate` (the 502 below, replayed). */
 export class SettlementUnresolved extends ApiError<SettlementUnresolved>()(
-  "SettlementUnresolved", "SETTLEMENT_INDETERMINATE", 409, "an earlier settlement of this payment has an unknown outcome; it is never re-submitted"
+  "SettlementUnresolved", "SETTLEMENT_UNRESOLVED", 409, "an earlier settlement of this payment has an unknown outcome; it is never re-submitted"
 ) {}
 
 export class PayloadTooLarge extends ApiError<PayloadTooLarge>()("PayloadTooLarge", "PAYLOAD_TOO_LARGE", 413, "request bodies are limited to 1 MiB") {}

@@ -95,7 +95,13 @@ export interface Completion {
 
 /** What reconciliation proved on the ledger about an unresolved entry. */
 export type ReconcileOutcome =
-  | { readonly _tag: "Settled"; readonly transaction: string | null; readonly reason: string }
+  | {
+      readonly _tag: "Settled"
+      readonly transaction: string | null
+      readonly reason: string
+      /** The settle answer a repeat of the payment is given from now on, as a facilitator's success would read. */
+      readonly answer: { readonly success: true; readonly transaction: string; readonly network: string; readonly payer?: string }
+    }
   | { readonly _tag: "Unpaid"; readonly reason: string }
 
 /** One change of an entry's state, with its reason: `from` is null for the reservation itself. */

@@ -40,20 +40,18 @@ const matches = (entry: JournalEntry, event: TransferEvent) =>
 export const judgeUnresolved = (entry: JournalEntry, findings: LedgerFindings): ReconcileOutcome | null => {
   const authorization = entry.authorization
   if (authorization === null) return null
+  const settled = (transaction: string | null, reason: string): ReconcileOutcome => ({
+    _tag: "Settled",
+    transaction,
+    reason,
+    answer: { success: true, transaction: transaction ?? "", network: entry.network, ...(entry.payer !== null ? { payer: entry.payer } : {}) }
+  })
   const transfer = findings.transfers.find((event) => matches(entry, event))
   if (transfer !== undefined) {
-    return {
-      _tag: "Settled",
-      transaction: transfer.transactionHash,
-      reason: `the ledger shows the transfer in transaction ${transfer.transactionHash} (ledger ${transfer.ledger})`
-    }
+    return settled(transfer.transactionHash, `the ledger shows the transfer in transaction ${transfer.transactionHash} (ledger ${transfer.ledger})`)
   }
   if (findings.nonceConsumed) {
-    return {
-      _tag: "Settled",
-      transaction: null,
-      reason: `the payer's authorisation nonce ${authorization.nonce} is consumed on the ledger: the payment was submitted`
-    }
+    return settled(null, `the payer's authorisation nonce ${authorization.nonce} is consumed on the ledger: the payment was submitted`)
   }
   if (findings.latestLedger > authorization.expirationLedger) {
     const { startLedger, endLedger } = searchRange(authorization.expirationLedger, findings.latestLedger)

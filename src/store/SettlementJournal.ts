@@ -235,7 +235,8 @@ const make = Effect.gen(function* () {
         const updated =
           outcome._tag === "Settled"
             ? yield* sql<{ id: string }>`UPDATE settlements SET state = 'settled',
-                transaction_hash = COALESCE(${outcome.transaction}, transaction_hash), updated_at_ms = ${nowMs}
+                transaction_hash = COALESCE(${outcome.transaction}, transaction_hash), answer_status = 200,
+                answer_json = ${JSON.stringify(outcome.answer)}, updated_at_ms = ${nowMs}
               WHERE id = ${id} AND state = 'indeterminate' RETURNING id`
             : yield* sql<{ id: string }>`UPDATE settlements SET state = 'failed', fee_stroops = 0, answer_status = NULL,
                 answer_json = NULL, updated_at_ms = ${nowMs}
