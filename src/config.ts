@@ -16,9 +16,11 @@ const Ratio = Schema.Number.pipe(Schema.between(0, 1))
 const opt = <S extends Schema.Schema.Any>(schema: S, value: Schema.Schema.Type<S>) =>
   Schema.optionalWith(schema, { default: () => value })
 
+const HttpUrl = Schema.String.pipe(Schema.pattern(/^https?:\/\/\S+$/, { message: () => "expected an http(s) URL" }))
+
 export const FacilitatorBackend = Schema.Struct({
   id: Schema.String.pipe(Schema.minLength(1)),
-  url: Schema.String.pipe(Schema.pattern(/^https?:\/\/\S+$/, { message: () => "expected an http(s) URL" })),
+  url: HttpUrl,
   apiKey: Schema.optional(Schema.String.pipe(Schema.minLength(1)))
 })
 export type FacilitatorBackend = typeof FacilitatorBackend.Type
@@ -94,8 +96,10 @@ export const VerticalConfig = Schema.Struct({
   payTo: opt(StellarAddress, "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"),
   /** Facilitator URL; null means this service's own `/x402`. */
   facilitatorUrl: opt(Schema.NullOr(Schema.String), null),
-  horizonUrl: opt(Schema.String, "https://horizon-testnet.stellar.org"),
-  sorobanRpcUrl: opt(Schema.String, "https://soroban-testnet.stellar.org"),
+  /** Horizon it reads; null means `ledger.horizonUrl`. */
+  horizonUrl: opt(Schema.NullOr(Schema.String), null),
+  /** Soroban RPC it reads; null means `ledger.sorobanRpcUrl`. */
+  sorobanRpcUrl: opt(Schema.NullOr(Schema.String), null),
   prices: opt(
     Schema.Struct({
       inspect: BaseUnits,
@@ -127,6 +131,40 @@ export const VerticalConfig = Schema.Struct({
 })
 export type VerticalConfig = typeof VerticalConfig.Type
 
+/**
+ * Where the service reads the Stellar ledger (`src/ledger/`): transaction evidence, settlement
+ * reconciliation and the vertical. A null URL means the public endpoint of the configured network.
+ */
+export const LedgerConfig = Schema.Struct({
+  sorobanRpcUrl: opt(Schema.NullOr(HttpUrl), null),
+  horizonUrl: opt(Schema.NullOr(HttpUrl), null),
+  /** How long a claimed transaction may take to appear on the ledger before it is rejected. */
+  confirmTimeoutSeconds: opt(PositiveInt, 120),
+  /** Bound on each Soroban RPC or Horizon call. */
+  timeoutMs: opt(PositiveInt, 8000),
+  /**
+   * How often pending payments are checked on the ledger and unresolved settlements reconciled
+   * (seconds; fractions allowed). A ledger closes about every 5 s.
+   */
+  pollIntervalSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 5)
+})
+export type LedgerConfig = typeof LedgerConfig.Type
+
+/** The `ledger` block with its endpoints resolved for the configured network. */
+export interface LedgerSettings extends LedgerConfig {
+  readonly sorobanRpcUrl: string
+  readonly horizonUrl: string
+}
+
+/**
+ * The public endpoints of each network (developers.stellar.org, "Networks"). Mainnet lists only
+ * ecosystem providers for RPC, so its Soroban RPC has no default and must be configured.
+ */
+export const PUBLIC_LEDGER_ENDPOINTS: Record<StellarNetwork, { readonly horizonUrl: string; readonly sorobanRpcUrl: string | null }> = {
+  "stellar:testnet": { horizonUrl: "https://horizon-testnet.stellar.org", sorobanRpcUrl: "https://soroban-testnet.stellar.org" },
+  "stellar:pubnet": { horizonUrl: "https://horizon.stellar.org", sorobanRpcUrl: null }
+}
+
 const defaultAsset: SupportedAsset = {
   network: "stellar:testnet",
   assetContract: TESTNET_USDC,
@@ -151,13 +189,15 @@ export const ConfigFile = Schema.Struct({
   signer: opt(SignerConfig, { ed25519KeyFile: "./data/signer.key" }),
   budgets: opt(BudgetsConfig, Schema.decodeSync(BudgetsConfig)({})),
   apiKeys: opt(Schema.Array(ApiKeyEntry), []),
-  vertical: opt(VerticalConfig, Schema.decodeSync(VerticalConfig)({}))
+  vertical: opt(VerticalConfig, Schema.decodeSync(VerticalConfig)({})),
+  ledger: opt(LedgerConfig, Schema.decodeSync(LedgerConfig)({}))
 })
 export type ConfigFile = typeof ConfigFile.Type
 
-/** The resolved configuration: the file with env overrides applied and the catalog loaded. */
-export interface Config extends Omit<ConfigFile, "catalog"> {
+/** The resolved configuration: the file with env overrides applied, the catalog loaded and the ledger endpoints resolved. */
+export interface Config extends Omit<ConfigFile, "catalog" | "ledger"> {
   readonly catalog: ReadonlyArray<CatalogEntry>
+  readonly ledger: LedgerSettings
 }
 
 export class AppConfig extends Context.Tag("sextant/AppConfig")<AppConfig, Config>() {}
@@ -176,8 +216,11 @@ const decodeOptions = { errors: "first", onExcessProperty: "error" } as const
 const fieldPath = (path: ReadonlyArray<PropertyKey>) =>
   path.length === 0 ? "(root)" : path.map((p) => (typeof p === "number" ? `[${p}]` : String(p))).join(".").replace(/\.\[/g, "[")
 
-/** Fields whose values are secrets: a schema message would quote the value, so it is replaced. */
-const SECRET_FIELDS = new Set(["apiKey", "hmacSecret", "facilitatorApiKey", "database"])
+/**
+ * Fields whose values are secrets: a schema message would quote the value, so it is replaced.
+ * RPC and Horizon URLs count: a provider's URL often carries its API key.
+ */
+const SECRET_FIELDS = new Set(["apiKey", "hmacSecret", "facilitatorApiKey", "database", "sorobanRpcUrl", "horizonUrl"])
 
 export const firstIssue = (error: ParseResult.ParseError, prefix = ""): ConfigError => {
   const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
@@ -293,9 +336,28 @@ const placeDemoVertical = (entries: ReadonlyArray<CatalogEntry>, vertical: Verti
   )
 }
 
+/** The `ledger` block with each null endpoint replaced by the network's public one. */
+const resolveLedger = (ledger: LedgerConfig, network: StellarNetwork): Either.Either<LedgerSettings, ConfigError> => {
+  const defaults = PUBLIC_LEDGER_ENDPOINTS[network]
+  const sorobanRpcUrl = ledger.sorobanRpcUrl ?? defaults.sorobanRpcUrl
+  if (sorobanRpcUrl === null) {
+    return Either.left(
+      new ConfigError("ledger.sorobanRpcUrl", `${network} has no public Soroban RPC endpoint to default to: set the URL of your RPC provider`)
+    )
+  }
+  return Either.right({ ...ledger, sorobanRpcUrl, horizonUrl: ledger.horizonUrl ?? defaults.horizonUrl })
+}
+
+/** The endpoints the vertical reads: its own when set, else the ledger's. */
+export const verticalEndpoints = (config: Pick<Config, "vertical" | "ledger">) => ({
+  horizonUrl: config.vertical.horizonUrl ?? config.ledger.horizonUrl,
+  sorobanRpcUrl: config.vertical.sorobanRpcUrl ?? config.ledger.sorobanRpcUrl
+})
+
 /**
  * Reads the file named by `--config` or SEXTANT_CONFIG (embedded defaults without one), applies
- * PORT / HOST / DATABASE_URL, loads the catalog and checks the cross-field rules.
+ * PORT / HOST / DATABASE_URL, loads the catalog, resolves the ledger endpoints for the network
+ * and checks the cross-field rules.
  */
 export const loadConfig = (
   configPath: string | undefined,
@@ -313,8 +375,11 @@ export const loadConfig = (
           : file.catalog
     // The vertical this process runs is its own: its origin is always probed, even on loopback.
     const ownVertical = file.vertical.enabled && file.vertical.port !== 0 ? [verticalOrigin(file.vertical)] : []
+    const ledger = yield* resolveLedger(file.ledger, file.network)
     const config: Config = {
       ...file,
+      ledger,
+      vertical: { ...file.vertical, ...verticalEndpoints({ vertical: file.vertical, ledger }) },
       probes: { ...file.probes, trustedOrigins: [...new Set([...file.probes.trustedOrigins, ...ownVertical])] },
       host: env.HOST ?? file.host,
       port: env.PORT !== undefined ? yield* parsePort(env.PORT, "PORT") : file.port,

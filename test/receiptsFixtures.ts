@@ -54,6 +54,7 @@ export const catalogRouter = (catalog: ReadonlyArray<CatalogEntry>) =>
               resourceId: e.resource.id,
               providerId: e.provider.id,
               optionIndex: null,
+              decision: "DENY" as const,
               codes: ["PROVIDER_DENIED"],
               reasons: [{ code: "PROVIDER_DENIED", message: `provider ${e.provider.id} is denied` }]
             })),

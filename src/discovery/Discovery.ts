@@ -26,7 +26,8 @@ const make = Effect.gen(function* () {
       const { metrics } = yield* evidence.forResource(id)
       const transitions = yield* transitionsRepo.recent(id, TRANSITIONS_SHOWN)
       const curation = Option.getOrElse(yield* curationRepo.curationOf(id), () => ({ quarantine: null, lastListingChange: null }))
-      return { ...record, metrics, transitions, curation } satisfies ResourceDetail
+      const economicEvidence = yield* evidence.payments(record)
+      return { ...record, metrics, transitions, economicEvidence, curation } satisfies ResourceDetail
     }).pipe(Effect.withSpan("Discovery.get"))
 
   const find = (request: ResourceSearchRequest) =>
