@@ -5,6 +5,8 @@ import { createHash } from "node:crypto"
 import { ServicesLive } from "./app.js"
 import { type Config, loadConfig } from "./config.js"
 import { NotFound } from "./domain/errors.js"
+import { probeAddressCommand } from "./keys/cli.js"
+import { DEFAULT_PROBE_KEY_FILE } from "./keys/probeKey.js"
 import { BunServerLive, HttpLive, localApiHandler } from "./http/server.js"
 import { makeMcpServer } from "./mcp/server.js"
 import { receiptVerifyCommand } from "./receipts/cli.js"
@@ -23,6 +25,8 @@ commands:
   receipt verify <file> [--public-key <base64|G...>]
                          verify a receipt offline (exit 0 valid, 1 invalid, 2 unreadable)
   keys hash <api-key>    print the sha256 to list under "apiKeys" in the config
+  keys probe-address [--key-file <path>]
+                         print the economic probes' payer address (G...), creating its key if missing
 `
 
 /** `--config <file>` wins over SEXTANT_CONFIG; everything else is positional. */
@@ -109,6 +113,18 @@ const probe = (config: Config, resourceId: string | undefined) =>
     Effect.provide(StderrLogger)
   )
 
+/**
+ * The probe key file: `economicProbes.payerKeyFile` from the config when it has that block,
+ * else ./data/probe.key (relative to the working directory, like `signer.ed25519KeyFile`).
+ */
+const probeKeyFile = (config: Config) =>
+  (config as { readonly economicProbes?: { readonly payerKeyFile?: string } }).economicProbes?.payerKeyFile ?? DEFAULT_PROBE_KEY_FILE
+
+const commandOutput = {
+  out: (line: string) => void process.stdout.write(`${line}\n`),
+  err: (line: string) => void process.stderr.write(`${line}\n`)
+}
+
 const main = () => {
   const { positional, configPath } = parseArgs(process.argv.slice(2))
   const [command = "serve", ...rest] = positional
@@ -128,6 +144,10 @@ const main = () => {
       if (rest[0] === "hash" && rest[1] !== undefined) {
         process.stdout.write(`${createHash("sha256").update(rest[1]).digest("hex")}\n`)
         return
+      }
+      if (rest[0] === "probe-address") {
+        const keyFile = probeKeyFile(loadOrExit(configPath))
+        return void probeAddressCommand(rest.slice(1), keyFile, commandOutput).then((code) => process.exit(code))
       }
       break
     case "help":
