@@ -80,7 +80,9 @@ export const ApiKeyEntry = Schema.Struct({
   principal: Schema.String.pipe(Schema.minLength(1)),
   sha256: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "expected lowercase hex SHA-256" })),
   /** The principal's own buyer policy, enforced on every settle it makes together with the request's servicePolicy. */
-  policy: Schema.optional(AgentPolicy)
+  policy: Schema.optional(AgentPolicy),
+  /** "operator" may curate the catalog (quarantine, list, unlist, delete); "buyer" (the default, when absent) may not. */
+  role: Schema.optional(Schema.Literal("operator", "buyer"))
 })
 export type ApiKeyEntry = typeof ApiKeyEntry.Type
 

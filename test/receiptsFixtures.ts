@@ -73,6 +73,7 @@ export const recordingEvidence = () => {
     EvidenceRecorder.of({
       beginProbe: () => Effect.die("receipts never probe"),
       recordObservation: () => Effect.die("receipts never probe"),
+      rederive: () => Effect.die("receipts curate nothing"),
       recordEconomic: (event) => Effect.sync(() => void events.push(event)),
       resolveEconomic: () => Effect.die("receipts confirm nothing")
     })

@@ -3,6 +3,7 @@ import { notFound } from "../domain/errors.js"
 import { emptyMetrics } from "../domain/metrics.js"
 import type { ResourceSearchRequest } from "../domain/resources.js"
 import type { ResourceDetail, SearchHit } from "../domain/catalog.js"
+import { CurationRepo } from "../store/CurationRepo.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { TransitionsRepo } from "../store/TransitionsRepo.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
@@ -14,6 +15,7 @@ const make = Effect.gen(function* () {
   const repo = yield* ResourcesRepo
   const evidence = yield* EvidenceReader
   const transitionsRepo = yield* TransitionsRepo
+  const curationRepo = yield* CurationRepo
 
   const get = (id: string) =>
     Effect.gen(function* () {
@@ -23,8 +25,9 @@ const make = Effect.gen(function* () {
       })))
       const { metrics } = yield* evidence.forResource(id)
       const transitions = yield* transitionsRepo.recent(id, TRANSITIONS_SHOWN)
+      const curation = Option.getOrElse(yield* curationRepo.curationOf(id), () => ({ quarantine: null, lastListingChange: null }))
       const economicEvidence = yield* evidence.payments(record)
-      return { ...record, metrics, transitions, economicEvidence } satisfies ResourceDetail
+      return { ...record, metrics, transitions, economicEvidence, curation } satisfies ResourceDetail
     }).pipe(Effect.withSpan("Discovery.get"))
 
   const find = (request: ResourceSearchRequest) =>

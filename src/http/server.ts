@@ -8,6 +8,7 @@ import type { ApiKeyAuth } from "./auth.js"
 import { ApiKeyAuthLive, LocalOperatorAuth } from "./authLive.js"
 import { MAX_BODY_BYTES } from "./body.js"
 import { ErrorMiddlewareLive } from "./errors.js"
+import { CurationHandlers } from "./handlers/curation.js"
 import { HealthHandlers } from "./handlers/health.js"
 import { PolicyHandlers } from "./handlers/policy.js"
 import { ReceiptsHandlers } from "./handlers/receipts.js"
@@ -19,6 +20,7 @@ const handlers = (auth: Layer.Layer<ApiKeyAuth, never, AppConfig>) => HttpApiBui
   Layer.provide([
     HealthHandlers,
     ResourcesHandlers,
+    CurationHandlers,
     VerificationHandlers,
     PolicyHandlers,
     X402Handlers,

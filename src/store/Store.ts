@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { CurationRepo } from "./CurationRepo.js"
 import { DatabaseLive } from "./Database.js"
 import { EconomicEventsRepo } from "./EconomicEventsRepo.js"
 import { MetricsRepo } from "./MetricsRepo.js"
@@ -8,6 +9,7 @@ import { ReceiptsRepo } from "./ReceiptsRepo.js"
 import { ResourcesRepo } from "./ResourcesRepo.js"
 import { SettlementJournal } from "./SettlementJournal.js"
 import { TransitionsRepo } from "./TransitionsRepo.js"
+import { VerifyAnswersRepo } from "./VerifyAnswersRepo.js"
 
 /** Every repository over one migrated store (SQLite file, `:memory:` or Postgres), with the SqlClient exposed. */
 export const StoreLive = (database: string) =>
@@ -19,7 +21,9 @@ export const StoreLive = (database: string) =>
     EconomicEventsRepo.Live,
     ReceiptsRepo.Live,
     SettlementJournal.Live,
-    ProbeSpendRepo.Live
+    ProbeSpendRepo.Live,
+    CurationRepo.Live,
+    VerifyAnswersRepo.Live
   ).pipe(Layer.provideMerge(DatabaseLive(database)))
 
 /** The same store in memory, fresh for each build: what tests stand on. */

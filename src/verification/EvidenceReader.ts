@@ -101,6 +101,7 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
         EvidenceRecorder.of({
           beginProbe: noProbes,
           recordObservation: noProbes,
+          rederive: noProbes,
           recordEconomic: () => Effect.void,
           resolveEconomic: () => Effect.dieMessage("in-memory evidence has no ledger to confirm payments with")
         })

@@ -8,6 +8,7 @@ import {
   StoreUnavailable,
   UnsupportedMediaType
 } from "../../domain/errors.js"
+import { CurationApi } from "./curation.js"
 import { HealthApi } from "./health.js"
 import { PolicyApi } from "./policy.js"
 import { ReceiptsApi } from "./receipts.js"
@@ -45,6 +46,7 @@ const withoutHttpApiDecodeError = (spec: Record<string, any>): Record<string, an
 export class SextantApi extends HttpApi.make("sextant")
   .add(HealthApi)
   .add(ResourcesApi)
+  .add(CurationApi)
   .add(VerificationApi)
   .add(PolicyApi)
   .add(X402Api)
