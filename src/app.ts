@@ -1,15 +1,19 @@
 import { FetchHttpClient } from "@effect/platform"
-import { Effect, Layer } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import { CatalogLive } from "./catalog/CatalogLive.js"
 import { AppConfig, type Config } from "./config.js"
 import { Discovery } from "./discovery/Discovery.js"
+import { LedgerReader } from "./ledger/LedgerReader.js"
 import { PolicyEngine } from "./policy/PolicyEngine.js"
 import { ReceiptService } from "./receipts/ReceiptService.js"
 import { Signer } from "./receipts/Signer.js"
 import { Router } from "./routing/Router.js"
+import { Reconciler } from "./settlement/Reconciler.js"
 import { Settlement } from "./settlement/Settlement.js"
 import { ResourcesRepo } from "./store/ResourcesRepo.js"
 import { StoreLive } from "./store/Store.js"
+import { EconomicProber } from "./verification/EconomicProber.js"
+import { EvidenceConfirmer } from "./verification/EvidenceConfirmer.js"
 import type { EvidenceReader } from "./verification/EvidenceReader.js"
 import type { EvidenceRecorder } from "./verification/EvidenceRecorder.js"
 import { VerificationLive } from "./verification/VerificationLive.js"
@@ -52,6 +56,19 @@ export const PaymentsLive = <E1, R1, E2, R2>(
   )
 
 /**
+ * What reads the ledger for evidence: the confirmer of reported payments and the reconciler of
+ * settlements whose outcome is unknown. The serving process also runs both on a schedule
+ * (`ledger.pollIntervalSeconds`); other processes on the same store only hold them.
+ */
+const LedgerWatchLive = (config: Config, role: Role) => {
+  const services = Layer.mergeAll(EvidenceConfirmer.Live, Reconciler.Live)
+  const interval = Duration.seconds(config.ledger.pollIntervalSeconds)
+  const schedules =
+    role === "server" ? Layer.mergeAll(EvidenceConfirmer.schedule(interval), Reconciler.schedule(interval)) : Layer.empty
+  return schedules.pipe(Layer.provideMerge(services), Layer.provideMerge(LedgerReader.Live))
+}
+
+/**
  * Every service of the running system, built once from the config. The HTTP server, the MCP
  * server and the CLI all stand on this one graph, so no rule has a second implementation.
  */
@@ -59,8 +76,10 @@ export const ServicesLive = (config: Config, role: Role = "local") => {
   const evidence = VerificationLive.pipe(Layer.provide(FetchHttpClient.layer))
   const decisions = Layer.mergeAll(Discovery.Live, PolicyEngine.Live, Router.Live)
   const receipts = ReceiptService.Live.pipe(Layer.provide(Signer.fromConfig), Layer.provide(decisions))
+  const payments = PaymentsLive(evidence, FacilitatorPool.Live, role)
   const catalog = CatalogLive.pipe(Layer.provide(FetchHttpClient.layer))
-  return Layer.mergeAll(decisions, receipts, catalog, PaymentsLive(evidence, FacilitatorPool.Live, role)).pipe(
+  return Layer.mergeAll(decisions, receipts, catalog, LedgerWatchLive(config, role), EconomicProber.Live).pipe(
+    Layer.provideMerge(payments),
     Layer.provideMerge(evidence),
     Layer.provideMerge(FoundationLive(config))
   )

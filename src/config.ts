@@ -16,9 +16,11 @@ const Ratio = Schema.Number.pipe(Schema.between(0, 1))
 const opt = <S extends Schema.Schema.Any>(schema: S, value: Schema.Schema.Type<S>) =>
   Schema.optionalWith(schema, { default: () => value })
 
+const HttpUrl = Schema.String.pipe(Schema.pattern(/^https?:\/\/\S+$/, { message: () => "expected an http(s) URL" }))
+
 export const FacilitatorBackend = Schema.Struct({
   id: Schema.String.pipe(Schema.minLength(1)),
-  url: Schema.String.pipe(Schema.pattern(/^https?:\/\/\S+$/, { message: () => "expected an http(s) URL" })),
+  url: HttpUrl,
   apiKey: Schema.optional(Schema.String.pipe(Schema.minLength(1)))
 })
 export type FacilitatorBackend = typeof FacilitatorBackend.Type
@@ -95,7 +97,9 @@ export const ApiKeyEntry = Schema.Struct({
   principal: Schema.String.pipe(Schema.minLength(1)),
   sha256: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "expected lowercase hex SHA-256" })),
   /** The principal's own buyer policy, enforced on every settle it makes together with the request's servicePolicy. */
-  policy: Schema.optional(AgentPolicy)
+  policy: Schema.optional(AgentPolicy),
+  /** "operator" may curate the catalog (quarantine, list, unlist, delete); "buyer" (the default, when absent) may not. */
+  role: Schema.optional(Schema.Literal("operator", "buyer"))
 })
 export type ApiKeyEntry = typeof ApiKeyEntry.Type
 
@@ -109,8 +113,10 @@ export const VerticalConfig = Schema.Struct({
   payTo: opt(StellarAddress, "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"),
   /** Facilitator URL; null means this service's own `/x402`. */
   facilitatorUrl: opt(Schema.NullOr(Schema.String), null),
-  horizonUrl: opt(Schema.String, "https://horizon-testnet.stellar.org"),
-  sorobanRpcUrl: opt(Schema.String, "https://soroban-testnet.stellar.org"),
+  /** Horizon it reads; null means `ledger.horizonUrl`. */
+  horizonUrl: opt(Schema.NullOr(Schema.String), null),
+  /** Soroban RPC it reads; null means `ledger.sorobanRpcUrl`. */
+  sorobanRpcUrl: opt(Schema.NullOr(Schema.String), null),
   prices: opt(
     Schema.Struct({
       inspect: BaseUnits,
@@ -142,6 +148,40 @@ export const VerticalConfig = Schema.Struct({
 })
 export type VerticalConfig = typeof VerticalConfig.Type
 
+/**
+ * Where the service reads the Stellar ledger (`src/ledger/`): transaction evidence, settlement
+ * reconciliation and the vertical. A null URL means the public endpoint of the configured network.
+ */
+export const LedgerConfig = Schema.Struct({
+  sorobanRpcUrl: opt(Schema.NullOr(HttpUrl), null),
+  horizonUrl: opt(Schema.NullOr(HttpUrl), null),
+  /** How long a claimed transaction may take to appear on the ledger before it is rejected. */
+  confirmTimeoutSeconds: opt(PositiveInt, 120),
+  /** Bound on each Soroban RPC or Horizon call. */
+  timeoutMs: opt(PositiveInt, 8000),
+  /**
+   * How often pending payments are checked on the ledger and unresolved settlements reconciled
+   * (seconds; fractions allowed). A ledger closes about every 5 s.
+   */
+  pollIntervalSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 5)
+})
+export type LedgerConfig = typeof LedgerConfig.Type
+
+/** The `ledger` block with its endpoints resolved for the configured network. */
+export interface LedgerSettings extends LedgerConfig {
+  readonly sorobanRpcUrl: string
+  readonly horizonUrl: string
+}
+
+/**
+ * The public endpoints of each network (developers.stellar.org, "Networks"). Mainnet lists only
+ * ecosystem providers for RPC, so its Soroban RPC has no default and must be configured.
+ */
+export const PUBLIC_LEDGER_ENDPOINTS: Record<StellarNetwork, { readonly horizonUrl: string; readonly sorobanRpcUrl: string | null }> = {
+  "stellar:testnet": { horizonUrl: "https://horizon-testnet.stellar.org", sorobanRpcUrl: "https://soroban-testnet.stellar.org" },
+  "stellar:pubnet": { horizonUrl: "https://horizon.stellar.org", sorobanRpcUrl: null }
+}
+
 const defaultAsset: SupportedAsset = {
   network: "stellar:testnet",
   assetContract: TESTNET_USDC,
@@ -151,6 +191,26 @@ const defaultAsset: SupportedAsset = {
   maximumAmount: "10000000000"
 }
 
+/**
+ * Economic probes: the service pays selected listed resources as a buyer would, with the
+ * operator's probe key, so the transaction success rate rests on payments it made itself.
+ */
+export const EconomicProbesConfig = Schema.Struct({
+  enabled: opt(Schema.Boolean, false),
+  /** The probe payer's Stellar secret seed (created 0600 when missing; `sextant keys probe-address` shows its address). */
+  payerKeyFile: opt(Schema.String.pipe(Schema.minLength(1)), "./data/probe.key"),
+  intervalSeconds: opt(PositiveInt, 3600),
+  /** No single probe pays more than this. */
+  maxPriceUsd: opt(NonNegativeNumber, 0.01),
+  /** Spend per UTC day across all probes, kept in the store so a restart does not reset it. */
+  budgetUsdPerDay: opt(NonNegativeNumber, 1),
+  /** Resource ids to probe; absent means every listed resource with a payable option within maxPriceUsd. */
+  resources: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1)))),
+  /** The operator's policy: a resource is paid only when this policy ALLOWs one of its options. */
+  policy: opt(AgentPolicy, {})
+})
+export type EconomicProbesConfig = typeof EconomicProbesConfig.Type
+
 /** The config file; its field names are a contract with operators (docs/decisions.md): add, never rename. */
 export const ConfigFile = Schema.Struct({
   host: opt(Schema.String, "127.0.0.1"),
@@ -159,6 +219,8 @@ export const ConfigFile = Schema.Struct({
   network: opt(StellarNetwork, "stellar:testnet"),
   asset: opt(SupportedAsset, defaultAsset),
   facilitators: opt(Schema.Array(FacilitatorBackend), []),
+  /** Seconds between `/supported` polls of every facilitator: also how soon one marked unhealthy is tried again. */
+  facilitatorPollSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 30),
   /** Inline entries or a path to a JSON file of entries; null means the bundled demo catalog. */
   catalog: opt(Schema.NullOr(Schema.Union(Schema.Array(CatalogEntry), Schema.String)), null),
   probes: opt(ProbesConfig, Schema.decodeSync(ProbesConfig)({})),
@@ -167,13 +229,16 @@ export const ConfigFile = Schema.Struct({
   budgets: opt(BudgetsConfig, Schema.decodeSync(BudgetsConfig)({})),
   apiKeys: opt(Schema.Array(ApiKeyEntry), []),
   catalogSources: opt(Schema.Array(CatalogSource), []),
-  vertical: opt(VerticalConfig, Schema.decodeSync(VerticalConfig)({}))
+  vertical: opt(VerticalConfig, Schema.decodeSync(VerticalConfig)({})),
+  ledger: opt(LedgerConfig, Schema.decodeSync(LedgerConfig)({})),
+  economicProbes: opt(EconomicProbesConfig, Schema.decodeSync(EconomicProbesConfig)({}))
 })
 export type ConfigFile = typeof ConfigFile.Type
 
-/** The resolved configuration: the file with env overrides applied and the catalog loaded. */
-export interface Config extends Omit<ConfigFile, "catalog"> {
+/** The resolved configuration: the file with env overrides applied, the catalog loaded and the ledger endpoints resolved. */
+export interface Config extends Omit<ConfigFile, "catalog" | "ledger"> {
   readonly catalog: ReadonlyArray<CatalogEntry>
+  readonly ledger: LedgerSettings
 }
 
 export class AppConfig extends Context.Tag("sextant/AppConfig")<AppConfig, Config>() {}
@@ -192,8 +257,11 @@ const decodeOptions = { errors: "first", onExcessProperty: "error" } as const
 const fieldPath = (path: ReadonlyArray<PropertyKey>) =>
   path.length === 0 ? "(root)" : path.map((p) => (typeof p === "number" ? `[${p}]` : String(p))).join(".").replace(/\.\[/g, "[")
 
-/** Fields whose values are secrets: a schema message would quote the value, so it is replaced. */
-const SECRET_FIELDS = new Set(["apiKey", "hmacSecret", "facilitatorApiKey", "database"])
+/**
+ * Fields whose values are secrets: a schema message would quote the value, so it is replaced.
+ * RPC and Horizon URLs count: a provider's URL often carries its API key.
+ */
+const SECRET_FIELDS = new Set(["apiKey", "hmacSecret", "facilitatorApiKey", "database", "sorobanRpcUrl", "horizonUrl"])
 
 export const firstIssue = (error: ParseResult.ParseError, prefix = ""): ConfigError => {
   const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
@@ -314,9 +382,28 @@ const placeDemoVertical = (entries: ReadonlyArray<CatalogEntry>, vertical: Verti
   )
 }
 
+/** The `ledger` block with each null endpoint replaced by the network's public one. */
+const resolveLedger = (ledger: LedgerConfig, network: StellarNetwork): Either.Either<LedgerSettings, ConfigError> => {
+  const defaults = PUBLIC_LEDGER_ENDPOINTS[network]
+  const sorobanRpcUrl = ledger.sorobanRpcUrl ?? defaults.sorobanRpcUrl
+  if (sorobanRpcUrl === null) {
+    return Either.left(
+      new ConfigError("ledger.sorobanRpcUrl", `${network} has no public Soroban RPC endpoint to default to: set the URL of your RPC provider`)
+    )
+  }
+  return Either.right({ ...ledger, sorobanRpcUrl, horizonUrl: ledger.horizonUrl ?? defaults.horizonUrl })
+}
+
+/** The endpoints the vertical reads: its own when set, else the ledger's. */
+export const verticalEndpoints = (config: Pick<Config, "vertical" | "ledger">) => ({
+  horizonUrl: config.vertical.horizonUrl ?? config.ledger.horizonUrl,
+  sorobanRpcUrl: config.vertical.sorobanRpcUrl ?? config.ledger.sorobanRpcUrl
+})
+
 /**
  * Reads the file named by `--config` or SEXTANT_CONFIG (embedded defaults without one), applies
- * PORT / HOST / DATABASE_URL, loads the catalog and checks the cross-field rules.
+ * PORT / HOST / DATABASE_URL, loads the catalog, resolves the ledger endpoints for the network
+ * and checks the cross-field rules.
  */
 export const loadConfig = (
   configPath: string | undefined,
@@ -334,8 +421,11 @@ export const loadConfig = (
           : file.catalog
     // The vertical this process runs is its own: its origin is always probed, even on loopback.
     const ownVertical = file.vertical.enabled && file.vertical.port !== 0 ? [verticalOrigin(file.vertical)] : []
+    const ledger = yield* resolveLedger(file.ledger, file.network)
     const config: Config = {
       ...file,
+      ledger,
+      vertical: { ...file.vertical, ...verticalEndpoints({ vertical: file.vertical, ledger }) },
       probes: { ...file.probes, trustedOrigins: [...new Set([...file.probes.trustedOrigins, ...ownVertical])] },
       host: env.HOST ?? file.host,
       port: env.PORT !== undefined ? yield* parsePort(env.PORT, "PORT") : file.port,

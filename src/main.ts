@@ -7,9 +7,11 @@ import { catalogImportCommand } from "./catalog/cli.js"
 import { ImportSchedulerLive } from "./catalog/ImportScheduler.js"
 import { type Config, loadConfig } from "./config.js"
 import { NotFound } from "./domain/errors.js"
+import { probeAddressCommand } from "./keys/cli.js"
 import { BunServerLive, HttpLive, localApiHandler } from "./http/server.js"
 import { makeMcpServer } from "./mcp/server.js"
 import { receiptVerifyCommand } from "./receipts/cli.js"
+import { EconomicProber } from "./verification/EconomicProber.js"
 import { ProbeSchedulerLive } from "./verification/ProbeScheduler.js"
 import { Prober } from "./verification/Prober.js"
 import { VerticalServer } from "./vertical/VerticalServer.js"
@@ -28,6 +30,8 @@ commands:
   receipt verify <file> [--public-key <base64|G...>]
                          verify a receipt offline (exit 0 valid, 1 invalid, 2 unreadable)
   keys hash <api-key>    print the sha256 to list under "apiKeys" in the config
+  keys probe-address [--key-file <path>]
+                         print the economic probes' payer address (G...), creating its key if missing
 `
 
 /** `--config <file>` wins over SEXTANT_CONFIG; everything else is positional. */
@@ -54,13 +58,14 @@ const loadOrExit = (configPath: string | undefined): Config => {
 
 /**
  * The service, the reference vertical beside it unless `vertical.enabled` is false, and the probe
- * and import schedules, started once both listen so the first cycle already finds the vertical up.
+ * schedules, the import schedule and economic probes when enabled, started once both listen so the
+ * first cycle already finds the vertical up.
  */
 const serve = (config: Config) => {
   const services = ServicesLive(config, "server")
   const http = HttpLive.pipe(Layer.provide(BunServerLive(config)))
   const listeners = config.vertical.enabled ? Layer.merge(http, VerticalServer.layer(config)) : http
-  const schedules = Layer.merge(ProbeSchedulerLive, ImportSchedulerLive)
+  const schedules = Layer.mergeAll(ProbeSchedulerLive, ImportSchedulerLive, EconomicProber.schedule)
   return Layer.launch(schedules.pipe(Layer.provide(listeners), Layer.provide(services)))
 }
 
@@ -115,6 +120,11 @@ const probe = (config: Config, resourceId: string | undefined) =>
     Effect.provide(StderrLogger)
   )
 
+const commandOutput = {
+  out: (line: string) => void process.stdout.write(`${line}\n`),
+  err: (line: string) => void process.stderr.write(`${line}\n`)
+}
+
 const main = () => {
   const { positional, configPath } = parseArgs(process.argv.slice(2))
   const [command = "serve", ...rest] = positional
@@ -141,6 +151,10 @@ const main = () => {
       if (rest[0] === "hash" && rest[1] !== undefined) {
         process.stdout.write(`${createHash("sha256").update(rest[1]).digest("hex")}\n`)
         return
+      }
+      if (rest[0] === "probe-address") {
+        const keyFile = loadOrExit(configPath).economicProbes.payerKeyFile
+        return void probeAddressCommand(rest.slice(1), keyFile, commandOutput).then((code) => process.exit(code))
       }
       break
     case "help":

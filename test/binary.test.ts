@@ -114,6 +114,7 @@ describe("single binary", () => {
       "get_resource",
       "get_resource_health",
       "get_resource_metrics",
+      "list_discovery_resources",
       "route_resource",
       "search_resources",
       "validate_endpoint"

@@ -40,6 +40,8 @@ const BAD_CONFIGS: ReadonlyArray<readonly [string, unknown, string]> = [
   ["duplicate facilitator id", { facilitators: [{ id: "a", url: "http://127.0.0.1:1" }, { id: "a", url: "http://127.0.0.1:2" }] }, "facilitators[1].id"],
   ["amount and amountUsd disagree at 7 decimals", { catalog: [entry("10000", 0.01)] }, "catalog[0].paymentOptions[0].amountUsd"],
   ["unknown field", { prot: 1 }, "prot"],
+  ["pubnet without a Soroban RPC URL (it has no public one)", { network: "stellar:pubnet" }, "ledger.sorobanRpcUrl"],
+  ["a ledger URL that is not http(s)", { ledger: { horizonUrl: "ftp://horizon.example" } }, "ledger.horizonUrl"],
   ["unparsable file", "{ not json", "config file"]
 ]
 
@@ -117,6 +119,48 @@ describe("config", () => {
     const badKey = loadConfig(writeConfig("key.json", { facilitators: [{ id: "a", url: "http://127.0.0.1:1", apiKey: 12345 }] }), {})
     expect(Either.isLeft(badKey) && badKey.left.line).toStartWith("config error: facilitators[0].apiKey:")
     expect(JSON.stringify(badKey)).not.toContain("12345")
+  })
+
+  test("ledger endpoints default to the testnet public ones, and the vertical reads through them", () => {
+    const config = Either.getOrThrow(loadConfig(undefined, {}))
+    expect(config.ledger).toEqual({
+      sorobanRpcUrl: "https://soroban-testnet.stellar.org",
+      horizonUrl: "https://horizon-testnet.stellar.org",
+      confirmTimeoutSeconds: 120,
+      timeoutMs: 8000,
+      pollIntervalSeconds: 5
+    })
+    expect(config.vertical).toMatchObject({ sorobanRpcUrl: "https://soroban-testnet.stellar.org", horizonUrl: "https://horizon-testnet.stellar.org" })
+  })
+
+  test("the vertical follows a configured ledger unless it names its own endpoints", () => {
+    const ledger = { sorobanRpcUrl: "http://127.0.0.1:7001", horizonUrl: "http://127.0.0.1:7002", confirmTimeoutSeconds: 30 }
+    const following = Either.getOrThrow(loadConfig(writeConfig("ledger.json", { ledger }), {}))
+    expect(following.ledger).toEqual({ ...ledger, timeoutMs: 8000, pollIntervalSeconds: 5 })
+    expect(following.vertical).toMatchObject({ sorobanRpcUrl: "http://127.0.0.1:7001", horizonUrl: "http://127.0.0.1:7002" })
+    const own = Either.getOrThrow(
+      loadConfig(writeConfig("ledger-own.json", { ledger, vertical: { horizonUrl: "http://127.0.0.1:7003", sorobanRpcUrl: null } }), {})
+    )
+    expect(own.vertical).toMatchObject({ horizonUrl: "http://127.0.0.1:7003", sorobanRpcUrl: "http://127.0.0.1:7001" })
+    expect(own.ledger.horizonUrl).toBe("http://127.0.0.1:7002")
+  })
+
+  test("pubnet defaults Horizon to SDF's and takes the operator's RPC", () => {
+    const pubnet = {
+      network: "stellar:pubnet",
+      asset: { network: "stellar:pubnet", assetContract: "CCW67TSZV3SSS2HXMBQ5JFGCKJNXKZM7UQUWUZPUTHXSTZLEO7SJMI75", symbol: "USDC", decimals: 7, minimumAmount: "1", maximumAmount: "10000000000" },
+      catalog: [],
+      ledger: { sorobanRpcUrl: "https://rpc.provider.example/v1/key" }
+    }
+    const config = Either.getOrThrow(loadConfig(writeConfig("pubnet.json", pubnet), {}))
+    expect(config.ledger).toMatchObject({ sorobanRpcUrl: "https://rpc.provider.example/v1/key", horizonUrl: "https://horizon.stellar.org" })
+    expect(config.vertical.horizonUrl).toBe("https://horizon.stellar.org")
+  })
+
+  test("a bad ledger URL is named without quoting it: a provider's URL may carry its key", () => {
+    const result = loadConfig(writeConfig("ledger-secret.json", { ledger: { sorobanRpcUrl: "wss://rpc.example/KEY-SECRET-987" } }), {})
+    expect(Either.isLeft(result) && result.left.line).toStartWith("config error: ledger.sorobanRpcUrl:")
+    expect(JSON.stringify(result)).not.toContain("KEY-SECRET-987")
   })
 
   test("a bad PORT is named", () => {

@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { loadConfig, TESTNET_USDC } from "../src/config.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
+import { startFixtureLedger } from "./fixtures/ledger.js"
 import { startHomeDomain, startHorizon } from "./fixtures/horizon.js"
 import { payFor } from "./fixtures/paidResource.js"
 import { startSorobanRpc } from "./fixtures/sorobanRpc.js"
@@ -62,7 +63,11 @@ const demoCatalogOn = (ports: Ports) =>
  * What `npm start` runs with, moved onto this run's ports and folder: the demo catalog (from a
  * file), probes every second, the providers' origins trusted as the default config trusts 4021-4023.
  */
-const serveConfig = (ports: Ports, dir: string, extra: { facilitators?: unknown; vertical?: Record<string, unknown> } = {}) => ({
+const serveConfig = (
+  ports: Ports,
+  dir: string,
+  extra: { facilitators?: unknown; vertical?: Record<string, unknown>; ledger?: { rpcUrl: string; horizonUrl: string } } = {}
+) => ({
   host: "127.0.0.1",
   port: ports.service,
   database: join(dir, "sextant.db"),
@@ -70,7 +75,14 @@ const serveConfig = (ports: Ports, dir: string, extra: { facilitators?: unknown;
   catalog: "catalog.json",
   probes: { intervalSeconds: 1, trustedOrigins: [ports.vertical, ports.atlas, ports.meridian].map(origin) },
   facilitators: extra.facilitators ?? [],
-  vertical: { port: ports.vertical, ...extra.vertical }
+  vertical: { port: ports.vertical, ...extra.vertical },
+  // Payments are confirmed on a fixture ledger; without one the service's ledger is a port nothing listens on.
+  ledger: {
+    sorobanRpcUrl: extra.ledger?.rpcUrl ?? origin(ports.nowhere),
+    horizonUrl: extra.ledger?.horizonUrl ?? origin(ports.nowhere),
+    pollIntervalSeconds: 0.2,
+    confirmTimeoutSeconds: 10
+  }
 })
 
 const resources = async (service: ServeProcess) => {
@@ -165,7 +177,8 @@ describe("e2e: a paid request to the vertical, settled through this service's /x
   const BACKEND_KEY = "e2e-service-to-fixture-key"
   // The vertical's payments go through the service's /x402 (asserted below), so its port is fixed.
   const ports = allocatePorts({ fixedService: true })
-  const facilitator = startFacilitator()
+  const ledger = startFixtureLedger()
+  const facilitator = startFacilitator({ ledger })
   const home = startHomeDomain(clawToml)
   const horizon = startHorizon({ clawHomeDomain: home.domain })
   const soroban = startSorobanRpc()
@@ -177,7 +190,8 @@ describe("e2e: a paid request to the vertical, settled through this service's /x
       (dir) =>
         serveConfig(ports, dir, {
           facilitators: [{ id: "fixture", url: facilitator.url, apiKey: BACKEND_KEY }],
-          vertical: { horizonUrl: horizon.url, sorobanRpcUrl: soroban.url, allowPrivateHomeDomains: true }
+          vertical: { horizonUrl: horizon.url, sorobanRpcUrl: soroban.url, allowPrivateHomeDomains: true },
+          ledger
         }),
       { "catalog.json": demoCatalogOn(ports) }
     )
@@ -192,6 +206,7 @@ describe("e2e: a paid request to the vertical, settled through this service's /x
   afterAll(async () => {
     await service?.stop()
     await Promise.all([facilitator.stop(), home.stop(), horizon.stop(), soroban.stop()])
+    ledger.stop()
   })
 
   const post = (body: unknown, headers: Record<string, string> = {}) =>
@@ -292,8 +307,13 @@ describe("e2e: a paid request to the vertical, settled through this service's /x
       amount: defaults.vertical.prices.inspect,
       payer: testBuyer.publicKey()
     })
+    expect(record.body.history.map((h: { from: string | null; to: string }) => [h.from, h.to])).toEqual([
+      [null, "pending"],
+      ["pending", "settled"]
+    ])
 
-    // A settlement to the payee is level-3 evidence for every resource paying it (EvidenceRecorder).
+    // A settlement to the payee, once the ledger confirms it, is level-3 evidence for every resource paying it.
+    await waitForStatus(service, INTEL_IDS, "TRANSACTION_VERIFIED")
     const listed = new Map((await resources(service)).map((r) => [r.resource.id, r.resource]))
     for (const id of INTEL_IDS) expect(listed.get(id)).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
     for (const id of OTHER_INSPECTORS) expect(listed.get(id)?.verificationLevel).toBeLessThan(3)

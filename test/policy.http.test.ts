@@ -146,7 +146,9 @@ describe("POST /v1/routes", () => {
     const { status, body } = await post("/v1/routes", { capability: "rwa.inspect", constraints: { schemes: ["upto"], networks: ["stellar:testnet"] } })
     expect(status).toBe(200)
     expect(body.selected).toBeNull()
-    expect(body.message).toBe('no provider of "rwa.inspect" satisfies the policy: all 2 candidate(s) were rejected')
+    expect(body.message).toBe(
+      'no provider of "rwa.inspect" satisfies the policy: all 2 candidate(s) were rejected, 1 of them for lack of current evidence (INSUFFICIENT_DATA)'
+    )
   })
 
   test("optimizeFor defaults to balanced and the policy to none", async () => {

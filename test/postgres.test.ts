@@ -6,13 +6,14 @@ import { join } from "node:path"
 import type { Config } from "../src/config.js"
 import { verifyReceipt } from "../src/receipts/receipt.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
+import { type FixtureLedger, startFixtureLedger } from "./fixtures/ledger.js"
 import { advertised } from "./fixtures/observations.js"
 import { seededBuyer, settleBody, signedPayment } from "./fixtures/stellarPayment.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { type PostgresCluster, pgQuery, postgresAvailability, startPostgres } from "./support/postgres.js"
 import { pollUntil } from "./support/poll.js"
-import { request, startServer, testConfig } from "./support/server.js"
+import { ledgerAt, request, startServer, testConfig } from "./support/server.js"
 
 /**
  * The service on a real PostgreSQL server: the same migrations and repositories SQLite runs, and
@@ -30,6 +31,7 @@ type Server = Awaited<ReturnType<typeof startServer>>
 describe.skipIf(!availability.available)(title, () => {
   let cluster: PostgresCluster
   let fixture: X402Fixture
+  let ledger: FixtureLedger
   const servers: Array<Server> = []
   const start = async (config: Config) => {
     const server = await startServer(config)
@@ -40,10 +42,12 @@ describe.skipIf(!availability.available)(title, () => {
   beforeAll(async () => {
     cluster = await startPostgres()
     fixture = await startX402Fixture()
+    ledger = startFixtureLedger()
   })
   afterAll(async () => {
     await Promise.all(servers.map((s) => s.close()))
     await fixture?.stop()
+    ledger?.stop()
     await cluster?.stop()
   })
 
@@ -55,6 +59,7 @@ describe.skipIf(!availability.available)(title, () => {
       catalog: [entry("fixture.paid", fixture.url("/paid"))],
       probes: { ...base.probes, allowPrivateTargets: true },
       signer: { ed25519KeyFile: join(mkdtempSync(join(tmpdir(), "sextant-pg-signer-")), "signer.key") },
+      ledger: ledgerAt(ledger),
       ...overrides
     })
   }
@@ -155,12 +160,13 @@ describe.skipIf(!availability.available)(title, () => {
     expect(older.body).toEqual({
       resourceId: "fixture.paid",
       observations: [expect.objectContaining({ id: validated.body.observation.id })],
-      nextBefore: null
+      nextBefore: null,
+      economic: []
     })
   })
 
   test("two service instances on one database, 40 concurrent settles against a fee budget for 10: exactly 10 settle", async () => {
-    const facilitator: FixtureFacilitator = startFacilitator()
+    const facilitator: FixtureFacilitator = startFacilitator({ ledger })
     try {
       const database = await cluster.createDatabase("settlement")
       const overrides = {
@@ -209,9 +215,14 @@ describe.skipIf(!availability.available)(title, () => {
       expect(journal.every((r) => r.state === "settled" && Number(r.fee_stroops) === 1_000)).toBe(true)
       const record = await request(`${a.url}/x402/settlements/${journal[0]!.id}`)
       expect(record.body).toMatchObject({ state: "settled", worstCaseUsd: 0.001, payTo: FIXTURE_PAY_TO, backendId: "a" })
-      // A settlement is transaction evidence: both instances read level 3 from the shared store.
-      const resource = await request(`${b.url}/v1/resources/fixture.paid`)
+      // A settlement the ledger confirms is transaction evidence: both instances read level 3 from the shared store.
+      const resource = await pollUntil(
+        "the settlements are confirmed on the ledger",
+        () => request(`${b.url}/v1/resources/fixture.paid`),
+        (r) => r.body.resource?.verificationLevel === 3
+      )
       expect(resource.body.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
+      expect(resource.body.metrics.transactionSuccessRate).toBe(1)
     } finally {
       await facilitator.stop()
     }
@@ -219,14 +230,18 @@ describe.skipIf(!availability.available)(title, () => {
 
   test("receipts: created, read back unchanged and verified", async () => {
     const { server } = await probedServer(await cluster.createDatabase("receipts"))
+    const transactionHash = ledger.addTransaction({
+      transfer: { contract: advertised.asset, from: seededBuyer(60).publicKey(), to: FIXTURE_PAY_TO, amount: BigInt(advertised.amount) },
+      closedAt: new Date()
+    })
     const purchase = {
       request: { capability: "fixture.probe", intent: "issuer check" },
-      payment: { network: advertised.network, scheme: "exact", asset: advertised.asset, amount: advertised.amount, transactionHash: "e".repeat(64) },
+      payment: { network: advertised.network, scheme: "exact", asset: advertised.asset, amount: advertised.amount, transactionHash },
       response: { status: 200, body: '{"issuer":"ok"}' }
     }
     const created = await request(`${server.url}/v1/receipts`, { method: "POST", json: purchase })
     expect(created.status).toBe(200)
-    expect(created.body).toMatchObject({ service: { resourceId: "fixture.paid" }, payment: { transactionHash: "e".repeat(64) } })
+    expect(created.body).toMatchObject({ service: { resourceId: "fixture.paid" }, payment: { transactionHash } })
     expect(verifyReceipt(created.body).valid).toBe(true)
 
     const fetched = await request(`${server.url}/v1/receipts/${created.body.receiptId}`)
@@ -235,7 +250,11 @@ describe.skipIf(!availability.available)(title, () => {
     const checked = await request(`${server.url}/v1/receipts/${created.body.receiptId}/verify`)
     expect(checked.body).toMatchObject({ receiptId: created.body.receiptId, valid: true, algorithm: "ed25519" })
     expect((await request(`${server.url}/v1/receipts/rcpt_missing`)).status).toBe(404)
-    const resource = await request(`${server.url}/v1/resources/fixture.paid`)
+    const resource = await pollUntil(
+      "the receipt's transaction is confirmed on the ledger",
+      () => request(`${server.url}/v1/resources/fixture.paid`),
+      (r) => r.body.economicEvidence?.[0]?.state === "confirmed"
+    )
     expect(resource.body.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
   })
 })

@@ -6,16 +6,37 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { TESTNET_USDC } from "../src/config.js"
 import { verifyReceipt } from "../src/receipts/receipt.js"
+import { type FixtureLedger, startFixtureLedger } from "./fixtures/ledger.js"
+import { seededBuyer } from "./fixtures/stellarPayment.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
-import { request, startServer, testConfig } from "./support/server.js"
+import { pollUntil } from "./support/poll.js"
+import { ledgerAt, request, startServer, testConfig } from "./support/server.js"
 
 const API_KEY = "receipts-test-key"
 
+/** Seconds a claimed transaction may take to reach the ledger; a made-up one is rejected after it. */
+const CONFIRM_TIMEOUT_SECONDS = 4
+
 let fixture: X402Fixture
+let ledger: FixtureLedger
 beforeAll(async () => {
   fixture = await startX402Fixture()
+  ledger = startFixtureLedger()
 })
-afterAll(() => fixture.stop())
+afterAll(() => {
+  fixture.stop()
+  ledger.stop()
+})
+
+const payer = seededBuyer(41).publicKey()
+
+/** A transaction on the fixture ledger paying `to` (the resource's payee by default) the fixture price now. */
+const paidOnLedger = (options: { readonly to?: string; readonly visibleAfterMs?: number } = {}) =>
+  ledger.addTransaction({
+    transfer: { contract: TESTNET_USDC, from: payer, to: options.to ?? FIXTURE_PAY_TO, amount: BigInt(FIXTURE_AMOUNT) },
+    closedAt: new Date(Date.now() + (options.visibleAfterMs ?? 0)),
+    ...(options.visibleAfterMs !== undefined ? { visibleAfterMs: options.visibleAfterMs } : {})
+  })
 
 /** Two providers of `demo.paid`: one a real x402 resource that gets probed, one that never is. */
 const catalogFor = (fixture: X402Fixture) => {
@@ -61,6 +82,7 @@ describe("receipts over HTTP", () => {
         catalog: catalogFor(fixture),
         probes: { ...base.probes, allowPrivateTargets: true },
         signer: { ed25519KeyFile: join(folder, "signer.key") },
+        ledger: ledgerAt(ledger, CONFIRM_TIMEOUT_SECONDS),
         apiKeys: [{ principal: "buyer", sha256: createHash("sha256").update(API_KEY).digest("hex") }]
       })
     )
@@ -130,10 +152,64 @@ describe("receipts over HTTP", () => {
     expect(signer.body).toMatchObject({ mode: "ed25519", publicKey: created.body.serviceSigner, offlineVerifiable: true })
     expect(signer.body.stellarPublicKey).toMatch(/^G[A-Z2-7]{55}$/)
 
-    // A receipt with a transaction hash is transaction evidence: the resource reaches level 3.
+    // The receipt is the buyer's record: signed and stored, but its made-up hash proves nothing yet.
     const resource = await request(`${server.url}/v1/resources/fixture.paid`)
-    expect(resource.body.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
+    expect(resource.body.resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
   })
+
+  const detail = async () => (await request(`${server.url}/v1/resources/fixture.paid`)).body
+  const evidenceOf = (body: { economicEvidence: ReadonlyArray<{ transactionHash: string | null }> }, hash: string) =>
+    body.economicEvidence.find((e) => e.transactionHash === hash) as { state: string; reason: string; ledger: number | null } | undefined
+  const settledEvidence = (hash: string) =>
+    pollUntil("the payment's evidence leaves pending", detail, (body) => !["pending", undefined].includes(evidenceOf(body, hash)?.state), {
+      timeoutMs: (CONFIRM_TIMEOUT_SECONDS + 4) * 1000
+    })
+
+  test("a made-up transaction hash is pending, then rejected with its reason, and never lifts the resource", async () => {
+    const hash = "d".repeat(64)
+    expect((await post({ ...purchase, payment: { ...purchase.payment, transactionHash: hash } })).status).toBe(200)
+    expect(evidenceOf(await detail(), hash)?.state).toBe("pending")
+    const after = await settledEvidence(hash)
+    expect(evidenceOf(after, hash)).toMatchObject({ state: "rejected", ledger: null })
+    expect(evidenceOf(after, hash)?.reason).toContain("not found on the ledger")
+    expect(after.resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
+    expect(after.metrics.transactionSuccessRate).toBe(0)
+    // A route that needs transaction evidence still does not select it.
+    const route = await request(`${server.url}/v1/routes`, {
+      method: "POST",
+      json: { capability: "demo.paid", constraints: { requireTransactionVerified: true } }
+    })
+    expect(route.body.selected).toBeNull()
+    const observations = await request(`${server.url}/v1/resources/fixture.paid/observations`)
+    expect(observations.body.economic.find((e: { transactionHash: string }) => e.transactionHash === hash)?.state).toBe("rejected")
+  }, 20_000)
+
+  test("a transaction that pays someone else is rejected, saying what it holds", async () => {
+    const hash = paidOnLedger({ to: seededBuyer(42).publicKey() })
+    expect((await post({ ...purchase, payment: { ...purchase.payment, transactionHash: hash } })).status).toBe(200)
+    const after = await settledEvidence(hash)
+    expect(evidenceOf(after, hash)?.state).toBe("rejected")
+    expect(evidenceOf(after, hash)?.reason).toContain(`does not pay ${FIXTURE_AMOUNT} of ${TESTNET_USDC} to ${FIXTURE_PAY_TO}`)
+    expect(after.resource.verificationLevel).toBe(2)
+  }, 20_000)
+
+  test("a transaction that appears on the ledger 2 s late goes pending, then confirmed, and lifts the resource to level 3", async () => {
+    const hash = paidOnLedger({ visibleAfterMs: 2_000 })
+    expect((await post({ ...purchase, payment: { ...purchase.payment, transactionHash: hash } })).status).toBe(200)
+    await Bun.sleep(1_000)
+    const early = await detail()
+    expect(evidenceOf(early, hash)?.state).toBe("pending")
+    expect(early.resource.verificationLevel).toBe(2)
+    const after = await settledEvidence(hash)
+    expect(evidenceOf(after, hash)).toMatchObject({ state: "confirmed", ledger: ledger.latestLedger() })
+    expect(after.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
+    expect(after.metrics.transactionSuccessRate).toBe(1)
+    const route = await request(`${server.url}/v1/routes`, {
+      method: "POST",
+      json: { capability: "demo.paid", constraints: { requireTransactionVerified: true } }
+    })
+    expect(route.body.selected?.resourceId).toBe("fixture.paid")
+  }, 20_000)
 
   test("unknown receipts are 404 {error, message} on read and verify", async () => {
     for (const path of ["/v1/receipts/rcpt_missing", "/v1/receipts/rcpt_missing/verify"]) {
@@ -146,11 +222,12 @@ describe("receipts over HTTP", () => {
   test("receipts naming one transaction are each signed and stored, but the transaction counts once", async () => {
     const metrics = async () => (await request(`${server.url}/v1/resources/fixture.paid/metrics`)).body.transactionSuccessRate
     const paid = (hash: string, status: number) => ({ ...purchase, payment: { ...purchase.payment, transactionHash: hash }, response: { status, body: "x" } })
-    const hash = "3".repeat(64)
+    const hash = paidOnLedger()
     const first = await post(paid(hash, 200))
     expect(first.status).toBe(200)
+    expect(evidenceOf(await settledEvidence(hash), hash)?.state).toBe("confirmed")
     const rate = await metrics()
-    expect(rate).toBeGreaterThan(0)
+    expect(rate).toBe(1)
     // A repeat that claims the call failed would lower the success rate if it counted.
     const repeat = await post(paid(hash, 502))
     expect(repeat.status).toBe(200)
@@ -159,10 +236,14 @@ describe("receipts over HTTP", () => {
     expect((await request(`${server.url}/v1/receipts/${repeat.body.receiptId}`)).body).toEqual(repeat.body)
     expect(rowsFor(hash)).toEqual({ receipts: 2, events: 1 })
     expect(await metrics()).toBe(rate)
-    // A failed call under a new transaction does count.
-    expect((await post(paid("4".repeat(64), 502))).status).toBe(200)
-    expect(await metrics()).toBeLessThan(rate)
-  })
+    // A failure is the buyer's word under a new transaction too: stored as rejected, never counted.
+    const failedHash = paidOnLedger()
+    expect((await post(paid(failedHash, 502))).status).toBe(200)
+    const failed = evidenceOf(await detail(), failedHash)
+    expect(failed).toMatchObject({ state: "rejected" })
+    expect(failed?.reason).toContain("a failure a buyer reports is not evidence")
+    expect(await metrics()).toBe(rate)
+  }, 20_000)
 
   test("creation needs the API key when keys are configured; bad purchases are 400 and ineligible ones 422", async () => {
     expect((await post(purchase, {})).status).toBe(401)

@@ -54,6 +54,7 @@ export const catalogRouter = (catalog: ReadonlyArray<CatalogEntry>) =>
               resourceId: e.resource.id,
               providerId: e.provider.id,
               optionIndex: null,
+              decision: "DENY" as const,
               codes: ["PROVIDER_DENIED"],
               reasons: [{ code: "PROVIDER_DENIED", message: `provider ${e.provider.id} is denied` }]
             })),
@@ -72,6 +73,7 @@ export const recordingEvidence = () => {
     EvidenceRecorder.of({
       beginProbe: () => Effect.die("receipts never probe"),
       recordObservation: () => Effect.die("receipts never probe"),
+      rederive: () => Effect.die("receipts curate nothing"),
       recordEconomic: (event) => Effect.sync(() => void events.push(event)),
       resolveEconomic: () => Effect.die("receipts confirm nothing")
     })

@@ -133,9 +133,10 @@ describe("rejections", () => {
       ["a.upto", 0, ["PRICE_EXCEEDS_LIMIT", "SCHEME_NOT_ALLOWED"]],
       ["b.two", null, ["SCHEME_NOT_ALLOWED", "RELIABILITY_LIMIT", "PRICE_EXCEEDS_LIMIT"]],
       ["c.flaky", 0, ["SERVICE_OFFLINE", "RELIABILITY_LIMIT"]],
-      ["d.unprobed", 0, ["NO_VERIFICATION_EVIDENCE"]],
+      ["d.unprobed", 0, ["INSUFFICIENT_DATA", "NO_VERIFICATION_EVIDENCE"]],
       ["e.none", null, ["NO_PAYMENT_OPTION"]]
     ])
+    expect(decision.rejected.map((r) => r.decision)).toEqual(["DENY", "DENY", "DENY", "INSUFFICIENT_DATA", "DENY"])
     expect(decision.rejected[0]?.reasons[0]?.message).toBe(
       "worst-case spend (the upto ceiling) 0.005 USD exceeds the limit 0.002 USD"
     )
@@ -144,7 +145,26 @@ describe("rejections", () => {
       "reliability 0.5 is below the minimum 0.9",
       "option 1: worst-case spend 0.003 USD exceeds the limit 0.002 USD"
     ])
-    expect(decision.message).toBe("selected f.ok option 0 (score 0.94) from 6 candidate(s): 0 fallback(s), 5 rejected")
+    expect(decision.message).toBe(
+      "selected f.ok option 0 (score 0.94) from 6 candidate(s): 0 fallback(s), 5 rejected (1 for lack of current evidence: INSUFFICIENT_DATA)"
+    )
+  })
+
+  test("candidates with no evidence, or only stale evidence, are INSUFFICIENT_DATA, and the message says nothing could be judged", () => {
+    const decision = route({}, [record("a.never"), record("b.stale")], [evidence("b.stale", now, { ageSeconds: 90_000 })])
+    expect(decision.selected).toBeNull()
+    expect(decision.rejected.map((r) => [r.resourceId, r.decision, r.codes])).toEqual([
+      ["a.never", "INSUFFICIENT_DATA", ["INSUFFICIENT_DATA", "NO_VERIFICATION_EVIDENCE"]],
+      ["b.stale", "INSUFFICIENT_DATA", ["INSUFFICIENT_DATA", "VERIFICATION_TOO_OLD"]]
+    ])
+    expect(decision.message).toBe(
+      'no provider of "rwa.inspect" could be judged: none of the 2 candidate(s) has current evidence (INSUFFICIENT_DATA); they may qualify once probed'
+    )
+  })
+
+  test("a candidate denied by policy is DENY even without evidence: more evidence cannot change a price", () => {
+    const decision = route({ constraints: { maxPricePerRequestUsd: 0.0001 } }, [record("a.never")])
+    expect(decision.rejected[0]).toMatchObject({ decision: "DENY", codes: ["PRICE_EXCEEDS_LIMIT"] })
   })
 
   test("nothing surviving gives a null selection and says why", () => {
@@ -192,7 +212,7 @@ describe("Router over the catalog store and the evidence reader", () => {
     expect(decision.selected).toMatchObject({ resourceId: "stellar-intel.inspect", optionIndex: 0, worstCaseUsd: 0.001 })
     expect(decision.fallbacks).toEqual([])
     expect(decision.rejected.map((r) => [r.resourceId, r.codes])).toEqual([
-      ["atlas.inspect", ["NO_VERIFICATION_EVIDENCE"]],
+      ["atlas.inspect", ["INSUFFICIENT_DATA", "NO_VERIFICATION_EVIDENCE"]],
       ["meridian.inspect", ["PRICE_EXCEEDS_LIMIT"]]
     ])
     expect(decision.metricsSnapshotAt).toBe(now.toISOString())

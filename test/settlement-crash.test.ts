@@ -80,7 +80,7 @@ describe("crash recovery", () => {
     const second = await serve(configFile, join(dir, "second.log"))
     const retry = await request(`${second.url}/x402/settle`, { method: "POST", json: body })
     expect(retry.status).toBe(409)
-    expect(retry.body).toMatchObject({ error: "SETTLEMENT_INDETERMINATE" })
+    expect(retry.body).toMatchObject({ error: "SETTLEMENT_UNRESOLVED" })
     const id = /settlement ([0-9a-f-]{36})/.exec(retry.body.message)?.[1]
     expect(id).toBeDefined()
     const record = await request(`${second.url}/x402/settlements/${id}`)

@@ -1,15 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { decodePaymentResponseHeader } from "@x402/core/http"
 import { startFacilitator } from "./fixtures/facilitator.js"
+import { startFixtureLedger } from "./fixtures/ledger.js"
 import { payFor, startPaidResource } from "./fixtures/paidResource.js"
 import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
 import { LOOPBACK, pollUntil } from "./support/poll.js"
-import { request, startServer, testConfig } from "./support/server.js"
+import { ledgerAt, request, startServer, testConfig } from "./support/server.js"
 
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
 const RESOURCE_ID = "seller.rwa.inspect"
 
-const backend = startFacilitator()
+const ledger = startFixtureLedger()
+const backend = startFacilitator({ ledger })
 const resource = startPaidResource({ payTo: PAY_TO, amount: "10000" })
 let server: Awaited<ReturnType<typeof startServer>>
 
@@ -20,6 +22,7 @@ beforeAll(async () => {
       facilitators: [{ id: "fixture", url: backend.url }],
       catalog: [resource.catalogEntry(RESOURCE_ID)],
       probes: { ...base.probes, allowPrivateTargets: true },
+      ledger: ledgerAt(ledger),
       // Room for one sponsored fee per principal in the window.
       budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 }
     })
@@ -37,6 +40,7 @@ afterAll(async () => {
   await server.close()
   await resource.stop()
   await backend.stop()
+  ledger.stop()
 })
 
 describe("a stock x402 resource server using this service as its facilitator", () => {
@@ -65,8 +69,13 @@ describe("a stock x402 resource server using this service as its facilitator", (
     expect(decodePaymentResponseHeader(replay.headers.get("payment-response") ?? "").transaction).toBe(receipt.transaction)
     expect(backend.calls("/settle")).toBe(1)
 
-    // The settlement is economic evidence for the payee's resource.
-    const after = await request(`${server.url}/v1/resources/${RESOURCE_ID}`)
+    // The settlement is economic evidence for the payee's resource once the ledger confirms it.
+    const after = await pollUntil(
+      "the settlement is confirmed on the ledger",
+      () => request(`${server.url}/v1/resources/${RESOURCE_ID}`),
+      (r) => r.body.economicEvidence?.[0]?.state === "confirmed"
+    )
+    expect(after.body.economicEvidence[0]).toMatchObject({ source: "settlement", transactionHash: receipt.transaction })
     expect(after.body.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
     expect(after.body.metrics.transactionSuccessRate).toBe(1)
   })

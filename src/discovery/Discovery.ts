@@ -6,6 +6,7 @@ import { emptyMetrics } from "../domain/metrics.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import type { ResourceSearchRequest } from "../domain/resources.js"
 import type { ResourceDetail, SearchHit } from "../domain/catalog.js"
+import { CurationRepo } from "../store/CurationRepo.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { TransitionsRepo } from "../store/TransitionsRepo.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
@@ -18,6 +19,7 @@ const make = Effect.gen(function* () {
   const repo = yield* ResourcesRepo
   const evidence = yield* EvidenceReader
   const transitionsRepo = yield* TransitionsRepo
+  const curationRepo = yield* CurationRepo
   const observations = yield* ObservationsRepo
 
   /** One page of the listed catalog in the x402 discovery shape, ordered by resource id. */
@@ -45,7 +47,9 @@ const make = Effect.gen(function* () {
       })))
       const { metrics } = yield* evidence.forResource(id)
       const transitions = yield* transitionsRepo.recent(id, TRANSITIONS_SHOWN)
-      return { ...record, metrics, transitions } satisfies ResourceDetail
+      const curation = Option.getOrElse(yield* curationRepo.curationOf(id), () => ({ quarantine: null, lastListingChange: null }))
+      const economicEvidence = yield* evidence.payments(record)
+      return { ...record, metrics, transitions, economicEvidence, curation } satisfies ResourceDetail
     }).pipe(Effect.withSpan("Discovery.get"))
 
   const find = (request: ResourceSearchRequest) =>

@@ -1,4 +1,6 @@
 import { Schema } from "effect"
+import { Curation } from "./curation.js"
+import { EconomicEvidence } from "./evidence.js"
 import { ResourceMetrics } from "./metrics.js"
 import { StatusTransition } from "./observations.js"
 import { ResourceRecord } from "./resources.js"
@@ -11,7 +13,11 @@ export const ResourceList = Schema.Struct({ resources: Schema.Array(ResourceReco
 export const ResourceDetail = Schema.Struct({
   ...ResourceRecord.fields,
   metrics: ResourceMetrics,
-  transitions: Schema.Array(StatusTransition)
+  transitions: Schema.Array(StatusTransition),
+  /** The newest payments about the resource, each pending, confirmed, rejected (with why) or failed. */
+  economicEvidence: Schema.Array(EconomicEvidence),
+  /** An operator quarantine in force and the newest listing change, each with its actor and reason. */
+  curation: Curation
 }).annotations({ identifier: "ResourceDetail" })
 export type ResourceDetail = typeof ResourceDetail.Type
 

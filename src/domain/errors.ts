@@ -61,6 +61,11 @@ export class PolicyDenied extends ApiError<PolicyDenied>()(
   "PolicyDenied", "POLICY_DENIED", 403, "a buyer policy refused the payment; code names the rule", { code: PolicyCode }
 ) {}
 
+/** Curation has an author: it needs an API key whose role is operator (never open mode, never a buyer key). */
+export class OperatorOnly extends ApiError<OperatorOnly>()(
+  "OperatorOnly", "OPERATOR_ONLY", 403, "this endpoint needs an API key whose role is operator; buyer keys and open mode (no keys configured) are refused"
+) {}
+
 export class NotFound extends ApiError<NotFound>()("NotFound", "NOT_FOUND", 404, "no such endpoint, resource, receipt or settlement") {}
 export class MethodNotAllowed extends ApiError<MethodNotAllowed>()("MethodNotAllowed", "METHOD_NOT_ALLOWED", 405, "the path exists, the method does not (see Allow)") {}
 
@@ -76,7 +81,12 @@ export class SettlementInProgress extends ApiError<SettlementInProgress>()(
 ) {}
 /** A repeat of a payment whose earlier settlement is journaled `indeterminate` (the 502 below, replayed). */
 export class SettlementUnresolved extends ApiError<SettlementUnresolved>()(
-  "SettlementUnresolved", "SETTLEMENT_INDETERMINATE", 409, "an earlier settlement of this payment has an unknown outcome; it is never re-submitted"
+  "SettlementUnresolved", "SETTLEMENT_UNRESOLVED", 409, "an earlier settlement of this payment has an unknown outcome; it is never re-submitted"
+) {}
+
+/** Deleting a catalog-file entry would be undone at the next start: edit the file, or unlist it. */
+export class ConfigManaged extends ApiError<ConfigManaged>()(
+  "ConfigManaged", "CONFIG_MANAGED", 409, "the resource comes from the catalog file: remove it there (unlist it to withdraw it now)"
 ) {}
 
 export class PayloadTooLarge extends ApiError<PayloadTooLarge>()("PayloadTooLarge", "PAYLOAD_TOO_LARGE", 413, "request bodies are limited to 1 MiB") {}

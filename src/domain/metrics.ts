@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import type { OperatorQuarantine } from "./curation.js"
 import type { ServiceStatus } from "./resources.js"
 
 const Ratio = Schema.Number.pipe(Schema.between(0, 1))
@@ -39,6 +40,8 @@ export interface StoredStanding {
   readonly status: ServiceStatus
   readonly level: number
   readonly snapshot: MetricsSnapshot | null
+  /** An operator's quarantine in force: the status derived from evidence stays QUARANTINED while it holds. */
+  readonly operatorQuarantine: OperatorQuarantine | null
 }
 
 /** The metrics a resource with no evidence reports: zeros and nulls, never placeholders. */

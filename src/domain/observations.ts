@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { EconomicEvidence } from "./evidence.js"
 import { AnyJson } from "./json.js"
 import { ServiceStatus } from "./resources.js"
 
@@ -80,7 +81,9 @@ export const ObservationPage = Schema.Struct({
   resourceId: Schema.String,
   observations: Schema.Array(Observation),
   /** Pass as `before` to read the next (older) page; null on the last page. */
-  nextBefore: Schema.NullOr(Schema.String)
+  nextBefore: Schema.NullOr(Schema.String),
+  /** The newest payments about the resource (not paged) with where each stands on the ledger. */
+  economic: Schema.Array(EconomicEvidence)
 }).annotations({ identifier: "ObservationPage" })
 
 /** What `get_resource_health` answers: where a resource stands and the evidence that put it there. */

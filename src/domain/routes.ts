@@ -32,6 +32,9 @@ export const RejectedCandidate = Schema.Struct({
   resourceId: Schema.String,
   providerId: Schema.String,
   optionIndex: Schema.NullOr(Schema.Int),
+  /** INSUFFICIENT_DATA when only missing or stale evidence rejects it (a probe may change that), else DENY. */
+  decision: Schema.Literal("DENY", "INSUFFICIENT_DATA"),
+  /** Every reason's code once, and INSUFFICIENT_DATA when that is the decision. */
   codes: Schema.Array(Schema.String),
   reasons: Schema.Array(PolicyReason)
 }).annotations({ identifier: "RejectedCandidate" })

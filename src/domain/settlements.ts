@@ -29,6 +29,8 @@ export interface NewEntry {
   readonly amount: string
   readonly worstCaseUnits: bigint
   readonly feeStroops: bigint
+  /** The payer's Soroban authorisation (nonce, expiration ledger): what reconciliation reads the ledger for. */
+  readonly authorization: { readonly nonce: string; readonly expirationLedger: number } | null
 }
 
 /** One journal entry as stored: what was reserved, and how it ended. */
@@ -77,6 +79,8 @@ export type Reservation<Refusal> =
 
 export interface Completion {
   readonly state: Exclude<SettlementState, "pending">
+  /** Why it ended so, as the entry's history shows it. */
+  readonly reason: string
   /**
    * Whether any backend received the settle. One that never left (no backend healthy, all
    * unreachable, none supporting the kind) releases its fee reservation: nothing was sponsored.
@@ -89,9 +93,29 @@ export interface Completion {
   readonly answer: StoredAnswer
 }
 
+/** What reconciliation proved on the ledger about an unresolved entry. */
+export type ReconcileOutcome =
+  | {
+      readonly _tag: "Settled"
+      readonly transaction: string | null
+      readonly reason: string
+      /** The settle answer a repeat of the payment is given from now on, as a facilitator's success would read. */
+      readonly answer: { readonly success: true; readonly transaction: string; readonly network: string; readonly payer?: string }
+    }
+  | { readonly _tag: "Unpaid"; readonly reason: string }
+
+/** One change of an entry's state, with its reason: `from` is null for the reservation itself. */
+export interface SettlementTransition {
+  readonly from: SettlementState | null
+  readonly to: SettlementState
+  readonly reason: string
+  readonly atMs: number
+}
+
 /**
- * An entry released because it never reached a backend: `failed` with no fee charged. It holds
- * nothing to reconcile, so the same signed payment may be settled again on it.
+ * An entry released because no backend holds it: `failed` with no fee charged, because it never
+ * reached one or because reconciliation proved on the ledger that it was never paid. It holds
+ * nothing to reconcile, so the same signed payment may be settled again on it, at any backend.
  */
 const isReleased = (entry: JournalEntry) => entry.state === "failed" && entry.feeStroops === 0n
 

@@ -178,6 +178,10 @@ export const SettlementRecord = Schema.Struct({
   payer: Schema.NullOr(Schema.String),
   errors: Schema.Array(Schema.Struct({ backendId: Schema.String, error: Schema.String })),
   createdAt: Schema.String,
-  updatedAt: Schema.String
+  updatedAt: Schema.String,
+  /** Every change of state, oldest first, with its reason and time. */
+  history: Schema.Array(
+    Schema.Struct({ from: Schema.NullOr(SettlementState), to: SettlementState, reason: Schema.String, at: Schema.String })
+  )
 }).annotations({ identifier: "SettlementRecord" })
 export type SettlementRecord = typeof SettlementRecord.Type

@@ -1,9 +1,27 @@
 import { HttpApiMiddleware, HttpApiSecurity } from "@effect/platform"
-import { Context } from "effect"
-import { Unauthorized } from "../domain/errors.js"
+import { Context, Effect } from "effect"
+import { OperatorOnly, Unauthorized } from "../domain/errors.js"
 
-/** Who is calling: the API key's principal, or null in open local mode (settlement then uses the payer). */
-export class Principal extends Context.Tag("sextant/Principal")<Principal, { readonly id: string | null }>() {}
+/**
+ * Who is calling: the API key's principal and its role, or a null id in open local mode
+ * (settlement then uses the payer).
+ */
+export class Principal extends Context.Tag("sextant/Principal")<
+  Principal,
+  { readonly id: string | null; readonly role: "operator" | "buyer" }
+>() {}
+
+/**
+ * The author of a curation: an operator key's principal. Open mode is refused too, since a change
+ * nobody can be named for is not one an operator can answer for (docs/decisions.md).
+ */
+export const operatorPrincipal = Effect.flatMap(Principal, (principal) =>
+  principal.id === null
+    ? Effect.fail(new OperatorOnly({ message: "curation needs an operator API key, and no API keys are configured (open mode): add an apiKeys entry with role \"operator\"" }))
+    : principal.role !== "operator"
+      ? Effect.fail(new OperatorOnly({ message: `principal "${principal.id}" has role ${principal.role}; curation needs an API key whose role is operator` }))
+      : Effect.succeed(principal.id)
+)
 
 /**
  * Bearer API keys for the endpoints that spend or reveal operator state. Open when no keys are

@@ -11,14 +11,14 @@ export const ApiKeyAuthLive = Layer.effect(
   ApiKeyAuth,
   Effect.gen(function* () {
     const { apiKeys } = yield* AppConfig
-    const entries = apiKeys.map((k) => ({ principal: k.principal, digest: Buffer.from(k.sha256, "hex") }))
+    const entries = apiKeys.map((k) => ({ principal: k.principal, role: k.role ?? "buyer", digest: Buffer.from(k.sha256, "hex") }))
     return {
       bearer: (token) => {
-        if (entries.length === 0) return Effect.succeed({ id: null })
+        if (entries.length === 0) return Effect.succeed({ id: null, role: "buyer" as const })
         const presented = sha256(Redacted.value(token))
-        let principal: string | null = null
+        let principal: { readonly id: string; readonly role: "operator" | "buyer" } | null = null
         for (const entry of entries) {
-          if (timingSafeEqual(entry.digest, presented)) principal = entry.principal
+          if (timingSafeEqual(entry.digest, presented)) principal = { id: entry.principal, role: entry.role }
         }
         return principal === null
           ? Effect.fail(
@@ -26,11 +26,13 @@ export const ApiKeyAuthLive = Layer.effect(
                 message: "this endpoint needs Authorization: Bearer <api key> with a configured key"
               })
             )
-          : Effect.succeed({ id: principal })
+          : Effect.succeed(principal)
       }
     }
   })
 )
 
-/** The operator's own local process (the MCP server on stdio): trusted, named, never keyed. */
-export const LocalOperatorAuth = Layer.succeed(ApiKeyAuth, { bearer: () => Effect.succeed({ id: "local-operator" }) })
+/** The operator's own local process (the MCP server on stdio): trusted, named, never keyed, an operator. */
+export const LocalOperatorAuth = Layer.succeed(ApiKeyAuth, {
+  bearer: () => Effect.succeed({ id: "local-operator", role: "operator" as const })
+})

@@ -8,6 +8,7 @@ import type { ApiKeyAuth } from "./auth.js"
 import { ApiKeyAuthLive, LocalOperatorAuth } from "./authLive.js"
 import { MAX_BODY_BYTES } from "./body.js"
 import { ErrorMiddlewareLive } from "./errors.js"
+import { CurationHandlers } from "./handlers/curation.js"
 import { DiscoveryHandlers } from "./handlers/discovery.js"
 import { HealthHandlers } from "./handlers/health.js"
 import { PolicyHandlers } from "./handlers/policy.js"
@@ -22,6 +23,7 @@ const handlers = (auth: Layer.Layer<ApiKeyAuth, never, AppConfig>) => HttpApiBui
     HealthHandlers,
     ResourcesHandlers,
     RegistrationHandlers,
+    CurationHandlers,
     VerificationHandlers,
     PolicyHandlers,
     X402Handlers,

@@ -1,4 +1,6 @@
-import { Context, Data, type Effect, type Option } from "effect"
+import { Context, Data, Effect, Layer, type Option } from "effect"
+import { AppConfig } from "../config.js"
+import { type LedgerReaderOptions, makeLedgerReader } from "./read.js"
 
 /** A SEP-41 `transfer(from, to, amount)` a transaction executed, or a `transfer` event the contract emitted. */
 export interface LedgerTransfer {
@@ -55,4 +57,11 @@ export interface LedgerReaderShape {
  * The one reader of the Stellar ledger: transaction evidence, settlement reconciliation and the
  * vertical all read through it, from the configured `ledger` endpoints.
  */
-export class LedgerReader extends Context.Tag("sextant/LedgerReader")<LedgerReader, LedgerReaderShape>() {}
+export class LedgerReader extends Context.Tag("sextant/LedgerReader")<LedgerReader, LedgerReaderShape>() {
+  /** A reader of the given endpoints through `@stellar/stellar-sdk` (Soroban RPC first, Horizon for history). */
+  static readonly layer = (options: LedgerReaderOptions): Layer.Layer<LedgerReader> => Layer.sync(LedgerReader, () => makeLedgerReader(options))
+  /** The reader of the configured `ledger` endpoints. */
+  static readonly Live: Layer.Layer<LedgerReader, never, AppConfig> = Layer.unwrapEffect(
+    Effect.map(AppConfig, ({ ledger }) => LedgerReader.layer(ledger))
+  )
+}

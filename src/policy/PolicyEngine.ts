@@ -1,13 +1,10 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../config.js"
 import { InvalidRequest, notFound, type NotFound } from "../domain/errors.js"
-import type { PolicyDecision, PolicyEvaluateRequest, PolicyEvaluation } from "../domain/policy.js"
+import type { PolicyEvaluateRequest, PolicyEvaluation } from "../domain/policy.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
-import { evaluatePolicy, policyContext, type PolicyVerdict } from "./evaluate.js"
-
-/** Without an option index the answer is the most favourable option's: can this resource be paid at all? */
-const preference: Record<PolicyDecision, number> = { ALLOW: 0, INSUFFICIENT_DATA: 1, DENY: 2 }
+import { evaluatePolicy, mostFavourable, policyContext } from "./evaluate.js"
 
 const badOption = (message: string) => new InvalidRequest({ message })
 
@@ -32,16 +29,11 @@ const make = Effect.gen(function* () {
       const evidence = yield* reader.forResource(resourceId)
       const now = new Date(yield* Clock.currentTimeMillis)
       const context = policyContext(config, now)
-      const judge = (index: number): [number, PolicyVerdict] => [
-        index,
+      const judge = (index: number) =>
         evaluatePolicy({ policy, providerId: record.provider.id, option: options[index]!, evidence, context })
-      ]
-      const [chosen, verdict] =
-        optionIndex !== undefined
-          ? judge(optionIndex)
-          : options
-              .map((_, index) => judge(index))
-              .reduce((best, next) => (preference[next[1].decision] < preference[best[1].decision] ? next : best))
+      // Without an option index the answer is the most favourable option's: can this resource be paid at all?
+      const chosen = optionIndex ?? mostFavourable(options.map((_, index) => judge(index)))
+      const verdict = judge(chosen)
       return {
         decision: verdict.decision,
         reasons: verdict.reasons,

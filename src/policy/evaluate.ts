@@ -183,3 +183,10 @@ export const evaluatePolicy = (input: PolicyInput): PolicyVerdict => {
         : "DENY"
   return { decision, reasons }
 }
+
+/** How favourable a decision is: ALLOW, then INSUFFICIENT_DATA, then DENY. */
+const preference: Record<PolicyDecision, number> = { ALLOW: 0, INSUFFICIENT_DATA: 1, DENY: 2 }
+
+/** Index of the most favourable verdict (the lowest index among equals); -1 when there is none. */
+export const mostFavourable = (verdicts: ReadonlyArray<PolicyVerdict>): number =>
+  verdicts.reduce((best, next, index) => (best < 0 || preference[next.decision] < preference[verdicts[best]!.decision] ? index : best), -1)

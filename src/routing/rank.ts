@@ -1,9 +1,9 @@
 import type { ResourceEvidence } from "../domain/evidence.js"
-import type { PolicyCode, PolicyReason } from "../domain/policy.js"
+import type { PolicyReason } from "../domain/policy.js"
 import type { ResourcePaymentOption, ResourceRecord } from "../domain/resources.js"
 import { worstCaseUsd } from "../domain/resources.js"
 import type { OptimizeFor, RankedCandidate, RejectedCandidate, RouteDecision, RouteRequest } from "../domain/routes.js"
-import { evaluatePolicy, OPTION_CODES, type PolicyContext } from "../policy/evaluate.js"
+import { evaluatePolicy, mostFavourable, OPTION_CODES, type PolicyContext, type PolicyVerdict } from "../policy/evaluate.js"
 
 /**
  * Weights of the `balanced` score: a provider that answers and takes payment matters most, then
@@ -95,8 +95,15 @@ const ranker = (optimizeFor: OptimizeFor, survivors: ReadonlyArray<Survivor>) =>
   return { score, compare }
 }
 
-/** One entry per rejected resource, with the reasons of all its options and every code once. */
-const rejection = (record: ResourceRecord, verdicts: ReadonlyArray<ReadonlyArray<PolicyReason>>): RejectedCandidate => {
+/**
+ * One entry per rejected resource, with the reasons of all its options and every code once. Its
+ * decision is its most favourable option's, as policy evaluation answers: INSUFFICIENT_DATA (also
+ * among its codes) when nothing but missing or stale evidence stands in the way.
+ */
+const rejection = (record: ResourceRecord, optionVerdicts: ReadonlyArray<PolicyVerdict>): RejectedCandidate => {
+  const verdicts = optionVerdicts.map((v) => v.reasons)
+  const best = optionVerdicts[mostFavourable(optionVerdicts)]
+  const decision = best?.decision === "INSUFFICIENT_DATA" ? "INSUFFICIENT_DATA" : "DENY"
   const single = verdicts.length === 1
   const reasons: Array<PolicyReason> =
     verdicts.length === 0 ? [{ code: "NO_PAYMENT_OPTION", message: "the resource offers no payment option" }] : []
@@ -115,19 +122,26 @@ const rejection = (record: ResourceRecord, verdicts: ReadonlyArray<ReadonlyArray
     resourceId: record.resource.id,
     providerId: record.provider.id,
     optionIndex: single ? 0 : null,
-    codes: [...new Set<PolicyCode>(reasons.map((r) => r.code))],
+    decision,
+    codes: [...new Set<string>([...(decision === "INSUFFICIENT_DATA" ? [decision] : []), ...reasons.map((r) => r.code)])],
     reasons
   }
 }
 
-const summary = (capability: string, candidates: number, ranked: ReadonlyArray<RankedCandidate>, rejected: number) => {
+const summary = (capability: string, candidates: number, ranked: ReadonlyArray<RankedCandidate>, rejected: ReadonlyArray<RejectedCandidate>) => {
   if (candidates === 0) return `no resource in the catalog offers capability "${capability}"`
+  const unjudged = rejected.filter((r) => r.decision === "INSUFFICIENT_DATA").length
   const [selected] = ranked
   if (selected === undefined) {
-    return `no provider of "${capability}" satisfies the policy: all ${candidates} candidate(s) were rejected`
+    if (unjudged === candidates) {
+      return `no provider of "${capability}" could be judged: none of the ${candidates} candidate(s) has current evidence (INSUFFICIENT_DATA); they may qualify once probed`
+    }
+    return `no provider of "${capability}" satisfies the policy: all ${candidates} candidate(s) were rejected` +
+      (unjudged > 0 ? `, ${unjudged} of them for lack of current evidence (INSUFFICIENT_DATA)` : "")
   }
   return `selected ${selected.resourceId} option ${selected.optionIndex} (score ${Number(selected.score.toFixed(6))}) ` +
-    `from ${candidates} candidate(s): ${ranked.length - 1} fallback(s), ${rejected} rejected`
+    `from ${candidates} candidate(s): ${ranked.length - 1} fallback(s), ${rejected.length} rejected` +
+    (unjudged > 0 ? ` (${unjudged} for lack of current evidence: INSUFFICIENT_DATA)` : "")
 }
 
 /**
@@ -155,7 +169,7 @@ export const decideRoute = (input: RouteInput): RouteDecision => {
         ? [{ record, optionIndex, option, evidence: found, worstCaseUsd: worstCaseUsd(option) }]
         : []
     )
-    if (allowed.length === 0) rejected.push(rejection(record, verdicts.map((v) => v.reasons)))
+    if (allowed.length === 0) rejected.push(rejection(record, verdicts))
     else survivors.push(...allowed)
   }
 
@@ -185,7 +199,7 @@ export const decideRoute = (input: RouteInput): RouteDecision => {
     selected: selected ?? null,
     fallbacks,
     rejected,
-    message: summary(request.capability, candidates.length, ranked, rejected.length),
+    message: summary(request.capability, candidates.length, ranked, rejected),
     metricsSnapshotAt: input.metricsSnapshotAt,
     decidedAt: context.now.toISOString()
   }

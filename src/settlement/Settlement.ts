@@ -15,7 +15,7 @@ import {
 } from "../domain/errors.js"
 import type { PayeeEvidence } from "../domain/evidence.js"
 import type { AgentPolicy } from "../domain/policy.js"
-import { type Completion, type FoundEntry, type JournalEntry, mayReserveAgain } from "../domain/settlements.js"
+import { type Completion, type FoundEntry, type JournalEntry, mayReserveAgain, type SettlementTransition } from "../domain/settlements.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
 import { type SettleRequest, SettleResponse, type SettlementRecord } from "../domain/x402.js"
 import { canonicalize } from "../encoding/canonicalJson.js"
@@ -27,7 +27,7 @@ import { FacilitatorPool, type SettleOutcome } from "../x402/FacilitatorPool.js"
 import { judgeBudgets } from "./budgets.js"
 import { type NamedPolicy, paymentDenial, paymentOption, payeeDenial, type SettleTerms, transferMismatch, worstCaseUnits } from "./rules.js"
 import { termsOf } from "./terms.js"
-import { decodePayment, type Transfer } from "./transfer.js"
+import { decodePayment, type PayerAuthorization, type Transfer } from "./transfer.js"
 
 type SettleAnswer = typeof SettleResponse.Type
 
@@ -63,6 +63,7 @@ const stockBody = (body: SettleRequest) => {
 interface Payment {
   readonly terms: SettleTerms
   readonly transfer: Transfer
+  readonly authorization: PayerAuthorization | null
   readonly paymentId: string
   /** Hash of what is asked of the payment: a repeat must ask the same, whatever wrapper it comes in. */
   readonly requestHash: string
@@ -100,7 +101,8 @@ const replay = ({ entry, byKey }: FoundEntry, requestHash: string, principal: st
     return Effect.fail(
       new SettlementUnresolved({
         message: `${named} of this payment was interrupted and its outcome is unknown; it is never ` +
-          `re-submitted automatically. An operator reconciles it with the ledger${record}`
+          `re-submitted while it may have been paid. The reconciler is checking the ledger for it: once the ` +
+          `ledger shows it paid this answer becomes the settlement, once it proves it unpaid a retry is settled anew${record}`
       })
     )
   }
@@ -120,6 +122,7 @@ const conclude = (id: string, outcome: SettleOutcome): { completion: Completion;
   const refused = (state: Completion["state"], error: ForwardRefusal, status: number, backendId: string | null, submitted: boolean) => ({
     completion: {
       state,
+      reason: error.message,
       submitted,
       backendId,
       transaction: null,
@@ -136,6 +139,9 @@ const conclude = (id: string, outcome: SettleOutcome): { completion: Completion;
       return {
         completion: {
           state: response.success ? "settled" : "failed",
+          reason: response.success
+            ? `facilitator "${backendId}" settled it${response.transaction === "" ? "" : ` in transaction ${response.transaction}`}`
+            : `facilitator "${backendId}" answered success: false (${refusal[0]?.error})`,
           submitted: true,
           backendId,
           transaction: response.transaction === "" ? null : response.transaction,
@@ -175,7 +181,7 @@ const conclude = (id: string, outcome: SettleOutcome): { completion: Completion;
   }
 }
 
-const toRecord = (entry: JournalEntry, decimals: number): SettlementRecord => ({
+const toRecord = (entry: JournalEntry, decimals: number, history: ReadonlyArray<SettlementTransition>): SettlementRecord => ({
   id: entry.id,
   idempotencyKey: entry.idempotencyKey,
   state: entry.state,
@@ -190,7 +196,8 @@ const toRecord = (entry: JournalEntry, decimals: number): SettlementRecord => ({
   payer: entry.payer,
   errors: entry.errors,
   createdAt: new Date(entry.createdAtMs).toISOString(),
-  updatedAt: new Date(entry.updatedAtMs).toISOString()
+  updatedAt: new Date(entry.updatedAtMs).toISOString(),
+  history: history.map((t) => ({ from: t.from, to: t.to, reason: t.reason, at: new Date(t.atMs).toISOString() }))
 })
 
 const make = Effect.gen(function* () {
@@ -215,13 +222,13 @@ const make = Effect.gen(function* () {
   /** Step 1: what is paid, read from the signed transaction; the terms this service can value (422). */
   const readPayment = Effect.fn("Settlement.readPayment")(function* (input: SettleInput) {
     const terms = yield* termsOf(input.request, assetContract)
-    const { paymentId, transfer } = yield* decodePayment(input.request.paymentPayload.payload.transaction, terms.network)
+    const { paymentId, transfer, authorization } = yield* decodePayment(input.request.paymentPayload.payload.transaction, terms.network)
     const requestHash = yield* contentHash({
       x402Version: input.request.x402Version,
       paymentId,
       paymentRequirements: input.request.paymentRequirements
     })
-    return { terms, transfer, paymentId, requestHash, principal: input.principal ?? transfer.from } satisfies Payment
+    return { terms, transfer, authorization, paymentId, requestHash, principal: input.principal ?? transfer.from } satisfies Payment
   })
 
   /** Step 2: a repeat of a journaled request gets its stored answer (or 409), whatever else changed since. */
@@ -273,7 +280,8 @@ const make = Effect.gen(function* () {
       payTo: payment.terms.payTo,
       amount: payment.terms.amount,
       worstCaseUnits: worst,
-      feeStroops: BigInt(config.budgets.feeCeilingStroops)
+      feeStroops: BigInt(config.budgets.feeCeilingStroops),
+      authorization: payment.authorization
     }
     const sinceMs = nowMs - config.budgets.windowSeconds * 1000
     return yield* journal.reserve(entry, sinceMs, nowMs, (usage) => judgeBudgets(usage, entry, config.budgets, decimals, nowMs))
@@ -374,7 +382,7 @@ const make = Effect.gen(function* () {
   const get = Effect.fn("Settlement.get")(function* (id: string, principal: string | null) {
     const entry = yield* journal.get(id)
     return Option.isSome(entry) && (readsAll(principal) || entry.value.principal === principal)
-      ? toRecord(entry.value, decimals)
+      ? toRecord(entry.value, decimals, yield* journal.history(id))
       : yield* Effect.fail(notFound("settlement", id))
   })
 
@@ -389,7 +397,7 @@ const make = Effect.gen(function* () {
       ...(query.before !== undefined ? { beforeMs: Date.parse(query.before) } : {}),
       ...(principal !== null && keyPrincipals.has(principal) ? { principal } : {})
     })
-    return entries.map((entry) => toRecord(entry, decimals))
+    return yield* Effect.forEach(entries, (entry) => Effect.map(journal.history(entry.id), (h) => toRecord(entry, decimals, h)))
   })
 
   return { settle, get, list }

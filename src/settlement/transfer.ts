@@ -38,6 +38,30 @@ export interface DecodedPayment {
    */
   readonly paymentId: string
   readonly transfer: Transfer
+  /**
+   * The payer's Soroban authorisation of the transfer: its nonce and the last ledger it is valid
+   * in. The reconciler reads the ledger for them when a settle's outcome is unknown. Null when the
+   * transaction carries no address-credential entry for the payer (it could not settle anyway).
+   */
+  readonly authorization: PayerAuthorization | null
+}
+
+export interface PayerAuthorization {
+  /** The nonce, as a decimal string (an int64). */
+  readonly nonce: string
+  readonly expirationLedger: number
+}
+
+/** The address-credential auth entry signed by `payer`, if the operation carries one. */
+const payerAuthorization = (auth: ReadonlyArray<xdr.SorobanAuthorizationEntry>, payer: string): PayerAuthorization | null => {
+  for (const entry of auth) {
+    const credentials = entry.credentials()
+    if (credentials.switch() !== xdr.SorobanCredentialsType.sorobanCredentialsAddress()) continue
+    const signed = credentials.address()
+    if (Address.fromScAddress(signed.address()).toString() !== payer) continue
+    return { nonce: signed.nonce().toString(), expirationLedger: signed.signatureExpirationLedger() }
+  }
+  return null
 }
 
 /**
@@ -75,6 +99,7 @@ export const decodePayment = (transactionXdr: string, network: StellarNetwork): 
   }
   return Either.right({
     paymentId: transaction.hash().toString("hex"),
-    transfer: { asset: Address.fromScAddress(call.contractAddress()).toString(), from, to, amount }
+    transfer: { asset: Address.fromScAddress(call.contractAddress()).toString(), from, to, amount },
+    authorization: payerAuthorization(operation.auth ?? [], from)
   })
 }

@@ -23,7 +23,14 @@ const MetricsColumns = {
 const MetricsRow = Schema.Struct(MetricsColumns)
 
 /** A resource's status and level, LEFT JOINed with its metrics row: the row, or nulls when it was never measured. */
-const standingColumns = { id: Schema.String, status: ServiceStatus, verification_level: SqlNumber }
+const standingColumns = {
+  id: Schema.String,
+  status: ServiceStatus,
+  verification_level: SqlNumber,
+  quarantined_by: Schema.NullOr(Schema.String),
+  quarantine_reason: Schema.NullOr(Schema.String),
+  quarantined_at: Schema.NullOr(Schema.String)
+}
 const StandingRow = Schema.Union(
   Schema.Struct({ ...standingColumns, ...MetricsColumns }),
   Schema.Struct({ ...standingColumns, resource_id: Schema.Null })
@@ -80,7 +87,7 @@ const make = Effect.gen(function* () {
       resourceIds.length === 0
         ? Effect.succeed([] as ReadonlyArray<StoredStanding>)
         : sql`
-            SELECT r.id, r.status, r.verification_level, m.*
+            SELECT r.id, r.status, r.verification_level, r.quarantined_by, r.quarantine_reason, r.quarantined_at, m.*
             FROM resources r LEFT JOIN resource_metrics m ON m.resource_id = r.id
             WHERE ${sql.in("r.id", resourceIds)}`.pipe(
             Effect.flatMap(decodeStanding),
@@ -90,7 +97,11 @@ const make = Effect.gen(function* () {
                   resourceId: row.id,
                   status: row.status,
                   level: row.verification_level,
-                  snapshot: row.resource_id === null ? null : toSnapshot(row)
+                  snapshot: row.resource_id === null ? null : toSnapshot(row),
+                  operatorQuarantine:
+                    row.quarantined_by === null
+                      ? null
+                      : { actor: row.quarantined_by, reason: row.quarantine_reason ?? "", at: row.quarantined_at ?? "" }
                 })
               )
             )

@@ -1,10 +1,20 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { FeeBudgetExhausted, PolicyDenied } from "../domain/errors.js"
-import type { Completion, FoundEntry, JournalEntry, NewEntry, Reservation, WindowUsage } from "../domain/settlements.js"
+import type {
+  Completion,
+  FoundEntry,
+  JournalEntry,
+  NewEntry,
+  ReconcileOutcome,
+  Reservation,
+  SettlementTransition,
+  WindowUsage
+} from "../domain/settlements.js"
 import { mayReserveAgain } from "../domain/settlements.js"
 import { SettlementState } from "../domain/x402.js"
 import { decodeRows, repository, SqlBigInt, SqlNumber } from "./repository.js"
+import { sortableId } from "./sortableId.js"
 
 /**
  * Idempotency keys belong to a principal: the same key from two principals is two requests. The
@@ -49,6 +59,8 @@ const JournalRow = Schema.Struct({
   errors_json: BackendErrorsJson,
   answer_status: Schema.NullOr(SqlNumber),
   answer_json: Schema.NullOr(Schema.parseJson()),
+  auth_nonce: Schema.NullOr(Schema.String),
+  auth_expiration_ledger: Schema.NullOr(SqlNumber),
   created_at_ms: SqlNumber,
   updated_at_ms: SqlNumber
 })
@@ -73,11 +85,23 @@ const toEntry = (row: JournalRow): JournalEntry => ({
   transaction: row.transaction_hash,
   errors: row.errors_json,
   answer: row.answer_status === null ? null : { status: row.answer_status, body: row.answer_json },
+  authorization:
+    row.auth_nonce === null || row.auth_expiration_ledger === null
+      ? null
+      : { nonce: row.auth_nonce, expirationLedger: row.auth_expiration_ledger },
   createdAtMs: row.created_at_ms,
   updatedAtMs: row.updated_at_ms
 })
 
 const decodeJournal = decodeRows(JournalRow)
+
+const TransitionRow = Schema.Struct({
+  from_state: Schema.NullOr(SettlementState),
+  to_state: SettlementState,
+  reason: Schema.String,
+  at_ms: SqlNumber
+})
+const decodeTransitions = decodeRows(TransitionRow)
 
 /** What the budgets refuse with: the spend window (403) or a fee budget (429). */
 type BudgetRefusal = PolicyDenied | FeeBudgetExhausted
@@ -93,6 +117,11 @@ const decodeUsage = decodeRows(UsageRow)
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+
+  /** Stores one change of an entry's state; every write of a state goes through here too. */
+  const transition = (id: string, from: SettlementTransition["from"], to: SettlementTransition["to"], reason: string, atMs: number) =>
+    sql`INSERT INTO settlement_transitions (id, settlement_id, from_state, to_state, reason, at_ms)
+      VALUES (${sortableId("st", atMs)}, ${id}, ${from}, ${to}, ${reason}, ${atMs})`
 
   /**
    * The entry journaled under this principal's idempotency key, else the one for this signed
@@ -153,15 +182,21 @@ const make = Effect.gen(function* () {
               scheme = ${entry.scheme}, asset = ${entry.asset}, pay_to = ${entry.payTo}, amount = ${entry.amount},
               worst_case_units = ${Number(entry.worstCaseUnits)}, fee_stroops = ${Number(entry.feeStroops)},
               backend_id = NULL, transaction_hash = NULL, errors_json = '[]', answer_status = NULL, answer_json = NULL,
+              auth_nonce = ${entry.authorization?.nonce ?? null},
+              auth_expiration_ledger = ${entry.authorization?.expirationLedger ?? null},
               created_at_ms = ${nowMs}, updated_at_ms = ${nowMs}
             WHERE id = ${id}`
+          yield* transition(id, "failed", "pending", "reserved again: the earlier attempt is known not to have paid", nowMs)
           return { _tag: "Reserved", id } satisfies Reservation<BudgetRefusal>
         }
         yield* sql`INSERT INTO settlements (id, idempotency_key, payment_hash, request_hash, state, principal, payer,
-            network, scheme, asset, pay_to, amount, worst_case_units, fee_stroops, errors_json, created_at_ms, updated_at_ms)
+            network, scheme, asset, pay_to, amount, worst_case_units, fee_stroops, errors_json, auth_nonce,
+            auth_expiration_ledger, created_at_ms, updated_at_ms)
           VALUES (${entry.id}, ${storedKey(entry)}, ${entry.paymentId}, ${entry.requestHash}, 'pending',
             ${entry.principal}, ${entry.payer}, ${entry.network}, ${entry.scheme}, ${entry.asset}, ${entry.payTo},
-            ${entry.amount}, ${Number(entry.worstCaseUnits)}, ${Number(entry.feeStroops)}, '[]', ${nowMs}, ${nowMs})`
+            ${entry.amount}, ${Number(entry.worstCaseUnits)}, ${Number(entry.feeStroops)}, '[]',
+            ${entry.authorization?.nonce ?? null}, ${entry.authorization?.expirationLedger ?? null}, ${nowMs}, ${nowMs})`
+        yield* transition(entry.id, null, "pending", "reserved: budgets passed, about to forward", nowMs)
         return { _tag: "Reserved", id: entry.id } satisfies Reservation<BudgetRefusal>
       })
     )
@@ -176,12 +211,56 @@ const make = Effect.gen(function* () {
      * Limits 2); one that never did releases its reservation.
      */
     complete: (id: string, completion: Completion, nowMs: number) =>
-      sql`UPDATE settlements SET state = ${completion.state}, backend_id = ${completion.backendId},
-          fee_stroops = ${completion.submitted ? sql`fee_stroops` : 0},
-          transaction_hash = ${completion.transaction}, payer = COALESCE(${completion.payer}, payer),
-          errors_json = ${JSON.stringify(completion.errors)}, answer_status = ${completion.answer.status},
-          answer_json = ${JSON.stringify(completion.answer.body)}, updated_at_ms = ${nowMs}
-        WHERE id = ${id} AND state IN ('pending', 'indeterminate')`.pipe(Effect.asVoid),
+      Effect.gen(function* () {
+        // The transition is written first, from the state it replaces: a write as the transaction's
+        // first statement takes SQLite's write lock at once (a read first could not upgrade under a
+        // second process's writes).
+        yield* sql`INSERT INTO settlement_transitions (id, settlement_id, from_state, to_state, reason, at_ms)
+          SELECT ${sortableId("st", nowMs)}, id, state, ${completion.state}, ${completion.reason}, ${nowMs}
+          FROM settlements WHERE id = ${id} AND state IN ('pending', 'indeterminate')`
+        yield* sql`UPDATE settlements SET state = ${completion.state}, backend_id = ${completion.backendId},
+            fee_stroops = ${completion.submitted ? sql`fee_stroops` : 0},
+            transaction_hash = ${completion.transaction}, payer = COALESCE(${completion.payer}, payer),
+            errors_json = ${JSON.stringify(completion.errors)}, answer_status = ${completion.answer.status},
+            answer_json = ${JSON.stringify(completion.answer.body)}, updated_at_ms = ${nowMs}
+          WHERE id = ${id} AND state IN ('pending', 'indeterminate')`
+      }).pipe(sql.withTransaction),
+    /**
+     * Ends an unresolved (`indeterminate`) entry with what the ledger proved: settled, with the
+     * transaction when one was found; or unpaid, which releases its fee reservation so the same
+     * payment may be settled again. False when the entry was no longer unresolved.
+     */
+    reconcile: (id: string, outcome: ReconcileOutcome, nowMs: number) =>
+      Effect.gen(function* () {
+        const updated =
+          outcome._tag === "Settled"
+            ? yield* sql<{ id: string }>`UPDATE settlements SET state = 'settled',
+                transaction_hash = COALESCE(${outcome.transaction}, transaction_hash), answer_status = 200,
+                answer_json = ${JSON.stringify(outcome.answer)}, updated_at_ms = ${nowMs}
+              WHERE id = ${id} AND state = 'indeterminate' RETURNING id`
+            : yield* sql<{ id: string }>`UPDATE settlements SET state = 'failed', fee_stroops = 0, answer_status = NULL,
+                answer_json = NULL, updated_at_ms = ${nowMs}
+              WHERE id = ${id} AND state = 'indeterminate' RETURNING id`
+        if (updated.length === 0) return false
+        yield* transition(id, "indeterminate", outcome._tag === "Settled" ? "settled" : "failed", outcome.reason, nowMs)
+        return true
+      }).pipe(sql.withTransaction),
+    /** Unresolved entries that carry an authorisation to look for on the ledger, oldest first. */
+    unresolved: (limit: number) =>
+      sql`SELECT * FROM settlements WHERE state = 'indeterminate' AND auth_nonce IS NOT NULL
+        ORDER BY updated_at_ms, id LIMIT ${limit}`.pipe(
+        Effect.flatMap(decodeJournal),
+        Effect.map((rows) => rows.map(toEntry))
+      ),
+    /** Every change of an entry's state, oldest first. */
+    history: (id: string) =>
+      sql`SELECT from_state, to_state, reason, at_ms FROM settlement_transitions WHERE settlement_id = ${id}
+        ORDER BY at_ms, id`.pipe(
+        Effect.flatMap(decodeTransitions),
+        Effect.map((rows) =>
+          rows.map((r): SettlementTransition => ({ from: r.from_state, to: r.to_state, reason: r.reason, atMs: r.at_ms }))
+        )
+      ),
     get: (id: string) =>
       sql`SELECT * FROM settlements WHERE id = ${id}`.pipe(
         Effect.flatMap(decodeJournal),
@@ -202,8 +281,14 @@ const make = Effect.gen(function* () {
      * answer, so whether it settled is unknown. It becomes `indeterminate` and is never re-submitted.
      */
     recoverPending: (nowMs: number) =>
-      sql<{ id: string }>`UPDATE settlements SET state = 'indeterminate', updated_at_ms = ${nowMs}
-        WHERE state = 'pending' RETURNING id`.pipe(Effect.map((rows) => rows.map((r) => r.id)))
+      Effect.gen(function* () {
+        const rows = yield* sql<{ id: string }>`UPDATE settlements SET state = 'indeterminate', updated_at_ms = ${nowMs}
+          WHERE state = 'pending' RETURNING id`
+        for (const { id } of rows) {
+          yield* transition(id, "pending", "indeterminate", "interrupted by a restart before its outcome was recorded", nowMs)
+        }
+        return rows.map((r) => r.id)
+      }).pipe(sql.withTransaction)
   })
 })
 

@@ -1,12 +1,15 @@
 import { Layer } from "effect"
+import { CurationRepo } from "./CurationRepo.js"
 import { DatabaseLive } from "./Database.js"
 import { EconomicEventsRepo } from "./EconomicEventsRepo.js"
 import { MetricsRepo } from "./MetricsRepo.js"
 import { ObservationsRepo } from "./ObservationsRepo.js"
+import { ProbeSpendRepo } from "./ProbeSpendRepo.js"
 import { ReceiptsRepo } from "./ReceiptsRepo.js"
 import { ResourcesRepo } from "./ResourcesRepo.js"
 import { SettlementJournal } from "./SettlementJournal.js"
 import { TransitionsRepo } from "./TransitionsRepo.js"
+import { VerifyAnswersRepo } from "./VerifyAnswersRepo.js"
 
 /** Every repository over one migrated store (SQLite file, `:memory:` or Postgres), with the SqlClient exposed. */
 export const StoreLive = (database: string) =>
@@ -17,7 +20,10 @@ export const StoreLive = (database: string) =>
     TransitionsRepo.Live,
     EconomicEventsRepo.Live,
     ReceiptsRepo.Live,
-    SettlementJournal.Live
+    SettlementJournal.Live,
+    ProbeSpendRepo.Live,
+    CurationRepo.Live,
+    VerifyAnswersRepo.Live
   ).pipe(Layer.provideMerge(DatabaseLive(database)))
 
 /** The same store in memory, fresh for each build: what tests stand on. */

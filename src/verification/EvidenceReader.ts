@@ -1,8 +1,9 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../config.js"
-import { noEvidence, type PayeeEvidence, type ResourceEvidence } from "../domain/evidence.js"
+import { type EconomicEvidence, noEvidence, type PayeeEvidence, type ResourceEvidence } from "../domain/evidence.js"
 import type { StoredStanding } from "../domain/metrics.js"
 import type { ResourceRecord } from "../domain/resources.js"
+import { EconomicEventsRepo } from "../store/EconomicEventsRepo.js"
 import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
@@ -12,9 +13,14 @@ export interface EvidenceReaderShape {
   /** Evidence of one resource; a resource never probed gets empty metrics and level 0. */
   readonly forResource: (resourceId: string) => Effect.Effect<ResourceEvidence>
   readonly forResources: (resourceIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ResourceEvidence>>
-  /** Every resource whose payment options pay `payTo`, with its evidence; empty when none does. */
+  /** Every listed resource whose payment options pay `payTo`, with its evidence; empty when none does. */
   readonly forPayee: (payTo: string) => Effect.Effect<ReadonlyArray<PayeeEvidence>>
+  /** The newest payments about a resource (named by it, or paying one of its payees), newest first. */
+  readonly payments: (record: ResourceRecord) => Effect.Effect<ReadonlyArray<EconomicEvidence>>
 }
+
+/** Payments shown with a resource. */
+const PAYMENTS_SHOWN = 20
 
 /**
  * The read side of verification: what policy, routing, settlement and receipts know of a resource.
@@ -31,6 +37,7 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
       const config = yield* AppConfig
       const metrics = yield* MetricsRepo
       const resources = yield* ResourcesRepo
+      const economic = yield* EconomicEventsRepo
 
       const toEvidence = (stored: StoredStanding, nowMs: number): ResourceEvidence => ({
         resourceId: stored.resourceId,
@@ -57,7 +64,9 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
           const records = yield* resources.byPayTo(payTo)
           const found = yield* forResources(records.map((r) => r.resource.id))
           return records.map((record) => ({ record, evidence: found.get(record.resource.id) ?? noEvidence(record.resource.id) }))
-        })
+        }),
+        payments: (record: ResourceRecord) =>
+          economic.recent(record.resource.id, [...new Set(record.paymentOptions.map((o) => o.payTo))], PAYMENTS_SHOWN)
       }
     })
   )
@@ -81,7 +90,8 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
           catalog
             .filter((r) => r.listing.listed && r.paymentOptions.some((o) => o.payTo === payTo))
             .map((record) => ({ record, evidence: get(record.resource.id) }))
-        )
+        ),
+      payments: () => Effect.succeed([])
     }
     const noProbes = () => Effect.dieMessage("in-memory evidence records no probes")
     return Layer.merge(
@@ -91,6 +101,7 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
         EvidenceRecorder.of({
           beginProbe: noProbes,
           recordObservation: noProbes,
+          rederive: noProbes,
           recordEconomic: () => Effect.void,
           resolveEconomic: () => Effect.dieMessage("in-memory evidence has no ledger to confirm payments with")
         })

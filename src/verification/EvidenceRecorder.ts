@@ -66,7 +66,7 @@ const make = Effect.gen(function* () {
         snapshotFrom(id, stats, stored.value.snapshot, payments.everSucceeded),
         new Date(nowMs).toISOString()
       )
-      const next = deriveStanding(stats, payments.everSucceeded, nowMs, config.verification)
+      const next = deriveStanding(stats, payments.everSucceeded, nowMs, config.verification, stored.value.operatorQuarantine)
       yield* moveTo(id, stored.value, next, nowMs)
       return next
     })
@@ -86,6 +86,10 @@ const make = Effect.gen(function* () {
               yield* moveTo(record.resource.id, stored.value, { status: "VALIDATING", level: 0, reason: "first probe in flight" }, nowMs)
             })
           ),
+
+    /** Re-derives one resource's status after an operator set or lifted its quarantine (docs/decisions.md, Operator curation). */
+    rederive: (record: ResourceRecord) =>
+      serialized(refresh(record)).pipe(Effect.asVoid, Effect.withSpan("EvidenceRecorder.rederive")),
 
     /** Stores the observation of `record`, then brings its metrics and status up to date. */
     recordObservation: (record: ResourceRecord, observation: RecordedObservation) =>

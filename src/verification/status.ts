@@ -1,4 +1,5 @@
 import type { VerificationConfig } from "../config.js"
+import type { OperatorQuarantine } from "../domain/curation.js"
 import type { ServiceStatus } from "../domain/resources.js"
 import { windowMs } from "./metrics.js"
 import type { WindowStats } from "./windowStats.js"
@@ -65,6 +66,7 @@ const earnedStanding = (
 
 /**
  * The state machine of docs/decisions.md. Conditions override the earned status in this order:
+ * QUARANTINED by an operator (it holds whatever the probes see, until an operator lifts it),
  * QUARANTINED (the newest challenge contradicts the catalog), OFFLINE (the last N probes could
  * not connect), DEGRADED (a payment-verified resource whose healthy share fell below the
  * threshold). The level stays the one earned, so a recovery returns to it.
@@ -73,9 +75,17 @@ export const deriveStanding = (
   stats: WindowStats,
   transactionVerified: boolean,
   nowMs: number,
-  config: VerificationConfig
+  config: VerificationConfig,
+  operatorQuarantine: OperatorQuarantine | null = null
 ): Standing => {
   const earned = earnedStanding(stats, transactionVerified, nowMs, config)
+  if (operatorQuarantine !== null) {
+    return {
+      status: "QUARANTINED",
+      level: earned.level,
+      reason: `quarantined by operator ${operatorQuarantine.actor}: ${operatorQuarantine.reason}`
+    }
+  }
   if (stats.latestContradiction !== null) {
     return { status: "QUARANTINED", level: earned.level, reason: `challenge contradicts the catalog: ${stats.latestContradiction}` }
   }

@@ -3,7 +3,6 @@ import {
   Address,
   BASE_FEE,
   Contract,
-  Horizon,
   NotFoundError,
   rpc,
   scValToNative,
@@ -13,6 +12,7 @@ import {
   xdr
 } from "@stellar/stellar-sdk"
 import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
+import { describeFailure as describe, type LedgerEndpoints, stellarClients } from "../ledger/clients.js"
 import { UpstreamFailure } from "./errors.js"
 import { homeDomainTarget } from "./homeDomain.js"
 import { summarizeEvent, summarizeInstance } from "./sorobanXdr.js"
@@ -43,9 +43,7 @@ export interface StellarDataApi {
   readonly stellarToml: (homeDomain: string) => Effect.Effect<TomlLookup>
 }
 
-export interface StellarDataConfig {
-  readonly horizonUrl: string
-  readonly sorobanRpcUrl: string
+export interface StellarDataConfig extends LedgerEndpoints {
   readonly networkPassphrase: string
   readonly timeoutMs: number
   readonly allowPrivateHomeDomains: boolean
@@ -57,17 +55,8 @@ const EVENT_PAGE = 200
 const EVENT_PAGES = 5
 const EVENT_NAMES = ["mint", "burn", "clawback", "set_admin", "set_authorized"] as const
 
-/** A short reason: the HTTP status of an SDK error, a JSON-RPC error's message, or the error's own. */
-const describe = (e: unknown): string => {
-  const status = (e as { response?: { status?: unknown } }).response?.status
-  if (typeof status === "number") return `HTTP ${status}`
-  const message = (e as { message?: unknown }).message
-  return typeof message === "string" ? message : String(e)
-}
-
 export const makeStellarData = (config: StellarDataConfig): StellarDataApi => {
-  const horizon = new Horizon.Server(config.horizonUrl, { allowHttp: config.horizonUrl.startsWith("http:") })
-  const soroban = new rpc.Server(config.sorobanRpcUrl, { allowHttp: config.sorobanRpcUrl.startsWith("http:") })
+  const { horizon, soroban } = stellarClients(config)
   const timeout = Duration.millis(config.timeoutMs)
 
   const bounded =

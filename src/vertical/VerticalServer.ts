@@ -2,7 +2,7 @@ import { HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { getNetworkPassphrase } from "@x402/stellar"
 import { Context, Effect, Layer } from "effect"
-import { type Config, reachableHost } from "../config.js"
+import { type Config, reachableHost, verticalEndpoints } from "../config.js"
 import { Paywall, type PaymentsStatus } from "./Paywall.js"
 import { StellarData } from "./StellarData.js"
 import { verticalApp } from "./VerticalApp.js"
@@ -73,8 +73,7 @@ export class VerticalServer extends Context.Tag("sextant/vertical/VerticalServer
       ),
       Layer.provide(
         StellarData.Live({
-          horizonUrl: config.vertical.horizonUrl,
-          sorobanRpcUrl: config.vertical.sorobanRpcUrl,
+          ...verticalEndpoints(config),
           networkPassphrase: getNetworkPassphrase(config.network),
           timeoutMs: config.vertical.upstreamTimeoutMs,
           allowPrivateHomeDomains: config.vertical.allowPrivateHomeDomains

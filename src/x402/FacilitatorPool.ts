@@ -246,5 +246,10 @@ export class FacilitatorPool extends Context.Tag("sextant/FacilitatorPool")<
   static readonly layer = (options: PoolOptions) => Layer.scoped(FacilitatorPool, make(options))
   /** A pool polling on its own timings over the fetch client: the live one, or a test's. */
   static readonly fromOptions = (options: PoolOptions) => FacilitatorPool.layer(options).pipe(Layer.provide(FetchHttpClient.layer))
-  static readonly Live = FacilitatorPool.fromOptions(defaultPoolOptions)
+  /** The pool with the configured poll interval (`facilitatorPollSeconds`): how soon a backend marked unhealthy is tried again. */
+  static readonly Live = Layer.unwrapEffect(
+    Effect.map(AppConfig, (config) =>
+      FacilitatorPool.fromOptions({ ...defaultPoolOptions, pollInterval: Duration.seconds(config.facilitatorPollSeconds) })
+    )
+  )
 }

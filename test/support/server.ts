@@ -6,6 +6,12 @@ import { type Config, loadConfig } from "../../src/config.js"
 import { SextantApi } from "../../src/http/api/index.js"
 import { BunServerLive, HttpLive } from "../../src/http/server.js"
 
+/**
+ * Where a test's ledger reads go unless it starts a fixture ledger: a closed loopback port, so a
+ * stray read fails at once and no default public endpoint is ever used.
+ */
+export const NO_LEDGER = "http://127.0.0.1:9"
+
 /** The embedded defaults, on an in-memory store, port 0, with nothing started in the background. */
 export const testConfig = (overrides: Partial<Config> = {}): Config => {
   const base = Either.getOrThrow(loadConfig(undefined, {}))
@@ -16,14 +22,26 @@ export const testConfig = (overrides: Partial<Config> = {}): Config => {
     database: ":memory:",
     vertical: { ...base.vertical, enabled: false },
     probes: { ...base.probes, intervalSeconds: 86_400 },
+    ledger: { ...base.ledger, sorobanRpcUrl: NO_LEDGER, horizonUrl: NO_LEDGER, pollIntervalSeconds: 0.2 },
     ...overrides
   }
 }
 
-/** Starts the real HTTP service (same layers as `sextant serve`) on 127.0.0.1 and an ephemeral port. */
+/** The ledger block of a test config reading `ledger` (a fixture from test/fixtures/ledger.ts). */
+export const ledgerAt = (ledger: { readonly rpcUrl: string; readonly horizonUrl: string }, confirmTimeoutSeconds = 10) => ({
+  ...testConfig().ledger,
+  sorobanRpcUrl: ledger.rpcUrl,
+  horizonUrl: ledger.horizonUrl,
+  confirmTimeoutSeconds
+})
+
+/**
+ * Starts the real HTTP service (same layers as `sextant serve`, with ledger confirmation and
+ * reconciliation running; probes run only on request) on 127.0.0.1 and an ephemeral port.
+ */
 export const startServer = async (config: Config = testConfig()) => {
   const layer = HttpLive.pipe(
-    Layer.provide(ServicesLive(config)),
+    Layer.provide(ServicesLive(config, "server")),
     Layer.provideMerge(BunServerLive({ host: "127.0.0.1", port: 0 }))
   )
   const runtime = ManagedRuntime.make(layer)

@@ -9,6 +9,7 @@ import {
   UnsupportedMediaType
 } from "../../domain/errors.js"
 import { DiscoveryApi } from "./discovery.js"
+import { CurationApi } from "./curation.js"
 import { HealthApi } from "./health.js"
 import { PolicyApi } from "./policy.js"
 import { ReceiptsApi } from "./receipts.js"
@@ -48,6 +49,7 @@ export class SextantApi extends HttpApi.make("sextant")
   .add(HealthApi)
   .add(ResourcesApi)
   .add(RegistrationApi)
+  .add(CurationApi)
   .add(VerificationApi)
   .add(PolicyApi)
   .add(X402Api)

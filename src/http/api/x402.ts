@@ -33,7 +33,8 @@ import {
 import { ApiKeyAuth } from "../auth.js"
 import { allIssues, failsWith } from "./parse.js"
 
-const SettleHeaders = Schema.Struct({ "idempotency-key": Schema.optional(IdempotencyKey) })
+/** Verify and settle take the same optional key; without it, the payment-identifier extension's id is the key. */
+const IdempotencyHeaders = Schema.Struct({ "idempotency-key": Schema.optional(IdempotencyKey) })
 
 const SettlementsQuery = allIssues(Schema.Struct({
   state: Schema.optional(SettlementState),
@@ -74,14 +75,15 @@ export class X402Api extends HttpApiGroup.make("x402")
   .add(
     HttpApiEndpoint.post("verify", "/x402/verify")
       .setPayload(allIssues(FacilitatorRequest))
+      .setHeaders(IdempotencyHeaders)
       .addSuccess(VerifyResponse)
-      .pipe(failsWith(UnsupportedPaymentKind, NoHealthyFacilitator, AllFacilitatorsFailed))
+      .pipe(failsWith(IdempotencyKeyReused, UnsupportedPaymentKind, NoHealthyFacilitator, AllFacilitatorsFailed))
       .middleware(ApiKeyAuth)
   )
   .add(
     HttpApiEndpoint.post("settle", "/x402/settle")
       .setPayload(allIssues(SettleRequest))
-      .setHeaders(SettleHeaders)
+      .setHeaders(IdempotencyHeaders)
       .addSuccess(SettleResponse)
       .pipe(failsWith(...SettleErrors))
       .middleware(ApiKeyAuth)

@@ -28,7 +28,7 @@ export const VerificationHandlers = HttpApiBuilder.group(SextantApi, "verificati
     const observations = yield* ObservationsRepo
 
     const requireResource = (id: string) =>
-      Effect.flatMap(resources.get(id), (found) => (Option.isSome(found) ? Effect.void : Effect.fail(notFound("resource", id))))
+      Effect.flatMap(resources.get(id), (found) => (Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(notFound("resource", id))))
 
     const validate = ({ resourceId, url, method }: ValidateRequest): Effect.Effect<ProbeResult, InvalidRequest | TargetRefused | NotFound> => {
       if (resourceId !== undefined && url !== undefined) {
@@ -46,14 +46,15 @@ export const VerificationHandlers = HttpApiBuilder.group(SextantApi, "verificati
 
     const page = (id: string, limit: number | undefined, before: string | undefined) =>
       Effect.gen(function* () {
-        yield* requireResource(id)
+        const record = yield* requireResource(id)
         const cursor = before === undefined ? null : observationCursor(before)
         if (before !== undefined && cursor === null) {
           return yield* Effect.fail(
             new InvalidRequest({ message: "before: expected an observation id (nextBefore of the previous page) or an ISO date-time" })
           )
         }
-        return { resourceId: id, ...(yield* observations.page(id, limit ?? DEFAULT_PAGE, cursor)) }
+        const economic = yield* reader.payments(record)
+        return { resourceId: id, ...(yield* observations.page(id, limit ?? DEFAULT_PAGE, cursor)), economic }
       })
 
     return handlers

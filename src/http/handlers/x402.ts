@@ -1,21 +1,56 @@
-import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { type BazaarStatus, extensionResponsesHeader } from "../../extensions/bazaar.js"
+import { BazaarIngest } from "../../extensions/BazaarIngest.js"
+import { idempotencyKeyOf } from "../../extensions/paymentIdentifier.js"
 import { Settlement } from "../../settlement/Settlement.js"
 import { FacilitatorPool } from "../../x402/FacilitatorPool.js"
+import { IdempotentVerify } from "../../x402/IdempotentVerify.js"
 import { SextantApi } from "../api/index.js"
 import { Principal } from "../auth.js"
+
+/** The bazaar extension's status, answered in `EXTENSION-RESPONSES` (specs/extensions/bazaar.md). */
+const extensionResponses = (status: BazaarStatus | null) =>
+  status === null
+    ? Effect.void
+    : HttpApp.appendPreResponseHandler((_, response) =>
+        Effect.succeed(HttpServerResponse.setHeader(response, "EXTENSION-RESPONSES", extensionResponsesHeader(status)))
+      )
 
 export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) =>
   Effect.gen(function* () {
     const pool = yield* FacilitatorPool
     const settlement = yield* Settlement
+    const verifier = yield* IdempotentVerify
+    const bazaar = yield* BazaarIngest
+    /** Runs the payment, then answers its bazaar extension, whether the payment went through or not. */
+    const withBazaar = <A, E, R>(
+      request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown },
+      path: string,
+      payment: Effect.Effect<A, E, R>,
+      paid: (answer: A) => boolean
+    ) =>
+      payment.pipe(
+        Effect.tapBoth({
+          onFailure: () => Effect.flatMap(bazaar.respond(request, false, path), extensionResponses),
+          onSuccess: (answer) => Effect.flatMap(bazaar.respond(request, paid(answer), path), extensionResponses)
+        })
+      )
     return handlers
       .handle("supported", () => pool.supported)
-      .handle("verify", ({ payload }) => pool.verify(payload))
+      .handle("verify", ({ payload, headers }) =>
+        Effect.gen(function* () {
+          const principal = yield* Principal
+          const idempotencyKey = yield* idempotencyKeyOf(headers["idempotency-key"], payload)
+          return yield* withBazaar(payload, "/x402/verify", verifier.verify({ request: payload, idempotencyKey, principal: principal.id }), (a) => a.isValid)
+        })
+      )
       .handle("settle", ({ payload, headers }) =>
-        Effect.flatMap(Principal, (principal) =>
-          settlement.settle({ request: payload, idempotencyKey: headers["idempotency-key"], principal: principal.id })
-        )
+        Effect.gen(function* () {
+          const principal = yield* Principal
+          const idempotencyKey = yield* idempotencyKeyOf(headers["idempotency-key"], payload)
+          return yield* withBazaar(payload, "/x402/settle", settlement.settle({ request: payload, idempotencyKey, principal: principal.id }), (a) => a.success)
+        })
       )
       .handle("facilitators", () => Effect.map(pool.status, (facilitators) => ({ facilitators })))
       .handle("settlements", ({ urlParams }) =>
@@ -25,4 +60,4 @@ export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) 
       )
       .handle("settlement", ({ path }) => Effect.flatMap(Principal, (principal) => settlement.get(path.id, principal.id)))
   })
-)
+).pipe(Layer.provide(Layer.mergeAll(IdempotentVerify.Live, BazaarIngest.Live)))

@@ -11,6 +11,8 @@ import { Effect } from "effect"
  *   nothing checked them, so they stop counting.
  * - settlements keep the payment's Soroban authorisation (nonce, expiration ledger) so the
  *   reconciler can read the ledger for it, and every state change with its reason.
+ * - economic probes keep what they spent per UTC day, so the daily budget survives a restart; a
+ *   lock row serialises reservations across processes, as the settlement budgets' does.
  * Portable SQL (SQLite and Postgres); SQLite takes one column per ALTER TABLE.
  */
 export default Effect.gen(function* () {
@@ -55,4 +57,15 @@ export default Effect.gen(function* () {
     at_ms BIGINT NOT NULL
   )`
   yield* sql`CREATE INDEX settlement_transitions_settlement ON settlement_transitions(settlement_id, at_ms)`
+
+  yield* sql`CREATE TABLE economic_probe_spend (
+    id TEXT PRIMARY KEY,
+    resource_id TEXT NOT NULL,
+    day TEXT NOT NULL,
+    units BIGINT NOT NULL,
+    at_ms BIGINT NOT NULL
+  )`
+  yield* sql`CREATE INDEX economic_probe_spend_day ON economic_probe_spend(day)`
+  yield* sql`CREATE TABLE economic_probe_lock (id INTEGER PRIMARY KEY, version BIGINT NOT NULL)`
+  yield* sql`INSERT INTO economic_probe_lock (id, version) VALUES (1, 0)`
 })

@@ -5,10 +5,11 @@ import settlement from "./0003_settlement.js"
 import receipts from "./0004_receipts.js"
 import evidenceListing from "./0005_evidence_listing.js"
 import catalogIngestion from "./0006_catalog_ingestion.js"
+import curation from "./0007_curation.js"
 
 /**
  * Migrations are imported, not globbed from disk, so the compiled single binary carries them.
- * Numbers are reserved per capability: 0002 verification, 0003 settlement, 0004 receipts, 0005 evidence states and listing (issue 13), 0006 catalog ingestion and freshness (issue 14); later issues take the next free number.
+ * Numbers are reserved per capability: 0002 verification, 0003 settlement, 0004 receipts, 0005 evidence states and listing (issue 13), 0006 catalog ingestion and 0007 curation (issue 14); later issues take the next free number.
  */
 const all = {
   "0001_catalog": catalog,
@@ -16,7 +17,8 @@ const all = {
   "0003_settlement": settlement,
   "0004_receipts": receipts,
   "0005_evidence_listing": evidenceListing,
-  "0006_catalog_ingestion": catalogIngestion
+  "0006_catalog_ingestion": catalogIngestion,
+  "0007_curation": curation
 }
 
 export const migrations = Migrator.fromRecord(all)

@@ -1,0 +1,88 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option } from "effect"
+import type { CurationAction, CurationResult } from "../domain/curation.js"
+import { ConfigManaged, notFound } from "../domain/errors.js"
+import { type Author, CurationRepo } from "../store/CurationRepo.js"
+import { transactional } from "../store/repository.js"
+import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
+
+/**
+ * Operator curation (docs/decisions.md, Operator curation). Every method takes its author (an
+ * operator key's principal, checked by the HTTP layer) and stores the change with actor and reason.
+ */
+export class Curation extends Context.Tag("sextant/Curation")<Curation, Effect.Effect.Success<typeof make>>() {
+  static readonly Live = Layer.effect(Curation, Effect.suspend(() => make))
+}
+
+const make = Effect.gen(function* () {
+  const transaction = transactional(yield* SqlClient.SqlClient)
+  const resources = yield* ResourcesRepo
+  const curation = yield* CurationRepo
+  const recorder = yield* EvidenceRecorder
+
+  const found = <A>(id: string) => Option.match({ onNone: () => Effect.fail(notFound("resource", id)), onSome: (a: A) => Effect.succeed(a) })
+
+  /** The answer: the action stored and the resource as it stands now. */
+  const answer = (action: CurationAction) =>
+    Effect.gen(function* () {
+      const record = yield* resources.get(action.resourceId).pipe(Effect.flatMap(found(action.resourceId)))
+      const now = yield* curation.curationOf(action.resourceId).pipe(Effect.flatMap(found(action.resourceId)))
+      return {
+        action,
+        resource: {
+          status: record.resource.status,
+          verificationLevel: record.resource.verificationLevel,
+          listing: record.listing,
+          curation: now
+        }
+      } satisfies CurationResult
+    })
+
+  /** The status is re-derived after the change is committed (never inside it: the recorder takes its own lock, then the store). */
+  const rederive = (id: string) =>
+    Effect.flatMap(resources.get(id), Option.match({ onNone: () => Effect.void, onSome: recorder.rederive }))
+
+  const quarantine = Effect.fn("Curation.quarantine")(function* (id: string, author: Author) {
+    const action = yield* curation.quarantine(id, author).pipe(Effect.flatMap(found<CurationAction>(id)))
+    yield* rederive(id)
+    return yield* answer(action)
+  })
+
+  const unquarantine = Effect.fn("Curation.unquarantine")(function* (id: string, author: Author) {
+    const action = yield* curation.release(id, author).pipe(Effect.flatMap(found<CurationAction>(id)))
+    yield* rederive(id)
+    return yield* answer(action)
+  })
+
+  const setListed = Effect.fn("Curation.setListed")(function* (id: string, listed: boolean, author: Author) {
+    const action = yield* transaction(
+      Effect.gen(function* () {
+        if (!(yield* resources.setListed(id, listed, author))) return Option.none<CurationAction>()
+        return Option.some(yield* curation.logListing(id, listed, author))
+      })
+    ).pipe(Effect.flatMap(found<CurationAction>(id)))
+    return yield* answer(action)
+  })
+
+  const remove = Effect.fn("Curation.remove")(function* (id: string, author: Author) {
+    const removal = yield* curation.remove(id, author)
+    if (removal._tag === "Missing") return yield* Effect.fail(notFound("resource", id))
+    if (removal._tag === "ConfigManaged") {
+      return yield* Effect.fail(
+        new ConfigManaged({
+          message: `resource "${id}" comes from the catalog file, which would bring it back at the next start: remove it from the file, or unlist it`
+        })
+      )
+    }
+    return { action: removal.action, resource: null } satisfies CurationResult
+  })
+
+  return {
+    quarantine,
+    unquarantine,
+    list: (id: string, author: Author) => setListed(id, true, author),
+    unlist: (id: string, author: Author) => setListed(id, false, author),
+    remove
+  }
+})

@@ -1,0 +1,58 @@
+import { Either } from "effect"
+import { InvalidRequest } from "../domain/errors.js"
+
+/**
+ * The x402 `payment-identifier` extension (specs/extensions/payment_identifier.md in the x402
+ * repository): a client-chosen `id` in `paymentPayload.extensions["payment-identifier"].info.id`
+ * that serves as the idempotency key of verify and settle.
+ */
+export const PAYMENT_IDENTIFIER = "payment-identifier"
+
+/** 16 to 128 characters of letters, digits, `_` and `-`, as the extension defines the id. */
+const ID_PATTERN = /^[a-zA-Z0-9_-]{16,128}$/
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** `extensions["payment-identifier"]` of an object that may carry extensions; undefined when absent. */
+const extensionOf = (holder: unknown): unknown => (isObject(holder) && isObject(holder.extensions) ? holder.extensions[PAYMENT_IDENTIFIER] : undefined)
+
+const requiredIn = (extension: unknown) => isObject(extension) && isObject(extension.info) && extension.info.required === true
+
+const invalid = (message: string) => new InvalidRequest({ message: `paymentPayload.extensions["${PAYMENT_IDENTIFIER}"]: ${message}` })
+
+/**
+ * The payment identifier of a verify or settle body, if it carries one. Refused (400):
+ * an extension that is not `{info: {...}}`, an id outside the format, and no id when the resource
+ * server declared it required. The declaration's `info.required` travels in the payload's echo of
+ * the extension (the client copies PaymentRequired's extensions); a requirements object that
+ * carries the declaration itself (`paymentRequirements.extensions`) is read too.
+ */
+export const paymentIdentifierOf = (request: {
+  readonly paymentPayload: unknown
+  readonly paymentRequirements: unknown
+}): Either.Either<string | undefined, InvalidRequest> => {
+  const extension = extensionOf(request.paymentPayload)
+  const required = requiredIn(extension) || requiredIn(extensionOf(request.paymentRequirements))
+  if (extension === undefined) {
+    return required ? Either.left(invalid("the resource server requires a payment identifier (info.required is true) and none was sent")) : Either.right(undefined)
+  }
+  if (!isObject(extension) || !isObject(extension.info)) return Either.left(invalid("expected an object with an `info` object"))
+  const id = extension.info.id
+  if (id === undefined) {
+    return required ? Either.left(invalid("info.required is true, so info.id must be sent")) : Either.right(undefined)
+  }
+  if (typeof id !== "string" || !ID_PATTERN.test(id)) {
+    return Either.left(invalid("info.id must be 16 to 128 characters of letters, digits, '_' and '-'"))
+  }
+  return Either.right(id)
+}
+
+/**
+ * The idempotency key of a verify or settle: the `Idempotency-Key` header when sent, else the
+ * payment identifier. A malformed or missing-but-required identifier is refused either way.
+ */
+export const idempotencyKeyOf = (
+  header: string | undefined,
+  request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown }
+): Either.Either<string | undefined, InvalidRequest> => Either.map(paymentIdentifierOf(request), (id) => header ?? id)

@@ -1,0 +1,211 @@
+import { FetchHttpClient, HttpClient, HttpClientRequest, type HttpClientResponse } from "@effect/platform"
+import type { Keypair } from "@stellar/stellar-sdk"
+import { x402Client, x402HTTPClient } from "@x402/core/client"
+import type { PaymentRequiredV2 } from "@x402/core/schemas"
+import type { PaymentRequirements } from "@x402/core/types"
+import { Duration, Effect, Option, Schema, Stream } from "effect"
+import type { ProbesConfig } from "../config.js"
+import type { HttpMethod } from "../domain/resources.js"
+import { SettleResponse } from "../domain/x402.js"
+import { type Deployment, readChallenge } from "../verification/challenge.js"
+import { fetchAnswer, Unreachable } from "../verification/fetchAnswer.js"
+import { type DnsFailure, guardTarget, type TargetRefused } from "../verification/outboundGuard.js"
+import {
+  type Authorization,
+  type BuildPaymentError,
+  ChallengeUnreadable,
+  NoAcceptableOption,
+  NoPaymentRequired,
+  PaymentOutcomeUnknown,
+  PriceAboveLimit
+} from "./errors.js"
+import { buildExactPayment, refusalOf } from "./exactPayment.js"
+
+export interface PayForInput {
+  readonly url: string
+  readonly method: HttpMethod
+  /** The payer's key (the operator's probe key, never a buyer's). */
+  readonly signer: Keypair
+  readonly rpcUrl: string
+  /** The only network and asset contract paid in. */
+  readonly deployment: Deployment
+  /** Base units: an option asking more is never paid. */
+  readonly maxPrice: bigint
+  /** The caller's further say on an option (a payee, a policy); every payable option by default. */
+  readonly accept?: (requirements: PaymentRequirements) => boolean
+  /** The outbound guard's policy, the unpaid request's timeout and the body cap: the probes' own. */
+  readonly probes: ProbesConfig
+  /** Bound on the paid request, which waits for the facilitator to settle (default 60 s). */
+  readonly paidTimeoutMs?: number
+}
+
+export type SettleAnswer = typeof SettleResponse.Type
+
+export interface PaidAnswer {
+  /** Where the payment was sent: the URL that answered 402 (after redirects). */
+  readonly url: string
+  /** The paid request's HTTP status. */
+  readonly status: number
+  /** The decoded `PAYMENT-RESPONSE` (settle response: success, transaction, payer, network), null when absent or malformed. */
+  readonly paymentResponse: SettleAnswer | null
+  /** The option paid, as the challenge stated it. */
+  readonly requirements: PaymentRequirements
+  /** Base units the signed transfer moves; money left the payer only if `paymentResponse.success`. */
+  readonly amount: string
+  /** How the payment is recognised on the ledger (payer, nonce, expiration ledger). */
+  readonly authorization: Authorization
+  /** From sending the paid request to its last body byte: settlement included. */
+  readonly latencyMs: number
+  readonly contentType: string | null
+  /** The body is JSON and declared so (`application/json`, `+json`); null when over the cap or unreadable. */
+  readonly bodyIsJson: boolean | null
+}
+
+export type PayForError =
+  | TargetRefused
+  | Unreachable
+  | NoPaymentRequired
+  | ChallengeUnreadable
+  | NoAcceptableOption
+  | PriceAboveLimit
+  | BuildPaymentError
+  | PaymentOutcomeUnknown
+
+const DEFAULT_PAID_TIMEOUT_MS = 60_000
+
+// Encodes PAYMENT-SIGNATURE and decodes PAYMENT-RESPONSE as x402 clients do; it needs no scheme
+// registration, since this module builds the payment itself.
+const x402 = new x402HTTPClient(new x402Client())
+
+const describeOption = (r: PaymentRequirements) => `${r.scheme} ${r.amount} of ${r.asset} on ${r.network} to ${r.payTo}`
+
+/** The cheapest option that is payable, accepted by the caller and within `maxPrice`. */
+const choose = (challenge: PaymentRequiredV2, input: PayForInput) => {
+  const judged = challenge.accepts.map((offered) => {
+    const refusal = refusalOf(offered, input.deployment)?.reason ?? null
+    // Past refusalOf the network is the deployment's and `extra` an object: the stock type holds.
+    const option = offered as PaymentRequirements
+    return { option, refusal: refusal ?? (input.accept && !input.accept(option) ? "not accepted by the caller" : null) }
+  })
+  const payable = judged.filter((j) => j.refusal === null).map((j) => j.option)
+  if (payable.length === 0) {
+    return new NoAcceptableOption({
+      offered: judged.length === 0 ? "no options" : judged.map((j) => `${describeOption(j.option)} (${j.refusal})`).join("; ")
+    })
+  }
+  const [cheapest] = [...payable].sort((a, b) => (BigInt(a.amount) < BigInt(b.amount) ? -1 : BigInt(a.amount) > BigInt(b.amount) ? 1 : 0))
+  if (cheapest === undefined || BigInt(cheapest.amount) > input.maxPrice) {
+    return new PriceAboveLimit({ cheapest: cheapest?.amount ?? "", maxPrice: input.maxPrice.toString() })
+  }
+  return cheapest
+}
+
+const isJsonType = (contentType: string | null) =>
+  contentType !== null && /^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(contentType.trim())
+
+/** The body, when it fits in `maxBytes`; null when larger. */
+const boundedBody = (response: HttpClientResponse.HttpClientResponse, maxBytes: number) =>
+  response.stream.pipe(
+    Stream.mapAccum(0, (seen, chunk) => [seen + chunk.length, { chunk, over: seen + chunk.length > maxBytes }] as const),
+    Stream.takeUntil(({ over }) => over),
+    Stream.runCollect,
+    Effect.map((parts) => {
+      const chunks = [...parts]
+      return chunks.some((p) => p.over) ? null : Buffer.concat(chunks.map((p) => p.chunk))
+    })
+  )
+
+const judgeBody = (contentType: string | null, body: Buffer | null): boolean | null => {
+  if (body === null) return null
+  if (!isJsonType(contentType)) return false
+  try {
+    JSON.parse(body.toString("utf8"))
+    return true
+  } catch {
+    return false
+  }
+}
+
+const paidRequest = (url: URL, method: HttpMethod, paymentHeaders: Record<string, string>) => {
+  const base = HttpClientRequest.make(method)(url).pipe(
+    HttpClientRequest.setHeaders({ accept: "application/json", "user-agent": "sextant-probe/0.1", ...paymentHeaders })
+  )
+  // The same body as the unpaid request (fetchAnswer), so the paid one differs by the payment only.
+  return method === "POST" || method === "PUT" || method === "PATCH" ? HttpClientRequest.bodyText(base, "{}", "application/json") : base
+}
+
+/**
+ * Sends the signed payment once, without following redirects (a payment is for the URL that asked
+ * for it). Anything that goes wrong after the request left is PaymentOutcomeUnknown: the
+ * facilitator may have settled.
+ */
+const sendPaid = (target: URL, input: PayForInput, paymentHeaders: Record<string, string>, authorization: Authorization) =>
+  Effect.gen(function* () {
+    const client = HttpClient.withScope(yield* HttpClient.HttpClient)
+    const timeout = Duration.millis(input.paidTimeoutMs ?? DEFAULT_PAID_TIMEOUT_MS)
+    const exchange = Effect.scoped(
+      Effect.gen(function* () {
+        const response = yield* client
+          .execute(paidRequest(target, input.method, paymentHeaders))
+          .pipe(Effect.provideService(FetchHttpClient.RequestInit, { redirect: "manual" }))
+        const body = yield* boundedBody(response, input.probes.maxBodyBytes)
+        return { response, body }
+      })
+    )
+    const [elapsed, { response, body }] = yield* exchange.pipe(
+      Effect.timed,
+      Effect.timeoutFail({ duration: timeout, onTimeout: () => `no answer within ${Duration.format(timeout)}` }),
+      Effect.mapError((e) => new PaymentOutcomeUnknown({ reason: typeof e === "string" ? e : e.message, authorization }))
+    )
+    const header = (name: string) => response.headers[name.toLowerCase()]
+    const contentType = header("content-type") ?? null
+    const paymentResponse = Option.getOrNull(
+      Option.liftThrowable(() => x402.getPaymentSettleResponse(header))().pipe(Option.flatMap(Schema.decodeUnknownOption(SettleResponse)))
+    )
+    return { status: response.status, paymentResponse, latencyMs: Duration.toMillis(elapsed), contentType, bodyIsJson: judgeBody(contentType, body) }
+  })
+
+/**
+ * Pays for one request as an x402 buyer does:
+ *
+ * 1. request `url` (outbound guard, redirects, `probes.timeoutMs`: the probes' `fetchAnswer`) and
+ *    expect 402;
+ * 2. read the challenge (`PAYMENT-REQUIRED` for v2, the body for v1) with @x402/core;
+ * 3. choose the cheapest option this wallet pays that the caller accepts; nothing is signed or sent
+ *    when none is, or when it costs more than `maxPrice`;
+ * 4. build and sign the Stellar `exact` payment through Soroban RPC (`buildExactPayment`);
+ * 5. send the request again to the URL that asked, with `PAYMENT-SIGNATURE`, once;
+ * 6. answer the status, the decoded `PAYMENT-RESPONSE`, the option paid, the latency of the paid
+ *    request and whether its body is the JSON it declares.
+ */
+export const payFor = (input: PayForInput): Effect.Effect<PaidAnswer, PayForError, HttpClient.HttpClient> =>
+  Effect.gen(function* () {
+    const answer = yield* fetchAnswer(input.url, input.method, input.probes).pipe(
+      Effect.timeoutFail({
+        duration: Duration.millis(input.probes.timeoutMs),
+        onTimeout: () => new Unreachable({ reason: `no answer within ${input.probes.timeoutMs} ms` })
+      })
+    )
+    if (answer.httpStatus !== 402) return yield* new NoPaymentRequired({ httpStatus: answer.httpStatus })
+    const reading = readChallenge(answer.header, answer.body)
+    if (reading._tag === "NoChallenge") return yield* new ChallengeUnreadable({ reason: "a 402 without an x402 challenge" })
+    if (reading._tag === "Malformed") return yield* new ChallengeUnreadable({ reason: reading.reason })
+    if (reading.challenge.x402Version !== 2) {
+      return yield* new NoAcceptableOption({ offered: "an x402 v1 challenge: the Stellar exact scheme is paid in x402 v2 only" })
+    }
+    const requirements = choose(reading.challenge, input)
+    if (!("payTo" in requirements)) return yield* requirements
+
+    const { paymentPayload, authorization } = yield* buildExactPayment({
+      requirements,
+      resource: reading.challenge.resource,
+      signer: input.signer,
+      rpcUrl: input.rpcUrl,
+      deployment: input.deployment
+    })
+    const target = yield* guardTarget(answer.url, input.probes).pipe(
+      Effect.catchTag("DnsFailure", (e: DnsFailure) => new Unreachable({ reason: `cannot resolve ${e.host}: ${e.reason}` }))
+    )
+    const paid = yield* sendPaid(target, input, x402.encodePaymentSignatureHeader(paymentPayload), authorization)
+    return { url: target.href, requirements, amount: requirements.amount, authorization, ...paid }
+  })

@@ -1,0 +1,107 @@
+import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import type { JournalEntry } from "../domain/settlements.js"
+import { LedgerReader } from "../ledger/LedgerReader.js"
+import { SettlementJournal } from "../store/SettlementJournal.js"
+import { EvidenceReader } from "../verification/EvidenceReader.js"
+import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
+import { judgeUnresolved, searchRange } from "./reconcile.js"
+
+/** Entries looked at per pass; the rest wait for the next one. */
+const BATCH = 50
+
+export interface ReconcileReport {
+  readonly checked: number
+  readonly settled: number
+  readonly unpaid: number
+}
+
+const make = Effect.gen(function* () {
+  const journal = yield* SettlementJournal
+  const ledger = yield* LedgerReader
+  const reader = yield* EvidenceReader
+  const recorder = yield* EvidenceRecorder
+
+  const findings = (entry: JournalEntry & { readonly payer: string }, expirationLedger: number, nonce: string) =>
+    Effect.gen(function* () {
+      const latestLedger = yield* ledger.latestLedger()
+      const nonceConsumed = yield* ledger.nonceConsumed(entry.payer, BigInt(nonce))
+      const transfers = yield* ledger.transferEvents({
+        contract: entry.asset,
+        from: entry.payer,
+        to: entry.payTo,
+        ...searchRange(expirationLedger, latestLedger)
+      })
+      return { latestLedger, nonceConsumed, transfers }
+    })
+
+  /** A payment the ledger shows paid is settlement evidence, confirmed like any other. */
+  const recordPaid = (entry: JournalEntry, transaction: string, atMs: number) =>
+    Effect.gen(function* () {
+      const payees = yield* reader.forPayee(entry.payTo)
+      yield* recorder.recordEconomic(
+        {
+          source: "settlement",
+          resourceId: null,
+          payTo: entry.payTo,
+          success: true,
+          transactionHash: transaction,
+          at: new Date(atMs).toISOString(),
+          payer: entry.payer,
+          expected: { payTo: entry.payTo, amount: entry.amount, scheme: entry.scheme === "upto" ? "upto" : "exact" }
+        },
+        payees.map((p) => p.record)
+      )
+    })
+
+  const reconcileEntry = (entry: JournalEntry) =>
+    Effect.gen(function* () {
+      const { payer, authorization } = entry
+      if (payer === null || authorization === null) return null
+      const found = yield* findings({ ...entry, payer }, authorization.expirationLedger, authorization.nonce)
+      const outcome = judgeUnresolved(entry, found)
+      if (outcome === null) return null
+      const nowMs = yield* Clock.currentTimeMillis
+      const changed = yield* journal.reconcile(entry.id, outcome, nowMs)
+      if (!changed) return null
+      yield* Effect.logInfo(`settlement ${entry.id} reconciled: ${outcome._tag === "Settled" ? "settled" : "failed"}: ${outcome.reason}`)
+      if (outcome._tag === "Settled" && outcome.transaction !== null) yield* recordPaid(entry, outcome.transaction, nowMs)
+      return outcome._tag
+    }).pipe(
+      Effect.catchTag("LedgerUnavailable", (e) =>
+        Effect.as(Effect.logWarning(`settlement ${entry.id}: the ledger could not be read (${e.message}); retried on the next pass`), null)
+      )
+    )
+
+  /** One pass over the unresolved entries. */
+  const reconcileOnce = Effect.gen(function* () {
+    const entries = yield* journal.unresolved(BATCH)
+    const outcomes = yield* Effect.forEach(entries, reconcileEntry)
+    return {
+      checked: entries.length,
+      settled: outcomes.filter((o) => o === "Settled").length,
+      unpaid: outcomes.filter((o) => o === "Unpaid").length
+    } satisfies ReconcileReport
+  }).pipe(Effect.withSpan("Reconciler.reconcileOnce"))
+
+  return { reconcileOnce }
+})
+
+/**
+ * Resolves settlements whose outcome is unknown (`indeterminate`, including those crash recovery
+ * marked) against the ledger, never by sending the payment again.
+ */
+export class Reconciler extends Context.Tag("sextant/Reconciler")<Reconciler, Effect.Effect.Success<typeof make>>() {
+  static readonly Live = Layer.effect(Reconciler, make)
+
+  /** Reconciles every `interval` for as long as the scope lives (the serving process). */
+  static readonly schedule = (interval: Duration.DurationInput) =>
+    Layer.scopedDiscard(
+      Effect.flatMap(Reconciler, ({ reconcileOnce }) =>
+        reconcileOnce.pipe(
+          Effect.catchAllCause((cause) => Effect.logError("reconciliation pass failed", cause)),
+          Effect.repeat(Schedule.spaced(interval)),
+          Effect.forkScoped
+        )
+      )
+    )
+}

@@ -1,0 +1,65 @@
+import type { JournalEntry, ReconcileOutcome } from "../domain/settlements.js"
+import type { TransferEvent } from "../ledger/LedgerReader.js"
+
+/**
+ * How far back from an authorisation's expiration ledger its payment is looked for: about a day
+ * of 5-second ledgers. A buyer's authorisation is valid for minutes (maxTimeoutSeconds), so its
+ * transfer can only have landed in the ledgers just before its expiration.
+ */
+export const LOOKBACK_LEDGERS = 17_280
+
+/** What the ledger showed for an unresolved entry's payment. */
+export interface LedgerFindings {
+  /** The payer's authorisation nonce entry exists: the authorisation was used. */
+  readonly nonceConsumed: boolean
+  /** `transfer` events of the asset from the payer to the payee in [start, min(expiration, latest)]. */
+  readonly transfers: ReadonlyArray<TransferEvent>
+  readonly latestLedger: number
+}
+
+/** The ledger range a payment authorised until `expirationLedger` can have landed in, as read at `latestLedger`. */
+export const searchRange = (expirationLedger: number, latestLedger: number) => ({
+  startLedger: Math.max(1, expirationLedger - LOOKBACK_LEDGERS),
+  endLedger: Math.min(expirationLedger, latestLedger)
+})
+
+const matches = (entry: JournalEntry, event: TransferEvent) =>
+  event.contract === entry.asset &&
+  event.from === entry.payer &&
+  event.to === entry.payTo &&
+  (entry.scheme === "upto" ? event.amount > 0n && event.amount <= entry.worstCaseUnits : event.amount === BigInt(entry.amount))
+
+/**
+ * Judges an entry whose settle outcome is unknown by what the ledger holds; null while it cannot
+ * tell yet. Paid when the authorisation's nonce is consumed or a matching transfer appears.
+ * Unpaid only when the authorisation has expired (nothing can use it any more) and no matching
+ * transfer exists in the ledgers up to its expiration: the nonce entry is gone by then, so the
+ * events are the proof. Another payment of the same amount between the same parties reads as
+ * paid, which errs the safe way: a payment that may have happened is never sent again.
+ */
+export const judgeUnresolved = (entry: JournalEntry, findings: LedgerFindings): ReconcileOutcome | null => {
+  const authorization = entry.authorization
+  if (authorization === null) return null
+  const settled = (transaction: string | null, reason: string): ReconcileOutcome => ({
+    _tag: "Settled",
+    transaction,
+    reason,
+    answer: { success: true, transaction: transaction ?? "", network: entry.network, ...(entry.payer !== null ? { payer: entry.payer } : {}) }
+  })
+  const transfer = findings.transfers.find((event) => matches(entry, event))
+  if (transfer !== undefined) {
+    return settled(transfer.transactionHash, `the ledger shows the transfer in transaction ${transfer.transactionHash} (ledger ${transfer.ledger})`)
+  }
+  if (findings.nonceConsumed) {
+    return settled(null, `the payer's authorisation nonce ${authorization.nonce} is consumed on the ledger: the payment was submitted`)
+  }
+  if (findings.latestLedger > authorization.expirationLedger) {
+    const { startLedger, endLedger } = searchRange(authorization.expirationLedger, findings.latestLedger)
+    return {
+      _tag: "Unpaid",
+      reason: `the authorisation expired at ledger ${authorization.expirationLedger} (latest ${findings.latestLedger}) and no ` +
+        `matching transfer exists in ledgers ${startLedger}-${endLedger}: the payment never happened; its fee reservation is released`
+    }
+  }
+  return null
+}

@@ -1,0 +1,124 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import type { Curation, CurationAction, CurationActionKind } from "../domain/curation.js"
+import { decodeRows, repository, SqlFlag } from "./repository.js"
+import { sortableId } from "./sortableId.js"
+
+const QuarantineRow = Schema.Struct({
+  source: Schema.String,
+  quarantined_by: Schema.NullOr(Schema.String),
+  quarantine_reason: Schema.NullOr(Schema.String),
+  quarantined_at: Schema.NullOr(Schema.String)
+})
+const ListingChangeRow = Schema.Struct({ listed: SqlFlag, actor: Schema.String, reason: Schema.String, at: Schema.String })
+const ActionRow = Schema.Struct({
+  resource_id: Schema.String,
+  action: Schema.Literal("quarantine", "unquarantine", "list", "unlist", "delete"),
+  actor: Schema.String,
+  reason: Schema.String,
+  at: Schema.String
+})
+const decodeQuarantine = decodeRows(QuarantineRow)
+const decodeListingChanges = decodeRows(ListingChangeRow)
+const decodeActions = decodeRows(ActionRow)
+
+/** Who asked for a change and why. */
+export interface Author {
+  readonly actor: string
+  readonly reason: string
+}
+
+/** What deleting a resource met: it was deleted, it does not exist, or the catalog file owns it. */
+export type Removal = { readonly _tag: "Deleted"; readonly action: CurationAction } | { readonly _tag: "Missing" } | { readonly _tag: "ConfigManaged" }
+
+/**
+ * The operator's side of the resource rows: the quarantine columns, deletion, and the
+ * `operator_actions` log every curation writes to. Listing itself goes through
+ * `ResourcesRepo.setListed`, which keeps its own `listing_changes`.
+ */
+const make = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+
+  const logAction = (resourceId: string, action: CurationActionKind, author: Author, detail: unknown = null) =>
+    Effect.gen(function* () {
+      const at = new Date()
+      yield* sql`INSERT INTO operator_actions (id, resource_id, action, actor, reason, detail_json, at, at_ms)
+        VALUES (${sortableId("op", at.getTime())}, ${resourceId}, ${action}, ${author.actor}, ${author.reason},
+          ${detail === null ? null : JSON.stringify(detail)}, ${at.toISOString()}, ${at.getTime()})`
+      return { resourceId, action, actor: author.actor, reason: author.reason, at: at.toISOString() } satisfies CurationAction
+    })
+
+  const exists = (id: string) => sql<{ id: string }>`SELECT id FROM resources WHERE id = ${id}`.pipe(Effect.map((rows) => rows.length > 0))
+
+  return repository("CurationRepo", {
+    /** Sets (or replaces) the operator quarantine and logs it; none when no such resource exists. */
+    quarantine: (id: string, author: Author) =>
+      Effect.gen(function* () {
+        if (!(yield* exists(id))) return Option.none<CurationAction>()
+        const action = yield* logAction(id, "quarantine", author)
+        yield* sql`UPDATE resources SET quarantined_by = ${author.actor}, quarantine_reason = ${author.reason},
+          quarantined_at = ${action.at}, updated_at = ${action.at} WHERE id = ${id}`
+        return Option.some(action)
+      }).pipe(sql.withTransaction),
+
+    /** Lifts the operator quarantine and logs it (also when none was in force, so the request is on record). */
+    release: (id: string, author: Author) =>
+      Effect.gen(function* () {
+        if (!(yield* exists(id))) return Option.none<CurationAction>()
+        const action = yield* logAction(id, "unquarantine", author)
+        yield* sql`UPDATE resources SET quarantined_by = NULL, quarantine_reason = NULL, quarantined_at = NULL,
+          updated_at = ${action.at} WHERE id = ${id}`
+        return Option.some(action)
+      }).pipe(sql.withTransaction),
+
+    /** Logs an operator's list or unlist (the change itself is `ResourcesRepo.setListed`). */
+    logListing: (id: string, listed: boolean, author: Author) => logAction(id, listed ? "list" : "unlist", author),
+
+    /**
+     * Deletes a resource that no file brings back, with its observations, metrics and transitions
+     * (ON DELETE CASCADE); the log keeps what was deleted, by whom and why.
+     */
+    remove: (id: string, author: Author) =>
+      Effect.gen(function* () {
+        const rows = yield* sql`SELECT source, url, quarantined_by, quarantine_reason, quarantined_at FROM resources WHERE id = ${id}`
+        const found = (yield* decodeQuarantine(rows))[0]
+        if (found === undefined) return { _tag: "Missing" } satisfies Removal as Removal
+        if (found.source === "config") return { _tag: "ConfigManaged" } satisfies Removal as Removal
+        const action = yield* logAction(id, "delete", author, rows[0])
+        yield* sql`DELETE FROM resources WHERE id = ${id}`
+        return { _tag: "Deleted", action } satisfies Removal as Removal
+      }).pipe(sql.withTransaction),
+
+    /** The quarantine in force and the newest listing change; none when no such resource exists. */
+    curationOf: (id: string) =>
+      Effect.gen(function* () {
+        const quarantine = (yield* sql`SELECT source, quarantined_by, quarantine_reason, quarantined_at FROM resources WHERE id = ${id}`.pipe(
+          Effect.flatMap(decodeQuarantine)
+        ))[0]
+        if (quarantine === undefined) return Option.none<Curation>()
+        const change = (yield* sql`SELECT listed, actor, reason, at FROM listing_changes WHERE resource_id = ${id}
+          ORDER BY id DESC LIMIT 1`.pipe(Effect.flatMap(decodeListingChanges)))[0]
+        return Option.some<Curation>({
+          quarantine:
+            quarantine.quarantined_by === null
+              ? null
+              : { actor: quarantine.quarantined_by, reason: quarantine.quarantine_reason ?? "", at: quarantine.quarantined_at ?? "" },
+          lastListingChange: change === undefined ? null : change
+        })
+      }),
+
+    /** The operator actions about one resource, newest first (deleted resources included). */
+    actions: (resourceId: string, limit: number) =>
+      sql`SELECT resource_id, action, actor, reason, at FROM operator_actions WHERE resource_id = ${resourceId}
+        ORDER BY id DESC LIMIT ${limit}`.pipe(
+        Effect.flatMap(decodeActions),
+        Effect.map((rows) =>
+          rows.map((r): CurationAction => ({ resourceId: r.resource_id, action: r.action, actor: r.actor, reason: r.reason, at: r.at }))
+        )
+      )
+  })
+})
+
+export class CurationRepo extends Context.Tag("sextant/CurationRepo")<CurationRepo, Effect.Effect.Success<typeof make>>() {
+  static readonly Live = Layer.effect(CurationRepo, make)
+}

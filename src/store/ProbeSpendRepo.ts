@@ -1,0 +1,49 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Schema } from "effect"
+import { decodeRows, repository, SqlBigInt } from "./repository.js"
+import { sortableId } from "./sortableId.js"
+
+const SpentRow = Schema.Struct({ spent: Schema.NullOr(SqlBigInt) })
+const decodeSpent = decodeRows(SpentRow)
+
+/** The UTC day a time falls in, as the budget counts it. */
+export const utcDay = (atMs: number) => new Date(atMs).toISOString().slice(0, 10)
+
+const make = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  return repository("ProbeSpendRepo", {
+    /**
+     * Reserves `units` of today's economic-probe budget when what is already reserved today leaves
+     * room for it; answers the reservation's id, or null when the budget would be exceeded. The
+     * lock row first, so concurrent reservations (other processes too) run one after another.
+     */
+    reserve: (resourceId: string, units: bigint, budgetUnits: bigint, nowMs: number) =>
+      sql.withTransaction(
+        Effect.gen(function* () {
+          yield* sql`UPDATE economic_probe_lock SET version = version + 1 WHERE id = 1`
+          const day = utcDay(nowMs)
+          const [row] = yield* sql`SELECT SUM(units) AS spent FROM economic_probe_spend WHERE day = ${day}`.pipe(
+            Effect.flatMap(decodeSpent)
+          )
+          if ((row?.spent ?? 0n) + units > budgetUnits) return null
+          const id = sortableId("eps", nowMs)
+          yield* sql`INSERT INTO economic_probe_spend (id, resource_id, day, units, at_ms)
+            VALUES (${id}, ${resourceId}, ${day}, ${Number(units)}, ${nowMs})`
+          return id
+        })
+      ),
+    /** Gives a reservation back: nothing was paid under it. */
+    release: (id: string) => sql`DELETE FROM economic_probe_spend WHERE id = ${id}`.pipe(Effect.asVoid),
+    /** Base units reserved on the UTC day of `atMs`. */
+    spentOn: (atMs: number) =>
+      sql`SELECT SUM(units) AS spent FROM economic_probe_spend WHERE day = ${utcDay(atMs)}`.pipe(
+        Effect.flatMap(decodeSpent),
+        Effect.map(([row]) => row?.spent ?? 0n)
+      )
+  })
+})
+
+/** What economic probes spent, per UTC day. */
+export class ProbeSpendRepo extends Context.Tag("sextant/ProbeSpendRepo")<ProbeSpendRepo, Effect.Effect.Success<typeof make>>() {
+  static readonly Live = Layer.effect(ProbeSpendRepo, make)
+}

@@ -1,0 +1,50 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { decodeRows, repository } from "./repository.js"
+
+const AnswerRow = Schema.Struct({ request_hash: Schema.String, answer_json: Schema.String })
+const decodeAnswers = decodeRows(AnswerRow)
+
+/** A cached verify answer and the hash of the request it answered. */
+export interface StoredVerifyAnswer {
+  readonly requestHash: string
+  readonly answer: unknown
+}
+
+/**
+ * `/x402/verify` answers by idempotency key (docs/decisions.md, payment-identifier). The key is
+ * stored scoped by its principal, so two principals' equal keys are two entries.
+ */
+const make = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const scoped = (principal: string, key: string) => JSON.stringify([principal, key])
+  return repository("VerifyAnswersRepo", {
+    /** The answer stored for this principal's key, if it is younger than `sinceMs`. */
+    find: (principal: string, key: string, sinceMs: number) =>
+      sql`SELECT request_hash, answer_json FROM verify_answers
+        WHERE scoped_key = ${scoped(principal, key)} AND created_at_ms >= ${sinceMs}`.pipe(
+        Effect.flatMap(decodeAnswers),
+        Effect.map((rows) =>
+          Option.map(Option.fromNullable(rows[0]), (r): StoredVerifyAnswer => ({ requestHash: r.request_hash, answer: JSON.parse(r.answer_json) }))
+        )
+      ),
+    /**
+     * Stores an answer, replacing one that expired before `sinceMs`, and drops every other expired
+     * row. The first answer stored for a live key wins: a concurrent twin keeps it.
+     */
+    save: (principal: string, key: string, requestHash: string, answer: unknown, nowMs: number, sinceMs: number) =>
+      Effect.gen(function* () {
+        yield* sql`DELETE FROM verify_answers WHERE created_at_ms < ${sinceMs}`
+        yield* sql`INSERT INTO verify_answers (scoped_key, request_hash, answer_json, created_at_ms)
+          VALUES (${scoped(principal, key)}, ${requestHash}, ${JSON.stringify(answer)}, ${nowMs})
+          ON CONFLICT (scoped_key) DO NOTHING`
+      }).pipe(sql.withTransaction)
+  })
+})
+
+export class VerifyAnswersRepo extends Context.Tag("sextant/VerifyAnswersRepo")<
+  VerifyAnswersRepo,
+  Effect.Effect.Success<typeof make>
+>() {
+  static readonly Live = Layer.effect(VerifyAnswersRepo, make)
+}

@@ -1,0 +1,83 @@
+import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { AppConfig } from "../config.js"
+import { LedgerReader } from "../ledger/LedgerReader.js"
+import { EconomicEventsRepo, type PendingEvent } from "../store/EconomicEventsRepo.js"
+import { type ConfirmationRules, judgeTransaction } from "./confirmation.js"
+import { EvidenceRecorder } from "./EvidenceRecorder.js"
+
+/** Pending payments looked at per pass; the rest wait for the next one. */
+const BATCH = 100
+
+export interface ConfirmReport {
+  readonly checked: number
+  readonly confirmed: number
+  readonly rejected: number
+}
+
+const make = Effect.gen(function* () {
+  const config = yield* AppConfig
+  const events = yield* EconomicEventsRepo
+  const ledger = yield* LedgerReader
+  const recorder = yield* EvidenceRecorder
+  const rules: ConfirmationRules = {
+    assetContract: config.asset.assetContract,
+    confirmTimeoutSeconds: config.ledger.confirmTimeoutSeconds,
+    recheckMs: Math.round(config.ledger.pollIntervalSeconds * 1000)
+  }
+
+  const confirmEvent = (event: PendingEvent) =>
+    Effect.gen(function* () {
+      const found = yield* ledger.transaction(event.transactionHash)
+      const resolution = judgeTransaction(event, found, yield* Clock.currentTimeMillis, rules)
+      yield* recorder.resolveEconomic(event, resolution)
+      return resolution.state
+    }).pipe(
+      // A ledger that cannot answer proves nothing either way: the payment stays pending.
+      Effect.catchTag("LedgerUnavailable", (e) =>
+        Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
+          recorder.resolveEconomic(event, {
+            state: "pending",
+            reason: `the ledger could not be read: ${e.message}`,
+            ledger: null,
+            nextCheckMs: nowMs + rules.recheckMs
+          })
+        ).pipe(Effect.as("pending" as const))
+      )
+    )
+
+  /** One pass over the pending payments that are due. */
+  const confirmOnce = Effect.gen(function* () {
+    const due = yield* events.due(yield* Clock.currentTimeMillis, BATCH)
+    const states = yield* Effect.forEach(due, confirmEvent)
+    return {
+      checked: due.length,
+      confirmed: states.filter((s) => s === "confirmed").length,
+      rejected: states.filter((s) => s === "rejected").length
+    } satisfies ConfirmReport
+  }).pipe(Effect.withSpan("EvidenceConfirmer.confirmOnce"))
+
+  return { confirmOnce }
+})
+
+/**
+ * Confirms reported payments on the ledger: a transaction hash from a receipt, a settle answer or
+ * an economic probe counts only once the ledger shows it paying what was expected.
+ */
+export class EvidenceConfirmer extends Context.Tag("sextant/EvidenceConfirmer")<
+  EvidenceConfirmer,
+  Effect.Effect.Success<typeof make>
+>() {
+  static readonly Live = Layer.effect(EvidenceConfirmer, make)
+
+  /** Confirms every `interval` for as long as the scope lives (the serving process). */
+  static readonly schedule = (interval: Duration.DurationInput) =>
+    Layer.scopedDiscard(
+      Effect.flatMap(EvidenceConfirmer, ({ confirmOnce }) =>
+        confirmOnce.pipe(
+          Effect.catchAllCause((cause) => Effect.logError("confirmation pass failed", cause)),
+          Effect.repeat(Schedule.spaced(interval)),
+          Effect.forkScoped
+        )
+      )
+    )
+}

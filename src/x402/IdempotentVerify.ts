@@ -1,0 +1,73 @@
+import { Clock, Context, Effect, Either, Layer, Option, Schema } from "effect"
+import { createHash } from "node:crypto"
+import { StellarNetwork } from "../domain/stellar.js"
+import { IdempotencyKeyReused, InvalidRequest } from "../domain/errors.js"
+import { type FacilitatorRequest, VerifyResponse } from "../domain/x402.js"
+import { canonicalize } from "../encoding/canonicalJson.js"
+import { decodePayment } from "../settlement/transfer.js"
+import { VerifyAnswersRepo } from "../store/VerifyAnswersRepo.js"
+import { FacilitatorPool } from "./FacilitatorPool.js"
+
+/** How long a verify answer is replayed for its key: a retry comes within minutes, a payment authorisation expires within hours. */
+export const VERIFY_ANSWER_TTL_MS = 24 * 60 * 60 * 1000
+
+export interface VerifyInput {
+  readonly request: FacilitatorRequest
+  /** The `Idempotency-Key` header, else the payment identifier; undefined: no caching. */
+  readonly idempotencyKey: string | undefined
+  /** The API key's principal; null in open mode, where the payer (else one shared scope) is the principal. */
+  readonly principal: string | null
+}
+
+/**
+ * `/x402/verify` with an idempotency key (docs/decisions.md, payment-identifier): the same key and
+ * the same body get the stored answer without a backend call; the same key with another body is
+ * 409 IDEMPOTENCY_KEY_REUSED. Keys are scoped per principal, as settlement scopes them.
+ */
+export class IdempotentVerify extends Context.Tag("sextant/IdempotentVerify")<IdempotentVerify, Effect.Effect.Success<typeof make>>() {
+  static readonly Live = Layer.effect(IdempotentVerify, Effect.suspend(() => make))
+}
+
+const isNetwork = Schema.is(StellarNetwork)
+
+/** Open mode has no principals: the payer the signed transfer names stands in, as in settlement. */
+const scopeOf = (input: VerifyInput) => {
+  if (input.principal !== null) return input.principal
+  const payload = input.request.paymentPayload.payload as { readonly transaction?: unknown }
+  const network = input.request.paymentRequirements.network
+  if (typeof payload.transaction !== "string" || !isNetwork(network)) return "open"
+  return Either.match(decodePayment(payload.transaction, network), { onLeft: () => "open", onRight: (p) => p.transfer.from })
+}
+
+const decodeAnswer = Schema.decodeUnknown(VerifyResponse)
+
+const make = Effect.gen(function* () {
+  const pool = yield* FacilitatorPool
+  const answers = yield* VerifyAnswersRepo
+
+  const verify = Effect.fn("IdempotentVerify.verify")(function* (input: VerifyInput) {
+    const key = input.idempotencyKey
+    if (key === undefined) return yield* pool.verify(input.request)
+    const requestHash = yield* Either.mapBoth(canonicalize(input.request), {
+      onLeft: (e) => new InvalidRequest({ message: `the request cannot be hashed: ${e.message}` }),
+      onRight: (text) => createHash("sha256").update(text).digest("hex")
+    })
+    const scope = scopeOf(input)
+    const nowMs = yield* Clock.currentTimeMillis
+    const sinceMs = nowMs - VERIFY_ANSWER_TTL_MS
+    const stored = yield* answers.find(scope, key, sinceMs)
+    if (Option.isSome(stored)) {
+      if (stored.value.requestHash !== requestHash) {
+        return yield* Effect.fail(
+          new IdempotencyKeyReused({ message: `idempotency key "${key}" was used for a different verify request` })
+        )
+      }
+      return yield* decodeAnswer(stored.value.answer).pipe(Effect.orDie)
+    }
+    const answer = yield* pool.verify(input.request)
+    yield* answers.save(scope, key, requestHash, answer, nowMs, sinceMs)
+    return answer
+  })
+
+  return { verify }
+})

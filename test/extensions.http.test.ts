@@ -1,0 +1,282 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
+import { createHash } from "node:crypto"
+import { bazaarId } from "../src/extensions/bazaar.js"
+import { startFacilitator } from "./fixtures/facilitator.js"
+import { startPaidResource } from "./fixtures/paidResource.js"
+import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
+import { LOOPBACK, pollUntil } from "./support/poll.js"
+import { request, startServer, testConfig } from "./support/server.js"
+
+const KEY_ONE = "agent-one-secret-key"
+const KEY_TWO = "agent-two-secret-key"
+const PAYEE = "GDVEU3DD4KOFECV66VIHWEZOYX4ZKR3WV27L464SIIPOU2IUI3JCZA57"
+const one = { authorization: `Bearer ${KEY_ONE}` }
+const two = { authorization: `Bearer ${KEY_TWO}` }
+const sha256 = (key: string) => createHash("sha256").update(key).digest("hex")
+
+const backend = startFacilitator()
+const resource = startPaidResource({ payTo: PAYEE, amount: "10000" })
+let server: Awaited<ReturnType<typeof startServer>>
+
+let seed = 100
+/** A fresh signed payment to PAYEE (a new buyer each time, so every payment is distinct). */
+const payment = async (extensions?: Record<string, unknown>) => {
+  const requirements = exactRequirements({ payTo: PAYEE })
+  const signed = await buildExactPayment(requirements, { buyer: seededBuyer(seed++) })
+  return { requirements, payment: { ...signed, ...(extensions === undefined ? {} : { extensions }) } as PaymentPayload }
+}
+const body = (p: { payment: PaymentPayload; requirements: PaymentRequirements }) => settleBody(p.payment, p.requirements)
+const post = (path: string, json: unknown, headers: Record<string, string> = one) =>
+  request(`${server.url}${path}`, { method: "POST", headers, json })
+
+/** The payment-identifier extension as a client echoes it with its id (specs/extensions/payment_identifier.md). */
+const identifier = (id: unknown, required = false) => ({
+  "payment-identifier": {
+    info: { required, ...(id === undefined ? {} : { id }) },
+    schema: {
+      $schema: "https://json-schema.org/draft/2020-12/schema",
+      type: "object",
+      properties: { required: { type: "boolean" }, id: { type: "string", minLength: 16, maxLength: 128 } },
+      required: ["required"]
+    }
+  }
+})
+
+/** Backend calls of `path` that carried this signed transaction. */
+const backendCalls = (path: string, p: { payment: PaymentPayload }) =>
+  backend.requests.filter(
+    (r) => r.path === path && (r.body as { paymentPayload?: { payload?: { transaction?: string } } })?.paymentPayload?.payload?.transaction === p.payment.payload.transaction
+  ).length
+
+beforeAll(async () => {
+  const base = testConfig()
+  server = await startServer(
+    testConfig({
+      facilitators: [{ id: "a", url: backend.url }],
+      apiKeys: [
+        { principal: "agent-1", sha256: sha256(KEY_ONE) },
+        { principal: "agent-2", sha256: sha256(KEY_TWO) }
+      ],
+      catalog: [resource.catalogEntry("seller.rwa.inspect")],
+      probes: { ...base.probes, allowPrivateTargets: true }
+    })
+  )
+  await pollUntil(
+    "the service's first /supported poll lands",
+    async () => (await request(`${server.url}/x402/supported`)).body.kinds?.length ?? 0,
+    (kinds) => kinds > 0,
+    LOOPBACK
+  )
+  await resource.useFacilitator(`${server.url}/x402`, KEY_ONE)
+  const probe = await post("/v1/validate", { resourceId: "seller.rwa.inspect" })
+  if (probe.body.healthy !== true) throw new Error(`the seller's resource did not probe healthy: ${JSON.stringify(probe.body)}`)
+})
+afterAll(async () => {
+  await server.close()
+  await backend.stop()
+  await resource.stop()
+})
+
+describe("payment-identifier on /x402/settle", () => {
+  test("same id and payload: the stored answer, one backend settle; same id, another payload: 409; another principal: a request of its own", async () => {
+    const id = "pay_settle_0123456789abcdef"
+    const first = await payment(identifier(id))
+    const settled = await post("/x402/settle", body(first))
+    expect(settled.status).toBe(200)
+    expect(settled.body.success).toBe(true)
+
+    const again = await post("/x402/settle", body(first))
+    expect(again.status).toBe(200)
+    expect(again.body).toEqual(settled.body)
+    expect(backendCalls("/settle", first)).toBe(1)
+
+    const other = await payment(identifier(id))
+    const reused = await post("/x402/settle", body(other))
+    expect(reused.status).toBe(409)
+    expect(reused.body.error).toBe("IDEMPOTENCY_KEY_REUSED")
+    expect(backendCalls("/settle", other)).toBe(0)
+
+    const stranger = await payment(identifier(id))
+    const theirs = await post("/x402/settle", body(stranger), two)
+    expect(theirs.status).toBe(200)
+    expect(backendCalls("/settle", stranger)).toBe(1)
+
+    // The journal names the settlement by the identifier, as it would an Idempotency-Key.
+    const journal = await request(`${server.url}/x402/settlements`, { headers: one })
+    expect(journal.body.settlements.filter((s: { idempotencyKey: string | null }) => s.idempotencyKey === id)).toHaveLength(1)
+  })
+
+  test("an Idempotency-Key header takes precedence over the identifier", async () => {
+    const p = await payment(identifier("pay_header_wins_0123456789"))
+    expect((await post("/x402/settle", body(p), { ...one, "idempotency-key": "order-77" })).status).toBe(200)
+    const journal = await request(`${server.url}/x402/settlements`, { headers: one })
+    expect(journal.body.settlements.map((s: { idempotencyKey: string | null }) => s.idempotencyKey)).toContain("order-77")
+  })
+
+  test("a malformed id is 400, and so is a required identifier that is missing; neither reaches a backend", async () => {
+    for (const bad of ["too-short", "x".repeat(129), "pay with spaces 0123456789", 42]) {
+      const p = await payment(identifier(bad))
+      for (const path of ["/x402/settle", "/x402/verify"]) {
+        const refused = await post(path, body(p))
+        expect({ bad, path, status: refused.status, error: refused.body.error }).toEqual({ bad, path, status: 400, error: "INVALID_REQUEST" })
+        expect(refused.body.message).toContain("payment-identifier")
+      }
+      expect(backendCalls("/settle", p) + backendCalls("/verify", p)).toBe(0)
+    }
+    const missing = await payment(identifier(undefined, true))
+    for (const path of ["/x402/settle", "/x402/verify"]) {
+      const refused = await post(path, body(missing))
+      expect(refused.status).toBe(400)
+      expect(refused.body.message).toContain("required")
+    }
+    // Required and present is fine.
+    expect((await post("/x402/verify", body(await payment(identifier("pay_required_0123456789ab", true))))).status).toBe(200)
+  })
+})
+
+describe("payment-identifier on /x402/verify", () => {
+  test("same id and body: the cached answer without a backend call; another body: 409; another principal: its own request", async () => {
+    const id = "pay_verify_0123456789abcdef"
+    const first = await payment(identifier(id))
+    const verified = await post("/x402/verify", body(first))
+    expect(verified.status).toBe(200)
+    expect(verified.body.isValid).toBe(true)
+    const again = await post("/x402/verify", body(first))
+    expect(again.status).toBe(200)
+    expect(again.body).toEqual(verified.body)
+    expect(backendCalls("/verify", first)).toBe(1)
+
+    const other = await payment(identifier(id))
+    const reused = await post("/x402/verify", body(other))
+    expect(reused.status).toBe(409)
+    expect(reused.body.error).toBe("IDEMPOTENCY_KEY_REUSED")
+    expect(backendCalls("/verify", other)).toBe(0)
+
+    expect((await post("/x402/verify", body(other), two)).status).toBe(200)
+    expect(backendCalls("/verify", other)).toBe(1)
+  })
+
+  test("without an identifier or key, every verify reaches the backend", async () => {
+    const p = await payment()
+    await post("/x402/verify", body(p))
+    await post("/x402/verify", body(p))
+    expect(backendCalls("/verify", p)).toBe(2)
+  })
+})
+
+/** A bazaar extension for a GET endpoint, as specs/extensions/bazaar.md shows it. */
+const bazaar = (info: Record<string, unknown>, schemaOverride?: Record<string, unknown>) => ({
+  bazaar: {
+    info,
+    schema: schemaOverride ?? {
+      $schema: "https://json-schema.org/draft/2020-12/schema",
+      type: "object",
+      properties: {
+        input: {
+          type: "object",
+          properties: {
+            type: { type: "string", const: "http" },
+            method: { type: "string", enum: ["GET", "HEAD", "DELETE"] },
+            queryParams: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
+          },
+          required: ["type", "method"],
+          additionalProperties: false
+        },
+        output: { type: "object", properties: { type: { type: "string" }, example: { type: "object" } }, required: ["type"] }
+      },
+      required: ["input"]
+    }
+  }
+})
+const weatherInfo = { input: { type: "http", method: "GET", queryParams: { city: "Lisbon" } }, output: { type: "json", example: { weather: "sunny" } } }
+/** Where the paid resource says it lives: loopback, never contacted (no probe cycle runs in these tests). */
+const withResource = (p: { payment: PaymentPayload; requirements: PaymentRequirements }, url: string) => ({
+  ...p,
+  payment: { ...p.payment, resource: { url, description: "Weather by city", mimeType: "application/json", serviceName: "Weather Co" } }
+})
+const extensionResponses = (headers: Headers) => {
+  const value = headers.get("extension-responses")
+  return value === null ? null : JSON.parse(Buffer.from(value, "base64").toString("utf8"))
+}
+
+describe("bazaar extension ingestion", () => {
+  test("a settle carrying a valid extension catalogs the resource unlisted (source bazaar) and answers EXTENSION-RESPONSES", async () => {
+    const url = "http://127.0.0.1:9/weather"
+    const p = withResource(await payment(bazaar(weatherInfo)), url)
+    const settled = await post("/x402/settle", body(p))
+    expect(settled.status).toBe(200)
+    expect(settled.body.success).toBe(true)
+    expect(["success", "processing"]).toContain(extensionResponses(settled.headers)?.bazaar?.status)
+
+    const id = bazaarId(url)
+    const detail = await pollUntil("the ingested resource is catalogued", () => request(`${server.url}/v1/resources/${id}`), (d) => d.status === 200, LOOPBACK)
+    expect(detail.body.resource).toMatchObject({ id, type: "http", url, method: "GET", name: "Weather Co", description: "Weather by city", status: "DISCOVERED" })
+    expect(detail.body.listing).toEqual({ listed: false, source: "bazaar" })
+    expect(detail.body.paymentOptions).toEqual([
+      expect.objectContaining({ network: "stellar:testnet", scheme: "exact", amount: "10000", amountUsd: 0.001, payTo: PAYEE })
+    ])
+    expect(detail.body.curation.lastListingChange).toMatchObject({ listed: false, actor: "bazaar" })
+    const listed = await request(`${server.url}/v1/resources`)
+    expect(listed.body.resources.map((r: { resource: { id: string } }) => r.resource.id)).not.toContain(id)
+  })
+
+  test("an info the schema refuses is rejected in the header, while the payment itself settles once", async () => {
+    const url = "http://127.0.0.1:9/rejected"
+    const p = withResource(await payment(bazaar({ input: { type: "http", method: "FETCH" } })), url)
+    const settled = await post("/x402/settle", body(p))
+    expect(settled.status).toBe(200)
+    expect(settled.body.success).toBe(true)
+    expect(backendCalls("/settle", p)).toBe(1)
+    const answer = extensionResponses(settled.headers)
+    expect(answer.bazaar.status).toBe("rejected")
+    expect(answer.bazaar.rejectedReason).toContain("info failed schema validation")
+    expect((await request(`${server.url}/v1/resources/${bazaarId(url)}`)).status).toBe(404)
+  })
+
+  test("an untrusted schema cannot hang the request: regex keywords, remote references and oversized schemas are refused", async () => {
+    const evil = {
+      type: "object",
+      properties: { input: { type: "object", properties: { method: { type: "string", pattern: "^(a+)+$" } } } }
+    }
+    const remote = { type: "object", properties: { input: { $ref: "https://127.0.0.1:9/schema.json" } } }
+    const huge = { type: "object", properties: Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`field${i}`, { type: "string" }])) }
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [evil, "regular-expression"],
+      [remote, "remote schemas are never fetched"],
+      [huge, "larger than"],
+      [{ type: "object", examplez: 1 }, "could not be compiled"]
+    ]
+    for (const [schema, reason] of cases) {
+      const p = withResource(await payment(bazaar({ input: { type: "http", method: `${"a".repeat(40)}!` } }, schema)), "http://127.0.0.1:9/evil")
+      const started = Date.now()
+      const settled = await post("/x402/settle", body(p))
+      expect(Date.now() - started).toBeLessThan(2_000)
+      expect(settled.status).toBe(200)
+      const answer = extensionResponses(settled.headers)
+      expect({ status: answer.bazaar.status, reason: answer.bazaar.rejectedReason.includes(reason) }).toEqual({ status: "rejected", reason: true })
+    }
+  })
+
+  test("verify ingests too; a refused payment catalogs nothing; a request without the extension gets no header", async () => {
+    const url = "http://127.0.0.1:9/verified"
+    const verified = await post("/x402/verify", body(withResource(await payment(bazaar(weatherInfo)), url)))
+    expect(verified.status).toBe(200)
+    expect(["success", "processing"]).toContain(extensionResponses(verified.headers)?.bazaar?.status)
+    await pollUntil("the verified resource is catalogued", () => request(`${server.url}/v1/resources/${bazaarId(url)}`), (d) => d.status === 200, LOOPBACK)
+
+    backend.setMode("invalid")
+    try {
+      const refusedUrl = "http://127.0.0.1:9/unpaid"
+      const invalid = await post("/x402/verify", body(withResource(await payment(bazaar(weatherInfo)), refusedUrl)))
+      expect(invalid.status).toBe(200)
+      expect(invalid.body.isValid).toBe(false)
+      expect(extensionResponses(invalid.headers).bazaar).toEqual({ status: "rejected", rejectedReason: "the payment was not accepted, so nothing was catalogued" })
+      expect((await request(`${server.url}/v1/resources/${bazaarId(refusedUrl)}`)).status).toBe(404)
+    } finally {
+      backend.setMode("succeed")
+    }
+    const plain = await post("/x402/verify", body(await payment()))
+    expect(plain.headers.get("extension-responses")).toBeNull()
+  })
+})

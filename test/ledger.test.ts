@@ -1,0 +1,330 @@
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test"
+import { authorizeEntry, Contract, Keypair, nativeToScVal, Networks, Operation, rpc, TransactionBuilder } from "@stellar/stellar-sdk"
+import { Effect, Either, Option } from "effect"
+import { TESTNET_USDC } from "../src/config.js"
+import { LedgerReader, type LedgerReaderShape, type LedgerTransfer, LedgerUnavailable } from "../src/ledger/LedgerReader.js"
+import type { LedgerReaderOptions } from "../src/ledger/read.js"
+import { type FixtureLedger, settlePayment, startFixtureLedger } from "./fixtures/ledger.js"
+import { buildExactPayment, exactRequirements, seededBuyer } from "./fixtures/stellarPayment.js"
+
+/** LedgerReader.Live's reads over real HTTP against the fixture Soroban RPC and Horizon. */
+
+const payer = seededBuyer(21).publicKey()
+const payee = seededBuyer(22).publicKey()
+const stranger = seededBuyer(23).publicKey()
+const OTHER_TOKEN = "CDLZFC3SYJYDZT7K67VZ75HPJVIEUVNIXF47ZG2FB2RMQQVU2HHGCYSC"
+const usdc = (from: string, to: string, amount: bigint): LedgerTransfer => ({ contract: TESTNET_USDC, from, to, amount })
+
+let fixture: FixtureLedger
+
+const readerOver = (f: FixtureLedger, options: Partial<LedgerReaderOptions> = {}) =>
+  Effect.runSync(
+    Effect.provide(LedgerReader, LedgerReader.layer({ sorobanRpcUrl: f.rpcUrl, horizonUrl: f.horizonUrl, timeoutMs: 2000, ...options }))
+  )
+const run = <A>(read: (reader: LedgerReaderShape) => Effect.Effect<A, LedgerUnavailable>, options: Partial<LedgerReaderOptions> = {}) =>
+  Effect.runPromise(read(readerOver(fixture, options)))
+/** The read's failure; throws when it succeeded. */
+const failure = async (read: (reader: LedgerReaderShape) => Effect.Effect<unknown, LedgerUnavailable>, options: Partial<LedgerReaderOptions> = {}) => {
+  const result = await Effect.runPromise(Effect.either(read(readerOver(fixture, options))))
+  if (Either.isRight(result)) throw new Error(`expected LedgerUnavailable, got ${String(result.right)}`)
+  expect(result.left).toBeInstanceOf(LedgerUnavailable)
+  return result.left
+}
+const resetCalls = () => {
+  fixture.rpcCalls.length = 0
+  fixture.horizonRequests.length = 0
+}
+
+beforeAll(() => {
+  fixture = startFixtureLedger({ latestLedger: 500_000 })
+})
+afterAll(() => fixture.stop())
+afterEach(() => {
+  fixture.setFailing("both", false)
+  fixture.setHanging("both", false)
+})
+
+describe("transaction", () => {
+  test("a successful transaction in RPC's window: status, ledger, close time and the transfer its envelope invokes", async () => {
+    const hash = fixture.addTransaction({ transfer: usdc(payer, payee, 10_000n), ledger: 499_990 })
+    resetCalls()
+    const tx = Option.getOrThrow(await run((r) => r.transaction(hash)))
+    expect(tx).toEqual({
+      hash,
+      successful: true,
+      ledger: 499_990,
+      closedAt: fixture.closeTime(499_990).toISOString(),
+      transfers: [usdc(payer, payee, 10_000n)]
+    })
+    expect(fixture.rpcCalls).toEqual(["getTransaction"])
+    expect(fixture.horizonRequests).toEqual([])
+  })
+
+  test("an upper-case hash names the same transaction", async () => {
+    const hash = fixture.addTransaction({ transfer: usdc(payer, payee, 5n) })
+    expect(Option.getOrThrow(await run((r) => r.transaction(hash.toUpperCase()))).hash).toBe(hash)
+  })
+
+  test("a failed transaction is found, not successful, and still shows what it tried to transfer", async () => {
+    const hash = fixture.addTransaction({ transfer: usdc(payer, payee, 10_000n), successful: false })
+    const tx = Option.getOrThrow(await run((r) => r.transaction(hash)))
+    expect(tx.successful).toBe(false)
+    expect(tx.transfers).toEqual([usdc(payer, payee, 10_000n)])
+  })
+
+  test("a transaction without a token transfer has no transfers", async () => {
+    const hash = fixture.addTransaction({ transfer: null })
+    expect(Option.getOrThrow(await run((r) => r.transaction(hash)))).toMatchObject({ successful: true, transfers: [] })
+  })
+
+  test("a transaction paying someone else shows the real payee", async () => {
+    const hash = fixture.addTransaction({ transfer: usdc(payer, payee, 10_000n) })
+    fixture.rewriteTransfer(hash, { to: stranger })
+    expect(Option.getOrThrow(await run((r) => r.transaction(hash))).transfers).toEqual([usdc(payer, stranger, 10_000n)])
+  })
+
+  test("a hash neither knows is none, after asking RPC and then Horizon", async () => {
+    const hash = "ab".repeat(32)
+    resetCalls()
+    expect(Option.isNone(await run((r) => r.transaction(hash)))).toBe(true)
+    expect(fixture.rpcCalls).toEqual(["getTransaction"])
+    expect(fixture.horizonRequests).toEqual([`/transactions/${hash}`])
+  })
+
+  test("a string that is not a hash is none without a request", async () => {
+    resetCalls()
+    expect(Option.isNone(await run((r) => r.transaction("not-a-hash")))).toBe(true)
+    expect(fixture.rpcCalls).toEqual([])
+    expect(fixture.horizonRequests).toEqual([])
+  })
+
+  test("a transaction older than RPC's retention window comes from Horizon", async () => {
+    const old = fixture.oldestRpcLedger() - 10
+    const hash = fixture.addTransaction({ transfer: usdc(payer, payee, 70_000n), ledger: old })
+    const failed = fixture.addTransaction({ transfer: usdc(payer, payee, 1n), ledger: old, successful: false })
+    resetCalls()
+    expect(Option.getOrThrow(await run((r) => r.transaction(hash)))).toEqual({
+      hash,
+      successful: true,
+      ledger: old,
+      closedAt: fixture.closeTime(old).toISOString(),
+      transfers: [usdc(payer, payee, 70_000n)]
+    })
+    expect(fixture.rpcCalls).toEqual(["getTransaction"])
+    expect(fixture.horizonRequests).toEqual([`/transactions/${hash}`])
+    expect(Option.getOrThrow(await run((r) => r.transaction(failed))).successful).toBe(false)
+  })
+
+  test("a transaction that appears after a delay is none until then", async () => {
+    const hash = fixture.addTransaction({ transfer: usdc(payer, payee, 10_000n), visibleAfterMs: 700 })
+    expect(Option.isNone(await run((r) => r.transaction(hash)))).toBe(true)
+    await Bun.sleep(800)
+    const tx = Option.getOrThrow(await run((r) => r.transaction(hash)))
+    expect(tx.successful).toBe(true)
+    // Its close time is when it appeared, not when it was announced.
+    expect(Date.parse(tx.closedAt)).toBeGreaterThan(Date.now() - 2000)
+  })
+
+  test("RPC answering 503 is LedgerUnavailable, not a miss: Horizon is not asked", async () => {
+    const hash = fixture.addTransaction({ transfer: usdc(payer, payee, 10_000n) })
+    fixture.setFailing("rpc")
+    resetCalls()
+    const error = await failure((r) => r.transaction(hash))
+    expect(error.message).toContain("HTTP 503")
+    expect(error.message).toContain(fixture.rpcUrl)
+    expect(fixture.horizonRequests).toEqual([])
+  })
+
+  test("Horizon failing after RPC's miss is LedgerUnavailable, not none", async () => {
+    fixture.setFailing("horizon")
+    const error = await failure((r) => r.transaction("cd".repeat(32)))
+    expect(error.message).toContain("Horizon")
+    expect(error.message).toContain("HTTP 503")
+  })
+})
+
+describe("nonceConsumed", () => {
+  test("true while the nonce entry lives, false for another nonce or address, false once its expiration ledger has passed", async () => {
+    const expiration = fixture.latestLedger() + 20
+    fixture.consumeNonce(payer, -42n, expiration)
+    expect(await run((r) => r.nonceConsumed(payer, -42n))).toBe(true)
+    expect(await run((r) => r.nonceConsumed(payer, 42n))).toBe(false)
+    expect(await run((r) => r.nonceConsumed(stranger, -42n))).toBe(false)
+    fixture.setLatestLedger(expiration)
+    expect(await run((r) => r.nonceConsumed(payer, -42n))).toBe(true)
+    fixture.advanceLedgers(1)
+    expect(await run((r) => r.nonceConsumed(payer, -42n))).toBe(false)
+  })
+
+  test("RPC down is LedgerUnavailable", async () => {
+    fixture.setFailing("rpc")
+    expect((await failure((r) => r.nonceConsumed(payer, 1n))).message).toContain("getLedgerEntries")
+  })
+})
+
+describe("transferEvents", () => {
+  const contractEvents = (f: FixtureLedger, from: number) => {
+    // Matching: SAC (4 topics), plain SEP-41 (3 topics), CAP-67 map data; and near misses around them.
+    f.emitTransfer({ ...usdc(payer, payee, 1n), ledger: from - 1 })
+    f.emitTransfer({ ...usdc(payer, payee, 2n), ledger: from })
+    f.emitTransfer({ ...usdc(payer, stranger, 99n), ledger: from })
+    f.emitTransfer({ ...usdc(stranger, payee, 98n), ledger: from + 1 })
+    f.emitTransfer({ ...usdc(payer, payee, 3n), ledger: from + 1, assetName: null })
+    f.emitTransfer({ contract: OTHER_TOKEN, from: payer, to: payee, amount: 97n, ledger: from + 2 })
+    f.emitTransfer({ ...usdc(payer, payee, 4n), ledger: from + 3, amountAsMap: true })
+    f.emitTransfer({ ...usdc(payer, payee, 96n), ledger: from + 3, inSuccessfulContractCall: false })
+    f.emitTransfer({ ...usdc(payer, payee, 5n), ledger: from + 4 })
+    f.emitTransfer({ ...usdc(payer, payee, 6n), ledger: from + 5 })
+  }
+  const query = (from: number, to: number) => ({ contract: TESTNET_USDC, from: payer, to: payee, startLedger: from, endLedger: to })
+
+  test("only the contract's transfers from `from` to `to` in [startLedger, endLedger], across pages", async () => {
+    const start = fixture.latestLedger() - 100
+    contractEvents(fixture, start)
+    resetCalls()
+    const found = await run((r) => r.transferEvents(query(start, start + 4)), { eventPageSize: 2 })
+    expect(found.map((e) => [e.amount, e.ledger])).toEqual([
+      [2n, start],
+      [3n, start + 1],
+      [4n, start + 3],
+      [5n, start + 4]
+    ])
+    expect(found[0]).toMatchObject({ ...usdc(payer, payee, 2n), closedAt: fixture.closeTime(start).toISOString() })
+    expect(found[0]!.transactionHash).toMatch(/^[0-9a-f]{64}$/)
+    expect(fixture.rpcCalls.filter((c) => c === "getEvents").length).toBeGreaterThan(1)
+    // One page large enough gives the same answer.
+    expect(await run((r) => r.transferEvents(query(start, start + 4)))).toEqual(found)
+  })
+
+  test("a range longer than RPC scans per request is read to its end", async () => {
+    const wide = startFixtureLedger({ latestLedger: 10_000, eventScanLimit: 10 })
+    try {
+      for (let ledger = 9_900; ledger <= 9_990; ledger += 15) wide.emitTransfer({ ...usdc(payer, payee, BigInt(ledger)), ledger })
+      const reader = readerOver(wide)
+      const found = await Effect.runPromise(reader.transferEvents(query(9_900, 9_990)))
+      expect(found.map((e) => e.ledger)).toEqual([9_900, 9_915, 9_930, 9_945, 9_960, 9_975, 9_990])
+      expect(wide.rpcCalls.filter((c) => c === "getEvents").length).toBeGreaterThanOrEqual(9)
+    } finally {
+      wide.stop()
+    }
+  })
+
+  test("an empty range is empty; a start before RPC's retention is LedgerUnavailable, never an empty answer", async () => {
+    expect(await run((r) => r.transferEvents(query(fixture.latestLedger() - 5, fixture.latestLedger() - 6)))).toEqual([])
+    const error = await failure((r) => r.transferEvents(query(fixture.oldestRpcLedger() - 1, fixture.latestLedger())))
+    expect(error.message).toContain("startLedger must be within the ledger range")
+  })
+
+  test("RPC down is LedgerUnavailable", async () => {
+    fixture.setFailing("rpc")
+    await failure((r) => r.transferEvents(query(fixture.latestLedger() - 5, fixture.latestLedger())))
+  })
+})
+
+describe("latestLedger", () => {
+  test("follows the ledger", async () => {
+    fixture.setLatestLedger(fixture.latestLedger() + 7)
+    expect(await run((r) => r.latestLedger())).toBe(fixture.latestLedger())
+  })
+})
+
+describe("a settled x402 payment on the fixture ledger", () => {
+  test("its transaction, spent nonce and transfer event are all readable", async () => {
+    const requirements = exactRequirements({ payTo: payee })
+    const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 31))
+    const payment = await buildExactPayment(requirements, { buyer, validUntilLedger: fixture.latestLedger() + 50 })
+    const settled = settlePayment(fixture, payment)
+    const expected = usdc(buyer.publicKey(), payee, 10_000n)
+    expect(settled.transfer).toEqual(expected)
+    expect(settled.nonces).toHaveLength(1)
+    const { nonce, expirationLedger } = settled.nonces[0]!
+    expect(expirationLedger).toBe(fixture.latestLedger() + 50)
+
+    const tx = Option.getOrThrow(await run((r) => r.transaction(settled.hash)))
+    expect(tx).toMatchObject({ successful: true, transfers: [expected] })
+    expect(await run((r) => r.nonceConsumed(buyer.publicKey(), nonce))).toBe(true)
+    const events = await run((r) =>
+      r.transferEvents({ contract: TESTNET_USDC, from: buyer.publicKey(), to: payee, startLedger: fixture.latestLedger() - 1, endLedger: fixture.latestLedger() })
+    )
+    expect(events).toEqual([{ ...expected, ledger: tx.ledger, transactionHash: settled.hash, closedAt: tx.closedAt }])
+
+    fixture.setLatestLedger(expirationLedger + 1)
+    expect(await run((r) => r.nonceConsumed(buyer.publicKey(), nonce))).toBe(false)
+  })
+
+  test("a facilitator that paid someone else: the transaction shows the other payee", async () => {
+    const payment = await buildExactPayment(exactRequirements({ payTo: payee }), { validUntilLedger: fixture.latestLedger() + 50 })
+    const settled = settlePayment(fixture, payment, { pays: { to: stranger } })
+    expect(Option.getOrThrow(await run((r) => r.transaction(settled.hash))).transfers[0]!.to).toBe(stranger)
+  })
+})
+
+describe("a buyer-side build against the fixture RPC", () => {
+  test("simulate records the payer's auth with a fresh nonce; signed and sent, the payment lands on the ledger", async () => {
+    const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 32))
+    const server = new rpc.Server(fixture.rpcUrl, { allowHttp: true })
+    const source = await server.getAccount(buyer.publicKey())
+    const tx = new TransactionBuilder(source, { fee: "100", networkPassphrase: Networks.TESTNET })
+      .addOperation(
+        new Contract(TESTNET_USDC).call(
+          "transfer",
+          nativeToScVal(buyer.publicKey(), { type: "address" }),
+          nativeToScVal(payee, { type: "address" }),
+          nativeToScVal(25_000n, { type: "i128" })
+        )
+      )
+      .setTimeout(60)
+      .build()
+    const simulation = await server.simulateTransaction(tx)
+    if (!rpc.Api.isSimulationSuccess(simulation)) throw new Error("simulation failed")
+    const [entry] = simulation.result!.auth
+    const nonce = BigInt(entry!.credentials().address().nonce().toString())
+    const validUntil = simulation.latestLedger + 20
+    const signedEntry = await authorizeEntry(entry!, buyer, validUntil, Networks.TESTNET)
+    const assembled = rpc.assembleTransaction(tx, simulation).build()
+    const op = assembled.operations[0] as Operation.InvokeHostFunction
+    const final = new TransactionBuilder(source, { fee: assembled.fee, networkPassphrase: Networks.TESTNET, sorobanData: simulation.transactionData.build() })
+      .addOperation(Operation.invokeHostFunction({ func: op.func, auth: [signedEntry] }))
+      .setTimeout(60)
+      .build()
+    final.sign(buyer)
+    const sent = await server.sendTransaction(final)
+    expect(sent.status).toBe("PENDING")
+
+    const landed = Option.getOrThrow(await run((r) => r.transaction(sent.hash)))
+    expect(landed).toMatchObject({ successful: true, transfers: [usdc(buyer.publicKey(), payee, 25_000n)] })
+    expect(await run((r) => r.nonceConsumed(buyer.publicKey(), nonce))).toBe(true)
+  })
+})
+
+describe("failures name the endpoint, never its secrets, and time out", () => {
+  test("a key in the RPC URL's path stays out of the message", async () => {
+    fixture.setFailing("rpc")
+    const error = await failure((r) => r.latestLedger(), { sorobanRpcUrl: `${fixture.rpcUrl}/v2/SECRET-KEY-123` })
+    expect(error.message).toContain(fixture.rpcUrl)
+    expect(error.message).not.toContain("SECRET-KEY-123")
+  })
+
+  test("a refused connection is LedgerUnavailable", async () => {
+    const gone = startFixtureLedger()
+    gone.stop()
+    const error = await Effect.runPromise(Effect.flip(readerOver(gone).latestLedger()))
+    expect(error).toBeInstanceOf(LedgerUnavailable)
+  })
+
+  test("an RPC slower than the timeout is LedgerUnavailable within about the timeout", async () => {
+    fixture.setHanging("rpc")
+    const started = Date.now()
+    const error = await failure((r) => r.transaction("ef".repeat(32)), { timeoutMs: 300 })
+    expect(error.message).toContain("did not answer within 300 ms")
+    expect(Date.now() - started).toBeLessThan(2000)
+    expect(fixture.waiting("rpc")).toBeGreaterThan(0)
+  })
+
+  test("a Horizon slower than the timeout is LedgerUnavailable too", async () => {
+    fixture.setHanging("horizon")
+    const error = await failure((r) => r.transaction("ef".repeat(32)), { timeoutMs: 300 })
+    expect(error.message).toContain("Horizon")
+    expect(error.message).toContain("did not answer within 300 ms")
+  })
+})

@@ -1,0 +1,430 @@
+import { afterAll, beforeEach, describe, expect, test } from "bun:test"
+import { FetchHttpClient } from "@effect/platform"
+import {
+  Address,
+  contract,
+  hash,
+  Keypair,
+  nativeToScVal,
+  Networks,
+  scValToNative,
+  StrKey,
+  Transaction,
+  xdr
+} from "@stellar/stellar-sdk"
+import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http"
+import type { PaymentRequirements } from "@x402/core/types"
+import type { Server } from "bun"
+import { createHash } from "node:crypto"
+import { Effect, Either, Schema } from "effect"
+import { ProbesConfig, TESTNET_USDC } from "../src/config.js"
+import { buildExactPayment } from "../src/payments/exactPayment.js"
+import { payFor, type PayForInput } from "../src/payments/payFor.js"
+import { decodePayment } from "../src/settlement/transfer.js"
+import { startFacilitator } from "./fixtures/facilitator.js"
+import { settlePayment, startFixtureLedger } from "./fixtures/ledger.js"
+import { startPaidResource } from "./fixtures/paidResource.js"
+import { exactRequirements } from "./fixtures/stellarPayment.js"
+import { OTHER_ASSET, startX402Fixture } from "./fixtures/x402Resource.js"
+
+/** The check the host makes on an address credential (ed25519 account): the signature over the preimage hash. */
+const authEntryVerifies = (entry: xdr.SorobanAuthorizationEntry, passphrase: string): boolean => {
+  const credentials = entry.credentials().address()
+  const preimage = xdr.HashIdPreimage.envelopeTypeSorobanAuthorization(
+    new xdr.HashIdPreimageSorobanAuthorization({
+      networkId: hash(Buffer.from(passphrase)),
+      nonce: credentials.nonce(),
+      signatureExpirationLedger: credentials.signatureExpirationLedger(),
+      invocation: entry.rootInvocation()
+    })
+  )
+  const signer = Address.fromScAddress(credentials.address()).toString()
+  if (credentials.signature().switch() !== xdr.ScValType.scvVec()) return false
+  const signatures = scValToNative(credentials.signature()) as Array<{ public_key: Buffer; signature: Buffer }>
+  return (
+    signatures.length === 1 &&
+    StrKey.encodeEd25519PublicKey(signatures[0]!.public_key) === signer &&
+    Keypair.fromPublicKey(signer).verify(hash(preimage.toXDR()), signatures[0]!.signature)
+  )
+}
+
+const LATEST_LEDGER = 2_000_000
+const ledger = startFixtureLedger({ latestLedger: LATEST_LEDGER })
+
+type HopMode = "forward" | "simulation-fails" | "asks-for-more"
+
+/**
+ * A JSON-RPC hop in front of the fixture ledger's Soroban RPC: it records every call with its
+ * answer, and can answer as a failing or hostile RPC would ("asks-for-more": the recorded
+ * authorisation covers ten times the amount).
+ */
+const startRpcHop = () => {
+  const calls: Array<{ method: string; params: Record<string, unknown>; result: Record<string, unknown> | undefined }> = []
+  let mode: HopMode = "forward"
+  const tamper = (result: { results?: Array<{ auth: Array<string> }> }) => {
+    const entry = xdr.SorobanAuthorizationEntry.fromXDR(result.results![0]!.auth[0]!, "base64")
+    const call = entry.rootInvocation().function().contractFn()
+    const [from, to, amount] = call.args()
+    const more = nativeToScVal(BigInt(scValToNative(amount!)) * 10n, { type: "i128" })
+    const args = new xdr.InvokeContractArgs({ contractAddress: call.contractAddress(), functionName: "transfer", args: [from!, to!, more] })
+    const hostile = new xdr.SorobanAuthorizationEntry({
+      credentials: entry.credentials(),
+      rootInvocation: new xdr.SorobanAuthorizedInvocation({
+        function: xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(args),
+        subInvocations: []
+      })
+    })
+    return { ...result, results: [{ ...result.results![0]!, auth: [hostile.toXDR("base64")] }] }
+  }
+  const server: Server<undefined> = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: async (request) => {
+      const body = (await request.json()) as { id: unknown; method: string; params?: Record<string, unknown> }
+      const upstream = await fetch(ledger.rpcUrl, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })
+      if (!upstream.ok) return upstream
+      const answer = (await upstream.json()) as { result?: Record<string, unknown> }
+      if (body.method === "simulateTransaction" && mode === "simulation-fails") {
+        answer.result = { latestLedger: LATEST_LEDGER, error: "HostError: Error(Contract, #10) balance is not sufficient" }
+      }
+      if (body.method === "simulateTransaction" && mode === "asks-for-more") answer.result = tamper(answer.result!)
+      calls.push({ method: body.method, params: body.params ?? {}, result: answer.result })
+      return Response.json(answer)
+    }
+  })
+  return {
+    url: `http://127.0.0.1:${server.port}`,
+    calls,
+    /** The nonce of the authorisation the first simulation recorded. */
+    recordedNonce: () => {
+      const result = calls.find((c) => c.method === "simulateTransaction")!.result as { results: Array<{ auth: Array<string> }> }
+      const entry = xdr.SorobanAuthorizationEntry.fromXDR(result.results[0]!.auth[0]!, "base64")
+      return BigInt(entry.credentials().address().nonce().toString())
+    },
+    setMode: (next: HopMode) => {
+      mode = next
+    },
+    stop: () => server.stop(true)
+  }
+}
+
+const rpc = startRpcHop()
+const payer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 42))
+const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
+const deployment = { network: "stellar:testnet", assetContract: TESTNET_USDC }
+const resource = { url: "http://127.0.0.1:9/paid", description: "a paid resource", mimeType: "application/json" }
+
+beforeEach(() => {
+  rpc.setMode("forward")
+  ledger.setFailing("rpc", false)
+  rpc.calls.length = 0
+})
+
+const build = (requirements: PaymentRequirements, rpcUrl = rpc.url) =>
+  Effect.runPromise(Effect.either(buildExactPayment({ requirements, resource, signer: payer, rpcUrl, deployment })))
+
+const built = async (requirements: PaymentRequirements) => {
+  const result = await build(requirements)
+  if (Either.isLeft(result)) throw new Error(`expected a payment, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
+  return result.right
+}
+
+const transactionOf = (xdrBase64: string) => new Transaction(xdrBase64, Networks.TESTNET)
+const authOf = (transaction: Transaction) => {
+  const op = transaction.operations[0]
+  if (op?.type !== "invokeHostFunction") throw new Error("not an InvokeHostFunction")
+  return op.auth ?? []
+}
+
+describe("buildExactPayment: a Stellar exact payment built and signed through Soroban RPC", () => {
+  test("transfers the asked asset and amount to the payee, signed by the payer, in the spec's payload shape", async () => {
+    const requirements = exactRequirements({ payTo: PAY_TO, amount: "12345", maxTimeoutSeconds: 60 })
+    const { paymentPayload, authorization } = await built(requirements)
+
+    expect(paymentPayload).toEqual({ x402Version: 2, resource, accepted: requirements, payload: { transaction: expect.any(String) } })
+    const xdrBase64 = paymentPayload.payload.transaction as string
+    const decoded = decodePayment(xdrBase64, "stellar:testnet")
+    expect(Either.getOrThrow(decoded).transfer).toEqual({ asset: TESTNET_USDC, from: payer.publicKey(), to: PAY_TO, amount: 12345n })
+
+    const transaction = transactionOf(xdrBase64)
+    expect(transaction.source).toBe(contract.NULL_ACCOUNT)
+    const [entry, ...more] = authOf(transaction)
+    expect(more).toHaveLength(0)
+    expect(authEntryVerifies(entry!, Networks.TESTNET)).toBe(true)
+    // The same entry does not verify for another network: the check is not vacuous.
+    expect(authEntryVerifies(entry!, Networks.PUBLIC)).toBe(false)
+    // Expires ceil(60 s / 5 s) = 12 ledgers after the latest, with the nonce the RPC issued.
+    const credentials = entry!.credentials().address()
+    expect(credentials.signatureExpirationLedger()).toBe(LATEST_LEDGER + 12)
+    expect(BigInt(credentials.nonce().toString())).toBe(rpc.recordedNonce())
+    expect(authorization).toEqual({ payer: payer.publicKey(), nonce: rpc.recordedNonce().toString(), expirationLedger: LATEST_LEDGER + 12 })
+
+    // Settled as a facilitator does, the payment moves the price and spends exactly that authorisation.
+    const settled = settlePayment(ledger, paymentPayload)
+    expect(settled.transfer).toEqual({ contract: TESTNET_USDC, from: payer.publicKey(), to: PAY_TO, amount: 12345n })
+    expect(settled.nonces).toEqual([{ address: payer.publicKey(), nonce: BigInt(authorization.nonce), expirationLedger: authorization.expirationLedger }])
+  })
+
+  test("carries the footprint and resources of the simulation with the signature in place, and a fee covering them", async () => {
+    const { paymentPayload } = await built(exactRequirements({ payTo: PAY_TO }))
+    const transaction = transactionOf(paymentPayload.payload.transaction as string)
+    // A wallet's sequence: the latest ledger, a recording simulation, then one with the signed entry.
+    expect(rpc.calls.map((c) => c.method)).toEqual(["getLatestLedger", "simulateTransaction", "simulateTransaction"])
+    const second = transactionOf(rpc.calls[2]!.params.transaction as string)
+    expect(authOf(second).map((e) => authEntryVerifies(e, Networks.TESTNET))).toEqual([true])
+    const enforced = rpc.calls[2]!.result as { transactionData: string; minResourceFee: string }
+    const data = transaction.toEnvelope().v1().tx().ext().sorobanData()
+    expect(data.toXDR("base64")).toBe(enforced.transactionData)
+    expect(data.resources().footprint().readWrite().length).toBeGreaterThan(0)
+    // A facilitator refuses a fee below the simulation's minimum resource fee.
+    expect(BigInt(transaction.fee)).toBeGreaterThanOrEqual(BigInt(enforced.minResourceFee))
+  })
+
+  test("requirements of another scheme, network or asset, or without sponsored fees, are refused before the RPC is asked", async () => {
+    const refusals = [
+      exactRequirements({ payTo: PAY_TO, scheme: "upto" }),
+      exactRequirements({ payTo: PAY_TO, network: "stellar:pubnet" }),
+      exactRequirements({ payTo: PAY_TO, asset: OTHER_ASSET }),
+      exactRequirements({ payTo: PAY_TO, extra: {} }),
+      exactRequirements({ payTo: PAY_TO, amount: "0" })
+    ]
+    for (const requirements of refusals) {
+      const result = await build(requirements)
+      expect(Either.isLeft(result) && result.left._tag).toBe("UnpayableRequirements")
+    }
+    expect(rpc.calls).toHaveLength(0)
+  })
+
+  test("an RPC asking the payer to authorise more than the transfer gets no signature", async () => {
+    rpc.setMode("asks-for-more")
+    const result = await build(exactRequirements({ payTo: PAY_TO }))
+    expect(Either.isLeft(result) && result.left).toMatchObject({
+      _tag: "SimulationRejected",
+      reason: "the simulation's authorisation covers something other than the transfer built"
+    })
+    // Nothing signed left this process: no second simulation.
+    expect(rpc.calls.map((c) => c.method)).toEqual(["getLatestLedger", "simulateTransaction"])
+  })
+
+  test("a failing simulation and an unreachable RPC are typed failures naming the cause", async () => {
+    rpc.setMode("simulation-fails")
+    const failed = await build(exactRequirements({ payTo: PAY_TO }))
+    expect(Either.isLeft(failed) && failed.left._tag).toBe("SimulationRejected")
+    expect(Either.isLeft(failed) && failed.left.reason).toContain("balance is not sufficient")
+
+    rpc.setMode("forward")
+    ledger.setFailing("rpc")
+    const down = await build(exactRequirements({ payTo: PAY_TO }))
+    expect(Either.isLeft(down) && down.left._tag).toBe("SorobanRpcFailure")
+    const nobody = await build(exactRequirements({ payTo: PAY_TO }), "http://127.0.0.1:1")
+    expect(Either.isLeft(nobody) && nobody.left._tag).toBe("SorobanRpcFailure")
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+
+const probesTrusting = (...origins: Array<string>) => Schema.decodeSync(ProbesConfig)({ trustedOrigins: origins, timeoutMs: 5000 })
+
+const pay = (input: Partial<PayForInput> & Pick<PayForInput, "url" | "probes">) =>
+  Effect.runPromise(
+    Effect.either(
+      payFor({ method: "GET", signer: payer, rpcUrl: rpc.url, deployment, maxPrice: 1_000_000n, ...input }).pipe(
+        Effect.provide(FetchHttpClient.layer)
+      )
+    )
+  )
+
+const facilitator = startFacilitator()
+const seller = startPaidResource({ payTo: PAY_TO, amount: "10000" })
+await seller.useFacilitator(facilitator.url)
+const sellerOrigin = new URL(seller.url).origin
+const x402Fixture = await startX402Fixture()
+
+beforeEach(() => {
+  facilitator.setMode("succeed")
+  facilitator.requests.length = 0
+})
+
+describe("payFor against a stock x402 resource server and a fixture facilitator", () => {
+  test("pays once: the facilitator settles exactly one payment, and the answer carries its PAYMENT-RESPONSE", async () => {
+    const result = await pay({ url: seller.url, probes: probesTrusting(sellerOrigin) })
+    const paid = Either.getOrThrow(result)
+    expect([facilitator.calls("/verify"), facilitator.calls("/settle")]).toEqual([1, 1])
+
+    const settle = facilitator.requests.find((r) => r.path === "/settle")!.body as {
+      paymentPayload: { payload: { transaction: string } }
+    }
+    const transactionHash = createHash("sha256").update(JSON.stringify(settle)).digest("hex")
+    expect(paid).toMatchObject({
+      url: seller.url,
+      status: 200,
+      paymentResponse: { success: true, transaction: transactionHash, network: "stellar:testnet", payer: payer.publicKey() },
+      requirements: { scheme: "exact", network: "stellar:testnet", asset: TESTNET_USDC, payTo: PAY_TO, amount: "10000" },
+      amount: "10000",
+      contentType: "application/json",
+      bodyIsJson: true
+    })
+    expect(paid.latencyMs).toBeGreaterThan(0)
+
+    // What reached the facilitator is the probe payer's transfer of the price to the payee, signed.
+    const settled = settle.paymentPayload.payload.transaction
+    expect(Either.getOrThrow(decodePayment(settled, "stellar:testnet")).transfer).toEqual({
+      asset: TESTNET_USDC,
+      from: payer.publicKey(),
+      to: PAY_TO,
+      amount: 10000n
+    })
+    expect(authOf(transactionOf(settled)).map((e) => authEntryVerifies(e, Networks.TESTNET))).toEqual([true])
+  })
+
+  test("a price above maxPrice is refused before anything is signed or sent", async () => {
+    const result = await pay({ url: seller.url, probes: probesTrusting(sellerOrigin), maxPrice: 9_999n })
+    expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "PriceAboveLimit", cheapest: "10000", maxPrice: "9999" })
+    expect(facilitator.requests).toHaveLength(0)
+    expect(rpc.calls).toHaveLength(0)
+  })
+
+  test("the probes' outbound guard applies: an untrusted loopback target is refused before any request", async () => {
+    const result = await pay({ url: seller.url, probes: probesTrusting() })
+    expect(Either.isLeft(result) && result.left._tag).toBe("TargetRefused")
+    expect(facilitator.requests).toHaveLength(0)
+    expect(rpc.calls).toHaveLength(0)
+  })
+
+  test("a facilitator refusing the payment: the seller answers 402 again, nothing settles, no payment response", async () => {
+    facilitator.setMode("invalid")
+    const paid = Either.getOrThrow(await pay({ url: seller.url, probes: probesTrusting(sellerOrigin) }))
+    expect(paid.status).toBe(402)
+    expect(paid.paymentResponse).toBeNull()
+    expect(facilitator.calls("/settle")).toBe(0)
+  })
+})
+
+describe("payFor refuses to pay what it should not", () => {
+  const probes = () => probesTrusting(x402Fixture.origin)
+
+  test("no option on this deployment's network or asset, or a v1 challenge: nothing is signed", async () => {
+    for (const path of ["/pubnet", "/other-asset"]) {
+      const result = await pay({ url: x402Fixture.url(path), probes: probes() })
+      expect(Either.isLeft(result) && result.left._tag).toBe("NoAcceptableOption")
+    }
+    const v1 = await pay({ url: x402Fixture.url("/v1"), probes: probes() })
+    expect(Either.isLeft(v1) && v1.left).toMatchObject({ _tag: "NoAcceptableOption", offered: expect.stringContaining("v1") })
+    expect(rpc.calls).toHaveLength(0)
+  })
+
+  test("the caller's accept predicate is honoured: a refused option is not paid", async () => {
+    const result = await pay({ url: x402Fixture.url("/paid"), probes: probes(), accept: (r) => r.payTo !== PAY_TO })
+    expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "NoAcceptableOption", offered: expect.stringContaining("not accepted by the caller") })
+    expect(rpc.calls).toHaveLength(0)
+  })
+
+  test("a free answer, a bare 402 and an undecodable challenge are told apart", async () => {
+    expect(await pay({ url: x402Fixture.url("/free"), probes: probes() })).toEqual(
+      Either.left(expect.objectContaining({ _tag: "NoPaymentRequired", httpStatus: 200 }))
+    )
+    const bare = await pay({ url: x402Fixture.url("/bare-402"), probes: probes() })
+    expect(Either.isLeft(bare) && bare.left._tag).toBe("ChallengeUnreadable")
+    const garbage = await pay({ url: x402Fixture.url("/garbage"), probes: probes() })
+    expect(Either.isLeft(garbage) && garbage.left._tag).toBe("ChallengeUnreadable")
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * A hand-made seller: its 402 offers `options`; a paid request is answered as `paidAnswer` says,
+ * with a PAYMENT-RESPONSE naming the payment it received. It settles nothing.
+ */
+const startSeller = (options: ReadonlyArray<PaymentRequirements>) => {
+  let paidAnswer: "json" | "html" | "fake-json" | "huge-json" | "hang" = "json"
+  const payments: Array<unknown> = []
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: async (request) => {
+      const signature = request.headers.get("payment-signature")
+      if (signature === null) {
+        const challenge = { x402Version: 2, resource: { url: request.url }, accepts: options }
+        return new Response("{}", { status: 402, headers: { "PAYMENT-REQUIRED": encodePaymentRequiredHeader(challenge as never) } })
+      }
+      payments.push(decodePaymentSignatureHeader(signature))
+      if (paidAnswer === "hang") return new Promise<Response>(() => {})
+      const headers = {
+        "PAYMENT-RESPONSE": encodePaymentResponseHeader({ success: true, transaction: "f".repeat(64), network: "stellar:testnet", payer: payer.publicKey() }),
+        "content-type": paidAnswer === "html" ? "text/html" : "application/json"
+      }
+      const body = paidAnswer === "huge-json" ? JSON.stringify({ pad: "x".repeat(200_000) }) : paidAnswer === "fake-json" ? "<html>" : '{"ok":true}'
+      return new Response(body, { status: 200, headers })
+    }
+  })
+  return {
+    url: `http://127.0.0.1:${server.port}/thing`,
+    origin: `http://127.0.0.1:${server.port}`,
+    payments,
+    answerPaidWith: (next: typeof paidAnswer) => {
+      paidAnswer = next
+    },
+    stop: () => server.stop(true)
+  }
+}
+
+describe("payFor: choosing, and judging the paid answer", () => {
+  const OTHER_PAYEE = StrKey.encodeEd25519PublicKey(Buffer.alloc(32, 5))
+  const sellerOf = startSeller([
+    exactRequirements({ payTo: OTHER_PAYEE, amount: "20000" }),
+    exactRequirements({ payTo: PAY_TO, amount: "10000" }),
+    exactRequirements({ payTo: PAY_TO, amount: "1", network: "stellar:pubnet" })
+  ])
+  const probes = () => probesTrusting(sellerOf.origin)
+  beforeEach(() => {
+    sellerOf.payments.length = 0
+    sellerOf.answerPaidWith("json")
+  })
+  afterAll(() => sellerOf.stop())
+
+  test("the cheapest payable option is paid, and only once", async () => {
+    const paid = Either.getOrThrow(await pay({ url: sellerOf.url, probes: probes() }))
+    expect(paid.requirements.payTo).toBe(PAY_TO)
+    expect(paid.amount).toBe("10000")
+    expect(sellerOf.payments).toHaveLength(1)
+    expect(sellerOf.payments[0]).toMatchObject({ x402Version: 2, accepted: { payTo: PAY_TO, amount: "10000" }, resource: { url: sellerOf.url } })
+  })
+
+  test("the caller's choice and maxPrice narrow the options: the other payee is paid when it is the only one accepted", async () => {
+    const paid = Either.getOrThrow(await pay({ url: sellerOf.url, probes: probes(), accept: (r) => r.payTo === OTHER_PAYEE }))
+    expect(paid.amount).toBe("20000")
+    const capped = await pay({ url: sellerOf.url, probes: probes(), accept: (r) => r.payTo === OTHER_PAYEE, maxPrice: 19_999n })
+    expect(Either.isLeft(capped) && capped.left._tag).toBe("PriceAboveLimit")
+    expect(sellerOf.payments).toHaveLength(1)
+  })
+
+  test("whether the paid body is the JSON it declares", async () => {
+    const bodyIsJson = async () => Either.getOrThrow(await pay({ url: sellerOf.url, probes: probes() })).bodyIsJson
+    expect(await bodyIsJson()).toBe(true)
+    sellerOf.answerPaidWith("html")
+    expect(await bodyIsJson()).toBe(false)
+    sellerOf.answerPaidWith("fake-json")
+    expect(await bodyIsJson()).toBe(false)
+    sellerOf.answerPaidWith("huge-json")
+    expect(await bodyIsJson()).toBeNull()
+  })
+
+  test("a paid request left unanswered is an unknown outcome carrying the payment's ledger identity", async () => {
+    sellerOf.answerPaidWith("hang")
+    const result = await pay({ url: sellerOf.url, probes: probes(), paidTimeoutMs: 300 })
+    expect(Either.isLeft(result) && result.left).toMatchObject({
+      _tag: "PaymentOutcomeUnknown",
+      authorization: { payer: payer.publicKey(), nonce: rpc.recordedNonce().toString(), expirationLedger: LATEST_LEDGER + 12 }
+    })
+    expect(sellerOf.payments).toHaveLength(1)
+  })
+})
+
+afterAll(async () => {
+  await rpc.stop()
+  ledger.stop()
+  await seller.stop()
+  await facilitator.stop()
+  await x402Fixture.stop()
+})
