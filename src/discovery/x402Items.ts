@@ -1,7 +1,10 @@
-import type { DiscoveryItem, DiscoveryRequirements } from "../domain/discovery.js"
+import type { DiscoveryItem } from "../domain/discovery.js"
 import type { ResourceEvidence } from "../domain/evidence.js"
 import type { RecordedObservation } from "../domain/observations.js"
 import type { ResourcePaymentOption, ResourceRecord } from "../domain/resources.js"
+import type { PaymentRequirements } from "../domain/x402.js"
+
+type Requirements = typeof PaymentRequirements.Type
 
 /**
  * The timeout a requirement carries when it was not observed: what the bundled paywall and the
@@ -12,7 +15,7 @@ const MAX_TIMEOUT_SECONDS = 60
 const EXTRA = { areFeesSponsored: true } as const
 
 /** A catalog option as stock PaymentRequirements; for `upto` the amount is the ceiling, as x402 states it. */
-const fromOption = (o: ResourcePaymentOption): DiscoveryRequirements => ({
+const fromOption = (o: ResourcePaymentOption): Requirements => ({
   scheme: o.scheme,
   network: o.network,
   amount: o.scheme === "upto" ? (o.maxAmount ?? o.amount) : o.amount,
@@ -23,7 +26,7 @@ const fromOption = (o: ResourcePaymentOption): DiscoveryRequirements => ({
 })
 
 /** The option a healthy probe recorded, as the resource itself asked it. */
-const fromObservation = (o: RecordedObservation): DiscoveryRequirements | null =>
+const fromObservation = (o: RecordedObservation): Requirements | null =>
   o.scheme === null || o.network === null || o.asset === null || o.payTo === null || o.amount === null
     ? null
     : {

@@ -1,23 +1,12 @@
 import { Schema } from "effect"
-import { AnyJson } from "./json.js"
 import { ServiceStatus, VerificationLevel } from "./resources.js"
+import { PaymentRequirements } from "./x402.js"
 
 /**
  * The x402 v2 discovery shapes (specification §8, "Discovery API"): what a stock client extended
  * with the bazaar client reads from `<facilitator>/discovery/resources`.
  */
 
-/** A stock x402 v2 PaymentRequirements, as the `accepts` of a discovered resource. */
-export const DiscoveryRequirements = Schema.Struct({
-  scheme: Schema.String,
-  network: Schema.String,
-  amount: Schema.String,
-  asset: Schema.String,
-  payTo: Schema.String,
-  maxTimeoutSeconds: Schema.Int,
-  extra: Schema.optional(Schema.Record({ key: Schema.String, value: AnyJson }))
-}).annotations({ identifier: "DiscoveryRequirements" })
-export type DiscoveryRequirements = typeof DiscoveryRequirements.Type
 
 /** Sextant's evidence about the resource, so a client can rank by it; the spec leaves `metadata` open. */
 export const DiscoveryMetadata = Schema.Struct({
@@ -37,7 +26,8 @@ export const DiscoveryItem = Schema.Struct({
   resource: Schema.String,
   type: Schema.String,
   x402Version: Schema.Int,
-  accepts: Schema.Array(DiscoveryRequirements),
+  /** Stock x402 v2 PaymentRequirements. */
+  accepts: Schema.Array(PaymentRequirements),
   /** Unix seconds (the specification's form). */
   lastUpdated: Schema.Int,
   metadata: DiscoveryMetadata
