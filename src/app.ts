@@ -4,6 +4,8 @@ import { CatalogLive } from "./catalog/CatalogLive.js"
 import { AppConfig, type Config } from "./config.js"
 import { Discovery } from "./discovery/Discovery.js"
 import { LedgerReader } from "./ledger/LedgerReader.js"
+import { Lifecycle } from "./lifecycle/Lifecycle.js"
+import { RateLimits } from "./limits/RateLimits.js"
 import { PolicyEngine } from "./policy/PolicyEngine.js"
 import { ReceiptService } from "./receipts/ReceiptService.js"
 import { Signer } from "./receipts/Signer.js"
@@ -36,9 +38,12 @@ const CatalogLoad = Layer.effectDiscard(
  */
 export type Role = "server" | "local"
 
-/** The config and the store with its catalog loaded: what every service stands on. */
+/** The config, the store with its catalog loaded and the process lifecycle: what every service stands on. */
 export const FoundationLive = (config: Config) =>
-  CatalogLoad.pipe(Layer.provideMerge(StoreLive(config.database)), Layer.provideMerge(Layer.succeed(AppConfig, config)))
+  CatalogLoad.pipe(
+    Layer.provideMerge(StoreLive(config.database)),
+    Layer.provideMerge(Layer.merge(Layer.succeed(AppConfig, config), Lifecycle.Live))
+  )
 
 /**
  * The settle pipeline over an evidence reader and recorder and a facilitator pool, with crash
@@ -78,7 +83,7 @@ export const ServicesLive = (config: Config, role: Role = "local") => {
   const receipts = ReceiptService.Live.pipe(Layer.provide(Signer.fromConfig), Layer.provide(decisions))
   const payments = PaymentsLive(evidence, FacilitatorPool.Live, role)
   const catalog = CatalogLive.pipe(Layer.provide(FetchHttpClient.layer))
-  return Layer.mergeAll(decisions, receipts, catalog, LedgerWatchLive(config, role), EconomicProber.Live).pipe(
+  return Layer.mergeAll(decisions, receipts, catalog, LedgerWatchLive(config, role), EconomicProber.Live, RateLimits.Live).pipe(
     Layer.provideMerge(payments),
     Layer.provideMerge(evidence),
     Layer.provideMerge(FoundationLive(config))

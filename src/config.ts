@@ -73,7 +73,12 @@ export const VerificationConfig = Schema.Struct({
   continuousMinProbes: opt(PositiveInt, 24),
   continuousMinAvailability: opt(Ratio, 0.95),
   /** A listed resource whose probes have all been unhealthy this long leaves discovery until a healthy probe. */
-  delistAfterHours: opt(PositiveInt, 72)
+  delistAfterHours: opt(PositiveInt, 72),
+  /**
+   * An unlisted resource `/v1/validate` created is deleted (with its observations) once nobody has
+   * validated it for this long, so anyone's one-off URLs do not pile up in the store.
+   */
+  unlistedRetentionHours: opt(PositiveInt, 168)
 })
 export type VerificationConfig = typeof VerificationConfig.Type
 
@@ -86,6 +91,34 @@ export const BudgetsConfig = Schema.Struct({
   spendWindowUsd: opt(NonNegativeNumber, 10)
 })
 export type BudgetsConfig = typeof BudgetsConfig.Type
+
+/** At most `requests` per `windowSeconds` for one principal; null switches the limit off. */
+export const RateLimit = Schema.NullOr(Schema.Struct({ requests: PositiveInt, windowSeconds: PositiveInt }))
+export type RateLimit = typeof RateLimit.Type
+
+/**
+ * Request rate limits per principal (the API key's principal, else the client address), per
+ * endpoint group, counted in the store so instances sharing a Postgres database share them.
+ */
+export const LimitsConfig = Schema.Struct({
+  /** `POST /v1/validate`: each call sends traffic to a third party. */
+  validate: opt(RateLimit, { requests: 60, windowSeconds: 60 }),
+  /** `POST /v1/resources/register`: each call probes up to 100 routes of an origin. */
+  register: opt(RateLimit, { requests: 10, windowSeconds: 60 }),
+  /** `POST /v1/receipts`. */
+  receipts: opt(RateLimit, { requests: 300, windowSeconds: 60 }),
+  /** `POST /x402/verify`. */
+  verify: opt(RateLimit, { requests: 1200, windowSeconds: 60 }),
+  /** `POST /x402/settle`. */
+  settle: opt(RateLimit, { requests: 1200, windowSeconds: 60 }),
+  /**
+   * Behind a reverse proxy every client has the proxy's address: name the header the proxy writes
+   * the client's address into (e.g. "x-forwarded-for"; its first entry is used). Only set it when
+   * a proxy you run always writes that header, or clients could pick their own address.
+   */
+  clientAddressHeader: opt(Schema.NullOr(Schema.String.pipe(Schema.pattern(/^[a-z0-9-]+$/, { message: () => "expected a lowercase header name" }))), null)
+})
+export type LimitsConfig = typeof LimitsConfig.Type
 
 export const SignerConfig = Schema.Union(
   Schema.Struct({ ed25519KeyFile: Schema.String.pipe(Schema.minLength(1)) }),
@@ -227,6 +260,12 @@ export const ConfigFile = Schema.Struct({
   verification: opt(VerificationConfig, Schema.decodeSync(VerificationConfig)({})),
   signer: opt(SignerConfig, { ed25519KeyFile: "./data/signer.key" }),
   budgets: opt(BudgetsConfig, Schema.decodeSync(BudgetsConfig)({})),
+  limits: opt(LimitsConfig, Schema.decodeSync(LimitsConfig)({})),
+  /**
+   * On SIGTERM / SIGINT, how long requests and settles in flight may take to finish before the
+   * process exits anyway (as a crash would leave them; recovery at the next start handles that).
+   */
+  shutdownGraceSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 30),
   apiKeys: opt(Schema.Array(ApiKeyEntry), []),
   catalogSources: opt(Schema.Array(CatalogSource), []),
   vertical: opt(VerticalConfig, Schema.decodeSync(VerticalConfig)({})),

@@ -1,14 +1,17 @@
 #!/usr/bin/env bun
 import { BunRuntime } from "@effect/platform-bun"
-import { Effect, Either, Layer, Logger } from "effect"
+import { Cause, Duration, Effect, Either, Layer, Logger } from "effect"
 import { createHash } from "node:crypto"
 import { ServicesLive } from "./app.js"
 import { catalogImportCommand } from "./catalog/cli.js"
 import { ImportSchedulerLive } from "./catalog/ImportScheduler.js"
-import { type Config, loadConfig } from "./config.js"
+import { AppConfig, type Config, loadConfig } from "./config.js"
 import { NotFound } from "./domain/errors.js"
 import { probeAddressCommand } from "./keys/cli.js"
 import { BunServerLive, HttpLive, localApiHandler } from "./http/server.js"
+import { Lifecycle } from "./lifecycle/Lifecycle.js"
+import { redactorFor } from "./redaction/redact.js"
+import { RedactingLogger } from "./redaction/RedactingLogger.js"
 import { makeMcpServer } from "./mcp/server.js"
 import { receiptVerifyCommand } from "./receipts/cli.js"
 import { EconomicProber } from "./verification/EconomicProber.js"
@@ -56,18 +59,71 @@ const loadOrExit = (configPath: string | undefined): Config => {
   return loaded.right
 }
 
+/** Exit code of a shutdown cut short (a second signal, or the grace ran out): not a clean stop. */
+const FORCED_EXIT = 1
+
+/**
+ * The graceful part of a shutdown. Its finalizer runs once the schedules above it have stopped and
+ * before the listeners below it close: readiness turns 503, new requests are turned away, and the
+ * requests and settles in flight get up to `shutdownGraceSeconds` to be answered and journaled.
+ * If the grace runs out the process exits at once, leaving the journal as a crash would (the next
+ * start's recovery handles it, as after a crash).
+ */
+const GracefulShutdown = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const lifecycle = yield* Lifecycle
+    const { shutdownGraceSeconds } = yield* AppConfig
+    yield* Effect.addFinalizer(() =>
+      lifecycle.drain(Duration.seconds(shutdownGraceSeconds)).pipe(
+        Effect.flatMap((finished) => (finished ? Effect.void : Effect.sync(() => process.exit(FORCED_EXIT))))
+      )
+    )
+  })
+)
+
+/**
+ * A second SIGTERM / SIGINT while the first one's shutdown drains exits at once. (The runtime
+ * turns the first signal into an interruption of the main fiber, which starts the drain.)
+ */
+const exitOnSecondSignal = () => {
+  let signals = 0
+  const onSignal = () => {
+    signals += 1
+    if (signals < 2) return
+    process.stderr.write("second signal: exiting without waiting for requests in flight\n")
+    process.exit(FORCED_EXIT)
+  }
+  process.on("SIGTERM", onSignal)
+  process.on("SIGINT", onSignal)
+}
+
 /**
  * The service, the reference vertical beside it unless `vertical.enabled` is false, and the probe
  * schedules, the import schedule and economic probes when enabled, started once both listen so the
- * first cycle already finds the vertical up.
+ * first cycle already finds the vertical up. Layers close in reverse: on a signal the schedules
+ * stop first, then the graceful drain runs, then the listeners and the services close.
  */
 const serve = (config: Config) => {
   const services = ServicesLive(config, "server")
   const http = HttpLive.pipe(Layer.provide(BunServerLive(config)))
   const listeners = config.vertical.enabled ? Layer.merge(http, VerticalServer.layer(config)) : http
+  const drained = GracefulShutdown.pipe(Layer.provideMerge(listeners))
   const schedules = Layer.mergeAll(ProbeSchedulerLive, ImportSchedulerLive, EconomicProber.schedule)
-  return Layer.launch(schedules.pipe(Layer.provide(listeners), Layer.provide(services)))
+  return Layer.launch(schedules.pipe(Layer.provide(drained), Layer.provide(services)))
 }
+
+/**
+ * Runs a long-lived command with its log lines redacted (pretty, on stdout). Its failure is logged
+ * here, inside the redacting logger, rather than by the runtime.
+ */
+const runRedacted = <E>(config: Config, program: Effect.Effect<unknown, E>) =>
+  BunRuntime.runMain(
+    program.pipe(
+      Effect.tapErrorCause((cause) => (Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError(cause))),
+      Effect.provide(RedactingLogger(redactorFor(config)))
+    ),
+    { disablePrettyLogger: true, disableErrorReporting: true }
+  )
 
 /**
  * MCP on stdio: stdout carries only protocol messages, so every log line (Effect's logger and any
@@ -76,7 +132,7 @@ const serve = (config: Config) => {
  */
 const mcp = async (config: Config) => {
   console.log = console.error
-  const services = ServicesLive(config).pipe(Layer.provide(StderrLogger))
+  const services = ServicesLive(config).pipe(Layer.provide(stderrLogs(config)))
   const api = localApiHandler(services)
   const { connectStdio, server } = makeMcpServer(api.handler, pkg.version)
   const shutdown = async () => {
@@ -91,7 +147,8 @@ const mcp = async (config: Config) => {
 }
 
 /** For commands whose stdout is data (MCP messages, probe JSON): log lines go to stderr. */
-const StderrLogger = Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))
+const stderrLogfmt = Logger.withConsoleError(Logger.logfmtLogger)
+const stderrLogs = (config: Config) => RedactingLogger(redactorFor(config), stderrLogfmt)
 
 /**
  * One probe pass from the command line: a single resource, or the whole catalog (one cycle,
@@ -117,7 +174,7 @@ const probe = (config: Config, resourceId: string | undefined) =>
         })
     ),
     Effect.provide(ServicesLive(config)),
-    Effect.provide(StderrLogger)
+    Effect.provide(stderrLogs(config))
   )
 
 const commandOutput = {
@@ -129,8 +186,11 @@ const main = () => {
   const { positional, configPath } = parseArgs(process.argv.slice(2))
   const [command = "serve", ...rest] = positional
   switch (command) {
-    case "serve":
-      return BunRuntime.runMain(serve(loadOrExit(configPath)))
+    case "serve": {
+      const config = loadOrExit(configPath)
+      exitOnSecondSignal()
+      return runRedacted(config, serve(config))
+    }
     case "vertical":
       return BunRuntime.runMain(Layer.launch(VerticalServer.layer(loadOrExit(configPath))))
     case "mcp":
@@ -139,7 +199,8 @@ const main = () => {
       return BunRuntime.runMain(probe(loadOrExit(configPath), rest[0]), { disablePrettyLogger: true })
     case "catalog":
       if (rest[0] === "import" && rest[1] !== undefined) {
-        return BunRuntime.runMain(catalogImportCommand(loadOrExit(configPath), rest.slice(1)).pipe(Effect.provide(StderrLogger)), {
+        const config = loadOrExit(configPath)
+        return BunRuntime.runMain(catalogImportCommand(config, rest.slice(1)).pipe(Effect.provide(stderrLogs(config))), {
           disablePrettyLogger: true
         })
       }

@@ -113,6 +113,14 @@ export class FeeBudgetExhausted extends ApiError<FeeBudgetExhausted>()(
   "FeeBudgetExhausted", "FEE_BUDGET_EXHAUSTED", 429, "a sponsored-fee budget is exhausted for the window", { retryAfterSeconds: Schema.Int }
 ) {}
 
+/**
+ * Per principal and endpoint group (`limits` in the config), shared by every instance on one store.
+ * `retryAfterSeconds` is also sent as a `Retry-After` header.
+ */
+export class RateLimited extends ApiError<RateLimited>()(
+  "RateLimited", "RATE_LIMITED", 429, "too many requests from this principal (API key, else client address) for this endpoint", { retryAfterSeconds: Schema.Int }
+) {}
+
 export class InternalError extends ApiError<InternalError>()("InternalError", "INTERNAL", 500, "an unexpected failure; it has been logged") {}
 
 // 502: the facilitators did not give a usable answer.
@@ -127,5 +135,20 @@ export class SettlementIndeterminate extends ApiError<SettlementIndeterminate>()
 ) {}
 
 export class StoreUnavailable extends ApiError<StoreUnavailable>()("StoreUnavailable", "STORE_UNAVAILABLE", 503, "the store could not complete the request") {}
+
+// 503 that pass by themselves: come back after `retryAfterSeconds` (also sent as `Retry-After`).
+/**
+ * A facilitator has not answered `/supported` yet (the first poll is slow, or the backend was down
+ * at start), so whether it supports the kind is not known: not a refusal, unlike 422.
+ */
+export class FacilitatorsNotReady extends ApiError<FacilitatorsNotReady>()(
+  "FacilitatorsNotReady", "FACILITATORS_NOT_READY", 503, "no facilitator has said yet whether it supports the payment kind; retry after Retry-After", { retryAfterSeconds: Schema.Int }
+) {}
+/** The process is shutting down: in-flight requests finish, new ones go to another instance. */
+export class ShuttingDown extends ApiError<ShuttingDown>()(
+  "ShuttingDown", "SHUTTING_DOWN", 503, "this instance is shutting down and takes no new requests; retry (another instance) after Retry-After", { retryAfterSeconds: Schema.Int }
+) {}
+/** `/health/ready` while the instance cannot serve yet (or any more): the message says why. */
+export class NotReady extends ApiError<NotReady>()("NotReady", "NOT_READY", 503, "the instance is not ready to serve (the message says why)") {}
 
 export const notFound = (what: string, id: string) => new NotFound({ message: `no ${what} with id "${id}"` })

@@ -5,6 +5,7 @@ import type { Config } from "../config.js"
 import { SextantApi } from "./api/index.js"
 import type { AppConfig } from "../config.js"
 import type { ApiKeyAuth } from "./auth.js"
+import { AdmissionMiddlewareLive } from "./admission.js"
 import { ApiKeyAuthLive, LocalOperatorAuth } from "./authLive.js"
 import { MAX_BODY_BYTES } from "./body.js"
 import { ErrorMiddlewareLive } from "./errors.js"
@@ -53,6 +54,7 @@ export const HttpLive = HttpApiBuilder.serve().pipe(
   Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
   Layer.provide(ErrorMiddlewareLive),
+  Layer.provide(AdmissionMiddlewareLive),
   Layer.provide(ApiLive),
   HttpServer.withLogAddress
 )

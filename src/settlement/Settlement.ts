@@ -3,6 +3,7 @@ import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
 import {
   AllFacilitatorsFailed,
+  FacilitatorsNotReady,
   IdempotencyKeyReused,
   InvalidRequest,
   NoHealthyFacilitator,
@@ -14,6 +15,7 @@ import {
   UnsupportedPaymentKind
 } from "../domain/errors.js"
 import type { PayeeEvidence } from "../domain/evidence.js"
+import { Lifecycle } from "../lifecycle/Lifecycle.js"
 import type { AgentPolicy } from "../domain/policy.js"
 import { type Completion, type FoundEntry, type JournalEntry, mayReserveAgain, type SettlementTransition } from "../domain/settlements.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
@@ -114,7 +116,7 @@ const replay = ({ entry, byKey }: FoundEntry, requestHash: string, principal: st
 const errorsOf = (outcome: SettleOutcome) =>
   "failures" in outcome ? outcome.failures.map((f) => ({ backendId: f.backendId, error: f.detail })) : []
 
-type ForwardRefusal = UnsupportedPaymentKind | NoHealthyFacilitator | AllFacilitatorsFailed | SettlementIndeterminate
+type ForwardRefusal = UnsupportedPaymentKind | FacilitatorsNotReady | NoHealthyFacilitator | AllFacilitatorsFailed | SettlementIndeterminate
 
 /** How a forwarding outcome is journaled and answered. */
 const conclude = (id: string, outcome: SettleOutcome): { completion: Completion; answer: Either.Either<SettleAnswer, ForwardRefusal> } => {
@@ -177,7 +179,7 @@ const conclude = (id: string, outcome: SettleOutcome): { completion: Completion;
         false
       )
     case "Unsupported":
-      return refused("failed", outcome.error, 422, null, false)
+      return refused("failed", outcome.error, outcome.error instanceof FacilitatorsNotReady ? 503 : 422, null, false)
   }
 }
 
@@ -206,6 +208,7 @@ const make = Effect.gen(function* () {
   const pool = yield* FacilitatorPool
   const reader = yield* EvidenceReader
   const recorder = yield* EvidenceRecorder
+  const lifecycle = yield* Lifecycle
   const { decimals, assetContract } = config.asset
 
   /**
@@ -317,7 +320,8 @@ const make = Effect.gen(function* () {
    * Step 7: backends with failover, then the journal's `settled` / `failed` / `indeterminate`, then
    * the evidence. Forwarding and recording run to the end even if the caller goes away (a daemon
    * fiber the caller only joins): an entry left `pending` would only be resolved, as
-   * indeterminate, by the next restart. The backend timeouts inside still apply.
+   * indeterminate, by the next restart. The backend timeouts inside still apply. It is counted as
+   * in flight, so a graceful shutdown waits for its outcome to be journaled.
    */
   const forward = Effect.fn("Settlement.forward")(function* (
     id: string,
@@ -338,7 +342,7 @@ const make = Effect.gen(function* () {
       if (Either.isRight(answer)) yield* recordAnswered(id, completion, payment, payees, at)
       return answer
     })
-    return yield* run.pipe(Effect.forkDaemon, Effect.flatMap(Fiber.join), Effect.flatten)
+    return yield* lifecycle.forkTracked(run).pipe(Effect.flatMap(Fiber.join), Effect.flatten)
   })
 
   /**

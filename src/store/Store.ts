@@ -5,6 +5,7 @@ import { EconomicEventsRepo } from "./EconomicEventsRepo.js"
 import { MetricsRepo } from "./MetricsRepo.js"
 import { ObservationsRepo } from "./ObservationsRepo.js"
 import { ProbeSpendRepo } from "./ProbeSpendRepo.js"
+import { RateLimitStore } from "./RateLimitStore.js"
 import { ReceiptsRepo } from "./ReceiptsRepo.js"
 import { ResourcesRepo } from "./ResourcesRepo.js"
 import { SettlementJournal } from "./SettlementJournal.js"
@@ -23,7 +24,8 @@ export const StoreLive = (database: string) =>
     SettlementJournal.Live,
     ProbeSpendRepo.Live,
     CurationRepo.Live,
-    VerifyAnswersRepo.Live
+    VerifyAnswersRepo.Live,
+    RateLimitStore.Live
   ).pipe(Layer.provideMerge(DatabaseLive(database)))
 
 /** The same store in memory, fresh for each build: what tests stand on. */

@@ -2,6 +2,7 @@ import { HttpClient, HttpClientRequest, type HttpClientResponse } from "@effect/
 import { Duration, Effect, Either, Schema } from "effect"
 import type { FacilitatorBackend } from "../config.js"
 import { SettleResponse, VerifyResponse } from "../domain/x402.js"
+import type { Redactor } from "../redaction/redact.js"
 
 /**
  * How one call to one backend went wrong. The distinction matters for settle: only some failures
@@ -67,13 +68,17 @@ const readBody = (response: HttpClientResponse.HttpClientResponse) =>
 
 /**
  * One backend's HTTP API. The apiKey, when configured, goes to this backend as
- * `Authorization: Bearer` and nowhere else; it never appears in a failure's text.
+ * `Authorization: Bearer` and nowhere else. Everything the backend says (error bodies quoted in a
+ * failure, the messages inside its answers) passes through `redactor` here, at the boundary, so a
+ * backend that echoes the request cannot put a key into an answer, the journal or a log.
  */
-export const makeBackendClient = (http: HttpClient.HttpClient, backend: FacilitatorBackend) => {
+export const makeBackendClient = (http: HttpClient.HttpClient, backend: FacilitatorBackend, redactor: Redactor) => {
   const base = backend.url.replace(/\/+$/, "")
   const client = http.pipe(HttpClient.withTracerPropagation(false))
+  // Redacted before it is cut to an excerpt: a cut could otherwise leave half a key no pattern matches.
+  const quote = (text: string) => excerpt(redactor.text(text))
   const fail = (kind: BackendFailureKind, detail: string, status: number | null = null) =>
-    new BackendFailure({ backendId: backend.id, kind, status, detail })
+    new BackendFailure({ backendId: backend.id, kind, status, detail: redactor.text(detail) })
 
   const authorize = (request: HttpClientRequest.HttpClientRequest) =>
     backend.apiKey === undefined ? request : HttpClientRequest.bearerToken(request, backend.apiKey)
@@ -100,7 +105,7 @@ export const makeBackendClient = (http: HttpClient.HttpClient, backend: Facilita
         Effect.fail(
           isConnectionRefused(e.cause)
             ? fail("Unreachable", `cannot connect (${(e.cause as { code?: string }).code})`)
-            : fail("Transport", `request failed: ${excerpt(e.cause instanceof Error ? e.cause.message : e.reason)}`)
+            : fail("Transport", `request failed: ${quote(e.cause instanceof Error ? e.cause.message : e.reason)}`)
         )
       ),
       Effect.catchTag("ResponseError", (e) => Effect.fail(fail("Transport", `reading the answer failed: ${e.reason}`))),
@@ -109,11 +114,11 @@ export const makeBackendClient = (http: HttpClient.HttpClient, backend: Facilita
           Either.mapLeft(Schema.decodeUnknownEither(schema)(json), () => "unexpected shape")
         )
         const ok = status >= 200 && status < 300
-        if (Either.isRight(decoded) && (ok || acceptErrorAnswer(status))) return Effect.succeed(decoded.right)
+        if (Either.isRight(decoded) && (ok || acceptErrorAnswer(status))) return Effect.succeed(redactor.value(decoded.right))
         return Effect.fail(
           ok
-            ? fail("Malformed", `answered ${status} with an unexpected body: ${excerpt(body.text)}`, status)
-            : fail("HttpStatus", `answered ${status}: ${excerpt(body.text)}`, status)
+            ? fail("Malformed", `answered ${status} with an unexpected body: ${quote(body.text)}`, status)
+            : fail("HttpStatus", `answered ${status}: ${quote(body.text)}`, status)
         )
       })
     )

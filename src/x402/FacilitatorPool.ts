@@ -1,10 +1,12 @@
 import { FetchHttpClient, HttpClient } from "@effect/platform"
 import { Clock, Context, Duration, Effect, Layer, Ref, Schedule } from "effect"
 import { AppConfig, type FacilitatorBackend } from "../config.js"
-import { AllFacilitatorsFailed, NoHealthyFacilitator, UnsupportedPaymentKind } from "../domain/errors.js"
+import { AllFacilitatorsFailed, FacilitatorsNotReady, NoHealthyFacilitator, UnsupportedPaymentKind } from "../domain/errors.js"
 import type { FacilitatorStatus, SettleResponse, SupportedResponse } from "../domain/x402.js"
+import { redactorFor } from "../redaction/redact.js"
 import { advertises, type Capabilities, capabilitiesOf, mergeSupported } from "./capabilities.js"
 import { type BackendClient, type BackendFailure, makeBackendClient } from "./FacilitatorClient.js"
+import { type BackendProgress, kindsIncomplete, notKnownRetryAfter, poolReadiness } from "./readiness.js"
 
 export interface PoolOptions {
   /** Time between two `/supported` polls of every backend. */
@@ -30,14 +32,14 @@ export const defaultPoolOptions: PoolOptions = {
  * - Answered: a backend gave a settle result (success or a refusal); it is the answer.
  * - Indeterminate: a backend may have acted but gave no usable answer; no other backend was tried.
  * - Failed: no eligible backend could be reached (or none was healthy), so none received the payment.
- * - Unsupported: no backend advertises the network and scheme.
+ * - Unsupported: no backend advertises the network and scheme (or none has said yet: not ready).
  * `failures` lists every backend error met on the way, in order.
  */
 export type SettleOutcome =
   | { readonly _tag: "Answered"; readonly backendId: string; readonly response: typeof SettleResponse.Type; readonly failures: ReadonlyArray<BackendFailure> }
   | { readonly _tag: "Indeterminate"; readonly backendId: string; readonly failures: ReadonlyArray<BackendFailure> }
   | { readonly _tag: "Failed"; readonly failures: ReadonlyArray<BackendFailure> }
-  | { readonly _tag: "Unsupported"; readonly error: UnsupportedPaymentKind }
+  | { readonly _tag: "Unsupported"; readonly error: UnsupportedPaymentKind | FacilitatorsNotReady }
 
 /**
  * Whether a settle may move on to the next backend after `failure`.
@@ -60,6 +62,10 @@ const marksUnhealthy = (failure: BackendFailure) =>
 
 interface BackendState {
   readonly healthy: boolean
+  /** The first `/supported` poll has completed (answered or failed). */
+  readonly polled: boolean
+  /** `/supported` answered at least once: the capabilities are what the backend said, not a blank. */
+  readonly answered: boolean
   readonly lastCheckedAt: string | null
   readonly lastError: string | null
   /** Last capabilities the backend advertised; kept while it is unhealthy so status still shows them. */
@@ -68,6 +74,8 @@ interface BackendState {
 
 const unchecked: BackendState = {
   healthy: false,
+  polled: false,
+  answered: false,
   lastCheckedAt: null,
   lastError: null,
   capabilities: { kinds: [], extensions: [], signers: {} }
@@ -101,8 +109,9 @@ const make = (options: PoolOptions) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const http = yield* HttpClient.HttpClient
+    const redactor = redactorFor(config)
     const backends: ReadonlyArray<Backend> =
-      config.facilitators.map((b) => ({ config: b, client: makeBackendClient(http, b) }))
+      config.facilitators.map((b) => ({ config: b, client: makeBackendClient(http, b, redactor) }))
     const states = yield* Ref.make<ReadonlyMap<string, BackendState>>(new Map(backends.map((b) => [b.config.id, unchecked])))
 
     const nowIso = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
@@ -111,14 +120,21 @@ const make = (options: PoolOptions) =>
 
     const markFailed = (failure: BackendFailure) =>
       Effect.flatMap(nowIso, (at) =>
-        update(failure.backendId, (s) => ({ ...s, healthy: false, lastCheckedAt: at, lastError: failure.detail }))
+        update(failure.backendId, (s) => ({ ...s, healthy: false, polled: true, lastCheckedAt: at, lastError: failure.detail }))
       )
 
     const poll = (backend: (typeof backends)[number]) =>
       backend.client.supported(options.requestTimeout).pipe(
         Effect.flatMap((raw) =>
           Effect.flatMap(nowIso, (at) =>
-            update(backend.config.id, () => ({ healthy: true, lastCheckedAt: at, lastError: null, capabilities: capabilitiesOf(raw) }))
+            update(backend.config.id, () => ({
+              healthy: true,
+              polled: true,
+              answered: true,
+              lastCheckedAt: at,
+              lastError: null,
+              capabilities: capabilitiesOf(raw)
+            }))
           )
         ),
         Effect.catchAll(markFailed)
@@ -128,12 +144,33 @@ const make = (options: PoolOptions) =>
       Effect.withSpan("FacilitatorPool.refresh")
     )
 
-    /** Backends to try for a kind, in config order: healthy ones that advertise it. */
+    const progressOf = (map: ReadonlyMap<string, BackendState>): Array<BackendProgress> =>
+      backends.map((b) => {
+        const s = map.get(b.config.id) ?? unchecked
+        return { id: b.config.id, polled: s.polled, answered: s.answered, lastError: s.lastError }
+      })
+
+    const pollSeconds = Duration.toSeconds(options.pollInterval)
+    const notReady = (progress: ReadonlyArray<BackendProgress>, what: string) =>
+      new FacilitatorsNotReady({
+        message: `${what}: not every configured facilitator has answered /supported yet, so whether one supports it is not known; retry shortly`,
+        retryAfterSeconds: notKnownRetryAfter(progress, pollSeconds)
+      })
+
+    /**
+     * Backends to try for a kind, in config order: healthy ones that advertise it. `unknown` is the
+     * 503 to answer when none advertises it while some backend has not said yet what it supports.
+     */
     const eligible = (network: string, scheme: string) =>
       Ref.get(states).pipe(
         Effect.map((map) => {
           const advertising = backends.filter((b) => advertises((map.get(b.config.id) ?? unchecked).capabilities, network, scheme))
-          return { advertised: advertising.length > 0, healthy: advertising.filter((b) => map.get(b.config.id)?.healthy === true) }
+          const progress = progressOf(map)
+          return {
+            advertised: advertising.length > 0,
+            healthy: advertising.filter((b) => map.get(b.config.id)?.healthy === true),
+            unknown: kindsIncomplete(progress) ? notReady(progress, `scheme "${scheme}" on network "${network}"`) : null
+          }
         })
       )
 
@@ -142,11 +179,15 @@ const make = (options: PoolOptions) =>
         message: `every facilitator that supports "${scheme}" on "${network}" is currently unhealthy`
       })
 
-    /** The healthy backends for a kind; 422 when none advertises it, 502 when none of those is healthy. */
-    const checkKind = (network: string, scheme: string): Effect.Effect<ReadonlyArray<Backend>, UnsupportedPaymentKind | NoHealthyFacilitator> =>
-      Effect.flatMap(eligible(network, scheme), ({ advertised, healthy }): Effect.Effect<ReadonlyArray<Backend>, UnsupportedPaymentKind | NoHealthyFacilitator> =>
+    type KindRefusal = UnsupportedPaymentKind | FacilitatorsNotReady | NoHealthyFacilitator
+    /**
+     * The healthy backends for a kind; 503 when none advertises it yet but some backend has not
+     * answered, 422 when none advertises it, 502 when none of those is healthy.
+     */
+    const checkKind = (network: string, scheme: string): Effect.Effect<ReadonlyArray<Backend>, KindRefusal> =>
+      Effect.flatMap(eligible(network, scheme), ({ advertised, healthy, unknown }): Effect.Effect<ReadonlyArray<Backend>, KindRefusal> =>
         !advertised
-          ? Effect.fail(unsupported(network, scheme))
+          ? Effect.fail(unknown ?? unsupported(network, scheme))
           : healthy.length === 0
             ? Effect.fail(noneHealthy(network, scheme))
             : Effect.succeed(healthy)
@@ -170,8 +211,8 @@ const make = (options: PoolOptions) =>
     )
 
     const settle = Effect.fn("FacilitatorPool.settle")(function* (body: unknown, network: string, scheme: string) {
-        const { advertised, healthy } = yield* eligible(network, scheme)
-        if (!advertised) return { _tag: "Unsupported", error: unsupported(network, scheme) } satisfies SettleOutcome
+        const { advertised, healthy, unknown } = yield* eligible(network, scheme)
+        if (!advertised) return { _tag: "Unsupported", error: unknown ?? unsupported(network, scheme) } satisfies SettleOutcome
         const failures: Array<BackendFailure> = []
         for (const backend of healthy) {
           const result = yield* Effect.either(backend.client.settle(body, options.settleTimeout))
@@ -204,21 +245,26 @@ const make = (options: PoolOptions) =>
       )
     )
 
-    const supported: Effect.Effect<SupportedResponse> = Ref.get(states).pipe(
-      Effect.map((map) =>
-        mergeSupported(backends.flatMap((b) => {
+    /** The union of healthy backends' kinds; 503 while backends are configured and none has answered yet. */
+    const supported: Effect.Effect<SupportedResponse, FacilitatorsNotReady> = Ref.get(states).pipe(
+      Effect.flatMap((map) => {
+        const progress = progressOf(map)
+        if (progress.length > 0 && !progress.some((b) => b.answered)) return Effect.fail(notReady(progress, "the supported kinds"))
+        return Effect.succeed(mergeSupported(backends.flatMap((b) => {
           const s = map.get(b.config.id)
           return s?.healthy === true ? [s.capabilities] : []
-        }))
-      )
+        })))
+      })
     )
 
     // First poll at once, then on the schedule, for as long as the layer lives.
     yield* refresh.pipe(Effect.repeat(Schedule.spaced(options.pollInterval)), Effect.forkScoped)
 
     return {
-      /** Union of healthy backends' kinds, de-duplicated by network and scheme. */
+      /** Union of healthy backends' kinds, de-duplicated by network and scheme; 503 until one has answered. */
       supported,
+      /** Whether every backend was polled once and one answered (`/health/ready`). */
+      readiness: Effect.map(Ref.get(states), (map) => poolReadiness(progressOf(map))),
       /** Per-backend health for `/x402/facilitators`; never the apiKey. */
       status,
       /** The facilitator section of `/health/dependencies`. */
@@ -229,7 +275,7 @@ const make = (options: PoolOptions) =>
       })),
       /** Polls every backend now; the schedule keeps running. */
       refresh,
-      /** Fails as verify and settle would when nothing can serve the kind: 422 unsupported, 502 none healthy. */
+      /** Fails as verify and settle would when nothing can serve the kind: 503 not known yet, 422 unsupported, 502 none healthy. */
       checkKind: (network: string, scheme: string) =>
         Effect.asVoid(checkKind(network, scheme)).pipe(Effect.withSpan("FacilitatorPool.checkKind")),
       /** Forwards the stock body to the first healthy backend that answers; 422 unsupported, 502 all failed. */

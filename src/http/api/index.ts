@@ -5,6 +5,7 @@ import {
   MalformedBody,
   NestingTooDeep,
   PayloadTooLarge,
+  ShuttingDown,
   StoreUnavailable,
   UnsupportedMediaType
 } from "../../domain/errors.js"
@@ -63,6 +64,8 @@ export class SextantApi extends HttpApi.make("sextant")
   .addError(UnsupportedMediaType)
   .addError(InternalError)
   .addError(StoreUnavailable)
+  // Any request but /health/* may arrive while the instance drains for a shutdown.
+  .addError(ShuttingDown)
   .annotate(OpenApi.Title, "Sextant")
   .annotate(OpenApi.Version, "0.1.0")
   .annotate(OpenApi.License, { name: "Apache-2.0", url: "https://www.apache.org/licenses/LICENSE-2.0" })

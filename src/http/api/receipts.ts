@@ -1,5 +1,5 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { NoEligibleProvider, NotFound, PaymentMismatch } from "../../domain/errors.js"
+import { NoEligibleProvider, NotFound, PaymentMismatch, RateLimited } from "../../domain/errors.js"
 import {
   CommerceReceipt,
   CreateReceiptRequest,
@@ -15,7 +15,7 @@ export class ReceiptsApi extends HttpApiGroup.make("receipts")
     HttpApiEndpoint.post("create", "/v1/receipts")
       .setPayload(strict(CreateReceiptRequest))
       .addSuccess(CommerceReceipt)
-      .pipe(failsWith(NoEligibleProvider, PaymentMismatch))
+      .pipe(failsWith(NoEligibleProvider, PaymentMismatch, RateLimited))
       .middleware(ApiKeyAuth)
   )
   .add(HttpApiEndpoint.get("signer", "/v1/receipts/signer").addSuccess(SignerDisclosure))

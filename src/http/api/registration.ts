@@ -1,5 +1,5 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { TargetRefused } from "../../domain/errors.js"
+import { RateLimited, TargetRefused } from "../../domain/errors.js"
 import { RegistrationRequest, RegistrationResponse } from "../../domain/registration.js"
 import { ApiKeyAuth } from "../auth.js"
 import { failsWith, strict } from "./parse.js"
@@ -12,6 +12,6 @@ export class RegistrationApi extends HttpApiGroup.make("registration").add(
   HttpApiEndpoint.post("register", "/v1/resources/register")
     .setPayload(strict(RegistrationRequest))
     .addSuccess(RegistrationResponse)
-    .pipe(failsWith(TargetRefused))
+    .pipe(failsWith(TargetRefused, RateLimited))
     .middleware(ApiKeyAuth)
 ) {}

@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { NotFound, TargetRefused } from "../../domain/errors.js"
+import { NotFound, RateLimited, TargetRefused } from "../../domain/errors.js"
 import { ResourceMetrics } from "../../domain/metrics.js"
 import { ObservationPage, ProbeResult, ValidateRequest } from "../../domain/observations.js"
 import { ApiKeyAuth } from "../auth.js"
@@ -21,7 +21,7 @@ export class VerificationApi extends HttpApiGroup.make("verification")
     HttpApiEndpoint.post("validate", "/v1/validate")
       .setPayload(strict(ValidateRequest))
       .addSuccess(ProbeResult)
-      .pipe(failsWith(NotFound, TargetRefused))
+      .pipe(failsWith(NotFound, TargetRefused, RateLimited))
       .middleware(ApiKeyAuth)
   )
   .add(

@@ -3,6 +3,8 @@ import { Schema } from "effect"
 import {
   AllFacilitatorsFailed,
   AmountUsdMismatch,
+  FacilitatorsNotReady,
+  RateLimited,
   FeeBudgetExhausted,
   IdempotencyKeyReused,
   MalformedPaymentTransaction,
@@ -57,6 +59,7 @@ const SettleErrors = [
   SettlementInProgress,
   SettlementUnresolved,
   UnsupportedPaymentKind,
+  FacilitatorsNotReady,
   UnsupportedAsset,
   NoHealthyFacilitator,
   PolicyDenied,
@@ -66,18 +69,19 @@ const SettleErrors = [
   AmountUsdMismatch,
   FeeBudgetExhausted,
   AllFacilitatorsFailed,
-  SettlementIndeterminate
+  SettlementIndeterminate,
+  RateLimited
 ] as const
 
 /** Facilitator-compatible surface: a stock HTTPFacilitatorClient with base `<service>/x402` talks to it. */
 export class X402Api extends HttpApiGroup.make("x402")
-  .add(HttpApiEndpoint.get("supported", "/x402/supported").addSuccess(SupportedResponse))
+  .add(HttpApiEndpoint.get("supported", "/x402/supported").addSuccess(SupportedResponse).pipe(failsWith(FacilitatorsNotReady)))
   .add(
     HttpApiEndpoint.post("verify", "/x402/verify")
       .setPayload(allIssues(FacilitatorRequest))
       .setHeaders(IdempotencyHeaders)
       .addSuccess(VerifyResponse)
-      .pipe(failsWith(IdempotencyKeyReused, UnsupportedPaymentKind, NoHealthyFacilitator, AllFacilitatorsFailed))
+      .pipe(failsWith(IdempotencyKeyReused, UnsupportedPaymentKind, FacilitatorsNotReady, NoHealthyFacilitator, AllFacilitatorsFailed, RateLimited))
       .middleware(ApiKeyAuth)
   )
   .add(
