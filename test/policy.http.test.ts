@@ -16,7 +16,8 @@ const catalog = [
   record("beta.inspect", [uptoOption(0.001, 0.005, { payTo: payee(2) }), option({ network: "stellar:pubnet", payTo: payee(2) })], {
     provider: "beta"
   }),
-  record("gamma.changes", [option({ payTo: payee(3) })], { provider: "gamma", capabilities: ["rwa.changes"] })
+  record("gamma.changes", [option({ payTo: payee(3) })], { provider: "gamma", capabilities: ["rwa.changes"] }),
+  record("delta.free", [], { provider: "delta", capabilities: ["rwa.free"] })
 ]
 
 /** Records a healthy probe of alpha through the real recorder, into the store the server then opens. */
@@ -106,6 +107,17 @@ describe("POST /v1/policies/evaluate", () => {
     expect(range.body).toEqual({
       error: "INVALID_REQUEST",
       message: 'optionIndex 2 is out of range: resource "beta.inspect" has 2 payment option(s), indexes 0 to 1'
+    })
+  })
+
+  test("a resource with no payment option is a 200 DENY with NO_PAYMENT_OPTION, not a bad request", async () => {
+    const { status, body } = await post("/v1/policies/evaluate", { policy: {}, resourceId: "delta.free" })
+    expect(status).toBe(200)
+    expect(body).toMatchObject({
+      decision: "DENY",
+      reasons: [{ code: "NO_PAYMENT_OPTION", message: 'resource "delta.free" offers no payment option' }],
+      resourceId: "delta.free",
+      optionIndex: null
     })
   })
 

@@ -18,7 +18,7 @@ beforeAll(async () => {
 })
 afterAll(() => fixture.stop())
 
-const report: CycleReport = { startedAt: "", durationMs: 0, probed: 0, healthy: 0, unrecorded: 0, pruned: 0 }
+const report: CycleReport = { startedAt: "", durationMs: 0, probed: 0, healthy: 0, unrecorded: 0, pruned: 0, prunedUnlisted: 0 }
 
 /** The scheduler over a stand-in Prober whose cycle is `cycle`: only the schedule is under test. */
 const scheduler = (cycle: Effect.Effect<void>, probes = { intervalSeconds: 60, jitter: 0.1 }) =>

@@ -23,7 +23,9 @@ const serverOn = (database: string, apiKeys: ReturnType<typeof testConfig>["apiK
       database,
       apiKeys,
       catalog: [entry("catalog-known", origin.url("/paid/known"))],
-      probes: { ...base.probes, trustedOrigins: [origin.origin], timeoutMs: 800 }
+      probes: { ...base.probes, trustedOrigins: [origin.origin], timeoutMs: 800 },
+      // These tests register more often than the default allows one client in a minute.
+      limits: { ...base.limits, register: { requests: 100, windowSeconds: 60 } }
     })
   )
 }

@@ -59,7 +59,8 @@ export const PolicyEvaluation = Schema.Struct({
   decision: PolicyDecision,
   reasons: Schema.Array(PolicyReason),
   resourceId: Schema.String,
-  optionIndex: Schema.Int,
+  /** The option judged; null when the resource offers none (DENY, NO_PAYMENT_OPTION). */
+  optionIndex: Schema.NullOr(Schema.Int),
   evaluatedAt: Schema.String
 }).annotations({ identifier: "PolicyEvaluation" })
 export type PolicyEvaluation = typeof PolicyEvaluation.Type

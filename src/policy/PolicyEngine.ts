@@ -20,14 +20,23 @@ const make = Effect.gen(function* () {
         Effect.flatMap(Option.match({ onNone: () => Effect.fail(notFound("resource", resourceId)), onSome: Effect.succeed }))
       )
       const options = record.paymentOptions
-      if (options.length === 0) return yield* Effect.fail(badOption(`resource "${resourceId}" offers no payment option`))
+      const now = new Date(yield* Clock.currentTimeMillis)
+      // Nothing to pay is a decision about the resource, not a bad request: DENY, as routing says.
+      if (options.length === 0 && optionIndex === undefined) {
+        return {
+          decision: "DENY" as const,
+          reasons: [{ code: "NO_PAYMENT_OPTION" as const, message: `resource "${resourceId}" offers no payment option` }],
+          resourceId,
+          optionIndex: null,
+          evaluatedAt: now.toISOString()
+        }
+      }
       if (optionIndex !== undefined && optionIndex >= options.length) {
         return yield* Effect.fail(badOption(
           `optionIndex ${optionIndex} is out of range: resource "${resourceId}" has ${options.length} payment option(s), indexes 0 to ${options.length - 1}`
         ))
       }
       const evidence = yield* reader.forResource(resourceId)
-      const now = new Date(yield* Clock.currentTimeMillis)
       const context = policyContext(config, now)
       const judge = (index: number) =>
         evaluatePolicy({ policy, providerId: record.provider.id, option: options[index]!, evidence, context })
@@ -55,6 +64,7 @@ export class PolicyEngine extends Context.Tag("sextant/PolicyEngine")<
   {
     /**
      * Fails with NotFound for an unknown resource and InvalidRequest for an option index out of range.
+     * A resource with no payment option is DENY with NO_PAYMENT_OPTION and a null option index.
      * Without `optionIndex`, answers for the lowest-indexed option with the best decision
      * (ALLOW, then INSUFFICIENT_DATA, then DENY).
      */

@@ -269,6 +269,17 @@ const make = Effect.gen(function* () {
      */
     probeTargets: () =>
       load(sql.literal("(r.listed = 1 OR r.listing_hold IN ('awaiting_probe', 'unhealthy') OR r.source = 'config')")),
+    /**
+     * Deletes the unlisted resources `/v1/validate` created that nobody has validated since
+     * `cutoffMs` (their observations, metrics and transitions go with them); one an operator
+     * quarantined stays, with its reason. Answers how many went.
+     */
+    pruneUnlisted: (cutoffMs: number) =>
+      sql<{ id: string }>`DELETE FROM resources
+        WHERE source = 'validate' AND listed = 0 AND quarantined_by IS NULL
+          AND updated_at < ${new Date(cutoffMs).toISOString()}
+          AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.resource_id = resources.id AND o.observed_at_ms >= ${cutoffMs})
+        RETURNING id`.pipe(Effect.map((rows) => rows.length)),
     /** What buyers see: the listed resources. */
     list: () => load(listedOnly),
     get: (id: string) => load(sql`r.id = ${id}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),

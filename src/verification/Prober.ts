@@ -29,6 +29,8 @@ export interface CycleReport {
   /** Probes whose result could not be recorded (a store failure); the cycle went on without them. */
   readonly unrecorded: number
   readonly pruned: number
+  /** Unlisted resources `/v1/validate` created and nobody validated within `verification.unlistedRetentionHours`, deleted. */
+  readonly prunedUnlisted: number
 }
 
 const isPaymentOption = Schema.is(ResourcePaymentOption)
@@ -197,7 +199,8 @@ const make = Effect.gen(function* () {
 
     /**
      * One pass over the whole catalog, at most `probes.concurrency` probes at once, each bounded by
-     * `probes.timeoutMs`; then observations past retention are pruned.
+     * `probes.timeoutMs`; then observations past retention are pruned, and so are unlisted
+     * resources `/v1/validate` created that nobody validated within `unlistedRetentionHours`.
      */
     runCycle: Effect.gen(function* () {
       const startMs = yield* Clock.currentTimeMillis
@@ -215,6 +218,7 @@ const make = Effect.gen(function* () {
         { concurrency: config.probes.concurrency }
       )
       const pruned = yield* observations.pruneOlderThan(startMs - config.probes.retentionDays * 86_400_000)
+      const prunedUnlisted = yield* resources.pruneUnlisted(startMs - config.verification.unlistedRetentionHours * 3_600_000)
       const endMs = yield* Clock.currentTimeMillis
       return {
         startedAt: new Date(startMs).toISOString(),
@@ -222,7 +226,8 @@ const make = Effect.gen(function* () {
         probed: records.length,
         healthy: outcomes.filter((o) => o === "healthy").length,
         unrecorded: outcomes.filter((o) => o === null).length,
-        pruned
+        pruned,
+        prunedUnlisted
       } satisfies CycleReport
     }).pipe(Effect.withSpan("Prober.runCycle"))
   }
