@@ -1,9 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { DISCOVERY_MAX_LIMIT, DiscoveryResponse } from "../../domain/discovery.js"
-import { allIssues } from "./parse.js"
-
-const Count = Schema.NumberFromString.pipe(Schema.int())
+import { allIssues, queryInt } from "./parse.js"
 
 /** The query string of `DiscoveryQuery`: numbers arrive as text; a bad one is INVALID_REQUEST naming it. */
 const DiscoveryUrlParams = allIssues(
@@ -12,8 +10,8 @@ const DiscoveryUrlParams = allIssues(
     network: Schema.optional(Schema.String),
     scheme: Schema.optional(Schema.String),
     payTo: Schema.optional(Schema.String),
-    limit: Schema.optional(Count.pipe(Schema.between(1, DISCOVERY_MAX_LIMIT))),
-    offset: Schema.optional(Count.pipe(Schema.nonNegative()))
+    limit: Schema.optional(queryInt({ minimum: 1, maximum: DISCOVERY_MAX_LIMIT })),
+    offset: Schema.optional(queryInt({ minimum: 0 }))
   })
 )
 

@@ -1,5 +1,5 @@
 import type { HttpApiEndpoint } from "@effect/platform"
-import type { Schema } from "effect"
+import { Schema } from "effect"
 
 /**
  * Request bodies report every failing field and reject unknown ones (HttpApi defaults to the first
@@ -26,3 +26,23 @@ export const failsWith =
     endpoint: Endpoint
   ): HttpApiEndpoint.HttpApiEndpoint.AddError<Endpoint, Schema.Schema.Type<Errors[number]>, Schema.Schema.Context<Errors[number]>> =>
     errors.reduce((declared: any, error) => declared.addError(error), endpoint)
+
+/**
+ * An integer query parameter within bounds. It arrives as text, so its schema is a transformation
+ * from a string, and the OpenAPI document would describe it as a plain string: the annotation
+ * makes the document say what the server accepts (an integer within the bounds), so a client
+ * generated from the document sends values the server takes.
+ */
+export const queryInt = (bounds: { readonly minimum: number; readonly maximum?: number }) => {
+  const int = Schema.NumberFromString.pipe(Schema.int(), Schema.greaterThanOrEqualTo(bounds.minimum))
+  const bounded = bounds.maximum === undefined ? int : int.pipe(Schema.lessThanOrEqualTo(bounds.maximum))
+  return bounded.annotations({
+    jsonSchema: { type: "integer", ...bounds },
+    description: `an integer from ${bounds.minimum}${bounds.maximum === undefined ? " up" : ` to ${bounds.maximum}`}`
+  })
+}
+
+/** An ISO 8601 date-time query parameter (a page cursor), described as such in the document. */
+export const queryDateTime = Schema.String.pipe(
+  Schema.filter((s) => !Number.isNaN(Date.parse(s)), { message: () => "expected an ISO date-time" })
+).annotations({ jsonSchema: { type: "string", format: "date-time" } })

@@ -4,12 +4,17 @@ import { NotFound, RateLimited, TargetRefused } from "../../domain/errors.js"
 import { ResourceMetrics } from "../../domain/metrics.js"
 import { ObservationPage, ProbeResult, ValidateRequest } from "../../domain/observations.js"
 import { ApiKeyAuth } from "../auth.js"
-import { allIssues, failsWith, strict } from "./parse.js"
+import { allIssues, failsWith, queryInt, strict } from "./parse.js"
 import { IdPath } from "./resources.js"
 
 export const ObservationsQuery = Schema.Struct({
-  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 500))),
-  before: Schema.optional(Schema.String)
+  limit: Schema.optional(queryInt({ minimum: 1, maximum: 500 })),
+  /** `nextBefore` of the previous page (an observation id) or an ISO date-time; anything else is 400. */
+  before: Schema.optional(
+    Schema.String.annotations({
+      jsonSchema: { anyOf: [{ type: "string", pattern: "^obs_\\d{15}_[0-9a-f]{12}$" }, { type: "string", format: "date-time" }] }
+    })
+  )
 })
 
 /**

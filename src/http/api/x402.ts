@@ -33,7 +33,7 @@ import {
   VerifyResponse
 } from "../../domain/x402.js"
 import { ApiKeyAuth } from "../auth.js"
-import { allIssues, failsWith } from "./parse.js"
+import { allIssues, failsWith, queryDateTime, queryInt } from "./parse.js"
 
 /** Verify and settle take the same optional key; without it, the payment-identifier extension's id is the key. */
 const IdempotencyHeaders = Schema.Struct({ "idempotency-key": Schema.optional(IdempotencyKey) })
@@ -41,10 +41,8 @@ const IdempotencyHeaders = Schema.Struct({ "idempotency-key": Schema.optional(Id
 const SettlementsQuery = allIssues(Schema.Struct({
   state: Schema.optional(SettlementState),
   /** ISO time: only entries created before it (the `createdAt` of the last entry of a page). */
-  before: Schema.optional(
-    Schema.String.pipe(Schema.filter((s) => !Number.isNaN(Date.parse(s)), { message: () => "expected an ISO date-time" }))
-  ),
-  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200)))
+  before: Schema.optional(queryDateTime),
+  limit: Schema.optional(queryInt({ minimum: 1, maximum: 200 }))
 }))
 
 const SettlementList = Schema.Struct({ settlements: Schema.Array(SettlementRecord) }).annotations({
