@@ -4,6 +4,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { mkdtempSync, readdirSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import pkg from "../package.json" with { type: "json" }
 import { pollUntil } from "./support/poll.js"
 import { freePorts, launchServe, type ServeChild } from "./support/serveProcess.js"
 
@@ -20,7 +21,10 @@ const workDir = mkdtempSync(join(tmpdir(), "sextant-empty-"))
 let server: ServeChild | undefined
 
 beforeAll(async () => {
-  const build = Bun.spawn([process.execPath, "build", "--compile", "src/main.ts", "--outfile", binary], {
+  // Exactly what `npm run build` runs (its runtime flags included), with the output redirected.
+  const script = pkg.scripts.build.split(" ")
+  if (script[0] !== "bun" || script.at(-2) !== "--outfile") throw new Error(`unexpected build script: ${pkg.scripts.build}`)
+  const build = Bun.spawn([process.execPath, ...script.slice(1, -1), binary], {
     cwd: root,
     stdout: "ignore",
     stderr: "pipe"

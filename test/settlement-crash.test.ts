@@ -1,16 +1,14 @@
 import { afterAll, describe, expect, test } from "bun:test"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { payFor, startPaidResource } from "./fixtures/paidResource.js"
 import { buildExactPayment, settleBody } from "./fixtures/stellarPayment.js"
 import { LOOPBACK, pollUntil } from "./support/poll.js"
-import { launchServe, type ServeChild } from "./support/serveProcess.js"
+import { launchServe, serveArgv, type ServeChild } from "./support/serveProcess.js"
 import { request } from "./support/server.js"
 
-const ROOT = resolve(import.meta.dir, "..")
-const BUN = join(ROOT, "node_modules", ".bin", "bun")
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
 const RESOURCE_ID = "seller.rwa.inspect"
 
@@ -29,7 +27,7 @@ afterAll(async () => {
  * address it reports once it listens and its facilitator answered /supported.
  */
 const serve = async (configFile: string, logFile: string) => {
-  const launched = await launchServe([BUN, "src/main.ts", "serve", "--config", configFile], { logFile })
+  const launched = await launchServe(serveArgv(configFile), { logFile })
   children.push(launched)
   await pollUntil(
     "the service sees its facilitator healthy",

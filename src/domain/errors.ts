@@ -90,6 +90,10 @@ export class ConfigManaged extends ApiError<ConfigManaged>()(
 ) {}
 
 export class PayloadTooLarge extends ApiError<PayloadTooLarge>()("PayloadTooLarge", "PAYLOAD_TOO_LARGE", 413, "request bodies are limited to 1 MiB") {}
+/** The request line and headers together are over 16 KiB. */
+export class HeadersTooLarge extends ApiError<HeadersTooLarge>()(
+  "HeadersTooLarge", "HEADERS_TOO_LARGE", 431, "the request line and headers together are limited to 16 KiB"
+) {}
 export class UnsupportedMediaType extends ApiError<UnsupportedMediaType>()(
   "UnsupportedMediaType", "UNSUPPORTED_MEDIA_TYPE", 415, "request bodies must be application/json"
 ) {}

@@ -23,3 +23,19 @@ export const jsonDepth = (text: string): number => {
   }
   return deepest
 }
+
+/**
+ * The request line and headers together are limited to 16 KiB: above it, 431 HEADERS_TOO_LARGE as
+ * `{error, message}`. Bun's own parser answers an empty 431 above its cap before the service sees
+ * the request, so `npm start` and the binary raise Bun's cap to `PARSER_HEADER_BYTES`
+ * (`--max-http-header-size`): between the two the service answers; beyond Bun's cap it cannot.
+ */
+export const MAX_HEADER_BYTES = 16 * 1024
+export const PARSER_HEADER_BYTES = 64 * 1024
+
+/** The bytes of the request line and headers as they came (`name: value\r\n` each), near enough. */
+export const headerBytes = (method: string, url: string, headers: Readonly<Record<string, string | undefined>>) =>
+  Object.entries(headers).reduce(
+    (sum, [name, value]) => sum + name.length + (value?.length ?? 0) + 4,
+    method.length + url.length + " HTTP/1.1\r\n".length + 2
+  )

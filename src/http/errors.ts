@@ -2,6 +2,7 @@ import { HttpApiBuilder, HttpApiError, HttpApiSchema, HttpApp, HttpServerRequest
 import { RouteNotFound } from "@effect/platform/HttpServerError"
 import { Cause, Effect, Option, type Schema } from "effect"
 import {
+  HeadersTooLarge,
   InternalError,
   InvalidRequest,
   MalformedBody,
@@ -14,7 +15,7 @@ import {
 } from "../domain/errors.js"
 import { describeIssues } from "../domain/issues.js"
 import { SextantApi } from "./api/index.js"
-import { jsonDepth, MAX_BODY_BYTES, MAX_JSON_DEPTH } from "./body.js"
+import { headerBytes, jsonDepth, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_JSON_DEPTH } from "./body.js"
 
 /** Every declared (method, path) pair, to tell "no such path" (404) from "wrong method" (405). */
 const routes = Object.values(SextantApi.groups).flatMap((group) =>
@@ -64,7 +65,7 @@ const hasTag = (value: unknown, tag: string) =>
 const isJson = (contentType: string) => /^application\/([a-z0-9.+-]*\+)?json\b/i.test(contentType.trim())
 
 /** What this middleware fails with; HttpApi encodes it (each is declared by the whole API). */
-type RequestError = InvalidRequest | MalformedBody | NestingTooDeep | PayloadTooLarge | UnsupportedMediaType | InternalError | StoreUnavailable
+type RequestError = HeadersTooLarge | InvalidRequest | MalformedBody | NestingTooDeep | PayloadTooLarge | UnsupportedMediaType | InternalError | StoreUnavailable
 
 const tooLarge = new PayloadTooLarge({ message: `request bodies are limited to ${MAX_BODY_BYTES} bytes` })
 
@@ -85,6 +86,9 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
   (app) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
+      if (headerBytes(request.method, request.url, request.headers) > MAX_HEADER_BYTES) {
+        return yield* Effect.fail(new HeadersTooLarge({ message: `the request line and headers together are limited to ${MAX_HEADER_BYTES} bytes` }))
+      }
       const length = Number(request.headers["content-length"] ?? 0)
       if (length > MAX_BODY_BYTES) return yield* Effect.fail(tooLarge)
       // Bodies are JSON. A client that sends none is read as JSON; one that names another type is refused.

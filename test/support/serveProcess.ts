@@ -2,6 +2,7 @@ import type { Subprocess } from "bun"
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import pkg from "../../package.json" with { type: "json" }
 import { pollUntil } from "./poll.js"
 
 const ROOT = resolve(import.meta.dir, "..", "..")
@@ -96,6 +97,16 @@ export const launchServe = async (
   }
 }
 
+/**
+ * `sextant serve --config <file>` as `npm start` runs it: Bun's runtime flags from the `start`
+ * script (its HTTP header cap) included.
+ */
+export const serveArgv = (configFile: string): Array<string> => {
+  const script = pkg.scripts.start.split(" ")
+  if (script[0] !== "bun" || !script.includes("src/main.ts")) throw new Error(`unexpected start script: ${pkg.scripts.start}`)
+  return [process.execPath, ...script.slice(1), "--config", configFile]
+}
+
 export interface ServeProcess {
   /** The service's base URL, http://127.0.0.1:<port>. */
   readonly url: string
@@ -125,7 +136,7 @@ export const spawnServe = async (
   writeFileSync(configFile, JSON.stringify(config, null, 2))
   let launched: ServeChild
   try {
-    launched = await launchServe([process.execPath, "src/main.ts", "serve", "--config", configFile], { logFile: join(dir, "serve.log") })
+    launched = await launchServe(serveArgv(configFile), { logFile: join(dir, "serve.log") })
   } catch (e) {
     rmSync(dir, { recursive: true, force: true })
     throw e

@@ -1,5 +1,6 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import {
+  HeadersTooLarge,
   InternalError,
   InvalidRequest,
   MalformedBody,
@@ -58,6 +59,7 @@ export class SextantApi extends HttpApi.make("sextant")
   .add(ReceiptsApi)
   // Any request may carry a body, and every body is checked before routing; any request may meet a failing store.
   .addError(InvalidRequest)
+  .addError(HeadersTooLarge)
   .addError(MalformedBody)
   .addError(NestingTooDeep)
   .addError(PayloadTooLarge)
