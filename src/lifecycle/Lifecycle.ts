@@ -36,7 +36,9 @@ const make = Effect.gen(function* () {
       yield* Ref.set(draining, true)
       const pending = yield* SubscriptionRef.get(inFlight)
       yield* Effect.logInfo(`shutting down: waiting up to ${Duration.format(grace)} for ${pending} request(s) and settle(s) in flight`)
-      const finished = yield* Effect.timeout(idle, grace).pipe(Effect.option, Effect.map(Option.isSome))
+      // Interruptible on purpose: a drain runs as a finalizer (uninterruptible), where the timeout
+      // could not stop the wait and would only return once everything finished anyway.
+      const finished = yield* Effect.timeout(Effect.interruptible(idle), grace).pipe(Effect.option, Effect.map(Option.isSome))
       const left = yield* SubscriptionRef.get(inFlight)
       yield* finished
         ? Effect.logInfo("shutting down: nothing left in flight")
