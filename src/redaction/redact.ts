@@ -17,7 +17,7 @@ const MIN_SECRET_LENGTH = 8
  * and Stellar secret seeds (`S` + 55 base32 characters).
  */
 const CREDENTIAL_FIELD =
-  /((?:proxy-)?authorization|x-api-key|api[-_]?key|apikey|access[-_]?token|refresh[-_]?token|client[-_]?secret|secret|password|passwd)(["']?\s*[:=]\s*["']?)((?:bearer|basic|token|digest)\s+)?[^"'\s,;&}\]]+/gi
+  /((?:proxy-)?authorization|x-api-key|api[-_]?key|apikey|access[-_]?token|refresh[-_]?token|client[-_]?secret|secret|password|passwd)(["']?\s*[:=]\s*["']?)((?:bearer|basic|token|digest)\s+)?(?:\[REDACTED\]|[^"'\s,;&}\][]+)/gi
 // "Basic" only before something base64-looking with a digit or padding, so prose ("basic checks") is left alone.
 const AUTH_SCHEME = /\b(bearer|Basic(?=\s+[A-Za-z0-9+/]*[0-9+/=]))(\s+)[A-Za-z0-9._~+/=-]{8,}/gi
 const URL_CREDENTIALS = /(\b[a-z][a-z0-9+.-]*:\/\/)[^/\s:@]+(?::[^/\s@]*)?@/gi
