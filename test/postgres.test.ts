@@ -228,6 +228,22 @@ describe.skipIf(!availability.available)(title, () => {
     }
   })
 
+  test("two instances on one database share a rate limit: 40 verifies from one client, 10 admitted in all", async () => {
+    const database = await cluster.createDatabase("limits")
+    const base = testConfig()
+    const limited = { ...base.limits, verify: { requests: 10, windowSeconds: 60 } }
+    const a = await start(fixtureConfig(database, { limits: limited }))
+    const b = await start(fixtureConfig(database, { limits: limited }))
+    // An empty body: each admitted request is refused 400 after it was counted, so nothing else is needed.
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => request(`${(i % 2 === 0 ? a : b).url}/x402/verify`, { method: "POST", json: {} }))
+    )
+    expect(answers.filter((r) => r.status === 400)).toHaveLength(10)
+    const refused = answers.filter((r) => r.status === 429)
+    expect(refused).toHaveLength(30)
+    for (const r of refused) expect(r.body.error).toBe("RATE_LIMITED")
+  })
+
   test("receipts: created, read back unchanged and verified", async () => {
     const { server } = await probedServer(await cluster.createDatabase("receipts"))
     const transactionHash = ledger.addTransaction({

@@ -1,0 +1,159 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import { Effect, ManagedRuntime } from "effect"
+import { createHash } from "node:crypto"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { Config } from "../src/config.js"
+import { clientAddress, limitedGroupOf, limitKey } from "../src/limits/groups.js"
+import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
+import { StoreLive, StoreTest } from "../src/store/Store.js"
+import { observation } from "./fixtures/observations.js"
+import { entry } from "./fixtures/verificationStack.js"
+import { request, startServer, testConfig } from "./support/server.js"
+
+describe("rate limit groups and keys (pure)", () => {
+  test("only the endpoints that cost real work are limited", () => {
+    expect(limitedGroupOf("POST", "/v1/validate")).toBe("validate")
+    expect(limitedGroupOf("post", "/v1/validate/")).toBe("validate")
+    expect(limitedGroupOf("POST", "/v1/resources/register")).toBe("register")
+    expect(limitedGroupOf("POST", "/v1/receipts")).toBe("receipts")
+    expect(limitedGroupOf("POST", "/x402/verify")).toBe("verify")
+    expect(limitedGroupOf("POST", "/x402/settle")).toBe("settle")
+    expect(limitedGroupOf("GET", "/v1/resources")).toBeUndefined()
+    expect(limitedGroupOf("GET", "/v1/receipts/abc")).toBeUndefined()
+  })
+
+  test("a key's principal, else the client address; a proxy's header only when configured", () => {
+    expect(limitKey("settle", "agent-1", "127.0.0.1")).toBe("settle:key:agent-1")
+    expect(limitKey("settle", null, "127.0.0.1")).toBe("settle:addr:127.0.0.1")
+    const headers = { "x-forwarded-for": "203.0.113.7, 10.0.0.1" }
+    expect(clientAddress({ clientAddressHeader: null }, headers, "10.0.0.1")).toBe("10.0.0.1")
+    expect(clientAddress({ clientAddressHeader: "x-forwarded-for" }, headers, "10.0.0.1")).toBe("203.0.113.7")
+    expect(clientAddress({ clientAddressHeader: "x-forwarded-for" }, {}, "10.0.0.1")).toBe("10.0.0.1")
+  })
+})
+
+/** Answers any path 200: a target for validates that stays on loopback. */
+const target = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => Response.json({ ok: true }) })
+afterAll(() => target.stop(true))
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
+const servers: Array<Awaited<ReturnType<typeof startServer>>> = []
+const start = async (overrides: Partial<Config>) => {
+  const base = testConfig()
+  const server = await startServer(testConfig({ probes: { ...base.probes, allowPrivateTargets: true, timeoutMs: 2_000 }, ...overrides }))
+  servers.push(server)
+  return server
+}
+afterAll(async () => {
+  await Promise.all(servers.map((s) => s.close()))
+})
+
+const validate = (url: string, path: string, headers: Record<string, string> = {}) =>
+  request(`${url}/v1/validate`, { method: "POST", headers, json: { url: `http://127.0.0.1:${target.port}/${path}` } })
+
+describe("POST /v1/validate under abuse", () => {
+  let server: Awaited<ReturnType<typeof startServer>>
+  const folder = mkdtempSync(join(tmpdir(), "sextant-limits-"))
+  const database = join(folder, "sextant.db")
+  // A second view of the server's store, to ask it what the probe schedule would take.
+  const store = ManagedRuntime.make(StoreLive(database))
+  beforeAll(async () => {
+    const base = testConfig()
+    server = await start({ database, limits: { ...base.limits, validate: { requests: 20, windowSeconds: 60 } } })
+  })
+  afterAll(async () => {
+    await store.dispose()
+    rmSync(folder, { recursive: true, force: true })
+  })
+
+  test("300 validates of new URLs from one client: 429 after the configured 20, and no growth of scheduled probes", async () => {
+    const targets = () => store.runPromise(Effect.flatMap(ResourcesRepo, (repo) => repo.probeTargets()))
+    const scheduledBefore = (await targets()).length
+    const answers: Array<Awaited<ReturnType<typeof validate>>> = []
+    for (let batch = 0; batch < 30; batch++) {
+      answers.push(...(await Promise.all(Array.from({ length: 10 }, (_, i) => validate(server.url, `new-${batch}-${i}`)))))
+    }
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(20)
+    const limited = answers.filter((a) => a.status === 429)
+    expect(limited).toHaveLength(280)
+    for (const answer of limited) {
+      expect(Object.keys(answer.body).sort()).toEqual(["error", "message", "retryAfterSeconds"])
+      expect(answer.body.error).toBe("RATE_LIMITED")
+      const retryAfter = Number(answer.headers.get("retry-after"))
+      expect(retryAfter).toBe(answer.body.retryAfterSeconds)
+      expect(retryAfter).toBeGreaterThanOrEqual(1)
+      expect(retryAfter).toBeLessThanOrEqual(60)
+    }
+    // The 20 admitted URLs are stored, unlisted, and none of them joins the probe schedule.
+    const stored = await store.runPromise(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: number }>`SELECT COUNT(*) AS n FROM resources WHERE source = 'validate' AND listed = 0`)
+    )
+    expect(Number(stored[0]?.n)).toBe(20)
+    expect((await targets()).length).toBe(scheduledBefore)
+  }, 30_000)
+})
+
+describe("limits per principal", () => {
+  test("each API key has its own allowance; an unknown key counts against the address; a window ends by itself", async () => {
+    const base = testConfig()
+    const server = await start({
+      apiKeys: [
+        { principal: "agent-a", sha256: sha256("key-a") },
+        { principal: "agent-b", sha256: sha256("key-b") }
+      ],
+      limits: { ...base.limits, validate: { requests: 2, windowSeconds: 1 } }
+    })
+    const as = (key: string) => ({ authorization: `Bearer ${key}` })
+    const statuses = async (key: string, n: number) => {
+      const out: Array<number> = []
+      for (let i = 0; i < n; i++) out.push((await validate(server.url, `${key}-${i}-${Date.now()}`, as(key))).status)
+      return out
+    }
+    expect(await statuses("key-a", 3)).toEqual([200, 200, 429])
+    expect(await statuses("key-b", 2)).toEqual([200, 200])
+    // Wrong keys are refused (401) until the address's own allowance runs out.
+    expect(await statuses("guessed", 3)).toEqual([401, 401, 429])
+    await Bun.sleep(1_100)
+    expect(await statuses("key-a", 1)).toEqual([200])
+  }, 15_000)
+
+  test("a limit set to null is not counted", async () => {
+    const base = testConfig()
+    const server = await start({ limits: { ...base.limits, validate: null } })
+    const statuses = await Promise.all(Array.from({ length: 80 }, (_, i) => validate(server.url, `free-${i}`).then((a) => a.status)))
+    expect(statuses.every((s) => s === 200)).toBe(true)
+  }, 15_000)
+})
+
+describe("unlisted retention (verification.unlistedRetentionHours)", () => {
+  test("an unlisted validate resource nobody validated since the cutoff is deleted; recently validated, listed and config ones stay", async () => {
+    const store = ManagedRuntime.make(StoreTest)
+    const nowMs = Date.now()
+    const validated = { actor: "validate", reason: "test" }
+    const left = await store.runPromise(
+      Effect.gen(function* () {
+        const repo = yield* ResourcesRepo
+        const observations = yield* ObservationsRepo
+        yield* repo.upsertCatalog([entry("config.kept", "http://127.0.0.1:9/config")])
+        yield* repo.insertUnlisted(entry("discovered-stale", "http://127.0.0.1:9/stale"), "validate", validated)
+        yield* repo.insertUnlisted(entry("discovered-fresh", "http://127.0.0.1:9/fresh"), "validate", validated)
+        yield* repo.upsertListed(entry("registered.kept", "http://127.0.0.1:9/registered"), "registration", validated)
+        // Validated again after the cutoff: kept.
+        yield* observations.insert(observation(nowMs + 600_000, { resourceId: "discovered-fresh", url: "http://127.0.0.1:9/fresh" }))
+        yield* observations.insert(observation(nowMs - 600_000, { resourceId: "discovered-stale", url: "http://127.0.0.1:9/stale" }))
+        const pruned = yield* repo.pruneUnlisted(nowMs + 300_000)
+        expect(pruned).toBe(1)
+        const ids = yield* Effect.forEach(["config.kept", "discovered-stale", "discovered-fresh", "registered.kept"], (id) =>
+          Effect.map(repo.get(id), (found) => (found._tag === "Some" ? id : null))
+        )
+        return ids.filter((id) => id !== null)
+      })
+    )
+    await store.dispose()
+    expect(left).toEqual(["config.kept", "discovered-fresh", "registered.kept"])
+  })
+})
