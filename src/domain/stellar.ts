@@ -29,19 +29,29 @@ const memoized = (check: (s: string) => boolean, limit = 10_000) => {
 
 const isStellarAddress = memoized((s) => StrKey.isValidEd25519PublicKey(s) || StrKey.isValidContract(s))
 
+/**
+ * A generator of valid keys for property tests and the fuzzer: a checksum is never hit by chance,
+ * so filtering random strings for one would never end.
+ */
+const strkeys = (encode: (bytes: Buffer) => string) => () => (fc: typeof import("effect").FastCheck) =>
+  fc.uint8Array({ minLength: 32, maxLength: 32 }).map((bytes) => encode(Buffer.from(bytes)))
+
 /** A G... account or C... contract address, checked with the SDK's strkey codec (checksum included). */
 export const StellarAddress = Schema.String.pipe(
   Schema.filter(isStellarAddress, {
     message: () => "expected a Stellar account (G...) or contract (C...) address with a valid checksum"
   })
-).annotations({ identifier: "StellarAddress" })
+).annotations({
+  identifier: "StellarAddress",
+  arbitrary: strkeys((bytes) => (bytes[0]! % 2 === 0 ? StrKey.encodeEd25519PublicKey(bytes) : StrKey.encodeContract(bytes)))
+})
 
 /** A Soroban contract id (C...), e.g. the SEP-41 wrapper of a classic asset. */
 export const ContractId = Schema.String.pipe(
   Schema.filter((s) => StrKey.isValidContract(s), {
     message: () => "expected a Stellar contract id (C...) with a valid checksum"
   })
-).annotations({ identifier: "ContractId" })
+).annotations({ identifier: "ContractId", arbitrary: strkeys((bytes) => StrKey.encodeContract(bytes)) })
 
 /** Non-negative integer amount in asset base units, as a decimal string without leading zeros. */
 export const BaseUnits = Schema.String.pipe(
