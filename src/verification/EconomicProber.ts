@@ -3,7 +3,7 @@ import { Clock, Context, Effect, Layer, Redacted, Schedule } from "effect"
 import { AppConfig } from "../config.js"
 import type { EconomicEvent } from "../domain/evidence.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
-import { loadOrCreateProbeKey } from "../keys/probeKey.js"
+import { loadOrCreateProbeKey } from "../keys/stellarKey.js"
 import { payFor, type PaidAnswer } from "../payments/payFor.js"
 import { policyContext } from "../policy/evaluate.js"
 import { ProbeSpendRepo } from "../store/ProbeSpendRepo.js"
@@ -73,7 +73,7 @@ const make = Effect.gen(function* () {
         deployment,
         maxPrice: units,
         accept: (requirements) => requirements.payTo === target.option.payTo,
-        probes: config.probes
+        outbound: config.probes
       }).pipe(Effect.provide(FetchHttpClient.layer), Effect.either)
       if (attempt._tag === "Left") {
         const error = attempt.left
