@@ -40,18 +40,26 @@ export const CatalogSource = Schema.Struct({
 })
 export type CatalogSource = typeof CatalogSource.Type
 
+/**
+ * The outbound guard's fields (`verification/outboundGuard.ts`), shared by probes and the buyer:
+ * both send requests to URLs a catalog named, which must not reach private networks unless trusted.
+ */
+const outboundGuardFields = {
+  allowPrivateTargets: opt(Schema.Boolean, false),
+  /**
+   * Origins that may be reached even though they are private: by default the bundled vertical's and
+   * the demo catalog's other providers', all on loopback.
+   */
+  trustedOrigins: opt(Schema.Array(Schema.String), ["http://127.0.0.1:4021", "http://127.0.0.1:4022", "http://127.0.0.1:4023"])
+}
+
 export const ProbesConfig = Schema.Struct({
   intervalSeconds: opt(PositiveInt, 60),
   timeoutMs: opt(PositiveInt, 5000),
   concurrency: opt(PositiveInt, 8),
   /** Fraction of the interval added at random to each cycle's start, so fleets do not probe in step. */
   jitter: opt(Ratio, 0.1),
-  allowPrivateTargets: opt(Schema.Boolean, false),
-  /**
-   * Origins that may be probed even though they are private: by default the bundled vertical's and
-   * the demo catalog's other providers', all on loopback.
-   */
-  trustedOrigins: opt(Schema.Array(Schema.String), ["http://127.0.0.1:4021", "http://127.0.0.1:4022", "http://127.0.0.1:4023"]),
+  ...outboundGuardFields,
   retentionDays: opt(PositiveInt, 7),
   maxBodyBytes: opt(PositiveInt, 65536),
   /** Share above the advertised price a challenge may ask before the resource is quarantined. */
@@ -211,6 +219,34 @@ export const EconomicProbesConfig = Schema.Struct({
 })
 export type EconomicProbesConfig = typeof EconomicProbesConfig.Type
 
+/**
+ * The buyer side (`sextant buy`, `sextant keys buyer-new`, the MCP `buy_resource` tool): what runs on
+ * the buyer's machine with the buyer's key. The network, asset and Soroban RPC are the top-level
+ * `network`, `asset` and `ledger.sorobanRpcUrl`.
+ */
+export const BuyerConfig = Schema.Struct({
+  /** The buyer's Stellar secret seed (created 0600 by `sextant keys buyer-new`); never sent anywhere. */
+  keyFile: opt(Schema.String.pipe(Schema.minLength(1)), "./data/buyer.key"),
+  /** The Sextant service `sextant buy` routes through and asks for receipts. */
+  service: opt(HttpUrl, "http://127.0.0.1:4020"),
+  /** Sent as `Authorization: Bearer` to `service` only, for `POST /v1/receipts` when it has `apiKeys`. */
+  apiKey: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+  /** The local spend ledger (SQLite); null means `<keyFile>.spend.db`, next to the key. */
+  spendLedgerFile: opt(Schema.NullOr(Schema.String.pipe(Schema.minLength(1))), null),
+  /** The rolling window the local spend ledger sums over. */
+  windowSeconds: opt(PositiveInt, 86_400),
+  /** What this key may sign for within the window, whatever any service says. */
+  maxUsdPerWindow: opt(NonNegativeNumber, 1),
+  /** What one MCP session (one `sextant mcp --buyer-key-file` process) may spend, on top of the window. */
+  mcpSessionCapUsd: opt(NonNegativeNumber, 0.1),
+  /** The unpaid request's timeout; the paid one waits up to 60 s for settlement. */
+  timeoutMs: opt(PositiveInt, 10_000),
+  /** A paid answer larger than this is not kept: the payment is reported as failed. */
+  maxBodyBytes: opt(PositiveInt, 4 * 1024 * 1024),
+  ...outboundGuardFields
+})
+export type BuyerConfig = typeof BuyerConfig.Type
+
 /** The config file; its field names are a contract with operators (docs/decisions.md): add, never rename. */
 export const ConfigFile = Schema.Struct({
   host: opt(Schema.String, "127.0.0.1"),
@@ -231,7 +267,8 @@ export const ConfigFile = Schema.Struct({
   catalogSources: opt(Schema.Array(CatalogSource), []),
   vertical: opt(VerticalConfig, Schema.decodeSync(VerticalConfig)({})),
   ledger: opt(LedgerConfig, Schema.decodeSync(LedgerConfig)({})),
-  economicProbes: opt(EconomicProbesConfig, Schema.decodeSync(EconomicProbesConfig)({}))
+  economicProbes: opt(EconomicProbesConfig, Schema.decodeSync(EconomicProbesConfig)({})),
+  buyer: opt(BuyerConfig, Schema.decodeSync(BuyerConfig)({}))
 })
 export type ConfigFile = typeof ConfigFile.Type
 

@@ -313,9 +313,9 @@ describe("payFor refuses to pay what it should not", () => {
     expect(rpc.calls).toHaveLength(0)
   })
 
-  test("the caller's accept predicate is honoured: a refused option is not paid", async () => {
-    const result = await pay({ url: x402Fixture.url("/paid"), outbound: probes(), accept: (r) => r.payTo !== PAY_TO })
-    expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "NoAcceptableOption", offered: expect.stringContaining("not accepted by the caller") })
+  test("the caller's refusal is honoured and quoted: a refused option is not paid", async () => {
+    const result = await pay({ url: x402Fixture.url("/paid"), outbound: probes(), refuse: (r) => (r.payTo !== PAY_TO ? "not the payee wanted" : null) })
+    expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "NoAcceptableOption", offered: expect.stringContaining("(not the payee wanted)") })
     expect(rpc.calls).toHaveLength(0)
   })
 
@@ -392,9 +392,9 @@ describe("payFor: choosing, and judging the paid answer", () => {
   })
 
   test("the caller's choice and maxPrice narrow the options: the other payee is paid when it is the only one accepted", async () => {
-    const paid = Either.getOrThrow(await pay({ url: sellerOf.url, outbound: probes(), accept: (r) => r.payTo === OTHER_PAYEE }))
+    const paid = Either.getOrThrow(await pay({ url: sellerOf.url, outbound: probes(), refuse: (r) => (r.payTo === OTHER_PAYEE ? null : "another payee") }))
     expect(paid.amount).toBe("20000")
-    const capped = await pay({ url: sellerOf.url, outbound: probes(), accept: (r) => r.payTo === OTHER_PAYEE, maxPrice: 19_999n })
+    const capped = await pay({ url: sellerOf.url, outbound: probes(), refuse: (r) => (r.payTo === OTHER_PAYEE ? null : "another payee"), maxPrice: 19_999n })
     expect(Either.isLeft(capped) && capped.left._tag).toBe("PriceAboveLimit")
     expect(sellerOf.payments).toHaveLength(1)
   })

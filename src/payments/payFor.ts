@@ -35,8 +35,11 @@ export interface PayForInput {
   readonly deployment: Deployment
   /** Base units: an option asking more is never paid. */
   readonly maxPrice: bigint
-  /** The caller's further say on an option (a payee, a policy); every payable option by default. */
-  readonly accept?: (requirements: PaymentRequirements) => boolean
+  /**
+   * The caller's further say on an option (a payee, a policy): why it is refused, or null. Every
+   * payable option is accepted by default. The reason is quoted in NoAcceptableOption.
+   */
+  readonly refuse?: (requirements: PaymentRequirements) => string | null
   /** The outbound guard's policy, the unpaid request's timeout and the body cap (the probes' or the buyer's). */
   readonly outbound: OutboundRequests
   /** Bound on the paid request, which waits for the facilitator to settle (default 60 s). */
@@ -91,7 +94,7 @@ const choose = (challenge: PaymentRequiredV2, input: PayForInput) => {
     const refusal = refusalOf(offered, input.deployment)?.reason ?? null
     // Past refusalOf the network is the deployment's and `extra` an object: the stock type holds.
     const option = offered as PaymentRequirements
-    return { option, refusal: refusal ?? (input.accept && !input.accept(option) ? "not accepted by the caller" : null) }
+    return { option, refusal: refusal ?? input.refuse?.(option) ?? null }
   })
   const payable = judged.filter((j) => j.refusal === null).map((j) => j.option)
   if (payable.length === 0) {

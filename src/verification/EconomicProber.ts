@@ -8,7 +8,8 @@ import { payFor, type PaidAnswer } from "../payments/payFor.js"
 import { policyContext } from "../policy/evaluate.js"
 import { ProbeSpendRepo } from "../store/ProbeSpendRepo.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
-import { economicTargets, type EconomicTarget, type Skipped, usdFloorUnits } from "./economicTargets.js"
+import { economicTargets, type EconomicTarget, type Skipped } from "./economicTargets.js"
+import { usdFloorUnits } from "../domain/stellar.js"
 import { EvidenceReader } from "./EvidenceReader.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
 
@@ -72,7 +73,7 @@ const make = Effect.gen(function* () {
         rpcUrl: config.ledger.sorobanRpcUrl,
         deployment,
         maxPrice: units,
-        accept: (requirements) => requirements.payTo === target.option.payTo,
+        refuse: (requirements) => (requirements.payTo === target.option.payTo ? null : `payTo is not the catalog's ${target.option.payTo}`),
         outbound: config.probes
       }).pipe(Effect.provide(FetchHttpClient.layer), Effect.either)
       if (attempt._tag === "Left") {

@@ -1,0 +1,266 @@
+import { FetchHttpClient } from "@effect/platform"
+import { Context, Effect, Layer, Redacted, Ref } from "effect"
+import { createHash } from "node:crypto"
+import type { BuyAttempt, BuyRequest, BuyResult } from "../domain/buy.js"
+import type { AgentPolicy } from "../domain/policy.js"
+import type { ResourceInfo } from "../domain/resources.js"
+import type { RankedCandidate } from "../domain/routes.js"
+import { baseUnitsToUsd, usdFloorUnits } from "../domain/stellar.js"
+import type { StellarKey } from "../keys/stellarKey.js"
+import { type PaidAnswer, payFor } from "../payments/payFor.js"
+import type { Deployment } from "../verification/challenge.js"
+import type { OutboundRequests } from "../verification/fetchAnswer.js"
+import { candidateRefusal, challengeRefusal, priceCeiling } from "./candidate.js"
+import {
+  AllProvidersFailed,
+  type BuyError,
+  NothingEligible,
+  OutcomeUnknown,
+  PaidButFailed,
+  ServiceFailure,
+  SpendLimitReached
+} from "./errors.js"
+import { placeInput } from "./input.js"
+import { judgeFailure, judgePaid } from "./outcome.js"
+import { SextantClient } from "./SextantClient.js"
+import { OverSpendLimit, type Reservation, SpendLedger, type SpendLedgerUnavailable } from "./SpendLedger.js"
+
+type Resource = typeof ResourceInfo.Type
+
+export interface BuyerShape {
+  /**
+   * One purchase: route, then for the selection and each fallback in order, check, pay and read
+   * the answer, stopping at the first success (or the first payment that may have settled); then
+   * ask the service for a receipt. Fails with a BuyError that carries every attempt.
+   */
+  readonly buy: (request: BuyRequest) => Effect.Effect<BuyResult, BuyError>
+}
+
+export interface BuyerSettings {
+  /** The buyer's key, read on this machine; only signed authorisations leave it. */
+  readonly key: StellarKey
+  /** Soroban RPC the payment is simulated on (`ledger.sorobanRpcUrl`). */
+  readonly rpcUrl: string
+  readonly deployment: Deployment
+  readonly decimals: number
+  /** The outbound guard, timeout and body cap for requests to resources. */
+  readonly outbound: OutboundRequests
+  /** What this Buyer may sign for over its lifetime (an MCP session), on top of the spend window. */
+  readonly sessionCapUsd?: number
+}
+
+/** How one candidate ended and whether the purchase goes on. */
+type Tried =
+  | { readonly _tag: "Next"; readonly attempt: BuyAttempt }
+  | { readonly _tag: "Stop"; readonly attempt: BuyAttempt }
+  | Delivered
+
+interface Delivered {
+  readonly _tag: "Delivered"
+  readonly attempt: BuyAttempt
+  readonly paid: PaidAnswer
+  readonly resource: Resource
+  readonly transactionHash: string | null
+}
+
+const describe = (e: unknown) =>
+  typeof e === "object" && e !== null && "message" in e && typeof e.message === "string" && e.message !== ""
+    ? `${(e as { _tag?: string })._tag ?? "Error"}: ${e.message}`
+    : String((e as { _tag?: string })._tag ?? e)
+
+const sha256Hex = (body: Uint8Array) => createHash("sha256").update(body).digest("hex")
+
+const isJsonType = (contentType: string | null) => contentType !== null && /^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(contentType.trim())
+
+/** The answer as data: parsed when it declares JSON and is, its text otherwise. */
+const dataOf = (paid: PaidAnswer): unknown => {
+  const text = (paid.body ?? Buffer.alloc(0)).toString("utf8")
+  if (!isJsonType(paid.contentType)) return text
+  try {
+    return JSON.parse(text) as unknown
+  } catch {
+    return text
+  }
+}
+
+/** `--max-usd` tightens the policy's price per request, never loosens it. */
+export const effectivePolicy = (request: Pick<BuyRequest, "policy" | "maxUsd">): AgentPolicy => {
+  const policy = request.policy ?? {}
+  if (request.maxUsd === undefined) return policy
+  return { ...policy, maxPricePerRequestUsd: Math.min(request.maxUsd, policy.maxPricePerRequestUsd ?? Infinity) }
+}
+
+const make = (settings: BuyerSettings) =>
+  Effect.gen(function* () {
+    const client = yield* SextantClient
+    const ledger = yield* SpendLedger
+    const payer = settings.key.address
+    const sessionCap = settings.sessionCapUsd === undefined ? null : usdFloorUnits(settings.sessionCapUsd, settings.decimals)
+    const sessionSpent = yield* Ref.make(0n)
+
+    /** Room in the spend window, then in the session: both before anything is signed. */
+    const reserve = (amount: bigint, resourceId: string) =>
+      Effect.gen(function* () {
+        const reservation = yield* ledger.reserve(payer, amount, resourceId)
+        if (sessionCap === null) return reservation
+        const spent = yield* Ref.modify(sessionSpent, (spent) => (spent + amount <= sessionCap ? [null, spent + amount] : [spent, spent]))
+        if (spent === null) return reservation
+        yield* ledger.release(reservation)
+        return yield* new OverSpendLimit({ spent: spent.toString(), amount: amount.toString(), limit: sessionCap.toString() })
+      })
+    const release = (reservation: Reservation, amount: bigint) =>
+      Effect.zipRight(ledger.release(reservation), Ref.update(sessionSpent, (spent) => spent - (sessionCap === null ? 0n : amount)))
+    /** A signed payment left: it counts at the amount signed (at most the reserved ceiling). */
+    const commit = (reservation: Reservation, reserved: bigint, signed: bigint) =>
+      Effect.zipRight(ledger.commit(reservation, signed), Ref.update(sessionSpent, (spent) => spent - (sessionCap === null ? 0n : reserved - signed)))
+
+    const tryCandidate = (
+      candidate: RankedCandidate,
+      rank: number,
+      policy: AgentPolicy,
+      input: unknown
+    ): Effect.Effect<Tried, SpendLedgerUnavailable> =>
+      Effect.gen(function* () {
+        const attempt = (outcome: BuyAttempt["outcome"], reason: string, more: Partial<BuyAttempt> = {}): BuyAttempt => ({
+          rank,
+          resourceId: candidate.resourceId,
+          providerId: candidate.providerId,
+          outcome,
+          reason,
+          amount: null,
+          httpStatus: null,
+          transactionHash: null,
+          ...more
+        })
+        const next = (outcome: BuyAttempt["outcome"], reason: string): Tried => ({ _tag: "Next", attempt: attempt(outcome, reason) })
+
+        const refusal = candidateRefusal(candidate, policy, settings.deployment)
+        if (refusal !== null) return next("refused", refusal)
+        const detail = yield* Effect.either(client.resources.get({ path: { id: candidate.resourceId } }))
+        if (detail._tag === "Left") return next("failed", `the service could not describe the resource: ${describe(detail.left)}`)
+        const resource = detail.right.resource
+        const placement = placeInput(resource.url, resource.method, input)
+        if (placement._tag === "Left") return next("refused", placement.left)
+
+        const ceiling = priceCeiling(candidate, policy, settings.decimals)
+        const reservation = yield* reserve(ceiling, candidate.resourceId).pipe(
+          Effect.map((reserved) => ({ _tag: "Right" as const, right: reserved })),
+          Effect.catchTag("OverSpendLimit", (over) => Effect.succeed({ _tag: "Left" as const, left: over }))
+        )
+        if (reservation._tag === "Left") {
+          const { spent, amount, limit } = reservation.left
+          return next("over_budget", `${amount} base units would exceed the limit of ${limit} (${spent} already counted); nothing was signed`)
+        }
+        const result = yield* payFor({
+          url: placement.right.url,
+          method: resource.method,
+          ...(placement.right.body === undefined ? {} : { body: placement.right.body }),
+          signer: Redacted.value(settings.key.signer),
+          rpcUrl: settings.rpcUrl,
+          deployment: settings.deployment,
+          maxPrice: ceiling,
+          refuse: challengeRefusal(candidate),
+          outbound: settings.outbound
+        }).pipe(Effect.provide(FetchHttpClient.layer), Effect.either)
+
+        if (result._tag === "Left") {
+          const { outcome, reason } = judgeFailure(result.left)
+          if (outcome !== "unknown") {
+            yield* release(reservation.right, ceiling)
+            return next(outcome, reason)
+          }
+          // The signature left: it counts at the ceiling, the most it can move.
+          yield* commit(reservation.right, ceiling, ceiling)
+          return { _tag: "Stop", attempt: attempt("unknown", reason, { amount: ceiling.toString() }) }
+        }
+        const paid = result.right
+        yield* commit(reservation.right, ceiling, BigInt(paid.amount))
+        const verdict = judgePaid(paid)
+        const signed = { amount: paid.amount, httpStatus: paid.status, transactionHash: paid.paymentResponse?.transaction ?? null }
+        switch (verdict._tag) {
+          case "Delivered":
+            return {
+              _tag: "Delivered",
+              attempt: attempt("paid", `answered ${paid.status}`, { ...signed, transactionHash: verdict.transactionHash }),
+              paid,
+              resource,
+              transactionHash: verdict.transactionHash
+            }
+          case "Unpaid":
+            return { _tag: "Next", attempt: attempt("failed", verdict.reason, signed) }
+          case "PaidFailed":
+            return { _tag: "Stop", attempt: attempt("paid_failed", verdict.reason, signed) }
+        }
+      })
+
+    /** The receipt of a delivered purchase; its failure is reported beside the data, never instead of it. */
+    const receiptOf = (request: BuyRequest, policy: AgentPolicy, candidate: RankedCandidate, delivered: Delivered) =>
+      client.receipts
+        .create({
+          payload: {
+            request: { capability: request.capability, constraints: policy, ...(request.optimizeFor ? { optimizeFor: request.optimizeFor } : {}) },
+            resourceId: candidate.resourceId,
+            payment: {
+              network: candidate.option.network,
+              scheme: "exact",
+              asset: delivered.paid.requirements.asset,
+              amount: delivered.paid.amount,
+              ...(delivered.transactionHash === null ? {} : { transactionHash: delivered.transactionHash })
+            },
+            response: { status: delivered.paid.status, bodySha256: sha256Hex(delivered.paid.body ?? Buffer.alloc(0)) }
+          }
+        })
+        .pipe(
+          Effect.map((receipt) => ({ receipt })),
+          Effect.catchAll((e) => Effect.succeed({ receipt: null, receiptError: describe(e) }))
+        )
+
+    const buy = (request: BuyRequest) =>
+      Effect.gen(function* () {
+        const policy = effectivePolicy(request)
+        const decision = yield* client.policy
+          .route({ payload: { capability: request.capability, constraints: policy, ...(request.optimizeFor ? { optimizeFor: request.optimizeFor } : {}) } })
+          .pipe(Effect.mapError((e) => new ServiceFailure({ step: "routing", reason: describe(e) })))
+        const candidates = [...(decision.selected === null ? [] : [decision.selected]), ...decision.fallbacks]
+        if (candidates.length === 0) {
+          return yield* new NothingEligible({ capability: request.capability, reason: decision.message, rejected: decision.rejected.length })
+        }
+        const attempts: Array<BuyAttempt> = []
+        for (const [index, candidate] of candidates.entries()) {
+          const tried = yield* tryCandidate(candidate, index + 1, policy, request.input)
+          attempts.push(tried.attempt)
+          if (tried._tag === "Next") continue
+          if (tried._tag === "Stop") {
+            return yield* tried.attempt.outcome === "unknown" ? new OutcomeUnknown({ attempts }) : new PaidButFailed({ attempts })
+          }
+          const receipt = yield* receiptOf(request, policy, candidate, tried)
+          return {
+            data: dataOf(tried.paid),
+            ...receipt,
+            provider: { resourceId: candidate.resourceId, providerId: candidate.providerId, name: tried.resource.name, url: tried.resource.url, rank: index + 1 },
+            paid: {
+              network: candidate.option.network,
+              scheme: "exact",
+              asset: tried.paid.requirements.asset,
+              amount: tried.paid.amount,
+              amountUsd: baseUnitsToUsd(tried.paid.amount, settings.decimals),
+              payTo: tried.paid.requirements.payTo,
+              payer,
+              transactionHash: tried.transactionHash
+            },
+            attempts
+          } satisfies BuyResult
+        }
+        return yield* attempts.every((a) => a.outcome === "over_budget") ? new SpendLimitReached({ attempts }) : new AllProvidersFailed({ attempts })
+      }).pipe(Effect.withSpan("Buyer.buy"))
+
+    return Buyer.of({ buy })
+  })
+
+/**
+ * The buyer: pays for a capability under a policy with the buyer's own key, through the service's
+ * routing and receipts. Needs a SextantClient and the SpendLedger of its key.
+ */
+export class Buyer extends Context.Tag("sextant/Buyer")<Buyer, BuyerShape>() {
+  static readonly layer = (settings: BuyerSettings) => Layer.effect(Buyer, make(settings))
+}
