@@ -6,7 +6,8 @@ import type { AgentPolicy } from "../domain/policy.js"
 import type { ResourceInfo } from "../domain/resources.js"
 import type { RankedCandidate } from "../domain/routes.js"
 import { baseUnitsToUsd, usdFloorUnits } from "../domain/stellar.js"
-import type { StellarKey } from "../keys/stellarKey.js"
+import type { Config } from "../config.js"
+import { readBuyerKey, type StellarKey } from "../keys/stellarKey.js"
 import { type PaidAnswer, payFor } from "../payments/payFor.js"
 import type { Deployment } from "../verification/challenge.js"
 import type { OutboundRequests } from "../verification/fetchAnswer.js"
@@ -23,7 +24,7 @@ import {
 import { placeInput } from "./input.js"
 import { judgeFailure, judgePaid } from "./outcome.js"
 import { SextantClient } from "./SextantClient.js"
-import { OverSpendLimit, type Reservation, SpendLedger, type SpendLedgerUnavailable } from "./SpendLedger.js"
+import { defaultSpendLedgerFile, OverSpendLimit, type Reservation, SpendLedger, type SpendLedgerUnavailable } from "./SpendLedger.js"
 
 type Resource = typeof ResourceInfo.Type
 
@@ -264,3 +265,35 @@ const make = (settings: BuyerSettings) =>
 export class Buyer extends Context.Tag("sextant/Buyer")<Buyer, BuyerShape>() {
   static readonly layer = (settings: BuyerSettings) => Layer.effect(Buyer, make(settings))
 }
+
+export interface BuyerOptions {
+  /** The buyer key file (`buyer.keyFile` unless overridden); it must exist. */
+  readonly keyFile: string
+  readonly sessionCapUsd?: number
+}
+
+/**
+ * The Buyer of a configuration: the buyer key read from `keyFile`, the spend ledger of that key
+ * (`buyer.spendLedgerFile`, else next to the key), the deployment's network, asset and Soroban RPC,
+ * and `buyer`'s outbound guard. The SextantClient is the caller's: over HTTP for `sextant buy`,
+ * in-process for the MCP server.
+ */
+export const BuyerLive = (config: Config, options: BuyerOptions) =>
+  Layer.unwrapEffect(
+    Effect.map(readBuyerKey(options.keyFile), (key) => {
+      const { buyer } = config
+      const ledger = SpendLedger.layer({
+        file: buyer.spendLedgerFile ?? defaultSpendLedgerFile(options.keyFile),
+        windowSeconds: buyer.windowSeconds,
+        limit: usdFloorUnits(buyer.maxUsdPerWindow, config.asset.decimals)
+      })
+      return Buyer.layer({
+        key,
+        rpcUrl: config.ledger.sorobanRpcUrl,
+        deployment: { network: config.network, assetContract: config.asset.assetContract },
+        decimals: config.asset.decimals,
+        outbound: buyer,
+        ...(options.sessionCapUsd === undefined ? {} : { sessionCapUsd: options.sessionCapUsd })
+      }).pipe(Layer.provide(ledger))
+    })
+  )

@@ -1,5 +1,7 @@
 import { Keypair } from "@stellar/stellar-sdk"
 import { Data, Effect, Redacted } from "effect"
+import { existsSync } from "node:fs"
+import { resolve } from "node:path"
 import { loadOrCreateSecretFile } from "./secretFile.js"
 
 /**
@@ -60,3 +62,9 @@ export const loadOrCreateProbeKey = (keyFile: string) => loadOrCreateStellarKey(
  * buyer's machine only; what leaves it is the signed authorisation, never the seed.
  */
 export const loadOrCreateBuyerKey = (keyFile: string) => loadOrCreateStellarKey("buyer.keyFile", keyFile)
+
+/** A buyer key that must already exist: `buy` never creates an unfunded key on the way. */
+export const readBuyerKey = (keyFile: string): Effect.Effect<StellarKey, KeyFileError> =>
+  existsSync(resolve(keyFile))
+    ? loadOrCreateBuyerKey(keyFile)
+    : Effect.fail(new KeyFileError({ field: "buyer.keyFile", path: resolve(keyFile), reason: "missing: create it with sextant keys buyer-new" }))
