@@ -314,7 +314,7 @@ describe("payFor refuses to pay what it should not", () => {
   })
 
   test("the caller's refusal is honoured and quoted: a refused option is not paid", async () => {
-    const result = await pay({ url: x402Fixture.url("/paid"), outbound: probes(), refuse: (r) => (r.payTo !== PAY_TO ? "not the payee wanted" : null) })
+    const result = await pay({ url: x402Fixture.url("/paid"), outbound: probes(), refuse: (r) => (r.payTo === PAY_TO ? "not the payee wanted" : null) })
     expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "NoAcceptableOption", offered: expect.stringContaining("(not the payee wanted)") })
     expect(rpc.calls).toHaveLength(0)
   })
