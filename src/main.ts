@@ -59,8 +59,8 @@ const loadOrExit = (configPath: string | undefined): Config => {
 
 /**
  * The service, the reference vertical beside it unless `vertical.enabled` is false, the demo
- * providers when `demo.enabled`, and the probe schedules, the import schedule and economic probes when enabled, started once both listen so the
- * first cycle already finds the vertical up.
+ * providers when `demo.enabled`, and the probe schedules, the import schedule and economic probes
+ * when enabled, started once the listeners listen so the first cycle already finds them up.
  */
 const serve = (config: Config) => {
   const services = ServicesLive(config, "server")
