@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Keypair } from "@stellar/stellar-sdk"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
+import { Buyer, BuyerClientLive, makeSextantClient } from "../src/client/index.js"
+import { loadConfig } from "../src/config.js"
+import { NotFound } from "../src/domain/errors.js"
+import { FetchHttpClient } from "@effect/platform"
 import { createHash } from "node:crypto"
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -189,6 +193,28 @@ describe("sextant buy", () => {
     // Nothing was signed: no paid request reached either, and the facilitator heard nothing.
     for (const seller of [pricier, otherPayee]) expect(seller.requests.some((r) => r.headers["payment-signature"] !== undefined)).toBe(false)
     expect(facilitator.requests.length).toBe(requestsBefore)
+  }, 30_000)
+
+  test("from TypeScript: the typed client answers every endpoint with its own errors, and Buyer.buy returns data, receipt, provider, paid and attempts", async () => {
+    const client = await Effect.runPromise(makeSextantClient({ baseUrl: proxy.url.origin }).pipe(Effect.provide(FetchHttpClient.layer)))
+    const missing = await Effect.runPromise(Effect.flip(client.resources.get({ path: { id: "no.such" } })))
+    expect(missing).toBeInstanceOf(NotFound)
+    expect((await Effect.runPromise(client.receipts.signer())).offlineVerifiable).toBe(true)
+
+    const tsKey = join(folder, "ts.key")
+    expect((await sextant("keys", "buyer-new", "--key-file", tsKey)).code).toBe(0)
+    const config = Either.getOrThrow(loadConfig(configFile, {}))
+    const result = await Effect.runPromise(
+      Effect.flatMap(Buyer, (buyer) => buyer.buy({ capability: "demo.buy", input: { symbol: "EURC" }, policy: { maxPricePerRequestUsd: 0.01 }, optimizeFor: "cheapest" })).pipe(
+        Effect.provide(BuyerClientLive(config, { keyFile: tsKey, service: proxy.url.origin }))
+      )
+    )
+    expect(result.data).toEqual({ data: "paid content", input: { body: { symbol: "EURC" } } })
+    expect(result.provider.resourceId).toBe("good.data")
+    expect(result.attempts.map((a) => a.outcome)).toEqual(["failed", "paid"])
+    const receiptId = result.receipt?.receiptId ?? ""
+    expect(receiptId).toMatch(/^rcpt_/)
+    expect((await Effect.runPromise(client.receipts.verify({ path: { id: receiptId } }))).valid).toBe(true)
   }, 30_000)
 
   test("nothing eligible, a missing key and a bad command line have their own exit codes", async () => {

@@ -64,10 +64,15 @@ interface Delivered {
   readonly transactionHash: string | null
 }
 
-const describe = (e: unknown) =>
-  typeof e === "object" && e !== null && "message" in e && typeof e.message === "string" && e.message !== ""
-    ? `${(e as { _tag?: string })._tag ?? "Error"}: ${e.message}`
-    : String((e as { _tag?: string })._tag ?? e)
+/**
+ * A failed call as a line: the service's error code (`{error, message}` answers) or the client's
+ * own tag (an unreachable service, an answer that does not decode), then the message.
+ */
+const describe = (e: unknown) => {
+  const { error, _tag, message } = (typeof e === "object" && e !== null ? e : {}) as { error?: unknown; _tag?: unknown; message?: unknown }
+  const code = typeof error === "string" ? error : typeof _tag === "string" ? _tag : "Error"
+  return typeof message === "string" && message !== "" ? `${code}: ${message}` : typeof e === "object" ? code : String(e)
+}
 
 const sha256Hex = (body: Uint8Array) => createHash("sha256").update(body).digest("hex")
 

@@ -1,13 +1,13 @@
-import { Effect, Either, Layer, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import { writeFileSync } from "node:fs"
 import { parseArgs as parseArgv } from "node:util"
 import type { Config } from "../config.js"
 import { BuyRequest, BuyResult } from "../domain/buy.js"
 import { describeParseError } from "../domain/issues.js"
 import type { CommandOutput } from "../receipts/cli.js"
-import { Buyer, BuyerLive } from "./Buyer.js"
+import { Buyer } from "./Buyer.js"
 import { attemptsOf, type BuyError, buyErrorCode, buyErrorMessage } from "./errors.js"
-import { SextantClient } from "./SextantClient.js"
+import { BuyerClientLive } from "./index.js"
 
 export const BUY_USAGE = `usage: sextant buy <capability> --max-usd <n> [--input <json>] [--optimize-for balanced|cheapest|fastest|reliable]
                    [--policy <json>] [--key-file <path>] [--service <url>] [--receipt-file <path>] [--config <file>]`
@@ -118,7 +118,7 @@ export const buyCommand = async (argv: ReadonlyArray<string>, config: Config, ou
   }
   const { request, keyFile, service, receiptFile } = args.right
   const apiKey = config.buyer.apiKey ?? (env.SEXTANT_API_KEY || undefined)
-  const layer = BuyerLive(config, { keyFile }).pipe(Layer.provide(SextantClient.layer({ baseUrl: service, ...(apiKey ? { apiKey } : {}) })))
+  const layer = BuyerClientLive(config, { keyFile, service, ...(apiKey === undefined ? {} : { apiKey }) })
   const program = Effect.flatMap(Buyer, (buyer) => buyer.buy(request)).pipe(
     Effect.map((result) => ({ _tag: "Bought" as const, result })),
     Effect.catchAll((error: BuyError) => Effect.succeed({ _tag: "Failed" as const, error })),
