@@ -8,7 +8,7 @@ import type { RankedCandidate } from "../domain/routes.js"
 import { baseUnitsToUsd, usdFloorUnits } from "../domain/stellar.js"
 import type { Config } from "../config.js"
 import { readBuyerKey, type StellarKey } from "../keys/stellarKey.js"
-import { type PaidAnswer, payFor } from "../payments/payFor.js"
+import { isJsonType, type PaidAnswer, payFor } from "../payments/payFor.js"
 import type { Deployment } from "../verification/challenge.js"
 import type { OutboundRequests } from "../verification/fetchAnswer.js"
 import { candidateRefusal, challengeRefusal, priceCeiling } from "./candidate.js"
@@ -21,10 +21,17 @@ import {
   ServiceFailure,
   SpendLimitReached
 } from "./errors.js"
-import { placeInput } from "./input.js"
+import { type Placement, placeInput } from "./input.js"
 import { judgeFailure, judgePaid } from "./outcome.js"
-import { SextantClient } from "./SextantClient.js"
-import { defaultSpendLedgerFile, OverSpendLimit, type Reservation, SpendLedger, type SpendLedgerUnavailable } from "./SpendLedger.js"
+import { SextantClient, type SextantClientShape } from "./SextantClient.js"
+import {
+  defaultSpendLedgerFile,
+  OverSpendLimit,
+  type Reservation,
+  SpendLedger,
+  type SpendLedgerShape,
+  type SpendLedgerUnavailable
+} from "./SpendLedger.js"
 
 type Resource = typeof ResourceInfo.Type
 
@@ -76,8 +83,6 @@ const describe = (e: unknown) => {
 
 const sha256Hex = (body: Uint8Array) => createHash("sha256").update(body).digest("hex")
 
-const isJsonType = (contentType: string | null) => contentType !== null && /^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(contentType.trim())
-
 /** The answer as data: parsed when it declares JSON and is, its text otherwise. */
 const dataOf = (paid: PaidAnswer): unknown => {
   const text = (paid.body ?? Buffer.alloc(0)).toString("utf8")
@@ -96,131 +101,170 @@ export const effectivePolicy = (request: Pick<BuyRequest, "policy" | "maxUsd">):
   return { ...policy, maxPricePerRequestUsd: Math.min(request.maxUsd, policy.maxPricePerRequestUsd ?? Infinity) }
 }
 
+/** Where one candidate is bought: the resource as the service describes it and the input placed for its method. */
+interface Plan {
+  readonly candidate: RankedCandidate
+  readonly rank: number
+  readonly resource: Resource
+  readonly placement: Placement
+  /** The most the buyer signs for it (base units). */
+  readonly ceiling: bigint
+}
+
+const attemptOf = (candidate: RankedCandidate, rank: number, outcome: BuyAttempt["outcome"], reason: string, more: Partial<BuyAttempt> = {}): BuyAttempt => ({
+  rank,
+  resourceId: candidate.resourceId,
+  providerId: candidate.providerId,
+  outcome,
+  reason,
+  amount: null,
+  httpStatus: null,
+  transactionHash: null,
+  ...more
+})
+
+/** The spend window and the session cap together: both reserve before anything is signed. */
+const makeSpendGuard = (ledger: SpendLedgerShape, payer: string, sessionCap: bigint | null) =>
+  Effect.map(Ref.make(0n), (sessionSpent) => {
+    const sessionShare = (amount: bigint) => (sessionCap === null ? 0n : amount)
+    return {
+      reserve: (amount: bigint, resourceId: string) =>
+        Effect.gen(function* () {
+          const reservation = yield* ledger.reserve(payer, amount, resourceId)
+          if (sessionCap === null) return reservation
+          const over = yield* Ref.modify(sessionSpent, (spent) => (spent + amount <= sessionCap ? [null, spent + amount] : [spent, spent]))
+          if (over === null) return reservation
+          yield* ledger.release(reservation)
+          return yield* new OverSpendLimit({ spent: over.toString(), amount: amount.toString(), limit: sessionCap.toString() })
+        }),
+      /** Nothing was signed under it. */
+      release: (reservation: Reservation, reserved: bigint) =>
+        Effect.zipRight(ledger.release(reservation), Ref.update(sessionSpent, (spent) => spent - sessionShare(reserved))),
+      /** A signed payment left: it counts at the amount signed (at most the reserved ceiling). */
+      commit: (reservation: Reservation, reserved: bigint, signed: bigint) =>
+        Effect.zipRight(ledger.commit(reservation, signed), Ref.update(sessionSpent, (spent) => spent - sessionShare(reserved - signed)))
+    }
+  })
+type SpendGuard = Effect.Effect.Success<ReturnType<typeof makeSpendGuard>>
+
+/**
+ * Steps 2.1 and 2.2 of a purchase (README, "Buying"): the buyer's own checks of the candidate,
+ * then the resource's URL and method from the service and the input placed for that method. A
+ * string is why the candidate is not tried.
+ */
+const planFor = (client: SextantClientShape, settings: BuyerSettings, candidate: RankedCandidate, rank: number, policy: AgentPolicy, input: unknown) =>
+  Effect.gen(function* () {
+    const refusal = candidateRefusal(candidate, policy, settings.deployment)
+    if (refusal !== null) return attemptOf(candidate, rank, "refused", refusal)
+    const detail = yield* Effect.either(client.resources.get({ path: { id: candidate.resourceId } }))
+    if (detail._tag === "Left") return attemptOf(candidate, rank, "failed", `the service could not describe the resource: ${describe(detail.left)}`)
+    const resource = detail.right.resource
+    const placement = placeInput(resource.url, resource.method, input)
+    if (placement._tag === "Left") return attemptOf(candidate, rank, "refused", placement.left)
+    return { candidate, rank, resource, placement: placement.right, ceiling: priceCeiling(candidate, policy, settings.decimals) } satisfies Plan
+  })
+
+/**
+ * Steps 2.3 to 2.6: reserve the ceiling, pay once through `payFor` (the 402 re-checked against the
+ * routed option), and judge the answer. Only a ledger that cannot be written fails: nothing is
+ * signed then.
+ */
+const payPlan = (settings: BuyerSettings, guard: SpendGuard, plan: Plan): Effect.Effect<Tried, SpendLedgerUnavailable> =>
+  Effect.gen(function* () {
+    const { candidate, rank, ceiling } = plan
+    const attempt = (outcome: BuyAttempt["outcome"], reason: string, more: Partial<BuyAttempt> = {}) => attemptOf(candidate, rank, outcome, reason, more)
+    const reservation = yield* guard.reserve(ceiling, candidate.resourceId).pipe(
+      Effect.map((reserved) => ({ _tag: "Right" as const, right: reserved })),
+      Effect.catchTag("OverSpendLimit", (over) => Effect.succeed({ _tag: "Left" as const, left: over }))
+    )
+    if (reservation._tag === "Left") {
+      const { spent, amount, limit } = reservation.left
+      return { _tag: "Next", attempt: attempt("over_budget", `${amount} base units would exceed the limit of ${limit} (${spent} already counted); nothing was signed`) }
+    }
+    const result = yield* payFor({
+      url: plan.placement.url,
+      method: plan.resource.method,
+      ...(plan.placement.body === undefined ? {} : { body: plan.placement.body }),
+      signer: Redacted.value(settings.key.signer),
+      rpcUrl: settings.rpcUrl,
+      deployment: settings.deployment,
+      maxPrice: ceiling,
+      refuse: challengeRefusal(candidate),
+      outbound: settings.outbound
+    }).pipe(Effect.provide(FetchHttpClient.layer), Effect.either)
+
+    if (result._tag === "Left") {
+      const { outcome, reason } = judgeFailure(result.left)
+      if (outcome !== "unknown") {
+        yield* guard.release(reservation.right, ceiling)
+        return { _tag: "Next", attempt: attempt(outcome, reason) }
+      }
+      // The signature left: it counts at the ceiling, the most it can move.
+      yield* guard.commit(reservation.right, ceiling, ceiling)
+      return { _tag: "Stop", attempt: attempt("unknown", reason, { amount: ceiling.toString() }) }
+    }
+    const paid = result.right
+    yield* guard.commit(reservation.right, ceiling, BigInt(paid.amount))
+    const verdict = judgePaid(paid)
+    const signed = { amount: paid.amount, httpStatus: paid.status, transactionHash: paid.paymentResponse?.transaction ?? null }
+    switch (verdict._tag) {
+      case "Delivered": {
+        const done = attempt("paid", `answered ${paid.status}`, { ...signed, transactionHash: verdict.transactionHash })
+        return { _tag: "Delivered", attempt: done, paid, resource: plan.resource, transactionHash: verdict.transactionHash }
+      }
+      case "Unpaid":
+        return { _tag: "Next", attempt: attempt("failed", verdict.reason, signed) }
+      case "PaidFailed":
+        return { _tag: "Stop", attempt: attempt("paid_failed", verdict.reason, signed) }
+    }
+  })
+
+/** Step 3: the receipt of a delivered purchase; its failure is reported beside the data, never instead of it. */
+const receiptOf = (client: SextantClientShape, request: BuyRequest, policy: AgentPolicy, candidate: RankedCandidate, delivered: Delivered) =>
+  client.receipts
+    .create({
+      payload: {
+        request: { capability: request.capability, constraints: policy, ...(request.optimizeFor ? { optimizeFor: request.optimizeFor } : {}) },
+        resourceId: candidate.resourceId,
+        payment: {
+          network: candidate.option.network,
+          scheme: "exact",
+          asset: delivered.paid.requirements.asset,
+          amount: delivered.paid.amount,
+          ...(delivered.transactionHash === null ? {} : { transactionHash: delivered.transactionHash })
+        },
+        response: { status: delivered.paid.status, bodySha256: sha256Hex(delivered.paid.body ?? Buffer.alloc(0)) }
+      }
+    })
+    .pipe(
+      Effect.map((receipt) => ({ receipt })),
+      Effect.catchAll((e) => Effect.succeed({ receipt: null, receiptError: describe(e) }))
+    )
+
+/** Step 4: the answer of a delivered purchase. */
+const resultOf = (settings: BuyerSettings, candidate: RankedCandidate, rank: number, delivered: Delivered, attempts: ReadonlyArray<BuyAttempt>) => ({
+  data: dataOf(delivered.paid),
+  provider: { resourceId: candidate.resourceId, providerId: candidate.providerId, name: delivered.resource.name, url: delivered.resource.url, rank },
+  paid: {
+    network: candidate.option.network,
+    scheme: "exact" as const,
+    asset: delivered.paid.requirements.asset,
+    amount: delivered.paid.amount,
+    amountUsd: baseUnitsToUsd(delivered.paid.amount, settings.decimals),
+    payTo: delivered.paid.requirements.payTo,
+    payer: settings.key.address,
+    transactionHash: delivered.transactionHash
+  },
+  attempts
+})
+
 const make = (settings: BuyerSettings) =>
   Effect.gen(function* () {
     const client = yield* SextantClient
-    const ledger = yield* SpendLedger
-    const payer = settings.key.address
     const sessionCap = settings.sessionCapUsd === undefined ? null : usdFloorUnits(settings.sessionCapUsd, settings.decimals)
-    const sessionSpent = yield* Ref.make(0n)
+    const guard = yield* makeSpendGuard(yield* SpendLedger, settings.key.address, sessionCap)
 
-    /** Room in the spend window, then in the session: both before anything is signed. */
-    const reserve = (amount: bigint, resourceId: string) =>
-      Effect.gen(function* () {
-        const reservation = yield* ledger.reserve(payer, amount, resourceId)
-        if (sessionCap === null) return reservation
-        const spent = yield* Ref.modify(sessionSpent, (spent) => (spent + amount <= sessionCap ? [null, spent + amount] : [spent, spent]))
-        if (spent === null) return reservation
-        yield* ledger.release(reservation)
-        return yield* new OverSpendLimit({ spent: spent.toString(), amount: amount.toString(), limit: sessionCap.toString() })
-      })
-    const release = (reservation: Reservation, amount: bigint) =>
-      Effect.zipRight(ledger.release(reservation), Ref.update(sessionSpent, (spent) => spent - (sessionCap === null ? 0n : amount)))
-    /** A signed payment left: it counts at the amount signed (at most the reserved ceiling). */
-    const commit = (reservation: Reservation, reserved: bigint, signed: bigint) =>
-      Effect.zipRight(ledger.commit(reservation, signed), Ref.update(sessionSpent, (spent) => spent - (sessionCap === null ? 0n : reserved - signed)))
-
-    const tryCandidate = (
-      candidate: RankedCandidate,
-      rank: number,
-      policy: AgentPolicy,
-      input: unknown
-    ): Effect.Effect<Tried, SpendLedgerUnavailable> =>
-      Effect.gen(function* () {
-        const attempt = (outcome: BuyAttempt["outcome"], reason: string, more: Partial<BuyAttempt> = {}): BuyAttempt => ({
-          rank,
-          resourceId: candidate.resourceId,
-          providerId: candidate.providerId,
-          outcome,
-          reason,
-          amount: null,
-          httpStatus: null,
-          transactionHash: null,
-          ...more
-        })
-        const next = (outcome: BuyAttempt["outcome"], reason: string): Tried => ({ _tag: "Next", attempt: attempt(outcome, reason) })
-
-        const refusal = candidateRefusal(candidate, policy, settings.deployment)
-        if (refusal !== null) return next("refused", refusal)
-        const detail = yield* Effect.either(client.resources.get({ path: { id: candidate.resourceId } }))
-        if (detail._tag === "Left") return next("failed", `the service could not describe the resource: ${describe(detail.left)}`)
-        const resource = detail.right.resource
-        const placement = placeInput(resource.url, resource.method, input)
-        if (placement._tag === "Left") return next("refused", placement.left)
-
-        const ceiling = priceCeiling(candidate, policy, settings.decimals)
-        const reservation = yield* reserve(ceiling, candidate.resourceId).pipe(
-          Effect.map((reserved) => ({ _tag: "Right" as const, right: reserved })),
-          Effect.catchTag("OverSpendLimit", (over) => Effect.succeed({ _tag: "Left" as const, left: over }))
-        )
-        if (reservation._tag === "Left") {
-          const { spent, amount, limit } = reservation.left
-          return next("over_budget", `${amount} base units would exceed the limit of ${limit} (${spent} already counted); nothing was signed`)
-        }
-        const result = yield* payFor({
-          url: placement.right.url,
-          method: resource.method,
-          ...(placement.right.body === undefined ? {} : { body: placement.right.body }),
-          signer: Redacted.value(settings.key.signer),
-          rpcUrl: settings.rpcUrl,
-          deployment: settings.deployment,
-          maxPrice: ceiling,
-          refuse: challengeRefusal(candidate),
-          outbound: settings.outbound
-        }).pipe(Effect.provide(FetchHttpClient.layer), Effect.either)
-
-        if (result._tag === "Left") {
-          const { outcome, reason } = judgeFailure(result.left)
-          if (outcome !== "unknown") {
-            yield* release(reservation.right, ceiling)
-            return next(outcome, reason)
-          }
-          // The signature left: it counts at the ceiling, the most it can move.
-          yield* commit(reservation.right, ceiling, ceiling)
-          return { _tag: "Stop", attempt: attempt("unknown", reason, { amount: ceiling.toString() }) }
-        }
-        const paid = result.right
-        yield* commit(reservation.right, ceiling, BigInt(paid.amount))
-        const verdict = judgePaid(paid)
-        const signed = { amount: paid.amount, httpStatus: paid.status, transactionHash: paid.paymentResponse?.transaction ?? null }
-        switch (verdict._tag) {
-          case "Delivered":
-            return {
-              _tag: "Delivered",
-              attempt: attempt("paid", `answered ${paid.status}`, { ...signed, transactionHash: verdict.transactionHash }),
-              paid,
-              resource,
-              transactionHash: verdict.transactionHash
-            }
-          case "Unpaid":
-            return { _tag: "Next", attempt: attempt("failed", verdict.reason, signed) }
-          case "PaidFailed":
-            return { _tag: "Stop", attempt: attempt("paid_failed", verdict.reason, signed) }
-        }
-      })
-
-    /** The receipt of a delivered purchase; its failure is reported beside the data, never instead of it. */
-    const receiptOf = (request: BuyRequest, policy: AgentPolicy, candidate: RankedCandidate, delivered: Delivered) =>
-      client.receipts
-        .create({
-          payload: {
-            request: { capability: request.capability, constraints: policy, ...(request.optimizeFor ? { optimizeFor: request.optimizeFor } : {}) },
-            resourceId: candidate.resourceId,
-            payment: {
-              network: candidate.option.network,
-              scheme: "exact",
-              asset: delivered.paid.requirements.asset,
-              amount: delivered.paid.amount,
-              ...(delivered.transactionHash === null ? {} : { transactionHash: delivered.transactionHash })
-            },
-            response: { status: delivered.paid.status, bodySha256: sha256Hex(delivered.paid.body ?? Buffer.alloc(0)) }
-          }
-        })
-        .pipe(
-          Effect.map((receipt) => ({ receipt })),
-          Effect.catchAll((e) => Effect.succeed({ receipt: null, receiptError: describe(e) }))
-        )
-
+    /** The purchase as README "Buying" numbers it. */
     const buy = (request: BuyRequest) =>
       Effect.gen(function* () {
         const policy = effectivePolicy(request)
@@ -233,29 +277,15 @@ const make = (settings: BuyerSettings) =>
         }
         const attempts: Array<BuyAttempt> = []
         for (const [index, candidate] of candidates.entries()) {
-          const tried = yield* tryCandidate(candidate, index + 1, policy, request.input)
+          const plan = yield* planFor(client, settings, candidate, index + 1, policy, request.input)
+          const tried: Tried = "ceiling" in plan ? yield* payPlan(settings, guard, plan) : { _tag: "Next", attempt: plan }
           attempts.push(tried.attempt)
           if (tried._tag === "Next") continue
           if (tried._tag === "Stop") {
             return yield* tried.attempt.outcome === "unknown" ? new OutcomeUnknown({ attempts }) : new PaidButFailed({ attempts })
           }
-          const receipt = yield* receiptOf(request, policy, candidate, tried)
-          return {
-            data: dataOf(tried.paid),
-            ...receipt,
-            provider: { resourceId: candidate.resourceId, providerId: candidate.providerId, name: tried.resource.name, url: tried.resource.url, rank: index + 1 },
-            paid: {
-              network: candidate.option.network,
-              scheme: "exact",
-              asset: tried.paid.requirements.asset,
-              amount: tried.paid.amount,
-              amountUsd: baseUnitsToUsd(tried.paid.amount, settings.decimals),
-              payTo: tried.paid.requirements.payTo,
-              payer,
-              transactionHash: tried.transactionHash
-            },
-            attempts
-          } satisfies BuyResult
+          const receipt = yield* receiptOf(client, request, policy, candidate, tried)
+          return { ...resultOf(settings, candidate, index + 1, tried, attempts), ...receipt } satisfies BuyResult
         }
         return yield* attempts.every((a) => a.outcome === "over_budget") ? new SpendLimitReached({ attempts }) : new AllProvidersFailed({ attempts })
       }).pipe(Effect.withSpan("Buyer.buy"))

@@ -109,7 +109,8 @@ const choose = (challenge: PaymentRequiredV2, input: PayForInput) => {
   return cheapest
 }
 
-const isJsonType = (contentType: string | null) =>
+/** `application/json` or a `+json` type: what a body declared as JSON says. */
+export const isJsonType = (contentType: string | null) =>
   contentType !== null && /^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(contentType.trim())
 
 /** The body, when it fits in `maxBytes`; null when larger. */
