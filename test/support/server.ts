@@ -5,6 +5,7 @@ import { ServicesLive } from "../../src/app.js"
 import { type Config, loadConfig } from "../../src/config.js"
 import { SextantApi } from "../../src/http/api/index.js"
 import { BunServerLive, HttpLive } from "../../src/http/server.js"
+import { TelemetryLive } from "../../src/telemetry/Telemetry.js"
 
 /**
  * Where a test's ledger reads go unless it starts a fixture ledger: a closed loopback port, so a
@@ -42,7 +43,8 @@ export const ledgerAt = (ledger: { readonly rpcUrl: string; readonly horizonUrl:
 export const startServer = async (config: Config = testConfig()) => {
   const layer = HttpLive.pipe(
     Layer.provide(ServicesLive(config, "server")),
-    Layer.provideMerge(BunServerLive({ host: "127.0.0.1", port: 0 }))
+    Layer.provideMerge(BunServerLive({ host: "127.0.0.1", port: 0 })),
+    Layer.provide(TelemetryLive(config, "test"))
   )
   const runtime = ManagedRuntime.make(layer)
   const server = await runtime.runPromise(HttpServer.HttpServer)
