@@ -23,7 +23,7 @@ const tracing = (config: Config, serviceVersion: string) =>
 
 /** `logFormat: "json"`: one JSON object per line (Effect's structured logger); "text" keeps the default logger. */
 const logging = (config: Config) =>
-  config.logFormat === "json" ? Logger.replace(Logger.defaultLogger, Logger.jsonLogger) : Layer.empty
+  config.logFormat === "json" ? Logger.json : Layer.empty
 
 /**
  * The process's tracer and logger, provided under every other layer of `serve` so the HTTP
