@@ -41,8 +41,9 @@ export const ledgerAt = (ledger: { readonly rpcUrl: string; readonly horizonUrl:
  * reconciliation running; probes run only on request) on 127.0.0.1 and an ephemeral port.
  */
 export const startServer = async (config: Config = testConfig()) => {
+  // The services stay in the runtime, so a test can seed history through them (`runtime.runPromise`).
   const layer = HttpLive.pipe(
-    Layer.provide(ServicesLive(config, "server")),
+    Layer.provideMerge(ServicesLive(config, "server")),
     Layer.provideMerge(BunServerLive({ host: "127.0.0.1", port: 0 })),
     Layer.provide(TelemetryLive(config, "test"))
   )
