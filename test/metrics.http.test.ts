@@ -1,48 +1,19 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { TESTNET_USDC } from "../src/config.js"
-import { startFacilitator } from "./fixtures/facilitator.js"
-import { startFixtureLedger } from "./fixtures/ledger.js"
-import { startPaidResource } from "./fixtures/paidResource.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
-import { LOOPBACK, pollUntil } from "./support/poll.js"
 import { parseExposition } from "./support/prometheus.js"
-import { ledgerAt, request, startServer, testConfig } from "./support/server.js"
+import { SELLER_PAY_TO as PAY_TO, SELLER_RESOURCE_ID as RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
+import { request, testConfig } from "./support/server.js"
 
-const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
-const RESOURCE_ID = "seller.rwa.inspect"
-
-const ledger = startFixtureLedger()
-const backend = startFacilitator({ ledger })
-const resource = startPaidResource({ payTo: PAY_TO, amount: "10000" })
-let server: Awaited<ReturnType<typeof startServer>>
+let stack: Awaited<ReturnType<typeof startSellerStack>>
+let server: Awaited<ReturnType<typeof startSellerStack>>["server"]
 
 beforeAll(async () => {
-  const base = testConfig()
-  server = await startServer(
-    testConfig({
-      facilitators: [{ id: "fixture", url: backend.url }],
-      catalog: [resource.catalogEntry(RESOURCE_ID)],
-      probes: { ...base.probes, allowPrivateTargets: true },
-      ledger: ledgerAt(ledger),
-      // One sponsored fee per principal in the window: a buyer's second settle is 429.
-      budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 }
-    })
-  )
-  await pollUntil(
-    "the service's first /supported poll lands",
-    async () => (await request(`${server.url}/x402/supported`)).body.kinds?.length ?? 0,
-    (kinds) => kinds > 0,
-    LOOPBACK
-  )
-  // The seller's resource server answers its 402 through this service as its facilitator.
-  await resource.useFacilitator(`${server.url}/x402`)
+  // One sponsored fee per principal in the window: a buyer's second settle is 429.
+  stack = await startSellerStack((base) => ({ budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 } }))
+  server = stack.server
 })
-afterAll(async () => {
-  await server.close()
-  await resource.stop()
-  await backend.stop()
-  ledger.stop()
-})
+afterAll(() => stack.stop())
 
 /** Scrapes `/metrics` and parses it with the Prometheus client's parser, which throws on a malformed exposition. */
 const scrape = async () => {

@@ -2,15 +2,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect, Layer } from "effect"
 import { createHash } from "node:crypto"
 import { TelemetryLive } from "../src/telemetry/Telemetry.js"
-import { startFacilitator } from "./fixtures/facilitator.js"
-import { startFixtureLedger } from "./fixtures/ledger.js"
-import { startPaidResource } from "./fixtures/paidResource.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
-import { LOOPBACK, pollUntil } from "./support/poll.js"
-import { ledgerAt, request, startServer, testConfig } from "./support/server.js"
-
-const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
-const RESOURCE_ID = "seller.rwa.inspect"
+import { pollUntil } from "./support/poll.js"
+import { SELLER_PAY_TO as PAY_TO, SELLER_RESOURCE_ID as RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
+import { request, testConfig } from "./support/server.js"
 const API_KEY = "telemetry-test-secret-key"
 const STEPS = [
   "Settlement.readPayment",
@@ -51,38 +46,23 @@ const startCollector = () => {
   return { url: `http://127.0.0.1:${server.port}`, bodies, spans, stop: () => server.stop(true) }
 }
 
-const ledger = startFixtureLedger()
-const backend = startFacilitator({ ledger })
-const resource = startPaidResource({ payTo: PAY_TO, amount: "10000" })
 const collector = startCollector()
-let server: Awaited<ReturnType<typeof startServer>>
+let stack: Awaited<ReturnType<typeof startSellerStack>>
+let server: Awaited<ReturnType<typeof startSellerStack>>["server"]
 const keyed = { authorization: `Bearer ${API_KEY}` }
 
 beforeAll(async () => {
-  const base = testConfig()
-  server = await startServer(
-    testConfig({
-      facilitators: [{ id: "fixture", url: backend.url }],
-      catalog: [resource.catalogEntry(RESOURCE_ID)],
-      probes: { ...base.probes, allowPrivateTargets: true },
-      ledger: ledgerAt(ledger),
+  stack = await startSellerStack(
+    () => ({
       apiKeys: [{ principal: "agent-1", sha256: createHash("sha256").update(API_KEY).digest("hex") }],
       telemetry: { otlpEndpoint: collector.url, serviceName: "sextant-test" }
-    })
+    }),
+    API_KEY
   )
-  await pollUntil(
-    "the service's first /supported poll lands",
-    async () => (await request(`${server.url}/x402/supported`, { headers: keyed })).body.kinds?.length ?? 0,
-    (kinds) => kinds > 0,
-    LOOPBACK
-  )
-  await resource.useFacilitator(`${server.url}/x402`, API_KEY)
+  server = stack.server
 })
 afterAll(async () => {
-  await server.close()
-  await resource.stop()
-  await backend.stop()
-  ledger.stop()
+  await stack.stop()
   collector.stop()
 })
 

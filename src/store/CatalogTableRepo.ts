@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
 import { ServiceStatus } from "../domain/resources.js"
 import { decodeRows, repository, SqlNumber } from "./repository.js"
@@ -77,31 +77,19 @@ const make = Effect.gen(function* () {
    * halving every half-life, 0 outside the window): the table must order rows as it shows them,
    * and 100k rows are ordered by the store, not in memory. test/status.test.ts checks the two agree.
    */
-  const sortKey = (sort: TableSort) => {
-    switch (sort) {
-      case "provider":
-        return sql`provider_name`
-      case "resource":
-        return sql`name`
-      case "capability":
-        return sql`capability`
-      case "price":
-        return sql`price_usd`
-      case "status":
-        return sql`status`
-      case "level":
-        return sql`verification_level`
-      case "availability":
-        return sql`CASE WHEN fresh = 1 THEN availability END`
-      case "p95":
-        return sql`CASE WHEN fresh = 1 THEN p95_latency_ms END`
-      case "confidence":
-        return sql`CASE WHEN fresh = 1 AND observation_count > 0
-          THEN (1 - exp(-1.0 * observation_count / sample_scale)) * power(0.5, CASE WHEN age_ms > 0 THEN age_ms ELSE 0 END / half_life_ms)
-          ELSE 0 END`
-      case "lastVerified":
-        return sql`last_verified`
-    }
+  const sortKeys: Record<TableSort, Statement.Fragment> = {
+    provider: sql`provider_name`,
+    resource: sql`name`,
+    capability: sql`capability`,
+    price: sql`price_usd`,
+    status: sql`status`,
+    level: sql`verification_level`,
+    availability: sql`CASE WHEN fresh = 1 THEN availability END`,
+    p95: sql`CASE WHEN fresh = 1 THEN p95_latency_ms END`,
+    confidence: sql`CASE WHEN fresh = 1 AND observation_count > 0
+      THEN (1 - exp(-1.0 * observation_count / sample_scale)) * power(0.5, CASE WHEN age_ms > 0 THEN age_ms ELSE 0 END / half_life_ms)
+      ELSE 0 END`,
+    lastVerified: sql`last_verified`
   }
 
   const filters = (query: Pick<TableQuery, "capability" | "status">) =>
@@ -134,7 +122,7 @@ const make = Effect.gen(function* () {
           WHERE ${where}
         )
         SELECT id, name, provider_name, price_usd, status, verification_level FROM t
-        ORDER BY ${sortKey(query.sort)} ${direction} NULLS LAST, id ASC
+        ORDER BY ${sortKeys[query.sort]} ${direction} NULLS LAST, id ASC
         LIMIT ${query.limit} OFFSET ${query.offset}`.pipe(Effect.flatMap(decodePage))
       const [count] = yield* sql<{ n: unknown }>`SELECT COUNT(*) AS n FROM resources r WHERE ${where}`
       const ids = rows.map((r) => r.id)
