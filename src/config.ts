@@ -149,6 +149,45 @@ export const VerticalConfig = Schema.Struct({
 export type VerticalConfig = typeof VerticalConfig.Type
 
 /**
+ * The demo providers `serve` starts beside the vertical (src/demo/), one per behaviour. Each sells
+ * what the bundled demo catalog lists for provider `demo-<behaviour>`, through the vertical's app.
+ */
+export const DEMO_BEHAVIOURS = ["fast", "slow", "flaky", "raiser"] as const
+export type DemoBehaviour = (typeof DEMO_BEHAVIOURS)[number]
+
+/** A port a catalog URL can name before anything listens: never 0. */
+const FixedPort = Schema.Int.pipe(Schema.between(1, 65535))
+
+export const DemoConfig = Schema.Struct({
+  /** Start the demo providers on `serve`; null means "when no catalog is configured" (the bundled one lists them). */
+  enabled: opt(Schema.NullOr(Schema.Boolean), null),
+  host: opt(Schema.String, "127.0.0.1"),
+  ports: opt(
+    Schema.Struct({
+      fast: opt(FixedPort, 4022),
+      slow: opt(FixedPort, 4023),
+      flaky: opt(FixedPort, 4024),
+      raiser: opt(FixedPort, 4025)
+    }),
+    { fast: 4022, slow: 4023, flaky: 4024, raiser: 4025 }
+  ),
+  /** How long the slow provider waits before each answer. */
+  slowDelayMs: opt(Schema.Int.pipe(Schema.nonNegative()), 400),
+  /** Share of the flaky provider's requests answered 500, spread evenly. */
+  flakyFailureShare: opt(Ratio, 0.5),
+  /** Seconds after start at which the price raiser's challenges start asking more than it advertises. */
+  priceRaiseAfterSeconds: opt(NonNegativeNumber, 60),
+  /** What the raised challenges ask, as a multiple of the advertised price (above 1 + probes.priceTolerance to be quarantined). */
+  priceRaiseFactor: opt(Schema.Number.pipe(Schema.finite(), Schema.greaterThan(1)), 2)
+})
+export type DemoConfig = typeof DemoConfig.Type
+
+/** The `demo` block with `enabled` resolved. */
+export interface DemoSettings extends DemoConfig {
+  readonly enabled: boolean
+}
+
+/**
  * Where the service reads the Stellar ledger (`src/ledger/`): transaction evidence, settlement
  * reconciliation and the vertical. A null URL means the public endpoint of the configured network.
  */
@@ -246,14 +285,16 @@ export const ConfigFile = Schema.Struct({
   economicProbes: opt(EconomicProbesConfig, Schema.decodeSync(EconomicProbesConfig)({})),
   telemetry: opt(TelemetryConfig, Schema.decodeSync(TelemetryConfig)({})),
   /** "text": Effect's logfmt lines; "json": one JSON object per line, for log shippers. */
-  logFormat: opt(Schema.Literal("text", "json"), "text")
+  logFormat: opt(Schema.Literal("text", "json"), "text"),
+  demo: opt(DemoConfig, Schema.decodeSync(DemoConfig)({}))
 })
 export type ConfigFile = typeof ConfigFile.Type
 
 /** The resolved configuration: the file with env overrides applied, the catalog loaded and the ledger endpoints resolved. */
-export interface Config extends Omit<ConfigFile, "catalog" | "ledger"> {
+export interface Config extends Omit<ConfigFile, "catalog" | "ledger" | "demo"> {
   readonly catalog: ReadonlyArray<CatalogEntry>
   readonly ledger: LedgerSettings
+  readonly demo: DemoSettings
 }
 
 export class AppConfig extends Context.Tag("sextant/AppConfig")<AppConfig, Config>() {}
@@ -345,6 +386,8 @@ export const checkConsistency = (config: Config): ConfigError | undefined => {
       }
     }
   }
+  const ports = checkPorts(config)
+  if (ports) return ports
   const database = checkDatabase(config.database)
   if (database) return database
   if (config.asset.network !== config.network) {
@@ -378,23 +421,70 @@ const WILDCARD_HOSTS = new Set(["0.0.0.0", "::", ""])
 /** A host to connect to for a server listening on `host`: a wildcard bind is reached on loopback. */
 export const reachableHost = (host: string) => (WILDCARD_HOSTS.has(host) ? "127.0.0.1" : host)
 
-/** The bundled demo catalog lists the vertical at its defaults; it is moved to where it really runs. */
+/** The bundled demo catalog lists the vertical and the demo providers at their defaults; they are moved to where they really run. */
 const DEMO_VERTICAL_PREFIX = "http://127.0.0.1:4021/stellar-intel/"
+const DEFAULT_DEMO = Schema.decodeSync(DemoConfig)({})
 
 const verticalOrigin = (vertical: VerticalConfig) =>
   vertical.publicUrl ?? `http://${reachableHost(vertical.host)}:${vertical.port}`
 
-const placeDemoVertical = (entries: ReadonlyArray<CatalogEntry>, vertical: VerticalConfig): ReadonlyArray<CatalogEntry> => {
-  const origin = verticalOrigin(vertical)
-  return entries.map((entry) =>
-    entry.resource.url.startsWith(DEMO_VERTICAL_PREFIX)
-      ? {
-          ...entry,
-          resource: { ...entry.resource, url: `${origin}/${vertical.name}/${entry.resource.url.slice(DEMO_VERTICAL_PREFIX.length)}` },
-          provider: { ...entry.provider, url: origin }
-        }
-      : entry
+/** The catalog id of the demo provider with this behaviour; its endpoints live under `/<id>/v1/rwa/`. */
+export const demoProviderId = (behaviour: DemoBehaviour) => `demo-${behaviour}`
+
+export const demoOrigin = (demo: Pick<DemoConfig, "host" | "ports">, behaviour: DemoBehaviour) =>
+  `http://${reachableHost(demo.host)}:${demo.ports[behaviour]}`
+
+const moved = (entry: CatalogEntry, url: string, origin: string): CatalogEntry => ({
+  ...entry,
+  resource: { ...entry.resource, url },
+  provider: { ...entry.provider, url: origin }
+})
+
+/**
+ * The bundled demo catalog placed where this config runs the vertical and the demo providers. The
+ * demo providers' entries are left out when they do not run, so nothing lists a port nobody serves.
+ */
+const placeDemoCatalog = (
+  entries: ReadonlyArray<CatalogEntry>,
+  vertical: VerticalConfig,
+  demo: DemoSettings
+): ReadonlyArray<CatalogEntry> =>
+  entries.flatMap((entry) => {
+    const url = entry.resource.url
+    if (url.startsWith(DEMO_VERTICAL_PREFIX)) {
+      const origin = verticalOrigin(vertical)
+      return [moved(entry, `${origin}/${vertical.name}/${url.slice(DEMO_VERTICAL_PREFIX.length)}`, origin)]
+    }
+    const behaviour = DEMO_BEHAVIOURS.find((b) => url.startsWith(`${demoOrigin(DEFAULT_DEMO, b)}/`))
+    if (behaviour === undefined) return [entry]
+    if (!demo.enabled) return []
+    const origin = demoOrigin(demo, behaviour)
+    return [moved(entry, `${origin}${url.slice(demoOrigin(DEFAULT_DEMO, behaviour).length)}`, origin)]
+  })
+
+/** The bundled demo catalog as this config places it: the default catalog, and the demo providers' price list. */
+export const bundledCatalog = (
+  placement: { readonly vertical: VerticalConfig; readonly demo: DemoSettings }
+): Either.Either<ReadonlyArray<CatalogEntry>, ConfigError> =>
+  Either.map(decodeCatalog(demoCatalog, "catalog (bundled demo)"), (entries) =>
+    placeDemoCatalog(entries, placement.vertical, placement.demo)
   )
+
+/** Two listeners of this process named on one port would stop start-up with a bind error; say which fields instead. */
+const checkPorts = (config: Config): ConfigError | undefined => {
+  const taken = new Map<number, string>()
+  if (config.port !== 0) taken.set(config.port, "port")
+  if (config.vertical.enabled && config.vertical.port !== 0 && !taken.has(config.vertical.port)) {
+    taken.set(config.vertical.port, "vertical.port")
+  }
+  if (!config.demo.enabled) return undefined
+  for (const behaviour of DEMO_BEHAVIOURS) {
+    const port = config.demo.ports[behaviour]
+    const other = taken.get(port)
+    if (other !== undefined) return new ConfigError(`demo.ports.${behaviour}`, `port ${port} is also ${other}`)
+    taken.set(port, `demo.ports.${behaviour}`)
+  }
+  return undefined
 }
 
 /** The `ledger` block with each null endpoint replaced by the network's public one. */
@@ -428,20 +518,24 @@ export const loadConfig = (
     const raw = configPath === undefined ? {} : yield* readJson(configPath, "config file")
     const file = yield* decodeConfigFile(raw)
     const baseDir = configPath === undefined ? process.cwd() : dirname(resolve(configPath))
+    // The demo providers are what makes a first run show a choice; a configured catalog is a real deployment.
+    const demo: DemoSettings = { ...file.demo, enabled: file.demo.enabled ?? file.catalog === null }
     const catalog =
       file.catalog === null
-        ? placeDemoVertical(yield* decodeCatalog(demoCatalog, "catalog (bundled demo)"), file.vertical)
+        ? yield* bundledCatalog({ vertical: file.vertical, demo })
         : typeof file.catalog === "string"
           ? yield* decodeCatalog(yield* readJson(resolve(baseDir, file.catalog), "catalog"), "catalog")
           : file.catalog
-    // The vertical this process runs is its own: its origin is always probed, even on loopback.
+    // The vertical and demo providers this process runs are its own: their origins are always probed, even on loopback.
     const ownVertical = file.vertical.enabled && file.vertical.port !== 0 ? [verticalOrigin(file.vertical)] : []
+    const ownDemo = demo.enabled ? DEMO_BEHAVIOURS.map((b) => demoOrigin(demo, b)) : []
     const ledger = yield* resolveLedger(file.ledger, file.network)
     const config: Config = {
       ...file,
       ledger,
       vertical: { ...file.vertical, ...verticalEndpoints({ vertical: file.vertical, ledger }) },
-      probes: { ...file.probes, trustedOrigins: [...new Set([...file.probes.trustedOrigins, ...ownVertical])] },
+      probes: { ...file.probes, trustedOrigins: [...new Set([...file.probes.trustedOrigins, ...ownVertical, ...ownDemo])] },
+      demo,
       host: env.HOST ?? file.host,
       port: env.PORT !== undefined ? yield* parsePort(env.PORT, "PORT") : file.port,
       database: env.DATABASE_URL ?? file.database,

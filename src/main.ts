@@ -6,6 +6,7 @@ import { ServicesLive } from "./app.js"
 import { catalogImportCommand } from "./catalog/cli.js"
 import { ImportSchedulerLive } from "./catalog/ImportScheduler.js"
 import { type Config, loadConfig } from "./config.js"
+import { DemoProviders } from "./demo/DemoProviders.js"
 import { NotFound } from "./domain/errors.js"
 import { probeAddressCommand } from "./keys/cli.js"
 import { BunServerLive, HttpLive, localApiHandler } from "./http/server.js"
@@ -58,14 +59,14 @@ const loadOrExit = (configPath: string | undefined): Config => {
 }
 
 /**
- * The service, the reference vertical beside it unless `vertical.enabled` is false, and the probe
- * schedules, the import schedule and economic probes when enabled, started once both listen so the
- * first cycle already finds the vertical up.
+ * The service, the reference vertical beside it unless `vertical.enabled` is false, the demo
+ * providers when `demo.enabled`, and the probe schedules, the import schedule and economic probes
+ * when enabled, started once the listeners listen so the first cycle already finds them up.
  */
 const serve = (config: Config) => {
   const services = ServicesLive(config, "server")
   const http = HttpLive.pipe(Layer.provide(BunServerLive(config)))
-  const listeners = config.vertical.enabled ? Layer.merge(http, VerticalServer.layer(config)) : http
+  const listeners = Layer.merge(config.vertical.enabled ? Layer.merge(http, VerticalServer.layer(config)) : http, DemoProviders.layer(config))
   const schedules = Layer.mergeAll(ProbeSchedulerLive, ImportSchedulerLive, EconomicProber.schedule)
   return Layer.launch(
     schedules.pipe(Layer.provide(listeners), Layer.provide(services), Layer.provide(TelemetryLive(config, pkg.version)))
