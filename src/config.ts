@@ -286,6 +286,18 @@ export const BuyerConfig = Schema.Struct({
 })
 export type BuyerConfig = typeof BuyerConfig.Type
 
+/**
+ * Traces: with `otlpEndpoint` set (a collector's OTLP/HTTP base URL, e.g. http://127.0.0.1:4318),
+ * every HTTP request and service step is exported as a span to `<otlpEndpoint>/v1/traces`.
+ * Off (null) by default: nothing leaves the process unless the operator names a collector.
+ */
+export const TelemetryConfig = Schema.Struct({
+  otlpEndpoint: opt(Schema.NullOr(HttpUrl), null),
+  /** `service.name` of the exported resource, to tell instances apart in a shared collector. */
+  serviceName: opt(Schema.String.pipe(Schema.minLength(1)), "sextant")
+})
+export type TelemetryConfig = typeof TelemetryConfig.Type
+
 /** The config file; its field names are a contract with operators (docs/decisions.md): add, never rename. */
 export const ConfigFile = Schema.Struct({
   host: opt(Schema.String, "127.0.0.1"),
@@ -307,6 +319,9 @@ export const ConfigFile = Schema.Struct({
   vertical: opt(VerticalConfig, Schema.decodeSync(VerticalConfig)({})),
   ledger: opt(LedgerConfig, Schema.decodeSync(LedgerConfig)({})),
   economicProbes: opt(EconomicProbesConfig, Schema.decodeSync(EconomicProbesConfig)({})),
+  telemetry: opt(TelemetryConfig, Schema.decodeSync(TelemetryConfig)({})),
+  /** "text": Effect's logfmt lines; "json": one JSON object per line, for log shippers. */
+  logFormat: opt(Schema.Literal("text", "json"), "text"),
   demo: opt(DemoConfig, Schema.decodeSync(DemoConfig)({})),
   buyer: opt(BuyerConfig, Schema.decodeSync(BuyerConfig)({}))
 })
@@ -339,7 +354,7 @@ const fieldPath = (path: ReadonlyArray<PropertyKey>) =>
  * Fields whose values are secrets: a schema message would quote the value, so it is replaced.
  * RPC and Horizon URLs count: a provider's URL often carries its API key.
  */
-const SECRET_FIELDS = new Set(["apiKey", "hmacSecret", "facilitatorApiKey", "database", "sorobanRpcUrl", "horizonUrl"])
+const SECRET_FIELDS = new Set(["apiKey", "hmacSecret", "facilitatorApiKey", "database", "sorobanRpcUrl", "horizonUrl", "otlpEndpoint"])
 
 export const firstIssue = (error: ParseResult.ParseError, prefix = ""): ConfigError => {
   const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)

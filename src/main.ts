@@ -19,6 +19,7 @@ import { EconomicProber } from "./verification/EconomicProber.js"
 import { ProbeSchedulerLive } from "./verification/ProbeScheduler.js"
 import { Prober } from "./verification/Prober.js"
 import { VerticalServer } from "./vertical/VerticalServer.js"
+import { TelemetryLive } from "./telemetry/Telemetry.js"
 import pkg from "../package.json" with { type: "json" }
 
 const USAGE = `usage: sextant <command> [--config <file>]
@@ -79,7 +80,9 @@ const serve = (config: Config) => {
   const http = HttpLive.pipe(Layer.provide(BunServerLive(config)))
   const listeners = Layer.merge(config.vertical.enabled ? Layer.merge(http, VerticalServer.layer(config)) : http, DemoProviders.layer(config))
   const schedules = Layer.mergeAll(ProbeSchedulerLive, ImportSchedulerLive, EconomicProber.schedule)
-  return Layer.launch(schedules.pipe(Layer.provide(listeners), Layer.provide(services)))
+  return Layer.launch(
+    schedules.pipe(Layer.provide(listeners), Layer.provide(services), Layer.provide(TelemetryLive(config, pkg.version)))
+  )
 }
 
 /**
@@ -179,8 +182,11 @@ const main = () => {
   const { positional, configPath } = parseArgs(process.argv.slice(2))
   const [command = "serve", ...rest] = positional
   switch (command) {
-    case "serve":
-      return BunRuntime.runMain(serve(loadOrExit(configPath)))
+    case "serve": {
+      const config = loadOrExit(configPath)
+      // JSON logs replace the pretty logger instead of doubling every line.
+      return BunRuntime.runMain(serve(config), { disablePrettyLogger: config.logFormat === "json" })
+    }
     case "vertical":
       return BunRuntime.runMain(Layer.launch(VerticalServer.layer(loadOrExit(configPath))))
     case "mcp":

@@ -64,6 +64,8 @@ describe("single binary", () => {
     expect(await live!.json()).toEqual({ status: "ok" })
     const openapi = (await (await fetch(`http://127.0.0.1:${port}/openapi.json`)).json()) as any
     expect(openapi.info.version).toBe("0.1.0")
+    // The status page and /metrics are served from inside the binary too (stylesheet, renderers, prom-client).
+    for (const path of ["/status", "/status/style.css", "/metrics"]) expect((await fetch(`http://127.0.0.1:${port}${path}`)).status).toBe(200)
     const resources = (await (await fetch(`http://127.0.0.1:${port}/v1/resources`)).json()) as any
     expect(resources.resources.length).toBeGreaterThan(0)
     expect(readdirSync(join(workDir, "data"))).toContain("sextant.db")
