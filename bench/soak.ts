@@ -15,7 +15,8 @@
  * 127.0.0.1; the ledger address is a closed loopback port.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs"
-import { SELLER_RESOURCE_ID, startSellerStack } from "../test/support/sellerStack.js"
+import { startSellerProcess } from "../test/support/sellerProcess.js"
+import { SELLER_RESOURCE_ID } from "../test/support/sellerStack.js"
 
 const argument = (name: string) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -29,7 +30,7 @@ if (!(minutes > 0) || !(concurrency > 0) || !(periodSeconds > 0)) {
   process.exit(2)
 }
 
-const stack = await startSellerStack({
+const stack = await startSellerProcess({
   budgets: { globalFeeStroops: 1e15, perPrincipalFeeStroops: 1e12 },
   limits: { settle: null, verify: null, receipts: null }
 })

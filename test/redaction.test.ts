@@ -4,7 +4,7 @@ import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { makeRedactor, REDACTED, secretsOf } from "../src/redaction/redact.js"
 import { redacting } from "../src/redaction/RedactingLogger.js"
-import { type SellerStack, startSellerStack } from "./support/sellerStack.js"
+import { type SellerProcess, startSellerProcess } from "./support/sellerProcess.js"
 import { request, testConfig } from "./support/server.js"
 
 const FACILITATOR_KEY = "fk_live_Zq81xWm2Lp0aQ7rT"
@@ -74,13 +74,13 @@ describe("the redactor (pure)", () => {
 })
 
 describe("a facilitator that echoes the request headers in its 500 body", () => {
-  let stack: SellerStack
+  let stack: SellerProcess
   afterAll(async () => {
     await stack?.stop()
   })
 
   test("its key appears in no response, page, stored row or log line", async () => {
-    stack = await startSellerStack({}, { apiKey: FACILITATOR_KEY })
+    stack = await startSellerProcess({}, { apiKey: FACILITATOR_KEY })
     const child = await stack.launch()
     await stack.validate(child)
     stack.backend.setMode("echo500")

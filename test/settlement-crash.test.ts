@@ -8,7 +8,7 @@ import { payFor, startPaidResource } from "./fixtures/paidResource.js"
 import { buildExactPayment, settleBody } from "./fixtures/stellarPayment.js"
 import { LOOPBACK, pollUntil } from "./support/poll.js"
 import { launchServe, serveArgv, type ServeChild } from "./support/serveProcess.js"
-import { forwardedPayments, type SellerStack, startSellerStack } from "./support/sellerStack.js"
+import { forwardedPayments, type SellerProcess, startSellerProcess } from "./support/sellerProcess.js"
 import { request } from "./support/server.js"
 
 /** The journal as the store holds it, read straight from the SQLite file. */
@@ -124,14 +124,14 @@ describe("crash injection", () => {
   /** The global fee budget holds 40 settlements: the later payments must be refused, never overspent. */
   const BUDGET_SETTLEMENTS = 40
   const seed = Number(process.env.FC_SEED ?? 18)
-  let stack: SellerStack
+  let stack: SellerProcess
   afterAll(async () => {
     await stack?.stop()
   })
 
   test(`${ITERATIONS} SIGKILLs at random moments of concurrent settles, restart and replay: nothing forwarded twice, every request journaled or refused, the budget held`, async () => {
     const random = seededRandom(seed)
-    stack = await startSellerStack({
+    stack = await startSellerProcess({
       budgets: { feeCeilingStroops: FEE, globalFeeStroops: FEE * BUDGET_SETTLEMENTS, perPrincipalFeeStroops: FEE * 10 },
       limits: { settle: null }
     })

@@ -1,10 +1,10 @@
 import { afterAll, describe, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
 import { LOOPBACK, pollUntil } from "./support/poll.js"
-import { type SellerStack, startSellerStack } from "./support/sellerStack.js"
+import { type SellerProcess, startSellerProcess } from "./support/sellerProcess.js"
 import { request } from "./support/server.js"
 
-const stacks: Array<SellerStack> = []
+const stacks: Array<SellerProcess> = []
 afterAll(async () => {
   await Promise.all(stacks.map((s) => s.stop()))
 })
@@ -22,7 +22,7 @@ const settle = (url: string, body: unknown) => request(`${url}/x402/settle`, { m
 
 describe("graceful shutdown (SIGTERM)", () => {
   test("10 settles in flight at a facilitator taking 2 s: all answered 200 with their transaction, journaled settled, exit 0", async () => {
-    const stack = await startSellerStack({ shutdownGraceSeconds: 30 })
+    const stack = await startSellerProcess({ shutdownGraceSeconds: 30 })
     stacks.push(stack)
     const child = await stack.launch()
     await stack.validate(child)
@@ -61,7 +61,7 @@ describe("graceful shutdown (SIGTERM)", () => {
   }, 40_000)
 
   test("with a grace of 1 s the process exits at once; the unfinished settles are recovered as after a crash, never re-sent", async () => {
-    const stack = await startSellerStack({ shutdownGraceSeconds: 1 })
+    const stack = await startSellerProcess({ shutdownGraceSeconds: 1 })
     stacks.push(stack)
     const child = await stack.launch()
     await stack.validate(child)
@@ -85,7 +85,7 @@ describe("graceful shutdown (SIGTERM)", () => {
   }, 40_000)
 
   test("a second signal exits at once without waiting for the grace", async () => {
-    const stack = await startSellerStack({ shutdownGraceSeconds: 30 })
+    const stack = await startSellerProcess({ shutdownGraceSeconds: 30 })
     stacks.push(stack)
     const child = await stack.launch()
     await stack.validate(child)

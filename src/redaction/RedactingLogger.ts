@@ -1,4 +1,4 @@
-import { Cause, Layer, Logger } from "effect"
+import { Cause, Effect, FiberRef, HashSet, Layer, Logger } from "effect"
 import type { Redactor } from "./redact.js"
 
 /** Every failure and defect of a cause passed through the redactor, the cause's structure kept. */
@@ -12,7 +12,7 @@ export const redactCause = <E>(cause: Cause.Cause<E>, redactor: Redactor): Cause
     onParallel: (left, right) => Cause.parallel(left, right)
   })
 
-/** `base` with every message, annotation and cause redacted before it is written. */
+/** `base` with every message and cause redacted before it is written. */
 export const redacting = <Out>(base: Logger.Logger<unknown, Out>, redactor: Redactor): Logger.Logger<unknown, Out> =>
   Logger.mapInputOptions(base, (options) => ({
     ...options,
@@ -21,8 +21,10 @@ export const redacting = <Out>(base: Logger.Logger<unknown, Out>, redactor: Reda
   }))
 
 /**
- * Replaces the default logger with `base` (the pretty one by default) behind the redactor: what a
- * backend echoed never reaches a log line, whichever code path logs it.
+ * Makes `base` (the pretty logger by default) behind the redactor the only logger: what a backend
+ * echoed never reaches a log line, whichever code path logs it. It sets the whole set of loggers
+ * rather than replacing the default one, so providing it twice (the process and a layer of it)
+ * still writes each line once, and no logger added before it writes unredacted.
  */
-export const RedactingLogger = (redactor: Redactor, base: Logger.Logger<unknown, unknown> = Logger.prettyLoggerDefault) =>
-  Logger.replace(Logger.defaultLogger, redacting(base, redactor)) as Layer.Layer<never>
+export const RedactingLogger = (redactor: Redactor, base: Logger.Logger<unknown, unknown> = Logger.prettyLoggerDefault): Layer.Layer<never> =>
+  Layer.scopedDiscard(Effect.locallyScopedWith(FiberRef.currentLoggers, () => HashSet.make(redacting(base, redactor))))

@@ -286,8 +286,12 @@ const make = Effect.gen(function* () {
     findByUrl: (url: string) => load(sql`r.url = ${url}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     byCapability: (capability: string) =>
       load(sql`${listedOnly} AND r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${capability})`),
-    /** Listed resources paying `payTo`: an unlisted one is never evidence for a payee. */
-    byPayTo: (payTo: string) => load(sql`${listedOnly} AND r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`),
+    /**
+     * The resources that are evidence about a payee: the listed ones paying it, and any an operator
+     * quarantined, listed or not, so unlisting a quarantined entry never lifts its refusal.
+     */
+    byPayTo: (payTo: string) =>
+      load(sql`(r.listed = 1 OR r.quarantined_by IS NOT NULL) AND r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`),
     /**
      * Lists or unlists a resource, storing the change when the listing moved; an unlisting's hold
      * (default "operator": no probe lists it again) is set even when it was unlisted already.

@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { CatalogTableRepo } from "./CatalogTableRepo.js"
 import { CurationRepo } from "./CurationRepo.js"
 import { DatabaseLive } from "./Database.js"
 import { EconomicEventsRepo } from "./EconomicEventsRepo.js"
@@ -25,6 +26,7 @@ export const StoreLive = (database: string) =>
     ProbeSpendRepo.Live,
     CurationRepo.Live,
     VerifyAnswersRepo.Live,
+    CatalogTableRepo.Live,
     RateLimitStore.Live
   ).pipe(Layer.provideMerge(DatabaseLive(database)))
 
