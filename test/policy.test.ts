@@ -308,7 +308,7 @@ describe("PolicyEngine over the catalog store", () => {
     })
   })
 
-  test("an unknown resource is NotFound, an option out of range or a resource without options InvalidRequest", async () => {
+  test("an unknown resource is NotFound, an option out of range InvalidRequest, a resource without options DENY NO_PAYMENT_OPTION", async () => {
     const missing = await evaluate({ policy: {}, resourceId: "nope" })
     expect(Either.flip(missing).pipe(Either.getOrThrow)).toMatchObject({ error: "NOT_FOUND", message: 'no resource with id "nope"' })
     const outOfRange = await evaluate({ policy: {}, resourceId: "acme.multi", optionIndex: 3 })
@@ -317,6 +317,11 @@ describe("PolicyEngine over the catalog store", () => {
       message: 'optionIndex 3 is out of range: resource "acme.multi" has 3 payment option(s), indexes 0 to 2'
     })
     const none = await evaluate({ policy: {}, resourceId: "acme.none" })
-    expect(Either.flip(none).pipe(Either.getOrThrow)).toMatchObject({ error: "INVALID_REQUEST" })
+    expect(Either.getOrThrow(none)).toMatchObject({
+      decision: "DENY",
+      reasons: [{ code: "NO_PAYMENT_OPTION" }],
+      resourceId: "acme.none",
+      optionIndex: null
+    })
   })
 })

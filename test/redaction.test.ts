@@ -5,6 +5,7 @@ import { join } from "node:path"
 import { makeRedactor, REDACTED, secretsOf } from "../src/redaction/redact.js"
 import { redacting } from "../src/redaction/RedactingLogger.js"
 import { type SellerProcess, startSellerProcess } from "./support/sellerProcess.js"
+import { pollUntil } from "./support/poll.js"
 import { request, testConfig } from "./support/server.js"
 
 const FACILITATOR_KEY = "fk_live_Zq81xWm2Lp0aQ7rT"
@@ -80,7 +81,8 @@ describe("a facilitator that echoes the request headers in its 500 body", () => 
   })
 
   test("its key appears in no response, page, stored row or log line", async () => {
-    stack = await startSellerProcess({}, { apiKey: FACILITATOR_KEY })
+    // Polls 2 s apart: lastError is read well before the next poll clears it.
+    stack = await startSellerProcess({ facilitatorPollSeconds: 2 }, { apiKey: FACILITATOR_KEY })
     const child = await stack.launch()
     await stack.validate(child)
     stack.backend.setMode("echo500")
@@ -94,6 +96,13 @@ describe("a facilitator that echoes the request headers in its 500 body", () => 
     expect(verify.body.message).toContain("answered 500: upstream error")
     expect(verify.body.message).toContain(`"authorization":"${REDACTED}"`)
 
+    // The failed verify marked the backend unhealthy; its next /supported poll brings it back.
+    await pollUntil(
+      "the backend is healthy again",
+      async () => (await request(`${child.url}/x402/facilitators`)).body.facilitators[0].healthy,
+      (healthy) => healthy === true,
+      { timeoutMs: 5_000, everyMs: 20 }
+    )
     const settle = await request(`${child.url}/x402/settle`, { method: "POST", json: body })
     expect(settle.status).toBe(502)
     expect(settle.body.error).toBe("SETTLEMENT_INDETERMINATE")
