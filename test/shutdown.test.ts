@@ -20,19 +20,27 @@ const journal = (database: string) => {
 
 const settle = (url: string, body: unknown) => request(`${url}/x402/settle`, { method: "POST", json: body }).catch((e: Error) => e)
 
+/**
+ * A serving process with `count` settles held at a facilitator taking `settleDelayMs`, then
+ * SIGTERM: the moment of the signal and the buyers' answers still to come.
+ */
+const signalWithSettlesInFlight = async (shutdownGraceSeconds: number, count: number, firstBuyer: number, settleDelayMs: number) => {
+  const stack = await startSellerProcess({ shutdownGraceSeconds })
+  stacks.push(stack)
+  const child = await stack.launch()
+  await stack.validate(child)
+  const bodies = await Promise.all(Array.from({ length: count }, (_, i) => stack.settleBodyFor(firstBuyer + i)))
+  stack.backend.setSettleDelay(settleDelayMs)
+  const answers = bodies.map((body) => settle(child.url, body))
+  await pollUntil(`the facilitator holds ${count} settle(s)`, async () => stack.backend.calls("/settle"), (n) => n === count, LOOPBACK)
+  const signalledAt = Date.now()
+  child.child.kill("SIGTERM")
+  return { stack, child, bodies, answers, signalledAt }
+}
+
 describe("graceful shutdown (SIGTERM)", () => {
   test("10 settles in flight at a facilitator taking 2 s: all answered 200 with their transaction, journaled settled, exit 0", async () => {
-    const stack = await startSellerProcess({ shutdownGraceSeconds: 30 })
-    stacks.push(stack)
-    const child = await stack.launch()
-    await stack.validate(child)
-    const bodies = await Promise.all(Array.from({ length: 10 }, (_, i) => stack.settleBodyFor(i + 1)))
-    stack.backend.setSettleDelay(2_000)
-
-    const answers = bodies.map((body) => settle(child.url, body))
-    await pollUntil("the facilitator holds all 10 settles", async () => stack.backend.calls("/settle"), (n) => n === 10, LOOPBACK)
-    const signalledAt = Date.now()
-    child.child.kill("SIGTERM")
+    const { stack, child, answers, signalledAt } = await signalWithSettlesInFlight(30, 10, 1, 2_000)
 
     // While it drains: readiness is 503 with the reason, and a new request is turned away.
     const ready = await request(`${child.url}/health/ready`)
@@ -61,16 +69,7 @@ describe("graceful shutdown (SIGTERM)", () => {
   }, 40_000)
 
   test("with a grace of 1 s the process exits at once; the unfinished settles are recovered as after a crash, never re-sent", async () => {
-    const stack = await startSellerProcess({ shutdownGraceSeconds: 1 })
-    stacks.push(stack)
-    const child = await stack.launch()
-    await stack.validate(child)
-    const bodies = await Promise.all(Array.from({ length: 3 }, (_, i) => stack.settleBodyFor(i + 20)))
-    stack.backend.setSettleDelay(5_000)
-    const answers = bodies.map((body) => settle(child.url, body))
-    await pollUntil("the facilitator holds the settles", async () => stack.backend.calls("/settle"), (n) => n === 3, LOOPBACK)
-    const signalledAt = Date.now()
-    child.child.kill("SIGTERM")
+    const { stack, child, bodies, answers, signalledAt } = await signalWithSettlesInFlight(1, 3, 20, 5_000)
     expect(await child.child.exited).toBe(1)
     expect(Date.now() - signalledAt).toBeLessThan(3_000)
     for (const result of await Promise.all(answers)) expect(result).toBeInstanceOf(Error)
@@ -85,19 +84,11 @@ describe("graceful shutdown (SIGTERM)", () => {
   }, 40_000)
 
   test("a second signal exits at once without waiting for the grace", async () => {
-    const stack = await startSellerProcess({ shutdownGraceSeconds: 30 })
-    stacks.push(stack)
-    const child = await stack.launch()
-    await stack.validate(child)
-    stack.backend.setSettleDelay(10_000)
-    const answer = settle(child.url, await stack.settleBodyFor(40))
-    await pollUntil("the facilitator holds the settle", async () => stack.backend.calls("/settle"), (n) => n === 1, LOOPBACK)
-    const signalledAt = Date.now()
-    child.child.kill("SIGTERM")
+    const { child, answers, signalledAt } = await signalWithSettlesInFlight(30, 1, 40, 10_000)
     await pollUntil("the drain began", async () => child.output(), (out) => out.includes("shutting down: waiting"), LOOPBACK)
     child.child.kill("SIGINT")
     expect(await child.child.exited).toBe(1)
     expect(Date.now() - signalledAt).toBeLessThan(3_000)
-    expect(await answer).toBeInstanceOf(Error)
+    expect(await answers[0]).toBeInstanceOf(Error)
   }, 30_000)
 })
