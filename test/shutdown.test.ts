@@ -42,9 +42,9 @@ describe("graceful shutdown (SIGTERM)", () => {
   test("10 settles in flight at a facilitator taking 2 s: all answered 200 with their transaction, journaled settled, exit 0", async () => {
     const { stack, child, answers, signalledAt } = await signalWithSettlesInFlight(30, 10, 1, 2_000)
 
-    // While it drains: readiness is 503 with the reason, and a new request is turned away.
-    const ready = await request(`${child.url}/health/ready`)
-    expect(ready.status).toBe(503)
+    // While it drains (from a moment after the signal, once the schedules stopped): readiness is
+    // 503 with the reason, and a new request is turned away.
+    const ready = await pollUntil("readiness turns 503", () => request(`${child.url}/health/ready`), (r) => r.status === 503, LOOPBACK)
     expect(ready.body).toEqual({ error: "NOT_READY", message: expect.stringContaining("shutting down") })
     const turnedAway = await request(`${child.url}/v1/resources`)
     expect(turnedAway.status).toBe(503)
