@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
+import { createHash } from "node:crypto"
 import {
   awaitsProbe,
   type CatalogEntry,
@@ -11,6 +12,7 @@ import {
 } from "../domain/resources.js"
 import { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
 import { decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
+import { writeSearchIndex } from "./searchIndex.js"
 import { sortableId } from "./sortableId.js"
 
 const ResourceRow = Schema.Struct({
@@ -124,6 +126,37 @@ const toSourced = (r: typeof SourcedRowSchema.Type): SourcedRow => ({
 const initialHold = (source: string): ListingHold =>
   awaitsProbe(source) ? "awaiting_probe" : source === "validate" ? "validate" : "operator"
 
+/** Rows per bulk statement: far below both drivers' bound-parameter limits at 15 columns. */
+const WRITE_CHUNK = 500
+
+const chunksOf = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
+  const chunks: Array<ReadonlyArray<A>> = []
+  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size))
+  return chunks
+}
+
+/** The last of each key, in first-seen order: what writing the items one after another would leave. */
+const lastBy = <A>(items: ReadonlyArray<A>, key: (a: A) => string): Array<A> => [...new Map(items.map((a) => [key(a), a])).values()]
+const lastById = (entries: ReadonlyArray<CatalogEntry>) => lastBy(entries, (e) => e.resource.id)
+
+/**
+ * What the store keeps of an entry, fingerprinted: equal fingerprints mean nothing to write.
+ * Capabilities as a set, since the store keeps them so.
+ */
+const fingerprint = ({ resource: r, provider: p, paymentOptions }: CatalogEntry): string =>
+  createHash("sha256")
+    .update(
+      JSON.stringify([
+        [r.id, r.type, r.name, r.description, r.url, r.method, [...new Set(r.capabilities)].sort()],
+        [p.id, p.name, p.url ?? null, p.contact ?? null],
+        paymentOptions.map((o) => [o.network, o.scheme, o.asset, o.amount, o.amountUsd, o.maxAmount ?? null, o.maxAmountUsd ?? null, o.payTo])
+      ])
+    )
+    .digest("base64url")
+
+const StoredRow = Schema.Struct({ id: Schema.String, source: Schema.String, listed: SqlFlag, catalog_hash: Schema.NullOr(Schema.String) })
+const decodeStored = decodeRows(StoredRow)
+
 const groupBy = <A>(rows: ReadonlyArray<A>, key: (a: A) => string) => {
   const map = new Map<string, Array<A>>()
   for (const row of rows) {
@@ -193,75 +226,143 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const hold = listed ? null : (change.hold ?? "operator")
       yield* sql`UPDATE resources SET listed = ${listed ? 1 : 0}, listing_hold = ${hold}, updated_at = ${now()} WHERE id = ${id}`
-      if (wasListed !== listed) yield* recordListing(id, listed, change)
+      if (wasListed !== listed) yield* recordListings([{ id, listed }], change)
     })
 
-  /** A stored change of listing, with who made it and why. */
-  const recordListing = (resourceId: string, listed: boolean, change: ListingChange) =>
-    Effect.gen(function* () {
-      const at = new Date()
-      yield* sql`INSERT INTO listing_changes (id, resource_id, listed, actor, reason, at, at_ms)
-        VALUES (${sortableId("ls", at.getTime())}, ${resourceId}, ${listed ? 1 : 0}, ${change.actor}, ${change.reason},
-          ${at.toISOString()}, ${at.getTime()})`
-    })
 
   /**
-   * Inserts or updates an entry from `source`. A new row, or one that comes from another source
-   * now (a validated URL the catalog file names), takes `listed`; a row from the same source keeps
-   * its listing, so an operator's unlisting survives a restart.
+   * Inserts or updates entries from `source`, in bulk, writing only what changed: an entry whose
+   * fingerprint and source equal the stored row's is left alone, so re-reading an unchanged
+   * catalog costs one read per chunk. A new row, or one that comes from another source now (a
+   * validated URL the catalog file names), takes `listed`; a row from the same source keeps its
+   * listing, so an operator's unlisting survives a restart. Status and level are earned from
+   * evidence: an existing row keeps its own. Returns how many entries were written.
    */
-  const upsertOne = (entry: CatalogEntry, source: string, listed: boolean, change: ListingChange) =>
+  const upsertMany = (entries: ReadonlyArray<CatalogEntry>, source: string, listed: boolean, change: ListingChange) =>
     Effect.gen(function* () {
-      const { resource, provider } = entry
+      let written = 0
+      for (const chunk of chunksOf(lastById(entries), WRITE_CHUNK)) {
+        const ids = chunk.map((e) => e.resource.id)
+        const stored = new Map(
+          (yield* sql`SELECT id, source, listed, catalog_hash FROM resources WHERE ${sql.in("id", ids)}`.pipe(
+            Effect.flatMap(decodeStored)
+          )).map((r) => [r.id, r] as const)
+        )
+        const changed = chunk
+          .map((entry) => ({ entry, hash: fingerprint(entry), before: stored.get(entry.resource.id) }))
+          .filter(({ hash, before }) => before === undefined || before.source !== source || before.catalog_hash !== hash)
+        if (changed.length > 0) yield* writeEntries(changed, source, listed, change)
+        written += changed.length
+      }
+      return written
+    })
+
+  const writeEntries = (
+    changed: ReadonlyArray<{ entry: CatalogEntry; hash: string; before: typeof StoredRow.Type | undefined }>,
+    source: string,
+    listed: boolean,
+    change: ListingChange
+  ) =>
+    Effect.gen(function* () {
       const at = now()
-      yield* sql`INSERT INTO providers (id, name, url, contact)
-        VALUES (${provider.id}, ${provider.name}, ${provider.url ?? null}, ${provider.contact ?? null})
+      const ids = changed.map(({ entry }) => entry.resource.id)
+      const providers = lastBy(changed.map(({ entry }) => entry.provider), (p) => p.id)
+      yield* sql`INSERT INTO providers ${sql.insert(
+        providers.map((p) => ({ id: p.id, name: p.name, url: p.url ?? null, contact: p.contact ?? null }))
+      )}
         ON CONFLICT (id) DO UPDATE SET name = excluded.name, url = excluded.url, contact = excluded.contact`
-      const before = yield* sql<{ listed: unknown }>`SELECT listed FROM resources WHERE id = ${resource.id}`
-      // Status and level are earned from evidence: an existing row keeps its own.
       const hold = listed ? null : initialHold(source)
-      yield* sql`INSERT INTO resources (id, provider_id, type, name, description, url, method, status,
-          verification_level, source, listed, listing_hold, created_at, updated_at)
-        VALUES (${resource.id}, ${provider.id}, ${resource.type}, ${resource.name}, ${resource.description},
-          ${resource.url}, ${resource.method}, 'DISCOVERED', 0, ${source}, ${listed ? 1 : 0}, ${hold}, ${at}, ${at})
+      const rows = changed.map(({ entry: { resource, provider }, hash }) => ({
+        id: resource.id,
+        provider_id: provider.id,
+        type: resource.type,
+        name: resource.name,
+        description: resource.description,
+        url: resource.url,
+        method: resource.method,
+        status: "DISCOVERED",
+        verification_level: 0,
+        source,
+        listed: listed ? 1 : 0,
+        listing_hold: hold,
+        catalog_hash: hash,
+        created_at: at,
+        updated_at: at
+      }))
+      yield* sql`INSERT INTO resources ${sql.insert(rows)}
         ON CONFLICT (id) DO UPDATE SET provider_id = excluded.provider_id, type = excluded.type,
           name = excluded.name, description = excluded.description, url = excluded.url,
-          method = excluded.method, updated_at = excluded.updated_at,
+          method = excluded.method, updated_at = excluded.updated_at, catalog_hash = excluded.catalog_hash,
           listed = CASE WHEN resources.source = excluded.source THEN resources.listed ELSE excluded.listed END,
           listing_hold = CASE WHEN resources.source = excluded.source THEN resources.listing_hold ELSE excluded.listing_hold END,
           source = excluded.source`
-      const after = yield* sql<{ listed: unknown }>`SELECT listed FROM resources WHERE id = ${resource.id}`
-      const isListed = Number(after[0]?.listed) === 1
-      if (before[0] === undefined || Number(before[0].listed) === 1 !== isListed) yield* recordListing(resource.id, isListed, change)
-      yield* sql`DELETE FROM resource_capabilities WHERE resource_id = ${resource.id}`
-      for (const capability of new Set(resource.capabilities)) {
-        yield* sql`INSERT INTO resource_capabilities (resource_id, capability) VALUES (${resource.id}, ${capability})`
-      }
-      yield* sql`DELETE FROM payment_options WHERE resource_id = ${resource.id}`
-      for (const [index, o] of entry.paymentOptions.entries()) {
-        yield* sql`INSERT INTO payment_options (resource_id, option_index, network, scheme, asset, amount,
-            amount_usd, max_amount, max_amount_usd, pay_to)
-          VALUES (${resource.id}, ${index}, ${o.network}, ${o.scheme}, ${o.asset}, ${o.amount}, ${o.amountUsd},
-            ${o.maxAmount ?? null}, ${o.maxAmountUsd ?? null}, ${o.payTo})`
-      }
+      // The listing the statement above left: what the CASE keeps, or `listed`.
+      const moved = changed.flatMap(({ entry, before }) => {
+        const isListed = before !== undefined && before.source === source ? before.listed : listed
+        return before === undefined || before.listed !== isListed ? [{ id: entry.resource.id, listed: isListed }] : []
+      })
+      yield* recordListings(moved, change)
+      yield* sql`DELETE FROM resource_capabilities WHERE ${sql.in("resource_id", ids)}`
+      yield* sql`DELETE FROM payment_options WHERE ${sql.in("resource_id", ids)}`
+      const capabilities = changed.flatMap(({ entry: { resource } }) =>
+        [...new Set(resource.capabilities)].map((capability) => ({ resource_id: resource.id, capability }))
+      )
+      const options = changed.flatMap(({ entry }) =>
+        entry.paymentOptions.map((o, index) => ({
+          resource_id: entry.resource.id,
+          option_index: index,
+          network: o.network,
+          scheme: o.scheme,
+          asset: o.asset,
+          amount: o.amount,
+          amount_usd: o.amountUsd,
+          max_amount: o.maxAmount ?? null,
+          max_amount_usd: o.maxAmountUsd ?? null,
+          pay_to: o.payTo
+        }))
+      )
+      for (const part of chunksOf(capabilities, WRITE_CHUNK)) yield* sql`INSERT INTO resource_capabilities ${sql.insert(part)}`
+      for (const part of chunksOf(options, WRITE_CHUNK)) yield* sql`INSERT INTO payment_options ${sql.insert(part)}`
+      yield* writeSearchIndex(
+        sql,
+        changed.map(({ entry: { resource } }) => ({
+          resourceId: resource.id,
+          name: resource.name,
+          capabilities: resource.capabilities,
+          description: resource.description
+        }))
+      )
     })
+
+  /** Stored changes of listing, one statement for many resources. */
+  const recordListings = (moved: ReadonlyArray<{ id: string; listed: boolean }>, change: ListingChange) => {
+    if (moved.length === 0) return Effect.void
+    const at = new Date()
+    return sql`INSERT INTO listing_changes ${sql.insert(
+      moved.map((m) => ({
+        id: sortableId("ls", at.getTime()),
+        resource_id: m.id,
+        listed: m.listed ? 1 : 0,
+        actor: change.actor,
+        reason: change.reason,
+        at: at.toISOString(),
+        at_ms: at.getTime()
+      }))
+    )}`.pipe(Effect.asVoid)
+  }
 
   const listedOnly = sql.literal("r.listed = 1")
 
   return repository("ResourcesRepo", {
     /** Idempotent: loading the same catalog twice leaves the same rows. The config file lists what it names. */
     upsertCatalog: (entries: ReadonlyArray<CatalogEntry>) =>
-      sql.withTransaction(
-        Effect.forEach(entries, (e) => upsertOne(e, "config", true, { actor: "config", reason: "named in the catalog file" }), {
-          discard: true
-        })
-      ),
+      sql.withTransaction(upsertMany(entries, "config", true, { actor: "config", reason: "named in the catalog file" })),
     /** A resource a source lists itself (registration, after a healthy probe). */
     upsertListed: (entry: CatalogEntry, source: string, change: ListingChange) =>
-      sql.withTransaction(upsertOne(entry, source, true, change)),
+      sql.withTransaction(upsertMany([entry], source, true, change)),
     /** A resource found by `/v1/validate` at a URL the catalog does not list: kept, but unlisted. */
     insertUnlisted: (entry: CatalogEntry, source: string, change: ListingChange) =>
-      sql.withTransaction(upsertOne(entry, source, false, change)),
+      sql.withTransaction(upsertMany([entry], source, false, change)),
     /**
      * What the probe schedule visits: listed resources, unlisted ones a healthy probe may list
      * (imported, ingested, delisted as unhealthy), and everything the config file names. A URL
@@ -354,18 +455,13 @@ const make = Effect.gen(function* () {
      * their listing, except that one the source had stopped listing waits for a probe again.
      */
     upsertImported: (entries: ReadonlyArray<CatalogEntry>, source: string, change: ListingChange) =>
-      sql.withTransaction(
-        Effect.forEach(
-          entries,
-          (entry) =>
-            Effect.zipRight(
-              upsertOne(entry, source, false, change),
-              sql`UPDATE resources SET listing_hold = 'awaiting_probe'
-                WHERE id = ${entry.resource.id} AND listed = 0 AND listing_hold = 'source'`
-            ),
-          { discard: true }
-        )
-      ),
+      Effect.gen(function* () {
+        yield* upsertMany(entries, source, false, change)
+        for (const chunk of chunksOf(entries, WRITE_CHUNK)) {
+          yield* sql`UPDATE resources SET listing_hold = 'awaiting_probe'
+            WHERE ${sql.in("id", chunk.map((e) => e.resource.id))} AND listed = 0 AND listing_hold = 'source'`
+        }
+      }).pipe(sql.withTransaction),
     setStatus: (id: string, status: ServiceStatus, level: number) =>
       sql`UPDATE resources SET status = ${status}, verification_level = ${level}, updated_at = ${now()} WHERE id = ${id}`.pipe(
         Effect.asVoid
