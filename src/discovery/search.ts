@@ -37,7 +37,7 @@ const optionMatches = (option: ResourcePaymentOption, request: ResourceSearchReq
 const hasEvidence = (metrics: ResourceMetrics) => metrics.observationCount > 0
 
 /** Quality filters need evidence: a resource never observed passes none of them. */
-const qualityMatches = (metrics: ResourceMetrics, request: ResourceSearchRequest) =>
+export const qualityMatches = (metrics: ResourceMetrics, request: ResourceSearchRequest) =>
   (request.minimumReliability === undefined ||
     (hasEvidence(metrics) && metrics.reliability >= request.minimumReliability)) &&
   (request.maximumP95LatencyMs === undefined ||
@@ -52,7 +52,14 @@ export interface ScoredCandidate extends SearchCandidate {
   readonly relevance: number
 }
 
+/** Whether a request filters on evidence, which the store's search cannot judge. */
+export const filtersOnQuality = (request: ResourceSearchRequest) =>
+  request.minimumReliability !== undefined || request.maximumP95LatencyMs !== undefined
+
 /**
+ * The whole search rule over records in memory: what the paged search (the store's index, then
+ * `qualityMatches`) must answer page after page; test/search.test.ts holds them equal.
+ *
  * Filters by every field of the request and orders by relevance, then id. Payment filters
  * (scheme, network, asset, price) must all hold on one and the same option, and price is
  * compared with worst-case spend (the ceiling of an `upto` option).

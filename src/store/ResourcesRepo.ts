@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
 import {
@@ -12,7 +12,7 @@ import {
 } from "../domain/resources.js"
 import { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
 import { decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
-import { writeSearchIndex } from "./searchIndex.js"
+import { textQuery, writeSearchIndex } from "./searchIndex.js"
 import { sortableId } from "./sortableId.js"
 
 const ResourceRow = Schema.Struct({
@@ -100,6 +100,24 @@ export interface ListedPageQuery {
   readonly limit: number
 }
 
+/** The catalog filters of a search (the quality filters need evidence, which is not the catalog's). */
+export interface SearchFilters {
+  readonly query?: string | undefined
+  readonly capability?: string | undefined
+  readonly scheme?: string | undefined
+  readonly network?: string | undefined
+  readonly asset?: string | undefined
+  readonly maxPriceUsd?: number | undefined
+}
+
+/** Where a search page ended: the last hit's relevance and id. */
+export interface SearchPosition {
+  readonly relevance: number
+  readonly id: string
+}
+
+const decodeRanked = decodeRows(Schema.Struct({ id: Schema.String, relevance: SqlNumber }))
+
 const StateRow = Schema.Struct({
   listed: SqlFlag,
   listing_hold: Schema.NullOr(ListingHold),
@@ -173,17 +191,14 @@ const make = Effect.gen(function* () {
   const now = () => new Date().toISOString()
 
   /** Loads full records for the resource rows selected by `where` (a SQL fragment over `r`), by id, optionally one page. */
-  const load = (
-    where: ReturnType<typeof sql.literal> | ReturnType<typeof sql>,
-    page?: { readonly offset: number; readonly limit: number }
-  ) =>
+  const load = (where: Statement.Fragment, page?: { readonly offset?: number; readonly limit: number }) =>
     Effect.gen(function* () {
       const rows = yield* sql`
         SELECT r.id, r.provider_id, p.name AS provider_name, p.url AS provider_url, p.contact AS provider_contact,
                r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source
         FROM resources r JOIN providers p ON p.id = r.provider_id
         WHERE ${where}
-        ORDER BY r.id ${page ? sql`LIMIT ${page.limit} OFFSET ${page.offset}` : sql``}`.pipe(Effect.flatMap(decodeResources))
+        ORDER BY r.id ${page ? sql`LIMIT ${page.limit} OFFSET ${page.offset ?? 0}` : sql``}`.pipe(Effect.flatMap(decodeResources))
       if (rows.length === 0) return [] as Array<ResourceRecord>
       const ids = rows.map((r) => r.id)
       const caps = yield* sql`
@@ -370,8 +385,54 @@ const make = Effect.gen(function* () {
      */
     probeTargets: () =>
       load(sql.literal("(r.listed = 1 OR r.listing_hold IN ('awaiting_probe', 'unhealthy') OR r.source = 'config')")),
-    /** What buyers see: the listed resources. */
+    /** What buyers see: the listed resources. Every one: for whole-catalog jobs, never for an answer. */
     list: () => load(listedOnly),
+    /** Listed resources in id order after `afterId`, at most `limit`: a page of `GET /v1/resources`. */
+    listPage: (afterId: string | null, limit: number) =>
+      load(afterId === null ? listedOnly : sql.and([listedOnly, sql`r.id > ${afterId}`]), { limit }),
+    /**
+     * Listed resources matching a search's text and catalog filters, by relevance then id, after
+     * `after` (the last hit of the previous page), at most `limit`, relevance attached. Text goes
+     * through the search index (`searchIndex.ts`); payment filters must hold on one option.
+     */
+    searchPage: (filters: SearchFilters, after: SearchPosition | null, limit: number) =>
+      Effect.gen(function* () {
+        const text = textQuery(sql, filters.query ?? "")
+        const optionFilters = [
+          filters.scheme !== undefined ? sql`o.scheme = ${filters.scheme}` : null,
+          filters.network !== undefined ? sql`o.network = ${filters.network}` : null,
+          filters.asset !== undefined ? sql`o.asset = ${filters.asset}` : null,
+          // Worst-case spend, as `worstCaseUsd` computes it.
+          filters.maxPriceUsd !== undefined
+            ? sql`(CASE WHEN o.scheme = 'upto' THEN COALESCE(o.max_amount_usd, o.amount_usd) ELSE o.amount_usd END) <= ${filters.maxPriceUsd}`
+            : null
+        ].filter((f) => f !== null)
+        const where = sql.and([
+          listedOnly,
+          ...(text ? [text.matches] : []),
+          ...(filters.capability !== undefined
+            ? [sql`r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${filters.capability})`]
+            : []),
+          sql`EXISTS (SELECT 1 FROM payment_options o WHERE o.resource_id = r.id ${optionFilters.length > 0 ? sql`AND ${sql.and(optionFilters)}` : sql``})`
+        ])
+        const after_ =
+          after === null ? sql`1 = 1` : sql`(s.relevance < ${after.relevance} OR (s.relevance = ${after.relevance} AND s.id > ${after.id}))`
+        const ranked = yield* sql`
+          SELECT s.id, s.relevance FROM (
+            SELECT r.id AS id, ${text ? text.relevance : sql.literal("0")} AS relevance
+            FROM resources r ${text ? sql`JOIN resource_search rs ON rs.resource_id = r.id` : sql``}
+            WHERE ${where}
+          ) s
+          WHERE ${after_} ${text ? sql`AND s.relevance > 0` : sql``}
+          ORDER BY s.relevance DESC, s.id
+          LIMIT ${limit}`.pipe(Effect.flatMap(decodeRanked))
+        if (ranked.length === 0) return []
+        const records = new Map((yield* load(sql.in("r.id", ranked.map((r) => r.id)))).map((r) => [r.resource.id, r] as const))
+        return ranked.flatMap(({ id, relevance }) => {
+          const record = records.get(id)
+          return record ? [{ record, relevance }] : []
+        })
+      }),
     get: (id: string) => load(sql`r.id = ${id}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     findByUrl: (url: string) => load(sql`r.url = ${url}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     byCapability: (capability: string) =>
