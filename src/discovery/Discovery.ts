@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { InvalidRequest, notFound } from "../domain/errors.js"
-import { decodeCursor, encodeCursor, PAGE_LIMITS, type Position, scopeOf } from "../domain/pagination.js"
+import { encodeCursor, PAGE_LIMITS, readCursor, scopeOf } from "../domain/pagination.js"
 import { DISCOVERY_DEFAULT_LIMIT, type DiscoveryQuery, type DiscoveryResponse } from "../domain/discovery.js"
 import { noEvidence } from "../domain/evidence.js"
 import { emptyMetrics } from "../domain/metrics.js"
@@ -27,13 +27,6 @@ export interface PageRequest {
   readonly limit?: number | undefined
   readonly cursor?: string | undefined
 }
-
-/** A cursor of another endpoint, or no cursor at all, is the caller's mistake: 400, never 500. */
-const readCursor = (kind: string, cursor: string): Effect.Effect<Position, InvalidRequest> =>
-  Option.match(decodeCursor(kind, cursor), {
-    onNone: () => Effect.fail(new InvalidRequest({ message: "cursor: not a cursor of this listing (pass nextCursor unchanged)" })),
-    onSome: Effect.succeed
-  })
 
 /** The filters a search cursor is bound to: everything but the page itself. */
 const searchScope = (r: ResourceSearchRequest) =>

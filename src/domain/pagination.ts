@@ -1,4 +1,5 @@
-import { Option, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
+import { InvalidRequest } from "./errors.js"
 
 /**
  * Page sizes of every paged read: what a request gets without `limit`, and the most it may ask
@@ -42,6 +43,13 @@ export const decodeCursor = (kind: string, cursor: string): Option.Option<Positi
         Option.map(({ v: _v, kind: _kind, ...position }) => position)
       )
     : Option.none()
+
+/** The position of a cursor a client sent: a cursor of another listing, or no cursor at all, is the caller's mistake (400). */
+export const readCursor = (kind: string, cursor: string): Effect.Effect<Position, InvalidRequest> =>
+  Option.match(decodeCursor(kind, cursor), {
+    onNone: () => Effect.fail(new InvalidRequest({ message: "cursor: not a cursor of this listing (pass nextCursor unchanged)" })),
+    onSome: Effect.succeed
+  })
 
 /** A short stable fingerprint of a query's filters (FNV-1a, 32 bits): enough to catch a cursor reused on another query. */
 export const scopeOf = (parts: ReadonlyArray<unknown>): string => {

@@ -397,7 +397,10 @@ const make = Effect.gen(function* () {
      */
     searchPage: (filters: SearchFilters, after: SearchPosition | null, limit: number) =>
       Effect.gen(function* () {
-        const text = textQuery(sql, filters.query ?? "")
+        const query = filters.query?.trim() ?? ""
+        const text = textQuery(sql, query)
+        // A query without a single word ("-") matches nothing, as the ranking rule has it.
+        if (query !== "" && text === null) return []
         const optionFilters = [
           filters.scheme !== undefined ? sql`o.scheme = ${filters.scheme}` : null,
           filters.network !== undefined ? sql`o.network = ${filters.network}` : null,

@@ -3,12 +3,16 @@ import { Schema } from "effect"
 import { NotFound, TargetRefused } from "../../domain/errors.js"
 import { ResourceMetrics } from "../../domain/metrics.js"
 import { ObservationPage, ProbeResult, ValidateRequest } from "../../domain/observations.js"
+import { Cursor, PAGE_LIMITS } from "../../domain/pagination.js"
 import { ApiKeyAuth } from "../auth.js"
 import { allIssues, failsWith, strict } from "./parse.js"
 import { IdPath } from "./resources.js"
 
 export const ObservationsQuery = Schema.Struct({
-  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 500))),
+  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, PAGE_LIMITS.observations.max))),
+  /** nextCursor of the previous page. */
+  cursor: Schema.optional(Cursor),
+  /** An observation id (nextBefore) or an ISO date-time: observations older than it. */
   before: Schema.optional(Schema.String)
 })
 
