@@ -12,6 +12,8 @@ import {
 } from "../domain/resources.js"
 import { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
 import { decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
+import type { StoredStanding } from "../domain/metrics.js"
+import { MetricsColumns, MetricsRow, toSnapshot } from "./MetricsRepo.js"
 import { textQuery, writeSearchIndex } from "./searchIndex.js"
 import { sortableId } from "./sortableId.js"
 
@@ -46,7 +48,7 @@ const OptionRow = Schema.Struct({
   pay_to: Schema.String
 })
 
-const toOption = (row: typeof OptionRow.Type): ResourcePaymentOption => ({
+const toOption = (row: Omit<typeof OptionRow.Type, "resource_id">): ResourcePaymentOption => ({
   network: row.network,
   scheme: row.scheme,
   asset: row.asset,
@@ -114,6 +116,45 @@ export interface SearchFilters {
 export interface SearchPosition {
   readonly relevance: number
   readonly id: string
+}
+
+/** A route candidate's row: the resource, its provider and quarantine, and its metrics columns (all null when never measured). */
+const CandidateRow = Schema.Struct({
+  ...ResourceRow.fields,
+  quarantined_by: Schema.NullOr(Schema.String),
+  quarantine_reason: Schema.NullOr(Schema.String),
+  quarantined_at: Schema.NullOr(Schema.String),
+  resource_id: Schema.NullOr(Schema.String)
+})
+const decodeCandidates = decodeRows(CandidateRow)
+const decodeMetricsRow = Schema.decodeUnknown(MetricsRow)
+
+const toRecord = (r: typeof ResourceRow.Type, capabilities: ReadonlyArray<string>, options: ReadonlyArray<ResourcePaymentOption>): ResourceRecord => ({
+  resource: {
+    id: r.id,
+    type: r.type,
+    name: r.name,
+    description: r.description,
+    url: r.url,
+    method: r.method,
+    capabilities,
+    status: r.status,
+    verificationLevel: r.verification_level
+  },
+  provider: {
+    id: r.provider_id,
+    name: r.provider_name,
+    ...(r.provider_url !== null ? { url: r.provider_url } : {}),
+    ...(r.provider_contact !== null ? { contact: r.provider_contact } : {})
+  },
+  paymentOptions: options,
+  listing: { listed: r.listed, source: r.source }
+})
+
+/** A record with the stored standing its evidence is derived from. */
+export interface RecordWithStanding {
+  readonly record: ResourceRecord
+  readonly standing: StoredStanding
 }
 
 const decodeRanked = decodeRows(Schema.Struct({ id: Schema.String, relevance: SqlNumber }))
@@ -190,6 +231,8 @@ const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const now = () => new Date().toISOString()
 
+  const listedOnly = sql.literal("r.listed = 1")
+
   /** Loads full records for the resource rows selected by `where` (a SQL fragment over `r`), by id, optionally one page. */
   const load = (where: Statement.Fragment, page?: { readonly offset?: number; readonly limit: number }) =>
     Effect.gen(function* () {
@@ -211,28 +254,64 @@ const make = Effect.gen(function* () {
       )
       const capsBy = groupBy(caps, (c) => c.resource_id)
       const optionsBy = groupBy(options, (o) => o.resource_id)
-      return rows.map(
-        (r): ResourceRecord => ({
-          resource: {
-            id: r.id,
-            type: r.type,
-            name: r.name,
-            description: r.description,
-            url: r.url,
-            method: r.method,
-            capabilities: (capsBy.get(r.id) ?? []).map((c) => c.capability),
-            status: r.status,
-            verificationLevel: r.verification_level
-          },
-          provider: {
-            id: r.provider_id,
-            name: r.provider_name,
-            ...(r.provider_url !== null ? { url: r.provider_url } : {}),
-            ...(r.provider_contact !== null ? { contact: r.provider_contact } : {})
-          },
-          paymentOptions: (optionsBy.get(r.id) ?? []).map(toOption),
-          listing: { listed: r.listed, source: r.source }
-        })
+      return rows.map((r) =>
+        toRecord(
+          r,
+          (capsBy.get(r.id) ?? []).map((c) => c.capability),
+          (optionsBy.get(r.id) ?? []).map(toOption)
+        )
+      )
+    })
+
+  // The metrics columns by name (this code's own constants): the table has columns routing does not read.
+  const metricColumns = sql.literal(Object.keys(MetricsColumns).map((c) => `m.${c}`).join(", "))
+
+  /**
+   * The listed resources with a capability, each with its stored standing (status, level,
+   * quarantine, metrics row), read from the capability index: the candidates with their metrics
+   * rows in one query, their capabilities and payment options in one query each. What a route needs.
+   */
+  const byCapabilityWithStandings = (capability: string) =>
+    Effect.gen(function* () {
+      const raw = yield* sql`
+        SELECT r.id, r.provider_id, p.name AS provider_name, p.url AS provider_url, p.contact AS provider_contact,
+               r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source,
+               r.quarantined_by, r.quarantine_reason, r.quarantined_at, ${metricColumns}
+        FROM resource_capabilities k
+        JOIN resources r ON r.id = k.resource_id
+        JOIN providers p ON p.id = r.provider_id
+        LEFT JOIN resource_metrics m ON m.resource_id = r.id
+        WHERE k.capability = ${capability} AND ${listedOnly}
+        ORDER BY r.id`
+      const rows = yield* decodeCandidates(raw)
+      if (rows.length === 0) return [] as Array<RecordWithStanding>
+      const caps = yield* sql`
+        SELECT c.resource_id, c.capability FROM resource_capabilities k
+        JOIN resource_capabilities c ON c.resource_id = k.resource_id
+        WHERE k.capability = ${capability} ORDER BY c.capability`.pipe(Effect.flatMap(decodeCapabilities))
+      const options = yield* sql`
+        SELECT o.* FROM resource_capabilities k JOIN payment_options o ON o.resource_id = k.resource_id
+        WHERE k.capability = ${capability} ORDER BY o.resource_id, o.option_index`.pipe(Effect.flatMap(decodeOptions))
+      const capsBy = groupBy(caps, (c) => c.resource_id)
+      const optionsBy = groupBy(options, (o) => o.resource_id)
+      return yield* Effect.forEach(rows, (row, i) =>
+        Effect.map(row.resource_id === null ? Effect.succeed(null) : decodeMetricsRow(raw[i]), (metrics): RecordWithStanding => ({
+          record: toRecord(
+            row,
+            (capsBy.get(row.id) ?? []).map((c) => c.capability),
+            (optionsBy.get(row.id) ?? []).map(toOption)
+          ),
+          standing: {
+            resourceId: row.id,
+            status: row.status,
+            level: row.verification_level,
+            snapshot: metrics === null ? null : toSnapshot(metrics),
+            operatorQuarantine:
+              row.quarantined_by === null
+                ? null
+                : { actor: row.quarantined_by, reason: row.quarantine_reason ?? "", at: row.quarantined_at ?? "" }
+          }
+        }))
       )
     })
 
@@ -366,7 +445,6 @@ const make = Effect.gen(function* () {
     )}`.pipe(Effect.asVoid)
   }
 
-  const listedOnly = sql.literal("r.listed = 1")
 
   return repository("ResourcesRepo", {
     /** Idempotent: loading the same catalog twice leaves the same rows. The config file lists what it names. */
@@ -440,6 +518,7 @@ const make = Effect.gen(function* () {
     findByUrl: (url: string) => load(sql`r.url = ${url}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     byCapability: (capability: string) =>
       load(sql`${listedOnly} AND r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${capability})`),
+    byCapabilityWithStandings,
     /**
      * The resources that are evidence about a payee: the listed ones paying it, and any an operator
      * quarantined, listed or not, so unlisting a quarantined entry never lifts its refusal.
