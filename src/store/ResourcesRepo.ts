@@ -127,7 +127,7 @@ const CandidateRow = Schema.Struct({
   resource_id: Schema.NullOr(Schema.String)
 })
 const decodeCandidates = decodeRows(CandidateRow)
-const decodeMetricsRow = Schema.decodeUnknown(MetricsRow)
+const decodeMetricsRows = decodeRows(Schema.NullOr(MetricsRow))
 
 const toRecord = (r: typeof ResourceRow.Type, capabilities: ReadonlyArray<string>, options: ReadonlyArray<ResourcePaymentOption>): ResourceRecord => ({
   resource: {
@@ -294,8 +294,11 @@ const make = Effect.gen(function* () {
         WHERE k.capability = ${capability} ORDER BY o.resource_id, o.option_index`.pipe(Effect.flatMap(decodeOptions))
       const capsBy = groupBy(caps, (c) => c.resource_id)
       const optionsBy = groupBy(options, (o) => o.resource_id)
-      return yield* Effect.forEach(rows, (row, i) =>
-        Effect.map(row.resource_id === null ? Effect.succeed(null) : decodeMetricsRow(raw[i]), (metrics): RecordWithStanding => ({
+      // The metrics columns of each row, or null for a resource never measured: one decode for all rows.
+      const metrics = yield* decodeMetricsRows(raw.map((r, i) => (rows[i]?.resource_id === null ? null : r)))
+      return rows.map((row, i): RecordWithStanding => {
+        const measured = metrics[i] ?? null
+        return {
           record: toRecord(
             row,
             (capsBy.get(row.id) ?? []).map((c) => c.capability),
@@ -305,17 +308,16 @@ const make = Effect.gen(function* () {
             resourceId: row.id,
             status: row.status,
             level: row.verification_level,
-            snapshot: metrics === null ? null : toSnapshot(metrics),
+            snapshot: measured === null ? null : toSnapshot(measured),
             operatorQuarantine:
               row.quarantined_by === null
                 ? null
                 : { actor: row.quarantined_by, reason: row.quarantine_reason ?? "", at: row.quarantined_at ?? "" }
           }
-        }))
-      )
+        }
+      })
     })
 
-  /** Sets the listing and its hold (null while listed); stores a change when `listed` moved. */
   const writeListing = (id: string, wasListed: boolean, listed: boolean, change: ListingChange) =>
     Effect.gen(function* () {
       const hold = listed ? null : (change.hold ?? "operator")
@@ -501,7 +503,7 @@ const make = Effect.gen(function* () {
         const ranked = yield* sql`
           SELECT s.id, s.relevance FROM (
             SELECT r.id AS id, ${text ? text.relevance : sql.literal("0")} AS relevance
-            FROM resources r ${text ? sql`JOIN resource_search rs ON rs.resource_id = r.id` : sql``}
+            FROM ${text ? text.from : sql`resources r`}
             WHERE ${where}
           ) s
           WHERE ${after_} ${text ? sql`AND s.relevance > 0` : sql``}

@@ -48,6 +48,13 @@ export const writeSearchIndex = (sql: SqlClient.SqlClient, texts: ReadonlyArray<
 
 /** A text query made ready for SQL; null when it has no term (then every resource scores 0). */
 export interface TextQuery {
+  /**
+   * The matching resources as a FROM clause giving `r` (resources) and `rs` (resource_search),
+   * with its condition in `matches`. On SQLite the full-text match drives the join (CROSS JOIN
+   * fixes the order): started from `resources`, the planner probed the index once per resource and
+   * per match, 0.2 s at 2,000 resources.
+   */
+  readonly from: Statement.Fragment
   /** Resources having a word that starts with some term: an SQL condition over `rs` (resource_search). */
   readonly matches: Statement.Fragment
   /** The relevance of a matching resource, an SQL expression over `rs`. */
@@ -77,10 +84,11 @@ export const textQuery = (sql: SqlClient.SqlClient, query: string): TextQuery | 
     return pg ? sql`(${number(times)} * GREATEST(${fields}))` : sql`(${number(times)} * max(${fields}))`
   }
   const relevance = sql`(${sql.join(" + ", false)(terms.map(termScore))})`
+  const from = pg
+    ? sql`resource_search rs JOIN resources r ON r.id = rs.resource_id`
+    : sql`resource_search_fts CROSS JOIN resource_search rs ON rs.doc = resource_search_fts.rowid CROSS JOIN resources r ON r.id = rs.resource_id`
   const matches = pg
     ? sql`rs.words @@ to_tsquery('simple', ${terms.map((t) => `${t.term}:*`).join(" | ")})`
-    : sql`rs.doc IN (SELECT rowid FROM resource_search_fts WHERE resource_search_fts MATCH ${terms
-        .map((t) => `"${t.term}"*`)
-        .join(" OR ")})`
-  return { matches, relevance }
+    : sql`resource_search_fts MATCH ${terms.map((t) => `"${t.term}"*`).join(" OR ")}`
+  return { from, matches, relevance }
 }
