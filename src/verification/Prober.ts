@@ -14,6 +14,7 @@ import { baseUnitsToUsd } from "../domain/stellar.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import { type ListingChange, ResourcesRepo } from "../store/ResourcesRepo.js"
 import { isAcceptable } from "./challenge.js"
+import { Instruments } from "../telemetry/Instruments.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
 import { guardTarget, TargetRefused } from "./outboundGuard.js"
 import { type Observed, observe, type ProbeTarget } from "./observe.js"
@@ -93,6 +94,7 @@ const make = Effect.gen(function* () {
   const resources = yield* ResourcesRepo
   const observations = yield* ObservationsRepo
   const recorder = yield* EvidenceRecorder
+  const instruments = yield* Instruments
 
   // Every probe is stored as an observation already; spans per request and per query on top of it
   // cost about a third of a probe's time and tell nothing more.
@@ -113,6 +115,7 @@ const make = Effect.gen(function* () {
     Effect.map(
       recorder.recordObservation(record, observed.observation).pipe(
         Effect.tap(() => keepListing(observed.observation)),
+        Effect.tap(() => instruments.probe(observed.observation.outcome, observed.observation.latencyMs)),
         Effect.withTracerEnabled(false)
       ),
       (standing): ProbeResult => ({
