@@ -60,7 +60,7 @@ describe("health", () => {
 
 describe("discovery", () => {
   test("lists the demo catalog from stored rows, every resource starting DISCOVERED at level 0", async () => {
-    const { resources } = await Effect.runPromise(server.client.resources.list())
+    const { resources } = await Effect.runPromise(server.client.resources.list({ urlParams: {} }))
     expect(resources.map((r) => r.resource.id).sort()).toEqual(config.catalog.map((e) => e.resource.id).sort())
     for (const r of resources) {
       expect(r.resource.status).toBe("DISCOVERED")

@@ -41,7 +41,7 @@ const probeAt = (hours: number) =>
     const probe = yield* Effect.flatMap(Prober, (p) => p.probeResource("fresh"))
     const discovery = yield* Discovery
     const page = yield* discovery.x402Page({})
-    const hits = yield* discovery.search({ capability: "fixture.probe" })
+    const { resources: hits } = yield* discovery.search({ capability: "fixture.probe" })
     const decision = yield* Effect.flatMap(Router, (r) => r.route({ capability: "fixture.probe" }))
     const detail = yield* discovery.get("fresh")
     const candidates = [decision.selected, ...decision.fallbacks, ...decision.rejected].filter((c) => c !== null)

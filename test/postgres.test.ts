@@ -161,6 +161,7 @@ describe.skipIf(!availability.available)(title, () => {
       resourceId: "fixture.paid",
       observations: [expect.objectContaining({ id: validated.body.observation.id })],
       nextBefore: null,
+      nextCursor: null,
       economic: []
     })
 

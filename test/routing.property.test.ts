@@ -16,6 +16,7 @@ import type { OptimizeFor, RouteDecision } from "../src/domain/routes.js"
 import { policyContext } from "../src/policy/evaluate.js"
 import { decideRoute } from "../src/routing/rank.js"
 import { evidence, option, payee, record } from "./fixtures/evidence.js"
+import { fcSeed } from "./support/fcSeed.js"
 
 const config = Either.getOrThrow(loadConfig(undefined, {}))
 const now = new Date("2025-06-01T12:00:00.000Z")
@@ -197,16 +198,7 @@ const tightenedArb = (policy: AgentPolicy): fc.Arbitrary<AgentPolicy> =>
     })
 
 const ranked = (d: RouteDecision) => (d.selected ? [d.selected, ...d.fallbacks] : [])
-/** Any fixed integer; it only picks which random cases the default run checks. */
-const DEFAULT_SEED = 20250601
-const seed = (() => {
-  const text = process.env.FC_SEED
-  if (text === undefined || text === "") return DEFAULT_SEED
-  const parsed = Number(text)
-  if (!Number.isSafeInteger(parsed)) throw new Error(`FC_SEED must be an integer, got "${text}"`)
-  return parsed
-})()
-const runs = { numRuns: 250, seed }
+const runs = { numRuns: 250, seed: fcSeed }
 
 describe("routing properties over random catalogs, evidence and policies", () => {
   test("the selected option never violates a constraint, nor does any fallback", () => {

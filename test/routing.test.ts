@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, test } from "bun:test"
-import { Effect, Either, Layer, ManagedRuntime, TestClock, TestContext } from "effect"
+import { Effect, Either, Layer, ManagedRuntime, Schema, TestClock, TestContext } from "effect"
 import { AppConfig, loadConfig } from "../src/config.js"
 import type { ResourceEvidence } from "../src/domain/evidence.js"
 import type { ResourceRecord } from "../src/domain/resources.js"
-import type { RouteRequest } from "../src/domain/routes.js"
+import { RouteDecision, type RouteRequest } from "../src/domain/routes.js"
 import { policyContext } from "../src/policy/evaluate.js"
 import { BALANCED_WEIGHTS, decideRoute } from "../src/routing/rank.js"
 import { Router } from "../src/routing/Router.js"
@@ -216,5 +216,31 @@ describe("Router over the catalog store and the evidence reader", () => {
       ["meridian.inspect", ["PRICE_EXCEEDS_LIMIT"]]
     ])
     expect(decision.metricsSnapshotAt).toBe(now.toISOString())
+  })
+})
+
+describe("a bounded answer", () => {
+  const many = Array.from({ length: 30 }, (_, i) => record(`r${String(i).padStart(2, "0")}.x`, [priced(i < 25 ? 0.001 : 0.5)]))
+
+  test("at most `limit` fallbacks and rejections (default 20), the rest counted in omitted; the message counts all", () => {
+    const capped = route({ constraints: { maxPricePerRequestUsd: 0.01 } }, many)
+    expect(capped.fallbacks).toHaveLength(20)
+    expect(capped.rejected).toHaveLength(5)
+    expect(capped.omitted).toEqual({ fallbacks: 4, rejected: 0 })
+    expect(capped.message).toContain("24 fallback(s), 5 rejected")
+    const small = route({ constraints: { maxPricePerRequestUsd: 0.01 }, limit: 2 }, many)
+    expect(small.fallbacks.map((f) => f.resourceId)).toEqual(capped.fallbacks.slice(0, 2).map((f) => f.resourceId))
+    expect(small.rejected.map((r) => r.resourceId)).toEqual(["r25.x", "r26.x"])
+    expect(small.omitted).toEqual({ fallbacks: 22, rejected: 3 })
+    expect(route({}, many.slice(0, 3)).omitted).toBeUndefined()
+  })
+
+  test("the answer serialised as JSON is exactly its schema encoding (the handler skips the encoder)", () => {
+    const decision = route({ constraints: { maxPricePerRequestUsd: 0.01, networks: ["stellar:testnet"] }, limit: 3 }, [
+      ...many,
+      record("multi.x", [priced(0.5), uptoOption(0.0005, 0.004)])
+    ])
+    expect(decision.omitted).toBeDefined()
+    expect(JSON.parse(JSON.stringify(decision))).toEqual(Schema.encodeSync(RouteDecision)(decision))
   })
 })

@@ -1,5 +1,6 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { notFound } from "../domain/errors.js"
+import { InvalidRequest, notFound } from "../domain/errors.js"
+import { encodeCursor, PAGE_LIMITS, readCursor, scopeOf } from "../domain/pagination.js"
 import { DISCOVERY_DEFAULT_LIMIT, type DiscoveryQuery, type DiscoveryResponse } from "../domain/discovery.js"
 import { noEvidence } from "../domain/evidence.js"
 import { emptyMetrics } from "../domain/metrics.js"
@@ -7,13 +8,29 @@ import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import type { ResourceSearchRequest } from "../domain/resources.js"
 import type { ResourceDetail, SearchHit } from "../domain/catalog.js"
 import { CurationRepo } from "../store/CurationRepo.js"
-import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { ResourcesRepo, type SearchPosition } from "../store/ResourcesRepo.js"
 import { TransitionsRepo } from "../store/TransitionsRepo.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
-import { search } from "./search.js"
+import { filtersOnQuality, qualityMatches } from "./search.js"
 import { discoveryItem } from "./x402Items.js"
 
 const TRANSITIONS_SHOWN = 20
+
+/** Hits read per store batch when quality filters may drop some. */
+const QUALITY_BATCH = 200
+
+const LIST_CURSOR = "resources"
+const SEARCH_CURSOR = "search"
+
+/** A page request of a listing: both optional (the default page size; the first page). */
+export interface PageRequest {
+  readonly limit?: number | undefined
+  readonly cursor?: string | undefined
+}
+
+/** The filters a search cursor is bound to: everything but the page itself. */
+const searchScope = (r: ResourceSearchRequest) =>
+  scopeOf([r.query?.trim() ?? "", r.capability, r.scheme, r.network, r.asset, r.maxPriceUsd, r.minimumReliability, r.maximumP95LatencyMs])
 
 const make = Effect.gen(function* () {
   const repo = yield* ResourcesRepo
@@ -52,22 +69,59 @@ const make = Effect.gen(function* () {
       return { ...record, metrics, transitions, economicEvidence, curation } satisfies ResourceDetail
     }).pipe(Effect.withSpan("Discovery.get"))
 
+  /** One page of the listed catalog in id order; `nextCursor` while more follow. */
+  const list = (page: PageRequest) =>
+    Effect.gen(function* () {
+      const limit = page.limit ?? PAGE_LIMITS.resources.default
+      const after = page.cursor === undefined ? null : (yield* readCursor(LIST_CURSOR, page.cursor)).id
+      const rows = yield* repo.listPage(after, limit + 1)
+      const resources = rows.slice(0, limit)
+      const last = resources[resources.length - 1]
+      const nextCursor = rows.length > limit && last ? encodeCursor(LIST_CURSOR, { id: last.resource.id }) : null
+      return { resources, nextCursor }
+    })
+
+  /**
+   * One page of search hits. The store ranks and filters on the catalog (text through the search
+   * index); the quality filters need each hit's current metrics, so with them the store is read in
+   * batches until the page is full or the catalog ends.
+   */
   const find = (request: ResourceSearchRequest) =>
     Effect.gen(function* () {
-      const records = request.capability !== undefined ? yield* repo.byCapability(request.capability) : yield* repo.list()
-      const byId = yield* evidence.forResources(records.map((r) => r.resource.id))
-      const hits = search(
-        records.map((record) => ({
-          record,
-          metrics: byId.get(record.resource.id)?.metrics ?? emptyMetrics(record.resource.id)
-        })),
-        request
-      )
-      return hits.map((h): SearchHit => ({ ...h.record, metrics: h.metrics, relevance: h.relevance }))
+      const limit = request.limit ?? PAGE_LIMITS.search.default
+      const scope = searchScope(request)
+      let after: SearchPosition | null = null
+      if (request.cursor !== undefined) {
+        const position = yield* readCursor(SEARCH_CURSOR, request.cursor)
+        if (position.scope !== scope || position.relevance === undefined) {
+          return yield* Effect.fail(new InvalidRequest({ message: "cursor: it belongs to a search with other filters" }))
+        }
+        after = { relevance: position.relevance, id: position.id }
+      }
+      const batch = filtersOnQuality(request) ? Math.max(limit + 1, QUALITY_BATCH) : limit + 1
+      const hits: Array<SearchHit> = []
+      for (;;) {
+        const found = yield* repo.searchPage(request, after, batch)
+        const byId = yield* evidence.forResources(found.map((f) => f.record.resource.id))
+        for (const { record, relevance } of found) {
+          const metrics = byId.get(record.resource.id)?.metrics ?? emptyMetrics(record.resource.id)
+          if (qualityMatches(metrics, request)) hits.push({ ...record, metrics, relevance })
+        }
+        const last = found[found.length - 1]
+        if (hits.length > limit || found.length < batch || last === undefined) break
+        after = { relevance: last.relevance, id: last.record.resource.id }
+      }
+      const resources = hits.slice(0, limit)
+      const last = resources[resources.length - 1]
+      const nextCursor =
+        hits.length > limit && last
+          ? encodeCursor(SEARCH_CURSOR, { id: last.resource.id, relevance: last.relevance, scope })
+          : null
+      return { resources, count: resources.length, nextCursor }
     })
 
   return {
-    list: () => repo.list().pipe(Effect.withSpan("Discovery.list")),
+    list: (page: PageRequest) => list(page).pipe(Effect.withSpan("Discovery.list")),
     get,
     search: (request: ResourceSearchRequest) => find(request).pipe(Effect.withSpan("Discovery.search")),
     x402Page: (query: DiscoveryQuery) => x402Page(query).pipe(Effect.withSpan("Discovery.x402Page"))

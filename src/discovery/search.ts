@@ -1,13 +1,12 @@
 import type { ResourceMetrics } from "../domain/metrics.js"
 import type { ResourcePaymentOption, ResourceRecord, ResourceSearchRequest } from "../domain/resources.js"
 import { worstCaseUsd } from "../domain/resources.js"
-
-const tokenize = (text: string) => text.toLowerCase().split(/[^a-z0-9]+/).filter((t) => t.length > 0)
-
-/** Weights: a hit in the name counts most, then a capability, then the description. */
-const FIELD_WEIGHTS = { name: 3, capability: 2, description: 1 } as const
+import { FIELD_WEIGHTS, PREFIX_SHARE, tokenize } from "../domain/searchText.js"
 
 /**
+ * The ranking rule, stated over records in memory. The store's search index computes the same
+ * figure in SQL (`store/searchIndex.ts`); test/search.test.ts holds the two equal.
+ *
  * Text relevance of `query` for one record: for each query term, the best field it appears in,
  * summed. A term that is a prefix of a word counts half, so "insp" still finds "inspect".
  */
@@ -22,7 +21,7 @@ export const relevance = (record: ResourceRecord, query: string): number => {
     let best = 0
     for (const { weight, words } of fields) {
       if (words.includes(term)) best = Math.max(best, weight)
-      else if (words.some((w) => w.startsWith(term))) best = Math.max(best, weight / 2)
+      else if (words.some((w) => w.startsWith(term))) best = Math.max(best, weight * PREFIX_SHARE)
     }
     score += best
   }
@@ -38,7 +37,7 @@ const optionMatches = (option: ResourcePaymentOption, request: ResourceSearchReq
 const hasEvidence = (metrics: ResourceMetrics) => metrics.observationCount > 0
 
 /** Quality filters need evidence: a resource never observed passes none of them. */
-const qualityMatches = (metrics: ResourceMetrics, request: ResourceSearchRequest) =>
+export const qualityMatches = (metrics: ResourceMetrics, request: ResourceSearchRequest) =>
   (request.minimumReliability === undefined ||
     (hasEvidence(metrics) && metrics.reliability >= request.minimumReliability)) &&
   (request.maximumP95LatencyMs === undefined ||
@@ -53,7 +52,14 @@ export interface ScoredCandidate extends SearchCandidate {
   readonly relevance: number
 }
 
+/** Whether a request filters on evidence, which the store's search cannot judge. */
+export const filtersOnQuality = (request: ResourceSearchRequest) =>
+  request.minimumReliability !== undefined || request.maximumP95LatencyMs !== undefined
+
 /**
+ * The whole search rule over records in memory: what the paged search (the store's index, then
+ * `qualityMatches`) must answer page after page; test/search.test.ts holds them equal.
+ *
  * Filters by every field of the request and orders by relevance, then id. Payment filters
  * (scheme, network, asset, price) must all hold on one and the same option, and price is
  * compared with worst-case spend (the ceiling of an `upto` option).

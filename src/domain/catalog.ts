@@ -2,11 +2,12 @@ import { Schema } from "effect"
 import { Curation } from "./curation.js"
 import { EconomicEvidence } from "./evidence.js"
 import { ResourceMetrics } from "./metrics.js"
+import { NextCursor } from "./pagination.js"
 import { StatusTransition } from "./observations.js"
 import { ResourceRecord } from "./resources.js"
 
 /** The catalog as discovery answers it: records, and records with the evidence attached. */
-export const ResourceList = Schema.Struct({ resources: Schema.Array(ResourceRecord) }).annotations({
+export const ResourceList = Schema.Struct({ resources: Schema.Array(ResourceRecord), nextCursor: NextCursor }).annotations({
   identifier: "ResourceList"
 })
 
@@ -31,5 +32,7 @@ export type SearchHit = typeof SearchHit.Type
 
 export const SearchResponse = Schema.Struct({
   resources: Schema.Array(SearchHit),
-  count: Schema.Int
+  /** Hits on this page. */
+  count: Schema.Int,
+  nextCursor: NextCursor
 }).annotations({ identifier: "SearchResponse" })

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { NextCursor } from "./pagination.js"
 import { EconomicEvidence } from "./evidence.js"
 import { AnyJson } from "./json.js"
 import { ServiceStatus } from "./resources.js"
@@ -82,6 +83,8 @@ export const ObservationPage = Schema.Struct({
   observations: Schema.Array(Observation),
   /** Pass as `before` to read the next (older) page; null on the last page. */
   nextBefore: Schema.NullOr(Schema.String),
+  /** Pass as `cursor` to read the next (older) page; null on the last page. */
+  nextCursor: NextCursor,
   /** The newest payments about the resource (not paged) with where each stands on the ledger. */
   economic: Schema.Array(EconomicEvidence)
 }).annotations({ identifier: "ObservationPage" })

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { Cursor, PAGE_LIMITS } from "./pagination.js"
 import { BaseUnits, Capability, PaymentScheme, StellarAddress, StellarNetwork } from "./stellar.js"
 
 export const ServiceStatus = Schema.Literal(
@@ -124,6 +125,10 @@ export const ResourceSearchRequest = Schema.Struct({
   asset: Schema.optional(Schema.String),
   maxPriceUsd: Schema.optional(Schema.Number.pipe(Schema.finite(), Schema.nonNegative())),
   minimumReliability: Schema.optional(Schema.Number.pipe(Schema.between(0, 1))),
-  maximumP95LatencyMs: Schema.optional(Schema.Number.pipe(Schema.finite(), Schema.nonNegative()))
+  maximumP95LatencyMs: Schema.optional(Schema.Number.pipe(Schema.finite(), Schema.nonNegative())),
+  /** Hits per page (default 50). */
+  limit: Schema.optional(Schema.Int.pipe(Schema.between(1, PAGE_LIMITS.search.max))),
+  /** `nextCursor` of the previous page, with the same filters. */
+  cursor: Schema.optional(Cursor)
 }).annotations({ identifier: "ResourceSearchRequest" })
 export type ResourceSearchRequest = typeof ResourceSearchRequest.Type

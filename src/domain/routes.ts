@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { ResourceMetrics } from "./metrics.js"
+import { PAGE_LIMITS } from "./pagination.js"
 import { AgentPolicy, PolicyReason } from "./policy.js"
 import { ResourcePaymentOption } from "./resources.js"
 import { Capability } from "./stellar.js"
@@ -12,7 +13,9 @@ export type OptimizeFor = typeof OptimizeFor.Type
 export const RouteRequest = Schema.Struct({
   capability: Capability,
   constraints: Schema.optional(AgentPolicy),
-  optimizeFor: Schema.optional(OptimizeFor)
+  optimizeFor: Schema.optional(OptimizeFor),
+  /** At most this many fallbacks and this many rejections in the answer (default 20). */
+  limit: Schema.optional(Schema.Int.pipe(Schema.between(1, PAGE_LIMITS.routes.max)))
 }).annotations({ identifier: "RouteRequest" })
 export type RouteRequest = typeof RouteRequest.Type
 
@@ -48,6 +51,8 @@ export const RouteDecision = Schema.Struct({
   fallbacks: Schema.Array(RankedCandidate),
   rejected: Schema.Array(RejectedCandidate),
   message: Schema.String,
+  /** Present when `limit` cut the lists: how many fallbacks and rejections were left out (the message counts all). */
+  omitted: Schema.optional(Schema.Struct({ fallbacks: Schema.Int, rejected: Schema.Int })),
   metricsSnapshotAt: Schema.String,
   decidedAt: Schema.String
 }).annotations({ identifier: "RouteDecision" })

@@ -2,24 +2,22 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../config.js"
 import type { RouteDecision, RouteRequest } from "../domain/routes.js"
 import { policyContext } from "../policy/evaluate.js"
-import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { decideRoute } from "./rank.js"
 
 const make = Effect.gen(function* () {
-  const repo = yield* ResourcesRepo
   const reader = yield* EvidenceReader
   const config = yield* AppConfig
   const route = (request: RouteRequest) =>
     Effect.gen(function* () {
-      const catalog = yield* repo.byCapability(request.capability)
-      // Maintained metrics rows, read in one call: routing never scans observations.
-      const evidence = yield* reader.forResources(catalog.map((r) => r.resource.id))
+      // The candidates and their maintained metrics rows in one query from the capability index:
+      // routing never scans observations nor the whole catalog.
+      const candidates = yield* reader.forCapability(request.capability)
       const readAt = new Date(yield* Clock.currentTimeMillis)
       return decideRoute({
         request,
-        catalog,
-        evidence,
+        catalog: candidates.map((c) => c.record),
+        evidence: new Map(candidates.map((c) => [c.record.resource.id, c.evidence])),
         context: policyContext(config, readAt),
         metricsSnapshotAt: readAt.toISOString()
       })

@@ -3,6 +3,7 @@ import type { PolicyReason } from "../domain/policy.js"
 import type { ResourcePaymentOption, ResourceRecord } from "../domain/resources.js"
 import { worstCaseUsd } from "../domain/resources.js"
 import type { OptimizeFor, RankedCandidate, RejectedCandidate, RouteDecision, RouteRequest } from "../domain/routes.js"
+import { PAGE_LIMITS } from "../domain/pagination.js"
 import { evaluatePolicy, mostFavourable, OPTION_CODES, type PolicyContext, type PolicyVerdict } from "../policy/evaluate.js"
 
 /**
@@ -192,14 +193,19 @@ export const decideRoute = (input: RouteInput): RouteDecision => {
   }
 
   const [selected, ...fallbacks] = ranked
+  // Every candidate is judged; the answer carries the best `limit` fallbacks and the first `limit`
+  // rejections (by id), so it never grows with the catalog.
+  const limit = request.limit ?? PAGE_LIMITS.routes.default
+  const omitted = { fallbacks: Math.max(0, fallbacks.length - limit), rejected: Math.max(0, rejected.length - limit) }
   return {
     capability: request.capability,
     optimizeFor,
     policy,
     selected: selected ?? null,
-    fallbacks,
-    rejected,
+    fallbacks: fallbacks.slice(0, limit),
+    rejected: rejected.slice(0, limit),
     message: summary(request.capability, candidates.length, ranked, rejected),
+    ...(omitted.fallbacks + omitted.rejected > 0 ? { omitted } : {}),
     metricsSnapshotAt: input.metricsSnapshotAt,
     decidedAt: context.now.toISOString()
   }

@@ -4,7 +4,7 @@ import type { MetricsSnapshot, StoredStanding } from "../domain/metrics.js"
 import { ServiceStatus } from "../domain/resources.js"
 import { decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
 
-const MetricsColumns = {
+export const MetricsColumns = {
   resource_id: Schema.String,
   availability: SqlNumber,
   payment_interface_success_rate: SqlNumber,
@@ -20,7 +20,7 @@ const MetricsColumns = {
   valid_challenge_seen: SqlFlag,
   transaction_verified: SqlFlag
 }
-const MetricsRow = Schema.Struct(MetricsColumns)
+export const MetricsRow = Schema.Struct(MetricsColumns)
 
 /** A resource's status and level, LEFT JOINed with its metrics row: the row, or nulls when it was never measured. */
 const standingColumns = {
@@ -36,7 +36,7 @@ const StandingRow = Schema.Union(
   Schema.Struct({ ...standingColumns, resource_id: Schema.Null })
 )
 
-const toSnapshot = (row: typeof MetricsRow.Type): MetricsSnapshot => ({
+export const toSnapshot = (row: typeof MetricsRow.Type): MetricsSnapshot => ({
   resourceId: row.resource_id,
   availability24h: row.availability,
   paymentInterfaceSuccessRate: row.payment_interface_success_rate,

@@ -1,5 +1,6 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
+import { createHash } from "node:crypto"
 import {
   awaitsProbe,
   type CatalogEntry,
@@ -11,6 +12,9 @@ import {
 } from "../domain/resources.js"
 import { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
 import { decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
+import type { StoredStanding } from "../domain/metrics.js"
+import { MetricsColumns, MetricsRow, toSnapshot } from "./MetricsRepo.js"
+import { textQuery, writeSearchIndex } from "./searchIndex.js"
 import { sortableId } from "./sortableId.js"
 
 const ResourceRow = Schema.Struct({
@@ -44,7 +48,7 @@ const OptionRow = Schema.Struct({
   pay_to: Schema.String
 })
 
-const toOption = (row: typeof OptionRow.Type): ResourcePaymentOption => ({
+const toOption = (row: Omit<typeof OptionRow.Type, "resource_id">): ResourcePaymentOption => ({
   network: row.network,
   scheme: row.scheme,
   asset: row.asset,
@@ -98,6 +102,63 @@ export interface ListedPageQuery {
   readonly limit: number
 }
 
+/** The catalog filters of a search (the quality filters need evidence, which is not the catalog's). */
+export interface SearchFilters {
+  readonly query?: string | undefined
+  readonly capability?: string | undefined
+  readonly scheme?: string | undefined
+  readonly network?: string | undefined
+  readonly asset?: string | undefined
+  readonly maxPriceUsd?: number | undefined
+}
+
+/** Where a search page ended: the last hit's relevance and id. */
+export interface SearchPosition {
+  readonly relevance: number
+  readonly id: string
+}
+
+/** A route candidate's row: the resource, its provider and quarantine, and its metrics columns (all null when never measured). */
+const CandidateRow = Schema.Struct({
+  ...ResourceRow.fields,
+  quarantined_by: Schema.NullOr(Schema.String),
+  quarantine_reason: Schema.NullOr(Schema.String),
+  quarantined_at: Schema.NullOr(Schema.String),
+  resource_id: Schema.NullOr(Schema.String)
+})
+const decodeCandidates = decodeRows(CandidateRow)
+const decodeMetricsRows = decodeRows(Schema.NullOr(MetricsRow))
+
+const toRecord = (r: typeof ResourceRow.Type, capabilities: ReadonlyArray<string>, options: ReadonlyArray<ResourcePaymentOption>): ResourceRecord => ({
+  resource: {
+    id: r.id,
+    type: r.type,
+    name: r.name,
+    description: r.description,
+    url: r.url,
+    method: r.method,
+    capabilities,
+    status: r.status,
+    verificationLevel: r.verification_level
+  },
+  provider: {
+    id: r.provider_id,
+    name: r.provider_name,
+    ...(r.provider_url !== null ? { url: r.provider_url } : {}),
+    ...(r.provider_contact !== null ? { contact: r.provider_contact } : {})
+  },
+  paymentOptions: options,
+  listing: { listed: r.listed, source: r.source }
+})
+
+/** A record with the stored standing its evidence is derived from. */
+export interface RecordWithStanding {
+  readonly record: ResourceRecord
+  readonly standing: StoredStanding
+}
+
+const decodeRanked = decodeRows(Schema.Struct({ id: Schema.String, relevance: SqlNumber }))
+
 const StateRow = Schema.Struct({
   listed: SqlFlag,
   listing_hold: Schema.NullOr(ListingHold),
@@ -124,6 +185,37 @@ const toSourced = (r: typeof SourcedRowSchema.Type): SourcedRow => ({
 const initialHold = (source: string): ListingHold =>
   awaitsProbe(source) ? "awaiting_probe" : source === "validate" ? "validate" : "operator"
 
+/** Rows per bulk statement: far below both drivers' bound-parameter limits at 15 columns. */
+const WRITE_CHUNK = 500
+
+const chunksOf = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
+  const chunks: Array<ReadonlyArray<A>> = []
+  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size))
+  return chunks
+}
+
+/** The last of each key, in first-seen order: what writing the items one after another would leave. */
+const lastBy = <A>(items: ReadonlyArray<A>, key: (a: A) => string): Array<A> => [...new Map(items.map((a) => [key(a), a])).values()]
+const lastById = (entries: ReadonlyArray<CatalogEntry>) => lastBy(entries, (e) => e.resource.id)
+
+/**
+ * What the store keeps of an entry, fingerprinted: equal fingerprints mean nothing to write.
+ * Capabilities as a set, since the store keeps them so.
+ */
+const fingerprint = ({ resource: r, provider: p, paymentOptions }: CatalogEntry): string =>
+  createHash("sha256")
+    .update(
+      JSON.stringify([
+        [r.id, r.type, r.name, r.description, r.url, r.method, [...new Set(r.capabilities)].sort()],
+        [p.id, p.name, p.url ?? null, p.contact ?? null],
+        paymentOptions.map((o) => [o.network, o.scheme, o.asset, o.amount, o.amountUsd, o.maxAmount ?? null, o.maxAmountUsd ?? null, o.payTo])
+      ])
+    )
+    .digest("base64url")
+
+const StoredRow = Schema.Struct({ id: Schema.String, source: Schema.String, listed: SqlFlag, catalog_hash: Schema.NullOr(Schema.String) })
+const decodeStored = decodeRows(StoredRow)
+
 const groupBy = <A>(rows: ReadonlyArray<A>, key: (a: A) => string) => {
   const map = new Map<string, Array<A>>()
   for (const row of rows) {
@@ -139,18 +231,17 @@ const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const now = () => new Date().toISOString()
 
+  const listedOnly = sql.literal("r.listed = 1")
+
   /** Loads full records for the resource rows selected by `where` (a SQL fragment over `r`), by id, optionally one page. */
-  const load = (
-    where: ReturnType<typeof sql.literal> | ReturnType<typeof sql>,
-    page?: { readonly offset: number; readonly limit: number }
-  ) =>
+  const load = (where: Statement.Fragment, page?: { readonly offset?: number; readonly limit: number }) =>
     Effect.gen(function* () {
       const rows = yield* sql`
         SELECT r.id, r.provider_id, p.name AS provider_name, p.url AS provider_url, p.contact AS provider_contact,
                r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source
         FROM resources r JOIN providers p ON p.id = r.provider_id
         WHERE ${where}
-        ORDER BY r.id ${page ? sql`LIMIT ${page.limit} OFFSET ${page.offset}` : sql``}`.pipe(Effect.flatMap(decodeResources))
+        ORDER BY r.id ${page ? sql`LIMIT ${page.limit} OFFSET ${page.offset ?? 0}` : sql``}`.pipe(Effect.flatMap(decodeResources))
       if (rows.length === 0) return [] as Array<ResourceRecord>
       const ids = rows.map((r) => r.id)
       const caps = yield* sql`
@@ -163,105 +254,210 @@ const make = Effect.gen(function* () {
       )
       const capsBy = groupBy(caps, (c) => c.resource_id)
       const optionsBy = groupBy(options, (o) => o.resource_id)
-      return rows.map(
-        (r): ResourceRecord => ({
-          resource: {
-            id: r.id,
-            type: r.type,
-            name: r.name,
-            description: r.description,
-            url: r.url,
-            method: r.method,
-            capabilities: (capsBy.get(r.id) ?? []).map((c) => c.capability),
-            status: r.status,
-            verificationLevel: r.verification_level
-          },
-          provider: {
-            id: r.provider_id,
-            name: r.provider_name,
-            ...(r.provider_url !== null ? { url: r.provider_url } : {}),
-            ...(r.provider_contact !== null ? { contact: r.provider_contact } : {})
-          },
-          paymentOptions: (optionsBy.get(r.id) ?? []).map(toOption),
-          listing: { listed: r.listed, source: r.source }
-        })
+      return rows.map((r) =>
+        toRecord(
+          r,
+          (capsBy.get(r.id) ?? []).map((c) => c.capability),
+          (optionsBy.get(r.id) ?? []).map(toOption)
+        )
       )
     })
 
-  /** Sets the listing and its hold (null while listed); stores a change when `listed` moved. */
+  // The metrics columns by name (this code's own constants): the table has columns routing does not read.
+  const metricColumns = sql.literal(Object.keys(MetricsColumns).map((c) => `m.${c}`).join(", "))
+
+  /**
+   * The listed resources with a capability, each with its stored standing (status, level,
+   * quarantine, metrics row), read from the capability index: the candidates with their metrics
+   * rows in one query, their capabilities and payment options in one query each. What a route needs.
+   */
+  const byCapabilityWithStandings = (capability: string) =>
+    Effect.gen(function* () {
+      const raw = yield* sql`
+        SELECT r.id, r.provider_id, p.name AS provider_name, p.url AS provider_url, p.contact AS provider_contact,
+               r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source,
+               r.quarantined_by, r.quarantine_reason, r.quarantined_at, ${metricColumns}
+        FROM resource_capabilities k
+        JOIN resources r ON r.id = k.resource_id
+        JOIN providers p ON p.id = r.provider_id
+        LEFT JOIN resource_metrics m ON m.resource_id = r.id
+        WHERE k.capability = ${capability} AND ${listedOnly}
+        ORDER BY r.id`
+      const rows = yield* decodeCandidates(raw)
+      if (rows.length === 0) return [] as Array<RecordWithStanding>
+      const caps = yield* sql`
+        SELECT c.resource_id, c.capability FROM resource_capabilities k
+        JOIN resource_capabilities c ON c.resource_id = k.resource_id
+        WHERE k.capability = ${capability} ORDER BY c.capability`.pipe(Effect.flatMap(decodeCapabilities))
+      const options = yield* sql`
+        SELECT o.* FROM resource_capabilities k JOIN payment_options o ON o.resource_id = k.resource_id
+        WHERE k.capability = ${capability} ORDER BY o.resource_id, o.option_index`.pipe(Effect.flatMap(decodeOptions))
+      const capsBy = groupBy(caps, (c) => c.resource_id)
+      const optionsBy = groupBy(options, (o) => o.resource_id)
+      // The metrics columns of each row, or null for a resource never measured: one decode for all rows.
+      const metrics = yield* decodeMetricsRows(raw.map((r, i) => (rows[i]?.resource_id === null ? null : r)))
+      return rows.map((row, i): RecordWithStanding => {
+        const measured = metrics[i] ?? null
+        return {
+          record: toRecord(
+            row,
+            (capsBy.get(row.id) ?? []).map((c) => c.capability),
+            (optionsBy.get(row.id) ?? []).map(toOption)
+          ),
+          standing: {
+            resourceId: row.id,
+            status: row.status,
+            level: row.verification_level,
+            snapshot: measured === null ? null : toSnapshot(measured),
+            operatorQuarantine:
+              row.quarantined_by === null
+                ? null
+                : { actor: row.quarantined_by, reason: row.quarantine_reason ?? "", at: row.quarantined_at ?? "" }
+          }
+        }
+      })
+    })
+
   const writeListing = (id: string, wasListed: boolean, listed: boolean, change: ListingChange) =>
     Effect.gen(function* () {
       const hold = listed ? null : (change.hold ?? "operator")
       yield* sql`UPDATE resources SET listed = ${listed ? 1 : 0}, listing_hold = ${hold}, updated_at = ${now()} WHERE id = ${id}`
-      if (wasListed !== listed) yield* recordListing(id, listed, change)
+      if (wasListed !== listed) yield* recordListings([{ id, listed }], change)
     })
 
-  /** A stored change of listing, with who made it and why. */
-  const recordListing = (resourceId: string, listed: boolean, change: ListingChange) =>
-    Effect.gen(function* () {
-      const at = new Date()
-      yield* sql`INSERT INTO listing_changes (id, resource_id, listed, actor, reason, at, at_ms)
-        VALUES (${sortableId("ls", at.getTime())}, ${resourceId}, ${listed ? 1 : 0}, ${change.actor}, ${change.reason},
-          ${at.toISOString()}, ${at.getTime()})`
-    })
 
   /**
-   * Inserts or updates an entry from `source`. A new row, or one that comes from another source
-   * now (a validated URL the catalog file names), takes `listed`; a row from the same source keeps
-   * its listing, so an operator's unlisting survives a restart.
+   * Inserts or updates entries from `source`, in bulk, writing only what changed: an entry whose
+   * fingerprint and source equal the stored row's is left alone, so re-reading an unchanged
+   * catalog costs one read per chunk. A new row, or one that comes from another source now (a
+   * validated URL the catalog file names), takes `listed`; a row from the same source keeps its
+   * listing, so an operator's unlisting survives a restart. Status and level are earned from
+   * evidence: an existing row keeps its own. Returns how many entries were written.
    */
-  const upsertOne = (entry: CatalogEntry, source: string, listed: boolean, change: ListingChange) =>
+  const upsertMany = (entries: ReadonlyArray<CatalogEntry>, source: string, listed: boolean, change: ListingChange) =>
     Effect.gen(function* () {
-      const { resource, provider } = entry
+      let written = 0
+      for (const chunk of chunksOf(lastById(entries), WRITE_CHUNK)) {
+        const ids = chunk.map((e) => e.resource.id)
+        const stored = new Map(
+          (yield* sql`SELECT id, source, listed, catalog_hash FROM resources WHERE ${sql.in("id", ids)}`.pipe(
+            Effect.flatMap(decodeStored)
+          )).map((r) => [r.id, r] as const)
+        )
+        const changed = chunk
+          .map((entry) => ({ entry, hash: fingerprint(entry), before: stored.get(entry.resource.id) }))
+          .filter(({ hash, before }) => before === undefined || before.source !== source || before.catalog_hash !== hash)
+        if (changed.length > 0) yield* writeEntries(changed, source, listed, change)
+        written += changed.length
+      }
+      return written
+    })
+
+  const writeEntries = (
+    changed: ReadonlyArray<{ entry: CatalogEntry; hash: string; before: typeof StoredRow.Type | undefined }>,
+    source: string,
+    listed: boolean,
+    change: ListingChange
+  ) =>
+    Effect.gen(function* () {
       const at = now()
-      yield* sql`INSERT INTO providers (id, name, url, contact)
-        VALUES (${provider.id}, ${provider.name}, ${provider.url ?? null}, ${provider.contact ?? null})
+      const ids = changed.map(({ entry }) => entry.resource.id)
+      const providers = lastBy(changed.map(({ entry }) => entry.provider), (p) => p.id)
+      yield* sql`INSERT INTO providers ${sql.insert(
+        providers.map((p) => ({ id: p.id, name: p.name, url: p.url ?? null, contact: p.contact ?? null }))
+      )}
         ON CONFLICT (id) DO UPDATE SET name = excluded.name, url = excluded.url, contact = excluded.contact`
-      const before = yield* sql<{ listed: unknown }>`SELECT listed FROM resources WHERE id = ${resource.id}`
-      // Status and level are earned from evidence: an existing row keeps its own.
       const hold = listed ? null : initialHold(source)
-      yield* sql`INSERT INTO resources (id, provider_id, type, name, description, url, method, status,
-          verification_level, source, listed, listing_hold, created_at, updated_at)
-        VALUES (${resource.id}, ${provider.id}, ${resource.type}, ${resource.name}, ${resource.description},
-          ${resource.url}, ${resource.method}, 'DISCOVERED', 0, ${source}, ${listed ? 1 : 0}, ${hold}, ${at}, ${at})
+      const rows = changed.map(({ entry: { resource, provider }, hash }) => ({
+        id: resource.id,
+        provider_id: provider.id,
+        type: resource.type,
+        name: resource.name,
+        description: resource.description,
+        url: resource.url,
+        method: resource.method,
+        status: "DISCOVERED",
+        verification_level: 0,
+        source,
+        listed: listed ? 1 : 0,
+        listing_hold: hold,
+        catalog_hash: hash,
+        created_at: at,
+        updated_at: at
+      }))
+      yield* sql`INSERT INTO resources ${sql.insert(rows)}
         ON CONFLICT (id) DO UPDATE SET provider_id = excluded.provider_id, type = excluded.type,
           name = excluded.name, description = excluded.description, url = excluded.url,
-          method = excluded.method, updated_at = excluded.updated_at,
+          method = excluded.method, updated_at = excluded.updated_at, catalog_hash = excluded.catalog_hash,
           listed = CASE WHEN resources.source = excluded.source THEN resources.listed ELSE excluded.listed END,
           listing_hold = CASE WHEN resources.source = excluded.source THEN resources.listing_hold ELSE excluded.listing_hold END,
           source = excluded.source`
-      const after = yield* sql<{ listed: unknown }>`SELECT listed FROM resources WHERE id = ${resource.id}`
-      const isListed = Number(after[0]?.listed) === 1
-      if (before[0] === undefined || Number(before[0].listed) === 1 !== isListed) yield* recordListing(resource.id, isListed, change)
-      yield* sql`DELETE FROM resource_capabilities WHERE resource_id = ${resource.id}`
-      for (const capability of new Set(resource.capabilities)) {
-        yield* sql`INSERT INTO resource_capabilities (resource_id, capability) VALUES (${resource.id}, ${capability})`
-      }
-      yield* sql`DELETE FROM payment_options WHERE resource_id = ${resource.id}`
-      for (const [index, o] of entry.paymentOptions.entries()) {
-        yield* sql`INSERT INTO payment_options (resource_id, option_index, network, scheme, asset, amount,
-            amount_usd, max_amount, max_amount_usd, pay_to)
-          VALUES (${resource.id}, ${index}, ${o.network}, ${o.scheme}, ${o.asset}, ${o.amount}, ${o.amountUsd},
-            ${o.maxAmount ?? null}, ${o.maxAmountUsd ?? null}, ${o.payTo})`
-      }
+      // The listing the statement above left: what the CASE keeps, or `listed`.
+      const moved = changed.flatMap(({ entry, before }) => {
+        const isListed = before !== undefined && before.source === source ? before.listed : listed
+        return before === undefined || before.listed !== isListed ? [{ id: entry.resource.id, listed: isListed }] : []
+      })
+      yield* recordListings(moved, change)
+      yield* sql`DELETE FROM resource_capabilities WHERE ${sql.in("resource_id", ids)}`
+      yield* sql`DELETE FROM payment_options WHERE ${sql.in("resource_id", ids)}`
+      const capabilities = changed.flatMap(({ entry: { resource } }) =>
+        [...new Set(resource.capabilities)].map((capability) => ({ resource_id: resource.id, capability }))
+      )
+      const options = changed.flatMap(({ entry }) =>
+        entry.paymentOptions.map((o, index) => ({
+          resource_id: entry.resource.id,
+          option_index: index,
+          network: o.network,
+          scheme: o.scheme,
+          asset: o.asset,
+          amount: o.amount,
+          amount_usd: o.amountUsd,
+          max_amount: o.maxAmount ?? null,
+          max_amount_usd: o.maxAmountUsd ?? null,
+          pay_to: o.payTo
+        }))
+      )
+      for (const part of chunksOf(capabilities, WRITE_CHUNK)) yield* sql`INSERT INTO resource_capabilities ${sql.insert(part)}`
+      for (const part of chunksOf(options, WRITE_CHUNK)) yield* sql`INSERT INTO payment_options ${sql.insert(part)}`
+      yield* writeSearchIndex(
+        sql,
+        changed.map(({ entry: { resource } }) => ({
+          resourceId: resource.id,
+          name: resource.name,
+          capabilities: resource.capabilities,
+          description: resource.description
+        }))
+      )
     })
 
-  const listedOnly = sql.literal("r.listed = 1")
+  /** Stored changes of listing, one statement for many resources. */
+  const recordListings = (moved: ReadonlyArray<{ id: string; listed: boolean }>, change: ListingChange) => {
+    if (moved.length === 0) return Effect.void
+    const at = new Date()
+    return sql`INSERT INTO listing_changes ${sql.insert(
+      moved.map((m) => ({
+        id: sortableId("ls", at.getTime()),
+        resource_id: m.id,
+        listed: m.listed ? 1 : 0,
+        actor: change.actor,
+        reason: change.reason,
+        at: at.toISOString(),
+        at_ms: at.getTime()
+      }))
+    )}`.pipe(Effect.asVoid)
+  }
+
 
   return repository("ResourcesRepo", {
     /** Idempotent: loading the same catalog twice leaves the same rows. The config file lists what it names. */
     upsertCatalog: (entries: ReadonlyArray<CatalogEntry>) =>
-      sql.withTransaction(
-        Effect.forEach(entries, (e) => upsertOne(e, "config", true, { actor: "config", reason: "named in the catalog file" }), {
-          discard: true
-        })
-      ),
+      sql.withTransaction(upsertMany(entries, "config", true, { actor: "config", reason: "named in the catalog file" })),
     /** A resource a source lists itself (registration, after a healthy probe). */
     upsertListed: (entry: CatalogEntry, source: string, change: ListingChange) =>
-      sql.withTransaction(upsertOne(entry, source, true, change)),
+      sql.withTransaction(upsertMany([entry], source, true, change)),
     /** A resource found by `/v1/validate` at a URL the catalog does not list: kept, but unlisted. */
     insertUnlisted: (entry: CatalogEntry, source: string, change: ListingChange) =>
-      sql.withTransaction(upsertOne(entry, source, false, change)),
+      sql.withTransaction(upsertMany([entry], source, false, change)),
     /**
      * What the probe schedule visits: listed resources, unlisted ones a healthy probe may list
      * (imported, ingested, delisted as unhealthy), and everything the config file names. A URL
@@ -280,12 +476,62 @@ const make = Effect.gen(function* () {
           AND updated_at < ${new Date(cutoffMs).toISOString()}
           AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.resource_id = resources.id AND o.observed_at_ms >= ${cutoffMs})
         RETURNING id`.pipe(Effect.map((rows) => rows.length)),
-    /** What buyers see: the listed resources. */
+    /** What buyers see: the listed resources. Every one: for whole-catalog jobs, never for an answer. */
     list: () => load(listedOnly),
+    /** Listed resources in id order after `afterId`, at most `limit`: a page of `GET /v1/resources`. */
+    listPage: (afterId: string | null, limit: number) =>
+      load(afterId === null ? listedOnly : sql.and([listedOnly, sql`r.id > ${afterId}`]), { limit }),
+    /**
+     * Listed resources matching a search's text and catalog filters, by relevance then id, after
+     * `after` (the last hit of the previous page), at most `limit`, relevance attached. Text goes
+     * through the search index (`searchIndex.ts`); payment filters must hold on one option.
+     */
+    searchPage: (filters: SearchFilters, after: SearchPosition | null, limit: number) =>
+      Effect.gen(function* () {
+        const query = filters.query?.trim() ?? ""
+        const text = textQuery(sql, query)
+        // A query without a single word ("-") matches nothing, as the ranking rule has it.
+        if (query !== "" && text === null) return []
+        const optionFilters = [
+          filters.scheme !== undefined ? sql`o.scheme = ${filters.scheme}` : null,
+          filters.network !== undefined ? sql`o.network = ${filters.network}` : null,
+          filters.asset !== undefined ? sql`o.asset = ${filters.asset}` : null,
+          // Worst-case spend, as `worstCaseUsd` computes it.
+          filters.maxPriceUsd !== undefined
+            ? sql`(CASE WHEN o.scheme = 'upto' THEN COALESCE(o.max_amount_usd, o.amount_usd) ELSE o.amount_usd END) <= ${filters.maxPriceUsd}`
+            : null
+        ].filter((f) => f !== null)
+        const where = sql.and([
+          listedOnly,
+          ...(text ? [text.matches] : []),
+          ...(filters.capability !== undefined
+            ? [sql`r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${filters.capability})`]
+            : []),
+          sql`EXISTS (SELECT 1 FROM payment_options o WHERE o.resource_id = r.id ${optionFilters.length > 0 ? sql`AND ${sql.and(optionFilters)}` : sql``})`
+        ])
+        const after_ =
+          after === null ? sql`1 = 1` : sql`(s.relevance < ${after.relevance} OR (s.relevance = ${after.relevance} AND s.id > ${after.id}))`
+        const ranked = yield* sql`
+          SELECT s.id, s.relevance FROM (
+            SELECT r.id AS id, ${text ? text.relevance : sql.literal("0")} AS relevance
+            FROM ${text ? text.from : sql`resources r`}
+            WHERE ${where}
+          ) s
+          WHERE ${after_} ${text ? sql`AND s.relevance > 0` : sql``}
+          ORDER BY s.relevance DESC, s.id
+          LIMIT ${limit}`.pipe(Effect.flatMap(decodeRanked))
+        if (ranked.length === 0) return []
+        const records = new Map((yield* load(sql.in("r.id", ranked.map((r) => r.id)))).map((r) => [r.resource.id, r] as const))
+        return ranked.flatMap(({ id, relevance }) => {
+          const record = records.get(id)
+          return record ? [{ record, relevance }] : []
+        })
+      }),
     get: (id: string) => load(sql`r.id = ${id}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     findByUrl: (url: string) => load(sql`r.url = ${url}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     byCapability: (capability: string) =>
       load(sql`${listedOnly} AND r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${capability})`),
+    byCapabilityWithStandings,
     /**
      * The resources that are evidence about a payee: the listed ones paying it, and any an operator
      * quarantined, listed or not, so unlisting a quarantined entry never lifts its refusal.
@@ -365,18 +611,13 @@ const make = Effect.gen(function* () {
      * their listing, except that one the source had stopped listing waits for a probe again.
      */
     upsertImported: (entries: ReadonlyArray<CatalogEntry>, source: string, change: ListingChange) =>
-      sql.withTransaction(
-        Effect.forEach(
-          entries,
-          (entry) =>
-            Effect.zipRight(
-              upsertOne(entry, source, false, change),
-              sql`UPDATE resources SET listing_hold = 'awaiting_probe'
-                WHERE id = ${entry.resource.id} AND listed = 0 AND listing_hold = 'source'`
-            ),
-          { discard: true }
-        )
-      ),
+      Effect.gen(function* () {
+        yield* upsertMany(entries, source, false, change)
+        for (const chunk of chunksOf(entries, WRITE_CHUNK)) {
+          yield* sql`UPDATE resources SET listing_hold = 'awaiting_probe'
+            WHERE ${sql.in("id", chunk.map((e) => e.resource.id))} AND listed = 0 AND listing_hold = 'source'`
+        }
+      }).pipe(sql.withTransaction),
     setStatus: (id: string, status: ServiceStatus, level: number) =>
       sql`UPDATE resources SET status = ${status}, verification_level = ${level}, updated_at = ${now()} WHERE id = ${id}`.pipe(
         Effect.asVoid

@@ -13,6 +13,8 @@ export interface EvidenceReaderShape {
   /** Evidence of one resource; a resource never probed gets empty metrics and level 0. */
   readonly forResource: (resourceId: string) => Effect.Effect<ResourceEvidence>
   readonly forResources: (resourceIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ResourceEvidence>>
+  /** The listed resources offering a capability, each with its evidence, read in one query: what a route needs. */
+  readonly forCapability: (capability: string) => Effect.Effect<ReadonlyArray<PayeeEvidence>>
   /** Every listed resource whose payment options pay `payTo`, with its evidence; empty when none does. */
   readonly forPayee: (payTo: string) => Effect.Effect<ReadonlyArray<PayeeEvidence>>
   /** The newest payments about a resource (named by it, or paying one of its payees), newest first. */
@@ -60,6 +62,11 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
           return (yield* forResources([resourceId])).get(resourceId) ?? noEvidence(resourceId)
         }),
         forResources,
+        forCapability: Effect.fn("EvidenceReader.forCapability")(function* (capability: string) {
+          const nowMs = yield* Clock.currentTimeMillis
+          const found = yield* resources.byCapabilityWithStandings(capability)
+          return found.map(({ record, standing }) => ({ record, evidence: toEvidence(standing, nowMs) }))
+        }),
         forPayee: Effect.fn("EvidenceReader.forPayee")(function* (payTo: string) {
           const records = yield* resources.byPayTo(payTo)
           const found = yield* forResources(records.map((r) => r.resource.id))
@@ -85,6 +92,12 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
     const reader: EvidenceReaderShape = {
       forResource: (id) => Effect.sync(() => get(id)),
       forResources: (ids) => Effect.sync(() => new Map(ids.map((id) => [id, get(id)]))),
+      forCapability: (capability) =>
+        Effect.sync(() =>
+          catalog
+            .filter((r) => r.listing.listed && r.resource.capabilities.includes(capability))
+            .map((record) => ({ record, evidence: get(record.resource.id) }))
+        ),
       forPayee: (payTo) =>
         Effect.sync(() =>
           catalog

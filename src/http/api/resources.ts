@@ -3,17 +3,25 @@ import { Schema } from "effect"
 import { ResourceDetail, ResourceList, SearchResponse } from "../../domain/catalog.js"
 import { NotFound } from "../../domain/errors.js"
 import { ResourceSearchRequest } from "../../domain/resources.js"
-import { failsWith, strict } from "./parse.js"
+import { Cursor, PAGE_LIMITS } from "../../domain/pagination.js"
+import { allIssues, failsWith, strict } from "./parse.js"
 
 export const IdPath = Schema.Struct({ id: Schema.String })
 
+/** `limit` and `cursor` of `GET /v1/resources`; numbers arrive as text, a bad one is INVALID_REQUEST naming it. */
+export const ResourcesQuery = allIssues(
+  Schema.Struct({
+    limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, PAGE_LIMITS.resources.max))),
+    cursor: Schema.optional(Cursor)
+  })
+)
+
 /** Discovery; open to anyone (SPEC Authentication 1). */
 export class ResourcesApi extends HttpApiGroup.make("resources")
-  .add(HttpApiEndpoint.get("list", "/v1/resources").addSuccess(ResourceList))
+  .add(HttpApiEndpoint.get("list", "/v1/resources").setUrlParams(ResourcesQuery).addSuccess(ResourceList))
   .add(HttpApiEndpoint.get("get", "/v1/resources/:id").setPath(IdPath).addSuccess(ResourceDetail).pipe(failsWith(NotFound)))
   .add(
     HttpApiEndpoint.post("search", "/v1/search")
       .setPayload(strict(ResourceSearchRequest))
       .addSuccess(SearchResponse)
-      
   ) {}

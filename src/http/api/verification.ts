@@ -3,13 +3,16 @@ import { Schema } from "effect"
 import { NotFound, RateLimited, TargetRefused } from "../../domain/errors.js"
 import { ResourceMetrics } from "../../domain/metrics.js"
 import { ObservationPage, ProbeResult, ValidateRequest } from "../../domain/observations.js"
+import { Cursor, PAGE_LIMITS } from "../../domain/pagination.js"
 import { ApiKeyAuth } from "../auth.js"
 import { allIssues, failsWith, queryInt, strict } from "./parse.js"
 import { IdPath } from "./resources.js"
 
 export const ObservationsQuery = Schema.Struct({
-  limit: Schema.optional(queryInt({ minimum: 1, maximum: 500 })),
-  /** `nextBefore` of the previous page (an observation id) or an ISO date-time; anything else is 400. */
+  limit: Schema.optional(queryInt({ minimum: 1, maximum: PAGE_LIMITS.observations.max })),
+  /** nextCursor of the previous page. */
+  cursor: Schema.optional(Cursor),
+  /** `nextBefore` of the previous page (an observation id) or an ISO date-time: observations older than it; anything else is 400. */
   before: Schema.optional(
     Schema.String.annotations({
       jsonSchema: { anyOf: [{ type: "string", pattern: "^obs_\\d{15}_[0-9a-f]{12}$" }, { type: "string", format: "date-time" }] }

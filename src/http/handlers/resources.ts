@@ -7,10 +7,8 @@ export const ResourcesHandlers = HttpApiBuilder.group(SextantApi, "resources", (
   Effect.gen(function* () {
     const discovery = yield* Discovery
     return handlers
-      .handle("list", () => discovery.list().pipe(Effect.map((resources) => ({ resources }))))
+      .handle("list", ({ urlParams }) => discovery.list(urlParams))
       .handle("get", ({ path }) => discovery.get(path.id))
-      .handle("search", ({ payload }) =>
-        discovery.search(payload).pipe(Effect.map((resources) => ({ resources, count: resources.length })))
-      )
+      .handle("search", ({ payload }) => discovery.search(payload))
   })
 )

@@ -2,13 +2,15 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { InvalidRequest, type NotFound, notFound, TargetRefused } from "../../domain/errors.js"
 import type { ProbeResult, ValidateRequest } from "../../domain/observations.js"
+import { encodeCursor, PAGE_LIMITS, readCursor } from "../../domain/pagination.js"
 import { ObservationsRepo, observationCursor } from "../../store/ObservationsRepo.js"
 import { ResourcesRepo } from "../../store/ResourcesRepo.js"
 import { EvidenceReader } from "../../verification/EvidenceReader.js"
 import { Prober } from "../../verification/Prober.js"
 import { SextantApi } from "../api/index.js"
+import type { ObservationsQuery } from "../api/verification.js"
 
-const DEFAULT_PAGE = 50
+const OBSERVATIONS_CURSOR = "observations"
 
 const refused = (reason: string) => new TargetRefused({ message: `target refused: ${reason}` })
 
@@ -44,17 +46,29 @@ export const VerificationHandlers = HttpApiBuilder.group(SextantApi, "verificati
       return Effect.fail(new InvalidRequest({ message: "pass resourceId (a catalog resource) or url (any http(s) URL)" }))
     }
 
-    const page = (id: string, limit: number | undefined, before: string | undefined) =>
+    /** Where the page starts: after a cursor's observation, before `before`, or at the newest. */
+    const startOf = (query: typeof ObservationsQuery.Type): Effect.Effect<string | null, InvalidRequest> => {
+      if (query.cursor !== undefined && query.before !== undefined) {
+        return Effect.fail(new InvalidRequest({ message: "pass either cursor or before, not both" }))
+      }
+      if (query.cursor !== undefined) {
+        return Effect.map(readCursor(OBSERVATIONS_CURSOR, query.cursor), (position) => position.id)
+      }
+      if (query.before === undefined) return Effect.succeed(null)
+      const start = observationCursor(query.before)
+      return start === null
+        ? Effect.fail(new InvalidRequest({ message: "before: expected an observation id (nextBefore of the previous page) or an ISO date-time" }))
+        : Effect.succeed(start)
+    }
+
+    const page = (id: string, query: typeof ObservationsQuery.Type) =>
       Effect.gen(function* () {
         const record = yield* requireResource(id)
-        const cursor = before === undefined ? null : observationCursor(before)
-        if (before !== undefined && cursor === null) {
-          return yield* Effect.fail(
-            new InvalidRequest({ message: "before: expected an observation id (nextBefore of the previous page) or an ISO date-time" })
-          )
-        }
+        const start = yield* startOf(query)
         const economic = yield* reader.payments(record)
-        return { resourceId: id, ...(yield* observations.page(id, limit ?? DEFAULT_PAGE, cursor)), economic }
+        const found = yield* observations.page(id, query.limit ?? PAGE_LIMITS.observations.default, start)
+        const nextCursor = found.nextBefore === null ? null : encodeCursor(OBSERVATIONS_CURSOR, { id: found.nextBefore })
+        return { resourceId: id, ...found, nextCursor, economic }
       })
 
     return handlers
@@ -62,6 +76,6 @@ export const VerificationHandlers = HttpApiBuilder.group(SextantApi, "verificati
       .handle("metrics", ({ path }) =>
         Effect.zipRight(requireResource(path.id), Effect.map(reader.forResource(path.id), (evidence) => evidence.metrics))
       )
-      .handle("observations", ({ path, urlParams }) => page(path.id, urlParams.limit, urlParams.before))
+      .handle("observations", ({ path, urlParams }) => page(path.id, urlParams))
   })
 )

@@ -1,0 +1,176 @@
+/**
+ * Cursor pagination over HTTP: `GET /v1/resources`, `POST /v1/search` and observations. Pages
+ * cover every resource exactly once while resources are added between pages, a cursor outlives
+ * the process that issued it, and a bad cursor or limit is 400 {error, message}.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Effect, ManagedRuntime } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { RecordedObservation } from "../src/domain/observations.js"
+import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
+import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { StoreLive } from "../src/store/Store.js"
+import { sortableId } from "../src/store/sortableId.js"
+import { entry } from "./fixtures/verificationStack.js"
+import { request, startServer, testConfig } from "./support/server.js"
+
+/** Ids with gaps (every third number), so resources added later land between existing ones. */
+const idOf = (n: number) => `res-${String(n).padStart(4, "0")}`
+const INITIAL = Array.from({ length: 120 }, (_, i) => idOf(i * 3))
+const at = (id: string) => entry(id, `http://127.0.0.1:9/${id}`)
+
+const folder = mkdtempSync(join(tmpdir(), "sextant-pages-"))
+const database = join(folder, "sextant.db")
+const config = testConfig({ database, catalog: INITIAL.map(at) })
+let server: Awaited<ReturnType<typeof startServer>>
+/** A second process's view of the same file, as `sextant mcp` or an import would write it. */
+const writer = ManagedRuntime.make(StoreLive(database))
+
+const addListed = (ids: ReadonlyArray<string>) =>
+  writer.runPromise(
+    Effect.flatMap(ResourcesRepo, (repo) =>
+      Effect.forEach(ids, (id) => repo.upsertListed(at(id), "registration", { actor: "test", reason: "added between pages" }))
+    )
+  )
+
+const page = async (path: string) => {
+  const answer = await request(`${server.url}${path}`)
+  expect(answer.status).toBe(200)
+  return answer.body as { resources: Array<{ resource: { id: string } }>; nextCursor: string | null }
+}
+
+beforeAll(async () => {
+  server = await startServer(config)
+})
+afterAll(async () => {
+  await server.close()
+  await writer.dispose()
+  rmSync(folder, { recursive: true, force: true })
+})
+
+describe("GET /v1/resources", () => {
+  test("pages in id order cover every resource exactly once while others are added between pages", async () => {
+    const seen: Array<string> = []
+    const added: Array<string> = []
+    let cursor: string | null = null
+    for (let n = 0; n < 100; n++) {
+      const body = await page(`/v1/resources?limit=7${cursor ? `&cursor=${cursor}` : ""}`)
+      expect(body.resources.length).toBeLessThanOrEqual(7)
+      seen.push(...body.resources.map((r) => r.resource.id))
+      if (body.nextCursor === null) break
+      cursor = body.nextCursor
+      // Two new ids per page: one just behind the page's end, one far ahead of it.
+      const last = Number(seen[seen.length - 1]!.slice(4))
+      const fresh = [idOf(last - 1), idOf(last + 31)].filter((id) => !INITIAL.includes(id) && !added.includes(id))
+      await addListed(fresh)
+      added.push(...fresh)
+    }
+    expect(new Set(seen).size).toBe(seen.length)
+    expect([...seen].sort()).toEqual(seen)
+    for (const id of INITIAL) expect(seen).toContain(id)
+    for (const id of seen) expect(INITIAL.includes(id) || added.includes(id)).toBe(true)
+    // What was added ahead of the reader was read; what was added behind it was not, and that is the only loss.
+    expect(seen.filter((id) => added.includes(id)).length).toBeGreaterThan(0)
+  })
+
+  test("the default page is 100 and the maximum 1000; a bad limit or cursor is 400 {error, message}", async () => {
+    const first = await page("/v1/resources")
+    expect(first.resources).toHaveLength(100)
+    expect(first.nextCursor).not.toBeNull()
+    for (const bad of ["limit=0", "limit=1001", "limit=ten", "cursor=not-a-cursor!", "cursor=e30"]) {
+      const answer = await request(`${server.url}/v1/resources?${bad}`)
+      expect(answer.status).toBe(400)
+      expect(answer.body.error).toBe("INVALID_REQUEST")
+      expect(typeof answer.body.message).toBe("string")
+    }
+    // A search cursor is not a listing cursor.
+    const search = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "res", limit: 1 } })
+    const wrongKind = await request(`${server.url}/v1/resources?cursor=${search.body.nextCursor}`)
+    expect(wrongKind.status).toBe(400)
+  })
+
+  test("a cursor survives a restart: the next page is the same from a new process on the same store", async () => {
+    const first = await page("/v1/resources?limit=5")
+    const before = await page(`/v1/resources?limit=5&cursor=${first.nextCursor}`)
+    await server.close()
+    server = await startServer(config)
+    const after = await page(`/v1/resources?limit=5&cursor=${first.nextCursor}`)
+    expect(after).toEqual(before)
+  })
+})
+
+describe("POST /v1/search", () => {
+  test("pages follow relevance then id and join up to the whole answer; a cursor is tied to its filters", async () => {
+    const all = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "res fixture", limit: 200 } })
+    expect(all.body.nextCursor).toBeNull()
+    const joined: Array<string> = []
+    let cursor: string | undefined
+    for (;;) {
+      const { body } = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "res fixture", limit: 9, cursor } })
+      expect(body.count).toBe(body.resources.length)
+      joined.push(...body.resources.map((r: { resource: { id: string } }) => r.resource.id))
+      if (body.nextCursor === null) break
+      cursor = body.nextCursor
+    }
+    expect(joined).toEqual(all.body.resources.map((r: { resource: { id: string } }) => r.resource.id))
+    const other = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "other words", cursor: cursor ?? "x" } })
+    expect(other.status).toBe(400)
+    expect(other.body.error).toBe("INVALID_REQUEST")
+    for (const limit of [0, 201, 1.5]) {
+      expect((await request(`${server.url}/v1/search`, { method: "POST", json: { limit } })).status).toBe(400)
+    }
+  })
+
+  test("without a limit a search answers at most 50 hits", async () => {
+    const { body } = await request(`${server.url}/v1/search`, { method: "POST", json: {} })
+    expect(body.resources).toHaveLength(50)
+    expect(body.nextCursor).not.toBeNull()
+  })
+})
+
+describe("GET /v1/resources/{id}/observations", () => {
+  test("nextCursor pages newest first like nextBefore; cursor and before together are 400", async () => {
+    const id = INITIAL[0]!
+    const base = Date.now() - 60_000
+    await writer.runPromise(
+      Effect.flatMap(ObservationsRepo, (repo) =>
+        Effect.forEach(Array.from({ length: 5 }, (_, i) => i), (i) =>
+          repo.insert({
+            id: sortableId("obs", base + i * 1000),
+            resourceId: id,
+            observedAt: new Date(base + i * 1000).toISOString(),
+            method: "GET",
+            url: `http://127.0.0.1:9/${id}`,
+            httpStatus: null,
+            latencyMs: null,
+            outcome: "unreachable",
+            x402Version: null,
+            scheme: null,
+            network: null,
+            asset: null,
+            payTo: null,
+            amount: null,
+            maxAmount: null,
+            priceUsd: null,
+            detail: null,
+            contradiction: null
+          } satisfies RecordedObservation)
+        )
+      )
+    )
+    const ids: Array<string> = []
+    let cursor: string | null = null
+    do {
+      const { body } = await request(`${server.url}/v1/resources/${id}/observations?limit=2${cursor ? `&cursor=${cursor}` : ""}`)
+      ids.push(...body.observations.map((o: { id: string }) => o.id))
+      cursor = body.nextCursor
+    } while (cursor !== null)
+    expect(ids).toHaveLength(5)
+    expect([...ids].sort().reverse()).toEqual(ids)
+    const both = await request(`${server.url}/v1/resources/${id}/observations?cursor=abc&before=${ids[0]}`)
+    expect(both.status).toBe(400)
+    expect((await request(`${server.url}/v1/resources/${id}/observations?cursor=%%%`)).status).toBe(400)
+  })
+})

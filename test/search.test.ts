@@ -1,0 +1,169 @@
+/**
+ * The paged search (the store's text index and catalog filters, then the quality filters) answers
+ * exactly what the in-memory ranking rule of `discovery/search.ts` answers over the same catalog:
+ * the same resources, in the same order, with the same relevance, page after page, on SQLite
+ * (FTS5) and, when a PostgreSQL server is installed, on Postgres (tsvector).
+ */
+import { afterAll, describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
+import { Effect, Either, Layer, ManagedRuntime } from "effect"
+import fc from "fast-check"
+import { AppConfig, loadConfig, TESTNET_USDC } from "../src/config.js"
+import { Discovery } from "../src/discovery/Discovery.js"
+import { search } from "../src/discovery/search.js"
+import { emptyMetrics } from "../src/domain/metrics.js"
+import type { CatalogEntry, ResourcePaymentOption, ResourceSearchRequest } from "../src/domain/resources.js"
+import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { StoreLive } from "../src/store/Store.js"
+import { EvidenceReader } from "../src/verification/EvidenceReader.js"
+import { fcSeed } from "./support/fcSeed.js"
+import { type PostgresCluster, postgresAvailability, startPostgres } from "./support/postgres.js"
+
+const PAY_TO = "GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5"
+/** Words that are prefixes of one another, so exact and prefix hits compete within and across fields. */
+const WORDS = ["inspect", "inspector", "insp", "ledger", "led", "rwa", "data", "dat", "compliance", "x402", "x4"]
+const CAPABILITIES = ["rwa.inspect", "ledger.read", "data.feed", "compliance.check"]
+
+const optionArb: fc.Arbitrary<ResourcePaymentOption> = fc
+  .record({
+    scheme: fc.constantFrom("exact" as const, "upto" as const),
+    network: fc.constantFrom("stellar:testnet" as const, "stellar:pubnet" as const),
+    units: fc.integer({ min: 1, max: 40 }),
+    ceiling: fc.integer({ min: 1, max: 3 })
+  })
+  .map(({ scheme, network, units, ceiling }) => ({
+    network,
+    scheme,
+    asset: TESTNET_USDC,
+    amount: String(units * 1000),
+    amountUsd: (units * 1000) / 1e7,
+    ...(scheme === "upto" ? { maxAmount: String(units * 1000 * ceiling), maxAmountUsd: (units * 1000 * ceiling) / 1e7 } : {}),
+    payTo: PAY_TO
+  }))
+
+const text = (max: number) =>
+  fc.array(fc.constantFrom(...WORDS, "plain", "Inspect-LEDGER!"), { minLength: 1, maxLength: max }).map((w) => w.join(" "))
+
+const catalogArb = fc
+  .array(
+    fc.record({
+      name: text(3),
+      description: text(6),
+      capabilities: fc.subarray(CAPABILITIES, { maxLength: 2 }),
+      options: fc.array(optionArb, { minLength: 1, maxLength: 2 })
+    }),
+    { minLength: 5, maxLength: 40 }
+  )
+  .map((rows) =>
+    rows.map(
+      (r, i): CatalogEntry => ({
+        resource: {
+          id: `s${String(i).padStart(2, "0")}`,
+          type: "http",
+          name: r.name,
+          description: r.description,
+          url: `http://127.0.0.1:9/s/${i}`,
+          method: "GET",
+          capabilities: r.capabilities
+        },
+        provider: { id: "p", name: "provider" },
+        paymentOptions: r.options
+      })
+    )
+  )
+
+/** Each filter now and then (`freq`: absent 3 times in 4), so many cases match enough to span pages. */
+const sometimes = <A>(arb: fc.Arbitrary<A>) => fc.option(arb, { freq: 4, nil: undefined }).map((a) => a)
+const requestArb: fc.Arbitrary<ResourceSearchRequest> = fc
+  .record({
+    query: fc.option(fc.array(fc.constantFrom(...WORDS, "i", "d", "zzz", "LED", "  ", "-"), { maxLength: 3 }).map((w) => w.join(" ")), {
+      freq: 5,
+      nil: undefined
+    }),
+    capability: sometimes(fc.constantFrom(...CAPABILITIES)),
+    scheme: sometimes(fc.constantFrom("exact" as const, "upto" as const)),
+    network: sometimes(fc.constantFrom("stellar:testnet" as const, "stellar:pubnet" as const)),
+    maxPriceUsd: sometimes(fc.constantFrom(0.0005, 0.001, 0.002, 0.005))
+  })
+  .map((r) => Object.fromEntries(Object.entries(r).filter(([, v]) => v !== undefined)) as ResourceSearchRequest)
+
+/** The store, discovery over it, and a way to empty the catalog between cases. */
+const harness = (database: string) => {
+  const config = { ...Either.getOrThrow(loadConfig(undefined, {})), database }
+  const runtime = ManagedRuntime.make(
+    Discovery.Live.pipe(
+      Layer.provideMerge(EvidenceReader.Live),
+      Layer.provideMerge(StoreLive(database)),
+      Layer.provideMerge(Layer.succeed(AppConfig, config))
+    )
+  )
+  /** Every page of the search, `limit` at a time, following nextCursor. */
+  const pages = (catalog: ReadonlyArray<CatalogEntry>, request: ResourceSearchRequest, limit: number) =>
+    runtime.runPromise(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`DELETE FROM resources`
+        yield* (yield* ResourcesRepo).upsertCatalog(catalog)
+        const discovery = yield* Discovery
+        const hits: Array<{ id: string; relevance: number }> = []
+        let cursor: string | undefined
+        for (let page = 0; page <= catalog.length + 1; page++) {
+          const answer = yield* discovery.search({ ...request, limit, ...(cursor ? { cursor } : {}) })
+          expect(answer.count).toBe(answer.resources.length)
+          expect(answer.resources.length).toBeLessThanOrEqual(limit)
+          hits.push(...answer.resources.map((r) => ({ id: r.resource.id, relevance: r.relevance })))
+          if (answer.nextCursor === null) return hits
+          cursor = answer.nextCursor
+        }
+        throw new Error("the cursor never reached the last page")
+      })
+    )
+  const expected = (catalog: ReadonlyArray<CatalogEntry>, request: ResourceSearchRequest) =>
+    search(
+      catalog.map((e) => ({
+        record: { ...e, resource: { ...e.resource, status: "DISCOVERED", verificationLevel: 0 }, listing: { listed: true, source: "config" } },
+        metrics: emptyMetrics(e.resource.id)
+      })),
+      request
+    ).map((h) => ({ id: h.record.resource.id, relevance: h.relevance }))
+  const property = async (runs: number) => {
+    let multiPage = 0
+    await fc.assert(
+      fc.asyncProperty(catalogArb, requestArb, fc.integer({ min: 1, max: 4 }), async (catalog, request, limit) => {
+        const want = expected(catalog, request)
+        expect(await pages(catalog, request, limit)).toEqual(want)
+        if (want.length > limit) multiPage++
+      }),
+      { numRuns: runs, seed: fcSeed }
+    )
+    // The cases must exercise cursors, not only empty or single-page answers.
+    expect(multiPage).toBeGreaterThan(runs / 8)
+  }
+  return { property, close: () => runtime.dispose() }
+}
+
+describe("paged search equals the ranking rule", () => {
+  test("on SQLite (FTS5), page by page", async () => {
+    const sqlite = harness(":memory:")
+    try {
+      await sqlite.property(150)
+    } finally {
+      await sqlite.close()
+    }
+  }, 120_000)
+
+  const availability = postgresAvailability()
+  let cluster: PostgresCluster | undefined
+  afterAll(async () => {
+    await cluster?.stop()
+  })
+  test.skipIf(!availability.available)("on Postgres (tsvector), page by page", async () => {
+    cluster = await startPostgres()
+    const pg = harness(await cluster.createDatabase("search"))
+    try {
+      await pg.property(40)
+    } finally {
+      await pg.close()
+    }
+  }, 120_000)
+})
