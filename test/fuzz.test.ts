@@ -256,7 +256,8 @@ describe("fuzzing every endpoint from its schemas", () => {
     }
     const withQuery = Object.entries<any>(spec.paths).flatMap(([template, operations]) =>
       Object.entries<any>(operations).flatMap(([method, operation]) => {
-        const params = (operation.parameters ?? []).filter((p: any) => p.in === "query")
+        // A cursor (format "cursor") is valid only as the service issued it: generated ones are refused by design.
+        const params = (operation.parameters ?? []).filter((p: any) => p.in === "query" && p.schema?.format !== "cursor")
         return params.length === 0 ? [] : [{ template, method, params }]
       })
     )

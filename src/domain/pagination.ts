@@ -62,8 +62,10 @@ export const scopeOf = (parts: ReadonlyArray<unknown>): string => {
   return hash.toString(36)
 }
 
+/** A cursor is valid only as this service issued it, so its format says so: `cursor`, not any string. */
 export const Cursor = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2048)).annotations({
-  description: "nextCursor of the previous page; opaque"
+  description: "nextCursor of the previous page; opaque",
+  jsonSchema: { type: "string", minLength: 1, maxLength: 2048, format: "cursor" }
 })
 
 /** `nextCursor` of a page: pass it back as `cursor` for the next page; null on the last one. */

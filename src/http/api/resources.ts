@@ -4,14 +4,14 @@ import { ResourceDetail, ResourceList, SearchResponse } from "../../domain/catal
 import { NotFound } from "../../domain/errors.js"
 import { ResourceSearchRequest } from "../../domain/resources.js"
 import { Cursor, PAGE_LIMITS } from "../../domain/pagination.js"
-import { allIssues, failsWith, strict } from "./parse.js"
+import { allIssues, failsWith, queryInt, strict } from "./parse.js"
 
 export const IdPath = Schema.Struct({ id: Schema.String })
 
 /** `limit` and `cursor` of `GET /v1/resources`; numbers arrive as text, a bad one is INVALID_REQUEST naming it. */
 export const ResourcesQuery = allIssues(
   Schema.Struct({
-    limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, PAGE_LIMITS.resources.max))),
+    limit: Schema.optional(queryInt({ minimum: 1, maximum: PAGE_LIMITS.resources.max })),
     cursor: Schema.optional(Cursor)
   })
 )
