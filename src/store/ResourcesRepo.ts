@@ -138,6 +138,7 @@ const groupBy = <A>(rows: ReadonlyArray<A>, key: (a: A) => string) => {
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const now = () => new Date().toISOString()
+  const probeTargetRule = sql.literal("(r.listed = 1 OR r.listing_hold IN ('awaiting_probe', 'unhealthy') OR r.source = 'config')")
 
   /** Loads full records for the resource rows selected by `where` (a SQL fragment over `r`), by id, optionally one page. */
   const load = (
@@ -267,11 +268,17 @@ const make = Effect.gen(function* () {
      * (imported, ingested, delisted as unhealthy), and everything the config file names. A URL
      * someone validated once, or one a source stopped listing, is probed only on demand.
      */
-    probeTargets: () =>
-      load(sql.literal("(r.listed = 1 OR r.listing_hold IN ('awaiting_probe', 'unhealthy') OR r.source = 'config')")),
+    probeTargets: () => load(probeTargetRule),
     /** What buyers see: the listed resources. */
     list: () => load(listedOnly),
     get: (id: string) => load(sql`r.id = ${id}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
+    /** The records of `ids` that exist, by id. */
+    getMany: (ids: ReadonlyArray<string>) => (ids.length === 0 ? Effect.succeed([]) : load(sql.in("r.id", ids))),
+    /** The ids of what the probe schedule visits (see probeTargets), without loading the records. */
+    probeTargetIds: () =>
+      sql<{ id: string }>`SELECT r.id FROM resources r WHERE ${probeTargetRule} ORDER BY r.id`.pipe(
+        Effect.map((rows) => rows.map((r) => r.id))
+      ),
     findByUrl: (url: string) => load(sql`r.url = ${url}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     byCapability: (capability: string) =>
       load(sql`${listedOnly} AND r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${capability})`),
@@ -295,7 +302,8 @@ const make = Effect.gen(function* () {
       }).pipe(sql.withTransaction),
     /**
      * After a probe: reads the listing, lets `decide` (the probe rule, docs/decisions.md) say what
-     * changes, and stores it, in one transaction so an operator's concurrent change is not lost.
+     * changes, and stores it. The caller runs it in a transaction (the recorder's batch, after the
+     * probe's observation) so an operator's concurrent change is not lost.
      */
     afterProbe: (id: string, actor: string, decide: (state: ListingState) => ListingStep) =>
       Effect.gen(function* () {
@@ -315,7 +323,7 @@ const make = Effect.gen(function* () {
           })
         }
         return step
-      }).pipe(sql.withTransaction),
+      }),
     /** One page of listed resources, by id, with the total matching the filters (x402 discovery). */
     listedPage: (query: ListedPageQuery) =>
       Effect.gen(function* () {

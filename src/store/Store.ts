@@ -4,6 +4,7 @@ import { DatabaseLive } from "./Database.js"
 import { EconomicEventsRepo } from "./EconomicEventsRepo.js"
 import { MetricsRepo } from "./MetricsRepo.js"
 import { ObservationsRepo } from "./ObservationsRepo.js"
+import { ProbeScheduleRepo } from "./ProbeScheduleRepo.js"
 import { ProbeSpendRepo } from "./ProbeSpendRepo.js"
 import { ReceiptsRepo } from "./ReceiptsRepo.js"
 import { ResourcesRepo } from "./ResourcesRepo.js"
@@ -22,6 +23,7 @@ export const StoreLive = (database: string) =>
     ReceiptsRepo.Live,
     SettlementJournal.Live,
     ProbeSpendRepo.Live,
+    ProbeScheduleRepo.Live,
     CurationRepo.Live,
     VerifyAnswersRepo.Live
   ).pipe(Layer.provideMerge(DatabaseLive(database)))

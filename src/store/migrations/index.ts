@@ -6,10 +6,11 @@ import receipts from "./0004_receipts.js"
 import evidenceListing from "./0005_evidence_listing.js"
 import catalogIngestion from "./0006_catalog_ingestion.js"
 import curation from "./0007_curation.js"
+import scaleProbes from "./0009_scale_probes.js"
 
 /**
  * Migrations are imported, not globbed from disk, so the compiled single binary carries them.
- * Numbers are reserved per capability: 0002 verification, 0003 settlement, 0004 receipts, 0005 evidence states and listing (issue 13), 0006 catalog ingestion and 0007 curation (issue 14); later issues take the next free number.
+ * Numbers are reserved per capability: 0002 verification, 0003 settlement, 0004 receipts, 0005 evidence states and listing (issue 13), 0006 catalog ingestion and 0007 curation (issue 14), 0009 probing at scale (issue 15); later issues take the next free number.
  */
 const all = {
   "0001_catalog": catalog,
@@ -18,7 +19,8 @@ const all = {
   "0004_receipts": receipts,
   "0005_evidence_listing": evidenceListing,
   "0006_catalog_ingestion": catalogIngestion,
-  "0007_curation": curation
+  "0007_curation": curation,
+  "0009_scale_probes": scaleProbes
 }
 
 export const migrations = Migrator.fromRecord(all)
