@@ -1,4 +1,5 @@
-import { Clock, Context, Effect, Either, Fiber, Layer, Option, Schema } from "effect"
+import { SqlClient } from "@effect/sql"
+import { type Cause, Clock, Context, Effect, Either, Fiber, Layer, Option, Schema } from "effect"
 import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
 import {
@@ -13,13 +14,14 @@ import {
   SettlementUnresolved,
   UnsupportedPaymentKind
 } from "../domain/errors.js"
-import type { PayeeEvidence } from "../domain/evidence.js"
+import type { EconomicEvent, PayeeEvidence } from "../domain/evidence.js"
 import type { AgentPolicy } from "../domain/policy.js"
 import { type Completion, type FoundEntry, type JournalEntry, mayReserveAgain, type SettlementTransition } from "../domain/settlements.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
 import { type SettleRequest, SettleResponse, type SettlementRecord } from "../domain/x402.js"
 import { canonicalize } from "../encoding/canonicalJson.js"
 import { policyContext } from "../policy/evaluate.js"
+import { transactional } from "../store/repository.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
@@ -206,6 +208,7 @@ const make = Effect.gen(function* () {
   const pool = yield* FacilitatorPool
   const reader = yield* EvidenceReader
   const recorder = yield* EvidenceRecorder
+  const transaction = transactional(yield* SqlClient.SqlClient)
   const { decimals, assetContract } = config.asset
 
   /**
@@ -288,30 +291,24 @@ const make = Effect.gen(function* () {
   })
 
   /**
-   * Records a facilitator's answer as economic evidence of the payee's listed resources: a success
-   * waits for the ledger to confirm the transaction moves exactly the signed transfer; a
-   * `success: false` counts against them. The buyer's answer never waits on this failing.
+   * A facilitator's answer as economic evidence of the payee's listed resources: a success waits
+   * for the ledger to confirm the transaction moves exactly the signed transfer; a `success: false`
+   * counts against them. Stored in the transaction of the journal's outcome (one commit for both).
    */
-  const recordAnswered = (id: string, completion: Completion, payment: Payment, payees: ReadonlyArray<PayeeEvidence>, atMs: number) =>
-    recorder
-      .recordEconomic(
-        {
-          source: "settlement",
-          resourceId: null,
-          payTo: payment.terms.payTo,
-          success: completion.state === "settled",
-          transactionHash: completion.transaction,
-          at: new Date(atMs).toISOString(),
-          payer: payment.transfer.from,
-          expected: { payTo: payment.transfer.to, amount: payment.transfer.amount.toString(), scheme: "exact" }
-        },
-        payees.map((p) => p.record)
-      )
-      .pipe(
-        Effect.catchAllCause((cause) =>
-          Effect.logError(`settlement ${id}: answered, but recording it as evidence for payee ${payment.terms.payTo} failed`, cause)
-        )
-      )
+  const evidenceOf = (completion: Completion, payment: Payment, atMs: number): EconomicEvent => ({
+    source: "settlement",
+    resourceId: null,
+    payTo: payment.terms.payTo,
+    success: completion.state === "settled",
+    transactionHash: completion.transaction,
+    at: new Date(atMs).toISOString(),
+    payer: payment.transfer.from,
+    expected: { payTo: payment.transfer.to, amount: payment.transfer.amount.toString(), scheme: "exact" }
+  })
+
+  /** The buyer's answer never waits on the evidence failing: it is logged. */
+  const logEvidenceFailure = (id: string, payment: Payment) => (cause: Cause.Cause<unknown>) =>
+    Effect.as(Effect.logError(`settlement ${id}: answered, but recording it as evidence for payee ${payment.terms.payTo} failed`, cause), false)
 
   /**
    * Step 7: backends with failover, then the journal's `settled` / `failed` / `indeterminate`, then
@@ -329,13 +326,22 @@ const make = Effect.gen(function* () {
       const outcome = yield* pool.settle(stockBody(request), payment.terms.network, payment.terms.scheme)
       const { completion, answer } = conclude(id, outcome)
       const at = yield* Clock.currentTimeMillis
-      yield* journal.complete(id, completion, at).pipe(
+      const journaled = journal.complete(id, completion, at).pipe(
         Effect.catchAllCause((cause) =>
           Effect.logError(`settlement ${id}: recording its outcome failed; it will be indeterminate after a restart`, cause)
         )
       )
-      // A facilitator answered (success or not): the buyer gets that answer even if the evidence cannot be recorded.
-      if (Either.isRight(answer)) yield* recordAnswered(id, completion, payment, payees, at)
+      // A facilitator answered (success or not): its evidence is stored with the outcome, and the
+      // buyer gets the answer even if the evidence cannot be recorded.
+      const evidence = Either.isRight(answer)
+        ? recorder.storeEconomic(evidenceOf(completion, payment, at)).pipe(Effect.catchAllCause(logEvidenceFailure(id, payment)))
+        : Effect.succeed(false)
+      const counts = yield* transaction(Effect.zipRight(journaled, evidence))
+      // Re-deriving the payee's resources (only a failure counts at once) runs after the commit,
+      // outside the journal's transaction: it takes the recorder's lock, which a probe batch holds.
+      if (counts) {
+        yield* recorder.refreshAbout(payees.map((p) => p.record)).pipe(Effect.catchAllCause(logEvidenceFailure(id, payment)))
+      }
       return answer
     })
     return yield* run.pipe(Effect.forkDaemon, Effect.flatMap(Fiber.join), Effect.flatten)

@@ -103,6 +103,8 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
           recordObservation: noProbes,
           rederive: noProbes,
           recordEconomic: () => Effect.void,
+          storeEconomic: () => Effect.succeed(false),
+          refreshAbout: () => Effect.void,
           resolveEconomic: () => Effect.dieMessage("in-memory evidence has no ledger to confirm payments with")
         })
       )

@@ -185,17 +185,21 @@ const make = Effect.gen(function* () {
 
     /**
      * Stores a reported payment outcome, `pending` until the ledger confirms it when it can be
-     * checked (see confirmation.ts). The resources it is about (the receipt's service, the settled
-     * payee's listed resources) are re-derived only when it already counts (`failed`): a pending
-     * report changes no figure, so a settle's cost does not grow with the payee's resources.
+     * checked (see confirmation.ts), in the caller's transaction if it runs in one. Answers whether
+     * it counts already (`failed`): only then do the resources it is about need `refreshAbout`.
+     */
+    storeEconomic,
+    refreshAbout: refreshAll,
+
+    /**
+     * `storeEconomic`, then the resources it is about (the receipt's service, the settled payee's
+     * listed resources) re-derived when it counts: a pending report changes no figure, so a
+     * payment's cost does not grow with the payee's resources.
      */
     recordEconomic: (event: EconomicEvent, about: ReadonlyArray<ResourceRecord>) =>
-      Effect.gen(function* () {
-        const nowMs = yield* Clock.currentTimeMillis
-        const initial = initialResolution(event, nowMs)
-        yield* economic.insert(sortableId("eco", nowMs), event, initial, nowMs)
-        if (initial.state === "failed" || initial.state === "confirmed") yield* refreshAll(about)
-      }).pipe(Effect.withSpan("EvidenceRecorder.recordEconomic")),
+      Effect.flatMap(storeEconomic(event), (counts) => (counts ? refreshAll(about) : Effect.void)).pipe(
+        Effect.withSpan("EvidenceRecorder.recordEconomic")
+      ),
 
     /** Stores what the ledger showed for a pending payment and re-derives the resources it is about. */
     resolveEconomic: (event: PendingEvent, resolution: EventResolution) =>
@@ -211,6 +215,15 @@ const make = Effect.gen(function* () {
               : []
         yield* refreshAll(about)
       }).pipe(Effect.withSpan("EvidenceRecorder.resolveEconomic"))
+  }
+
+  function storeEconomic(event: EconomicEvent) {
+    return Effect.gen(function* () {
+      const nowMs = yield* Clock.currentTimeMillis
+      const initial = initialResolution(event, nowMs)
+      yield* economic.insert(sortableId("eco", nowMs), event, initial, nowMs)
+      return initial.state === "failed" || initial.state === "confirmed"
+    })
   }
 
   /**
