@@ -247,18 +247,27 @@ const make = Effect.gen(function* () {
     return option
   })
 
-  /** Step 4: the payee's listed resources and their evidence, read once for the check and the evidence written after. */
+  /** Step 4: the payee's listed resources and their evidence. */
   const checkPayee = Effect.fn("Settlement.checkPayee")(function* (
     payment: Payment,
     policies: ReadonlyArray<NamedPolicy>,
     option: ReturnType<typeof paymentOption>,
     nowMs: number
   ) {
-    const payees = yield* reader.forPayee(payment.terms.payTo)
-    const candidates = payees.map((p) => ({ providerId: p.record.provider.id, evidence: p.evidence }))
-    const refusal = payeeDenial(policies, option, candidates, policyContext(config, new Date(nowMs)))
+    const judge = (payees: ReadonlyArray<PayeeEvidence>) =>
+      payeeDenial(
+        policies,
+        option,
+        payees.map((p) => ({ providerId: p.record.provider.id, evidence: p.evidence })),
+        policyContext(config, new Date(nowMs))
+      )
+    // The shortlist holds every quarantined resource first, one of each provider and the most
+    // promising few: if they pass, every rule that could refuse on the whole set passes too
+    // (docs/decisions.md, Settlement pipeline), so the cost does not grow with the payee's
+    // resources. A refusal is judged again on the whole set, for its exact reason.
+    if (judge(yield* reader.payeeShortlist(payment.terms.payTo)) === undefined) return
+    const refusal = judge(yield* reader.forPayee(payment.terms.payTo))
     if (refusal) return yield* Effect.fail(refusal)
-    return payees
   })
 
   /** Step 5: the signed transfer pays what the requirements say. */
@@ -319,8 +328,7 @@ const make = Effect.gen(function* () {
   const forward = Effect.fn("Settlement.forward")(function* (
     id: string,
     request: SettleRequest,
-    payment: Payment,
-    payees: ReadonlyArray<PayeeEvidence>
+    payment: Payment
   ) {
     const run = Effect.gen(function* () {
       const outcome = yield* pool.settle(stockBody(request), payment.terms.network, payment.terms.scheme)
@@ -340,7 +348,9 @@ const make = Effect.gen(function* () {
       // Re-deriving the payee's resources (only a failure counts at once) runs after the commit,
       // outside the journal's transaction: it takes the recorder's lock, which a probe batch holds.
       if (counts) {
-        yield* recorder.refreshAbout(payees.map((p) => p.record)).pipe(Effect.catchAllCause(logEvidenceFailure(id, payment)))
+        yield* Effect.flatMap(reader.forPayee(payment.terms.payTo), (payees) => recorder.refreshAbout(payees.map((p) => p.record))).pipe(
+          Effect.catchAllCause(logEvidenceFailure(id, payment))
+        )
       }
       return answer
     })
@@ -364,7 +374,7 @@ const make = Effect.gen(function* () {
     const nowMs = yield* Clock.currentTimeMillis
     const policies = buyerPolicies(payment.terms.policy, input.principal)
     const option = yield* checkPolicies(payment, policies, nowMs)
-    const payees = yield* checkPayee(payment, policies, option, nowMs)
+    yield* checkPayee(payment, policies, option, nowMs)
     yield* checkTransfer(payment)
     const reservation = yield* reserve(payment, input.idempotencyKey, nowMs)
     switch (reservation._tag) {
@@ -373,7 +383,7 @@ const make = Effect.gen(function* () {
       case "Refused":
         return yield* Effect.fail(reservation.error)
       case "Reserved":
-        return yield* forward(reservation.id, input.request, payment, payees)
+        return yield* forward(reservation.id, input.request, payment)
     }
   })
 

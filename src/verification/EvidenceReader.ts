@@ -15,12 +15,19 @@ export interface EvidenceReaderShape {
   readonly forResources: (resourceIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ResourceEvidence>>
   /** Every listed resource whose payment options pay `payTo`, with its evidence; empty when none does. */
   readonly forPayee: (payTo: string) => Effect.Effect<ReadonlyArray<PayeeEvidence>>
+  /**
+   * Some of `forPayee`'s resources: the most promising few, every quarantined one first, and one of
+   * each provider. A payee check that allows on them allows on all (Settlement.checkPayee).
+   */
+  readonly payeeShortlist: (payTo: string) => Effect.Effect<ReadonlyArray<PayeeEvidence>>
   /** The newest payments about a resource (named by it, or paying one of its payees), newest first. */
   readonly payments: (record: ResourceRecord) => Effect.Effect<ReadonlyArray<EconomicEvidence>>
 }
 
 /** Payments shown with a resource. */
 const PAYMENTS_SHOWN = 20
+/** Resources a payee shortlist ranks (plus one per provider). */
+const SHORTLIST = 16
 
 /**
  * The read side of verification: what policy, routing, settlement and receipts know of a resource.
@@ -55,15 +62,21 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
         return new Map(stored.map((s) => [s.resourceId, toEvidence(s, nowMs)] as const)) as ReadonlyMap<string, ResourceEvidence>
       })
 
+      const withEvidence = (records: ReadonlyArray<ResourceRecord>) =>
+        Effect.map(forResources(records.map((r) => r.resource.id)), (found) =>
+          records.map((record) => ({ record, evidence: found.get(record.resource.id) ?? noEvidence(record.resource.id) }))
+        )
+
       return {
         forResource: Effect.fn("EvidenceReader.forResource")(function* (resourceId: string) {
           return (yield* forResources([resourceId])).get(resourceId) ?? noEvidence(resourceId)
         }),
         forResources,
         forPayee: Effect.fn("EvidenceReader.forPayee")(function* (payTo: string) {
-          const records = yield* resources.byPayTo(payTo)
-          const found = yield* forResources(records.map((r) => r.resource.id))
-          return records.map((record) => ({ record, evidence: found.get(record.resource.id) ?? noEvidence(record.resource.id) }))
+          return yield* withEvidence(yield* resources.byPayTo(payTo))
+        }),
+        payeeShortlist: Effect.fn("EvidenceReader.payeeShortlist")(function* (payTo: string) {
+          return yield* withEvidence(yield* resources.getMany(yield* resources.payeeShortlist(payTo, SHORTLIST)))
         }),
         payments: (record: ResourceRecord) =>
           economic.recent(record.resource.id, [...new Set(record.paymentOptions.map((o) => o.payTo))], PAYMENTS_SHOWN)
@@ -82,15 +95,17 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
   ): Layer.Layer<EvidenceReader | EvidenceRecorder> => {
     const store = new Map(initial.map((e) => [e.resourceId, e]))
     const get = (id: string) => store.get(id) ?? noEvidence(id)
+    const forPayee = (payTo: string) =>
+      Effect.sync(() =>
+        catalog
+          .filter((r) => r.listing.listed && r.paymentOptions.some((o) => o.payTo === payTo))
+          .map((record) => ({ record, evidence: get(record.resource.id) }))
+      )
     const reader: EvidenceReaderShape = {
       forResource: (id) => Effect.sync(() => get(id)),
       forResources: (ids) => Effect.sync(() => new Map(ids.map((id) => [id, get(id)]))),
-      forPayee: (payTo) =>
-        Effect.sync(() =>
-          catalog
-            .filter((r) => r.listing.listed && r.paymentOptions.some((o) => o.payTo === payTo))
-            .map((record) => ({ record, evidence: get(record.resource.id) }))
-        ),
+      forPayee: (payTo) => forPayee(payTo),
+      payeeShortlist: (payTo) => forPayee(payTo),
       payments: () => Effect.succeed([])
     }
     const noProbes = () => Effect.dieMessage("in-memory evidence records no probes")
