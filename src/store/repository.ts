@@ -43,7 +43,9 @@ export const SqlBigInt = Schema.Union(Schema.BigIntFromNumber, Schema.BigInt)
 export const SqlFlag = Schema.transform(SqlNumber, Schema.Boolean, { decode: (n) => n === 1, encode: (b) => (b ? 1 : 0) })
 
 /** Decodes rows with `schema`; a row that does not fit fails with a ParseError (a defect at the boundary). */
-export const decodeRows =
-  <A, I>(schema: Schema.Schema<A, I>) =>
-  (rows: ReadonlyArray<unknown>) =>
-    Schema.decodeUnknown(Schema.Array(schema))(rows)
+export const decodeRows = <A, I>(schema: Schema.Schema<A, I>) => {
+  // Built once per row schema: building the array schema and its decoder on every call cost a
+  // tenth of a probe's time.
+  const decode = Schema.decodeUnknown(Schema.Array(schema))
+  return (rows: ReadonlyArray<unknown>) => decode(rows)
+}

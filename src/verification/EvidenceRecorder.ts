@@ -19,6 +19,12 @@ import { deriveStanding, type Standing } from "./status.js"
 
 /** Observations written per transaction at most: one fsync for many probes, yet short enough that a settle's reservation waits little. */
 const BATCH = 256
+/**
+ * How long the writer lets a batch gather after its first observation. SQLite's commit (an fsync)
+ * blocks the event loop, so without a pause no other probe can finish during it and batches stay
+ * at one; 10 ms is a few fsyncs, and what one probe's answer waits at most for it.
+ */
+const GATHER_MS = 10
 
 /** One observation waiting for the writer, with what runs after it in the same transaction. */
 interface Pending {
@@ -143,8 +149,10 @@ const make = Effect.gen(function* () {
    * failed batch fails each of its probes with the cause.
    */
   const writer = Effect.gen(function* () {
-    const batch = yield* Queue.takeBetween(queue, 1, BATCH)
-    const items = [...batch]
+    const first = yield* Queue.take(queue)
+    // Real time, not the Clock: a test's TestClock must not hold the writer.
+    if ((yield* Queue.size(queue)) < BATCH - 1) yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, GATHER_MS)))
+    const items = [first, ...(yield* Queue.takeUpTo(queue, BATCH - 1))]
     const exit = yield* Effect.exit(serialized(writeBatch(items)))
     yield* Exit.match(exit, {
       onFailure: (cause) => Effect.forEach(items, (p) => Deferred.failCause(p.done, cause), { discard: true }),

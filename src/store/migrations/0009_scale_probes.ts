@@ -15,6 +15,9 @@ import { Effect } from "effect"
 export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   yield* sql`ALTER TABLE resource_metrics ADD COLUMN window_state TEXT`
+  // On SQLite the rows live in their primary key's tree (WITHOUT ROWID): a week of hours for 100k
+  // resources is 17M small rows, and a second copy of every key in a separate index would be a third of it.
+  const clustered = sql.onDialectOrElse({ sqlite: () => sql.literal("WITHOUT ROWID"), orElse: () => sql.literal("") })
   yield* sql`CREATE TABLE observation_rollups (
     resource_id TEXT NOT NULL REFERENCES resources(id) ON DELETE CASCADE,
     hour_ms BIGINT NOT NULL,
@@ -26,7 +29,7 @@ export default Effect.gen(function* () {
     first_healthy_ms BIGINT,
     latency_bins TEXT NOT NULL,
     PRIMARY KEY (resource_id, hour_ms)
-  )`
+  ) ${clustered}`
   yield* sql`CREATE INDEX observation_rollups_hour ON observation_rollups(hour_ms)`
   yield* sql`CREATE TABLE probe_schedule (
     resource_id TEXT PRIMARY KEY REFERENCES resources(id) ON DELETE CASCADE,
