@@ -12,6 +12,9 @@ import { Reconciler } from "./settlement/Reconciler.js"
 import { Settlement } from "./settlement/Settlement.js"
 import { ResourcesRepo } from "./store/ResourcesRepo.js"
 import { StoreLive } from "./store/Store.js"
+import { StatusReader } from "./status/StatusReader.js"
+import { Exposition } from "./telemetry/Exposition.js"
+import { Instruments } from "./telemetry/Instruments.js"
 import { EconomicProber } from "./verification/EconomicProber.js"
 import { EvidenceConfirmer } from "./verification/EvidenceConfirmer.js"
 import type { EvidenceReader } from "./verification/EvidenceReader.js"
@@ -38,7 +41,10 @@ export type Role = "server" | "local"
 
 /** The config and the store with its catalog loaded: what every service stands on. */
 export const FoundationLive = (config: Config) =>
-  CatalogLoad.pipe(Layer.provideMerge(StoreLive(config.database)), Layer.provideMerge(Layer.succeed(AppConfig, config)))
+  CatalogLoad.pipe(
+    Layer.provideMerge(StoreLive(config.database)),
+    Layer.provideMerge(Layer.merge(Layer.succeed(AppConfig, config), Instruments.Live))
+  )
 
 /**
  * The settle pipeline over an evidence reader and recorder and a facilitator pool, with crash
@@ -78,7 +84,9 @@ export const ServicesLive = (config: Config, role: Role = "local") => {
   const receipts = ReceiptService.Live.pipe(Layer.provide(Signer.fromConfig), Layer.provide(decisions))
   const payments = PaymentsLive(evidence, FacilitatorPool.Live, role)
   const catalog = CatalogLive.pipe(Layer.provide(FetchHttpClient.layer))
-  return Layer.mergeAll(decisions, receipts, catalog, LedgerWatchLive(config, role), EconomicProber.Live).pipe(
+  // What the status page and /metrics read, over the same services the JSON API answers from.
+  const observability = Layer.mergeAll(StatusReader.Live, Exposition.Live).pipe(Layer.provide(decisions))
+  return Layer.mergeAll(decisions, receipts, catalog, observability, LedgerWatchLive(config, role), EconomicProber.Live).pipe(
     Layer.provideMerge(payments),
     Layer.provideMerge(evidence),
     Layer.provideMerge(FoundationLive(config))

@@ -40,6 +40,19 @@ export const CatalogSource = Schema.Struct({
 })
 export type CatalogSource = typeof CatalogSource.Type
 
+/**
+ * The outbound guard's fields (`verification/outboundGuard.ts`), shared by probes and the buyer:
+ * both send requests to URLs a catalog named, which must not reach private networks unless trusted.
+ */
+const outboundGuardFields = {
+  allowPrivateTargets: opt(Schema.Boolean, false),
+  /**
+   * Origins that may be reached even though they are private: by default the bundled vertical's and
+   * the demo catalog's other providers', all on loopback.
+   */
+  trustedOrigins: opt(Schema.Array(Schema.String), ["http://127.0.0.1:4021", "http://127.0.0.1:4022", "http://127.0.0.1:4023"])
+}
+
 export const ProbesConfig = Schema.Struct({
   /** Each resource is probed once per interval, at its own due time (spread over the interval by its id). */
   intervalSeconds: opt(PositiveInt, 60),
@@ -50,12 +63,7 @@ export const ProbesConfig = Schema.Struct({
    * instance that died gives its share back within one lease. Must exceed a probe (timeoutMs).
    */
   leaseSeconds: opt(PositiveInt, 60),
-  allowPrivateTargets: opt(Schema.Boolean, false),
-  /**
-   * Origins that may be probed even though they are private: by default the bundled vertical's and
-   * the demo catalog's other providers', all on loopback.
-   */
-  trustedOrigins: opt(Schema.Array(Schema.String), ["http://127.0.0.1:4021", "http://127.0.0.1:4022", "http://127.0.0.1:4023"]),
+  ...outboundGuardFields,
   /** Hourly rollups of probes are kept this long. */
   retentionDays: opt(PositiveInt, 7),
   /** Raw observations are kept this long; older history is the hourly rollups. */
@@ -156,6 +164,45 @@ export const VerticalConfig = Schema.Struct({
 export type VerticalConfig = typeof VerticalConfig.Type
 
 /**
+ * The demo providers `serve` starts beside the vertical (src/demo/), one per behaviour. Each sells
+ * what the bundled demo catalog lists for provider `demo-<behaviour>`, through the vertical's app.
+ */
+export const DEMO_BEHAVIOURS = ["fast", "slow", "flaky", "raiser"] as const
+export type DemoBehaviour = (typeof DEMO_BEHAVIOURS)[number]
+
+/** A port a catalog URL can name before anything listens: never 0. */
+const FixedPort = Schema.Int.pipe(Schema.between(1, 65535))
+
+export const DemoConfig = Schema.Struct({
+  /** Start the demo providers on `serve`; null means "when no catalog is configured" (the bundled one lists them). */
+  enabled: opt(Schema.NullOr(Schema.Boolean), null),
+  host: opt(Schema.String, "127.0.0.1"),
+  ports: opt(
+    Schema.Struct({
+      fast: opt(FixedPort, 4022),
+      slow: opt(FixedPort, 4023),
+      flaky: opt(FixedPort, 4024),
+      raiser: opt(FixedPort, 4025)
+    }),
+    { fast: 4022, slow: 4023, flaky: 4024, raiser: 4025 }
+  ),
+  /** How long the slow provider waits before each answer. */
+  slowDelayMs: opt(Schema.Int.pipe(Schema.nonNegative()), 400),
+  /** Share of the flaky provider's requests answered 500, spread evenly. */
+  flakyFailureShare: opt(Ratio, 0.5),
+  /** Seconds after start at which the price raiser's challenges start asking more than it advertises. */
+  priceRaiseAfterSeconds: opt(NonNegativeNumber, 60),
+  /** What the raised challenges ask, as a multiple of the advertised price (above 1 + probes.priceTolerance to be quarantined). */
+  priceRaiseFactor: opt(Schema.Number.pipe(Schema.finite(), Schema.greaterThan(1)), 2)
+})
+export type DemoConfig = typeof DemoConfig.Type
+
+/** The `demo` block with `enabled` resolved. */
+export interface DemoSettings extends DemoConfig {
+  readonly enabled: boolean
+}
+
+/**
  * Where the service reads the Stellar ledger (`src/ledger/`): transaction evidence, settlement
  * reconciliation and the vertical. A null URL means the public endpoint of the configured network.
  */
@@ -218,6 +265,46 @@ export const EconomicProbesConfig = Schema.Struct({
 })
 export type EconomicProbesConfig = typeof EconomicProbesConfig.Type
 
+/**
+ * The buyer side (`sextant buy`, `sextant keys buyer-new`, the MCP `buy_resource` tool): what runs on
+ * the buyer's machine with the buyer's key. The network, asset and Soroban RPC are the top-level
+ * `network`, `asset` and `ledger.sorobanRpcUrl`.
+ */
+export const BuyerConfig = Schema.Struct({
+  /** The buyer's Stellar secret seed (created 0600 by `sextant keys buyer-new`); never sent anywhere. */
+  keyFile: opt(Schema.String.pipe(Schema.minLength(1)), "./data/buyer.key"),
+  /** The Sextant service `sextant buy` routes through and asks for receipts. */
+  service: opt(HttpUrl, "http://127.0.0.1:4020"),
+  /** Sent as `Authorization: Bearer` to `service` only, for `POST /v1/receipts` when it has `apiKeys`. */
+  apiKey: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+  /** The local spend ledger (SQLite); null means `<keyFile>.spend.db`, next to the key. */
+  spendLedgerFile: opt(Schema.NullOr(Schema.String.pipe(Schema.minLength(1))), null),
+  /** The rolling window the local spend ledger sums over. */
+  windowSeconds: opt(PositiveInt, 86_400),
+  /** What this key may sign for within the window, whatever any service says. */
+  maxUsdPerWindow: opt(NonNegativeNumber, 1),
+  /** What one MCP session (one `sextant mcp --buyer-key-file` process) may spend, on top of the window. */
+  mcpSessionCapUsd: opt(NonNegativeNumber, 0.1),
+  /** The unpaid request's timeout; the paid one waits up to 60 s for settlement. */
+  timeoutMs: opt(PositiveInt, 10_000),
+  /** A paid answer larger than this is not kept: the payment is reported as failed. */
+  maxBodyBytes: opt(PositiveInt, 4 * 1024 * 1024),
+  ...outboundGuardFields
+})
+export type BuyerConfig = typeof BuyerConfig.Type
+
+/**
+ * Traces: with `otlpEndpoint` set (a collector's OTLP/HTTP base URL, e.g. http://127.0.0.1:4318),
+ * every HTTP request and service step is exported as a span to `<otlpEndpoint>/v1/traces`.
+ * Off (null) by default: nothing leaves the process unless the operator names a collector.
+ */
+export const TelemetryConfig = Schema.Struct({
+  otlpEndpoint: opt(Schema.NullOr(HttpUrl), null),
+  /** `service.name` of the exported resource, to tell instances apart in a shared collector. */
+  serviceName: opt(Schema.String.pipe(Schema.minLength(1)), "sextant")
+})
+export type TelemetryConfig = typeof TelemetryConfig.Type
+
 /** The config file; its field names are a contract with operators (docs/decisions.md): add, never rename. */
 export const ConfigFile = Schema.Struct({
   host: opt(Schema.String, "127.0.0.1"),
@@ -238,14 +325,20 @@ export const ConfigFile = Schema.Struct({
   catalogSources: opt(Schema.Array(CatalogSource), []),
   vertical: opt(VerticalConfig, Schema.decodeSync(VerticalConfig)({})),
   ledger: opt(LedgerConfig, Schema.decodeSync(LedgerConfig)({})),
-  economicProbes: opt(EconomicProbesConfig, Schema.decodeSync(EconomicProbesConfig)({}))
+  economicProbes: opt(EconomicProbesConfig, Schema.decodeSync(EconomicProbesConfig)({})),
+  telemetry: opt(TelemetryConfig, Schema.decodeSync(TelemetryConfig)({})),
+  /** "text": Effect's logfmt lines; "json": one JSON object per line, for log shippers. */
+  logFormat: opt(Schema.Literal("text", "json"), "text"),
+  demo: opt(DemoConfig, Schema.decodeSync(DemoConfig)({})),
+  buyer: opt(BuyerConfig, Schema.decodeSync(BuyerConfig)({}))
 })
 export type ConfigFile = typeof ConfigFile.Type
 
 /** The resolved configuration: the file with env overrides applied, the catalog loaded and the ledger endpoints resolved. */
-export interface Config extends Omit<ConfigFile, "catalog" | "ledger"> {
+export interface Config extends Omit<ConfigFile, "catalog" | "ledger" | "demo"> {
   readonly catalog: ReadonlyArray<CatalogEntry>
   readonly ledger: LedgerSettings
+  readonly demo: DemoSettings
 }
 
 export class AppConfig extends Context.Tag("sextant/AppConfig")<AppConfig, Config>() {}
@@ -268,7 +361,7 @@ const fieldPath = (path: ReadonlyArray<PropertyKey>) =>
  * Fields whose values are secrets: a schema message would quote the value, so it is replaced.
  * RPC and Horizon URLs count: a provider's URL often carries its API key.
  */
-const SECRET_FIELDS = new Set(["apiKey", "hmacSecret", "facilitatorApiKey", "database", "sorobanRpcUrl", "horizonUrl"])
+const SECRET_FIELDS = new Set(["apiKey", "hmacSecret", "facilitatorApiKey", "database", "sorobanRpcUrl", "horizonUrl", "otlpEndpoint"])
 
 export const firstIssue = (error: ParseResult.ParseError, prefix = ""): ConfigError => {
   const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
@@ -337,6 +430,8 @@ export const checkConsistency = (config: Config): ConfigError | undefined => {
       }
     }
   }
+  const ports = checkPorts(config)
+  if (ports) return ports
   const database = checkDatabase(config.database)
   if (database) return database
   if (config.probes.leaseSeconds * 1000 <= config.probes.timeoutMs) {
@@ -373,23 +468,70 @@ const WILDCARD_HOSTS = new Set(["0.0.0.0", "::", ""])
 /** A host to connect to for a server listening on `host`: a wildcard bind is reached on loopback. */
 export const reachableHost = (host: string) => (WILDCARD_HOSTS.has(host) ? "127.0.0.1" : host)
 
-/** The bundled demo catalog lists the vertical at its defaults; it is moved to where it really runs. */
+/** The bundled demo catalog lists the vertical and the demo providers at their defaults; they are moved to where they really run. */
 const DEMO_VERTICAL_PREFIX = "http://127.0.0.1:4021/stellar-intel/"
+const DEFAULT_DEMO = Schema.decodeSync(DemoConfig)({})
 
 const verticalOrigin = (vertical: VerticalConfig) =>
   vertical.publicUrl ?? `http://${reachableHost(vertical.host)}:${vertical.port}`
 
-const placeDemoVertical = (entries: ReadonlyArray<CatalogEntry>, vertical: VerticalConfig): ReadonlyArray<CatalogEntry> => {
-  const origin = verticalOrigin(vertical)
-  return entries.map((entry) =>
-    entry.resource.url.startsWith(DEMO_VERTICAL_PREFIX)
-      ? {
-          ...entry,
-          resource: { ...entry.resource, url: `${origin}/${vertical.name}/${entry.resource.url.slice(DEMO_VERTICAL_PREFIX.length)}` },
-          provider: { ...entry.provider, url: origin }
-        }
-      : entry
+/** The catalog id of the demo provider with this behaviour; its endpoints live under `/<id>/v1/rwa/`. */
+export const demoProviderId = (behaviour: DemoBehaviour) => `demo-${behaviour}`
+
+export const demoOrigin = (demo: Pick<DemoConfig, "host" | "ports">, behaviour: DemoBehaviour) =>
+  `http://${reachableHost(demo.host)}:${demo.ports[behaviour]}`
+
+const moved = (entry: CatalogEntry, url: string, origin: string): CatalogEntry => ({
+  ...entry,
+  resource: { ...entry.resource, url },
+  provider: { ...entry.provider, url: origin }
+})
+
+/**
+ * The bundled demo catalog placed where this config runs the vertical and the demo providers. The
+ * demo providers' entries are left out when they do not run, so nothing lists a port nobody serves.
+ */
+const placeDemoCatalog = (
+  entries: ReadonlyArray<CatalogEntry>,
+  vertical: VerticalConfig,
+  demo: DemoSettings
+): ReadonlyArray<CatalogEntry> =>
+  entries.flatMap((entry) => {
+    const url = entry.resource.url
+    if (url.startsWith(DEMO_VERTICAL_PREFIX)) {
+      const origin = verticalOrigin(vertical)
+      return [moved(entry, `${origin}/${vertical.name}/${url.slice(DEMO_VERTICAL_PREFIX.length)}`, origin)]
+    }
+    const behaviour = DEMO_BEHAVIOURS.find((b) => url.startsWith(`${demoOrigin(DEFAULT_DEMO, b)}/`))
+    if (behaviour === undefined) return [entry]
+    if (!demo.enabled) return []
+    const origin = demoOrigin(demo, behaviour)
+    return [moved(entry, `${origin}${url.slice(demoOrigin(DEFAULT_DEMO, behaviour).length)}`, origin)]
+  })
+
+/** The bundled demo catalog as this config places it: the default catalog, and the demo providers' price list. */
+export const bundledCatalog = (
+  placement: { readonly vertical: VerticalConfig; readonly demo: DemoSettings }
+): Either.Either<ReadonlyArray<CatalogEntry>, ConfigError> =>
+  Either.map(decodeCatalog(demoCatalog, "catalog (bundled demo)"), (entries) =>
+    placeDemoCatalog(entries, placement.vertical, placement.demo)
   )
+
+/** Two listeners of this process named on one port would stop start-up with a bind error; say which fields instead. */
+const checkPorts = (config: Config): ConfigError | undefined => {
+  const taken = new Map<number, string>()
+  if (config.port !== 0) taken.set(config.port, "port")
+  if (config.vertical.enabled && config.vertical.port !== 0 && !taken.has(config.vertical.port)) {
+    taken.set(config.vertical.port, "vertical.port")
+  }
+  if (!config.demo.enabled) return undefined
+  for (const behaviour of DEMO_BEHAVIOURS) {
+    const port = config.demo.ports[behaviour]
+    const other = taken.get(port)
+    if (other !== undefined) return new ConfigError(`demo.ports.${behaviour}`, `port ${port} is also ${other}`)
+    taken.set(port, `demo.ports.${behaviour}`)
+  }
+  return undefined
 }
 
 /** The `ledger` block with each null endpoint replaced by the network's public one. */
@@ -423,20 +565,27 @@ export const loadConfig = (
     const raw = configPath === undefined ? {} : yield* readJson(configPath, "config file")
     const file = yield* decodeConfigFile(raw)
     const baseDir = configPath === undefined ? process.cwd() : dirname(resolve(configPath))
+    // The demo providers are what makes a first run show a choice; a configured catalog is a real deployment.
+    const demo: DemoSettings = { ...file.demo, enabled: file.demo.enabled ?? file.catalog === null }
     const catalog =
       file.catalog === null
-        ? placeDemoVertical(yield* decodeCatalog(demoCatalog, "catalog (bundled demo)"), file.vertical)
+        ? yield* bundledCatalog({ vertical: file.vertical, demo })
         : typeof file.catalog === "string"
           ? yield* decodeCatalog(yield* readJson(resolve(baseDir, file.catalog), "catalog"), "catalog")
           : file.catalog
-    // The vertical this process runs is its own: its origin is always probed, even on loopback.
+    // The vertical and demo providers this config runs are its own: their origins are always probed
+    // (and may be bought from), even on loopback.
     const ownVertical = file.vertical.enabled && file.vertical.port !== 0 ? [verticalOrigin(file.vertical)] : []
+    const ownDemo = demo.enabled ? DEMO_BEHAVIOURS.map((b) => demoOrigin(demo, b)) : []
+    const trusting = (origins: ReadonlyArray<string>) => [...new Set([...origins, ...ownVertical, ...ownDemo])]
     const ledger = yield* resolveLedger(file.ledger, file.network)
     const config: Config = {
       ...file,
       ledger,
       vertical: { ...file.vertical, ...verticalEndpoints({ vertical: file.vertical, ledger }) },
-      probes: { ...file.probes, trustedOrigins: [...new Set([...file.probes.trustedOrigins, ...ownVertical])] },
+      probes: { ...file.probes, trustedOrigins: trusting(file.probes.trustedOrigins) },
+      buyer: { ...file.buyer, trustedOrigins: trusting(file.buyer.trustedOrigins) },
+      demo,
       host: env.HOST ?? file.host,
       port: env.PORT !== undefined ? yield* parsePort(env.PORT, "PORT") : file.port,
       database: env.DATABASE_URL ?? file.database,

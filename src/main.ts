@@ -2,19 +2,24 @@
 import { BunRuntime } from "@effect/platform-bun"
 import { Effect, Either, Layer, Logger } from "effect"
 import { createHash } from "node:crypto"
+import { parseArgs as parseArgv } from "node:util"
 import { ServicesLive } from "./app.js"
 import { catalogImportCommand } from "./catalog/cli.js"
+import { buyCommand } from "./client/cli.js"
 import { ImportSchedulerLive } from "./catalog/ImportScheduler.js"
 import { type Config, loadConfig } from "./config.js"
+import { DemoProviders } from "./demo/DemoProviders.js"
 import { NotFound } from "./domain/errors.js"
-import { probeAddressCommand } from "./keys/cli.js"
+import { buyerNewCommand, probeAddressCommand } from "./keys/cli.js"
 import { BunServerLive, HttpLive, localApiHandler } from "./http/server.js"
+import { type BuyToolOptions, makeBuyTool } from "./mcp/buyTool.js"
 import { makeMcpServer } from "./mcp/server.js"
 import { receiptVerifyCommand } from "./receipts/cli.js"
 import { EconomicProber } from "./verification/EconomicProber.js"
 import { ProbeSchedulerLive } from "./verification/ProbeScheduler.js"
 import { Prober } from "./verification/Prober.js"
 import { VerticalServer } from "./vertical/VerticalServer.js"
+import { TelemetryLive } from "./telemetry/Telemetry.js"
 import pkg from "../package.json" with { type: "json" }
 
 const USAGE = `usage: sextant <command> [--config <file>]
@@ -32,6 +37,15 @@ commands:
   keys hash <api-key>    print the sha256 to list under "apiKeys" in the config
   keys probe-address [--key-file <path>]
                          print the economic probes' payer address (G...), creating its key if missing
+  keys buyer-new [--key-file <path>]
+                         create the buyer key (0600) if missing and print its address (G...)
+  buy <capability> --max-usd <n> [--input <json>] [--optimize-for <how>] [--policy <json>]
+      [--key-file <path>] [--service <url>] [--receipt-file <path>]
+                         route, pay with the buyer key and get a receipt: data on stdout, a JSON
+                         summary on stderr; exit 3 nothing eligible, 4 all providers failed,
+                         5 outcome unknown, 6 spend limit, 7 paid but failed (README)
+  mcp [--buyer-key-file <path>] [--session-cap-usd <n>]
+                         with a buyer key, the MCP server also offers buy_resource
 `
 
 /** `--config <file>` wins over SEXTANT_CONFIG; everything else is positional. */
@@ -57,16 +71,18 @@ const loadOrExit = (configPath: string | undefined): Config => {
 }
 
 /**
- * The service, the reference vertical beside it unless `vertical.enabled` is false, and the probe
- * schedules, the import schedule and economic probes when enabled, started once both listen so the
- * first cycle already finds the vertical up.
+ * The service, the reference vertical beside it unless `vertical.enabled` is false, the demo
+ * providers when `demo.enabled`, and the probe schedules, the import schedule and economic probes
+ * when enabled, started once the listeners listen so the first cycle already finds them up.
  */
 const serve = (config: Config) => {
   const services = ServicesLive(config, "server")
   const http = HttpLive.pipe(Layer.provide(BunServerLive(config)))
-  const listeners = config.vertical.enabled ? Layer.merge(http, VerticalServer.layer(config)) : http
+  const listeners = Layer.merge(config.vertical.enabled ? Layer.merge(http, VerticalServer.layer(config)) : http, DemoProviders.layer(config))
   const schedules = Layer.mergeAll(ProbeSchedulerLive, ImportSchedulerLive, EconomicProber.schedule)
-  return Layer.launch(schedules.pipe(Layer.provide(listeners), Layer.provide(services)))
+  return Layer.launch(
+    schedules.pipe(Layer.provide(listeners), Layer.provide(services), Layer.provide(TelemetryLive(config, pkg.version)))
+  )
 }
 
 /**
@@ -74,13 +90,24 @@ const serve = (config: Config) => {
  * library's console.log) goes to stderr. No scheduler or vertical runs here: a server process
  * sharing the store does that; this process reads, validates and routes.
  */
-const mcp = async (config: Config) => {
+const mcp = async (config: Config, argv: ReadonlyArray<string>) => {
   console.log = console.error
+  const options = parseMcpArgs(argv, config)
+  if (Either.isLeft(options)) {
+    process.stderr.write(`${options.left}\n${MCP_USAGE}\n`)
+    process.exit(2)
+  }
   const services = ServicesLive(config).pipe(Layer.provide(StderrLogger))
   const api = localApiHandler(services)
-  const { connectStdio, server } = makeMcpServer(api.handler, pkg.version)
+  const buyer = options.right === null ? null : await makeBuyTool(config, api.handler, options.right).catch((e: unknown) => e as Error)
+  if (buyer instanceof Error) {
+    process.stderr.write(`${buyer.message}\n`)
+    process.exit(2)
+  }
+  const { connectStdio, server } = makeMcpServer(api.handler, pkg.version, buyer === null ? [] : [buyer.tool])
   const shutdown = async () => {
     await server.close()
+    await buyer?.dispose()
     await api.dispose()
     process.exit(0)
   }
@@ -88,6 +115,32 @@ const mcp = async (config: Config) => {
   process.on("SIGTERM", shutdown)
   process.on("SIGINT", shutdown)
   await connectStdio()
+}
+
+const MCP_USAGE = "usage: sextant mcp [--buyer-key-file <path>] [--session-cap-usd <n>] [--config <file>]"
+
+/**
+ * The buyer tool is opt-in per start: only `--buyer-key-file` turns it on (a config entry would
+ * turn every MCP client of that config into a spender). The session cap defaults to
+ * `buyer.mcpSessionCapUsd`. Null: no buyer tool.
+ */
+const parseMcpArgs = (argv: ReadonlyArray<string>, config: Config): Either.Either<BuyToolOptions | null, string> => {
+  try {
+    const { values } = parseArgv({
+      args: [...argv],
+      options: { "buyer-key-file": { type: "string" }, "session-cap-usd": { type: "string" } },
+      strict: true,
+      allowPositionals: false
+    })
+    const keyFile = values["buyer-key-file"]
+    const capText = values["session-cap-usd"]
+    if (keyFile === undefined) return capText === undefined ? Either.right(null) : Either.left("--session-cap-usd needs --buyer-key-file")
+    const sessionCapUsd = capText === undefined ? config.buyer.mcpSessionCapUsd : Number(capText)
+    if (keyFile === "" || !Number.isFinite(sessionCapUsd) || sessionCapUsd < 0) return Either.left("--buyer-key-file needs a path, --session-cap-usd a number of USD")
+    return Either.right({ keyFile, sessionCapUsd })
+  } catch (e) {
+    return Either.left((e as Error).message)
+  }
 }
 
 /** For commands whose stdout is data (MCP messages, probe JSON): log lines go to stderr. */
@@ -129,12 +182,15 @@ const main = () => {
   const { positional, configPath } = parseArgs(process.argv.slice(2))
   const [command = "serve", ...rest] = positional
   switch (command) {
-    case "serve":
-      return BunRuntime.runMain(serve(loadOrExit(configPath)))
+    case "serve": {
+      const config = loadOrExit(configPath)
+      // JSON logs replace the pretty logger instead of doubling every line.
+      return BunRuntime.runMain(serve(config), { disablePrettyLogger: config.logFormat === "json" })
+    }
     case "vertical":
       return BunRuntime.runMain(Layer.launch(VerticalServer.layer(loadOrExit(configPath))))
     case "mcp":
-      return void mcp(loadOrExit(configPath))
+      return void mcp(loadOrExit(configPath), rest)
     case "probe":
       return BunRuntime.runMain(probe(loadOrExit(configPath), rest[0]), { disablePrettyLogger: true })
     case "catalog":
@@ -144,6 +200,11 @@ const main = () => {
         })
       }
       break
+    case "buy":
+      return void buyCommand(rest, loadOrExit(configPath), commandOutput).then((code) => {
+        // exitCode, not exit(): stdout may still be draining into a pipe.
+        process.exitCode = code
+      })
     case "receipt":
       if (rest[0] === "verify") return void receiptVerifyCommand(rest.slice(1)).then((code) => process.exit(code))
       break
@@ -155,6 +216,10 @@ const main = () => {
       if (rest[0] === "probe-address") {
         const keyFile = loadOrExit(configPath).economicProbes.payerKeyFile
         return void probeAddressCommand(rest.slice(1), keyFile, commandOutput).then((code) => process.exit(code))
+      }
+      if (rest[0] === "buyer-new") {
+        const keyFile = loadOrExit(configPath).buyer.keyFile
+        return void buyerNewCommand(rest.slice(1), keyFile, commandOutput).then((code) => process.exit(code))
       }
       break
     case "help":

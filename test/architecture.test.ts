@@ -77,10 +77,12 @@ const violations = (edges: ReadonlyArray<Edge>): ReadonlyArray<Violation> =>
     if (under(from, "src/store") && !(under(to, "src/domain") || to === "src/config.ts" || under(to, "src/store"))) {
       broken.push(2)
     }
-    // 3. Only the HTTP layer itself, the entry points and the MCP server (which calls the HTTP handlers) import src/http/.
+    // 3. Only the HTTP layer itself, the entry points and the MCP server (which calls the HTTP handlers) import src/http/;
+    // the buyer's client imports the API definition (src/http/api/) only, to derive its typed client from it.
     if (
       under(to, "src/http") &&
-      !(under(from, "src/http") || from === "src/main.ts" || from === "src/app.ts" || under(from, "src/mcp"))
+      !(under(from, "src/http") || from === "src/main.ts" || from === "src/app.ts" || under(from, "src/mcp")) &&
+      !(under(from, "src/client") && under(to, "src/http/api"))
     ) {
       broken.push(3)
     }

@@ -35,14 +35,18 @@ afterAll(() => {
 describe("single binary", () => {
   test("serves /health/live and /openapi.json from an empty folder, creating its store there, and verifies its receipts", async () => {
     expect(readdirSync(workDir)).toEqual([])
-    // Only the vertical's port is moved off its default (another test or process may hold 4021);
-    // everything else is the embedded defaults, with the store created in the empty folder. The
-    // vertical's port is chosen ahead because the demo catalog's URLs name it; the service binds
-    // PORT=0 and reports its port. (The vertical's payments would go to the service's /x402 at the
-    // configured port, 0 here; with no facilitator configured they are never ready either way.)
+    // Only the vertical's and the demo providers' ports are moved off their defaults (another test
+    // or process may hold 4021-4025); everything else is the embedded defaults, with the store
+    // created in the empty folder. Those ports are chosen ahead because the demo catalog's URLs
+    // name them; the service binds PORT=0 and reports its port. (The vertical's payments would go
+    // to the service's /x402 at the configured port, 0 here; with no facilitator configured they
+    // are never ready either way.)
     const configDir = mkdtempSync(join(tmpdir(), "sextant-binary-config-"))
-    const [vertical] = freePorts(1)
-    writeFileSync(join(configDir, "config.json"), JSON.stringify({ vertical: { port: vertical } }))
+    const [vertical, fast, slow, flaky, raiser] = freePorts(5)
+    writeFileSync(
+      join(configDir, "config.json"),
+      JSON.stringify({ vertical: { port: vertical }, demo: { ports: { fast, slow, flaky, raiser } } })
+    )
     // The log goes beside the config, so the empty folder gets only what the binary creates.
     server = await launchServe([binary, "serve", "--config", join(configDir, "config.json")], {
       cwd: workDir,
@@ -60,6 +64,8 @@ describe("single binary", () => {
     expect(await live!.json()).toEqual({ status: "ok" })
     const openapi = (await (await fetch(`http://127.0.0.1:${port}/openapi.json`)).json()) as any
     expect(openapi.info.version).toBe("0.1.0")
+    // The status page and /metrics are served from inside the binary too (stylesheet, renderers, prom-client).
+    for (const path of ["/status", "/status/style.css", "/metrics"]) expect((await fetch(`http://127.0.0.1:${port}${path}`)).status).toBe(200)
     const resources = (await (await fetch(`http://127.0.0.1:${port}/v1/resources`)).json()) as any
     expect(resources.resources.length).toBeGreaterThan(0)
     expect(readdirSync(join(workDir, "data"))).toContain("sextant.db")
@@ -79,6 +85,8 @@ describe("single binary", () => {
       headers: { "content-type": "application/json" },
       body: JSON.stringify({
         request: { capability: "rwa.inspect" },
+        // Named, since the demo providers beside it compete for the route.
+        resourceId: "stellar-intel.rwa.inspect",
         payment: { network: "stellar:testnet", scheme: "exact", asset: "CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA", amount: "10000" },
         response: { status: 200, body: "{}" }
       })

@@ -42,7 +42,11 @@ const BAD_CONFIGS: ReadonlyArray<readonly [string, unknown, string]> = [
   ["unknown field", { prot: 1 }, "prot"],
   ["pubnet without a Soroban RPC URL (it has no public one)", { network: "stellar:pubnet" }, "ledger.sorobanRpcUrl"],
   ["a ledger URL that is not http(s)", { ledger: { horizonUrl: "ftp://horizon.example" } }, "ledger.horizonUrl"],
-  ["unparsable file", "{ not json", "config file"]
+  ["unparsable file", "{ not json", "config file"],
+  ["two demo providers on one port", { demo: { ports: { fast: 5100, slow: 5100 } } }, "demo.ports.slow"],
+  ["a demo provider on the vertical's port", { demo: { ports: { raiser: 4021 } } }, "demo.ports.raiser"],
+  ["a demo port of 0 (catalog URLs must name it)", { demo: { ports: { fast: 0 } } }, "demo.ports.fast"],
+  ["a price raise that lowers the price", { demo: { priceRaiseFactor: 0.5 } }, "demo.priceRaiseFactor"]
 ]
 
 describe("config", () => {

@@ -25,16 +25,16 @@ import { freePorts, type ServeProcess, spawnServe } from "./support/serveProcess
 const defaults = Either.getOrThrow(loadConfig(undefined, {}))
 const VERTICAL = defaults.vertical.name
 const INTEL_IDS = ["inspect", "changes", "compliance", "eligibility"].map((e) => `${VERTICAL}.rwa.${e}`)
-const OTHER_INSPECTORS = ["atlas-ledger.rwa.inspect", "meridian-rwa.rwa.inspect"]
+/** The demo providers' inspect resources; with a catalog file they are listed but not started (demo.enabled defaults to false). */
+const OTHER_INSPECTORS = ["demo-fast", "demo-flaky", "demo-raiser", "demo-slow"].map((p) => `${p}.rwa.inspect`)
 
 interface Ports {
   /** 0 where the service may bind any port and report it (spawnServe reads it back). */
   readonly service: number
   /** Named in the catalog's URLs and the trusted origins, so it is chosen before anything starts. */
   readonly vertical: number
-  /** Where the demo catalog's other providers are said to live; nothing listens there. */
-  readonly atlas: number
-  readonly meridian: number
+  /** Where the demo catalog's demo providers are said to live; nothing listens there. */
+  readonly demo: ReadonlyArray<number>
   /** Horizon and Soroban RPC for a vertical that must never reach them; nothing listens there either. */
   readonly nowhere: number
 }
@@ -46,22 +46,23 @@ interface Ports {
  * chosen ahead too.
  */
 const allocatePorts = ({ fixedService }: { fixedService: boolean }): Ports => {
-  const [vertical, atlas, meridian, nowhere, service = 0] = freePorts(fixedService ? 5 : 4) as [number, number, number, number, number?]
-  return { service, vertical, atlas, meridian, nowhere }
+  const [vertical, nowhere, a, b, c, d, service = 0] = freePorts(fixedService ? 7 : 6) as [number, number, number, number, number, number, number?]
+  return { service, vertical, demo: [a, b, c, d], nowhere }
 }
 
 const origin = (port: number) => `http://127.0.0.1:${port}`
 
-/** The bundled demo catalog with each provider's origin moved to this run's ports. */
+/** The bundled demo catalog with each provider's origin (4021 to 4025) moved to this run's ports. */
 const demoCatalogOn = (ports: Ports) =>
-  readFileSync(resolve(import.meta.dir, "../src/store/demo-catalog.json"), "utf8")
-    .replaceAll(origin(4021), origin(ports.vertical))
-    .replaceAll(origin(4022), origin(ports.atlas))
-    .replaceAll(origin(4023), origin(ports.meridian))
+  ports.demo.reduce(
+    (text, port, i) => text.replaceAll(origin(4022 + i), origin(port)),
+    readFileSync(resolve(import.meta.dir, "../src/store/demo-catalog.json"), "utf8").replaceAll(origin(4021), origin(ports.vertical))
+  )
 
 /**
- * What `npm start` runs with, moved onto this run's ports and folder: the demo catalog (from a
- * file), probes every second, the providers' origins trusted as the default config trusts 4021-4023.
+ * The demo catalog given as a file, on this run's ports and folder, probes every second, the
+ * providers' origins trusted as the default config trusts its own. A configured catalog leaves the
+ * demo providers off, so only the vertical answers (test/demo.e2e.test.ts runs them).
  */
 const serveConfig = (
   ports: Ports,
@@ -73,7 +74,7 @@ const serveConfig = (
   database: join(dir, "sextant.db"),
   signer: { ed25519KeyFile: join(dir, "signer.key") },
   catalog: "catalog.json",
-  probes: { intervalSeconds: 1, trustedOrigins: [ports.vertical, ports.atlas, ports.meridian].map(origin) },
+  probes: { intervalSeconds: 1, trustedOrigins: [ports.vertical, ...ports.demo].map(origin) },
   facilitators: extra.facilitators ?? [],
   vertical: { port: ports.vertical, ...extra.vertical },
   // Payments are confirmed on a fixture ledger; without one the service's ledger is a port nothing listens on.
@@ -105,7 +106,7 @@ const catalogPrice = (id: string) => {
   return entry.paymentOptions[0]
 }
 
-describe("e2e: the service and the vertical as npm start runs them", () => {
+describe("e2e: the service and the vertical, with a catalog file whose other providers are not running", () => {
   // No facilitator is configured, so the vertical's payments never become ready whatever URL they
   // go to; the service can bind port 0 (the vertical's derived facilitator URL then names port 0).
   const ports = allocatePorts({ fixedService: false })
@@ -158,7 +159,7 @@ describe("e2e: the service and the vertical as npm start runs them", () => {
     }
   })
 
-  test("routing rwa.inspect selects the vertical and rejects the unreachable demo providers with their codes", async () => {
+  test("routing rwa.inspect selects the vertical and rejects the unreachable providers with their codes", async () => {
     await waitForStatus(service, INTEL_IDS.slice(0, 1), "PAYMENT_VERIFIED")
     // Three failed connections in a row make a resource OFFLINE (verification.offlineAfterFailures).
     await waitForStatus(service, OTHER_INSPECTORS, "OFFLINE")

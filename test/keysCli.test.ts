@@ -6,7 +6,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { inspect } from "node:util"
 import { probeAddressCommand } from "../src/keys/cli.js"
-import { loadOrCreateProbeKey } from "../src/keys/probeKey.js"
+import { loadOrCreateProbeKey } from "../src/keys/stellarKey.js"
 
 const folder = () => mkdtempSync(join(tmpdir(), "sextant-probe-key-"))
 const load = (path: string) => Effect.runPromise(loadOrCreateProbeKey(path))
@@ -59,7 +59,7 @@ describe("loadOrCreateProbeKey", () => {
     const content = "SNOTAREALSEEDBUTLOOKSSECRETISH"
     writeFileSync(path, content)
     const error = await loadError(path)
-    expect(error._tag).toBe("ProbeKeyError")
+    expect(error._tag).toBe("KeyFileError")
     expect(error.message).toBe(`economicProbes.payerKeyFile: ${path}: not a Stellar secret seed (one line, S...)`)
     expect(JSON.stringify(error)).not.toContain(content)
   })

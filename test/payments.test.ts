@@ -225,7 +225,7 @@ describe("buildExactPayment: a Stellar exact payment built and signed through So
 
 const probesTrusting = (...origins: Array<string>) => Schema.decodeSync(ProbesConfig)({ trustedOrigins: origins, timeoutMs: 5000 })
 
-const pay = (input: Partial<PayForInput> & Pick<PayForInput, "url" | "probes">) =>
+const pay = (input: Partial<PayForInput> & Pick<PayForInput, "url" | "outbound">) =>
   Effect.runPromise(
     Effect.either(
       payFor({ method: "GET", signer: payer, rpcUrl: rpc.url, deployment, maxPrice: 1_000_000n, ...input }).pipe(
@@ -247,7 +247,7 @@ beforeEach(() => {
 
 describe("payFor against a stock x402 resource server and a fixture facilitator", () => {
   test("pays once: the facilitator settles exactly one payment, and the answer carries its PAYMENT-RESPONSE", async () => {
-    const result = await pay({ url: seller.url, probes: probesTrusting(sellerOrigin) })
+    const result = await pay({ url: seller.url, outbound: probesTrusting(sellerOrigin) })
     const paid = Either.getOrThrow(result)
     expect([facilitator.calls("/verify"), facilitator.calls("/settle")]).toEqual([1, 1])
 
@@ -278,14 +278,14 @@ describe("payFor against a stock x402 resource server and a fixture facilitator"
   })
 
   test("a price above maxPrice is refused before anything is signed or sent", async () => {
-    const result = await pay({ url: seller.url, probes: probesTrusting(sellerOrigin), maxPrice: 9_999n })
+    const result = await pay({ url: seller.url, outbound: probesTrusting(sellerOrigin), maxPrice: 9_999n })
     expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "PriceAboveLimit", cheapest: "10000", maxPrice: "9999" })
     expect(facilitator.requests).toHaveLength(0)
     expect(rpc.calls).toHaveLength(0)
   })
 
   test("the probes' outbound guard applies: an untrusted loopback target is refused before any request", async () => {
-    const result = await pay({ url: seller.url, probes: probesTrusting() })
+    const result = await pay({ url: seller.url, outbound: probesTrusting() })
     expect(Either.isLeft(result) && result.left._tag).toBe("TargetRefused")
     expect(facilitator.requests).toHaveLength(0)
     expect(rpc.calls).toHaveLength(0)
@@ -293,7 +293,7 @@ describe("payFor against a stock x402 resource server and a fixture facilitator"
 
   test("a facilitator refusing the payment: the seller answers 402 again, nothing settles, no payment response", async () => {
     facilitator.setMode("invalid")
-    const paid = Either.getOrThrow(await pay({ url: seller.url, probes: probesTrusting(sellerOrigin) }))
+    const paid = Either.getOrThrow(await pay({ url: seller.url, outbound: probesTrusting(sellerOrigin) }))
     expect(paid.status).toBe(402)
     expect(paid.paymentResponse).toBeNull()
     expect(facilitator.calls("/settle")).toBe(0)
@@ -305,27 +305,27 @@ describe("payFor refuses to pay what it should not", () => {
 
   test("no option on this deployment's network or asset, or a v1 challenge: nothing is signed", async () => {
     for (const path of ["/pubnet", "/other-asset"]) {
-      const result = await pay({ url: x402Fixture.url(path), probes: probes() })
+      const result = await pay({ url: x402Fixture.url(path), outbound: probes() })
       expect(Either.isLeft(result) && result.left._tag).toBe("NoAcceptableOption")
     }
-    const v1 = await pay({ url: x402Fixture.url("/v1"), probes: probes() })
+    const v1 = await pay({ url: x402Fixture.url("/v1"), outbound: probes() })
     expect(Either.isLeft(v1) && v1.left).toMatchObject({ _tag: "NoAcceptableOption", offered: expect.stringContaining("v1") })
     expect(rpc.calls).toHaveLength(0)
   })
 
-  test("the caller's accept predicate is honoured: a refused option is not paid", async () => {
-    const result = await pay({ url: x402Fixture.url("/paid"), probes: probes(), accept: (r) => r.payTo !== PAY_TO })
-    expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "NoAcceptableOption", offered: expect.stringContaining("not accepted by the caller") })
+  test("the caller's refusal is honoured and quoted: a refused option is not paid", async () => {
+    const result = await pay({ url: x402Fixture.url("/paid"), outbound: probes(), refuse: (r) => (r.payTo === PAY_TO ? "not the payee wanted" : null) })
+    expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "NoAcceptableOption", offered: expect.stringContaining("(not the payee wanted)") })
     expect(rpc.calls).toHaveLength(0)
   })
 
   test("a free answer, a bare 402 and an undecodable challenge are told apart", async () => {
-    expect(await pay({ url: x402Fixture.url("/free"), probes: probes() })).toEqual(
+    expect(await pay({ url: x402Fixture.url("/free"), outbound: probes() })).toEqual(
       Either.left(expect.objectContaining({ _tag: "NoPaymentRequired", httpStatus: 200 }))
     )
-    const bare = await pay({ url: x402Fixture.url("/bare-402"), probes: probes() })
+    const bare = await pay({ url: x402Fixture.url("/bare-402"), outbound: probes() })
     expect(Either.isLeft(bare) && bare.left._tag).toBe("ChallengeUnreadable")
-    const garbage = await pay({ url: x402Fixture.url("/garbage"), probes: probes() })
+    const garbage = await pay({ url: x402Fixture.url("/garbage"), outbound: probes() })
     expect(Either.isLeft(garbage) && garbage.left._tag).toBe("ChallengeUnreadable")
   })
 })
@@ -384,7 +384,7 @@ describe("payFor: choosing, and judging the paid answer", () => {
   afterAll(() => sellerOf.stop())
 
   test("the cheapest payable option is paid, and only once", async () => {
-    const paid = Either.getOrThrow(await pay({ url: sellerOf.url, probes: probes() }))
+    const paid = Either.getOrThrow(await pay({ url: sellerOf.url, outbound: probes() }))
     expect(paid.requirements.payTo).toBe(PAY_TO)
     expect(paid.amount).toBe("10000")
     expect(sellerOf.payments).toHaveLength(1)
@@ -392,15 +392,15 @@ describe("payFor: choosing, and judging the paid answer", () => {
   })
 
   test("the caller's choice and maxPrice narrow the options: the other payee is paid when it is the only one accepted", async () => {
-    const paid = Either.getOrThrow(await pay({ url: sellerOf.url, probes: probes(), accept: (r) => r.payTo === OTHER_PAYEE }))
+    const paid = Either.getOrThrow(await pay({ url: sellerOf.url, outbound: probes(), refuse: (r) => (r.payTo === OTHER_PAYEE ? null : "another payee") }))
     expect(paid.amount).toBe("20000")
-    const capped = await pay({ url: sellerOf.url, probes: probes(), accept: (r) => r.payTo === OTHER_PAYEE, maxPrice: 19_999n })
+    const capped = await pay({ url: sellerOf.url, outbound: probes(), refuse: (r) => (r.payTo === OTHER_PAYEE ? null : "another payee"), maxPrice: 19_999n })
     expect(Either.isLeft(capped) && capped.left._tag).toBe("PriceAboveLimit")
     expect(sellerOf.payments).toHaveLength(1)
   })
 
   test("whether the paid body is the JSON it declares", async () => {
-    const bodyIsJson = async () => Either.getOrThrow(await pay({ url: sellerOf.url, probes: probes() })).bodyIsJson
+    const bodyIsJson = async () => Either.getOrThrow(await pay({ url: sellerOf.url, outbound: probes() })).bodyIsJson
     expect(await bodyIsJson()).toBe(true)
     sellerOf.answerPaidWith("html")
     expect(await bodyIsJson()).toBe(false)
@@ -412,7 +412,7 @@ describe("payFor: choosing, and judging the paid answer", () => {
 
   test("a paid request left unanswered is an unknown outcome carrying the payment's ledger identity", async () => {
     sellerOf.answerPaidWith("hang")
-    const result = await pay({ url: sellerOf.url, probes: probes(), paidTimeoutMs: 300 })
+    const result = await pay({ url: sellerOf.url, outbound: probes(), paidTimeoutMs: 300 })
     expect(Either.isLeft(result) && result.left).toMatchObject({
       _tag: "PaymentOutcomeUnknown",
       authorization: { payer: payer.publicKey(), nonce: rpc.recordedNonce().toString(), expirationLedger: LATEST_LEDGER + 12 }

@@ -10,11 +10,13 @@ import { Router } from "../src/routing/Router.js"
 import { StoreLive } from "../src/store/Store.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
+import { OTHER_PROVIDERS } from "./fixtures/otherProviders.js"
 
 /** Shared by the receipts tests and bench/receipts.ts: stand-ins for the parts receipts only consume. */
 
 const defaults = Either.getOrThrow(loadConfig(undefined, {}))
-export const demoCatalog = defaults.catalog
+/** The reference vertical's entries and two other providers with fixed prices (not the demo providers, whose prices are the demo's). */
+export const receiptsCatalog = [...defaults.catalog.filter((e) => e.provider.id === "stellar-intel"), ...OTHER_PROVIDERS]
 
 /**
  * A small, predictable router over a catalog: every resource with the capability is a candidate,
@@ -83,7 +85,7 @@ export const recordingEvidence = () => {
   return { events, layer }
 }
 
-const seededCatalog = Layer.effectDiscard(Effect.flatMap(ResourcesRepo, (repo) => repo.upsertCatalog(demoCatalog)))
+const seededCatalog = Layer.effectDiscard(Effect.flatMap(ResourcesRepo, (repo) => repo.upsertCatalog(receiptsCatalog)))
 
 /**
  * ReceiptService.Live on a real SQLite store holding the demo catalog, with the default config
@@ -97,7 +99,7 @@ export const receiptServiceLayer = (
   const store = StoreLive(database)
   return ReceiptService.Live.pipe(
     Layer.provide(
-      Layer.mergeAll(Layer.succeed(AppConfig, defaults), catalogRouter(demoCatalog), evidence, signer, seededCatalog)
+      Layer.mergeAll(Layer.succeed(AppConfig, defaults), catalogRouter(receiptsCatalog), evidence, signer, seededCatalog)
     ),
     Layer.provideMerge(store)
   )

@@ -48,8 +48,10 @@ describe("store", () => {
     expect(record.resource.capabilities).toEqual(["rwa.inspect"])
     expect(record.paymentOptions[0]?.amount).toBe("10000")
     expect(byCap.map((r) => r.resource.id).sort()).toEqual([
-      "atlas-ledger.rwa.inspect",
-      "meridian-rwa.rwa.inspect",
+      "demo-fast.rwa.inspect",
+      "demo-flaky.rwa.inspect",
+      "demo-raiser.rwa.inspect",
+      "demo-slow.rwa.inspect",
       "stellar-intel.rwa.inspect"
     ])
     expect(Option.isNone(missing)).toBe(true)

@@ -7,7 +7,7 @@ import {
 import type { PaymentRequired } from "@x402/core/types"
 import { Effect, Either, ManagedRuntime, TestClock, TestContext } from "effect"
 import { type Config, loadConfig, TESTNET_USDC, type VerticalConfig } from "../src/config.js"
-import { Paywall } from "../src/vertical/Paywall.js"
+import { exactOffers, Paywall } from "../src/vertical/Paywall.js"
 import { VerticalServer, type VerticalServerApi } from "../src/vertical/VerticalServer.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
 import { type FixtureHorizon, startHomeDomain, startHorizon } from "./fixtures/horizon.js"
@@ -473,7 +473,7 @@ describe("vertical: paywall readiness", () => {
             network: "stellar:testnet",
             asset: TESTNET_USDC,
             payTo: defaults.vertical.payTo,
-            prices: defaults.vertical.prices,
+            offers: Effect.succeed(exactOffers(defaults.vertical.prices)),
             facilitatorUrl: fac.url,
             facilitatorApiKey: null,
             timeoutMs: 5000

@@ -1,47 +1,22 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { decodePaymentResponseHeader } from "@x402/core/http"
-import { startFacilitator } from "./fixtures/facilitator.js"
-import { startFixtureLedger } from "./fixtures/ledger.js"
-import { payFor, startPaidResource } from "./fixtures/paidResource.js"
+import { payFor } from "./fixtures/paidResource.js"
 import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
-import { LOOPBACK, pollUntil } from "./support/poll.js"
-import { ledgerAt, request, startServer, testConfig } from "./support/server.js"
+import { pollUntil } from "./support/poll.js"
+import { SELLER_PAY_TO as PAY_TO, SELLER_RESOURCE_ID as RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
+import { request } from "./support/server.js"
 
-const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
-const RESOURCE_ID = "seller.rwa.inspect"
-
-const ledger = startFixtureLedger()
-const backend = startFacilitator({ ledger })
-const resource = startPaidResource({ payTo: PAY_TO, amount: "10000" })
-let server: Awaited<ReturnType<typeof startServer>>
+let stack: Awaited<ReturnType<typeof startSellerStack>>
+let server: Awaited<ReturnType<typeof startSellerStack>>["server"]
+let backend: Awaited<ReturnType<typeof startSellerStack>>["backend"]
+let resource: Awaited<ReturnType<typeof startSellerStack>>["resource"]
 
 beforeAll(async () => {
-  const base = testConfig()
-  server = await startServer(
-    testConfig({
-      facilitators: [{ id: "fixture", url: backend.url }],
-      catalog: [resource.catalogEntry(RESOURCE_ID)],
-      probes: { ...base.probes, allowPrivateTargets: true },
-      ledger: ledgerAt(ledger),
-      // Room for one sponsored fee per principal in the window.
-      budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 }
-    })
-  )
-  await pollUntil(
-    "the service's first /supported poll lands",
-    async () => (await request(`${server.url}/x402/supported`)).body.kinds?.length ?? 0,
-    (kinds) => kinds > 0,
-    LOOPBACK
-  )
-  // The seller's stock resource server uses this service as its facilitator.
-  await resource.useFacilitator(`${server.url}/x402`)
+  // Room for one sponsored fee per principal in the window.
+  stack = await startSellerStack((base) => ({ budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 } }))
+  ;({ server, backend, resource } = stack)
 })
-afterAll(async () => {
-  await server.close()
-  await resource.stop()
-  await backend.stop()
-  ledger.stop()
-})
+afterAll(() => stack.stop())
 
 describe("a stock x402 resource server using this service as its facilitator", () => {
   test("a paid request completes end to end: 402, signed payment, verify and settle through the service, 200", async () => {

@@ -78,5 +78,8 @@ export const usdToBaseUnits = (usd: number, decimals = USDC_DECIMALS): string | 
   return BigInt(rounded).toString()
 }
 
+/** Base units of a USD figure, rounded down: a budget or a price cap is never read as larger than it is. */
+export const usdFloorUnits = (usd: number, decimals = USDC_DECIMALS): bigint => BigInt(Math.floor(usd * 10 ** decimals + 1e-6))
+
 export const usdMatchesBaseUnits = (usd: number, amount: string, decimals = USDC_DECIMALS): boolean =>
   usdToBaseUnits(usd, decimals) === amount

@@ -8,6 +8,9 @@ import type { ApiKeyAuth } from "./auth.js"
 import { ApiKeyAuthLive, LocalOperatorAuth } from "./authLive.js"
 import { MAX_BODY_BYTES } from "./body.js"
 import { ErrorMiddlewareLive } from "./errors.js"
+import { spanNames } from "../telemetry/Telemetry.js"
+import { httpMetrics, MetricsRouteLive, spanPath } from "./metrics.js"
+import { StatusRoutesLive } from "./status.js"
 import { CurationHandlers } from "./handlers/curation.js"
 import { DiscoveryHandlers } from "./handlers/discovery.js"
 import { HealthHandlers } from "./handlers/health.js"
@@ -46,14 +49,19 @@ export const localApiHandler = <E>(services: Layer.Layer<Layer.Layer.Context<typ
   HttpApiBuilder.toWebHandler(localApi.pipe(Layer.provide(services)))
 
 /**
- * The HTTP surface: the API, `/openapi.json` derived from it, and `/docs` (Scalar, whose script is
- * bundled inside @effect/platform, so the page renders with no network).
+ * The HTTP surface: the API, `/openapi.json` derived from it, `/docs` (Scalar, whose script is
+ * bundled inside @effect/platform, so the page renders with no network), the status pages and
+ * `/metrics`. Every request is counted and timed by route template, and its server span is named
+ * by it.
  */
-export const HttpLive = HttpApiBuilder.serve().pipe(
+export const HttpLive = HttpApiBuilder.serve(httpMetrics).pipe(
+  Layer.provide(StatusRoutesLive),
+  Layer.provide(MetricsRouteLive),
   Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
   Layer.provide(ErrorMiddlewareLive),
   Layer.provide(ApiLive),
+  spanNames(spanPath),
   HttpServer.withLogAddress
 )
 

@@ -4,10 +4,10 @@ import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } fr
 import { Either, Schema } from "effect"
 import { describeParseError } from "../domain/issues.js"
 import { toolJsonSchema } from "./jsonSchema.js"
-import { type ApiCall, TOOLS } from "./tools.js"
+import { type ApiCall, type Tool, ToolFailure, TOOLS } from "./tools.js"
 
 /** An HTTP error answer, carried to the MCP client as an `isError` result with its message. */
-class ApiAnswerError extends Error {
+class ApiAnswerError extends ToolFailure {
   constructor(readonly status: number, readonly body: { error?: string; message?: string }) {
     super(`${body.error ?? `HTTP ${status}`}: ${body.message ?? "request failed"}`)
   }
@@ -20,8 +20,15 @@ const decodeOptions = { errors: "all", onExcessProperty: "error" } as const
 /**
  * An MCP server whose tools call the service's own HTTP handlers in-process (`handle` is the
  * HttpApi web handler), so both surfaces share every rule and every byte of their answers.
+ * `extraTools` are offered after the spec's tools: the buyer's `buy_resource` when the server was
+ * started with a buyer key.
  */
-export const makeMcpServer = (handle: (request: Request) => Promise<Response>, version: string) => {
+export const makeMcpServer = (
+  handle: (request: Request) => Promise<Response>,
+  version: string,
+  extraTools: ReadonlyArray<Tool<any, any>> = []
+) => {
+  const tools: ReadonlyArray<Tool<any, any>> = [...TOOLS, ...extraTools]
   const fetchApi = async (call: ApiCall) => {
     const response = await handle(
       new Request(`http://sextant.local${call.path}`, {
@@ -39,7 +46,7 @@ export const makeMcpServer = (handle: (request: Request) => Promise<Response>, v
   const server = new Server({ name: "sextant", version }, { capabilities: { tools: {} } })
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: TOOLS.map((t) => ({
+    tools: tools.map((t) => ({
       name: t.name,
       description: t.description,
       inputSchema: toolJsonSchema(t.input),
@@ -48,7 +55,7 @@ export const makeMcpServer = (handle: (request: Request) => Promise<Response>, v
   }))
 
   server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
-    const tool = TOOLS.find((t) => t.name === request.params.name)
+    const tool = tools.find((t) => t.name === request.params.name)
     if (tool === undefined) return errorResult(`unknown tool "${request.params.name}"; call tools/list`)
     const decoded = Schema.decodeUnknownEither(tool.input as Schema.Schema<unknown>)(request.params.arguments ?? {}, decodeOptions)
     if (Either.isLeft(decoded)) {
@@ -58,7 +65,7 @@ export const makeMcpServer = (handle: (request: Request) => Promise<Response>, v
       const structured = (await (tool.run as (input: unknown, f: typeof fetchApi) => Promise<unknown>)(decoded.right, fetchApi)) as Record<string, unknown>
       return { structuredContent: structured, content: [{ type: "text", text: JSON.stringify(structured, null, 2) }] }
     } catch (error) {
-      if (error instanceof ApiAnswerError) return errorResult(error.message)
+      if (error instanceof ToolFailure) return errorResult(error.message)
       throw error
     }
   })

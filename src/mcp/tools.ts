@@ -20,6 +20,9 @@ export interface ApiCall {
 
 type Fetch = (call: ApiCall) => Promise<unknown>
 
+/** A tool's failure the client should read (an error answer, a purchase that failed): an `isError` result with its message. */
+export class ToolFailure extends Error {}
+
 export interface Tool<I, O> {
   readonly name: string
   readonly description: string

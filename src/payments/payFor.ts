@@ -1,14 +1,13 @@
-import { FetchHttpClient, HttpClient, HttpClientRequest, type HttpClientResponse } from "@effect/platform"
+import { FetchHttpClient, HttpClient, type HttpClientResponse } from "@effect/platform"
 import type { Keypair } from "@stellar/stellar-sdk"
 import { x402Client, x402HTTPClient } from "@x402/core/client"
 import type { PaymentRequiredV2 } from "@x402/core/schemas"
 import type { PaymentRequirements } from "@x402/core/types"
 import { Duration, Effect, Option, Schema, Stream } from "effect"
-import type { ProbesConfig } from "../config.js"
 import type { HttpMethod } from "../domain/resources.js"
 import { SettleResponse } from "../domain/x402.js"
 import { type Deployment, readChallenge } from "../verification/challenge.js"
-import { fetchAnswer, Unreachable } from "../verification/fetchAnswer.js"
+import { fetchAnswer, type OutboundRequests, resourceRequest, Unreachable } from "../verification/fetchAnswer.js"
 import { type DnsFailure, guardTarget, type TargetRefused } from "../verification/outboundGuard.js"
 import {
   type Authorization,
@@ -24,17 +23,25 @@ import { buildExactPayment, refusalOf } from "./exactPayment.js"
 export interface PayForInput {
   readonly url: string
   readonly method: HttpMethod
-  /** The payer's key (the operator's probe key, never a buyer's). */
+  /**
+   * JSON text sent as the body of both requests when `method` takes one (`{}` by default); a GET's
+   * input belongs in `url`'s query string.
+   */
+  readonly body?: string
+  /** The payer's key: the operator's probe key, or a buyer's own on the buyer's machine. */
   readonly signer: Keypair
   readonly rpcUrl: string
   /** The only network and asset contract paid in. */
   readonly deployment: Deployment
   /** Base units: an option asking more is never paid. */
   readonly maxPrice: bigint
-  /** The caller's further say on an option (a payee, a policy); every payable option by default. */
-  readonly accept?: (requirements: PaymentRequirements) => boolean
-  /** The outbound guard's policy, the unpaid request's timeout and the body cap: the probes' own. */
-  readonly probes: ProbesConfig
+  /**
+   * The caller's further say on an option (a payee, a policy): why it is refused, or null. Every
+   * payable option is accepted by default. The reason is quoted in NoAcceptableOption.
+   */
+  readonly refuse?: (requirements: PaymentRequirements) => string | null
+  /** The outbound guard's policy, the unpaid request's timeout and the body cap (the probes' or the buyer's). */
+  readonly outbound: OutboundRequests
   /** Bound on the paid request, which waits for the facilitator to settle (default 60 s). */
   readonly paidTimeoutMs?: number
 }
@@ -59,6 +66,8 @@ export interface PaidAnswer {
   readonly contentType: string | null
   /** The body is JSON and declared so (`application/json`, `+json`); null when over the cap or unreadable. */
   readonly bodyIsJson: boolean | null
+  /** The paid answer's body; null when over `outbound.maxBodyBytes`. */
+  readonly body: Buffer | null
 }
 
 export type PayForError =
@@ -85,7 +94,7 @@ const choose = (challenge: PaymentRequiredV2, input: PayForInput) => {
     const refusal = refusalOf(offered, input.deployment)?.reason ?? null
     // Past refusalOf the network is the deployment's and `extra` an object: the stock type holds.
     const option = offered as PaymentRequirements
-    return { option, refusal: refusal ?? (input.accept && !input.accept(option) ? "not accepted by the caller" : null) }
+    return { option, refusal: refusal ?? input.refuse?.(option) ?? null }
   })
   const payable = judged.filter((j) => j.refusal === null).map((j) => j.option)
   if (payable.length === 0) {
@@ -100,7 +109,8 @@ const choose = (challenge: PaymentRequiredV2, input: PayForInput) => {
   return cheapest
 }
 
-const isJsonType = (contentType: string | null) =>
+/** `application/json` or a `+json` type: what a body declared as JSON says. */
+export const isJsonType = (contentType: string | null) =>
   contentType !== null && /^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(contentType.trim())
 
 /** The body, when it fits in `maxBytes`; null when larger. */
@@ -126,14 +136,6 @@ const judgeBody = (contentType: string | null, body: Buffer | null): boolean | n
   }
 }
 
-const paidRequest = (url: URL, method: HttpMethod, paymentHeaders: Record<string, string>) => {
-  const base = HttpClientRequest.make(method)(url).pipe(
-    HttpClientRequest.setHeaders({ accept: "application/json", "user-agent": "sextant-probe/0.1", ...paymentHeaders })
-  )
-  // The same body as the unpaid request (fetchAnswer), so the paid one differs by the payment only.
-  return method === "POST" || method === "PUT" || method === "PATCH" ? HttpClientRequest.bodyText(base, "{}", "application/json") : base
-}
-
 /**
  * Sends the signed payment once, without following redirects (a payment is for the URL that asked
  * for it). Anything that goes wrong after the request left is PaymentOutcomeUnknown: the
@@ -146,9 +148,9 @@ const sendPaid = (target: URL, input: PayForInput, paymentHeaders: Record<string
     const exchange = Effect.scoped(
       Effect.gen(function* () {
         const response = yield* client
-          .execute(paidRequest(target, input.method, paymentHeaders))
+          .execute(resourceRequest(target, input.method, input.body, paymentHeaders))
           .pipe(Effect.provideService(FetchHttpClient.RequestInit, { redirect: "manual" }))
-        const body = yield* boundedBody(response, input.probes.maxBodyBytes)
+        const body = yield* boundedBody(response, input.outbound.maxBodyBytes)
         return { response, body }
       })
     )
@@ -162,13 +164,20 @@ const sendPaid = (target: URL, input: PayForInput, paymentHeaders: Record<string
     const paymentResponse = Option.getOrNull(
       Option.liftThrowable(() => x402.getPaymentSettleResponse(header))().pipe(Option.flatMap(Schema.decodeUnknownOption(SettleResponse)))
     )
-    return { status: response.status, paymentResponse, latencyMs: Duration.toMillis(elapsed), contentType, bodyIsJson: judgeBody(contentType, body) }
+    return {
+      status: response.status,
+      paymentResponse,
+      latencyMs: Duration.toMillis(elapsed),
+      contentType,
+      bodyIsJson: judgeBody(contentType, body),
+      body
+    }
   })
 
 /**
  * Pays for one request as an x402 buyer does:
  *
- * 1. request `url` (outbound guard, redirects, `probes.timeoutMs`: the probes' `fetchAnswer`) and
+ * 1. request `url` (outbound guard, redirects, `outbound.timeoutMs`: the probes' `fetchAnswer`) and
  *    expect 402;
  * 2. read the challenge (`PAYMENT-REQUIRED` for v2, the body for v1) with @x402/core;
  * 3. choose the cheapest option this wallet pays that the caller accepts; nothing is signed or sent
@@ -176,14 +185,14 @@ const sendPaid = (target: URL, input: PayForInput, paymentHeaders: Record<string
  * 4. build and sign the Stellar `exact` payment through Soroban RPC (`buildExactPayment`);
  * 5. send the request again to the URL that asked, with `PAYMENT-SIGNATURE`, once;
  * 6. answer the status, the decoded `PAYMENT-RESPONSE`, the option paid, the latency of the paid
- *    request and whether its body is the JSON it declares.
+ *    request, its body and whether that is the JSON it declares.
  */
 export const payFor = (input: PayForInput): Effect.Effect<PaidAnswer, PayForError, HttpClient.HttpClient> =>
   Effect.gen(function* () {
-    const answer = yield* fetchAnswer(input.url, input.method, input.probes).pipe(
+    const answer = yield* fetchAnswer(input.url, input.method, input.outbound, input.body).pipe(
       Effect.timeoutFail({
-        duration: Duration.millis(input.probes.timeoutMs),
-        onTimeout: () => new Unreachable({ reason: `no answer within ${input.probes.timeoutMs} ms` })
+        duration: Duration.millis(input.outbound.timeoutMs),
+        onTimeout: () => new Unreachable({ reason: `no answer within ${input.outbound.timeoutMs} ms` })
       })
     )
     if (answer.httpStatus !== 402) return yield* new NoPaymentRequired({ httpStatus: answer.httpStatus })
@@ -203,7 +212,7 @@ export const payFor = (input: PayForInput): Effect.Effect<PaidAnswer, PayForErro
       rpcUrl: input.rpcUrl,
       deployment: input.deployment
     })
-    const target = yield* guardTarget(answer.url, input.probes).pipe(
+    const target = yield* guardTarget(answer.url, input.outbound).pipe(
       Effect.catchTag("DnsFailure", (e: DnsFailure) => new Unreachable({ reason: `cannot resolve ${e.host}: ${e.reason}` }))
     )
     const paid = yield* sendPaid(target, input, x402.encodePaymentSignatureHeader(paymentPayload), authorization)

@@ -18,6 +18,7 @@ import { eligibleCandidate, noEligibleProvider, paidOption, receiptBody, receipt
 import { encodeBase64, stellarPublicKey } from "./ed25519.js"
 import { signReceipt, verifyWithSigner } from "./receipt.js"
 import { Signer, type SignerShape } from "./Signer.js"
+import { Instruments } from "../telemetry/Instruments.js"
 
 export interface ReceiptServiceShape {
   /** Routes the purchase, signs the receipt, stores it durably and reports a transaction as evidence. */
@@ -61,6 +62,7 @@ const make = Effect.gen(function* () {
   const receipts = yield* ReceiptsRepo
   const recorder = yield* EvidenceRecorder
   const signer = yield* Signer
+  const instruments = yield* Instruments
   const config = yield* AppConfig
   // "Was this transaction receipted for this resource before?" and the insert are one step, so two
   // receipts for one transaction posted at once still count it once.
@@ -137,7 +139,7 @@ const make = Effect.gen(function* () {
     })
 
   return ReceiptService.of({
-    create: (request) => create(request).pipe(Effect.withSpan("ReceiptService.create")),
+    create: (request) => create(request).pipe(Effect.tap(() => instruments.receiptIssued), Effect.withSpan("ReceiptService.create")),
     get: (id) => Effect.flatMap(stored(id), (raw) => Effect.orDie(decodeStored(raw))).pipe(Effect.withSpan("ReceiptService.get")),
     verify: (id) =>
       Effect.flatMap(stored(id), (raw) => Effect.map(verifyWithSigner(raw, signer), (check) => ({ receiptId: id, ...check }))).pipe(

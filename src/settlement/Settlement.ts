@@ -23,6 +23,8 @@ import { canonicalize } from "../encoding/canonicalJson.js"
 import { policyContext } from "../policy/evaluate.js"
 import { transactional } from "../store/repository.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
+import { Instruments } from "../telemetry/Instruments.js"
+import { measured, settleLabels } from "../telemetry/labels.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 import { FacilitatorPool, type SettleOutcome } from "../x402/FacilitatorPool.js"
@@ -209,6 +211,7 @@ const make = Effect.gen(function* () {
   const reader = yield* EvidenceReader
   const recorder = yield* EvidenceRecorder
   const transaction = transactional(yield* SqlClient.SqlClient)
+  const instruments = yield* Instruments
   const { decimals, assetContract } = config.asset
 
   /**
@@ -416,7 +419,14 @@ const make = Effect.gen(function* () {
     return yield* Effect.forEach(entries, (entry) => Effect.map(journal.history(entry.id), (h) => toRecord(entry, decimals, h)))
   })
 
-  return { settle, get, list }
+  /** Every settle is counted by result and code, and timed, whatever it ends with. */
+  const countedSettle = (input: SettleInput) =>
+    measured(settle(input), (exit, seconds) => {
+      const { result, code } = settleLabels(exit)
+      return instruments.settle(result, code, seconds)
+    })
+
+  return { settle: countedSettle, get, list }
 })
 
 /**

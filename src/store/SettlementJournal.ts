@@ -276,6 +276,21 @@ const make = Effect.gen(function* () {
         Effect.flatMap(decodeJournal),
         Effect.map((rows) => rows.map(toEntry))
       ),
+    /** Entries per state: the journal gauge and the status page's counts. */
+    countsByState: () =>
+      sql<{ state: string; n: unknown }>`SELECT state, COUNT(*) AS n FROM settlements GROUP BY state`.pipe(
+        Effect.map((rows) => new Map(rows.map((r) => [String(r.state), Number(r.n)] as const)) as ReadonlyMap<string, number>)
+      ),
+    /**
+     * All principals' reservations since `sinceMs`: fee reserved (what the global budget counts) and
+     * worst-case spend of entries that did not fail (what spend windows count), in base units.
+     */
+    windowTotals: (sinceMs: number) =>
+      sql`SELECT SUM(fee_stroops) AS global_fee, SUM(CASE WHEN state <> 'failed' THEN worst_case_units ELSE 0 END) AS spend
+        FROM settlements WHERE created_at_ms > ${sinceMs}`.pipe(
+        Effect.flatMap(decodeRows(Schema.Struct({ global_fee: Schema.NullOr(SqlBigInt), spend: Schema.NullOr(SqlBigInt) }))),
+        Effect.map(([row]) => ({ feeStroops: row?.global_fee ?? 0n, spendUnits: row?.spend ?? 0n }))
+      ),
     /**
      * Crash recovery: an entry still `pending` at start was interrupted between forwarding and
      * answer, so whether it settled is unknown. It becomes `indeterminate` and is never re-submitted.

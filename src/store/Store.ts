@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { CatalogTableRepo } from "./CatalogTableRepo.js"
 import { CurationRepo } from "./CurationRepo.js"
 import { DatabaseLive } from "./Database.js"
 import { EconomicEventsRepo } from "./EconomicEventsRepo.js"
@@ -25,7 +26,8 @@ export const StoreLive = (database: string) =>
     ProbeSpendRepo.Live,
     ProbeScheduleRepo.Live,
     CurationRepo.Live,
-    VerifyAnswersRepo.Live
+    VerifyAnswersRepo.Live,
+    CatalogTableRepo.Live
   ).pipe(Layer.provideMerge(DatabaseLive(database)))
 
 /** The same store in memory, fresh for each build: what tests stand on. */

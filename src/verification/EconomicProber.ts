@@ -3,12 +3,13 @@ import { Clock, Context, Effect, Layer, Redacted, Schedule } from "effect"
 import { AppConfig } from "../config.js"
 import type { EconomicEvent } from "../domain/evidence.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
-import { loadOrCreateProbeKey } from "../keys/probeKey.js"
+import { loadOrCreateProbeKey } from "../keys/stellarKey.js"
 import { payFor, type PaidAnswer } from "../payments/payFor.js"
 import { policyContext } from "../policy/evaluate.js"
 import { ProbeSpendRepo } from "../store/ProbeSpendRepo.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
-import { economicTargets, type EconomicTarget, type Skipped, usdFloorUnits } from "./economicTargets.js"
+import { economicTargets, type EconomicTarget, type Skipped } from "./economicTargets.js"
+import { usdFloorUnits } from "../domain/stellar.js"
 import { EvidenceReader } from "./EvidenceReader.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
 
@@ -72,8 +73,8 @@ const make = Effect.gen(function* () {
         rpcUrl: config.ledger.sorobanRpcUrl,
         deployment,
         maxPrice: units,
-        accept: (requirements) => requirements.payTo === target.option.payTo,
-        probes: config.probes
+        refuse: (requirements) => (requirements.payTo === target.option.payTo ? null : `payTo is not the catalog's ${target.option.payTo}`),
+        outbound: config.probes
       }).pipe(Effect.provide(FetchHttpClient.layer), Effect.either)
       if (attempt._tag === "Left") {
         const error = attempt.left

@@ -15,6 +15,7 @@ import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import { ProbeScheduleRepo } from "../store/ProbeScheduleRepo.js"
 import { type ListingChange, ResourcesRepo } from "../store/ResourcesRepo.js"
 import { isAcceptable } from "./challenge.js"
+import { Instruments } from "../telemetry/Instruments.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
 import { guardTarget, TargetRefused } from "./outboundGuard.js"
 import { type Observed, observe, type ProbeTarget } from "./observe.js"
@@ -100,6 +101,7 @@ const make = Effect.gen(function* () {
   const recorder = yield* EvidenceRecorder
   const schedule = yield* ProbeScheduleRepo
   const intervalMs = config.probes.intervalSeconds * 1000
+  const instruments = yield* Instruments
 
   // Every probe is stored as an observation already; spans per request and per query on top of it
   // cost about a third of a probe's time and tell nothing more.
@@ -121,7 +123,10 @@ const make = Effect.gen(function* () {
     Effect.map(
       recorder
         .recordObservation(record, observed.observation, Effect.zipRight(keepListing(observed.observation), afterwards))
-        .pipe(Effect.withTracerEnabled(false)),
+        .pipe(
+          Effect.tap(() => instruments.probe(observed.observation.outcome, observed.observation.latencyMs)),
+          Effect.withTracerEnabled(false)
+        ),
       (standing): ProbeResult => ({
         resourceId: record.resource.id,
         discovered,

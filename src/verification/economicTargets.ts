@@ -15,9 +15,6 @@ export interface Skipped {
   readonly reason: string
 }
 
-/** Base units of a USD figure, rounded down: a budget is never read as larger than it is. */
-export const usdFloorUnits = (usd: number, decimals: number): bigint => BigInt(Math.floor(usd * 10 ** decimals + 1e-6))
-
 /**
  * What one cycle of economic probes pays: the configured resources (or every listed one), each
  * through its cheapest `exact` option on this deployment's network and asset that the operator's

@@ -2,10 +2,16 @@ import { FetchHttpClient, HttpClient, HttpClientRequest, type HttpClientResponse
 import { Data, Effect, Stream } from "effect"
 import type { ProbesConfig } from "../config.js"
 import type { HttpMethod } from "../domain/resources.js"
-import { guardTarget, type TargetRefused } from "./outboundGuard.js"
+import { guardTarget, type OutboundPolicy, type TargetRefused } from "./outboundGuard.js"
 
 /** Redirects followed before a probe gives up; each hop is checked like the first. */
 const MAX_REDIRECTS = 5
+
+/**
+ * What an outbound request to a resource needs: the guard's policy, the timeout and the body cap.
+ * Probes pass their `probes` config; a buyer passes its own (`buyer` in the config).
+ */
+export type OutboundRequests = OutboundPolicy & Pick<ProbesConfig, "timeoutMs" | "maxBodyBytes">
 
 export class Unreachable extends Data.TaggedError("Unreachable")<{ readonly reason: string }> {}
 
@@ -29,7 +35,7 @@ interface BodyRead {
 }
 
 /** A probe reads the body only where a v1 challenge may be: a 402 without the v2 header. */
-const challengeBody = (probes: ProbesConfig): BodyRead => ({
+const challengeBody = (probes: OutboundRequests): BodyRead => ({
   when: (status, header) => status === 402 && header("payment-required") === undefined,
   maxBytes: probes.maxBodyBytes
 })
@@ -62,15 +68,20 @@ const readCapped = (response: HttpClientResponse.HttpClientResponse, maxBytes: n
     Effect.catchAll(() => Effect.succeed({ body: undefined, note: "body could not be read" }))
   )
 
-const request = (url: URL, method: HttpMethod) => {
+/** Methods whose input travels as a JSON body; the others carry it in the query string. */
+export const sendsBody = (method: HttpMethod) => method === "POST" || method === "PUT" || method === "PATCH"
+
+/**
+ * A request to a resource, unpaid or paid (`headers` add the payment). Body methods get `body`
+ * (JSON text), an empty JSON object by default: paywalls answer 402 before reading it, and some
+ * servers refuse a POST without any body. A buyer sends its input in both requests, so the paid
+ * one differs from the one that was priced by the payment only.
+ */
+export const resourceRequest = (url: URL, method: HttpMethod, body = "{}", headers: Record<string, string> = {}) => {
   const base = HttpClientRequest.make(method)(url).pipe(
-    HttpClientRequest.setHeaders({ accept: "application/json", "user-agent": "sextant-probe/0.1" })
+    HttpClientRequest.setHeaders({ accept: "application/json", "user-agent": "sextant-probe/0.1", ...headers })
   )
-  // Body methods get an empty JSON object: paywalls answer 402 before reading it, and some
-  // servers refuse a POST without any body.
-  return method === "POST" || method === "PUT" || method === "PATCH"
-    ? HttpClientRequest.bodyText(base, "{}", "application/json")
-    : base
+  return sendsBody(method) ? HttpClientRequest.bodyText(base, body, "application/json") : base
 }
 
 /**
@@ -82,8 +93,9 @@ const hop = (
   url: string,
   method: HttpMethod,
   redirectsLeft: number,
-  probes: ProbesConfig,
-  read: BodyRead
+  probes: OutboundRequests,
+  read: BodyRead,
+  requestBody?: string
 ): Effect.Effect<Answer, TargetRefused | Unreachable, HttpClient.HttpClient> =>
   Effect.gen(function* () {
     const target = yield* guardTarget(url, probes).pipe(
@@ -93,7 +105,7 @@ const hop = (
     const step = yield* Effect.scoped(
       Effect.gen(function* () {
         const response = yield* client
-          .execute(request(target, method))
+          .execute(resourceRequest(target, method, requestBody))
           .pipe(
             Effect.provideService(FetchHttpClient.RequestInit, { redirect: "manual" }),
             Effect.mapError((e) => new Unreachable({ reason: `${e.message}: ${causeOf(e.cause)}` }))
@@ -122,17 +134,20 @@ const hop = (
         note: `stopped after ${MAX_REDIRECTS} redirects`
       } satisfies Answer
     }
-    return yield* hop(step.next, step.status === 303 ? "GET" : method, redirectsLeft - 1, probes, read)
+    return yield* hop(step.next, step.status === 303 ? "GET" : method, redirectsLeft - 1, probes, read, requestBody)
   })
 
-/** Sends the probe request, following at most MAX_REDIRECTS redirects, each one guarded. */
-export const fetchAnswer = (url: string, method: HttpMethod, probes: ProbesConfig) =>
-  hop(url, method, MAX_REDIRECTS, probes, challengeBody(probes))
+/**
+ * Sends the probe request (with `body` for body methods, `{}` by default), following at most
+ * MAX_REDIRECTS redirects, each one guarded.
+ */
+export const fetchAnswer = (url: string, method: HttpMethod, probes: OutboundRequests, body?: string) =>
+  hop(url, method, MAX_REDIRECTS, probes, challengeBody(probes), body)
 
 /**
  * A GET of a JSON document a caller named (an origin's OpenAPI document, its `/.well-known/x402`),
  * with the same outbound guard and redirect rule as a probe; the body of a 2xx answer is read up to
  * `maxBytes` (undefined when it is not JSON or larger).
  */
-export const fetchJson = (url: string, probes: ProbesConfig, maxBytes: number) =>
+export const fetchJson = (url: string, probes: OutboundRequests, maxBytes: number) =>
   hop(url, "GET", MAX_REDIRECTS, probes, { when: (status) => status >= 200 && status < 300, maxBytes })

@@ -37,14 +37,16 @@ export const emptyWindow: RollingWindow = {
   latestDecoded: null
 }
 
-const ANSWERED: ReadonlySet<ProbeOutcome> = new Set([
+/** Outcomes that got an HTTP answer (docs/decisions.md, Probe outcomes). */
+export const ANSWERED: ReadonlySet<ProbeOutcome> = new Set([
   "healthy",
   "http_status",
   "no_challenge",
   "malformed_challenge",
   "no_acceptable_option"
 ])
-const CONNECT_FAILURE: ReadonlySet<ProbeOutcome> = new Set(["unreachable", "timeout"])
+/** Outcomes that count towards OFFLINE. */
+export const CONNECT_FAILURE: ReadonlySet<ProbeOutcome> = new Set(["unreachable", "timeout"])
 
 /** The first instant the window read at `nowMs` counts: the start of the hour holding now - window. */
 export const windowStartMs = (nowMs: number, config: VerificationConfig) =>
@@ -236,4 +238,16 @@ export const decodeWindow = (text: string | null): RollingWindow | null => {
   } catch {
     return null
   }
+}
+
+/** A window so wide that nothing leaves it: for figures over a given set of observations. */
+const UNBOUNDED = { windowHours: 1e9 } as VerificationConfig
+
+/**
+ * The figures of exactly these observations (the status page's per-bucket series): the same
+ * classification and latency sketch as the metrics row, without a window.
+ */
+export const statsOf = (observations: ReadonlyArray<RecordedObservation>, advertised: ReadonlyArray<ResourcePaymentOption>): WindowStats => {
+  const window = windowOf(observations, advertised, UNBOUNDED)
+  return statsAt(window, window.lastObservedMs ?? 0, { total: 0, successes: 0 }, UNBOUNDED)
 }

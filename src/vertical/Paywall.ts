@@ -1,20 +1,43 @@
 import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http"
 import { type FacilitatorClient, HTTPFacilitatorClient, type ResourceConfig, x402ResourceServer } from "@x402/core/server"
-import { type PaymentPayload, type PaymentRequirements, type ResourceInfo, SettleError, VerifyError } from "@x402/core/types"
+import {
+  type PaymentPayload,
+  type PaymentRequirements,
+  type ResourceInfo,
+  type SchemeNetworkServer,
+  SettleError,
+  VerifyError
+} from "@x402/core/types"
 import { ExactStellarScheme } from "@x402/stellar/exact/server"
 import { Context, Duration, Effect, Either, Layer, Ref, Schedule, Schema, type Scope } from "effect"
-import type { StellarNetwork } from "../domain/stellar.js"
+import type { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
 import { FacilitatorUnavailable, InvalidRequest, PaymentRequired, SettlementFailed, SettlementUnconfirmed } from "./errors.js"
 
 export type Endpoint = "inspect" | "changes" | "compliance" | "eligibility"
+
+/** One payment option a challenge offers; `amount` is in base units, for `upto` the ceiling the buyer authorises. */
+export interface Offer {
+  readonly scheme: PaymentScheme
+  readonly amount: string
+}
+
+export type Offers = Readonly<Record<Endpoint, ReadonlyArray<Offer>>>
+
+/** A fixed `exact` price per endpoint, as the reference vertical sells. */
+export const exactOffers = (prices: Readonly<Record<Endpoint, string>>): Offers => ({
+  inspect: [{ scheme: "exact", amount: prices.inspect }],
+  changes: [{ scheme: "exact", amount: prices.changes }],
+  compliance: [{ scheme: "exact", amount: prices.compliance }],
+  eligibility: [{ scheme: "exact", amount: prices.eligibility }]
+})
 
 export interface PaywallConfig {
   readonly network: StellarNetwork
   /** SEP-41 contract of the asset buyers pay in (USDC). */
   readonly asset: string
   readonly payTo: string
-  /** Base units per endpoint. */
-  readonly prices: Readonly<Record<Endpoint, string>>
+  /** What each endpoint asks now: read for every challenge and every verify, so a seller may change its prices. */
+  readonly offers: Effect.Effect<Offers>
   readonly facilitatorUrl: string
   readonly facilitatorApiKey: string | null
   readonly timeoutMs: number
@@ -34,6 +57,8 @@ export interface VerifiedPayment {
 
 export interface PaywallApi {
   readonly status: Effect.Effect<PaymentsStatus>
+  /** What each endpoint asks now. */
+  readonly offers: Effect.Effect<Offers>
   /** The PAYMENT-REQUIRED header value for an endpoint; available whether or not the facilitator is. */
   readonly challenge: (endpoint: Endpoint, resource: ResourceInfo, error?: string) => Effect.Effect<string>
   readonly verify: (
@@ -98,14 +123,35 @@ const configOnlyFacilitator = (network: StellarNetwork): FacilitatorClient => {
   const refuse = () => Promise.reject(new Error("the facilitator is not ready"))
   return {
     getSupported: () =>
-      Promise.resolve({ kinds: [{ x402Version: X402_VERSION, scheme: "exact", network }], extensions: [], signers: {} }),
+      Promise.resolve({
+        kinds: SCHEMES.map((scheme) => ({ x402Version: X402_VERSION, scheme, network })),
+        extensions: [],
+        signers: {}
+      }),
     verify: refuse,
     settle: refuse
   }
 }
 
+const SCHEMES: ReadonlyArray<PaymentScheme> = ["exact", "upto"]
+
+/**
+ * `upto` on Stellar: the x402 specs define it for EVM only and @x402/stellar ships no server for
+ * it, yet catalogs advertise it (a ceiling the buyer authorises). Its requirements are built as
+ * `exact`'s are (same asset and amount parsing, same fee sponsorship), with `amount` the ceiling,
+ * which is how a probe reads an `upto` challenge.
+ */
+const uptoStellarScheme = (): SchemeNetworkServer => {
+  const exact = new ExactStellarScheme()
+  return {
+    scheme: "upto",
+    parsePrice: (price, network) => exact.parsePrice(price, network),
+    enhancePaymentRequirements: (requirements, kind, extensions) => exact.enhancePaymentRequirements(requirements, kind, extensions)
+  }
+}
+
 const makeServer = (client: FacilitatorClient, network: StellarNetwork) =>
-  new x402ResourceServer(client).register(network, new ExactStellarScheme())
+  new x402ResourceServer(client).register(network, new ExactStellarScheme()).register(network, uptoStellarScheme())
 
 export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallApi, never, Scope.Scope> =>
   Effect.gen(function* () {
@@ -129,13 +175,29 @@ export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallApi, ne
     const status = yield* Ref.make<PaymentsStatus>({ ready: false, detail: `waiting for the facilitator at ${facilitatorName}` })
     const timeout = Duration.millis(config.timeoutMs)
 
-    const resourceConfig = (endpoint: Endpoint): ResourceConfig => ({
-      scheme: "exact",
+    const resourceConfig = (offer: Offer): ResourceConfig => ({
+      scheme: offer.scheme,
       network: config.network,
       payTo: config.payTo,
-      price: { asset: config.asset, amount: config.prices[endpoint] },
+      price: { asset: config.asset, amount: offer.amount },
       maxTimeoutSeconds: MAX_TIMEOUT_SECONDS
     })
+
+    /**
+     * The requirements an endpoint asks now, one per offer. Each is built by the live facilitator's
+     * server when it supports that scheme (its `extra` is what the facilitator announced), else from
+     * the config, so a challenge never depends on the facilitator being up or knowing `upto`.
+     */
+    const requirementsFor = (endpoint: Endpoint) =>
+      Effect.gen(function* () {
+        const { ready } = yield* Ref.get(status)
+        const offers = (yield* config.offers)[endpoint]
+        const built = yield* Effect.forEach(offers, (offer) => {
+          const server = ready && live.getSupportedKind(X402_VERSION, config.network, offer.scheme) !== undefined ? live : fromConfig
+          return Effect.promise(() => server.buildPaymentRequirements(resourceConfig(offer)))
+        })
+        return built.flat()
+      })
 
     const initializeOnce = Effect.tryPromise({ try: () => live.initialize(), catch: errorMessage }).pipe(
       Effect.timeoutFail({ duration: SUPPORTED_TIMEOUT, onTimeout: () => "GET /supported did not answer" }),
@@ -157,10 +219,8 @@ export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallApi, ne
 
     const challenge = (endpoint: Endpoint, resource: ResourceInfo, error?: string) =>
       Effect.gen(function* () {
-        const { ready } = yield* Ref.get(status)
-        const server = ready ? live : fromConfig
-        const requirements = yield* Effect.promise(() => server.buildPaymentRequirements(resourceConfig(endpoint)))
-        const paymentRequired = yield* Effect.promise(() => server.createPaymentRequiredResponse(requirements, resource, error))
+        const requirements = yield* requirementsFor(endpoint)
+        const paymentRequired = yield* Effect.promise(() => fromConfig.createPaymentRequiredResponse(requirements, resource, error))
         return encodePaymentRequiredHeader(paymentRequired)
       })
 
@@ -173,7 +233,7 @@ export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallApi, ne
             message: `payments are unavailable: ${current.detail}; nothing was charged, retry later`
           })
         }
-        const requirements = yield* Effect.promise(() => live.buildPaymentRequirements(resourceConfig(endpoint)))
+        const requirements = yield* requirementsFor(endpoint)
         const matching = live.findMatchingRequirements(requirements, payload)
         if (!matching) {
           return yield* new PaymentRequired({
@@ -235,7 +295,7 @@ export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallApi, ne
         )
       )
 
-    return { status: Ref.get(status), challenge, verify, settle }
+    return { status: Ref.get(status), offers: config.offers, challenge, verify, settle }
   })
 
 export class Paywall extends Context.Tag("sextant/vertical/Paywall")<Paywall, PaywallApi>() {

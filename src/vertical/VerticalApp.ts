@@ -3,7 +3,7 @@ import { Cause, Effect, Schema } from "effect"
 import { describeParseError } from "../domain/issues.js"
 import { AssetBody, EligibilityBody } from "./assetRef.js"
 import { BodyTooLarge, InvalidRequest, PaymentRequired, type VerticalError } from "./errors.js"
-import { type Endpoint, Paywall } from "./Paywall.js"
+import { type Endpoint, type Offer, Paywall } from "./Paywall.js"
 import * as Queries from "./queries.js"
 import type { StellarData } from "./StellarData.js"
 
@@ -13,7 +13,6 @@ export interface VerticalAppSettings {
   /** Origin buyers reach this app at; challenges name `<origin>/<name>/v1/rwa/<endpoint>`. */
   readonly origin: string
   readonly intel: Queries.IntelSettings
-  readonly prices: Readonly<Record<Endpoint, string>>
 }
 
 export const ENDPOINTS: ReadonlyArray<Endpoint> = ["inspect", "changes", "compliance", "eligibility"]
@@ -53,6 +52,8 @@ const readBody = <A, I>(schema: Schema.Schema<A, I>) =>
     )
   })
 
+const describeOffer = (offer: Offer) => (offer.scheme === "exact" ? offer.amount : `up to ${offer.amount}`)
+
 /** Reads and checks the body now; the returned effect fetches the answer when run. */
 const parseQuery = (endpoint: Endpoint, settings: Queries.IntelSettings) => {
   switch (endpoint) {
@@ -84,9 +85,10 @@ const paidEndpoint = (endpoint: Endpoint, settings: VerticalAppSettings) => {
     const paywall = yield* Paywall
     const signature = request.headers["payment-signature"]
     if (signature === undefined) {
+      const offers = (yield* paywall.offers)[endpoint]
       return yield* new PaymentRequired({
         reason: undefined,
-        message: `this endpoint costs ${settings.prices[endpoint]} base units; pay as the PAYMENT-REQUIRED header describes and retry with PAYMENT-SIGNATURE`
+        message: `this endpoint costs ${offers.map(describeOffer).join(" or ")} base units; pay as the PAYMENT-REQUIRED header describes and retry with PAYMENT-SIGNATURE`
       })
     }
     const query = yield* parseQuery(endpoint, settings.intel)
@@ -130,25 +132,31 @@ const errorResponse = (endpoint: Endpoint, resource: { url: string; description:
     }
   })
 
+/** `amount` is the first offer's (the only one for the reference vertical); `offers` lists every option asked now. */
 const status = (settings: VerticalAppSettings) =>
-  Effect.flatMap(Paywall, (paywall) => paywall.status).pipe(
-    Effect.map((payments) =>
-      json(200, {
-        status: "ok",
-        name: settings.name,
-        network: settings.intel.network,
-        payments,
-        endpoints: ENDPOINTS.map((endpoint) => ({
-          method: "POST",
-          url: `${settings.origin}${endpointPath(settings.name, endpoint)}`,
-          capability: `rwa.${endpoint}`,
-          amount: settings.prices[endpoint]
-        }))
-      })
-    )
-  )
+  Effect.gen(function* () {
+    const paywall = yield* Paywall
+    const payments = yield* paywall.status
+    const offers = yield* paywall.offers
+    return json(200, {
+      status: "ok",
+      name: settings.name,
+      network: settings.intel.network,
+      payments,
+      endpoints: ENDPOINTS.map((endpoint) => ({
+        method: "POST",
+        url: `${settings.origin}${endpointPath(settings.name, endpoint)}`,
+        capability: `rwa.${endpoint}`,
+        amount: offers[endpoint][0]?.amount ?? null,
+        offers: offers[endpoint]
+      }))
+    })
+  })
 
-export const verticalApp = (settings: VerticalAppSettings) =>
+/** The vertical's app as a server runs it: it needs the request, the paywall and the ledger reads. */
+export type VerticalHttpApp = Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest | Paywall | StellarData>
+
+export const verticalApp = (settings: VerticalAppSettings): VerticalHttpApp =>
   HttpRouter.fromIterable([
     HttpRouter.makeRoute("GET", `/${settings.name}/v1/status`, status(settings)),
     ...ENDPOINTS.map((endpoint) => HttpRouter.makeRoute("POST", endpointPath(settings.name, endpoint), paidEndpoint(endpoint, settings)))
@@ -161,4 +169,4 @@ export const verticalApp = (settings: VerticalAppSettings) =>
         Effect.as(json(500, { error: "INTERNAL", message: "an unexpected error occurred; nothing was charged" }))
       )
     )
-  ) satisfies Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest | Paywall | StellarData>
+  )

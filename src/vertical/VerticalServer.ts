@@ -3,9 +3,9 @@ import { BunHttpServer } from "@effect/platform-bun"
 import { getNetworkPassphrase } from "@x402/stellar"
 import { Context, Effect, Layer } from "effect"
 import { type Config, reachableHost, verticalEndpoints } from "../config.js"
-import { Paywall, type PaymentsStatus } from "./Paywall.js"
+import { exactOffers, type Offers, Paywall, type PaymentsStatus } from "./Paywall.js"
 import { StellarData } from "./StellarData.js"
-import { verticalApp } from "./VerticalApp.js"
+import { verticalApp, type VerticalHttpApp } from "./VerticalApp.js"
 
 export interface VerticalServerApi {
   /** Origin the vertical is reached at, e.g. http://127.0.0.1:4021. */
@@ -26,58 +26,86 @@ const IDLE_TIMEOUT_SECONDS = 255
 export const facilitatorUrlFor = (config: Pick<Config, "host" | "port" | "vertical">): string =>
   config.vertical.facilitatorUrl ?? `http://${reachableHost(config.host)}:${config.port}/x402`
 
-const serve = (config: Config) =>
+/**
+ * One running copy of the vertical's app: the reference vertical itself, or a demo provider
+ * (src/demo/) that sells the same endpoints under its own name, payee, prices and behaviour.
+ */
+export interface VerticalInstance {
+  /** The `<name>` path segment: endpoints live under `/<name>/v1/rwa/`. */
+  readonly name: string
+  readonly host: string
+  readonly port: number
+  /** Origin buyers reach it at; null is http://<host>:<bound port>. */
+  readonly publicUrl: string | null
+  readonly payTo: string
+  readonly offers: Effect.Effect<Offers>
+  /** Wraps the app, e.g. in a demo provider's behaviour; the reference vertical answers as it is. */
+  readonly around?: (app: VerticalHttpApp) => VerticalHttpApp
+}
+
+const serve = (config: Config, instance: VerticalInstance) =>
   Effect.gen(function* () {
     const server = yield* HttpServer.HttpServer
     const address = server.address
     const origin =
-      config.vertical.publicUrl ??
+      instance.publicUrl ??
       (address._tag === "TcpAddress" ? `http://${reachableHost(address.hostname)}:${address.port}` : "http://localhost")
     const settings = {
-      name: config.vertical.name,
+      name: instance.name,
       origin,
-      prices: config.vertical.prices,
       intel: {
         network: config.network,
         networkPassphrase: getNetworkPassphrase(config.network),
         largeTransferShare: config.vertical.largeTransferShare
       }
     }
-    yield* server.serve(verticalApp(settings))
-    const baseUrl = `${origin}/${config.vertical.name}/v1/rwa`
-    yield* Effect.logInfo(`vertical: ${config.vertical.name} serving ${baseUrl}/{inspect,changes,compliance,eligibility}`)
+    const app = verticalApp(settings)
+    yield* server.serve(instance.around ? instance.around(app) : app)
+    const baseUrl = `${origin}/${instance.name}/v1/rwa`
+    yield* Effect.logInfo(`vertical: ${instance.name} serving ${baseUrl}/{inspect,changes,compliance,eligibility}`)
     const paywall = yield* Paywall
     return { origin, baseUrl, payments: paywall.status }
   })
 
 /**
- * The paid reference vertical as one scoped layer: its own HTTP server on `vertical.host` /
- * `vertical.port`, the x402 paywall toward `facilitatorUrlFor(config)` (initialised in the
- * background, so the server answers 402 at once) and Horizon / Soroban RPC clients. Closing
- * the scope stops the server and the retry loop.
+ * One copy of the vertical as a scoped layer: its own HTTP server on the instance's host and
+ * port, the x402 paywall toward `facilitatorUrlFor(config)` (initialised in the background, so
+ * the server answers 402 at once) and Horizon / Soroban RPC clients, all as `vertical` configures
+ * them. Closing the scope stops the server and the retry loop.
  */
+export const verticalLayer = (config: Config, instance: VerticalInstance): Layer.Layer<VerticalServer> =>
+  Layer.scoped(VerticalServer, serve(config, instance)).pipe(
+    Layer.provide(BunHttpServer.layer({ hostname: instance.host, port: instance.port, idleTimeout: IDLE_TIMEOUT_SECONDS })),
+    Layer.provide(
+      Paywall.Live({
+        network: config.network,
+        asset: config.asset.assetContract,
+        payTo: instance.payTo,
+        offers: instance.offers,
+        facilitatorUrl: facilitatorUrlFor(config),
+        facilitatorApiKey: config.vertical.facilitatorApiKey,
+        timeoutMs: config.vertical.facilitatorTimeoutMs
+      })
+    ),
+    Layer.provide(
+      StellarData.Live({
+        ...verticalEndpoints(config),
+        networkPassphrase: getNetworkPassphrase(config.network),
+        timeoutMs: config.vertical.upstreamTimeoutMs,
+        allowPrivateHomeDomains: config.vertical.allowPrivateHomeDomains
+      })
+    )
+  )
+
+/** The paid reference vertical on `vertical.host` / `vertical.port`, selling `vertical.prices` as `exact`. */
 export class VerticalServer extends Context.Tag("sextant/vertical/VerticalServer")<VerticalServer, VerticalServerApi>() {
   static readonly layer = (config: Config): Layer.Layer<VerticalServer> =>
-    Layer.scoped(VerticalServer, serve(config)).pipe(
-      Layer.provide(BunHttpServer.layer({ hostname: config.vertical.host, port: config.vertical.port, idleTimeout: IDLE_TIMEOUT_SECONDS })),
-      Layer.provide(
-        Paywall.Live({
-          network: config.network,
-          asset: config.asset.assetContract,
-          payTo: config.vertical.payTo,
-          prices: config.vertical.prices,
-          facilitatorUrl: facilitatorUrlFor(config),
-          facilitatorApiKey: config.vertical.facilitatorApiKey,
-          timeoutMs: config.vertical.facilitatorTimeoutMs
-        })
-      ),
-      Layer.provide(
-        StellarData.Live({
-          ...verticalEndpoints(config),
-          networkPassphrase: getNetworkPassphrase(config.network),
-          timeoutMs: config.vertical.upstreamTimeoutMs,
-          allowPrivateHomeDomains: config.vertical.allowPrivateHomeDomains
-        })
-      )
-    )
+    verticalLayer(config, {
+      name: config.vertical.name,
+      host: config.vertical.host,
+      port: config.vertical.port,
+      publicUrl: config.vertical.publicUrl,
+      payTo: config.vertical.payTo,
+      offers: Effect.succeed(exactOffers(config.vertical.prices))
+    })
 }

@@ -4,6 +4,7 @@ import { AppConfig, type FacilitatorBackend } from "../config.js"
 import { AllFacilitatorsFailed, NoHealthyFacilitator, UnsupportedPaymentKind } from "../domain/errors.js"
 import type { FacilitatorStatus, SettleResponse, SupportedResponse } from "../domain/x402.js"
 import { advertises, type Capabilities, capabilitiesOf, mergeSupported } from "./capabilities.js"
+import { Instruments, type InstrumentsShape } from "../telemetry/Instruments.js"
 import { type BackendClient, type BackendFailure, makeBackendClient } from "./FacilitatorClient.js"
 
 export interface PoolOptions {
@@ -97,12 +98,30 @@ interface Backend {
   readonly client: BackendClient
 }
 
+/** Each call of a backend counted by its configured id, the call and `ok` or the failure's kind (bounded labels). */
+const counted = (client: BackendClient, instruments: InstrumentsShape): BackendClient => {
+  const count =
+    (call: "supported" | "verify" | "settle") =>
+    <A, R>(effect: Effect.Effect<A, BackendFailure, R>) =>
+      Effect.tapBoth(effect, {
+        onSuccess: () => instruments.facilitatorCall(client.id, call, "ok"),
+        onFailure: (failure) => instruments.facilitatorCall(client.id, call, failure.kind)
+      })
+  return {
+    ...client,
+    supported: (timeout) => count("supported")(client.supported(timeout)),
+    verify: (body, timeout) => count("verify")(client.verify(body, timeout)),
+    settle: (body, timeout) => count("settle")(client.settle(body, timeout))
+  }
+}
+
 const make = (options: PoolOptions) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const http = yield* HttpClient.HttpClient
+    const instruments = yield* Instruments
     const backends: ReadonlyArray<Backend> =
-      config.facilitators.map((b) => ({ config: b, client: makeBackendClient(http, b) }))
+      config.facilitators.map((b) => ({ config: b, client: counted(makeBackendClient(http, b), instruments) }))
     const states = yield* Ref.make<ReadonlyMap<string, BackendState>>(new Map(backends.map((b) => [b.config.id, unchecked])))
 
     const nowIso = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))

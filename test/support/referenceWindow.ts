@@ -1,4 +1,5 @@
-import type { Observation, ProbeOutcome, RecordedObservation } from "../../src/domain/observations.js"
+import type { Observation, RecordedObservation } from "../../src/domain/observations.js"
+import { ANSWERED, CONNECT_FAILURE } from "../../src/verification/rollingWindow.js"
 import type { ResourcePaymentOption } from "../../src/domain/resources.js"
 import { matchesAdvertisedPrice } from "../../src/verification/catalogMatch.js"
 import type { EconomicCounts, WindowStats } from "../../src/verification/windowStats.js"
@@ -9,14 +10,7 @@ import type { EconomicCounts, WindowStats } from "../../src/verification/windowS
  * compare the rolling window against it, and feed it to the pure status rules.
  */
 
-const ANSWERED: ReadonlySet<ProbeOutcome> = new Set([
-  "healthy",
-  "http_status",
-  "no_challenge",
-  "malformed_challenge",
-  "no_acceptable_option"
-])
-const CONNECT_FAILURE: ReadonlySet<ProbeOutcome> = new Set(["unreachable", "timeout"])
+// The outcome classes are definitions, shared; the computation over them is the reference's own.
 
 /** Nearest-rank percentile of an ascending list; null when empty. */
 export const percentile = (ascending: ReadonlyArray<number>, q: number): number | null =>

@@ -5,6 +5,7 @@ import { ServicesLive } from "../../src/app.js"
 import { type Config, loadConfig } from "../../src/config.js"
 import { SextantApi } from "../../src/http/api/index.js"
 import { BunServerLive, HttpLive } from "../../src/http/server.js"
+import { TelemetryLive } from "../../src/telemetry/Telemetry.js"
 
 /**
  * Where a test's ledger reads go unless it starts a fixture ledger: a closed loopback port, so a
@@ -40,9 +41,11 @@ export const ledgerAt = (ledger: { readonly rpcUrl: string; readonly horizonUrl:
  * reconciliation running; probes run only on request) on 127.0.0.1 and an ephemeral port.
  */
 export const startServer = async (config: Config = testConfig()) => {
+  // The services stay in the runtime, so a test can seed history through them (`runtime.runPromise`).
   const layer = HttpLive.pipe(
-    Layer.provide(ServicesLive(config, "server")),
-    Layer.provideMerge(BunServerLive({ host: "127.0.0.1", port: 0 }))
+    Layer.provideMerge(ServicesLive(config, "server")),
+    Layer.provideMerge(BunServerLive({ host: "127.0.0.1", port: 0 })),
+    Layer.provide(TelemetryLive(config, "test"))
   )
   const runtime = ManagedRuntime.make(layer)
   const server = await runtime.runPromise(HttpServer.HttpServer)

@@ -1,0 +1,48 @@
+import type { FacilitatorStatus } from "../domain/x402.js"
+import { chip, type Tone } from "./chips.js"
+import { formatTime, formatUsd, html, type Html } from "./html.js"
+import type { JournalLine, JournalView } from "./StatusReader.js"
+import { baseUnitsToUsd } from "../domain/stellar.js"
+
+/** Why a section is not shown: the page says so instead of leaving it out silently. */
+export type Hidden = { readonly hidden: string }
+
+const STATE_TONE: Record<string, Tone> = { settled: "good", pending: "neutral", failed: "bad", indeterminate: "alarm" }
+const STATES = ["indeterminate", "pending", "settled", "failed"] as const
+
+export const facilitatorsSection = (facilitators: ReadonlyArray<FacilitatorStatus> | Hidden): Html => html`<section id="facilitators">
+<h2>Facilitators</h2>
+${"hidden" in facilitators
+  ? html`<p class="muted">${facilitators.hidden}</p>`
+  : facilitators.length === 0
+    ? html`<p class="muted">No facilitator backend is configured.</p>`
+    : html`<div class="scroll"><table class="facilitators"><thead><tr><th>Backend</th><th>Health</th><th>Kinds</th><th>Last checked</th><th>Last error</th></tr></thead>
+<tbody>${facilitators.map(
+        (f) => html`<tr data-backend="${f.id}"><td>${f.id}</td><td>${f.healthy ? chip("healthy", "good") : chip("unhealthy", "bad")}</td>
+  <td class="wrap">${f.kinds.map((k) => `${k.scheme} on ${k.network}`).join(", ") || "–"}</td><td>${formatTime(f.lastCheckedAt)}</td><td class="wrap">${f.lastError ?? ""}</td></tr>`
+      )}</tbody></table></div>`}
+</section>`
+
+const entryRow = (decimals: number) => (line: JournalLine) => {
+  const e = line.entry
+  const errors = e.errors.map((x) => `${x.backendId}: ${x.error}`).join("; ")
+  return html`<tr data-state="${e.state}"><td>${formatTime(new Date(e.createdAtMs).toISOString())}</td><td>${chip(e.state, STATE_TONE[e.state] ?? "neutral")}</td>
+  <td>${e.principal}</td><td class="num">${formatUsd(baseUnitsToUsd(e.worstCaseUnits.toString(), decimals))}</td><td>${e.backendId ?? "–"}</td>
+  <td class="wrap">${line.reason ?? ""}${errors ? html`<br><span class="muted">${errors}</span>` : ""}</td></tr>`
+}
+
+const entries = (lines: ReadonlyArray<JournalLine>, decimals: number) =>
+  html`<div class="scroll"><table class="journal"><thead><tr><th>Created</th><th>State</th><th>Principal</th><th class="num">Worst case</th><th>Backend</th><th>Reason</th></tr></thead>
+<tbody>${lines.map(entryRow(decimals))}</tbody></table></div>`
+
+/** The settlement journal: counts by state, then every unresolved entry with its reason, then the newest others. */
+export const journalSection = (journal: JournalView | Hidden, decimals: number): Html => html`<section id="journal">
+<h2>Settlement journal</h2>
+${"hidden" in journal
+  ? html`<p class="muted">${journal.hidden}</p>`
+  : html`<div class="counts">${STATES.map((s) => html`<span data-count="${s}">${chip(s, STATE_TONE[s] ?? "neutral")} ${journal.counts.get(s) ?? 0}</span>`)}</div>
+<h3>Indeterminate: a backend may have paid; the ledger decides</h3>
+${journal.indeterminate.length === 0 ? html`<p class="muted">None.</p>` : entries(journal.indeterminate, decimals)}
+<h3>Newest</h3>
+${journal.recent.length === 0 ? html`<p class="muted">No settlement yet.</p>` : entries(journal.recent, decimals)}`}
+</section>`

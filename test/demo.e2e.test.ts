@@ -1,0 +1,86 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { decodePaymentRequiredHeader } from "@x402/core/http"
+import { Either } from "effect"
+import { loadConfig, TESTNET_USDC } from "../src/config.js"
+import { type DemoServe, EXPECTED_STANDINGS, FAST_DEMO, listed, spawnDemoServe, waitForStandings } from "./support/demoServe.js"
+import { request } from "./support/server.js"
+
+/**
+ * A first run as a new user makes it: `serve` with no catalog configured starts the demo
+ * providers beside the vertical, and probes alone sort them into their standings, reached only
+ * over HTTP. The demo's timings are shortened (FAST_DEMO) and its ports moved; nothing else.
+ */
+
+const bundled = Either.getOrThrow(loadConfig(undefined, {})).catalog
+const advertised = (id: string) => bundled.find((e) => e.resource.id === id)!.paymentOptions
+
+describe("e2e: the demo providers as npm start runs them", () => {
+  let demo: DemoServe
+  const url = (path: string) => `${demo.service.url}${path}`
+
+  beforeAll(async () => {
+    demo = await spawnDemoServe()
+  })
+  afterAll(() => demo?.service.stop())
+
+  test("each provider reaches its standing within seconds: steady and slow verified, flaky degraded, the raiser quarantined", async () => {
+    const started = Date.now()
+    await waitForStandings(demo.service)
+    expect(Date.now() - started).toBeLessThan(20_000)
+    const byProvider = new Map((await listed(demo.service)).map((r) => [r.provider.id, r.provider.name]))
+    expect([...byProvider.keys()].sort()).toEqual(Object.keys(EXPECTED_STANDINGS).sort())
+    for (const [id, name] of byProvider) if (id.startsWith("demo-")) expect(name).toStartWith("Demo ")
+    // The quarantine says why: the challenge asks twice the advertised price.
+    const raiser = await request(url("/v1/resources/demo-raiser.rwa.inspect"))
+    expect(raiser.body.transitions[0]).toMatchObject({
+      to: "QUARANTINED",
+      reason: expect.stringContaining("price above the advertised 5000 base units")
+    })
+  })
+
+  test("their metrics diverge: the slow one's latency, the flaky one's reliability, the raiser's observed price", async () => {
+    await waitForStandings(demo.service)
+    const metrics = async (id: string) => (await request(url(`/v1/resources/${id}/metrics`))).body
+    const [fast, slow, flaky, raiser] = await Promise.all(
+      ["demo-fast", "demo-slow", "demo-flaky", "demo-raiser"].map((p) => metrics(`${p}.rwa.inspect`))
+    )
+    expect(fast).toMatchObject({ reliability: 1, priceConsistency: 1, observedPriceUsd: 0.0012 })
+    expect(slow.p50LatencyMs).toBeGreaterThanOrEqual(FAST_DEMO.slowDelayMs)
+    expect(slow.p50LatencyMs).toBeGreaterThan(fast.p50LatencyMs)
+    expect(flaky.availability24h).toBe(1)
+    expect(flaky.reliability).toBeGreaterThan(0)
+    expect(flaky.reliability).toBeLessThan(0.8)
+    expect(raiser.observedPriceUsd).toBe(0.001)
+    expect(raiser.priceConsistency).toBeLessThan(1)
+  })
+
+  test("routes choose differently: cheapest takes the flaky provider, reliable a fully reliable one; the raiser is rejected as QUARANTINED", async () => {
+    await waitForStandings(demo.service)
+    const route = async (optimizeFor: string) =>
+      (await request(url("/v1/routes"), { method: "POST", json: { capability: "rwa.inspect", optimizeFor } })).body
+    const cheapest = await route("cheapest")
+    const reliable = await route("reliable")
+    expect(cheapest.selected.resourceId).toBe("demo-flaky.rwa.inspect")
+    expect(reliable.selected.resourceId).not.toBe(cheapest.selected.resourceId)
+    expect(reliable.selected.metrics.reliability).toBe(1)
+    for (const decision of [cheapest, reliable]) {
+      expect(decision.rejected.map((r: { resourceId: string; codes: unknown }) => [r.resourceId, r.codes])).toEqual([
+        ["demo-raiser.rwa.inspect", ["QUARANTINED"]]
+      ])
+      expect(decision.fallbacks.length).toBe(3)
+    }
+  })
+
+  test("a demo provider's 402 is a real x402 challenge offering the catalog's exact price and upto ceiling", async () => {
+    const inspect = `http://127.0.0.1:${demo.ports.fast}/demo-fast/v1/rwa/inspect`
+    const unpaid = await fetch(inspect, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
+    expect(unpaid.status).toBe(402)
+    const challenge = decodePaymentRequiredHeader(unpaid.headers.get("PAYMENT-REQUIRED") ?? "")
+    expect(challenge.resource.url).toBe(inspect)
+    const [exact, upto] = advertised("demo-fast.rwa.inspect")
+    expect(challenge.accepts).toEqual([
+      expect.objectContaining({ scheme: "exact", network: "stellar:testnet", asset: TESTNET_USDC, payTo: exact!.payTo, amount: exact!.amount }),
+      expect.objectContaining({ scheme: "upto", network: "stellar:testnet", asset: TESTNET_USDC, payTo: upto!.payTo, amount: upto!.maxAmount })
+    ])
+  })
+})

@@ -1,0 +1,220 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Effect, Option } from "effect"
+import { mkdirSync } from "node:fs"
+import { join, resolve } from "node:path"
+import { type Browser, chromium, type Page } from "playwright-core"
+import type { RecordedObservation } from "../src/domain/observations.js"
+import type { CatalogEntry } from "../src/domain/resources.js"
+import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
+import { startFacilitator } from "./fixtures/facilitator.js"
+import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
+import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
+import { LOOPBACK, pollUntil } from "./support/poll.js"
+import { request, startServer, testConfig } from "./support/server.js"
+
+/** Screenshots land here (ignored by git), kept as the run's artefacts. */
+const ARTIFACTS = resolve(import.meta.dir, "..", "test-artifacts", "status")
+const OTHER_PAYEE = "GDVEU3DD4KOFECV66VIHWEZOYX4ZKR3WV27L464SIIPOU2IUI3JCZA57"
+const HOUR = 3_600_000
+
+const entry = (id: string, provider: string, capability: string, payTo = advertised.payTo): CatalogEntry => ({
+  resource: {
+    id,
+    type: "http",
+    name: `${provider} ${capability}`,
+    description: "seeded for the status page",
+    // Never fetched: probes run only on request here, and the history is recorded directly.
+    url: `http://127.0.0.1:9/${id}`,
+    method: "GET",
+    capabilities: [capability]
+  },
+  provider: { id: provider.toLowerCase(), name: provider },
+  paymentOptions: [{ ...advertised, payTo }]
+})
+
+const CATALOG = [
+  entry("alpha.inspect", "Alpha", "rwa.inspect"),
+  entry("bravo.compliance", "Bravo", "rwa.compliance", OTHER_PAYEE),
+  entry("charlie.inspect", "Charlie", "rwa.inspect", OTHER_PAYEE),
+  entry("delta.eligibility", "Delta", "rwa.eligibility", OTHER_PAYEE)
+]
+
+/** Hours ago, in the middle of an hour bucket, so each lands in its own bucket of the 24 h chart. */
+const hoursAgo = (now: number, h: number) => now - (h + 0.5) * HOUR
+
+/** Histories that earn each status: healthy, degraded, offline and quarantined (docs/decisions.md). */
+const histories = (now: number): Record<string, ReadonlyArray<RecordedObservation>> => ({
+  // 12 healthy probes, one an hour, latencies 100..210 ms.
+  "alpha.inspect": Array.from({ length: 12 }, (_, i) => observation(hoursAgo(now, 11 - i), { latencyMs: 100 + i * 10 })),
+  // Half the probes time out, the newest answers: degraded, not offline.
+  "bravo.compliance": Array.from({ length: 8 }, (_, i) =>
+    i % 2 === 1 ? observation(hoursAgo(now, 7 - i), { payTo: OTHER_PAYEE }) : timedOut(hoursAgo(now, 7 - i))
+  ),
+  // Healthy once, then three timeouts in a row: offline.
+  "charlie.inspect": [observation(hoursAgo(now, 4), { payTo: OTHER_PAYEE }), ...[3, 2, 1].map((h) => timedOut(hoursAgo(now, h)))],
+  // The challenge asks five times the advertised price: quarantined, whatever its availability (3 of 4).
+  "delta.eligibility": [
+    timedOut(hoursAgo(now, 3)),
+    observation(hoursAgo(now, 2), { payTo: OTHER_PAYEE }),
+    observation(hoursAgo(now, 1), { payTo: OTHER_PAYEE, amount: "50000", priceUsd: 0.005, contradiction: "price 0.005 USD is above the advertised 0.001 USD" }),
+    answeredWithout(hoursAgo(now, 0.2), 402, { contradiction: null })
+  ]
+})
+
+const backend = startFacilitator()
+let server: Awaited<ReturnType<typeof startServer>>
+let browser: Browser
+/** Every URL any page asked for, across the whole file. */
+const requested: Array<string> = []
+
+const seed = (now: number) =>
+  Effect.gen(function* () {
+    const recorder = yield* EvidenceRecorder
+    const repo = yield* ResourcesRepo
+    for (const [id, observations] of Object.entries(histories(now))) {
+      const record = Option.getOrThrow(yield* repo.get(id))
+      for (const o of observations) yield* recorder.recordObservation(record, { ...o, resourceId: id, url: record.resource.url })
+    }
+  })
+
+const settle = async (seedNumber: number) => {
+  const requirements = exactRequirements({ payTo: advertised.payTo })
+  const body = settleBody(await buildExactPayment(requirements, { buyer: seededBuyer(seedNumber) }), requirements)
+  return request(`${server.url}/x402/settle`, { method: "POST", json: body })
+}
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true })
+  server = await startServer(testConfig({ catalog: CATALOG, facilitators: [{ id: "fixture", url: backend.url }] }))
+  await server.runtime.runPromise(seed(Date.now()))
+  await pollUntil(
+    "the service's first /supported poll lands",
+    async () => (await request(`${server.url}/x402/supported`)).body.kinds?.length ?? 0,
+    (kinds) => kinds > 0,
+    LOOPBACK
+  )
+  // One settled payment, then one whose settle answers 500: indeterminate, with its reason.
+  expect((await settle(91)).status).toBe(200)
+  backend.setMode("settle500")
+  expect((await settle(92)).status).toBe(502)
+  browser = await chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-background-networking", "--disable-component-update"]
+  })
+}, 30_000)
+afterAll(async () => {
+  await browser?.close()
+  await server.close()
+  await backend.stop()
+})
+
+const open = async (path: string, viewport = { width: 1280, height: 800 }): Promise<Page> => {
+  const page = await browser.newPage({ viewport })
+  page.on("request", (r) => void requested.push(r.url()))
+  const response = await page.goto(`${server.url}${path}`)
+  expect(response?.status()).toBe(200)
+  return page
+}
+
+const rowIds = (page: Page) => page.locator("table.catalog tbody tr").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-id")))
+
+describe("the status page in a browser", () => {
+  test("the catalog table shows every listed resource with its status chip coloured by status", async () => {
+    const page = await open("/status")
+    expect(await rowIds(page)).toEqual(["alpha.inspect", "bravo.compliance", "charlie.inspect", "delta.eligibility"])
+    const chips = await page.locator("table.catalog tbody tr td:nth-child(5) .chip").evaluateAll((chips) =>
+      chips.map((c) => [c.textContent, getComputedStyle(c).backgroundColor])
+    )
+    expect(chips).toEqual([
+      ["PAYMENT_VERIFIED", "rgb(209, 242, 219)"],
+      ["DEGRADED", "rgb(255, 236, 179)"],
+      ["OFFLINE", "rgb(255, 214, 214)"],
+      ["QUARANTINED", "rgb(90, 24, 110)"]
+    ])
+    const alpha = page.locator('tr[data-id="alpha.inspect"] td')
+    expect(await alpha.nth(0).textContent()).toBe("Alpha")
+    expect(await alpha.nth(3).textContent()).toBe("$0.0010")
+    expect(await alpha.nth(6).textContent()).toBe("100.0%")
+    expect(await alpha.nth(7).textContent()).toBe("210 ms")
+    await page.screenshot({ path: join(ARTIFACTS, "status-1280x800.png"), fullPage: true })
+    await page.close()
+  })
+
+  test("sorting by a column and filtering by status and capability change the rows", async () => {
+    const page = await open("/status")
+    await page.click('th[data-sort="availability"] a')
+    expect(await rowIds(page)).toEqual(["charlie.inspect", "bravo.compliance", "delta.eligibility", "alpha.inspect"])
+    await page.click('th[data-sort="availability"] a')
+    expect(await rowIds(page)).toEqual(["alpha.inspect", "delta.eligibility", "bravo.compliance", "charlie.inspect"])
+    await page.click('th[data-sort="resource"] a')
+    await page.click('th[data-sort="resource"] a')
+    expect(await rowIds(page)).toEqual(["delta.eligibility", "charlie.inspect", "bravo.compliance", "alpha.inspect"])
+
+    await page.selectOption('select[name="status"]', "OFFLINE")
+    await Promise.all([page.waitForURL(/status=OFFLINE/), page.click("form.filters button")])
+    expect(await rowIds(page)).toEqual(["charlie.inspect"])
+
+    await page.selectOption('select[name="status"]', "")
+    await page.selectOption('select[name="capability"]', "rwa.inspect")
+    await Promise.all([page.waitForURL(/capability=rwa.inspect/), page.click("form.filters button")])
+    // The descending sort by resource name survives the filter.
+    expect(await rowIds(page)).toEqual(["charlie.inspect", "alpha.inspect"])
+    await page.close()
+  })
+
+  test("a resource page plots one point per hour that had probes, and lists its transitions and observations", async () => {
+    const page = await open("/status/resources/alpha.inspect")
+    const points = (series: string) => page.locator(`svg.chart circle.point[data-series="${series}"]`).count()
+    expect(await points("availability")).toBe(12)
+    expect(await points("p50")).toBe(12)
+    expect(await points("p95")).toBe(12)
+    expect(await points("observed-price")).toBe(12)
+    expect(await page.locator("svg.chart line.reference").count()).toBe(1)
+    expect(await page.locator("ol.timeline li").count()).toBeGreaterThan(0)
+    expect(await page.locator("table.observations tbody tr").count()).toBe(12)
+    await page.screenshot({ path: join(ARTIFACTS, "resource-1280x800.png"), fullPage: true })
+    await page.close()
+
+    const degraded = await open("/status/resources/bravo.compliance")
+    // 8 probes in 8 hours; only the 4 answered ones have a latency.
+    expect(await degraded.locator('circle.point[data-series="availability"]').count()).toBe(8)
+    expect(await degraded.locator('circle.point[data-series="p95"]').count()).toBe(4)
+    await degraded.close()
+  })
+
+  test("facilitators and the settlement journal, indeterminate entries first with their reasons", async () => {
+    const page = await open("/status")
+    // The settle answered 500 marked the backend unhealthy until its next good poll; the page says why.
+    const backendRow = page.locator('table.facilitators tr[data-backend="fixture"]')
+    expect(await backendRow.locator(".chip").textContent()).toBe("unhealthy")
+    expect(await backendRow.textContent()).toContain("answered 500")
+    expect(await page.locator('[data-count="settled"]').textContent()).toContain("1")
+    expect(await page.locator('[data-count="indeterminate"]').textContent()).toContain("1")
+    const firstJournalRow = page.locator("#journal table.journal tbody tr").first()
+    expect(await firstJournalRow.getAttribute("data-state")).toBe("indeterminate")
+    expect(await firstJournalRow.textContent()).toContain("fixture")
+    await page.close()
+  })
+
+  test("readable on a 390-wide phone: the table scrolls inside its box, the charts fit the screen", async () => {
+    const phone = { width: 390, height: 844 }
+    const page = await open("/status", phone)
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
+    await page.screenshot({ path: join(ARTIFACTS, "status-390.png"), fullPage: true })
+    await page.close()
+    const resource = await open("/status/resources/alpha.inspect", phone)
+    expect(await resource.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
+    const chartWidth = await resource.locator("svg.chart").first().evaluate((svg) => svg.getBoundingClientRect().width)
+    expect(chartWidth).toBeGreaterThan(300)
+    expect(chartWidth).toBeLessThanOrEqual(390)
+    await resource.screenshot({ path: join(ARTIFACTS, "resource-390.png"), fullPage: true })
+    await resource.close()
+  })
+
+  test("no page asked any host but the service", () => {
+    expect(requested.length).toBeGreaterThan(0)
+    const origin = new URL(server.url).origin
+    expect(requested.filter((url) => new URL(url).origin !== origin)).toEqual([])
+  })
+})

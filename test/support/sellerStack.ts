@@ -1,0 +1,51 @@
+import type { Config } from "../../src/config.js"
+import { startFacilitator } from "../fixtures/facilitator.js"
+import { startFixtureLedger } from "../fixtures/ledger.js"
+import { startPaidResource } from "../fixtures/paidResource.js"
+import { LOOPBACK, pollUntil } from "./poll.js"
+import { ledgerAt, request, startServer, testConfig } from "./server.js"
+
+export const SELLER_PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
+export const SELLER_RESOURCE_ID = "seller.rwa.inspect"
+
+/**
+ * A seller's stock x402 resource server using this service as its facilitator, with a fixture
+ * facilitator backend settling onto a fixture ledger, all on loopback. `configure` adds to the
+ * service's config; `apiKey` is what the seller (and the polls here) send when keys are configured.
+ */
+export const startSellerStack = async (configure: (base: Config) => Partial<Config> = () => ({}), apiKey?: string) => {
+  const ledger = startFixtureLedger()
+  const backend = startFacilitator({ ledger })
+  const resource = startPaidResource({ payTo: SELLER_PAY_TO, amount: "10000" })
+  const base = testConfig()
+  const server = await startServer(
+    testConfig({
+      facilitators: [{ id: "fixture", url: backend.url }],
+      catalog: [resource.catalogEntry(SELLER_RESOURCE_ID)],
+      probes: { ...base.probes, allowPrivateTargets: true },
+      ledger: ledgerAt(ledger),
+      ...configure(base)
+    })
+  )
+  const headers: Record<string, string> = apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }
+  await pollUntil(
+    "the service's first /supported poll lands",
+    async () => (await request(`${server.url}/x402/supported`, { headers })).body.kinds?.length ?? 0,
+    (kinds) => kinds > 0,
+    LOOPBACK
+  )
+  // The seller's resource server answers its 402 through this service as its facilitator.
+  await resource.useFacilitator(`${server.url}/x402`, apiKey)
+  return {
+    server,
+    backend,
+    resource,
+    ledger,
+    stop: async () => {
+      await server.close()
+      await resource.stop()
+      await backend.stop()
+      ledger.stop()
+    }
+  }
+}
