@@ -33,7 +33,7 @@ const HOUR = 3_600_000
 let peakRss = 0
 const sampleRss = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100)
 
-const target = Bun.spawn(["bun", join(import.meta.dir, "scaleTarget.ts")], { stdout: "pipe", stderr: "inherit" })
+const target = Bun.spawn([process.execPath, join(import.meta.dir, "scaleTarget.ts")], { stdout: "pipe", stderr: "inherit" })
 const firstLine = async () => {
   const reader = target.stdout.getReader()
   let text = ""

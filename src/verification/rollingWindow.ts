@@ -52,7 +52,8 @@ export const CONNECT_FAILURE: ReadonlySet<ProbeOutcome> = new Set(["unreachable"
 export const windowStartMs = (nowMs: number, config: VerificationConfig) =>
   Math.floor((nowMs - windowMs(config)) / BUCKET_MS) * BUCKET_MS
 
-const priceMatches = (o: RecordedObservation, advertised: ReadonlyArray<ResourcePaymentOption>) =>
+/** A healthy probe's recorded option asks exactly the advertised price of the same payment. */
+export const priceMatches = (o: RecordedObservation, advertised: ReadonlyArray<ResourcePaymentOption>) =>
   o.network !== null &&
   o.scheme !== null &&
   o.asset !== null &&

@@ -1,7 +1,6 @@
 import type { Observation, RecordedObservation } from "../../src/domain/observations.js"
-import { ANSWERED, CONNECT_FAILURE } from "../../src/verification/rollingWindow.js"
+import { ANSWERED, CONNECT_FAILURE, priceMatches } from "../../src/verification/rollingWindow.js"
 import type { ResourcePaymentOption } from "../../src/domain/resources.js"
-import { matchesAdvertisedPrice } from "../../src/verification/catalogMatch.js"
 import type { EconomicCounts, WindowStats } from "../../src/verification/windowStats.js"
 
 /**
@@ -10,7 +9,8 @@ import type { EconomicCounts, WindowStats } from "../../src/verification/windowS
  * compare the rolling window against it, and feed it to the pure status rules.
  */
 
-// The outcome classes are definitions, shared; the computation over them is the reference's own.
+// The outcome classes and the price match of one probe are definitions, shared; the computation
+// over a window is the reference's own.
 
 /** Nearest-rank percentile of an ascending list; null when empty. */
 export const percentile = (ascending: ReadonlyArray<number>, q: number): number | null =>
@@ -41,18 +41,7 @@ export const summarizeWindow = (
       const latencies = answered.flatMap((o) => (o.latencyMs === null ? [] : [o.latencyMs])).sort((a, b) => a - b)
       return { p50LatencyMs: percentile(latencies, 0.5), p95LatencyMs: percentile(latencies, 0.95) }
     })(),
-    priceMatches: healthy.filter(
-      (o) =>
-        o.network !== null &&
-        o.scheme !== null &&
-        o.asset !== null &&
-        o.payTo !== null &&
-        o.amount !== null &&
-        matchesAdvertisedPrice(
-          { network: o.network, scheme: o.scheme, asset: o.asset, payTo: o.payTo, amount: o.amount, maxAmount: o.maxAmount },
-          advertised
-        )
-    ).length,
+    priceMatches: healthy.filter((o) => priceMatches(o, advertised)).length,
     latestHealthy: (() => {
       const latest = healthy[healthy.length - 1]
       return latest === undefined ? null : { observedAt: latest.observedAt, priceUsd: latest.priceUsd }
