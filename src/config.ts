@@ -54,13 +54,25 @@ const outboundGuardFields = {
 }
 
 export const ProbesConfig = Schema.Struct({
+  /** Each resource is probed once per interval, at its own due time (spread over the interval by its id). */
   intervalSeconds: opt(PositiveInt, 60),
   timeoutMs: opt(PositiveInt, 5000),
   concurrency: opt(PositiveInt, 8),
-  /** Fraction of the interval added at random to each cycle's start, so fleets do not probe in step. */
-  jitter: opt(Ratio, 0.1),
+  /**
+   * How long a claim on a due resource holds: another instance takes it only after this, so an
+   * instance that died gives its share back within one lease. Must exceed a probe (timeoutMs).
+   */
+  leaseSeconds: opt(PositiveInt, 60),
+  /**
+   * Accepted and ignored: config field names are a contract (add, never rename). Per-resource
+   * slots now spread probes over the interval, which the random jitter used to do.
+   */
+  jitter: Schema.optional(Ratio),
   ...outboundGuardFields,
+  /** Hourly rollups of probes are kept this long. */
   retentionDays: opt(PositiveInt, 7),
+  /** Raw observations are kept this long; older history is the hourly rollups. */
+  rawRetentionHours: opt(PositiveInt, 2),
   maxBodyBytes: opt(PositiveInt, 65536),
   /** Share above the advertised price a challenge may ask before the resource is quarantined. */
   priceTolerance: opt(NonNegativeNumber, 0.05)
@@ -466,6 +478,9 @@ export const checkConsistency = (config: Config): ConfigError | undefined => {
   if (ports) return ports
   const database = checkDatabase(config.database)
   if (database) return database
+  if (config.probes.leaseSeconds * 1000 <= config.probes.timeoutMs) {
+    return new ConfigError("probes.leaseSeconds", "a claim must outlast a probe: leaseSeconds must exceed timeoutMs")
+  }
   if (config.asset.network !== config.network) {
     return new ConfigError("asset.network", `asset is on ${config.asset.network} but the service runs on ${config.network}`)
   }

@@ -13,7 +13,8 @@ import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { type PostgresCluster, pgQuery, postgresAvailability, startPostgres } from "./support/postgres.js"
 import { pollUntil } from "./support/poll.js"
-import { ledgerAt, request, startServer, testConfig } from "./support/server.js"
+import { spawnServe } from "./support/serveProcess.js"
+import { ledgerAt, NO_LEDGER, request, startServer, testConfig } from "./support/server.js"
 
 /**
  * The service on a real PostgreSQL server: the same migrations and repositories SQLite runs, and
@@ -284,4 +285,85 @@ describe.skipIf(!availability.available)(title, () => {
     )
     expect(resource.body.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
   })
+  test("two instances share the probing: each resource once per interval, none twice; a killed instance's share is taken within one lease", async () => {
+    const database = await cluster.createDatabase("shared_probing")
+    const RESOURCES = 2000
+    const INTERVAL_MS = 12_000
+    const LEASE_MS = 3_000
+    // How late a probe may run behind its slot and keep it (probeSlots.ts: half an interval): on a
+    // busy 2-core machine both instances, Postgres and the target share two cores.
+    const LAG_MS = INTERVAL_MS / 2
+    const catalog = Array.from({ length: RESOURCES }, (_, i) => entry(`shared-${String(i).padStart(4, "0")}`, fixture.url(`/paid/${i}`)))
+    const instance = () =>
+      spawnServe(
+        (dir) => ({
+          database,
+          catalog: "catalog.json",
+          vertical: { enabled: false },
+          probes: { intervalSeconds: INTERVAL_MS / 1000, leaseSeconds: LEASE_MS / 1000, timeoutMs: 1000, concurrency: 32, allowPrivateTargets: true },
+          ledger: { sorobanRpcUrl: NO_LEDGER, horizonUrl: NO_LEDGER },
+          signer: { ed25519KeyFile: join(dir, "signer.key") }
+        }),
+        { "catalog.json": JSON.stringify(catalog) },
+        // Loading a 2,000-entry catalog into Postgres takes a while on a busy machine.
+        { timeoutMs: 60_000 }
+      )
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+    /** Per resource, its probe times in [from, to), and the one before `from`. */
+    const probeTimes = async (from: number, to: number) => {
+      const rows = await pgQuery<{ resource_id: string; observed_at_ms: string }>(
+        database,
+        `SELECT resource_id, observed_at_ms FROM observations WHERE observed_at_ms >= ${from - INTERVAL_MS * 2} AND observed_at_ms < ${to}
+         ORDER BY resource_id, observed_at_ms`
+      )
+      const times = new Map<string, Array<number>>()
+      for (const r of rows) times.set(r.resource_id, [...(times.get(r.resource_id) ?? []), Number(r.observed_at_ms)])
+      return catalog.map((e) => {
+        const all = times.get(e.resource.id) ?? []
+        const inside = all.filter((t) => t >= from)
+        const before = all.filter((t) => t < from).at(-1)
+        const series = before === undefined ? inside : [before, ...inside]
+        const gaps = series.slice(1).map((t, i) => t - series[i]!)
+        return { inside: inside.length, shortest: Math.min(...gaps), longest: Math.max(...gaps) }
+      })
+    }
+
+    const a = await instance()
+    let b: Awaited<ReturnType<typeof instance>> | null = null
+    try {
+      // All new resources are due at once; once every one was probed twice, each is in its slot.
+      await pollUntil(
+        "every resource probed twice",
+        () => pgQuery<{ n: string }>(database, "SELECT COUNT(*) AS n FROM (SELECT resource_id FROM observations GROUP BY resource_id HAVING COUNT(*) >= 2) t"),
+        (rows) => Number(rows[0]?.n) === RESOURCES,
+        { timeoutMs: 60_000, everyMs: 500 }
+      )
+      // The second instance starts once the first settled the catalog: its start-up re-upserts every
+      // catalog row, which on Postgres can deadlock with probe batches still moving statuses.
+      b = await instance()
+      await sleep(INTERVAL_MS)
+
+      // Both running, over two intervals: every resource probed in each interval, never twice for one slot.
+      const shared = Date.now()
+      await sleep(2 * INTERVAL_MS + 500)
+      const both = await probeTimes(shared, shared + 2 * INTERVAL_MS)
+      expect(both.filter((r) => r.inside < 1 || r.inside > 3)).toEqual([])
+      // Two instances probing one slot would leave two probes moments apart; a slot is an interval wide.
+      expect(Math.min(...both.map((r) => r.shortest))).toBeGreaterThan(INTERVAL_MS / 2 - 1000)
+      expect(Math.max(...both.map((r) => r.longest))).toBeLessThanOrEqual(INTERVAL_MS + LAG_MS)
+
+      // Kill one instance (SIGKILL: no release of its claims): the other takes over its share, a
+      // claim of the dead one waiting at most one lease past its slot.
+      const killedAt = Date.now()
+      await b.stop()
+      b = null
+      await sleep(LEASE_MS + 2 * INTERVAL_MS)
+      const alone = await probeTimes(killedAt, killedAt + LEASE_MS + 2 * INTERVAL_MS)
+      expect(alone.filter((r) => r.inside < 2)).toEqual([])
+      expect(Math.min(...alone.map((r) => r.shortest))).toBeGreaterThan(INTERVAL_MS / 2 - 1000)
+      expect(Math.max(...alone.map((r) => r.longest))).toBeLessThanOrEqual(INTERVAL_MS + LEASE_MS + LAG_MS)
+    } finally {
+      await Promise.all([a.stop(), b?.stop()])
+    }
+  }, 180_000)
 })

@@ -6,7 +6,9 @@ import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { TransitionsRepo } from "../src/store/TransitionsRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
-import { type CycleReport, Prober } from "../src/verification/Prober.js"
+import { Prober } from "../src/verification/Prober.js"
+import { nextDue, phaseOf } from "../src/verification/probeSlots.js"
+import fc from "fast-check"
 import { ProbeSchedulerLive } from "../src/verification/ProbeScheduler.js"
 import { observation, timedOut } from "./fixtures/observations.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
@@ -18,10 +20,8 @@ beforeAll(async () => {
 })
 afterAll(() => fixture.stop())
 
-const report: CycleReport = { startedAt: "", durationMs: 0, probed: 0, healthy: 0, unrecorded: 0, pruned: 0, prunedUnlisted: 0 }
-
-/** The scheduler over a stand-in Prober whose cycle is `cycle`: only the schedule is under test. */
-const scheduler = (cycle: Effect.Effect<void>, probes = { intervalSeconds: 60, jitter: 0.1 }) =>
+/** The scheduler over a stand-in Prober whose `runDue` is `due`: only the loop is under test. */
+const scheduler = (due: Effect.Effect<number>, upkeep: Effect.Effect<void> = Effect.void) =>
   ProbeSchedulerLive.pipe(
     Layer.provide(
       Layer.succeed(Prober, {
@@ -29,71 +29,67 @@ const scheduler = (cycle: Effect.Effect<void>, probes = { intervalSeconds: 60, j
         probeUrl: () => Effect.die("not used"),
         observeNewUrl: () => Effect.die("not used"),
         adopt: () => Effect.die("not used"),
-        runCycle: Effect.as(cycle, report)
+        runCycle: Effect.die("not used"),
+        prune: Effect.as(upkeep, { pruned: 0, prunedUnlisted: 0 }),
+        syncSchedule: Effect.as(upkeep, { added: 0, removed: 0 }),
+        runDue: () => due
       })
     ),
-    Layer.provide(Layer.succeed(AppConfig, verificationConfig(probes)))
+    Layer.provide(Layer.succeed(AppConfig, verificationConfig({ intervalSeconds: 60, concurrency: 2 })))
   )
 
 const runTest = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(Effect.provide(effect, TestContext.TestContext))
 
-describe("probe schedule (TestClock)", () => {
-  test("a cycle at start-up, then one per interval plus at most the jitter", async () => {
-    const starts = await runTest(
-      Effect.gen(function* () {
-        const started = yield* Queue.unbounded<number>()
-        const scope = yield* Scope.make()
-        yield* Layer.buildWithScope(scheduler(Effect.flatMap(Clock.currentTimeMillis, (ms) => Queue.offer(started, ms))), scope)
-        const first = yield* Queue.take(started)
-        yield* TestClock.adjust(Duration.seconds(59))
-        const early = yield* Queue.size(started)
-        yield* TestClock.adjust(Duration.seconds(7))
-        const second = yield* Queue.take(started)
-        yield* TestClock.adjust(Duration.seconds(66))
-        const third = yield* Queue.take(started)
-        yield* Scope.close(scope, Exit.void)
-        return { first, early, second, third }
+describe("probe slots (pure)", () => {
+  const interval = 300_000
+  test("on schedule, a resource's probes are exactly one interval apart, in its own phase", () => {
+    fc.assert(
+      fc.property(fc.string({ minLength: 1, maxLength: 40 }), fc.integer({ min: 0, max: 2 ** 40 }), fc.integer({ min: 0, max: interval / 2 - 1 }), (id, start, lag) => {
+        const first = nextDue(id, start, interval)
+        expect(first - start).toBeGreaterThanOrEqual(interval / 2)
+        expect(first - start).toBeLessThan(interval * 1.5)
+        expect(first % interval).toBe(phaseOf(id, interval))
+        // Probed up to half an interval late, the next slot is still exactly one interval on.
+        expect(nextDue(id, first + lag, interval)).toBe(first + interval)
       })
     )
-    expect(starts.first).toBe(0)
-    expect(starts.early).toBe(0)
-    expect(starts.second).toBeGreaterThanOrEqual(60_000)
-    expect(starts.second).toBeLessThanOrEqual(66_000)
-    expect(starts.third - starts.second).toBeGreaterThanOrEqual(60_000)
-    expect(starts.third - starts.second).toBeLessThanOrEqual(66_000)
   })
 
-  test("a cycle longer than the interval is never overlapped: the next starts an interval after it ends", async () => {
+  test("phases spread a catalog evenly over the interval", () => {
+    const slots = new Array(10).fill(0)
+    for (let i = 0; i < 10_000; i++) slots[Math.floor((phaseOf(`resource-${i}`, interval) / interval) * 10)]++
+    for (const n of slots) expect(Math.abs(n - 1000)).toBeLessThan(150)
+  })
+})
+
+describe("probe loop (TestClock)", () => {
+  test("upkeep runs at start and once per interval; an idle loop claims once per tick, a full claim at once again", async () => {
     const out = await runTest(
       Effect.gen(function* () {
-        const started = yield* Queue.unbounded<number>()
-        const running = yield* Ref.make(0)
-        const most = yield* Ref.make(0)
-        const count = yield* Ref.make(0)
-        const cycle = Effect.gen(function* () {
-          const n = yield* Ref.updateAndGet(running, (x) => x + 1)
-          yield* Ref.update(most, (m) => Math.max(m, n))
-          yield* Queue.offer(started, yield* Clock.currentTimeMillis)
-          if ((yield* Ref.getAndUpdate(count, (c) => c + 1)) === 0) yield* Effect.sleep(Duration.seconds(200))
-          yield* Ref.update(running, (x) => x - 1)
-        })
+        const claims = yield* Ref.make(0)
+        const upkeeps = yield* Ref.make(0)
+        // The first two claims come back full (limit = concurrency x 4 = 8), then nothing is due.
+        const due = Effect.map(Ref.getAndUpdate(claims, (n) => n + 1), (n) => (n < 2 ? 8 : 0))
         const scope = yield* Scope.make()
-        yield* Layer.buildWithScope(scheduler(cycle), scope)
-        yield* Queue.take(started)
-        yield* TestClock.adjust(Duration.seconds(150))
-        const duringLongCycle = yield* Queue.size(started)
-        yield* TestClock.adjust(Duration.seconds(50 + 66))
-        const second = yield* Queue.take(started)
+        yield* Layer.buildWithScope(scheduler(due, Ref.update(upkeeps, (n) => n + 1)), scope)
+        yield* TestClock.adjust(Duration.millis(1))
+        const atStart = { claims: yield* Ref.get(claims), upkeeps: yield* Ref.get(upkeeps) }
+        yield* TestClock.adjust(Duration.seconds(10))
+        const afterTen = yield* Ref.get(claims)
+        yield* TestClock.adjust(Duration.seconds(50))
+        const upkeepsAfterInterval = yield* Ref.get(upkeeps)
         yield* Scope.close(scope, Exit.void)
-        return { duringLongCycle, second, most: yield* Ref.get(most) }
+        return { atStart, afterTen, upkeepsAfterInterval }
       })
     )
-    expect(out.duringLongCycle).toBe(0)
-    expect(out.second).toBeGreaterThanOrEqual(260_000)
-    expect(out.most).toBe(1)
+    // upkeep (sync + prune) once at start; two full claims and one empty one without waiting.
+    expect(out.atStart).toEqual({ claims: 3, upkeeps: 2 })
+    expect(out.afterTen).toBeGreaterThanOrEqual(12)
+    expect(out.afterTen).toBeLessThanOrEqual(14)
+    expect(out.upkeepsAfterInterval).toBe(4)
   })
 
-  test("closing the layer's scope interrupts the cycle in flight", async () => {
+  test("closing the layer's scope interrupts the batch in flight", async () => {
     const interrupted = await runTest(
       Effect.gen(function* () {
         const started = yield* Queue.unbounded<number>()
@@ -149,11 +145,16 @@ describe("metric windows and confidence over time (TestClock, real store)", () =
         const hourLater = yield* reader.forResource("r1")
         yield* TestClock.adjust(Duration.hours(23).pipe(Duration.sum(Duration.millis(1))))
         const stale = yield* reader.forResource("r1")
-        // A new probe after the silence sees only itself in the window.
+        // The window is counted in whole hours (the hour holding now - 24 h onwards): a probe one
+        // hour after the window's end still sees the old probes of that hour...
+        const rollingHour = Effect.flatMap(recordNow((ms) => timedOut(ms)), () => reader.forResource("r1"))
+        const withinHour = yield* rollingHour
+        // ... and a probe after a silence of the window plus that hour sees only the probes since.
+        yield* TestClock.adjust(Duration.hours(1))
         yield* recordNow((ms) => timedOut(ms))
         const after = yield* reader.forResource("r1")
         const transitions = yield* (yield* TransitionsRepo).recent("r1", 10)
-        return { confidenceAfter, fresh, hourLater, stale, after, transitions }
+        return { confidenceAfter, fresh, hourLater, stale, withinHour, after, transitions }
       })
     )
     for (let i = 1; i < out.confidenceAfter.length; i++) {
@@ -165,9 +166,12 @@ describe("metric windows and confidence over time (TestClock, real store)", () =
     expect(out.stale.metrics).toMatchObject({ confidence: 0, observationCount: 0, availability24h: 0 })
     expect(out.stale.metrics.lastVerified).toBe(new Date(T0 + 55 * MINUTE).toISOString())
     expect(out.stale.status).toBe("PAYMENT_VERIFIED")
-    expect(out.after.metrics).toMatchObject({ observationCount: 1, availability24h: 0 })
+    // 23:03 and 23:08 of the day before share the hour that holds now - 24 h (23:08 + 1 ms).
+    expect(out.withinHour.metrics).toMatchObject({ observationCount: 3, paymentInterfaceSuccessRate: 1 })
+    expect(out.withinHour.status).toBe("DEGRADED")
+    expect(out.after.metrics).toMatchObject({ observationCount: 2, availability24h: 0 })
     expect(out.after).toMatchObject({ status: "VALIDATING", verificationLevel: 0 })
-    expect(out.transitions[0]).toMatchObject({ from: "PAYMENT_VERIFIED", to: "VALIDATING", fromLevel: 2, toLevel: 0 })
+    expect(out.transitions[0]).toMatchObject({ from: "DEGRADED", to: "VALIDATING", fromLevel: 2, toLevel: 0 })
   })
 
   test("observations page newest first by id or by time, and a cycle prunes those past retention", async () => {

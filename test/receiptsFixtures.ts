@@ -77,6 +77,8 @@ export const recordingEvidence = () => {
       recordObservation: () => Effect.die("receipts never probe"),
       rederive: () => Effect.die("receipts curate nothing"),
       recordEconomic: (event) => Effect.sync(() => void events.push(event)),
+      storeEconomic: (event) => Effect.sync(() => (events.push(event), false)),
+      refreshAbout: () => Effect.void,
       resolveEconomic: () => Effect.die("receipts confirm nothing")
     })
   )

@@ -5,7 +5,7 @@ import { Effect, Either } from "effect"
 import { loadConfig, TESTNET_USDC } from "../src/config.js"
 import { contradiction, representativeOption } from "../src/verification/catalogMatch.js"
 import { type ChallengeOption, classify, readChallenge } from "../src/verification/challenge.js"
-import { confidence, currentMetrics, percentile, snapshotFrom } from "../src/verification/metrics.js"
+import { confidence, currentMetrics, snapshotFrom } from "../src/verification/metrics.js"
 import {
   checkAddresses,
   checkUrl,
@@ -15,7 +15,7 @@ import {
   TargetRefused
 } from "../src/verification/outboundGuard.js"
 import { deriveStanding } from "../src/verification/status.js"
-import { summarizeWindow } from "../src/verification/windowStats.js"
+import { percentile, summarizeWindow } from "./support/referenceWindow.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
 import { FIXTURE_PAY_TO, OTHER_ASSET, OTHER_PAY_TO } from "./fixtures/x402Resource.js"
 

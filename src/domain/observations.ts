@@ -98,3 +98,19 @@ export const ResourceHealth = Schema.Struct({
   latestObservation: Schema.NullOr(Observation)
 }).annotations({ identifier: "ResourceHealth" })
 export type ResourceHealth = typeof ResourceHealth.Type
+
+/**
+ * One hour of one resource's probes (refused targets excluded): what the metric window sums, and
+ * what history keeps once raw observations are pruned. `latency` is a histogram
+ * (`verification/latencySketch.ts`), `[bin, count, ...]`.
+ */
+export interface HourlyRollup {
+  readonly startMs: number
+  readonly probes: number
+  readonly answered: number
+  readonly healthy: number
+  readonly priceMatches: number
+  readonly connectFailures: number
+  readonly firstHealthyMs: number | null
+  readonly latency: ReadonlyArray<number>
+}

@@ -1,4 +1,5 @@
-import { Clock, Context, Effect, Either, Fiber, Layer, Option, Schema } from "effect"
+import { SqlClient } from "@effect/sql"
+import { type Cause, Clock, Context, Effect, Either, Fiber, Layer, Option, Schema } from "effect"
 import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
 import {
@@ -14,7 +15,7 @@ import {
   SettlementUnresolved,
   UnsupportedPaymentKind
 } from "../domain/errors.js"
-import type { PayeeEvidence } from "../domain/evidence.js"
+import type { EconomicEvent, PayeeEvidence } from "../domain/evidence.js"
 import { Lifecycle } from "../lifecycle/Lifecycle.js"
 import type { AgentPolicy } from "../domain/policy.js"
 import { type Completion, type FoundEntry, type JournalEntry, mayReserveAgain, type SettlementTransition } from "../domain/settlements.js"
@@ -22,6 +23,7 @@ import { baseUnitsToUsd } from "../domain/stellar.js"
 import { type SettleRequest, SettleResponse, type SettlementRecord } from "../domain/x402.js"
 import { canonicalize } from "../encoding/canonicalJson.js"
 import { policyContext } from "../policy/evaluate.js"
+import { transactional } from "../store/repository.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
 import { Instruments } from "../telemetry/Instruments.js"
 import { measured, settleLabels } from "../telemetry/labels.js"
@@ -210,6 +212,7 @@ const make = Effect.gen(function* () {
   const pool = yield* FacilitatorPool
   const reader = yield* EvidenceReader
   const recorder = yield* EvidenceRecorder
+  const transaction = transactional(yield* SqlClient.SqlClient)
   const instruments = yield* Instruments
   const lifecycle = yield* Lifecycle
   const { decimals, assetContract } = config.asset
@@ -250,18 +253,27 @@ const make = Effect.gen(function* () {
     return option
   })
 
-  /** Step 4: the payee's listed resources and their evidence, read once for the check and the evidence written after. */
+  /** Step 4: the payee's listed resources and their evidence. */
   const checkPayee = Effect.fn("Settlement.checkPayee")(function* (
     payment: Payment,
     policies: ReadonlyArray<NamedPolicy>,
     option: ReturnType<typeof paymentOption>,
     nowMs: number
   ) {
-    const payees = yield* reader.forPayee(payment.terms.payTo)
-    const candidates = payees.map((p) => ({ providerId: p.record.provider.id, evidence: p.evidence }))
-    const refusal = payeeDenial(policies, option, candidates, policyContext(config, new Date(nowMs)))
+    const judge = (payees: ReadonlyArray<PayeeEvidence>) =>
+      payeeDenial(
+        policies,
+        option,
+        payees.map((p) => ({ providerId: p.record.provider.id, evidence: p.evidence })),
+        policyContext(config, new Date(nowMs))
+      )
+    // The shortlist holds every quarantined resource first, one of each provider and the most
+    // promising few: if they pass, every rule that could refuse on the whole set passes too
+    // (docs/decisions.md, Settlement pipeline), so the cost does not grow with the payee's
+    // resources. A refusal is judged again on the whole set, for its exact reason.
+    if (judge(yield* reader.payeeShortlist(payment.terms.payTo)) === undefined) return
+    const refusal = judge(yield* reader.forPayee(payment.terms.payTo))
     if (refusal) return yield* Effect.fail(refusal)
-    return payees
   })
 
   /** Step 5: the signed transfer pays what the requirements say. */
@@ -294,30 +306,24 @@ const make = Effect.gen(function* () {
   })
 
   /**
-   * Records a facilitator's answer as economic evidence of the payee's listed resources: a success
-   * waits for the ledger to confirm the transaction moves exactly the signed transfer; a
-   * `success: false` counts against them. The buyer's answer never waits on this failing.
+   * A facilitator's answer as economic evidence of the payee's listed resources: a success waits
+   * for the ledger to confirm the transaction moves exactly the signed transfer; a `success: false`
+   * counts against them. Stored in the transaction of the journal's outcome (one commit for both).
    */
-  const recordAnswered = (id: string, completion: Completion, payment: Payment, payees: ReadonlyArray<PayeeEvidence>, atMs: number) =>
-    recorder
-      .recordEconomic(
-        {
-          source: "settlement",
-          resourceId: null,
-          payTo: payment.terms.payTo,
-          success: completion.state === "settled",
-          transactionHash: completion.transaction,
-          at: new Date(atMs).toISOString(),
-          payer: payment.transfer.from,
-          expected: { payTo: payment.transfer.to, amount: payment.transfer.amount.toString(), scheme: "exact" }
-        },
-        payees.map((p) => p.record)
-      )
-      .pipe(
-        Effect.catchAllCause((cause) =>
-          Effect.logError(`settlement ${id}: answered, but recording it as evidence for payee ${payment.terms.payTo} failed`, cause)
-        )
-      )
+  const evidenceOf = (completion: Completion, payment: Payment, atMs: number): EconomicEvent => ({
+    source: "settlement",
+    resourceId: null,
+    payTo: payment.terms.payTo,
+    success: completion.state === "settled",
+    transactionHash: completion.transaction,
+    at: new Date(atMs).toISOString(),
+    payer: payment.transfer.from,
+    expected: { payTo: payment.transfer.to, amount: payment.transfer.amount.toString(), scheme: "exact" }
+  })
+
+  /** The buyer's answer never waits on the evidence failing: it is logged. */
+  const logEvidenceFailure = (id: string, payment: Payment) => (cause: Cause.Cause<unknown>) =>
+    Effect.as(Effect.logError(`settlement ${id}: answered, but recording it as evidence for payee ${payment.terms.payTo} failed`, cause), false)
 
   /**
    * Step 7: backends with failover, then the journal's `settled` / `failed` / `indeterminate`, then
@@ -329,20 +335,30 @@ const make = Effect.gen(function* () {
   const forward = Effect.fn("Settlement.forward")(function* (
     id: string,
     request: SettleRequest,
-    payment: Payment,
-    payees: ReadonlyArray<PayeeEvidence>
+    payment: Payment
   ) {
     const run = Effect.gen(function* () {
       const outcome = yield* pool.settle(stockBody(request), payment.terms.network, payment.terms.scheme)
       const { completion, answer } = conclude(id, outcome)
       const at = yield* Clock.currentTimeMillis
-      yield* journal.complete(id, completion, at).pipe(
+      const journaled = journal.complete(id, completion, at).pipe(
         Effect.catchAllCause((cause) =>
           Effect.logError(`settlement ${id}: recording its outcome failed; it will be indeterminate after a restart`, cause)
         )
       )
-      // A facilitator answered (success or not): the buyer gets that answer even if the evidence cannot be recorded.
-      if (Either.isRight(answer)) yield* recordAnswered(id, completion, payment, payees, at)
+      // A facilitator answered (success or not): its evidence is stored with the outcome, and the
+      // buyer gets the answer even if the evidence cannot be recorded.
+      const evidence = Either.isRight(answer)
+        ? recorder.storeEconomic(evidenceOf(completion, payment, at)).pipe(Effect.catchAllCause(logEvidenceFailure(id, payment)))
+        : Effect.succeed(false)
+      const counts = yield* transaction(Effect.zipRight(journaled, evidence))
+      // Re-deriving the payee's resources (only a failure counts at once) runs after the commit,
+      // outside the journal's transaction: it takes the recorder's lock, which a probe batch holds.
+      if (counts) {
+        yield* Effect.flatMap(reader.forPayee(payment.terms.payTo), (payees) => recorder.refreshAbout(payees.map((p) => p.record))).pipe(
+          Effect.catchAllCause(logEvidenceFailure(id, payment))
+        )
+      }
       return answer
     })
     return yield* lifecycle.forkTracked(run).pipe(Effect.flatMap(Fiber.join), Effect.flatten)
@@ -365,7 +381,7 @@ const make = Effect.gen(function* () {
     const nowMs = yield* Clock.currentTimeMillis
     const policies = buyerPolicies(payment.terms.policy, input.principal)
     const option = yield* checkPolicies(payment, policies, nowMs)
-    const payees = yield* checkPayee(payment, policies, option, nowMs)
+    yield* checkPayee(payment, policies, option, nowMs)
     yield* checkTransfer(payment)
     const reservation = yield* reserve(payment, input.idempotencyKey, nowMs)
     switch (reservation._tag) {
@@ -374,7 +390,7 @@ const make = Effect.gen(function* () {
       case "Refused":
         return yield* Effect.fail(reservation.error)
       case "Reserved":
-        return yield* forward(reservation.id, input.request, payment, payees)
+        return yield* forward(reservation.id, input.request, payment)
     }
   })
 

@@ -1,7 +1,6 @@
 import type { RecordedObservation } from "../domain/observations.js"
 import type { ResourcePaymentOption } from "../domain/resources.js"
-import { percentile } from "../verification/metrics.js"
-import { summarizeWindow } from "../verification/windowStats.js"
+import { statsOf } from "../verification/rollingWindow.js"
 
 export interface SeriesPoint {
   /** Epoch ms: the middle of the bucket the value sums up. */
@@ -21,9 +20,10 @@ export interface WindowSeries {
 }
 
 /**
- * Each bucket is summed up by `summarizeWindow`, the rule the metrics row uses for the whole
- * window, so a plotted hour means what the table's 24 h figure means: availability is answered
- * over sent probes, latencies are of answered probes (nearest-rank percentiles).
+ * Each bucket is summed up by `statsOf`, the rules (and latency sketch) the metrics row uses for
+ * the whole window, so a plotted hour means what the table's 24 h figure means: availability is
+ * answered over sent probes, latencies are of answered probes (nearest-rank percentiles, within
+ * the sketch's bound).
  */
 export const windowSeries = (
   observations: ReadonlyArray<RecordedObservation>,
@@ -44,12 +44,12 @@ export const windowSeries = (
   const p95: Array<SeriesPoint> = []
   const price: Array<SeriesPoint> = []
   grouped.forEach((group, i) => {
-    const stats = summarizeWindow(group, { total: 0, successes: 0 }, advertised)
+    const stats = statsOf(group, advertised)
     if (stats.probes === 0) return
     const t = startMs + (i + 0.5) * width
     availability.push({ t, y: stats.answered / stats.probes })
-    const median = percentile(stats.latencies, 0.5)
-    const tail = percentile(stats.latencies, 0.95)
+    const median = stats.p50LatencyMs
+    const tail = stats.p95LatencyMs
     if (median !== null) p50.push({ t, y: median })
     if (tail !== null) p95.push({ t, y: tail })
     const asked = stats.latestHealthy?.priceUsd ?? null

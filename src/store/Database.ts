@@ -6,6 +6,7 @@ import { mkdirSync } from "node:fs"
 import { dirname, resolve } from "node:path"
 import type { StoreInfo } from "../domain/store.js"
 import { migrations } from "./migrations/index.js"
+import { layerWithReader } from "./sqliteClient.js"
 
 /** What `/health/dependencies` reports about the store: kind, location and durability. */
 export class StoreInfoTag extends Context.Tag("sextant/StoreInfo")<StoreInfoTag, StoreInfo>() {}
@@ -76,7 +77,11 @@ export const DatabaseLive = (database: string): Layer.Layer<SqlClient.SqlClient 
   const folder = Layer.effectDiscard(
     Effect.sync(() => location !== ":memory:" && mkdirSync(dirname(location), { recursive: true }))
   )
-  const client = SqliteClient.layer({ filename: location }).pipe(Layer.provide(folder))
+  // A file gets a reader connection beside the writer (sqliteClient.ts); `:memory:` is one
+  // database per connection, so it keeps the single connection.
+  const client = (location === ":memory:" ? SqliteClient.layer({ filename: location }) : layerWithReader(location)).pipe(
+    Layer.provide(folder)
+  )
   const info = Layer.effect(StoreInfoTag, sqliteInfo(location))
   return Layer.effectDiscard(runMigrations).pipe(Layer.provideMerge(info), Layer.provideMerge(client))
 }

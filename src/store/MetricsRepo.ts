@@ -55,6 +55,20 @@ export const toSnapshot = (row: typeof MetricsRow.Type): MetricsSnapshot => ({
 
 const decodeMetrics = decodeRows(MetricsRow)
 const decodeStanding = decodeRows(StandingRow)
+const WindowRow = Schema.Struct({ resource_id: Schema.String, window_state: Schema.NullOr(Schema.String) })
+const decodeWindows = decodeRows(WindowRow)
+
+/** The metric columns by name: reads leave out `window_state`, the writer's working state. */
+const metricColumns = Object.keys(MetricsColumns).map((c) => `m.${c}`).join(", ")
+
+const toStanding = (row: typeof StandingRow.Type): StoredStanding => ({
+  resourceId: row.id,
+  status: row.status,
+  level: row.verification_level,
+  snapshot: row.resource_id === null ? null : toSnapshot(row),
+  operatorQuarantine:
+    row.quarantined_by === null ? null : { actor: row.quarantined_by, reason: row.quarantine_reason ?? "", at: row.quarantined_at ?? "" }
+})
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
@@ -65,14 +79,15 @@ const make = Effect.gen(function* () {
         Effect.map((rows) => (rows[0] ? toSnapshot(rows[0]) : null))
       ),
 
-    upsert: (m: MetricsSnapshot, updatedAt: string) =>
+    /** Stores the metrics row with the rolling window (rollingWindow.ts, encoded) it was derived from. */
+    upsert: (m: MetricsSnapshot, windowState: string, updatedAt: string) =>
       sql`INSERT INTO resource_metrics (resource_id, availability, payment_interface_success_rate, transaction_success_rate,
           p50_latency_ms, p95_latency_ms, observed_price_usd, price_consistency, reliability, observation_count,
-          last_verified, last_observed_at, valid_challenge_seen, transaction_verified, updated_at)
+          last_verified, last_observed_at, valid_challenge_seen, transaction_verified, window_state, updated_at)
         VALUES (${m.resourceId}, ${m.availability24h}, ${m.paymentInterfaceSuccessRate}, ${m.transactionSuccessRate},
           ${m.p50LatencyMs}, ${m.p95LatencyMs}, ${m.observedPriceUsd}, ${m.priceConsistency}, ${m.reliability},
           ${m.observationCount}, ${m.lastVerified}, ${m.lastObservedAt}, ${m.validChallengeSeen ? 1 : 0},
-          ${m.transactionVerified ? 1 : 0}, ${updatedAt})
+          ${m.transactionVerified ? 1 : 0}, ${windowState}, ${updatedAt})
         ON CONFLICT (resource_id) DO UPDATE SET availability = excluded.availability,
           payment_interface_success_rate = excluded.payment_interface_success_rate,
           transaction_success_rate = excluded.transaction_success_rate, p50_latency_ms = excluded.p50_latency_ms,
@@ -80,31 +95,29 @@ const make = Effect.gen(function* () {
           price_consistency = excluded.price_consistency, reliability = excluded.reliability,
           observation_count = excluded.observation_count, last_verified = excluded.last_verified,
           last_observed_at = excluded.last_observed_at, valid_challenge_seen = excluded.valid_challenge_seen,
-          transaction_verified = excluded.transaction_verified, updated_at = excluded.updated_at`.pipe(Effect.asVoid),
+          transaction_verified = excluded.transaction_verified, window_state = excluded.window_state,
+          updated_at = excluded.updated_at`.pipe(Effect.asVoid),
+
+    /** The stored rolling windows of many resources (null: never stored, or rows from before it existed). */
+    windowStates: (resourceIds: ReadonlyArray<string>) =>
+      resourceIds.length === 0
+        ? Effect.succeed(new Map<string, string | null>())
+        : sql`SELECT resource_id, window_state FROM resource_metrics WHERE ${sql.in("resource_id", resourceIds)}`.pipe(
+            Effect.flatMap(decodeWindows),
+            Effect.map((rows) => new Map(rows.map((r) => [r.resource_id, r.window_state] as const)))
+          ),
 
     /** Status, level and metrics of many resources in one query; unknown ids are absent. */
     standings: (resourceIds: ReadonlyArray<string>) =>
       resourceIds.length === 0
         ? Effect.succeed([] as ReadonlyArray<StoredStanding>)
         : sql`
-            SELECT r.id, r.status, r.verification_level, r.quarantined_by, r.quarantine_reason, r.quarantined_at, m.*
+            SELECT r.id, r.status, r.verification_level, r.quarantined_by, r.quarantine_reason, r.quarantined_at,
+              ${sql.literal(metricColumns)}
             FROM resources r LEFT JOIN resource_metrics m ON m.resource_id = r.id
             WHERE ${sql.in("r.id", resourceIds)}`.pipe(
             Effect.flatMap(decodeStanding),
-            Effect.map((rows) =>
-              rows.map(
-                (row): StoredStanding => ({
-                  resourceId: row.id,
-                  status: row.status,
-                  level: row.verification_level,
-                  snapshot: row.resource_id === null ? null : toSnapshot(row),
-                  operatorQuarantine:
-                    row.quarantined_by === null
-                      ? null
-                      : { actor: row.quarantined_by, reason: row.quarantine_reason ?? "", at: row.quarantined_at ?? "" }
-                })
-              )
-            )
+            Effect.map((rows) => rows.map(toStanding))
           )
   })
 })

@@ -1,6 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
-import { type Observation, ProbeOutcome, publicObservation, type RecordedObservation } from "../domain/observations.js"
+import {
+  type HourlyRollup,
+  type Observation,
+  ProbeOutcome,
+  publicObservation,
+  type RecordedObservation
+} from "../domain/observations.js"
 import { decodeRows, repository, SqlNumber } from "./repository.js"
 import { isSortableId, timeCursor } from "./sortableId.js"
 
@@ -45,6 +51,18 @@ const toObservation = (row: typeof ObservationRow.Type): RecordedObservation => 
   detail: row.detail,
   contradiction: row.contradiction
 })
+
+const RollupRow = Schema.Struct({
+  hour_ms: SqlNumber,
+  probes: SqlNumber,
+  answered: SqlNumber,
+  healthy: SqlNumber,
+  price_matches: SqlNumber,
+  connect_failures: SqlNumber,
+  first_healthy_ms: Schema.NullOr(SqlNumber),
+  latency_bins: Schema.parseJson(Schema.Array(Schema.Number))
+})
+const decodeRollups = decodeRows(RollupRow)
 
 const decodeObservations = (rows: ReadonlyArray<unknown>) => Effect.map(decodeRows(ObservationRow)(rows), (r) => r.map(toObservation))
 
@@ -105,11 +123,58 @@ const make = Effect.gen(function* () {
             Effect.map((rows) => new Map(rows.map((o) => [o.resourceId, o] as const)))
           ),
 
-    /** Retention: deletes observations older than `beforeMs` and says how many went. */
-    pruneOlderThan: (beforeMs: number) =>
-      sql<{ id: string }>`DELETE FROM observations WHERE observed_at_ms < ${beforeMs} RETURNING id`.pipe(
-        Effect.map((rows) => rows.length)
-      )
+    /** Stores hours of a resource's probes (an hour changed again replaces its row). */
+    upsertRollups: (resourceId: string, rollups: ReadonlyArray<HourlyRollup>) =>
+      Effect.forEach(
+        rollups,
+        (r) =>
+          sql`INSERT INTO observation_rollups (resource_id, hour_ms, probes, answered, healthy, price_matches, connect_failures,
+              first_healthy_ms, latency_bins)
+            VALUES (${resourceId}, ${r.startMs}, ${r.probes}, ${r.answered}, ${r.healthy}, ${r.priceMatches},
+              ${r.connectFailures}, ${r.firstHealthyMs}, ${JSON.stringify(r.latency)})
+            ON CONFLICT (resource_id, hour_ms) DO UPDATE SET probes = excluded.probes, answered = excluded.answered,
+              healthy = excluded.healthy, price_matches = excluded.price_matches,
+              connect_failures = excluded.connect_failures, first_healthy_ms = excluded.first_healthy_ms,
+              latency_bins = excluded.latency_bins`,
+        { discard: true }
+      ),
+
+    /** A resource's stored hours from `fromMs` on, oldest first. */
+    rollups: (resourceId: string, fromMs: number) =>
+      sql`SELECT hour_ms, probes, answered, healthy, price_matches, connect_failures, first_healthy_ms, latency_bins
+        FROM observation_rollups WHERE resource_id = ${resourceId} AND hour_ms >= ${fromMs} ORDER BY hour_ms`.pipe(
+        Effect.flatMap(decodeRollups),
+        Effect.map((rows) =>
+          rows.map(
+            (r): HourlyRollup => ({
+              startMs: r.hour_ms,
+              probes: r.probes,
+              answered: r.answered,
+              healthy: r.healthy,
+              priceMatches: r.price_matches,
+              connectFailures: r.connect_failures,
+              firstHealthyMs: r.first_healthy_ms,
+              latency: r.latency_bins
+            })
+          )
+        )
+      ),
+
+    /**
+     * Retention, one small batch: deletes at most `limit` raw observations older than `beforeMs`
+     * (oldest first) and says how many went. Callers loop, yielding between batches, so a large
+     * backlog never holds the writer for long.
+     */
+    pruneRaw: (beforeMs: number, limit: number) =>
+      sql<{ id: string }>`DELETE FROM observations WHERE id IN (
+          SELECT id FROM observations WHERE observed_at_ms < ${beforeMs} ORDER BY observed_at_ms LIMIT ${limit})
+        RETURNING id`.pipe(Effect.map((rows) => rows.length)),
+
+    /** Retention of hourly rollups, one small batch like `pruneRaw`. */
+    pruneRollups: (beforeMs: number, limit: number) =>
+      sql<{ hour_ms: unknown }>`DELETE FROM observation_rollups WHERE (resource_id, hour_ms) IN (
+          SELECT resource_id, hour_ms FROM observation_rollups WHERE hour_ms < ${beforeMs} LIMIT ${limit})
+        RETURNING hour_ms`.pipe(Effect.map((rows) => rows.length))
   })
 })
 

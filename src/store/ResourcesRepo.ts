@@ -230,6 +230,7 @@ const groupBy = <A>(rows: ReadonlyArray<A>, key: (a: A) => string) => {
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const now = () => new Date().toISOString()
+  const probeTargetRule = sql.literal("(r.listed = 1 OR r.listing_hold IN ('awaiting_probe', 'unhealthy') OR r.source = 'config')")
 
   const listedOnly = sql.literal("r.listed = 1")
 
@@ -463,8 +464,7 @@ const make = Effect.gen(function* () {
      * (imported, ingested, delisted as unhealthy), and everything the config file names. A URL
      * someone validated once, or one a source stopped listing, is probed only on demand.
      */
-    probeTargets: () =>
-      load(sql.literal("(r.listed = 1 OR r.listing_hold IN ('awaiting_probe', 'unhealthy') OR r.source = 'config')")),
+    probeTargets: () => load(probeTargetRule),
     /**
      * Deletes the unlisted resources `/v1/validate` created that nobody has validated since
      * `cutoffMs` (their observations, metrics and transitions go with them); one an operator
@@ -528,6 +528,13 @@ const make = Effect.gen(function* () {
         })
       }),
     get: (id: string) => load(sql`r.id = ${id}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
+    /** The records of `ids` that exist, by id. */
+    getMany: (ids: ReadonlyArray<string>) => (ids.length === 0 ? Effect.succeed([]) : load(sql.in("r.id", ids))),
+    /** The ids of what the probe schedule visits (see probeTargets), without loading the records. */
+    probeTargetIds: () =>
+      sql<{ id: string }>`SELECT r.id FROM resources r WHERE ${probeTargetRule} ORDER BY r.id`.pipe(
+        Effect.map((rows) => rows.map((r) => r.id))
+      ),
     findByUrl: (url: string) => load(sql`r.url = ${url}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     byCapability: (capability: string) =>
       load(sql`${listedOnly} AND r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${capability})`),
@@ -538,6 +545,22 @@ const make = Effect.gen(function* () {
      */
     byPayTo: (payTo: string) =>
       load(sql`(r.listed = 1 OR r.quarantined_by IS NOT NULL) AND r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`),
+    /**
+     * A few of `byPayTo`'s resources, as ids: the `limit` most promising (quarantined first, then by
+     * level and reliability) and one of each provider. Enough to show a payee may be paid without
+     * loading every resource that pays it (see Settlement.checkPayee); indexed by payee.
+     */
+    payeeShortlist: (payTo: string, limit: number) =>
+      Effect.gen(function* () {
+        const evidence = sql`(r.listed = 1 OR r.quarantined_by IS NOT NULL)
+          AND r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`
+        const best = yield* sql<{ id: string }>`
+          SELECT r.id FROM resources r LEFT JOIN resource_metrics m ON m.resource_id = r.id WHERE ${evidence}
+          ORDER BY CASE WHEN r.status = 'QUARANTINED' THEN 0 ELSE 1 END, r.verification_level DESC,
+            COALESCE(m.reliability, 0) DESC, r.id LIMIT ${limit}`
+        const perProvider = yield* sql<{ id: string }>`SELECT MIN(r.id) AS id FROM resources r WHERE ${evidence} GROUP BY r.provider_id`
+        return [...new Set([...best, ...perProvider].map((row) => row.id))]
+      }),
     /**
      * Lists or unlists a resource, storing the change when the listing moved; an unlisting's hold
      * (default "operator": no probe lists it again) is set even when it was unlisted already.
@@ -552,7 +575,8 @@ const make = Effect.gen(function* () {
       }).pipe(sql.withTransaction),
     /**
      * After a probe: reads the listing, lets `decide` (the probe rule, docs/decisions.md) say what
-     * changes, and stores it, in one transaction so an operator's concurrent change is not lost.
+     * changes, and stores it. The caller runs it in a transaction (the recorder's batch, after the
+     * probe's observation) so an operator's concurrent change is not lost.
      */
     afterProbe: (id: string, actor: string, decide: (state: ListingState) => ListingStep) =>
       Effect.gen(function* () {
@@ -572,7 +596,7 @@ const make = Effect.gen(function* () {
           })
         }
         return step
-      }).pipe(sql.withTransaction),
+      }),
     /** One page of listed resources, by id, with the total matching the filters (x402 discovery). */
     listedPage: (query: ListedPageQuery) =>
       Effect.gen(function* () {

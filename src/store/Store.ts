@@ -5,6 +5,7 @@ import { DatabaseLive } from "./Database.js"
 import { EconomicEventsRepo } from "./EconomicEventsRepo.js"
 import { MetricsRepo } from "./MetricsRepo.js"
 import { ObservationsRepo } from "./ObservationsRepo.js"
+import { ProbeScheduleRepo } from "./ProbeScheduleRepo.js"
 import { ProbeSpendRepo } from "./ProbeSpendRepo.js"
 import { RateLimitStore } from "./RateLimitStore.js"
 import { ReceiptsRepo } from "./ReceiptsRepo.js"
@@ -24,6 +25,7 @@ export const StoreLive = (database: string) =>
     ReceiptsRepo.Live,
     SettlementJournal.Live,
     ProbeSpendRepo.Live,
+    ProbeScheduleRepo.Live,
     CurationRepo.Live,
     VerifyAnswersRepo.Live,
     CatalogTableRepo.Live,

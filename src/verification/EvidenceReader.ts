@@ -17,12 +17,19 @@ export interface EvidenceReaderShape {
   readonly forCapability: (capability: string) => Effect.Effect<ReadonlyArray<PayeeEvidence>>
   /** Every listed resource whose payment options pay `payTo`, with its evidence; empty when none does. */
   readonly forPayee: (payTo: string) => Effect.Effect<ReadonlyArray<PayeeEvidence>>
+  /**
+   * Some of `forPayee`'s resources: the most promising few, every quarantined one first, and one of
+   * each provider. A payee check that allows on them allows on all (Settlement.checkPayee).
+   */
+  readonly payeeShortlist: (payTo: string) => Effect.Effect<ReadonlyArray<PayeeEvidence>>
   /** The newest payments about a resource (named by it, or paying one of its payees), newest first. */
   readonly payments: (record: ResourceRecord) => Effect.Effect<ReadonlyArray<EconomicEvidence>>
 }
 
 /** Payments shown with a resource. */
 const PAYMENTS_SHOWN = 20
+/** Resources a payee shortlist ranks (plus one per provider). */
+const SHORTLIST = 16
 
 /**
  * The read side of verification: what policy, routing, settlement and receipts know of a resource.
@@ -57,6 +64,11 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
         return new Map(stored.map((s) => [s.resourceId, toEvidence(s, nowMs)] as const)) as ReadonlyMap<string, ResourceEvidence>
       })
 
+      const withEvidence = (records: ReadonlyArray<ResourceRecord>) =>
+        Effect.map(forResources(records.map((r) => r.resource.id)), (found) =>
+          records.map((record) => ({ record, evidence: found.get(record.resource.id) ?? noEvidence(record.resource.id) }))
+        )
+
       return {
         forResource: Effect.fn("EvidenceReader.forResource")(function* (resourceId: string) {
           return (yield* forResources([resourceId])).get(resourceId) ?? noEvidence(resourceId)
@@ -68,9 +80,10 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
           return found.map(({ record, standing }) => ({ record, evidence: toEvidence(standing, nowMs) }))
         }),
         forPayee: Effect.fn("EvidenceReader.forPayee")(function* (payTo: string) {
-          const records = yield* resources.byPayTo(payTo)
-          const found = yield* forResources(records.map((r) => r.resource.id))
-          return records.map((record) => ({ record, evidence: found.get(record.resource.id) ?? noEvidence(record.resource.id) }))
+          return yield* withEvidence(yield* resources.byPayTo(payTo))
+        }),
+        payeeShortlist: Effect.fn("EvidenceReader.payeeShortlist")(function* (payTo: string) {
+          return yield* withEvidence(yield* resources.getMany(yield* resources.payeeShortlist(payTo, SHORTLIST)))
         }),
         payments: (record: ResourceRecord) =>
           economic.recent(record.resource.id, [...new Set(record.paymentOptions.map((o) => o.payTo))], PAYMENTS_SHOWN)
@@ -89,6 +102,12 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
   ): Layer.Layer<EvidenceReader | EvidenceRecorder> => {
     const store = new Map(initial.map((e) => [e.resourceId, e]))
     const get = (id: string) => store.get(id) ?? noEvidence(id)
+    const forPayee = (payTo: string) =>
+      Effect.sync(() =>
+        catalog
+          .filter((r) => r.listing.listed && r.paymentOptions.some((o) => o.payTo === payTo))
+          .map((record) => ({ record, evidence: get(record.resource.id) }))
+      )
     const reader: EvidenceReaderShape = {
       forResource: (id) => Effect.sync(() => get(id)),
       forResources: (ids) => Effect.sync(() => new Map(ids.map((id) => [id, get(id)]))),
@@ -98,12 +117,8 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
             .filter((r) => r.listing.listed && r.resource.capabilities.includes(capability))
             .map((record) => ({ record, evidence: get(record.resource.id) }))
         ),
-      forPayee: (payTo) =>
-        Effect.sync(() =>
-          catalog
-            .filter((r) => r.listing.listed && r.paymentOptions.some((o) => o.payTo === payTo))
-            .map((record) => ({ record, evidence: get(record.resource.id) }))
-        ),
+      forPayee: (payTo) => forPayee(payTo),
+      payeeShortlist: (payTo) => forPayee(payTo),
       payments: () => Effect.succeed([])
     }
     const noProbes = () => Effect.dieMessage("in-memory evidence records no probes")
@@ -116,6 +131,8 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
           recordObservation: noProbes,
           rederive: noProbes,
           recordEconomic: () => Effect.void,
+          storeEconomic: () => Effect.succeed(false),
+          refreshAbout: () => Effect.void,
           resolveEconomic: () => Effect.dieMessage("in-memory evidence has no ledger to confirm payments with")
         })
       )

@@ -1,30 +1,42 @@
 import { Duration, Effect, Layer, Schedule } from "effect"
-import { AppConfig, type ProbesConfig } from "../config.js"
+import { randomUUID } from "node:crypto"
+import { AppConfig } from "../config.js"
 import { Prober } from "./Prober.js"
 
-/**
- * When cycles run: the next one starts `intervalSeconds` after the previous one ended, plus a
- * random share of up to `jitter` of the interval so that several instances do not probe in step.
- * Counting from the end means a slow cycle is never overlapped by the next.
- */
-export const cycleSchedule = (probes: ProbesConfig) =>
-  Schedule.spaced(Duration.seconds(probes.intervalSeconds)).pipe(
-    Schedule.jitteredWith({ min: 1, max: 1 + probes.jitter })
-  )
+/** How often an idle instance looks for due resources. */
+export const TICK = Duration.seconds(1)
 
 /**
- * Probes the whole catalog at start-up and then on `cycleSchedule`, in a fiber owned by the
- * layer's scope: closing the scope interrupts the cycle in flight (aborting its requests). A
- * failed cycle is logged and the schedule goes on.
+ * Probes each resource at its own due time (probeSlots.ts), so a catalog's probes spread over the
+ * interval. The loop claims due resources under a lease (`probes.leaseSeconds`) as this instance,
+ * probes them, and claims again at once while a claim comes back full; otherwise it waits a tick.
+ * Instances on one Postgres claim disjoint sets, and one that dies gives its claims back when
+ * their lease runs out. Once per interval (first at start) the schedule is synced with the catalog
+ * and retention applied. Both run in fibers owned by the layer's scope: closing it interrupts a
+ * batch in flight, whose unprobed claims are released. Failures are logged and the loop goes on.
  */
 export const ProbeSchedulerLive = Layer.scopedDiscard(
   Effect.gen(function* () {
     const prober = yield* Prober
     const { probes } = yield* AppConfig
-    const cycle = prober.runCycle.pipe(
-      Effect.tap((report) => Effect.logDebug("probe cycle done", report)),
-      Effect.catchAllCause((cause) => Effect.logError("probe cycle failed", cause))
+    const owner = `instance-${randomUUID()}`
+    const limit = probes.concurrency * 4
+    const housekeeping = Effect.zipRight(prober.syncSchedule, prober.prune).pipe(
+      Effect.catchAllCause((cause) => Effect.logError("probe schedule upkeep failed", cause))
     )
-    yield* Effect.forkScoped(Effect.repeat(cycle, cycleSchedule(probes)))
+    const due = prober.runDue(owner, limit).pipe(
+      Effect.catchAllCause((cause) => Effect.as(Effect.logError("probing due resources failed", cause), 0)),
+      Effect.flatMap((claimed) => (claimed === limit ? Effect.void : Effect.sleep(TICK))),
+      Effect.forever
+    )
+    yield* Effect.forkScoped(
+      Effect.zipRight(
+        housekeeping,
+        Effect.zipRight(
+          Effect.forkScoped(Effect.schedule(housekeeping, Schedule.spaced(Duration.seconds(probes.intervalSeconds)))),
+          due
+        )
+      )
+    )
   })
 )

@@ -12,6 +12,7 @@ import {
 } from "../domain/resources.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
+import { ProbeScheduleRepo } from "../store/ProbeScheduleRepo.js"
 import { type ListingChange, ResourcesRepo } from "../store/ResourcesRepo.js"
 import { isAcceptable } from "./challenge.js"
 import { Instruments } from "../telemetry/Instruments.js"
@@ -20,6 +21,7 @@ import { guardTarget, TargetRefused } from "./outboundGuard.js"
 import { type Observed, observe, type ProbeTarget } from "./observe.js"
 import { publicObservation, type RecordedObservation } from "../domain/observations.js"
 import { listingAfterProbe } from "./probeListing.js"
+import { nextDue } from "./probeSlots.js"
 
 /** What one scheduled pass over the catalog did. */
 export interface CycleReport {
@@ -33,6 +35,9 @@ export interface CycleReport {
   /** Unlisted resources `/v1/validate` created and nobody validated within `verification.unlistedRetentionHours`, deleted. */
   readonly prunedUnlisted: number
 }
+
+/** Rows deleted per statement when pruning: small enough that a probe batch or a settle waits little. */
+const PRUNE_BATCH = 2000
 
 const isPaymentOption = Schema.is(ResourcePaymentOption)
 
@@ -96,6 +101,8 @@ const make = Effect.gen(function* () {
   const resources = yield* ResourcesRepo
   const observations = yield* ObservationsRepo
   const recorder = yield* EvidenceRecorder
+  const schedule = yield* ProbeScheduleRepo
+  const intervalMs = config.probes.intervalSeconds * 1000
   const instruments = yield* Instruments
 
   // Every probe is stored as an observation already; spans per request and per query on top of it
@@ -113,13 +120,15 @@ const make = Effect.gen(function* () {
       )
     )
 
-  const result = (record: ResourceRecord, observed: Observed, discovered: boolean) =>
+  /** Records the probe with the listing rule (and `afterwards`, e.g. the schedule's next due time) in its batch's transaction. */
+  const result = (record: ResourceRecord, observed: Observed, discovered: boolean, afterwards: Effect.Effect<void> = Effect.void) =>
     Effect.map(
-      recorder.recordObservation(record, observed.observation).pipe(
-        Effect.tap(() => keepListing(observed.observation)),
-        Effect.tap(() => instruments.probe(observed.observation.outcome, observed.observation.latencyMs)),
-        Effect.withTracerEnabled(false)
-      ),
+      recorder
+        .recordObservation(record, observed.observation, Effect.zipRight(keepListing(observed.observation), afterwards))
+        .pipe(
+          Effect.tap(() => instruments.probe(observed.observation.outcome, observed.observation.latencyMs)),
+          Effect.withTracerEnabled(false)
+        ),
       (standing): ProbeResult => ({
         resourceId: record.resource.id,
         discovered,
@@ -132,11 +141,39 @@ const make = Effect.gen(function* () {
       })
     )
 
-  const probeRecord = (record: ResourceRecord, method?: HttpMethod) =>
+  const probeRecord = (record: ResourceRecord, method?: HttpMethod, afterwards?: Effect.Effect<void>) =>
     Effect.zipRight(
       recorder.beginProbe(record),
-      Effect.flatMap(run(targetOf(record, method)), (observed) => result(record, observed, false))
+      Effect.flatMap(run(targetOf(record, method)), (observed) => result(record, observed, false, afterwards))
     )
+
+  /** A probe whose store failure (a defect) is logged and answered null: a cycle goes on without it. */
+  const probeOrLog = (record: ResourceRecord, afterwards?: Effect.Effect<void>) =>
+    probeRecord(record, undefined, afterwards).pipe(
+      Effect.map((r) => r.outcome),
+      Effect.catchAllCause((cause) => Effect.logWarning(`probe of ${record.resource.id} not recorded`, cause).pipe(Effect.as(null)))
+    )
+
+  /**
+   * Retention, in batches of PRUNE_BATCH rows with a yield between them so a backlog never stalls
+   * the writer: raw observations past `rawRetentionHours`, hourly rollups past `retentionDays`.
+   */
+  const prune = Effect.gen(function* () {
+    const nowMs = yield* Clock.currentTimeMillis
+    const inBatches = (step: Effect.Effect<number>) =>
+      Effect.iterate(
+        { total: 0, last: PRUNE_BATCH },
+        {
+          while: (s) => s.last === PRUNE_BATCH,
+          body: (s) => Effect.map(Effect.zipLeft(step, Effect.yieldNow()), (n) => ({ total: s.total + n, last: n }))
+        }
+      ).pipe(Effect.map((s) => s.total))
+    const pruned = yield* inBatches(observations.pruneRaw(nowMs - config.probes.rawRetentionHours * 3_600_000, PRUNE_BATCH))
+    yield* inBatches(observations.pruneRollups(nowMs - config.probes.retentionDays * 86_400_000, PRUNE_BATCH))
+    // Unlisted resources `/v1/validate` created that nobody validated within unlistedRetentionHours go too.
+    const prunedUnlisted = yield* resources.pruneUnlisted(nowMs - config.verification.unlistedRetentionHours * 3_600_000)
+    return { pruned, prunedUnlisted }
+  })
 
   /** A URL the catalog does not list, probed once under its future id; a refused target fails before any traffic. */
   const observeNewUrl = (url: URL, method: HttpMethod) =>
@@ -200,28 +237,53 @@ const make = Effect.gen(function* () {
         return yield* probeNewUrl(url, method ?? "GET")
       }).pipe(Effect.withSpan("Prober.probeUrl")),
 
+    prune,
+
     /**
-     * One pass over the whole catalog, at most `probes.concurrency` probes at once, each bounded by
-     * `probes.timeoutMs`; then observations past retention are pruned, and so are unlisted
-     * resources `/v1/validate` created that nobody validated within `unlistedRetentionHours`.
+     * Gives every probe target a due time (a new one is due at once) and forgets
+     * resources that stopped being targets; the scheduler runs it at start and once per interval.
+     */
+    syncSchedule: Effect.gen(function* () {
+      const nowMs = yield* Clock.currentTimeMillis
+      return yield* schedule.sync(yield* resources.probeTargetIds(), nowMs)
+    }),
+
+    /**
+     * Claims up to `limit` resources that are due, as `owner`, probes them (at most
+     * `probes.concurrency` at once) and sets each one's next due time (its next slot, `nextDue`) in
+     * the probe's own batch transaction. Answers how many were claimed.
+     */
+    runDue: (owner: string, limit: number) =>
+      Effect.gen(function* () {
+        const nowMs = yield* Clock.currentTimeMillis
+        const claims = yield* schedule.claim(owner, nowMs, limit, config.probes.leaseSeconds * 1000)
+        if (claims.length === 0) return 0
+        const records = new Map((yield* resources.getMany(claims.map((c) => c.resourceId))).map((r) => [r.resource.id, r] as const))
+        yield* Effect.forEach(
+          claims,
+          (claim) => {
+            const next = nextDue(claim.resourceId, nowMs, intervalMs)
+            const done = schedule.complete(claim.resourceId, owner, next)
+            const record = records.get(claim.resourceId)
+            return record === undefined ? done : probeOrLog(record, done)
+          },
+          { concurrency: config.probes.concurrency, discard: true }
+        ).pipe(
+          // Stopping mid-batch: what was not probed is due at once for any instance still running.
+          Effect.onInterrupt(() => Effect.ignore(schedule.release(claims.map((c) => c.resourceId), owner)))
+        )
+        return claims.length
+      }),
+
+    /**
+     * One pass over the whole catalog now (`sextant probe`), at most `probes.concurrency` probes at
+     * once, each bounded by `probes.timeoutMs`; then retention is applied (see `prune`).
      */
     runCycle: Effect.gen(function* () {
       const startMs = yield* Clock.currentTimeMillis
       const records = yield* resources.probeTargets()
-      const outcomes = yield* Effect.forEach(
-        records,
-        (record) =>
-          probeRecord(record).pipe(
-            Effect.map((r) => r.outcome),
-            // A store failure is a defect; the cycle goes on without that probe and counts it.
-            Effect.catchAllCause((cause) =>
-              Effect.logWarning(`probe of ${record.resource.id} not recorded`, cause).pipe(Effect.as(null))
-            )
-          ),
-        { concurrency: config.probes.concurrency }
-      )
-      const pruned = yield* observations.pruneOlderThan(startMs - config.probes.retentionDays * 86_400_000)
-      const prunedUnlisted = yield* resources.pruneUnlisted(startMs - config.verification.unlistedRetentionHours * 3_600_000)
+      const outcomes = yield* Effect.forEach(records, (record) => probeOrLog(record), { concurrency: config.probes.concurrency })
+      const { pruned, prunedUnlisted } = yield* prune
       const endMs = yield* Clock.currentTimeMillis
       return {
         startedAt: new Date(startMs).toISOString(),

@@ -6,10 +6,6 @@ export const windowMs = (config: VerificationConfig) => config.windowHours * 3_6
 
 const ratio = (part: number, whole: number) => (whole === 0 ? 0 : part / whole)
 
-/** Nearest-rank percentile of an ascending list; null when empty. */
-export const percentile = (ascending: ReadonlyArray<number>, q: number): number | null =>
-  ascending.length === 0 ? null : ascending[Math.max(0, Math.ceil(q * ascending.length) - 1)]!
-
 export const snapshotFrom = (
   resourceId: string,
   stats: WindowStats,
@@ -23,8 +19,8 @@ export const snapshotFrom = (
     availability24h,
     paymentInterfaceSuccessRate,
     transactionSuccessRate: ratio(stats.economicSuccesses, stats.economicTotal),
-    p50LatencyMs: percentile(stats.latencies, 0.5),
-    p95LatencyMs: percentile(stats.latencies, 0.95),
+    p50LatencyMs: stats.p50LatencyMs,
+    p95LatencyMs: stats.p95LatencyMs,
     observedPriceUsd: stats.latestHealthy?.priceUsd ?? null,
     priceConsistency: ratio(stats.priceMatches, stats.healthy),
     reliability: availability24h * paymentInterfaceSuccessRate,

@@ -127,7 +127,8 @@ export interface ServeProcess {
  */
 export const spawnServe = async (
   configIn: (dir: string) => Record<string, unknown> & { port?: number },
-  files: Record<string, string> = {}
+  files: Record<string, string> = {},
+  { timeoutMs }: { readonly timeoutMs?: number } = {}
 ): Promise<ServeProcess> => {
   const dir = mkdtempSync(join(tmpdir(), "sextant-serve-"))
   const config = { port: 0, ...configIn(dir) }
@@ -136,7 +137,10 @@ export const spawnServe = async (
   writeFileSync(configFile, JSON.stringify(config, null, 2))
   let launched: ServeChild
   try {
-    launched = await launchServe(serveArgv(configFile), { logFile: join(dir, "serve.log") })
+    launched = await launchServe(serveArgv(configFile), {
+      logFile: join(dir, "serve.log"),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {})
+    })
   } catch (e) {
     rmSync(dir, { recursive: true, force: true })
     throw e

@@ -1,0 +1,87 @@
+import * as Reactivity from "@effect/experimental/Reactivity"
+import { SqlClient, SqlError, Statement } from "@effect/sql"
+import type { Connection } from "@effect/sql/SqlConnection"
+import { Database } from "bun:sqlite"
+import { Effect, Layer, Scope } from "effect"
+
+/**
+ * A SQLite file with two connections: the writer, which runs every transaction and every
+ * statement that writes, one at a time (as @effect/sql-sqlite-bun's single connection does), and
+ * a reader for SELECTs outside a transaction. In WAL mode the reader sees the last commit and never
+ * waits for the writer, so a metrics read does not queue behind a probe batch's transaction.
+ */
+
+const connectionOn = (db: Database): Connection => {
+  const run = (sql: string, params: ReadonlyArray<unknown> = [], values = false) =>
+    Effect.try({
+      try: () => {
+        const statement = db.query(sql)
+        return (values ? statement.values(...(params as Array<never>)) : statement.all(...(params as Array<never>))) ?? []
+      },
+      catch: (cause) => new SqlError.SqlError({ cause, message: "Failed to execute statement" })
+    })
+  return {
+    execute: (sql, params, transformRows) =>
+      transformRows ? Effect.map(run(sql, params), (rows) => transformRows(rows as never)) : run(sql, params),
+    executeRaw: (sql, params) => run(sql, params),
+    executeValues: (sql, params) => run(sql, params, true) as never,
+    executeUnprepared(sql, params, transformRows) {
+      return this.execute(sql, params, transformRows)
+    },
+    executeStream: () => Effect.dieMessage("executeStream not implemented")
+  } as Connection
+}
+
+/** Only a plain SELECT may go to the reader; anything else (PRAGMA, WITH ... INSERT, DML) writes or may. */
+const isRead = (sql: string) => /^\s*SELECT\b/i.test(sql)
+
+const open = (filename: string) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const db = new Database(filename, { readwrite: true, create: true })
+      db.run("PRAGMA journal_mode = WAL;")
+      // Both connections wait for a lock rather than fail (another process may share the file).
+      db.run("PRAGMA busy_timeout = 5000;")
+      return db
+    }),
+    (db) => Effect.sync(() => db.close())
+  )
+
+const make = (filename: string) =>
+  Effect.gen(function* () {
+    const writerDb = yield* open(filename)
+    const readerDb = yield* open(filename)
+    const writer = connectionOn(writerDb)
+    const reader = connectionOn(readerDb)
+    const semaphore = yield* Effect.makeSemaphore(1)
+    const exclusive = <A, E>(effect: Effect.Effect<A, E>) => semaphore.withPermits(1)(effect)
+    const routed: Connection = {
+      execute: (sql, params, transformRows) =>
+        isRead(sql) ? reader.execute(sql, params, transformRows) : exclusive(writer.execute(sql, params, transformRows)),
+      executeRaw: (sql, params) => (isRead(sql) ? reader.executeRaw(sql, params) : exclusive(writer.executeRaw(sql, params))),
+      executeValues: (sql, params) => (isRead(sql) ? reader.executeValues(sql, params) : exclusive(writer.executeValues(sql, params))),
+      executeUnprepared: (sql, params, transformRows) =>
+        isRead(sql) ? reader.execute(sql, params, transformRows) : exclusive(writer.execute(sql, params, transformRows)),
+      executeStream: () => Effect.dieMessage("executeStream not implemented")
+    } as Connection
+    // A transaction holds the writer (and its permit) from BEGIN to COMMIT, as the stock client does.
+    const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
+      Effect.as(
+        Effect.zipRight(
+          restore(semaphore.take(1)),
+          Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, semaphore.release(1)))
+        ),
+        writer
+      )
+    )
+    return yield* SqlClient.make({
+      acquirer: Effect.succeed(routed),
+      compiler: Statement.makeCompilerSqlite(),
+      transactionAcquirer,
+      spanAttributes: [["db.system.name", "sqlite"]]
+    })
+  })
+
+/** The SqlClient of a SQLite file, with a reader connection beside the writer. */
+export const layerWithReader = (filename: string): Layer.Layer<SqlClient.SqlClient> =>
+  Layer.scoped(SqlClient.SqlClient, make(filename)).pipe(Layer.provide(Reactivity.layer))

@@ -1,0 +1,26 @@
+/**
+ * When a resource is probed next. Each resource has a fixed phase in the interval, a hash of its
+ * id, so a catalog's probes spread evenly over the interval instead of bursting at a cycle's
+ * start, and every instance (and a restart) computes the same slot. No I/O.
+ */
+
+/** The resource's phase: where in each interval its probe falls. */
+export const phaseOf = (id: string, intervalMs: number) => {
+  let h = 2166136261
+  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 16777619)
+  return (h >>> 0) % intervalMs
+}
+
+/**
+ * The next due time after a probe at `nowMs`: the resource's first slot at least half an interval
+ * away. On schedule (a probe runs at most half an interval late) that is exactly one interval
+ * after the slot it ran in, so each resource is probed once per interval; the first probe of a
+ * new resource (due at once) moves it into its slot; a backlog skips to the next slot.
+ */
+export const nextDue = (id: string, nowMs: number, intervalMs: number) => {
+  const earliest = nowMs + Math.floor(intervalMs / 2)
+  const phase = phaseOf(id, intervalMs)
+  const base = earliest - (((earliest % intervalMs) + intervalMs) % intervalMs)
+  const slot = base + phase
+  return slot >= earliest ? slot : slot + intervalMs
+}

@@ -1,0 +1,56 @@
+import type { Observation, RecordedObservation } from "../../src/domain/observations.js"
+import { ANSWERED, CONNECT_FAILURE, priceMatches } from "../../src/verification/rollingWindow.js"
+import type { ResourcePaymentOption } from "../../src/domain/resources.js"
+import type { EconomicCounts, WindowStats } from "../../src/verification/windowStats.js"
+
+/**
+ * The reference computation of a window's figures: a full scan of the given observations, with
+ * exact nearest-rank percentiles (what the service computed before rolling aggregates). Tests
+ * compare the rolling window against it, and feed it to the pure status rules.
+ */
+
+// The outcome classes and the price match of one probe are definitions, shared; the computation
+// over a window is the reference's own.
+
+/** Nearest-rank percentile of an ascending list; null when empty. */
+export const percentile = (ascending: ReadonlyArray<number>, q: number): number | null =>
+  ascending.length === 0 ? null : ascending[Math.max(0, Math.ceil(q * ascending.length) - 1)]!
+
+const timeOf = (o: Observation) => Date.parse(o.observedAt)
+
+export const summarizeWindow = (
+  observations: ReadonlyArray<RecordedObservation>,
+  economic: EconomicCounts,
+  advertised: ReadonlyArray<ResourcePaymentOption>
+): WindowStats => {
+  const probes = observations
+    .filter((o) => o.outcome !== "refused_target")
+    .sort((a, b) => timeOf(a) - timeOf(b) || (a.id < b.id ? -1 : 1))
+  const answered = probes.filter((o) => ANSWERED.has(o.outcome))
+  const healthy = probes.filter((o) => o.outcome === "healthy")
+  let trailing = 0
+  for (let i = probes.length - 1; i >= 0 && CONNECT_FAILURE.has(probes[i]!.outcome); i--) trailing++
+  const latestDecoded = [...probes].reverse().find((o) => o.x402Version !== null)
+  const first = healthy[0]
+  const last = probes[probes.length - 1]
+  return {
+    probes: probes.length,
+    answered: answered.length,
+    healthy: healthy.length,
+    ...(() => {
+      const latencies = answered.flatMap((o) => (o.latencyMs === null ? [] : [o.latencyMs])).sort((a, b) => a - b)
+      return { p50LatencyMs: percentile(latencies, 0.5), p95LatencyMs: percentile(latencies, 0.95) }
+    })(),
+    priceMatches: healthy.filter((o) => priceMatches(o, advertised)).length,
+    latestHealthy: (() => {
+      const latest = healthy[healthy.length - 1]
+      return latest === undefined ? null : { observedAt: latest.observedAt, priceUsd: latest.priceUsd }
+    })(),
+    firstHealthyMs: first ? timeOf(first) : null,
+    lastObservedMs: last ? timeOf(last) : null,
+    trailingConnectFailures: trailing,
+    latestContradiction: latestDecoded?.contradiction ?? null,
+    economicTotal: economic.total,
+    economicSuccesses: economic.successes
+  }
+}
