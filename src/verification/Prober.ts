@@ -2,6 +2,7 @@ import { HttpClient } from "@effect/platform"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { AppConfig, type Config } from "../config.js"
+import { redactorFor } from "../redaction/redact.js"
 import { type NotFound, notFound } from "../domain/errors.js"
 import type { ProbeResult } from "../domain/observations.js"
 import {
@@ -105,10 +106,17 @@ const make = Effect.gen(function* () {
   const intervalMs = config.probes.intervalSeconds * 1000
   const instruments = yield* Instruments
 
+  const redactor = redactorFor(config)
+
   // Every probe is stored as an observation already; spans per request and per query on top of it
-  // cost about a third of a probe's time and tell nothing more.
+  // cost about a third of a probe's time and tell nothing more. What a target said (details,
+  // challenge text) is redacted before it is stored or answered, as every outside text is.
   const run = (target: ProbeTarget) =>
-    observe(target, config).pipe(Effect.provideService(HttpClient.HttpClient, http), Effect.withTracerEnabled(false))
+    observe(target, config).pipe(
+      Effect.map((observed): Observed => ({ ...observed, observation: redactor.value(observed.observation), challenge: redactor.value(observed.challenge) })),
+      Effect.provideService(HttpClient.HttpClient, http),
+      Effect.withTracerEnabled(false)
+    )
 
   /** The listing rule after each recorded probe: first healthy probe lists, a long unhealthy run delists. */
   const keepListing = (observation: RecordedObservation) =>
