@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 import { BunRuntime } from "@effect/platform-bun"
 import { Cause, Duration, Effect, Either, Layer, Logger } from "effect"
-import { createHash } from "node:crypto"
+import { apiKeyHash } from "./http/authLive.js"
 import { parseArgs as parseArgv } from "node:util"
 import { ServicesLive } from "./app.js"
 import { catalogImportCommand } from "./catalog/cli.js"
@@ -269,7 +269,7 @@ const main = () => {
       break
     case "keys":
       if (rest[0] === "hash" && rest[1] !== undefined) {
-        process.stdout.write(`${createHash("sha256").update(rest[1]).digest("hex")}\n`)
+        process.stdout.write(`${apiKeyHash(rest[1])}\n`)
         return
       }
       if (rest[0] === "probe-address") {

@@ -1,6 +1,6 @@
+import { apiKeyHash } from "../src/http/authLive.js"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
-import { createHash } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -17,7 +17,6 @@ const OTHER_PAYEE = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
 const RESOURCE_ID = "seller.rwa.inspect"
 const operator = { authorization: `Bearer ${OPERATOR_KEY}` }
 const buyer = { authorization: `Bearer ${BUYER_KEY}` }
-const sha256 = (key: string) => createHash("sha256").update(key).digest("hex")
 
 const backend = startFacilitator()
 const resource = startPaidResource({ payTo: PAYEE, amount: "10000" })
@@ -59,8 +58,8 @@ beforeAll(async () => {
       database,
       facilitators: [{ id: "a", url: backend.url }],
       apiKeys: [
-        { principal: "ops", sha256: sha256(OPERATOR_KEY), role: "operator" },
-        { principal: "agent-1", sha256: sha256(BUYER_KEY) }
+        { principal: "ops", sha256: apiKeyHash(OPERATOR_KEY), role: "operator" },
+        { principal: "agent-1", sha256: apiKeyHash(BUYER_KEY) }
       ],
       catalog: [resource.catalogEntry(RESOURCE_ID)],
       probes: { ...base.probes, allowPrivateTargets: true }

@@ -1,23 +1,21 @@
+import { apiKeyHash } from "../src/http/authLive.js"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
-import { createHash } from "node:crypto"
 import { bazaarId } from "../src/extensions/bazaar.js"
-import { startFacilitator } from "./fixtures/facilitator.js"
-import { startPaidResource } from "./fixtures/paidResource.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
 import { LOOPBACK, pollUntil } from "./support/poll.js"
-import { request, startServer, testConfig } from "./support/server.js"
+import { SELLER_PAY_TO, SELLER_RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
+import { request } from "./support/server.js"
 
 const KEY_ONE = "agent-one-secret-key"
 const KEY_TWO = "agent-two-secret-key"
-const PAYEE = "GDVEU3DD4KOFECV66VIHWEZOYX4ZKR3WV27L464SIIPOU2IUI3JCZA57"
+const PAYEE = SELLER_PAY_TO
 const one = { authorization: `Bearer ${KEY_ONE}` }
 const two = { authorization: `Bearer ${KEY_TWO}` }
-const sha256 = (key: string) => createHash("sha256").update(key).digest("hex")
 
-const backend = startFacilitator()
-const resource = startPaidResource({ payTo: PAYEE, amount: "10000" })
-let server: Awaited<ReturnType<typeof startServer>>
+let stack: Awaited<ReturnType<typeof startSellerStack>>
+let server: typeof stack.server
+let backend: typeof stack.backend
 
 let seed = 100
 /** A fresh signed payment to PAYEE (a new buyer each time, so every payment is distinct). */
@@ -50,33 +48,20 @@ const backendCalls = (path: string, p: { payment: PaymentPayload }) =>
   ).length
 
 beforeAll(async () => {
-  const base = testConfig()
-  server = await startServer(
-    testConfig({
-      facilitators: [{ id: "a", url: backend.url }],
+  stack = await startSellerStack(
+    () => ({
       apiKeys: [
-        { principal: "agent-1", sha256: sha256(KEY_ONE) },
-        { principal: "agent-2", sha256: sha256(KEY_TWO) }
-      ],
-      catalog: [resource.catalogEntry("seller.rwa.inspect")],
-      probes: { ...base.probes, allowPrivateTargets: true }
-    })
+        { principal: "agent-1", sha256: apiKeyHash(KEY_ONE) },
+        { principal: "agent-2", sha256: apiKeyHash(KEY_TWO) }
+      ]
+    }),
+    KEY_ONE
   )
-  await pollUntil(
-    "the service's first /supported poll lands",
-    async () => (await request(`${server.url}/x402/supported`)).body.kinds?.length ?? 0,
-    (kinds) => kinds > 0,
-    LOOPBACK
-  )
-  await resource.useFacilitator(`${server.url}/x402`, KEY_ONE)
-  const probe = await post("/v1/validate", { resourceId: "seller.rwa.inspect" })
+  ;({ server, backend } = stack)
+  const probe = await post("/v1/validate", { resourceId: SELLER_RESOURCE_ID })
   if (probe.body.healthy !== true) throw new Error(`the seller's resource did not probe healthy: ${JSON.stringify(probe.body)}`)
 })
-afterAll(async () => {
-  await server.close()
-  await backend.stop()
-  await resource.stop()
-})
+afterAll(() => stack.stop())
 
 describe("payment-identifier on /x402/settle", () => {
   test("same id and payload: the stored answer, one backend settle; same id, another payload: 409; another principal: a request of its own", async () => {

@@ -11,10 +11,10 @@
  */
 import Ajv2020 from "ajv/dist/2020"
 import addFormats from "ajv-formats"
+import { apiKeyHash } from "../src/http/authLive.js"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 // Effect's own fast-check, the one its Arbitrary module builds with (two copies do not mix).
 import { Arbitrary, FastCheck as fc, Option, Schema } from "effect"
-import { createHash } from "node:crypto"
 import { SextantApi } from "../src/http/api/index.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
 import { startServer, testConfig } from "./support/server.js"
@@ -153,7 +153,7 @@ beforeAll(async () => {
   server = await startServer(
     testConfig({
       facilitators: [{ id: "fixture", url: backend.url }],
-      apiKeys: [{ principal: "fuzz-operator", sha256: createHash("sha256").update(OPERATOR_KEY).digest("hex"), role: "operator" }],
+      apiKeys: [{ principal: "fuzz-operator", sha256: apiKeyHash(OPERATOR_KEY), role: "operator" }],
       limits: { ...base.limits, validate: null, register: null, receipts: null, verify: null, settle: null },
       probes: { ...base.probes, timeoutMs: 500 }
     })

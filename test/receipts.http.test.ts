@@ -1,6 +1,6 @@
+import { apiKeyHash } from "../src/http/authLive.js"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
-import { createHash } from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -83,7 +83,7 @@ describe("receipts over HTTP", () => {
         probes: { ...base.probes, allowPrivateTargets: true },
         signer: { ed25519KeyFile: join(folder, "signer.key") },
         ledger: ledgerAt(ledger, CONFIRM_TIMEOUT_SECONDS),
-        apiKeys: [{ principal: "buyer", sha256: createHash("sha256").update(API_KEY).digest("hex") }]
+        apiKeys: [{ principal: "buyer", sha256: apiKeyHash(API_KEY) }]
       })
     )
     // Real evidence: a live probe of the fixture's x402 challenge makes it eligible.

@@ -1,6 +1,6 @@
+import { apiKeyHash } from "../src/http/authLive.js"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
-import { createHash } from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -36,7 +36,7 @@ beforeAll(async () => {
   openDb = join(dir, "open.db")
   open = await serverOn(openDb)
   keyedDb = join(dir, "keyed.db")
-  keyed = await serverOn(keyedDb, [{ principal: "ops", sha256: createHash("sha256").update(KEY).digest("hex") }])
+  keyed = await serverOn(keyedDb, [{ principal: "ops", sha256: apiKeyHash(KEY) }])
 })
 afterAll(async () => {
   await open.close()

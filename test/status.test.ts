@@ -1,7 +1,7 @@
+import { apiKeyHash } from "../src/http/authLive.js"
 import { describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect, Exit } from "effect"
-import { createHash } from "node:crypto"
 import { FeeBudgetExhausted, NotFound, PolicyDenied, SettlementIndeterminate } from "../src/domain/errors.js"
 import { CatalogTableRepo, type TableClock } from "../src/store/CatalogTableRepo.js"
 import { StoreTest } from "../src/store/Store.js"
@@ -209,14 +209,13 @@ describe("the catalog table in the store", () => {
 describe("the status page over HTTP with API keys", () => {
   const OPERATOR_KEY = "status-operator-key"
   const BUYER_KEY = "status-buyer-key"
-  const sha256 = (key: string) => createHash("sha256").update(key).digest("hex")
 
   test("the catalog is public; facilitators need a key; the journal an operator key; the page sends a strict CSP", async () => {
     const server = await startServer(
       testConfig({
         apiKeys: [
-          { principal: "ops", sha256: sha256(OPERATOR_KEY), role: "operator" },
-          { principal: "agent-1", sha256: sha256(BUYER_KEY) }
+          { principal: "ops", sha256: apiKeyHash(OPERATOR_KEY), role: "operator" },
+          { principal: "agent-1", sha256: apiKeyHash(BUYER_KEY) }
         ]
       })
     )

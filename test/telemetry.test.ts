@@ -1,6 +1,6 @@
+import { apiKeyHash } from "../src/http/authLive.js"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect, Layer } from "effect"
-import { createHash } from "node:crypto"
 import { TelemetryLive } from "../src/telemetry/Telemetry.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
 import { pollUntil } from "./support/poll.js"
@@ -54,7 +54,7 @@ const keyed = { authorization: `Bearer ${API_KEY}` }
 beforeAll(async () => {
   stack = await startSellerStack(
     () => ({
-      apiKeys: [{ principal: "agent-1", sha256: createHash("sha256").update(API_KEY).digest("hex") }],
+      apiKeys: [{ principal: "agent-1", sha256: apiKeyHash(API_KEY) }],
       telemetry: { otlpEndpoint: collector.url, serviceName: "sextant-test" }
     }),
     API_KEY

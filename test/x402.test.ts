@@ -1,7 +1,7 @@
+import { apiKeyHash } from "../src/http/authLive.js"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { HTTPFacilitatorClient } from "@x402/core/server"
 import { Keypair } from "@stellar/stellar-sdk"
-import { createHash } from "node:crypto"
 import { LOOPBACK, pollUntil } from "./support/poll.js"
 import { request, startServer, testConfig } from "./support/server.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
@@ -16,7 +16,6 @@ const VERIFIED_PAYEE = "GDVEU3DD4KOFECV66VIHWEZOYX4ZKR3WV27L464SIIPOU2IUI3JCZA57
 const RESOURCE_ID = "seller.rwa.inspect"
 const auth = { authorization: `Bearer ${API_KEY}` }
 const otherAuth = { authorization: `Bearer ${OTHER_KEY}` }
-const sha256 = (key: string) => createHash("sha256").update(key).digest("hex")
 
 const backend = startFacilitator()
 /** A seller paid to VERIFIED_PAYEE, probed once so settlement may pay it. */
@@ -43,8 +42,8 @@ beforeAll(async () => {
     testConfig({
       facilitators: [{ id: "a", url: backend.url, apiKey: BACKEND_KEY }],
       apiKeys: [
-        { principal: "agent-1", sha256: sha256(API_KEY) },
-        { principal: "agent-2", sha256: sha256(OTHER_KEY) }
+        { principal: "agent-1", sha256: apiKeyHash(API_KEY) },
+        { principal: "agent-2", sha256: apiKeyHash(OTHER_KEY) }
       ],
       catalog: [resource.catalogEntry(RESOURCE_ID)],
       probes: { ...base.probes, allowPrivateTargets: true }

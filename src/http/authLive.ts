@@ -6,6 +6,9 @@ import { ApiKeyAuth } from "./auth.js"
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest()
 
+/** What `apiKeys[].sha256` holds for a key: `sextant keys hash` prints it, and lookups compare it. */
+export const apiKeyHash = (key: string) => sha256(key).toString("hex")
+
 type KeyPrincipal = { readonly id: string; readonly role: "operator" | "buyer" }
 
 /**
