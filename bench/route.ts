@@ -179,9 +179,7 @@ try {
       // recorder, which derives each resource's maintained metrics row and status from the window.
       yield* sql.withTransaction(
         Effect.forEach(catalog, (entry, i) =>
-          Effect.forEach(Array.from({ length: PROBES_PER_DAY - 1 }, (_, n) => n), (n) =>
-            observations.insert(observationOf(entry, i, n, nowMs))
-          ), { discard: true })
+          observations.insert(Array.from({ length: PROBES_PER_DAY - 1 }, (_, n) => observationOf(entry, i, n, nowMs))), { discard: true })
       )
       const records = new Map((yield* resources.byCapability(CAPABILITY)).map((r) => [r.resource.id, r]))
       yield* Effect.forEach(

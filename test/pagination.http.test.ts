@@ -137,7 +137,7 @@ describe("GET /v1/resources/{id}/observations", () => {
     await writer.runPromise(
       Effect.flatMap(ObservationsRepo, (repo) =>
         Effect.forEach(Array.from({ length: 5 }, (_, i) => i), (i) =>
-          repo.insert({
+          repo.insert([{
             id: sortableId("obs", base + i * 1000),
             resourceId: id,
             observedAt: new Date(base + i * 1000).toISOString(),
@@ -156,7 +156,7 @@ describe("GET /v1/resources/{id}/observations", () => {
             priceUsd: null,
             detail: null,
             contradiction: null
-          } satisfies RecordedObservation)
+          } satisfies RecordedObservation])
         )
       )
     )

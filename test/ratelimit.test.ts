@@ -143,8 +143,10 @@ describe("unlisted retention (verification.unlistedRetentionHours)", () => {
         yield* repo.insertUnlisted(entry("discovered-fresh", "http://127.0.0.1:9/fresh"), "validate", validated)
         yield* repo.upsertListed(entry("registered.kept", "http://127.0.0.1:9/registered"), "registration", validated)
         // Validated again after the cutoff: kept.
-        yield* observations.insert(observation(nowMs + 600_000, { resourceId: "discovered-fresh", url: "http://127.0.0.1:9/fresh" }))
-        yield* observations.insert(observation(nowMs - 600_000, { resourceId: "discovered-stale", url: "http://127.0.0.1:9/stale" }))
+        yield* observations.insert([
+          observation(nowMs + 600_000, { resourceId: "discovered-fresh", url: "http://127.0.0.1:9/fresh" }),
+          observation(nowMs - 600_000, { resourceId: "discovered-stale", url: "http://127.0.0.1:9/stale" })
+        ])
         const pruned = yield* repo.pruneUnlisted(nowMs + 300_000)
         expect(pruned).toBe(1)
         const ids = yield* Effect.forEach(["config.kept", "discovered-stale", "discovered-fresh", "registered.kept"], (id) =>

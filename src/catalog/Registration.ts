@@ -1,4 +1,3 @@
-import { HttpClient } from "@effect/platform"
 import { Context, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../config.js"
 import { InvalidRequest, TargetRefused } from "../domain/errors.js"
@@ -30,7 +29,6 @@ const MAX_DOCUMENT_BYTES = 1024 * 1024
 
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
-  const http = yield* HttpClient.HttpClient
   const prober = yield* Prober
   const resources = yield* ResourcesRepo
   const deployment = { network: config.network, assetContract: config.asset.assetContract }
@@ -38,7 +36,6 @@ const make = Effect.gen(function* () {
   /** One document: the routes it names, or why it gave none. Never fails: a missing document is an answer. */
   const read = (url: string, parse: (doc: unknown, origin: string) => ReadonlyArray<FoundRoute> | null, origin: string) =>
     fetchJson(url, config.probes, MAX_DOCUMENT_BYTES).pipe(
-      Effect.provideService(HttpClient.HttpClient, http),
       Effect.map((answer) => {
         if (answer.httpStatus < 200 || answer.httpStatus >= 300) {
           return { doc: { url, routes: null, detail: `answered ${answer.httpStatus}` }, found: [] }

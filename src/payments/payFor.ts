@@ -190,10 +190,7 @@ const sendPaid = (target: URL, input: PayForInput, paymentHeaders: Record<string
 export const payFor = (input: PayForInput): Effect.Effect<PaidAnswer, PayForError, HttpClient.HttpClient> =>
   Effect.gen(function* () {
     const answer = yield* fetchAnswer(input.url, input.method, input.outbound, input.body).pipe(
-      Effect.timeoutFail({
-        duration: Duration.millis(input.outbound.timeoutMs),
-        onTimeout: () => new Unreachable({ reason: `no answer within ${input.outbound.timeoutMs} ms` })
-      })
+      Effect.catchTag("AnswerTimeout", (timeout) => new Unreachable({ reason: timeout.reason }))
     )
     if (answer.httpStatus !== 402) return yield* new NoPaymentRequired({ httpStatus: answer.httpStatus })
     const reading = readChallenge(answer.header, answer.body)

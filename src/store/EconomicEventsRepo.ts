@@ -10,6 +10,15 @@ const SummaryRow = Schema.Struct({
 })
 const decodeSummary = decodeRows(SummaryRow)
 
+/** What the payments about a resource show: the transaction success rate's terms and level 3 evidence. */
+export interface PaymentSummary {
+  readonly total: number
+  readonly successes: number
+  readonly everSucceeded: boolean
+}
+
+const NO_PAYMENTS: PaymentSummary = { total: 0, successes: 0, everSucceeded: false }
+
 const ProbeJson = Schema.parseJson(
   Schema.Struct({ priceUsd: Schema.Number, settleLatencyMs: Schema.Number, httpStatus: Schema.Number, bodyMatchesType: Schema.Boolean })
 )
@@ -92,6 +101,25 @@ const make = Effect.gen(function* () {
       ? sql`resource_id = ${resourceId}`
       : sql`(resource_id = ${resourceId} OR (resource_id IS NULL AND ${sql.in("pay_to", payTos)}))`
 
+  /**
+   * Payments about the resource since `sinceMs`: confirmed transactions (each counted once, however
+   * many reports name it: a settle answer and the buyer's receipt of it are one payment) and
+   * observed failures, which make the transaction success rate; and whether any transaction was
+   * ever confirmed (level 3 evidence). Pending and rejected events do not count. One query.
+   */
+  const summary = (resourceId: string, payTos: ReadonlyArray<string>, sinceMs: number) =>
+    sql`
+      SELECT COUNT(DISTINCT CASE WHEN at_ms >= ${sinceMs} AND state = 'confirmed' THEN transaction_hash END) AS successes,
+             SUM(CASE WHEN at_ms >= ${sinceMs} AND state = 'failed' THEN 1 ELSE 0 END) AS failures,
+             MAX(CASE WHEN state = 'confirmed' THEN 1 ELSE 0 END) AS ever
+      FROM economic_events WHERE ${about(resourceId, payTos)}`.pipe(
+      Effect.flatMap(decodeSummary),
+      Effect.map(([row]) => {
+        const successes = row?.successes ?? 0
+        return { total: successes + (row?.failures ?? 0), successes, everSucceeded: row?.ever === 1 } satisfies PaymentSummary
+      })
+    )
+
   return repository("EconomicEventsRepo", {
     insert: (id: string, e: EconomicEvent, initial: EventResolution, nowMs: number) =>
       sql`INSERT INTO economic_events (id, source, resource_id, pay_to, success, transaction_hash, at, at_ms, state,
@@ -104,24 +132,29 @@ const make = Effect.gen(function* () {
         Effect.asVoid
       ),
 
+    summary,
+
     /**
-     * Payments about the resource since `sinceMs`: confirmed transactions (each counted once, however
-     * many reports name it: a settle answer and the buyer's receipt of it are one payment) and
-     * observed failures, which make the transaction success rate; and whether any transaction was
-     * ever confirmed (level 3 evidence). Pending and rejected events do not count. One query.
+     * `summary` of many resources at once: one query finds which of them any event is about, and
+     * only those (few: most resources are never paid through this service) get their own summary.
      */
-    summary: (resourceId: string, payTos: ReadonlyArray<string>, sinceMs: number) =>
-      sql`
-        SELECT COUNT(DISTINCT CASE WHEN at_ms >= ${sinceMs} AND state = 'confirmed' THEN transaction_hash END) AS successes,
-               SUM(CASE WHEN at_ms >= ${sinceMs} AND state = 'failed' THEN 1 ELSE 0 END) AS failures,
-               MAX(CASE WHEN state = 'confirmed' THEN 1 ELSE 0 END) AS ever
-        FROM economic_events WHERE ${about(resourceId, payTos)}`.pipe(
-        Effect.flatMap(decodeSummary),
-        Effect.map(([row]) => {
-          const successes = row?.successes ?? 0
-          return { total: successes + (row?.failures ?? 0), successes, everSucceeded: row?.ever === 1 }
-        })
-      ),
+    summaries: (about: ReadonlyArray<{ readonly resourceId: string; readonly payTos: ReadonlyArray<string> }>, sinceMs: number) =>
+      Effect.gen(function* () {
+        const result = new Map<string, PaymentSummary>()
+        if (about.length === 0) return result
+        const payTos = [...new Set(about.flatMap((a) => a.payTos))]
+        const found = yield* sql<{ resource_id: string | null; pay_to: string | null }>`
+          SELECT DISTINCT resource_id, pay_to FROM economic_events
+          WHERE ${sql.in("resource_id", about.map((a) => a.resourceId))}
+            ${payTos.length === 0 ? sql`` : sql`OR (resource_id IS NULL AND ${sql.in("pay_to", payTos)})`}`
+        const ids = new Set(found.flatMap((r) => (r.resource_id === null ? [] : [r.resource_id])))
+        const paid = new Set(found.flatMap((r) => (r.resource_id === null && r.pay_to !== null ? [r.pay_to] : [])))
+        for (const a of about) {
+          const any = ids.has(a.resourceId) || a.payTos.some((p) => paid.has(p))
+          result.set(a.resourceId, any ? yield* summary(a.resourceId, a.payTos, sinceMs) : NO_PAYMENTS)
+        }
+        return result
+      }),
 
     /** Pending events due for a ledger check, oldest first. */
     due: (nowMs: number, limit: number) =>

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { MetricsSnapshot, StoredStanding } from "../domain/metrics.js"
 import { ServiceStatus } from "../domain/resources.js"
-import { decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
+import { chunksOf, decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
 
 export const MetricsColumns = {
   resource_id: Schema.String,
@@ -79,24 +79,42 @@ const make = Effect.gen(function* () {
         Effect.map((rows) => (rows[0] ? toSnapshot(rows[0]) : null))
       ),
 
-    /** Stores the metrics row with the rolling window (rollingWindow.ts, encoded) it was derived from. */
-    upsert: (m: MetricsSnapshot, windowState: string, updatedAt: string) =>
-      sql`INSERT INTO resource_metrics (resource_id, availability, payment_interface_success_rate, transaction_success_rate,
-          p50_latency_ms, p95_latency_ms, observed_price_usd, price_consistency, reliability, observation_count,
-          last_verified, last_observed_at, valid_challenge_seen, transaction_verified, window_state, updated_at)
-        VALUES (${m.resourceId}, ${m.availability24h}, ${m.paymentInterfaceSuccessRate}, ${m.transactionSuccessRate},
-          ${m.p50LatencyMs}, ${m.p95LatencyMs}, ${m.observedPriceUsd}, ${m.priceConsistency}, ${m.reliability},
-          ${m.observationCount}, ${m.lastVerified}, ${m.lastObservedAt}, ${m.validChallengeSeen ? 1 : 0},
-          ${m.transactionVerified ? 1 : 0}, ${windowState}, ${updatedAt})
-        ON CONFLICT (resource_id) DO UPDATE SET availability = excluded.availability,
-          payment_interface_success_rate = excluded.payment_interface_success_rate,
-          transaction_success_rate = excluded.transaction_success_rate, p50_latency_ms = excluded.p50_latency_ms,
-          p95_latency_ms = excluded.p95_latency_ms, observed_price_usd = excluded.observed_price_usd,
-          price_consistency = excluded.price_consistency, reliability = excluded.reliability,
-          observation_count = excluded.observation_count, last_verified = excluded.last_verified,
-          last_observed_at = excluded.last_observed_at, valid_challenge_seen = excluded.valid_challenge_seen,
-          transaction_verified = excluded.transaction_verified, window_state = excluded.window_state,
-          updated_at = excluded.updated_at`.pipe(Effect.asVoid),
+    /** Stores metrics rows, each with the rolling window (rollingWindow.ts, encoded) it was derived from. */
+    upsert: (rows: ReadonlyArray<{ readonly metrics: MetricsSnapshot; readonly windowState: string }>, updatedAt: string) =>
+      Effect.forEach(
+        chunksOf(rows, 256),
+        (part) =>
+          sql`INSERT INTO resource_metrics ${sql.insert(
+            part.map(({ metrics: m, windowState }) => ({
+              resource_id: m.resourceId,
+              availability: m.availability24h,
+              payment_interface_success_rate: m.paymentInterfaceSuccessRate,
+              transaction_success_rate: m.transactionSuccessRate,
+              p50_latency_ms: m.p50LatencyMs,
+              p95_latency_ms: m.p95LatencyMs,
+              observed_price_usd: m.observedPriceUsd,
+              price_consistency: m.priceConsistency,
+              reliability: m.reliability,
+              observation_count: m.observationCount,
+              last_verified: m.lastVerified,
+              last_observed_at: m.lastObservedAt,
+              valid_challenge_seen: m.validChallengeSeen ? 1 : 0,
+              transaction_verified: m.transactionVerified ? 1 : 0,
+              window_state: windowState,
+              updated_at: updatedAt
+            }))
+          )}
+          ON CONFLICT (resource_id) DO UPDATE SET availability = excluded.availability,
+            payment_interface_success_rate = excluded.payment_interface_success_rate,
+            transaction_success_rate = excluded.transaction_success_rate, p50_latency_ms = excluded.p50_latency_ms,
+            p95_latency_ms = excluded.p95_latency_ms, observed_price_usd = excluded.observed_price_usd,
+            price_consistency = excluded.price_consistency, reliability = excluded.reliability,
+            observation_count = excluded.observation_count, last_verified = excluded.last_verified,
+            last_observed_at = excluded.last_observed_at, valid_challenge_seen = excluded.valid_challenge_seen,
+            transaction_verified = excluded.transaction_verified, window_state = excluded.window_state,
+            updated_at = excluded.updated_at`,
+        { discard: true }
+      ),
 
     /** The stored rolling windows of many resources (null: never stored, or rows from before it existed). */
     windowStates: (resourceIds: ReadonlyArray<string>) =>

@@ -7,7 +7,7 @@ import {
   publicObservation,
   type RecordedObservation
 } from "../domain/observations.js"
-import { decodeRows, repository, SqlNumber } from "./repository.js"
+import { chunksOf, decodeRows, repository, SqlNumber } from "./repository.js"
 import { isSortableId, timeCursor } from "./sortableId.js"
 
 const ObservationRow = Schema.Struct({
@@ -77,6 +77,31 @@ export const observationCursor = (before: string): string | null => {
   return Number.isNaN(ms) ? null : timeCursor("obs", ms)
 }
 
+/** Rows per multi-row INSERT: 19 parameters each stays far below SQLite's and Postgres's limits. */
+const ROWS_PER_STATEMENT = 256
+
+const observationRow = (o: RecordedObservation) => ({
+  id: o.id,
+  resource_id: o.resourceId,
+  observed_at: o.observedAt,
+  observed_at_ms: Date.parse(o.observedAt),
+  method: o.method,
+  url: o.url,
+  http_status: o.httpStatus,
+  latency_ms: o.latencyMs,
+  outcome: o.outcome,
+  x402_version: o.x402Version,
+  scheme: o.scheme,
+  network: o.network,
+  asset: o.asset,
+  pay_to: o.payTo,
+  amount: o.amount,
+  max_amount: o.maxAmount,
+  price_usd: o.priceUsd,
+  detail: o.detail,
+  contradiction: o.contradiction
+})
+
 export interface ObservationPage {
   readonly observations: ReadonlyArray<Observation>
   readonly nextBefore: string | null
@@ -85,12 +110,13 @@ export interface ObservationPage {
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   return repository("ObservationsRepo", {
-    insert: (o: RecordedObservation) =>
-      sql`INSERT INTO observations (id, resource_id, observed_at, observed_at_ms, method, url, http_status, latency_ms,
-          outcome, x402_version, scheme, network, asset, pay_to, amount, max_amount, price_usd, detail, contradiction)
-        VALUES (${o.id}, ${o.resourceId}, ${o.observedAt}, ${Date.parse(o.observedAt)}, ${o.method}, ${o.url},
-          ${o.httpStatus}, ${o.latencyMs}, ${o.outcome}, ${o.x402Version}, ${o.scheme}, ${o.network}, ${o.asset},
-          ${o.payTo}, ${o.amount}, ${o.maxAmount}, ${o.priceUsd}, ${o.detail}, ${o.contradiction})`.pipe(Effect.asVoid),
+    /** Stores a batch of observations, a few statements for the lot. */
+    insert: (batch: ReadonlyArray<RecordedObservation>) =>
+      Effect.forEach(
+        chunksOf(batch, ROWS_PER_STATEMENT),
+        (part) => sql`INSERT INTO observations ${sql.insert(part.map(observationRow))}`,
+        { discard: true }
+      ),
 
     /** Newest first; `cursor` from `observationCursor` returns only older observations. */
     page: (resourceId: string, limit: number, cursor: string | null) =>
@@ -123,15 +149,24 @@ const make = Effect.gen(function* () {
             Effect.map((rows) => new Map(rows.map((o) => [o.resourceId, o] as const)))
           ),
 
-    /** Stores hours of a resource's probes (an hour changed again replaces its row). */
-    upsertRollups: (resourceId: string, rollups: ReadonlyArray<HourlyRollup>) =>
+    /** Stores hours of resources' probes (an hour changed again replaces its row). */
+    upsertRollups: (rollups: ReadonlyArray<{ readonly resourceId: string; readonly rollup: HourlyRollup }>) =>
       Effect.forEach(
-        rollups,
-        (r) =>
-          sql`INSERT INTO observation_rollups (resource_id, hour_ms, probes, answered, healthy, price_matches, connect_failures,
-              first_healthy_ms, latency_bins)
-            VALUES (${resourceId}, ${r.startMs}, ${r.probes}, ${r.answered}, ${r.healthy}, ${r.priceMatches},
-              ${r.connectFailures}, ${r.firstHealthyMs}, ${JSON.stringify(r.latency)})
+        chunksOf(rollups, ROWS_PER_STATEMENT),
+        (part) =>
+          sql`INSERT INTO observation_rollups ${sql.insert(
+            part.map(({ resourceId, rollup: r }) => ({
+              resource_id: resourceId,
+              hour_ms: r.startMs,
+              probes: r.probes,
+              answered: r.answered,
+              healthy: r.healthy,
+              price_matches: r.priceMatches,
+              connect_failures: r.connectFailures,
+              first_healthy_ms: r.firstHealthyMs,
+              latency_bins: JSON.stringify(r.latency)
+            }))
+          )}
             ON CONFLICT (resource_id, hour_ms) DO UPDATE SET probes = excluded.probes, answered = excluded.answered,
               healthy = excluded.healthy, price_matches = excluded.price_matches,
               connect_failures = excluded.connect_failures, first_healthy_ms = excluded.first_healthy_ms,

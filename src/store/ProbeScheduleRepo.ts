@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
-import { decodeRows, repository, SqlNumber } from "./repository.js"
+import { chunksOf, decodeRows, repository, SqlNumber } from "./repository.js"
 
 const ClaimRow = Schema.Struct({ resource_id: Schema.String, due_ms: SqlNumber })
 const decodeClaims = decodeRows(ClaimRow)
@@ -55,13 +55,19 @@ const make = Effect.gen(function* () {
       ),
 
     /**
-     * After the probe of a claim: the next due time, and the lease released. Only while `owner`
-     * still holds the lease: if it ran out and another instance took the resource, that one's
-     * schedule stands.
+     * After the probes of claims: each one's next due time, and the lease released. Only while
+     * `owner` still holds the lease: if it ran out and another instance took the resource, that
+     * one's schedule stands. One statement per chunk of claims.
      */
-    complete: (resourceId: string, owner: string, nextDueMs: number) =>
-      sql`UPDATE probe_schedule SET due_ms = ${nextDueMs}, lease_owner = NULL, lease_until_ms = 0
-        WHERE resource_id = ${resourceId} AND lease_owner = ${owner}`.pipe(Effect.asVoid),
+    complete: (owner: string, done: ReadonlyArray<{ readonly resourceId: string; readonly nextDueMs: number }>) =>
+      Effect.forEach(
+        chunksOf(done, 500),
+        (part) =>
+          sql`UPDATE probe_schedule SET due_ms = v.column2, lease_owner = NULL, lease_until_ms = 0
+            FROM (VALUES ${sql.csv(part.map((d) => sql`(CAST(${d.resourceId} AS TEXT), CAST(${d.nextDueMs} AS BIGINT))`))}) AS v
+            WHERE probe_schedule.resource_id = v.column1 AND probe_schedule.lease_owner = ${owner}`,
+        { discard: true }
+      ),
 
     /** Gives back claims not probed (the instance is stopping), due at once for whoever is left. */
     release: (resourceIds: ReadonlyArray<string>, owner: string) =>

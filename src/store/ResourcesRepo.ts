@@ -11,7 +11,7 @@ import {
   ServiceStatus
 } from "../domain/resources.js"
 import { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
-import { decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
+import { chunksOf, decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
 import type { StoredStanding } from "../domain/metrics.js"
 import { MetricsColumns, MetricsRow, toSnapshot } from "./MetricsRepo.js"
 import { textQuery, writeSearchIndex } from "./searchIndex.js"
@@ -160,6 +160,7 @@ export interface RecordWithStanding {
 const decodeRanked = decodeRows(Schema.Struct({ id: Schema.String, relevance: SqlNumber }))
 
 const StateRow = Schema.Struct({
+  id: Schema.String,
   listed: SqlFlag,
   listing_hold: Schema.NullOr(ListingHold),
   unhealthy_since_ms: Schema.NullOr(SqlNumber)
@@ -187,12 +188,6 @@ const initialHold = (source: string): ListingHold =>
 
 /** Rows per bulk statement: far below both drivers' bound-parameter limits at 15 columns. */
 const WRITE_CHUNK = 500
-
-const chunksOf = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
-  const chunks: Array<ReadonlyArray<A>> = []
-  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size))
-  return chunks
-}
 
 /** The last of each key, in first-seen order: what writing the items one after another would leave. */
 const lastBy = <A>(items: ReadonlyArray<A>, key: (a: A) => string): Array<A> => [...new Map(items.map((a) => [key(a), a])).values()]
@@ -319,9 +314,12 @@ const make = Effect.gen(function* () {
       })
     })
 
+  /** The hold a listing change leaves: none once listed, else the change's ("operator" by default). */
+  const holdAfter = (listed: boolean, change: { readonly hold?: ListingHold | null }) => (listed ? null : (change.hold ?? "operator"))
+
   const writeListing = (id: string, wasListed: boolean, listed: boolean, change: ListingChange) =>
     Effect.gen(function* () {
-      const hold = listed ? null : (change.hold ?? "operator")
+      const hold = holdAfter(listed, change)
       yield* sql`UPDATE resources SET listed = ${listed ? 1 : 0}, listing_hold = ${hold}, updated_at = ${now()} WHERE id = ${id}`
       if (wasListed !== listed) yield* recordListings([{ id, listed }], change)
     })
@@ -574,28 +572,40 @@ const make = Effect.gen(function* () {
         return true
       }).pipe(sql.withTransaction),
     /**
-     * After a probe: reads the listing, lets `decide` (the probe rule, docs/decisions.md) say what
-     * changes, and stores it. The caller runs it in a transaction (the recorder's batch, after the
-     * probe's observation) so an operator's concurrent change is not lost.
+     * After a batch of probes: reads their resources' listings in one query, lets each `decide`
+     * (the probe rule, docs/decisions.md) say what changes, and stores only the changes. The caller
+     * runs it in a transaction (the recorder's batch, after the observations) so an operator's
+     * concurrent change is not lost. A resource probed twice in the batch is decided in order.
      */
-    afterProbe: (id: string, actor: string, decide: (state: ListingState) => ListingStep) =>
+    afterProbes: (probes: ReadonlyArray<{ readonly id: string; readonly decide: (state: ListingState) => ListingStep }>, actor: string) =>
       Effect.gen(function* () {
-        const [row] = yield* sql`SELECT listed, listing_hold, unhealthy_since_ms FROM resources WHERE id = ${id}`.pipe(
-          Effect.flatMap(decodeState)
-        )
-        if (row === undefined) return null
-        const step = decide({ listed: row.listed, hold: row.listing_hold, unhealthySinceMs: row.unhealthy_since_ms })
-        if (step.unhealthySinceMs !== row.unhealthy_since_ms) {
-          yield* sql`UPDATE resources SET unhealthy_since_ms = ${step.unhealthySinceMs} WHERE id = ${id}`
-        }
-        if (step.change !== null) {
-          yield* writeListing(id, row.listed, step.change.listed, {
-            actor,
-            reason: step.change.reason,
-            ...(step.change.hold !== null ? { hold: step.change.hold } : {})
+        if (probes.length === 0) return
+        const rows = yield* sql`SELECT id, listed, listing_hold, unhealthy_since_ms FROM resources
+          WHERE ${sql.in("id", [...new Set(probes.map((p) => p.id))])}`.pipe(Effect.flatMap(decodeState))
+        const states = new Map(rows.map((r) => [r.id, { listed: r.listed, hold: r.listing_hold, unhealthySinceMs: r.unhealthy_since_ms }]))
+        const stored = new Map(states)
+        for (const probe of probes) {
+          const state = states.get(probe.id)
+          if (state === undefined) continue
+          const step = probe.decide(state)
+          if (step.change !== null) {
+            yield* writeListing(probe.id, state.listed, step.change.listed, {
+              actor,
+              reason: step.change.reason,
+              ...(step.change.hold !== null ? { hold: step.change.hold } : {})
+            })
+          }
+          states.set(probe.id, {
+            listed: step.change?.listed ?? state.listed,
+            hold: step.change === null ? state.hold : holdAfter(step.change.listed, step.change),
+            unhealthySinceMs: step.unhealthySinceMs
           })
         }
-        return step
+        for (const [id, state] of states) {
+          if (stored.get(id)?.unhealthySinceMs !== state.unhealthySinceMs) {
+            yield* sql`UPDATE resources SET unhealthy_since_ms = ${state.unhealthySinceMs} WHERE id = ${id}`
+          }
+        }
       }),
     /** One page of listed resources, by id, with the total matching the filters (x402 discovery). */
     listedPage: (query: ListedPageQuery) =>

@@ -51,3 +51,10 @@ export const decodeRows = <A, I>(schema: Schema.Schema<A, I>) => {
   const decode = Schema.decodeUnknown(Schema.Array(schema))
   return (rows: ReadonlyArray<unknown>) => decode(rows)
 }
+
+/** `items` in consecutive slices of at most `size`: bulk statements stay under the drivers' parameter limits. */
+export const chunksOf = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
+  const chunks: Array<ReadonlyArray<A>> = []
+  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size))
+  return chunks
+}

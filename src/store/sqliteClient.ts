@@ -2,7 +2,8 @@ import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient, SqlError, Statement } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { Database } from "bun:sqlite"
-import { Effect, Layer, Scope } from "effect"
+import { Effect, FiberRef, Layer, Scope } from "effect"
+import { relaxedCommit } from "./durability.js"
 
 /**
  * A SQLite file with two connections: the writer, which runs every transaction and every
@@ -65,14 +66,20 @@ const make = (filename: string) =>
       executeStream: () => Effect.dieMessage("executeStream not implemented")
     } as Connection
     // A transaction holds the writer (and its permit) from BEGIN to COMMIT, as the stock client does.
+    // A relaxed one (durability.ts) lowers `synchronous` for its commit only: SQLite refuses to
+    // change it inside a transaction, so it is set before BEGIN and restored after COMMIT.
     const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
-      Effect.as(
-        Effect.zipRight(
-          restore(semaphore.take(1)),
-          Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, semaphore.release(1)))
-        ),
-        writer
-      )
+      Effect.gen(function* () {
+        yield* restore(semaphore.take(1))
+        const scope = yield* Effect.scope
+        yield* Scope.addFinalizer(scope, semaphore.release(1))
+        if (yield* FiberRef.get(relaxedCommit)) {
+          const level = writerDb.query<{ synchronous: number }, []>("PRAGMA synchronous").get()?.synchronous ?? 2
+          writerDb.run("PRAGMA synchronous = NORMAL")
+          yield* Scope.addFinalizer(scope, Effect.sync(() => writerDb.run(`PRAGMA synchronous = ${level}`)))
+        }
+        return writer
+      })
     )
     return yield* SqlClient.make({
       acquirer: Effect.succeed(routed),

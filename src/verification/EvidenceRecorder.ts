@@ -2,46 +2,65 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Context, Deferred, Effect, Exit, Layer, Option, Queue } from "effect"
 import { AppConfig } from "../config.js"
 import type { EconomicEvent } from "../domain/evidence.js"
-import type { StoredStanding } from "../domain/metrics.js"
-import type { RecordedObservation } from "../domain/observations.js"
+import type { MetricsSnapshot, StoredStanding } from "../domain/metrics.js"
+import type { HourlyRollup, RecordedObservation } from "../domain/observations.js"
 import type { ResourceRecord, ServiceStatus } from "../domain/resources.js"
-import { EconomicEventsRepo, type EventResolution, type PendingEvent } from "../store/EconomicEventsRepo.js"
+import { EconomicEventsRepo, type EventResolution, type PaymentSummary, type PendingEvent } from "../store/EconomicEventsRepo.js"
 import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
-import { transactional } from "../store/repository.js"
-import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { relaxedTransaction } from "../store/durability.js"
+import { ProbeScheduleRepo } from "../store/ProbeScheduleRepo.js"
+import { chunksOf, transactional } from "../store/repository.js"
+import { type ListingState, ResourcesRepo } from "../store/ResourcesRepo.js"
 import { sortableId } from "../store/sortableId.js"
 import { TransitionsRepo } from "../store/TransitionsRepo.js"
 import { initialResolution } from "./confirmation.js"
 import { snapshotFrom, windowMs } from "./metrics.js"
 import { addObservation, decodeWindow, encodeWindow, type RollingWindow, statsAt, windowOf, windowStartMs } from "./rollingWindow.js"
+import { listingAfterProbe } from "./probeListing.js"
 import { deriveStanding, type Standing } from "./status.js"
 
-/** Observations written per transaction at most: one fsync for many probes, yet short enough that a settle's reservation waits little. */
+/** Observations written per transaction at most: a few statements for many probes, yet short enough that a settle's reservation waits little. */
 const BATCH = 256
 /**
- * How long the writer lets a batch gather after its first observation. SQLite's commit (an fsync)
- * blocks the event loop, so without a pause no other probe can finish during it and batches stay
- * at one; 10 ms is a few fsyncs, and what one probe's answer waits at most for it.
+ * How long the writer lets a batch gather after its first observation. A batch costs the same
+ * statements whatever its size, and bun:sqlite blocks the event loop while they run, so without a
+ * pause no other probe could finish meanwhile and batches would stay small; 10 ms is what one
+ * probe's answer waits at most for it.
  */
 const GATHER_MS = 10
+
+/** What a probe's observation also settles, in its batch's transaction. */
+export interface ProbeBookkeeping {
+  /** The listing rule applies (probeListing.ts): a probe of the service's own, not an observation made elsewhere. */
+  readonly listing: boolean
+  /** The schedule's claim the probe completes: the next due time, set while `owner` still holds the lease. */
+  readonly claim?: { readonly owner: string; readonly nextDueMs: number }
+}
+
+const NO_BOOKKEEPING: ProbeBookkeeping = { listing: false }
+
+/** What the listing rule needs of an observation. */
+const factOf = (o: RecordedObservation) => ({ healthy: o.outcome === "healthy", atMs: Date.parse(o.observedAt) })
 
 /** One observation waiting for the writer, with what runs after it in the same transaction. */
 interface Pending {
   readonly record: ResourceRecord
   readonly observation: RecordedObservation
-  readonly afterwards: Effect.Effect<void>
+  readonly bookkeeping: ProbeBookkeeping
   readonly done: Deferred.Deferred<Standing | null>
 }
 
 const make = Effect.gen(function* () {
-  const transaction = transactional(yield* SqlClient.SqlClient)
+  const sql = yield* SqlClient.SqlClient
+  const transaction = transactional(sql)
   const config = yield* AppConfig
   const resources = yield* ResourcesRepo
   const observations = yield* ObservationsRepo
   const metrics = yield* MetricsRepo
   const transitions = yield* TransitionsRepo
   const economic = yield* EconomicEventsRepo
+  const schedule = yield* ProbeScheduleRepo
   // A refresh reads the resource's window and writes the derived rows; one writer at a time keeps
   // a probe batch, a settlement's evidence and an operator's change from interleaving them.
   const lock = yield* Effect.makeSemaphore(1)
@@ -79,22 +98,16 @@ const make = Effect.gen(function* () {
         )
   }
 
-  /** Derives and stores the metrics row and the standing from `window`, and a transition if it moved. */
-  const derive = (record: ResourceRecord, stored: StoredStanding, window: RollingWindow, nowMs: number) =>
-    Effect.gen(function* () {
-      const id = record.resource.id
-      const payTos = [...new Set(record.paymentOptions.map((o) => o.payTo))]
-      const payments = yield* economic.summary(id, payTos, nowMs - windowMs(config.verification))
-      const stats = statsAt(window, nowMs, payments, config.verification)
-      yield* metrics.upsert(
-        snapshotFrom(id, stats, stored.snapshot, payments.everSucceeded),
-        encodeWindow(window),
-        new Date(nowMs).toISOString()
-      )
-      const next = deriveStanding(stats, payments.everSucceeded, nowMs, config.verification, stored.operatorQuarantine)
-      yield* moveTo(id, stored, next, nowMs)
-      return next
-    })
+  /** The metrics row and standing `window` gives, as of `nowMs`. No I/O. */
+  const deriveFrom = (id: string, stored: StoredStanding, window: RollingWindow, payments: PaymentSummary, nowMs: number) => {
+    const stats = statsAt(window, nowMs, payments, config.verification)
+    return {
+      metrics: snapshotFrom(id, stats, stored.snapshot, payments.everSucceeded),
+      next: deriveStanding(stats, payments.everSucceeded, nowMs, config.verification, stored.operatorQuarantine)
+    }
+  }
+
+  const payTosOf = (record: ResourceRecord) => [...new Set(record.paymentOptions.map((o) => o.payTo))]
 
   /** Re-derives one resource from its stored window (new economic evidence, an operator's change). */
   const refresh = (record: ResourceRecord) =>
@@ -104,41 +117,78 @@ const make = Effect.gen(function* () {
       if (Option.isNone(stored)) return null
       const nowMs = yield* Clock.currentTimeMillis
       const states = yield* metrics.windowStates([id])
-      return yield* derive(record, stored.value, yield* windowOfResource(record, states.get(id), nowMs), nowMs)
+      const window = yield* windowOfResource(record, states.get(id), nowMs)
+      const payments = yield* economic.summary(id, payTosOf(record), nowMs - windowMs(config.verification))
+      const { metrics: row, next } = deriveFrom(id, stored.value, window, payments, nowMs)
+      yield* metrics.upsert([{ metrics: row, windowState: encodeWindow(window) }], new Date(nowMs).toISOString())
+      yield* moveTo(id, stored.value, next, nowMs)
+      return next
     })
 
   /**
-   * One batch of observations in one transaction: each is stored, added to its resource's rolling
-   * window (O(1): one hourly bucket and the newest-probe facts change), the hours it closed are
-   * stored as rollups, and the metrics row and standing are derived from the window.
+   * One batch of observations in one transaction, in a fixed number of statements whatever its
+   * size: the resources' standings, windows, payments and listings are read at once; each
+   * observation is added to its resource's rolling window (O(1): one hourly bucket and the
+   * newest-probe facts change) and the metrics and standing derived in memory; then the
+   * observations, the hours they closed (rollups), the metrics rows, the listing rule's changes and
+   * the schedule's completed claims are written in bulk. Only a standing that moved costs its own
+   * statements (a transition).
    */
   const writeBatch = (batch: ReadonlyArray<Pending>) =>
     Effect.gen(function* () {
       const nowMs = yield* Clock.currentTimeMillis
-      const ids = [...new Set(batch.map((p) => p.record.resource.id))]
+      const records = new Map(batch.map((p) => [p.record.resource.id, p.record] as const))
+      const ids = [...records.keys()]
       const standings = new Map((yield* metrics.standings(ids)).map((s) => [s.resourceId, s] as const))
       const states = yield* metrics.windowStates(ids)
+      const payments = yield* economic.summaries(
+        [...records.values()].filter((r) => standings.has(r.resource.id)).map((r) => ({ resourceId: r.resource.id, payTos: payTosOf(r) })),
+        nowMs - windowMs(config.verification)
+      )
+      // Read (or rebuild) each window before the batch's observations are stored: it must not hold them yet.
       const windows = new Map<string, RollingWindow>()
-      const results: Array<Standing | null> = []
-      for (const item of batch) {
+      for (const id of ids) {
+        if (standings.has(id)) windows.set(id, yield* windowOfResource(records.get(id)!, states.get(id), nowMs))
+      }
+      const rollups: Array<{ resourceId: string; rollup: HourlyRollup }> = []
+      const rows = new Map<string, MetricsSnapshot>()
+      const moves: Array<{ id: string; from: StoredStanding; next: Standing }> = []
+      const results = batch.map((item): Standing | null => {
         const id = item.record.resource.id
         const stored = standings.get(id)
-        // Read (or rebuild) the window before storing the observation, which it must not hold yet.
-        const window = stored === undefined ? null : (windows.get(id) ?? (yield* windowOfResource(item.record, states.get(id), nowMs)))
-        yield* observations.insert(item.observation)
-        if (stored === undefined || window === null) {
-          results.push(null)
-        } else {
-          const added = addObservation(window, item.observation, item.record.paymentOptions, config.verification)
-          if (added.closed.length > 0) yield* observations.upsertRollups(id, added.closed)
-          windows.set(id, added.window)
-          const next = yield* derive(item.record, stored, added.window, nowMs)
-          // The next item of the same resource in this batch starts from what this one left.
-          standings.set(id, { ...stored, status: next.status, level: next.level, snapshot: stored.snapshot })
-          results.push(next)
-        }
-        yield* item.afterwards
+        const window = windows.get(id)
+        if (stored === undefined || window === undefined) return null
+        const added = addObservation(window, item.observation, item.record.paymentOptions, config.verification)
+        for (const rollup of added.closed) rollups.push({ resourceId: id, rollup })
+        windows.set(id, added.window)
+        const derived = deriveFrom(id, stored, added.window, payments.get(id)!, nowMs)
+        rows.set(id, derived.metrics)
+        if (stored.status !== derived.next.status || stored.level !== derived.next.level) moves.push({ id, from: stored, next: derived.next })
+        // The next item of the same resource in this batch starts from what this one left.
+        standings.set(id, { ...stored, status: derived.next.status, level: derived.next.level })
+        return derived.next
+      })
+      yield* observations.insert(batch.map((p) => p.observation))
+      yield* observations.upsertRollups(rollups)
+      yield* metrics.upsert(
+        [...rows].map(([id, row]) => ({ metrics: row, windowState: encodeWindow(windows.get(id)!) })),
+        new Date(nowMs).toISOString()
+      )
+      yield* Effect.forEach(moves, (m) => moveTo(m.id, m.from, m.next, nowMs), { discard: true })
+      yield* resources.afterProbes(
+        batch.flatMap((p) =>
+          p.bookkeeping.listing
+            ? [{ id: p.record.resource.id, decide: (state: ListingState) => listingAfterProbe(state, factOf(p.observation), config.verification.delistAfterHours) }]
+            : []
+        ),
+        "probe"
+      )
+      const claims = new Map<string, Array<{ resourceId: string; nextDueMs: number }>>()
+      for (const p of batch) {
+        const claim = p.bookkeeping.claim
+        if (claim !== undefined) claims.set(claim.owner, [...(claims.get(claim.owner) ?? []), { resourceId: p.record.resource.id, nextDueMs: claim.nextDueMs }])
       }
+      yield* Effect.forEach(claims, ([owner, done]) => schedule.complete(owner, done), { discard: true })
       return results
     })
 
@@ -153,7 +203,8 @@ const make = Effect.gen(function* () {
     // Real time, not the Clock: a test's TestClock must not hold the writer.
     if ((yield* Queue.size(queue)) < BATCH - 1) yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, GATHER_MS)))
     const items = [first, ...(yield* Queue.takeUpTo(queue, BATCH - 1))]
-    const exit = yield* Effect.exit(serialized(writeBatch(items)))
+    // Relaxed: a batch lost to a power cut is probed again; an fsync per batch blocked the event loop 2-15 ms.
+    const exit = yield* Effect.exit(lock.withPermits(1)(relaxedTransaction(sql)(writeBatch(items))))
     yield* Exit.match(exit, {
       onFailure: (cause) => Effect.forEach(items, (p) => Deferred.failCause(p.done, cause), { discard: true }),
       onSuccess: (results) => Effect.forEach(items, (p, i) => Deferred.succeed(p.done, results[i] ?? null), { discard: true })
@@ -181,13 +232,13 @@ const make = Effect.gen(function* () {
 
     /**
      * Stores the observation of `record` and brings its metrics and status up to date, batched
-     * with other probes' observations in one transaction; `afterwards` (the listing rule) runs in
-     * that transaction right after it. Resolves once the batch committed.
+     * with other probes' observations in one transaction, with its `bookkeeping` (the listing rule,
+     * the schedule's claim) in that transaction too. Resolves once the batch committed.
      */
-    recordObservation: (record: ResourceRecord, observation: RecordedObservation, afterwards: Effect.Effect<void> = Effect.void) =>
+    recordObservation: (record: ResourceRecord, observation: RecordedObservation, bookkeeping: ProbeBookkeeping = NO_BOOKKEEPING) =>
       Effect.gen(function* () {
         const done = yield* Deferred.make<Standing | null>()
-        yield* Queue.offer(queue, { record, observation, afterwards, done })
+        yield* Queue.offer(queue, { record, observation, bookkeeping, done })
         return yield* Deferred.await(done)
       }).pipe(Effect.withSpan("EvidenceRecorder.recordObservation")),
 
@@ -239,14 +290,11 @@ const make = Effect.gen(function* () {
    * of BATCH resources, so one payee with a thousand resources never holds the writer for long.
    */
   function refreshAll(about: ReadonlyArray<ResourceRecord>) {
-    return Effect.forEach(chunks(about, BATCH), (chunk) => serialized(Effect.forEach(chunk, refresh, { discard: true })), {
+    return Effect.forEach(chunksOf(about, BATCH), (chunk) => serialized(Effect.forEach(chunk, refresh, { discard: true })), {
       discard: true
     })
   }
 })
-
-const chunks = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> =>
-  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
 
 /** The write side of evidence: observations and economic events in, metrics rows, statuses and transitions out. */
 export class EvidenceRecorder extends Context.Tag("sextant/EvidenceRecorder")<

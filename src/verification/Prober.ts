@@ -1,4 +1,3 @@
-import { HttpClient } from "@effect/platform"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { AppConfig, type Config } from "../config.js"
@@ -17,11 +16,10 @@ import { ProbeScheduleRepo } from "../store/ProbeScheduleRepo.js"
 import { type ListingChange, ResourcesRepo } from "../store/ResourcesRepo.js"
 import { isAcceptable } from "./challenge.js"
 import { Instruments } from "../telemetry/Instruments.js"
-import { EvidenceRecorder } from "./EvidenceRecorder.js"
+import { EvidenceRecorder, type ProbeBookkeeping } from "./EvidenceRecorder.js"
 import { guardTarget, TargetRefused } from "./outboundGuard.js"
 import { type Observed, observe, type ProbeTarget } from "./observe.js"
-import { publicObservation, type RecordedObservation } from "../domain/observations.js"
-import { listingAfterProbe } from "./probeListing.js"
+import { publicObservation } from "../domain/observations.js"
 import { nextDue } from "./probeSlots.js"
 
 /** What one scheduled pass over the catalog did. */
@@ -98,7 +96,6 @@ const targetOf = (record: ResourceRecord, method?: HttpMethod): ProbeTarget => (
 
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
-  const http = yield* HttpClient.HttpClient
   const resources = yield* ResourcesRepo
   const observations = yield* ObservationsRepo
   const recorder = yield* EvidenceRecorder
@@ -114,25 +111,14 @@ const make = Effect.gen(function* () {
   const run = (target: ProbeTarget) =>
     observe(target, config).pipe(
       Effect.map((observed): Observed => ({ ...observed, observation: redactor.value(observed.observation), challenge: redactor.value(observed.challenge) })),
-      Effect.provideService(HttpClient.HttpClient, http),
       Effect.withTracerEnabled(false)
     )
 
-  /** The listing rule after each recorded probe: first healthy probe lists, a long unhealthy run delists. */
-  const keepListing = (observation: RecordedObservation) =>
-    resources.afterProbe(observation.resourceId, "probe", (state) =>
-      listingAfterProbe(
-        state,
-        { healthy: observation.outcome === "healthy", atMs: Date.parse(observation.observedAt) },
-        config.verification.delistAfterHours
-      )
-    )
-
-  /** Records the probe with the listing rule (and `afterwards`, e.g. the schedule's next due time) in its batch's transaction. */
-  const result = (record: ResourceRecord, observed: Observed, discovered: boolean, afterwards: Effect.Effect<void> = Effect.void) =>
+  /** Records the probe in its batch's transaction, with the listing rule and `claim` (the schedule's next due time) there too. */
+  const result = (record: ResourceRecord, observed: Observed, discovered: boolean, claim?: ProbeBookkeeping["claim"]) =>
     Effect.map(
       recorder
-        .recordObservation(record, observed.observation, Effect.zipRight(keepListing(observed.observation), afterwards))
+        .recordObservation(record, observed.observation, { listing: true, ...(claim !== undefined ? { claim } : {}) })
         .pipe(
           Effect.tap(() => instruments.probe(observed.observation.outcome, observed.observation.latencyMs)),
           Effect.withTracerEnabled(false)
@@ -149,15 +135,15 @@ const make = Effect.gen(function* () {
       })
     )
 
-  const probeRecord = (record: ResourceRecord, method?: HttpMethod, afterwards?: Effect.Effect<void>) =>
+  const probeRecord = (record: ResourceRecord, method?: HttpMethod, claim?: ProbeBookkeeping["claim"]) =>
     Effect.zipRight(
       recorder.beginProbe(record),
-      Effect.flatMap(run(targetOf(record, method)), (observed) => result(record, observed, false, afterwards))
+      Effect.flatMap(run(targetOf(record, method)), (observed) => result(record, observed, false, claim))
     )
 
   /** A probe whose store failure (a defect) is logged and answered null: a cycle goes on without it. */
-  const probeOrLog = (record: ResourceRecord, afterwards?: Effect.Effect<void>) =>
-    probeRecord(record, undefined, afterwards).pipe(
+  const probeOrLog = (record: ResourceRecord, claim?: ProbeBookkeeping["claim"]) =>
+    probeRecord(record, undefined, claim).pipe(
       Effect.map((r) => r.outcome),
       Effect.catchAllCause((cause) => Effect.logWarning(`probe of ${record.resource.id} not recorded`, cause).pipe(Effect.as(null)))
     )
@@ -270,10 +256,9 @@ const make = Effect.gen(function* () {
         yield* Effect.forEach(
           claims,
           (claim) => {
-            const next = nextDue(claim.resourceId, nowMs, intervalMs)
-            const done = schedule.complete(claim.resourceId, owner, next)
+            const next = { owner, nextDueMs: nextDue(claim.resourceId, nowMs, intervalMs) }
             const record = records.get(claim.resourceId)
-            return record === undefined ? done : probeOrLog(record, done)
+            return record === undefined ? schedule.complete(owner, [{ resourceId: claim.resourceId, nextDueMs: next.nextDueMs }]) : probeOrLog(record, next)
           },
           { concurrency: config.probes.concurrency, discard: true }
         ).pipe(

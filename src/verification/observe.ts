@@ -1,4 +1,4 @@
-import { Clock, Data, Duration, Effect, Either } from "effect"
+import { Clock, Effect, Either } from "effect"
 import type { Config } from "../config.js"
 import type { HttpMethod, ResourcePaymentOption } from "../domain/resources.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
@@ -13,7 +13,7 @@ import {
   isAcceptable,
   readChallenge
 } from "./challenge.js"
-import { type Answer, fetchAnswer, type Unreachable } from "./fetchAnswer.js"
+import { type Answer, type AnswerTimeout, fetchAnswer, type Unreachable } from "./fetchAnswer.js"
 import type { TargetRefused } from "./outboundGuard.js"
 import type { RecordedObservation } from "../domain/observations.js"
 
@@ -25,9 +25,7 @@ export interface ProbeTarget {
   readonly advertised: ReadonlyArray<ResourcePaymentOption>
 }
 
-export class ProbeTimeout extends Data.TaggedError("ProbeTimeout")<{ readonly afterMs: number }> {}
-
-export type ProbeFailure = TargetRefused | Unreachable | ProbeTimeout
+export type ProbeFailure = TargetRefused | Unreachable | AnswerTimeout
 
 export interface Observed {
   readonly observation: RecordedObservation
@@ -62,8 +60,8 @@ const failureObservation = (target: ProbeTarget, startMs: number, failure: Probe
       return { ...blank(target, startMs), outcome: "refused_target", detail: failure.reason }
     case "Unreachable":
       return { ...blank(target, startMs), outcome: "unreachable", detail: failure.reason }
-    case "ProbeTimeout":
-      return { ...blank(target, startMs), outcome: "timeout", detail: `no answer within ${failure.afterMs} ms` }
+    case "AnswerTimeout":
+      return { ...blank(target, startMs), outcome: "timeout", detail: failure.reason }
   }
 }
 
@@ -134,13 +132,7 @@ const observationOf = (
 export const observe = (target: ProbeTarget, config: Config) =>
   Effect.gen(function* () {
     const startMs = yield* Clock.currentTimeMillis
-    const result = yield* fetchAnswer(target.url, target.method, config.probes).pipe(
-      Effect.timeoutFail({
-        duration: Duration.millis(config.probes.timeoutMs),
-        onTimeout: () => new ProbeTimeout({ afterMs: config.probes.timeoutMs })
-      }),
-      Effect.either
-    )
+    const result = yield* Effect.either(fetchAnswer(target.url, target.method, config.probes))
     const endMs = yield* Clock.currentTimeMillis
     return observationOf(
       target,

@@ -118,11 +118,11 @@ export const checkAddresses = (
  * is a parameter so the decision can be tested without DNS. A window remains between this lookup
  * and the one the HTTP client makes (DNS rebinding); short TTL tricks can still race it.
  */
-export const guardTarget = (
+export const guardTarget = <E = never>(
   raw: string,
   policy: OutboundPolicy,
-  resolve: (host: string) => Effect.Effect<ReadonlyArray<string>, DnsFailure> = resolveHost
-): Effect.Effect<URL, TargetRefused | DnsFailure> =>
+  resolve: (host: string) => Effect.Effect<ReadonlyArray<string>, DnsFailure | E> = resolveHost
+): Effect.Effect<URL, TargetRefused | DnsFailure | E> =>
   Effect.gen(function* () {
     const checked = checkUrl(raw, policy)
     if (checked instanceof TargetRefused) return yield* checked
