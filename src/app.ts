@@ -1,6 +1,7 @@
 import { FetchHttpClient } from "@effect/platform"
-import { Duration, Effect, Layer } from "effect"
+import { Duration, Layer } from "effect"
 import { CatalogLive } from "./catalog/CatalogLive.js"
+import { CatalogLoad } from "./catalog/CatalogLoad.js"
 import { AppConfig, type Config } from "./config.js"
 import { Discovery } from "./discovery/Discovery.js"
 import { LedgerReader } from "./ledger/LedgerReader.js"
@@ -12,7 +13,6 @@ import { Signer } from "./receipts/Signer.js"
 import { Router } from "./routing/Router.js"
 import { Reconciler } from "./settlement/Reconciler.js"
 import { Settlement } from "./settlement/Settlement.js"
-import { ResourcesRepo } from "./store/ResourcesRepo.js"
 import { StoreLive } from "./store/Store.js"
 import { StatusReader } from "./status/StatusReader.js"
 import { Exposition } from "./telemetry/Exposition.js"
@@ -23,16 +23,6 @@ import type { EvidenceReader } from "./verification/EvidenceReader.js"
 import type { EvidenceRecorder } from "./verification/EvidenceRecorder.js"
 import { VerificationLive } from "./verification/VerificationLive.js"
 import { FacilitatorPool } from "./x402/FacilitatorPool.js"
-
-/** Loads the configured catalog into the store at start; idempotent, so restarts change nothing. */
-const CatalogLoad = Layer.effectDiscard(
-  Effect.gen(function* () {
-    const config = yield* AppConfig
-    const repo = yield* ResourcesRepo
-    yield* repo.upsertCatalog(config.catalog)
-    yield* Effect.logInfo(`catalog loaded: ${config.catalog.length} resources`)
-  })
-)
 
 /**
  * `server` is the process that owns the journal's crash recovery (`serve`); `local` processes on

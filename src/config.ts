@@ -378,9 +378,16 @@ export const ConfigFile = Schema.Struct({
 })
 export type ConfigFile = typeof ConfigFile.Type
 
-/** The resolved configuration: the file with env overrides applied, the catalog loaded and the ledger endpoints resolved. */
+/** The resolved configuration: the file with env overrides applied, the catalog resolved and the ledger endpoints resolved. */
 export interface Config extends Omit<ConfigFile, "catalog" | "ledger" | "demo"> {
+  /** The inline catalog, or the bundled demo one placed; empty when `catalogFile` names the catalog. */
   readonly catalog: ReadonlyArray<CatalogEntry>
+  /**
+   * A catalog named by path. It is read and decoded at start by the catalog load
+   * (`catalog/CatalogLoad.ts`), and only when the store did not load that same content last: an
+   * unchanged 100k-entry file costs a hash, not a decode and a diff.
+   */
+  readonly catalogFile: string | null
   readonly ledger: LedgerSettings
   readonly demo: DemoSettings
 }
@@ -450,30 +457,9 @@ export const checkConsistency = (config: Config): ConfigError | undefined => {
     if (sourceIds.has(source.id)) return new ConfigError(`catalogSources[${i}].id`, `duplicate catalog source id "${source.id}"`)
     sourceIds.add(source.id)
   }
-  const resourceIds = new Set<string>()
-  for (const [i, entry] of config.catalog.entries()) {
-    if (resourceIds.has(entry.resource.id)) {
-      return new ConfigError(`catalog[${i}].resource.id`, `duplicate resource id "${entry.resource.id}"`)
-    }
-    resourceIds.add(entry.resource.id)
-    for (const [j, option] of entry.paymentOptions.entries()) {
-      const at = `catalog[${i}].paymentOptions[${j}]`
-      if (!usdMatchesBaseUnits(option.amountUsd, option.amount, config.asset.decimals)) {
-        return new ConfigError(`${at}.amountUsd`, `${option.amountUsd} USD is not ${option.amount} base units at 7 decimals`)
-      }
-      if (option.scheme === "upto") {
-        if (option.maxAmount === undefined || option.maxAmountUsd === undefined) {
-          return new ConfigError(`${at}.maxAmount`, "an upto option needs maxAmount and maxAmountUsd")
-        }
-        if (!usdMatchesBaseUnits(option.maxAmountUsd, option.maxAmount, config.asset.decimals)) {
-          return new ConfigError(`${at}.maxAmountUsd`, `${option.maxAmountUsd} USD is not ${option.maxAmount} base units at 7 decimals`)
-        }
-        if (BigInt(option.maxAmount) < BigInt(option.amount)) {
-          return new ConfigError(`${at}.maxAmount`, "the ceiling is below the amount")
-        }
-      }
-    }
-  }
+  // A catalog file is checked when it is loaded (catalog/catalogFile.ts), since an unchanged one is not decoded.
+  const catalog = checkCatalog(config.catalog, config.asset.decimals)
+  if (catalog) return catalog
   const ports = checkPorts(config)
   if (ports) return ports
   const database = checkDatabase(config.database)
@@ -487,19 +473,53 @@ export const checkConsistency = (config: Config): ConfigError | undefined => {
   return undefined
 }
 
-const readJson = (path: string, field: string): Either.Either<unknown, ConfigError> => {
-  let text: string
+/** The catalog's own rules a schema cannot state: unique resource ids, prices that agree at the asset's decimals, upto ceilings. */
+export const checkCatalog = (catalog: ReadonlyArray<CatalogEntry>, decimals: number): ConfigError | undefined => {
+  const resourceIds = new Set<string>()
+  for (const [i, entry] of catalog.entries()) {
+    if (resourceIds.has(entry.resource.id)) {
+      return new ConfigError(`catalog[${i}].resource.id`, `duplicate resource id "${entry.resource.id}"`)
+    }
+    resourceIds.add(entry.resource.id)
+    for (const [j, option] of entry.paymentOptions.entries()) {
+      const at = `catalog[${i}].paymentOptions[${j}]`
+      if (!usdMatchesBaseUnits(option.amountUsd, option.amount, decimals)) {
+        return new ConfigError(`${at}.amountUsd`, `${option.amountUsd} USD is not ${option.amount} base units at 7 decimals`)
+      }
+      if (option.scheme === "upto") {
+        if (option.maxAmount === undefined || option.maxAmountUsd === undefined) {
+          return new ConfigError(`${at}.maxAmount`, "an upto option needs maxAmount and maxAmountUsd")
+        }
+        if (!usdMatchesBaseUnits(option.maxAmountUsd, option.maxAmount, decimals)) {
+          return new ConfigError(`${at}.maxAmountUsd`, `${option.maxAmountUsd} USD is not ${option.maxAmount} base units at 7 decimals`)
+        }
+        if (BigInt(option.maxAmount) < BigInt(option.amount)) {
+          return new ConfigError(`${at}.maxAmount`, "the ceiling is below the amount")
+        }
+      }
+    }
+  }
+  return undefined
+}
+
+export const readText = (path: string, field: string): Either.Either<string, ConfigError> => {
   try {
-    text = readFileSync(path, "utf8")
+    return Either.right(readFileSync(path, "utf8"))
   } catch (e) {
     return Either.left(new ConfigError(field, `cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? "error"}`))
   }
+}
+
+export const parseJson = (text: string, path: string, field: string): Either.Either<unknown, ConfigError> => {
   try {
     return Either.right(JSON.parse(text))
   } catch (e) {
     return Either.left(new ConfigError(field, `${path} is not valid JSON: ${(e as Error).message}`))
   }
 }
+
+const readJson = (path: string, field: string): Either.Either<unknown, ConfigError> =>
+  Either.flatMap(readText(path, field), (text) => parseJson(text, path, field))
 
 const parsePort = (value: string, field: string): Either.Either<number, ConfigError> => {
   const port = Number(value)
@@ -598,7 +618,7 @@ export const verticalEndpoints = (config: Pick<Config, "vertical" | "ledger">) =
 
 /**
  * Reads the file named by `--config` or SEXTANT_CONFIG (embedded defaults without one), applies
- * PORT / HOST / DATABASE_URL, loads the catalog, resolves the ledger endpoints for the network
+ * PORT / HOST / DATABASE_URL, resolves the catalog (a file is loaded at start), resolves the ledger endpoints for the network
  * and checks the cross-field rules.
  */
 export const loadConfig = (
@@ -612,11 +632,8 @@ export const loadConfig = (
     // The demo providers are what makes a first run show a choice; a configured catalog is a real deployment.
     const demo: DemoSettings = { ...file.demo, enabled: file.demo.enabled ?? file.catalog === null }
     const catalog =
-      file.catalog === null
-        ? yield* bundledCatalog({ vertical: file.vertical, demo })
-        : typeof file.catalog === "string"
-          ? yield* decodeCatalog(yield* readJson(resolve(baseDir, file.catalog), "catalog"), "catalog")
-          : file.catalog
+      file.catalog === null ? yield* bundledCatalog({ vertical: file.vertical, demo }) : typeof file.catalog === "string" ? [] : file.catalog
+    const catalogFile = typeof file.catalog === "string" ? resolve(baseDir, file.catalog) : null
     // The vertical and demo providers this config runs are its own: their origins are always probed
     // (and may be bought from), even on loopback.
     const ownVertical = file.vertical.enabled && file.vertical.port !== 0 ? [verticalOrigin(file.vertical)] : []
@@ -633,7 +650,8 @@ export const loadConfig = (
       host: env.HOST ?? file.host,
       port: env.PORT !== undefined ? yield* parsePort(env.PORT, "PORT") : file.port,
       database: env.DATABASE_URL ?? file.database,
-      catalog
+      catalog,
+      catalogFile
     }
     const inconsistency = checkConsistency(config)
     if (inconsistency) return yield* Either.left(inconsistency)

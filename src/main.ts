@@ -3,11 +3,11 @@ import { BunRuntime } from "@effect/platform-bun"
 import { Cause, Duration, Effect, Either, Layer, Logger } from "effect"
 import { apiKeyHash } from "./http/authLive.js"
 import { parseArgs as parseArgv } from "node:util"
-import { ServicesLive } from "./app.js"
+import { FoundationLive, ServicesLive } from "./app.js"
 import { catalogImportCommand } from "./catalog/cli.js"
 import { buyCommand } from "./client/cli.js"
 import { ImportSchedulerLive } from "./catalog/ImportScheduler.js"
-import { AppConfig, type Config, loadConfig } from "./config.js"
+import { AppConfig, type Config, ConfigError, loadConfig } from "./config.js"
 import { DemoProviders } from "./demo/DemoProviders.js"
 import { NotFound } from "./domain/errors.js"
 import { buyerNewCommand, probeAddressCommand } from "./keys/cli.js"
@@ -73,6 +73,20 @@ const loadOrExit = (configPath: string | undefined): Config => {
   return loaded.right
 }
 
+/**
+ * A catalog file is decoded when the store is open (catalog/CatalogLoad.ts), not by loadConfig:
+ * its config error stops the command exactly as one found by loadOrExit does.
+ */
+const exitOnConfigError = <A, E, R>(program: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.catchAll(program, (e) =>
+    e instanceof ConfigError
+      ? Effect.sync(() => {
+          process.stderr.write(`${e.line}\n`)
+          return process.exit(2)
+        })
+      : Effect.fail(e)
+  )
+
 /** Exit code of a shutdown cut short (a second signal, or the grace ran out): not a clean stop. */
 const FORCED_EXIT = 1
 
@@ -124,8 +138,8 @@ const serve = (config: Config) => {
   const listeners = Layer.merge(config.vertical.enabled ? Layer.merge(http, VerticalServer.layer(config)) : http, DemoProviders.layer(config))
   const drained = GracefulShutdown.pipe(Layer.provideMerge(listeners))
   const schedules = Layer.mergeAll(ProbeSchedulerLive, ImportSchedulerLive, EconomicProber.schedule)
-  return Layer.launch(
-    schedules.pipe(Layer.provide(drained), Layer.provide(services), Layer.provide(TelemetryLive(config, pkg.version)))
+  return exitOnConfigError(
+    Layer.launch(schedules.pipe(Layer.provide(drained), Layer.provide(services), Layer.provide(TelemetryLive(config, pkg.version))))
   )
 }
 
@@ -155,6 +169,8 @@ const mcp = async (config: Config, argv: ReadonlyArray<string>) => {
     process.exit(2)
   }
   const services = ServicesLive(config).pipe(Layer.provide(stderrLogs(config)))
+  // The handler builds its layers at the first request; the catalog is loaded (and judged) here first.
+  await Effect.runPromise(exitOnConfigError(Effect.scoped(Layer.build(FoundationLive(config)))).pipe(Effect.provide(stderrLogs(config))))
   const api = localApiHandler(services)
   const buyer = options.right === null ? null : await makeBuyTool(config, api.handler, options.right).catch((e: unknown) => e as Error)
   if (buyer instanceof Error) {
@@ -228,6 +244,7 @@ const probe = (config: Config, resourceId: string | undefined) =>
         })
     ),
     Effect.provide(ServicesLive(config)),
+    exitOnConfigError,
     Effect.provide(stderrLogs(config))
   )
 
@@ -254,7 +271,7 @@ const main = () => {
     case "catalog":
       if (rest[0] === "import" && rest[1] !== undefined) {
         const config = loadOrExit(configPath)
-        return BunRuntime.runMain(catalogImportCommand(config, rest.slice(1)).pipe(Effect.provide(stderrLogs(config))), {
+        return BunRuntime.runMain(catalogImportCommand(config, rest.slice(1)).pipe(exitOnConfigError, Effect.provide(stderrLogs(config))), {
           disablePrettyLogger: true
         })
       }

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test"
 import { Either } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { dirname, join, resolve } from "node:path"
 import { loadConfig } from "../src/config.js"
 
 const dir = mkdtempSync(join(tmpdir(), "sextant-config-"))
@@ -81,10 +81,11 @@ describe("config", () => {
     for (const e of others) expect(e.resource.url).not.toContain(":5555")
   })
 
-  test("a catalog path is read relative to the config file", () => {
-    writeConfig("catalog.json", [entry("10000", 0.001)])
-    const config = Either.getOrThrow(loadConfig(writeConfig("with-catalog.json", { catalog: "catalog.json" }), {}))
-    expect(config.catalog.map((e) => e.resource.id)).toEqual(["demo.one"])
+  test("a catalog path is resolved relative to the config file, and read at start (test/catalogLoad.test.ts)", () => {
+    const path = writeConfig("with-catalog.json", { catalog: "catalog.json" })
+    const config = Either.getOrThrow(loadConfig(path, {}))
+    expect(config.catalogFile).toBe(join(dirname(path), "catalog.json"))
+    expect(config.catalog).toEqual([])
   })
 
   // Each bad config through the loader, in process: `sextant serve` prints exactly `left.line`

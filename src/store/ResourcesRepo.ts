@@ -211,6 +211,13 @@ const fingerprint = ({ resource: r, provider: p, paymentOptions }: CatalogEntry)
 const StoredRow = Schema.Struct({ id: Schema.String, source: Schema.String, listed: SqlFlag, catalog_hash: Schema.NullOr(Schema.String) })
 const decodeStored = decodeRows(StoredRow)
 
+/** The catalog load that last committed: the key of the file content it wrote and how many entries it held. */
+export interface CatalogLoadMark {
+  readonly contentKey: string
+  readonly entries: number
+}
+const decodeLoadMark = decodeRows(Schema.Struct({ content_key: Schema.String, entries: SqlNumber }))
+
 const groupBy = <A>(rows: ReadonlyArray<A>, key: (a: A) => string) => {
   const map = new Map<string, Array<A>>()
   for (const row of rows) {
@@ -346,6 +353,9 @@ const make = Effect.gen(function* () {
         const changed = chunk
           .map((entry) => ({ entry, hash: fingerprint(entry), before: stored.get(entry.resource.id) }))
           .filter(({ hash, before }) => before === undefined || before.source !== source || before.catalog_hash !== hash)
+        // Another source taking over a row the catalog file wrote: the stored mark no longer
+        // describes the store, so the next start loads the file in full (and takes the row back).
+        if (source !== "config" && changed.some(({ before }) => before?.source === "config")) yield* forgetCatalogLoad
         if (changed.length > 0) yield* writeEntries(changed, source, listed, change)
         written += changed.length
       }
@@ -429,6 +439,8 @@ const make = Effect.gen(function* () {
       )
     })
 
+  const forgetCatalogLoad = sql`DELETE FROM catalog_loads WHERE name = 'config'`
+
   /** Stored changes of listing, one statement for many resources. */
   const recordListings = (moved: ReadonlyArray<{ id: string; listed: boolean }>, change: ListingChange) => {
     if (moved.length === 0) return Effect.void
@@ -448,9 +460,32 @@ const make = Effect.gen(function* () {
 
 
   return repository("ResourcesRepo", {
-    /** Idempotent: loading the same catalog twice leaves the same rows. The config file lists what it names. */
-    upsertCatalog: (entries: ReadonlyArray<CatalogEntry>) =>
-      sql.withTransaction(upsertMany(entries, "config", true, { actor: "config", reason: "named in the catalog file" })),
+    /**
+     * Idempotent: loading the same catalog twice leaves the same rows. The config file lists what
+     * it names. `contentKey` marks what was loaded (null: nothing a later start can compare), in
+     * the same transaction as the rows, so only a committed load leaves a mark. Answers how many
+     * entries were written.
+     */
+    upsertCatalog: (entries: ReadonlyArray<CatalogEntry>, contentKey: string | null = null) =>
+      Effect.gen(function* () {
+        yield* forgetCatalogLoad
+        const written = yield* upsertMany(entries, "config", true, { actor: "config", reason: "named in the catalog file" })
+        if (contentKey !== null) {
+          yield* sql`INSERT INTO catalog_loads ${sql.insert({
+            name: "config",
+            content_key: contentKey,
+            entries: lastById(entries).length,
+            loaded_at: now()
+          })}`
+        }
+        return written
+      }).pipe(sql.withTransaction),
+    /** The mark of the last committed catalog load, if it left one. */
+    lastCatalogLoad: () =>
+      sql`SELECT content_key, entries FROM catalog_loads WHERE name = 'config'`.pipe(
+        Effect.flatMap(decodeLoadMark),
+        Effect.map((rows): CatalogLoadMark | null => (rows[0] ? { contentKey: rows[0].content_key, entries: rows[0].entries } : null))
+      ),
     /** A resource a source lists itself (registration, after a healthy probe). */
     upsertListed: (entry: CatalogEntry, source: string, change: ListingChange) =>
       sql.withTransaction(upsertMany([entry], source, true, change)),
