@@ -14,6 +14,7 @@ import { search } from "../src/discovery/search.js"
 import { emptyMetrics } from "../src/domain/metrics.js"
 import type { CatalogEntry, ResourcePaymentOption, ResourceSearchRequest } from "../src/domain/resources.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { SearchTuning } from "../src/store/searchIndex.js"
 import { StoreLive } from "../src/store/Store.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { fcSeed } from "./support/fcSeed.js"
@@ -87,13 +88,13 @@ const requestArb: fc.Arbitrary<ResourceSearchRequest> = fc
   })
   .map((r) => Object.fromEntries(Object.entries(r).filter(([, v]) => v !== undefined)) as ResourceSearchRequest)
 
-/** The store, discovery over it, and a way to empty the catalog between cases. */
-const harness = (database: string) => {
+/** The store (read with `tuning`), discovery over it, and a way to empty the catalog between cases. */
+const harness = (database: string, tuning: typeof SearchTuning.Service = SearchTuning.defaultValue()) => {
   const config = { ...Either.getOrThrow(loadConfig(undefined, {})), database }
   const runtime = ManagedRuntime.make(
     Discovery.Live.pipe(
       Layer.provideMerge(EvidenceReader.Live),
-      Layer.provideMerge(StoreLive(database)),
+      Layer.provideMerge(StoreLive(database).pipe(Layer.provide(Layer.succeed(SearchTuning, tuning)))),
       Layer.provideMerge(Layer.succeed(AppConfig, config))
     )
   )
@@ -147,6 +148,22 @@ describe("paged search equals the ranking rule", () => {
     const sqlite = harness(":memory:")
     try {
       await sqlite.property(150)
+    } finally {
+      await sqlite.close()
+    }
+  }, 120_000)
+
+  // With a few resources every band is small and ranked from the index; these tunings take the
+  // other paths: every band read in id order (the scan budget spent after two resources, then
+  // the index), a scan that sees the whole catalog, and one statement for multi-term queries.
+  test.each([
+    ["bands read in id order, budget of 2", { denseBand: 1, scanBudget: 2, bandTerms: 3 }],
+    ["bands read in id order, whole catalog", { denseBand: 1, scanBudget: 1000, bandTerms: 3 }],
+    ["one statement beyond one term", { denseBand: 1000, scanBudget: 4000, bandTerms: 1 }]
+  ])("on SQLite, %s", async (_, tuning) => {
+    const sqlite = harness(":memory:", tuning)
+    try {
+      await sqlite.property(60)
     } finally {
       await sqlite.close()
     }
