@@ -155,11 +155,12 @@ describe("paged search equals the ranking rule", () => {
 
   // With a few resources every band is small and ranked from the index; these tunings take the
   // other paths: every band read in id order (the scan budget spent after two resources, then
-  // the index), a scan that sees the whole catalog, and one statement for multi-term queries.
+  // the index), a scan that sees the whole catalog with every prefix queried as a prefix, and one
+  // statement for multi-term queries.
   test.each([
-    ["bands read in id order, budget of 2", { denseBand: 1, scanBudget: 2, bandTerms: 3 }],
-    ["bands read in id order, whole catalog", { denseBand: 1, scanBudget: 1000, bandTerms: 3 }],
-    ["one statement beyond one term", { denseBand: 1000, scanBudget: 4000, bandTerms: 1 }]
+    ["bands read in id order, budget of 2", { denseBand: 1, scanBudget: 2, bandTerms: 3, listedTokens: 16 }],
+    ["bands read in id order, whole catalog", { denseBand: 1, scanBudget: 1000, bandTerms: 3, listedTokens: 0 }],
+    ["one statement beyond one term", { denseBand: 1000, scanBudget: 4000, bandTerms: 1, listedTokens: 16 }]
   ])("on SQLite, %s", async (_, tuning) => {
     const sqlite = harness(":memory:", tuning)
     try {

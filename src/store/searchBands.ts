@@ -33,21 +33,39 @@ const HITS: ReadonlyArray<Hit> = (Object.keys(FIELD_TAGS) as Array<keyof typeof 
 const LEVELS = [...new Set(HITS.map((h) => h.value))].sort((a, b) => b - a)
 
 /**
+ * The index's tokens starting with a tagged term ("ninsp": ["ninspect"]), by tagged term; a
+ * tagged term missing here has too many to list and is queried as a prefix. Listed tokens are
+ * queried one by one: FTS5 merges every token of a prefix query into one list before it can
+ * skip through it, which made a band of "oracle forecast 4217" cost 20-80 ms, and a listed token
+ * that does not exist drops its branch altogether.
+ */
+export type Vocabulary = ReadonlyMap<string, ReadonlyArray<string>>
+
+/** The tagged terms whose tokens a query's bands would list (`Vocabulary`). */
+export const taggedTerms = (terms: ReadonlyArray<WeightedTerm>): ReadonlyArray<string> =>
+  terms.flatMap(({ term }) => Object.values(FIELD_TAGS).map((tag) => `${tag}${term}`))
+
+/**
  * The resources where `term` is worth at least `level`: any hit of that value or more. A
  * prefix query finds the whole word too, so a field's whole-word token is left out when its
- * prefix counts as much.
+ * prefix counts as much. False when the index holds none of the tokens.
  */
-const atLeastLevel = (term: string, level: number): string => {
+const atLeastLevel = (term: string, level: number, vocabulary: Vocabulary): Condition => {
   const hits = HITS.filter((h) => h.value >= level)
-  const tokens = hits
-    .filter((h) => h.prefix || !hits.some((p) => p.prefix && p.tag === h.tag))
-    .map((h) => `"${h.tag}${term}"${h.prefix ? "*" : ""}`)
+  const tokens = [...new Set(hits.map((h) => h.tag))].flatMap((tag) => {
+    const tagged = `${tag}${term}`
+    const prefix = hits.some((h) => h.tag === tag && h.prefix)
+    const known = vocabulary.get(tagged)
+    if (known === undefined) return [prefix ? `"${tagged}"*` : `"${tagged}"`]
+    return (prefix ? known : known.filter((t) => t === tagged)).map((t) => `"${t}"`)
+  })
+  if (tokens.length === 0) return false
   return tokens.length === 1 ? tokens[0]! : `(${tokens.join(" OR ")})`
 }
 
 /** The resources where some term hits some field: every candidate of a text query. */
 export const anyTerm = (terms: ReadonlyArray<WeightedTerm>): string =>
-  terms.map((t) => atLeastLevel(t.term, LEVELS[LEVELS.length - 1]!)).join(" OR ")
+  terms.map((t) => `(${HITS.filter((h) => h.prefix).map((h) => `"${h.tag}${t.term}"*`).join(" OR ")})`).join(" OR ")
 
 export interface WeightedTerm {
   readonly term: string
@@ -57,22 +75,23 @@ export interface WeightedTerm {
 /** A boolean over the index: a full-text expression, or always / never. */
 type Condition = string | boolean
 
-const and = (left: string, right: Condition): Condition => (right === true ? left : right === false ? false : `${left} AND ${right}`)
+const and = (left: Condition, right: Condition): Condition =>
+  left === false || right === false ? false : left === true ? right : right === true ? left : `${left} AND ${right}`
 
 /**
  * The resources whose relevance is at least `need`, counting the terms from `from` on: for each
  * value the term may take (or none), the rest must make up the difference. A branch whose rest
  * is the same as at the next lower value is left out, since that branch finds all it finds.
  */
-const scoreAtLeast = (terms: ReadonlyArray<WeightedTerm>, need: number, from = 0): Condition => {
+const scoreAtLeast = (terms: ReadonlyArray<WeightedTerm>, vocabulary: Vocabulary, need: number, from = 0): Condition => {
   if (need <= 0) return true
   const best = terms.slice(from).reduce((sum, t) => sum + t.times * LEVELS[0]!, 0)
   if (best < need) return false
   const { term, times } = terms[from]!
-  const rests = [...LEVELS, 0].map((level) => ({ level, rest: scoreAtLeast(terms, need - times * level, from + 1) }))
+  const rests = [...LEVELS, 0].map((level) => ({ level, rest: scoreAtLeast(terms, vocabulary, need - times * level, from + 1) }))
   const branches = rests.flatMap(({ level, rest }, i) => {
     if (rest === false || (i + 1 < rests.length && rests[i + 1]!.rest === rest)) return []
-    const branch = level === 0 ? rest : and(atLeastLevel(term, level), rest)
+    const branch = level === 0 ? rest : and(atLeastLevel(term, level, vocabulary), rest)
     return branch === false ? [] : [branch]
   })
   if (branches.includes(true)) return true
@@ -95,16 +114,17 @@ export interface Band {
 
 /**
  * The bands of a query, highest first: at least this score, and not at least the next higher
- * one. Every resource matching some term is in exactly one band. The expressions grow as
- * (levels + 1) ^ terms, so callers bound the number of terms (`SearchTuning.bandTerms`).
+ * one. Every resource matching some term is in exactly one band; a band no token of the index
+ * can reach is left out. The expressions grow as (levels + 1) ^ terms, so callers bound the
+ * number of terms (`SearchTuning.bandTerms`).
  */
-export const bandsOf = (terms: ReadonlyArray<WeightedTerm>): ReadonlyArray<Band> => {
+export const bandsOf = (terms: ReadonlyArray<WeightedTerm>, vocabulary: Vocabulary): ReadonlyArray<Band> => {
   const scores = achievableScores(terms)
-  return scores.map((score, i) => {
-    const atLeast = scoreAtLeast(terms, score)
-    // Scores are achievable sums of positive values, so "at least" is never always or never.
-    if (typeof atLeast !== "string") throw new Error(`no band expression for ${score}`)
-    const above = i === 0 ? null : scoreAtLeast(terms, scores[i - 1]!)
-    return { score, match: typeof above === "string" ? `${atLeast} NOT ${above}` : atLeast }
+  return scores.flatMap((score, i) => {
+    const atLeast = scoreAtLeast(terms, vocabulary, score)
+    const above = i === 0 ? false : scoreAtLeast(terms, vocabulary, scores[i - 1]!)
+    // Scores are sums of positive values, so "at least" is never always.
+    if (typeof atLeast !== "string" || above === true) return []
+    return [{ score, match: above === false ? atLeast : `${atLeast} NOT ${above}` }]
   })
 }

@@ -2,7 +2,7 @@ import type { SqlClient, Statement } from "@effect/sql"
 import { Context, Effect, Schema } from "effect"
 import { FIELD_WEIGHTS, indexedWords, PREFIX_SHARE, queryTerms } from "../domain/searchText.js"
 import { decodeRows, SqlNumber } from "./repository.js"
-import { anyTerm, type Band, bandsOf } from "./searchBands.js"
+import { anyTerm, type Band, bandsOf, taggedTerms, type Vocabulary, type WeightedTerm } from "./searchBands.js"
 
 /**
  * The text search index: one row per resource with its name, capability and description words
@@ -63,22 +63,21 @@ export interface TextQuery {
   /** The relevance of a matching resource, an SQL expression over `rs`. */
   readonly relevance: Statement.Fragment
   /**
-   * The query's relevance bands, highest first, each an FTS5 expression over `resource_terms`
-   * (`searchBands.ts`); null on Postgres, and beyond `SearchTuning.bandTerms` terms, where
-   * every candidate is ranked in one statement instead.
+   * The terms when the page is read by relevance band (`searchBands.ts`); null on Postgres, and
+   * beyond `SearchTuning.bandTerms` terms, where every candidate is ranked in one statement.
    */
-  readonly bands: ReadonlyArray<Band> | null
+  readonly banded: ReadonlyArray<WeightedTerm> | null
 }
 
 /**
- * When a page is read band by band (`ResourcesRepo.searchPage`). A band with at least
- * `denseBand` resources is read in id order, scanning at most `scanBudget` resources before the
- * rest of it is ranked from the index; a query with more than `bandTerms` distinct terms is ranked
- * in one statement. The defaults suit a catalog of 100,000; tests lower them to reach every path
+ * When a page is read band by band (`rankPage`). A band with at least `denseBand` resources is
+ * read in id order, scanning at most `scanBudget` resources before the rest of it is ranked from
+ * the index; a query with more than `bandTerms` distinct terms is ranked in one statement; a
+ * term's tokens are listed (`Vocabulary`) when there are at most `listedTokens` of them. The defaults suit a catalog of 100,000; tests lower them to reach every path
  * with a few resources.
  */
 export class SearchTuning extends Context.Reference<SearchTuning>()("sextant/SearchTuning", {
-  defaultValue: () => ({ denseBand: 1000, scanBudget: 4000, bandTerms: 3 })
+  defaultValue: () => ({ denseBand: 1000, scanBudget: 4000, bandTerms: 3, listedTokens: 16 })
 }) {}
 
 /**
@@ -114,8 +113,8 @@ export const textQuery = (
   const matches = pg
     ? sql`rs.words @@ to_tsquery('simple', ${terms.map((t) => `${t.term}:*`).join(" | ")})`
     : sql`resource_terms MATCH ${anyTerm(terms)}`
-  const bands = pg || terms.length > tuning.bandTerms ? null : bandsOf(terms)
-  return { from, matches, relevance, bands }
+  const banded = pg || terms.length > tuning.bandTerms ? null : terms
+  return { from, matches, relevance, banded }
 }
 
 /** Where a search page ended: the last hit's relevance and id. */
@@ -139,7 +138,7 @@ export const rankPage = (
   after: SearchPosition | null,
   limit: number,
   tuning: typeof SearchTuning.Service
-) => (text?.bands ? bandedPage(sql, text, text.bands, catalog, after, limit, tuning) : rankAll(sql, text, catalog, after, limit))
+) => (text?.banded ? bandedPage(sql, text, text.banded, catalog, after, limit, tuning) : rankAll(sql, text, catalog, after, limit))
 
 /** Every candidate scored and sorted in one statement: Postgres, a query without text, or with many terms. */
 const rankAll = (sql: SqlClient.SqlClient, text: TextQuery | null, catalog: Statement.Fragment, after: SearchPosition | null, limit: number) => {
@@ -168,13 +167,14 @@ const rankAll = (sql: SqlClient.SqlClient, text: TextQuery | null, catalog: Stat
 const bandedPage = (
   sql: SqlClient.SqlClient,
   text: TextQuery,
-  bands: ReadonlyArray<Band>,
+  terms: ReadonlyArray<WeightedTerm>,
   catalog: Statement.Fragment,
   after: SearchPosition | null,
   limit: number,
   tuning: typeof SearchTuning.Service
 ) =>
   Effect.gen(function* () {
+    const bands = bandsOf(terms, yield* vocabularyOf(sql, taggedTerms(terms), tuning.listedTokens))
     const page: Array<{ id: string; relevance: number }> = []
     for (const band of bands) {
       if (page.length >= limit) break
@@ -184,6 +184,19 @@ const bandedPage = (
       page.push(...ids.map((id) => ({ id, relevance: band.score })))
     }
     return page
+  })
+
+/** The tokens of the index starting with each tagged term, where there are at most `max` (fts5vocab, migration 0012). */
+const vocabularyOf = (sql: SqlClient.SqlClient, tagged: ReadonlyArray<string>, max: number) =>
+  Effect.gen(function* () {
+    const vocabulary = new Map<string, ReadonlyArray<string>>()
+    for (const prefix of tagged) {
+      // Tokens are runs of [a-z0-9], all below "{".
+      const tokens = yield* sql<{ term: string }>`SELECT term FROM resource_terms_vocab
+        WHERE term >= ${prefix} AND term < ${`${prefix}{`} ORDER BY term LIMIT ${max + 1}`
+      if (tokens.length <= max) vocabulary.set(prefix, tokens.map((t) => t.term))
+    }
+    return vocabulary as Vocabulary
   })
 
 /** The ids of one band after `afterId`, in id order, at most `limit`. */

@@ -30,6 +30,8 @@ export default Effect.gen(function* () {
         yield* sql`CREATE VIRTUAL TABLE resource_terms USING fts5(
           terms, content = '', contentless_delete = 1, detail = none, tokenize = 'unicode61 remove_diacritics 0'
         )`
+        // Its tokens, so a term's prefix can be listed word by word (`searchBands.ts`, Vocabulary).
+        yield* sql`CREATE VIRTUAL TABLE resource_terms_vocab USING fts5vocab(resource_terms, 'row')`
         yield* sql.unsafe(`CREATE TRIGGER resource_search_ai AFTER INSERT ON resource_search BEGIN
           INSERT INTO resource_terms (rowid, terms) VALUES (new.doc, ${tagged("new")});
         END`)
