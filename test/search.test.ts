@@ -140,8 +140,51 @@ const harness = (database: string, tuning: typeof SearchTuning.Service = SearchT
     // The cases must exercise cursors, not only empty or single-page answers.
     expect(multiPage).toBeGreaterThan(runs / 8)
   }
-  return { property, close: () => runtime.dispose() }
+  return { property, pages, close: () => runtime.dispose() }
 }
+
+/** A resource of the band cases: only the text varies. */
+const entry = (id: string, name: string, capabilities: ReadonlyArray<string>, description: string): CatalogEntry => ({
+  resource: { id, type: "http", name, description, url: `http://127.0.0.1:9/${id}`, method: "GET", capabilities },
+  provider: { id: "p", name: "provider" },
+  paymentOptions: [{ network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: "1000", amountUsd: 0.0001, payTo: PAY_TO }]
+})
+
+describe("relevance bands", () => {
+  // Ids run against relevance, so id order alone would put the description hit first.
+  const catalog = [
+    entry("a0", "plain", [], "a ledger feed"),
+    entry("a1", "plain", ["ledgers.read"], "plain"),
+    entry("a2", "ledgers", [], "plain"),
+    entry("a3", "plain", ["ledger.read"], "ledger"),
+    entry("a4", "ledger", [], "plain"),
+    entry("a5", "Ledger", ["ledger.read"], "ledger"),
+    entry("a6", "plain", [], "ledgerless")
+  ]
+  const order = [
+    { id: "a4", relevance: 3 },
+    { id: "a5", relevance: 3 },
+    { id: "a3", relevance: 2 },
+    { id: "a2", relevance: 1.5 },
+    { id: "a0", relevance: 1 },
+    { id: "a1", relevance: 1 },
+    { id: "a6", relevance: 0.5 }
+  ]
+  test.each([
+    ["ranked from the index", SearchTuning.defaultValue()],
+    ["read in id order", { denseBand: 1, scanBudget: 1, bandTerms: 3, listedTokens: 16 }]
+  ])("a description hit comes after name hits, ties go by id, and a cursor inside a band resumes there (%s)", async (_, tuning) => {
+    const store = harness(":memory:", tuning)
+    try {
+      // Pages of one and of two: cursors land inside the bands of 3 and of 1, and at their edges.
+      expect(await store.pages(catalog, { query: "ledger" }, 1)).toEqual(order)
+      expect(await store.pages(catalog, { query: "ledger" }, 2)).toEqual(order)
+      expect(await store.pages(catalog, { query: "ledger", capability: "ledger.read" }, 1)).toEqual([order[1], order[2]])
+    } finally {
+      await store.close()
+    }
+  })
+})
 
 describe("paged search equals the ranking rule", () => {
   test("on SQLite (FTS5), page by page", async () => {

@@ -123,8 +123,8 @@ export const bandsOf = (terms: ReadonlyArray<WeightedTerm>, vocabulary: Vocabula
   return scores.flatMap((score, i) => {
     const atLeast = scoreAtLeast(terms, vocabulary, score)
     const above = i === 0 ? false : scoreAtLeast(terms, vocabulary, scores[i - 1]!)
-    // Scores are sums of positive values, so "at least" is never always.
-    if (typeof atLeast !== "string" || above === true) return []
+    // Scores are sums of positive values, so "at least" is never always; the same expression twice is an empty band.
+    if (typeof atLeast !== "string" || above === true || above === atLeast) return []
     return [{ score, match: above === false ? atLeast : `${atLeast} NOT ${above}` }]
   })
 }
