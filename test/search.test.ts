@@ -179,7 +179,7 @@ describe("relevance bands", () => {
       // Pages of one and of two: cursors land inside the bands of 3 and of 1, and at their edges.
       expect(await store.pages(catalog, { query: "ledger" }, 1)).toEqual(order)
       expect(await store.pages(catalog, { query: "ledger" }, 2)).toEqual(order)
-      expect(await store.pages(catalog, { query: "ledger", capability: "ledger.read" }, 1)).toEqual([order[1], order[2]])
+      expect(await store.pages(catalog, { query: "ledger", capability: "ledger.read" }, 1)).toEqual(order.slice(1, 3))
     } finally {
       await store.close()
     }
