@@ -14,6 +14,7 @@ import { search } from "../src/discovery/search.js"
 import { emptyMetrics } from "../src/domain/metrics.js"
 import type { CatalogEntry, ResourcePaymentOption, ResourceSearchRequest } from "../src/domain/resources.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { SearchTuning } from "../src/store/searchIndex.js"
 import { StoreLive } from "../src/store/Store.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { fcSeed } from "./support/fcSeed.js"
@@ -87,13 +88,13 @@ const requestArb: fc.Arbitrary<ResourceSearchRequest> = fc
   })
   .map((r) => Object.fromEntries(Object.entries(r).filter(([, v]) => v !== undefined)) as ResourceSearchRequest)
 
-/** The store, discovery over it, and a way to empty the catalog between cases. */
-const harness = (database: string) => {
+/** The store (read with `tuning`), discovery over it, and a way to empty the catalog between cases. */
+const harness = (database: string, tuning: typeof SearchTuning.Service = SearchTuning.defaultValue()) => {
   const config = { ...Either.getOrThrow(loadConfig(undefined, {})), database }
   const runtime = ManagedRuntime.make(
     Discovery.Live.pipe(
       Layer.provideMerge(EvidenceReader.Live),
-      Layer.provideMerge(StoreLive(database)),
+      Layer.provideMerge(StoreLive(database).pipe(Layer.provide(Layer.succeed(SearchTuning, tuning)))),
       Layer.provideMerge(Layer.succeed(AppConfig, config))
     )
   )
@@ -139,14 +140,74 @@ const harness = (database: string) => {
     // The cases must exercise cursors, not only empty or single-page answers.
     expect(multiPage).toBeGreaterThan(runs / 8)
   }
-  return { property, close: () => runtime.dispose() }
+  return { property, pages, close: () => runtime.dispose() }
 }
+
+/** A resource of the band cases: only the text varies. */
+const entry = (id: string, name: string, capabilities: ReadonlyArray<string>, description: string): CatalogEntry => ({
+  resource: { id, type: "http", name, description, url: `http://127.0.0.1:9/${id}`, method: "GET", capabilities },
+  provider: { id: "p", name: "provider" },
+  paymentOptions: [{ network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: "1000", amountUsd: 0.0001, payTo: PAY_TO }]
+})
+
+describe("relevance bands", () => {
+  // Ids run against relevance, so id order alone would put the description hit first.
+  const catalog = [
+    entry("a0", "plain", [], "a ledger feed"),
+    entry("a1", "plain", ["ledgers.read"], "plain"),
+    entry("a2", "ledgers", [], "plain"),
+    entry("a3", "plain", ["ledger.read"], "ledger"),
+    entry("a4", "ledger", [], "plain"),
+    entry("a5", "Ledger", ["ledger.read"], "ledger"),
+    entry("a6", "plain", [], "ledgerless")
+  ]
+  const order = [
+    { id: "a4", relevance: 3 },
+    { id: "a5", relevance: 3 },
+    { id: "a3", relevance: 2 },
+    { id: "a2", relevance: 1.5 },
+    { id: "a0", relevance: 1 },
+    { id: "a1", relevance: 1 },
+    { id: "a6", relevance: 0.5 }
+  ]
+  test.each([
+    ["ranked from the index", SearchTuning.defaultValue()],
+    ["read in id order", { denseBand: 1, scanBudget: 1, bandTerms: 3, listedTokens: 16 }]
+  ])("a description hit comes after name hits, ties go by id, and a cursor inside a band resumes there (%s)", async (_, tuning) => {
+    const store = harness(":memory:", tuning)
+    try {
+      // Pages of one and of two: cursors land inside the bands of 3 and of 1, and at their edges.
+      expect(await store.pages(catalog, { query: "ledger" }, 1)).toEqual(order)
+      expect(await store.pages(catalog, { query: "ledger" }, 2)).toEqual(order)
+      expect(await store.pages(catalog, { query: "ledger", capability: "ledger.read" }, 1)).toEqual(order.slice(1, 3))
+    } finally {
+      await store.close()
+    }
+  })
+})
 
 describe("paged search equals the ranking rule", () => {
   test("on SQLite (FTS5), page by page", async () => {
     const sqlite = harness(":memory:")
     try {
       await sqlite.property(150)
+    } finally {
+      await sqlite.close()
+    }
+  }, 120_000)
+
+  // With a few resources every band is small and ranked from the index; these tunings take the
+  // other paths: every band read in id order (the scan budget spent after two resources, then
+  // the index), a scan that sees the whole catalog with every prefix queried as a prefix, and one
+  // statement for multi-term queries.
+  test.each([
+    ["bands read in id order, budget of 2", { denseBand: 1, scanBudget: 2, bandTerms: 3, listedTokens: 16 }],
+    ["bands read in id order, whole catalog", { denseBand: 1, scanBudget: 1000, bandTerms: 3, listedTokens: 0 }],
+    ["one statement beyond one term", { denseBand: 1000, scanBudget: 4000, bandTerms: 1, listedTokens: 16 }]
+  ])("on SQLite, %s", async (_, tuning) => {
+    const sqlite = harness(":memory:", tuning)
+    try {
+      await sqlite.property(60)
     } finally {
       await sqlite.close()
     }

@@ -14,7 +14,7 @@ import { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
 import { chunksOf, decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
 import type { StoredStanding } from "../domain/metrics.js"
 import { MetricsColumns, MetricsRow, toSnapshot } from "./MetricsRepo.js"
-import { textQuery, writeSearchIndex } from "./searchIndex.js"
+import { rankPage, SearchTuning, type SearchPosition, textQuery, writeSearchIndex } from "./searchIndex.js"
 import { sortableId } from "./sortableId.js"
 
 const ResourceRow = Schema.Struct({
@@ -112,11 +112,7 @@ export interface SearchFilters {
   readonly maxPriceUsd?: number | undefined
 }
 
-/** Where a search page ended: the last hit's relevance and id. */
-export interface SearchPosition {
-  readonly relevance: number
-  readonly id: string
-}
+export type { SearchPosition }
 
 /** A route candidate's row: the resource, its provider and quarantine, and its metrics columns (all null when never measured). */
 const CandidateRow = Schema.Struct({
@@ -157,7 +153,6 @@ export interface RecordWithStanding {
   readonly standing: StoredStanding
 }
 
-const decodeRanked = decodeRows(Schema.Struct({ id: Schema.String, relevance: SqlNumber }))
 
 const StateRow = Schema.Struct({
   id: Schema.String,
@@ -231,6 +226,7 @@ const groupBy = <A>(rows: ReadonlyArray<A>, key: (a: A) => string) => {
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  const tuning = yield* SearchTuning
   const now = () => new Date().toISOString()
   const probeTargetRule = sql.literal("(r.listed = 1 OR r.listing_hold IN ('awaiting_probe', 'unhealthy') OR r.source = 'config')")
 
@@ -522,7 +518,7 @@ const make = Effect.gen(function* () {
     searchPage: (filters: SearchFilters, after: SearchPosition | null, limit: number) =>
       Effect.gen(function* () {
         const query = filters.query?.trim() ?? ""
-        const text = textQuery(sql, query)
+        const text = textQuery(sql, query, tuning)
         // A query without a single word ("-") matches nothing, as the ranking rule has it.
         if (query !== "" && text === null) return []
         const optionFilters = [
@@ -536,23 +532,12 @@ const make = Effect.gen(function* () {
         ].filter((f) => f !== null)
         const where = sql.and([
           listedOnly,
-          ...(text ? [text.matches] : []),
           ...(filters.capability !== undefined
             ? [sql`r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${filters.capability})`]
             : []),
           sql`EXISTS (SELECT 1 FROM payment_options o WHERE o.resource_id = r.id ${optionFilters.length > 0 ? sql`AND ${sql.and(optionFilters)}` : sql``})`
         ])
-        const after_ =
-          after === null ? sql`1 = 1` : sql`(s.relevance < ${after.relevance} OR (s.relevance = ${after.relevance} AND s.id > ${after.id}))`
-        const ranked = yield* sql`
-          SELECT s.id, s.relevance FROM (
-            SELECT r.id AS id, ${text ? text.relevance : sql.literal("0")} AS relevance
-            FROM ${text ? text.from : sql`resources r`}
-            WHERE ${where}
-          ) s
-          WHERE ${after_} ${text ? sql`AND s.relevance > 0` : sql``}
-          ORDER BY s.relevance DESC, s.id
-          LIMIT ${limit}`.pipe(Effect.flatMap(decodeRanked))
+        const ranked = yield* rankPage(sql, text, where, after, limit, tuning)
         if (ranked.length === 0) return []
         const records = new Map((yield* load(sql.in("r.id", ranked.map((r) => r.id)))).map((r) => [r.resource.id, r] as const))
         return ranked.flatMap(({ id, relevance }) => {
