@@ -210,4 +210,41 @@ describe("metric windows and confidence over time (TestClock, real store)", () =
     expect(observationCursor("yesterday")).toBeNull()
     expect(observationCursor("obs_1")).toBeNull()
   })
+
+  test("rollups past retentionDays are pruned resource by resource in bounded batches; recent hours and other resources stay", async () => {
+    const HOUR = 3_600_000
+    const hourOf = (startMs: number) => ({ startMs, probes: 12, answered: 12, healthy: 12, priceMatches: 12, connectFailures: 0, firstHealthyMs: startMs, latency: [20, 12] })
+    const out = await withStore(
+      Effect.gen(function* () {
+        const repo = yield* ObservationsRepo
+        const ids = ["r2", "r3", "r4", "r5"]
+        yield* (yield* ResourcesRepo).upsertCatalog(ids.map((id) => entry(id, `http://127.0.0.1:1/${id}`)))
+        const cutoff = T0 - 7 * 24 * HOUR
+        // Every resource: 5 hours before the cutoff and 3 after it.
+        yield* repo.upsertRollups(
+          ["r1", ...ids].flatMap((resourceId) =>
+            [-5, -4, -3, -2, -1, 0, 1, 2].map((h) => ({ resourceId, rollup: hourOf(cutoff + h * HOUR) }))
+          )
+        )
+        // Two resources and three rows per statement: a resource's backlog takes several batches.
+        const batches: Array<{ deleted: number; next: string | null }> = []
+        let next: string | null = ""
+        while (next !== null) {
+          const batch: { deleted: number; next: string | null } = yield* repo.pruneRollups(cutoff, next, 2, 3)
+          batches.push(batch)
+          next = batch.next
+        }
+        const left = yield* Effect.forEach(["r1", ...ids], (id) => Effect.map(repo.rollups(id, 0), (rows) => rows.map((r) => r.startMs - cutoff)))
+        // Through the scheduled path too: a cycle 8 days on prunes every hour above (the newest is 2 h past the cutoff).
+        yield* TestClock.adjust(Duration.days(8))
+        yield* (yield* Prober).runCycle
+        const afterCycle = yield* Effect.forEach(["r1", ...ids], (id) => repo.rollups(id, 0))
+        return { batches, left, afterCycle }
+      })
+    )
+    expect(out.batches.every((b) => b.deleted <= 3)).toBe(true)
+    expect(out.batches.reduce((sum, b) => sum + b.deleted, 0)).toBe(25)
+    expect(out.left).toEqual(Array.from({ length: 5 }, () => [0, HOUR, 2 * HOUR]))
+    expect(out.afterCycle.map((rows) => rows.length)).toEqual([0, 0, 0, 0, 0])
+  })
 })

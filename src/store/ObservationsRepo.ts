@@ -205,11 +205,21 @@ const make = Effect.gen(function* () {
           SELECT id FROM observations WHERE observed_at_ms < ${beforeMs} ORDER BY observed_at_ms LIMIT ${limit})
         RETURNING id`.pipe(Effect.map((rows) => rows.length)),
 
-    /** Retention of hourly rollups, one small batch like `pruneRaw`. */
-    pruneRollups: (beforeMs: number, limit: number) =>
-      sql<{ hour_ms: unknown }>`DELETE FROM observation_rollups WHERE (resource_id, hour_ms) IN (
-          SELECT resource_id, hour_ms FROM observation_rollups WHERE hour_ms < ${beforeMs} LIMIT ${limit})
-        RETURNING hour_ms`.pipe(Effect.map((rows) => rows.length))
+    /**
+     * Retention of hourly rollups, one small batch: at most `limit` hours before `beforeMs` of the
+     * `resources` resources after `afterId` (by id), found through the primary key. Answers where
+     * the next batch starts: the same resources while they had more, null after the last resource.
+     */
+    pruneRollups: (beforeMs: number, afterId: string, resources: number, limit: number) =>
+      Effect.gen(function* () {
+        const ids = (yield* sql<{ id: string }>`SELECT id FROM resources WHERE id > ${afterId} ORDER BY id LIMIT ${resources}`).map((r) => r.id)
+        if (ids.length === 0) return { deleted: 0, next: null }
+        const deleted = (yield* sql<{ hour_ms: unknown }>`DELETE FROM observation_rollups WHERE (resource_id, hour_ms) IN (
+            SELECT resource_id, hour_ms FROM observation_rollups WHERE ${sql.in("resource_id", ids)} AND hour_ms < ${beforeMs} LIMIT ${limit})
+          RETURNING hour_ms`).length
+        const next = deleted === limit ? afterId : ids.length < resources ? null : ids[ids.length - 1]!
+        return { deleted, next }
+      }),
   })
 })
 

@@ -37,6 +37,8 @@ export interface CycleReport {
 
 /** Rows deleted per statement when pruning: small enough that a probe batch or a settle waits little. */
 const PRUNE_BATCH = 2000
+/** Resources whose old hourly rollups one pruning statement deletes (a few hours each at most, once the backlog is gone). */
+const PRUNE_RESOURCES = 500
 
 const isPaymentOption = Schema.is(ResourcePaymentOption)
 
@@ -163,7 +165,14 @@ const make = Effect.gen(function* () {
         }
       ).pipe(Effect.map((s) => s.total))
     const pruned = yield* inBatches(observations.pruneRaw(nowMs - config.probes.rawRetentionHours * 3_600_000, PRUNE_BATCH))
-    yield* inBatches(observations.pruneRollups(nowMs - config.probes.retentionDays * 86_400_000, PRUNE_BATCH))
+    const rollupsBefore = nowMs - config.probes.retentionDays * 86_400_000
+    yield* Effect.iterate(
+      { next: "" as string | null },
+      {
+        while: (s) => s.next !== null,
+        body: (s) => Effect.zipLeft(observations.pruneRollups(rollupsBefore, s.next!, PRUNE_RESOURCES, PRUNE_BATCH), Effect.yieldNow())
+      }
+    )
     // Unlisted resources `/v1/validate` created that nobody validated within unlistedRetentionHours go too.
     const prunedUnlisted = yield* resources.pruneUnlisted(nowMs - config.verification.unlistedRetentionHours * 3_600_000)
     return { pruned, prunedUnlisted }

@@ -11,10 +11,11 @@ import scaleProbes from "./0009_scale_probes.js"
 import rateLimits from "./0010_rate_limits.js"
 import catalogLoad from "./0011_catalog_load.js"
 import searchTerms from "./0012_search_terms.js"
+import rollupsByResource from "./0014_rollups_by_resource.js"
 
 /**
  * Migrations are imported, not globbed from disk, so the compiled single binary carries them.
- * Numbers are reserved per capability: 0002 verification, 0003 settlement, 0004 receipts, 0005 evidence states and listing (issue 13), 0006 catalog ingestion and 0007 curation (issue 14), 0008 catalog reads: search index and catalog fingerprints, 0009 probing at scale (issue 15), 0010 rate limits (issue 18), 0011 the key of the last catalog load and 0012 search terms by field (issue 15); later issues take the next free number.
+ * Numbers are reserved per capability: 0002 verification, 0003 settlement, 0004 receipts, 0005 evidence states and listing (issue 13), 0006 catalog ingestion and 0007 curation (issue 14), 0008 catalog reads: search index and catalog fingerprints, 0009 probing at scale (issue 15), 0010 rate limits (issue 18), 0011 the key of the last catalog load, 0012 search terms by field and 0014 rollups pruned by resource (issue 15); later issues take the next free number.
  */
 const all = {
   "0001_catalog": catalog,
@@ -28,7 +29,8 @@ const all = {
   "0009_scale_probes": scaleProbes,
   "0010_rate_limits": rateLimits,
   "0011_catalog_load": catalogLoad,
-  "0012_search_terms": searchTerms
+  "0012_search_terms": searchTerms,
+  "0014_rollups_by_resource": rollupsByResource
 }
 
 export const migrations = Migrator.fromRecord(all)
