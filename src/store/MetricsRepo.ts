@@ -61,6 +61,9 @@ const decodeWindows = decodeRows(WindowRow)
 /** The metric columns by name: reads leave out `window_state`, the writer's working state. */
 const metricColumns = Object.keys(MetricsColumns).map((c) => `m.${c}`).join(", ")
 
+const ShortlistRow = Schema.extend(Schema.Struct({ provider_id: Schema.String }), StandingRow)
+const decodeShortlist = decodeRows(ShortlistRow)
+
 const toStanding = (row: typeof StandingRow.Type): StoredStanding => ({
   resourceId: row.id,
   status: row.status,
@@ -106,6 +109,34 @@ const make = Effect.gen(function* () {
             Effect.flatMap(decodeWindows),
             Effect.map((rows) => new Map(rows.map((r) => [r.resource_id, r.window_state] as const)))
           ),
+
+    /**
+     * Some of the resources that are evidence about a payee (the listed ones paying it and any an
+     * operator quarantined), with their provider and standing, in one query: the `limit` most
+     * promising (quarantined first, then by level and reliability) and one of each provider.
+     * Enough to show a payee may be paid without loading every resource that pays it (see
+     * Settlement.checkPayee); indexed by payee.
+     */
+    payeeShortlist: (payTo: string, limit: number) =>
+      sql`
+        WITH evidence AS (
+          SELECT r.id, r.provider_id, r.status, r.verification_level FROM resources r
+          WHERE (r.listed = 1 OR r.quarantined_by IS NOT NULL)
+            AND r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})
+        ), best AS (
+          SELECT e.id FROM evidence e LEFT JOIN resource_metrics m ON m.resource_id = e.id
+          ORDER BY CASE WHEN e.status = 'QUARANTINED' THEN 0 ELSE 1 END, e.verification_level DESC,
+            COALESCE(m.reliability, 0) DESC, e.id
+          LIMIT ${limit}
+        )
+        SELECT r.provider_id, r.id, r.status, r.verification_level, r.quarantined_by, r.quarantine_reason, r.quarantined_at,
+          ${sql.literal(metricColumns)}
+        FROM resources r LEFT JOIN resource_metrics m ON m.resource_id = r.id
+        WHERE r.id IN (SELECT id FROM best) OR r.id IN (SELECT MIN(id) FROM evidence GROUP BY provider_id)
+        ORDER BY r.id`.pipe(
+        Effect.flatMap(decodeShortlist),
+        Effect.map((rows) => rows.map((row) => ({ providerId: row.provider_id, standing: toStanding(row) })))
+      ),
 
     /** Status, level and metrics of many resources in one query; unknown ids are absent. */
     standings: (resourceIds: ReadonlyArray<string>) =>

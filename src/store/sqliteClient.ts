@@ -2,7 +2,8 @@ import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient, SqlError, Statement } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { Database } from "bun:sqlite"
-import { Effect, Layer, Scope } from "effect"
+import { Effect, FiberRef, Layer, Scope } from "effect"
+import { commitDurability } from "./commitDurability.js"
 
 /**
  * A SQLite file with two connections: the writer, which runs every transaction and every
@@ -47,6 +48,14 @@ const open = (filename: string) =>
     (db) => Effect.sync(() => db.close())
   )
 
+/** Sets `synchronous = NORMAL` on `db`, answering the effect that puts back the level it replaced. */
+const relaxSynchronous = (db: Database) =>
+  Effect.sync(() => {
+    const { synchronous } = db.query("PRAGMA synchronous").get() as { synchronous: number }
+    db.run("PRAGMA synchronous = NORMAL;")
+    return Effect.sync(() => db.run(`PRAGMA synchronous = ${synchronous};`))
+  })
+
 const make = (filename: string) =>
   Effect.gen(function* () {
     const writerDb = yield* open(filename)
@@ -65,11 +74,24 @@ const make = (filename: string) =>
       executeStream: () => Effect.dieMessage("executeStream not implemented")
     } as Connection
     // A transaction holds the writer (and its permit) from BEGIN to COMMIT, as the stock client does.
+    // One that is asked to be durable against a process crash only (commitDurability.ts) commits
+    // with `synchronous = NORMAL`, set after the permit is taken and restored before it is given
+    // back (SQLite refuses the change inside a transaction), so no other transaction ever runs at
+    // the lower level.
     const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
       Effect.as(
         Effect.zipRight(
           restore(semaphore.take(1)),
-          Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, semaphore.release(1)))
+          Effect.tap(Effect.scope, (scope) =>
+            Effect.zipRight(
+              Scope.addFinalizer(scope, semaphore.release(1)),
+              Effect.flatMap(FiberRef.get(commitDurability), (durability) =>
+                durability === "power-loss"
+                  ? Effect.void
+                  : Effect.flatMap(relaxSynchronous(writerDb), (putBack) => Scope.addFinalizer(scope, putBack))
+              )
+            )
+          )
         ),
         writer
       )
