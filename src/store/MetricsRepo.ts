@@ -117,26 +117,31 @@ const make = Effect.gen(function* () {
      * Enough to show a payee may be paid without loading every resource that pays it (see
      * Settlement.checkPayee); indexed by payee.
      */
-    payeeShortlist: (payTo: string, limit: number) =>
-      sql`
-        WITH evidence AS (
-          SELECT r.id, r.provider_id, r.status, r.verification_level FROM resources r
-          WHERE (r.listed = 1 OR r.quarantined_by IS NOT NULL)
-            AND r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})
-        ), best AS (
-          SELECT e.id FROM evidence e LEFT JOIN resource_metrics m ON m.resource_id = e.id
-          ORDER BY CASE WHEN e.status = 'QUARANTINED' THEN 0 ELSE 1 END, e.verification_level DESC,
-            COALESCE(m.reliability, 0) DESC, e.id
-          LIMIT ${limit}
-        )
+    payeeShortlist: (payTo: string, limit: number) => {
+      const evidence = (r: string) => sql.literal(`(${r}.listed = 1 OR ${r}.quarantined_by IS NOT NULL) AND ${r}.id IN`)
+      const paying = sql`(SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`
+      // A UNION of the two id lists rather than a CTE they share: SQLite evaluates such a CTE once
+      // per use, which made this query several times slower than the two lists it joins.
+      return sql`
         SELECT r.provider_id, r.id, r.status, r.verification_level, r.quarantined_by, r.quarantine_reason, r.quarantined_at,
           ${sql.literal(metricColumns)}
         FROM resources r LEFT JOIN resource_metrics m ON m.resource_id = r.id
-        WHERE r.id IN (SELECT id FROM best) OR r.id IN (SELECT MIN(id) FROM evidence GROUP BY provider_id)
+        WHERE r.id IN (
+          SELECT id FROM (
+            SELECT b.id FROM resources b LEFT JOIN resource_metrics bm ON bm.resource_id = b.id
+            WHERE ${evidence("b")} ${paying}
+            ORDER BY CASE WHEN b.status = 'QUARANTINED' THEN 0 ELSE 1 END, b.verification_level DESC,
+              COALESCE(bm.reliability, 0) DESC, b.id
+            LIMIT ${limit}
+          ) best
+          UNION
+          SELECT MIN(p.id) FROM resources p WHERE ${evidence("p")} ${paying} GROUP BY p.provider_id
+        )
         ORDER BY r.id`.pipe(
         Effect.flatMap(decodeShortlist),
         Effect.map((rows) => rows.map((row) => ({ providerId: row.provider_id, standing: toStanding(row) })))
-      ),
+      )
+    },
 
     /** Status, level and metrics of many resources in one query; unknown ids are absent. */
     standings: (resourceIds: ReadonlyArray<string>) =>
