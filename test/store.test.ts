@@ -68,7 +68,7 @@ describe("store", () => {
     expect(typeof info.durable).toBe("boolean")
   })
 
-  test("a transaction durable against a process crash only commits at synchronous NORMAL; every other one stays FULL", async () => {
+  test("a write durable against a process crash only commits at synchronous NORMAL; every other one stays FULL", async () => {
     const file = join(mkdtempSync(join(tmpdir(), "sextant-store-")), "s.db")
     const level = (sql: SqlClient.SqlClient) => Effect.map(sql<{ synchronous: number }>`PRAGMA synchronous`, ([row]) => row?.synchronous)
     const program = Effect.gen(function* () {
@@ -76,11 +76,15 @@ describe("store", () => {
       yield* sql`CREATE TABLE t (v INTEGER)`
       const relaxed = yield* durableAgainstProcessCrash(sql.withTransaction(Effect.zipLeft(level(sql), sql`INSERT INTO t VALUES (1)`)))
       const plain = yield* sql.withTransaction(Effect.zipLeft(level(sql), sql`INSERT INTO t VALUES (2)`))
+      // A write on its own (no transaction) commits at the level asked for too.
+      const [single] = yield* durableAgainstProcessCrash(
+        sql<{ synchronous: number }>`INSERT INTO t VALUES (3) RETURNING (SELECT synchronous FROM pragma_synchronous) AS synchronous`
+      )
       const [count] = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM t`
-      return { relaxed, plain, after: yield* level(sql), rows: Number(count?.n) }
+      return { relaxed, plain, single: single?.synchronous, after: yield* level(sql), rows: Number(count?.n) }
     })
-    // 1 is NORMAL, 2 is FULL; the relaxed commit is visible at once.
-    expect(await Effect.runPromise(Effect.provide(program, storeLayer(file)))).toEqual({ relaxed: 1, plain: 2, after: 2, rows: 2 })
+    // 1 is NORMAL, 2 is FULL; the relaxed commits are visible at once.
+    expect(await Effect.runPromise(Effect.provide(program, storeLayer(file)))).toEqual({ relaxed: 1, plain: 2, single: 1, after: 2, rows: 3 })
   })
 
   test("a payee's shortlist: quarantined first, then the most promising, plus one resource of each provider", async () => {

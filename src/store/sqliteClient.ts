@@ -63,7 +63,14 @@ const make = (filename: string) =>
     const writer = connectionOn(writerDb)
     const reader = connectionOn(readerDb)
     const semaphore = yield* Effect.makeSemaphore(1)
-    const exclusive = <A, E>(effect: Effect.Effect<A, E>) => semaphore.withPermits(1)(effect)
+    // A write outside a transaction commits on its own: asked to be durable against a process crash
+    // only (commitDurability.ts), it runs at `synchronous = NORMAL`, put back before the permit is.
+    const exclusive = <A, E>(effect: Effect.Effect<A, E>) =>
+      semaphore.withPermits(1)(
+        Effect.flatMap(FiberRef.get(commitDurability), (durability) =>
+          durability === "power-loss" ? effect : Effect.acquireUseRelease(relaxSynchronous(writerDb), () => effect, (putBack) => putBack)
+        )
+      )
     const routed: Connection = {
       execute: (sql, params, transformRows) =>
         isRead(sql) ? reader.execute(sql, params, transformRows) : exclusive(writer.execute(sql, params, transformRows)),
