@@ -262,11 +262,12 @@ const make = Effect.gen(function* () {
     nowMs: number
   ) {
     const judge = (payees: ReadonlyArray<ProviderEvidence>) => payeeDenial(policies, option, payees, policyContext(config, new Date(nowMs)))
-    // The shortlist holds every quarantined resource first, one of each provider and the most
-    // promising few: if they pass, every rule that could refuse on the whole set passes too
-    // (docs/decisions.md, Settlement pipeline), so the cost does not grow with the payee's
-    // resources. A refusal is judged again on the whole set, for its exact reason.
-    if (judge(yield* reader.payeeShortlist(payment.terms.payTo)) === undefined) return
+    // The shortlist holds every quarantined resource first and the most promising few, plus one
+    // of each provider when a policy denies providers (the only rule about every provider): if
+    // they pass, every rule that could refuse on the whole set passes too (docs/decisions.md,
+    // Settlement pipeline). A refusal is judged again on the whole set, for its exact reason.
+    const deniesProviders = policies.some(({ policy }) => (policy.denyProviders?.length ?? 0) > 0)
+    if (judge(yield* reader.payeeShortlist(payment.terms.payTo, deniesProviders)) === undefined) return
     const refusal = judge((yield* reader.forPayee(payment.terms.payTo)).map((p) => ({ providerId: p.record.provider.id, evidence: p.evidence })))
     if (refusal) return yield* Effect.fail(refusal)
   })

@@ -113,15 +113,18 @@ const make = Effect.gen(function* () {
     /**
      * Some of the resources that are evidence about a payee (the listed ones paying it and any an
      * operator quarantined), with their provider and standing, in one query: the `limit` most
-     * promising (quarantined first, then by level and reliability) and one of each provider.
-     * Enough to show a payee may be paid without loading every resource that pays it (see
-     * Settlement.checkPayee); indexed by payee.
+     * promising (quarantined first, then by level and reliability) and, when `everyProvider`, one
+     * of each provider. Enough to show a payee may be paid without loading every resource that
+     * pays it (see Settlement.checkPayee); indexed by payee.
      */
-    payeeShortlist: (payTo: string, limit: number) => {
+    payeeShortlist: (payTo: string, limit: number, everyProvider: boolean) => {
       const evidence = (r: string) => sql.literal(`(${r}.listed = 1 OR ${r}.quarantined_by IS NOT NULL) AND ${r}.id IN`)
       const paying = sql`(SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`
       // A UNION of the two id lists rather than a CTE they share: SQLite evaluates such a CTE once
       // per use, which made this query several times slower than the two lists it joins.
+      const perProvider = everyProvider
+        ? sql`UNION SELECT MIN(p.id) FROM resources p WHERE ${evidence("p")} ${paying} GROUP BY p.provider_id`
+        : sql``
       return sql`
         SELECT r.provider_id, r.id, r.status, r.verification_level, r.quarantined_by, r.quarantine_reason, r.quarantined_at,
           ${sql.literal(metricColumns)}
@@ -134,8 +137,7 @@ const make = Effect.gen(function* () {
               COALESCE(bm.reliability, 0) DESC, b.id
             LIMIT ${limit}
           ) best
-          UNION
-          SELECT MIN(p.id) FROM resources p WHERE ${evidence("p")} ${paying} GROUP BY p.provider_id
+          ${perProvider}
         )
         ORDER BY r.id`.pipe(
         Effect.flatMap(decodeShortlist),

@@ -19,10 +19,10 @@ export interface EvidenceReaderShape {
   readonly forPayee: (payTo: string) => Effect.Effect<ReadonlyArray<PayeeEvidence>>
   /**
    * Some of `forPayee`'s resources, by provider and evidence only: the most promising few, every
-   * quarantined one first, and one of each provider. A payee check that allows on them allows on
-   * all (Settlement.checkPayee).
+   * quarantined one first, and, when `everyProvider`, one of each provider. A payee check that
+   * allows on them allows on all (Settlement.checkPayee).
    */
-  readonly payeeShortlist: (payTo: string) => Effect.Effect<ReadonlyArray<ProviderEvidence>>
+  readonly payeeShortlist: (payTo: string, everyProvider: boolean) => Effect.Effect<ReadonlyArray<ProviderEvidence>>
   /** The newest payments about a resource (named by it, or paying one of its payees), newest first. */
   readonly payments: (record: ResourceRecord) => Effect.Effect<ReadonlyArray<EconomicEvidence>>
 }
@@ -83,9 +83,9 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
         forPayee: Effect.fn("EvidenceReader.forPayee")(function* (payTo: string) {
           return yield* withEvidence(yield* resources.byPayTo(payTo))
         }),
-        payeeShortlist: Effect.fn("EvidenceReader.payeeShortlist")(function* (payTo: string) {
+        payeeShortlist: Effect.fn("EvidenceReader.payeeShortlist")(function* (payTo: string, everyProvider: boolean) {
           const nowMs = yield* Clock.currentTimeMillis
-          const found = yield* metrics.payeeShortlist(payTo, SHORTLIST)
+          const found = yield* metrics.payeeShortlist(payTo, SHORTLIST, everyProvider)
           return found.map(({ providerId, standing }) => ({ providerId, evidence: toEvidence(standing, nowMs) }))
         }),
         payments: (record: ResourceRecord) =>
