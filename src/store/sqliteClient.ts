@@ -48,13 +48,23 @@ const open = (filename: string) =>
     (db) => Effect.sync(() => db.close())
   )
 
-/** Sets `synchronous = NORMAL` on `db`, answering the effect that puts back the level it replaced. */
-const relaxSynchronous = (db: Database) =>
-  Effect.sync(() => {
-    const { synchronous } = db.query("PRAGMA synchronous").get() as { synchronous: number }
-    db.run("PRAGMA synchronous = NORMAL;")
-    return Effect.sync(() => db.run(`PRAGMA synchronous = ${synchronous};`))
-  })
+/**
+ * When the fiber asked for commits durable against a process crash only (commitDurability.ts):
+ * sets `synchronous = NORMAL` on `db`. Answers the effect that puts back the level it replaced
+ * (nothing to do otherwise). SQLite refuses the change inside a transaction, so callers hold the
+ * writer's permit across it, and put the level back before they give the permit back: no other
+ * write ever runs at the lower level.
+ */
+const relaxIfAsked = (db: Database) =>
+  Effect.flatMap(FiberRef.get(commitDurability), (durability) =>
+    durability === "power-loss"
+      ? Effect.succeed(Effect.void)
+      : Effect.sync(() => {
+          const { synchronous } = db.query("PRAGMA synchronous").get() as { synchronous: number }
+          db.run("PRAGMA synchronous = NORMAL;")
+          return Effect.sync(() => db.run(`PRAGMA synchronous = ${synchronous};`))
+        })
+  )
 
 const make = (filename: string) =>
   Effect.gen(function* () {
@@ -63,14 +73,9 @@ const make = (filename: string) =>
     const writer = connectionOn(writerDb)
     const reader = connectionOn(readerDb)
     const semaphore = yield* Effect.makeSemaphore(1)
-    // A write outside a transaction commits on its own: asked to be durable against a process crash
-    // only (commitDurability.ts), it runs at `synchronous = NORMAL`, put back before the permit is.
+    // A write outside a transaction commits on its own, at the durability its fiber asked for.
     const exclusive = <A, E>(effect: Effect.Effect<A, E>) =>
-      semaphore.withPermits(1)(
-        Effect.flatMap(FiberRef.get(commitDurability), (durability) =>
-          durability === "power-loss" ? effect : Effect.acquireUseRelease(relaxSynchronous(writerDb), () => effect, (putBack) => putBack)
-        )
-      )
+      semaphore.withPermits(1)(Effect.acquireUseRelease(relaxIfAsked(writerDb), () => effect, (putBack) => putBack))
     const routed: Connection = {
       execute: (sql, params, transformRows) =>
         isRead(sql) ? reader.execute(sql, params, transformRows) : exclusive(writer.execute(sql, params, transformRows)),
@@ -80,11 +85,8 @@ const make = (filename: string) =>
         isRead(sql) ? reader.execute(sql, params, transformRows) : exclusive(writer.execute(sql, params, transformRows)),
       executeStream: () => Effect.dieMessage("executeStream not implemented")
     } as Connection
-    // A transaction holds the writer (and its permit) from BEGIN to COMMIT, as the stock client does.
-    // One that is asked to be durable against a process crash only (commitDurability.ts) commits
-    // with `synchronous = NORMAL`, set after the permit is taken and restored before it is given
-    // back (SQLite refuses the change inside a transaction), so no other transaction ever runs at
-    // the lower level.
+    // A transaction holds the writer (and its permit) from BEGIN to COMMIT, as the stock client
+    // does, and commits at the durability its fiber asked for.
     const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
       Effect.as(
         Effect.zipRight(
@@ -92,11 +94,7 @@ const make = (filename: string) =>
           Effect.tap(Effect.scope, (scope) =>
             Effect.zipRight(
               Scope.addFinalizer(scope, semaphore.release(1)),
-              Effect.flatMap(FiberRef.get(commitDurability), (durability) =>
-                durability === "power-loss"
-                  ? Effect.void
-                  : Effect.flatMap(relaxSynchronous(writerDb), (putBack) => Scope.addFinalizer(scope, putBack))
-              )
+              Effect.flatMap(relaxIfAsked(writerDb), (putBack) => Scope.addFinalizer(scope, putBack))
             )
           )
         ),
