@@ -31,6 +31,8 @@ export interface ProviderEvidence {
   readonly evidence: ResourceEvidence
 }
 
+export const providerEvidenceOf = ({ record, evidence }: PayeeEvidence): ProviderEvidence => ({ providerId: record.provider.id, evidence })
+
 /** Who reported a payment: the settle path, a buyer's receipt, or this service's own economic probe. */
 export type EconomicSource = "settlement" | "receipt" | "probe"
 

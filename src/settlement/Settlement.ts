@@ -15,7 +15,7 @@ import {
   SettlementUnresolved,
   UnsupportedPaymentKind
 } from "../domain/errors.js"
-import type { EconomicEvent, ProviderEvidence } from "../domain/evidence.js"
+import { type EconomicEvent, type ProviderEvidence, providerEvidenceOf } from "../domain/evidence.js"
 import { Lifecycle } from "../lifecycle/Lifecycle.js"
 import type { AgentPolicy } from "../domain/policy.js"
 import { type Completion, type FoundEntry, type JournalEntry, mayReserveAgain, type SettlementTransition } from "../domain/settlements.js"
@@ -268,7 +268,7 @@ const make = Effect.gen(function* () {
     // Settlement pipeline). A refusal is judged again on the whole set, for its exact reason.
     const deniesProviders = policies.some(({ policy }) => (policy.denyProviders?.length ?? 0) > 0)
     if (judge(yield* reader.payeeShortlist(payment.terms.payTo, deniesProviders)) === undefined) return
-    const refusal = judge((yield* reader.forPayee(payment.terms.payTo)).map((p) => ({ providerId: p.record.provider.id, evidence: p.evidence })))
+    const refusal = judge((yield* reader.forPayee(payment.terms.payTo)).map(providerEvidenceOf))
     if (refusal) return yield* Effect.fail(refusal)
   })
 

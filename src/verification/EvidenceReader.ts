@@ -1,6 +1,13 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../config.js"
-import { type EconomicEvidence, noEvidence, type PayeeEvidence, type ProviderEvidence, type ResourceEvidence } from "../domain/evidence.js"
+import {
+  type EconomicEvidence,
+  noEvidence,
+  type PayeeEvidence,
+  type ProviderEvidence,
+  providerEvidenceOf,
+  type ResourceEvidence
+} from "../domain/evidence.js"
 import type { StoredStanding } from "../domain/metrics.js"
 import type { ResourceRecord } from "../domain/resources.js"
 import { EconomicEventsRepo } from "../store/EconomicEventsRepo.js"
@@ -121,8 +128,7 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
             .map((record) => ({ record, evidence: get(record.resource.id) }))
         ),
       forPayee: (payTo) => forPayee(payTo),
-      payeeShortlist: (payTo) =>
-        Effect.map(forPayee(payTo), (payees) => payees.map((p) => ({ providerId: p.record.provider.id, evidence: p.evidence }))),
+      payeeShortlist: (payTo) => Effect.map(forPayee(payTo), (payees) => payees.map(providerEvidenceOf)),
       payments: () => Effect.succeed([])
     }
     const noProbes = () => Effect.dieMessage("in-memory evidence records no probes")

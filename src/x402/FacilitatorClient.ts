@@ -124,7 +124,7 @@ export const makeBackendClient = (backend: FacilitatorBackend, redactor: Redacto
         : fail("Transport", `request failed: ${quote(messageOf(cause))}`)
 
   /**
-   * Sends a request and decodes the answer with `schema`. `acceptErrorAnswer` decides whether an
+   * Sends a request and decodes the answer with `decode`. `acceptErrorAnswer` decides whether an
    * error status whose body still has the expected shape (a refused verify or settle) is an answer.
    */
   const call = <A>(
