@@ -8,6 +8,10 @@ import { loadConfig } from "../src/config.js"
 import { StoreInfoTag } from "../src/store/Database.js"
 import { StoreLive } from "../src/store/Store.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { MetricsRepo } from "../src/store/MetricsRepo.js"
+import { durableAgainstProcessCrash } from "../src/store/commitDurability.js"
+import { entry } from "./fixtures/verificationStack.js"
+import { advertised } from "./fixtures/observations.js"
 
 const demo = Either.getOrThrow(loadConfig(undefined, {})).catalog
 const storeLayer = StoreLive
@@ -62,5 +66,65 @@ describe("store", () => {
     const info = await Effect.runPromise(Effect.provide(StoreInfoTag, storeLayer(file)))
     expect(info).toMatchObject({ kind: "sqlite", journalMode: "wal", location: file })
     expect(typeof info.durable).toBe("boolean")
+  })
+
+  test("a write durable against a process crash only commits at synchronous NORMAL; every other one stays FULL", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "sextant-store-")), "s.db")
+    const level = (sql: SqlClient.SqlClient) => Effect.map(sql<{ synchronous: number }>`PRAGMA synchronous`, ([row]) => row?.synchronous)
+    const program = Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE t (v INTEGER)`
+      const relaxed = yield* durableAgainstProcessCrash(sql.withTransaction(Effect.zipLeft(level(sql), sql`INSERT INTO t VALUES (1)`)))
+      const plain = yield* sql.withTransaction(Effect.zipLeft(level(sql), sql`INSERT INTO t VALUES (2)`))
+      // A write on its own (no transaction) commits at the level asked for too.
+      const [single] = yield* durableAgainstProcessCrash(
+        sql<{ synchronous: number }>`INSERT INTO t VALUES (3) RETURNING (SELECT synchronous FROM pragma_synchronous) AS synchronous`
+      )
+      const [count] = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM t`
+      return { relaxed, plain, single: single?.synchronous, after: yield* level(sql), rows: Number(count?.n) }
+    })
+    // 1 is NORMAL, 2 is FULL; the relaxed commits are visible at once.
+    expect(await Effect.runPromise(Effect.provide(program, storeLayer(file)))).toEqual({ relaxed: 1, plain: 2, single: 1, after: 2, rows: 3 })
+  })
+
+  test("a payee's shortlist: quarantined first, then the most promising, plus one resource of each provider when asked", async () => {
+    const payee = "GPAYEEXAMPLE"
+    const paying = (id: string, provider: string, payTo = payee) => ({
+      ...entry(id, `http://127.0.0.1:9/${id}`, [{ ...advertised, payTo }]),
+      provider: { id: provider, name: provider }
+    })
+    const program = Effect.gen(function* () {
+      const repo = yield* ResourcesRepo
+      const sql = yield* SqlClient.SqlClient
+      yield* repo.upsertCatalog([
+        ...Array.from({ length: 20 }, (_, i) => paying(`a-${String(i).padStart(2, "0")}`, "a")),
+        paying("b-0", "b"),
+        paying("a-q", "a"),
+        paying("a-u", "a"),
+        paying("c-0", "c", "GSOMEONEELSE")
+      ])
+      for (let i = 0; i < 20; i++) yield* repo.setStatus(`a-${String(i).padStart(2, "0")}`, "VALIDATING", i % 5)
+      yield* repo.setStatus("a-u", "VALIDATING", 4)
+      yield* sql`UPDATE resources SET listed = 0 WHERE id IN ('a-q', 'a-u')`
+      yield* sql`UPDATE resources SET status = 'QUARANTINED', quarantined_by = 'op' WHERE id = 'a-q'`
+      const metrics = yield* MetricsRepo
+      const ids = (everyProvider: boolean) =>
+        Effect.map(metrics.payeeShortlist(payee, 5, everyProvider), (list) => list.map((s) => [s.standing.resourceId, s.providerId]))
+      return { everyProvider: yield* ids(true), best: yield* ids(false) }
+    })
+    // The unlisted a-u and c-0 (another payee) are no evidence; the quarantined a-q leads the best
+    // five, then the level-4 ones (a-04 ... a-19); a-00 and b-0 come as their providers' first
+    // when every provider is asked for.
+    const best = [
+      ["a-04", "a"],
+      ["a-09", "a"],
+      ["a-14", "a"],
+      ["a-19", "a"],
+      ["a-q", "a"]
+    ]
+    expect(await Effect.runPromise(Effect.provide(program, storeLayer(":memory:")))).toEqual({
+      everyProvider: [["a-00", "a"], ...best, ["b-0", "b"]],
+      best
+    })
   })
 })

@@ -25,6 +25,14 @@ export interface PayeeEvidence {
   readonly evidence: ResourceEvidence
 }
 
+/** A resource's evidence and its provider, without the record: all a payee check judges. */
+export interface ProviderEvidence {
+  readonly providerId: string
+  readonly evidence: ResourceEvidence
+}
+
+export const providerEvidenceOf = ({ record, evidence }: PayeeEvidence): ProviderEvidence => ({ providerId: record.provider.id, evidence })
+
 /** Who reported a payment: the settle path, a buyer's receipt, or this service's own economic probe. */
 export type EconomicSource = "settlement" | "receipt" | "probe"
 

@@ -15,7 +15,7 @@ import {
   SettlementUnresolved,
   UnsupportedPaymentKind
 } from "../domain/errors.js"
-import type { EconomicEvent, PayeeEvidence } from "../domain/evidence.js"
+import { type EconomicEvent, type ProviderEvidence, providerEvidenceOf } from "../domain/evidence.js"
 import { Lifecycle } from "../lifecycle/Lifecycle.js"
 import type { AgentPolicy } from "../domain/policy.js"
 import { type Completion, type FoundEntry, type JournalEntry, mayReserveAgain, type SettlementTransition } from "../domain/settlements.js"
@@ -23,6 +23,7 @@ import { baseUnitsToUsd } from "../domain/stellar.js"
 import { type SettleRequest, SettleResponse, type SettlementRecord } from "../domain/x402.js"
 import { canonicalize } from "../encoding/canonicalJson.js"
 import { policyContext } from "../policy/evaluate.js"
+import { durableAgainstProcessCrash } from "../store/commitDurability.js"
 import { transactional } from "../store/repository.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
 import { Instruments } from "../telemetry/Instruments.js"
@@ -260,19 +261,14 @@ const make = Effect.gen(function* () {
     option: ReturnType<typeof paymentOption>,
     nowMs: number
   ) {
-    const judge = (payees: ReadonlyArray<PayeeEvidence>) =>
-      payeeDenial(
-        policies,
-        option,
-        payees.map((p) => ({ providerId: p.record.provider.id, evidence: p.evidence })),
-        policyContext(config, new Date(nowMs))
-      )
-    // The shortlist holds every quarantined resource first, one of each provider and the most
-    // promising few: if they pass, every rule that could refuse on the whole set passes too
-    // (docs/decisions.md, Settlement pipeline), so the cost does not grow with the payee's
-    // resources. A refusal is judged again on the whole set, for its exact reason.
-    if (judge(yield* reader.payeeShortlist(payment.terms.payTo)) === undefined) return
-    const refusal = judge(yield* reader.forPayee(payment.terms.payTo))
+    const judge = (payees: ReadonlyArray<ProviderEvidence>) => payeeDenial(policies, option, payees, policyContext(config, new Date(nowMs)))
+    // The shortlist holds every quarantined resource first and the most promising few, plus one
+    // of each provider when a policy denies providers (the only rule about every provider): if
+    // they pass, every rule that could refuse on the whole set passes too (docs/decisions.md,
+    // Settlement pipeline). A refusal is judged again on the whole set, for its exact reason.
+    const deniesProviders = policies.some(({ policy }) => (policy.denyProviders?.length ?? 0) > 0)
+    if (judge(yield* reader.payeeShortlist(payment.terms.payTo, deniesProviders)) === undefined) return
+    const refusal = judge((yield* reader.forPayee(payment.terms.payTo)).map(providerEvidenceOf))
     if (refusal) return yield* Effect.fail(refusal)
   })
 
@@ -351,7 +347,11 @@ const make = Effect.gen(function* () {
       const evidence = Either.isRight(answer)
         ? recorder.storeEconomic(evidenceOf(completion, payment, at)).pipe(Effect.catchAllCause(logEvidenceFailure(id, payment)))
         : Effect.succeed(false)
-      const counts = yield* transaction(Effect.zipRight(journaled, evidence))
+      // Durable against a process crash, not fsynced: the buyer need not wait for a second fsync.
+      // Lost only with power, it leaves the entry `pending`, which the next start makes
+      // `indeterminate` and the reconciler resolves from the ledger; the reservation before the
+      // backend call stays fsynced (docs/decisions.md, Settlement pipeline: Durability).
+      const counts = yield* durableAgainstProcessCrash(transaction(Effect.zipRight(journaled, evidence)))
       // Re-deriving the payee's resources (only a failure counts at once) runs after the commit,
       // outside the journal's transaction: it takes the recorder's lock, which a probe batch holds.
       if (counts) {

@@ -61,6 +61,9 @@ const decodeWindows = decodeRows(WindowRow)
 /** The metric columns by name: reads leave out `window_state`, the writer's working state. */
 const metricColumns = Object.keys(MetricsColumns).map((c) => `m.${c}`).join(", ")
 
+const ShortlistRow = Schema.extend(Schema.Struct({ provider_id: Schema.String }), StandingRow)
+const decodeShortlist = decodeRows(ShortlistRow)
+
 const toStanding = (row: typeof StandingRow.Type): StoredStanding => ({
   resourceId: row.id,
   status: row.status,
@@ -69,6 +72,41 @@ const toStanding = (row: typeof StandingRow.Type): StoredStanding => ({
   operatorQuarantine:
     row.quarantined_by === null ? null : { actor: row.quarantined_by, reason: row.quarantine_reason ?? "", at: row.quarantined_at ?? "" }
 })
+
+/**
+ * Some of the resources that are evidence about a payee (the listed ones paying it and any an
+ * operator quarantined), with their provider and standing, in one query: the `limit` most
+ * promising (quarantined first, then by level and reliability) and, when `everyProvider`, one of
+ * each provider. Enough to show a payee may be paid without loading every resource that pays it
+ * (see Settlement.checkPayee); indexed by payee.
+ */
+const payeeShortlist = (sql: SqlClient.SqlClient, payTo: string, limit: number, everyProvider: boolean) => {
+  const evidence = (r: string) => sql.literal(`(${r}.listed = 1 OR ${r}.quarantined_by IS NOT NULL) AND ${r}.id IN`)
+  const paying = sql`(SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`
+  // A UNION of the two id lists rather than a CTE they share: SQLite evaluates such a CTE once
+  // per use, which made this query several times slower than the two lists it joins.
+  const perProvider = everyProvider
+    ? sql`UNION SELECT MIN(p.id) FROM resources p WHERE ${evidence("p")} ${paying} GROUP BY p.provider_id`
+    : sql``
+  return sql`
+    SELECT r.provider_id, r.id, r.status, r.verification_level, r.quarantined_by, r.quarantine_reason, r.quarantined_at,
+      ${sql.literal(metricColumns)}
+    FROM resources r LEFT JOIN resource_metrics m ON m.resource_id = r.id
+    WHERE r.id IN (
+      SELECT id FROM (
+        SELECT b.id FROM resources b LEFT JOIN resource_metrics bm ON bm.resource_id = b.id
+        WHERE ${evidence("b")} ${paying}
+        ORDER BY CASE WHEN b.status = 'QUARANTINED' THEN 0 ELSE 1 END, b.verification_level DESC,
+          COALESCE(bm.reliability, 0) DESC, b.id
+        LIMIT ${limit}
+      ) best
+      ${perProvider}
+    )
+    ORDER BY r.id`.pipe(
+    Effect.flatMap(decodeShortlist),
+    Effect.map((rows) => rows.map((row) => ({ providerId: row.provider_id, standing: toStanding(row) })))
+  )
+}
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
@@ -124,6 +162,8 @@ const make = Effect.gen(function* () {
             Effect.flatMap(decodeWindows),
             Effect.map((rows) => new Map(rows.map((r) => [r.resource_id, r.window_state] as const)))
           ),
+
+    payeeShortlist: (payTo: string, limit: number, everyProvider: boolean) => payeeShortlist(sql, payTo, limit, everyProvider),
 
     /** Status, level and metrics of many resources in one query; unknown ids are absent. */
     standings: (resourceIds: ReadonlyArray<string>) =>

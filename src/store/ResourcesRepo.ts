@@ -564,22 +564,6 @@ const make = Effect.gen(function* () {
     byPayTo: (payTo: string) =>
       load(sql`(r.listed = 1 OR r.quarantined_by IS NOT NULL) AND r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`),
     /**
-     * A few of `byPayTo`'s resources, as ids: the `limit` most promising (quarantined first, then by
-     * level and reliability) and one of each provider. Enough to show a payee may be paid without
-     * loading every resource that pays it (see Settlement.checkPayee); indexed by payee.
-     */
-    payeeShortlist: (payTo: string, limit: number) =>
-      Effect.gen(function* () {
-        const evidence = sql`(r.listed = 1 OR r.quarantined_by IS NOT NULL)
-          AND r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`
-        const best = yield* sql<{ id: string }>`
-          SELECT r.id FROM resources r LEFT JOIN resource_metrics m ON m.resource_id = r.id WHERE ${evidence}
-          ORDER BY CASE WHEN r.status = 'QUARANTINED' THEN 0 ELSE 1 END, r.verification_level DESC,
-            COALESCE(m.reliability, 0) DESC, r.id LIMIT ${limit}`
-        const perProvider = yield* sql<{ id: string }>`SELECT MIN(r.id) AS id FROM resources r WHERE ${evidence} GROUP BY r.provider_id`
-        return [...new Set([...best, ...perProvider].map((row) => row.id))]
-      }),
-    /**
      * Lists or unlists a resource, storing the change when the listing moved; an unlisting's hold
      * (default "operator": no probe lists it again) is set even when it was unlisted already.
      * False when no such resource exists.

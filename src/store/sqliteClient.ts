@@ -3,7 +3,7 @@ import { SqlClient, SqlError, Statement } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { Database } from "bun:sqlite"
 import { Effect, FiberRef, Layer, Scope } from "effect"
-import { relaxedCommit } from "./durability.js"
+import { commitDurability } from "./commitDurability.js"
 
 /**
  * A SQLite file with two connections: the writer, which runs every transaction and every
@@ -48,6 +48,24 @@ const open = (filename: string) =>
     (db) => Effect.sync(() => db.close())
   )
 
+/**
+ * When the fiber asked for commits durable against a process crash only (commitDurability.ts):
+ * sets `synchronous = NORMAL` on `db`. Answers the effect that puts back the level it replaced
+ * (nothing to do otherwise). SQLite refuses the change inside a transaction, so callers hold the
+ * writer's permit across it, and put the level back before they give the permit back: no other
+ * write ever runs at the lower level.
+ */
+const relaxIfAsked = (db: Database) =>
+  Effect.flatMap(FiberRef.get(commitDurability), (durability) =>
+    durability === "power-loss"
+      ? Effect.succeed(Effect.void)
+      : Effect.sync(() => {
+          const { synchronous } = db.query("PRAGMA synchronous").get() as { synchronous: number }
+          db.run("PRAGMA synchronous = NORMAL;")
+          return Effect.sync(() => db.run(`PRAGMA synchronous = ${synchronous};`))
+        })
+  )
+
 const make = (filename: string) =>
   Effect.gen(function* () {
     const writerDb = yield* open(filename)
@@ -55,7 +73,9 @@ const make = (filename: string) =>
     const writer = connectionOn(writerDb)
     const reader = connectionOn(readerDb)
     const semaphore = yield* Effect.makeSemaphore(1)
-    const exclusive = <A, E>(effect: Effect.Effect<A, E>) => semaphore.withPermits(1)(effect)
+    // A write outside a transaction commits on its own, at the durability its fiber asked for.
+    const exclusive = <A, E>(effect: Effect.Effect<A, E>) =>
+      semaphore.withPermits(1)(Effect.acquireUseRelease(relaxIfAsked(writerDb), () => effect, (putBack) => putBack))
     const routed: Connection = {
       execute: (sql, params, transformRows) =>
         isRead(sql) ? reader.execute(sql, params, transformRows) : exclusive(writer.execute(sql, params, transformRows)),
@@ -65,21 +85,21 @@ const make = (filename: string) =>
         isRead(sql) ? reader.execute(sql, params, transformRows) : exclusive(writer.execute(sql, params, transformRows)),
       executeStream: () => Effect.dieMessage("executeStream not implemented")
     } as Connection
-    // A transaction holds the writer (and its permit) from BEGIN to COMMIT, as the stock client does.
-    // A relaxed one (durability.ts) lowers `synchronous` for its commit only: SQLite refuses to
-    // change it inside a transaction, so it is set before BEGIN and restored after COMMIT.
+    // A transaction holds the writer (and its permit) from BEGIN to COMMIT, as the stock client
+    // does, and commits at the durability its fiber asked for.
     const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
-      Effect.gen(function* () {
-        yield* restore(semaphore.take(1))
-        const scope = yield* Effect.scope
-        yield* Scope.addFinalizer(scope, semaphore.release(1))
-        if (yield* FiberRef.get(relaxedCommit)) {
-          const level = writerDb.query<{ synchronous: number }, []>("PRAGMA synchronous").get()?.synchronous ?? 2
-          writerDb.run("PRAGMA synchronous = NORMAL")
-          yield* Scope.addFinalizer(scope, Effect.sync(() => writerDb.run(`PRAGMA synchronous = ${level}`)))
-        }
-        return writer
-      })
+      Effect.as(
+        Effect.zipRight(
+          restore(semaphore.take(1)),
+          Effect.tap(Effect.scope, (scope) =>
+            Effect.zipRight(
+              Scope.addFinalizer(scope, semaphore.release(1)),
+              Effect.flatMap(relaxIfAsked(writerDb), (putBack) => Scope.addFinalizer(scope, putBack))
+            )
+          )
+        ),
+        writer
+      )
     )
     return yield* SqlClient.make({
       acquirer: Effect.succeed(routed),

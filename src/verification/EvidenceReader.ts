@@ -1,6 +1,13 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../config.js"
-import { type EconomicEvidence, noEvidence, type PayeeEvidence, type ResourceEvidence } from "../domain/evidence.js"
+import {
+  type EconomicEvidence,
+  noEvidence,
+  type PayeeEvidence,
+  type ProviderEvidence,
+  providerEvidenceOf,
+  type ResourceEvidence
+} from "../domain/evidence.js"
 import type { StoredStanding } from "../domain/metrics.js"
 import type { ResourceRecord } from "../domain/resources.js"
 import { EconomicEventsRepo } from "../store/EconomicEventsRepo.js"
@@ -18,10 +25,11 @@ export interface EvidenceReaderShape {
   /** Every listed resource whose payment options pay `payTo`, with its evidence; empty when none does. */
   readonly forPayee: (payTo: string) => Effect.Effect<ReadonlyArray<PayeeEvidence>>
   /**
-   * Some of `forPayee`'s resources: the most promising few, every quarantined one first, and one of
-   * each provider. A payee check that allows on them allows on all (Settlement.checkPayee).
+   * Some of `forPayee`'s resources, by provider and evidence only: the most promising few, every
+   * quarantined one first, and, when `everyProvider`, one of each provider. A payee check that
+   * allows on them allows on all (Settlement.checkPayee).
    */
-  readonly payeeShortlist: (payTo: string) => Effect.Effect<ReadonlyArray<PayeeEvidence>>
+  readonly payeeShortlist: (payTo: string, everyProvider: boolean) => Effect.Effect<ReadonlyArray<ProviderEvidence>>
   /** The newest payments about a resource (named by it, or paying one of its payees), newest first. */
   readonly payments: (record: ResourceRecord) => Effect.Effect<ReadonlyArray<EconomicEvidence>>
 }
@@ -82,8 +90,10 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
         forPayee: Effect.fn("EvidenceReader.forPayee")(function* (payTo: string) {
           return yield* withEvidence(yield* resources.byPayTo(payTo))
         }),
-        payeeShortlist: Effect.fn("EvidenceReader.payeeShortlist")(function* (payTo: string) {
-          return yield* withEvidence(yield* resources.getMany(yield* resources.payeeShortlist(payTo, SHORTLIST)))
+        payeeShortlist: Effect.fn("EvidenceReader.payeeShortlist")(function* (payTo: string, everyProvider: boolean) {
+          const nowMs = yield* Clock.currentTimeMillis
+          const found = yield* metrics.payeeShortlist(payTo, SHORTLIST, everyProvider)
+          return found.map(({ providerId, standing }) => ({ providerId, evidence: toEvidence(standing, nowMs) }))
         }),
         payments: (record: ResourceRecord) =>
           economic.recent(record.resource.id, [...new Set(record.paymentOptions.map((o) => o.payTo))], PAYMENTS_SHOWN)
@@ -118,7 +128,7 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
             .map((record) => ({ record, evidence: get(record.resource.id) }))
         ),
       forPayee: (payTo) => forPayee(payTo),
-      payeeShortlist: (payTo) => forPayee(payTo),
+      payeeShortlist: (payTo) => Effect.map(forPayee(payTo), (payees) => payees.map(providerEvidenceOf)),
       payments: () => Effect.succeed([])
     }
     const noProbes = () => Effect.dieMessage("in-memory evidence records no probes")

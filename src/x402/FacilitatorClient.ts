@@ -1,4 +1,3 @@
-import { HttpClient, HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { Duration, Effect, Either, Schema } from "effect"
 import type { FacilitatorBackend } from "../config.js"
 import { SettleResponse, VerifyResponse } from "../domain/x402.js"
@@ -54,64 +53,95 @@ const isConnectionRefused = (cause: unknown): boolean => {
   return code === "ECONNREFUSED" || code === "ConnectionRefused" || code === "ENOTFOUND" || code === "FailedToOpenSocket"
 }
 
-/** Reads the body once as text, so a non-JSON error page can still be quoted. */
-const readBody = (response: HttpClientResponse.HttpClientResponse) =>
-  response.text.pipe(
-    Effect.map((text) => {
-      try {
-        return { text, json: Either.right(JSON.parse(text) as unknown) }
-      } catch {
-        return { text, json: Either.left("not JSON") }
-      }
-    })
-  )
+// Built once: a decoder built per call recompiles the schema's parser each time.
+const decodeSupported = Schema.decodeUnknownEither(RawSupported)
+const decodeVerify = Schema.decodeUnknownEither(VerifyResponse)
+const decodeSettle = Schema.decodeUnknownEither(SettleResponse)
+
+/** Parses a body read as text, keeping the text so a non-JSON error page can still be quoted. */
+const parseBody = (text: string) => {
+  try {
+    return { text, json: Either.right(JSON.parse(text) as unknown) }
+  } catch {
+    return { text, json: Either.left("not JSON") }
+  }
+}
+
+/** Where an exchange with a backend broke: before an answer began (the request) or while reading it. */
+interface Broken {
+  readonly stage: "request" | "answer"
+  readonly cause: unknown
+}
+
+/**
+ * One exchange over the platform's `fetch`: the status and the whole body as text. The request
+ * and the body read share the abort signal Effect gives, so an interruption (the caller's timeout)
+ * stops both. A plain `fetch` rather than the Effect HttpClient: the client's request and response
+ * wrappers cost about half a millisecond per call, most of what a settle added over the backend
+ * (docs/decisions.md, Settle overhead).
+ */
+const exchange = (url: string, init: RequestInit) =>
+  Effect.tryPromise({
+    try: async (signal) => {
+      const response = await fetch(url, { ...init, signal }).catch((cause: unknown) => {
+        throw { stage: "request", cause } satisfies Broken
+      })
+      const text = await response.text().catch((cause: unknown) => {
+        throw { stage: "answer", cause } satisfies Broken
+      })
+      return { status: response.status, body: parseBody(text) }
+    },
+    catch: (broken) => broken as Broken
+  })
+
+const messageOf = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
 
 /**
  * One backend's HTTP API. The apiKey, when configured, goes to this backend as
  * `Authorization: Bearer` and nowhere else. Everything the backend says (error bodies quoted in a
  * failure, the messages inside its answers) passes through `redactor` here, at the boundary, so a
- * backend that echoes the request cannot put a key into an answer, the journal or a log.
+ * backend that echoes the request cannot put a key into an answer, the journal or a log. No trace
+ * context is sent: a backend is outside this service's traces.
  */
-export const makeBackendClient = (http: HttpClient.HttpClient, backend: FacilitatorBackend, redactor: Redactor) => {
+export const makeBackendClient = (backend: FacilitatorBackend, redactor: Redactor) => {
   const base = backend.url.replace(/\/+$/, "")
-  const client = http.pipe(HttpClient.withTracerPropagation(false))
   // Redacted before it is cut to an excerpt: a cut could otherwise leave half a key no pattern matches.
   const quote = (text: string) => excerpt(redactor.text(text))
   const fail = (kind: BackendFailureKind, detail: string, status: number | null = null) =>
     new BackendFailure({ backendId: backend.id, kind, status, detail: redactor.text(detail) })
+  const authorization: Record<string, string> = backend.apiKey === undefined ? {} : { authorization: `Bearer ${backend.apiKey}` }
+  const get = (path: string): [string, RequestInit] => [`${base}${path}`, { method: "GET", headers: authorization }]
+  const post = (path: string, body: unknown): [string, RequestInit] => [
+    `${base}${path}`,
+    { method: "POST", headers: { ...authorization, "content-type": "application/json" }, body: JSON.stringify(body) }
+  ]
 
-  const authorize = (request: HttpClientRequest.HttpClientRequest) =>
-    backend.apiKey === undefined ? request : HttpClientRequest.bearerToken(request, backend.apiKey)
+  const broken = ({ stage, cause }: Broken) =>
+    stage === "answer"
+      ? fail("Transport", `reading the answer failed: ${quote(messageOf(cause))}`)
+      : isConnectionRefused(cause)
+        ? fail("Unreachable", `cannot connect (${(cause as { code?: string }).code})`)
+        : fail("Transport", `request failed: ${quote(messageOf(cause))}`)
 
   /**
-   * Sends `request` and decodes the answer with `schema`. `acceptErrorAnswer` decides whether an
+   * Sends a request and decodes the answer with `decode`. `acceptErrorAnswer` decides whether an
    * error status whose body still has the expected shape (a refused verify or settle) is an answer.
    */
-  const call = <A, I>(
-    request: HttpClientRequest.HttpClientRequest,
-    schema: Schema.Schema<A, I>,
+  const call = <A>(
+    [url, init]: [string, RequestInit],
+    decode: (json: unknown) => Either.Either<A, unknown>,
     timeout: Duration.DurationInput,
     acceptErrorAnswer: (status: number) => boolean
   ) =>
-    client.execute(authorize(request)).pipe(
-      Effect.flatMap((response) =>
-        readBody(response).pipe(Effect.map((body) => ({ status: response.status, body })))
-      ),
+    exchange(url, init).pipe(
+      Effect.mapError(broken),
       Effect.timeoutFail({
         duration: timeout,
         onTimeout: () => fail("TimedOut", `no answer within ${Duration.format(timeout)}`)
       }),
-      Effect.catchTag("RequestError", (e) =>
-        Effect.fail(
-          isConnectionRefused(e.cause)
-            ? fail("Unreachable", `cannot connect (${(e.cause as { code?: string }).code})`)
-            : fail("Transport", `request failed: ${quote(e.cause instanceof Error ? e.cause.message : e.reason)}`)
-        )
-      ),
-      Effect.catchTag("ResponseError", (e) => Effect.fail(fail("Transport", `reading the answer failed: ${e.reason}`))),
       Effect.flatMap(({ status, body }) => {
         const decoded = Either.flatMap(body.json, (json) =>
-          Either.mapLeft(Schema.decodeUnknownEither(schema)(json), () => "unexpected shape")
+          Either.mapLeft(decode(json), () => "unexpected shape")
         )
         const ok = status >= 200 && status < 300
         if (Either.isRight(decoded) && (ok || acceptErrorAnswer(status))) return Effect.succeed(redactor.value(decoded.right))
@@ -128,12 +158,9 @@ export const makeBackendClient = (http: HttpClient.HttpClient, backend: Facilita
 
   return {
     id: backend.id,
-    supported: (timeout: Duration.DurationInput) =>
-      call(HttpClientRequest.get(`${base}/supported`), RawSupported, timeout, () => false),
-    verify: (body: unknown, timeout: Duration.DurationInput) =>
-      call(HttpClientRequest.post(`${base}/verify`).pipe(HttpClientRequest.bodyUnsafeJson(body)), VerifyResponse, timeout, clientErrorIsAnswer),
-    settle: (body: unknown, timeout: Duration.DurationInput) =>
-      call(HttpClientRequest.post(`${base}/settle`).pipe(HttpClientRequest.bodyUnsafeJson(body)), SettleResponse, timeout, clientErrorIsAnswer)
+    supported: (timeout: Duration.DurationInput) => call(get("/supported"), decodeSupported, timeout, () => false),
+    verify: (body: unknown, timeout: Duration.DurationInput) => call(post("/verify", body), decodeVerify, timeout, clientErrorIsAnswer),
+    settle: (body: unknown, timeout: Duration.DurationInput) => call(post("/settle", body), decodeSettle, timeout, clientErrorIsAnswer)
   }
 }
 export type BackendClient = ReturnType<typeof makeBackendClient>

@@ -1,4 +1,3 @@
-import { FetchHttpClient, HttpClient } from "@effect/platform"
 import { Clock, Context, Duration, Effect, Layer, Ref, Schedule } from "effect"
 import { AppConfig, type FacilitatorBackend } from "../config.js"
 import { AllFacilitatorsFailed, FacilitatorsNotReady, NoHealthyFacilitator, UnsupportedPaymentKind } from "../domain/errors.js"
@@ -126,11 +125,10 @@ const counted = (client: BackendClient, instruments: InstrumentsShape): BackendC
 const make = (options: PoolOptions) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
-    const http = yield* HttpClient.HttpClient
     const instruments = yield* Instruments
     const redactor = redactorFor(config)
     const backends: ReadonlyArray<Backend> =
-      config.facilitators.map((b) => ({ config: b, client: counted(makeBackendClient(http, b, redactor), instruments) }))
+      config.facilitators.map((b) => ({ config: b, client: counted(makeBackendClient(b, redactor), instruments) }))
     const states = yield* Ref.make<ReadonlyMap<string, BackendState>>(new Map(backends.map((b) => [b.config.id, unchecked])))
 
     const nowIso = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
@@ -308,9 +306,8 @@ export class FacilitatorPool extends Context.Tag("sextant/FacilitatorPool")<
   FacilitatorPool,
   Effect.Effect.Success<ReturnType<typeof make>>
 >() {
-  static readonly layer = (options: PoolOptions) => Layer.scoped(FacilitatorPool, make(options))
-  /** A pool polling on its own timings over the fetch client: the live one, or a test's. */
-  static readonly fromOptions = (options: PoolOptions) => FacilitatorPool.layer(options).pipe(Layer.provide(FetchHttpClient.layer))
+  /** A pool polling on its own timings: the live one, or a test's. */
+  static readonly fromOptions = (options: PoolOptions) => Layer.scoped(FacilitatorPool, make(options))
   /** The pool with the configured poll interval (`facilitatorPollSeconds`): how soon a backend marked unhealthy is tried again. */
   static readonly Live = Layer.unwrapEffect(
     Effect.map(AppConfig, (config) =>
