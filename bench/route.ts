@@ -210,8 +210,8 @@ try {
       const reader = yield* EvidenceReader
       return {
         candidates: new Map([
-          [CAPABILITY, yield* reader.forCapability(CAPABILITY)],
-          [CAPABILITY_100, yield* reader.forCapability(CAPABILITY_100)]
+          [CAPABILITY, (yield* reader.forCapability(CAPABILITY)).candidates],
+          [CAPABILITY_100, (yield* reader.forCapability(CAPABILITY_100)).candidates]
         ]),
         config: yield* AppConfig
       }

@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { MetricsSnapshot, StoredStanding } from "../domain/metrics.js"
 import { ServiceStatus } from "../domain/resources.js"
+import { CatalogChanges, resourcesChanged } from "./CatalogChanges.js"
 import { decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
 
 export const MetricsColumns = {
@@ -72,6 +73,7 @@ const toStanding = (row: typeof StandingRow.Type): StoredStanding => ({
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  const changes = yield* CatalogChanges
   return repository("MetricsRepo", {
     get: (resourceId: string) =>
       sql`SELECT * FROM resource_metrics WHERE resource_id = ${resourceId}`.pipe(
@@ -96,7 +98,7 @@ const make = Effect.gen(function* () {
           observation_count = excluded.observation_count, last_verified = excluded.last_verified,
           last_observed_at = excluded.last_observed_at, valid_challenge_seen = excluded.valid_challenge_seen,
           transaction_verified = excluded.transaction_verified, window_state = excluded.window_state,
-          updated_at = excluded.updated_at`.pipe(Effect.asVoid),
+          updated_at = excluded.updated_at`.pipe(Effect.zipRight(changes.changed(resourcesChanged([m.resourceId])))),
 
     /** The stored rolling windows of many resources (null: never stored, or rows from before it existed). */
     windowStates: (resourceIds: ReadonlyArray<string>) =>

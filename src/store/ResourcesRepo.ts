@@ -11,6 +11,7 @@ import {
   ServiceStatus
 } from "../domain/resources.js"
 import { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
+import { CatalogChanges, catalogChanged, resourcesChanged } from "./CatalogChanges.js"
 import { decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
 import type { StoredStanding } from "../domain/metrics.js"
 import { MetricsColumns, MetricsRow, toSnapshot } from "./MetricsRepo.js"
@@ -229,6 +230,7 @@ const groupBy = <A>(rows: ReadonlyArray<A>, key: (a: A) => string) => {
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  const changes = yield* CatalogChanges
   const now = () => new Date().toISOString()
   const probeTargetRule = sql.literal("(r.listed = 1 OR r.listing_hold IN ('awaiting_probe', 'unhealthy') OR r.source = 'config')")
 
@@ -323,7 +325,10 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const hold = listed ? null : (change.hold ?? "operator")
       yield* sql`UPDATE resources SET listed = ${listed ? 1 : 0}, listing_hold = ${hold}, updated_at = ${now()} WHERE id = ${id}`
-      if (wasListed !== listed) yield* recordListings([{ id, listed }], change)
+      if (wasListed !== listed) {
+        yield* recordListings([{ id, listed }], change)
+        yield* changes.changed(catalogChanged)
+      }
     })
 
 
@@ -429,6 +434,7 @@ const make = Effect.gen(function* () {
           description: resource.description
         }))
       )
+      yield* changes.changed(catalogChanged)
     })
 
   /** Stored changes of listing, one statement for many resources. */
@@ -644,7 +650,7 @@ const make = Effect.gen(function* () {
       }).pipe(sql.withTransaction),
     setStatus: (id: string, status: ServiceStatus, level: number) =>
       sql`UPDATE resources SET status = ${status}, verification_level = ${level}, updated_at = ${now()} WHERE id = ${id}`.pipe(
-        Effect.asVoid
+        Effect.zipRight(changes.changed(resourcesChanged([id])))
       )
   })
 })

@@ -1,11 +1,13 @@
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Deferred, Effect, Exit, Layer } from "effect"
 import { AppConfig } from "../config.js"
 import { type EconomicEvidence, noEvidence, type PayeeEvidence, type ResourceEvidence } from "../domain/evidence.js"
 import type { StoredStanding } from "../domain/metrics.js"
 import type { ResourceRecord } from "../domain/resources.js"
+import { CatalogChanges } from "../store/CatalogChanges.js"
 import { EconomicEventsRepo } from "../store/EconomicEventsRepo.js"
 import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { type CapabilityRead, CapabilityIndex, type LoadTicket } from "./capabilityIndex.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
 import { currentMetrics } from "./metrics.js"
 
@@ -13,8 +15,11 @@ export interface EvidenceReaderShape {
   /** Evidence of one resource; a resource never probed gets empty metrics and level 0. */
   readonly forResource: (resourceId: string) => Effect.Effect<ResourceEvidence>
   readonly forResources: (resourceIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ResourceEvidence>>
-  /** The listed resources offering a capability, each with its evidence, read in one query: what a route needs. */
-  readonly forCapability: (capability: string) => Effect.Effect<ReadonlyArray<PayeeEvidence>>
+  /**
+   * The listed resources offering a capability, each with its evidence as of now, and when their
+   * rows were read (the live layer holds them in memory for up to ROUTE_READ_TTL_MS): what a route needs.
+   */
+  readonly forCapability: (capability: string) => Effect.Effect<CapabilityEvidence>
   /** Every listed resource whose payment options pay `payTo`, with its evidence; empty when none does. */
   readonly forPayee: (payTo: string) => Effect.Effect<ReadonlyArray<PayeeEvidence>>
   /**
@@ -25,6 +30,21 @@ export interface EvidenceReaderShape {
   /** The newest payments about a resource (named by it, or paying one of its payees), newest first. */
   readonly payments: (record: ResourceRecord) => Effect.Effect<ReadonlyArray<EconomicEvidence>>
 }
+
+/** A capability's candidates with their evidence, and when the rows it was derived from were read. */
+export interface CapabilityEvidence {
+  readonly candidates: ReadonlyArray<PayeeEvidence>
+  readonly readAtMs: number
+}
+
+/**
+ * How long a capability's candidates read from the store answer routes: the longest another
+ * instance's writes (probe results, curation) go unseen here. This process's own writes are seen
+ * by the next read (CatalogChanges).
+ */
+export const ROUTE_READ_TTL_MS = 1_000
+/** Capabilities held at once, oldest dropped first. */
+const CAPABILITIES_HELD = 10_000
 
 /** Payments shown with a resource. */
 const PAYMENTS_SHOWN = 20
@@ -38,7 +58,9 @@ const SHORTLIST = 16
 export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<EvidenceReader, EvidenceReaderShape>() {
   /**
    * Reads the stored metrics row of each resource and applies only what depends on the time of
-   * reading (confidence, window expiry): no observation history is scanned.
+   * reading (confidence, window expiry): no observation history is scanned. A capability's
+   * candidates are held in memory (CapabilityIndex) until this process changes them or
+   * ROUTE_READ_TTL_MS passes.
    */
   static readonly Live = Layer.effect(
     EvidenceReader,
@@ -47,6 +69,41 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
       const metrics = yield* MetricsRepo
       const resources = yield* ResourcesRepo
       const economic = yield* EconomicEventsRepo
+      const index = new CapabilityIndex(ROUTE_READ_TTL_MS, CAPABILITIES_HELD)
+      yield* (yield* CatalogChanges).subscribe((change) => index.apply(change))
+      /** Reads of the store under way, by capability: reads arriving meanwhile wait for the same rows. */
+      const underWay = new Map<string, { readonly ticket: LoadTicket; readonly done: Deferred.Deferred<CapabilityRead> }>()
+
+      // Uninterruptible: readers waiting on it must get an answer even if the request that started it goes away.
+      const readStore = (capability: string) =>
+        Effect.uninterruptible(
+          Effect.gen(function* () {
+            const ticket = index.begin(capability)
+            const done = yield* Deferred.make<CapabilityRead>()
+            underWay.set(capability, { ticket, done })
+            const readAtMs = yield* Clock.currentTimeMillis
+            const found = yield* Effect.exit(resources.byCapabilityWithStandings(capability))
+            if (underWay.get(capability)?.ticket === ticket) underWay.delete(capability)
+            if (Exit.isFailure(found)) {
+              index.abandon(ticket)
+              yield* Deferred.failCause(done, found.cause)
+              return yield* Effect.failCause(found.cause)
+            }
+            const read = { candidates: found.value, readAtMs }
+            index.finish(ticket, read)
+            yield* Deferred.succeed(done, read)
+            return read
+          })
+        )
+
+      /** The held rows while current; else a read under way that no change has overtaken; else a new read. */
+      const capabilityRows = (capability: string, nowMs: number) =>
+        Effect.suspend(() => {
+          const held = index.current(capability, nowMs)
+          if (held !== undefined) return Effect.succeed(held)
+          const pending = underWay.get(capability)
+          return pending !== undefined && !index.overtaken(pending.ticket) ? Deferred.await(pending.done) : readStore(capability)
+        })
 
       const toEvidence = (stored: StoredStanding, nowMs: number): ResourceEvidence => ({
         resourceId: stored.resourceId,
@@ -76,8 +133,12 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
         forResources,
         forCapability: Effect.fn("EvidenceReader.forCapability")(function* (capability: string) {
           const nowMs = yield* Clock.currentTimeMillis
-          const found = yield* resources.byCapabilityWithStandings(capability)
-          return found.map(({ record, standing }) => ({ record, evidence: toEvidence(standing, nowMs) }))
+          const { candidates, readAtMs } = yield* capabilityRows(capability, nowMs)
+          // Evidence at the time of this read, not of the rows': confidence and window expiry move on.
+          return {
+            candidates: candidates.map(({ record, standing }) => ({ record, evidence: toEvidence(standing, nowMs) })),
+            readAtMs
+          }
         }),
         forPayee: Effect.fn("EvidenceReader.forPayee")(function* (payTo: string) {
           return yield* withEvidence(yield* resources.byPayTo(payTo))
@@ -112,11 +173,12 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
       forResource: (id) => Effect.sync(() => get(id)),
       forResources: (ids) => Effect.sync(() => new Map(ids.map((id) => [id, get(id)]))),
       forCapability: (capability) =>
-        Effect.sync(() =>
-          catalog
+        Effect.map(Clock.currentTimeMillis, (readAtMs) => ({
+          candidates: catalog
             .filter((r) => r.listing.listed && r.resource.capabilities.includes(capability))
-            .map((record) => ({ record, evidence: get(record.resource.id) }))
-        ),
+            .map((record) => ({ record, evidence: get(record.resource.id) })),
+          readAtMs
+        })),
       forPayee: (payTo) => forPayee(payTo),
       payeeShortlist: (payTo) => forPayee(payTo),
       payments: () => Effect.succeed([])
