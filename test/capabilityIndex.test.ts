@@ -46,6 +46,13 @@ describe("what the capability index holds", () => {
     expect(index.current("empty", 0)).toBeUndefined()
   })
 
+  test("keeping a read lets go of every read older than the TTL, so memory holds what was routed lately", () => {
+    const index = indexWith({ a: ["r1"], b: ["r2"] })
+    index.finish(index.begin("c"), readOf(["r3"], TTL))
+    expect(index.current("c", TTL)).toBeDefined()
+    expect(index.held).toBe(1)
+  })
+
   test("the oldest capability goes first when the index is full", () => {
     const index = indexWith({ a: ["r1"], b: ["r2"], c: ["r3"] }, 2)
     expect([index.current("a", 0), index.current("b", 0), index.current("c", 0)].map((r) => r !== undefined)).toEqual([false, true, true])

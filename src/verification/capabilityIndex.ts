@@ -44,6 +44,11 @@ export class CapabilityIndex {
     private readonly maxEntries: number
   ) {}
 
+  /** How many capabilities are held, current or not yet dropped. */
+  get held(): number {
+    return this.entries.size
+  }
+
   /** The held read of `capability`, if still current at `nowMs`. */
   current(capability: string, nowMs: number): CapabilityRead | undefined {
     const entry = this.entries.get(capability)
@@ -82,6 +87,7 @@ export class CapabilityIndex {
     const overtaken = this.log.some(({ at, change }) => at > ticket.startedAt && touches(change, ids))
     if (!overtaken) {
       this.entries.delete(ticket.capability)
+      this.dropExpired(read.readAtMs)
       // Oldest first out: a flood of distinct capabilities cannot grow the map without bound.
       if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!)
       this.entries.set(ticket.capability, { read, ids })
@@ -93,6 +99,17 @@ export class CapabilityIndex {
   abandon(ticket: LoadTicket): void {
     this.underWay.delete(ticket)
     this.trimLog()
+  }
+
+  /**
+   * Drops expired reads from the oldest on (the map is in the order reads were kept), so memory
+   * holds about the capabilities routed in the last TTL, not every one ever routed.
+   */
+  private dropExpired(nowMs: number): void {
+    for (const [capability, entry] of this.entries) {
+      if (nowMs - entry.read.readAtMs < this.ttlMs) return
+      this.entries.delete(capability)
+    }
   }
 
   /** Keeps only the changes a read under way may still have to be judged against. */
