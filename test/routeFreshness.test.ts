@@ -12,13 +12,14 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { ServicesLive } from "../src/app.js"
 import { loadConfig } from "../src/config.js"
+import type { AgentPolicy } from "../src/domain/policy.js"
 import type { CatalogEntry } from "../src/domain/resources.js"
 import type { RouteDecision } from "../src/domain/routes.js"
 import { Curation } from "../src/curation/Curation.js"
 import { Router } from "../src/routing/Router.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
-import { ROUTE_READ_TTL_MS } from "../src/verification/EvidenceReader.js"
+import { EvidenceReader, ROUTE_READ_TTL_MS } from "../src/verification/EvidenceReader.js"
 import { advertised, observation } from "./fixtures/observations.js"
 
 const CAPABILITY = "fresh.inspect"
@@ -50,8 +51,8 @@ const nowMs = Date.now()
 const operator = { actor: "ops", reason: "route freshness test" }
 
 const run = <A, E>(effect: Effect.Effect<A, E, any>) => runtime.runPromise(effect as Effect.Effect<A, E, never>)
-const routeEffect = Effect.flatMap(Router, (router) => router.route({ capability: CAPABILITY }))
-const route = () => run(routeEffect)
+const route = (constraints?: AgentPolicy) =>
+  run(Effect.flatMap(Router, (router) => router.route({ capability: CAPABILITY, ...(constraints ? { constraints } : {}) })))
 const ranked = (d: RouteDecision) => [d.selected, ...d.fallbacks].flatMap((c) => (c ? [c.resourceId] : []))
 const rejected = (d: RouteDecision) => d.rejected.map((r) => r.resourceId)
 const considered = (d: RouteDecision) => [...ranked(d), ...rejected(d)].sort()
@@ -140,5 +141,32 @@ describe("another process's writes", () => {
     expect(considered(await route())).toContain("alpha")
     await run(TestClock.adjust(1))
     expect(considered(await route())).not.toContain("alpha")
+  })
+})
+
+describe("evidence is derived at each route's own time, not the read's", () => {
+  test("held rows' evidence leaves the window when the newest probe does, and equals evidence read afresh", async () => {
+    const windowMs = config.verification.windowHours * 3_600_000
+    const newestProbe = nowMs - 60_000
+    await run(Effect.flatMap(TestClock.currentTimeMillis, (t) => TestClock.adjust(newestProbe + windowMs - 500 - t)))
+    // A buyer who asks for measured reliability: only evidence in the window can give it.
+    const reliable = { minProviderReliability: 0.5 }
+    const before = await route(reliable)
+    expect(ranked(before).length).toBeGreaterThan(0)
+    await run(TestClock.adjust(600))
+    const after = await route(reliable)
+    // The same held rows (read 600 ms ago, inside the TTL), judged now: no current evidence.
+    expect(after.metricsSnapshotAt).toBe(before.metricsSnapshotAt)
+    expect(ranked(after)).toEqual([])
+    expect(before.rejected).toEqual([])
+    expect(after.rejected.map((r) => [r.resourceId, r.codes])).toEqual(ranked(before).sort().map((id) => [id, ["RELIABILITY_LIMIT"]]))
+    const [held, afresh] = await run(
+      Effect.gen(function* () {
+        const reader = yield* EvidenceReader
+        const { candidates } = yield* reader.forCapability(CAPABILITY)
+        return [candidates.map((c) => c.evidence), yield* reader.forResources(candidates.map((c) => c.record.resource.id))] as const
+      })
+    )
+    expect(held).toEqual(held.map((e) => afresh.get(e.resourceId)!))
   })
 })

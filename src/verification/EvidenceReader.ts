@@ -1,7 +1,7 @@
 import { Clock, Context, Deferred, Effect, Exit, Layer } from "effect"
 import { AppConfig } from "../config.js"
 import { type EconomicEvidence, noEvidence, type PayeeEvidence, type ResourceEvidence } from "../domain/evidence.js"
-import type { StoredStanding } from "../domain/metrics.js"
+import type { ResourceMetrics, StoredStanding } from "../domain/metrics.js"
 import type { ResourceRecord } from "../domain/resources.js"
 import { CatalogChanges } from "../store/CatalogChanges.js"
 import { EconomicEventsRepo } from "../store/EconomicEventsRepo.js"
@@ -9,7 +9,7 @@ import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { type CapabilityRead, CapabilityIndex, type LoadTicket } from "./capabilityIndex.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
-import { currentMetrics } from "./metrics.js"
+import { currentMetrics, lastObservedMsOf, metricsAt, type MetricsMoment, momentAt } from "./metrics.js"
 
 export interface EvidenceReaderShape {
   /** Evidence of one resource; a resource never probed gets empty metrics and level 0. */
@@ -105,15 +105,33 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
           return pending !== undefined && !index.overtaken(pending.ticket) ? Deferred.await(pending.done) : readStore(capability)
         })
 
-      const toEvidence = (stored: StoredStanding, nowMs: number): ResourceEvidence => ({
+      const evidenceOf = (stored: StoredStanding, metrics: ResourceMetrics): ResourceEvidence => ({
         resourceId: stored.resourceId,
         status: stored.status,
         verificationLevel: stored.level,
-        metrics: currentMetrics(stored.resourceId, stored.snapshot, nowMs, config.verification),
+        metrics,
         lastObservedAt: stored.snapshot?.lastObservedAt ?? null,
         validChallengeSeen: stored.snapshot?.validChallengeSeen ?? false,
         transactionVerified: stored.snapshot?.transactionVerified ?? false
       })
+      const toEvidence = (stored: StoredStanding, nowMs: number) =>
+        evidenceOf(stored, currentMetrics(stored.resourceId, stored.snapshot, nowMs, config.verification))
+
+      /**
+       * The evidence last derived from each held standing, handed out again while its moment (window,
+       * confidence to three decimals) is unchanged: equal to deriving it afresh, without building a
+       * hundred objects per route. Weak, so it goes with the held read.
+       */
+      const derived = new WeakMap<StoredStanding, { readonly lastObservedMs: number | null; moment: MetricsMoment; evidence: ResourceEvidence }>()
+      const heldEvidence = (stored: StoredStanding, nowMs: number): ResourceEvidence => {
+        const last = derived.get(stored)
+        const lastObservedMs = last === undefined ? lastObservedMsOf(stored.snapshot) : last.lastObservedMs
+        const moment = momentAt(lastObservedMs, stored.snapshot?.observationCount ?? 0, nowMs, config.verification)
+        if (last !== undefined && last.moment.inWindow === moment.inWindow && last.moment.confidence === moment.confidence) return last.evidence
+        const evidence = evidenceOf(stored, metricsAt(stored.resourceId, stored.snapshot, moment))
+        derived.set(stored, { lastObservedMs, moment, evidence })
+        return evidence
+      }
 
       const forResources = Effect.fn("EvidenceReader.forResources")(function* (resourceIds: ReadonlyArray<string>) {
         const nowMs = yield* Clock.currentTimeMillis
@@ -131,15 +149,15 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
           return (yield* forResources([resourceId])).get(resourceId) ?? noEvidence(resourceId)
         }),
         forResources,
-        forCapability: Effect.fn("EvidenceReader.forCapability")(function* (capability: string) {
-          const nowMs = yield* Clock.currentTimeMillis
-          const { candidates, readAtMs } = yield* capabilityRows(capability, nowMs)
-          // Evidence at the time of this read, not of the rows': confidence and window expiry move on.
-          return {
-            candidates: candidates.map(({ record, standing }) => ({ record, evidence: toEvidence(standing, nowMs) })),
-            readAtMs
-          }
-        }),
+        // No span of its own: it answers from memory in a few microseconds, under Router.route's.
+        forCapability: (capability: string) =>
+          Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
+            Effect.map(capabilityRows(capability, nowMs), ({ candidates, readAtMs }) => ({
+              // Evidence at the time of this read, not of the rows': confidence and window expiry move on.
+              candidates: candidates.map(({ record, standing }) => ({ record, evidence: heldEvidence(standing, nowMs) })),
+              readAtMs
+            }))
+          ),
         forPayee: Effect.fn("EvidenceReader.forPayee")(function* (payTo: string) {
           return yield* withEvidence(yield* resources.byPayTo(payTo))
         }),
