@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test"
+import { Clock, Deferred, Effect, Fiber } from "effect"
 import { catalogChanged, resourcesChanged } from "../src/store/CatalogChanges.js"
 import type { RecordWithStanding } from "../src/store/ResourcesRepo.js"
-import { type CapabilityRead, CapabilityIndex } from "../src/verification/capabilityIndex.js"
+import { type CapabilityRead, CapabilityIndex, heldReads } from "../src/verification/capabilityIndex.js"
 import { record } from "./fixtures/evidence.js"
 
 const TTL = 1_000
@@ -96,5 +97,33 @@ describe("a read of the store that a change overtakes", () => {
     index.finish(early, readOf(["r1"]))
     expect(index.current("a", 0)).toBeUndefined()
     expect(index.overtaken(late)).toBe(false)
+  })
+})
+
+describe("reads through the index", () => {
+  test("reads arriving while one is under way share it, unless a change came in meanwhile; then it is held", async () => {
+    const index = new CapabilityIndex(TTL, 100)
+    let storeReads = 0
+    const outcome = await Effect.runPromise(
+      Effect.gen(function* () {
+        const gate = yield* Deferred.make<void>()
+        const rows = heldReads(index, () =>
+          Effect.sync(() => storeReads++).pipe(Effect.zipRight(Deferred.await(gate)), Effect.as(readOf(["r1"]).candidates))
+        )
+        const first = yield* Effect.fork(rows("a", 0))
+        const second = yield* Effect.fork(rows("a", 0))
+        yield* Effect.yieldNow()
+        const shared = storeReads
+        index.apply(resourcesChanged(["r9"]))
+        const third = yield* Effect.fork(rows("a", 0))
+        yield* Effect.yieldNow()
+        const afterChange = storeReads
+        yield* Deferred.succeed(gate, undefined)
+        const answers = yield* Fiber.join(Fiber.zip(Fiber.zip(first, second), third))
+        yield* rows("a", yield* Clock.currentTimeMillis)
+        return { shared, afterChange, answers: answers.flat().length, held: storeReads }
+      })
+    )
+    expect(outcome).toEqual({ shared: 1, afterChange: 2, answers: 3, held: 2 })
   })
 })

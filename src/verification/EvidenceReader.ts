@@ -1,4 +1,4 @@
-import { Clock, Context, Deferred, Effect, Exit, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { AppConfig } from "../config.js"
 import { type EconomicEvidence, noEvidence, type PayeeEvidence, type ResourceEvidence } from "../domain/evidence.js"
 import type { ResourceMetrics, StoredStanding } from "../domain/metrics.js"
@@ -7,7 +7,7 @@ import { CatalogChanges } from "../store/CatalogChanges.js"
 import { EconomicEventsRepo } from "../store/EconomicEventsRepo.js"
 import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
-import { type CapabilityRead, CapabilityIndex, type LoadTicket } from "./capabilityIndex.js"
+import { CapabilityIndex, heldReads } from "./capabilityIndex.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
 import { currentMetrics, lastObservedMsOf, metricsAt, type MetricsMoment, momentAt } from "./metrics.js"
 
@@ -71,39 +71,7 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
       const economic = yield* EconomicEventsRepo
       const index = new CapabilityIndex(ROUTE_READ_TTL_MS, CAPABILITIES_HELD)
       yield* (yield* CatalogChanges).subscribe((change) => index.apply(change))
-      /** Reads of the store under way, by capability: reads arriving meanwhile wait for the same rows. */
-      const underWay = new Map<string, { readonly ticket: LoadTicket; readonly done: Deferred.Deferred<CapabilityRead> }>()
-
-      // Uninterruptible: readers waiting on it must get an answer even if the request that started it goes away.
-      const readStore = (capability: string) =>
-        Effect.uninterruptible(
-          Effect.gen(function* () {
-            const ticket = index.begin(capability)
-            const done = yield* Deferred.make<CapabilityRead>()
-            underWay.set(capability, { ticket, done })
-            const readAtMs = yield* Clock.currentTimeMillis
-            const found = yield* Effect.exit(resources.byCapabilityWithStandings(capability))
-            if (underWay.get(capability)?.ticket === ticket) underWay.delete(capability)
-            if (Exit.isFailure(found)) {
-              index.abandon(ticket)
-              yield* Deferred.failCause(done, found.cause)
-              return yield* Effect.failCause(found.cause)
-            }
-            const read = { candidates: found.value, readAtMs }
-            index.finish(ticket, read)
-            yield* Deferred.succeed(done, read)
-            return read
-          })
-        )
-
-      /** The held rows while current; else a read under way that no change has overtaken; else a new read. */
-      const capabilityRows = (capability: string, nowMs: number) =>
-        Effect.suspend(() => {
-          const held = index.current(capability, nowMs)
-          if (held !== undefined) return Effect.succeed(held)
-          const pending = underWay.get(capability)
-          return pending !== undefined && !index.overtaken(pending.ticket) ? Deferred.await(pending.done) : readStore(capability)
-        })
+      const capabilityRows = heldReads(index, resources.byCapabilityWithStandings)
 
       const evidenceOf = (stored: StoredStanding, metrics: ResourceMetrics): ResourceEvidence => ({
         resourceId: stored.resourceId,

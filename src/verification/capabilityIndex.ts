@@ -1,3 +1,4 @@
+import { Clock, Deferred, Effect, Exit } from "effect"
 import type { CatalogChange } from "../store/CatalogChanges.js"
 import type { RecordWithStanding } from "../store/ResourcesRepo.js"
 
@@ -29,8 +30,8 @@ const touches = (change: CatalogChange, ids: ReadonlySet<string>) =>
  *
  * A read of the store that a change overtook (the change concerns what it read, or may add
  * candidates) is answered but not kept, since it may have read the rows before that change's
- * commit. A changes log back to the oldest read under way tells which ones did. Pure state: the
- * caller does the reading and the clock.
+ * commit. A changes log back to the oldest read under way tells which ones did. The class is
+ * state only; `heldReads` reads the store through it.
  */
 export class CapabilityIndex {
   private readonly entries = new Map<string, Entry>()
@@ -117,4 +118,43 @@ export class CapabilityIndex {
     const oldest = Math.min(...[...this.underWay.keys()].map((t) => t.startedAt))
     this.log = this.log.filter(({ at }) => at > oldest)
   }
+}
+
+/**
+ * Reads of capabilities through `index`: the held rows while current; else a read of the store
+ * under way that no change has overtaken (so an expiry under load costs one read, not one per
+ * request); else a new read with `read`.
+ */
+export const heldReads = (index: CapabilityIndex, read: (capability: string) => Effect.Effect<ReadonlyArray<RecordWithStanding>>) => {
+  const underWay = new Map<string, { readonly ticket: LoadTicket; readonly done: Deferred.Deferred<CapabilityRead> }>()
+
+  // Uninterruptible: reads waiting on it must get an answer even if the request that started it goes away.
+  const readStore = (capability: string) =>
+    Effect.uninterruptible(
+      Effect.gen(function* () {
+        const ticket = index.begin(capability)
+        const done = yield* Deferred.make<CapabilityRead>()
+        underWay.set(capability, { ticket, done })
+        const readAtMs = yield* Clock.currentTimeMillis
+        const found = yield* Effect.exit(read(capability))
+        if (underWay.get(capability)?.ticket === ticket) underWay.delete(capability)
+        if (Exit.isFailure(found)) {
+          index.abandon(ticket)
+          yield* Deferred.failCause(done, found.cause)
+          return yield* Effect.failCause(found.cause)
+        }
+        const result = { candidates: found.value, readAtMs }
+        index.finish(ticket, result)
+        yield* Deferred.succeed(done, result)
+        return result
+      })
+    )
+
+  return (capability: string, nowMs: number): Effect.Effect<CapabilityRead> =>
+    Effect.suspend(() => {
+      const held = index.current(capability, nowMs)
+      if (held !== undefined) return Effect.succeed(held)
+      const pending = underWay.get(capability)
+      return pending !== undefined && !index.overtaken(pending.ticket) ? Deferred.await(pending.done) : readStore(capability)
+    })
 }
