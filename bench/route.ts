@@ -22,6 +22,7 @@ import { type Config, loadConfig, TESTNET_USDC } from "../src/config.js"
 import type { CatalogEntry, ResourcePaymentOption } from "../src/domain/resources.js"
 import type { RouteDecision, RouteRequest } from "../src/domain/routes.js"
 import { BunServerLive, HttpLive } from "../src/http/server.js"
+import { TelemetryLive } from "../src/telemetry/Telemetry.js"
 import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { sortableId } from "../src/store/sortableId.js"
@@ -160,10 +161,15 @@ const config: Config = {
   vertical: { ...base.vertical, enabled: false }
 }
 
-// The server exactly as `serve` builds it, minus the probe schedule (the evidence is seeded here),
-// with the services kept visible so the seeding goes through the real recorder.
+// The server exactly as `serve` builds it (telemetry under everything, off as configured by
+// default), minus the probe schedule (the evidence is seeded here), with the services kept visible
+// so the seeding goes through the real recorder.
 const runtime = ManagedRuntime.make(
-  HttpLive.pipe(Layer.provideMerge(ServicesLive(config)), Layer.provideMerge(BunServerLive({ host: "127.0.0.1", port: 0 })))
+  HttpLive.pipe(
+    Layer.provideMerge(ServicesLive(config)),
+    Layer.provideMerge(BunServerLive({ host: "127.0.0.1", port: 0 })),
+    Layer.provide(TelemetryLive(config, "bench"))
+  )
 )
 
 try {
@@ -208,8 +214,8 @@ try {
       const reader = yield* EvidenceReader
       return {
         candidates: new Map([
-          [CAPABILITY, yield* reader.forCapability(CAPABILITY)],
-          [CAPABILITY_100, yield* reader.forCapability(CAPABILITY_100)]
+          [CAPABILITY, (yield* reader.forCapability(CAPABILITY)).candidates],
+          [CAPABILITY_100, (yield* reader.forCapability(CAPABILITY_100)).candidates]
         ]),
         config: yield* AppConfig
       }

@@ -10,16 +10,16 @@ const make = Effect.gen(function* () {
   const config = yield* AppConfig
   const route = (request: RouteRequest) =>
     Effect.gen(function* () {
-      // The candidates and their maintained metrics rows in one query from the capability index:
-      // routing never scans observations nor the whole catalog.
-      const candidates = yield* reader.forCapability(request.capability)
-      const readAt = new Date(yield* Clock.currentTimeMillis)
+      // The candidates and their maintained metrics rows from the capability index, held in
+      // memory between reads of the store: routing never scans observations nor the whole catalog.
+      const { candidates, readAtMs } = yield* reader.forCapability(request.capability)
+      const now = new Date(yield* Clock.currentTimeMillis)
       return decideRoute({
         request,
         catalog: candidates.map((c) => c.record),
         evidence: new Map(candidates.map((c) => [c.record.resource.id, c.evidence])),
-        context: policyContext(config, readAt),
-        metricsSnapshotAt: readAt.toISOString()
+        context: policyContext(config, now),
+        metricsSnapshotAt: new Date(readAtMs).toISOString()
       })
     }).pipe(Effect.withSpan("Router.route"))
 

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { Curation, CurationAction, CurationActionKind } from "../domain/curation.js"
+import { CatalogChanges, resourcesChanged } from "./CatalogChanges.js"
 import { decodeRows, repository, SqlFlag } from "./repository.js"
 import { sortableId } from "./sortableId.js"
 
@@ -38,6 +39,7 @@ export type Removal = { readonly _tag: "Deleted"; readonly action: CurationActio
  */
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  const changes = yield* CatalogChanges
 
   const logAction = (resourceId: string, action: CurationActionKind, author: Author, detail: unknown = null) =>
     Effect.gen(function* () {
@@ -58,6 +60,7 @@ const make = Effect.gen(function* () {
         const action = yield* logAction(id, "quarantine", author)
         yield* sql`UPDATE resources SET quarantined_by = ${author.actor}, quarantine_reason = ${author.reason},
           quarantined_at = ${action.at}, updated_at = ${action.at} WHERE id = ${id}`
+        yield* changes.changed(resourcesChanged([id]))
         return Option.some(action)
       }).pipe(sql.withTransaction),
 
@@ -68,6 +71,7 @@ const make = Effect.gen(function* () {
         const action = yield* logAction(id, "unquarantine", author)
         yield* sql`UPDATE resources SET quarantined_by = NULL, quarantine_reason = NULL, quarantined_at = NULL,
           updated_at = ${action.at} WHERE id = ${id}`
+        yield* changes.changed(resourcesChanged([id]))
         return Option.some(action)
       }).pipe(sql.withTransaction),
 
@@ -86,6 +90,7 @@ const make = Effect.gen(function* () {
         if (found.source === "config") return { _tag: "ConfigManaged" } satisfies Removal as Removal
         const action = yield* logAction(id, "delete", author, rows[0])
         yield* sql`DELETE FROM resources WHERE id = ${id}`
+        yield* changes.changed(resourcesChanged([id]))
         return { _tag: "Deleted", action } satisfies Removal as Removal
       }).pipe(sql.withTransaction),
 

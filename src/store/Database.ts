@@ -5,6 +5,7 @@ import { Context, Effect, Layer, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
 import { dirname, resolve } from "node:path"
 import type { StoreInfo } from "../domain/store.js"
+import { CatalogChanges, CatalogChangesLive } from "./CatalogChanges.js"
 import { migrations } from "./migrations/index.js"
 import { layerWithReader } from "./sqliteClient.js"
 
@@ -57,11 +58,16 @@ const sqliteInfo = (location: string) =>
     return { kind: "sqlite", location, journalMode, synchronous, durable } satisfies StoreInfo
   })
 
+/** What the rest of the process sees of a migrated store: its client, whose transactions announce catalog changes when they end. */
+const withChanges = (migrated: Layer.Layer<SqlClient.SqlClient | StoreInfoTag, unknown>) =>
+  Layer.merge(CatalogChangesLive, Layer.effect(StoreInfoTag, StoreInfoTag)).pipe(Layer.provide(migrated))
+
 /**
- * The store: a SqlClient on SQLite (file or `:memory:`) or Postgres, migrated at build time.
- * SQLite files get their parent folder created, since bun:sqlite does not.
+ * The store: a SqlClient on SQLite (file or `:memory:`) or Postgres, migrated at build time, and
+ * the CatalogChanges its repositories announce. SQLite files get their parent folder created,
+ * since bun:sqlite does not.
  */
-export const DatabaseLive = (database: string): Layer.Layer<SqlClient.SqlClient | StoreInfoTag, unknown> => {
+export const DatabaseLive = (database: string): Layer.Layer<SqlClient.SqlClient | StoreInfoTag | CatalogChanges, unknown> => {
   if (isPostgres(database)) {
     const client = PgClient.layer({ url: Redacted.make(database) })
     const info = Layer.succeed(StoreInfoTag, {
@@ -71,7 +77,7 @@ export const DatabaseLive = (database: string): Layer.Layer<SqlClient.SqlClient 
       synchronous: null,
       durable: true
     })
-    return Layer.mergeAll(Layer.effectDiscard(runMigrationsExclusively), info).pipe(Layer.provideMerge(client))
+    return withChanges(Layer.mergeAll(Layer.effectDiscard(runMigrationsExclusively), info).pipe(Layer.provideMerge(client)))
   }
   const location = database === ":memory:" ? database : resolve(database)
   const folder = Layer.effectDiscard(
@@ -83,5 +89,5 @@ export const DatabaseLive = (database: string): Layer.Layer<SqlClient.SqlClient 
     Layer.provide(folder)
   )
   const info = Layer.effect(StoreInfoTag, sqliteInfo(location))
-  return Layer.effectDiscard(runMigrations).pipe(Layer.provideMerge(info), Layer.provideMerge(client))
+  return withChanges(Layer.effectDiscard(runMigrations).pipe(Layer.provideMerge(info), Layer.provideMerge(client)))
 }

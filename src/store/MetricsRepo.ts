@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { MetricsSnapshot, StoredStanding } from "../domain/metrics.js"
 import { ServiceStatus } from "../domain/resources.js"
+import { CatalogChanges, resourcesChanged } from "./CatalogChanges.js"
 import { chunksOf, decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
 
 export const MetricsColumns = {
@@ -110,6 +111,7 @@ const payeeShortlist = (sql: SqlClient.SqlClient, payTo: string, limit: number, 
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  const changes = yield* CatalogChanges
   return repository("MetricsRepo", {
     get: (resourceId: string) =>
       sql`SELECT * FROM resource_metrics WHERE resource_id = ${resourceId}`.pipe(
@@ -152,7 +154,7 @@ const make = Effect.gen(function* () {
             transaction_verified = excluded.transaction_verified, window_state = excluded.window_state,
             updated_at = excluded.updated_at`,
         { discard: true }
-      ),
+      ).pipe(Effect.zipRight(changes.changed(resourcesChanged(rows.map((r) => r.metrics.resourceId))))),
 
     /** The stored rolling windows of many resources (null: never stored, or rows from before it existed). */
     windowStates: (resourceIds: ReadonlyArray<string>) =>

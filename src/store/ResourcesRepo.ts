@@ -11,6 +11,7 @@ import {
   ServiceStatus
 } from "../domain/resources.js"
 import { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
+import { CatalogChanges, catalogChanged, resourcesChanged } from "./CatalogChanges.js"
 import { chunksOf, decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
 import type { StoredStanding } from "../domain/metrics.js"
 import { MetricsColumns, MetricsRow, toSnapshot } from "./MetricsRepo.js"
@@ -227,6 +228,7 @@ const groupBy = <A>(rows: ReadonlyArray<A>, key: (a: A) => string) => {
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const tuning = yield* SearchTuning
+  const changes = yield* CatalogChanges
   const now = () => new Date().toISOString()
   const probeTargetRule = sql.literal("(r.listed = 1 OR r.listing_hold IN ('awaiting_probe', 'unhealthy') OR r.source = 'config')")
 
@@ -324,7 +326,10 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const hold = holdAfter(listed, change)
       yield* sql`UPDATE resources SET listed = ${listed ? 1 : 0}, listing_hold = ${hold}, updated_at = ${now()} WHERE id = ${id}`
-      if (wasListed !== listed) yield* recordListings([{ id, listed }], change)
+      if (wasListed !== listed) {
+        yield* recordListings([{ id, listed }], change)
+        yield* changes.changed(catalogChanged)
+      }
     })
 
 
@@ -433,6 +438,7 @@ const make = Effect.gen(function* () {
           description: resource.description
         }))
       )
+      yield* changes.changed(catalogChanged)
     })
 
   const forgetCatalogLoad = sql`DELETE FROM catalog_loads WHERE name = 'config'`
@@ -658,7 +664,7 @@ const make = Effect.gen(function* () {
       }).pipe(sql.withTransaction),
     setStatus: (id: string, status: ServiceStatus, level: number) =>
       sql`UPDATE resources SET status = ${status}, verification_level = ${level}, updated_at = ${now()} WHERE id = ${id}`.pipe(
-        Effect.asVoid
+        Effect.zipRight(changes.changed(resourcesChanged([id])))
       )
   })
 })

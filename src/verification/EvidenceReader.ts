@@ -8,20 +8,25 @@ import {
   providerEvidenceOf,
   type ResourceEvidence
 } from "../domain/evidence.js"
-import type { StoredStanding } from "../domain/metrics.js"
+import type { ResourceMetrics, StoredStanding } from "../domain/metrics.js"
 import type { ResourceRecord } from "../domain/resources.js"
+import { CatalogChanges } from "../store/CatalogChanges.js"
 import { EconomicEventsRepo } from "../store/EconomicEventsRepo.js"
 import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { CapabilityIndex, heldReads } from "./capabilityIndex.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
-import { currentMetrics } from "./metrics.js"
+import { currentMetrics, lastObservedMsOf, metricsAt, type MetricsMoment, momentAt } from "./metrics.js"
 
 export interface EvidenceReaderShape {
   /** Evidence of one resource; a resource never probed gets empty metrics and level 0. */
   readonly forResource: (resourceId: string) => Effect.Effect<ResourceEvidence>
   readonly forResources: (resourceIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ResourceEvidence>>
-  /** The listed resources offering a capability, each with its evidence, read in one query: what a route needs. */
-  readonly forCapability: (capability: string) => Effect.Effect<ReadonlyArray<PayeeEvidence>>
+  /**
+   * The listed resources offering a capability, each with its evidence as of now, and when their
+   * rows were read (the live layer holds them in memory for up to ROUTE_READ_TTL_MS): what a route needs.
+   */
+  readonly forCapability: (capability: string) => Effect.Effect<CapabilityEvidence>
   /** Every listed resource whose payment options pay `payTo`, with its evidence; empty when none does. */
   readonly forPayee: (payTo: string) => Effect.Effect<ReadonlyArray<PayeeEvidence>>
   /**
@@ -33,6 +38,21 @@ export interface EvidenceReaderShape {
   /** The newest payments about a resource (named by it, or paying one of its payees), newest first. */
   readonly payments: (record: ResourceRecord) => Effect.Effect<ReadonlyArray<EconomicEvidence>>
 }
+
+/** A capability's candidates with their evidence, and when the rows it was derived from were read. */
+export interface CapabilityEvidence {
+  readonly candidates: ReadonlyArray<PayeeEvidence>
+  readonly readAtMs: number
+}
+
+/**
+ * How long a capability's candidates read from the store answer routes: the longest another
+ * instance's writes (probe results, curation) go unseen here. This process's own writes are seen
+ * by the next read (CatalogChanges).
+ */
+export const ROUTE_READ_TTL_MS = 1_000
+/** Capabilities held at once, oldest dropped first. */
+const CAPABILITIES_HELD = 10_000
 
 /** Payments shown with a resource. */
 const PAYMENTS_SHOWN = 20
@@ -46,7 +66,9 @@ const SHORTLIST = 16
 export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<EvidenceReader, EvidenceReaderShape>() {
   /**
    * Reads the stored metrics row of each resource and applies only what depends on the time of
-   * reading (confidence, window expiry): no observation history is scanned.
+   * reading (confidence, window expiry): no observation history is scanned. A capability's
+   * candidates are held in memory (CapabilityIndex) until this process changes them or
+   * ROUTE_READ_TTL_MS passes.
    */
   static readonly Live = Layer.effect(
     EvidenceReader,
@@ -55,16 +77,37 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
       const metrics = yield* MetricsRepo
       const resources = yield* ResourcesRepo
       const economic = yield* EconomicEventsRepo
+      const index = new CapabilityIndex(ROUTE_READ_TTL_MS, CAPABILITIES_HELD)
+      yield* (yield* CatalogChanges).subscribe((change) => index.apply(change))
+      const capabilityRows = heldReads(index, resources.byCapabilityWithStandings)
 
-      const toEvidence = (stored: StoredStanding, nowMs: number): ResourceEvidence => ({
+      const evidenceOf = (stored: StoredStanding, metrics: ResourceMetrics): ResourceEvidence => ({
         resourceId: stored.resourceId,
         status: stored.status,
         verificationLevel: stored.level,
-        metrics: currentMetrics(stored.resourceId, stored.snapshot, nowMs, config.verification),
+        metrics,
         lastObservedAt: stored.snapshot?.lastObservedAt ?? null,
         validChallengeSeen: stored.snapshot?.validChallengeSeen ?? false,
         transactionVerified: stored.snapshot?.transactionVerified ?? false
       })
+      const toEvidence = (stored: StoredStanding, nowMs: number) =>
+        evidenceOf(stored, currentMetrics(stored.resourceId, stored.snapshot, nowMs, config.verification))
+
+      /**
+       * The evidence last derived from each held standing, handed out again while its moment (window,
+       * confidence to three decimals) is unchanged: equal to deriving it afresh, without building a
+       * hundred objects per route. Weak, so it goes with the held read.
+       */
+      const derived = new WeakMap<StoredStanding, { readonly lastObservedMs: number | null; moment: MetricsMoment; evidence: ResourceEvidence }>()
+      const heldEvidence = (stored: StoredStanding, nowMs: number): ResourceEvidence => {
+        const last = derived.get(stored)
+        const lastObservedMs = last === undefined ? lastObservedMsOf(stored.snapshot) : last.lastObservedMs
+        const moment = momentAt(lastObservedMs, stored.snapshot?.observationCount ?? 0, nowMs, config.verification)
+        if (last !== undefined && last.moment.inWindow === moment.inWindow && last.moment.confidence === moment.confidence) return last.evidence
+        const evidence = evidenceOf(stored, metricsAt(stored.resourceId, stored.snapshot, moment))
+        derived.set(stored, { lastObservedMs, moment, evidence })
+        return evidence
+      }
 
       const forResources = Effect.fn("EvidenceReader.forResources")(function* (resourceIds: ReadonlyArray<string>) {
         const nowMs = yield* Clock.currentTimeMillis
@@ -82,11 +125,15 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
           return (yield* forResources([resourceId])).get(resourceId) ?? noEvidence(resourceId)
         }),
         forResources,
-        forCapability: Effect.fn("EvidenceReader.forCapability")(function* (capability: string) {
-          const nowMs = yield* Clock.currentTimeMillis
-          const found = yield* resources.byCapabilityWithStandings(capability)
-          return found.map(({ record, standing }) => ({ record, evidence: toEvidence(standing, nowMs) }))
-        }),
+        // No span of its own: it answers from memory in a few microseconds, under Router.route's.
+        forCapability: (capability: string) =>
+          Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
+            Effect.map(capabilityRows(capability, nowMs), ({ candidates, readAtMs }) => ({
+              // Evidence at the time of this read, not of the rows': confidence and window expiry move on.
+              candidates: candidates.map(({ record, standing }) => ({ record, evidence: heldEvidence(standing, nowMs) })),
+              readAtMs
+            }))
+          ),
         forPayee: Effect.fn("EvidenceReader.forPayee")(function* (payTo: string) {
           return yield* withEvidence(yield* resources.byPayTo(payTo))
         }),
@@ -122,11 +169,12 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
       forResource: (id) => Effect.sync(() => get(id)),
       forResources: (ids) => Effect.sync(() => new Map(ids.map((id) => [id, get(id)]))),
       forCapability: (capability) =>
-        Effect.sync(() =>
-          catalog
+        Effect.map(Clock.currentTimeMillis, (readAtMs) => ({
+          candidates: catalog
             .filter((r) => r.listing.listed && r.resource.capabilities.includes(capability))
-            .map((record) => ({ record, evidence: get(record.resource.id) }))
-        ),
+            .map((record) => ({ record, evidence: get(record.resource.id) })),
+          readAtMs
+        })),
       forPayee: (payTo) => forPayee(payTo),
       payeeShortlist: (payTo) => Effect.map(forPayee(payTo), (payees) => payees.map(providerEvidenceOf)),
       payments: () => Effect.succeed([])

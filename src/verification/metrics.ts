@@ -45,21 +45,38 @@ export const confidence = (observationCount: number, ageMs: number, config: Veri
   return Math.round(sample * freshness * 1000) / 1000
 }
 
+/** What of a resource's metrics moves with the time of reading: whether its newest probe is still in the window, and the confidence. */
+export interface MetricsMoment {
+  readonly inWindow: boolean
+  readonly confidence: number
+}
+
+const outOfWindow: MetricsMoment = { inWindow: false, confidence: 0 }
+
+/** The moment at `nowMs` of metrics whose newest probe was at `lastObservedMs` (null: never probed). */
+export const momentAt = (lastObservedMs: number | null, observationCount: number, nowMs: number, config: VerificationConfig): MetricsMoment => {
+  if (lastObservedMs === null) return outOfWindow
+  const ageMs = nowMs - lastObservedMs
+  return ageMs > windowMs(config) ? outOfWindow : { inWindow: true, confidence: confidence(observationCount, ageMs, config) }
+}
+
+export const lastObservedMsOf = (snapshot: MetricsSnapshot | null) =>
+  snapshot === null || snapshot.lastObservedAt === null ? null : Date.parse(snapshot.lastObservedAt)
+
 /**
- * The metrics as of `nowMs`. When the newest probe has left the window there is no current
+ * The metrics at a moment. When the newest probe has left the window there is no current
  * evidence: every window figure reads as empty, and only `lastVerified` remembers the past.
  */
+export const metricsAt = (resourceId: string, snapshot: MetricsSnapshot | null, moment: MetricsMoment): ResourceMetrics => {
+  if (snapshot === null || !moment.inWindow) return { ...emptyMetrics(resourceId), lastVerified: snapshot?.lastVerified ?? null }
+  const { lastObservedAt: _lastObservedAt, validChallengeSeen: _seen, transactionVerified: _tx, ...metrics } = snapshot
+  return { ...metrics, confidence: moment.confidence }
+}
+
+/** The metrics as of `nowMs`. */
 export const currentMetrics = (
   resourceId: string,
   snapshot: MetricsSnapshot | null,
   nowMs: number,
   config: VerificationConfig
-): ResourceMetrics => {
-  if (snapshot === null || snapshot.lastObservedAt === null) {
-    return { ...emptyMetrics(resourceId), lastVerified: snapshot?.lastVerified ?? null }
-  }
-  const ageMs = nowMs - Date.parse(snapshot.lastObservedAt)
-  if (ageMs > windowMs(config)) return { ...emptyMetrics(resourceId), lastVerified: snapshot.lastVerified }
-  const { lastObservedAt: _lastObservedAt, validChallengeSeen: _seen, transactionVerified: _tx, ...metrics } = snapshot
-  return { ...metrics, confidence: confidence(snapshot.observationCount, ageMs, config) }
-}
+): ResourceMetrics => metricsAt(resourceId, snapshot, momentAt(lastObservedMsOf(snapshot), snapshot?.observationCount ?? 0, nowMs, config))
