@@ -1,4 +1,4 @@
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { NotFound, RateLimited, TargetRefused } from "../../domain/errors.js"
 import { ResourceMetrics } from "../../domain/metrics.js"
@@ -59,4 +59,9 @@ export class VerificationApi extends HttpApiGroup.make("verification")
       .setUrlParams(allIssues(HistoryQuery))
       .addSuccess(ResourceHistory)
       .pipe(failsWith(NotFound))
+      .annotate(
+        OpenApi.Description,
+        "The resource's probes hour by hour, oldest first: each hour with probes that starts at or after `from` and before `to`. " +
+          "`to` defaults to now and `from` to a day before `to`; `from` must be before `to` and at most `probes.retentionDays` days before it (400 INVALID_REQUEST otherwise)."
+      )
   ) {}

@@ -25,7 +25,8 @@ const refusalOf = (result: ProbeResult) =>
 /**
  * `/v1/validate` probes now and records the observation; metrics, observations and history are
  * read from the store (the metrics row, a page of observations, hourly rollups and the rolling
- * window), never recomputed from raw observations per request.
+ * window), never recomputed from raw observations per request (but once for a window stored
+ * before rolling windows existed, as the recorder rebuilds it).
  */
 export const VerificationHandlers = HttpApiBuilder.group(SextantApi, "verification", (handlers) =>
   Effect.gen(function* () {
