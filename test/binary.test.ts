@@ -125,6 +125,7 @@ describe("single binary", () => {
     expect(tools.map((t) => t.name).sort()).toEqual([
       "get_resource",
       "get_resource_health",
+      "get_resource_history",
       "get_resource_metrics",
       "list_discovery_resources",
       "route_resource",

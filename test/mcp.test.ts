@@ -12,6 +12,7 @@ import { request, startServer } from "./support/server.js"
 const TOOL_NAMES = [
   "get_resource",
   "get_resource_health",
+  "get_resource_history",
   "get_resource_metrics",
   "list_discovery_resources",
   "route_resource",
@@ -82,7 +83,7 @@ afterAll(async () => {
 })
 
 describe("mcp over stdio", () => {
-  test("tools/list names exactly the seven tools, each with object input and output schemas", async () => {
+  test("tools/list names exactly the eight tools, each with object input and output schemas", async () => {
     const { tools } = await client.listTools()
     expect(tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
     for (const tool of tools) {
@@ -102,10 +103,14 @@ describe("mcp over stdio", () => {
   })
 
   test("each read tool answers exactly the HTTP endpoint's body for the same input", async () => {
+    // A fixed span, so both reads ask for the same hours whatever the clock did between them.
+    const from = new Date(Date.now() - 2 * 3_600_000).toISOString()
+    const to = new Date(Date.now() + 3_600_000).toISOString()
     const pairs: ReadonlyArray<readonly [string, Record<string, unknown>, string, unknown?]> = [
       ["search_resources", { query: "fixture" }, "/v1/search", { query: "fixture" }],
       ["get_resource", { id: "fixture.paid" }, "/v1/resources/fixture.paid"],
       ["get_resource_metrics", { id: "fixture.paid" }, "/v1/resources/fixture.paid/metrics"],
+      ["get_resource_history", { id: "fixture.paid", from, to }, `/v1/resources/fixture.paid/history?from=${from}&to=${to}`],
       ["list_discovery_resources", { limit: 5, offset: 0, type: "http" }, "/x402/discovery/resources?limit=5&offset=0&type=http"]
     ]
     for (const [tool, args, path, body] of pairs) {
@@ -115,6 +120,14 @@ describe("mcp over stdio", () => {
       expect(viaMcp.structuredContent).toEqual(viaHttp.body)
       expect(JSON.parse(viaMcp.content[0]!.text)).toEqual(viaHttp.body)
     }
+  })
+
+  test("get_resource_history passes its span: the probe's hour by default, nothing in a past day", async () => {
+    const recent = await callTool("get_resource_history", { id: "fixture.paid" })
+    expect(recent.structuredContent.hours.length).toBeGreaterThan(0)
+    expect(recent.structuredContent.hours.reduce((n: number, h: { probes: number }) => n + h.probes, 0)).toBeGreaterThan(0)
+    const past = await callTool("get_resource_history", { id: "fixture.paid", from: "2025-01-01T00:00:00Z", to: "2025-01-02T00:00:00Z" })
+    expect(past.structuredContent).toEqual({ resourceId: "fixture.paid", hours: [] })
   })
 
   test("route_resource answers the HTTP decision (times aside, which are the moment of each call)", async () => {
@@ -145,6 +158,12 @@ describe("mcp over stdio", () => {
     const unknown = await callTool("get_resource_metrics", { id: "no-such-resource" })
     expect(unknown.isError).toBe(true)
     expect(unknown.content[0]!.text).toContain("no-such-resource")
+    const span = await callTool("get_resource_history", { id: "fixture.paid", from: "2025-01-02T00:00:00Z", to: "2025-01-01T00:00:00Z" })
+    expect(span.isError).toBe(true)
+    expect(span.content[0]!.text).toBe("INVALID_REQUEST: from must be before to")
+    const date = await callTool("get_resource_history", { id: "fixture.paid", from: "yesterday" })
+    expect(date.isError).toBe(true)
+    expect(date.content[0]!.text).toContain("from")
     const invalid = await callTool("route_resource", { capability: "Not A Capability" })
     expect(invalid.isError).toBe(true)
     expect(invalid.content[0]!.text).toContain("capability")

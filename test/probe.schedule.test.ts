@@ -234,11 +234,11 @@ describe("metric windows and confidence over time (TestClock, real store)", () =
           batches.push(batch)
           next = batch.next
         }
-        const left = yield* Effect.forEach(["r1", ...ids], (id) => Effect.map(repo.rollups(id, 0), (rows) => rows.map((r) => r.startMs - cutoff)))
+        const left = yield* Effect.forEach(["r1", ...ids], (id) => Effect.map(repo.rollups(id, 0, Number.MAX_SAFE_INTEGER), (rows) => rows.map((r) => r.startMs - cutoff)))
         // Through the scheduled path too: a cycle 8 days on prunes every hour above (the newest is 2 h past the cutoff).
         yield* TestClock.adjust(Duration.days(8))
         yield* (yield* Prober).runCycle
-        const afterCycle = yield* Effect.forEach(["r1", ...ids], (id) => repo.rollups(id, 0))
+        const afterCycle = yield* Effect.forEach(["r1", ...ids], (id) => repo.rollups(id, 0, Number.MAX_SAFE_INTEGER))
         return { batches, left, afterCycle }
       })
     )

@@ -105,4 +105,11 @@ describe("rolling window against the reference computation (full scan of the sam
     // At most the hours a window can still reach are kept: O(window / hour), whatever the cadence.
     expect(window.buckets.length).toBeLessThanOrEqual(verification.windowHours + 1)
   })
+
+  test("an open hour that a probe long after pushes out of every window still closes", () => {
+    const first = addObservation(emptyWindow, observation(T0), [advertised], verification)
+    const later = addObservation(first.window, observation(T0 + (verification.windowHours + 6) * HOUR), [advertised], verification)
+    expect(later.window.buckets.map((b) => b.startMs)).toEqual([Math.floor((T0 + (verification.windowHours + 6) * HOUR) / HOUR) * HOUR])
+    expect(later.closed).toEqual(first.window.buckets)
+  })
 })

@@ -114,3 +114,31 @@ export interface HourlyRollup {
   readonly firstHealthyMs: number | null
   readonly latency: ReadonlyArray<number>
 }
+
+/** One hour of a resource's probes as history shows it: its counts and the figures the metrics derive from them. */
+export const HistoryHour = Schema.Struct({
+  /** The hour's start (inclusive) and end (exclusive). */
+  startAt: Schema.String,
+  endAt: Schema.String,
+  /** Probes in the hour, refused targets excluded. */
+  probes: Schema.Int,
+  answered: Schema.Int,
+  healthy: Schema.Int,
+  priceMatches: Schema.Int,
+  connectFailures: Schema.Int,
+  /** answered / probes. */
+  availability: Schema.Number,
+  /** healthy / answered, 0 when nothing answered. */
+  paymentInterfaceSuccessRate: Schema.Number,
+  /** Nearest-rank over the hour's answered probes, within the metrics' error bound; null without any. */
+  p50LatencyMs: Schema.NullOr(Schema.Number),
+  p95LatencyMs: Schema.NullOr(Schema.Number)
+}).annotations({ identifier: "HistoryHour" })
+export type HistoryHour = typeof HistoryHour.Type
+
+/** A resource's probes hour by hour, oldest first: only hours that hold probes. */
+export const ResourceHistory = Schema.Struct({
+  resourceId: Schema.String,
+  hours: Schema.Array(HistoryHour)
+}).annotations({ identifier: "ResourceHistory" })
+export type ResourceHistory = typeof ResourceHistory.Type

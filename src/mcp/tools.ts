@@ -1,14 +1,20 @@
 import { Schema } from "effect"
 import { ResourceMetrics } from "../domain/metrics.js"
-import { ObservationPage, ProbeResult, ResourceHealth, ValidateRequest } from "../domain/observations.js"
+import { ObservationPage, ProbeResult, ResourceHealth, ResourceHistory, ValidateRequest } from "../domain/observations.js"
 import { ResourceSearchRequest } from "../domain/resources.js"
 import { RouteDecision, RouteRequest } from "../domain/routes.js"
 import { ResourceDetail, SearchResponse } from "../domain/catalog.js"
 import { DiscoveryQuery, DiscoveryResponse } from "../domain/discovery.js"
+import { HistoryQuery } from "../http/api/verification.js"
 
 const ResourceIdInput = Schema.Struct({ id: Schema.String.pipe(Schema.minLength(1)) }).annotations({
   identifier: "ResourceIdInput",
   description: "A resource id as listed by search_resources"
+})
+
+const ResourceHistoryInput = Schema.Struct({ ...ResourceIdInput.fields, ...HistoryQuery.fields }).annotations({
+  identifier: "ResourceHistoryInput",
+  description: "A resource id and optionally the span, from and to as RFC 3339 date-times"
 })
 
 /** One call into the HTTP API; the tool's answer is that endpoint's body, unchanged. */
@@ -106,5 +112,12 @@ export const TOOLS = [
     input: ResourceIdInput,
     output: ResourceMetrics,
     run: ({ id }, fetch) => fetch({ method: "GET", path: `${resourcePath(id)}/metrics` })
+  }),
+  tool({
+    name: "get_resource_history",
+    description: "A resource's probes hour by hour, oldest first (GET /v1/resources/{id}/history): counts, availability, payment interface success rate and latency per hour, for the hours starting in [from, to) (default: the last 24 h; at most probes.retentionDays days).",
+    input: ResourceHistoryInput,
+    output: ResourceHistory,
+    run: ({ id, from, to }, fetch) => fetch({ method: "GET", path: `${resourcePath(id)}/history${queryOf({ from, to })}` })
   })
 ] as const

@@ -174,10 +174,11 @@ const make = Effect.gen(function* () {
         { discard: true }
       ),
 
-    /** A resource's stored hours from `fromMs` on, oldest first. */
-    rollups: (resourceId: string, fromMs: number) =>
+    /** A resource's stored hours starting at or after `fromMs` and before `toMs`, oldest first. */
+    rollups: (resourceId: string, fromMs: number, toMs: number) =>
       sql`SELECT hour_ms, probes, answered, healthy, price_matches, connect_failures, first_healthy_ms, latency_bins
-        FROM observation_rollups WHERE resource_id = ${resourceId} AND hour_ms >= ${fromMs} ORDER BY hour_ms`.pipe(
+        FROM observation_rollups WHERE resource_id = ${resourceId} AND hour_ms >= ${fromMs} AND hour_ms < ${toMs}
+        ORDER BY hour_ms`.pipe(
         Effect.flatMap(decodeRollups),
         Effect.map((rows) =>
           rows.map(

@@ -16,7 +16,8 @@ import { sortableId } from "../store/sortableId.js"
 import { TransitionsRepo } from "../store/TransitionsRepo.js"
 import { initialResolution } from "./confirmation.js"
 import { snapshotFrom, windowMs } from "./metrics.js"
-import { addObservation, decodeWindow, encodeWindow, type RollingWindow, statsAt, windowOf, windowStartMs } from "./rollingWindow.js"
+import { addObservation, encodeWindow, type RollingWindow, statsAt } from "./rollingWindow.js"
+import { storedWindow } from "./storedWindow.js"
 import { listingAfterProbe } from "./probeListing.js"
 import { deriveStanding, type Standing } from "./status.js"
 
@@ -85,18 +86,8 @@ const make = Effect.gen(function* () {
   const standingOf = (resourceId: string) =>
     Effect.map(metrics.standings([resourceId]), (rows) => Option.fromNullable(rows[0]))
 
-  /**
-   * A resource's rolling window as stored; a row from before rolling windows existed (or none) is
-   * rebuilt once from the raw observations still kept.
-   */
-  const windowOfResource = (record: ResourceRecord, stored: string | null | undefined, nowMs: number) => {
-    const decoded = decodeWindow(stored ?? null)
-    return decoded !== null
-      ? Effect.succeed(decoded)
-      : Effect.map(observations.window(record.resource.id, windowStartMs(nowMs, config.verification)), (raw) =>
-          windowOf(raw, record.paymentOptions, config.verification)
-        )
-  }
+  /** A resource's rolling window as stored; one from before rolling windows is rebuilt once, then stored. */
+  const windowOfResource = storedWindow(observations, config.verification)
 
   /** The metrics row and standing `window` gives, as of `nowMs`. No I/O. */
   const deriveFrom = (id: string, stored: StoredStanding, window: RollingWindow, payments: PaymentSummary, nowMs: number) => {

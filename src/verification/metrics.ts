@@ -6,14 +6,22 @@ export const windowMs = (config: VerificationConfig) => config.windowHours * 3_6
 
 const ratio = (part: number, whole: number) => (whole === 0 ? 0 : part / whole)
 
+/**
+ * README "Metrics": availability = answered / probes, payment interface success rate = healthy /
+ * answered, each 0 without any (refused targets are never counted as probes).
+ */
+export const probeRatios = (counts: { readonly probes: number; readonly answered: number; readonly healthy: number }) => ({
+  availability: ratio(counts.answered, counts.probes),
+  paymentInterfaceSuccessRate: ratio(counts.healthy, counts.answered)
+})
+
 export const snapshotFrom = (
   resourceId: string,
   stats: WindowStats,
   previous: MetricsSnapshot | null,
   transactionVerified: boolean
 ): MetricsSnapshot => {
-  const availability24h = ratio(stats.answered, stats.probes)
-  const paymentInterfaceSuccessRate = ratio(stats.healthy, stats.answered)
+  const { availability: availability24h, paymentInterfaceSuccessRate } = probeRatios(stats)
   return {
     resourceId,
     availability24h,

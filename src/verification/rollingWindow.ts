@@ -2,7 +2,7 @@ import type { VerificationConfig } from "../config.js"
 import type { HourlyRollup, ProbeOutcome, RecordedObservation } from "../domain/observations.js"
 import type { ResourcePaymentOption } from "../domain/resources.js"
 import { matchesAdvertisedPrice } from "./catalogMatch.js"
-import { addSample, mergeBins, percentilesOf } from "./latencySketch.js"
+import { addSample, reportedPercentiles } from "./latencySketch.js"
 import { windowMs } from "./metrics.js"
 import type { EconomicCounts, WindowStats } from "./windowStats.js"
 
@@ -113,7 +113,9 @@ export const addObservation = (
   const keepFrom = windowStartMs(Math.max(atMs, window.lastObservedMs ?? atMs), config)
   const buckets = window.buckets.filter((b) => b.startMs >= keepFrom)
   const index = buckets.findIndex((b) => b.startMs === startMs)
-  const newest = buckets[buckets.length - 1]
+  // Taken before the filter: an open hour that this probe pushes out of every window (none came for
+  // longer than the window) still closes, or history would never store it.
+  const newest = window.buckets[window.buckets.length - 1]
   const closed: Array<HourBucket> = []
   if (index >= 0) {
     buckets[index] = addToBucket(buckets[index]!, o, atMs, advertised)
@@ -178,17 +180,12 @@ export const statsAt = (window: RollingWindow, nowMs: number, economic: Economic
     healthy += b.healthy
     matches += b.priceMatches
   }
-  const [p50, p95] = percentilesOf(
-    mergeBins(inWindow.map((b) => b.latency)),
-    [0.5, 0.95]
-  )
   const within = (atMs: number | undefined | null) => atMs !== undefined && atMs !== null && atMs >= fromMs
   return {
     probes,
     answered,
     healthy,
-    p50LatencyMs: p50 ?? null,
-    p95LatencyMs: p95 ?? null,
+    ...reportedPercentiles(inWindow.map((b) => b.latency)),
     priceMatches: matches,
     latestHealthy:
       window.latestHealthy !== null && within(window.latestHealthy.atMs)

@@ -46,3 +46,26 @@ export const queryInt = (bounds: { readonly minimum: number; readonly maximum?: 
 export const queryDateTime = Schema.String.pipe(
   Schema.filter((s) => !Number.isNaN(Date.parse(s)), { message: () => "expected an ISO date-time" })
 ).annotations({ jsonSchema: { type: "string", format: "date-time" } })
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
+
+/** A real calendar instant: Date.parse takes 2024-02-30 as March 1st, so the day is checked too. */
+const isInstant = (s: string) => {
+  const m = RFC3339.exec(s)
+  if (m === null || Number.isNaN(Date.parse(s))) return false
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])]
+  const date = new Date(Date.UTC(year, month - 1, day))
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day
+}
+
+/**
+ * An RFC 3339 date-time query parameter with its offset (`2025-01-31T12:00:00Z`), exactly what
+ * the document's `format: date-time` names: a bound of a time span, where the lenient
+ * `queryDateTime` would read "1" as 2001 and a time without an offset in the server's zone.
+ */
+export const queryInstant = Schema.String.pipe(
+  Schema.filter(isInstant, { message: () => "expected an RFC 3339 date-time with an offset, e.g. 2025-01-31T12:00:00Z" })
+).annotations({
+  jsonSchema: { type: "string", format: "date-time" },
+  arbitrary: () => (fc) => fc.date({ min: new Date(0), max: new Date(4e12), noInvalidDate: true }).map((d) => d.toISOString())
+})

@@ -1,11 +1,11 @@
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { NotFound, RateLimited, TargetRefused } from "../../domain/errors.js"
 import { ResourceMetrics } from "../../domain/metrics.js"
-import { ObservationPage, ProbeResult, ValidateRequest } from "../../domain/observations.js"
+import { ObservationPage, ProbeResult, ResourceHistory, ValidateRequest } from "../../domain/observations.js"
 import { Cursor, PAGE_LIMITS } from "../../domain/pagination.js"
 import { ApiKeyAuth } from "../auth.js"
-import { allIssues, failsWith, queryInt, strict } from "./parse.js"
+import { allIssues, failsWith, queryInstant, queryInt, strict } from "./parse.js"
 import { IdPath } from "./resources.js"
 
 export const ObservationsQuery = Schema.Struct({
@@ -20,9 +20,17 @@ export const ObservationsQuery = Schema.Struct({
   )
 })
 
+/** A span of hours: those starting at or after `from` and before `to`, at most `probes.retentionDays` apart. */
+export const HistoryQuery = Schema.Struct({
+  /** Default: a day before `to`. */
+  from: Schema.optional(queryInstant),
+  /** Default: now. */
+  to: Schema.optional(queryInstant)
+})
+
 /**
  * Evidence: on-demand probes (they send traffic to third parties, so they take an API key when keys
- * exist) and the open read side, metrics and raw observations.
+ * exist) and the open read side: metrics, raw observations and hourly history.
  */
 export class VerificationApi extends HttpApiGroup.make("verification")
   .add(
@@ -44,4 +52,16 @@ export class VerificationApi extends HttpApiGroup.make("verification")
       .setUrlParams(allIssues(ObservationsQuery))
       .addSuccess(ObservationPage)
       .pipe(failsWith(NotFound))
+  )
+  .add(
+    HttpApiEndpoint.get("history", "/v1/resources/:id/history")
+      .setPath(IdPath)
+      .setUrlParams(allIssues(HistoryQuery))
+      .addSuccess(ResourceHistory)
+      .pipe(failsWith(NotFound))
+      .annotate(
+        OpenApi.Description,
+        "The resource's probes hour by hour, oldest first: each hour with probes that starts at or after `from` and before `to`. " +
+          "`to` defaults to now and `from` to a day before `to`; `from` must be before `to` and at most `probes.retentionDays` days before it (400 INVALID_REQUEST otherwise)."
+      )
   ) {}

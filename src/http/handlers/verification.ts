@@ -1,14 +1,18 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, Option } from "effect"
+import { Clock, Effect, Either, Option } from "effect"
+import { AppConfig } from "../../config.js"
 import { InvalidRequest, type NotFound, notFound, TargetRefused } from "../../domain/errors.js"
 import type { ProbeResult, ValidateRequest } from "../../domain/observations.js"
 import { encodeCursor, PAGE_LIMITS, readCursor } from "../../domain/pagination.js"
+import { MetricsRepo } from "../../store/MetricsRepo.js"
 import { ObservationsRepo, observationCursor } from "../../store/ObservationsRepo.js"
 import { ResourcesRepo } from "../../store/ResourcesRepo.js"
 import { EvidenceReader } from "../../verification/EvidenceReader.js"
+import { historyHours, historyRange } from "../../verification/history.js"
 import { Prober } from "../../verification/Prober.js"
+import { storedWindow } from "../../verification/storedWindow.js"
 import { SextantApi } from "../api/index.js"
-import type { ObservationsQuery } from "../api/verification.js"
+import type { HistoryQuery, ObservationsQuery } from "../api/verification.js"
 
 const OBSERVATIONS_CURSOR = "observations"
 
@@ -19,8 +23,10 @@ const refusalOf = (result: ProbeResult) =>
   result.outcome === "refused_target" ? Effect.fail(refused(result.observation.detail ?? "not a public target")) : Effect.succeed(result)
 
 /**
- * `/v1/validate` probes now and records the observation; metrics and observations are read from
- * the store (the metrics row, a page of observations), never recomputed from history per request.
+ * `/v1/validate` probes now and records the observation; metrics, observations and history are
+ * read from the store (the metrics row, a page of observations, hourly rollups and the rolling
+ * window), never recomputed from raw observations per request (but once for a window stored
+ * before rolling windows existed, as the recorder rebuilds it).
  */
 export const VerificationHandlers = HttpApiBuilder.group(SextantApi, "verification", (handlers) =>
   Effect.gen(function* () {
@@ -28,6 +34,9 @@ export const VerificationHandlers = HttpApiBuilder.group(SextantApi, "verificati
     const reader = yield* EvidenceReader
     const resources = yield* ResourcesRepo
     const observations = yield* ObservationsRepo
+    const metrics = yield* MetricsRepo
+    const config = yield* AppConfig
+    const windowOfResource = storedWindow(observations, config.verification)
 
     const requireResource = (id: string) =>
       Effect.flatMap(resources.get(id), (found) => (Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(notFound("resource", id))))
@@ -71,11 +80,27 @@ export const VerificationHandlers = HttpApiBuilder.group(SextantApi, "verificati
         return { resourceId: id, ...found, nextCursor, economic }
       })
 
+    /**
+     * The window is read before the rollups: a batch committing between the two reads can then
+     * leave an hour as it was at the first read, but never lose one (an hour leaving the window is
+     * stored as a rollup in the same commit).
+     */
+    const history = (id: string, query: typeof HistoryQuery.Type) =>
+      Effect.gen(function* () {
+        const record = yield* requireResource(id)
+        const nowMs = yield* Clock.currentTimeMillis
+        const range = yield* Either.mapLeft(historyRange(query, nowMs, config.probes.retentionDays), (message) => new InvalidRequest({ message }))
+        const window = yield* windowOfResource(record, (yield* metrics.windowStates([id])).get(id), nowMs)
+        const rollups = yield* observations.rollups(id, range.fromMs, range.toMs)
+        return { resourceId: id, hours: historyHours(rollups, window.buckets, range) }
+      })
+
     return handlers
       .handle("validate", ({ payload }) => validate(payload))
       .handle("metrics", ({ path }) =>
         Effect.zipRight(requireResource(path.id), Effect.map(reader.forResource(path.id), (evidence) => evidence.metrics))
       )
       .handle("observations", ({ path, urlParams }) => page(path.id, urlParams))
+      .handle("history", ({ path, urlParams }) => history(path.id, urlParams))
   })
 )
