@@ -17,6 +17,7 @@ import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { StoreLive } from "../src/store/Store.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { testConfig } from "./support/server.js"
+import { serveUntilExit } from "./support/serveProcess.js"
 
 const catalogOf = (n: number): Array<CatalogEntry> => Array.from({ length: n }, (_, i) => entry(`c${i}`, `http://127.0.0.1:9/c${i}`))
 
@@ -182,13 +183,7 @@ describe("catalog load at start", () => {
       configFile,
       JSON.stringify({ database: s.config.database, catalog: "catalog.json", vertical: { enabled: false }, ledger: { sorobanRpcUrl: "http://127.0.0.1:9", horizonUrl: "http://127.0.0.1:9" } })
     )
-    const proc = Bun.spawn([process.execPath, "src/main.ts", "serve", "--config", configFile], {
-      cwd: resolve(import.meta.dir, ".."),
-      stdout: "pipe",
-      stderr: "pipe",
-      env: { ...process.env, PORT: "0" }
-    })
-    const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()])
+    const { code, stderr } = await serveUntilExit(configFile)
     expect(code).toBe(2)
     expect(stderr.trim().split("\n")).toEqual(["config error: catalog.[1].resource.url: expected an http(s) URL"])
   })

@@ -2,8 +2,9 @@ import { describe, expect, test } from "bun:test"
 import { Either } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { dirname, join, resolve } from "node:path"
+import { dirname, join } from "node:path"
 import { loadConfig } from "../src/config.js"
+import { serveUntilExit } from "./support/serveProcess.js"
 
 const dir = mkdtempSync(join(tmpdir(), "sextant-config-"))
 const writeConfig = (name: string, content: unknown) => {
@@ -104,13 +105,7 @@ describe("config", () => {
   test("a bad config file stops `sextant serve` with exit 2 and exactly one line naming the field", async () => {
     const [name, content, field] = BAD_CONFIGS[0]!
     const path = writeConfig(`serve-${name.replace(/\W+/g, "-")}.json`, content)
-    const proc = Bun.spawn([process.execPath, "src/main.ts", "serve", "--config", path], {
-      cwd: resolve(import.meta.dir, ".."),
-      stdout: "pipe",
-      stderr: "pipe",
-      env: { ...process.env, PORT: "0" }
-    })
-    const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()])
+    const { code, stderr } = await serveUntilExit(path)
     expect(code).toBe(2)
     const lines = stderr.trim().split("\n")
     expect(lines.length).toBe(1)

@@ -14,10 +14,9 @@ import type { RecordedObservation } from "../src/domain/observations.js"
 import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
-import { CONNECT_FAILURE } from "../src/verification/rollingWindow.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
-import { summarizeWindow } from "./support/referenceWindow.js"
+import { referenceHour } from "./support/referenceWindow.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 const HOUR = 3_600_000
@@ -60,22 +59,7 @@ const reference = (fromMs: number, toMs: number) => {
   }
   return [...byHour.entries()]
     .sort(([a], [b]) => a - b)
-    .map(([h, inHour]) => {
-      const stats = summarizeWindow(inHour, { total: 0, successes: 0 }, [advertised])
-      return {
-        startAt: new Date(h).toISOString(),
-        endAt: new Date(h + HOUR).toISOString(),
-        probes: stats.probes,
-        answered: stats.answered,
-        healthy: stats.healthy,
-        priceMatches: stats.priceMatches,
-        connectFailures: inHour.filter((o) => CONNECT_FAILURE.has(o.outcome)).length,
-        availability: stats.answered / stats.probes,
-        paymentInterfaceSuccessRate: stats.answered === 0 ? 0 : stats.healthy / stats.answered,
-        p50LatencyMs: stats.p50LatencyMs,
-        p95LatencyMs: stats.p95LatencyMs
-      }
-    })
+    .map(([h, inHour]) => referenceHour(h, inHour, [advertised]))
 }
 
 type Hour = ReturnType<typeof reference>[number]

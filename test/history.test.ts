@@ -11,9 +11,9 @@ import { loadConfig } from "../src/config.js"
 import type { HistoryHour, HourlyRollup, RecordedObservation } from "../src/domain/observations.js"
 import { addSample } from "../src/verification/latencySketch.js"
 import { historyHours, historyRange } from "../src/verification/history.js"
-import { addObservation, CONNECT_FAILURE, decodeWindow, emptyWindow, encodeWindow } from "../src/verification/rollingWindow.js"
+import { addObservation, decodeWindow, emptyWindow, encodeWindow } from "../src/verification/rollingWindow.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
-import { summarizeWindow } from "./support/referenceWindow.js"
+import { referenceHour } from "./support/referenceWindow.js"
 
 const verification = Either.getOrThrow(loadConfig(undefined, {})).verification
 const HOUR = 3_600_000
@@ -168,24 +168,6 @@ const histories = fc.array(
   { maxLength: 8 }
 )
 
-/** The reference: the hour's probes counted directly, ratios and exact nearest-rank percentiles. */
-const referenceHour = (startMs: number, inHour: ReadonlyArray<RecordedObservation>) => {
-  const stats = summarizeWindow(inHour, { total: 0, successes: 0 }, [advertised])
-  return {
-    startAt: new Date(startMs).toISOString(),
-    endAt: new Date(startMs + HOUR).toISOString(),
-    probes: stats.probes,
-    answered: stats.answered,
-    healthy: stats.healthy,
-    priceMatches: stats.priceMatches,
-    connectFailures: inHour.filter((o) => CONNECT_FAILURE.has(o.outcome)).length,
-    availability: stats.answered / stats.probes,
-    paymentInterfaceSuccessRate: stats.answered === 0 ? 0 : stats.healthy / stats.answered,
-    p50LatencyMs: stats.p50LatencyMs,
-    p95LatencyMs: stats.p95LatencyMs
-  }
-}
-
 describe("history against the observations it was folded from", () => {
   test("every hour with probes appears once with the counts, ratios and percentiles (within the sketch's bound) of its own probes", () => {
     fc.assert(
@@ -217,7 +199,7 @@ describe("history against the observations it was folded from", () => {
           const h = Math.floor(Date.parse(o.observedAt) / HOUR) * HOUR
           byHour.set(h, [...(byHour.get(h) ?? []), o])
         }
-        const expected = [...byHour.entries()].sort(([a], [b]) => a - b).map(([h, os]) => referenceHour(h, os))
+        const expected = [...byHour.entries()].sort(([a], [b]) => a - b).map(([h, os]) => referenceHour(h, os, [advertised]))
         const withoutLatency = ({ p50LatencyMs: _a, p95LatencyMs: _b, ...rest }: HistoryHour) => rest
         expect(got.map(withoutLatency)).toEqual(expected.map(withoutLatency))
         got.forEach((hourGot, i) => {

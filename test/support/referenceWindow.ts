@@ -54,3 +54,23 @@ export const summarizeWindow = (
     economicSuccesses: economic.successes
   }
 }
+
+const HOUR_MS = 3_600_000
+
+/** One history hour (`GET /v1/resources/{id}/history`) counted directly from its probes, with exact nearest-rank percentiles. */
+export const referenceHour = (startMs: number, inHour: ReadonlyArray<RecordedObservation>, advertised: ReadonlyArray<ResourcePaymentOption>) => {
+  const stats = summarizeWindow(inHour, { total: 0, successes: 0 }, advertised)
+  return {
+    startAt: new Date(startMs).toISOString(),
+    endAt: new Date(startMs + HOUR_MS).toISOString(),
+    probes: stats.probes,
+    answered: stats.answered,
+    healthy: stats.healthy,
+    priceMatches: stats.priceMatches,
+    connectFailures: inHour.filter((o) => CONNECT_FAILURE.has(o.outcome)).length,
+    availability: stats.answered / stats.probes,
+    paymentInterfaceSuccessRate: stats.answered === 0 ? 0 : stats.healthy / stats.answered,
+    p50LatencyMs: stats.p50LatencyMs,
+    p95LatencyMs: stats.p95LatencyMs
+  }
+}

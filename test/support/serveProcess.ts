@@ -165,3 +165,15 @@ export const spawnServe = async (
   }
   return { url, port, dir, stop }
 }
+
+/** `sextant serve --config <file>` run until it exits by itself (a start-up that must fail): its exit code and stderr. */
+export const serveUntilExit = async (configFile: string) => {
+  const proc = Bun.spawn([process.execPath, "src/main.ts", "serve", "--config", configFile], {
+    cwd: ROOT,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, PORT: "0" }
+  })
+  const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()])
+  return { code, stderr }
+}
