@@ -255,15 +255,16 @@ const make = Effect.gen(function* () {
     resolveEconomic: (event: PendingEvent, resolution: EventResolution) =>
       Effect.gen(function* () {
         const nowMs = yield* Clock.currentTimeMillis
-        yield* economic.resolve(event.id, resolution, nowMs)
-        if (resolution.state === "pending") return
+        if (resolution.state === "pending") return yield* economic.resolve(event.id, resolution, nowMs)
         const about =
           event.resourceId !== null
             ? Option.toArray(yield* resources.get(event.resourceId))
             : event.payTo !== null
               ? yield* resources.byPayTo(event.payTo)
               : []
-        yield* refreshAll(about)
+        // The event's new state commits with the standings of (the first batch of) the resources it
+        // is about: a reader never sees a payment confirmed and its resource not yet lifted by it.
+        yield* refreshAll(about, economic.resolve(event.id, resolution, nowMs))
       }).pipe(Effect.withSpan("EvidenceRecorder.resolveEconomic"))
   }
 
@@ -277,13 +278,14 @@ const make = Effect.gen(function* () {
   }
 
   /**
-   * Re-derives many resources after the event about them was committed on its own: in transactions
-   * of BATCH resources, so one payee with a thousand resources never holds the writer for long.
+   * Re-derives many resources in transactions of BATCH resources, so one payee with a thousand
+   * resources never holds the writer for long; `first` (the event's own write) runs in the first.
    */
-  function refreshAll(about: ReadonlyArray<ResourceRecord>) {
-    return Effect.forEach(chunksOf(about, BATCH), (chunk) => serialized(Effect.forEach(chunk, refresh, { discard: true })), {
-      discard: true
-    })
+  function refreshAll(about: ReadonlyArray<ResourceRecord>, first: Effect.Effect<void> = Effect.void) {
+    const [head = [], ...rest] = chunksOf(about, BATCH)
+    const batch = (chunk: ReadonlyArray<ResourceRecord>, i: number) =>
+      serialized(Effect.zipRight(i === 0 ? first : Effect.void, Effect.forEach(chunk, refresh, { discard: true })))
+    return Effect.forEach([head, ...rest], batch, { discard: true })
   }
 })
 
