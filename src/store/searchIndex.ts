@@ -125,7 +125,6 @@ export interface SearchPosition {
 
 const decodeRanked = decodeRows(Schema.Struct({ id: Schema.String, relevance: SqlNumber }))
 const decodeIds = decodeRows(Schema.Struct({ id: Schema.String }))
-const decodeCount = decodeRows(Schema.Struct({ n: SqlNumber }))
 
 /**
  * One page of ranked ids: the resources matching `text` (every one when null) and `catalog` (an
@@ -158,8 +157,8 @@ const rankAll = (sql: SqlClient.SqlClient, text: TextQuery | null, catalog: Stat
 /**
  * The page read band by band from the top (`searchBands.ts`), stopping once it is full: every
  * resource of a higher band ranks before any of a lower one, and within a band the order is the
- * id. Each band is first counted in the index (up to `denseBand`): a small band is ranked from
- * the index, a large one is read in id order, where its members are close together and the page
+ * id. Each band's documents are first read from the index (up to `denseBand`): a small band is
+ * ranked from those by key, a large one is read in id order, where its members are close together and the page
  * fills after a few rows. That scan stops after `scanBudget` resources (a band thinned out by
  * the catalog filters, or gathered at the far end of the ids), and the index ranks the rest.
  * Each resource's relevance is still the SQL of `relevance`, so a band only chooses candidates.
@@ -215,9 +214,15 @@ const bandIds = (
       sql`SELECT r.id FROM ${text.from}
         WHERE resource_terms MATCH ${band.match} AND ${inBand} ${after === null ? sql`` : sql`AND r.id > ${after}`}
         ORDER BY r.id LIMIT ${n}`.pipe(Effect.flatMap(decodeIds))
-    const [size] = yield* sql`SELECT count(*) AS n FROM (
-        SELECT 1 FROM resource_terms WHERE resource_terms MATCH ${band.match} LIMIT ${tuning.denseBand}) b`.pipe(Effect.flatMap(decodeCount))
-    if ((size?.n ?? 0) < tuning.denseBand) return (yield* fromIndex(afterId, limit)).map((r) => r.id)
+    // A small band's documents are taken once from the index and ranked by key, not matched again.
+    const docs = (yield* sql<{ doc: unknown }>`SELECT rowid AS doc FROM resource_terms
+        WHERE resource_terms MATCH ${band.match} LIMIT ${tuning.denseBand}`).map((d) => Number(d.doc))
+    if (docs.length < tuning.denseBand) {
+      if (docs.length === 0) return []
+      return (yield* sql`SELECT r.id FROM resource_search rs CROSS JOIN resources r ON r.id = rs.resource_id
+        WHERE ${sql.in("rs.doc", docs)} AND ${inBand} ${afterId === null ? sql`` : sql`AND r.id > ${afterId}`}
+        ORDER BY r.id LIMIT ${limit}`.pipe(Effect.flatMap(decodeIds))).map((r) => r.id)
+    }
     const start = afterId === null ? sql`1 = 1` : sql`rs.resource_id > ${afterId}`
     // The last id the scan may read; none when fewer than the budget remain.
     const [edge] = yield* sql`SELECT rs.resource_id AS id FROM resource_search rs WHERE ${start}
