@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { TESTNET_USDC } from "../src/config.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
+import { pollUntil } from "./support/poll.js"
 import { parseExposition } from "./support/prometheus.js"
 import { SELLER_PAY_TO as PAY_TO, SELLER_RESOURCE_ID as RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
 import { request, testConfig } from "./support/server.js"
@@ -92,6 +93,12 @@ describe("GET /metrics", () => {
     })
     expect(receipt.status).toBe(200)
 
+    // The settled payment lands on the fixture ledger; once the confirmer confirmed it, its resource is at level 3.
+    await pollUntil(
+      "the settled payment is confirmed on the ledger",
+      () => request(`${server.url}/v1/resources/${RESOURCE_ID}`),
+      (r) => r.body.economicEvidence?.some((e: { state: string }) => e.state === "confirmed") === true
+    )
     const after = await scrape()
     const moved = (name: string, labels: Record<string, string> = {}) => after.value(name, labels) - before.value(name, labels)
     expect(moved("sextant_probes_total", { outcome: "healthy" })).toBe(1)
@@ -116,17 +123,19 @@ describe("GET /metrics", () => {
     expect(after.value("sextant_spend_window_used_usd")).toBeCloseTo(0.001, 9)
     expect(after.value("sextant_facilitator_backend_healthy", { backend: "fixture" })).toBe(1)
     const catalog = after.series("sextant_catalog_resources")
-    expect(catalog.map((s) => [s.labels, s.value])).toEqual([[{ status: "PAYMENT_VERIFIED", level: "2" }, 1]])
+    expect(catalog.map((s) => [s.labels, s.value])).toEqual([[{ status: "TRANSACTION_VERIFIED", level: "3" }, 1]])
   })
 
   test("a path with an id is labelled by its route template, an unknown path as unmatched", async () => {
+    const before = await scrape()
     await fetch(`${server.url}/v1/resources/${RESOURCE_ID}`)
     await fetch(`${server.url}/v1/resources/some-other-id`)
     await fetch(`${server.url}/no/such/path`)
     const { value, text } = await scrape()
-    expect(value("sextant_http_requests_total", { route: "/v1/resources/:id", status: "200" })).toBe(1)
-    expect(value("sextant_http_requests_total", { route: "/v1/resources/:id", status: "404" })).toBe(1)
-    expect(value("sextant_http_requests_total", { route: "unmatched", status: "404" })).toBe(1)
+    const moved = (labels: Record<string, string>) => value("sextant_http_requests_total", labels) - before.value("sextant_http_requests_total", labels)
+    expect(moved({ route: "/v1/resources/:id", status: "200" })).toBe(1)
+    expect(moved({ route: "/v1/resources/:id", status: "404" })).toBe(1)
+    expect(moved({ route: "unmatched", status: "404" })).toBe(1)
     expect(text).not.toContain("some-other-id")
   })
 })
