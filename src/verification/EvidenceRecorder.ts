@@ -116,6 +116,28 @@ const make = Effect.gen(function* () {
       return next
     })
 
+  /** The batch's probe bookkeeping, in bulk: the listing rule where it applies, and the claims completed, per owner. */
+  const bookkeep = (batch: ReadonlyArray<Pending>) =>
+    Effect.gen(function* () {
+      yield* resources.afterProbes(
+        batch.flatMap((p) =>
+          p.bookkeeping.listing
+            ? [{ id: p.record.resource.id, decide: (state: ListingState) => listingAfterProbe(state, factOf(p.observation), config.verification.delistAfterHours) }]
+            : []
+        ),
+        "probe"
+      )
+      const claims = new Map<string, Array<{ resourceId: string; nextDueMs: number }>>()
+      for (const p of batch) {
+        const claim = p.bookkeeping.claim
+        if (claim === undefined) continue
+        const done = claims.get(claim.owner) ?? []
+        done.push({ resourceId: p.record.resource.id, nextDueMs: claim.nextDueMs })
+        claims.set(claim.owner, done)
+      }
+      yield* Effect.forEach(claims, ([owner, done]) => schedule.complete(owner, done), { discard: true })
+    })
+
   /**
    * One batch of observations in one transaction, in a fixed number of statements whatever its
    * size: the resources' standings, windows, payments and listings are read at once; each
@@ -166,27 +188,14 @@ const make = Effect.gen(function* () {
         new Date(nowMs).toISOString()
       )
       yield* Effect.forEach(moves, (m) => moveTo(m.id, m.from, m.next, nowMs), { discard: true })
-      yield* resources.afterProbes(
-        batch.flatMap((p) =>
-          p.bookkeeping.listing
-            ? [{ id: p.record.resource.id, decide: (state: ListingState) => listingAfterProbe(state, factOf(p.observation), config.verification.delistAfterHours) }]
-            : []
-        ),
-        "probe"
-      )
-      const claims = new Map<string, Array<{ resourceId: string; nextDueMs: number }>>()
-      for (const p of batch) {
-        const claim = p.bookkeeping.claim
-        if (claim !== undefined) claims.set(claim.owner, [...(claims.get(claim.owner) ?? []), { resourceId: p.record.resource.id, nextDueMs: claim.nextDueMs }])
-      }
-      yield* Effect.forEach(claims, ([owner, done]) => schedule.complete(owner, done), { discard: true })
+      yield* bookkeep(batch)
       return results
     })
 
   const queue = yield* Queue.unbounded<Pending>()
   /**
    * The writer: takes whatever probes queued up (at most BATCH) and writes them in one transaction,
-   * so a cycle's fsyncs are per batch, not per probe, and a busy writer gets larger batches. A
+   * so a cycle's statements are per batch, not per probe, and a busy writer gets larger batches. A
    * failed batch fails each of its probes with the cause.
    */
   const writer = Effect.gen(function* () {
