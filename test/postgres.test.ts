@@ -1,15 +1,21 @@
 import { migrationCount } from "../src/store/migrations/index.js"
+import { SqlClient } from "@effect/sql"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Effect } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { Config } from "../src/config.js"
 import { verifyReceipt } from "../src/receipts/receipt.js"
+import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
+import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { EvidenceReader } from "../src/verification/EvidenceReader.js"
+import { Prober } from "../src/verification/Prober.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
 import { type FixtureLedger, startFixtureLedger } from "./fixtures/ledger.js"
 import { advertised } from "./fixtures/observations.js"
 import { seededBuyer, settleBody, signedPayment } from "./fixtures/stellarPayment.js"
-import { entry } from "./fixtures/verificationStack.js"
+import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { type PostgresCluster, pgQuery, postgresAvailability, startPostgres } from "./support/postgres.js"
 import { pollUntil } from "./support/poll.js"
@@ -285,6 +291,40 @@ describe.skipIf(!availability.available)(title, () => {
     )
     expect(resource.body.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
   })
+  test("a probe batch's multi-row writes, its relaxed commit and rollup retention run on Postgres's SQL", async () => {
+    const HOUR = 3_600_000
+    const config = { ...verificationConfig({ trustedOrigins: [fixture.origin] }), database: await cluster.createDatabase("probe_batches") }
+    const ids = ["pg-a", "pg-b", "pg-c"]
+    const out = await Effect.runPromise(
+      Effect.gen(function* () {
+        yield* (yield* ResourcesRepo).upsertCatalog(ids.map((id) => entry(id, fixture.url(`/paid/${id}`))))
+        const prober = yield* Prober
+        yield* prober.syncSchedule
+        // One batch: three observations, three metrics rows, three schedule completions.
+        const claimed = yield* prober.runDue("pg-test", 10)
+        const schedule = yield* (yield* SqlClient.SqlClient).unsafe<{ due_ms: unknown; lease_owner: string | null }>(
+          "SELECT resource_id, due_ms, lease_owner FROM probe_schedule ORDER BY resource_id"
+        )
+        const cutoff = Date.now() - config.probes.retentionDays * 24 * HOUR
+        const observations = yield* ObservationsRepo
+        yield* observations.upsertRollups(ids.flatMap((resourceId) => [-2, -1, 0, 1].map((h) => ({
+          resourceId,
+          rollup: { startMs: Math.floor(cutoff / HOUR) * HOUR + h * HOUR, probes: 1, answered: 1, healthy: 1, priceMatches: 1, connectFailures: 0, firstHealthyMs: null, latency: [20, 1] }
+        }))))
+        yield* prober.prune
+        const left = yield* Effect.forEach(ids, (id) => Effect.map(observations.rollups(id, 0, Number.MAX_SAFE_INTEGER), (rows) => rows.length))
+        const metrics = yield* (yield* EvidenceReader).forResources(ids)
+        return { claimed, schedule, left, levels: ids.map((id) => metrics.get(id)?.verificationLevel) }
+      }).pipe(Effect.provide(verificationStack(config)))
+    )
+    expect(out.claimed).toBe(3)
+    expect(out.schedule.map((r) => r.lease_owner)).toEqual([null, null, null])
+    expect(out.schedule.every((r) => Number(r.due_ms) > Date.now())).toBe(true)
+    // The three hours starting before the cutoff went, the one after it stayed.
+    expect(out.left).toEqual([1, 1, 1])
+    expect(out.levels).toEqual([2, 2, 2])
+  })
+
   test("two instances share the probing: each resource once per interval, none twice; a killed instance's share is taken within one lease", async () => {
     const database = await cluster.createDatabase("shared_probing")
     const RESOURCES = 2000
