@@ -7,8 +7,7 @@ import { join } from "node:path"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
-import { LOOPBACK, pollUntil } from "./support/poll.js"
-import { request, startServer, testConfig } from "./support/server.js"
+import { facilitatorsAnswered, request, startServer, testConfig } from "./support/server.js"
 
 const OPERATOR_KEY = "operator-secret-key"
 const BUYER_KEY = "buyer-secret-key"
@@ -65,12 +64,7 @@ beforeAll(async () => {
       probes: { ...base.probes, allowPrivateTargets: true }
     })
   )
-  await pollUntil(
-    "the service's first /supported poll lands",
-    async () => (await request(`${server.url}/x402/supported`)).body.kinds?.length ?? 0,
-    (kinds) => kinds > 0,
-    LOOPBACK
-  )
+  await facilitatorsAnswered(server.url)
   await resource.useFacilitator(`${server.url}/x402`, BUYER_KEY)
   await validated.useFacilitator(`${server.url}/x402`, BUYER_KEY)
   const first = await probe(RESOURCE_ID)

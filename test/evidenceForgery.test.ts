@@ -4,8 +4,8 @@ import { startFixtureLedger } from "./fixtures/ledger.js"
 import { seededBuyer, settleBody, signedPayment } from "./fixtures/stellarPayment.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
-import { LOOPBACK, pollUntil } from "./support/poll.js"
-import { ledgerAt, request, startServer, testConfig } from "./support/server.js"
+import { pollUntil } from "./support/poll.js"
+import { facilitatorsAnswered, ledgerAt, request, startServer, testConfig } from "./support/server.js"
 
 /**
  * What an outsider could once do to the evidence, tried over HTTP: lift a payee with one anonymous
@@ -31,7 +31,7 @@ beforeAll(async () => {
       ledger: ledgerAt(ledger)
     })
   )
-  await pollUntil("the backend is polled", async () => (await request(`${server.url}/x402/supported`)).body.kinds?.length ?? 0, (n) => n > 0, LOOPBACK)
+  await facilitatorsAnswered(server.url)
 })
 afterAll(async () => {
   await server.close()

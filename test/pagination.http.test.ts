@@ -8,11 +8,10 @@ import { Effect, ManagedRuntime } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type { RecordedObservation } from "../src/domain/observations.js"
 import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { StoreLive } from "../src/store/Store.js"
-import { sortableId } from "../src/store/sortableId.js"
+import { timedOut } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
@@ -136,27 +135,8 @@ describe("GET /v1/resources/{id}/observations", () => {
     const base = Date.now() - 60_000
     await writer.runPromise(
       Effect.flatMap(ObservationsRepo, (repo) =>
-        Effect.forEach(Array.from({ length: 5 }, (_, i) => i), (i) =>
-          repo.insert([{
-            id: sortableId("obs", base + i * 1000),
-            resourceId: id,
-            observedAt: new Date(base + i * 1000).toISOString(),
-            method: "GET",
-            url: `http://127.0.0.1:9/${id}`,
-            httpStatus: null,
-            latencyMs: null,
-            outcome: "unreachable",
-            x402Version: null,
-            scheme: null,
-            network: null,
-            asset: null,
-            payTo: null,
-            amount: null,
-            maxAmount: null,
-            priceUsd: null,
-            detail: null,
-            contradiction: null
-          } satisfies RecordedObservation])
+        repo.insert(
+          Array.from({ length: 5 }, (_, i) => timedOut(base + i * 1000, { outcome: "unreachable", resourceId: id, url: `http://127.0.0.1:9/${id}` }))
         )
       )
     )

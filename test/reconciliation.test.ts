@@ -4,8 +4,8 @@ import { settlePayment, startFixtureLedger } from "./fixtures/ledger.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { entry } from "./fixtures/verificationStack.js"
-import { LOOPBACK, pollUntil } from "./support/poll.js"
-import { ledgerAt, request, startServer, testConfig } from "./support/server.js"
+import { pollUntil } from "./support/poll.js"
+import { facilitatorsAnswered, ledgerAt, request, startServer, testConfig } from "./support/server.js"
 
 const ledger = startFixtureLedger()
 let seller: X402Fixture
@@ -38,7 +38,7 @@ const setup = async () => {
     })
   )
   running.push(server, { close: async () => backend.stop() })
-  await pollUntil("the backend is polled healthy", async () => (await request(`${server.url}/x402/supported`)).body.kinds?.length ?? 0, (n) => n > 0, LOOPBACK)
+  await facilitatorsAnswered(server.url)
   // Settlement pays only a payee with probe evidence.
   expect((await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "fixture.paid" } })).body.outcome).toBe("healthy")
   const settle = (body: unknown) => request(`${server.url}/x402/settle`, { method: "POST", json: body })

@@ -9,7 +9,7 @@ import { buildExactPayment, settleBody } from "./fixtures/stellarPayment.js"
 import { LOOPBACK, pollUntil } from "./support/poll.js"
 import { launchServe, serveArgv, type ServeChild } from "./support/serveProcess.js"
 import { forwardedPayments, type SellerProcess, startSellerProcess } from "./support/sellerProcess.js"
-import { request } from "./support/server.js"
+import { facilitatorsAnswered, request } from "./support/server.js"
 
 /** The journal as the store holds it, read straight from the SQLite file. */
 const journalRows = (database: string) => {
@@ -45,12 +45,7 @@ afterAll(async () => {
 const serve = async (configFile: string, logFile: string) => {
   const launched = await launchServe(serveArgv(configFile), { logFile })
   children.push(launched)
-  await pollUntil(
-    "the service sees its facilitator healthy",
-    async () => (await request(`${launched.url}/x402/supported`)).body.kinds?.length ?? 0,
-    (kinds) => kinds > 0,
-    LOOPBACK
-  )
+  await facilitatorsAnswered(launched.url)
   return launched
 }
 

@@ -10,8 +10,7 @@ import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
-import { LOOPBACK, pollUntil } from "./support/poll.js"
-import { request, startServer, testConfig } from "./support/server.js"
+import { facilitatorsAnswered, request, startServer, testConfig } from "./support/server.js"
 
 /** Screenshots land here (ignored by git), kept as the run's artefacts. */
 const ARTIFACTS = resolve(import.meta.dir, "..", "test-artifacts", "status")
@@ -88,12 +87,7 @@ beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true })
   server = await startServer(testConfig({ catalog: CATALOG, facilitators: [{ id: "fixture", url: backend.url }] }))
   await server.runtime.runPromise(seed(Date.now()))
-  await pollUntil(
-    "the service's first /supported poll lands",
-    async () => (await request(`${server.url}/x402/supported`)).body.kinds?.length ?? 0,
-    (kinds) => kinds > 0,
-    LOOPBACK
-  )
+  await facilitatorsAnswered(server.url)
   // One settled payment, then one whose settle answers 500: indeterminate, with its reason.
   expect((await settle(91)).status).toBe(200)
   backend.setMode("settle500")

@@ -2,8 +2,7 @@ import { apiKeyHash } from "../src/http/authLive.js"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { HTTPFacilitatorClient } from "@x402/core/server"
 import { Keypair } from "@stellar/stellar-sdk"
-import { LOOPBACK, pollUntil } from "./support/poll.js"
-import { request, startServer, testConfig } from "./support/server.js"
+import { facilitatorsAnswered, request, startServer, testConfig } from "./support/server.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
 import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
@@ -50,12 +49,7 @@ beforeAll(async () => {
     })
   )
   // The pool polls at start; wait for that answer to land.
-  await pollUntil(
-    "the service's first /supported poll lands",
-    async () => (await request(`${server.url}/x402/supported`)).body.kinds?.length ?? 0,
-    (kinds) => kinds > 0,
-    LOOPBACK
-  )
+  await facilitatorsAnswered(server.url)
   await resource.useFacilitator(`${server.url}/x402`, API_KEY)
   const probe = await request(`${server.url}/v1/validate`, { method: "POST", headers: auth, json: { resourceId: RESOURCE_ID } })
   if (probe.body.healthy !== true) throw new Error(`the seller's resource did not probe healthy: ${JSON.stringify(probe.body)}`)

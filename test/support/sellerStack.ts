@@ -2,8 +2,7 @@ import type { Config } from "../../src/config.js"
 import { startFacilitator } from "../fixtures/facilitator.js"
 import { startFixtureLedger } from "../fixtures/ledger.js"
 import { startPaidResource } from "../fixtures/paidResource.js"
-import { LOOPBACK, pollUntil } from "./poll.js"
-import { ledgerAt, request, startServer, testConfig } from "./server.js"
+import { facilitatorsAnswered, ledgerAt, startServer, testConfig } from "./server.js"
 
 export const SELLER_PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
 export const SELLER_RESOURCE_ID = "seller.rwa.inspect"
@@ -28,12 +27,7 @@ export const startSellerStack = async (configure: (base: Config) => Partial<Conf
     })
   )
   const headers: Record<string, string> = apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }
-  await pollUntil(
-    "the service's first /supported poll lands",
-    async () => (await request(`${server.url}/x402/supported`, { headers })).body.kinds?.length ?? 0,
-    (kinds) => kinds > 0,
-    LOOPBACK
-  )
+  await facilitatorsAnswered(server.url, headers)
   // The seller's resource server answers its 402 through this service as its facilitator.
   await resource.useFacilitator(`${server.url}/x402`, apiKey)
   return {

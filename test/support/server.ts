@@ -6,6 +6,7 @@ import { type Config, loadConfig } from "../../src/config.js"
 import { SextantApi } from "../../src/http/api/index.js"
 import { BunServerLive, HttpLive } from "../../src/http/server.js"
 import { TelemetryLive } from "../../src/telemetry/Telemetry.js"
+import { LOOPBACK, pollUntil } from "./poll.js"
 
 /**
  * Where a test's ledger reads go unless it starts a fixture ledger: a closed loopback port, so a
@@ -76,3 +77,15 @@ export const request = async (url: string, init: RequestInit & { json?: unknown 
   }
   return { status: response.status, headers: response.headers, body: body as any }
 }
+
+/**
+ * Waits until the service at `url` lists a payment kind on `/x402/supported`: its facilitator
+ * pool's first poll has landed, so verify and settle no longer answer 503 FACILITATORS_NOT_READY.
+ */
+export const facilitatorsAnswered = (url: string, headers: Record<string, string> = {}) =>
+  pollUntil(
+    "the service's first /supported poll lands",
+    async () => (await request(`${url}/x402/supported`, { headers })).body.kinds?.length ?? 0,
+    (kinds) => kinds > 0,
+    LOOPBACK
+  )
