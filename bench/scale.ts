@@ -9,8 +9,14 @@
  *             GET /v1/resources/{id}/metrics reads) every 10 ms beside it;
  *   baseline: a bare loop at the same concurrency that fetches the target and appends each result
  *             to SQLite (WAL, synchronous = FULL) in batches of 256 per transaction.
- * Prints sustained probes/s and the ratio to the baseline, p50/p99 of the metrics reads during
- * probing, peak RSS, and bytes on disk per resource-day. Loopback only.
+ *   step:     the prober's own step (`probeStep`: outbound guard, fetch, the official x402 decoder,
+ *             classification, redaction) at the same concurrency for up to 10 s, nothing stored:
+ *             what a probe costs before anything is stored;
+ *   store:    EvidenceRecorder.recordObservation of made-up healthy observations, batched as the
+ *             prober's are, with no request and no schedule: what storing a probe costs.
+ * The prober runs both on one thread, so 1 / (1/step + 1/store) bounds its rate from above.
+ * Prints sustained probes/s and the ratio to the baseline, the step's, the store's and that bound, p50/p99 of
+ * the metrics reads during probing, peak RSS, and bytes on disk per resource-day. Loopback only.
  */
 import { Database } from "bun:sqlite"
 import { Effect, Either, ManagedRuntime } from "effect"
@@ -20,7 +26,8 @@ import { join } from "node:path"
 import { loadConfig } from "../src/config.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
-import { Prober } from "../src/verification/Prober.js"
+import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
+import { Prober, probeStep } from "../src/verification/Prober.js"
 import { encodeWindow, windowOf } from "../src/verification/rollingWindow.js"
 import { advertised, observation } from "../test/fixtures/observations.js"
 import { entry, verificationStack } from "../test/fixtures/verificationStack.js"
@@ -28,6 +35,7 @@ import { entry, verificationStack } from "../test/fixtures/verificationStack.js"
 const N = Number(process.env.BENCH_N ?? 100_000)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30)
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64)
+const STEP_SECONDS = Math.min(SECONDS, 10)
 const HOUR = 3_600_000
 
 let peakRss = 0
@@ -129,6 +137,50 @@ while (probed < N && performance.now() - probeStart < SECONDS * 1000) {
 const proberRate = probed / ((performance.now() - probeStart) / 1000)
 probing = false
 await reads
+
+// ---- the probe's own step without the store: what bounds the ratio from above ----
+const stepStart = performance.now()
+const stepUntil = stepStart + STEP_SECONDS * 1000
+let stepped = 0
+const step = probeStep(config)
+await Effect.runPromise(
+  Effect.forEach(
+    Array.from({ length: CONCURRENCY }),
+    () =>
+      Effect.whileLoop({
+        while: () => performance.now() < stepUntil,
+        body: () => {
+          const i = stepped++ % N
+          return step({ resourceId: ids[i]!, url: urlOf(i), method: "GET", advertised: [advertised] })
+        },
+        step: () => undefined
+      }),
+    { concurrency: "unbounded", discard: true }
+  )
+)
+const stepRate = stepped / ((performance.now() - stepStart) / 1000)
+
+// ---- the store alone: recording probes without any request, schedule left out (a lower cost than the prober's) ----
+const storeStart = performance.now()
+let stored = 0
+await runtime.runPromise(
+  Effect.gen(function* () {
+    const recorder = yield* EvidenceRecorder
+    const resources = yield* ResourcesRepo
+    while (performance.now() - storeStart < STEP_SECONDS * 1000) {
+      const chunk = Array.from({ length: CONCURRENCY * 4 }, (_, k) => ids[(stored + k) % N]!)
+      const records = yield* resources.getMany(chunk)
+      yield* Effect.forEach(
+        records,
+        (record) => recorder.recordObservation(record, observation(Date.now(), { resourceId: record.resource.id, url: record.resource.url }), { listing: true }),
+        // As many waiting for their batch as the prober has (4 x concurrency).
+        { concurrency: CONCURRENCY * 4, discard: true }
+      )
+      stored += chunk.length
+    }
+  })
+)
+const storeRate = stored / ((performance.now() - storeStart) / 1000)
 await runtime.dispose()
 
 // ---- the baseline: fetch and append to SQLite in batches ----
@@ -171,6 +223,14 @@ console.log(`resources ${N}, concurrency ${CONCURRENCY}, ${SECONDS} s each`)
 console.log(`prober (Prober.runDue, full window): ${proberRate.toFixed(0)} probes/s sustained`)
 console.log(`baseline (fetch + append to SQLite in batches of 256): ${baselineRate.toFixed(0)} probes/s`)
 console.log(`ratio prober / baseline: ${(proberRate / baselineRate).toFixed(2)}`)
+console.log(
+  `probe step alone (guard, request, official decoder, classification, redaction; nothing stored): ${stepRate.toFixed(0)} probes/s,` +
+    ` ratio ${(stepRate / baselineRate).toFixed(2)} to the baseline`
+)
+console.log(`store alone (EvidenceRecorder batches, no request, no schedule): ${storeRate.toFixed(0)} probes/s, ratio ${(storeRate / baselineRate).toFixed(2)}`)
+// One thread runs both: a probe costs at least the step's time plus the store's.
+const ceiling = 1 / (1 / stepRate + 1 / storeRate)
+console.log(`ceiling of the prober on one thread (step + store): ${ceiling.toFixed(0)} probes/s, ratio ${(ceiling / baselineRate).toFixed(2)}`)
 console.log(`metrics reads during probing: p50 ${pct(0.5).toFixed(2)} ms, p99 ${pct(0.99).toFixed(2)} ms (${sorted.length} reads)`)
 console.log(`peak RSS: ${(peakRss / 2 ** 20).toFixed(0)} MiB`)
 console.log(

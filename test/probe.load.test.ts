@@ -60,3 +60,43 @@ test("200 endpoints at concurrency 16, 20 of them hanging: the cycle ends within
   const waves = Math.ceil(20 / CONCURRENCY)
   expect(out.elapsedMs).toBeLessThan((waves + 1) * TIMEOUT_MS + 2500)
 })
+
+test("a target never sees more than probes.concurrency probes at once, while up to four times as many wait for their batch", async () => {
+  // The fixture's real challenge, answered after 20 ms by a server that counts requests in flight.
+  const sample = await fetch(fixture.url("/paid/0"))
+  const challenge = sample.headers.get("payment-required")!
+  await sample.body?.cancel()
+  let inFlight = 0
+  let most = 0
+  const slow = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: async () => {
+      most = Math.max(most, ++inFlight)
+      await Bun.sleep(20)
+      inFlight--
+      return new Response("{}", { status: 402, headers: { "content-type": "application/json", "PAYMENT-REQUIRED": challenge } })
+    }
+  })
+  const origin = `http://127.0.0.1:${slow.port}`
+  const config = verificationConfig({ trustedOrigins: [origin], concurrency: 3 })
+  const runtime = ManagedRuntime.make(verificationStack(config))
+  const entries = Array.from({ length: 40 }, (_, i) => entry(`s${String(i).padStart(2, "0")}`, `${origin}/paid/${i}`))
+  const out = await runtime.runPromise(
+    Effect.gen(function* () {
+      yield* (yield* ResourcesRepo).upsertCatalog(entries)
+      const prober = yield* Prober
+      yield* prober.syncSchedule
+      const claimed: Array<number> = []
+      for (let n = -1; n !== 0; ) claimed.push((n = yield* prober.runDue("test", 12)))
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql<{ n: number }>`SELECT COUNT(DISTINCT resource_id) AS n FROM observations`
+      return { claimed, probed: Number(rows[0]?.n) }
+    })
+  )
+  await runtime.dispose()
+  slow.stop(true)
+  expect(out.claimed).toEqual([12, 12, 12, 4, 0])
+  expect(out.probed).toBe(40)
+  expect(most).toBe(3)
+})

@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, identity, Layer, Option, Queue, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { AppConfig, type Config } from "../config.js"
 import { redactorFor } from "../redaction/redact.js"
@@ -89,6 +89,32 @@ export const discoveredEntry = (
 /** Derived from the URL, so two concurrent first validations of one URL write the same row. */
 export const discoveredId = (url: URL) => `discovered-${createHash("sha256").update(url.href).digest("hex").slice(0, 16)}`
 
+/**
+ * A gate letting `n` effects run at once, waking one waiter per free slot. Effect's Semaphore wakes
+ * every waiter on each release; with a few hundred probes waiting, that wake-up cost more than the probes.
+ */
+const slots = (n: number) =>
+  Effect.map(Queue.bounded<true>(n), (free) => {
+    for (let i = 0; i < n; i++) Queue.unsafeOffer(free, true)
+    return <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      Effect.acquireUseRelease(Queue.take(free), () => effect, () => Queue.offer(free, true))
+  })
+
+/**
+ * A probe's own step, nothing stored: the request under the outbound guard and `observe`'s reading
+ * of the answer. Every probe is stored as an observation already; spans per request and per query
+ * on top of it cost about a third of a probe's time and tell nothing more. What a target said
+ * (details, challenge text) is redacted before it is stored or answered, as every outside text is.
+ */
+export const probeStep = (config: Config) => {
+  const redactor = redactorFor(config)
+  return (target: ProbeTarget) =>
+    observe(target, config).pipe(
+      Effect.map((observed): Observed => ({ ...observed, observation: redactor.value(observed.observation), challenge: redactor.value(observed.challenge) })),
+      Effect.withTracerEnabled(false)
+    )
+}
+
 const targetOf = (record: ResourceRecord, method?: HttpMethod): ProbeTarget => ({
   resourceId: record.resource.id,
   url: record.resource.url,
@@ -105,16 +131,7 @@ const make = Effect.gen(function* () {
   const intervalMs = config.probes.intervalSeconds * 1000
   const instruments = yield* Instruments
 
-  const redactor = redactorFor(config)
-
-  // Every probe is stored as an observation already; spans per request and per query on top of it
-  // cost about a third of a probe's time and tell nothing more. What a target said (details,
-  // challenge text) is redacted before it is stored or answered, as every outside text is.
-  const run = (target: ProbeTarget) =>
-    observe(target, config).pipe(
-      Effect.map((observed): Observed => ({ ...observed, observation: redactor.value(observed.observation), challenge: redactor.value(observed.challenge) })),
-      Effect.withTracerEnabled(false)
-    )
+  const run = probeStep(config)
 
   /** Records the probe in its batch's transaction, with the listing rule and `claim` (the schedule's next due time) there too. */
   const result = (record: ResourceRecord, observed: Observed, discovered: boolean, claim?: ProbeBookkeeping["claim"]) =>
@@ -137,17 +154,36 @@ const make = Effect.gen(function* () {
       })
     )
 
-  const probeRecord = (record: ResourceRecord, method?: HttpMethod, claim?: ProbeBookkeeping["claim"]) =>
+  /** `request` gates the probe's own step (a slot of the caller's); recording it waits outside the gate. */
+  const probeRecord = (
+    record: ResourceRecord,
+    method?: HttpMethod,
+    claim?: ProbeBookkeeping["claim"],
+    request: <A, E, R>(step: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = identity
+  ) =>
     Effect.zipRight(
       recorder.beginProbe(record),
-      Effect.flatMap(run(targetOf(record, method)), (observed) => result(record, observed, false, claim))
+      Effect.flatMap(request(run(targetOf(record, method))), (observed) => result(record, observed, false, claim))
     )
 
-  /** A probe whose store failure (a defect) is logged and answered null: a cycle goes on without it. */
-  const probeOrLog = (record: ResourceRecord, claim?: ProbeBookkeeping["claim"]) =>
-    probeRecord(record, undefined, claim).pipe(
-      Effect.map((r) => r.outcome),
-      Effect.catchAllCause((cause) => Effect.logWarning(`probe of ${record.resource.id} not recorded`, cause).pipe(Effect.as(null)))
+  /**
+   * Probes each record (completing its claim, if any), logging a store failure (a defect) and
+   * answering null for it: a batch goes on without it. At most `probes.concurrency` requests are
+   * in flight, and up to four times as many probes wait for their batch to commit: a probe holding
+   * its request slot until the writer's batch committed (up to GATHER_MS and the batch) capped a
+   * whole batch at `concurrency` observations and the prober at a fraction of its capacity.
+   */
+  const probeAll = (items: ReadonlyArray<{ readonly record: ResourceRecord; readonly claim?: ProbeBookkeeping["claim"] }>) =>
+    Effect.flatMap(slots(config.probes.concurrency), (request) =>
+      Effect.forEach(
+        items,
+        ({ record, claim }) =>
+          probeRecord(record, undefined, claim, request).pipe(
+            Effect.map((r) => r.outcome),
+            Effect.catchAllCause((cause) => Effect.logWarning(`probe of ${record.resource.id} not recorded`, cause).pipe(Effect.as(null)))
+          ),
+        { concurrency: config.probes.concurrency * 4 }
+      )
     )
 
   /**
@@ -262,14 +298,15 @@ const make = Effect.gen(function* () {
         const claims = yield* schedule.claim(owner, nowMs, limit, config.probes.leaseSeconds * 1000)
         if (claims.length === 0) return 0
         const records = new Map((yield* resources.getMany(claims.map((c) => c.resourceId))).map((r) => [r.resource.id, r] as const))
-        yield* Effect.forEach(
-          claims,
-          (claim) => {
-            const next = { owner, nextDueMs: nextDue(claim.resourceId, nowMs, intervalMs) }
-            const record = records.get(claim.resourceId)
-            return record === undefined ? schedule.complete(owner, [{ resourceId: claim.resourceId, nextDueMs: next.nextDueMs }]) : probeOrLog(record, next)
-          },
-          { concurrency: config.probes.concurrency, discard: true }
+        const next = (resourceId: string) => nextDue(resourceId, nowMs, intervalMs)
+        // A claim whose resource is gone is completed without a probe.
+        const gone = claims.filter((c) => !records.has(c.resourceId)).map((c) => ({ resourceId: c.resourceId, nextDueMs: next(c.resourceId) }))
+        yield* Effect.zipRight(
+          gone.length === 0 ? Effect.void : schedule.complete(owner, gone),
+          probeAll(claims.flatMap((c) => {
+            const record = records.get(c.resourceId)
+            return record === undefined ? [] : [{ record, claim: { owner, nextDueMs: next(c.resourceId) } }]
+          }))
         ).pipe(
           // Stopping mid-batch: what was not probed is due at once for any instance still running.
           Effect.onInterrupt(() => Effect.ignore(schedule.release(claims.map((c) => c.resourceId), owner)))
@@ -284,7 +321,7 @@ const make = Effect.gen(function* () {
     runCycle: Effect.gen(function* () {
       const startMs = yield* Clock.currentTimeMillis
       const records = yield* resources.probeTargets()
-      const outcomes = yield* Effect.forEach(records, (record) => probeOrLog(record), { concurrency: config.probes.concurrency })
+      const outcomes = yield* probeAll(records.map((record) => ({ record })))
       const { pruned, prunedUnlisted } = yield* prune
       const endMs = yield* Clock.currentTimeMillis
       return {
