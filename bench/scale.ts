@@ -3,23 +3,27 @@
  *
  * A SQLite file pre-filled as a 100k catalog looks after a week at the 5-minute cadence: every
  * resource with a full 24 h rolling window, raw observations for `probes.rawRetentionHours` and
- * hourly rollups for `probes.retentionDays`. Then, against a local target in its own process:
- *   prober:   Prober.runDue claiming due resources (all due: a backlog, so this is capacity) until
- *             all were probed once or BENCH_SECONDS passed, with metrics reads (EvidenceReader.forResource, what
- *             GET /v1/resources/{id}/metrics reads) every 10 ms beside it;
+ * hourly rollups for `probes.retentionDays`. Then, against a local target in its own process, one
+ * phase after another (BENCH_SECONDS each, 10 s at most for step and store):
+ *   capacity: Prober.runDue claiming due resources (all due: a backlog) until all were probed once
+ *             or the time is up: sustained probes/s;
+ *   cadence:  every resource due at its own slot of the 5-minute interval (the steady state) and
+ *             the service's ProbeSchedulerLive running: the probes/s the cadence takes;
+ *   step:     the prober's own step (`probeStep`: outbound guard, fetch, the official x402 decoder,
+ *             classification, redaction) at the same concurrency, nothing stored;
+ *   store:    EvidenceRecorder.recordObservation of made-up healthy observations, batched as the
+ *             prober's are, with no request and no schedule;
  *   baseline: a bare loop at the same concurrency that fetches the target and appends each result
  *             to SQLite (WAL, synchronous = FULL) in batches of 256 per transaction.
- *   step:     the prober's own step (`probeStep`: outbound guard, fetch, the official x402 decoder,
- *             classification, redaction) at the same concurrency for up to 10 s, nothing stored:
- *             what a probe costs before anything is stored;
- *   store:    EvidenceRecorder.recordObservation of made-up healthy observations, batched as the
- *             prober's are, with no request and no schedule: what storing a probe costs.
- * The prober runs both on one thread, so 1 / (1/step + 1/store) bounds its rate from above.
- * Prints sustained probes/s and the ratio to the baseline, the step's, the store's and that bound, p50/p99 of
- * the metrics reads during probing, peak RSS, and bytes on disk per resource-day. Loopback only.
+ * During capacity and cadence, metrics reads (EvidenceReader.forResource, what
+ * GET /v1/resources/{id}/metrics reads) are due every 10 ms, each timed from when it was due.
+ * The prober runs step and store on one thread, so 1 / (1/step + 1/store) bounds its rate from
+ * above. Prints every rate and its ratio to the baseline, the reads' p50/p99 in both phases, peak
+ * RSS, and bytes on disk per resource-day. Loopback only.
  */
 import { Database } from "bun:sqlite"
-import { Effect, Either, ManagedRuntime } from "effect"
+import { SqlClient } from "@effect/sql"
+import { Duration, Effect, Either, Layer, ManagedRuntime } from "effect"
 import { mkdtempSync, readdirSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -28,6 +32,8 @@ import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { Prober, probeStep } from "../src/verification/Prober.js"
+import { ProbeSchedulerLive } from "../src/verification/ProbeScheduler.js"
+import { nextDue } from "../src/verification/probeSlots.js"
 import { encodeWindow, windowOf } from "../src/verification/rollingWindow.js"
 import { advertised, observation } from "../test/fixtures/observations.js"
 import { entry, verificationStack } from "../test/fixtures/verificationStack.js"
@@ -114,29 +120,62 @@ const bytesOnDisk = () => readdirSync(folder).reduce((sum, f) => sum + statSync(
 const filledBytes = bytesOnDisk()
 console.log(`pre-filled ${N} resources (${config.probes.retentionDays} days of hourly rollups, ${config.probes.rawRetentionHours} h raw, a full 24 h window each) in ${((performance.now() - fillStart) / 1000).toFixed(0)} s`)
 
-// ---- the prober at capacity, with metrics reads beside it ----
-await runtime.runPromise(Effect.flatMap(Prober, (p) => p.syncSchedule))
-const readLatencies: Array<number> = []
-let probing = true
-const reads = (async () => {
-  let i = 0
-  while (probing) {
-    const id = ids[(i++ * 7919) % N]!
-    const start = performance.now()
-    await runtime.runPromise(Effect.flatMap(EvidenceReader, (r) => r.forResource(id)))
-    readLatencies.push(performance.now() - start)
-    await Bun.sleep(10)
-  }
-})()
-const probeStart = performance.now()
-let probed = 0
-// Until the backlog (every resource due) is drained or the time is up.
-while (probed < N && performance.now() - probeStart < SECONDS * 1000) {
-  probed += await runtime.runPromise(Effect.flatMap(Prober, (p) => p.runDue("bench", CONCURRENCY * 4)))
+/**
+ * Metrics reads due every 10 ms while `during` runs, each timed from when it was due, not from when
+ * the event loop got to it: a read waiting behind a probe batch that holds the loop is as slow as a
+ * caller would see it. Answers what `during` answered and the reads' latencies, sorted.
+ */
+const readsDuring = async <A>(during: () => Promise<A>) => {
+  const latencies: Array<number> = []
+  let running = true
+  const reads = (async () => {
+    const first = performance.now()
+    for (let i = 0; running; i++) {
+      const due = first + i * 10
+      if (due > performance.now()) await Bun.sleep(due - performance.now())
+      await runtime.runPromise(Effect.flatMap(EvidenceReader, (r) => r.forResource(ids[(i * 7919) % N]!)))
+      latencies.push(performance.now() - due)
+    }
+  })()
+  const result = await during()
+  running = false
+  await reads
+  return { result, latencies: latencies.sort((a, b) => a - b) }
 }
-const proberRate = probed / ((performance.now() - probeStart) / 1000)
-probing = false
-await reads
+
+// ---- the prober at capacity (every resource due: a backlog), with metrics reads beside it ----
+await runtime.runPromise(Effect.flatMap(Prober, (p) => p.syncSchedule))
+const capacity = await readsDuring(async () => {
+  const start = performance.now()
+  let probed = 0
+  while (probed < N && performance.now() - start < SECONDS * 1000) {
+    probed += await runtime.runPromise(Effect.flatMap(Prober, (p) => p.runDue("bench", CONCURRENCY * 4)))
+  }
+  return probed / ((performance.now() - start) / 1000)
+})
+const proberRate = capacity.result
+
+// ---- the 5-minute cadence: each resource due at its own slot, the service's scheduler running ----
+const intervalMs = config.probes.intervalSeconds * 1000
+{
+  const db = new Database(config.database)
+  db.run("PRAGMA busy_timeout = 5000")
+  const nowMs = Date.now()
+  const due = db.query("UPDATE probe_schedule SET due_ms = ?, lease_owner = NULL, lease_until_ms = 0 WHERE resource_id = ?")
+  // Steady state: every resource's next slot from now on, so the interval's probes spread over it.
+  db.transaction(() => ids.forEach((id) => due.run(nextDue(id, nowMs - intervalMs / 2, intervalMs), id)))()
+  db.close()
+}
+const cadenceStart = Date.now()
+const cadence = await readsDuring(() =>
+  runtime.runPromise(Effect.scoped(Effect.zipRight(Layer.build(ProbeSchedulerLive), Effect.sleep(Duration.seconds(SECONDS)))))
+)
+const cadenceProbes = await runtime.runPromise(
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: number }>`SELECT COUNT(*) AS n FROM observations WHERE observed_at_ms >= ${cadenceStart}`)
+)
+const cadenceRate = Number(cadenceProbes[0]?.n) / ((Date.now() - cadenceStart) / 1000)
+// The service's own figure: the step and store phases below race garbage out faster than a service does.
+const proberPeakRss = Math.max(peakRss, process.memoryUsage().rss)
 
 // ---- the probe's own step without the store: what bounds the ratio from above ----
 const stepStart = performance.now()
@@ -216,8 +255,9 @@ baselineDb.close()
 clearInterval(sampleRss)
 target.kill()
 
-const sorted = [...readLatencies].sort((a, b) => a - b)
-const pct = (q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN
+const pct = (sorted: ReadonlyArray<number>, q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN
+const readFigures = (sorted: ReadonlyArray<number>) =>
+  `p50 ${pct(sorted, 0.5).toFixed(2)} ms, p99 ${pct(sorted, 0.99).toFixed(2)} ms (${sorted.length} reads, each timed from when it was due)`
 const days = config.probes.retentionDays
 console.log(`resources ${N}, concurrency ${CONCURRENCY}, ${SECONDS} s each`)
 console.log(`prober (Prober.runDue, full window): ${proberRate.toFixed(0)} probes/s sustained`)
@@ -231,8 +271,12 @@ console.log(`store alone (EvidenceRecorder batches, no request, no schedule): ${
 // One thread runs both: a probe costs at least the step's time plus the store's.
 const ceiling = 1 / (1 / stepRate + 1 / storeRate)
 console.log(`ceiling of the prober on one thread (step + store): ${ceiling.toFixed(0)} probes/s, ratio ${(ceiling / baselineRate).toFixed(2)}`)
-console.log(`metrics reads during probing: p50 ${pct(0.5).toFixed(2)} ms, p99 ${pct(0.99).toFixed(2)} ms (${sorted.length} reads)`)
-console.log(`peak RSS: ${(peakRss / 2 ** 20).toFixed(0)} MiB`)
+console.log(`metrics reads while probing at capacity: ${readFigures(capacity.latencies)}`)
+console.log(
+  `at the ${config.probes.intervalSeconds / 60}-minute cadence (ProbeSchedulerLive, each resource at its own slot, ${SECONDS} s):` +
+    ` ${cadenceRate.toFixed(0)} probes/s (the cadence needs ${(N / config.probes.intervalSeconds).toFixed(0)}); metrics reads ${readFigures(cadence.latencies)}`
+)
+console.log(`peak RSS (pre-fill and probing): ${(proberPeakRss / 2 ** 20).toFixed(0)} MiB; over the whole run: ${(peakRss / 2 ** 20).toFixed(0)} MiB`)
 console.log(
   `on disk: ${(filledBytes / 2 ** 30).toFixed(2)} GiB for ${N} resources x ${days} days = ${(filledBytes / (N * days)).toFixed(0)} bytes per resource-day` +
     ` (${((filledBytes / N) * 100_000 / 2 ** 30).toFixed(2)} GiB at 100k)`

@@ -11,6 +11,7 @@ import {
   ResourcePaymentOption
 } from "../domain/resources.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
+import { durableAgainstProcessCrash } from "../store/commitDurability.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import { ProbeScheduleRepo } from "../store/ProbeScheduleRepo.js"
 import { type ListingChange, ResourcesRepo } from "../store/ResourcesRepo.js"
@@ -35,10 +36,20 @@ export interface CycleReport {
   readonly prunedUnlisted: number
 }
 
-/** Rows deleted per statement when pruning: small enough that a probe batch or a settle waits little. */
-const PRUNE_BATCH = 2000
+/**
+ * Rows deleted per statement when pruning. bun:sqlite blocks the event loop while a statement runs:
+ * 2,000 observations took about 80 ms, and every request waited that long; 200 take a few ms.
+ */
+const PRUNE_BATCH = 200
 /** Resources whose old hourly rollups one pruning statement deletes (a few hours each at most, once the backlog is gone). */
-const PRUNE_RESOURCES = 500
+const PRUNE_RESOURCES = 100
+
+/**
+ * Lets the event loop serve what is waiting (requests, answers of other probes) before going on.
+ * `Effect.yieldNow` does not: Effect resumes the fiber in a microtask, which runs before any I/O.
+ * Real time, not the Clock, so a TestClock never holds it.
+ */
+const letIoIn = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
 
 const isPaymentOption = Schema.is(ResourcePaymentOption)
 
@@ -88,6 +99,15 @@ export const discoveredEntry = (
 
 /** Derived from the URL, so two concurrent first validations of one URL write the same row. */
 export const discoveredId = (url: URL) => `discovered-${createHash("sha256").update(url.href).digest("hex").slice(0, 16)}`
+
+/**
+ * Probes that may wait for their batch to commit besides those holding a request slot. A probe
+ * that held its slot until the writer's batch committed (up to 10 ms of gathering plus the batch)
+ * capped a batch at `probes.concurrency` observations: with the default 8, the prober waited on
+ * itself at about 550 probes/s. 64 covers a batch's latency at the writer's capacity; more only
+ * lengthens each turn of the event loop, and every read waits through those (bench:scale).
+ */
+const WAITING_FOR_BATCH = 64
 
 /**
  * A gate letting `n` effects run at once, waking one waiter per free slot. Effect's Semaphore wakes
@@ -169,9 +189,7 @@ const make = Effect.gen(function* () {
   /**
    * Probes each record (completing its claim, if any), logging a store failure (a defect) and
    * answering null for it: a batch goes on without it. At most `probes.concurrency` requests are
-   * in flight, and up to four times as many probes wait for their batch to commit: a probe holding
-   * its request slot until the writer's batch committed (up to GATHER_MS and the batch) capped a
-   * whole batch at `concurrency` observations and the prober at a fraction of its capacity.
+   * in flight, and up to WAITING_FOR_BATCH more probes wait for their batch to commit.
    */
   const probeAll = (items: ReadonlyArray<{ readonly record: ResourceRecord; readonly claim?: ProbeBookkeeping["claim"] }>) =>
     Effect.flatMap(slots(config.probes.concurrency), (request) =>
@@ -182,22 +200,25 @@ const make = Effect.gen(function* () {
             Effect.map((r) => r.outcome),
             Effect.catchAllCause((cause) => Effect.logWarning(`probe of ${record.resource.id} not recorded`, cause).pipe(Effect.as(null)))
           ),
-        { concurrency: config.probes.concurrency * 4 }
+        { concurrency: config.probes.concurrency + WAITING_FOR_BATCH }
       )
     )
 
   /**
-   * Retention, in batches of PRUNE_BATCH rows with a yield between them so a backlog never stalls
-   * the writer: raw observations past `rawRetentionHours`, hourly rollups past `retentionDays`.
+   * Retention, in statements of PRUNE_BATCH rows with the event loop let in between them, so a
+   * backlog never stalls the service: raw observations past `rawRetentionHours`, hourly rollups
+   * past `retentionDays`. Each statement commits durable against a process crash only: a delete a
+   * power cut takes back is made again by the next pass, and an fsync per statement would block
+   * the loop as long as the delete.
    */
-  const prune = Effect.gen(function* () {
+  const prune = durableAgainstProcessCrash(Effect.gen(function* () {
     const nowMs = yield* Clock.currentTimeMillis
     const inBatches = (step: Effect.Effect<number>) =>
       Effect.iterate(
         { total: 0, last: PRUNE_BATCH },
         {
           while: (s) => s.last === PRUNE_BATCH,
-          body: (s) => Effect.map(Effect.zipLeft(step, Effect.yieldNow()), (n) => ({ total: s.total + n, last: n }))
+          body: (s) => Effect.map(Effect.zipLeft(step, letIoIn), (n) => ({ total: s.total + n, last: n }))
         }
       ).pipe(Effect.map((s) => s.total))
     const pruned = yield* inBatches(observations.pruneRaw(nowMs - config.probes.rawRetentionHours * 3_600_000, PRUNE_BATCH))
@@ -206,13 +227,13 @@ const make = Effect.gen(function* () {
       { next: "" as string | null },
       {
         while: (s) => s.next !== null,
-        body: (s) => Effect.zipLeft(observations.pruneRollups(rollupsBefore, s.next!, PRUNE_RESOURCES, PRUNE_BATCH), Effect.yieldNow())
+        body: (s) => Effect.zipLeft(observations.pruneRollups(rollupsBefore, s.next!, PRUNE_RESOURCES, PRUNE_BATCH), letIoIn)
       }
     )
     // Unlisted resources `/v1/validate` created that nobody validated within unlistedRetentionHours go too.
     const prunedUnlisted = yield* resources.pruneUnlisted(nowMs - config.verification.unlistedRetentionHours * 3_600_000)
     return { pruned, prunedUnlisted }
-  })
+  }))
 
   /** A URL the catalog does not list, probed once under its future id; a refused target fails before any traffic. */
   const observeNewUrl = (url: URL, method: HttpMethod) =>
