@@ -262,12 +262,13 @@ const make = Effect.gen(function* () {
     nowMs: number
   ) {
     const judge = (payees: ReadonlyArray<ProviderEvidence>) => payeeDenial(policies, option, payees, policyContext(config, new Date(nowMs)))
-    // The shortlist holds every quarantined resource first and the most promising few, plus one
-    // of each provider when a policy denies providers (the only rule about every provider): if
-    // they pass, every rule that could refuse on the whole set passes too (docs/decisions.md,
-    // Settlement pipeline). A refusal is judged again on the whole set, for its exact reason.
-    const deniesProviders = policies.some(({ policy }) => (policy.denyProviders?.length ?? 0) > 0)
-    if (judge(yield* reader.payeeShortlist(payment.terms.payTo, deniesProviders)) === undefined) return
+    // The shortlist holds a quarantined resource and one of a denied provider when the whole set
+    // has one (the rules about "any" resource), and a few that could pass (the rule about "some"):
+    // if they pass, the whole set passes too (docs/decisions.md, Settlement pipeline). Anything
+    // else is judged again on the whole set: a refusal for its exact reason, and a payee whose
+    // passing resources were not among the few.
+    const deniedProviders = policies.flatMap(({ policy }) => policy.denyProviders ?? [])
+    if (judge(yield* reader.payeeShortlist(payment.terms.payTo, deniedProviders)) === undefined) return
     const refusal = judge((yield* reader.forPayee(payment.terms.payTo)).map(providerEvidenceOf))
     if (refusal) return yield* Effect.fail(refusal)
   })
