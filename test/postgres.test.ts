@@ -7,6 +7,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { Config } from "../src/config.js"
 import { verifyReceipt } from "../src/receipts/receipt.js"
+import { MetricsRepo } from "../src/store/MetricsRepo.js"
 import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
@@ -323,6 +324,31 @@ describe.skipIf(!availability.available)(title, () => {
     // The three hours starting before the cutoff went, the one after it stayed.
     expect(out.left).toEqual([1, 1, 1])
     expect(out.levels).toEqual([2, 2, 2])
+  })
+
+  test("the payee shortlist's parts (a quarantined one, a denied provider's one, the first that could pass) run on Postgres's SQL", async () => {
+    const config = { ...verificationConfig({ trustedOrigins: [fixture.origin] }), database: await cluster.createDatabase("payee_shortlist") }
+    const ids = ["pg-p-a", "pg-p-b", "pg-p-other", "pg-p-quarantined"]
+    const out = await Effect.runPromise(
+      Effect.gen(function* () {
+        yield* (yield* ResourcesRepo).upsertCatalog(
+          ids.map((id) => ({ ...entry(id, fixture.url(`/paid/${id}`)), provider: { id: id === "pg-p-other" ? "other" : "fixture", name: id } }))
+        )
+        const prober = yield* Prober
+        yield* prober.syncSchedule
+        yield* prober.runDue("pg-test", 10)
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`UPDATE resources SET status = 'QUARANTINED', quarantined_by = 'op' WHERE id = 'pg-p-quarantined'`
+        const metrics = yield* MetricsRepo
+        const shortlist = (deniedProviders: ReadonlyArray<string>) =>
+          Effect.map(metrics.payeeShortlist(advertised.payTo, { limit: 1, deniedProviders, observedSince: "2000-01-01T00:00:00.000Z" }), (rows) =>
+            rows.map((r) => `${r.standing.resourceId}/${r.providerId}`).sort()
+          )
+        return { plain: yield* shortlist([]), denied: yield* shortlist(["other"]) }
+      }).pipe(Effect.provide(verificationStack(config)))
+    )
+    expect(out.plain).toEqual(["pg-p-a/fixture", "pg-p-quarantined/fixture"])
+    expect(out.denied).toEqual(["pg-p-a/fixture", "pg-p-other/other", "pg-p-quarantined/fixture"])
   })
 
   test("two instances share the probing: each resource once per interval, none twice; a killed instance's share is taken within one lease", async () => {

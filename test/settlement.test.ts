@@ -232,10 +232,12 @@ describe("settlement pipeline", () => {
       const unkeyed = yield* settle(body(p, { amountUsd: 0.001 }))
       const reusedKey = yield* settle(body(other), "client-key-1")
       const changedRequirements = yield* settle(body(p, { servicePolicy: { maxPricePerRequestUsd: 1 } }))
+      // A check that refuses now (this price limit) does not hide that the payment was submitted.
+      const refusedByPolicyNow = yield* settle(body(p, { servicePolicy: { maxPricePerRequestUsd: 0.0001 } }))
       const journal = yield* rows
       const record = yield* Effect.flatMap(Settlement, (s) => s.get(journal[0]!.id, null))
       const evidenceAfter = yield* Effect.flatMap(EvidenceReader, (r) => r.forResource("alpha.rwa.inspect"))
-      return { first, again, unkeyed, reusedKey, changedRequirements, journal, record, evidenceAfter }
+      return { first, again, unkeyed, reusedKey, changedRequirements, refusedByPolicyNow, journal, record, evidenceAfter }
     }))
     expect(out.first).toEqual(Either.right(expect.objectContaining({ success: true, network: "stellar:testnet" })))
     const answer = Either.getOrThrow(out.first)
@@ -243,6 +245,7 @@ describe("settlement pipeline", () => {
     expect(out.unkeyed).toEqual(Either.right(answer))
     expect(errorOf(out.reusedKey)).toMatchObject({ error: "IDEMPOTENCY_KEY_REUSED" })
     expect(errorOf(out.changedRequirements)).toMatchObject({ error: "PAYMENT_ALREADY_SUBMITTED" })
+    expect(errorOf(out.refusedByPolicyNow)).toMatchObject({ error: "PAYMENT_ALREADY_SUBMITTED" })
     expect(a.calls("/settle")).toBe(1)
     expect(out.journal).toHaveLength(1)
     expect(out.journal[0]).toMatchObject({ state: "settled", backend_id: "a", transaction_hash: answer.transaction })

@@ -87,7 +87,7 @@ describe("store", () => {
     expect(await Effect.runPromise(Effect.provide(program, storeLayer(file)))).toEqual({ relaxed: 1, plain: 2, single: 1, after: 2, rows: 3 })
   })
 
-  test("a payee's shortlist: quarantined first, then the most promising, plus one resource of each provider when asked", async () => {
+  test("a payee's shortlist: a quarantined one, one of a denied provider, and the first few in id order that could pass on current evidence", async () => {
     const payee = "GPAYEEXAMPLE"
     const paying = (id: string, provider: string, payTo = payee) => ({
       ...entry(id, `http://127.0.0.1:9/${id}`, [{ ...advertised, payTo }]),
@@ -103,28 +103,41 @@ describe("store", () => {
         paying("a-u", "a"),
         paying("c-0", "c", "GSOMEONEELSE")
       ])
-      for (let i = 0; i < 20; i++) yield* repo.setStatus(`a-${String(i).padStart(2, "0")}`, "VALIDATING", i % 5)
-      yield* repo.setStatus("a-u", "VALIDATING", 4)
+      const measured = (id: string, validChallenge: boolean, at = "2026-01-01T00:00:00.000Z") =>
+        sql`INSERT INTO resource_metrics (resource_id, availability, payment_interface_success_rate, transaction_success_rate,
+            price_consistency, reliability, observation_count, last_observed_at, valid_challenge_seen, transaction_verified, updated_at)
+          VALUES (${id}, 1, 1, 0, 1, 1, 3, ${at}, ${validChallenge ? 1 : 0}, 0, ${at})`
+      // a-00, a-04, ...: never probed; a-01, ...: no valid challenge; a-02, ...: offline; a-03, ...:
+      // could pass, except a-07, observed before the cut-off.
+      for (let i = 0; i < 20; i++) {
+        const id = `a-${String(i).padStart(2, "0")}`
+        if (i % 4 !== 0) yield* measured(id, i % 4 !== 1, i === 7 ? "2025-12-31T23:59:59.999Z" : undefined)
+        yield* repo.setStatus(id, i % 4 === 2 ? "OFFLINE" : "LIVE", 1)
+      }
+      // Unlisted (no evidence) and another payee's: each could pass, and neither may be read.
+      for (const id of ["b-0", "a-u", "a-q", "c-0"]) yield* measured(id, true)
       yield* sql`UPDATE resources SET listed = 0 WHERE id IN ('a-q', 'a-u')`
       yield* sql`UPDATE resources SET status = 'QUARANTINED', quarantined_by = 'op' WHERE id = 'a-q'`
       const metrics = yield* MetricsRepo
-      const ids = (everyProvider: boolean) =>
-        Effect.map(metrics.payeeShortlist(payee, 5, everyProvider), (list) => list.map((s) => [s.standing.resourceId, s.providerId]))
-      return { everyProvider: yield* ids(true), best: yield* ids(false) }
+      const ids = (payTo: string, denied: ReadonlyArray<string>) =>
+        Effect.map(metrics.payeeShortlist(payTo, { limit: 3, deniedProviders: denied, observedSince: "2026-01-01T00:00:00.000Z" }), (list) => list.map((s) => `${s.standing.resourceId}/${s.providerId}`).sort())
+      return {
+        plain: yield* ids(payee, []),
+        deniedB: yield* ids(payee, ["b", "nobody"]),
+        deniedNobody: yield* ids(payee, ["nobody"]),
+        other: yield* ids("GSOMEONEELSE", ["c"]),
+        unknown: yield* ids("GNOBODY", ["a"])
+      }
     })
-    // The unlisted a-u and c-0 (another payee) are no evidence; the quarantined a-q leads the best
-    // five, then the level-4 ones (a-04 ... a-19); a-00 and b-0 come as their providers' first
-    // when every provider is asked for.
-    const best = [
-      ["a-04", "a"],
-      ["a-09", "a"],
-      ["a-14", "a"],
-      ["a-19", "a"],
-      ["a-q", "a"]
-    ]
+    // The quarantined a-q is evidence though unlisted; b-0, the only resource of provider b, is the
+    // last in id order and comes only when b is denied.
+    const first = ["a-03/a", "a-11/a", "a-15/a", "a-q/a"]
     expect(await Effect.runPromise(Effect.provide(program, storeLayer(":memory:")))).toEqual({
-      everyProvider: [["a-00", "a"], ...best, ["b-0", "b"]],
-      best
+      plain: first,
+      deniedB: [...first, "b-0/b"],
+      deniedNobody: first,
+      other: ["c-0/c"],
+      unknown: []
     })
   })
 })

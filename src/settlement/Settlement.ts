@@ -18,7 +18,7 @@ import {
 import { type EconomicEvent, type ProviderEvidence, providerEvidenceOf } from "../domain/evidence.js"
 import { Lifecycle } from "../lifecycle/Lifecycle.js"
 import type { AgentPolicy } from "../domain/policy.js"
-import { type Completion, type FoundEntry, type JournalEntry, mayReserveAgain, type SettlementTransition } from "../domain/settlements.js"
+import { type Completion, type FoundEntry, type JournalEntry, mayReserveAgain, type Reservation, type SettlementTransition } from "../domain/settlements.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
 import { type SettleRequest, SettleResponse, type SettlementRecord } from "../domain/x402.js"
 import { canonicalize } from "../encoding/canonicalJson.js"
@@ -241,9 +241,17 @@ const make = Effect.gen(function* () {
     return { terms, transfer, authorization, paymentId, requestHash, principal: input.principal ?? transfer.from } satisfies Payment
   })
 
-  /** Step 2: a repeat of a journaled request gets its stored answer (or 409), whatever else changed since. */
-  const findRepeat = Effect.fn("Settlement.findRepeat")(function* (payment: Payment, idempotencyKey: string | undefined) {
-    return yield* journal.find({ principal: payment.principal, idempotencyKey, paymentId: payment.paymentId })
+  /**
+   * Step 2, when a check refuses: a repeat of a journaled request gets its stored answer (or 409),
+   * whatever the checks say now; anything else gets the refusal. (A request the checks pass is
+   * looked up in the reservation's transaction, which answers a repeat the same way.)
+   */
+  const repeatOr = Effect.fn("Settlement.findRepeat")(function* <E>(payment: Payment, idempotencyKey: string | undefined, refusal: E) {
+    const earlier = yield* journal.find({ principal: payment.principal, idempotencyKey, paymentId: payment.paymentId })
+    if (Option.isSome(earlier) && !mayReserveAgain(earlier.value, payment.requestHash)) {
+      return { _tag: "Existing", ...earlier.value } satisfies Reservation<never>
+    }
+    return yield* Effect.fail(refusal)
   })
 
   /** Step 3: the buyer policies on the worst case of what would actually be paid. */
@@ -262,12 +270,13 @@ const make = Effect.gen(function* () {
     nowMs: number
   ) {
     const judge = (payees: ReadonlyArray<ProviderEvidence>) => payeeDenial(policies, option, payees, policyContext(config, new Date(nowMs)))
-    // The shortlist holds every quarantined resource first and the most promising few, plus one
-    // of each provider when a policy denies providers (the only rule about every provider): if
-    // they pass, every rule that could refuse on the whole set passes too (docs/decisions.md,
-    // Settlement pipeline). A refusal is judged again on the whole set, for its exact reason.
-    const deniesProviders = policies.some(({ policy }) => (policy.denyProviders?.length ?? 0) > 0)
-    if (judge(yield* reader.payeeShortlist(payment.terms.payTo, deniesProviders)) === undefined) return
+    // The shortlist holds a quarantined resource and one of a denied provider when the whole set
+    // has one (the rules about "any" resource), and a few that could pass (the rule about "some"):
+    // if they pass, the whole set passes too (docs/decisions.md, Settlement pipeline). Anything
+    // else is judged again on the whole set: a refusal for its exact reason, and a payee whose
+    // passing resources were not among the few.
+    const deniedProviders = policies.flatMap(({ policy }) => policy.denyProviders ?? [])
+    if (judge(yield* reader.payeeShortlist(payment.terms.payTo, deniedProviders)) === undefined) return
     const refusal = judge((yield* reader.forPayee(payment.terms.payTo)).map(providerEvidenceOf))
     if (refusal) return yield* Effect.fail(refusal)
   })
@@ -364,26 +373,31 @@ const make = Effect.gen(function* () {
     return yield* lifecycle.forkTracked(run).pipe(Effect.flatMap(Fiber.join), Effect.flatten)
   })
 
-  /**
-   * The settle pipeline, failing closed at each step, in the order of the README's list. The
-   * payment is identified by its decoded transaction, so a repeat is recognised in any wrapper and
-   * answered before any other step, whatever the backends' health, the budgets or the evidence are
-   * now; it never reserves budget twice. The exception is an entry released because it never
-   * reached a backend: a retry of that payment goes through the whole pipeline again.
-   */
-  const settle = Effect.fn("Settlement.settle")(function* (input: SettleInput) {
-    const payment = yield* readPayment(input)
-    const earlier = yield* findRepeat(payment, input.idempotencyKey)
-    if (Option.isSome(earlier) && !mayReserveAgain(earlier.value, payment.requestHash)) {
-      return yield* replay(earlier.value, payment.requestHash, payment.principal)
-    }
+  /** Steps 3 to 6: every check, then the reservation; the checks write nothing. */
+  const checkAndReserve = Effect.fnUntraced(function* (payment: Payment, input: SettleInput) {
     yield* pool.checkKind(payment.terms.network, payment.terms.scheme)
     const nowMs = yield* Clock.currentTimeMillis
     const policies = buyerPolicies(payment.terms.policy, input.principal)
     const option = yield* checkPolicies(payment, policies, nowMs)
     yield* checkPayee(payment, policies, option, nowMs)
     yield* checkTransfer(payment)
-    const reservation = yield* reserve(payment, input.idempotencyKey, nowMs)
+    return yield* reserve(payment, input.idempotencyKey, nowMs)
+  })
+
+  /**
+   * The settle pipeline, failing closed at each step, in the order of the README's list. The
+   * payment is identified by its decoded transaction, so a repeat is recognised in any wrapper and
+   * gets its stored answer whatever the backends' health, the budgets or the evidence are now; it
+   * never reserves budget twice. The journal is read for it once: in the reservation's transaction
+   * when every check passes, else before a check's refusal is answered (a first request reads it
+   * once, not twice). The exception is an entry released because it never reached a backend: a
+   * retry of that payment goes through the whole pipeline again.
+   */
+  const settle = Effect.fn("Settlement.settle")(function* (input: SettleInput) {
+    const payment = yield* readPayment(input)
+    const reservation = yield* checkAndReserve(payment, input).pipe(
+      Effect.catchAll((refusal) => repeatOr(payment, input.idempotencyKey, refusal))
+    )
     switch (reservation._tag) {
       case "Existing":
         return yield* replay(reservation, payment.requestHash, payment.principal)

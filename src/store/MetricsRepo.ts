@@ -74,36 +74,58 @@ const toStanding = (row: typeof StandingRow.Type): StoredStanding => ({
     row.quarantined_by === null ? null : { actor: row.quarantined_by, reason: row.quarantine_reason ?? "", at: row.quarantined_at ?? "" }
 })
 
+/** What a payee shortlist reads besides the payee (see payeeShortlist). */
+export interface PayeeShortlistQuery {
+  readonly limit: number
+  readonly deniedProviders: ReadonlyArray<string>
+  readonly observedSince: string
+}
+
 /**
- * Some of the resources that are evidence about a payee (the listed ones paying it and any an
- * operator quarantined), with their provider and standing, in one query: the `limit` most
- * promising (quarantined first, then by level and reliability) and, when `everyProvider`, one of
- * each provider. Enough to show a payee may be paid without loading every resource that pays it
- * (see Settlement.checkPayee); indexed by payee.
+ * A few of the resources that are evidence about a payee (the listed ones paying it and any an
+ * operator quarantined), with their provider and standing, in one query whose cost does not grow
+ * with how many resources pay it (see Settlement.checkPayee):
+ * - one quarantined resource, if any is: read from the quarantined side (a partial index;
+ *   quarantine is rare), each checked with one seek in the payee's options;
+ * - one resource of a provider in `deniedProviders`, if any pays the payee (only when some
+ *   policy denies providers): the payee's resources are walked until one is found;
+ * - the first `limit` that could pass a policy, in id order: not offline or quarantined, a valid
+ *   challenge seen, observed since `observedSince` (ISO 8601, as stored). Which ones is only a
+ *   heuristic: a payee whose passing resources are all beyond them is judged on the whole set.
  */
-const payeeShortlist = (sql: SqlClient.SqlClient, payTo: string, limit: number, everyProvider: boolean) => {
-  const evidence = (r: string) => sql.literal(`(${r}.listed = 1 OR ${r}.quarantined_by IS NOT NULL) AND ${r}.id IN`)
-  const paying = sql`(SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`
-  // A UNION of the two id lists rather than a CTE they share: SQLite evaluates such a CTE once
-  // per use, which made this query several times slower than the two lists it joins.
-  const perProvider = everyProvider
-    ? sql`UNION SELECT MIN(p.id) FROM resources p WHERE ${evidence("p")} ${paying} GROUP BY p.provider_id`
-    : sql``
+const payeeShortlist = (
+  sql: SqlClient.SqlClient,
+  payTo: string,
+  { limit, deniedProviders, observedSince }: PayeeShortlistQuery
+) => {
+  const evidence = (r: string) => sql.literal(`(${r}.listed = 1 OR ${r}.quarantined_by IS NOT NULL)`)
+  const paying = (r: string) => sql`${sql.literal(r)}.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`
+  // Each part is a subquery of its own, so each LIMIT binds that part rather than the UNION.
+  const quarantined = sql`SELECT id FROM (
+      SELECT q.id FROM resources q
+      WHERE q.status = 'QUARANTINED' AND ${evidence("q")}
+        AND EXISTS (SELECT 1 FROM payment_options qo WHERE qo.pay_to = ${payTo} AND qo.resource_id = q.id)
+      LIMIT 1) quarantined`
+  const denied = deniedProviders.length === 0
+    ? sql``
+    : sql`UNION SELECT id FROM (
+        SELECT d.id FROM resources d WHERE ${evidence("d")} AND ${sql.in("d.provider_id", deniedProviders)} AND ${paying("d")}
+        LIMIT 1) denied`
   return sql`
     SELECT r.provider_id, r.id, r.status, r.verification_level, r.quarantined_by, r.quarantine_reason, r.quarantined_at,
       ${sql.literal(metricColumns)}
     FROM resources r LEFT JOIN resource_metrics m ON m.resource_id = r.id
     WHERE r.id IN (
-      SELECT id FROM (
-        SELECT b.id FROM resources b LEFT JOIN resource_metrics bm ON bm.resource_id = b.id
-        WHERE ${evidence("b")} ${paying}
-        ORDER BY CASE WHEN b.status = 'QUARANTINED' THEN 0 ELSE 1 END, b.verification_level DESC,
-          COALESCE(bm.reliability, 0) DESC, b.id
-        LIMIT ${limit}
-      ) best
-      ${perProvider}
-    )
-    ORDER BY r.id`.pipe(
+      ${quarantined}
+      ${denied}
+      UNION SELECT id FROM (
+        SELECT c.id FROM payment_options co
+          JOIN resources c ON c.id = co.resource_id
+          JOIN resource_metrics cm ON cm.resource_id = c.id
+        WHERE co.pay_to = ${payTo} AND ${evidence("c")} AND c.status NOT IN ('OFFLINE', 'QUARANTINED')
+          AND cm.valid_challenge_seen = 1 AND cm.last_observed_at >= ${observedSince}
+        LIMIT ${limit}) passing
+    )`.pipe(
     Effect.flatMap(decodeShortlist),
     Effect.map((rows) => rows.map((row) => ({ providerId: row.provider_id, standing: toStanding(row) })))
   )
@@ -165,7 +187,7 @@ const make = Effect.gen(function* () {
             Effect.map((rows) => new Map(rows.map((r) => [r.resource_id, r.window_state] as const)))
           ),
 
-    payeeShortlist: (payTo: string, limit: number, everyProvider: boolean) => payeeShortlist(sql, payTo, limit, everyProvider),
+    payeeShortlist: (payTo: string, query: PayeeShortlistQuery) => payeeShortlist(sql, payTo, query),
 
     /** Status, level and metrics of many resources in one query; unknown ids are absent. */
     standings: (resourceIds: ReadonlyArray<string>) =>

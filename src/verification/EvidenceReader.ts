@@ -30,11 +30,11 @@ export interface EvidenceReaderShape {
   /** Every listed resource whose payment options pay `payTo`, with its evidence; empty when none does. */
   readonly forPayee: (payTo: string) => Effect.Effect<ReadonlyArray<PayeeEvidence>>
   /**
-   * Some of `forPayee`'s resources, by provider and evidence only: the most promising few, every
-   * quarantined one first, and, when `everyProvider`, one of each provider. A payee check that
-   * allows on them allows on all (Settlement.checkPayee).
+   * A few of `forPayee`'s resources, by provider and evidence only: a quarantined one if any is,
+   * one of a provider in `deniedProviders` if any pays the payee, and the first few that could pass
+   * a policy. A payee check that allows on them allows on all (Settlement.checkPayee).
    */
-  readonly payeeShortlist: (payTo: string, everyProvider: boolean) => Effect.Effect<ReadonlyArray<ProviderEvidence>>
+  readonly payeeShortlist: (payTo: string, deniedProviders: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ProviderEvidence>>
   /** The newest payments about a resource (named by it, or paying one of its payees), newest first. */
   readonly payments: (record: ResourceRecord) => Effect.Effect<ReadonlyArray<EconomicEvidence>>
 }
@@ -56,8 +56,8 @@ const CAPABILITIES_HELD = 10_000
 
 /** Payments shown with a resource. */
 const PAYMENTS_SHOWN = 20
-/** Resources a payee shortlist ranks (plus one per provider). */
-const SHORTLIST = 16
+/** Resources a payee shortlist reads that could pass a policy (plus a quarantined one and a denied provider's). */
+const SHORTLIST = 4
 
 /**
  * The read side of verification: what policy, routing, settlement and receipts know of a resource.
@@ -137,9 +137,14 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
         forPayee: Effect.fn("EvidenceReader.forPayee")(function* (payTo: string) {
           return yield* withEvidence(yield* resources.byPayTo(payTo))
         }),
-        payeeShortlist: Effect.fn("EvidenceReader.payeeShortlist")(function* (payTo: string, everyProvider: boolean) {
+        payeeShortlist: Effect.fn("EvidenceReader.payeeShortlist")(function* (payTo: string, deniedProviders: ReadonlyArray<string>) {
           const nowMs = yield* Clock.currentTimeMillis
-          const found = yield* metrics.payeeShortlist(payTo, SHORTLIST, everyProvider)
+          const found = yield* metrics.payeeShortlist(payTo, {
+            limit: SHORTLIST,
+            deniedProviders,
+            // Older evidence fails every policy: a policy's age limit may only tighten the configured one.
+            observedSince: new Date(nowMs - config.verification.maxEvidenceAgeSeconds * 1000).toISOString()
+          })
           return found.map(({ providerId, standing }) => ({ providerId, evidence: toEvidence(standing, nowMs) }))
         }),
         payments: (record: ResourceRecord) =>

@@ -12,10 +12,11 @@ import rateLimits from "./0010_rate_limits.js"
 import catalogLoad from "./0011_catalog_load.js"
 import searchTerms from "./0012_search_terms.js"
 import rollupsByResource from "./0014_rollups_by_resource.js"
+import payeeEvidence from "./0015_payee_evidence.js"
 
 /**
  * Migrations are imported, not globbed from disk, so the compiled single binary carries them.
- * Numbers are reserved per capability: 0002 verification, 0003 settlement, 0004 receipts, 0005 evidence states and listing (issue 13), 0006 catalog ingestion and 0007 curation (issue 14), 0008 catalog reads: search index and catalog fingerprints, 0009 probing at scale (issue 15), 0010 rate limits (issue 18), 0011 the key of the last catalog load, 0012 search terms by field and 0014 rollups pruned by resource (issue 15); later issues take the next free number.
+ * Numbers are reserved per capability: 0002 verification, 0003 settlement, 0004 receipts, 0005 evidence states and listing (issue 13), 0006 catalog ingestion and 0007 curation (issue 14), 0008 catalog reads: search index and catalog fingerprints, 0009 probing at scale (issue 15), 0010 rate limits (issue 18), 0011 the key of the last catalog load, 0012 search terms by field, 0014 rollups pruned by resource and 0015 payee evidence indexes (issue 15); later issues take the next free number.
  */
 const all = {
   "0001_catalog": catalog,
@@ -30,7 +31,8 @@ const all = {
   "0010_rate_limits": rateLimits,
   "0011_catalog_load": catalogLoad,
   "0012_search_terms": searchTerms,
-  "0014_rollups_by_resource": rollupsByResource
+  "0014_rollups_by_resource": rollupsByResource,
+  "0015_payee_evidence": payeeEvidence
 }
 
 export const migrations = Migrator.fromRecord(all)
