@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { type Cause, Clock, Context, Effect, Either, Fiber, Layer, Option, Schema } from "effect"
+import { type Cause, Clock, Context, Data, Effect, Either, Fiber, Layer, Option, Schema } from "effect"
 import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
 import {
@@ -207,6 +207,9 @@ const toRecord = (entry: JournalEntry, decimals: number, history: ReadonlyArray<
   history: history.map((t) => ({ from: t.from, to: t.to, reason: t.reason, at: new Date(t.atMs).toISOString() }))
 })
 
+/** The payee's shortlist did not show a pass: the whole set decides, outside the reservation's transaction. */
+class PayeeUndecided extends Data.TaggedError("PayeeUndecided") {}
+
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
   const journal = yield* SettlementJournal
@@ -262,22 +265,34 @@ const make = Effect.gen(function* () {
     return option
   })
 
-  /** Step 4: the payee's listed resources and their evidence. */
-  const checkPayee = Effect.fn("Settlement.checkPayee")(function* (
+  /**
+   * Step 4: the payee's listed resources and their evidence, in two parts. The shortlist holds a
+   * quarantined resource and one of a denied provider when the whole set has one (the rules about
+   * "any" resource), and a few that could pass (the rule about "some"): if they pass, the whole set
+   * passes too (docs/decisions.md, Settlement pipeline). `payeeShortlistPasses` answers whether
+   * they do; `checkWholePayee` judges the whole set, for a refusal's exact reason or a payee whose
+   * passing resources were not among the few.
+   */
+  const payeeJudge = (policies: ReadonlyArray<NamedPolicy>, option: ReturnType<typeof paymentOption>, nowMs: number) =>
+    (payees: ReadonlyArray<ProviderEvidence>) => payeeDenial(policies, option, payees, policyContext(config, new Date(nowMs)))
+
+  const payeeShortlistPasses = Effect.fn("Settlement.checkPayee")(function* (
     payment: Payment,
     policies: ReadonlyArray<NamedPolicy>,
     option: ReturnType<typeof paymentOption>,
     nowMs: number
   ) {
-    const judge = (payees: ReadonlyArray<ProviderEvidence>) => payeeDenial(policies, option, payees, policyContext(config, new Date(nowMs)))
-    // The shortlist holds a quarantined resource and one of a denied provider when the whole set
-    // has one (the rules about "any" resource), and a few that could pass (the rule about "some"):
-    // if they pass, the whole set passes too (docs/decisions.md, Settlement pipeline). Anything
-    // else is judged again on the whole set: a refusal for its exact reason, and a payee whose
-    // passing resources were not among the few.
     const deniedProviders = policies.flatMap(({ policy }) => policy.denyProviders ?? [])
-    if (judge(yield* reader.payeeShortlist(payment.terms.payTo, deniedProviders)) === undefined) return
-    const refusal = judge((yield* reader.forPayee(payment.terms.payTo)).map(providerEvidenceOf))
+    return payeeJudge(policies, option, nowMs)(yield* reader.payeeShortlist(payment.terms.payTo, deniedProviders)) === undefined
+  })
+
+  const checkWholePayee = Effect.fn("Settlement.checkWholePayee")(function* (
+    payment: Payment,
+    policies: ReadonlyArray<NamedPolicy>,
+    option: ReturnType<typeof paymentOption>,
+    nowMs: number
+  ) {
+    const refusal = payeeJudge(policies, option, nowMs)((yield* reader.forPayee(payment.terms.payTo)).map(providerEvidenceOf))
     if (refusal) return yield* Effect.fail(refusal)
   })
 
@@ -288,7 +303,12 @@ const make = Effect.gen(function* () {
   })
 
   /** Step 6: idempotency again (for repeats that raced), spend window, fee budget and the `pending` entry, in one transaction. */
-  const reserve = Effect.fn("Settlement.reserve")(function* (payment: Payment, idempotencyKey: string | undefined, nowMs: number) {
+  const reserve = Effect.fn("Settlement.reserve")(function* <E>(
+    payment: Payment,
+    idempotencyKey: string | undefined,
+    nowMs: number,
+    checks: Effect.Effect<void, E>
+  ) {
     const worst = worstCaseUnits(payment.terms, payment.transfer)
     const entry = {
       id: randomUUID(),
@@ -307,7 +327,7 @@ const make = Effect.gen(function* () {
       authorization: payment.authorization
     }
     const sinceMs = nowMs - config.budgets.windowSeconds * 1000
-    return yield* journal.reserve(entry, sinceMs, nowMs, (usage) => judgeBudgets(usage, entry, config.budgets, decimals, nowMs))
+    return yield* journal.reserve(entry, sinceMs, nowMs, (usage) => judgeBudgets(usage, entry, config.budgets, decimals, nowMs), checks)
   })
 
   /**
@@ -373,15 +393,31 @@ const make = Effect.gen(function* () {
     return yield* lifecycle.forkTracked(run).pipe(Effect.flatMap(Fiber.join), Effect.flatten)
   })
 
-  /** Steps 3 to 6: every check, then the reservation; the checks write nothing. */
+  /**
+   * Steps 3 to 6: every check, then the reservation; the checks write nothing. The payee's
+   * shortlist is read and judged inside the reservation's transaction: on SQLite that runs on the
+   * writer, whose pages are current, where the reader's cache is emptied by every commit (about
+   * 0.25 ms a settle). When the shortlist does not show a pass, the transaction is given up before
+   * the whole set is read, outside it (it can be a thousand resources, too long to hold the writer),
+   * and the reservation made after that whole-set judgement passed.
+   */
   const checkAndReserve = Effect.fnUntraced(function* (payment: Payment, input: SettleInput) {
     yield* pool.checkKind(payment.terms.network, payment.terms.scheme)
     const nowMs = yield* Clock.currentTimeMillis
     const policies = buyerPolicies(payment.terms.policy, input.principal)
     const option = yield* checkPolicies(payment, policies, nowMs)
-    yield* checkPayee(payment, policies, option, nowMs)
-    yield* checkTransfer(payment)
-    return yield* reserve(payment, input.idempotencyKey, nowMs)
+    const shortlisted = Effect.gen(function* () {
+      if (!(yield* payeeShortlistPasses(payment, policies, option, nowMs))) return yield* new PayeeUndecided()
+      yield* checkTransfer(payment)
+    })
+    return yield* reserve(payment, input.idempotencyKey, nowMs, shortlisted).pipe(
+      Effect.catchTag("PayeeUndecided", () =>
+        Effect.zipRight(
+          Effect.zipRight(checkWholePayee(payment, policies, option, nowMs), checkTransfer(payment)),
+          reserve(payment, input.idempotencyKey, nowMs, Effect.void)
+        )
+      )
+    )
   })
 
   /**

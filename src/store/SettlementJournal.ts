@@ -13,7 +13,7 @@ import type {
 } from "../domain/settlements.js"
 import { mayReserveAgain } from "../domain/settlements.js"
 import { SettlementState } from "../domain/x402.js"
-import { decodeRows, repository, SqlBigInt, SqlNumber } from "./repository.js"
+import { atBoundary, decodeRows, repository, SqlBigInt, SqlNumber } from "./repository.js"
 import { sortableId } from "./sortableId.js"
 
 /**
@@ -158,12 +158,19 @@ const make = Effect.gen(function* () {
     )
 
   /**
-   * Idempotency lookup, budget checks and the `pending` insert in one transaction that first takes
-   * the budget lock row: concurrent reservations (other fibers, other connections, other
-   * processes on the same database) run one after another, so the sums `judge` sees are never
-   * stale and the budgets cannot be overspent.
+   * Idempotency lookup, `checks`, budget checks and the `pending` insert in one transaction that
+   * first takes the budget lock row: concurrent reservations (other fibers, other connections,
+   * other processes on the same database) run one after another, so the sums `judge` sees are
+   * never stale and the budgets cannot be overspent. `checks` run after a repeat was answered and
+   * before the budgets; a failure rolls the transaction back.
    */
-  const reserve = (entry: NewEntry, sinceMs: number, nowMs: number, judge: (usage: WindowUsage) => BudgetRefusal | undefined) =>
+  const reserve = <E, R>(
+    entry: NewEntry,
+    sinceMs: number,
+    nowMs: number,
+    judge: (usage: WindowUsage) => BudgetRefusal | undefined,
+    checks: Effect.Effect<void, E, R>
+  ) =>
     sql.withTransaction(
       Effect.gen(function* () {
         yield* sql`UPDATE settlement_budget_lock SET version = version + 1 WHERE id = 1`
@@ -171,6 +178,7 @@ const make = Effect.gen(function* () {
         if (Option.isSome(existing) && !mayReserveAgain(existing.value, entry.requestHash)) {
           return { _tag: "Existing", ...existing.value } satisfies Reservation<BudgetRefusal>
         }
+        yield* checks
         const refusal = judge(yield* usageSince(entry.principal, sinceMs))
         if (refusal !== undefined) return { _tag: "Refused", error: refusal } satisfies Reservation<BudgetRefusal>
 
@@ -201,9 +209,8 @@ const make = Effect.gen(function* () {
       })
     )
 
-  return repository("SettlementJournal", {
+  const methods = repository("SettlementJournal", {
     find,
-    reserve,
     /**
      * Records how a settlement ended. An entry that crash recovery (of this or another instance
      * sharing the database) marked indeterminate while it was in flight still takes its real
@@ -305,6 +312,16 @@ const make = Effect.gen(function* () {
         return rows.map((r) => r.id)
       }).pipe(sql.withTransaction)
   })
+  return {
+    ...methods,
+    reserve: <E, R>(
+      entry: NewEntry,
+      sinceMs: number,
+      nowMs: number,
+      judge: (usage: WindowUsage) => BudgetRefusal | undefined,
+      checks: Effect.Effect<void, E, R>
+    ) => atBoundary("SettlementJournal.reserve", reserve(entry, sinceMs, nowMs, judge, checks))
+  }
 })
 
 /** The durable settlement journal and the budget reservations it carries. */

@@ -23,12 +23,12 @@ export type Repository<Methods> = {
  */
 export const repository = <Methods extends Record<string, Method>>(name: string, methods: Methods): Repository<Methods> =>
   Object.fromEntries(
-    Object.entries(methods).map(([key, method]) => [
-      key,
-      (...args: ReadonlyArray<unknown>) =>
-        method(...args).pipe(Effect.catchIf(isStoreFailure, Effect.die), Effect.withSpan(`${name}.${key}`))
-    ])
+    Object.entries(methods).map(([key, method]) => [key, (...args: ReadonlyArray<unknown>) => atBoundary(`${name}.${key}`, method(...args))])
   ) as Repository<Methods>
+
+/** The boundary rule of `repository` for one call: for a generic method, whose type parameters its mapped type would lose. */
+export const atBoundary = <A, E, R>(span: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, StoreFailure>, R> =>
+  effect.pipe(Effect.catchIf(isStoreFailure, Effect.die), Effect.withSpan(span)) as Effect.Effect<A, Exclude<E, StoreFailure>, R>
 
 /** Runs an effect in one transaction of `sql`; a store failure there is a defect, as in every repository. */
 export const transactional =
