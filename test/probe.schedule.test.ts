@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Clock, Duration, Effect, Exit, Layer, Option, Queue, Ref, Scope, TestClock, TestContext } from "effect"
+import { SqlClient } from "@effect/sql"
+import { Clock, Duration, Effect, Exit, Layer, ManagedRuntime, Option, Queue, Ref, Scope, TestClock, TestContext } from "effect"
 import { AppConfig } from "../src/config.js"
 import { ObservationsRepo, observationCursor } from "../src/store/ObservationsRepo.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
@@ -246,5 +247,33 @@ describe("metric windows and confidence over time (TestClock, real store)", () =
     expect(out.batches.reduce((sum, b) => sum + b.deleted, 0)).toBe(25)
     expect(out.left).toEqual(Array.from({ length: 5 }, () => [0, HOUR, 2 * HOUR]))
     expect(out.afterCycle.map((rows) => rows.length)).toEqual([0, 0, 0, 0, 0])
+  })
+})
+
+describe("schedule sync (real store)", () => {
+  test("walked page by page, the schedule ends with exactly the probe targets: new ones due at once, stale rows gone in every page", async () => {
+    const runtime = ManagedRuntime.make(verificationStack(verificationConfig({ trustedOrigins: [fixture.origin] })))
+    const out = await runtime.runPromise(
+      Effect.gen(function* () {
+        const ids = Array.from({ length: 2_500 }, (_, i) => `t${String(i).padStart(5, "0")}`)
+        // Resources that stop being probe targets: before the first, inside the first and second pages, after the last.
+        const stale = ["a-before", "t00500x", "t01700x", "zz-after"]
+        yield* (yield* ResourcesRepo).upsertCatalog([...ids, ...stale].map((id) => entry(id, fixture.url(`/paid/${id}`))))
+        const prober = yield* Prober
+        const first = yield* prober.syncSchedule
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`UPDATE resources SET listed = 0, listing_hold = NULL, source = 'validate' WHERE ${sql.in("id", stale)}`
+        const second = yield* prober.syncSchedule
+        const third = yield* prober.syncSchedule
+        const rows = yield* sql<{ resource_id: string; due_ms: number }>`SELECT resource_id, due_ms FROM probe_schedule ORDER BY resource_id`
+        return { ids, first, second, third, rows, nowMs: yield* Clock.currentTimeMillis }
+      })
+    )
+    await runtime.dispose()
+    expect(out.first).toEqual({ added: 2_504, removed: 0 })
+    expect(out.second).toEqual({ added: 0, removed: 4 })
+    expect(out.third).toEqual({ added: 0, removed: 0 })
+    expect(out.rows.map((r) => r.resource_id)).toEqual(out.ids)
+    expect(out.rows.every((r) => Number(r.due_ms) <= out.nowMs)).toBe(true)
   })
 })

@@ -17,13 +17,15 @@ const make = Effect.gen(function* () {
 
   return repository("ProbeScheduleRepo", {
     /**
-     * Gives every resource in `targetIds` a due time (a new one is due at once) and drops schedule
-     * rows of resources that are no longer probe targets.
+     * Over the ids after `afterId` up to `upTo` (to the end when null): gives every resource in
+     * `targetIds` (the probe targets of that range) a due time, a new one due at once, and drops
+     * the range's schedule rows of resources that are no longer probe targets.
      */
-    sync: (targetIds: ReadonlyArray<string>, nowMs: number) =>
+    sync: (targetIds: ReadonlyArray<string>, nowMs: number, afterId: string, upTo: string | null) =>
       Effect.gen(function* () {
+        const range = upTo === null ? sql`resource_id > ${afterId}` : sql`resource_id > ${afterId} AND resource_id <= ${upTo}`
         const known = new Set(
-          (yield* sql<{ resource_id: string }>`SELECT resource_id FROM probe_schedule`).map((r) => r.resource_id)
+          (yield* sql<{ resource_id: string }>`SELECT resource_id FROM probe_schedule WHERE ${range}`).map((r) => r.resource_id)
         )
         const targets = new Set(targetIds)
         const fresh = targetIds.filter((id) => !known.has(id))

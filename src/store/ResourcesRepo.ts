@@ -554,9 +554,9 @@ const make = Effect.gen(function* () {
     get: (id: string) => load(sql`r.id = ${id}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     /** The records of `ids` that exist, by id. */
     getMany: (ids: ReadonlyArray<string>) => (ids.length === 0 ? Effect.succeed([]) : load(sql.in("r.id", ids))),
-    /** The ids of what the probe schedule visits (see probeTargets), without loading the records. */
-    probeTargetIds: () =>
-      sql<{ id: string }>`SELECT r.id FROM resources r WHERE ${probeTargetRule} ORDER BY r.id`.pipe(
+    /** The ids of what the probe schedule visits (see probeTargets) after `afterId`, at most `limit`, by id, without loading the records. */
+    probeTargetIds: (afterId: string, limit: number) =>
+      sql<{ id: string }>`SELECT r.id FROM resources r WHERE ${probeTargetRule} AND r.id > ${afterId} ORDER BY r.id LIMIT ${limit}`.pipe(
         Effect.map((rows) => rows.map((r) => r.id))
       ),
     findByUrl: (url: string) => load(sql`r.url = ${url}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),

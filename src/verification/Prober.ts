@@ -41,6 +41,8 @@ export interface CycleReport {
  * 2,000 observations took about 80 ms, and every request waited that long; 200 take a few ms.
  */
 const PRUNE_BATCH = 200
+/** Probe targets the schedule's sync compares with its rows at a time. */
+const SYNC_PAGE = 1000
 /** Resources whose old hourly rollups one pruning statement deletes (a few hours each at most, once the backlog is gone). */
 const PRUNE_RESOURCES = 100
 
@@ -302,12 +304,24 @@ const make = Effect.gen(function* () {
     prune,
 
     /**
-     * Gives every probe target a due time (a new one is due at once) and forgets
-     * resources that stopped being targets; the scheduler runs it at start and once per interval.
+     * Gives every probe target a due time (a new one is due at once) and forgets resources that
+     * stopped being targets; the scheduler runs it at start and once per interval. It walks the
+     * ids SYNC_PAGE at a time with the event loop let in between: the whole catalog at once held
+     * every request for about 0.2 s at 100,000 resources.
      */
     syncSchedule: Effect.gen(function* () {
       const nowMs = yield* Clock.currentTimeMillis
-      return yield* schedule.sync(yield* resources.probeTargetIds(), nowMs)
+      const total = { added: 0, removed: 0 }
+      for (let afterId: string | null = ""; afterId !== null; ) {
+        const ids: ReadonlyArray<string> = yield* resources.probeTargetIds(afterId, SYNC_PAGE)
+        const upTo = ids.length === SYNC_PAGE ? ids[ids.length - 1]! : null
+        const page = yield* schedule.sync(ids, nowMs, afterId, upTo)
+        total.added += page.added
+        total.removed += page.removed
+        afterId = upTo
+        if (afterId !== null) yield* letIoIn
+      }
+      return total
     }),
 
     /**
