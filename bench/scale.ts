@@ -212,7 +212,7 @@ await runtime.runPromise(
       yield* Effect.forEach(
         records,
         (record) => recorder.recordObservation(record, observation(Date.now(), { resourceId: record.resource.id, url: record.resource.url }), { listing: true }),
-        // As many waiting for their batch as the prober has (4 x concurrency).
+        // Enough waiting to fill the writer's batches (256): the store's best rate, so the bound it gives is generous.
         { concurrency: CONCURRENCY * 4, discard: true }
       )
       stored += chunk.length

@@ -162,7 +162,8 @@ const make = Effect.gen(function* () {
    * first takes the budget lock row: concurrent reservations (other fibers, other connections,
    * other processes on the same database) run one after another, so the sums `judge` sees are
    * never stale and the budgets cannot be overspent. `checks` run after a repeat was answered and
-   * before the budgets; a failure rolls the transaction back.
+   * before the budgets; a failure rolls the transaction back. Generic in what `checks` fail with,
+   * so it is wrapped with `atBoundary` itself rather than listed in `repository` below.
    */
   const reserve = <E, R>(
     entry: NewEntry,
@@ -171,7 +172,7 @@ const make = Effect.gen(function* () {
     judge: (usage: WindowUsage) => BudgetRefusal | undefined,
     checks: Effect.Effect<void, E, R>
   ) =>
-    sql.withTransaction(
+    atBoundary("SettlementJournal.reserve", sql.withTransaction(
       Effect.gen(function* () {
         yield* sql`UPDATE settlement_budget_lock SET version = version + 1 WHERE id = 1`
         const existing = yield* find(entry)
@@ -207,7 +208,7 @@ const make = Effect.gen(function* () {
         yield* transition(entry.id, null, "pending", "reserved: budgets passed, about to forward", nowMs)
         return { _tag: "Reserved", id: entry.id } satisfies Reservation<BudgetRefusal>
       })
-    )
+    ))
 
   const methods = repository("SettlementJournal", {
     find,
@@ -312,16 +313,7 @@ const make = Effect.gen(function* () {
         return rows.map((r) => r.id)
       }).pipe(sql.withTransaction)
   })
-  return {
-    ...methods,
-    reserve: <E, R>(
-      entry: NewEntry,
-      sinceMs: number,
-      nowMs: number,
-      judge: (usage: WindowUsage) => BudgetRefusal | undefined,
-      checks: Effect.Effect<void, E, R>
-    ) => atBoundary("SettlementJournal.reserve", reserve(entry, sinceMs, nowMs, judge, checks))
-  }
+  return { ...methods, reserve }
 })
 
 /** The durable settlement journal and the budget reservations it carries. */
