@@ -133,10 +133,16 @@ export const LimitsConfig = Schema.Struct({
   settle: opt(RateLimit, { requests: 1200, windowSeconds: 60 }),
   /**
    * Behind a reverse proxy every client has the proxy's address: name the header the proxy writes
-   * the client's address into (e.g. "x-forwarded-for"; its first entry is used). Only set it when
-   * a proxy you run always writes that header, or clients could pick their own address.
+   * the client's address into (e.g. "x-forwarded-for"). Only set it when a proxy you run always
+   * writes that header, or clients could pick their own address.
    */
-  clientAddressHeader: opt(Schema.NullOr(Schema.String.pipe(Schema.pattern(/^[a-z0-9-]+$/, { message: () => "expected a lowercase header name" }))), null)
+  clientAddressHeader: opt(Schema.NullOr(Schema.String.pipe(Schema.pattern(/^[a-z0-9-]+$/, { message: () => "expected a lowercase header name" }))), null),
+  /**
+   * How many proxies you run in front of the service, each appending the address it saw on the
+   * right of `clientAddressHeader`: the entry this many from the right is the client's address
+   * (1: the right-most). Entries further left are the client's own to choose.
+   */
+  trustedProxyHops: opt(PositiveInt, 1)
 })
 export type LimitsConfig = typeof LimitsConfig.Type
 
