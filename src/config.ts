@@ -372,6 +372,11 @@ export const ConfigFile = Schema.Struct({
    */
   shutdownGraceSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 30),
   apiKeys: opt(Schema.Array(ApiKeyEntry), []),
+  /**
+   * Without `apiKeys` every endpoint is open, so `serve` listens only on loopback unless this says
+   * the open service is meant to be reachable from elsewhere (as Redis's protected mode does).
+   */
+  openMode: opt(Schema.Boolean, false),
   catalogSources: opt(Schema.Array(CatalogSource), []),
   vertical: opt(VerticalConfig, Schema.decodeSync(VerticalConfig)({})),
   ledger: opt(LedgerConfig, Schema.decodeSync(LedgerConfig)({})),
