@@ -2,6 +2,8 @@ import { afterAll, describe, expect, test } from "bun:test"
 import { Effect, Either } from "effect"
 import { type Dial, Dialer, dialPinned, pinnedUrl, Resolver } from "../src/verification/Connector.js"
 import { fetchAnswer, fetchJson, type OutboundRequests } from "../src/verification/fetchAnswer.js"
+import { makeRedactor } from "../src/redaction/redact.js"
+import { makeBackendClient } from "../src/x402/FacilitatorClient.js"
 
 /** What a rebinding attacker wants reached: a service on this host. Every connection to it is counted. */
 let internalConnections = 0
@@ -111,5 +113,24 @@ describe("connections pinned to the checked address", () => {
     expect(inits[1]!.url).toBe("http://[2001:4860::1]/p")
     expect(inits[1]!.init.tls).toBeUndefined()
     expect(pinnedUrl({ url: new URL("http://a.example/x"), address: "2001:4860::2" }).href).toBe("http://[2001:4860::2]/x")
+  })
+})
+
+describe("the facilitator client and redirects", () => {
+  test("a backend's redirect is an error answer: the API key is never sent to where it points", async () => {
+    const elsewhere: Array<string | null> = []
+    const thief = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (r) => (elsewhere.push(r.headers.get("authorization")), Response.json({ kinds: [] })) })
+    const redirecting = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => Response.redirect(`http://127.0.0.1:${thief.port}/supported`, 307) })
+    try {
+      const client = makeBackendClient({ id: "b", url: `http://127.0.0.1:${redirecting.port}`, apiKey: "facilitator-secret-key" }, makeRedactor(["facilitator-secret-key"]))
+      const supported = await Effect.runPromise(Effect.either(client.supported("2 seconds")))
+      expect(Either.isLeft(supported) && { kind: supported.left.kind, status: supported.left.status }).toEqual({ kind: "HttpStatus", status: 307 })
+      const verified = await Effect.runPromise(Effect.either(client.verify({}, "2 seconds")))
+      expect(Either.isLeft(verified) && verified.left.status).toBe(307)
+      expect(elsewhere).toEqual([])
+    } finally {
+      thief.stop(true)
+      redirecting.stop(true)
+    }
   })
 })
