@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs"
 import { dirname, resolve } from "node:path"
 import demoCatalog from "./store/demo-catalog.json" with { type: "json" }
 import { AgentPolicy } from "./domain/policy.js"
-import { CatalogEntry } from "./domain/resources.js"
+import { CatalogEntry, ceilingCoversAmount } from "./domain/resources.js"
 import { BaseUnits, StellarAddress, StellarNetwork, usdMatchesBaseUnits } from "./domain/stellar.js"
 import { SupportedAsset } from "./domain/x402.js"
 
@@ -504,7 +504,7 @@ export const checkCatalog = (catalog: ReadonlyArray<CatalogEntry>, decimals: num
         if (!usdMatchesBaseUnits(option.maxAmountUsd, option.maxAmount, decimals)) {
           return new ConfigError(`${at}.maxAmountUsd`, `${option.maxAmountUsd} USD is not ${option.maxAmount} base units at 7 decimals`)
         }
-        if (BigInt(option.maxAmount) < BigInt(option.amount)) {
+        if (!ceilingCoversAmount(option)) {
           return new ConfigError(`${at}.maxAmount`, "the ceiling is below the amount")
         }
       }

@@ -1,5 +1,5 @@
 import { Either, Schema } from "effect"
-import { type CatalogEntry, HttpMethod, ResourceInfo, type ResourcePaymentOption } from "../domain/resources.js"
+import { type CatalogEntry, ceilingCoversAmount, HttpMethod, ResourceInfo, type ResourcePaymentOption } from "../domain/resources.js"
 import { BaseUnits, baseUnitsToUsd, PaymentScheme, StellarAddress, StellarNetwork } from "../domain/stellar.js"
 import { discoveredId } from "../verification/Prober.js"
 
@@ -116,7 +116,7 @@ export const readItem = (raw: unknown, sourceId: string, deployment: ImportDeplo
   if (Either.isLeft(decoded)) return { _tag: "Invalid", reason: "not a discovery item (resource, accepts)" }
   const item = decoded.right
   const allowed = deployment.networks === undefined || deployment.networks.includes(deployment.network)
-  const options = allowed ? item.accepts.map((a) => optionOf(a, deployment)).filter((o) => o !== null) : []
+  const options = allowed ? item.accepts.map((a) => optionOf(a, deployment)).filter((o) => o !== null).filter(ceilingCoversAmount) : []
   if (options.length === 0) return { _tag: "OtherNetwork" }
   if (item.resource.length > MAX_URL_LENGTH) return { _tag: "Invalid", reason: `resource URL is longer than ${MAX_URL_LENGTH} characters` }
   if (!isResourceUrl(item.resource)) return { _tag: "Invalid", reason: `resource is not an http(s) URL: ${item.resource.slice(0, 100)}` }
