@@ -47,10 +47,10 @@ export type CatalogSource = typeof CatalogSource.Type
 const outboundGuardFields = {
   allowPrivateTargets: opt(Schema.Boolean, false),
   /**
-   * Origins that may be reached even though they are private: by default the bundled vertical's and
-   * the demo catalog's other providers', all on loopback.
+   * Origins that may be reached even though they are private. None by default: `loadConfig` adds
+   * the origins this process itself serves (the vertical, the demo providers), only when they run.
    */
-  trustedOrigins: opt(Schema.Array(Schema.String), ["http://127.0.0.1:4021", "http://127.0.0.1:4022", "http://127.0.0.1:4023"])
+  trustedOrigins: opt(Schema.Array(Schema.String), [])
 }
 
 export const ProbesConfig = Schema.Struct({

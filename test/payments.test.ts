@@ -319,6 +319,21 @@ describe("payFor refuses to pay what it should not", () => {
     expect(rpc.calls).toHaveLength(0)
   })
 
+  test("a challenge asking an authorisation valid longer than 600 s is not signed", async () => {
+    const seller = startSeller([exactRequirements({ payTo: PAY_TO, maxTimeoutSeconds: 1_000_000_000 })])
+    try {
+      const result = await pay({ url: seller.url, outbound: probesTrusting(seller.origin) })
+      expect(Either.isLeft(result) && result.left).toMatchObject({
+        _tag: "NoAcceptableOption",
+        offered: expect.stringContaining("maxTimeoutSeconds 1000000000 is above the 600 s this buyer signs for")
+      })
+      expect(rpc.calls).toHaveLength(0)
+      expect(seller.payments).toHaveLength(0)
+    } finally {
+      seller.stop()
+    }
+  })
+
   test("a free answer, a bare 402 and an undecodable challenge are told apart", async () => {
     expect(await pay({ url: x402Fixture.url("/free"), outbound: probes() })).toEqual(
       Either.left(expect.objectContaining({ _tag: "NoPaymentRequired", httpStatus: 200 }))

@@ -86,6 +86,19 @@ const DEFAULT_PAID_TIMEOUT_MS = 60_000
 // registration, since this module builds the payment itself.
 const x402 = new x402HTTPClient(new x402Client())
 
+/**
+ * The longest validity this buyer signs an authorisation for. A challenge's `maxTimeoutSeconds`
+ * sets how long the signed payment may be submitted; a seller asking for days (or 1e9 s) would hold
+ * a payment it can settle whenever it likes. 600 s covers every facilitator's settle (a ledger
+ * closes about every 5 s).
+ */
+export const MAX_TIMEOUT_SECONDS = 600
+
+const timeoutRefusal = (offered: { readonly maxTimeoutSeconds?: unknown }): string | null =>
+  typeof offered.maxTimeoutSeconds === "number" && offered.maxTimeoutSeconds > MAX_TIMEOUT_SECONDS
+    ? `maxTimeoutSeconds ${offered.maxTimeoutSeconds} is above the ${MAX_TIMEOUT_SECONDS} s this buyer signs for`
+    : null
+
 const describeOption = (r: PaymentRequirements) => `${r.scheme} ${r.amount} of ${r.asset} on ${r.network} to ${r.payTo}`
 
 /** The cheapest option that is payable, accepted by the caller and within `maxPrice`. */
@@ -94,7 +107,7 @@ const choose = (challenge: PaymentRequiredV2, input: PayForInput) => {
     const refusal = refusalOf(offered, input.deployment)?.reason ?? null
     // Past refusalOf the network is the deployment's and `extra` an object: the stock type holds.
     const option = offered as PaymentRequirements
-    return { option, refusal: refusal ?? input.refuse?.(option) ?? null }
+    return { option, refusal: refusal ?? timeoutRefusal(offered) ?? input.refuse?.(option) ?? null }
   })
   const payable = judged.filter((j) => j.refusal === null).map((j) => j.option)
   if (payable.length === 0) {
