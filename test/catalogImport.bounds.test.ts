@@ -5,6 +5,7 @@ import { MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH, MAX_URL_LENGTH, readItem } fro
 import { Importer } from "../src/catalog/Importer.js"
 import { TESTNET_USDC } from "../src/config.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
+import { countingServer } from "./support/countingServer.js"
 import { testConfig } from "./support/server.js"
 
 const item = (i: number, more: Record<string, unknown> = {}) => ({
@@ -18,15 +19,7 @@ const item = (i: number, more: Record<string, unknown> = {}) => ({
 const page = (items: Array<unknown>) => Response.json({ x402Version: 2, items, pagination: { limit: 100, offset: 0, total: items.length } })
 
 /** A private service the source tries to make this one reach; every request to it is counted. */
-let internalRequests = 0
-const internal = Bun.serve({
-  hostname: "127.0.0.1",
-  port: 0,
-  fetch: () => {
-    internalRequests++
-    return page([item(0)])
-  }
-})
+const internal = countingServer(() => page([item(0)]))
 
 /** A configured source (so its own origin is trusted) that misbehaves on some paths. */
 const hostile = Bun.serve({
@@ -50,7 +43,7 @@ beforeAll(() => {
 afterAll(async () => {
   await runtime.dispose()
   hostile.stop(true)
-  internal.stop(true)
+  internal.stop()
 })
 
 const pull = (location: string) =>
@@ -69,7 +62,7 @@ describe("catalog imports are bounded like probes", () => {
   test("a redirect to a private origin is refused by the outbound guard: nothing reaches it", async () => {
     expect(await failure(`http://127.0.0.1:${hostile.port}/redirect`)).toContain("non-public address")
     expect(await failure(`http://127.0.0.1:${internal.port}`)).toContain("non-public address")
-    expect(internalRequests).toBe(0)
+    expect(internal.requests()).toBe(0)
   })
 
   test("a page with more items than asked, or larger than the page cap, fails the pull", async () => {

@@ -3,18 +3,11 @@ import { Effect, Either } from "effect"
 import { type Dial, Dialer, dialPinned, pinnedUrl, Resolver } from "../src/verification/Connector.js"
 import { fetchAnswer, fetchJson, type OutboundRequests } from "../src/verification/fetchAnswer.js"
 import { makeRedactor } from "../src/redaction/redact.js"
+import { countingServer } from "./support/countingServer.js"
 import { makeBackendClient } from "../src/x402/FacilitatorClient.js"
 
-/** What a rebinding attacker wants reached: a service on this host. Every connection to it is counted. */
-let internalConnections = 0
-const internal = Bun.serve({
-  hostname: "127.0.0.1",
-  port: 0,
-  fetch: () => {
-    internalConnections++
-    return Response.json({ secret: "internal" })
-  }
-})
+/** What a rebinding attacker wants reached: a service on this host. Every request to it is counted. */
+const internal = countingServer(() => Response.json({ secret: "internal" }))
 
 /**
  * Stands in for the public host the name first resolves to: the dialer below sends what is meant
@@ -30,7 +23,7 @@ const standIn = Bun.serve({
   }
 })
 afterAll(() => {
-  internal.stop(true)
+  internal.stop()
   standIn.stop(true)
 })
 
@@ -69,7 +62,6 @@ describe("connections pinned to the checked address", () => {
   test("DNS rebinding: a name that answers public, then loopback, never reaches loopback", async () => {
     const { asked, resolve } = rebinding()
     const url = `http://rebind.test:${internal.port}/paid`
-    internalConnections = 0
     const first = await run(fetchAnswer(url, "GET", policy), resolve)
     // The probe went to the address that was checked, with the name in Host.
     expect(Either.isRight(first) && first.right.httpStatus).toBe(402)
@@ -81,7 +73,7 @@ describe("connections pinned to the checked address", () => {
     const document = await run(fetchJson(url, policy, 1024), resolve)
     expect(Either.isLeft(document) && document.left._tag).toBe("TargetRefused")
     expect(asked).toEqual(["rebind.test", "rebind.test", "rebind.test"])
-    expect(internalConnections).toBe(0)
+    expect(internal.requests()).toBe(0)
     expect(dialed.filter((address) => address === "127.0.0.1")).toEqual([])
   })
 
@@ -93,7 +85,7 @@ describe("connections pinned to the checked address", () => {
     expect(Either.isRight(answer)).toBe(true)
     expect(lookups).toEqual(["api.rebind.test"])
     expect(dialed.slice(before)).toEqual([PUBLIC])
-    expect(internalConnections).toBe(0)
+    expect(internal.requests()).toBe(0)
   })
 
   test("the pinned request keeps the name for Host and for TLS (SNI and the certificate check)", async () => {
