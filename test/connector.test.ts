@@ -4,6 +4,7 @@ import { type Dial, Dialer, dialPinned, pinnedUrl, Resolver } from "../src/verif
 import { fetchAnswer, fetchJson, type OutboundRequests } from "../src/verification/fetchAnswer.js"
 import { makeRedactor } from "../src/redaction/redact.js"
 import { countingServer } from "./support/countingServer.js"
+import { freePorts } from "./support/serveProcess.js"
 import { makeBackendClient } from "../src/x402/FacilitatorClient.js"
 
 /** What a rebinding attacker wants reached: a service on this host. Every request to it is counted. */
@@ -95,8 +96,8 @@ describe("connections pinned to the checked address", () => {
       return new Response("{}")
     }
     const signal = new AbortController().signal
-    await dialPinned(record, { url: new URL("https://api.example.com:8443/p?q=1"), address: "93.184.216.34" }, { method: "GET", headers: {}, signal })
-    await dialPinned(record, { url: new URL("http://[2001:4860::1]/p"), address: "2001:4860::1" }, { method: "GET", headers: {}, signal })
+    await dialPinned(record, { url: new URL("https://api.example.com:8443/p?q=1"), addresses: ["93.184.216.34"] }, { method: "GET", headers: {}, signal })
+    await dialPinned(record, { url: new URL("http://[2001:4860::1]/p"), addresses: ["2001:4860::1"] }, { method: "GET", headers: {}, signal })
     expect(inits[0]!.url).toBe("https://93.184.216.34:8443/p?q=1")
     expect(inits[0]!.init.headers).toEqual({ host: "api.example.com:8443" })
     expect(inits[0]!.init.tls?.serverName).toBe("api.example.com")
@@ -104,7 +105,24 @@ describe("connections pinned to the checked address", () => {
     expect(inits[0]!.init.proxy).toBe(false)
     expect(inits[1]!.url).toBe("http://[2001:4860::1]/p")
     expect(inits[1]!.init.tls).toBeUndefined()
-    expect(pinnedUrl({ url: new URL("http://a.example/x"), address: "2001:4860::2" }).href).toBe("http://[2001:4860::2]/x")
+    expect(pinnedUrl(new URL("http://a.example/x"), "2001:4860::2").href).toBe("http://[2001:4860::2]/x")
+  })
+
+  test("a name with several checked addresses: the next is tried only when the connection is refused", async () => {
+    const listening = countingServer(() => new Response("{}"))
+    const [closedPort] = freePorts(1)
+    try {
+      // ::1 first, where nothing listens on this port; 127.0.0.1 answers.
+      const vetted = { url: new URL(`http://localhost.test:${listening.port}/x`), addresses: ["::1", "127.0.0.1"] as const }
+      const response = await dialPinned((url, init) => fetch(url, init), vetted, { method: "GET", headers: {}, signal: AbortSignal.timeout(2_000) })
+      expect(response.status).toBe(200)
+      expect(listening.requests()).toBe(1)
+      // A refusal on the only address is the caller's failure.
+      const refused = dialPinned((url, init) => fetch(url, init), { url: new URL(`http://x.test:${closedPort}/`), addresses: ["127.0.0.1"] }, { method: "GET", headers: {}, signal: AbortSignal.timeout(2_000) })
+      expect(await refused.then(() => "answered", (e: { code?: string }) => e.code)).toBe("ECONNREFUSED")
+    } finally {
+      listening.stop()
+    }
   })
 })
 

@@ -21,26 +21,31 @@ export class Resolver extends Context.Reference<Resolver>()("sextant/Resolver", 
 /** What opens the connection to an address: Bun's fetch, unless a test swaps it. */
 export class Dialer extends Context.Reference<Dialer>()("sextant/Dialer", { defaultValue: (): Dial => (url, init) => fetch(url, init) }) {}
 
-/** The URL with its host replaced by the checked address (bracketed when IPv6), port, path and query kept. */
-export const pinnedUrl = ({ url, address }: Vetted): URL => {
+/** The URL with its host replaced by a checked address (bracketed when IPv6), port, path and query kept. */
+export const pinnedUrl = (url: URL, address: string): URL => {
   const pinned = new URL(url.href)
   pinned.hostname = isIP(address) === 6 ? `[${address}]` : address
   return pinned
 }
 
+/** Failures where nothing was sent: the next checked address may be tried (a name with `::1` and `127.0.0.1`, one listening). */
+const NOT_CONNECTED = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL"])
+const notConnected = (e: unknown) => typeof e === "object" && e !== null && NOT_CONNECTED.has(String((e as { code?: unknown }).code))
+
 /**
- * Sends one request to the vetted address: never through a proxy from the environment (it would
- * resolve the name itself), never following redirects (each hop is vetted by the caller), with
- * the original `Host` and, over TLS, the original name for SNI and the certificate check.
+ * Sends one request to a vetted address, the next one only when the previous refused the
+ * connection: never through a proxy from the environment (it would resolve the name itself), never
+ * following redirects (each hop is vetted by the caller), with the original `Host` and, over TLS,
+ * the original name for SNI and the certificate check.
  */
-export const dialPinned = (
+export const dialPinned = async (
   dial: Dial,
   vetted: Vetted,
   init: { readonly method: string; readonly headers: Record<string, string>; readonly body?: string; readonly signal: AbortSignal }
 ): Promise<Response> => {
   const named = hostOf(vetted.url)
   const tls = vetted.url.protocol === "https:" && isIP(named) === 0 ? { tls: { serverName: named } } : {}
-  return dial(pinnedUrl(vetted), {
+  const request = {
     method: init.method,
     headers: { ...init.headers, host: vetted.url.host },
     ...(init.body === undefined ? {} : { body: init.body }),
@@ -48,7 +53,16 @@ export const dialPinned = (
     proxy: false,
     signal: init.signal,
     ...tls
-  } as BunFetchRequestInit)
+  } as BunFetchRequestInit
+  const [first, ...others] = vetted.addresses
+  let attempt = dial(pinnedUrl(vetted.url, first), request)
+  for (const address of others) {
+    attempt = attempt.catch((e: unknown) => {
+      if (!notConnected(e) || init.signal.aborted) throw e
+      return dial(pinnedUrl(vetted.url, address), request)
+    })
+  }
+  return attempt
 }
 
 /** At most `maxBytes` of the body; null when it is longer (the rest is not read). A failed read rejects. */

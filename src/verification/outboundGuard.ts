@@ -114,16 +114,16 @@ export const checkAddresses = (
   })
 }
 
-/** A target that passed the guard: the URL as named, and the address its connection must go to. */
+/** A target that passed the guard: the URL as named, and the addresses (all checked, in the resolver's order) its connection may go to. */
 export interface Vetted {
   readonly url: URL
-  readonly address: string
+  readonly addresses: readonly [string, ...Array<string>]
 }
 
 /**
  * Resolves the host once and applies `checkAddresses` before any connection is made; the answer
- * names the address to connect to (the first of those checked), which `Connector.dialPinned`
- * connects to instead of resolving the name again. A trusted or private-allowed target is resolved
+ * names the addresses to connect to (those checked), which `Connector.dialPinned` connects to
+ * instead of resolving the name again. A trusted or private-allowed target is resolved
  * too, so its connection is pinned like any other. The resolver is a parameter so the decision
  * can be tested without DNS.
  */
@@ -136,13 +136,13 @@ export const vetTarget = <E = never>(
     const checked = checkUrl(raw, policy)
     if (checked instanceof TargetRefused) return yield* checked
     const host = hostOf(checked)
-    if (isIP(host) !== 0) return { url: checked, address: host }
+    if (isIP(host) !== 0) return { url: checked, addresses: [host] }
     const addresses = yield* resolve(host)
     const refused = checkAddresses(checked, addresses, policy)
     if (refused) return yield* refused
-    const [address] = addresses
-    if (address === undefined) return yield* new DnsFailure({ host, reason: "no address" })
-    return { url: checked, address }
+    const [first, ...rest] = addresses
+    if (first === undefined) return yield* new DnsFailure({ host, reason: "no address" })
+    return { url: checked, addresses: [first, ...rest] }
   })
 
 /** `vetTarget`'s decision alone, for callers that only ask whether a URL may be reached. */
