@@ -1,4 +1,4 @@
-import { Context, Effect, Either, Layer } from "effect"
+import { Context, Duration, Effect, Either, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
 import { canonicalize } from "../encoding/canonicalJson.js"
 import type { ValidationAnswer, ValidationRequest } from "./schemaWorker.js"
@@ -15,6 +15,9 @@ export const VALIDATION_BUDGET_MS = 500
  * `build`), stored under the entry points' common root (src/) while this module is bundled into the
  * binary's root file, so the path differs from the checkout's.
  */
+/** How long a worker may take to load Ajv and warm up (about 0.4 s here) before it is given up. */
+const WORKER_START = Duration.seconds(10)
+
 const WORKER_URL = import.meta.url.startsWith("file:///$bunfs/")
   ? new URL("./extensions/schemaWorker.ts", import.meta.url)
   : new URL("./schemaWorker.ts", import.meta.url)
@@ -33,8 +36,8 @@ export interface SchemaValidatorShape {
 /**
  * Validates untrusted JSON Schemas (already passed through `schemaGuard`) on a Bun Worker, one at a
  * time, each within `budgetMs`. Over the budget, or if the worker breaks, the worker is ended and
- * the validation answers Left; the next one gets a fresh worker (started ahead, so its start-up is
- * not charged to a request).
+ * the validation answers Left; the next one gets a fresh worker (started ahead after an overrun).
+ * The first worker starts with the first validation; its start-up is never charged to a budget.
  */
 const make = (budgetMs: number) =>
   Effect.gen(function* () {
@@ -72,7 +75,6 @@ const make = (budgetMs: number) =>
       which.thread.terminate()
       if (worker === which) worker = spawn()
     }
-    worker = spawn()
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         const last = worker
@@ -87,7 +89,12 @@ const make = (budgetMs: number) =>
         Effect.gen(function* () {
           const current = worker ?? spawn()
           worker = current
-          yield* Effect.promise(() => current.ready)
+          const started = yield* Effect.promise(() => current.ready).pipe(Effect.timeout(WORKER_START), Effect.option)
+          if (Option.isNone(started)) {
+            current.thread.terminate()
+            if (worker === current) worker = null
+            return Either.left("the schema validator did not start")
+          }
           if (worker !== current) return Either.left("schema could not be validated")
           return yield* Effect.async<Either.Either<void, string>>((resume) => {
             const id = nextId++
