@@ -1,5 +1,4 @@
 import { afterAll, beforeEach, describe, expect, test } from "bun:test"
-import { FetchHttpClient } from "@effect/platform"
 import {
   Address,
   contract,
@@ -228,9 +227,7 @@ const probesTrusting = (...origins: Array<string>) => Schema.decodeSync(ProbesCo
 const pay = (input: Partial<PayForInput> & Pick<PayForInput, "url" | "outbound">) =>
   Effect.runPromise(
     Effect.either(
-      payFor({ method: "GET", signer: payer, rpcUrl: rpc.url, deployment, maxPrice: 1_000_000n, ...input }).pipe(
-        Effect.provide(FetchHttpClient.layer)
-      )
+      payFor({ method: "GET", signer: payer, rpcUrl: rpc.url, deployment, maxPrice: 1_000_000n, ...input })
     )
   )
 
