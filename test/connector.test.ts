@@ -1,4 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
 import { Effect, Either } from "effect"
 import { type Dial, Dialer, dialPinned, pinnedUrl, Resolver } from "../src/verification/Connector.js"
 import { fetchAnswer, fetchJson, type OutboundRequests } from "../src/verification/fetchAnswer.js"
@@ -106,6 +108,24 @@ describe("connections pinned to the checked address", () => {
     expect(inits[1]!.url).toBe("http://[2001:4860::1]/p")
     expect(inits[1]!.init.tls).toBeUndefined()
     expect(pinnedUrl(new URL("http://a.example/x"), "2001:4860::2").href).toBe("http://[2001:4860::2]/x")
+  })
+
+  test("over TLS the certificate is checked against the name, not the address connected to", async () => {
+    // A self-signed certificate for pinned.test (test/fixtures/tls), trusted by the dialer below.
+    const read = (name: string) => readFileSync(join(import.meta.dir, "fixtures", "tls", name), "utf8")
+    const cert = read("pinned.test.cert.pem")
+    const tlsServer = Bun.serve({ hostname: "127.0.0.1", port: 0, tls: { cert, key: read("pinned.test.key.pem") }, fetch: (r) => new Response(r.headers.get("host")) })
+    const trusting: Dial = (url, init) => fetch(url, { ...init, tls: { ...init.tls, ca: cert } })
+    const send = (name: string) =>
+      dialPinned(trusting, { url: new URL(`https://${name}:${tlsServer.port}/`), addresses: ["127.0.0.1"] }, { method: "GET", headers: {}, signal: AbortSignal.timeout(2_000) })
+    try {
+      const answer = await send("pinned.test")
+      expect(await answer.text()).toBe(`pinned.test:${tlsServer.port}`)
+      // The same address under another name: the certificate does not match, so no answer.
+      expect(await send("other.test").then(() => "answered", (e: { code?: string }) => e.code)).toBe("ERR_TLS_CERT_ALTNAME_INVALID")
+    } finally {
+      tlsServer.stop(true)
+    }
   })
 
   test("a name with several checked addresses: the next is tried only when the connection is refused", async () => {
