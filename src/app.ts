@@ -1,4 +1,3 @@
-import { FetchHttpClient } from "@effect/platform"
 import { Duration, Layer } from "effect"
 import { CatalogLive } from "./catalog/CatalogLive.js"
 import { CatalogLoad } from "./catalog/CatalogLoad.js"
@@ -71,11 +70,11 @@ const LedgerWatchLive = (config: Config, role: Role) => {
  * server and the CLI all stand on this one graph, so no rule has a second implementation.
  */
 export const ServicesLive = (config: Config, role: Role = "local") => {
-  const evidence = VerificationLive.pipe(Layer.provide(FetchHttpClient.layer))
+  const evidence = VerificationLive
   const decisions = Layer.mergeAll(Discovery.Live, PolicyEngine.Live, Router.Live)
   const receipts = ReceiptService.Live.pipe(Layer.provide(Signer.fromConfig), Layer.provide(decisions))
   const payments = PaymentsLive(evidence, FacilitatorPool.Live, role)
-  const catalog = CatalogLive.pipe(Layer.provide(FetchHttpClient.layer))
+  const catalog = CatalogLive
   // What the status page and /metrics read, over the same services the JSON API answers from.
   const observability = Layer.mergeAll(StatusReader.Live, Exposition.Live).pipe(Layer.provide(decisions))
   return Layer.mergeAll(decisions, receipts, catalog, observability, LedgerWatchLive(config, role), EconomicProber.Live, RateLimits.Live).pipe(

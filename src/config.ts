@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs"
 import { dirname, resolve } from "node:path"
 import demoCatalog from "./store/demo-catalog.json" with { type: "json" }
 import { AgentPolicy } from "./domain/policy.js"
-import { CatalogEntry } from "./domain/resources.js"
+import { CatalogEntry, ceilingCoversAmount } from "./domain/resources.js"
 import { BaseUnits, StellarAddress, StellarNetwork, usdMatchesBaseUnits } from "./domain/stellar.js"
 import { SupportedAsset } from "./domain/x402.js"
 
@@ -47,10 +47,10 @@ export type CatalogSource = typeof CatalogSource.Type
 const outboundGuardFields = {
   allowPrivateTargets: opt(Schema.Boolean, false),
   /**
-   * Origins that may be reached even though they are private: by default the bundled vertical's and
-   * the demo catalog's other providers', all on loopback.
+   * Origins that may be reached even though they are private. None by default: `loadConfig` adds
+   * the origins this process itself serves (the vertical, the demo providers), only when they run.
    */
-  trustedOrigins: opt(Schema.Array(Schema.String), ["http://127.0.0.1:4021", "http://127.0.0.1:4022", "http://127.0.0.1:4023"])
+  trustedOrigins: opt(Schema.Array(Schema.String), [])
 }
 
 export const ProbesConfig = Schema.Struct({
@@ -133,10 +133,16 @@ export const LimitsConfig = Schema.Struct({
   settle: opt(RateLimit, { requests: 1200, windowSeconds: 60 }),
   /**
    * Behind a reverse proxy every client has the proxy's address: name the header the proxy writes
-   * the client's address into (e.g. "x-forwarded-for"; its first entry is used). Only set it when
-   * a proxy you run always writes that header, or clients could pick their own address.
+   * the client's address into (e.g. "x-forwarded-for"). Only set it when a proxy you run always
+   * writes that header, or clients could pick their own address.
    */
-  clientAddressHeader: opt(Schema.NullOr(Schema.String.pipe(Schema.pattern(/^[a-z0-9-]+$/, { message: () => "expected a lowercase header name" }))), null)
+  clientAddressHeader: opt(Schema.NullOr(Schema.String.pipe(Schema.pattern(/^[a-z0-9-]+$/, { message: () => "expected a lowercase header name" }))), null),
+  /**
+   * How many proxies you run in front of the service, each appending the address it saw on the
+   * right of `clientAddressHeader`: the entry this many from the right is the client's address
+   * (1: the right-most). Entries further left are the client's own to choose.
+   */
+  trustedProxyHops: opt(PositiveInt, 1)
 })
 export type LimitsConfig = typeof LimitsConfig.Type
 
@@ -366,6 +372,11 @@ export const ConfigFile = Schema.Struct({
    */
   shutdownGraceSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 30),
   apiKeys: opt(Schema.Array(ApiKeyEntry), []),
+  /**
+   * Without `apiKeys` every endpoint is open, so `serve` listens only on loopback unless this says
+   * the open service is meant to be reachable from elsewhere (as Redis's protected mode does).
+   */
+  openMode: opt(Schema.Boolean, false),
   catalogSources: opt(Schema.Array(CatalogSource), []),
   vertical: opt(VerticalConfig, Schema.decodeSync(VerticalConfig)({})),
   ledger: opt(LedgerConfig, Schema.decodeSync(LedgerConfig)({})),
@@ -493,7 +504,7 @@ export const checkCatalog = (catalog: ReadonlyArray<CatalogEntry>, decimals: num
         if (!usdMatchesBaseUnits(option.maxAmountUsd, option.maxAmount, decimals)) {
           return new ConfigError(`${at}.maxAmountUsd`, `${option.maxAmountUsd} USD is not ${option.maxAmount} base units at 7 decimals`)
         }
-        if (BigInt(option.maxAmount) < BigInt(option.amount)) {
+        if (!ceilingCoversAmount(option)) {
           return new ConfigError(`${at}.maxAmount`, "the ceiling is below the amount")
         }
       }

@@ -11,6 +11,7 @@ import { AppConfig, type Config, ConfigError, loadConfig } from "./config.js"
 import { DemoProviders } from "./demo/DemoProviders.js"
 import { NotFound } from "./domain/errors.js"
 import { buyerNewCommand, probeAddressCommand } from "./keys/cli.js"
+import { openModeRefusal } from "./http/openMode.js"
 import { BunServerLive, HttpLive, localApiHandler } from "./http/server.js"
 import { Lifecycle } from "./lifecycle/Lifecycle.js"
 import { type BuyToolOptions, makeBuyTool } from "./mcp/buyTool.js"
@@ -259,6 +260,11 @@ const main = () => {
   switch (command) {
     case "serve": {
       const config = loadOrExit(configPath)
+      const exposed = openModeRefusal(config)
+      if (exposed !== undefined) {
+        process.stderr.write(`${exposed.line}\n`)
+        process.exit(2)
+      }
       exitOnSecondSignal()
       return runRedacted(config, serve(config))
     }

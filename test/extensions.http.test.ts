@@ -219,28 +219,87 @@ describe("bazaar extension ingestion", () => {
     expect((await request(`${server.url}/v1/resources/${bazaarId(url)}`)).status).toBe(404)
   })
 
-  test("an untrusted schema cannot hang the request: regex keywords, remote references and oversized schemas are refused", async () => {
+  test("a schema outside the allow-list is refused with 400 before any payment: regex keywords at any depth, remote references, oversized schemas, unknown keywords", async () => {
     const evil = {
       type: "object",
       properties: { input: { type: "object", properties: { method: { type: "string", pattern: "^(a+)+$" } } } }
     }
+    // Under `dependencies`, which the old keyword walker did not enter.
+    const hidden = { type: "object", dependencies: { input: { properties: { method: { pattern: "^(a+)+$" } } } } }
     const remote = { type: "object", properties: { input: { $ref: "https://127.0.0.1:9/schema.json" } } }
     const huge = { type: "object", properties: Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`field${i}`, { type: "string" }])) }
+    const cycle = { type: "object", $defs: { a: { properties: { next: { $ref: "#/$defs/a" } } } }, properties: { input: { $ref: "#/$defs/a" } } }
     const cases: Array<[Record<string, unknown>, string]> = [
-      [evil, "regular-expression"],
+      [evil, '"pattern" is not among the keywords'],
+      [hidden, '"dependencies" is not among the keywords'],
       [remote, "remote schemas are never fetched"],
       [huge, "larger than"],
-      [{ type: "object", examplez: 1 }, "could not be compiled"]
+      [cycle, "a cycle"],
+      [{ type: "object", examplez: 1 }, '"examplez" is not among the keywords']
     ]
     for (const [schema, reason] of cases) {
       const p = withResource(await payment(bazaar({ input: { type: "http", method: `${"a".repeat(40)}!` } }, schema)), "http://127.0.0.1:9/evil")
       const started = Date.now()
       const settled = await post("/x402/settle", body(p))
       expect(Date.now() - started).toBeLessThan(2_000)
-      expect(settled.status).toBe(200)
-      const answer = extensionResponses(settled.headers)
-      expect({ status: answer.bazaar.status, reason: answer.bazaar.rejectedReason.includes(reason) }).toEqual({ status: "rejected", reason: true })
+      expect({ status: settled.status, error: settled.body.error, reason: settled.body.message.includes(reason) }).toEqual({ status: 400, error: "INVALID_REQUEST", reason: true })
+      expect(settled.body.message).toStartWith("paymentPayload.extensions.bazaar.")
+      expect(backendCalls("/settle", p)).toBe(0)
     }
+  })
+
+  /** `/health/live` latencies (ms) measured while `pending` runs. */
+  const liveLatencies = async (pending: Promise<unknown>) => {
+    let done = false
+    void pending.finally(() => (done = true))
+    const latencies: Array<number> = []
+    while (latencies.length < 5 || (!done && latencies.length < 200)) {
+      const started = performance.now()
+      const live = await fetch(`${server.url}/health/live`)
+      latencies.push(performance.now() - started)
+      expect(live.status).toBe(200)
+      await Bun.sleep(10)
+    }
+    return latencies
+  }
+
+  test("a 40-level anyOf/$ref schema (3 KB, 2^40 paths) in a settle leaves /health/live answering within 100 ms and is refused", async () => {
+    const levels = 40
+    const $defs = Object.fromEntries(
+      Array.from({ length: levels }, (_, i) => [`d${i}`, i === levels - 1 ? { type: "string" } : { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] }])
+    )
+    const schema = { type: "object", $defs, properties: { input: { $ref: "#/$defs/d0" } } }
+    expect(JSON.stringify(schema).length).toBeLessThan(4_000)
+    const p = withResource(await payment(bazaar(weatherInfo, schema)), "http://127.0.0.1:9/fan-out")
+    const settling = post("/x402/settle", body(p))
+    const latencies = await liveLatencies(settling)
+    expect(Math.max(...latencies)).toBeLessThan(100)
+    const settled = await settling
+    expect(settled.status).toBe(400)
+    expect(settled.body.message).toMatch(/expands to more than 1000 subschemas|nested deeper than 32 levels/)
+  })
+
+  test("an allowed schema whose validation runs long is ended at the time budget, off the request thread; the payment still settles once", async () => {
+    // 100 uniqueItems checks over 2,400 distinct arrays: seconds of Ajv work, every keyword allowed.
+    const schema = { type: "object", properties: { input: { type: "object" }, list: { allOf: Array.from({ length: 100 }, () => ({ type: "array", uniqueItems: true })) } } }
+    const list: Array<Array<number>> = []
+    const info = { ...weatherInfo, list }
+    while (JSON.stringify(info).length < 15_500) list.push([list.length])
+    const url = "http://127.0.0.1:9/slow-schema"
+    const p = withResource(await payment(bazaar(info, schema)), url)
+    const settling = post("/x402/settle", body(p))
+    const latencies = await liveLatencies(settling)
+    expect(Math.max(...latencies)).toBeLessThan(100)
+    const settled = await settling
+    expect(settled.status).toBe(200)
+    expect(settled.body.success).toBe(true)
+    expect(backendCalls("/settle", p)).toBe(1)
+    expect(extensionResponses(settled.headers).bazaar).toEqual({ status: "rejected", rejectedReason: "schema validation ran over its budget of 500 ms" })
+    expect((await request(`${server.url}/v1/resources/${bazaarId(url)}`)).status).toBe(404)
+    // The next extension is validated by a fresh worker.
+    const next = "http://127.0.0.1:9/after-slow"
+    const after = await post("/x402/settle", body(withResource(await payment(bazaar(weatherInfo)), next)))
+    expect(["success", "processing"]).toContain(extensionResponses(after.headers)?.bazaar?.status)
   })
 
   test("verify ingests too; a refused payment catalogs nothing; a request without the extension gets no header", async () => {

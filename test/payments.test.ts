@@ -1,5 +1,4 @@
 import { afterAll, beforeEach, describe, expect, test } from "bun:test"
-import { FetchHttpClient } from "@effect/platform"
 import {
   Address,
   contract,
@@ -20,6 +19,7 @@ import { Effect, Either, Schema } from "effect"
 import { ProbesConfig, TESTNET_USDC } from "../src/config.js"
 import { buildExactPayment } from "../src/payments/exactPayment.js"
 import { payFor, type PayForInput } from "../src/payments/payFor.js"
+import { type Dial, Dialer, Resolver } from "../src/verification/Connector.js"
 import { decodePayment } from "../src/settlement/transfer.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { settlePayment, startFixtureLedger } from "./fixtures/ledger.js"
@@ -228,9 +228,7 @@ const probesTrusting = (...origins: Array<string>) => Schema.decodeSync(ProbesCo
 const pay = (input: Partial<PayForInput> & Pick<PayForInput, "url" | "outbound">) =>
   Effect.runPromise(
     Effect.either(
-      payFor({ method: "GET", signer: payer, rpcUrl: rpc.url, deployment, maxPrice: 1_000_000n, ...input }).pipe(
-        Effect.provide(FetchHttpClient.layer)
-      )
+      payFor({ method: "GET", signer: payer, rpcUrl: rpc.url, deployment, maxPrice: 1_000_000n, ...input })
     )
   )
 
@@ -317,6 +315,53 @@ describe("payFor refuses to pay what it should not", () => {
     const result = await pay({ url: x402Fixture.url("/paid"), outbound: probes(), refuse: (r) => (r.payTo === PAY_TO ? "not the payee wanted" : null) })
     expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "NoAcceptableOption", offered: expect.stringContaining("(not the payee wanted)") })
     expect(rpc.calls).toHaveLength(0)
+  })
+
+  test("a challenge asking an authorisation valid longer than 600 s is not signed", async () => {
+    const seller = startSeller([exactRequirements({ payTo: PAY_TO, maxTimeoutSeconds: 1_000_000_000 })])
+    try {
+      const result = await pay({ url: seller.url, outbound: probesTrusting(seller.origin) })
+      expect(Either.isLeft(result) && result.left).toMatchObject({
+        _tag: "NoAcceptableOption",
+        offered: expect.stringContaining("maxTimeoutSeconds 1000000000 is above the 600 s this buyer signs for")
+      })
+      expect(rpc.calls).toHaveLength(0)
+      expect(seller.payments).toHaveLength(0)
+    } finally {
+      seller.stop()
+    }
+  })
+
+  test("DNS rebinding between the priced request and the paid one: the signed payment never reaches the new address", async () => {
+    const seller = startSeller([exactRequirements({ payTo: PAY_TO })])
+    const port = new URL(seller.url).port
+    const PUBLIC = "93.184.216.34"
+    let lookups = 0
+    const resolve = () => Effect.sync(() => (++lookups === 1 ? [PUBLIC] : ["127.0.0.1"]))
+    const dialed: Array<string> = []
+    // The public address is played by the seller on loopback; a connection to 127.0.0.1 itself would be the rebinding.
+    const dial: Dial = (url, init) => {
+      dialed.push(url.hostname)
+      const to = new URL(url.href)
+      to.hostname = "127.0.0.1"
+      return fetch(to, init)
+    }
+    try {
+      const result = await Effect.runPromise(
+        Effect.either(
+          payFor({ url: `http://seller.rebind.test:${port}/thing`, method: "GET", signer: payer, rpcUrl: rpc.url, deployment, maxPrice: 1_000_000n, outbound: probesTrusting() }).pipe(
+            Effect.provideService(Resolver, resolve),
+            Effect.provideService(Dialer, dial)
+          )
+        )
+      )
+      expect(Either.isLeft(result) && result.left._tag).toBe("TargetRefused")
+      expect(lookups).toBe(2)
+      expect(dialed).toEqual([PUBLIC])
+      expect(seller.payments).toHaveLength(0)
+    } finally {
+      seller.stop()
+    }
   })
 
   test("a free answer, a bare 402 and an undecodable challenge are told apart", async () => {

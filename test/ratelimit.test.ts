@@ -26,13 +26,48 @@ describe("rate limit groups and keys (pure)", () => {
     expect(limitedGroupOf("GET", "/v1/receipts/abc")).toBeUndefined()
   })
 
+  // Spellings the router dispatches to the same handler: case, doubled slashes, percent-encoding,
+  // a trailing slash, a query string.
+  const spellings = (path: string) => [
+    path.toUpperCase(),
+    `/${path}`,
+    path.replace(/\//g, "//"),
+    path.replace(/([a-z])([a-z]*)$/, (_, first: string, rest: string) => `%${first.charCodeAt(0).toString(16)}${rest}`),
+    `${path}/`,
+    `${path}?x=1`
+  ]
+  const routes = [
+    ["/v1/validate", "validate"],
+    ["/v1/resources/register", "register"],
+    ["/v1/receipts", "receipts"],
+    ["/x402/verify", "verify"],
+    ["/x402/settle", "settle"]
+  ] as const
+  for (const [path, group] of routes) {
+    for (const spelling of spellings(path)) {
+      test(`${spelling} is limited as ${path}`, () => {
+        expect(limitedGroupOf("POST", spelling)).toBe(group)
+      })
+    }
+  }
+
   test("a key's principal, else the client address; a proxy's header only when configured", () => {
     expect(limitKey("settle", "agent-1", "127.0.0.1")).toBe("settle:key:agent-1")
     expect(limitKey("settle", null, "127.0.0.1")).toBe("settle:addr:127.0.0.1")
     const headers = { "x-forwarded-for": "203.0.113.7, 10.0.0.1" }
-    expect(clientAddress({ clientAddressHeader: null }, headers, "10.0.0.1")).toBe("10.0.0.1")
-    expect(clientAddress({ clientAddressHeader: "x-forwarded-for" }, headers, "10.0.0.1")).toBe("203.0.113.7")
-    expect(clientAddress({ clientAddressHeader: "x-forwarded-for" }, {}, "10.0.0.1")).toBe("10.0.0.1")
+    const proxied = { clientAddressHeader: "x-forwarded-for", trustedProxyHops: 1 }
+    expect(clientAddress({ clientAddressHeader: null, trustedProxyHops: 1 }, headers, "10.0.0.1")).toBe("10.0.0.1")
+    expect(clientAddress(proxied, {}, "10.0.0.1")).toBe("10.0.0.1")
+  })
+
+  test("the forwarded address is the one the operator's proxies appended, counted from the right", () => {
+    const proxied = (trustedProxyHops: number) => ({ clientAddressHeader: "x-forwarded-for", trustedProxyHops })
+    // The client wrote 198.51.100.9; the one proxy appended the address it saw.
+    expect(clientAddress(proxied(1), { "x-forwarded-for": "198.51.100.9, 192.0.2.50" }, "10.0.0.1")).toBe("192.0.2.50")
+    expect(clientAddress(proxied(1), { "x-forwarded-for": "192.0.2.50" }, "10.0.0.1")).toBe("192.0.2.50")
+    // Two proxies: a CDN appended the client, the load balancer the CDN's edge.
+    expect(clientAddress(proxied(2), { "x-forwarded-for": "198.51.100.9, 192.0.2.50, 203.0.113.4" }, "10.0.0.1")).toBe("192.0.2.50")
+    expect(clientAddress(proxied(2), { "x-forwarded-for": "192.0.2.50" }, "10.0.0.1")).toBe("192.0.2.50")
   })
 })
 
@@ -119,6 +154,29 @@ describe("limits per principal", () => {
     expect(await statuses("guessed", 3)).toEqual([401, 401, 429])
     await Bun.sleep(1_100)
     expect(await statuses("key-a", 1)).toEqual([200])
+  }, 15_000)
+
+  test("another spelling of a limited path is counted against the same allowance", async () => {
+    const base = testConfig()
+    const server = await start({ limits: { ...base.limits, validate: { requests: 2, windowSeconds: 60 } } })
+    const post = (path: string, i: number) =>
+      request(`${server.url}${path}`, { method: "POST", json: { url: `http://127.0.0.1:${target.port}/spelling-${i}` } }).then((a) => a.status)
+    expect([await post("/v1/validate", 1), await post("/v1/validate", 2), await post("/v1/validate", 3)]).toEqual([200, 200, 429])
+    const spelled = ["/V1/VALIDATE", "//v1/validate", "/v1/%76alidate", "/v1//validate/"]
+    expect(await Promise.all(spelled.map((path, i) => post(path, 10 + i)))).toEqual([429, 429, 429, 429])
+  }, 15_000)
+
+  test("rotating the client's own x-forwarded-for entry does not reset its allowance", async () => {
+    const base = testConfig()
+    const server = await start({ limits: { ...base.limits, validate: { requests: 2, windowSeconds: 60 }, clientAddressHeader: "x-forwarded-for" } })
+    const statuses: Array<number> = []
+    for (let n = 1; n <= 5; n++) {
+      const headers = { "x-forwarded-for": `198.51.100.${n}, 192.0.2.50` }
+      statuses.push((await validate(server.url, `rotated-${n}`, headers)).status)
+    }
+    expect(statuses).toEqual([200, 200, 429, 429, 429])
+    // Another client behind the same proxy has an allowance of its own.
+    expect((await validate(server.url, "other-client", { "x-forwarded-for": "192.0.2.51" })).status).toBe(200)
   }, 15_000)
 
   test("a limit set to null is not counted", async () => {

@@ -1,16 +1,21 @@
-import { HttpClient, HttpClientRequest } from "@effect/platform"
-import { Context, Data, Duration, Effect, Either, Layer, Schema } from "effect"
+import { Context, Data, Effect, Either, Layer, Schema } from "effect"
 import { readFile } from "node:fs/promises"
 import { AppConfig } from "../config.js"
 import { type CatalogEntry, importSource, probeMayList } from "../domain/resources.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { fetchJson, type OutboundRequests } from "../verification/fetchAnswer.js"
 import { DiscoveryPage, type ImportDeployment, readItem } from "./bazaarItems.js"
 
-/** Items asked for per page: the x402 specification's ceiling, which every compliant service accepts. */
+/**
+ * Items asked for per page: the x402 specification's ceiling, which every compliant service
+ * accepts. A page holding more than asked is refused, as is one over MAX_PAGE_BYTES: a source is
+ * another party's server, and its answers are read within the bounds a probe's are.
+ */
 const PAGE_SIZE = 100
+const MAX_PAGE_BYTES = 4 * 1024 * 1024
 /** A source listing more than this many items is read no further (and nothing is delisted). */
-const MAX_ITEMS = 100_000
-const PAGE_TIMEOUT = Duration.seconds(30)
+export const MAX_ITEMS = 100_000
+const PAGE_TIMEOUT_MS = 30_000
 
 /** Where an import reads: a configured source, or what `sextant catalog import` was given. */
 export interface ImportSourceSpec {
@@ -50,27 +55,36 @@ export type OnProgress = (read: number, total: number | null) => void
 
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
-  const http = yield* HttpClient.HttpClient
   const resources = yield* ResourcesRepo
+
+  /**
+   * Pages are fetched like a probe's documents: the outbound guard on every hop (redirects
+   * included), the connection pinned to the checked address, the body capped. The origins of the
+   * configured `catalogSources` are the operator's own choice and trusted like the probes'
+   * `trustedOrigins`; where a source redirects to is not.
+   */
+  const outbound: OutboundRequests = {
+    ...config.probes,
+    trustedOrigins: [...config.probes.trustedOrigins, ...config.catalogSources.map((s) => new URL(s.url).origin)],
+    timeoutMs: PAGE_TIMEOUT_MS
+  }
 
   const fetchPage = (endpoint: string, offset: number, source: string) =>
     Effect.gen(function* () {
       const url = new URL(endpoint)
       url.searchParams.set("limit", String(PAGE_SIZE))
       url.searchParams.set("offset", String(offset))
-      const response = yield* http.execute(HttpClientRequest.get(url).pipe(HttpClientRequest.acceptJson))
-      if (response.status !== 200) return yield* new ImportFailed({ source, reason: `${url.href} answered ${response.status}` })
-      const page = decodePage(yield* response.json)
-      if (Either.isLeft(page)) return yield* new ImportFailed({ source, reason: `${url.href} is not a discovery page` })
+      const answer = yield* fetchJson(url.href, outbound, MAX_PAGE_BYTES).pipe(
+        Effect.mapError((e) => new ImportFailed({ source, reason: e.reason }))
+      )
+      if (answer.httpStatus !== 200) return yield* new ImportFailed({ source, reason: `${url.href} answered ${answer.httpStatus}` })
+      const page = decodePage(answer.body)
+      if (Either.isLeft(page)) return yield* new ImportFailed({ source, reason: `${url.href} is not a discovery page${answer.note === null ? "" : ` (${answer.note})`}` })
+      if (page.right.items.length > PAGE_SIZE) {
+        return yield* new ImportFailed({ source, reason: `${url.href} answered ${page.right.items.length} items where at most ${PAGE_SIZE} were asked` })
+      }
       return page.right
-    }).pipe(
-      Effect.scoped,
-      Effect.timeoutFail({ duration: PAGE_TIMEOUT, onTimeout: () => new ImportFailed({ source, reason: `no page within 30 s` }) }),
-      Effect.catchTags({
-        RequestError: (e) => Effect.fail(new ImportFailed({ source, reason: e.message })),
-        ResponseError: (e) => Effect.fail(new ImportFailed({ source, reason: e.message }))
-      })
-    )
+    })
 
   /** Every item of the source, page by page until `total` (or an empty or short page). */
   const readAll = (spec: ImportSourceSpec, onProgress: OnProgress) =>
@@ -86,6 +100,7 @@ const make = Effect.gen(function* () {
         })
         const page = decodePage(Array.isArray(json) ? { items: json } : json)
         if (Either.isLeft(page)) return yield* new ImportFailed({ source: spec.id, reason: `${spec.location} holds no items` })
+        if (page.right.items.length > MAX_ITEMS) return yield* new ImportFailed({ source: spec.id, reason: `more than ${MAX_ITEMS} items` })
         onProgress(page.right.items.length, page.right.items.length)
         return { items: page.right.items, pages: 1 }
       }
@@ -98,8 +113,8 @@ const make = Effect.gen(function* () {
         items.push(...page.items)
         const total = page.pagination?.total ?? null
         onProgress(items.length, total)
+        if (items.length > MAX_ITEMS) return yield* new ImportFailed({ source: spec.id, reason: `more than ${MAX_ITEMS} items` })
         if (page.items.length === 0 || total === null || items.length >= total) break
-        if (items.length >= MAX_ITEMS) return yield* new ImportFailed({ source: spec.id, reason: `more than ${MAX_ITEMS} items` })
       }
       return { items, pages }
     })

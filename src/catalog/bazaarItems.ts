@@ -1,5 +1,5 @@
 import { Either, Schema } from "effect"
-import { type CatalogEntry, HttpMethod, ResourceInfo, type ResourcePaymentOption } from "../domain/resources.js"
+import { type CatalogEntry, ceilingCoversAmount, HttpMethod, ResourceInfo, type ResourcePaymentOption } from "../domain/resources.js"
 import { BaseUnits, baseUnitsToUsd, PaymentScheme, StellarAddress, StellarNetwork } from "../domain/stellar.js"
 import { discoveredId } from "../verification/Prober.js"
 
@@ -65,7 +65,16 @@ const isUrlField = Schema.is(ResourceInfo.fields.url)
 /** The catalog's URL rule, and a URL the WHATWG parser reads. */
 const isResourceUrl = (value: string): boolean => isUrlField(value) && URL.canParse(value)
 
-const text = (value: unknown): string | null => (typeof value === "string" && value !== "" ? value : null)
+/**
+ * Bounds on what one imported item may store: a source is another party, and its text ends up in
+ * every listing, search index and status page. Longer names and descriptions are cut; a longer URL
+ * makes the item invalid (a cut URL would be another resource).
+ */
+export const MAX_URL_LENGTH = 2048
+export const MAX_NAME_LENGTH = 200
+export const MAX_DESCRIPTION_LENGTH = 1000
+
+const text = (value: unknown, max = MAX_NAME_LENGTH): string | null => (typeof value === "string" && value !== "" ? value.slice(0, max) : null)
 
 /** A requirement (v2 `amount`, v1 `maxAmountRequired`) as a catalog option, when this deployment can pay it. */
 const optionOf = (raw: unknown, deployment: ImportDeployment): ResourcePaymentOption | null => {
@@ -97,8 +106,8 @@ const methodOf = (item: Item): HttpMethod => {
 
 const describe = (item: Item, sourceId: string): string => {
   const metadata = isObject(item.metadata) ? item.metadata : {}
-  const fromAccepts = item.accepts.map((a) => (isObject(a) ? text(a.description) : null)).find((d) => d !== null)
-  return text(item.description) ?? text(metadata.description) ?? fromAccepts ?? `Imported from ${sourceId}`
+  const fromAccepts = item.accepts.map((a) => (isObject(a) ? text(a.description, MAX_DESCRIPTION_LENGTH) : null)).find((d) => d !== null)
+  return text(item.description, MAX_DESCRIPTION_LENGTH) ?? text(metadata.description, MAX_DESCRIPTION_LENGTH) ?? fromAccepts ?? `Imported from ${sourceId}`
 }
 
 /** One item: a catalog entry, or why it is not one. */
@@ -107,8 +116,9 @@ export const readItem = (raw: unknown, sourceId: string, deployment: ImportDeplo
   if (Either.isLeft(decoded)) return { _tag: "Invalid", reason: "not a discovery item (resource, accepts)" }
   const item = decoded.right
   const allowed = deployment.networks === undefined || deployment.networks.includes(deployment.network)
-  const options = allowed ? item.accepts.map((a) => optionOf(a, deployment)).filter((o) => o !== null) : []
+  const options = allowed ? item.accepts.map((a) => optionOf(a, deployment)).filter((o) => o !== null).filter(ceilingCoversAmount) : []
   if (options.length === 0) return { _tag: "OtherNetwork" }
+  if (item.resource.length > MAX_URL_LENGTH) return { _tag: "Invalid", reason: `resource URL is longer than ${MAX_URL_LENGTH} characters` }
   if (!isResourceUrl(item.resource)) return { _tag: "Invalid", reason: `resource is not an http(s) URL: ${item.resource.slice(0, 100)}` }
   if (item.type !== "http" && item.type !== "mcp") return { _tag: "Invalid", reason: `unknown resource type "${item.type}"` }
   const url = new URL(item.resource)
@@ -120,7 +130,7 @@ export const readItem = (raw: unknown, sourceId: string, deployment: ImportDeplo
       resource: {
         id: discoveredId(url),
         type: item.type,
-        name: text(metadata.name) ?? `${url.host}${url.pathname}`,
+        name: text(metadata.name) ?? `${url.host}${url.pathname}`.slice(0, MAX_NAME_LENGTH),
         description: describe(item, sourceId),
         url: url.href,
         method: methodOf(item),

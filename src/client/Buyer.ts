@@ -1,4 +1,3 @@
-import { FetchHttpClient } from "@effect/platform"
 import { Context, Effect, Layer, Redacted, Ref } from "effect"
 import { createHash } from "node:crypto"
 import type { BuyAttempt, BuyRequest, BuyResult } from "../domain/buy.js"
@@ -191,7 +190,7 @@ const payPlan = (settings: BuyerSettings, guard: SpendGuard, plan: Plan): Effect
       maxPrice: ceiling,
       refuse: challengeRefusal(candidate),
       outbound: settings.outbound
-    }).pipe(Effect.provide(FetchHttpClient.layer), Effect.either)
+    }).pipe(Effect.either)
 
     if (result._tag === "Left") {
       const { outcome, reason } = judgeFailure(result.left)

@@ -38,6 +38,10 @@ export const ResourcePaymentOption = Schema.Struct({
 }).annotations({ identifier: "ResourcePaymentOption" })
 export type ResourcePaymentOption = typeof ResourcePaymentOption.Type
 
+/** An `upto` ceiling is never below the amount: true when there is no ceiling or it covers the amount. */
+export const ceilingCoversAmount = (option: Pick<ResourcePaymentOption, "amount" | "maxAmount">): boolean =>
+  option.maxAmount === undefined || BigInt(option.maxAmount) >= BigInt(option.amount)
+
 export const Provider = Schema.Struct({
   id: Schema.String.pipe(Schema.minLength(1)),
   name: Schema.String,

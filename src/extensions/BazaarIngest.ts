@@ -1,8 +1,9 @@
-import { Context, Duration, Effect, Fiber, Layer, Option } from "effect"
+import { Context, Duration, Effect, Either, Fiber, Layer, Option } from "effect"
 import { AppConfig } from "../config.js"
 import type { CatalogEntry } from "../domain/resources.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { type BazaarStatus, readBazaar, rejected } from "./bazaar.js"
+import { SchemaValidator } from "./SchemaValidator.js"
 
 /**
  * How long the answer of a paid request waits for the catalog write of its bazaar extension
@@ -17,12 +18,13 @@ const CATALOG_WAIT = Duration.millis(250)
  * a refusal or a store failure included, is a status for the `EXTENSION-RESPONSES` header.
  */
 export class BazaarIngest extends Context.Tag("sextant/BazaarIngest")<BazaarIngest, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.effect(BazaarIngest, Effect.suspend(() => make))
+  static readonly Live = Layer.effect(BazaarIngest, Effect.suspend(() => make)).pipe(Layer.provide(SchemaValidator.Live))
 }
 
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
   const resources = yield* ResourcesRepo
+  const validator = yield* SchemaValidator
 
   /**
    * A new URL becomes an unlisted `DISCOVERED` entry (source "bazaar") that a healthy probe lists;
@@ -54,6 +56,8 @@ const make = Effect.gen(function* () {
       if (reading._tag === "Absent") return null
       if (reading._tag === "Rejected") return rejected(reading.reason)
       if (!paid) return rejected("the payment was not accepted, so nothing was catalogued")
+      const valid = yield* validator.validate(reading.info, reading.schema)
+      if (Either.isLeft(valid)) return rejected(valid.left)
       const write = yield* Effect.forkDaemon(
         catalog(reading.entry, path).pipe(
           Effect.as<BazaarStatus>({ status: "success" }),

@@ -1,10 +1,9 @@
-import Ajv2020 from "ajv/dist/2020.js"
-import addFormats from "ajv-formats"
 import { Either, Schema } from "effect"
 import { createHash } from "node:crypto"
 import type { CatalogEntry, HttpMethod } from "../domain/resources.js"
-import { ResourcePaymentOption } from "../domain/resources.js"
+import { ceilingCoversAmount, ResourcePaymentOption } from "../domain/resources.js"
 import type { SupportedAsset } from "../domain/x402.js"
+import { schemaRefusal } from "./schemaGuard.js"
 
 /**
  * The x402 `bazaar` extension (specs/extensions/bazaar.md in the x402 repository) as a facilitator
@@ -25,77 +24,19 @@ export const rejected = (rejectedReason: string): BazaarStatus => ({ status: "re
 export const extensionResponsesHeader = (bazaar: BazaarStatus) =>
   Buffer.from(JSON.stringify({ [BAZAAR]: bazaar }), "utf8").toString("base64")
 
-/**
- * Bounds on what a payer may make this service validate. The schema is untrusted code for a
- * validator: its size bounds compile time and the instance's size bounds validation time
- * (`uniqueItems` is quadratic), and regular-expression keywords are refused outright, since a
- * JavaScript regex cannot be interrupted once a catastrophic backtrack starts (Ajv's own advice
- * for untrusted schemas).
- */
-export const MAX_SCHEMA_BYTES = 16 * 1024
-export const MAX_INFO_BYTES = 16 * 1024
-const REGEX_KEYWORDS = new Set(["pattern", "patternProperties"])
-/** Keywords whose value is one subschema, a list of them, or a name-to-subschema map. */
-const ONE = new Set(["items", "not", "if", "then", "else", "contains", "additionalProperties", "unevaluatedItems", "unevaluatedProperties", "propertyNames", "additionalItems", "contentSchema"])
-const MANY = new Set(["allOf", "anyOf", "oneOf", "prefixItems"])
-const BY_NAME = new Set(["properties", "$defs", "definitions", "dependentSchemas"])
-
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
-/** The first thing in a schema this service refuses to evaluate, or null. Only keyword positions are read, so a property named "pattern" is fine. */
-const refusedKeyword = (schema: unknown, path: string): string | null => {
-  if (!isObject(schema)) return null
-  for (const [key, value] of Object.entries(schema)) {
-    const at = `${path}/${key}`
-    if (REGEX_KEYWORDS.has(key)) return `${at}: regular-expression keywords are not evaluated for untrusted schemas`
-    if ((key === "$ref" || key === "$dynamicRef") && (typeof value !== "string" || !value.startsWith("#"))) {
-      return `${at}: only local references (#...) are resolved; remote schemas are never fetched`
-    }
-    const nested = ONE.has(key)
-      ? [[at, value] as const]
-      : MANY.has(key) && Array.isArray(value)
-        ? value.map((v, i) => [`${at}/${i}`, v] as const)
-        : BY_NAME.has(key) && isObject(value)
-          ? Object.entries(value).map(([name, v]) => [`${at}/${name}`, v] as const)
-          : []
-    for (const [p, v] of nested) {
-      const found = refusedKeyword(v, p)
-      if (found !== null) return found
-    }
-  }
-  return null
-}
-
 /**
- * Validates `info` against `schema` with Ajv (Draft 2020-12): a fresh instance per call, so no
- * schema `$id` of one payer lingers for the next; strict (an unknown keyword is an error, not
- * ignored); no `loadSchema`, so a remote reference fails to compile instead of being fetched.
+ * Why the bazaar extension's schema in a verify or settle payload is not evaluated (schemaGuard's
+ * allow-list and bounds), or null when it may be or there is none. Checked before the payment, so
+ * a request carrying a schema this service would never run is refused outright.
  */
-export const validateInfo = (info: unknown, schema: unknown): Either.Either<void, string> => {
-  if (!isObject(schema) && typeof schema !== "boolean") return Either.left("schema must be a JSON Schema object")
-  if (JSON.stringify(schema).length > MAX_SCHEMA_BYTES) return Either.left(`schema is larger than ${MAX_SCHEMA_BYTES} bytes`)
-  if (JSON.stringify(info).length > MAX_INFO_BYTES) return Either.left(`info is larger than ${MAX_INFO_BYTES} bytes`)
-  const refused = refusedKeyword(schema, "schema")
-  if (refused !== null) return Either.left(refused)
-  try {
-    const ajv = new Ajv2020({
-      strict: true,
-      strictTypes: false,
-      strictTuples: false,
-      strictRequired: false,
-      allErrors: false,
-      logger: false,
-      addUsedSchema: false
-    })
-    addFormats(ajv, { mode: "fast" })
-    const validate = ajv.compile(schema)
-    if (validate(info)) return Either.right(undefined)
-    const first = validate.errors?.[0]
-    return Either.left(`info failed schema validation: ${first ? `${first.instancePath || "(root)"} ${first.message ?? "is invalid"}` : "invalid"}`)
-  } catch (error) {
-    return Either.left(`schema could not be compiled: ${error instanceof Error ? error.message : String(error)}`)
-  }
+export const bazaarSchemaRefusal = (paymentPayload: unknown): string | null => {
+  const extension = isObject(paymentPayload) && isObject(paymentPayload.extensions) ? paymentPayload.extensions[BAZAAR] : undefined
+  if (!isObject(extension) || extension.schema === undefined) return null
+  const refused = schemaRefusal(extension.schema, extension.info)
+  return refused === null ? null : `paymentPayload.extensions.bazaar.${refused}`
 }
 
 const HTTP_METHODS = new Set<string>(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"])
@@ -107,11 +48,14 @@ const text = (value: unknown, max: number) => (typeof value === "string" ? value
 export const bazaarId = (url: string, tool?: string) =>
   `bazaar-${createHash("sha256").update(tool === undefined ? url : `${url}#${tool}`).digest("hex").slice(0, 16)}`
 
-/** What a payment's bazaar extension asks for: nothing, a refusal with its reason, or an entry to catalog. */
+/**
+ * What a payment's bazaar extension asks for: nothing, a refusal with its reason, or an entry to
+ * catalog once `info` is validated against `schema` (off the request thread: SchemaValidator).
+ */
 export type BazaarReading =
   | { readonly _tag: "Absent" }
   | { readonly _tag: "Rejected"; readonly reason: string }
-  | { readonly _tag: "Accepted"; readonly entry: CatalogEntry }
+  | { readonly _tag: "Accepted"; readonly entry: CatalogEntry; readonly info: unknown; readonly schema: unknown }
 
 const decodeOption = Schema.decodeUnknownEither(ResourcePaymentOption)
 
@@ -130,8 +74,8 @@ export const readBazaar = (
   if (extension === undefined) return { _tag: "Absent" }
   const reject = (reason: string): BazaarReading => ({ _tag: "Rejected", reason })
   if (!isObject(extension) || !isObject(extension.info) || extension.schema === undefined) return reject("expected {info, schema}")
-  const valid = validateInfo(extension.info, extension.schema)
-  if (Either.isLeft(valid)) return reject(valid.left)
+  const refused = schemaRefusal(extension.schema, extension.info)
+  if (refused !== null) return reject(refused)
 
   const resource = isObject(payload) && isObject(payload.resource) ? payload.resource : {}
   const url = typeof resource.url === "string" ? resource.url : ""
@@ -158,6 +102,7 @@ export const readBazaar = (
     payTo: requirements.payTo
   })
   if (Either.isLeft(option)) return reject("the payment requirements are not a payment option this service can catalog")
+  if (!ceilingCoversAmount(option.right)) return reject("the payment requirements' maxAmount is below their amount")
 
   const host = new URL(url).host
   const name = serviceName(resource.serviceName)
@@ -175,6 +120,8 @@ export const readBazaar = (
       },
       provider: { id: `bazaar:${host}`, name: name ?? host, url: new URL(url).origin },
       paymentOptions: [option.right]
-    }
+    },
+    info: extension.info,
+    schema: extension.schema
   }
 }

@@ -48,7 +48,7 @@ export const AdmissionMiddlewareLive = HttpApiBuilder.middleware(
             new ShuttingDown({ message: "this instance is shutting down; send the request again (to another instance)", retryAfterSeconds: SHUTDOWN_RETRY_SECONDS })
           )
         }
-        const group = limitedGroupOf(request.method, path)
+        const group = limitedGroupOf(request.method, request.url)
         if (group !== undefined) {
           const address = clientAddress(config.limits, request.headers, Option.getOrUndefined(request.remoteAddress))
           yield* limits.admit(group, limitKey(group, principalOf(request.headers.authorization), address)).pipe(

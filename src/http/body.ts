@@ -27,8 +27,8 @@ export const jsonDepth = (text: string): number => {
 /**
  * The request line and headers together are limited to 16 KiB: above it, 431 HEADERS_TOO_LARGE as
  * `{error, message}`. Bun's own parser answers an empty 431 above its cap before the service sees
- * the request, so `npm start` and the binary raise Bun's cap to `PARSER_HEADER_BYTES`
- * (`--max-http-header-size`): between the two the service answers; beyond Bun's cap it cannot.
+ * the request, so the server layer (http/server.ts) raises Bun's cap to `PARSER_HEADER_BYTES`:
+ * between the two the service answers; beyond Bun's cap it cannot.
  */
 export const MAX_HEADER_BYTES = 16 * 1024
 export const PARSER_HEADER_BYTES = 64 * 1024

@@ -1,13 +1,14 @@
 import { HttpApiBuilder, HttpApiScalar, HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
+import http from "node:http"
 import type { Config } from "../config.js"
 import { SextantApi } from "./api/index.js"
 import type { AppConfig } from "../config.js"
 import type { ApiKeyAuth } from "./auth.js"
 import { AdmissionMiddlewareLive } from "./admission.js"
 import { ApiKeyAuthLive, LocalOperatorAuth } from "./authLive.js"
-import { MAX_BODY_BYTES } from "./body.js"
+import { MAX_BODY_BYTES, PARSER_HEADER_BYTES } from "./body.js"
 import { ErrorMiddlewareLive } from "./errors.js"
 import { spanNames } from "../telemetry/Telemetry.js"
 import { httpMetrics, MetricsRouteLive, spanPath } from "./metrics.js"
@@ -68,9 +69,24 @@ export const HttpLive = HttpApiBuilder.serve(httpMetrics).pipe(
 )
 
 /**
+ * Bun's HTTP parser answers headers over its cap (16 KiB unless told) with an empty 431 before the
+ * app sees them. Raised here, before the server is made, rather than by `--max-http-header-size`,
+ * so the service's own JSON 431 answers up to PARSER_HEADER_BYTES however it was started
+ * (`bun src/main.ts serve`, `npm start`, the binary, a test). Bun reads the process-wide value
+ * (node:http's `maxHeaderSize`, settable in Bun) when a server starts.
+ */
+const ParserHeaderCap = Layer.effectDiscard(
+  Effect.sync(() => {
+    ;(http as { maxHeaderSize: number }).maxHeaderSize = PARSER_HEADER_BYTES
+  })
+)
+
+/**
  * Bun answers a body over its own cap with an empty 413 before the app sees it, so that cap sits
  * well above ours: a declared length over 1 MiB is refused by the error middleware without being
  * read, and a chunked body is buffered at most to Bun's cap before it is counted and refused.
  */
 export const BunServerLive = (config: Pick<Config, "host" | "port">) =>
-  BunHttpServer.layer({ hostname: config.host, port: config.port, maxRequestBodySize: 16 * MAX_BODY_BYTES })
+  BunHttpServer.layer({ hostname: config.host, port: config.port, maxRequestBodySize: 16 * MAX_BODY_BYTES }).pipe(
+    Layer.provide(ParserHeaderCap)
+  )

@@ -7,7 +7,7 @@ import { html } from "../status/html.js"
 import { CONTENT_SECURITY_POLICY, layout, STYLE_PATH } from "../status/layout.js"
 import { overviewPage } from "../status/overview.js"
 import { resourcePage } from "../status/resourcePage.js"
-import { parseCatalogQuery, StatusReader } from "../status/StatusReader.js"
+import { pageRefusal, parseCatalogQuery, StatusReader } from "../status/StatusReader.js"
 import { STYLESHEET } from "../status/style.js"
 import { ApiKeyAuth } from "./auth.js"
 import { ApiKeyAuthLive } from "./authLive.js"
@@ -51,7 +51,10 @@ export const StatusRoutesLive = HttpApiBuilder.Router.use((router) =>
 
     const overview = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const query = parseCatalogQuery(new URL(request.url, "http://status.invalid").searchParams)
+      const params = new URL(request.url, "http://status.invalid").searchParams
+      const refused = pageRefusal(params)
+      if (refused !== null) return page(layout("Bad request", html`<h1>Bad request</h1><p>${refused}</p><p><a href="/status">Back to the status page</a></p>`), 400)
+      const query = parseCatalogQuery(params)
       const access = sectionAccess(keysConfigured, yield* readerOf)
       const catalog = yield* reader.catalog(query)
       const facilitators = access.facilitators === null ? yield* reader.facilitators : { hidden: access.facilitators }

@@ -1,14 +1,14 @@
-import { FetchHttpClient, HttpClient, type HttpClientResponse } from "@effect/platform"
 import type { Keypair } from "@stellar/stellar-sdk"
 import { x402Client, x402HTTPClient } from "@x402/core/client"
 import type { PaymentRequiredV2 } from "@x402/core/schemas"
 import type { PaymentRequirements } from "@x402/core/types"
-import { Duration, Effect, Option, Schema, Stream } from "effect"
+import { Duration, Effect, Option, Schema } from "effect"
 import type { HttpMethod } from "../domain/resources.js"
 import { SettleResponse } from "../domain/x402.js"
 import { type Deployment, readChallenge } from "../verification/challenge.js"
+import { Dialer, dialPinned, readUpTo, Resolver } from "../verification/Connector.js"
 import { fetchAnswer, type OutboundRequests, resourceRequest, Unreachable } from "../verification/fetchAnswer.js"
-import { type DnsFailure, guardTarget, type TargetRefused } from "../verification/outboundGuard.js"
+import { type DnsFailure, type TargetRefused, vetTarget, type Vetted } from "../verification/outboundGuard.js"
 import {
   type Authorization,
   type BuildPaymentError,
@@ -86,6 +86,19 @@ const DEFAULT_PAID_TIMEOUT_MS = 60_000
 // registration, since this module builds the payment itself.
 const x402 = new x402HTTPClient(new x402Client())
 
+/**
+ * The longest validity this buyer signs an authorisation for. A challenge's `maxTimeoutSeconds`
+ * sets how long the signed payment may be submitted; a seller asking for days (or 1e9 s) would hold
+ * a payment it can settle whenever it likes. 600 s covers every facilitator's settle (a ledger
+ * closes about every 5 s).
+ */
+export const MAX_TIMEOUT_SECONDS = 600
+
+const timeoutRefusal = (offered: { readonly maxTimeoutSeconds?: unknown }): string | null =>
+  typeof offered.maxTimeoutSeconds === "number" && offered.maxTimeoutSeconds > MAX_TIMEOUT_SECONDS
+    ? `maxTimeoutSeconds ${offered.maxTimeoutSeconds} is above the ${MAX_TIMEOUT_SECONDS} s this buyer signs for`
+    : null
+
 const describeOption = (r: PaymentRequirements) => `${r.scheme} ${r.amount} of ${r.asset} on ${r.network} to ${r.payTo}`
 
 /** The cheapest option that is payable, accepted by the caller and within `maxPrice`. */
@@ -94,7 +107,7 @@ const choose = (challenge: PaymentRequiredV2, input: PayForInput) => {
     const refusal = refusalOf(offered, input.deployment)?.reason ?? null
     // Past refusalOf the network is the deployment's and `extra` an object: the stock type holds.
     const option = offered as PaymentRequirements
-    return { option, refusal: refusal ?? input.refuse?.(option) ?? null }
+    return { option, refusal: refusal ?? timeoutRefusal(offered) ?? input.refuse?.(option) ?? null }
   })
   const payable = judged.filter((j) => j.refusal === null).map((j) => j.option)
   if (payable.length === 0) {
@@ -113,18 +126,6 @@ const choose = (challenge: PaymentRequiredV2, input: PayForInput) => {
 export const isJsonType = (contentType: string | null) =>
   contentType !== null && /^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(contentType.trim())
 
-/** The body, when it fits in `maxBytes`; null when larger. */
-const boundedBody = (response: HttpClientResponse.HttpClientResponse, maxBytes: number) =>
-  response.stream.pipe(
-    Stream.mapAccum(0, (seen, chunk) => [seen + chunk.length, { chunk, over: seen + chunk.length > maxBytes }] as const),
-    Stream.takeUntil(({ over }) => over),
-    Stream.runCollect,
-    Effect.map((parts) => {
-      const chunks = [...parts]
-      return chunks.some((p) => p.over) ? null : Buffer.concat(chunks.map((p) => p.chunk))
-    })
-  )
-
 const judgeBody = (contentType: string | null, body: Buffer | null): boolean | null => {
   if (body === null) return null
   if (!isJsonType(contentType)) return false
@@ -137,29 +138,27 @@ const judgeBody = (contentType: string | null, body: Buffer | null): boolean | n
 }
 
 /**
- * Sends the signed payment once, without following redirects (a payment is for the URL that asked
- * for it). Anything that goes wrong after the request left is PaymentOutcomeUnknown: the
- * facilitator may have settled.
+ * Sends the signed payment once, to the address the guard just vetted and without following
+ * redirects (a payment is for the URL that asked for it). Anything that goes wrong after the
+ * request left is PaymentOutcomeUnknown: the facilitator may have settled.
  */
-const sendPaid = (target: URL, input: PayForInput, paymentHeaders: Record<string, string>, authorization: Authorization) =>
+const sendPaid = (target: Vetted, input: PayForInput, paymentHeaders: Record<string, string>, authorization: Authorization) =>
   Effect.gen(function* () {
-    const client = HttpClient.withScope(yield* HttpClient.HttpClient)
+    const dial = yield* Dialer
     const timeout = Duration.millis(input.paidTimeoutMs ?? DEFAULT_PAID_TIMEOUT_MS)
-    const exchange = Effect.scoped(
-      Effect.gen(function* () {
-        const response = yield* client
-          .execute(resourceRequest(target, input.method, input.body, paymentHeaders))
-          .pipe(Effect.provideService(FetchHttpClient.RequestInit, { redirect: "manual" }))
-        const body = yield* boundedBody(response, input.outbound.maxBodyBytes)
-        return { response, body }
-      })
-    )
+    const exchange = Effect.tryPromise({
+      try: async (signal) => {
+        const response = await dialPinned(dial, target, { ...resourceRequest(input.method, input.body, paymentHeaders), signal })
+        return { response, body: await readUpTo(response, input.outbound.maxBodyBytes) }
+      },
+      catch: (e) => (e instanceof Error ? e : new Error(String(e)))
+    })
     const [elapsed, { response, body }] = yield* exchange.pipe(
       Effect.timed,
       Effect.timeoutFail({ duration: timeout, onTimeout: () => `no answer within ${Duration.format(timeout)}` }),
       Effect.mapError((e) => new PaymentOutcomeUnknown({ reason: typeof e === "string" ? e : e.message, authorization }))
     )
-    const header = (name: string) => response.headers[name.toLowerCase()]
+    const header = (name: string) => response.headers.get(name) ?? undefined
     const contentType = header("content-type") ?? null
     const paymentResponse = Option.getOrNull(
       Option.liftThrowable(() => x402.getPaymentSettleResponse(header))().pipe(Option.flatMap(Schema.decodeUnknownOption(SettleResponse)))
@@ -187,7 +186,7 @@ const sendPaid = (target: URL, input: PayForInput, paymentHeaders: Record<string
  * 6. answer the status, the decoded `PAYMENT-RESPONSE`, the option paid, the latency of the paid
  *    request, its body and whether that is the JSON it declares.
  */
-export const payFor = (input: PayForInput): Effect.Effect<PaidAnswer, PayForError, HttpClient.HttpClient> =>
+export const payFor = (input: PayForInput): Effect.Effect<PaidAnswer, PayForError> =>
   Effect.gen(function* () {
     const answer = yield* fetchAnswer(input.url, input.method, input.outbound, input.body).pipe(
       Effect.catchTag("AnswerTimeout", (timeout) => new Unreachable({ reason: timeout.reason }))
@@ -209,9 +208,10 @@ export const payFor = (input: PayForInput): Effect.Effect<PaidAnswer, PayForErro
       rpcUrl: input.rpcUrl,
       deployment: input.deployment
     })
-    const target = yield* guardTarget(answer.url, input.outbound).pipe(
+    const resolve = yield* Resolver
+    const target = yield* vetTarget(answer.url, input.outbound, resolve).pipe(
       Effect.catchTag("DnsFailure", (e: DnsFailure) => new Unreachable({ reason: `cannot resolve ${e.host}: ${e.reason}` }))
     )
     const paid = yield* sendPaid(target, input, x402.encodePaymentSignatureHeader(paymentPayload), authorization)
-    return { url: target.href, requirements, amount: requirements.amount, authorization, ...paid }
+    return { url: target.url.href, requirements, amount: requirements.amount, authorization, ...paid }
   })

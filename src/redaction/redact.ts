@@ -99,16 +99,61 @@ const databasePassword = (database: string): Array<string> => {
 }
 
 /**
- * Every secret the config holds in clear: facilitator keys, the HMAC signing secret, the key the
- * vertical presents, the database password. API keys are configured only as hashes, so they are
- * caught by shape (`Authorization`, `Bearer ...`), like any key this service never saw.
+ * What in a configured URL may be a provider's key: its password, every query value (`?apiKey=`,
+ * `?token=`), and path segments that look like tokens (16 or more URL-safe characters, or 8 or more
+ * mixing letters and digits, as `/v1/a1b2c3d4e5` of an RPC provider). Path words such as
+ * `discovery` or `resources` are not: they would blank ordinary text.
  */
-export const secretsOf = (config: Pick<Config, "facilitators" | "signer" | "vertical" | "database">): Array<string> => [
+export const urlSecrets = (url: string | null | undefined): Array<string> => {
+  if (url === null || url === undefined) return []
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    return []
+  }
+  const tokenLike = (part: string) => /^[A-Za-z0-9._~+=-]{16,}$/.test(part) || (part.length >= 8 && /\d/.test(part) && /[A-Za-z]/.test(part))
+  const decoded = (part: string) => {
+    try {
+      return decodeURIComponent(part)
+    } catch {
+      return part
+    }
+  }
+  return [
+    ...(parsed.password === "" ? [] : [decoded(parsed.password)]),
+    ...[...parsed.searchParams.values()].filter((value) => value !== ""),
+    ...parsed.pathname.split("/").map(decoded).filter(tokenLike)
+  ]
+}
+
+/** The configured URLs that may carry a provider's key in their path or query. */
+const configuredUrls = (config: Pick<Config, "vertical" | "ledger" | "telemetry" | "catalogSources">) => [
+  config.ledger.sorobanRpcUrl,
+  config.ledger.horizonUrl,
+  config.vertical.horizonUrl,
+  config.vertical.sorobanRpcUrl,
+  config.vertical.facilitatorUrl,
+  config.telemetry.otlpEndpoint,
+  ...config.catalogSources.map((source) => source.url)
+]
+
+export type SecretsConfig = Pick<Config, "facilitators" | "signer" | "vertical" | "database" | "ledger" | "telemetry" | "catalogSources">
+
+/**
+ * Every secret the config holds in clear: facilitator keys, the HMAC signing secret, the key the
+ * vertical presents, the database password, and tokens in the path or query of the ledger's, the
+ * vertical's, the collector's and the catalog sources' URLs. API keys are configured only as
+ * hashes, so they are caught by shape (`Authorization`, `Bearer ...`), like any key this service
+ * never saw.
+ */
+export const secretsOf = (config: SecretsConfig): Array<string> => [
   ...config.facilitators.flatMap((f) => (f.apiKey === undefined ? [] : [f.apiKey])),
   ...("hmacSecret" in config.signer ? [config.signer.hmacSecret] : []),
   ...(config.vertical.facilitatorApiKey === null ? [] : [config.vertical.facilitatorApiKey]),
-  ...databasePassword(config.database)
+  ...databasePassword(config.database),
+  ...configuredUrls(config).flatMap(urlSecrets)
 ]
 
 /** The redactor for a deployment's config. */
-export const redactorFor = (config: Pick<Config, "facilitators" | "signer" | "vertical" | "database">) => makeRedactor(secretsOf(config))
+export const redactorFor = (config: SecretsConfig) => makeRedactor(secretsOf(config))

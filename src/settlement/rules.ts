@@ -67,9 +67,10 @@ export const transferMismatch = (
     return new TransferRecipientMismatch({ message: `the signed transfer pays ${transfer.to}, but the requirements name payTo ${terms.payTo}` })
   }
   const ceiling = BigInt(terms.scheme === "upto" ? (terms.maxAmount ?? terms.amount) : terms.amount)
-  const amountOk = terms.scheme === "upto" ? transfer.amount <= ceiling : transfer.amount === ceiling
+  // A signed amount is an i128: a negative `upto` transfer would be "at most the ceiling" too.
+  const amountOk = terms.scheme === "upto" ? transfer.amount > 0n && transfer.amount <= ceiling : transfer.amount === ceiling
   if (!amountOk) {
-    const expected = terms.scheme === "upto" ? `at most ${ceiling}` : `${ceiling}`
+    const expected = terms.scheme === "upto" ? `more than 0 and at most ${ceiling}` : `${ceiling}`
     return new TransferAmountMismatch({ message: `the signed transfer moves ${transfer.amount} base units, but the requirements allow ${expected}` })
   }
   if (terms.amountUsd !== undefined && !usdMatchesBaseUnits(terms.amountUsd, terms.amount, decimals)) {

@@ -33,16 +33,25 @@ export interface CatalogQuery {
 const isSort = Schema.is(TableSort)
 const isStatus = Schema.is(ServiceStatus)
 
+/** A page number as the table's links write it: `Number` alone reads `1e300` as a whole number. */
+const PAGE = /^[1-9]\d{0,5}$/
+
+/** Why the `page` parameter is refused (400), or null: absent, or 1 to 999999 in decimal digits. */
+export const pageRefusal = (params: URLSearchParams): string | null => {
+  const page = params.get("page")
+  return page === null || PAGE.test(page) ? null : "page must be a whole number from 1 to 999999, in digits"
+}
+
 /** Reads the table's query string leniently: anything unknown falls back to the default view. */
 export const parseCatalogQuery = (params: URLSearchParams): CatalogQuery => {
   const sort = params.get("sort")
   const status = params.get("status")
   const capability = params.get("capability")
-  const page = Number(params.get("page") ?? "1")
+  const page = params.get("page")
   return {
     sort: isSort(sort) ? sort : "provider",
     descending: params.get("dir") === "desc",
-    page: Number.isInteger(page) && page >= 1 ? page : 1,
+    page: page !== null && PAGE.test(page) ? Number(page) : 1,
     ...(isStatus(status) ? { status } : {}),
     ...(capability !== null && capability !== "" && capability.length <= 100 ? { capability } : {})
   }

@@ -1,4 +1,3 @@
-import { FetchHttpClient } from "@effect/platform"
 import { Clock, Context, Effect, Layer, Redacted, Schedule } from "effect"
 import { AppConfig } from "../config.js"
 import type { EconomicEvent } from "../domain/evidence.js"
@@ -75,7 +74,7 @@ const make = Effect.gen(function* () {
         maxPrice: units,
         refuse: (requirements) => (requirements.payTo === target.option.payTo ? null : `payTo is not the catalog's ${target.option.payTo}`),
         outbound: config.probes
-      }).pipe(Effect.provide(FetchHttpClient.layer), Effect.either)
+      }).pipe(Effect.either)
       if (attempt._tag === "Left") {
         const error = attempt.left
         // Sent but unanswered: the money may have moved, so the budget stays spent.

@@ -1,8 +1,8 @@
-import { HttpClientRequest } from "@effect/platform"
 import { Data, Effect } from "effect"
 import type { ProbesConfig } from "../config.js"
 import type { HttpMethod } from "../domain/resources.js"
-import { guardTarget, type OutboundPolicy, resolveHost, type TargetRefused } from "./outboundGuard.js"
+import { Dialer, dialPinned, readUpTo, Resolver } from "./Connector.js"
+import { type OutboundPolicy, type TargetRefused, vetTarget, type Vetted } from "./outboundGuard.js"
 
 /** Redirects followed before a probe gives up; each hop is checked like the first. */
 const MAX_REDIRECTS = 5
@@ -56,25 +56,15 @@ const causeOf = (cause: unknown) => {
 
 /** Reads at most `maxBytes` of the body as JSON (undefined when it is not JSON), then lets the rest go. */
 const readCapped = async (response: Response, maxBytes: number) => {
-  const reader = response.body?.getReader()
-  if (reader === undefined) return { body: undefined, note: null }
-  const chunks: Array<Uint8Array> = []
-  let bytes = 0
+  let bytes: Buffer | null
   try {
-    while (bytes <= maxBytes) {
-      const { value, done } = await reader.read()
-      if (done) break
-      chunks.push(value)
-      bytes += value.length
-    }
+    bytes = await readUpTo(response, maxBytes)
   } catch {
     return { body: undefined, note: "body could not be read" }
-  } finally {
-    void reader.cancel().catch(() => undefined)
   }
-  if (bytes > maxBytes) return { body: undefined, note: `body over ${maxBytes} bytes was not read` }
+  if (bytes === null) return { body: undefined, note: `body over ${maxBytes} bytes was not read` }
   try {
-    return { body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown, note: null }
+    return { body: JSON.parse(bytes.toString("utf8")) as unknown, note: null }
   } catch {
     return { body: undefined, note: null }
   }
@@ -83,49 +73,46 @@ const readCapped = async (response: Response, maxBytes: number) => {
 /** Methods whose input travels as a JSON body; the others carry it in the query string. */
 export const sendsBody = (method: HttpMethod) => method === "POST" || method === "PUT" || method === "PATCH"
 
+const REQUEST_HEADERS = { accept: "application/json", "user-agent": "sextant-probe/0.1" }
+
 /**
  * A request to a resource, unpaid or paid (`headers` add the payment). Body methods get `body`
  * (JSON text), an empty JSON object by default: paywalls answer 402 before reading it, and some
  * servers refuse a POST without any body. A buyer sends its input in both requests, so the paid
  * one differs from the one that was priced by the payment only.
  */
-export const resourceRequest = (url: URL, method: HttpMethod, body = "{}", headers: Record<string, string> = {}) => {
-  const base = HttpClientRequest.make(method)(url).pipe(HttpClientRequest.setHeaders({ ...REQUEST_HEADERS, ...headers }))
-  return sendsBody(method) ? HttpClientRequest.bodyText(base, body, "application/json") : base
-}
-
-const REQUEST_HEADERS = { accept: "application/json", "user-agent": "sextant-probe/0.1" }
+export const resourceRequest = (method: HttpMethod, body = "{}", headers: Record<string, string> = {}) =>
+  sendsBody(method)
+    ? { method, headers: { ...REQUEST_HEADERS, "content-type": "application/json", ...headers }, body }
+    : { method, headers: { ...REQUEST_HEADERS, ...headers } }
 
 type Step = { readonly _tag: "Redirect"; readonly next: string; readonly status: number } | { readonly _tag: "Answer"; readonly answer: Answer }
 
 /**
- * One request with Bun's own fetch: the probe path's hot spot, where Effect's HttpClient (request
- * and response wrappers, a scope, a body stream) cost three times the request itself (bench/scale).
- * Aborted by the deadline or by the fiber's interruption; what of the body is not read is dropped.
+ * One request with Bun's own fetch, pinned to the vetted address: the probe path's hot spot, where
+ * Effect's HttpClient (request and response wrappers, a scope, a body stream) cost three times the
+ * request itself (bench/scale). Aborted by the deadline or by the fiber's interruption; what of the
+ * body is not read is dropped.
  */
-const send = (target: URL, method: HttpMethod, read: BodyRead, deadline: Deadline, requestBody?: string) =>
-  Effect.tryPromise({
-    try: async (interrupted): Promise<Step> => {
-      const response = await fetch(target, {
-        method,
-        headers: sendsBody(method) ? { ...REQUEST_HEADERS, "content-type": "application/json" } : REQUEST_HEADERS,
-        ...(sendsBody(method) ? { body: requestBody ?? "{}" } : {}),
-        redirect: "manual",
-        signal: AbortSignal.any([interrupted, deadline.signal])
-      })
-      const header = (name: string) => response.headers.get(name) ?? undefined
-      const location = header("location")
-      if (REDIRECTS.has(response.status) && location !== undefined) {
-        void response.body?.cancel().catch(() => undefined)
-        return { _tag: "Redirect", next: new URL(location, target).href, status: response.status }
-      }
-      const { body, note } = read.when(response.status, header)
-        ? await readCapped(response, read.maxBytes)
-        : (void response.body?.cancel().catch(() => undefined), { body: undefined, note: null })
-      return { _tag: "Answer", answer: { url: target.href, httpStatus: response.status, header, body, note } }
-    },
-    catch: (e) => (deadline.signal.aborted ? deadline.timeout() : new Unreachable({ reason: `fetch failed: ${causeOf(e)}` }))
-  })
+const send = (target: Vetted, method: HttpMethod, read: BodyRead, deadline: Deadline, requestBody?: string) =>
+  Effect.flatMap(Dialer, (dial) =>
+    Effect.tryPromise({
+      try: async (interrupted): Promise<Step> => {
+        const response = await dialPinned(dial, target, { ...resourceRequest(method, requestBody), signal: AbortSignal.any([interrupted, deadline.signal]) })
+        const header = (name: string) => response.headers.get(name) ?? undefined
+        const location = header("location")
+        if (REDIRECTS.has(response.status) && location !== undefined) {
+          void response.body?.cancel().catch(() => undefined)
+          return { _tag: "Redirect", next: new URL(location, target.url).href, status: response.status }
+        }
+        const { body, note } = read.when(response.status, header)
+          ? await readCapped(response, read.maxBytes)
+          : (void response.body?.cancel().catch(() => undefined), { body: undefined, note: null })
+        return { _tag: "Answer", answer: { url: target.url.href, httpStatus: response.status, header, body, note } }
+      },
+      catch: (e) => (deadline.signal.aborted ? deadline.timeout() : new Unreachable({ reason: `fetch failed: ${causeOf(e)}` }))
+    })
+  )
 
 /** A whole request's time limit, redirects and DNS lookups included. */
 interface Deadline {
@@ -165,14 +152,15 @@ const hop = (
   requestBody?: string
 ): Effect.Effect<Answer, TargetRefused | Unreachable | AnswerTimeout> =>
   Effect.gen(function* () {
-    const target = yield* guardTarget(url, probes, (host) => within(resolveHost(host), deadline)).pipe(
+    const resolve = yield* Resolver
+    const target = yield* vetTarget(url, probes, (host) => within(resolve(host), deadline)).pipe(
       Effect.catchTag("DnsFailure", (e) => new Unreachable({ reason: `cannot resolve ${e.host}: ${e.reason}` }))
     )
     const step = yield* send(target, method, read, deadline, requestBody)
     if (step._tag === "Answer") return step.answer
     if (redirectsLeft === 0) {
       return {
-        url: target.href,
+        url: target.url.href,
         httpStatus: step.status,
         header: () => undefined,
         body: undefined,

@@ -77,7 +77,7 @@ const isTrusted = (url: URL, policy: OutboundPolicy) =>
   policy.trustedOrigins.some((origin) => originOf(origin) === url.origin)
 
 /** URL hostnames keep IPv6 literals in brackets; addresses are compared without them. */
-const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, "$1")
+export const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, "$1")
 
 /** Checks that need no network: scheme, credentials, and a literal address when the host is one. */
 export const checkUrl = (raw: string, policy: OutboundPolicy): URL | TargetRefused => {
@@ -107,31 +107,50 @@ export const checkAddresses = (
   if (policy.allowPrivateTargets || isTrusted(url, policy)) return null
   const denied = addresses.find((address) => !isPublicAddress(address))
   if (denied === undefined) return null
-  const via = denied === hostOf(url) ? "" : ` (${hostOf(url)} resolves to ${denied})`
+  // The address itself is not named: it would tell the caller what an internal name resolves to.
+  const via = denied === hostOf(url) ? "" : ` (${hostOf(url)} resolves to a non-public address)`
   return new TargetRefused({
     reason: `${url.origin} is a loopback, private, link-local or otherwise non-public address${via}; probes only reach public hosts`
   })
 }
 
+/** A target that passed the guard: the URL as named, and the addresses (all checked, in the resolver's order) its connection may go to. */
+export interface Vetted {
+  readonly url: URL
+  readonly addresses: readonly [string, ...Array<string>]
+}
+
 /**
- * Resolves the host and applies `checkAddresses` before any connection is made. The resolver
- * is a parameter so the decision can be tested without DNS. A window remains between this lookup
- * and the one the HTTP client makes (DNS rebinding); short TTL tricks can still race it.
+ * Resolves the host once and applies `checkAddresses` before any connection is made; the answer
+ * names the addresses to connect to (those checked), which `Connector.dialPinned` connects to
+ * instead of resolving the name again. A trusted or private-allowed target is resolved
+ * too, so its connection is pinned like any other. The resolver is a parameter so the decision
+ * can be tested without DNS.
  */
-export const guardTarget = <E = never>(
+export const vetTarget = <E = never>(
   raw: string,
   policy: OutboundPolicy,
   resolve: (host: string) => Effect.Effect<ReadonlyArray<string>, DnsFailure | E> = resolveHost
-): Effect.Effect<URL, TargetRefused | DnsFailure | E> =>
+): Effect.Effect<Vetted, TargetRefused | DnsFailure | E> =>
   Effect.gen(function* () {
     const checked = checkUrl(raw, policy)
     if (checked instanceof TargetRefused) return yield* checked
     const host = hostOf(checked)
-    if (isIP(host) !== 0 || policy.allowPrivateTargets || isTrusted(checked, policy)) return checked
-    const refused = checkAddresses(checked, yield* resolve(host), policy)
+    if (isIP(host) !== 0) return { url: checked, addresses: [host] }
+    const addresses = yield* resolve(host)
+    const refused = checkAddresses(checked, addresses, policy)
     if (refused) return yield* refused
-    return checked
+    const [first, ...rest] = addresses
+    if (first === undefined) return yield* new DnsFailure({ host, reason: "no address" })
+    return { url: checked, addresses: [first, ...rest] }
   })
+
+/** `vetTarget`'s decision alone, for callers that only ask whether a URL may be reached. */
+export const guardTarget = <E = never>(
+  raw: string,
+  policy: OutboundPolicy,
+  resolve: (host: string) => Effect.Effect<ReadonlyArray<string>, DnsFailure | E> = resolveHost
+): Effect.Effect<URL, TargetRefused | DnsFailure | E> => Effect.map(vetTarget(raw, policy, resolve), (vetted) => vetted.url)
 
 export const resolveHost = (host: string): Effect.Effect<ReadonlyArray<string>, DnsFailure> =>
   Effect.tryPromise({

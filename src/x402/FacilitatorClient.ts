@@ -83,7 +83,7 @@ interface Broken {
 const exchange = (url: string, init: RequestInit) =>
   Effect.tryPromise({
     try: async (signal) => {
-      const response = await fetch(url, { ...init, signal }).catch((cause: unknown) => {
+      const response = await fetch(url, { ...init, redirect: "manual", signal }).catch((cause: unknown) => {
         throw { stage: "request", cause } satisfies Broken
       })
       const text = await response.text().catch((cause: unknown) => {

@@ -97,10 +97,7 @@ export const launchServe = async (
   }
 }
 
-/**
- * `sextant serve --config <file>` as `npm start` runs it: Bun's runtime flags from the `start`
- * script (its HTTP header cap) included.
- */
+/** `sextant serve --config <file>` as `npm start` runs it, with any runtime flags of the `start` script. */
 export const serveArgv = (configFile: string): Array<string> => {
   const script = pkg.scripts.start.split(" ")
   if (script[0] !== "bun" || !script.includes("src/main.ts")) throw new Error(`unexpected start script: ${pkg.scripts.start}`)

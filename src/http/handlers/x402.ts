@@ -1,6 +1,7 @@
 import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
-import { type BazaarStatus, extensionResponsesHeader } from "../../extensions/bazaar.js"
+import { InvalidRequest } from "../../domain/errors.js"
+import { type BazaarStatus, bazaarSchemaRefusal, extensionResponsesHeader } from "../../extensions/bazaar.js"
 import { BazaarIngest } from "../../extensions/BazaarIngest.js"
 import { idempotencyKeyOf } from "../../extensions/paymentIdentifier.js"
 import { Settlement } from "../../settlement/Settlement.js"
@@ -16,6 +17,12 @@ const extensionResponses = (status: BazaarStatus | null) =>
     : HttpApp.appendPreResponseHandler((_, response) =>
         Effect.succeed(HttpServerResponse.setHeader(response, "EXTENSION-RESPONSES", extensionResponsesHeader(status)))
       )
+
+/** A bazaar schema this service would never evaluate (schemaGuard) is refused before any payment is made. */
+const admitExtensions = (payload: { readonly paymentPayload: unknown }) => {
+  const refused = bazaarSchemaRefusal(payload.paymentPayload)
+  return refused === null ? Effect.void : Effect.fail(new InvalidRequest({ message: refused }))
+}
 
 export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) =>
   Effect.gen(function* () {
@@ -41,6 +48,7 @@ export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) 
       .handle("verify", ({ payload, headers }) =>
         Effect.gen(function* () {
           const principal = yield* Principal
+          yield* admitExtensions(payload)
           const idempotencyKey = yield* idempotencyKeyOf(headers["idempotency-key"], payload)
           return yield* withBazaar(payload, "/x402/verify", verifier.verify({ request: payload, idempotencyKey, principal: principal.id }), (a) => a.isValid)
         })
@@ -48,6 +56,7 @@ export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) 
       .handle("settle", ({ payload, headers }) =>
         Effect.gen(function* () {
           const principal = yield* Principal
+          yield* admitExtensions(payload)
           const idempotencyKey = yield* idempotencyKeyOf(headers["idempotency-key"], payload)
           return yield* withBazaar(payload, "/x402/settle", settlement.settle({ request: payload, idempotencyKey, principal: principal.id }), (a) => a.success)
         })
