@@ -252,6 +252,11 @@ export const LedgerConfig = Schema.Struct({
   /** Bound on each Soroban RPC or Horizon call. */
   timeoutMs: opt(PositiveInt, 8000),
   /**
+   * The inclusion fee the buyer and the economic probes bid on a payment's transaction (stroops);
+   * the resource fee is what simulation asks. The network's minimum of 100 times out when pubnet is busy.
+   */
+  inclusionFeeStroops: opt(PositiveInt, 10_000),
+  /**
    * How often pending payments are checked on the ledger and unresolved settlements reconciled
    * (seconds; fractions allowed). A ledger closes about every 5 s.
    */

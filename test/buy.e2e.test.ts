@@ -232,7 +232,7 @@ describe("sextant buy", () => {
 
   test("the buyer's secret key appears in no request, log line or file other than its key file", () => {
     const secret = readFileSync(keyFile, "utf8").trim()
-    const raw = Keypair.fromSecret(secret).rawSecretKey()
+    const raw = Buffer.from(Keypair.fromSecret(secret).rawSecretKey())
     const forms = [secret, raw.toString("hex"), raw.toString("base64"), JSON.stringify([...raw]).slice(1, -1)]
     const sent = [
       ...toService,

@@ -128,6 +128,7 @@ describe("config", () => {
       horizonUrl: "https://horizon-testnet.stellar.org",
       confirmTimeoutSeconds: 120,
       timeoutMs: 8000,
+      inclusionFeeStroops: 10_000,
       pollIntervalSeconds: 5
     })
     expect(config.vertical).toMatchObject({ sorobanRpcUrl: "https://soroban-testnet.stellar.org", horizonUrl: "https://horizon-testnet.stellar.org" })
@@ -136,7 +137,7 @@ describe("config", () => {
   test("the vertical follows a configured ledger unless it names its own endpoints", () => {
     const ledger = { sorobanRpcUrl: "http://127.0.0.1:7001", horizonUrl: "http://127.0.0.1:7002", confirmTimeoutSeconds: 30 }
     const following = Either.getOrThrow(loadConfig(writeConfig("ledger.json", { ledger }), {}))
-    expect(following.ledger).toEqual({ ...ledger, timeoutMs: 8000, pollIntervalSeconds: 5 })
+    expect(following.ledger).toEqual({ ...ledger, timeoutMs: 8000, inclusionFeeStroops: 10_000, pollIntervalSeconds: 5 })
     expect(following.vertical).toMatchObject({ sorobanRpcUrl: "http://127.0.0.1:7001", horizonUrl: "http://127.0.0.1:7002" })
     const own = Either.getOrThrow(
       loadConfig(writeConfig("ledger-own.json", { ledger, vertical: { horizonUrl: "http://127.0.0.1:7003", sorobanRpcUrl: null } }), {})

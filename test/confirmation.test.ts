@@ -30,6 +30,7 @@ const tx = (overrides: Partial<LedgerTransaction> = {}): Option.Option<LedgerTra
     ledger: 7,
     closedAt: new Date(CLAIMED + 5_000).toISOString(),
     transfers: [{ contract: TESTNET_USDC, from: PAYER, to: PAYEE, amount: 10_000n }],
+    authorizations: [],
     ...overrides
   })
 

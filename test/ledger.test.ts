@@ -3,6 +3,7 @@ import { authorizeEntry, Contract, Keypair, nativeToScVal, Networks, Operation, 
 import { Effect, Either, Option } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
 import { LedgerReader, type LedgerReaderShape, type LedgerTransfer, LedgerUnavailable } from "../src/ledger/LedgerReader.js"
+import { addressAuthorization } from "../src/ledger/authEntries.js"
 import type { LedgerReaderOptions } from "../src/ledger/read.js"
 import { type FixtureLedger, settlePayment, startFixtureLedger } from "./fixtures/ledger.js"
 import { buildExactPayment, exactRequirements, seededBuyer } from "./fixtures/stellarPayment.js"
@@ -19,7 +20,7 @@ let fixture: FixtureLedger
 
 const readerOver = (f: FixtureLedger, options: Partial<LedgerReaderOptions> = {}) =>
   Effect.runSync(
-    Effect.provide(LedgerReader, LedgerReader.layer({ sorobanRpcUrl: f.rpcUrl, horizonUrl: f.horizonUrl, timeoutMs: 2000, ...options }))
+    Effect.provide(LedgerReader, LedgerReader.layer({ sorobanRpcUrl: f.rpcUrl, horizonUrl: f.horizonUrl, network: "stellar:testnet", timeoutMs: 2000, ...options }))
   )
 const run = <A>(read: (reader: LedgerReaderShape) => Effect.Effect<A, LedgerUnavailable>, options: Partial<LedgerReaderOptions> = {}) =>
   Effect.runPromise(read(readerOver(fixture, options)))
@@ -54,7 +55,8 @@ describe("transaction", () => {
       successful: true,
       ledger: 499_990,
       closedAt: fixture.closeTime(499_990).toISOString(),
-      transfers: [usdc(payer, payee, 10_000n)]
+      transfers: [usdc(payer, payee, 10_000n)],
+      authorizations: []
     })
     expect(fixture.rpcCalls).toEqual(["getTransaction"])
     expect(fixture.horizonRequests).toEqual([])
@@ -108,7 +110,8 @@ describe("transaction", () => {
       successful: true,
       ledger: old,
       closedAt: fixture.closeTime(old).toISOString(),
-      transfers: [usdc(payer, payee, 70_000n)]
+      transfers: [usdc(payer, payee, 70_000n)],
+      authorizations: []
     })
     expect(fixture.rpcCalls).toEqual(["getTransaction"])
     expect(fixture.horizonRequests).toEqual([`/transactions/${hash}`])
@@ -278,7 +281,7 @@ describe("a buyer-side build against the fixture RPC", () => {
     const simulation = await server.simulateTransaction(tx)
     if (!rpc.Api.isSimulationSuccess(simulation)) throw new Error("simulation failed")
     const [entry] = simulation.result!.auth
-    const nonce = BigInt(entry!.credentials().address().nonce().toString())
+    const nonce = addressAuthorization(entry!)!.nonce
     const validUntil = simulation.latestLedger + 20
     const signedEntry = await authorizeEntry(entry!, buyer, validUntil, Networks.TESTNET)
     const assembled = rpc.assembleTransaction(tx, simulation).build()

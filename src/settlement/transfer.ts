@@ -1,8 +1,8 @@
-import { Address, scValToNative, Transaction, xdr } from "@stellar/stellar-sdk"
-import { getNetworkPassphrase } from "@x402/stellar"
+import { Address, scValToNative, Transaction, type xdr } from "@stellar/stellar-sdk"
 import { Either } from "effect"
-import { MalformedPaymentTransaction } from "../domain/errors.js"
-import type { StellarNetwork } from "../domain/stellar.js"
+import { DelegatedCredentialsRefused, MalformedPaymentTransaction, SourceAccountCredentialsRefused } from "../domain/errors.js"
+import { networkPassphrase, type StellarNetwork } from "../domain/stellar.js"
+import { addressAuthorizations, refusedForm } from "../ledger/authEntries.js"
 
 /** The SEP-41 `transfer(from, to, amount)` a Stellar `exact` payload would execute. */
 export interface Transfer {
@@ -24,7 +24,7 @@ const address = (value: xdr.ScVal): string | null => {
 }
 
 const i128 = (value: xdr.ScVal): bigint | null => {
-  if (value.switch() !== xdr.ScValType.scvI128()) return null
+  if (value.type !== "scvI128") return null
   const native: unknown = scValToNative(value)
   return typeof native === "bigint" ? native : null
 }
@@ -52,27 +52,35 @@ export interface PayerAuthorization {
   readonly expirationLedger: number
 }
 
-/** The address-credential auth entry signed by `payer`, if the operation carries one. */
+export type DecodeRefusal = MalformedPaymentTransaction | DelegatedCredentialsRefused | SourceAccountCredentialsRefused
+
+/** The payer's address-credential authorisation, `ADDRESS` or `ADDRESS_V2` alike. */
 const payerAuthorization = (auth: ReadonlyArray<xdr.SorobanAuthorizationEntry>, payer: string): PayerAuthorization | null => {
-  for (const entry of auth) {
-    const credentials = entry.credentials()
-    if (credentials.switch() !== xdr.SorobanCredentialsType.sorobanCredentialsAddress()) continue
-    const signed = credentials.address()
-    if (Address.fromScAddress(signed.address()).toString() !== payer) continue
-    return { nonce: signed.nonce().toString(), expirationLedger: signed.signatureExpirationLedger() }
-  }
-  return null
+  const signed = addressAuthorizations(auth).find((a) => a.address === payer)
+  return signed === undefined ? null : { nonce: signed.nonce.toString(), expirationLedger: signed.expirationLedger }
 }
+
+const refusal = (form: "addressWithDelegates" | "sourceAccount"): DecodeRefusal =>
+  form === "addressWithDelegates"
+    ? new DelegatedCredentialsRefused({
+        message: "the payment's Soroban authorisation uses delegated credentials (SOROBAN_CREDENTIALS_ADDRESS_WITH_DELEGATES); " +
+          "only ADDRESS and ADDRESS_V2 credentials are settled, as the x402 reference facilitator settles them"
+      })
+    : new SourceAccountCredentialsRefused({
+        message: "the payment's Soroban authorisation uses source-account credentials (SOROBAN_CREDENTIALS_SOURCE_ACCOUNT); " +
+          "only ADDRESS and ADDRESS_V2 credentials are settled, as the x402 reference facilitator settles them"
+      })
 
 /**
  * Reads the transfer out of a Stellar `exact` payload's transaction (base64 envelope XDR) without
  * trusting anything else the request says. The shape is the one the x402 Stellar scheme builds and
- * its facilitators accept: one InvokeHostFunction operation calling `transfer` with three arguments.
+ * its facilitators accept: one InvokeHostFunction operation calling `transfer` with three
+ * arguments, authorised by address credentials (`ADDRESS` or `ADDRESS_V2`).
  */
-export const decodePayment = (transactionXdr: string, network: StellarNetwork): Either.Either<DecodedPayment, MalformedPaymentTransaction> => {
+export const decodePayment = (transactionXdr: string, network: StellarNetwork): Either.Either<DecodedPayment, DecodeRefusal> => {
   let transaction: Transaction
   try {
-    transaction = new Transaction(transactionXdr, getNetworkPassphrase(network))
+    transaction = new Transaction(transactionXdr, networkPassphrase(network))
   } catch {
     return Either.left(malformed("paymentPayload.payload.transaction is not a Stellar transaction envelope (base64 XDR)"))
   }
@@ -81,15 +89,18 @@ export const decodePayment = (transactionXdr: string, network: StellarNetwork): 
     return Either.left(malformed("the payment transaction must hold exactly one InvokeHostFunction operation"))
   }
   const fn = operation.func
-  if (fn.switch() !== xdr.HostFunctionType.hostFunctionTypeInvokeContract()) {
+  if (fn.type !== "hostFunctionTypeInvokeContract") {
     return Either.left(malformed("the payment transaction must invoke a contract function"))
   }
-  const call = fn.invokeContract()
-  const name = call.functionName().toString()
-  const args = call.args()
+  const call = fn.invokeContract
+  const name = call.functionName.toString()
+  const args = call.args
   if (name !== "transfer" || args.length !== 3) {
     return Either.left(malformed(`the payment transaction must call transfer(from, to, amount), not ${name} with ${args.length} arguments`))
   }
+  const auth = operation.auth ?? []
+  const refused = refusedForm(auth)
+  if (refused !== null) return Either.left(refusal(refused))
   const [fromArg, toArg, amountArg] = args as [xdr.ScVal, xdr.ScVal, xdr.ScVal]
   const from = address(fromArg)
   const to = address(toArg)
@@ -98,8 +109,8 @@ export const decodePayment = (transactionXdr: string, network: StellarNetwork): 
     return Either.left(malformed("the transfer's arguments must be two addresses and an i128 amount"))
   }
   return Either.right({
-    paymentId: transaction.hash().toString("hex"),
-    transfer: { asset: Address.fromScAddress(call.contractAddress()).toString(), from, to, amount },
-    authorization: payerAuthorization(operation.auth ?? [], from)
+    paymentId: Buffer.from(transaction.hash()).toString("hex"),
+    transfer: { asset: Address.fromScAddress(call.contractAddress).toString(), from, to, amount },
+    authorization: payerAuthorization(auth, from)
   })
 }
