@@ -67,11 +67,31 @@ describe("transaction", () => {
     expect(Option.getOrThrow(await run((r) => r.transaction(hash.toUpperCase()))).hash).toBe(hash)
   })
 
-  test("a failed transaction is found, not successful, and still shows what it tried to transfer", async () => {
+  test("a failed transaction is found, not successful, and transferred nothing: transfers come from its result's events, not its envelope", async () => {
     const hash = fixture.addTransaction({ transfer: usdc(payer, payee, 10_000n), successful: false })
     const tx = Option.getOrThrow(await run((r) => r.transaction(hash)))
     expect(tx.successful).toBe(false)
-    expect(tx.transfers).toEqual([usdc(payer, payee, 10_000n)])
+    expect(tx.transfers).toEqual([])
+  })
+
+  test("a successful call that emitted no transfer event moved nothing, whatever its envelope asked", async () => {
+    const hash = fixture.addTransaction({ transfer: usdc(payer, payee, 10_000n), emitEvent: false })
+    expect(Option.getOrThrow(await run((r) => r.transaction(hash)))).toMatchObject({ successful: true, transfers: [] })
+  })
+
+  test("an answer carrying another transaction's envelope confirms nothing: it is LedgerUnavailable, from RPC and from Horizon", async () => {
+    const asked = fixture.addTransaction({ transfer: usdc(payer, payee, 10_000n) })
+    const other = fixture.addTransaction({ transfer: usdc(payer, payee, 10_000n) })
+    fixture.forgeEnvelope(asked, other)
+    const fromRpc = await Effect.runPromise(Effect.either(readerOver(fixture).transaction(asked)))
+    expect(Either.isLeft(fromRpc) && fromRpc.left.message).toContain(`envelope of another transaction (${other})`)
+    const old = fixture.oldestRpcLedger() - 10
+    const askedOld = fixture.addTransaction({ transfer: usdc(payer, payee, 10_000n), ledger: old })
+    fixture.forgeEnvelope(askedOld, other)
+    const fromHorizon = await Effect.runPromise(Effect.either(readerOver(fixture).transaction(askedOld)))
+    expect(Either.isLeft(fromHorizon) && fromHorizon.left.message).toContain("Horizon")
+    // The honest answer about the other transaction is still read.
+    expect(Option.getOrThrow(await run((r) => r.transaction(other))).hash).toBe(other)
   })
 
   test("a transaction without a token transfer has no transfers", async () => {
