@@ -358,6 +358,12 @@ export const ConfigFile = Schema.Struct({
   facilitators: opt(Schema.Array(FacilitatorBackend), []),
   /** Seconds between `/supported` polls of every facilitator: also how soon one marked unhealthy is tried again. */
   facilitatorPollSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 30),
+  /**
+   * A settle is answered within this many seconds, whatever its backends do: failover included
+   * (after a backend's silence the ledger is read, then the next backend tried, only in this time);
+   * what is still unknown at the deadline is answered 502 SETTLEMENT_INDETERMINATE.
+   */
+  settleDeadlineSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 120),
   /** Inline entries or a path to a JSON file of entries; null means the bundled demo catalog. */
   catalog: opt(Schema.NullOr(Schema.Union(Schema.Array(CatalogEntry), Schema.String)), null),
   probes: opt(ProbesConfig, Schema.decodeSync(ProbesConfig)({})),

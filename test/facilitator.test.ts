@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test"
 import { Duration, Effect, Either, Exit, Fiber, Layer, TestClock, TestContext } from "effect"
 import { AppConfig, type FacilitatorBackend, loadConfig } from "../src/config.js"
-import { FacilitatorPool, type PoolOptions, settleMayFallThrough } from "../src/x402/FacilitatorPool.js"
+import { FacilitatorPool, type PoolOptions, type SettleGuard, settleMayFallThrough } from "../src/x402/FacilitatorPool.js"
 import { BackendFailure } from "../src/x402/FacilitatorClient.js"
 import { mergeSupported } from "../src/x402/capabilities.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
@@ -156,6 +156,14 @@ describe("FacilitatorPool", () => {
     expect(failure).toContain("b: answered 500")
   })
 
+  /** A guard whose ledger cannot tell: the pool must stop where a backend went silent, as before failover existed. */
+  const unreadLedger: SettleGuard = {
+    deadlineMs: Number.MAX_SAFE_INTEGER,
+    ledgerReserveMs: 0,
+    verdict: () => Effect.succeed({ _tag: "Unknown", reason: "the ledger is not read in this test" }),
+    beforeRetry: () => Effect.succeed(true)
+  }
+
   test("settle falls through an unreachable backend, but stops at one that times out: the outcome is indeterminate", async () => {
     const a = fixture()
     const b = fixture()
@@ -166,14 +174,14 @@ describe("FacilitatorPool", () => {
         const pool = yield* FacilitatorPool
         yield* pool.refresh
         yield* Effect.promise(() => a.refuse())
-        const fellThrough = yield* pool.settle(body, "stellar:testnet", "exact")
+        const fellThrough = yield* pool.settle(body, "stellar:testnet", "exact", unreadLedger)
         expect(fellThrough).toMatchObject({ _tag: "Answered", backendId: "b", response: { success: true } })
         expect(fellThrough.failures?.map((f) => f.kind)).toEqual(["Unreachable"])
 
         a.listen()
         yield* pool.refresh
         a.setMode("hang")
-        const fiber = yield* Effect.fork(pool.settle(body, "stellar:testnet", "exact"))
+        const fiber = yield* Effect.fork(pool.settle(body, "stellar:testnet", "exact", unreadLedger))
         yield* pollUntilEffect("backend a holds the settle", Effect.sync(() => a.calls("/settle")), (n) => n === 1, LOOPBACK)
         yield* TestClock.adjust(Duration.seconds(60))
         const outcome = yield* Fiber.join(fiber)
@@ -193,7 +201,7 @@ describe("FacilitatorPool", () => {
         const pool = yield* FacilitatorPool
         yield* pool.refresh
         a.setMode("fail502")
-        return yield* pool.settle(body, "stellar:testnet", "exact")
+        return yield* pool.settle(body, "stellar:testnet", "exact", unreadLedger)
       })
     )
     expect(outcome).toMatchObject({ _tag: "Indeterminate", backendId: "a" })

@@ -90,15 +90,19 @@ describe("indeterminate settlements resolve themselves from the ledger", () => {
     expect(backend.calls("/settle")).toBe(1)
   }, 20_000)
 
-  test("a consumed authorisation nonce alone proves the payment was submitted", async () => {
-    const { indeterminate, resolved } = await setup()
-    const { signed, body } = await payment(72)
+  test("a consumed nonce alone settles nothing: without a transfer carrying the authorisation it waits, and once expired it is unpaid", async () => {
+    const { indeterminate, resolved, record } = await setup()
+    const { signed, body } = await payment(72, 5)
     const id = await indeterminate(body)
+    // The payer spent the nonce on something else (the same nonce signed over another call).
     const [nonce] = settlePaymentNonces(signed)
     ledger.consumeNonce(nonce!.address, BigInt(nonce!.nonce), nonce!.expirationLedger)
+    await Bun.sleep(600)
+    expect((await record(id)).state).toBe("indeterminate")
+    ledger.advanceLedgers(10)
     const after = await resolved(id)
-    expect(after.state).toBe("settled")
-    expect(after.history.at(-1).reason).toContain("nonce")
+    expect(after.state).toBe("failed")
+    expect(after.history.at(-1).reason).toContain("never happened")
   }, 20_000)
 
   test("past the authorisation's expiration with no transfer, the payment provably never happened: failed, released, and a retry reaches a backend once", async () => {
