@@ -264,9 +264,11 @@ const make = (options: PoolOptions) =>
       let unresolved: { readonly backendId: string; readonly reason: string } | null = null
       const indeterminate = (reason: string) =>
         ({ _tag: "Indeterminate", backendId: unresolved?.backendId ?? "", reason, failures }) satisfies SettleOutcome
-      for (const backend of healthy) {
-        const left = yield* remaining
-        const budget = Math.min(Duration.toMillis(options.settleTimeout), left - guard.ledgerReserveMs)
+      for (const [index, backend] of healthy.entries()) {
+        // An even share of the time left for this backend and each one after it, each keeping back
+        // the ledger read that may follow it: one silent backend cannot use up the whole deadline.
+        const sharing = healthy.length - index
+        const budget = Math.min(Duration.toMillis(options.settleTimeout), ((yield* remaining) - guard.ledgerReserveMs * sharing) / sharing)
         if (budget <= 0) {
           if (unresolved !== null) return indeterminate(`${unresolved.reason}, and no time was left before the settle deadline to try another`)
           break
