@@ -1,20 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Transaction } from "@stellar/stellar-sdk"
-import type { PaymentPayload } from "@x402/core/types"
 import { networkPassphrase } from "../src/domain/stellar.js"
-import { credentialForm } from "../src/ledger/authEntries.js"
-import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
+import { buildExactPayment, credentialFormsOf as formOf, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
 import { pollUntil } from "./support/poll.js"
 import { SELLER_PAY_TO as PAY_TO, SELLER_RESOURCE_ID as RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
 import { request } from "./support/server.js"
-
-/** The credential form of a payload's one auth entry, read back from its XDR. */
-const formOf = (payment: PaymentPayload) => {
-  const tx = new Transaction(payment.payload.transaction as string, networkPassphrase("stellar:testnet"))
-  const op = tx.operations[0]
-  if (op?.type !== "invokeHostFunction") throw new Error("not an InvokeHostFunction")
-  return op.auth!.map((entry) => credentialForm(entry.credentials))
-}
 
 /**
  * A payment whose auth entry uses ADDRESS or ADDRESS_V2 goes through every check alike: verify,
