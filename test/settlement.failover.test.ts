@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { describe, expect, test } from "bun:test"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
-import { startFixtureLedger } from "./fixtures/ledger.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
-import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
 import { entry } from "./fixtures/verificationStack.js"
+import { sharedLedgerAndSeller } from "./support/ledgerSeller.js"
 import { pollUntil } from "./support/poll.js"
 import { facilitatorsAnswered, ledgerAt, request, startServer, testConfig } from "./support/server.js"
 
@@ -12,18 +12,7 @@ import { facilitatorsAnswered, ledgerAt, request, startServer, testConfig } from
  * The attack each case would be: paying twice (B executing what A already executed), or answering
  * "failed" / "unknown" for a payment the ledger shows executed.
  */
-const ledger = startFixtureLedger()
-let seller: X402Fixture
-const running: Array<{ close: () => Promise<void> }> = []
-
-beforeAll(async () => {
-  seller = await startX402Fixture()
-})
-afterAll(async () => {
-  for (const r of running) await r.close()
-  await seller.stop()
-  ledger.stop()
-})
+const { ledger, running, seller } = sharedLedgerAndSeller()
 
 const setup = async (options: { deadlineSeconds?: number } = {}) => {
   const a = startFacilitator({ ledger })
@@ -34,7 +23,7 @@ const setup = async (options: { deadlineSeconds?: number } = {}) => {
       facilitators: [{ id: "a", url: a.url }, { id: "b", url: b.url }],
       facilitatorPollSeconds: 0.3,
       settleDeadlineSeconds: options.deadlineSeconds ?? 30,
-      catalog: [entry("fixture.paid", seller.url("/paid"))],
+      catalog: [entry("fixture.paid", seller().url("/paid"))],
       probes: { ...base.probes, allowPrivateTargets: true },
       ledger: { ...ledgerAt(ledger), timeoutMs: 1000 }
     })
