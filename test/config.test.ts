@@ -3,7 +3,7 @@ import { Either } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
-import { loadConfig } from "../src/config.js"
+import { loadConfig, plainHttpOffLoopback } from "../src/config.js"
 import { serveUntilExit } from "./support/serveProcess.js"
 
 const dir = mkdtempSync(join(tmpdir(), "sextant-config-"))
@@ -52,6 +52,17 @@ const BAD_CONFIGS: ReadonlyArray<readonly [string, unknown, string]> = [
   ["a demo port of 0 (catalog URLs must name it)", { demo: { ports: { fast: 0 } } }, "demo.ports.fast"],
   ["a price raise that lowers the price", { demo: { priceRaiseFactor: 0.5 } }, "demo.priceRaiseFactor"]
 ]
+
+describe("ledger endpoints must be https off loopback", () => {
+  test("a pure judgement over addresses: loopback may be plain http, anything else may not", () => {
+    for (const url of ["http://127.0.0.1:8000", "http://127.9.9.9", "http://localhost:8000/rpc", "http://[::1]:8000", "https://10.0.0.1", "https://rpc.example"]) {
+      expect(plainHttpOffLoopback(url)).toBe(false)
+    }
+    for (const url of ["http://10.0.0.1:8000", "http://169.254.169.254/latest", "http://rpc.example", "http://[fe80::1]", "http://127.0.0.1.evil.example"]) {
+      expect(plainHttpOffLoopback(url)).toBe(true)
+    }
+  })
+})
 
 describe("config", () => {
   test("no file gives the documented embedded defaults and the demo catalog", () => {

@@ -275,6 +275,29 @@ describe("a settled x402 payment on the fixture ledger", () => {
     expect(await run((r) => r.nonceConsumed(buyer.publicKey(), nonce))).toBe(false)
   })
 
+  test.each(["address", "addressV2"] as const)("its %s authorisation is read from the envelope, and the same authorisation cannot execute twice", async (form) => {
+    const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, form === "address" ? 33 : 34))
+    const payment = await buildExactPayment(exactRequirements({ payTo: payee }), { buyer, form, validUntilLedger: fixture.latestLedger() + 50 })
+    const settled = settlePayment(fixture, payment)
+    const { nonce, expirationLedger } = settled.nonces[0]!
+    const tx = Option.getOrThrow(await run((r) => r.transaction(settled.hash)))
+    expect(tx.authorizations).toEqual([{ form, address: buyer.publicKey(), nonce, expirationLedger }])
+    // Submitted again (another facilitator holding the same payload): it fails and moves nothing.
+    const again = settlePayment(fixture, payment)
+    expect(again.successful).toBe(false)
+    expect(Option.getOrThrow(await run((r) => r.transaction(again.hash)))).toMatchObject({ successful: false, transfers: [] })
+  })
+
+  test("a Horizon that skips transaction meta (as SDF's does) yields no transfers for an old transaction, never the envelope's", async () => {
+    const bare = startFixtureLedger({ latestLedger: 500_000, horizonMeta: false })
+    try {
+      const hash = bare.addTransaction({ transfer: usdc(payer, payee, 70_000n), ledger: bare.oldestRpcLedger() - 10 })
+      expect(Option.getOrThrow(await Effect.runPromise(readerOver(bare).transaction(hash)))).toMatchObject({ successful: true, transfers: [] })
+    } finally {
+      bare.stop()
+    }
+  })
+
   test("a facilitator that paid someone else: the transaction shows the other payee", async () => {
     const payment = await buildExactPayment(exactRequirements({ payTo: payee }), { validUntilLedger: fixture.latestLedger() + 50 })
     const settled = settlePayment(fixture, payment, { pays: { to: stranger } })
