@@ -85,7 +85,8 @@ describe("refused credential forms and spent nonces never reach a backend", () =
   const requirements = exactRequirements({ payTo: PAY_TO })
   const post = (path: string, json: unknown) => request(`${stack.server.url}${path}`, { method: "POST", json })
   beforeAll(async () => {
-    stack = await startSellerStack()
+    // A global fee budget of three settles: bogus payments must not spend it.
+    stack = await startSellerStack((base) => ({ budgets: { ...base.budgets, feeCeilingStroops: 1_000, globalFeeStroops: 3_000 } }))
     expect((await post("/v1/validate", { resourceId: RESOURCE_ID })).body.healthy).toBe(true)
   })
   afterAll(() => stack.stop())
@@ -122,5 +123,17 @@ describe("refused credential forms and spent nonces never reach a backend", () =
     const [journaled] = (await request(`${stack.server.url}/x402/settlements?state=failed`)).body.settlements
     expect(journaled).toMatchObject({ state: "failed", backendId: null, transaction: null })
     expect(stack.ledger.transfersBetween(buyer.publicKey(), PAY_TO)).toBe(1)
+  })
+
+  test("20 settles with bogus payer signatures are 400 INVALID_PAYER_SIGNATURE with no backend call, and the global fee budget stays whole", async () => {
+    const settlesBefore = stack.backend.calls("/settle")
+    for (let seed = 100; seed < 120; seed++) {
+      const payment = await buildExactPayment(requirements, { buyer: seededBuyer(seed), bogusSignature: true })
+      const answer = await post("/x402/settle", settleBody(payment, requirements))
+      expect(answer).toMatchObject({ status: 400, body: { error: "INVALID_PAYER_SIGNATURE" } })
+    }
+    expect(stack.backend.calls("/settle")).toBe(settlesBefore)
+    const genuine = await buildExactPayment(requirements, { buyer: seededBuyer(120), validUntilLedger: stack.ledger.latestLedger() + 50 })
+    expect(await post("/x402/settle", settleBody(genuine, requirements))).toMatchObject({ status: 200, body: { success: true } })
   })
 })

@@ -41,6 +41,10 @@ export class TargetRefused extends ApiError<TargetRefused>()(
 export class MalformedPaymentTransaction extends ApiError<MalformedPaymentTransaction>()(
   "MalformedPaymentTransaction", "MALFORMED_PAYMENT_TRANSACTION", 400, "the payload's transaction is not one Stellar SEP-41 transfer"
 ) {}
+/** The payer's Ed25519 signature over its authorisation does not verify: the payment could never settle, so no fee is reserved for it. */
+export class InvalidPayerSignature extends ApiError<InvalidPayerSignature>()(
+  "InvalidPayerSignature", "INVALID_PAYER_SIGNATURE", 400, "the payer's signature on its Soroban authorisation does not verify for this network"
+) {}
 /** CAP-71 delegated credentials: the x402 reference facilitator refuses them, and no single payer nonce identifies the payment. */
 export class DelegatedCredentialsRefused extends ApiError<DelegatedCredentialsRefused>()(
   "DelegatedCredentialsRefused", "DELEGATED_CREDENTIALS_REFUSED", 422, "the payment authorises with SOROBAN_CREDENTIALS_ADDRESS_WITH_DELEGATES, which is not settled (only ADDRESS and ADDRESS_V2 are)"

@@ -1,8 +1,9 @@
 import { Address, scValToNative, Transaction, type xdr } from "@stellar/stellar-sdk"
 import { Either } from "effect"
-import { DelegatedCredentialsRefused, MalformedPaymentTransaction, SourceAccountCredentialsRefused } from "../domain/errors.js"
+import { DelegatedCredentialsRefused, InvalidPayerSignature, MalformedPaymentTransaction, SourceAccountCredentialsRefused } from "../domain/errors.js"
 import { networkPassphrase, type StellarNetwork } from "../domain/stellar.js"
-import { addressAuthorizations, refusedForm } from "../ledger/authEntries.js"
+import { addressAuthorization, refusedForm } from "../ledger/authEntries.js"
+import { payerSignatureValid } from "./payerSignature.js"
 
 /** The SEP-41 `transfer(from, to, amount)` a Stellar `exact` payload would execute. */
 export interface Transfer {
@@ -52,13 +53,11 @@ export interface PayerAuthorization {
   readonly expirationLedger: number
 }
 
-export type DecodeRefusal = MalformedPaymentTransaction | DelegatedCredentialsRefused | SourceAccountCredentialsRefused
+export type DecodeRefusal = MalformedPaymentTransaction | DelegatedCredentialsRefused | SourceAccountCredentialsRefused | InvalidPayerSignature
 
-/** The payer's address-credential authorisation, `ADDRESS` or `ADDRESS_V2` alike. */
-const payerAuthorization = (auth: ReadonlyArray<xdr.SorobanAuthorizationEntry>, payer: string): PayerAuthorization | null => {
-  const signed = addressAuthorizations(auth).find((a) => a.address === payer)
-  return signed === undefined ? null : { nonce: signed.nonce.toString(), expirationLedger: signed.expirationLedger }
-}
+/** The payer's address-credential entry, `ADDRESS` or `ADDRESS_V2` alike. */
+const payerEntry = (auth: ReadonlyArray<xdr.SorobanAuthorizationEntry>, payer: string) =>
+  auth.find((entry) => addressAuthorization(entry)?.address === payer)
 
 const refusal = (form: "addressWithDelegates" | "sourceAccount"): DecodeRefusal =>
   form === "addressWithDelegates"
@@ -108,9 +107,16 @@ export const decodePayment = (transactionXdr: string, network: StellarNetwork): 
   if (from === null || to === null || amount === null) {
     return Either.left(malformed("the transfer's arguments must be two addresses and an i128 amount"))
   }
+  const entry = payerEntry(auth, from)
+  const signed = entry === undefined ? null : addressAuthorization(entry)
+  if (entry !== undefined && payerSignatureValid(entry, from, networkPassphrase(network)) === false) {
+    return Either.left(
+      new InvalidPayerSignature({ message: `the signature of payer ${from} on its Soroban authorisation does not verify for ${network}` })
+    )
+  }
   return Either.right({
     paymentId: Buffer.from(transaction.hash()).toString("hex"),
     transfer: { asset: Address.fromScAddress(call.contractAddress).toString(), from, to, amount },
-    authorization: payerAuthorization(auth, from)
+    authorization: signed === null ? null : { nonce: signed.nonce.toString(), expirationLedger: signed.expirationLedger }
   })
 }

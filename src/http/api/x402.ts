@@ -8,6 +8,7 @@ import {
   RateLimited,
   FeeBudgetExhausted,
   IdempotencyKeyReused,
+  InvalidPayerSignature,
   MalformedPaymentTransaction,
   NoHealthyFacilitator,
   NonceAlreadyConsumed,
@@ -55,6 +56,7 @@ const SettlementList = Schema.Struct({ settlements: Schema.Array(SettlementRecor
 /** Every refusal of the settle pipeline, in the order of its steps. */
 const SettleErrors = [
   MalformedPaymentTransaction,
+  InvalidPayerSignature,
   DelegatedCredentialsRefused,
   SourceAccountCredentialsRefused,
   IdempotencyKeyReused,
