@@ -47,9 +47,12 @@ export interface SettleInput {
   readonly request: SettleRequest
   /** The `Idempotency-Key` header, when sent. */
   readonly idempotencyKey: string | undefined
-  /** The API key's principal; null in open mode, where the payer address is the principal. */
+  /** The API key's principal; null in open mode, where the payer address (once its signature verified) is the principal. */
   readonly principal: string | null
 }
+
+/** Open mode's one principal for payers no signature here proved (contract accounts): they share one budget. */
+const UNVERIFIED_PAYERS = "open:unverified-payer"
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
 
@@ -263,13 +266,15 @@ const make = Effect.gen(function* () {
   /** Step 1: what is paid, read from the signed transaction; the terms this service can value (422). */
   const readPayment = Effect.fn("Settlement.readPayment")(function* (input: SettleInput) {
     const terms = yield* termsOf(input.request, assetContract)
-    const { paymentId, transfer, authorization } = yield* decodePayment(input.request.paymentPayload.payload.transaction, terms.network)
+    const { paymentId, transfer, authorization, payerVerified } = yield* decodePayment(input.request.paymentPayload.payload.transaction, terms.network)
     const requestHash = yield* contentHash({
       x402Version: input.request.x402Version,
       paymentId,
       paymentRequirements: input.request.paymentRequirements
     })
-    return { terms, transfer, authorization, paymentId, requestHash, principal: input.principal ?? transfer.from } satisfies Payment
+    // Open mode keys budgets and idempotency on the payer only when its signature proved it.
+    const principal = input.principal ?? (payerVerified ? transfer.from : UNVERIFIED_PAYERS)
+    return { terms, transfer, authorization, paymentId, requestHash, principal } satisfies Payment
   })
 
   /**

@@ -45,6 +45,12 @@ export interface DecodedPayment {
    * transaction carries no address-credential entry for the payer (it could not settle anyway).
    */
   readonly authorization: PayerAuthorization | null
+  /**
+   * The payer's own signature on the authorisation verified here (an account payer): `from` is
+   * who signed, not only what the request says. False for a contract payer, whose check only the
+   * ledger can run.
+   */
+  readonly payerVerified: boolean
 }
 
 export interface PayerAuthorization {
@@ -109,7 +115,8 @@ export const decodePayment = (transactionXdr: string, network: StellarNetwork): 
   }
   const entry = payerEntry(auth, from)
   const signed = entry === undefined ? null : addressAuthorization(entry)
-  if (entry !== undefined && payerSignatureValid(entry, from, networkPassphrase(network)) === false) {
+  const signature = entry === undefined ? null : payerSignatureValid(entry, from, networkPassphrase(network))
+  if (signature === false) {
     return Either.left(
       new InvalidPayerSignature({ message: `the signature of payer ${from} on its Soroban authorisation does not verify for ${network}` })
     )
@@ -117,6 +124,7 @@ export const decodePayment = (transactionXdr: string, network: StellarNetwork): 
   return Either.right({
     paymentId: Buffer.from(transaction.hash()).toString("hex"),
     transfer: { asset: Address.fromScAddress(call.contractAddress).toString(), from, to, amount },
-    authorization: signed === null ? null : { nonce: signed.nonce.toString(), expirationLedger: signed.expirationLedger }
+    authorization: signed === null ? null : { nonce: signed.nonce.toString(), expirationLedger: signed.expirationLedger },
+    payerVerified: signature === true
   })
 }

@@ -47,9 +47,9 @@ const refusedCredentials = (decoded: ReturnType<typeof decodedOf>) =>
     ? Effect.fail(decoded.left)
     : Effect.void
 
-/** Open mode has no principals: the payer the signed transfer names stands in, as in settlement. */
+/** Open mode has no principals: the payer stands in, as in settlement, when its signature proved it. */
 const scopeOf = (input: VerifyInput, decoded: ReturnType<typeof decodedOf>) =>
-  input.principal ?? (decoded !== null && Either.isRight(decoded) ? decoded.right.transfer.from : "open")
+  input.principal ?? (decoded !== null && Either.isRight(decoded) && decoded.right.payerVerified ? decoded.right.transfer.from : "open")
 
 const decodeAnswer = Schema.decodeUnknown(VerifyResponse)
 
