@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test"
 import { Duration, Effect, Either, Exit, Fiber, Layer, TestClock, TestContext } from "effect"
 import { AppConfig, type FacilitatorBackend, loadConfig } from "../src/config.js"
-import { FacilitatorPool, type PoolOptions, type SettleGuard, settleMayFallThrough } from "../src/x402/FacilitatorPool.js"
+import { BREAKER_THRESHOLD, FacilitatorPool, type PoolOptions, type SettleGuard, settleMayFallThrough } from "../src/x402/FacilitatorPool.js"
 import { BackendFailure } from "../src/x402/FacilitatorClient.js"
 import { mergeSupported } from "../src/x402/capabilities.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
@@ -101,7 +101,7 @@ describe("FacilitatorPool", () => {
     )
   })
 
-  test("verify falls through a failing backend, marks it unhealthy, and returns the next answer unchanged", async () => {
+  test("verify falls through a failing backend and returns the next answer unchanged; one poisoned request leaves it healthy, a streak of failures does not", async () => {
     const a = fixture()
     const b = fixture()
     const body = await verifyBody()
@@ -114,8 +114,15 @@ describe("FacilitatorPool", () => {
         const answer = yield* pool.verify(body)
         expect(answer).toEqual({ isValid: true, payer: expect.stringMatching(/^G[A-Z2-7]{55}$/) })
         expect([a.calls("/verify"), b.calls("/verify")]).toEqual([1, 1])
-        const status = yield* pool.status
-        expect(status[0]).toMatchObject({ healthy: false, lastError: expect.stringContaining("answered 500") })
+        // One request's 500 takes nobody else's backend out: the next well-formed verify reaches a again.
+        expect((yield* pool.status)[0]).toMatchObject({ healthy: true })
+        a.setMode("succeed")
+        yield* pool.verify(body)
+        expect(a.calls("/verify")).toBe(2)
+        // Failures of BREAKER_THRESHOLD requests in a row, with no success between, do.
+        a.setMode("fail500")
+        for (let i = 0; i < BREAKER_THRESHOLD; i++) yield* pool.verify(body)
+        expect((yield* pool.status)[0]).toMatchObject({ healthy: false, lastError: expect.stringContaining("answered 500") })
       })
     )
   })

@@ -1,5 +1,6 @@
-import { Address, scValToNative, Transaction, type xdr } from "@stellar/stellar-sdk"
+import { Address, scValToNative, xdr } from "@stellar/stellar-sdk"
 import { Either } from "effect"
+import { createHash } from "node:crypto"
 import { DelegatedCredentialsRefused, InvalidPayerSignature, MalformedPaymentTransaction, SourceAccountCredentialsRefused } from "../domain/errors.js"
 import { networkPassphrase, type StellarNetwork } from "../domain/stellar.js"
 import { addressAuthorization, refusedForm } from "../ledger/authEntries.js"
@@ -76,6 +77,31 @@ const refusal = (form: "addressWithDelegates" | "sourceAccount"): DecodeRefusal 
           "only ADDRESS and ADDRESS_V2 credentials are settled, as the x402 reference facilitator settles them"
       })
 
+const sha256 = (...parts: ReadonlyArray<Uint8Array>) => {
+  const digest = createHash("sha256")
+  for (const part of parts) digest.update(part)
+  return digest.digest()
+}
+
+const ENVELOPE_TYPE_TX = new Uint8Array([0, 0, 0, 2])
+const networkIds = new Map<StellarNetwork, Uint8Array>()
+const networkId = (network: StellarNetwork) => {
+  let id = networkIds.get(network)
+  if (id === undefined) networkIds.set(network, (id = sha256(new TextEncoder().encode(networkPassphrase(network)))))
+  return id
+}
+
+/**
+ * The network's hash of a v1 transaction: sha256(network id, ENVELOPE_TYPE_TX, the transaction's
+ * XDR). The transaction's bytes are taken from the envelope as received (between its 4-byte type
+ * and its signatures) rather than re-encoded: stellar-sdk 17's `Transaction.hash()` re-serialises
+ * the whole transaction, about a millisecond a settle.
+ */
+const v1TransactionHash = (envelopeBytes: Uint8Array, envelope: xdr.TransactionV1Envelope, network: StellarNetwork) => {
+  const signatures = xdr.encodeArray(xdr.DecoratedSignature, envelope.signatures)
+  return sha256(networkId(network), ENVELOPE_TYPE_TX, envelopeBytes.subarray(4, envelopeBytes.length - signatures.length)).toString("hex")
+}
+
 /**
  * Reads the transfer out of a Stellar `exact` payload's transaction (base64 envelope XDR) without
  * trusting anything else the request says. The shape is the one the x402 Stellar scheme builds and
@@ -83,17 +109,22 @@ const refusal = (form: "addressWithDelegates" | "sourceAccount"): DecodeRefusal 
  * arguments, authorised by address credentials (`ADDRESS` or `ADDRESS_V2`).
  */
 export const decodePayment = (transactionXdr: string, network: StellarNetwork): Either.Either<DecodedPayment, DecodeRefusal> => {
-  let transaction: Transaction
+  let bytes: Uint8Array
+  let envelope: xdr.TransactionEnvelope
   try {
-    transaction = new Transaction(transactionXdr, networkPassphrase(network))
+    bytes = Buffer.from(transactionXdr, "base64")
+    envelope = xdr.TransactionEnvelope.fromXdr(bytes)
   } catch {
     return Either.left(malformed("paymentPayload.payload.transaction is not a Stellar transaction envelope (base64 XDR)"))
   }
-  const [operation, ...rest] = transaction.operations
-  if (operation === undefined || rest.length > 0 || operation.type !== "invokeHostFunction") {
+  if (envelope.type !== "envelopeTypeTx") {
+    return Either.left(malformed("paymentPayload.payload.transaction must be a v1 transaction envelope, as x402 Stellar wallets build it"))
+  }
+  const [operation, ...rest] = envelope.v1.tx.operations
+  if (operation === undefined || rest.length > 0 || operation.body.type !== "invokeHostFunction") {
     return Either.left(malformed("the payment transaction must hold exactly one InvokeHostFunction operation"))
   }
-  const fn = operation.func
+  const { hostFunction: fn, auth } = operation.body.invokeHostFunctionOp
   if (fn.type !== "hostFunctionTypeInvokeContract") {
     return Either.left(malformed("the payment transaction must invoke a contract function"))
   }
@@ -103,7 +134,6 @@ export const decodePayment = (transactionXdr: string, network: StellarNetwork): 
   if (name !== "transfer" || args.length !== 3) {
     return Either.left(malformed(`the payment transaction must call transfer(from, to, amount), not ${name} with ${args.length} arguments`))
   }
-  const auth = operation.auth ?? []
   const refused = refusedForm(auth)
   if (refused !== null) return Either.left(refusal(refused))
   const [fromArg, toArg, amountArg] = args as [xdr.ScVal, xdr.ScVal, xdr.ScVal]
@@ -122,7 +152,7 @@ export const decodePayment = (transactionXdr: string, network: StellarNetwork): 
     )
   }
   return Either.right({
-    paymentId: Buffer.from(transaction.hash()).toString("hex"),
+    paymentId: v1TransactionHash(bytes, envelope.v1, network),
     transfer: { asset: Address.fromScAddress(call.contractAddress).toString(), from, to, amount },
     authorization: signed === null ? null : { nonce: signed.nonce.toString(), expirationLedger: signed.expirationLedger },
     payerVerified: signature === true

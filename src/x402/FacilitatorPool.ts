@@ -88,6 +88,21 @@ export const settleMayFallThrough = (failure: BackendFailure): boolean => failur
 const marksUnhealthy = (failure: BackendFailure) =>
   !(failure.kind === "HttpStatus" && failure.status !== null && failure.status < 500)
 
+/**
+ * Consecutive verify or settle failures (5xx, timeouts, broken answers) after which a backend is
+ * marked unhealthy until its next good `/supported` poll. One payload can make a backend answer
+ * 500; it takes failures of several requests in a row, with no success between, to take it out
+ * for everyone. A refused connection says nothing about a payload, so it marks it at once.
+ */
+export const BREAKER_THRESHOLD = 3
+
+/** What a verify or settle failure does to a backend's health, given its streak of failures before it. */
+export const healthAfterFailure = (failure: BackendFailure, streak: number): { readonly streak: number; readonly unhealthy: boolean } => {
+  if (!marksUnhealthy(failure)) return { streak, unhealthy: false }
+  const next = streak + 1
+  return { streak: next, unhealthy: failure.kind === "Unreachable" || next >= BREAKER_THRESHOLD }
+}
+
 interface BackendState {
   readonly healthy: boolean
   /** The first `/supported` poll has completed (answered or failed). */
@@ -98,6 +113,8 @@ interface BackendState {
   readonly lastError: string | null
   /** Last capabilities the backend advertised; kept while it is unhealthy so status still shows them. */
   readonly capabilities: Capabilities
+  /** Verify and settle failures in a row since its last success or good poll (the circuit breaker's count). */
+  readonly failureStreak: number
 }
 
 const unchecked: BackendState = {
@@ -106,7 +123,8 @@ const unchecked: BackendState = {
   answered: false,
   lastCheckedAt: null,
   lastError: null,
-  capabilities: { kinds: [], extensions: [], signers: {} }
+  capabilities: { kinds: [], extensions: [], signers: {} },
+  failureStreak: 0
 }
 
 /** The URL as an operator configured it, minus any credentials embedded in it. */
@@ -168,6 +186,18 @@ const make = (options: PoolOptions) =>
         update(failure.backendId, (s) => ({ ...s, healthy: false, polled: true, lastCheckedAt: at, lastError: failure.detail }))
       )
 
+    /** A verify or settle failure counts toward the breaker; only a streak (or a refused connection) marks the backend. */
+    const recordCallFailure = (failure: BackendFailure) =>
+      Effect.flatMap(nowIso, (at) =>
+        update(failure.backendId, (s) => {
+          const { streak, unhealthy } = healthAfterFailure(failure, s.failureStreak)
+          return unhealthy
+            ? { ...s, healthy: false, polled: true, lastCheckedAt: at, lastError: failure.detail, failureStreak: streak }
+            : { ...s, failureStreak: streak }
+        })
+      )
+    const recordCallSuccess = (backendId: string) => update(backendId, (s) => (s.failureStreak === 0 ? s : { ...s, failureStreak: 0 }))
+
     const poll = (backend: (typeof backends)[number]) =>
       backend.client.supported(options.requestTimeout).pipe(
         Effect.flatMap((raw) =>
@@ -178,7 +208,8 @@ const make = (options: PoolOptions) =>
               answered: true,
               lastCheckedAt: at,
               lastError: null,
-              capabilities: capabilitiesOf(raw)
+              capabilities: capabilitiesOf(raw),
+              failureStreak: 0
             }))
           )
         ),
@@ -245,9 +276,9 @@ const make = (options: PoolOptions) =>
         // Verify changes nothing, so any failure may fall through to the next backend.
         for (const backend of healthy) {
           const result = yield* Effect.either(backend.client.verify(body, options.requestTimeout))
-          if (result._tag === "Right") return result.right
+          if (result._tag === "Right") return yield* Effect.as(recordCallSuccess(backend.config.id), result.right)
           failures.push(result.left)
-          if (marksUnhealthy(result.left)) yield* markFailed(result.left)
+          yield* recordCallFailure(result.left)
         }
         return yield* Effect.fail(
           new AllFacilitatorsFailed({ message: `every eligible facilitator failed: ${listFailures(failures)}` })
@@ -278,6 +309,7 @@ const make = (options: PoolOptions) =>
         }
         const result = yield* Effect.either(backend.client.settle(body, Duration.millis(budget)))
         if (result._tag === "Right") {
+          yield* recordCallSuccess(backend.config.id)
           // A refusal after an earlier backend went silent may be this one losing the race to it:
           // the nonce says whether that earlier submission executed.
           if (unresolved !== null && !result.right.success) {
@@ -287,7 +319,7 @@ const make = (options: PoolOptions) =>
           return { _tag: "Answered", backendId: backend.config.id, response: result.right, failures } satisfies SettleOutcome
         }
         failures.push(result.left)
-        if (marksUnhealthy(result.left)) yield* markFailed(result.left)
+        yield* recordCallFailure(result.left)
         if (settleMayFallThrough(result.left)) continue
         const verdict = yield* guard.verdict(Math.max(0, yield* remaining))
         if (verdict._tag === "Executed") return { ...verdict, backendId: backend.config.id, failures } satisfies SettleOutcome
