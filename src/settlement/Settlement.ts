@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { type Cause, Clock, Context, Data, Duration, Effect, Either, Fiber, Layer, Option, Schema } from "effect"
+import { type Cause, Clock, Context, Data, Duration, Effect, Either, Fiber, Layer, Option, Ref, Schema } from "effect"
 import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
 import {
@@ -251,6 +251,8 @@ const make = Effect.gen(function* () {
   const deadlineMs = config.settleDeadlineSeconds * 1000
   // Each ledger read after a backend's silence may take up to the ledger timeout; never more than a quarter of the deadline.
   const ledgerReserveMs = Math.min(config.ledger.timeoutMs, deadlineMs / 4)
+  /** Until when (epoch ms) the nonce pre-check leaves a ledger alone that just failed to answer. */
+  const ledgerDownUntil = yield* Ref.make(0)
 
   /**
    * The policies a settle must pass: the request's servicePolicy and, for an API-key principal,
@@ -445,17 +447,20 @@ const make = Effect.gen(function* () {
    * Whether the payer's nonce is already spent on the ledger (a payment executed before, by anyone):
    * such a payload is never forwarded. Read alongside the checks; a ledger that cannot be read
    * does not hold the settle up (the facilitator would fail the spent nonce anyway, and "settled"
-   * is only ever concluded from a transfer carrying this authorisation).
+   * is only ever concluded from a transfer carrying this authorisation). After a failed read the
+   * ledger is not asked again for one `ledger.pollIntervalSeconds`: during an outage each settle
+   * would otherwise pay for a failing call (about 2 ms of the event loop for a refused one).
    */
-  const nonceSpent = (payment: Payment) => {
-    const signed = authorizedPayment(payment)
-    return signed === null
-      ? Effect.succeed(false)
-      : ledger.nonceConsumed(signed.payer, BigInt(signed.nonce)).pipe(
-          Effect.timeout(Duration.millis(ledgerReserveMs)),
-          Effect.catchAll(() => Effect.succeed(false))
-        )
-  }
+  const nonceSpent = (payment: Payment) =>
+    Effect.gen(function* () {
+      const signed = authorizedPayment(payment)
+      const nowMs = yield* Clock.currentTimeMillis
+      if (signed === null || nowMs < (yield* Ref.get(ledgerDownUntil))) return false
+      return yield* ledger.nonceConsumed(signed.payer, BigInt(signed.nonce)).pipe(
+        Effect.timeout(Duration.millis(ledgerReserveMs)),
+        Effect.catchAll(() => Effect.as(Ref.set(ledgerDownUntil, nowMs + config.ledger.pollIntervalSeconds * 1000), false))
+      )
+    })
 
   /** A reservation released because its nonce is spent: nothing was forwarded, so nothing is charged. */
   const refuseSpent = Effect.fn("Settlement.refuseSpent")(function* (id: string, payment: Payment) {
