@@ -38,8 +38,8 @@ export const FoundationLive = (config: Config) =>
   )
 
 /**
- * The settle pipeline over an evidence reader and recorder and a facilitator pool, with crash
- * recovery when this process is the server. Production passes live verification and the polled
+ * The settle pipeline over an evidence reader and recorder, a facilitator pool and the ledger
+ * (read when a backend goes silent), with crash recovery when this process is the server. Production passes live verification and the polled
  * pool; tests pass `EvidenceReader.Test` and a pool from their own options.
  */
 export const PaymentsLive = <E1, R1, E2, R2>(
@@ -49,7 +49,8 @@ export const PaymentsLive = <E1, R1, E2, R2>(
 ) =>
   Layer.mergeAll(Settlement.Live, role === "server" ? Settlement.Recovery : Layer.empty).pipe(
     Layer.provideMerge(pool),
-    Layer.provideMerge(evidence)
+    Layer.provideMerge(evidence),
+    Layer.provideMerge(LedgerReader.Live)
   )
 
 /**

@@ -258,6 +258,11 @@ export const LedgerConfig = Schema.Struct({
   /** Bound on each Soroban RPC or Horizon call. */
   timeoutMs: opt(PositiveInt, 8000),
   /**
+   * The inclusion fee the buyer and the economic probes bid on a payment's transaction (stroops);
+   * the resource fee is what simulation asks. The network's minimum of 100 times out when pubnet is busy.
+   */
+  inclusionFeeStroops: opt(PositiveInt, 10_000),
+  /**
    * How often pending payments are checked on the ledger and unresolved settlements reconciled
    * (seconds; fractions allowed). A ledger closes about every 5 s.
    */
@@ -359,6 +364,12 @@ export const ConfigFile = Schema.Struct({
   facilitators: opt(Schema.Array(FacilitatorBackend), []),
   /** Seconds between `/supported` polls of every facilitator: also how soon one marked unhealthy is tried again. */
   facilitatorPollSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 30),
+  /**
+   * A settle is answered within this many seconds, whatever its backends do: failover included
+   * (after a backend's silence the ledger is read, then the next backend tried, only in this time);
+   * what is still unknown at the deadline is answered 502 SETTLEMENT_INDETERMINATE.
+   */
+  settleDeadlineSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 120),
   /** Inline entries or a path to a JSON file of entries; null means the bundled demo catalog. */
   catalog: opt(Schema.NullOr(Schema.Union(Schema.Array(CatalogEntry), Schema.String)), null),
   probes: opt(ProbesConfig, Schema.decodeSync(ProbesConfig)({})),
@@ -609,6 +620,23 @@ const checkPorts = (config: Config): ConfigError | undefined => {
   return undefined
 }
 
+/**
+ * A plain-http URL whose host is not loopback: what the ledger answers settles and confirms
+ * payments, so it is read over TLS unless it is a node on this machine.
+ */
+export const plainHttpOffLoopback = (url: string): boolean => {
+  const parsed = URL.parse(url)
+  if (parsed === null || parsed.protocol !== "http:") return false
+  const host = parsed.hostname.replace(/^\[|\]$/g, "").toLowerCase()
+  return !(host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host))
+}
+
+/** The first of `urls` (by config path) read over plain http off loopback. */
+const insecureLedgerUrl = (urls: ReadonlyArray<readonly [string, string | null]>): ConfigError | undefined => {
+  const found = urls.find(([, url]) => url !== null && plainHttpOffLoopback(url))
+  return found && new ConfigError(found[0], "a ledger endpoint off loopback must use https: its answers settle and confirm payments")
+}
+
 /** The `ledger` block with each null endpoint replaced by the network's public one. */
 const resolveLedger = (ledger: LedgerConfig, network: StellarNetwork): Either.Either<LedgerSettings, ConfigError> => {
   const defaults = PUBLIC_LEDGER_ENDPOINTS[network]
@@ -618,6 +646,8 @@ const resolveLedger = (ledger: LedgerConfig, network: StellarNetwork): Either.Ei
       new ConfigError("ledger.sorobanRpcUrl", `${network} has no public Soroban RPC endpoint to default to: set the URL of your RPC provider`)
     )
   }
+  const insecure = insecureLedgerUrl([["ledger.sorobanRpcUrl", ledger.sorobanRpcUrl], ["ledger.horizonUrl", ledger.horizonUrl]])
+  if (insecure) return Either.left(insecure)
   return Either.right({ ...ledger, sorobanRpcUrl, horizonUrl: ledger.horizonUrl ?? defaults.horizonUrl })
 }
 
@@ -651,6 +681,8 @@ export const loadConfig = (
     const ownDemo = demo.enabled ? DEMO_BEHAVIOURS.map((b) => demoOrigin(demo, b)) : []
     const trusting = (origins: ReadonlyArray<string>) => [...new Set([...origins, ...ownVertical, ...ownDemo])]
     const ledger = yield* resolveLedger(file.ledger, file.network)
+    const insecureVertical = insecureLedgerUrl([["vertical.sorobanRpcUrl", file.vertical.sorobanRpcUrl], ["vertical.horizonUrl", file.vertical.horizonUrl]])
+    if (insecureVertical) return yield* Either.left(insecureVertical)
     const config: Config = {
       ...file,
       ledger,

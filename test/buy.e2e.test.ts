@@ -12,6 +12,7 @@ import { join } from "node:path"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
+import { settledCredentialForms } from "./fixtures/stellarPayment.js"
 import { ledgerAt, startServer, testConfig } from "./support/server.js"
 
 /**
@@ -146,8 +147,10 @@ describe("sextant buy", () => {
     expect(summary.paid).toMatchObject({ amount: "20000", amountUsd: 0.002, payTo: GOOD_PAYEE, transactionHash })
     expect(summary.provider).toMatchObject({ resourceId: "good.data", rank: 2 })
 
-    // The cheaper one's payment was verified and never settled; the healthy one was settled once.
+    // The cheaper one's payment was verified and never settled; the healthy one was settled once,
+    // signed as simulation on a Protocol 28 network recorded it: ADDRESS_V2.
     expect(settledTo()).toEqual([GOOD_PAYEE])
+    expect(settledCredentialForms(facilitator.requests)).toEqual(["addressV2"])
     expect(cheap.requests.filter((r) => r.headers["payment-signature"] !== undefined)).toHaveLength(1)
     expect(good.requests.filter((r) => r.headers["payment-signature"] !== undefined)).toHaveLength(1)
 
@@ -232,7 +235,7 @@ describe("sextant buy", () => {
 
   test("the buyer's secret key appears in no request, log line or file other than its key file", () => {
     const secret = readFileSync(keyFile, "utf8").trim()
-    const raw = Keypair.fromSecret(secret).rawSecretKey()
+    const raw = Buffer.from(Keypair.fromSecret(secret).rawSecretKey())
     const forms = [secret, raw.toString("hex"), raw.toString("base64"), JSON.stringify([...raw]).slice(1, -1)]
     const sent = [
       ...toService,

@@ -9,6 +9,7 @@ import { join } from "node:path"
 import { loadConfig } from "../src/config.js"
 import { loadOrCreateBuyerKey } from "../src/keys/stellarKey.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
+import { settledCredentialForms } from "./fixtures/stellarPayment.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
 import { startServer } from "./support/server.js"
@@ -101,6 +102,7 @@ describe("MCP buyer mode", () => {
     const verified = await Effect.runPromise(http.client.receipts.verify({ path: { id: receiptId } }))
     expect(verified.valid).toBe(true)
     expect(facilitator.calls("/settle")).toBe(1)
+    expect(settledCredentialForms(facilitator.requests)).toEqual(["addressV2"])
 
     const again = (await client.callTool({ name: "buy_resource", arguments: { capability: "demo.mcp", maxUsd: 0.01 } })) as ToolAnswer
     expect(again.isError).toBe(true)

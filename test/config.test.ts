@@ -3,7 +3,7 @@ import { Either } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
-import { loadConfig } from "../src/config.js"
+import { loadConfig, plainHttpOffLoopback } from "../src/config.js"
 import { serveUntilExit } from "./support/serveProcess.js"
 
 const dir = mkdtempSync(join(tmpdir(), "sextant-config-"))
@@ -43,12 +43,26 @@ const BAD_CONFIGS: ReadonlyArray<readonly [string, unknown, string]> = [
   ["unknown field", { prot: 1 }, "prot"],
   ["pubnet without a Soroban RPC URL (it has no public one)", { network: "stellar:pubnet" }, "ledger.sorobanRpcUrl"],
   ["a ledger URL that is not http(s)", { ledger: { horizonUrl: "ftp://horizon.example" } }, "ledger.horizonUrl"],
+  ["a ledger RPC over plain http off loopback", { ledger: { sorobanRpcUrl: "http://rpc.provider.example" } }, "ledger.sorobanRpcUrl"],
+  ["a Horizon over plain http on a private address", { ledger: { horizonUrl: "http://10.0.0.1:8000" } }, "ledger.horizonUrl"],
+  ["the vertical's own RPC over plain http off loopback", { vertical: { sorobanRpcUrl: "http://169.254.169.254" } }, "vertical.sorobanRpcUrl"],
   ["unparsable file", "{ not json", "config file"],
   ["two demo providers on one port", { demo: { ports: { fast: 5100, slow: 5100 } } }, "demo.ports.slow"],
   ["a demo provider on the vertical's port", { demo: { ports: { raiser: 4021 } } }, "demo.ports.raiser"],
   ["a demo port of 0 (catalog URLs must name it)", { demo: { ports: { fast: 0 } } }, "demo.ports.fast"],
   ["a price raise that lowers the price", { demo: { priceRaiseFactor: 0.5 } }, "demo.priceRaiseFactor"]
 ]
+
+describe("ledger endpoints must be https off loopback", () => {
+  test("a pure judgement over addresses: loopback may be plain http, anything else may not", () => {
+    for (const url of ["http://127.0.0.1:8000", "http://127.9.9.9", "http://localhost:8000/rpc", "http://[::1]:8000", "https://10.0.0.1", "https://rpc.example"]) {
+      expect(plainHttpOffLoopback(url)).toBe(false)
+    }
+    for (const url of ["http://10.0.0.1:8000", "http://169.254.169.254/latest", "http://rpc.example", "http://[fe80::1]", "http://127.0.0.1.evil.example"]) {
+      expect(plainHttpOffLoopback(url)).toBe(true)
+    }
+  })
+})
 
 describe("config", () => {
   test("no file gives the documented embedded defaults and the demo catalog", () => {
@@ -128,6 +142,7 @@ describe("config", () => {
       horizonUrl: "https://horizon-testnet.stellar.org",
       confirmTimeoutSeconds: 120,
       timeoutMs: 8000,
+      inclusionFeeStroops: 10_000,
       pollIntervalSeconds: 5
     })
     expect(config.vertical).toMatchObject({ sorobanRpcUrl: "https://soroban-testnet.stellar.org", horizonUrl: "https://horizon-testnet.stellar.org" })
@@ -136,7 +151,7 @@ describe("config", () => {
   test("the vertical follows a configured ledger unless it names its own endpoints", () => {
     const ledger = { sorobanRpcUrl: "http://127.0.0.1:7001", horizonUrl: "http://127.0.0.1:7002", confirmTimeoutSeconds: 30 }
     const following = Either.getOrThrow(loadConfig(writeConfig("ledger.json", { ledger }), {}))
-    expect(following.ledger).toEqual({ ...ledger, timeoutMs: 8000, pollIntervalSeconds: 5 })
+    expect(following.ledger).toEqual({ ...ledger, timeoutMs: 8000, inclusionFeeStroops: 10_000, pollIntervalSeconds: 5 })
     expect(following.vertical).toMatchObject({ sorobanRpcUrl: "http://127.0.0.1:7001", horizonUrl: "http://127.0.0.1:7002" })
     const own = Either.getOrThrow(
       loadConfig(writeConfig("ledger-own.json", { ledger, vertical: { horizonUrl: "http://127.0.0.1:7003", sorobanRpcUrl: null } }), {})

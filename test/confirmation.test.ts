@@ -30,6 +30,7 @@ const tx = (overrides: Partial<LedgerTransaction> = {}): Option.Option<LedgerTra
     ledger: 7,
     closedAt: new Date(CLAIMED + 5_000).toISOString(),
     transfers: [{ contract: TESTNET_USDC, from: PAYER, to: PAYEE, amount: 10_000n }],
+    authorizations: [],
     ...overrides
   })
 
@@ -121,8 +122,8 @@ describe("reconciling a settlement whose outcome is unknown", () => {
     expect(outcome).toMatchObject({ _tag: "Settled", transaction: "b".repeat(64), answer: { success: true, transaction: "b".repeat(64) } })
   })
 
-  test("a consumed nonce settles it even when no event is found", () => {
-    expect(judgeUnresolved(entry(), { nonceConsumed: true, transfers: [], latestLedger: 96 })).toMatchObject({ _tag: "Settled", transaction: null })
+  test("a consumed nonce without a transfer carrying the authorisation concludes nothing yet", () => {
+    expect(judgeUnresolved(entry(), { nonceConsumed: true, transfers: [], latestLedger: 96 })).toBeNull()
   })
 
   test("unpaid only once the authorisation has expired with no matching transfer; undecided before", () => {

@@ -11,6 +11,7 @@ import { Prober } from "../src/verification/Prober.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
+import { settledCredentialForms } from "./fixtures/stellarPayment.js"
 import { pollUntil } from "./support/poll.js"
 import { ledgerAt, testConfig } from "./support/server.js"
 
@@ -66,6 +67,8 @@ describe("economic probes", () => {
     const report = await cycle(first)
     expect(report.paid).toEqual([{ resourceId: "seller.paid", transaction: expect.stringMatching(/^[0-9a-f]{64}$/), success: true }])
     expect(facilitator.calls("/settle")).toBe(1)
+    // The probe signed what simulation on a Protocol 28 network records: ADDRESS_V2.
+    expect(settledCredentialForms(facilitator.requests)).toEqual(["addressV2"])
     expect(statSync(join(folder, "probe.key")).mode & 0o777).toBe(0o600)
 
     const confirmed = await pollUntil(

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test"
 import { Duration, Effect, Either, Exit, Fiber, Layer, TestClock, TestContext } from "effect"
 import { AppConfig, type FacilitatorBackend, loadConfig } from "../src/config.js"
-import { FacilitatorPool, type PoolOptions, settleMayFallThrough } from "../src/x402/FacilitatorPool.js"
+import { BREAKER_THRESHOLD, FacilitatorPool, type PoolOptions, type SettleGuard, settleMayFallThrough } from "../src/x402/FacilitatorPool.js"
 import { BackendFailure } from "../src/x402/FacilitatorClient.js"
 import { mergeSupported } from "../src/x402/capabilities.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
@@ -101,7 +101,7 @@ describe("FacilitatorPool", () => {
     )
   })
 
-  test("verify falls through a failing backend, marks it unhealthy, and returns the next answer unchanged", async () => {
+  test("verify falls through a failing backend and returns the next answer unchanged; one poisoned request leaves it healthy, a streak of failures does not", async () => {
     const a = fixture()
     const b = fixture()
     const body = await verifyBody()
@@ -114,8 +114,15 @@ describe("FacilitatorPool", () => {
         const answer = yield* pool.verify(body)
         expect(answer).toEqual({ isValid: true, payer: expect.stringMatching(/^G[A-Z2-7]{55}$/) })
         expect([a.calls("/verify"), b.calls("/verify")]).toEqual([1, 1])
-        const status = yield* pool.status
-        expect(status[0]).toMatchObject({ healthy: false, lastError: expect.stringContaining("answered 500") })
+        // One request's 500 takes nobody else's backend out: the next well-formed verify reaches a again.
+        expect((yield* pool.status)[0]).toMatchObject({ healthy: true })
+        a.setMode("succeed")
+        yield* pool.verify(body)
+        expect(a.calls("/verify")).toBe(2)
+        // Failures of BREAKER_THRESHOLD requests in a row, with no success between, do.
+        a.setMode("fail500")
+        for (let i = 0; i < BREAKER_THRESHOLD; i++) yield* pool.verify(body)
+        expect((yield* pool.status)[0]).toMatchObject({ healthy: false, lastError: expect.stringContaining("answered 500") })
       })
     )
   })
@@ -156,6 +163,14 @@ describe("FacilitatorPool", () => {
     expect(failure).toContain("b: answered 500")
   })
 
+  /** A guard whose ledger cannot tell: the pool must stop where a backend went silent, as before failover existed. */
+  const unreadLedger: SettleGuard = {
+    deadlineMs: Number.MAX_SAFE_INTEGER,
+    ledgerReserveMs: 0,
+    verdict: () => Effect.succeed({ _tag: "Unknown", reason: "the ledger is not read in this test" }),
+    beforeRetry: () => Effect.succeed(true)
+  }
+
   test("settle falls through an unreachable backend, but stops at one that times out: the outcome is indeterminate", async () => {
     const a = fixture()
     const b = fixture()
@@ -166,14 +181,14 @@ describe("FacilitatorPool", () => {
         const pool = yield* FacilitatorPool
         yield* pool.refresh
         yield* Effect.promise(() => a.refuse())
-        const fellThrough = yield* pool.settle(body, "stellar:testnet", "exact")
+        const fellThrough = yield* pool.settle(body, "stellar:testnet", "exact", unreadLedger)
         expect(fellThrough).toMatchObject({ _tag: "Answered", backendId: "b", response: { success: true } })
         expect(fellThrough.failures?.map((f) => f.kind)).toEqual(["Unreachable"])
 
         a.listen()
         yield* pool.refresh
         a.setMode("hang")
-        const fiber = yield* Effect.fork(pool.settle(body, "stellar:testnet", "exact"))
+        const fiber = yield* Effect.fork(pool.settle(body, "stellar:testnet", "exact", unreadLedger))
         yield* pollUntilEffect("backend a holds the settle", Effect.sync(() => a.calls("/settle")), (n) => n === 1, LOOPBACK)
         yield* TestClock.adjust(Duration.seconds(60))
         const outcome = yield* Fiber.join(fiber)
@@ -193,7 +208,7 @@ describe("FacilitatorPool", () => {
         const pool = yield* FacilitatorPool
         yield* pool.refresh
         a.setMode("fail502")
-        return yield* pool.settle(body, "stellar:testnet", "exact")
+        return yield* pool.settle(body, "stellar:testnet", "exact", unreadLedger)
       })
     )
     expect(outcome).toMatchObject({ _tag: "Indeterminate", backendId: "a" })

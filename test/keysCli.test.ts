@@ -46,7 +46,7 @@ describe("loadOrCreateProbeKey", () => {
     const key = await load(path)
     const secret = readFileSync(path, "utf8").trim()
     // A bare Keypair would leak its raw seed: as a byte array in JSON, as hex bytes when inspected.
-    const raw = Keypair.fromSecret(secret).rawSecretKey()
+    const raw = Buffer.from(Keypair.fromSecret(secret).rawSecretKey())
     const forms = [secret, JSON.stringify([...raw]).slice(1, -1), raw.toString("hex").match(/../g)!.join(" "), raw.toString("hex")]
     for (const shown of [JSON.stringify(key), String(key.signer), inspect(key, { depth: 10 }), `${key.signer}`]) {
       for (const form of forms) expect(shown).not.toContain(form)

@@ -3,6 +3,7 @@ import { authorizeEntry, Contract, Keypair, nativeToScVal, Networks, Operation, 
 import { Effect, Either, Option } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
 import { LedgerReader, type LedgerReaderShape, type LedgerTransfer, LedgerUnavailable } from "../src/ledger/LedgerReader.js"
+import { addressAuthorization } from "../src/ledger/authEntries.js"
 import type { LedgerReaderOptions } from "../src/ledger/read.js"
 import { type FixtureLedger, settlePayment, startFixtureLedger } from "./fixtures/ledger.js"
 import { buildExactPayment, exactRequirements, seededBuyer } from "./fixtures/stellarPayment.js"
@@ -19,7 +20,7 @@ let fixture: FixtureLedger
 
 const readerOver = (f: FixtureLedger, options: Partial<LedgerReaderOptions> = {}) =>
   Effect.runSync(
-    Effect.provide(LedgerReader, LedgerReader.layer({ sorobanRpcUrl: f.rpcUrl, horizonUrl: f.horizonUrl, timeoutMs: 2000, ...options }))
+    Effect.provide(LedgerReader, LedgerReader.layer({ sorobanRpcUrl: f.rpcUrl, horizonUrl: f.horizonUrl, network: "stellar:testnet", timeoutMs: 2000, ...options }))
   )
 const run = <A>(read: (reader: LedgerReaderShape) => Effect.Effect<A, LedgerUnavailable>, options: Partial<LedgerReaderOptions> = {}) =>
   Effect.runPromise(read(readerOver(fixture, options)))
@@ -54,7 +55,8 @@ describe("transaction", () => {
       successful: true,
       ledger: 499_990,
       closedAt: fixture.closeTime(499_990).toISOString(),
-      transfers: [usdc(payer, payee, 10_000n)]
+      transfers: [usdc(payer, payee, 10_000n)],
+      authorizations: []
     })
     expect(fixture.rpcCalls).toEqual(["getTransaction"])
     expect(fixture.horizonRequests).toEqual([])
@@ -65,11 +67,31 @@ describe("transaction", () => {
     expect(Option.getOrThrow(await run((r) => r.transaction(hash.toUpperCase()))).hash).toBe(hash)
   })
 
-  test("a failed transaction is found, not successful, and still shows what it tried to transfer", async () => {
+  test("a failed transaction is found, not successful, and transferred nothing: transfers come from its result's events, not its envelope", async () => {
     const hash = fixture.addTransaction({ transfer: usdc(payer, payee, 10_000n), successful: false })
     const tx = Option.getOrThrow(await run((r) => r.transaction(hash)))
     expect(tx.successful).toBe(false)
-    expect(tx.transfers).toEqual([usdc(payer, payee, 10_000n)])
+    expect(tx.transfers).toEqual([])
+  })
+
+  test("a successful call that emitted no transfer event moved nothing, whatever its envelope asked", async () => {
+    const hash = fixture.addTransaction({ transfer: usdc(payer, payee, 10_000n), emitEvent: false })
+    expect(Option.getOrThrow(await run((r) => r.transaction(hash)))).toMatchObject({ successful: true, transfers: [] })
+  })
+
+  test("an answer carrying another transaction's envelope confirms nothing: it is LedgerUnavailable, from RPC and from Horizon", async () => {
+    const asked = fixture.addTransaction({ transfer: usdc(payer, payee, 10_000n) })
+    const other = fixture.addTransaction({ transfer: usdc(payer, payee, 10_000n) })
+    fixture.forgeEnvelope(asked, other)
+    const fromRpc = await Effect.runPromise(Effect.either(readerOver(fixture).transaction(asked)))
+    expect(Either.isLeft(fromRpc) && fromRpc.left.message).toContain(`envelope of another transaction (${other})`)
+    const old = fixture.oldestRpcLedger() - 10
+    const askedOld = fixture.addTransaction({ transfer: usdc(payer, payee, 10_000n), ledger: old })
+    fixture.forgeEnvelope(askedOld, other)
+    const fromHorizon = await Effect.runPromise(Effect.either(readerOver(fixture).transaction(askedOld)))
+    expect(Either.isLeft(fromHorizon) && fromHorizon.left.message).toContain("Horizon")
+    // The honest answer about the other transaction is still read.
+    expect(Option.getOrThrow(await run((r) => r.transaction(other))).hash).toBe(other)
   })
 
   test("a transaction without a token transfer has no transfers", async () => {
@@ -108,7 +130,8 @@ describe("transaction", () => {
       successful: true,
       ledger: old,
       closedAt: fixture.closeTime(old).toISOString(),
-      transfers: [usdc(payer, payee, 70_000n)]
+      transfers: [usdc(payer, payee, 70_000n)],
+      authorizations: []
     })
     expect(fixture.rpcCalls).toEqual(["getTransaction"])
     expect(fixture.horizonRequests).toEqual([`/transactions/${hash}`])
@@ -252,6 +275,29 @@ describe("a settled x402 payment on the fixture ledger", () => {
     expect(await run((r) => r.nonceConsumed(buyer.publicKey(), nonce))).toBe(false)
   })
 
+  test.each(["address", "addressV2"] as const)("its %s authorisation is read from the envelope, and the same authorisation cannot execute twice", async (form) => {
+    const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, form === "address" ? 33 : 34))
+    const payment = await buildExactPayment(exactRequirements({ payTo: payee }), { buyer, form, validUntilLedger: fixture.latestLedger() + 50 })
+    const settled = settlePayment(fixture, payment)
+    const { nonce, expirationLedger } = settled.nonces[0]!
+    const tx = Option.getOrThrow(await run((r) => r.transaction(settled.hash)))
+    expect(tx.authorizations).toEqual([{ form, address: buyer.publicKey(), nonce, expirationLedger }])
+    // Submitted again (another facilitator holding the same payload): it fails and moves nothing.
+    const again = settlePayment(fixture, payment)
+    expect(again.successful).toBe(false)
+    expect(Option.getOrThrow(await run((r) => r.transaction(again.hash)))).toMatchObject({ successful: false, transfers: [] })
+  })
+
+  test("a Horizon that skips transaction meta (as SDF's does) yields no transfers for an old transaction, never the envelope's", async () => {
+    const bare = startFixtureLedger({ latestLedger: 500_000, horizonMeta: false })
+    try {
+      const hash = bare.addTransaction({ transfer: usdc(payer, payee, 70_000n), ledger: bare.oldestRpcLedger() - 10 })
+      expect(Option.getOrThrow(await Effect.runPromise(readerOver(bare).transaction(hash)))).toMatchObject({ successful: true, transfers: [] })
+    } finally {
+      bare.stop()
+    }
+  })
+
   test("a facilitator that paid someone else: the transaction shows the other payee", async () => {
     const payment = await buildExactPayment(exactRequirements({ payTo: payee }), { validUntilLedger: fixture.latestLedger() + 50 })
     const settled = settlePayment(fixture, payment, { pays: { to: stranger } })
@@ -278,7 +324,7 @@ describe("a buyer-side build against the fixture RPC", () => {
     const simulation = await server.simulateTransaction(tx)
     if (!rpc.Api.isSimulationSuccess(simulation)) throw new Error("simulation failed")
     const [entry] = simulation.result!.auth
-    const nonce = BigInt(entry!.credentials().address().nonce().toString())
+    const nonce = addressAuthorization(entry!)!.nonce
     const validUntil = simulation.latestLedger + 20
     const signedEntry = await authorizeEntry(entry!, buyer, validUntil, Networks.TESTNET)
     const assembled = rpc.assembleTransaction(tx, simulation).build()

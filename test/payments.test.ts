@@ -27,24 +27,40 @@ import { startPaidResource } from "./fixtures/paidResource.js"
 import { exactRequirements } from "./fixtures/stellarPayment.js"
 import { OTHER_ASSET, startX402Fixture } from "./fixtures/x402Resource.js"
 
-/** The check the host makes on an address credential (ed25519 account): the signature over the preimage hash. */
+/** An entry's address credentials, `ADDRESS` or `ADDRESS_V2`. */
+const credentialsOf = (entry: xdr.SorobanAuthorizationEntry) => {
+  const credentials = entry.credentials
+  if (credentials.type === "sorobanCredentialsAddressV2") return credentials.addressV2
+  if (credentials.type === "sorobanCredentialsAddress") return credentials.address
+  throw new Error(`not address credentials: ${credentials.type}`)
+}
+
+/**
+ * The check the host makes on an address credential (ed25519 account): the signature over the
+ * preimage hash, built here as CAP-71 defines it (the address bound in for `ADDRESS_V2`), not by
+ * the SDK that signed it.
+ */
 const authEntryVerifies = (entry: xdr.SorobanAuthorizationEntry, passphrase: string): boolean => {
-  const credentials = entry.credentials().address()
-  const preimage = xdr.HashIdPreimage.envelopeTypeSorobanAuthorization(
-    new xdr.HashIdPreimageSorobanAuthorization({
-      networkId: hash(Buffer.from(passphrase)),
-      nonce: credentials.nonce(),
-      signatureExpirationLedger: credentials.signatureExpirationLedger(),
-      invocation: entry.rootInvocation()
-    })
-  )
-  const signer = Address.fromScAddress(credentials.address()).toString()
-  if (credentials.signature().switch() !== xdr.ScValType.scvVec()) return false
-  const signatures = scValToNative(credentials.signature()) as Array<{ public_key: Buffer; signature: Buffer }>
+  const credentials = credentialsOf(entry)
+  const common = {
+    networkId: hash(new TextEncoder().encode(passphrase)),
+    nonce: credentials.nonce,
+    signatureExpirationLedger: credentials.signatureExpirationLedger,
+    invocation: entry.rootInvocation
+  }
+  const preimage =
+    entry.credentials.type === "sorobanCredentialsAddressV2"
+      ? xdr.HashIdPreimage.envelopeTypeSorobanAuthorizationWithAddress(
+          new xdr.HashIdPreimageSorobanAuthorizationWithAddress({ ...common, address: credentials.address })
+        )
+      : xdr.HashIdPreimage.envelopeTypeSorobanAuthorization(new xdr.HashIdPreimageSorobanAuthorization(common))
+  const signer = Address.fromScAddress(credentials.address).toString()
+  if (credentials.signature.type !== "scvVec") return false
+  const signatures = scValToNative(credentials.signature) as Array<{ public_key: Uint8Array; signature: Uint8Array }>
   return (
     signatures.length === 1 &&
     StrKey.encodeEd25519PublicKey(signatures[0]!.public_key) === signer &&
-    Keypair.fromPublicKey(signer).verify(hash(preimage.toXDR()), signatures[0]!.signature)
+    Keypair.fromPublicKey(signer).verify(hash(preimage.toXdr()), signatures[0]!.signature)
   )
 }
 
@@ -62,19 +78,21 @@ const startRpcHop = () => {
   const calls: Array<{ method: string; params: Record<string, unknown>; result: Record<string, unknown> | undefined }> = []
   let mode: HopMode = "forward"
   const tamper = (result: { results?: Array<{ auth: Array<string> }> }) => {
-    const entry = xdr.SorobanAuthorizationEntry.fromXDR(result.results![0]!.auth[0]!, "base64")
-    const call = entry.rootInvocation().function().contractFn()
-    const [from, to, amount] = call.args()
+    const entry = xdr.SorobanAuthorizationEntry.fromXdr(result.results![0]!.auth[0]!, "base64")
+    const fn = entry.rootInvocation.function
+    if (fn.type !== "sorobanAuthorizedFunctionTypeContractFn") throw new Error("not a contract call")
+    const call = fn.contractFn
+    const [from, to, amount] = call.args
     const more = nativeToScVal(BigInt(scValToNative(amount!)) * 10n, { type: "i128" })
-    const args = new xdr.InvokeContractArgs({ contractAddress: call.contractAddress(), functionName: "transfer", args: [from!, to!, more] })
+    const args = new xdr.InvokeContractArgs({ contractAddress: call.contractAddress, functionName: "transfer", args: [from!, to!, more] })
     const hostile = new xdr.SorobanAuthorizationEntry({
-      credentials: entry.credentials(),
+      credentials: entry.credentials,
       rootInvocation: new xdr.SorobanAuthorizedInvocation({
         function: xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(args),
         subInvocations: []
       })
     })
-    return { ...result, results: [{ ...result.results![0]!, auth: [hostile.toXDR("base64")] }] }
+    return { ...result, results: [{ ...result.results![0]!, auth: [hostile.toXdr("base64")] }] }
   }
   const server: Server<undefined> = Bun.serve({
     hostname: "127.0.0.1",
@@ -98,8 +116,8 @@ const startRpcHop = () => {
     /** The nonce of the authorisation the first simulation recorded. */
     recordedNonce: () => {
       const result = calls.find((c) => c.method === "simulateTransaction")!.result as { results: Array<{ auth: Array<string> }> }
-      const entry = xdr.SorobanAuthorizationEntry.fromXDR(result.results[0]!.auth[0]!, "base64")
-      return BigInt(entry.credentials().address().nonce().toString())
+      const entry = xdr.SorobanAuthorizationEntry.fromXdr(result.results[0]!.auth[0]!, "base64")
+      return credentialsOf(entry).nonce
     },
     setMode: (next: HopMode) => {
       mode = next
@@ -121,7 +139,7 @@ beforeEach(() => {
 })
 
 const build = (requirements: PaymentRequirements, rpcUrl = rpc.url) =>
-  Effect.runPromise(Effect.either(buildExactPayment({ requirements, resource, signer: payer, rpcUrl, deployment })))
+  Effect.runPromise(Effect.either(buildExactPayment({ requirements, resource, signer: payer, rpcUrl, inclusionFeeStroops: 10_000, deployment })))
 
 const built = async (requirements: PaymentRequirements) => {
   const result = await build(requirements)
@@ -145,6 +163,10 @@ describe("buildExactPayment: a Stellar exact payment built and signed through So
     const xdrBase64 = paymentPayload.payload.transaction as string
     const decoded = decodePayment(xdrBase64, "stellar:testnet")
     expect(Either.getOrThrow(decoded).transfer).toEqual({ asset: TESTNET_USDC, from: payer.publicKey(), to: PAY_TO, amount: 12345n })
+    // The payment's id is the network's hash of the transaction, read from the envelope as received.
+    expect(Either.getOrThrow(decoded).paymentId).toBe(Buffer.from(transactionOf(xdrBase64).hash()).toString("hex"))
+    const wrapped = xdrBase64.replace(/(.{60})/g, "$1\n")
+    expect(Either.getOrThrow(decodePayment(wrapped, "stellar:testnet")).paymentId).toBe(Either.getOrThrow(decoded).paymentId)
 
     const transaction = transactionOf(xdrBase64)
     expect(transaction.source).toBe(contract.NULL_ACCOUNT)
@@ -154,9 +176,11 @@ describe("buildExactPayment: a Stellar exact payment built and signed through So
     // The same entry does not verify for another network: the check is not vacuous.
     expect(authEntryVerifies(entry!, Networks.PUBLIC)).toBe(false)
     // Expires ceil(60 s / 5 s) = 12 ledgers after the latest, with the nonce the RPC issued.
-    const credentials = entry!.credentials().address()
-    expect(credentials.signatureExpirationLedger()).toBe(LATEST_LEDGER + 12)
-    expect(BigInt(credentials.nonce().toString())).toBe(rpc.recordedNonce())
+    // Signed in the form simulation recorded: ADDRESS_V2 on a Protocol 28 network.
+    expect(entry!.credentials.type).toBe("sorobanCredentialsAddressV2")
+    const credentials = credentialsOf(entry!)
+    expect(credentials.signatureExpirationLedger).toBe(LATEST_LEDGER + 12)
+    expect(credentials.nonce).toBe(rpc.recordedNonce())
     expect(authorization).toEqual({ payer: payer.publicKey(), nonce: rpc.recordedNonce().toString(), expirationLedger: LATEST_LEDGER + 12 })
 
     // Settled as a facilitator does, the payment moves the price and spends exactly that authorisation.
@@ -173,11 +197,12 @@ describe("buildExactPayment: a Stellar exact payment built and signed through So
     const second = transactionOf(rpc.calls[2]!.params.transaction as string)
     expect(authOf(second).map((e) => authEntryVerifies(e, Networks.TESTNET))).toEqual([true])
     const enforced = rpc.calls[2]!.result as { transactionData: string; minResourceFee: string }
-    const data = transaction.toEnvelope().v1().tx().ext().sorobanData()
-    expect(data.toXDR("base64")).toBe(enforced.transactionData)
-    expect(data.resources().footprint().readWrite().length).toBeGreaterThan(0)
-    // A facilitator refuses a fee below the simulation's minimum resource fee.
-    expect(BigInt(transaction.fee)).toBeGreaterThanOrEqual(BigInt(enforced.minResourceFee))
+    const envelope = xdr.expectUnionVariant(transaction.toEnvelope(), "envelopeTypeTx")
+    const data = xdr.expectUnionVariant(envelope.v1.tx.ext, "sorobanData").sorobanData
+    expect(data.toXdr("base64")).toBe(enforced.transactionData)
+    expect(data.resources.footprint.readWrite.length).toBeGreaterThan(0)
+    // The fee is the configured inclusion bid plus the simulation's resource fee.
+    expect(BigInt(transaction.fee)).toBe(10_000n + BigInt(enforced.minResourceFee))
   })
 
   test("requirements of another scheme, network or asset, or without sponsored fees, are refused before the RPC is asked", async () => {
@@ -228,7 +253,7 @@ const probesTrusting = (...origins: Array<string>) => Schema.decodeSync(ProbesCo
 const pay = (input: Partial<PayForInput> & Pick<PayForInput, "url" | "outbound">) =>
   Effect.runPromise(
     Effect.either(
-      payFor({ method: "GET", signer: payer, rpcUrl: rpc.url, deployment, maxPrice: 1_000_000n, ...input })
+      payFor({ method: "GET", signer: payer, rpcUrl: rpc.url, inclusionFeeStroops: 10_000, deployment, maxPrice: 1_000_000n, ...input })
     )
   )
 
@@ -349,7 +374,7 @@ describe("payFor refuses to pay what it should not", () => {
     try {
       const result = await Effect.runPromise(
         Effect.either(
-          payFor({ url: `http://seller.rebind.test:${port}/thing`, method: "GET", signer: payer, rpcUrl: rpc.url, deployment, maxPrice: 1_000_000n, outbound: probesTrusting() }).pipe(
+          payFor({ url: `http://seller.rebind.test:${port}/thing`, method: "GET", signer: payer, rpcUrl: rpc.url, inclusionFeeStroops: 10_000, deployment, maxPrice: 1_000_000n, outbound: probesTrusting() }).pipe(
             Effect.provideService(Resolver, resolve),
             Effect.provideService(Dialer, dial)
           )

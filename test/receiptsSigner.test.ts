@@ -95,7 +95,7 @@ describe("signer modes through ReceiptService", () => {
       )
     )
     expect(disclosure).toMatchObject({ mode: "ed25519", algorithm: "ed25519", offlineVerifiable: true })
-    expect(StrKey.decodeEd25519PublicKey(disclosure.stellarPublicKey!).toString("base64")).toBe(disclosure.publicKey!)
+    expect(Buffer.from(StrKey.decodeEd25519PublicKey(disclosure.stellarPublicKey!)).toString("base64")).toBe(disclosure.publicKey!)
     expect(disclosure.serviceSigner).toBe(disclosure.publicKey!)
   })
 

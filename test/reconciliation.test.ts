@@ -1,24 +1,15 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { describe, expect, test } from "bun:test"
 import { startFacilitator } from "./fixtures/facilitator.js"
-import { settlePayment, startFixtureLedger } from "./fixtures/ledger.js"
+import { settlePayment } from "./fixtures/ledger.js"
+import { authNonces, hostCallOf } from "./fixtures/ledgerXdr.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
-import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
 import { entry } from "./fixtures/verificationStack.js"
+import { sharedLedgerAndSeller } from "./support/ledgerSeller.js"
 import { pollUntil } from "./support/poll.js"
 import { facilitatorsAnswered, ledgerAt, request, startServer, testConfig } from "./support/server.js"
 
-const ledger = startFixtureLedger()
-let seller: X402Fixture
-const running: Array<{ close: () => Promise<void> }> = []
-
-beforeAll(async () => {
-  seller = await startX402Fixture()
-})
-afterAll(async () => {
-  for (const r of running) await r.close()
-  await seller.stop()
-  ledger.stop()
-})
+const { ledger, running, seller } = sharedLedgerAndSeller()
 
 /**
  * A service whose one backend answers settle with 500 (so the outcome is unknown) until told
@@ -32,7 +23,7 @@ const setup = async () => {
       facilitators: [{ id: "a", url: backend.url }],
       // A 500 marks the backend unhealthy; the next poll finds it well again.
       facilitatorPollSeconds: 0.3,
-      catalog: [entry("fixture.paid", seller.url("/paid"))],
+      catalog: [entry("fixture.paid", seller().url("/paid"))],
       probes: { ...base.probes, allowPrivateTargets: true },
       ledger: ledgerAt(ledger)
     })
@@ -90,15 +81,19 @@ describe("indeterminate settlements resolve themselves from the ledger", () => {
     expect(backend.calls("/settle")).toBe(1)
   }, 20_000)
 
-  test("a consumed authorisation nonce alone proves the payment was submitted", async () => {
-    const { indeterminate, resolved } = await setup()
-    const { signed, body } = await payment(72)
+  test("a consumed nonce alone settles nothing: without a transfer carrying the authorisation it waits, and once expired it is unpaid", async () => {
+    const { indeterminate, resolved, record } = await setup()
+    const { signed, body } = await payment(72, 5)
     const id = await indeterminate(body)
+    // The payer spent the nonce on something else (the same nonce signed over another call).
     const [nonce] = settlePaymentNonces(signed)
     ledger.consumeNonce(nonce!.address, BigInt(nonce!.nonce), nonce!.expirationLedger)
+    await Bun.sleep(600)
+    expect((await record(id)).state).toBe("indeterminate")
+    ledger.advanceLedgers(10)
     const after = await resolved(id)
-    expect(after.state).toBe("settled")
-    expect(after.history.at(-1).reason).toContain("nonce")
+    expect(after.state).toBe("failed")
+    expect(after.history.at(-1).reason).toContain("never happened")
   }, 20_000)
 
   test("past the authorisation's expiration with no transfer, the payment provably never happened: failed, released, and a retry reaches a backend once", async () => {
@@ -125,11 +120,5 @@ describe("indeterminate settlements resolve themselves from the ledger", () => {
 })
 
 /** The payer's authorisation nonce(s) a signed payload carries, as the reconciler reads them. */
-const settlePaymentNonces = (signed: Awaited<ReturnType<typeof buildExactPayment>>) => {
-  const copy = startFixtureLedger()
-  try {
-    return settlePayment(copy, signed).nonces
-  } finally {
-    copy.stop()
-  }
-}
+const settlePaymentNonces = (signed: Awaited<ReturnType<typeof buildExactPayment>>) =>
+  authNonces(hostCallOf(signed.payload.transaction as string)?.auth ?? [])

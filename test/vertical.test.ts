@@ -150,10 +150,10 @@ describe("identity", () => {
   test("Soroban XDR is reduced to plain values: executable, storage, event name, addresses and data", () => {
     const entry = xdr.LedgerEntryData.contractData(
       new xdr.ContractDataEntry({
-        ext: new xdr.ExtensionPoint(0),
+        ext: xdr.ExtensionPoint.v0(),
         contract: new Address(TTF_CONTRACT).toScAddress(),
         key: xdr.ScVal.scvLedgerKeyContractInstance(),
-        durability: xdr.ContractDataDurability.persistent(),
+        durability: xdr.ContractDataDurability.persistent,
         val: xdr.ScVal.scvContractInstance(
           new xdr.ScContractInstance({
             executable: xdr.ContractExecutable.contractExecutableWasm(Buffer.alloc(32, 1)),

@@ -48,6 +48,8 @@ export interface BuyerSettings {
   readonly key: StellarKey
   /** Soroban RPC the payment is simulated on (`ledger.sorobanRpcUrl`). */
   readonly rpcUrl: string
+  /** The inclusion fee bid on a payment (`ledger.inclusionFeeStroops`). */
+  readonly inclusionFeeStroops: number
   readonly deployment: Deployment
   readonly decimals: number
   /** The outbound guard, timeout and body cap for requests to resources. */
@@ -186,6 +188,7 @@ const payPlan = (settings: BuyerSettings, guard: SpendGuard, plan: Plan): Effect
       ...(plan.placement.body === undefined ? {} : { body: plan.placement.body }),
       signer: Redacted.value(settings.key.signer),
       rpcUrl: settings.rpcUrl,
+      inclusionFeeStroops: settings.inclusionFeeStroops,
       deployment: settings.deployment,
       maxPrice: ceiling,
       refuse: challengeRefusal(candidate),
@@ -324,6 +327,7 @@ export const BuyerLive = (config: Config, options: BuyerOptions) =>
       return Buyer.layer({
         key,
         rpcUrl: config.ledger.sorobanRpcUrl,
+        inclusionFeeStroops: config.ledger.inclusionFeeStroops,
         deployment: { network: config.network, assetContract: config.asset.assetContract },
         decimals: config.asset.decimals,
         outbound: buyer,

@@ -41,6 +41,18 @@ export class TargetRefused extends ApiError<TargetRefused>()(
 export class MalformedPaymentTransaction extends ApiError<MalformedPaymentTransaction>()(
   "MalformedPaymentTransaction", "MALFORMED_PAYMENT_TRANSACTION", 400, "the payload's transaction is not one Stellar SEP-41 transfer"
 ) {}
+/** The payer's Ed25519 signature over its authorisation does not verify: the payment could never settle, so no fee is reserved for it. */
+export class InvalidPayerSignature extends ApiError<InvalidPayerSignature>()(
+  "InvalidPayerSignature", "INVALID_PAYER_SIGNATURE", 400, "the payer's signature on its Soroban authorisation does not verify for this network"
+) {}
+/** CAP-71 delegated credentials: the x402 reference facilitator refuses them, and no single payer nonce identifies the payment. */
+export class DelegatedCredentialsRefused extends ApiError<DelegatedCredentialsRefused>()(
+  "DelegatedCredentialsRefused", "DELEGATED_CREDENTIALS_REFUSED", 422, "the payment authorises with SOROBAN_CREDENTIALS_ADDRESS_WITH_DELEGATES, which is not settled (only ADDRESS and ADDRESS_V2 are)"
+) {}
+/** Source-account credentials would be authorised by whoever submits the transaction: the facilitator, not the payer. */
+export class SourceAccountCredentialsRefused extends ApiError<SourceAccountCredentialsRefused>()(
+  "SourceAccountCredentialsRefused", "SOURCE_ACCOUNT_CREDENTIALS_REFUSED", 422, "the payment authorises with SOROBAN_CREDENTIALS_SOURCE_ACCOUNT, which is not settled (only ADDRESS and ADDRESS_V2 are)"
+) {}
 export class TransferAssetMismatch extends ApiError<TransferAssetMismatch>()(
   "TransferAssetMismatch", "TRANSFER_ASSET_MISMATCH", 400, "the signed transfer pays in another asset contract than the requirements"
 ) {}
@@ -75,6 +87,10 @@ export class IdempotencyKeyReused extends ApiError<IdempotencyKeyReused>()(
 ) {}
 export class PaymentAlreadySubmitted extends ApiError<PaymentAlreadySubmitted>()(
   "PaymentAlreadySubmitted", "PAYMENT_ALREADY_SUBMITTED", 409, "this signed payment was submitted with different requirements"
+) {}
+/** The payer's authorisation nonce is already spent on the ledger: this signed payment can never execute again. */
+export class NonceAlreadyConsumed extends ApiError<NonceAlreadyConsumed>()(
+  "NonceAlreadyConsumed", "NONCE_ALREADY_CONSUMED", 409, "the payer's authorisation nonce is already consumed on the ledger; the payment was not forwarded"
 ) {}
 export class SettlementInProgress extends ApiError<SettlementInProgress>()(
   "SettlementInProgress", "SETTLEMENT_IN_PROGRESS", 409, "the settlement of this payment is still in flight"

@@ -1,4 +1,4 @@
-import { StrKey } from "@stellar/stellar-sdk"
+import { Networks, StrKey } from "@stellar/stellar-sdk"
 import { Schema } from "effect"
 
 /** CAIP-2 style network ids this deployment can speak. */
@@ -6,6 +6,9 @@ export const StellarNetwork = Schema.Literal("stellar:testnet", "stellar:pubnet"
   identifier: "StellarNetwork"
 })
 export type StellarNetwork = typeof StellarNetwork.Type
+
+/** The passphrase a network's transactions are hashed and signed with. */
+export const networkPassphrase = (network: StellarNetwork): string => (network === "stellar:pubnet" ? Networks.PUBLIC : Networks.TESTNET)
 
 export const PaymentScheme = Schema.Literal("exact", "upto").annotations({ identifier: "PaymentScheme" })
 export type PaymentScheme = typeof PaymentScheme.Type

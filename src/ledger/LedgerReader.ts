@@ -1,5 +1,6 @@
 import { Context, Data, Effect, Layer, type Option } from "effect"
 import { AppConfig } from "../config.js"
+import type { AddressAuthorization } from "./authEntries.js"
 import { type LedgerReaderOptions, makeLedgerReader } from "./read.js"
 
 /** A SEP-41 `transfer(from, to, amount)` a transaction executed, or a `transfer` event the contract emitted. */
@@ -11,15 +12,23 @@ export interface LedgerTransfer {
   readonly amount: bigint
 }
 
-/** A transaction as the ledger recorded it. */
+/**
+ * A transaction as the ledger recorded it, checked: its envelope hashes to `hash` (the outer hash
+ * of a fee bump), so an answer about another transaction is never taken for this one.
+ */
 export interface LedgerTransaction {
   readonly hash: string
   readonly successful: boolean
   readonly ledger: number
   /** Close time of its ledger, ISO 8601. */
   readonly closedAt: string
-  /** The SEP-41 transfers its operations invoke (decoded from the envelope XDR). */
+  /**
+   * The SEP-41 transfers it executed, from the `transfer` events of its result meta (never from the
+   * envelope, which says what was asked, not what happened). Empty when the ledger kept no meta.
+   */
   readonly transfers: ReadonlyArray<LedgerTransfer>
+  /** The address-credential authorisations (payer, nonce) its envelope carries: whose signed payment it executed. */
+  readonly authorizations: ReadonlyArray<AddressAuthorization>
 }
 
 /** A `transfer` event of a token contract, with where it happened. */
@@ -62,6 +71,6 @@ export class LedgerReader extends Context.Tag("sextant/LedgerReader")<LedgerRead
   static readonly layer = (options: LedgerReaderOptions): Layer.Layer<LedgerReader> => Layer.sync(LedgerReader, () => makeLedgerReader(options))
   /** The reader of the configured `ledger` endpoints. */
   static readonly Live: Layer.Layer<LedgerReader, never, AppConfig> = Layer.unwrapEffect(
-    Effect.map(AppConfig, ({ ledger }) => LedgerReader.layer(ledger))
+    Effect.map(AppConfig, ({ ledger, network }) => LedgerReader.layer({ ...ledger, network }))
   )
 }

@@ -1,21 +1,34 @@
-import { Address, type rpc, scValToNative, xdr } from "@stellar/stellar-sdk"
+import { Address, type rpc, scValToNative, StrKey, TransactionBuilder, xdr } from "@stellar/stellar-sdk"
+import { type AddressAuthorization, addressAuthorizations } from "./authEntries.js"
 import type { LedgerTransfer, TransferEvent } from "./LedgerReader.js"
 
-/** The operations of an envelope: a v1 transaction's, or a fee bump's inner transaction's. */
+/** The operations of an envelope: a v1 transaction's, a fee bump's inner transaction's, or a v0's. */
 const operationsOf = (envelope: xdr.TransactionEnvelope): ReadonlyArray<xdr.Operation> => {
-  switch (envelope.switch().value) {
-    case xdr.EnvelopeType.envelopeTypeTx().value:
-      return envelope.v1().tx().operations()
-    case xdr.EnvelopeType.envelopeTypeTxFeeBump().value:
-      return envelope.feeBump().tx().innerTx().v1().tx().operations()
-    default:
-      return envelope.v0().tx().operations()
+  switch (envelope.type) {
+    case "envelopeTypeTx":
+      return envelope.v1.tx.operations
+    case "envelopeTypeTxFeeBump":
+      return envelope.feeBump.tx.innerTx.v1.tx.operations
+    case "envelopeTypeTxV0":
+      return envelope.v0.tx.operations
   }
 }
 
+/**
+ * The hash the network identifies an envelope by (hex): a fee bump's outer hash, else the
+ * transaction's. A ledger answer is labelled with the hash asked for only when this equals it.
+ */
+export const envelopeHash = (envelope: xdr.TransactionEnvelope, passphrase: string): string =>
+  Buffer.from(TransactionBuilder.fromXdr(envelope, passphrase).hash()).toString("hex")
+
+/** The address-credential authorisations (`ADDRESS`, `ADDRESS_V2`) the envelope's host-function operations carry. */
+export const authorizationsOf = (envelope: xdr.TransactionEnvelope): ReadonlyArray<AddressAuthorization> =>
+  operationsOf(envelope).flatMap((operation) =>
+    operation.body.type === "invokeHostFunction" ? addressAuthorizations(operation.body.invokeHostFunctionOp.auth) : []
+  )
+
 /** The strkey of an address ScVal (G, C or M), or null for any other value. */
-const addressOf = (value: xdr.ScVal | undefined): string | null =>
-  value?.switch().value === xdr.ScValType.scvAddress().value ? Address.fromScVal(value).toString() : null
+const addressOf = (value: xdr.ScVal | undefined): string | null => (value?.type === "scvAddress" ? Address.fromScVal(value).toString() : null)
 
 /**
  * A SEP-41 amount: the i128 itself, or (CAP-67, a transfer to a muxed destination) a map whose
@@ -23,33 +36,47 @@ const addressOf = (value: xdr.ScVal | undefined): string | null =>
  */
 const amountOf = (value: xdr.ScVal | undefined): bigint | null => {
   if (!value) return null
-  if (value.switch().value === xdr.ScValType.scvI128().value) return scValToNative(value) as bigint
-  if (value.switch().value !== xdr.ScValType.scvMap().value) return null
-  const entry = (value.map() ?? []).find((e) => e.key().switch().value === xdr.ScValType.scvSymbol().value && e.key().sym().toString() === "amount")
-  return entry ? amountOf(entry.val()) : null
+  if (value.type === "scvI128") return scValToNative(value) as bigint
+  if (value.type !== "scvMap") return null
+  const entry = (value.map ?? []).find((e) => e.key.type === "scvSymbol" && e.key.sym.toString() === "amount")
+  return entry ? amountOf(entry.val) : null
 }
 
-const transfer = (contract: string, from: xdr.ScVal | undefined, to: xdr.ScVal | undefined, amount: xdr.ScVal | undefined) => {
+const isTransferName = (value: xdr.ScVal | undefined) => value?.type === "scvSymbol" && value.sym.toString() === "transfer"
+
+/**
+ * A `transfer` event's topics and data as a transfer: `[transfer, from, to]` plus, from a Stellar
+ * Asset Contract, the asset's SEP-11 name. Null for any other event.
+ */
+const transferOfTopics = (contract: string, topics: ReadonlyArray<xdr.ScVal>, data: xdr.ScVal): LedgerTransfer | null => {
+  const [name, from, to] = topics
+  if (!isTransferName(name) || topics.length < 3 || topics.length > 4) return null
   const payer = addressOf(from)
   const payee = addressOf(to)
-  const value = amountOf(amount)
+  const value = amountOf(data)
   return payer !== null && payee !== null && value !== null ? { contract, from: payer, to: payee, amount: value } : null
 }
 
+/** The contract events a transaction's meta records: per operation (meta v4, Protocol 23 on), or Soroban's (v3). */
+const contractEventsOf = (meta: xdr.TransactionMeta): ReadonlyArray<xdr.ContractEvent> => {
+  switch (meta.type) {
+    case "v4":
+      return meta.v4.operations.flatMap((operation) => operation.events)
+    case "v3":
+      return meta.v3.sorobanMeta?.events ?? []
+    default:
+      return []
+  }
+}
+
 /**
- * The SEP-41 `transfer(from, to, amount)` calls an envelope's InvokeHostFunction operations make
- * directly (calls a contract makes inside them are not listed). Throws on malformed XDR.
+ * The SEP-41 transfers a transaction executed, read from the `transfer` events in its result meta:
+ * what happened, not what the envelope asked for (a call can fail, or move other funds inside).
  */
-export const transfersOf = (envelope: xdr.TransactionEnvelope): ReadonlyArray<LedgerTransfer> =>
-  operationsOf(envelope).flatMap((operation) => {
-    const body = operation.body()
-    if (body.switch().value !== xdr.OperationType.invokeHostFunction().value) return []
-    const fn = body.invokeHostFunctionOp().hostFunction()
-    if (fn.switch().value !== xdr.HostFunctionType.hostFunctionTypeInvokeContract().value) return []
-    const call = fn.invokeContract()
-    const args = call.args()
-    if (call.functionName().toString() !== "transfer" || args.length !== 3) return []
-    const found = transfer(Address.fromScAddress(call.contractAddress()).toString(), args[0], args[1], args[2])
+export const transfersOfMeta = (meta: xdr.TransactionMeta): ReadonlyArray<LedgerTransfer> =>
+  contractEventsOf(meta).flatMap((event) => {
+    if (event.type.name !== "contract" || event.contractId === null || event.body.type !== "v0") return []
+    const found = transferOfTopics(StrKey.encodeContract(event.contractId.toBytes()), event.body.v0.topics, event.body.v0.data)
     return found ? [found] : []
   })
 
@@ -61,16 +88,14 @@ export const TRANSFER_SYMBOL = xdr.ScVal.scvSymbol("transfer")
  * one segment, and only filters of the event's own length match it.
  */
 export const transferTopicFilters = (from: string, to: string): Array<Array<string>> => {
-  const head = [TRANSFER_SYMBOL, new Address(from).toScVal(), new Address(to).toScVal()].map((v) => v.toXDR("base64"))
+  const head = [TRANSFER_SYMBOL, new Address(from).toScVal(), new Address(to).toScVal()].map((v) => v.toXdr("base64"))
   return [head, [...head, "*"]]
 }
 
 /** A contract event as a transfer, or null when it is not a well-formed SEP-41 `transfer` event. */
 export const transferOfEvent = (event: rpc.Api.EventResponse): TransferEvent | null => {
-  const [name, from, to] = event.topic
-  if (!name || name.switch().value !== xdr.ScValType.scvSymbol().value || name.sym().toString() !== "transfer") return null
-  if (!event.contractId || event.topic.length < 3 || event.topic.length > 4) return null
-  const found = transfer(event.contractId.contractId(), from, to, event.value)
+  if (!event.contractId) return null
+  const found = transferOfTopics(event.contractId.contractId(), event.topic, event.value)
   return found ? { ...found, ledger: event.ledger, transactionHash: event.txHash, closedAt: isoTime(event.ledgerClosedAt) } : null
 }
 
@@ -79,14 +104,14 @@ export const transferOfEvent = (event: rpc.Api.EventResponse): TransferEvent | n
  * contract-data entry stored under the authorising address itself, keyed by
  * `ScVal::LedgerKeyNonce(ScNonceKey { nonce })`, and keeps it live at least until the
  * authorisation's signature expiration ledger (stellar/rs-soroban-env,
- * soroban-env-host/src/auth.rs, `Host::consume_nonce`).
+ * soroban-env-host/src/auth.rs, `Host::consume_nonce`). `ADDRESS` and `ADDRESS_V2` share it.
  */
 export const nonceKey = (address: string, nonce: bigint): xdr.LedgerKey =>
   xdr.LedgerKey.contractData(
     new xdr.LedgerKeyContractData({
       contract: new Address(address).toScAddress(),
-      key: xdr.ScVal.scvLedgerKeyNonce(new xdr.ScNonceKey({ nonce: xdr.Int64.fromString(nonce.toString()) })),
-      durability: xdr.ContractDataDurability.temporary()
+      key: xdr.ScVal.scvLedgerKeyNonce(new xdr.ScNonceKey({ nonce })),
+      durability: xdr.ContractDataDurability.temporary
     })
   )
 

@@ -1,10 +1,13 @@
 import { NotFoundError, rpc, xdr } from "@stellar/stellar-sdk"
 import { Duration, Effect, Option, Schema } from "effect"
+import { networkPassphrase, type StellarNetwork } from "../domain/stellar.js"
 import { describeFailure, endpointName, type LedgerEndpoints, stellarClients } from "./clients.js"
-import { cursorLedger, isoTime, nonceKey, transferOfEvent, transfersOf, transferTopicFilters } from "./decode.js"
+import { authorizationsOf, cursorLedger, envelopeHash, isoTime, nonceKey, transferOfEvent, transfersOfMeta, transferTopicFilters } from "./decode.js"
 import { type LedgerReaderShape, type LedgerTransaction, LedgerUnavailable, type TransferEvent } from "./LedgerReader.js"
 
 export interface LedgerReaderOptions extends LedgerEndpoints {
+  /** The network whose passphrase an answered envelope is hashed with, to check it is the one asked for. */
+  readonly network: StellarNetwork
   /** Bound on each RPC or Horizon call (a multi-page read is bounded per page). */
   readonly timeoutMs: number
   /** Events asked for per getEvents page; tests lower it to exercise paging. */
@@ -20,7 +23,9 @@ const HorizonTransaction = Schema.Struct({
   successful: Schema.Boolean,
   ledger: Schema.Number,
   created_at: Schema.String,
-  envelope_xdr: Schema.String
+  envelope_xdr: Schema.String,
+  /** Left out by Horizons that skip transaction meta (SDF's since Protocol 22): then no transfer is read. */
+  result_meta_xdr: Schema.optional(Schema.NullOr(Schema.String))
 })
 
 const HASH = /^[0-9a-f]{64}$/
@@ -52,21 +57,39 @@ export const makeLedgerReader = (options: LedgerReaderOptions): LedgerReaderShap
       catch: (e) => new LedgerUnavailable({ message: `${names[source]} ${what} answered malformed data: ${describeFailure(e)}` })
     })
 
+  const passphrase = networkPassphrase(options.network)
+
   interface Recorded {
     readonly hash: string
     readonly successful: boolean
     readonly ledger: number
     readonly closedAt: number | string
     readonly envelope: () => xdr.TransactionEnvelope
+    readonly meta: () => xdr.TransactionMeta | null
   }
+  /**
+   * An answer is about the transaction asked for only if its envelope hashes to that hash: an
+   * upstream (or anyone between) answering with another transaction's envelope confirms nothing.
+   */
   const toTransaction = (source: keyof typeof names, tx: Recorded) =>
-    decode(source, "transaction", (): LedgerTransaction => ({
-      hash: tx.hash,
-      successful: tx.successful,
-      ledger: tx.ledger,
-      closedAt: isoTime(tx.closedAt),
-      transfers: transfersOf(tx.envelope())
-    }))
+    Effect.flatMap(
+      decode(source, "transaction", () => ({ envelope: tx.envelope(), meta: tx.meta() })),
+      ({ envelope, meta }) =>
+        Effect.flatMap(
+          decode(source, "transaction", () => envelopeHash(envelope, passphrase)),
+          (actual): Effect.Effect<LedgerTransaction, LedgerUnavailable> =>
+            actual !== tx.hash
+              ? Effect.fail(new LedgerUnavailable({ message: `${names[source]} answered transaction ${tx.hash} with the envelope of another transaction (${actual})` }))
+              : decode(source, "transaction", () => ({
+                  hash: tx.hash,
+                  successful: tx.successful,
+                  ledger: tx.ledger,
+                  closedAt: isoTime(tx.closedAt),
+                  transfers: tx.successful && meta !== null ? transfersOfMeta(meta) : [],
+                  authorizations: authorizationsOf(envelope)
+                }))
+        )
+    )
 
   /** Horizon keeps every transaction; RPC only its retention window, so a miss there is asked again here. */
   const fromHorizon = (hash: string) =>
@@ -91,7 +114,8 @@ export const makeLedgerReader = (options: LedgerReaderOptions): LedgerReaderShap
                   successful: tx.successful,
                   ledger: tx.ledger,
                   closedAt: tx.created_at,
-                  envelope: () => xdr.TransactionEnvelope.fromXDR(tx.envelope_xdr, "base64")
+                  envelope: () => xdr.TransactionEnvelope.fromXdr(tx.envelope_xdr, "base64"),
+                  meta: () => (tx.result_meta_xdr ? xdr.TransactionMeta.fromXdr(tx.result_meta_xdr, "base64") : null)
                 })
               ),
               Effect.map(Option.some)
@@ -111,7 +135,8 @@ export const makeLedgerReader = (options: LedgerReaderOptions): LedgerReaderShap
         successful: answer.status === rpc.Api.GetTransactionStatus.SUCCESS,
         ledger: answer.ledger,
         closedAt: answer.createdAt,
-        envelope: () => answer.envelopeXdr
+        envelope: () => answer.envelopeXdr,
+        meta: () => answer.resultMetaXdr
       })
       return Option.some(recorded)
     }).pipe(Effect.withSpan("LedgerReader.transaction"))

@@ -1,8 +1,9 @@
-import { Address, authorizeEntry, type Keypair, rpc, StrKey, type Transaction, xdr } from "@stellar/stellar-sdk"
+import { authorizeEntry, type Keypair, rpc, StrKey, type Transaction, type xdr } from "@stellar/stellar-sdk"
 import type { PaymentRequirementsV2 } from "@x402/core/schemas"
 import type { PaymentPayload, PaymentRequirements, ResourceInfo } from "@x402/core/types"
 import { Duration, Effect, Schema } from "effect"
 import { BaseUnits } from "../domain/stellar.js"
+import { addressAuthorization } from "../ledger/authEntries.js"
 import type { Deployment } from "../verification/challenge.js"
 import {
   type Authorization,
@@ -48,6 +49,8 @@ export interface BuildPaymentInput {
   readonly signer: Keypair
   /** Soroban RPC used to simulate (http allowed, for local nodes and tests). */
   readonly rpcUrl: string
+  /** The inclusion fee bid (stroops, `ledger.inclusionFeeStroops`); the resource fee comes from simulation. */
+  readonly inclusionFeeStroops: number
   /** The only network and asset contract this wallet pays in. */
   readonly deployment: Deployment
 }
@@ -110,33 +113,35 @@ const simulate = (server: rpc.Server, transaction: Transaction, step: string) =>
 
 /**
  * The one authorisation a wallet signs for this payment: the payer's address credentials over
- * exactly the transfer it built, with nothing nested. An RPC answering anything else (another
- * contract call, a sub-invocation, a second signer) is not signed for: the RPC is not trusted
- * with what the key authorises.
+ * exactly the transfer it built, with nothing nested. Simulation on a current network records
+ * `ADDRESS_V2` credentials (CAP-71), an older one `ADDRESS`: both are signed as they come
+ * (`authorizeEntry` builds the preimage of each). An RPC answering anything else (another contract
+ * call, a sub-invocation, a second signer, delegated credentials) is not signed for: the RPC is not
+ * trusted with what the key authorises.
  */
 const payerEntry = (sim: rpc.Api.SimulateTransactionSuccessResponse, terms: TransferTerms) => {
   const entries = sim.result?.auth ?? []
   const [entry, ...others] = entries
-  const expected = transferCall(terms).invocation.toXDR("base64")
+  const expected = transferCall(terms).invocation.toXdr("base64")
   if (entry === undefined || others.length > 0) {
     return new SimulationRejected({ reason: `the simulation asks for ${entries.length} authorisations; the transfer needs exactly one, the payer's` })
   }
-  if (entry.credentials().switch() !== xdr.SorobanCredentialsType.sorobanCredentialsAddress()) {
-    return new SimulationRejected({ reason: "the simulation's authorisation does not use address credentials" })
+  const authorization = addressAuthorization(entry)
+  if (authorization === null) {
+    return new SimulationRejected({ reason: "the simulation's authorisation does not use address credentials (ADDRESS or ADDRESS_V2)" })
   }
-  const address = entry.credentials().address()
-  if (Address.fromScAddress(address.address()).toString() !== terms.from) {
+  if (authorization.address !== terms.from) {
     return new SimulationRejected({ reason: "the simulation's authorisation is not the payer's" })
   }
-  if (entry.rootInvocation().toXDR("base64") !== expected) {
+  if (entry.rootInvocation.toXdr("base64") !== expected) {
     return new SimulationRejected({ reason: "the simulation's authorisation covers something other than the transfer built" })
   }
   return entry
 }
 
 const authorizationOf = (entry: xdr.SorobanAuthorizationEntry, payer: string): Authorization => {
-  const address = entry.credentials().address()
-  return { payer, nonce: address.nonce().toString(), expirationLedger: address.signatureExpirationLedger() }
+  const signed = addressAuthorization(entry)
+  return { payer, nonce: signed?.nonce.toString() ?? "", expirationLedger: signed?.expirationLedger ?? 0 }
 }
 
 /**
@@ -149,10 +154,11 @@ const authorizationOf = (entry: xdr.SorobanAuthorizationEntry, payer: string): A
  * 2. read the latest ledger; the authorisation expires at `latest + ceil(maxTimeoutSeconds / 5)`;
  * 3. simulate `transfer(payer, payTo, amount)` on the asset contract, from the null source
  *    account, to learn the authorisation the payer must sign (a fresh nonce from the RPC);
- * 4. sign that address-credential entry (`authorizeEntry`), after checking it covers exactly
- *    this transfer;
+ * 4. sign that address-credential entry (`authorizeEntry`; `ADDRESS_V2` or `ADDRESS`, as
+ *    simulation recorded it), after checking it covers exactly this transfer;
  * 5. simulate again with the signature in place (signature checks cost resources), and assemble
- *    the footprint, resource fee and signed entry into the transaction;
+ *    the footprint, the simulation's resource fee on top of the configured inclusion fee, and the
+ *    signed entry into the transaction;
  * 6. answer `{x402Version: 2, resource, accepted: requirements, payload: {transaction}}`.
  *
  * Only Soroban RPC at `rpcUrl` is contacted: @x402/stellar's client would also ask a public Horizon.
@@ -168,7 +174,13 @@ export const buildExactPayment = (input: BuildPaymentInput): Effect.Effect<Signe
       catch: () => new SorobanRpcFailure({ reason: `${input.rpcUrl} is not a usable Soroban RPC URL` })
     })
     const draft = (auth: ReadonlyArray<xdr.SorobanAuthorizationEntry>) =>
-      transferTransaction({ network: requirements.network, terms, auth, timeoutSeconds: requirements.maxTimeoutSeconds })
+      transferTransaction({
+        network: requirements.network,
+        terms,
+        auth,
+        timeoutSeconds: requirements.maxTimeoutSeconds,
+        inclusionFeeStroops: input.inclusionFeeStroops
+      })
 
     const latest = yield* rpcCall("getLatestLedger", () => server.getLatestLedger())
     const expiration = latest.sequence + Math.ceil(requirements.maxTimeoutSeconds / LEDGER_SECONDS) + EXPIRATION_MARGIN_LEDGERS
@@ -192,7 +204,7 @@ export const buildExactPayment = (input: BuildPaymentInput): Effect.Effect<Signe
         x402Version: 2,
         ...(input.resource === undefined ? {} : { resource: input.resource }),
         accepted: requirements,
-        payload: { transaction: transaction.toXDR() }
+        payload: { transaction: transaction.toXdr() }
       },
       authorization: authorizationOf(signed, signer.publicKey())
     }

@@ -31,6 +31,8 @@ export interface PayForInput {
   /** The payer's key: the operator's probe key, or a buyer's own on the buyer's machine. */
   readonly signer: Keypair
   readonly rpcUrl: string
+  /** The inclusion fee bid on the payment's transaction (stroops); the resource fee comes from simulation. */
+  readonly inclusionFeeStroops: number
   /** The only network and asset contract paid in. */
   readonly deployment: Deployment
   /** Base units: an option asking more is never paid. */
@@ -206,6 +208,7 @@ export const payFor = (input: PayForInput): Effect.Effect<PaidAnswer, PayForErro
       resource: reading.challenge.resource,
       signer: input.signer,
       rpcUrl: input.rpcUrl,
+      inclusionFeeStroops: input.inclusionFeeStroops,
       deployment: input.deployment
     })
     const resolve = yield* Resolver

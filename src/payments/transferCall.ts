@@ -1,8 +1,7 @@
 import {
-  Address,
-  BASE_FEE,
-  contract,
   Account,
+  Address,
+  contract,
   nativeToScVal,
   Operation,
   SorobanDataBuilder,
@@ -10,7 +9,7 @@ import {
   TransactionBuilder,
   xdr
 } from "@stellar/stellar-sdk"
-import { getNetworkPassphrase } from "@x402/stellar"
+import { networkPassphrase, type StellarNetwork } from "../domain/stellar.js"
 
 /** The SEP-41 `transfer(from, to, amount)` a Stellar `exact` payment executes. */
 export interface TransferTerms {
@@ -22,7 +21,8 @@ export interface TransferTerms {
   readonly amount: bigint
 }
 
-export const passphraseOf = (network: string) => getNetworkPassphrase(network as `${string}:${string}`)
+/** A deployment's network; a wallet signs only on the networks it knows. */
+export const passphraseOf = (network: string) => networkPassphrase(network as StellarNetwork)
 
 /**
  * The call's arguments and the invocation its payer authorises. The arguments follow SEP-41's
@@ -55,10 +55,12 @@ export const transferTransaction = (options: {
   readonly terms: TransferTerms
   readonly auth: ReadonlyArray<xdr.SorobanAuthorizationEntry>
   readonly timeoutSeconds: number
+  /** The inclusion fee bid (stroops); assembling adds the resource fee simulation asks for. */
+  readonly inclusionFeeStroops: number
 }): Transaction => {
   const { args } = transferCall(options.terms)
   return new TransactionBuilder(new Account(contract.NULL_ACCOUNT, "0"), {
-    fee: BASE_FEE,
+    fee: String(options.inclusionFeeStroops),
     networkPassphrase: passphraseOf(options.network)
   })
     .setSorobanData(new SorobanDataBuilder().build())

@@ -1,10 +1,11 @@
-import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Schedule } from "effect"
 import type { JournalEntry } from "../domain/settlements.js"
 import { LedgerReader } from "../ledger/LedgerReader.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
-import { judgeUnresolved, searchRange } from "./reconcile.js"
+import { findExecution } from "./execution.js"
+import { amountMatches, judgeUnresolved } from "./reconcile.js"
 
 /** Entries looked at per pass; the rest wait for the next one. */
 const BATCH = 50
@@ -25,13 +26,12 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const latestLedger = yield* ledger.latestLedger()
       const nonceConsumed = yield* ledger.nonceConsumed(entry.payer, BigInt(nonce))
-      const transfers = yield* ledger.transferEvents({
-        contract: entry.asset,
-        from: entry.payer,
-        to: entry.payTo,
-        ...searchRange(expirationLedger, latestLedger)
-      })
-      return { latestLedger, nonceConsumed, transfers }
+      const execution = yield* findExecution(
+        ledger,
+        { asset: entry.asset, payer: entry.payer, payTo: entry.payTo, nonce, expirationLedger, amountMatches: amountMatches(entry) },
+        latestLedger
+      )
+      return { latestLedger, nonceConsumed, transfers: Option.toArray(execution) }
     })
 
   /** A payment the ledger shows paid is settlement evidence, confirmed like any other. */

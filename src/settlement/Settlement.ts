@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { type Cause, Clock, Context, Data, Effect, Either, Fiber, Layer, Option, Schema } from "effect"
+import { type Cause, Clock, Context, Data, Duration, Effect, Either, Fiber, Layer, Option, Ref, Schema } from "effect"
 import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
 import {
@@ -8,6 +8,7 @@ import {
   IdempotencyKeyReused,
   InvalidRequest,
   NoHealthyFacilitator,
+  NonceAlreadyConsumed,
   notFound,
   PaymentAlreadySubmitted,
   SettlementInProgress,
@@ -16,6 +17,7 @@ import {
   UnsupportedPaymentKind
 } from "../domain/errors.js"
 import { type EconomicEvent, type ProviderEvidence, providerEvidenceOf } from "../domain/evidence.js"
+import { LedgerReader } from "../ledger/LedgerReader.js"
 import { Lifecycle } from "../lifecycle/Lifecycle.js"
 import type { AgentPolicy } from "../domain/policy.js"
 import { type Completion, type FoundEntry, type JournalEntry, mayReserveAgain, type Reservation, type SettlementTransition } from "../domain/settlements.js"
@@ -30,7 +32,8 @@ import { Instruments } from "../telemetry/Instruments.js"
 import { measured, settleLabels } from "../telemetry/labels.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
-import { FacilitatorPool, type SettleOutcome } from "../x402/FacilitatorPool.js"
+import { FacilitatorPool, type LedgerVerdict, type SettleGuard, type SettleOutcome } from "../x402/FacilitatorPool.js"
+import { type AuthorizedPayment, findExecution } from "./execution.js"
 import { judgeBudgets } from "./budgets.js"
 import { type NamedPolicy, paymentDenial, paymentOption, payeeDenial, type SettleTerms, transferMismatch, worstCaseUnits } from "./rules.js"
 import { termsOf } from "./terms.js"
@@ -44,9 +47,12 @@ export interface SettleInput {
   readonly request: SettleRequest
   /** The `Idempotency-Key` header, when sent. */
   readonly idempotencyKey: string | undefined
-  /** The API key's principal; null in open mode, where the payer address is the principal. */
+  /** The API key's principal; null in open mode, where the payer address (once its signature verified) is the principal. */
   readonly principal: string | null
 }
+
+/** Open mode's one principal for payers no signature here proved (contract accounts): they share one budget. */
+const UNVERIFIED_PAYERS = "open:unverified-payer"
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
 
@@ -123,8 +129,13 @@ const errorsOf = (outcome: SettleOutcome) =>
 
 type ForwardRefusal = UnsupportedPaymentKind | FacilitatorsNotReady | NoHealthyFacilitator | AllFacilitatorsFailed | SettlementIndeterminate
 
-/** How a forwarding outcome is journaled and answered. */
-const conclude = (id: string, outcome: SettleOutcome): { completion: Completion; answer: Either.Either<SettleAnswer, ForwardRefusal> } => {
+/** How a forwarding outcome is journaled and answered; `network` and `payer` fill a success the ledger proved. */
+const conclude = (
+  id: string,
+  outcome: SettleOutcome,
+  network: string,
+  payer: string
+): { completion: Completion; answer: Either.Either<SettleAnswer, ForwardRefusal> } => {
   const errors = errorsOf(outcome)
   const refused = (state: Completion["state"], error: ForwardRefusal, status: number, backendId: string | null, submitted: boolean) => ({
     completion: {
@@ -159,12 +170,28 @@ const conclude = (id: string, outcome: SettleOutcome): { completion: Completion;
         answer: Either.right(response)
       }
     }
+    case "Executed": {
+      const response = { success: true, transaction: outcome.transaction, network, payer }
+      return {
+        completion: {
+          state: "settled",
+          reason: outcome.reason,
+          submitted: true,
+          backendId: outcome.backendId,
+          transaction: outcome.transaction,
+          payer,
+          errors,
+          answer: { status: 200, body: response }
+        },
+        answer: Either.right(response)
+      }
+    }
     case "Indeterminate":
       return refused(
         "indeterminate",
         new SettlementIndeterminate({
           message: `facilitator "${outcome.backendId}" gave no usable answer, so the payment may or may not have been ` +
-            `submitted; it was not sent to another facilitator. Settlement ${id} is journaled as indeterminate ` +
+            `submitted: ${outcome.reason}. Settlement ${id} is journaled as indeterminate and resolved from the ledger ` +
             `(GET /x402/settlements/${id})`
         }),
         502,
@@ -219,7 +246,13 @@ const make = Effect.gen(function* () {
   const transaction = transactional(yield* SqlClient.SqlClient)
   const instruments = yield* Instruments
   const lifecycle = yield* Lifecycle
+  const ledger = yield* LedgerReader
   const { decimals, assetContract } = config.asset
+  const deadlineMs = config.settleDeadlineSeconds * 1000
+  // Each ledger read after a backend's silence may take up to the ledger timeout; never more than a quarter of the deadline.
+  const ledgerReserveMs = Math.min(config.ledger.timeoutMs, deadlineMs / 4)
+  /** Until when (epoch ms) the nonce pre-check leaves a ledger alone that just failed to answer. */
+  const ledgerDownUntil = yield* Ref.make(0)
 
   /**
    * The policies a settle must pass: the request's servicePolicy and, for an API-key principal,
@@ -235,13 +268,15 @@ const make = Effect.gen(function* () {
   /** Step 1: what is paid, read from the signed transaction; the terms this service can value (422). */
   const readPayment = Effect.fn("Settlement.readPayment")(function* (input: SettleInput) {
     const terms = yield* termsOf(input.request, assetContract)
-    const { paymentId, transfer, authorization } = yield* decodePayment(input.request.paymentPayload.payload.transaction, terms.network)
+    const { paymentId, transfer, authorization, payerVerified } = yield* decodePayment(input.request.paymentPayload.payload.transaction, terms.network)
     const requestHash = yield* contentHash({
       x402Version: input.request.x402Version,
       paymentId,
       paymentRequirements: input.request.paymentRequirements
     })
-    return { terms, transfer, authorization, paymentId, requestHash, principal: input.principal ?? transfer.from } satisfies Payment
+    // Open mode keys budgets and idempotency on the payer only when its signature proved it.
+    const principal = input.principal ?? (payerVerified ? transfer.from : UNVERIFIED_PAYERS)
+    return { terms, transfer, authorization, paymentId, requestHash, principal } satisfies Payment
   })
 
   /**
@@ -350,6 +385,103 @@ const make = Effect.gen(function* () {
   const logEvidenceFailure = (id: string, payment: Payment) => (cause: Cause.Cause<unknown>) =>
     Effect.as(Effect.logError(`settlement ${id}: answered, but recording it as evidence for payee ${payment.terms.payTo} failed`, cause), false)
 
+  /** The payment as the ledger can recognise it; null without an address-credential authorisation of the payer. */
+  const authorizedPayment = (payment: Payment): AuthorizedPayment | null =>
+    payment.authorization === null
+      ? null
+      : {
+          asset: payment.transfer.asset,
+          payer: payment.transfer.from,
+          payTo: payment.transfer.to,
+          nonce: payment.authorization.nonce,
+          expirationLedger: payment.authorization.expirationLedger,
+          amountMatches: (amount) => amount === payment.transfer.amount
+        }
+
+  /**
+   * What the ledger says about the payment after a backend went silent. Consumed nonce: executed,
+   * once the transfer in a transaction carrying this authorisation is found (else unknown).
+   * Unconsumed while the authorisation is still valid: not executed, so the same payload may go
+   * to the next backend. Anything else, or a ledger that cannot be read in time: unknown.
+   */
+  const ledgerVerdict = (payment: Payment, withinMs: number): Effect.Effect<LedgerVerdict> => {
+    const signed = authorizedPayment(payment)
+    if (signed === null) return Effect.succeed({ _tag: "Unknown", reason: "the payment carries no payer authorisation to look for on the ledger" })
+    const unknown = (reason: string): LedgerVerdict => ({ _tag: "Unknown", reason })
+    return Effect.gen(function* () {
+      const latest = yield* ledger.latestLedger()
+      if (yield* ledger.nonceConsumed(signed.payer, BigInt(signed.nonce))) {
+        const execution = yield* findExecution(ledger, signed, latest)
+        return Option.match(execution, {
+          onNone: () => unknown(`the payer's nonce ${signed.nonce} is consumed but no transfer carrying it is on the ledger yet`),
+          onSome: (event): LedgerVerdict => ({
+            _tag: "Executed",
+            transaction: event.transactionHash,
+            reason: `the ledger shows the payment executed in transaction ${event.transactionHash} (ledger ${event.ledger}): ` +
+              `its transfer, carrying the payer's nonce ${signed.nonce}`
+          })
+        })
+      }
+      if (latest >= signed.expirationLedger) {
+        return unknown(`the payer's authorisation expired at ledger ${signed.expirationLedger} (latest ${latest})`)
+      }
+      return { _tag: "NotExecuted", reason: `the payer's nonce ${signed.nonce} is unconsumed at ledger ${latest}, valid until ${signed.expirationLedger}` } satisfies LedgerVerdict
+    }).pipe(
+      Effect.timeoutFail({ duration: Duration.millis(withinMs), onTimeout: () => unknown(`the ledger did not answer within ${withinMs} ms`) }),
+      Effect.catchAll((e) => Effect.succeed("reason" in e ? e : unknown(`the ledger could not be read (${e.message})`)))
+    )
+  }
+
+  /** The deadline and the ledger reads that make settle failover safe (FacilitatorPool's SettleGuard). */
+  const guardOf = (id: string, payment: Payment, startedMs: number): SettleGuard => ({
+    deadlineMs: startedMs + deadlineMs,
+    ledgerReserveMs,
+    verdict: (withinMs) => ledgerVerdict(payment, Math.min(withinMs, ledgerReserveMs)),
+    beforeRetry: (backendId, reason) =>
+      Effect.flatMap(Clock.currentTimeMillis, (at) =>
+        journal.attempt(id, BigInt(config.budgets.feeCeilingStroops), `forwarded again, to facilitator "${backendId}": ${reason}`, at)
+      ).pipe(Effect.catchAllCause((cause) => Effect.as(Effect.logError(`settlement ${id}: its further attempt could not be journaled`, cause), false)))
+  })
+
+  /**
+   * Whether the payer's nonce is already spent on the ledger (a payment executed before, by anyone):
+   * such a payload is never forwarded. Read alongside the checks; a ledger that cannot be read
+   * does not hold the settle up (the facilitator would fail the spent nonce anyway, and "settled"
+   * is only ever concluded from a transfer carrying this authorisation). After a failed read the
+   * ledger is not asked again for one `ledger.pollIntervalSeconds`: during an outage each settle
+   * would otherwise pay for a failing call (about 2 ms of the event loop for a refused one).
+   */
+  const nonceSpent = (payment: Payment) =>
+    Effect.gen(function* () {
+      const signed = authorizedPayment(payment)
+      const nowMs = yield* Clock.currentTimeMillis
+      if (signed === null || nowMs < (yield* Ref.get(ledgerDownUntil))) return false
+      return yield* ledger.nonceConsumed(signed.payer, BigInt(signed.nonce)).pipe(
+        Effect.timeout(Duration.millis(ledgerReserveMs)),
+        Effect.catchAll(() => Effect.as(Ref.set(ledgerDownUntil, nowMs + config.ledger.pollIntervalSeconds * 1000), false))
+      )
+    })
+
+  /** A reservation released because its nonce is spent: nothing was forwarded, so nothing is charged. */
+  const refuseSpent = Effect.fn("Settlement.refuseSpent")(function* (id: string, payment: Payment) {
+    const error = new NonceAlreadyConsumed({
+      message: `the payer's authorisation nonce ${payment.authorization?.nonce} is already consumed on the ledger: this signed ` +
+        "payment was executed before or its nonce spent otherwise, so it cannot settle; it was not forwarded"
+    })
+    const completion: Completion = {
+      state: "failed",
+      reason: error.message,
+      submitted: false,
+      backendId: null,
+      transaction: null,
+      payer: null,
+      errors: [],
+      answer: { status: 409, body: { error: error.error, message: error.message } }
+    }
+    yield* journal.complete(id, completion, yield* Clock.currentTimeMillis)
+    return yield* Effect.fail(error)
+  })
+
   /**
    * Step 7: backends with failover, then the journal's `settled` / `failed` / `indeterminate`, then
    * the evidence. Forwarding and recording run to the end even if the caller goes away (a daemon
@@ -360,11 +492,12 @@ const make = Effect.gen(function* () {
   const forward = Effect.fn("Settlement.forward")(function* (
     id: string,
     request: SettleRequest,
-    payment: Payment
+    payment: Payment,
+    startedMs: number
   ) {
     const run = Effect.gen(function* () {
-      const outcome = yield* pool.settle(stockBody(request), payment.terms.network, payment.terms.scheme)
-      const { completion, answer } = conclude(id, outcome)
+      const outcome = yield* pool.settle(stockBody(request), payment.terms.network, payment.terms.scheme, guardOf(id, payment, startedMs))
+      const { completion, answer } = conclude(id, outcome, payment.terms.network, payment.transfer.from)
       const at = yield* Clock.currentTimeMillis
       const journaled = journal.complete(id, completion, at).pipe(
         Effect.catchAllCause((cause) =>
@@ -430,7 +563,9 @@ const make = Effect.gen(function* () {
    * retry of that payment goes through the whole pipeline again.
    */
   const settle = Effect.fn("Settlement.settle")(function* (input: SettleInput) {
+    const startedMs = yield* Clock.currentTimeMillis
     const payment = yield* readPayment(input)
+    const spent = yield* Effect.fork(nonceSpent(payment))
     const reservation = yield* checkAndReserve(payment, input).pipe(
       Effect.catchAll((refusal) => repeatOr(payment, input.idempotencyKey, refusal))
     )
@@ -440,7 +575,8 @@ const make = Effect.gen(function* () {
       case "Refused":
         return yield* Effect.fail(reservation.error)
       case "Reserved":
-        return yield* forward(reservation.id, input.request, payment)
+        if (yield* Fiber.join(spent)) return yield* refuseSpent(reservation.id, payment)
+        return yield* forward(reservation.id, input.request, payment, startedMs)
     }
   })
 

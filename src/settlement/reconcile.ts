@@ -12,7 +12,11 @@ export const LOOKBACK_LEDGERS = 17_280
 export interface LedgerFindings {
   /** The payer's authorisation nonce entry exists: the authorisation was used. */
   readonly nonceConsumed: boolean
-  /** `transfer` events of the asset from the payer to the payee in [start, min(expiration, latest)]. */
+  /**
+   * `transfer` events of the asset from the payer to the payee in [start, min(expiration, latest)]
+   * whose transaction carries this entry's authorisation (payer and nonce): executions of this
+   * signed payment, never another payment between the same parties (`findExecution`).
+   */
   readonly transfers: ReadonlyArray<TransferEvent>
   readonly latestLedger: number
 }
@@ -23,19 +27,19 @@ export const searchRange = (expirationLedger: number, latestLedger: number) => (
   endLedger: Math.min(expirationLedger, latestLedger)
 })
 
+/** Whether a transferred amount is the entry's: `exact` pays the amount, `upto` anything up to the worst case. */
+export const amountMatches = (entry: Pick<JournalEntry, "scheme" | "amount" | "worstCaseUnits">) => (amount: bigint) =>
+  entry.scheme === "upto" ? amount > 0n && amount <= entry.worstCaseUnits : amount === BigInt(entry.amount)
+
 const matches = (entry: JournalEntry, event: TransferEvent) =>
-  event.contract === entry.asset &&
-  event.from === entry.payer &&
-  event.to === entry.payTo &&
-  (entry.scheme === "upto" ? event.amount > 0n && event.amount <= entry.worstCaseUnits : event.amount === BigInt(entry.amount))
+  event.contract === entry.asset && event.from === entry.payer && event.to === entry.payTo && amountMatches(entry)(event.amount)
 
 /**
  * Judges an entry whose settle outcome is unknown by what the ledger holds; null while it cannot
- * tell yet. Paid when the authorisation's nonce is consumed or a matching transfer appears.
- * Unpaid only when the authorisation has expired (nothing can use it any more) and no matching
- * transfer exists in the ledgers up to its expiration: the nonce entry is gone by then, so the
- * events are the proof. Another payment of the same amount between the same parties reads as
- * paid, which errs the safe way: a payment that may have happened is never sent again.
+ * tell yet. Paid only when a matching transfer appears in a transaction carrying this entry's
+ * authorisation: a consumed nonce alone proves nothing (the payer may have signed something else
+ * with it), so it only means "wait". Unpaid only when the authorisation has expired (nothing can
+ * use it any more) and no such transfer exists in the ledgers up to its expiration.
  */
 export const judgeUnresolved = (entry: JournalEntry, findings: LedgerFindings): ReconcileOutcome | null => {
   const authorization = entry.authorization
@@ -50,9 +54,7 @@ export const judgeUnresolved = (entry: JournalEntry, findings: LedgerFindings): 
   if (transfer !== undefined) {
     return settled(transfer.transactionHash, `the ledger shows the transfer in transaction ${transfer.transactionHash} (ledger ${transfer.ledger})`)
   }
-  if (findings.nonceConsumed) {
-    return settled(null, `the payer's authorisation nonce ${authorization.nonce} is consumed on the ledger: the payment was submitted`)
-  }
+  if (findings.nonceConsumed) return null
   if (findings.latestLedger > authorization.expirationLedger) {
     const { startLedger, endLedger } = searchRange(authorization.expirationLedger, findings.latestLedger)
     return {

@@ -1,8 +1,10 @@
-import { Address, scValToNative, Transaction, xdr } from "@stellar/stellar-sdk"
-import { getNetworkPassphrase } from "@x402/stellar"
+import { Address, scValToNative, xdr } from "@stellar/stellar-sdk"
 import { Either } from "effect"
-import { MalformedPaymentTransaction } from "../domain/errors.js"
-import type { StellarNetwork } from "../domain/stellar.js"
+import { createHash } from "node:crypto"
+import { DelegatedCredentialsRefused, InvalidPayerSignature, MalformedPaymentTransaction, SourceAccountCredentialsRefused } from "../domain/errors.js"
+import { networkPassphrase, type StellarNetwork } from "../domain/stellar.js"
+import { addressAuthorization, refusedForm } from "../ledger/authEntries.js"
+import { payerSignatureValid } from "./payerSignature.js"
 
 /** The SEP-41 `transfer(from, to, amount)` a Stellar `exact` payload would execute. */
 export interface Transfer {
@@ -24,7 +26,7 @@ const address = (value: xdr.ScVal): string | null => {
 }
 
 const i128 = (value: xdr.ScVal): bigint | null => {
-  if (value.switch() !== xdr.ScValType.scvI128()) return null
+  if (value.type !== "scvI128") return null
   const native: unknown = scValToNative(value)
   return typeof native === "bigint" ? native : null
 }
@@ -44,6 +46,12 @@ export interface DecodedPayment {
    * transaction carries no address-credential entry for the payer (it could not settle anyway).
    */
   readonly authorization: PayerAuthorization | null
+  /**
+   * The payer's own signature on the authorisation verified here (an account payer): `from` is
+   * who signed, not only what the request says. False for a contract payer, whose check only the
+   * ledger can run.
+   */
+  readonly payerVerified: boolean
 }
 
 export interface PayerAuthorization {
@@ -52,44 +60,82 @@ export interface PayerAuthorization {
   readonly expirationLedger: number
 }
 
-/** The address-credential auth entry signed by `payer`, if the operation carries one. */
-const payerAuthorization = (auth: ReadonlyArray<xdr.SorobanAuthorizationEntry>, payer: string): PayerAuthorization | null => {
-  for (const entry of auth) {
-    const credentials = entry.credentials()
-    if (credentials.switch() !== xdr.SorobanCredentialsType.sorobanCredentialsAddress()) continue
-    const signed = credentials.address()
-    if (Address.fromScAddress(signed.address()).toString() !== payer) continue
-    return { nonce: signed.nonce().toString(), expirationLedger: signed.signatureExpirationLedger() }
-  }
-  return null
+export type DecodeRefusal = MalformedPaymentTransaction | DelegatedCredentialsRefused | SourceAccountCredentialsRefused | InvalidPayerSignature
+
+/** The payer's address-credential entry, `ADDRESS` or `ADDRESS_V2` alike. */
+const payerEntry = (auth: ReadonlyArray<xdr.SorobanAuthorizationEntry>, payer: string) =>
+  auth.find((entry) => addressAuthorization(entry)?.address === payer)
+
+const refusal = (form: "addressWithDelegates" | "sourceAccount"): DecodeRefusal =>
+  form === "addressWithDelegates"
+    ? new DelegatedCredentialsRefused({
+        message: "the payment's Soroban authorisation uses delegated credentials (SOROBAN_CREDENTIALS_ADDRESS_WITH_DELEGATES); " +
+          "only ADDRESS and ADDRESS_V2 credentials are settled, as the x402 reference facilitator settles them"
+      })
+    : new SourceAccountCredentialsRefused({
+        message: "the payment's Soroban authorisation uses source-account credentials (SOROBAN_CREDENTIALS_SOURCE_ACCOUNT); " +
+          "only ADDRESS and ADDRESS_V2 credentials are settled, as the x402 reference facilitator settles them"
+      })
+
+const sha256 = (...parts: ReadonlyArray<Uint8Array>) => {
+  const digest = createHash("sha256")
+  for (const part of parts) digest.update(part)
+  return digest.digest()
+}
+
+const ENVELOPE_TYPE_TX = new Uint8Array([0, 0, 0, 2])
+const networkIds = new Map<StellarNetwork, Uint8Array>()
+const networkId = (network: StellarNetwork) => {
+  let id = networkIds.get(network)
+  if (id === undefined) networkIds.set(network, (id = sha256(new TextEncoder().encode(networkPassphrase(network)))))
+  return id
+}
+
+/**
+ * The network's hash of a v1 transaction: sha256(network id, ENVELOPE_TYPE_TX, the transaction's
+ * XDR). The transaction's bytes are taken from the envelope as received (between its 4-byte type
+ * and its signatures) rather than re-encoded: stellar-sdk 17's `Transaction.hash()` re-serialises
+ * the whole transaction, about a millisecond a settle.
+ */
+const v1TransactionHash = (envelopeBytes: Uint8Array, envelope: xdr.TransactionV1Envelope, network: StellarNetwork) => {
+  const signatures = xdr.encodeArray(xdr.DecoratedSignature, envelope.signatures)
+  return sha256(networkId(network), ENVELOPE_TYPE_TX, envelopeBytes.subarray(4, envelopeBytes.length - signatures.length)).toString("hex")
 }
 
 /**
  * Reads the transfer out of a Stellar `exact` payload's transaction (base64 envelope XDR) without
  * trusting anything else the request says. The shape is the one the x402 Stellar scheme builds and
- * its facilitators accept: one InvokeHostFunction operation calling `transfer` with three arguments.
+ * its facilitators accept: one InvokeHostFunction operation calling `transfer` with three
+ * arguments, authorised by address credentials (`ADDRESS` or `ADDRESS_V2`).
  */
-export const decodePayment = (transactionXdr: string, network: StellarNetwork): Either.Either<DecodedPayment, MalformedPaymentTransaction> => {
-  let transaction: Transaction
+export const decodePayment = (transactionXdr: string, network: StellarNetwork): Either.Either<DecodedPayment, DecodeRefusal> => {
+  let bytes: Uint8Array
+  let envelope: xdr.TransactionEnvelope
   try {
-    transaction = new Transaction(transactionXdr, getNetworkPassphrase(network))
+    bytes = Buffer.from(transactionXdr, "base64")
+    envelope = xdr.TransactionEnvelope.fromXdr(bytes)
   } catch {
     return Either.left(malformed("paymentPayload.payload.transaction is not a Stellar transaction envelope (base64 XDR)"))
   }
-  const [operation, ...rest] = transaction.operations
-  if (operation === undefined || rest.length > 0 || operation.type !== "invokeHostFunction") {
+  if (envelope.type !== "envelopeTypeTx") {
+    return Either.left(malformed("paymentPayload.payload.transaction must be a v1 transaction envelope, as x402 Stellar wallets build it"))
+  }
+  const [operation, ...rest] = envelope.v1.tx.operations
+  if (operation === undefined || rest.length > 0 || operation.body.type !== "invokeHostFunction") {
     return Either.left(malformed("the payment transaction must hold exactly one InvokeHostFunction operation"))
   }
-  const fn = operation.func
-  if (fn.switch() !== xdr.HostFunctionType.hostFunctionTypeInvokeContract()) {
+  const { hostFunction: fn, auth } = operation.body.invokeHostFunctionOp
+  if (fn.type !== "hostFunctionTypeInvokeContract") {
     return Either.left(malformed("the payment transaction must invoke a contract function"))
   }
-  const call = fn.invokeContract()
-  const name = call.functionName().toString()
-  const args = call.args()
+  const call = fn.invokeContract
+  const name = call.functionName.toString()
+  const args = call.args
   if (name !== "transfer" || args.length !== 3) {
     return Either.left(malformed(`the payment transaction must call transfer(from, to, amount), not ${name} with ${args.length} arguments`))
   }
+  const refused = refusedForm(auth)
+  if (refused !== null) return Either.left(refusal(refused))
   const [fromArg, toArg, amountArg] = args as [xdr.ScVal, xdr.ScVal, xdr.ScVal]
   const from = address(fromArg)
   const to = address(toArg)
@@ -97,9 +143,18 @@ export const decodePayment = (transactionXdr: string, network: StellarNetwork): 
   if (from === null || to === null || amount === null) {
     return Either.left(malformed("the transfer's arguments must be two addresses and an i128 amount"))
   }
+  const entry = payerEntry(auth, from)
+  const signed = entry === undefined ? null : addressAuthorization(entry)
+  const signature = entry === undefined ? null : payerSignatureValid(entry, from, networkPassphrase(network))
+  if (signature === false) {
+    return Either.left(
+      new InvalidPayerSignature({ message: `the signature of payer ${from} on its Soroban authorisation does not verify for ${network}` })
+    )
+  }
   return Either.right({
-    paymentId: transaction.hash().toString("hex"),
-    transfer: { asset: Address.fromScAddress(call.contractAddress()).toString(), from, to, amount },
-    authorization: payerAuthorization(operation.auth ?? [], from)
+    paymentId: v1TransactionHash(bytes, envelope.v1, network),
+    transfer: { asset: Address.fromScAddress(call.contractAddress).toString(), from, to, amount },
+    authorization: signed === null ? null : { nonce: signed.nonce.toString(), expirationLedger: signed.expirationLedger },
+    payerVerified: signature === true
   })
 }

@@ -234,6 +234,19 @@ const make = Effect.gen(function* () {
           WHERE id = ${id} AND state IN ('pending', 'indeterminate')`
       }).pipe(sql.withTransaction),
     /**
+     * A further backend is about to receive a `pending` entry's payload (settle failover): the
+     * attempt is recorded in its history and charged one more fee ceiling. False when the entry is
+     * no longer pending.
+     */
+    attempt: (id: string, feeStroops: bigint, reason: string, nowMs: number) =>
+      Effect.gen(function* () {
+        const updated = yield* sql<{ id: string }>`UPDATE settlements SET fee_stroops = fee_stroops + ${Number(feeStroops)},
+            updated_at_ms = ${nowMs} WHERE id = ${id} AND state = 'pending' RETURNING id`
+        if (updated.length === 0) return false
+        yield* transition(id, "pending", "pending", reason, nowMs)
+        return true
+      }).pipe(sql.withTransaction),
+    /**
      * Ends an unresolved (`indeterminate`) entry with what the ledger proved: settled, with the
      * transaction when one was found; or unpaid, which releases its fee reservation so the same
      * payment may be settled again. False when the entry was no longer unresolved.

@@ -70,6 +70,7 @@ const make = Effect.gen(function* () {
         method: target.record.resource.method,
         signer: Redacted.value(key.signer),
         rpcUrl: config.ledger.sorobanRpcUrl,
+        inclusionFeeStroops: config.ledger.inclusionFeeStroops,
         deployment,
         maxPrice: units,
         refuse: (requirements) => (requirements.payTo === target.option.payTo ? null : `payTo is not the catalog's ${target.option.payTo}`),

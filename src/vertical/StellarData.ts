@@ -102,7 +102,7 @@ export const makeStellarData = (config: StellarDataConfig): StellarDataApi => {
 
   const instanceKey = (contractId: string) => new Contract(contractId).getFootprint()
 
-  const topicFilters = EVENT_NAMES.map((name) => [xdr.ScVal.scvSymbol(name).toXDR("base64"), "**"])
+  const topicFilters = EVENT_NAMES.map((name) => [xdr.ScVal.scvSymbol(name).toXdr("base64"), "**"])
 
   const tokenEvents = (contractId: string) =>
     Effect.gen(function* () {

@@ -1,8 +1,8 @@
 import { HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
-import { getNetworkPassphrase } from "@x402/stellar"
 import { Context, Effect, Layer } from "effect"
 import { type Config, reachableHost, verticalEndpoints } from "../config.js"
+import { networkPassphrase } from "../domain/stellar.js"
 import { exactOffers, type Offers, Paywall, type PaymentsStatus } from "./Paywall.js"
 import { StellarData } from "./StellarData.js"
 import { verticalApp, type VerticalHttpApp } from "./VerticalApp.js"
@@ -55,7 +55,7 @@ const serve = (config: Config, instance: VerticalInstance) =>
       origin,
       intel: {
         network: config.network,
-        networkPassphrase: getNetworkPassphrase(config.network),
+        networkPassphrase: networkPassphrase(config.network),
         largeTransferShare: config.vertical.largeTransferShare
       }
     }
@@ -90,7 +90,7 @@ export const verticalLayer = (config: Config, instance: VerticalInstance): Layer
     Layer.provide(
       StellarData.Live({
         ...verticalEndpoints(config),
-        networkPassphrase: getNetworkPassphrase(config.network),
+        networkPassphrase: networkPassphrase(config.network),
         timeoutMs: config.vertical.upstreamTimeoutMs,
         allowPrivateHomeDomains: config.vertical.allowPrivateHomeDomains
       })

@@ -23,7 +23,7 @@ export const parseAssetRef = (input: string): Either.Either<AssetRef, string> =>
   if (!StrKey.isValidEd25519PublicKey(issuer)) return Either.left("the issuer is not a valid Stellar account (G...)")
   try {
     const asset = new Asset(code, issuer)
-    return Either.right({ kind: "classic", code: asset.getCode(), issuer: asset.getIssuer() })
+    return Either.right({ kind: "classic", code: asset.getCode(), issuer })
   } catch {
     return Either.left("the asset code must be 1 to 12 letters or digits")
   }

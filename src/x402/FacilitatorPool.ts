@@ -30,16 +30,43 @@ export const defaultPoolOptions: PoolOptions = {
  * Result of forwarding one settle. Not an error channel: the settlement journal records each case
  * differently.
  * - Answered: a backend gave a settle result (success or a refusal); it is the answer.
- * - Indeterminate: a backend may have acted but gave no usable answer; no other backend was tried.
+ * - Executed: a backend gave no usable answer, but the ledger shows the payment executed, in
+ *   `transaction`; that is the answer.
+ * - Indeterminate: a backend may have acted, gave no usable answer, and the ledger could not tell
+ *   (unreadable, no time left, or no further backend to try).
  * - Failed: no eligible backend could be reached (or none was healthy), so none received the payment.
  * - Unsupported: no backend advertises the network and scheme (or none has said yet: not ready).
  * `failures` lists every backend error met on the way, in order.
  */
 export type SettleOutcome =
   | { readonly _tag: "Answered"; readonly backendId: string; readonly response: typeof SettleResponse.Type; readonly failures: ReadonlyArray<BackendFailure> }
-  | { readonly _tag: "Indeterminate"; readonly backendId: string; readonly failures: ReadonlyArray<BackendFailure> }
+  | { readonly _tag: "Executed"; readonly backendId: string; readonly transaction: string; readonly reason: string; readonly failures: ReadonlyArray<BackendFailure> }
+  | { readonly _tag: "Indeterminate"; readonly backendId: string; readonly reason: string; readonly failures: ReadonlyArray<BackendFailure> }
   | { readonly _tag: "Failed"; readonly failures: ReadonlyArray<BackendFailure> }
   | { readonly _tag: "Unsupported"; readonly error: UnsupportedPaymentKind | FacilitatorsNotReady }
+
+/** What the ledger says about a payment after a backend left its fate unknown. */
+export type LedgerVerdict =
+  | { readonly _tag: "Executed"; readonly transaction: string; readonly reason: string }
+  | { readonly _tag: "NotExecuted"; readonly reason: string }
+  | { readonly _tag: "Unknown"; readonly reason: string }
+
+/**
+ * How a settle may go on after a backend gave no usable answer (docs/decisions.md, settle
+ * failover). The payer's authorisation carries a single-use nonce, so at most one submission of
+ * the signed payload can execute: asking the ledger first, and sending the same payload to the
+ * next backend only while the nonce is unconsumed, can never pay twice.
+ */
+export interface SettleGuard {
+  /** Epoch ms by which the settle is answered, whatever the backends do. */
+  readonly deadlineMs: number
+  /** Kept back from each backend call for the ledger reads that may follow it. */
+  readonly ledgerReserveMs: number
+  /** Reads the ledger, within `withinMs`. */
+  readonly verdict: (withinMs: number) => Effect.Effect<LedgerVerdict>
+  /** Runs before the payload goes to a further backend: the journal records and charges the attempt (false: it could not). */
+  readonly beforeRetry: (backendId: string, reason: string) => Effect.Effect<boolean>
+}
 
 /**
  * Whether a settle may move on to the next backend after `failure`.
@@ -48,17 +75,33 @@ export type SettleOutcome =
  * risks answering "failed" for a payment that went through (the second fails on the used nonce)
  * and paying its fee twice. (The buyer cannot be charged twice: the Soroban auth entry carries a
  * nonce, so the signed transfer executes at most once on the ledger.) So the pool falls through
- * only when the request provably never arrived: the backend could not be reached at all
- * (connection refused, name not resolved). Any answer with an error status stops there too, 5xx
- * included: a 502 or 504 from a gateway may come after the facilitator behind it submitted. So do
- * a timeout, a connection broken mid-answer and a body that is not a settle result. The pool
- * stops at that backend and the journal marks the entry indeterminate.
+ * without more ado only when the request provably never arrived: the backend could not be reached
+ * at all (connection refused, name not resolved). Any answer with an error status may come after
+ * the payment was submitted, 5xx included (a 502 or 504 from a gateway may come after the
+ * facilitator behind it submitted); so may a timeout, a connection broken mid-answer and a body
+ * that is not a settle result. After those the pool asks the ledger (`SettleGuard`) before it goes
+ * on, and stops as indeterminate when the ledger cannot tell.
  */
 export const settleMayFallThrough = (failure: BackendFailure): boolean => failure.kind === "Unreachable"
 
 /** Failures that say the backend itself is unwell (rather than that it refused one request). */
 const marksUnhealthy = (failure: BackendFailure) =>
   !(failure.kind === "HttpStatus" && failure.status !== null && failure.status < 500)
+
+/**
+ * Consecutive verify or settle failures (5xx, timeouts, broken answers) after which a backend is
+ * marked unhealthy until its next good `/supported` poll. One payload can make a backend answer
+ * 500; it takes failures of several requests in a row, with no success between, to take it out
+ * for everyone. A refused connection says nothing about a payload, so it marks it at once.
+ */
+export const BREAKER_THRESHOLD = 3
+
+/** What a verify or settle failure does to a backend's health, given its streak of failures before it. */
+export const healthAfterFailure = (failure: BackendFailure, streak: number): { readonly streak: number; readonly unhealthy: boolean } => {
+  if (!marksUnhealthy(failure)) return { streak, unhealthy: false }
+  const next = streak + 1
+  return { streak: next, unhealthy: failure.kind === "Unreachable" || next >= BREAKER_THRESHOLD }
+}
 
 interface BackendState {
   readonly healthy: boolean
@@ -70,6 +113,8 @@ interface BackendState {
   readonly lastError: string | null
   /** Last capabilities the backend advertised; kept while it is unhealthy so status still shows them. */
   readonly capabilities: Capabilities
+  /** Verify and settle failures in a row since its last success or good poll (the circuit breaker's count). */
+  readonly failureStreak: number
 }
 
 const unchecked: BackendState = {
@@ -78,7 +123,8 @@ const unchecked: BackendState = {
   answered: false,
   lastCheckedAt: null,
   lastError: null,
-  capabilities: { kinds: [], extensions: [], signers: {} }
+  capabilities: { kinds: [], extensions: [], signers: {} },
+  failureStreak: 0
 }
 
 /** The URL as an operator configured it, minus any credentials embedded in it. */
@@ -140,6 +186,18 @@ const make = (options: PoolOptions) =>
         update(failure.backendId, (s) => ({ ...s, healthy: false, polled: true, lastCheckedAt: at, lastError: failure.detail }))
       )
 
+    /** A verify or settle failure counts toward the breaker; only a streak (or a refused connection) marks the backend. */
+    const recordCallFailure = (failure: BackendFailure) =>
+      Effect.flatMap(nowIso, (at) =>
+        update(failure.backendId, (s) => {
+          const { streak, unhealthy } = healthAfterFailure(failure, s.failureStreak)
+          return unhealthy
+            ? { ...s, healthy: false, polled: true, lastCheckedAt: at, lastError: failure.detail, failureStreak: streak }
+            : { ...s, failureStreak: streak }
+        })
+      )
+    const recordCallSuccess = (backendId: string) => update(backendId, (s) => (s.failureStreak === 0 ? s : { ...s, failureStreak: 0 }))
+
     const poll = (backend: (typeof backends)[number]) =>
       backend.client.supported(options.requestTimeout).pipe(
         Effect.flatMap((raw) =>
@@ -150,7 +208,8 @@ const make = (options: PoolOptions) =>
               answered: true,
               lastCheckedAt: at,
               lastError: null,
-              capabilities: capabilitiesOf(raw)
+              capabilities: capabilitiesOf(raw),
+              failureStreak: 0
             }))
           )
         ),
@@ -217,9 +276,9 @@ const make = (options: PoolOptions) =>
         // Verify changes nothing, so any failure may fall through to the next backend.
         for (const backend of healthy) {
           const result = yield* Effect.either(backend.client.verify(body, options.requestTimeout))
-          if (result._tag === "Right") return result.right
+          if (result._tag === "Right") return yield* Effect.as(recordCallSuccess(backend.config.id), result.right)
           failures.push(result.left)
-          if (marksUnhealthy(result.left)) yield* markFailed(result.left)
+          yield* recordCallFailure(result.left)
         }
         return yield* Effect.fail(
           new AllFacilitatorsFailed({ message: `every eligible facilitator failed: ${listFailures(failures)}` })
@@ -227,22 +286,50 @@ const make = (options: PoolOptions) =>
       }
     )
 
-    const settle = Effect.fn("FacilitatorPool.settle")(function* (body: unknown, network: string, scheme: string) {
-        const { advertised, healthy, unknown } = yield* eligible(network, scheme)
-        if (!advertised) return { _tag: "Unsupported", error: unknown ?? unsupported(network, scheme) } satisfies SettleOutcome
-        const failures: Array<BackendFailure> = []
-        for (const backend of healthy) {
-          const result = yield* Effect.either(backend.client.settle(body, options.settleTimeout))
-          if (result._tag === "Right") {
-            return { _tag: "Answered", backendId: backend.config.id, response: result.right, failures } satisfies SettleOutcome
-          }
-          failures.push(result.left)
-          if (marksUnhealthy(result.left)) yield* markFailed(result.left)
-          if (!settleMayFallThrough(result.left)) {
-            return { _tag: "Indeterminate", backendId: backend.config.id, failures } satisfies SettleOutcome
-          }
+    const settle = Effect.fn("FacilitatorPool.settle")(function* (body: unknown, network: string, scheme: string, guard: SettleGuard) {
+      const { advertised, healthy, unknown } = yield* eligible(network, scheme)
+      if (!advertised) return { _tag: "Unsupported", error: unknown ?? unsupported(network, scheme) } satisfies SettleOutcome
+      const failures: Array<BackendFailure> = []
+      const remaining = Effect.map(Clock.currentTimeMillis, (now) => guard.deadlineMs - now)
+      /** The backend that last left the payment's fate unknown, and why the ledger could not settle the question. */
+      let unresolved: { readonly backendId: string; readonly reason: string } | null = null
+      const indeterminate = (reason: string) =>
+        ({ _tag: "Indeterminate", backendId: unresolved?.backendId ?? "", reason, failures }) satisfies SettleOutcome
+      for (const [index, backend] of healthy.entries()) {
+        // An even share of the time left for this backend and each one after it, each keeping back
+        // the ledger read that may follow it: one silent backend cannot use up the whole deadline.
+        const sharing = healthy.length - index
+        const budget = Math.min(Duration.toMillis(options.settleTimeout), ((yield* remaining) - guard.ledgerReserveMs * sharing) / sharing)
+        if (budget <= 0) {
+          if (unresolved !== null) return indeterminate(`${unresolved.reason}, and no time was left before the settle deadline to try another`)
+          break
         }
-        return { _tag: "Failed", failures } satisfies SettleOutcome
+        if (unresolved !== null && !(yield* guard.beforeRetry(backend.config.id, unresolved.reason))) {
+          return indeterminate(`${unresolved.reason}, and the further attempt could not be journaled`)
+        }
+        const result = yield* Effect.either(backend.client.settle(body, Duration.millis(budget)))
+        if (result._tag === "Right") {
+          yield* recordCallSuccess(backend.config.id)
+          // A refusal after an earlier backend went silent may be this one losing the race to it:
+          // the nonce says whether that earlier submission executed.
+          if (unresolved !== null && !result.right.success) {
+            const verdict = yield* guard.verdict(Math.max(0, yield* remaining))
+            if (verdict._tag === "Executed") return { ...verdict, backendId: unresolved.backendId, failures } satisfies SettleOutcome
+          }
+          return { _tag: "Answered", backendId: backend.config.id, response: result.right, failures } satisfies SettleOutcome
+        }
+        failures.push(result.left)
+        yield* recordCallFailure(result.left)
+        if (settleMayFallThrough(result.left)) continue
+        const verdict = yield* guard.verdict(Math.max(0, yield* remaining))
+        if (verdict._tag === "Executed") return { ...verdict, backendId: backend.config.id, failures } satisfies SettleOutcome
+        if (verdict._tag === "Unknown") {
+          unresolved = { backendId: backend.config.id, reason: verdict.reason }
+          return indeterminate(verdict.reason)
+        }
+        unresolved = { backendId: backend.config.id, reason: `facilitator "${backend.config.id}" gave no usable answer (${result.left.detail}) and ${verdict.reason}` }
+      }
+      return unresolved !== null ? indeterminate(`${unresolved.reason}; no other eligible facilitator was left to try`) : ({ _tag: "Failed", failures } satisfies SettleOutcome)
     })
 
     const status = Ref.get(states).pipe(
@@ -297,7 +384,7 @@ const make = (options: PoolOptions) =>
         Effect.asVoid(checkKind(network, scheme)).pipe(Effect.withSpan("FacilitatorPool.checkKind")),
       /** Forwards the stock body to the first healthy backend that answers; 422 unsupported, 502 all failed. */
       verify,
-      /** Forwards a settle body; see `SettleOutcome` and `settleMayFallThrough`. */
+      /** Forwards a settle body; see `SettleOutcome`, `settleMayFallThrough` and `SettleGuard`. */
       settle
     }
   })

@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Either, Layer, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { StellarNetwork } from "../domain/stellar.js"
-import { IdempotencyKeyReused, InvalidRequest } from "../domain/errors.js"
+import { DelegatedCredentialsRefused, IdempotencyKeyReused, InvalidRequest, SourceAccountCredentialsRefused } from "../domain/errors.js"
 import { type FacilitatorRequest, VerifyResponse } from "../domain/x402.js"
 import { canonicalize } from "../encoding/canonicalJson.js"
 import { decodePayment } from "../settlement/transfer.js"
@@ -30,14 +30,26 @@ export class IdempotentVerify extends Context.Tag("sextant/IdempotentVerify")<Id
 
 const isNetwork = Schema.is(StellarNetwork)
 
-/** Open mode has no principals: the payer the signed transfer names stands in, as in settlement. */
-const scopeOf = (input: VerifyInput) => {
-  if (input.principal !== null) return input.principal
-  const payload = input.request.paymentPayload.payload as { readonly transaction?: unknown }
-  const network = input.request.paymentRequirements.network
-  if (typeof payload.transaction !== "string" || !isNetwork(network)) return "open"
-  return Either.match(decodePayment(payload.transaction, network), { onLeft: () => "open", onRight: (p) => p.transfer.from })
+/** The Stellar payment a verify carries, decoded; null when it names no Stellar network or holds no transaction. */
+const decodedOf = (request: FacilitatorRequest) => {
+  const payload = request.paymentPayload.payload as { readonly transaction?: unknown }
+  const network = request.paymentRequirements.network
+  return typeof payload.transaction !== "string" || !isNetwork(network) ? null : decodePayment(payload.transaction, network)
 }
+
+/**
+ * Credential forms settle refuses are refused at verify too, before a backend is asked: a verify
+ * that passed would promise a settle that cannot happen. Anything else is the backend's to judge.
+ */
+const refusedCredentials = (decoded: ReturnType<typeof decodedOf>) =>
+  decoded !== null && Either.isLeft(decoded) &&
+  (decoded.left instanceof DelegatedCredentialsRefused || decoded.left instanceof SourceAccountCredentialsRefused)
+    ? Effect.fail(decoded.left)
+    : Effect.void
+
+/** Open mode has no principals: the payer stands in, as in settlement, when its signature proved it. */
+const scopeOf = (input: VerifyInput, decoded: ReturnType<typeof decodedOf>) =>
+  input.principal ?? (decoded !== null && Either.isRight(decoded) && decoded.right.payerVerified ? decoded.right.transfer.from : "open")
 
 const decodeAnswer = Schema.decodeUnknown(VerifyResponse)
 
@@ -46,13 +58,15 @@ const make = Effect.gen(function* () {
   const answers = yield* VerifyAnswersRepo
 
   const verify = Effect.fn("IdempotentVerify.verify")(function* (input: VerifyInput) {
+    const decoded = decodedOf(input.request)
+    yield* refusedCredentials(decoded)
     const key = input.idempotencyKey
     if (key === undefined) return yield* pool.verify(input.request)
     const requestHash = yield* Either.mapBoth(canonicalize(input.request), {
       onLeft: (e) => new InvalidRequest({ message: `the request cannot be hashed: ${e.message}` }),
       onRight: (text) => createHash("sha256").update(text).digest("hex")
     })
-    const scope = scopeOf(input)
+    const scope = scopeOf(input, decoded)
     const nowMs = yield* Clock.currentTimeMillis
     const sinceMs = nowMs - VERIFY_ANSWER_TTL_MS
     const stored = yield* answers.find(scope, key, sinceMs)

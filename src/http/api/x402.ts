@@ -3,18 +3,22 @@ import { Schema } from "effect"
 import {
   AllFacilitatorsFailed,
   AmountUsdMismatch,
+  DelegatedCredentialsRefused,
   FacilitatorsNotReady,
   RateLimited,
   FeeBudgetExhausted,
   IdempotencyKeyReused,
+  InvalidPayerSignature,
   MalformedPaymentTransaction,
   NoHealthyFacilitator,
+  NonceAlreadyConsumed,
   NotFound,
   PaymentAlreadySubmitted,
   PolicyDenied,
   SettlementInProgress,
   SettlementIndeterminate,
   SettlementUnresolved,
+  SourceAccountCredentialsRefused,
   TransferAmountMismatch,
   TransferAssetMismatch,
   TransferRecipientMismatch,
@@ -52,6 +56,9 @@ const SettlementList = Schema.Struct({ settlements: Schema.Array(SettlementRecor
 /** Every refusal of the settle pipeline, in the order of its steps. */
 const SettleErrors = [
   MalformedPaymentTransaction,
+  InvalidPayerSignature,
+  DelegatedCredentialsRefused,
+  SourceAccountCredentialsRefused,
   IdempotencyKeyReused,
   PaymentAlreadySubmitted,
   SettlementInProgress,
@@ -66,6 +73,7 @@ const SettleErrors = [
   TransferAmountMismatch,
   AmountUsdMismatch,
   FeeBudgetExhausted,
+  NonceAlreadyConsumed,
   AllFacilitatorsFailed,
   SettlementIndeterminate,
   RateLimited
@@ -79,7 +87,7 @@ export class X402Api extends HttpApiGroup.make("x402")
       .setPayload(allIssues(FacilitatorRequest))
       .setHeaders(IdempotencyHeaders)
       .addSuccess(VerifyResponse)
-      .pipe(failsWith(IdempotencyKeyReused, UnsupportedPaymentKind, FacilitatorsNotReady, NoHealthyFacilitator, AllFacilitatorsFailed, RateLimited))
+      .pipe(failsWith(DelegatedCredentialsRefused, SourceAccountCredentialsRefused, IdempotencyKeyReused, UnsupportedPaymentKind, FacilitatorsNotReady, NoHealthyFacilitator, AllFacilitatorsFailed, RateLimited))
       .middleware(ApiKeyAuth)
   )
   .add(
