@@ -83,7 +83,7 @@ describe("imports from a Bazaar-shaped discovery service", () => {
       resource: { url: itemUrl(resources.origin, 10), method: "GET", description: "imported item 10", status: "DISCOVERED" },
       provider: { id: `host:${new URL(resources.origin).host}`, url: resources.origin },
       paymentOptions: [{ network: "stellar:testnet", scheme: "exact", amount: "10000", amountUsd: 0.001 }],
-      listing: { listed: false, source: "import:fixture" }
+      listing: { listed: false, source: "import:fixture", trusted: false }
     })
   })
 

@@ -32,7 +32,7 @@ import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 import { FacilitatorPool, type SettleOutcome } from "../x402/FacilitatorPool.js"
 import { judgeBudgets } from "./budgets.js"
-import { type NamedPolicy, paymentDenial, paymentOption, payeeDenial, type SettleTerms, transferMismatch, worstCaseUnits } from "./rules.js"
+import { type NamedPolicy, paidUrlOf, paymentDenial, paymentOption, payeeDenial, type SettleTerms, transferMismatch, worstCaseUnits } from "./rules.js"
 import { termsOf } from "./terms.js"
 import { decodePayment, type PayerAuthorization, type Transfer } from "./transfer.js"
 
@@ -75,6 +75,8 @@ interface Payment {
   /** Hash of what is asked of the payment: a repeat must ask the same, whatever wrapper it comes in. */
   readonly requestHash: string
   readonly principal: string
+  /** The resource the payment says it pays for, if it names one: the payee is judged on it. */
+  readonly paidUrl: string | undefined
 }
 
 /**
@@ -241,7 +243,15 @@ const make = Effect.gen(function* () {
       paymentId,
       paymentRequirements: input.request.paymentRequirements
     })
-    return { terms, transfer, authorization, paymentId, requestHash, principal: input.principal ?? transfer.from } satisfies Payment
+    return {
+      terms,
+      transfer,
+      authorization,
+      paymentId,
+      requestHash,
+      principal: input.principal ?? transfer.from,
+      paidUrl: paidUrlOf(input.request)
+    } satisfies Payment
   })
 
   /**
@@ -273,8 +283,8 @@ const make = Effect.gen(function* () {
    * they do; `checkWholePayee` judges the whole set, for a refusal's exact reason or a payee whose
    * passing resources were not among the few.
    */
-  const payeeJudge = (policies: ReadonlyArray<NamedPolicy>, option: ReturnType<typeof paymentOption>, nowMs: number) =>
-    (payees: ReadonlyArray<ProviderEvidence>) => payeeDenial(policies, option, payees, policyContext(config, new Date(nowMs)))
+  const payeeJudge = (payment: Payment, policies: ReadonlyArray<NamedPolicy>, option: ReturnType<typeof paymentOption>, nowMs: number) =>
+    (payees: ReadonlyArray<ProviderEvidence>) => payeeDenial(policies, option, payees, policyContext(config, new Date(nowMs)), payment.paidUrl)
 
   const payeeShortlistPasses = Effect.fn("Settlement.checkPayee")(function* (
     payment: Payment,
@@ -283,7 +293,7 @@ const make = Effect.gen(function* () {
     nowMs: number
   ) {
     const deniedProviders = policies.flatMap(({ policy }) => policy.denyProviders ?? [])
-    return payeeJudge(policies, option, nowMs)(yield* reader.payeeShortlist(payment.terms.payTo, deniedProviders)) === undefined
+    return payeeJudge(payment, policies, option, nowMs)(yield* reader.payeeShortlist(payment.terms.payTo, deniedProviders, payment.paidUrl)) === undefined
   })
 
   const checkWholePayee = Effect.fn("Settlement.checkWholePayee")(function* (
@@ -292,7 +302,7 @@ const make = Effect.gen(function* () {
     option: ReturnType<typeof paymentOption>,
     nowMs: number
   ) {
-    const refusal = payeeJudge(policies, option, nowMs)((yield* reader.forPayee(payment.terms.payTo)).map(providerEvidenceOf))
+    const refusal = payeeJudge(payment, policies, option, nowMs)((yield* reader.forPayee(payment.terms.payTo)).map(providerEvidenceOf))
     if (refusal) return yield* Effect.fail(refusal)
   })
 

@@ -32,7 +32,8 @@ const ResourceRow = Schema.Struct({
   status: ServiceStatus,
   verification_level: SqlNumber,
   listed: SqlFlag,
-  source: Schema.String
+  source: Schema.String,
+  trusted: SqlFlag
 })
 
 const CapabilityRow = Schema.Struct({ resource_id: Schema.String, capability: Schema.String })
@@ -145,7 +146,7 @@ const toRecord = (r: typeof ResourceRow.Type, capabilities: ReadonlyArray<string
     ...(r.provider_contact !== null ? { contact: r.provider_contact } : {})
   },
   paymentOptions: options,
-  listing: { listed: r.listed, source: r.source }
+  listing: { listed: r.listed, source: r.source, trusted: r.trusted }
 })
 
 /** A record with the stored standing its evidence is derived from. */
@@ -239,7 +240,7 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const rows = yield* sql`
         SELECT r.id, r.provider_id, p.name AS provider_name, p.url AS provider_url, p.contact AS provider_contact,
-               r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source
+               r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source, r.trusted
         FROM resources r JOIN providers p ON p.id = r.provider_id
         WHERE ${where}
         ORDER BY r.id ${page ? sql`LIMIT ${page.limit} OFFSET ${page.offset ?? 0}` : sql``}`.pipe(Effect.flatMap(decodeResources))
@@ -276,7 +277,7 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const raw = yield* sql`
         SELECT r.id, r.provider_id, p.name AS provider_name, p.url AS provider_url, p.contact AS provider_contact,
-               r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source,
+               r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source, r.trusted,
                r.quarantined_by, r.quarantine_reason, r.quarantined_at, ${metricColumns}
         FROM resource_capabilities k
         JOIN resources r ON r.id = k.resource_id
@@ -391,6 +392,9 @@ const make = Effect.gen(function* () {
         source,
         listed: listed ? 1 : 0,
         listing_hold: hold,
+        trusted: source === "config" ? 1 : 0,
+        origin: URL.canParse(resource.url) ? new URL(resource.url).origin : null,
+        added_by: source === "config" ? null : change.actor,
         catalog_hash: hash,
         created_at: at,
         updated_at: at
@@ -401,6 +405,9 @@ const make = Effect.gen(function* () {
           method = excluded.method, updated_at = excluded.updated_at, catalog_hash = excluded.catalog_hash,
           listed = CASE WHEN resources.source = excluded.source THEN resources.listed ELSE excluded.listed END,
           listing_hold = CASE WHEN resources.source = excluded.source THEN resources.listing_hold ELSE excluded.listing_hold END,
+          trusted = CASE WHEN excluded.source = 'config' THEN 1 WHEN resources.source = excluded.source THEN resources.trusted ELSE 0 END,
+          origin = excluded.origin,
+          added_by = CASE WHEN resources.source = excluded.source THEN resources.added_by ELSE excluded.added_by END,
           source = excluded.source`
       // The listing the statement above left: what the CASE keeps, or `listed`.
       const moved = changed.flatMap(({ entry, before }) => {
@@ -581,6 +588,14 @@ const make = Effect.gen(function* () {
         yield* writeListing(id, Number(rows[0].listed) === 1, listed, change)
         return true
       }).pipe(sql.withTransaction),
+    /**
+     * An operator's listing vouches for the entry (docs/trust.md); unlisting takes that back, but
+     * an entry of the catalog file stays trusted.
+     */
+    setVouched: (id: string, vouched: boolean) =>
+      sql`UPDATE resources SET trusted = CASE WHEN source = 'config' THEN 1 ELSE ${vouched ? 1 : 0} END WHERE id = ${id}`.pipe(
+        Effect.zipRight(changes.changed(catalogChanged))
+      ),
     /**
      * After a batch of probes: reads their resources' listings in one query, lets each `decide`
      * (the probe rule, docs/decisions.md) say what changes, and stores only the changes. The caller
