@@ -102,6 +102,29 @@ export const VerificationConfig = Schema.Struct({
 })
 export type VerificationConfig = typeof VerificationConfig.Type
 
+/**
+ * What strangers may add to the catalog and how much of the probe workload it may take
+ * (docs/trust.md). Counted over untrusted entries (registration, import, bazaar; not the catalog
+ * file's or what an operator listed), in the store, so instances sharing a database share them.
+ */
+export const IngestionConfig = Schema.Struct({
+  /** Untrusted entries one source may hold ("registration", "bazaar", each "import:<id>"): the probe targets it can add. */
+  maxPerSource: opt(PositiveInt, 10_000),
+  /** Untrusted entries at one origin (scheme, host, port), whoever added them. */
+  maxPerOrigin: opt(PositiveInt, 100),
+  /** Untrusted entries one principal added: an API key's principal, a bazaar payer, "anonymous" in open mode. */
+  maxPerPrincipal: opt(PositiveInt, 500),
+  /** Untrusted entries naming one payee (payTo) in their payment options. */
+  maxPerPayee: opt(PositiveInt, 100),
+  /** An untrusted entry unhealthy this long is deleted with its observations (an operator's quarantine keeps it). */
+  retireAfterHours: opt(PositiveInt, 168),
+  /** An unhealthy untrusted entry is probed at most once per this many probe intervals (doubling from 1 while it stays unhealthy). */
+  maxBackoffIntervals: opt(PositiveInt, 64),
+  /** Probes in flight at once for untrusted entries, in their own lane beside the trusted one (probes.concurrency). */
+  concurrency: opt(PositiveInt, 4)
+})
+export type IngestionConfig = typeof IngestionConfig.Type
+
 export const BudgetsConfig = Schema.Struct({
   windowSeconds: opt(PositiveInt, 3600),
   /** Each settlement reserves this many stroops of sponsored fee, whatever it really costs. */
@@ -357,6 +380,7 @@ export const ConfigFile = Schema.Struct({
   catalog: opt(Schema.NullOr(Schema.Union(Schema.Array(CatalogEntry), Schema.String)), null),
   probes: opt(ProbesConfig, Schema.decodeSync(ProbesConfig)({})),
   verification: opt(VerificationConfig, Schema.decodeSync(VerificationConfig)({})),
+  ingestion: opt(IngestionConfig, Schema.decodeSync(IngestionConfig)({})),
   signer: opt(SignerConfig, { ed25519KeyFile: "./data/signer.key" }),
   budgets: opt(BudgetsConfig, Schema.decodeSync(BudgetsConfig)({})),
   limits: opt(LimitsConfig, Schema.decodeSync(LimitsConfig)({})),

@@ -59,7 +59,7 @@ describe("evidence no caller can forge", () => {
     expect(backend.calls("/settle")).toBe(0)
 
     const detail = await request(`${server.url}/v1/resources/${id}`)
-    expect(detail.body.listing).toEqual({ listed: false, source: "validate" })
+    expect(detail.body.listing).toEqual({ listed: false, source: "validate", trusted: false })
     const observations = await request(`${server.url}/v1/resources/${id}/observations`)
     expect(observations.body.observations.map((o: { id: string }) => o.id)).toEqual([probed.body.observation.id])
     const listed = (await request(`${server.url}/v1/resources`)).body.resources.map((r: { resource: { id: string } }) => r.resource.id)

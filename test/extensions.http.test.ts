@@ -197,7 +197,7 @@ describe("bazaar extension ingestion", () => {
     const id = bazaarId(url)
     const detail = await pollUntil("the ingested resource is catalogued", () => request(`${server.url}/v1/resources/${id}`), (d) => d.status === 200, LOOPBACK)
     expect(detail.body.resource).toMatchObject({ id, type: "http", url, method: "GET", name: "Weather Co", description: "Weather by city", status: "DISCOVERED" })
-    expect(detail.body.listing).toEqual({ listed: false, source: "bazaar" })
+    expect(detail.body.listing).toEqual({ listed: false, source: "bazaar", trusted: false })
     expect(detail.body.paymentOptions).toEqual([
       expect.objectContaining({ network: "stellar:testnet", scheme: "exact", amount: "10000", amountUsd: 0.001, payTo: PAYEE })
     ])

@@ -27,6 +27,7 @@ const scheduler = (due: Effect.Effect<number>, upkeep: Effect.Effect<void> = Eff
     Layer.provide(
       Layer.succeed(Prober, {
         probeResource: () => Effect.die("not used"),
+        validateResource: () => Effect.die("not used"),
         probeUrl: () => Effect.die("not used"),
         observeNewUrl: () => Effect.die("not used"),
         adopt: () => Effect.die("not used"),

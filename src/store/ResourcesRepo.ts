@@ -659,6 +659,41 @@ const make = Effect.gen(function* () {
             Effect.flatMap(decodeSourced),
             Effect.map((rows) => rows.map(toSourced))
           ),
+    /**
+     * What ingestion quotas count (catalog/ingestionQuota.ts): untrusted entries other than
+     * validations (which are never probe targets and are pruned), of `source`, and by each of the
+     * given origins, principals and payees.
+     */
+    openCounts: (
+      source: string,
+      keys: { readonly origins: ReadonlyArray<string>; readonly principals: ReadonlyArray<string>; readonly payees: ReadonlyArray<string> }
+    ) =>
+      Effect.gen(function* () {
+        const open = sql.literal("r.trusted = 0 AND r.source <> 'validate'")
+        const grouped = (column: "origin" | "added_by", values: ReadonlyArray<string>) =>
+          Effect.map(
+            Effect.forEach(chunksOf([...new Set(values)], WRITE_CHUNK), (part) =>
+              sql<{ k: string; n: unknown }>`SELECT r.${sql.literal(column)} AS k, COUNT(*) AS n FROM resources r
+                WHERE ${open} AND ${sql.in(`r.${column}`, part)} GROUP BY r.${sql.literal(column)}`
+            ),
+            (parts) => new Map(parts.flat().map((row) => [row.k, Number(row.n)] as const))
+          )
+        const [row] = yield* sql<{ n: unknown }>`SELECT COUNT(*) AS n FROM resources r WHERE ${open} AND r.source = ${source}`
+        const payees = yield* Effect.map(
+          Effect.forEach(chunksOf([...new Set(keys.payees)], WRITE_CHUNK), (part) =>
+            sql<{ k: string; n: unknown }>`SELECT o.pay_to AS k, COUNT(DISTINCT o.resource_id) AS n
+              FROM payment_options o JOIN resources r ON r.id = o.resource_id
+              WHERE ${open} AND ${sql.in("o.pay_to", part)} GROUP BY o.pay_to`
+          ),
+          (parts) => new Map(parts.flat().map((r) => [r.k, Number(r.n)] as const))
+        )
+        return {
+          source: Number(row?.n ?? 0),
+          origins: yield* grouped("origin", keys.origins),
+          principals: yield* grouped("added_by", keys.principals),
+          payees
+        }
+      }),
     /** Every row a source brought in, listed or not. */
     bySource: (source: string) =>
       sql`SELECT id, url, source, listed, listing_hold FROM resources WHERE source = ${source} ORDER BY id`.pipe(

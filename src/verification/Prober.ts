@@ -2,7 +2,7 @@ import { Clock, Context, Effect, identity, Layer, Option, Queue, Schema } from "
 import { createHash } from "node:crypto"
 import { AppConfig, type Config } from "../config.js"
 import { redactorFor } from "../redaction/redact.js"
-import { type NotFound, notFound } from "../domain/errors.js"
+import { InvalidRequest, type NotFound, notFound } from "../domain/errors.js"
 import type { ProbeResult } from "../domain/observations.js"
 import {
   type CatalogEntry,
@@ -12,6 +12,7 @@ import {
 } from "../domain/resources.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
 import { durableAgainstProcessCrash } from "../store/commitDurability.js"
+import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import { ProbeScheduleRepo } from "../store/ProbeScheduleRepo.js"
 import { type ListingChange, ResourcesRepo } from "../store/ResourcesRepo.js"
@@ -139,10 +140,11 @@ export const probeStep = (config: Config) => {
     )
 }
 
-const targetOf = (record: ResourceRecord, method?: HttpMethod): ProbeTarget => ({
+/** A catalog resource is always probed with its catalog method: a caller never picks it (docs/trust.md). */
+const targetOf = (record: ResourceRecord): ProbeTarget => ({
   resourceId: record.resource.id,
   url: record.resource.url,
-  method: method ?? record.resource.method,
+  method: record.resource.method,
   advertised: record.paymentOptions
 })
 
@@ -150,6 +152,7 @@ const make = Effect.gen(function* () {
   const config = yield* AppConfig
   const resources = yield* ResourcesRepo
   const observations = yield* ObservationsRepo
+  const metrics = yield* MetricsRepo
   const recorder = yield* EvidenceRecorder
   const schedule = yield* ProbeScheduleRepo
   const intervalMs = config.probes.intervalSeconds * 1000
@@ -181,14 +184,45 @@ const make = Effect.gen(function* () {
   /** `request` gates the probe's own step (a slot of the caller's); recording it waits outside the gate. */
   const probeRecord = (
     record: ResourceRecord,
-    method?: HttpMethod,
     claim?: ProbeBookkeeping["claim"],
     request: <A, E, R>(step: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = identity
   ) =>
     Effect.zipRight(
       recorder.beginProbe(record),
-      Effect.flatMap(request(run(targetOf(record, method))), (observed) => result(record, observed, false, claim))
+      Effect.flatMap(request(run(targetOf(record))), (observed) => result(record, observed, false, claim))
     )
+
+  /**
+   * A caller's probe of a catalog resource (`/v1/validate`): with its catalog method (another
+   * method is a 400), and recorded as evidence only when the resource has no observation within
+   * the last probe interval. Callers so add at most one observation per interval beside the
+   * schedule's one and can never outvote it; a probe not recorded is still answered, with the
+   * resource's standing as stored.
+   */
+  const probeAdHoc = (record: ResourceRecord, method: HttpMethod | undefined) =>
+    Effect.gen(function* () {
+      if (method !== undefined && method !== record.resource.method) {
+        return yield* Effect.fail(
+          new InvalidRequest({
+            message: `method: ${record.resource.id} is a catalog resource, probed with its catalog method ${record.resource.method}, not ${method}`
+          })
+        )
+      }
+      const nowMs = yield* Clock.currentTimeMillis
+      const last = (yield* metrics.get(record.resource.id))?.lastObservedAt ?? null
+      if (last === null || Date.parse(last) <= nowMs - intervalMs) return yield* probeRecord(record)
+      const observed = yield* run(targetOf(record))
+      return {
+        resourceId: record.resource.id,
+        discovered: false,
+        healthy: observed.observation.outcome === "healthy",
+        outcome: observed.observation.outcome,
+        observation: publicObservation(observed.observation),
+        challenge: observed.challenge,
+        status: record.resource.status,
+        verificationLevel: record.resource.verificationLevel
+      } satisfies ProbeResult
+    })
 
   /**
    * Probes each record (completing its claim, if any), logging a store failure (a defect) and
@@ -200,7 +234,7 @@ const make = Effect.gen(function* () {
       Effect.forEach(
         items,
         ({ record, claim }) =>
-          probeRecord(record, undefined, claim, request).pipe(
+          probeRecord(record, claim, request).pipe(
             Effect.map((r) => r.outcome),
             Effect.catchAllCause((cause) => Effect.logWarning(`probe of ${record.resource.id} not recorded`, cause).pipe(Effect.as(null)))
           ),
@@ -276,19 +310,27 @@ const make = Effect.gen(function* () {
     observeNewUrl,
     adopt,
 
-    /** Probes a catalog resource now and records the observation. */
-    probeResource: (resourceId: string, method?: HttpMethod): Effect.Effect<ProbeResult, NotFound> =>
+    /** Probes a catalog resource now, as the schedule does, and records the observation (`sextant probe <id>`). */
+    probeResource: (resourceId: string): Effect.Effect<ProbeResult, NotFound> =>
       Effect.gen(function* () {
         const found = yield* resources.get(resourceId)
         if (Option.isNone(found)) return yield* Effect.fail(notFound("resource", resourceId))
-        return yield* probeRecord(found.value, method)
+        return yield* probeRecord(found.value)
       }).pipe(Effect.withSpan("Prober.probeResource")),
+
+    /** A caller's probe of a catalog resource (`/v1/validate {resourceId}`); see probeAdHoc. */
+    validateResource: (resourceId: string, method?: HttpMethod): Effect.Effect<ProbeResult, NotFound | InvalidRequest> =>
+      Effect.gen(function* () {
+        const found = yield* resources.get(resourceId)
+        if (Option.isNone(found)) return yield* Effect.fail(notFound("resource", resourceId))
+        return yield* probeAdHoc(found.value, method)
+      }).pipe(Effect.withSpan("Prober.validateResource")),
 
     /**
      * Probes any URL (`/v1/validate`): a catalog URL is probed as that resource; an unknown one
      * becomes an unlisted resource (source "validate"). Fails with TargetRefused for a URL the outbound guard forbids.
      */
-    probeUrl: (rawUrl: string, method?: HttpMethod): Effect.Effect<ProbeResult, TargetRefused> =>
+    probeUrl: (rawUrl: string, method?: HttpMethod): Effect.Effect<ProbeResult, TargetRefused | InvalidRequest> =>
       Effect.gen(function* () {
         let url: URL
         try {
@@ -297,7 +339,7 @@ const make = Effect.gen(function* () {
           return yield* new TargetRefused({ reason: `"${rawUrl}" is not an absolute URL` })
         }
         const known = yield* resources.findByUrl(url.href)
-        if (Option.isSome(known)) return yield* probeRecord(known.value, method)
+        if (Option.isSome(known)) return yield* probeAdHoc(known.value, method)
         return yield* probeNewUrl(url, method ?? "GET")
       }).pipe(Effect.withSpan("Prober.probeUrl")),
 
