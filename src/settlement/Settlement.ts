@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { type Cause, Clock, Context, Data, Effect, Either, Fiber, Layer, Option, Schema } from "effect"
+import { type Cause, Clock, Context, Data, Effect, Either, Exit, Fiber, Layer, Option, Schema } from "effect"
 import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
 import {
@@ -444,13 +444,14 @@ const make = Effect.gen(function* () {
     const reservation = yield* checkAndReserve(payment, input).pipe(
       Effect.catchAll((refusal) => repeatOr(payment, input.idempotencyKey, refusal))
     )
+    const payer = payment.transfer.from
     switch (reservation._tag) {
       case "Existing":
-        return yield* replay(reservation, payment.requestHash, payment.principal)
+        return { answer: yield* replay(reservation, payment.requestHash, payment.principal), settledNow: false, payer }
       case "Refused":
         return yield* Effect.fail(reservation.error)
       case "Reserved":
-        return yield* forward(reservation.id, input.request, payment)
+        return { answer: yield* forward(reservation.id, input.request, payment), settledNow: true, payer }
     }
   })
 
@@ -483,14 +484,18 @@ const make = Effect.gen(function* () {
     return yield* Effect.forEach(entries, (entry) => Effect.map(journal.history(entry.id), (h) => toRecord(entry, decimals, h)))
   })
 
-  /** Every settle is counted by result and code, and timed, whatever it ends with. */
-  const countedSettle = (input: SettleInput) =>
+  /**
+   * Every settle is counted by result and code, and timed, whatever it ends with. Answers whether
+   * this request settled it (false: a repeat answered from the journal) and the payer, for the
+   * bazaar extension.
+   */
+  const settleReporting = (input: SettleInput) =>
     measured(settle(input), (exit, seconds) => {
-      const { result, code } = settleLabels(exit)
+      const { result, code } = settleLabels(Exit.map(exit, (s) => s.answer))
       return instruments.settle(result, code, seconds)
     })
 
-  return { settle: countedSettle, get, list }
+  return { settle: (input: SettleInput) => Effect.map(settleReporting(input), (s) => s.answer), settleReporting, get, list }
 })
 
 /**
