@@ -319,8 +319,19 @@ export const EconomicProbesConfig = Schema.Struct({
   maxPriceUsd: opt(NonNegativeNumber, 0.01),
   /** Spend per UTC day across all probes, kept in the store so a restart does not reset it. */
   budgetUsdPerDay: opt(NonNegativeNumber, 1),
-  /** Resource ids to probe; absent means every listed resource with a payable option within maxPriceUsd. */
+  /**
+   * Resource ids to probe; absent means every listed trusted resource (from the catalog file or
+   * listed by an operator) with a payable option within maxPriceUsd.
+   */
   resources: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1)))),
+  /** Without `resources`, pay untrusted listed resources too (registered, imported, bazaar): anyone could add one. */
+  includeUntrusted: opt(Schema.Boolean, false),
+  /** Resources paying one payee (payTo) that one cycle pays at most. */
+  maxPerPayee: opt(PositiveInt, 1),
+  /** Resources of one provider that one cycle pays at most. */
+  maxPerProvider: opt(PositiveInt, 3),
+  /** Probes in the metric window a resource needs before it is paid: no money for an endpoint seen once. */
+  minObservations: opt(PositiveInt, 3),
   /** The operator's policy: a resource is paid only when this policy ALLOWs one of its options. */
   policy: opt(AgentPolicy, {})
 })

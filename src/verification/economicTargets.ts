@@ -16,10 +16,13 @@ export interface Skipped {
 }
 
 /**
- * What one cycle of economic probes pays: the configured resources (or every listed one), each
+ * What one cycle of economic probes pays: the configured resources (or every listed trusted one,
+ * docs/trust.md: anyone could register an entry priced at the cap with their own payTo), each
  * through its cheapest `exact` option on this deployment's network and asset that the operator's
- * policy ALLOWs with the per-probe price cap added. Only `exact` is paid: it is the only Stellar
- * scheme a wallet can sign today. Everything left out is named with why.
+ * policy ALLOWs with the per-probe price cap added, once it has `minObservations` probes in the
+ * window, and at most `maxPerPayee` per payee and `maxPerProvider` per provider a cycle. Only
+ * `exact` is paid: it is the only Stellar scheme a wallet can sign today. Everything left out is
+ * named with why.
  */
 export const economicTargets = (
   listed: ReadonlyArray<ResourceRecord>,
@@ -29,7 +32,9 @@ export const economicTargets = (
   context: PolicyContext
 ): { readonly targets: ReadonlyArray<EconomicTarget>; readonly skipped: ReadonlyArray<Skipped> } => {
   const byId = new Map(listed.map((r) => [r.resource.id, r]))
-  const chosen = config.resources ?? listed.map((r) => r.resource.id)
+  const chosen = config.resources ?? listed.filter((r) => config.includeUntrusted || r.listing.trusted).map((r) => r.resource.id)
+  const perPayee = new Map<string, number>()
+  const perProvider = new Map<string, number>()
   const cap = Math.min(config.maxPriceUsd, config.policy.maxPricePerRequestUsd ?? Infinity)
   const policy = { ...config.policy, maxPricePerRequestUsd: cap }
   const targets: Array<EconomicTarget> = []
@@ -58,6 +63,23 @@ export const economicTargets = (
       skipped.push({ resourceId: id, reason: `the operator's policy does not allow it (${reasons})` })
       continue
     }
+    const seen = evidence.get(id)?.metrics.observationCount ?? 0
+    if (seen < config.minObservations) {
+      skipped.push({ resourceId: id, reason: `${seen} probes in the window, fewer than the ${config.minObservations} minObservations` })
+      continue
+    }
+    const payTo = cheapest.option.payTo
+    const provider = record.provider.id
+    if ((perPayee.get(payTo) ?? 0) >= config.maxPerPayee) {
+      skipped.push({ resourceId: id, reason: `payee ${payTo} was paid for ${config.maxPerPayee} resources this cycle (maxPerPayee)` })
+      continue
+    }
+    if ((perProvider.get(provider) ?? 0) >= config.maxPerProvider) {
+      skipped.push({ resourceId: id, reason: `provider "${provider}" was paid for ${config.maxPerProvider} resources this cycle (maxPerProvider)` })
+      continue
+    }
+    perPayee.set(payTo, (perPayee.get(payTo) ?? 0) + 1)
+    perProvider.set(provider, (perProvider.get(provider) ?? 0) + 1)
     targets.push({ record, option: cheapest.option })
   }
   return { targets, skipped }
