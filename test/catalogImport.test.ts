@@ -41,7 +41,9 @@ beforeAll(async () => {
       testConfig({
         catalog: [],
         catalogSources: [{ id: "fixture", url: service.url, intervalSeconds: 600 }],
-        probes: { ...base.probes, trustedOrigins: [resources.origin], timeoutMs: 2000 }
+        probes: { ...base.probes, trustedOrigins: [resources.origin], timeoutMs: 2000 },
+        // The fixture serves every item from one origin to one payee: above the default quotas.
+        ingestion: { ...base.ingestion, maxPerOrigin: 5000, maxPerPayee: 5000 }
       })
     )
   )

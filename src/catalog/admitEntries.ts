@@ -17,7 +17,7 @@ export const admitted = <A>(
   Effect.map(
     resources.openCounts(source, {
       origins: items.map((i) => i.keys.origin),
-      principals: items.map((i) => i.keys.principal),
+      principals: items.flatMap((i) => (i.keys.principal === null ? [] : [i.keys.principal])),
       payees: items.flatMap((i) => i.keys.payees)
     }),
     (counts) => admit(items, counts, limits, source)

@@ -13,8 +13,11 @@ export interface QuotaCounts {
   readonly payees: ReadonlyMap<string, number>
 }
 
-/** The quota keys of an entry a source adds for a principal. */
-export const quotaKeys = (entry: CatalogEntry, principal: string) => ({
+/**
+ * The quota keys of an entry a source adds for a principal; null for an import, which the
+ * operator configured (its source quota bounds it).
+ */
+export const quotaKeys = (entry: CatalogEntry, principal: string | null) => ({
   origin: URL.canParse(entry.resource.url) ? new URL(entry.resource.url).origin : entry.resource.url,
   principal,
   payees: [...new Set(entry.paymentOptions.map((o) => o.payTo))]
@@ -29,7 +32,7 @@ export const quotaRefusal = (keys: QuotaKeys, counts: QuotaCounts, limits: Limit
   if ((counts.origins.get(keys.origin) ?? 0) >= limits.maxPerOrigin) {
     return `origin ${keys.origin} holds its quota of ${limits.maxPerOrigin} entries`
   }
-  if ((counts.principals.get(keys.principal) ?? 0) >= limits.maxPerPrincipal) {
+  if (keys.principal !== null && (counts.principals.get(keys.principal) ?? 0) >= limits.maxPerPrincipal) {
     return `principal "${keys.principal}" added its quota of ${limits.maxPerPrincipal} entries`
   }
   const payee = keys.payees.find((p) => (counts.payees.get(p) ?? 0) >= limits.maxPerPayee)
@@ -56,7 +59,7 @@ export const admit = <A>(
     admitted.push(item)
     running.source++
     bump(running.origins, keys.origin)
-    bump(running.principals, keys.principal)
+    if (keys.principal !== null) bump(running.principals, keys.principal)
     for (const payee of keys.payees) bump(running.payees, payee)
   }
   return { admitted, refused }

@@ -561,10 +561,35 @@ const make = Effect.gen(function* () {
     get: (id: string) => load(sql`r.id = ${id}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     /** The records of `ids` that exist, by id. */
     getMany: (ids: ReadonlyArray<string>) => (ids.length === 0 ? Effect.succeed([]) : load(sql.in("r.id", ids))),
-    /** The ids of what the probe schedule visits (see probeTargets) after `afterId`, at most `limit`, by id, without loading the records. */
+    /**
+     * The ids of what the probe schedule visits (see probeTargets) after `afterId`, at most `limit`,
+     * by id, each with its probe lane (trusted entries apart), without loading the records.
+     */
     probeTargetIds: (afterId: string, limit: number) =>
-      sql<{ id: string }>`SELECT r.id FROM resources r WHERE ${probeTargetRule} AND r.id > ${afterId} ORDER BY r.id LIMIT ${limit}`.pipe(
-        Effect.map((rows) => rows.map((r) => r.id))
+      sql<{ id: string; trusted: unknown }>`SELECT r.id, r.trusted FROM resources r
+        WHERE ${probeTargetRule} AND r.id > ${afterId} ORDER BY r.id LIMIT ${limit}`.pipe(
+        Effect.map((rows) => rows.map((r) => ({ id: r.id, lane: Number(r.trusted) === 1 ? ("trusted" as const) : ("open" as const) })))
+      ),
+    /** Since when each of `ids` has been unhealthy (absent: healthy, or no such resource). */
+    unhealthySince: (ids: ReadonlyArray<string>) =>
+      ids.length === 0
+        ? Effect.succeed(new Map<string, number>())
+        : sql<{ id: string; unhealthy_since_ms: unknown }>`SELECT id, unhealthy_since_ms FROM resources
+            WHERE ${sql.in("id", ids)} AND unhealthy_since_ms IS NOT NULL`.pipe(
+            Effect.map((rows) => new Map(rows.map((r) => [r.id, Number(r.unhealthy_since_ms)] as const)))
+          ),
+    /**
+     * Deletes untrusted entries (not the catalog file's, not operator-listed, not validations,
+     * which have their own retention) unhealthy since before `cutoffMs`, with their observations,
+     * metrics and transitions; one an operator quarantined stays, with its reason. Answers how many went.
+     */
+    retireUnhealthy: (cutoffMs: number) =>
+      sql<{ id: string }>`DELETE FROM resources
+        WHERE trusted = 0 AND source <> 'validate' AND quarantined_by IS NULL
+          AND unhealthy_since_ms IS NOT NULL AND unhealthy_since_ms < ${cutoffMs}
+        RETURNING id`.pipe(
+        Effect.tap((rows) => (rows.length === 0 ? Effect.void : changes.changed(catalogChanged))),
+        Effect.map((rows) => rows.length)
       ),
     findByUrl: (url: string) => load(sql`r.url = ${url}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     byCapability: (capability: string) =>

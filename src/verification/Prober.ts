@@ -14,7 +14,7 @@ import { baseUnitsToUsd } from "../domain/stellar.js"
 import { durableAgainstProcessCrash } from "../store/commitDurability.js"
 import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
-import { ProbeScheduleRepo } from "../store/ProbeScheduleRepo.js"
+import { type ProbeLane, ProbeScheduleRepo } from "../store/ProbeScheduleRepo.js"
 import { type ListingChange, ResourcesRepo } from "../store/ResourcesRepo.js"
 import { isAcceptable } from "./challenge.js"
 import { Instruments } from "../telemetry/Instruments.js"
@@ -22,7 +22,7 @@ import { EvidenceRecorder, type ProbeBookkeeping } from "./EvidenceRecorder.js"
 import { guardTarget, TargetRefused } from "./outboundGuard.js"
 import { type Observed, observe, type ProbeTarget } from "./observe.js"
 import { publicObservation } from "../domain/observations.js"
-import { nextDue } from "./probeSlots.js"
+import { backoffIntervals, nextDue } from "./probeSlots.js"
 
 /** What one scheduled pass over the catalog did. */
 export interface CycleReport {
@@ -35,6 +35,8 @@ export interface CycleReport {
   readonly pruned: number
   /** Unlisted resources `/v1/validate` created and nobody validated within `verification.unlistedRetentionHours`, deleted. */
   readonly prunedUnlisted: number
+  /** Untrusted entries unhealthy for `ingestion.retireAfterHours`, deleted. */
+  readonly retired: number
 }
 
 /**
@@ -224,13 +226,19 @@ const make = Effect.gen(function* () {
       } satisfies ProbeResult
     })
 
+  /** Requests in flight at once per lane: strangers' entries get their own, smaller share. */
+  const concurrencyOf = (lane: ProbeLane) => (lane === "trusted" ? config.probes.concurrency : config.ingestion.concurrency)
+
   /**
    * Probes each record (completing its claim, if any), logging a store failure (a defect) and
-   * answering null for it: a batch goes on without it. At most `probes.concurrency` requests are
-   * in flight, and up to WAITING_FOR_BATCH more probes wait for their batch to commit.
+   * answering null for it: a batch goes on without it. At most `concurrency` requests are in
+   * flight, and up to WAITING_FOR_BATCH more probes wait for their batch to commit.
    */
-  const probeAll = (items: ReadonlyArray<{ readonly record: ResourceRecord; readonly claim?: ProbeBookkeeping["claim"] }>) =>
-    Effect.flatMap(slots(config.probes.concurrency), (request) =>
+  const probeAll = (
+    items: ReadonlyArray<{ readonly record: ResourceRecord; readonly claim?: ProbeBookkeeping["claim"] }>,
+    concurrency = config.probes.concurrency
+  ) =>
+    Effect.flatMap(slots(concurrency), (request) =>
       Effect.forEach(
         items,
         ({ record, claim }) =>
@@ -238,7 +246,7 @@ const make = Effect.gen(function* () {
             Effect.map((r) => r.outcome),
             Effect.catchAllCause((cause) => Effect.logWarning(`probe of ${record.resource.id} not recorded`, cause).pipe(Effect.as(null)))
           ),
-        { concurrency: config.probes.concurrency + WAITING_FOR_BATCH }
+        { concurrency: concurrency + WAITING_FOR_BATCH }
       )
     )
 
@@ -268,9 +276,11 @@ const make = Effect.gen(function* () {
         body: (s) => Effect.zipLeft(observations.pruneRollups(rollupsBefore, s.next!, PRUNE_RESOURCES, PRUNE_BATCH), letIoIn)
       }
     )
-    // Unlisted resources `/v1/validate` created that nobody validated within unlistedRetentionHours go too.
+    // Unlisted resources `/v1/validate` created that nobody validated within unlistedRetentionHours go too,
+    // and so do untrusted entries unhealthy for retireAfterHours.
     const prunedUnlisted = yield* resources.pruneUnlisted(nowMs - config.verification.unlistedRetentionHours * 3_600_000)
-    return { pruned, prunedUnlisted }
+    const retired = yield* resources.retireUnhealthy(nowMs - config.ingestion.retireAfterHours * 3_600_000)
+    return { pruned, prunedUnlisted, retired }
   }))
 
   /** A URL the catalog does not list, probed once under its future id; a refused target fails before any traffic. */
@@ -355,8 +365,8 @@ const make = Effect.gen(function* () {
       const nowMs = yield* Clock.currentTimeMillis
       const total = { added: 0, removed: 0 }
       for (let afterId: string | null = ""; afterId !== null; ) {
-        const ids: ReadonlyArray<string> = yield* resources.probeTargetIds(afterId, SYNC_PAGE)
-        const upTo = ids.length === SYNC_PAGE ? ids[ids.length - 1]! : null
+        const ids: ReadonlyArray<{ readonly id: string; readonly lane: ProbeLane }> = yield* resources.probeTargetIds(afterId, SYNC_PAGE)
+        const upTo = ids.length === SYNC_PAGE ? ids[ids.length - 1]!.id : null
         const page = yield* schedule.sync(ids, nowMs, afterId, upTo)
         total.added += page.added
         total.removed += page.removed
@@ -367,25 +377,32 @@ const make = Effect.gen(function* () {
     }),
 
     /**
-     * Claims up to `limit` resources that are due, as `owner`, probes them (at most
-     * `probes.concurrency` at once) and sets each one's next due time (its next slot, `nextDue`) in
-     * the probe's own batch transaction. Answers how many were claimed.
+     * Claims up to `limit` resources of `lane` that are due, as `owner`, probes them (at most the
+     * lane's concurrency at once) and sets each one's next due time (its next slot, `nextDue`; an
+     * unhealthy untrusted entry's backs off, `backoffIntervals`) in the probe's own batch
+     * transaction. Answers how many were claimed.
      */
-    runDue: (owner: string, limit: number) =>
+    runDue: (owner: string, limit: number, lane: ProbeLane = "trusted") =>
       Effect.gen(function* () {
         const nowMs = yield* Clock.currentTimeMillis
-        const claims = yield* schedule.claim(owner, nowMs, limit, config.probes.leaseSeconds * 1000)
+        const claims = yield* schedule.claim(owner, nowMs, limit, config.probes.leaseSeconds * 1000, lane)
         if (claims.length === 0) return 0
-        const records = new Map((yield* resources.getMany(claims.map((c) => c.resourceId))).map((r) => [r.resource.id, r] as const))
-        const next = (resourceId: string) => nextDue(resourceId, nowMs, intervalMs)
+        const ids = claims.map((c) => c.resourceId)
+        const records = new Map((yield* resources.getMany(ids)).map((r) => [r.resource.id, r] as const))
+        const unhealthy = lane === "open" ? yield* resources.unhealthySince(ids) : new Map<string, number>()
+        const next = (resourceId: string) =>
+          nextDue(resourceId, nowMs, intervalMs * backoffIntervals(unhealthy.get(resourceId), nowMs, intervalMs, config.ingestion.maxBackoffIntervals))
         // A claim whose resource is gone is completed without a probe.
         const gone = claims.filter((c) => !records.has(c.resourceId)).map((c) => ({ resourceId: c.resourceId, nextDueMs: next(c.resourceId) }))
         yield* Effect.zipRight(
           gone.length === 0 ? Effect.void : schedule.complete(owner, gone),
-          probeAll(claims.flatMap((c) => {
-            const record = records.get(c.resourceId)
-            return record === undefined ? [] : [{ record, claim: { owner, nextDueMs: next(c.resourceId) } }]
-          }))
+          probeAll(
+            claims.flatMap((c) => {
+              const record = records.get(c.resourceId)
+              return record === undefined ? [] : [{ record, claim: { owner, nextDueMs: next(c.resourceId) } }]
+            }),
+            concurrencyOf(lane)
+          )
         ).pipe(
           // Stopping mid-batch: what was not probed is due at once for any instance still running.
           Effect.onInterrupt(() => Effect.ignore(schedule.release(claims.map((c) => c.resourceId), owner)))
@@ -401,7 +418,7 @@ const make = Effect.gen(function* () {
       const startMs = yield* Clock.currentTimeMillis
       const records = yield* resources.probeTargets()
       const outcomes = yield* probeAll(records.map((record) => ({ record })))
-      const { pruned, prunedUnlisted } = yield* prune
+      const { pruned, prunedUnlisted, retired } = yield* prune
       const endMs = yield* Clock.currentTimeMillis
       return {
         startedAt: new Date(startMs).toISOString(),
@@ -410,7 +427,8 @@ const make = Effect.gen(function* () {
         healthy: outcomes.filter((o) => o === "healthy").length,
         unrecorded: outcomes.filter((o) => o === null).length,
         pruned,
-        prunedUnlisted
+        prunedUnlisted,
+        retired
       } satisfies CycleReport
     }).pipe(Effect.withSpan("Prober.runCycle"))
   }
