@@ -92,6 +92,12 @@ export const VerificationConfig = Schema.Struct({
   offlineAfterFailures: opt(PositiveInt, 3),
   continuousMinProbes: opt(PositiveInt, 24),
   continuousMinAvailability: opt(Ratio, 0.95),
+  /**
+   * Distinct payers whose confirmed payments (settles, receipts) a resource needs before they
+   * count: for level 3 (ever) and for transactionSuccessRate (in the window). The operator's own
+   * economic probes count without it. One buyer is too easily the provider itself.
+   */
+  minDistinctPayers: opt(PositiveInt, 2),
   /** A listed resource whose probes have all been unhealthy this long leaves discovery until a healthy probe. */
   delistAfterHours: opt(PositiveInt, 72),
   /**

@@ -25,6 +25,7 @@ import { canonicalize } from "../encoding/canonicalJson.js"
 import { policyContext } from "../policy/evaluate.js"
 import { durableAgainstProcessCrash } from "../store/commitDurability.js"
 import { transactional } from "../store/repository.js"
+import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
 import { Instruments } from "../telemetry/Instruments.js"
 import { measured, settleLabels } from "../telemetry/labels.js"
@@ -217,6 +218,7 @@ const make = Effect.gen(function* () {
   const journal = yield* SettlementJournal
   const pool = yield* FacilitatorPool
   const reader = yield* EvidenceReader
+  const resources = yield* ResourcesRepo
   const recorder = yield* EvidenceRecorder
   const transaction = transactional(yield* SqlClient.SqlClient)
   const instruments = yield* Instruments
@@ -345,9 +347,9 @@ const make = Effect.gen(function* () {
    * for the ledger to confirm the transaction moves exactly the signed transfer; a `success: false`
    * counts against them. Stored in the transaction of the journal's outcome (one commit for both).
    */
-  const evidenceOf = (completion: Completion, payment: Payment, atMs: number): EconomicEvent => ({
+  const evidenceOf = (completion: Completion, payment: Payment, atMs: number, resourceId: string | null): EconomicEvent => ({
     source: "settlement",
-    resourceId: null,
+    resourceId,
     payTo: payment.terms.payTo,
     success: completion.state === "settled",
     transactionHash: completion.transaction,
@@ -383,8 +385,10 @@ const make = Effect.gen(function* () {
       )
       // A facilitator answered (success or not): its evidence is stored with the outcome, and the
       // buyer gets the answer even if the evidence cannot be recorded.
+      // The evidence is about the resource the payment names, when it names one paying this payee.
+      const named = payment.paidUrl === undefined ? null : yield* resources.namedPayee(payment.paidUrl, payment.terms.payTo).pipe(Effect.orElseSucceed(() => null))
       const evidence = Either.isRight(answer)
-        ? recorder.storeEconomic(evidenceOf(completion, payment, at)).pipe(Effect.catchAllCause(logEvidenceFailure(id, payment)))
+        ? recorder.storeEconomic(evidenceOf(completion, payment, at, named)).pipe(Effect.catchAllCause(logEvidenceFailure(id, payment)))
         : Effect.succeed(false)
       // Durable against a process crash, not fsynced: the buyer need not wait for a second fsync.
       // Lost only with power, it leaves the entry `pending`, which the next start makes

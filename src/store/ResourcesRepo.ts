@@ -591,6 +591,12 @@ const make = Effect.gen(function* () {
         Effect.tap((rows) => (rows.length === 0 ? Effect.void : changes.changed(catalogChanged))),
         Effect.map((rows) => rows.length)
       ),
+    /** The listed resource at `url` that pays `payTo` (the first by id), if any: the resource a settle names. */
+    namedPayee: (url: string, payTo: string) =>
+      sql<{ id: string }>`SELECT r.id FROM resources r WHERE r.url = ${url} AND r.listed = 1
+        AND r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo}) ORDER BY r.id LIMIT 1`.pipe(
+        Effect.map((rows) => rows[0]?.id ?? null)
+      ),
     findByUrl: (url: string) => load(sql`r.url = ${url}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     byCapability: (capability: string) =>
       load(sql`${listedOnly} AND r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${capability})`),

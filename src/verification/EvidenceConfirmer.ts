@@ -1,8 +1,8 @@
 import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../config.js"
 import { LedgerReader } from "../ledger/LedgerReader.js"
-import { EconomicEventsRepo, type PendingEvent } from "../store/EconomicEventsRepo.js"
-import { type ConfirmationRules, judgeTransaction } from "./confirmation.js"
+import { EconomicEventsRepo, type EventResolution, type PendingEvent } from "../store/EconomicEventsRepo.js"
+import { type ConfirmationRules, judgeFunding, judgeTransaction } from "./confirmation.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
 
 /** Pending payments looked at per pass; the rest wait for the next one. */
@@ -25,10 +25,26 @@ const make = Effect.gen(function* () {
     recheckMs: Math.round(config.ledger.pollIntervalSeconds * 1000)
   }
 
+  /** Ledgers in the metric window, at about 5 s a ledger: how far back a payee's funding of the payer is looked for. */
+  const windowLedgers = Math.ceil((config.verification.windowHours * 3600) / 5)
+
+  /** The payee's transfers of the asset to the payer in the window before the payment (judgeFunding). */
+  const fundingOf = (event: PendingEvent, confirmed: EventResolution) =>
+    confirmed.state !== "confirmed" || confirmed.payer === undefined || confirmed.ledger === null
+      ? Effect.succeed([])
+      : ledger.transferEvents({
+          contract: rules.assetContract,
+          from: event.expected.payTo,
+          to: confirmed.payer,
+          startLedger: Math.max(1, confirmed.ledger - windowLedgers),
+          endLedger: confirmed.ledger
+        })
+
   const confirmEvent = (event: PendingEvent) =>
     Effect.gen(function* () {
       const found = yield* ledger.transaction(event.transactionHash)
-      const resolution = judgeTransaction(event, found, yield* Clock.currentTimeMillis, rules)
+      const confirmed = judgeTransaction(event, found, yield* Clock.currentTimeMillis, rules)
+      const resolution = judgeFunding(event, confirmed, yield* fundingOf(event, confirmed))
       yield* recorder.resolveEconomic(event, resolution)
       return resolution.state
     }).pipe(
@@ -61,7 +77,8 @@ const make = Effect.gen(function* () {
 
 /**
  * Confirms reported payments on the ledger: a transaction hash from a receipt, a settle answer or
- * an economic probe counts only once the ledger shows it paying what was expected.
+ * an economic probe counts only once the ledger shows it paying what was expected, from a payer
+ * that is not the payee and that the payee did not fund within the window (docs/trust.md).
  */
 export class EvidenceConfirmer extends Context.Tag("sextant/EvidenceConfirmer")<
   EvidenceConfirmer,
