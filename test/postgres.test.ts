@@ -159,8 +159,9 @@ describe.skipIf(!availability.available)(title, () => {
       expect.objectContaining({ id: validated.body.observation.id, outcome: "healthy", httpStatus: 402, x402Version: 2, payTo: FIXTURE_PAY_TO })
     ])
 
-    // A second probe: the window counts both, and pages go newest first through the cursor.
-    const again = await probe(server)
+    // A second probe (the schedule's: a caller's validation within the interval is not recorded):
+    // the window counts both, and pages go newest first through the cursor.
+    const again = { body: await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource("fixture.paid"))) }
     expect((await request(`${server.url}/v1/resources/fixture.paid/metrics`)).body.observationCount).toBe(2)
     const newest = await request(`${server.url}/v1/resources/fixture.paid/observations?limit=1`)
     expect(newest.body.observations.map((o: { id: string }) => o.id)).toEqual([again.body.observation.id])
@@ -264,7 +265,10 @@ describe.skipIf(!availability.available)(title, () => {
   })
 
   test("receipts: created, read back unchanged and verified", async () => {
-    const { server } = await probedServer(await cluster.createDatabase("receipts"))
+    // One buyer's receipt is the evidence under test (trust.level3.test.ts covers the distinct-payer threshold).
+    const database = await cluster.createDatabase("receipts")
+    const server = await start(fixtureConfig(database, { verification: { ...testConfig().verification, minDistinctPayers: 1 } }))
+    await probe(server)
     const transactionHash = ledger.addTransaction({
       transfer: { contract: advertised.asset, from: seededBuyer(60).publicKey(), to: FIXTURE_PAY_TO, amount: BigInt(advertised.amount) },
       closedAt: new Date()

@@ -133,7 +133,7 @@ const payeeShortlist = (
       UNION SELECT id FROM (
         SELECT p.id FROM resources p JOIN resource_metrics pm ON pm.resource_id = p.id
         WHERE p.url = ${paidUrl} AND ${evidence("p")} AND ${paying("p")} AND ${couldPass("p")}
-        LIMIT ${limit}) named_passing`
+        ORDER BY p.id LIMIT ${limit}) named_passing`
   return sql`
     SELECT r.provider_id, r.url, r.trusted, r.id, r.status, r.verification_level, r.quarantined_by, r.quarantine_reason, r.quarantined_at,
       ${sql.literal(metricColumns)}
@@ -147,7 +147,7 @@ const payeeShortlist = (
           JOIN resources c ON c.id = co.resource_id
           JOIN resource_metrics cm ON cm.resource_id = c.id
         WHERE co.pay_to = ${payTo} AND ${evidence("c")} AND ${couldPass("c")}
-        LIMIT ${limit}) passing
+        ORDER BY co.resource_id LIMIT ${limit}) passing
     )`.pipe(
     Effect.flatMap(decodeShortlist),
     Effect.map((rows) => rows.map((row) => ({ providerId: row.provider_id, url: row.url, trusted: row.trusted, standing: toStanding(row) })))
