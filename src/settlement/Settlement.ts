@@ -386,7 +386,10 @@ const make = Effect.gen(function* () {
       // A facilitator answered (success or not): its evidence is stored with the outcome, and the
       // buyer gets the answer even if the evidence cannot be recorded.
       // The evidence is about the resource the payment names, when it names one paying this payee.
-      const named = payment.paidUrl === undefined ? null : yield* resources.namedPayee(payment.paidUrl, payment.terms.payTo).pipe(Effect.orElseSucceed(() => null))
+      // A failed read must not keep the facilitator's answer from the journal: the evidence is then about no resource.
+      const named = payment.paidUrl === undefined
+        ? null
+        : yield* resources.namedPayee(payment.paidUrl, payment.terms.payTo).pipe(Effect.catchAllCause(() => Effect.succeed(null)))
       const evidence = Either.isRight(answer)
         ? recorder.storeEconomic(evidenceOf(completion, payment, at, named)).pipe(Effect.catchAllCause(logEvidenceFailure(id, payment)))
         : Effect.succeed(false)

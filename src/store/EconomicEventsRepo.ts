@@ -131,8 +131,8 @@ const make = Effect.gen(function* () {
     payTos.length === 0
       ? sql`resource_id = ${resourceId}`
       : sql`(resource_id = ${resourceId} OR (resource_id IS NULL AND ${sql.in("pay_to", payTos)}
-          AND (SELECT COUNT(DISTINCT po.resource_id) FROM payment_options po JOIN resources pr ON pr.id = po.resource_id
-               WHERE po.pay_to = economic_events.pay_to AND pr.listed = 1) = 1))`
+          AND NOT EXISTS (SELECT 1 FROM payment_options po JOIN resources pr ON pr.id = po.resource_id
+               WHERE po.pay_to = economic_events.pay_to AND po.resource_id <> ${resourceId} AND pr.listed = 1)))`
 
   /**
    * Payments about the resource since `sinceMs`: confirmed transactions (each counted once, however
