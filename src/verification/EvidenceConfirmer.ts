@@ -1,6 +1,6 @@
 import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../config.js"
-import { LedgerReader } from "../ledger/LedgerReader.js"
+import { LedgerReader, type LedgerReaderShape } from "../ledger/LedgerReader.js"
 import { EconomicEventsRepo, type EventResolution, type PendingEvent } from "../store/EconomicEventsRepo.js"
 import { type ConfirmationRules, judgeFunding, judgeTransaction } from "./confirmation.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
@@ -14,6 +14,22 @@ export interface ConfirmReport {
   readonly rejected: number
 }
 
+/**
+ * The payee's transfers of the asset to a confirmed payment's payer in the `windowLedgers` (the
+ * metric window, at about 5 s a ledger) before it: what judgeFunding judges.
+ */
+const fundingReader = (ledger: LedgerReaderShape, assetContract: string, windowLedgers: number) =>
+  (event: PendingEvent, confirmed: EventResolution) =>
+    confirmed.state !== "confirmed" || confirmed.payer === undefined || confirmed.ledger === null
+      ? Effect.succeed([])
+      : ledger.transferEvents({
+          contract: assetContract,
+          from: event.expected.payTo,
+          to: confirmed.payer,
+          startLedger: Math.max(1, confirmed.ledger - windowLedgers),
+          endLedger: confirmed.ledger
+        })
+
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
   const events = yield* EconomicEventsRepo
@@ -25,20 +41,7 @@ const make = Effect.gen(function* () {
     recheckMs: Math.round(config.ledger.pollIntervalSeconds * 1000)
   }
 
-  /** Ledgers in the metric window, at about 5 s a ledger: how far back a payee's funding of the payer is looked for. */
-  const windowLedgers = Math.ceil((config.verification.windowHours * 3600) / 5)
-
-  /** The payee's transfers of the asset to the payer in the window before the payment (judgeFunding). */
-  const fundingOf = (event: PendingEvent, confirmed: EventResolution) =>
-    confirmed.state !== "confirmed" || confirmed.payer === undefined || confirmed.ledger === null
-      ? Effect.succeed([])
-      : ledger.transferEvents({
-          contract: rules.assetContract,
-          from: event.expected.payTo,
-          to: confirmed.payer,
-          startLedger: Math.max(1, confirmed.ledger - windowLedgers),
-          endLedger: confirmed.ledger
-        })
+  const fundingOf = fundingReader(ledger, rules.assetContract, Math.ceil((config.verification.windowHours * 3600) / 5))
 
   const confirmEvent = (event: PendingEvent) =>
     Effect.gen(function* () {

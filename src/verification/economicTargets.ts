@@ -15,6 +15,21 @@ export interface Skipped {
   readonly reason: string
 }
 
+/** The cycle's per-payee and per-provider caps: why a target is over one, or null (and it is counted). */
+const capsOf = (config: EconomicProbesConfig) => {
+  const perPayee = new Map<string, number>()
+  const perProvider = new Map<string, number>()
+  return (payTo: string, provider: string): string | null => {
+    if ((perPayee.get(payTo) ?? 0) >= config.maxPerPayee) return `payee ${payTo} was paid for ${config.maxPerPayee} resources this cycle (maxPerPayee)`
+    if ((perProvider.get(provider) ?? 0) >= config.maxPerProvider) {
+      return `provider "${provider}" was paid for ${config.maxPerProvider} resources this cycle (maxPerProvider)`
+    }
+    perPayee.set(payTo, (perPayee.get(payTo) ?? 0) + 1)
+    perProvider.set(provider, (perProvider.get(provider) ?? 0) + 1)
+    return null
+  }
+}
+
 /**
  * What one cycle of economic probes pays: the configured resources (or every listed trusted one,
  * docs/trust.md: anyone could register an entry priced at the cap with their own payTo), each
@@ -33,8 +48,7 @@ export const economicTargets = (
 ): { readonly targets: ReadonlyArray<EconomicTarget>; readonly skipped: ReadonlyArray<Skipped> } => {
   const byId = new Map(listed.map((r) => [r.resource.id, r]))
   const chosen = config.resources ?? listed.filter((r) => config.includeUntrusted || r.listing.trusted).map((r) => r.resource.id)
-  const perPayee = new Map<string, number>()
-  const perProvider = new Map<string, number>()
+  const overCap = capsOf(config)
   const cap = Math.min(config.maxPriceUsd, config.policy.maxPricePerRequestUsd ?? Infinity)
   const policy = { ...config.policy, maxPricePerRequestUsd: cap }
   const targets: Array<EconomicTarget> = []
@@ -68,19 +82,9 @@ export const economicTargets = (
       skipped.push({ resourceId: id, reason: `${seen} probes in the window, fewer than the ${config.minObservations} minObservations` })
       continue
     }
-    const payTo = cheapest.option.payTo
-    const provider = record.provider.id
-    if ((perPayee.get(payTo) ?? 0) >= config.maxPerPayee) {
-      skipped.push({ resourceId: id, reason: `payee ${payTo} was paid for ${config.maxPerPayee} resources this cycle (maxPerPayee)` })
-      continue
-    }
-    if ((perProvider.get(provider) ?? 0) >= config.maxPerProvider) {
-      skipped.push({ resourceId: id, reason: `provider "${provider}" was paid for ${config.maxPerProvider} resources this cycle (maxPerProvider)` })
-      continue
-    }
-    perPayee.set(payTo, (perPayee.get(payTo) ?? 0) + 1)
-    perProvider.set(provider, (perProvider.get(provider) ?? 0) + 1)
-    targets.push({ record, option: cheapest.option })
+    const capped = overCap(cheapest.option.payTo, record.provider.id)
+    if (capped !== null) skipped.push({ resourceId: id, reason: capped })
+    else targets.push({ record, option: cheapest.option })
   }
   return { targets, skipped }
 }
