@@ -1,10 +1,16 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect } from "effect"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Importer } from "../src/catalog/Importer.js"
+import { TESTNET_USDC } from "../src/config.js"
+import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { Prober } from "../src/verification/Prober.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
 import { entry } from "./fixtures/verificationStack.js"
-import { FIXTURE_PAY_TO, startX402Fixture } from "./fixtures/x402Resource.js"
+import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture } from "./fixtures/x402Resource.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 /**
@@ -58,7 +64,25 @@ afterAll(async () => {
 })
 
 describe("a stranger's quarantine against another's payee", () => {
+  test("the same through an imported Bazaar item, with no key: the victim's settles still pass", async () => {
+    raised = false
+    const file = join(mkdtempSync(join(tmpdir(), "sextant-trust-import-")), "items.json")
+    const url = `http://127.0.0.1:${attacker.port}/imported`
+    const accepts = [{ scheme: "exact", network: "stellar:testnet", amount: FIXTURE_AMOUNT, asset: TESTNET_USDC, payTo: FIXTURE_PAY_TO, maxTimeoutSeconds: 60, extra: {} }]
+    writeFileSync(file, JSON.stringify({ items: [{ resource: url, type: "http", x402Version: 2, accepts, lastUpdated: 1_764_000_000 }] }))
+    const summary = await server.runtime.runPromise(Effect.flatMap(Importer, (i) => i.pull({ id: "public-bazaar", location: file })))
+    expect(summary).toMatchObject({ added: 1 })
+    const [imported] = await server.runtime.runPromise(Effect.flatMap(ResourcesRepo, (r) => r.bySource("import:public-bazaar")))
+    expect((await probe(imported!.id)).healthy).toBe(true)
+    raised = true
+    expect((await probe(imported!.id)).status).toBe("QUARANTINED")
+    const answer = await settle(victimUrl)
+    expect(answer.status).toBe(200)
+    expect(answer.body).toMatchObject({ success: true })
+  })
+
   test("the attacker's registered entry naming the victim's payTo is quarantined; the victim's settles still pass", async () => {
+    raised = false
     const registered = await request(`${server.url}/v1/resources/register`, { method: "POST", json: { url: attackUrl } })
     expect(registered.status).toBe(200)
     expect(registered.body.routes[0]).toMatchObject({ outcome: "listed" })
