@@ -75,7 +75,7 @@ try {
     return (await response.json()) as { resources: Array<unknown>; nextCursor: string | null }
   }
   const records = catalog.map((e) => ({
-    record: { ...e, resource: { ...e.resource, status: "DISCOVERED" as const, verificationLevel: 0 }, listing: { listed: true, source: "import:bench" } },
+    record: { ...e, resource: { ...e.resource, status: "DISCOVERED" as const, verificationLevel: 0 }, listing: { listed: true, source: "import:bench", trusted: false } },
     metrics: emptyMetrics(e.resource.id)
   }))
   console.log(`catalog: ${RESOURCES.toLocaleString("en")} listed resources, written in ${loadSeconds.toFixed(1)} s; pages of ${PAGE}, one client, ${REQUESTS} requests each`)

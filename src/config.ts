@@ -92,6 +92,12 @@ export const VerificationConfig = Schema.Struct({
   offlineAfterFailures: opt(PositiveInt, 3),
   continuousMinProbes: opt(PositiveInt, 24),
   continuousMinAvailability: opt(Ratio, 0.95),
+  /**
+   * Distinct payers whose confirmed payments (settles, receipts) a resource needs before they
+   * count: for level 3 (ever) and for transactionSuccessRate (in the window). The operator's own
+   * economic probes count without it. One buyer is too easily the provider itself.
+   */
+  minDistinctPayers: opt(PositiveInt, 2),
   /** A listed resource whose probes have all been unhealthy this long leaves discovery until a healthy probe. */
   delistAfterHours: opt(PositiveInt, 72),
   /**
@@ -101,6 +107,29 @@ export const VerificationConfig = Schema.Struct({
   unlistedRetentionHours: opt(PositiveInt, 168)
 })
 export type VerificationConfig = typeof VerificationConfig.Type
+
+/**
+ * What strangers may add to the catalog and how much of the probe workload it may take
+ * (docs/trust.md). Counted over untrusted entries (registration, import, bazaar; not the catalog
+ * file's or what an operator listed), in the store, so instances sharing a database share them.
+ */
+export const IngestionConfig = Schema.Struct({
+  /** Untrusted entries one source may hold ("registration", "bazaar", each "import:<id>"): the probe targets it can add. */
+  maxPerSource: opt(PositiveInt, 10_000),
+  /** Untrusted entries at one origin (scheme, host, port), whoever added them. */
+  maxPerOrigin: opt(PositiveInt, 100),
+  /** Untrusted entries one principal added: an API key's principal, a bazaar payer, "anonymous" in open mode. */
+  maxPerPrincipal: opt(PositiveInt, 500),
+  /** Untrusted entries naming one payee (payTo) in their payment options. */
+  maxPerPayee: opt(PositiveInt, 100),
+  /** An untrusted entry unhealthy this long is deleted with its observations (an operator's quarantine keeps it). */
+  retireAfterHours: opt(PositiveInt, 168),
+  /** An unhealthy untrusted entry is probed at most once per this many probe intervals (doubling from 1 while it stays unhealthy). */
+  maxBackoffIntervals: opt(PositiveInt, 64),
+  /** Probes in flight at once for untrusted entries, in their own lane beside the trusted one (probes.concurrency). */
+  concurrency: opt(PositiveInt, 4)
+})
+export type IngestionConfig = typeof IngestionConfig.Type
 
 export const BudgetsConfig = Schema.Struct({
   windowSeconds: opt(PositiveInt, 3600),
@@ -307,8 +336,19 @@ export const EconomicProbesConfig = Schema.Struct({
   maxPriceUsd: opt(NonNegativeNumber, 0.01),
   /** Spend per UTC day across all probes, kept in the store so a restart does not reset it. */
   budgetUsdPerDay: opt(NonNegativeNumber, 1),
-  /** Resource ids to probe; absent means every listed resource with a payable option within maxPriceUsd. */
+  /**
+   * Resource ids to probe; absent means every listed trusted resource (from the catalog file or
+   * listed by an operator) with a payable option within maxPriceUsd.
+   */
   resources: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1)))),
+  /** Without `resources`, pay untrusted listed resources too (registered, imported, bazaar): anyone could add one. */
+  includeUntrusted: opt(Schema.Boolean, false),
+  /** Resources paying one payee (payTo) that one cycle pays at most. */
+  maxPerPayee: opt(PositiveInt, 1),
+  /** Resources of one provider that one cycle pays at most. */
+  maxPerProvider: opt(PositiveInt, 3),
+  /** Probes in the metric window a resource needs before it is paid: no money for an endpoint seen once. */
+  minObservations: opt(PositiveInt, 3),
   /** The operator's policy: a resource is paid only when this policy ALLOWs one of its options. */
   policy: opt(AgentPolicy, {})
 })
@@ -374,6 +414,7 @@ export const ConfigFile = Schema.Struct({
   catalog: opt(Schema.NullOr(Schema.Union(Schema.Array(CatalogEntry), Schema.String)), null),
   probes: opt(ProbesConfig, Schema.decodeSync(ProbesConfig)({})),
   verification: opt(VerificationConfig, Schema.decodeSync(VerificationConfig)({})),
+  ingestion: opt(IngestionConfig, Schema.decodeSync(IngestionConfig)({})),
   signer: opt(SignerConfig, { ed25519KeyFile: "./data/signer.key" }),
   budgets: opt(BudgetsConfig, Schema.decodeSync(BudgetsConfig)({})),
   limits: opt(LimitsConfig, Schema.decodeSync(LimitsConfig)({})),

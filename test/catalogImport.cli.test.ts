@@ -23,7 +23,9 @@ beforeAll(() => {
       catalog: [],
       vertical: { enabled: false },
       signer: { ed25519KeyFile: join(dir, "signer.key") },
-      catalogSources: [{ id: "bazaar-fixture", url: service.url, intervalSeconds: 3600 }]
+      catalogSources: [{ id: "bazaar-fixture", url: service.url, intervalSeconds: 3600 }],
+      // The fixture serves every item from one origin to one payee: above the default quotas.
+      ingestion: { maxPerOrigin: 5000, maxPerPayee: 5000 }
     })
   )
 })

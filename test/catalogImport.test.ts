@@ -41,7 +41,9 @@ beforeAll(async () => {
       testConfig({
         catalog: [],
         catalogSources: [{ id: "fixture", url: service.url, intervalSeconds: 600 }],
-        probes: { ...base.probes, trustedOrigins: [resources.origin], timeoutMs: 2000 }
+        probes: { ...base.probes, trustedOrigins: [resources.origin], timeoutMs: 2000 },
+        // The fixture serves every item from one origin to one payee: above the default quotas.
+        ingestion: { ...base.ingestion, maxPerOrigin: 5000, maxPerPayee: 5000 }
       })
     )
   )
@@ -83,7 +85,7 @@ describe("imports from a Bazaar-shaped discovery service", () => {
       resource: { url: itemUrl(resources.origin, 10), method: "GET", description: "imported item 10", status: "DISCOVERED" },
       provider: { id: `host:${new URL(resources.origin).host}`, url: resources.origin },
       paymentOptions: [{ network: "stellar:testnet", scheme: "exact", amount: "10000", amountUsd: 0.001 }],
-      listing: { listed: false, source: "import:fixture" }
+      listing: { listed: false, source: "import:fixture", trusted: false }
     })
   })
 

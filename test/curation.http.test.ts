@@ -94,7 +94,7 @@ describe("operator curation refuses anyone but an operator", () => {
     }
     const after = await detail(RESOURCE_ID)
     expect(after.body.resource.status).toBe("PAYMENT_VERIFIED")
-    expect(after.body.listing).toEqual({ listed: true, source: "config" })
+    expect(after.body.listing).toEqual({ listed: true, source: "config", trusted: true })
     expect(after.body.curation.quarantine).toBeNull()
   })
 
@@ -174,7 +174,7 @@ describe("listing and deletion", () => {
   test("unlist hides the resource from discovery and routes; list brings it back; both stored with the operator", async () => {
     const unlisted = await call("POST", `/v1/resources/${RESOURCE_ID}/unlist`, operator, { reason: "provider asked for a pause" })
     expect(unlisted.status).toBe(200)
-    expect(unlisted.body.resource.listing).toEqual({ listed: false, source: "config" })
+    expect(unlisted.body.resource.listing).toEqual({ listed: false, source: "config", trusted: true })
     const listing = await call("GET", "/v1/resources")
     expect(listing.body.resources.map((r: { resource: { id: string } }) => r.resource.id)).not.toContain(RESOURCE_ID)
     expect((await route()).body.selected).toBeNull()
@@ -183,7 +183,7 @@ describe("listing and deletion", () => {
 
     const listed = await call("POST", `/v1/resources/${RESOURCE_ID}/list`, operator, {})
     expect(listed.status).toBe(200)
-    expect(listed.body.resource.listing).toEqual({ listed: true, source: "config" })
+    expect(listed.body.resource.listing).toEqual({ listed: true, source: "config", trusted: true })
     expect(listed.body.resource.curation.lastListingChange).toMatchObject({ listed: true, actor: "ops", reason: "listed by an operator" })
     expect((await route()).body.selected?.resourceId).toBe(RESOURCE_ID)
   })

@@ -75,6 +75,8 @@ const serveConfig = (
   signer: { ed25519KeyFile: join(dir, "signer.key") },
   catalog: "catalog.json",
   probes: { intervalSeconds: 1, trustedOrigins: [ports.vertical, ...ports.demo].map(origin) },
+  // One buyer pays here: its payment is the level-3 evidence under test (trust.level3.test.ts covers the threshold).
+  verification: { minDistinctPayers: 1 },
   facilitators: extra.facilitators ?? [],
   vertical: { port: ports.vertical, ...extra.vertical },
   // Payments are confirmed on a fixture ledger; without one the service's ledger is a port nothing listens on.
@@ -313,10 +315,13 @@ describe("e2e: a paid request to the vertical, settled through this service's /x
       ["pending", "settled"]
     ])
 
-    // A settlement to the payee, once the ledger confirms it, is level-3 evidence for every resource paying it.
-    await waitForStatus(service, INTEL_IDS, "TRANSACTION_VERIFIED")
+    // A settlement, once the ledger confirms it, is level-3 evidence for the one resource it paid
+    // for (the payment names it), not for every resource paying the same payee.
+    const [paidFor, ...samePayee] = INTEL_IDS
+    await waitForStatus(service, [paidFor!], "TRANSACTION_VERIFIED")
     const listed = new Map((await resources(service)).map((r) => [r.resource.id, r.resource]))
-    for (const id of INTEL_IDS) expect(listed.get(id)).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
+    expect(listed.get(paidFor!)).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
+    for (const id of samePayee) expect(listed.get(id)?.verificationLevel).toBeLessThan(3)
     for (const id of OTHER_INSPECTORS) expect(listed.get(id)?.verificationLevel).toBeLessThan(3)
   })
 })

@@ -44,6 +44,7 @@ const configFor = (folder: string, economic: Partial<Config["economicProbes"]> =
       maxPriceUsd: 0.01,
       // Room for one probe at 0.001 USD a day.
       budgetUsdPerDay: 0.0015,
+      minObservations: 1,
       ...economic
     }
   })

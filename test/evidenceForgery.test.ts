@@ -28,7 +28,9 @@ beforeAll(async () => {
       // Two listed entries of two providers pay the fixture's payee; nothing in the catalog pays anyone else.
       catalog: [withProvider("prov-c.paid", "prov-c", seller.url("/paid")), withProvider("prov-d.alias", "prov-d", seller.url("/paid/alias"))],
       probes: { ...base.probes, allowPrivateTargets: true },
-      ledger: ledgerAt(ledger)
+      ledger: ledgerAt(ledger),
+      // One buyer's payments are the evidence under test here (trust.level3.test.ts covers the threshold).
+      verification: { ...base.verification, minDistinctPayers: 1 }
     })
   )
   await facilitatorsAnswered(server.url)
@@ -43,7 +45,9 @@ afterAll(async () => {
 const validate = (json: unknown) => request(`${server.url}/v1/validate`, { method: "POST", json })
 const settle = async (seed: number, servicePolicy?: Record<string, unknown>) => {
   const { payment, requirements } = await signedPayment(FIXTURE_PAY_TO, { buyer: seededBuyer(seed) })
-  return request(`${server.url}/x402/settle`, { method: "POST", json: settleBody(payment, requirements, servicePolicy ? { servicePolicy } : {}) })
+  // The payment names what it pays for, so its evidence is about that one resource.
+  const named = { ...payment, resource: { url: seller.url("/paid") } }
+  return request(`${server.url}/x402/settle`, { method: "POST", json: settleBody(named, requirements, servicePolicy ? { servicePolicy } : {}) })
 }
 
 describe("evidence no caller can forge", () => {
@@ -59,7 +63,7 @@ describe("evidence no caller can forge", () => {
     expect(backend.calls("/settle")).toBe(0)
 
     const detail = await request(`${server.url}/v1/resources/${id}`)
-    expect(detail.body.listing).toEqual({ listed: false, source: "validate" })
+    expect(detail.body.listing).toEqual({ listed: false, source: "validate", trusted: false })
     const observations = await request(`${server.url}/v1/resources/${id}/observations`)
     expect(observations.body.observations.map((o: { id: string }) => o.id)).toEqual([probed.body.observation.id])
     const listed = (await request(`${server.url}/v1/resources`)).body.resources.map((r: { resource: { id: string } }) => r.resource.id)

@@ -194,16 +194,47 @@ describe("bazaar extension ingestion", () => {
     expect(settled.body.success).toBe(true)
     expect(["success", "processing"]).toContain(extensionResponses(settled.headers)?.bazaar?.status)
 
-    const id = bazaarId(url)
+    const id = bazaarId(url, PAYEE)
     const detail = await pollUntil("the ingested resource is catalogued", () => request(`${server.url}/v1/resources/${id}`), (d) => d.status === 200, LOOPBACK)
     expect(detail.body.resource).toMatchObject({ id, type: "http", url, method: "GET", name: "Weather Co", description: "Weather by city", status: "DISCOVERED" })
-    expect(detail.body.listing).toEqual({ listed: false, source: "bazaar" })
+    expect(detail.body.listing).toEqual({ listed: false, source: "bazaar", trusted: false })
     expect(detail.body.paymentOptions).toEqual([
       expect.objectContaining({ network: "stellar:testnet", scheme: "exact", amount: "10000", amountUsd: 0.001, payTo: PAYEE })
     ])
-    expect(detail.body.curation.lastListingChange).toMatchObject({ listed: false, actor: "bazaar" })
+    // The payer is who added it: the principal its ingestion quota counts.
+    expect(detail.body.curation.lastListingChange).toMatchObject({ listed: false, actor: expect.stringMatching(/^G[A-Z2-7]{55}$/) })
     const listed = await request(`${server.url}/v1/resources`)
     expect(listed.body.resources.map((r: { resource: { id: string } }) => r.resource.id)).not.toContain(id)
+  })
+
+  test("a second payer cannot rewrite an entry, a repeat of a settled payment naming another URL catalogs nothing, and a second seller of one URL is a second entry", async () => {
+    // Before the trust model the upsert replaced name, description and options of a listed entry,
+    // and one settled authorisation could be replayed with any number of URLs.
+    const url = "http://127.0.0.1:9/owned"
+    const first = withResource(await payment(bazaar(weatherInfo)), url)
+    // Another principal than the other tests', whose fee budget they use up.
+    const settled = await post("/x402/settle", body(first), two)
+    expect(settled.body.success).toBe(true)
+    const id = bazaarId(url, PAYEE)
+    const original = await pollUntil("the first entry is catalogued", () => request(`${server.url}/v1/resources/${id}`), (d) => d.status === 200, LOOPBACK)
+    expect(original.body.resource.name).toBe("Weather Co")
+
+    const rival = await payment(bazaar(weatherInfo))
+    const rewrite = { ...rival, payment: { ...rival.payment, resource: { url, description: "now mine", serviceName: "Evil Co" } } }
+    const second = await post("/x402/settle", body(rewrite), two)
+    expect(second.body.success).toBe(true)
+    expect(extensionResponses(second.headers).bazaar).toEqual({ status: "rejected", rejectedReason: "an entry for this URL and payee is catalogued already; it is not rewritten" })
+    const after = await request(`${server.url}/v1/resources/${id}`)
+    expect(after.body.resource).toMatchObject({ name: "Weather Co", description: "Weather by city" })
+
+    const replayUrl = "http://127.0.0.1:9/replayed"
+    const replay = await post("/x402/settle", body(withResource(first, replayUrl)), two)
+    expect(replay.body.success).toBe(true)
+    expect(extensionResponses(replay.headers).bazaar).toEqual({ status: "rejected", rejectedReason: "this payment was settled before; a payment catalogs once" })
+    expect(backendCalls("/settle", first)).toBe(1)
+    expect((await request(`${server.url}/v1/resources/${bazaarId(replayUrl, PAYEE)}`)).status).toBe(404)
+
+    expect(bazaarId(url, PAYEE)).not.toBe(bazaarId(url, "GSECONDSELLER"))
   })
 
   test("an info the schema refuses is rejected in the header, while the payment itself settles once", async () => {
@@ -216,7 +247,7 @@ describe("bazaar extension ingestion", () => {
     const answer = extensionResponses(settled.headers)
     expect(answer.bazaar.status).toBe("rejected")
     expect(answer.bazaar.rejectedReason).toContain("info failed schema validation")
-    expect((await request(`${server.url}/v1/resources/${bazaarId(url)}`)).status).toBe(404)
+    expect((await request(`${server.url}/v1/resources/${bazaarId(url, PAYEE)}`)).status).toBe(404)
   })
 
   test("a schema outside the allow-list is refused with 400 before any payment: regex keywords at any depth, remote references, oversized schemas, unknown keywords", async () => {
@@ -295,28 +326,30 @@ describe("bazaar extension ingestion", () => {
     expect(settled.body.success).toBe(true)
     expect(backendCalls("/settle", p)).toBe(1)
     expect(extensionResponses(settled.headers).bazaar).toEqual({ status: "rejected", rejectedReason: "schema validation ran over its budget of 500 ms" })
-    expect((await request(`${server.url}/v1/resources/${bazaarId(url)}`)).status).toBe(404)
+    expect((await request(`${server.url}/v1/resources/${bazaarId(url, PAYEE)}`)).status).toBe(404)
     // The next extension is validated by a fresh worker.
     const next = "http://127.0.0.1:9/after-slow"
     const after = await post("/x402/settle", body(withResource(await payment(bazaar(weatherInfo)), next)))
     expect(["success", "processing"]).toContain(extensionResponses(after.headers)?.bazaar?.status)
   })
 
-  test("verify ingests too; a refused payment catalogs nothing; a request without the extension gets no header", async () => {
+  test("a verify-only payload catalogs nothing; a refused settle catalogs nothing; a request without the extension gets no header", async () => {
+    // Before the trust model a valid verify catalogued the URL it named, with nothing paid.
     const url = "http://127.0.0.1:9/verified"
     const verified = await post("/x402/verify", body(withResource(await payment(bazaar(weatherInfo)), url)))
     expect(verified.status).toBe(200)
-    expect(["success", "processing"]).toContain(extensionResponses(verified.headers)?.bazaar?.status)
-    await pollUntil("the verified resource is catalogued", () => request(`${server.url}/v1/resources/${bazaarId(url)}`), (d) => d.status === 200, LOOPBACK)
+    expect(verified.body.isValid).toBe(true)
+    expect(verified.headers.get("extension-responses")).toBeNull()
+    await Bun.sleep(300)
+    expect((await request(`${server.url}/v1/resources/${bazaarId(url, PAYEE)}`)).status).toBe(404)
 
     backend.setMode("invalid")
     try {
       const refusedUrl = "http://127.0.0.1:9/unpaid"
-      const invalid = await post("/x402/verify", body(withResource(await payment(bazaar(weatherInfo)), refusedUrl)))
-      expect(invalid.status).toBe(200)
-      expect(invalid.body.isValid).toBe(false)
-      expect(extensionResponses(invalid.headers).bazaar).toEqual({ status: "rejected", rejectedReason: "the payment was not accepted, so nothing was catalogued" })
-      expect((await request(`${server.url}/v1/resources/${bazaarId(refusedUrl)}`)).status).toBe(404)
+      const declined = await post("/x402/settle", body(withResource(await payment(bazaar(weatherInfo)), refusedUrl)))
+      expect(declined.body.success).toBe(false)
+      expect(extensionResponses(declined.headers).bazaar).toEqual({ status: "rejected", rejectedReason: "the payment was not settled, so nothing was catalogued" })
+      expect((await request(`${server.url}/v1/resources/${bazaarId(refusedUrl, PAYEE)}`)).status).toBe(404)
     } finally {
       backend.setMode("succeed")
     }

@@ -11,7 +11,11 @@ let server: Awaited<ReturnType<typeof startSellerStack>>["server"]
 
 beforeAll(async () => {
   // One sponsored fee per principal in the window: a buyer's second settle is 429.
-  stack = await startSellerStack((base) => ({ budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 } }))
+  // One buyer's payment lifts the resource here (trust.level3.test.ts covers the distinct-payer threshold).
+  stack = await startSellerStack((base) => ({
+    budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 },
+    verification: { ...base.verification, minDistinctPayers: 1 }
+  }))
   server = stack.server
 })
 afterAll(() => stack.stop())

@@ -21,19 +21,21 @@ beforeAll(async () => {
 })
 afterAll(() => fixture.stop())
 
-/** The scheduler over a stand-in Prober whose `runDue` is `due`: only the loop is under test. */
+/** The scheduler over a stand-in Prober whose trusted lane's `runDue` is `due`: only the loop is under test. */
 const scheduler = (due: Effect.Effect<number>, upkeep: Effect.Effect<void> = Effect.void) =>
   ProbeSchedulerLive.pipe(
     Layer.provide(
       Layer.succeed(Prober, {
         probeResource: () => Effect.die("not used"),
+        validateResource: () => Effect.die("not used"),
         probeUrl: () => Effect.die("not used"),
         observeNewUrl: () => Effect.die("not used"),
         adopt: () => Effect.die("not used"),
         runCycle: Effect.die("not used"),
-        prune: Effect.as(upkeep, { pruned: 0, prunedUnlisted: 0 }),
+        prune: Effect.as(upkeep, { pruned: 0, prunedUnlisted: 0, retired: 0 }),
         syncSchedule: Effect.as(upkeep, { added: 0, removed: 0 }),
-        runDue: () => due
+        // The trusted lane's loop is under test; the open lane's finds nothing due.
+        runDue: (_owner, _limit, lane) => (lane === "open" ? Effect.succeed(0) : due)
       })
     ),
     Layer.provide(Layer.succeed(AppConfig, verificationConfig({ intervalSeconds: 60, concurrency: 2 })))

@@ -9,7 +9,7 @@ import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { EconomicEventsRepo } from "../src/store/EconomicEventsRepo.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { Prober } from "../src/verification/Prober.js"
-import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { FIXTURE_PAY_TO, OTHER_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
 
 let fixture: X402Fixture
@@ -32,7 +32,8 @@ const TIMEOUT_MS = 300
 
 /** A runtime over a fresh in-memory store holding `entries`, trusting only the first fixture's origin. */
 const stack = (entries: Parameters<typeof entry>[], probes = {}) => {
-  const config = verificationConfig({ trustedOrigins: [fixture.origin], timeoutMs: TIMEOUT_MS, ...probes })
+  // One buyer's payment is the evidence under test here (trust.level3.test.ts covers the distinct-payer threshold).
+  const config = verificationConfig({ trustedOrigins: [fixture.origin], timeoutMs: TIMEOUT_MS, ...probes }, { minDistinctPayers: 1 })
   const runtime = ManagedRuntime.make(verificationStack(config))
   return {
     runtime,
@@ -179,7 +180,7 @@ describe("probe outcomes against the fixture server", () => {
         const expected = { payTo: FIXTURE_PAY_TO, amount: "10000", scheme: "exact" as const }
         const transactionHash = "ab".repeat(32)
         yield* recorder.recordEconomic(
-          { source: "settlement", resourceId: null, payTo: FIXTURE_PAY_TO, success: true, transactionHash, at, payer: null, expected },
+          { source: "settlement", resourceId: "paid", payTo: FIXTURE_PAY_TO, success: true, transactionHash, at, payer: OTHER_PAY_TO, expected },
           payees.map((p) => p.record)
         )
         const pending = yield* reader.forResource("paid")
@@ -194,7 +195,7 @@ describe("probe outcomes against the fixture server", () => {
     expect(evidence.before).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2, transactionVerified: false, validChallengeSeen: true })
     expect(evidence.before.metrics.transactionSuccessRate).toBe(0)
     expect(evidence.before.metrics.confidence).toBeGreaterThan(0)
-    // Both resources pay the fixture payee; only the one with a valid challenge reaches level 3.
+    // Both resources pay the fixture payee; the settle named "paid", the only one it counts for (and the only one with a valid challenge).
     const after = Object.fromEntries(evidence.after.map((e) => [e.resourceId, e]))
     expect(after.paid).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3, transactionVerified: true })
     expect(after.paid?.metrics.transactionSuccessRate).toBe(1)
@@ -236,8 +237,8 @@ describe("outbound safety on real probes (loopback only)", () => {
         return { refused, badScheme, rows: yield* (yield* ResourcesRepo).list() }
       })
     )
-    expect(Either.isLeft(result.refused) && result.refused.left._tag).toBe("TargetRefused")
-    expect(Either.isLeft(result.badScheme) && result.badScheme.left._tag === "TargetRefused" && result.badScheme.left.reason).toContain(
+    expect(Either.isLeft(result.refused) && "_tag" in result.refused.left && result.refused.left._tag).toBe("TargetRefused")
+    expect(Either.isLeft(result.badScheme) && "_tag" in result.badScheme.left && result.badScheme.left.reason).toContain(
       "only http and https"
     )
     expect(result.rows).toEqual([])

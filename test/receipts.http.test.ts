@@ -83,7 +83,9 @@ describe("receipts over HTTP", () => {
         probes: { ...base.probes, allowPrivateTargets: true },
         signer: { ed25519KeyFile: join(folder, "signer.key") },
         ledger: ledgerAt(ledger, CONFIRM_TIMEOUT_SECONDS),
-        apiKeys: [{ principal: "buyer", sha256: apiKeyHash(API_KEY) }]
+        apiKeys: [{ principal: "buyer", sha256: apiKeyHash(API_KEY) }],
+        // One buyer's payments are the evidence under test here (trust.level3.test.ts covers the threshold).
+        verification: { ...base.verification, minDistinctPayers: 1 }
       })
     )
     // Real evidence: a live probe of the fixture's x402 challenge makes it eligible.

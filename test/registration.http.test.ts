@@ -76,7 +76,7 @@ describe("POST /v1/resources/register {origin}", () => {
     expect(await discoveredUrls(open)).toEqual(["/paid/known", "/paid/openapi", "/paid/post", "/paid/well-known"])
     const listed = body.routes.find((r: any) => pathOf(r.url) === "/paid/openapi")
     const detail = await request(`${open.url}/v1/resources/${listed.resourceId}`)
-    expect(detail.body.listing).toEqual({ listed: true, source: "registration" })
+    expect(detail.body.listing).toEqual({ listed: true, source: "registration", trusted: false })
     expect(detail.body.resource.status).toBe("PAYMENT_VERIFIED")
     expect(detail.body.resource.description).toBe("fixture resource")
     // Routes that did not answer a valid 402 leave nothing behind.
@@ -113,7 +113,7 @@ describe("POST /v1/resources/register {origin}", () => {
     expect(body.listed).toBe(0)
     expect(countChanges()).toEqual(before)
     const known = await request(`${open.url}/v1/resources/catalog-known`)
-    expect(known.body.listing).toEqual({ listed: true, source: "config" })
+    expect(known.body.listing).toEqual({ listed: true, source: "config", trusted: true })
   })
 })
 
@@ -122,11 +122,11 @@ describe("POST /v1/resources/register {url}", () => {
     const validated = await request(`${open.url}/v1/validate`, { method: "POST", json: { url: origin.url("/paid/validated") } })
     expect(validated.body.healthy).toBe(true)
     const before = await request(`${open.url}/v1/resources/${validated.body.resourceId}`)
-    expect(before.body.listing).toEqual({ listed: false, source: "validate" })
+    expect(before.body.listing).toEqual({ listed: false, source: "validate", trusted: false })
     const { body } = await register(open, { url: origin.url("/paid/validated") })
     expect(body.routes[0]).toMatchObject({ outcome: "listed", resourceId: validated.body.resourceId })
     const after = await request(`${open.url}/v1/resources/${validated.body.resourceId}`)
-    expect(after.body.listing).toEqual({ listed: true, source: "registration" })
+    expect(after.body.listing).toEqual({ listed: true, source: "registration", trusted: false })
   })
 
   test("one route: listed when it answers a valid 402, reported and not stored when it does not", async () => {

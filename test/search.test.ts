@@ -122,7 +122,7 @@ const harness = (database: string, tuning: typeof SearchTuning.Service = SearchT
   const expected = (catalog: ReadonlyArray<CatalogEntry>, request: ResourceSearchRequest) =>
     search(
       catalog.map((e) => ({
-        record: { ...e, resource: { ...e.resource, status: "DISCOVERED", verificationLevel: 0 }, listing: { listed: true, source: "config" } },
+        record: { ...e, resource: { ...e.resource, status: "DISCOVERED", verificationLevel: 0 }, listing: { listed: true, source: "config", trusted: true } },
         metrics: emptyMetrics(e.resource.id)
       })),
       request

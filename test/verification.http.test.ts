@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Effect } from "effect"
+import { Prober } from "../src/verification/Prober.js"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -105,7 +107,8 @@ describe("GET metrics and observations", () => {
   })
 
   test("observations page newest first with limit and before; bad cursors are 400", async () => {
-    await validate({ resourceId: "paid" })
+    // A second observation within the interval: the schedule's (a caller's validation would not be recorded).
+    await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource("paid")))
     const first = await request(`${server.url}/v1/resources/paid/observations?limit=1`)
     expect(first.status).toBe(200)
     expect(first.body.observations).toHaveLength(1)

@@ -13,7 +13,11 @@ let resource: Awaited<ReturnType<typeof startSellerStack>>["resource"]
 
 beforeAll(async () => {
   // Room for one sponsored fee per principal in the window.
-  stack = await startSellerStack((base) => ({ budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 } }))
+  // One buyer's payment lifts the resource here (trust.level3.test.ts covers the distinct-payer threshold).
+  stack = await startSellerStack((base) => ({
+    budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 },
+    verification: { ...base.verification, minDistinctPayers: 1 }
+  }))
   ;({ server, backend, resource } = stack)
 })
 afterAll(() => stack.stop())

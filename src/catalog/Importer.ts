@@ -5,6 +5,8 @@ import { type CatalogEntry, importSource, probeMayList } from "../domain/resourc
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { fetchJson, type OutboundRequests } from "../verification/fetchAnswer.js"
 import { DiscoveryPage, type ImportDeployment, readItem } from "./bazaarItems.js"
+import { admitted } from "./admitEntries.js"
+import { quotaKeys } from "./ingestionQuota.js"
 
 /**
  * Items asked for per page: the x402 specification's ceiling, which every compliant service
@@ -36,6 +38,8 @@ export interface ImportSummary {
   readonly skippedInvalid: number
   /** Kept items whose URL the catalog already has from another source (config, registration, another import). */
   readonly skippedCataloged: number
+  /** New items over an ingestion quota (per source, origin or payee; docs/trust.md), not stored. */
+  readonly skippedQuota: number
   /** Resources of this source it no longer lists, delisted now. */
   readonly delisted: number
   /** The newest `lastUpdated` among kept items, ISO; null when none carried one. */
@@ -151,7 +155,15 @@ const make = Effect.gen(function* () {
       const taken = yield* resources.byUrls([...kept.keys()])
       const foreign = new Set(taken.filter((r) => r.source !== source && r.source !== "validate").map((r) => r.url))
       const known = new Set(taken.filter((r) => r.source === source).map((r) => r.url))
-      const entries = [...kept.values()].filter((e) => !foreign.has(e.resource.url))
+      const candidates = [...kept.values()].filter((e) => !foreign.has(e.resource.url))
+      // Entries the source already holds stay; new ones must fit the ingestion quotas.
+      const { admitted: fresh, refused } = yield* admitted(
+        resources,
+        config.ingestion,
+        source,
+        candidates.filter((e) => !known.has(e.resource.url)).map((e) => ({ item: e, keys: quotaKeys(e, null) }))
+      )
+      const entries = [...candidates.filter((e) => known.has(e.resource.url)), ...fresh]
       yield* resources.upsertImported(entries, source, {
         actor: source,
         reason: `listed by source ${spec.id}; unlisted until a healthy probe`
@@ -172,7 +184,8 @@ const make = Effect.gen(function* () {
         added: entries.filter((e) => !known.has(e.resource.url)).length,
         skippedOtherNetwork: otherNetwork,
         skippedInvalid: invalid,
-        skippedCataloged: kept.size - entries.length,
+        skippedCataloged: kept.size - candidates.length,
+        skippedQuota: refused.length,
         delisted: vanished.length,
         newestLastUpdated: newest === null ? null : new Date(newest).toISOString()
       } satisfies ImportSummary

@@ -11,19 +11,27 @@ import type { HttpMethod } from "../domain/resources.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { fetchJson } from "../verification/fetchAnswer.js"
 import { checkUrl, TargetRefused as Refusal } from "../verification/outboundGuard.js"
-import { Prober } from "../verification/Prober.js"
+import { discoveredEntry, discoveredId, Prober } from "../verification/Prober.js"
+import { admitted } from "./admitEntries.js"
+import { quotaKeys } from "./ingestionQuota.js"
 import {
   type FoundRoute,
   mergeRoutes,
   OPENAPI_PATHS,
+  PROBED_METHODS,
   routesFromOpenApi,
   routesFromWellKnown,
   WELL_KNOWN_PATH
 } from "./discoveryDocuments.js"
 import { registrationOutcome } from "./registrationOutcome.js"
 
-/** Routes probed per registration at most: one request should not turn the service into a crawler. */
-export const MAX_ROUTES = 100
+/**
+ * Routes probed per registration at most: one request should not turn the service into a crawler.
+ * With at most three discovery documents read, a registration sends at most
+ * MAX_REGISTRATION_REQUESTS requests (each may follow up to 5 redirects, each guarded).
+ */
+export const MAX_ROUTES = 20
+export const MAX_REGISTRATION_REQUESTS = OPENAPI_PATHS.length + 1 + MAX_ROUTES
 /** Discovery documents are read up to this size; an OpenAPI document outgrows a probe's body cap. */
 const MAX_DOCUMENT_BYTES = 1024 * 1024
 
@@ -76,9 +84,10 @@ const make = Effect.gen(function* () {
   })
 
   /**
-   * One route: a URL the catalog has is probed as that resource and otherwise left as it is; a new
-   * URL (or one only validated) is probed first and stored (listed, source "registration") only when
-   * it answered a valid 402.
+   * One route: a URL the catalog has is left as it is, unprobed (the schedule probes it with its
+   * catalog method; a caller's probe is no evidence about it); a new URL (or one only validated) is
+   * probed first and stored (listed, source "registration") only when it answered a valid 402 and
+   * fits the ingestion quotas.
    */
   const registerRoute = (route: FoundRoute, actor: string) =>
     Effect.gen(function* () {
@@ -86,15 +95,16 @@ const make = Effect.gen(function* () {
       const known = yield* resources.findByUrl(route.url)
       // A URL only ever probed through /v1/validate is not in the catalog yet: registration may take it up.
       if (Option.isSome(known) && known.value.listing.source !== "validate") {
-        const probe = yield* prober.probeResource(known.value.resource.id, route.method).pipe(Effect.option)
-        const health = Option.match(probe, { onNone: () => "", onSome: (p) => `; probed now: ${p.outcome}` })
-        return answer(route, "already-cataloged", known.value.resource.id, `in the catalog from ${known.value.listing.source}${health}`)
+        return answer(route, "already-cataloged", known.value.resource.id, `in the catalog from ${known.value.listing.source}`)
       }
       const url = new URL(route.url)
       const observed = yield* prober.observeNewUrl(url, route.method)
       const { outcome, detail } = observed.observation
       const verdict = registrationOutcome(outcome, observed.options, deployment)
       if (verdict !== "listed") return answer(route, verdict, null, detail)
+      const entry = discoveredEntry(discoveredId(url), url, route.method, observed, config)
+      const { refused } = yield* admitted(resources, config.ingestion, "registration", [{ item: entry, keys: quotaKeys(entry, actor) }])
+      if (refused[0] !== undefined) return answer(route, "refused", null, `quota: ${refused[0].reason}`)
       const result = yield* prober.adopt(url, route.method, observed, "registration", true, {
         actor,
         reason: `registered through /v1/resources/register (found in ${route.foundIn}); answered a valid 402 on ${config.network}`
@@ -114,6 +124,9 @@ const make = Effect.gen(function* () {
       const actor = principal ?? "anonymous"
       if ((request.origin === undefined) === (request.url === undefined)) {
         return yield* Effect.fail(new InvalidRequest({ message: "pass either origin (to read its discovery documents) or url (one route), not both" }))
+      }
+      if (request.method !== undefined && !PROBED_METHODS.has(request.method)) {
+        return yield* Effect.fail(new InvalidRequest({ message: `method: registration probes only GET, HEAD and POST routes, not ${request.method}` }))
       }
       if (request.origin !== undefined && request.method !== undefined) {
         return yield* Effect.fail(new InvalidRequest({ message: "method: only with url; an origin's documents name each route's method" }))

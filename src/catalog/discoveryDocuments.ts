@@ -20,6 +20,11 @@ export interface FoundRoute {
 }
 
 const METHODS: ReadonlyArray<HttpMethod> = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
+/**
+ * The methods a registration probes: a probe is an unpaid request to someone's server, and one
+ * that changes or deletes something there is not a request this service sends for a stranger.
+ */
+export const PROBED_METHODS: ReadonlySet<HttpMethod> = new Set(["GET", "HEAD", "POST"])
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
@@ -56,12 +61,21 @@ export const routesFromOpenApi = (doc: unknown, origin: string): ReadonlyArray<F
       const operation = item[method.toLowerCase()]
       if (!isObject(operation) || !("x-payment-info" in operation) || !has402(operation)) continue
       const description = [operation.summary, operation.description].find((d): d is string => typeof d === "string" && d !== "")
+      // A path key is a path: `//victim.example/x` would resolve to another origin.
+      const url = path.startsWith("/") && !path.startsWith("//") ? onOrigin(`${base}${path}`, origin) : null
       routes.push({
-        url: new URL(`${base}${path}`, origin).href,
+        url: url?.href ?? `${origin}${base}/${encodeURIComponent(path)}`,
         method,
         foundIn: "openapi",
         description: description ?? null,
-        skip: path.includes("{") ? "a templated path: no concrete URL to probe" : null
+        skip:
+          url === null
+            ? `path key ${JSON.stringify(path.slice(0, 100))} is not a path on ${origin}`
+            : !PROBED_METHODS.has(method)
+              ? `${method}: registration probes only GET, HEAD and POST routes`
+              : path.includes("{")
+                ? "a templated path: no concrete URL to probe"
+                : null
       })
     }
   }

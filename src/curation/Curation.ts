@@ -59,6 +59,7 @@ const make = Effect.gen(function* () {
     const action = yield* transaction(
       Effect.gen(function* () {
         if (!(yield* resources.setListed(id, listed, author))) return Option.none<CurationAction>()
+        yield* resources.setVouched(id, listed)
         return Option.some(yield* curation.logListing(id, listed, author))
       })
     ).pipe(Effect.flatMap(found<CurationAction>(id)))

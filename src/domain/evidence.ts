@@ -17,6 +17,8 @@ export interface ResourceEvidence {
   readonly validChallengeSeen: boolean
   /** A settlement to this payee succeeded, or a receipt with a transaction hash names the resource. */
   readonly transactionVerified: boolean
+  /** An operator quarantined it (absent: not known to the reader, taken as no). */
+  readonly operatorQuarantined?: boolean
 }
 
 /** A listed resource that pays a payee, with its evidence: what settlement judges a payee by. */
@@ -25,13 +27,24 @@ export interface PayeeEvidence {
   readonly evidence: ResourceEvidence
 }
 
-/** A resource's evidence and its provider, without the record: all a payee check judges. */
+/**
+ * A resource's evidence, its provider, URL and trust, without the rest of the record: all a payee
+ * check judges (settlement/rules.ts, payeeDenial).
+ */
 export interface ProviderEvidence {
   readonly providerId: string
   readonly evidence: ResourceEvidence
+  readonly url: string
+  /** From the catalog file or listed by an operator (docs/trust.md). */
+  readonly trusted: boolean
 }
 
-export const providerEvidenceOf = ({ record, evidence }: PayeeEvidence): ProviderEvidence => ({ providerId: record.provider.id, evidence })
+export const providerEvidenceOf = ({ record, evidence }: PayeeEvidence): ProviderEvidence => ({
+  providerId: record.provider.id,
+  evidence,
+  url: record.resource.url,
+  trusted: record.listing.trusted
+})
 
 /** Who reported a payment: the settle path, a buyer's receipt, or this service's own economic probe. */
 export type EconomicSource = "settlement" | "receipt" | "probe"

@@ -71,7 +71,12 @@ export const ResourceInfo = Schema.Struct({
  */
 export const Listing = Schema.Struct({
   listed: Schema.Boolean,
-  source: Schema.String
+  source: Schema.String,
+  /**
+   * The catalog file names it or an operator listed it (docs/trust.md): only a trusted entry's
+   * automatic quarantine refuses its payee, and it is probed in a lane of its own.
+   */
+  trusted: Schema.Boolean
 }).annotations({ identifier: "Listing" })
 export type Listing = typeof Listing.Type
 

@@ -1,21 +1,35 @@
-import { Context, Duration, Effect, Either, Fiber, Layer, Option } from "effect"
+import { Context, Duration, Effect, Either, Fiber, Layer } from "effect"
+import { admitted } from "../catalog/admitEntries.js"
+import { quotaKeys } from "../catalog/ingestionQuota.js"
 import { AppConfig } from "../config.js"
 import type { CatalogEntry } from "../domain/resources.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
-import { type BazaarStatus, readBazaar, rejected } from "./bazaar.js"
+import { type BazaarStatus, hasBazaar, readBazaar, rejected } from "./bazaar.js"
 import { SchemaValidator } from "./SchemaValidator.js"
 
 /**
  * How long the answer of a paid request waits for the catalog write of its bazaar extension
  * before saying `processing` and letting the write finish on its own. The payment is already
- * settled or verified by then: the wait only decides between `success` and `processing`.
+ * settled by then: the wait only decides between `success` and `processing`.
  */
 const CATALOG_WAIT = Duration.millis(250)
 
+/** What a settle did, as far as ingestion cares: whether it was settled by this request, and by whom. */
+export interface SettledPayment {
+  readonly success: boolean
+  /** False for a repeat answered from the journal: one payment catalogs once, whatever URL a repeat names. */
+  readonly settledNow: boolean
+  readonly payer: string
+}
+
 /**
- * Ingestion of the bazaar extension on `/x402/verify` and `/x402/settle` (docs/decisions.md,
- * Bazaar ingestion). It runs after the payment's answer is known and never fails: every outcome,
- * a refusal or a store failure included, is a status for the `EXTENSION-RESPONSES` header.
+ * Ingestion of the bazaar extension on `/x402/settle` (docs/decisions.md, Bazaar ingestion;
+ * docs/trust.md). It runs after the settle's answer is known and never fails: every outcome, a
+ * refusal or a store failure included, is a status for the `EXTENSION-RESPONSES` header. Only a
+ * successful settle made by this request catalogs anything, and only then is the extension read:
+ * a verify moves no money, and `paymentPayload.resource.url` is not covered by the payer's
+ * signature, so a payment that never settles, or a repeat of one that did, must not be able to
+ * name what gets catalogued.
  */
 export class BazaarIngest extends Context.Tag("sextant/BazaarIngest")<BazaarIngest, Effect.Effect.Success<typeof make>>() {
   static readonly Live = Layer.effect(BazaarIngest, Effect.suspend(() => make)).pipe(Layer.provide(SchemaValidator.Live))
@@ -27,40 +41,44 @@ const make = Effect.gen(function* () {
   const validator = yield* SchemaValidator
 
   /**
-   * A new URL becomes an unlisted `DISCOVERED` entry (source "bazaar") that a healthy probe lists;
-   * one the extension catalogued before is updated and keeps its listing; a URL another source
-   * already catalogues (the file, an import, a validation) is left as that source wrote it.
+   * A new (URL, payee) becomes an unlisted `DISCOVERED` entry (source "bazaar") that a healthy
+   * probe lists. An entry is written once and never overwritten, by its payer or another; a URL
+   * another source catalogues (the file, an import, a registration) is left as that source wrote
+   * it. The ingestion quotas count the payer as the principal.
    */
-  const catalog = (entry: CatalogEntry, path: string) =>
+  const catalog = (entry: CatalogEntry, payer: string, path: string) =>
     Effect.gen(function* () {
-      if (entry.resource.type === "http") {
-        const existing = yield* resources.findByUrl(entry.resource.url)
-        if (Option.isSome(existing) && existing.value.listing.source !== "bazaar") return
-      }
+      const atUrl = yield* resources.byUrls([entry.resource.url])
+      if (atUrl.some((r) => r.source !== "bazaar" && r.source !== "validate")) return rejected("the URL is catalogued by another source")
+      if (atUrl.some((r) => r.id === entry.resource.id)) return rejected("an entry for this URL and payee is catalogued already; it is not rewritten")
+      const { refused } = yield* admitted(resources, config.ingestion, "bazaar", [{ item: entry, keys: quotaKeys(entry, payer) }])
+      if (refused[0] !== undefined) return rejected(`quota: ${refused[0].reason}`)
       yield* resources.insertUnlisted(entry, "bazaar", {
-        actor: "bazaar",
-        reason: `declared by the bazaar extension of a payment through ${path}; unlisted until a healthy probe`
+        actor: payer,
+        reason: `declared by the bazaar extension of a payment settled through ${path}; unlisted until a healthy probe`
       })
+      return { status: "success" } satisfies BazaarStatus
     })
 
   /**
-   * The bazaar status for a request whose payment was (`paid`) or was not accepted; null when it
-   * carries no bazaar extension. Validation runs here; the catalog write runs in its own fiber,
-   * awaited at most CATALOG_WAIT.
+   * The bazaar status for a settle request (`settled` null when it was refused or failed); null
+   * when it carries no bazaar extension. The catalog write runs in its own fiber, awaited at most
+   * CATALOG_WAIT.
    */
-  const respond = (request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown }, paid: boolean, path: string) =>
+  const respond = (request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown }, settled: SettledPayment | null, path: string) =>
     Effect.gen(function* () {
+      if (!hasBazaar(request.paymentPayload)) return null
+      if (settled === null || !settled.success) return rejected("the payment was not settled, so nothing was catalogued")
+      if (!settled.settledNow) return rejected("this payment was settled before; a payment catalogs once")
       const reading = yield* Effect.try(() => readBazaar(request, config.asset)).pipe(
         Effect.orElseSucceed(() => ({ _tag: "Rejected", reason: "the extension could not be read" }) as const)
       )
       if (reading._tag === "Absent") return null
       if (reading._tag === "Rejected") return rejected(reading.reason)
-      if (!paid) return rejected("the payment was not accepted, so nothing was catalogued")
       const valid = yield* validator.validate(reading.info, reading.schema)
       if (Either.isLeft(valid)) return rejected(valid.left)
       const write = yield* Effect.forkDaemon(
-        catalog(reading.entry, path).pipe(
-          Effect.as<BazaarStatus>({ status: "success" }),
+        catalog(reading.entry, settled.payer, path).pipe(
           Effect.catchAllCause((cause) =>
             Effect.as(Effect.logWarning("bazaar ingestion failed", cause), rejected("the resource could not be catalogued: store failure"))
           )

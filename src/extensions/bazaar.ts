@@ -44,9 +44,16 @@ const HTTP_METHODS = new Set<string>(["GET", "POST", "PUT", "PATCH", "DELETE", "
 const serviceName = (value: unknown) => (typeof value === "string" && /^[\x20-\x7e]{1,32}$/.test(value) ? value.trim() : undefined)
 const text = (value: unknown, max: number) => (typeof value === "string" ? value.slice(0, max) : undefined)
 
-/** Catalog id of an ingested resource: its URL (and MCP tool, which shares the server URL), hashed. */
-export const bazaarId = (url: string, tool?: string) =>
-  `bazaar-${createHash("sha256").update(tool === undefined ? url : `${url}#${tool}`).digest("hex").slice(0, 16)}`
+/**
+ * Catalog id of an ingested resource: its URL (and MCP tool, which shares the server URL) and the
+ * payee, hashed. A second seller of one URL is a second entry, never a rewrite of the first.
+ */
+export const bazaarId = (url: string, payTo: string, tool?: string) =>
+  `bazaar-${createHash("sha256").update(JSON.stringify([url, payTo, tool ?? null])).digest("hex").slice(0, 16)}`
+
+/** Whether a payment carries the bazaar extension at all; nothing of it is read. */
+export const hasBazaar = (paymentPayload: unknown): boolean =>
+  isObject(paymentPayload) && isObject(paymentPayload.extensions) && paymentPayload.extensions[BAZAAR] !== undefined
 
 /**
  * What a payment's bazaar extension asks for: nothing, a refusal with its reason, or an entry to
@@ -60,7 +67,7 @@ export type BazaarReading =
 const decodeOption = Schema.decodeUnknownEither(ResourcePaymentOption)
 
 /**
- * Reads and validates the bazaar extension of a verify or settle body and builds the catalog
+ * Reads and validates the bazaar extension of a settle body (after the settle succeeded) and builds the catalog
  * entry: the URL from `paymentPayload.resource.url`, the payment option from the requirements
  * being paid (only this deployment's network and asset), type, method, tool and description
  * from `info`, the name from `resource.serviceName` when it passes the extension's rule.
@@ -110,7 +117,7 @@ export const readBazaar = (
     _tag: "Accepted",
     entry: {
       resource: {
-        id: bazaarId(url, tool),
+        id: bazaarId(url, option.right.payTo, tool),
         type,
         name: name ?? tool ?? `${host}${new URL(url).pathname}`.slice(0, 200),
         description: text(resource.description, 1000) ?? text(input.description, 1000) ?? "",

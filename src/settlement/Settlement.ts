@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { type Cause, Clock, Context, Data, Duration, Effect, Either, Fiber, Layer, Option, Ref, Schema } from "effect"
+import { type Cause, Clock, Context, Data, Duration, Effect, Either, Exit, Fiber, Layer, Option, Ref, Schema } from "effect"
 import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
 import {
@@ -27,6 +27,7 @@ import { canonicalize } from "../encoding/canonicalJson.js"
 import { policyContext } from "../policy/evaluate.js"
 import { durableAgainstProcessCrash } from "../store/commitDurability.js"
 import { transactional } from "../store/repository.js"
+import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
 import { Instruments } from "../telemetry/Instruments.js"
 import { measured, settleLabels } from "../telemetry/labels.js"
@@ -35,7 +36,7 @@ import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 import { FacilitatorPool, type LedgerVerdict, type SettleGuard, type SettleOutcome } from "../x402/FacilitatorPool.js"
 import { type AuthorizedPayment, findExecution } from "./execution.js"
 import { judgeBudgets } from "./budgets.js"
-import { type NamedPolicy, paymentDenial, paymentOption, payeeDenial, type SettleTerms, transferMismatch, worstCaseUnits } from "./rules.js"
+import { type NamedPolicy, paidUrlOf, paymentDenial, paymentOption, payeeDenial, type SettleTerms, transferMismatch, worstCaseUnits } from "./rules.js"
 import { termsOf } from "./terms.js"
 import { decodePayment, type PayerAuthorization, type Transfer } from "./transfer.js"
 
@@ -81,6 +82,8 @@ interface Payment {
   /** Hash of what is asked of the payment: a repeat must ask the same, whatever wrapper it comes in. */
   readonly requestHash: string
   readonly principal: string
+  /** The resource the payment says it pays for, if it names one: the payee is judged on it. */
+  readonly paidUrl: string | undefined
 }
 
 /**
@@ -242,6 +245,7 @@ const make = Effect.gen(function* () {
   const journal = yield* SettlementJournal
   const pool = yield* FacilitatorPool
   const reader = yield* EvidenceReader
+  const resources = yield* ResourcesRepo
   const recorder = yield* EvidenceRecorder
   const transaction = transactional(yield* SqlClient.SqlClient)
   const instruments = yield* Instruments
@@ -276,7 +280,7 @@ const make = Effect.gen(function* () {
     })
     // Open mode keys budgets and idempotency on the payer only when its signature proved it.
     const principal = input.principal ?? (payerVerified ? transfer.from : UNVERIFIED_PAYERS)
-    return { terms, transfer, authorization, paymentId, requestHash, principal } satisfies Payment
+    return { terms, transfer, authorization, paymentId, requestHash, principal, paidUrl: paidUrlOf(input.request) } satisfies Payment
   })
 
   /**
@@ -308,8 +312,8 @@ const make = Effect.gen(function* () {
    * they do; `checkWholePayee` judges the whole set, for a refusal's exact reason or a payee whose
    * passing resources were not among the few.
    */
-  const payeeJudge = (policies: ReadonlyArray<NamedPolicy>, option: ReturnType<typeof paymentOption>, nowMs: number) =>
-    (payees: ReadonlyArray<ProviderEvidence>) => payeeDenial(policies, option, payees, policyContext(config, new Date(nowMs)))
+  const payeeJudge = (payment: Payment, policies: ReadonlyArray<NamedPolicy>, option: ReturnType<typeof paymentOption>, nowMs: number) =>
+    (payees: ReadonlyArray<ProviderEvidence>) => payeeDenial(policies, option, payees, policyContext(config, new Date(nowMs)), payment.paidUrl)
 
   const payeeShortlistPasses = Effect.fn("Settlement.checkPayee")(function* (
     payment: Payment,
@@ -318,7 +322,7 @@ const make = Effect.gen(function* () {
     nowMs: number
   ) {
     const deniedProviders = policies.flatMap(({ policy }) => policy.denyProviders ?? [])
-    return payeeJudge(policies, option, nowMs)(yield* reader.payeeShortlist(payment.terms.payTo, deniedProviders)) === undefined
+    return payeeJudge(payment, policies, option, nowMs)(yield* reader.payeeShortlist(payment.terms.payTo, deniedProviders, payment.paidUrl)) === undefined
   })
 
   const checkWholePayee = Effect.fn("Settlement.checkWholePayee")(function* (
@@ -327,7 +331,7 @@ const make = Effect.gen(function* () {
     option: ReturnType<typeof paymentOption>,
     nowMs: number
   ) {
-    const refusal = payeeJudge(policies, option, nowMs)((yield* reader.forPayee(payment.terms.payTo)).map(providerEvidenceOf))
+    const refusal = payeeJudge(payment, policies, option, nowMs)((yield* reader.forPayee(payment.terms.payTo)).map(providerEvidenceOf))
     if (refusal) return yield* Effect.fail(refusal)
   })
 
@@ -370,9 +374,9 @@ const make = Effect.gen(function* () {
    * for the ledger to confirm the transaction moves exactly the signed transfer; a `success: false`
    * counts against them. Stored in the transaction of the journal's outcome (one commit for both).
    */
-  const evidenceOf = (completion: Completion, payment: Payment, atMs: number): EconomicEvent => ({
+  const evidenceOf = (completion: Completion, payment: Payment, atMs: number, resourceId: string | null): EconomicEvent => ({
     source: "settlement",
-    resourceId: null,
+    resourceId,
     payTo: payment.terms.payTo,
     success: completion.state === "settled",
     transactionHash: completion.transaction,
@@ -506,8 +510,13 @@ const make = Effect.gen(function* () {
       )
       // A facilitator answered (success or not): its evidence is stored with the outcome, and the
       // buyer gets the answer even if the evidence cannot be recorded.
+      // The evidence is about the resource the payment names, when it names one paying this payee.
+      // A failed read must not keep the facilitator's answer from the journal: the evidence is then about no resource.
+      const named = payment.paidUrl === undefined
+        ? null
+        : yield* resources.namedPayee(payment.paidUrl, payment.terms.payTo).pipe(Effect.catchAllCause(() => Effect.succeed(null)))
       const evidence = Either.isRight(answer)
-        ? recorder.storeEconomic(evidenceOf(completion, payment, at)).pipe(Effect.catchAllCause(logEvidenceFailure(id, payment)))
+        ? recorder.storeEconomic(evidenceOf(completion, payment, at, named)).pipe(Effect.catchAllCause(logEvidenceFailure(id, payment)))
         : Effect.succeed(false)
       // Durable against a process crash, not fsynced: the buyer need not wait for a second fsync.
       // Lost only with power, it leaves the entry `pending`, which the next start makes
@@ -569,14 +578,15 @@ const make = Effect.gen(function* () {
     const reservation = yield* checkAndReserve(payment, input).pipe(
       Effect.catchAll((refusal) => repeatOr(payment, input.idempotencyKey, refusal))
     )
+    const payer = payment.transfer.from
     switch (reservation._tag) {
       case "Existing":
-        return yield* replay(reservation, payment.requestHash, payment.principal)
+        return { answer: yield* replay(reservation, payment.requestHash, payment.principal), settledNow: false, payer }
       case "Refused":
         return yield* Effect.fail(reservation.error)
       case "Reserved":
         if (yield* Fiber.join(spent)) return yield* refuseSpent(reservation.id, payment)
-        return yield* forward(reservation.id, input.request, payment, startedMs)
+        return { answer: yield* forward(reservation.id, input.request, payment, startedMs), settledNow: true, payer }
     }
   })
 
@@ -609,14 +619,18 @@ const make = Effect.gen(function* () {
     return yield* Effect.forEach(entries, (entry) => Effect.map(journal.history(entry.id), (h) => toRecord(entry, decimals, h)))
   })
 
-  /** Every settle is counted by result and code, and timed, whatever it ends with. */
-  const countedSettle = (input: SettleInput) =>
+  /**
+   * Every settle is counted by result and code, and timed, whatever it ends with. Answers whether
+   * this request settled it (false: a repeat answered from the journal) and the payer, for the
+   * bazaar extension.
+   */
+  const settleReporting = (input: SettleInput) =>
     measured(settle(input), (exit, seconds) => {
-      const { result, code } = settleLabels(exit)
+      const { result, code } = settleLabels(Exit.map(exit, (s) => s.answer))
       return instruments.settle(result, code, seconds)
     })
 
-  return { settle: countedSettle, get, list }
+  return { settle: (input: SettleInput) => Effect.map(settleReporting(input), (s) => s.answer), settleReporting, get, list }
 })
 
 /**

@@ -79,10 +79,46 @@ export const transferMismatch = (
   return undefined
 }
 
-/** A resource in the catalog that pays the payee, with its evidence when the reader has any. */
+/**
+ * A resource in the catalog that pays the payee, with its evidence when the reader has any, its
+ * URL (to match the resource a payment names) and whether it is trusted (docs/trust.md).
+ */
 export interface PayeeCandidate {
   readonly providerId: string
   readonly evidence: ResourceEvidence | undefined
+  readonly url: string
+  readonly trusted: boolean
+}
+
+/**
+ * A quarantine that refuses the payee itself, whatever resource is paid: an operator's on any
+ * resource paying it, or an automatic one on a trusted resource. An automatic quarantine of an
+ * entry anyone could add (registration, import, bazaar, validate) stays that entry's own, or a
+ * stranger could block every settle to someone else's address by serving a contradicting 402.
+ * MetricsRepo.payeeShortlist holds the same rule in SQL (its "quarantined" part).
+ */
+export const blocksPayee = (candidate: PayeeCandidate): boolean =>
+  candidate.evidence?.status === "QUARANTINED" && (candidate.trusted || candidate.evidence.operatorQuarantined === true)
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
+
+/** The URL a payment says it pays for: `paymentPayload.resource.url` (v2), else the v1 requirements' `resource`. */
+export const paidUrlOf = (request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown }): string | undefined => {
+  const payload = request.paymentPayload
+  const v2 = isObject(payload) && isObject(payload.resource) ? payload.resource.url : undefined
+  const v1 = isObject(request.paymentRequirements) ? request.paymentRequirements.resource : undefined
+  const url = typeof v2 === "string" ? v2 : v1
+  return typeof url === "string" && url !== "" ? url : undefined
+}
+
+/**
+ * The candidates a settle is judged on: those at the URL the payment names
+ * (`paymentPayload.resource.url`) when any is, else all. MetricsRepo.payeeShortlist reads the
+ * named ones first for the same reason.
+ */
+export const judgedCandidates = (candidates: ReadonlyArray<PayeeCandidate>, paidUrl: string | undefined): ReadonlyArray<PayeeCandidate> => {
+  const named = paidUrl === undefined ? [] : candidates.filter((c) => c.url === paidUrl)
+  return named.length > 0 ? named : candidates
 }
 
 /**
@@ -155,26 +191,31 @@ export const paymentDenial = (
 }
 
 /**
- * Whether the payee may be paid, from the evidence of the listed resources that pay it:
+ * Whether the payee may be paid, from the evidence of the listed resources that pay it (and any an
+ * operator quarantined), judged on the resource being paid when the payment names one
+ * (`judgedCandidates`):
  * - PROVIDER_DENIED: any of them belongs to a provider a policy denies (fails closed: another
  *   entry paying the same address does not launder it);
  * - NO_VERIFICATION_EVIDENCE: no catalogued resource pays it, or none was ever probed;
- * - QUARANTINED: any resource paying it is quarantined (settling to it is refused whatever else
- *   pays the same account);
+ * - QUARANTINED: a quarantine that refuses the payee (`blocksPayee`: an operator's, or a trusted
+ *   resource's), whatever else pays the same account;
  * - PAYEE_NOT_VERIFIED: no valid x402 payment interface was ever observed at any of them;
- * - otherwise some resource must pass every buyer policy in full (provider, freshness, quality);
- *   when none does, the refusal is the first reason about the provider or its evidence. It names
- *   the policy that refused, unless the evidence refuses under any policy (e.g. OFFLINE).
+ * - otherwise some resource must pass every buyer policy in full (provider, freshness, quality,
+ *   its own quarantine); when none does, the refusal is the first reason about the provider or
+ *   its evidence. It names the policy that refused, unless the evidence refuses under any policy.
+ * MetricsRepo.payeeShortlist reads the few resources this needs in SQL: keep both in step.
  */
 export const payeeDenial = (
   policies: ReadonlyArray<NamedPolicy>,
   option: ResourcePaymentOption,
-  candidates: ReadonlyArray<PayeeCandidate>,
-  context: PolicyContext
+  all: ReadonlyArray<PayeeCandidate>,
+  context: PolicyContext,
+  paidUrl?: string
 ): PolicyDenied | undefined => {
+  const candidates = judgedCandidates(all, paidUrl)
   // Fails closed: one listed resource of a denied provider paying the address denies it, whatever else pays it.
   for (const { name, policy } of policies) {
-    const deniedOne = candidates.find((c) => policy.denyProviders?.includes(c.providerId) === true)
+    const deniedOne = all.find((c) => policy.denyProviders?.includes(c.providerId) === true)
     if (deniedOne) {
       return denied({
         reason: {
@@ -190,7 +231,7 @@ export const payeeDenial = (
     const why = candidates.length === 0 ? "no listed resource pays it" : "none of the resources paying it was ever probed"
     return denied({ reason: { code: "NO_VERIFICATION_EVIDENCE", message: `no probe evidence exists for payee ${option.payTo}: ${why}` }, policy: undefined })
   }
-  const quarantined = candidates.find((c) => c.evidence?.status === "QUARANTINED")
+  const quarantined = all.find(blocksPayee)
   if (quarantined) {
     return denied({
       reason: { code: "QUARANTINED", message: `payee ${option.payTo} is refused: resource ${quarantined.evidence?.resourceId} paying it is QUARANTINED` },

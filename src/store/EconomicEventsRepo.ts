@@ -6,7 +6,11 @@ import { decodeRows, repository, SqlNumber } from "./repository.js"
 const SummaryRow = Schema.Struct({
   failures: Schema.NullOr(SqlNumber),
   successes: Schema.NullOr(SqlNumber),
-  ever: Schema.NullOr(SqlNumber)
+  ever: Schema.NullOr(SqlNumber),
+  window_payers: Schema.NullOr(SqlNumber),
+  window_probe: Schema.NullOr(SqlNumber),
+  payers: Schema.NullOr(SqlNumber),
+  probe: Schema.NullOr(SqlNumber)
 })
 const decodeSummary = decodeRows(SummaryRow)
 
@@ -18,6 +22,21 @@ export interface PaymentSummary {
 }
 
 const NO_PAYMENTS: PaymentSummary = { total: 0, successes: 0, everSucceeded: false }
+
+/**
+ * The payments that count (docs/trust.md): confirmed ones only once `minPayers` distinct payers
+ * made them (settles and receipts), or one of the operator's own economic probes did; in the
+ * window for the success rate, ever for level 3. Observed failures always count. No I/O.
+ */
+export const countedPayments = (row: typeof SummaryRow.Type | undefined, minPayers: number): PaymentSummary => {
+  const enough = (payers: number | null, probe: number | null) => probe === 1 || (payers ?? 0) >= minPayers
+  const successes = enough(row?.window_payers ?? null, row?.window_probe ?? null) ? (row?.successes ?? 0) : 0
+  return {
+    total: successes + (row?.failures ?? 0),
+    successes,
+    everSucceeded: row?.ever === 1 && enough(row.payers, row.probe)
+  }
+}
 
 const ProbeJson = Schema.parseJson(
   Schema.Struct({ priceUsd: Schema.Number, settleLatencyMs: Schema.Number, httpStatus: Schema.Number, bodyMatchesType: Schema.Boolean })
@@ -62,6 +81,8 @@ export interface EventResolution {
   readonly ledger: number | null
   /** When a still-pending event is looked at again; null once it is settled. */
   readonly nextCheckMs: number | null
+  /** The payer the ledger showed, stored when the event named none (a receipt). */
+  readonly payer?: string
 }
 
 const toPublic = (row: EventRow): EconomicEvidence => ({
@@ -102,22 +123,36 @@ const make = Effect.gen(function* () {
       : sql`(resource_id = ${resourceId} OR (resource_id IS NULL AND ${sql.in("pay_to", payTos)}))`
 
   /**
+   * Events that count for a resource: named by id, or naming none and paying a payee that this is
+   * the one listed resource of. One transaction counts for one resource: a settle that named no
+   * resource is no evidence about each of a payee's many.
+   */
+  const countedFor = (resourceId: string, payTos: ReadonlyArray<string>) =>
+    payTos.length === 0
+      ? sql`resource_id = ${resourceId}`
+      : sql`(resource_id = ${resourceId} OR (resource_id IS NULL AND ${sql.in("pay_to", payTos)}
+          AND NOT EXISTS (SELECT 1 FROM payment_options po JOIN resources pr ON pr.id = po.resource_id
+               WHERE po.pay_to = economic_events.pay_to AND po.resource_id <> ${resourceId} AND pr.listed = 1)))`
+
+  /**
    * Payments about the resource since `sinceMs`: confirmed transactions (each counted once, however
    * many reports name it: a settle answer and the buyer's receipt of it are one payment) and
    * observed failures, which make the transaction success rate; and whether any transaction was
-   * ever confirmed (level 3 evidence). Pending and rejected events do not count. One query.
+   * ever confirmed (level 3 evidence), each only from enough distinct payers (countedPayments).
+   * Pending and rejected events do not count. One query.
    */
-  const summary = (resourceId: string, payTos: ReadonlyArray<string>, sinceMs: number) =>
+  const summary = (resourceId: string, payTos: ReadonlyArray<string>, sinceMs: number, minPayers: number) =>
     sql`
       SELECT COUNT(DISTINCT CASE WHEN at_ms >= ${sinceMs} AND state = 'confirmed' THEN transaction_hash END) AS successes,
              SUM(CASE WHEN at_ms >= ${sinceMs} AND state = 'failed' THEN 1 ELSE 0 END) AS failures,
-             MAX(CASE WHEN state = 'confirmed' THEN 1 ELSE 0 END) AS ever
-      FROM economic_events WHERE ${about(resourceId, payTos)}`.pipe(
+             MAX(CASE WHEN state = 'confirmed' THEN 1 ELSE 0 END) AS ever,
+             COUNT(DISTINCT CASE WHEN at_ms >= ${sinceMs} AND state = 'confirmed' AND source <> 'probe' THEN payer END) AS window_payers,
+             MAX(CASE WHEN at_ms >= ${sinceMs} AND state = 'confirmed' AND source = 'probe' THEN 1 ELSE 0 END) AS window_probe,
+             COUNT(DISTINCT CASE WHEN state = 'confirmed' AND source <> 'probe' THEN payer END) AS payers,
+             MAX(CASE WHEN state = 'confirmed' AND source = 'probe' THEN 1 ELSE 0 END) AS probe
+      FROM economic_events WHERE ${countedFor(resourceId, payTos)}`.pipe(
       Effect.flatMap(decodeSummary),
-      Effect.map(([row]) => {
-        const successes = row?.successes ?? 0
-        return { total: successes + (row?.failures ?? 0), successes, everSucceeded: row?.ever === 1 } satisfies PaymentSummary
-      })
+      Effect.map(([row]) => countedPayments(row, minPayers))
     )
 
   return repository("EconomicEventsRepo", {
@@ -135,10 +170,24 @@ const make = Effect.gen(function* () {
     summary,
 
     /**
+     * Another resource a transaction already counts for: an event with this hash, not rejected,
+     * naming a resource other than `resourceId`. One transaction is evidence about one resource.
+     */
+    claimedElsewhere: (transactionHash: string, resourceId: string | null) =>
+      sql<{ resource_id: string }>`SELECT resource_id FROM economic_events
+        WHERE transaction_hash = ${transactionHash} AND state <> 'rejected' AND resource_id IS NOT NULL
+          ${resourceId === null ? sql`` : sql`AND resource_id <> ${resourceId}`}
+        LIMIT 1`.pipe(Effect.map((rows) => rows[0]?.resource_id ?? null)),
+
+    /**
      * `summary` of many resources at once: one query finds which of them any event is about, and
      * only those (few: most resources are never paid through this service) get their own summary.
      */
-    summaries: (about: ReadonlyArray<{ readonly resourceId: string; readonly payTos: ReadonlyArray<string> }>, sinceMs: number) =>
+    summaries: (
+      about: ReadonlyArray<{ readonly resourceId: string; readonly payTos: ReadonlyArray<string> }>,
+      sinceMs: number,
+      minPayers: number
+    ) =>
       Effect.gen(function* () {
         const result = new Map<string, PaymentSummary>()
         if (about.length === 0) return result
@@ -151,7 +200,7 @@ const make = Effect.gen(function* () {
         const paid = new Set(found.flatMap((r) => (r.resource_id === null && r.pay_to !== null ? [r.pay_to] : [])))
         for (const a of about) {
           const any = ids.has(a.resourceId) || a.payTos.some((p) => paid.has(p))
-          result.set(a.resourceId, any ? yield* summary(a.resourceId, a.payTos, sinceMs) : NO_PAYMENTS)
+          result.set(a.resourceId, any ? yield* summary(a.resourceId, a.payTos, sinceMs, minPayers) : NO_PAYMENTS)
         }
         return result
       }),
@@ -167,7 +216,7 @@ const make = Effect.gen(function* () {
     /** Moves a pending event on; a no-op for one already settled. */
     resolve: (id: string, resolution: EventResolution, nowMs: number) =>
       sql`UPDATE economic_events SET state = ${resolution.state}, state_reason = ${resolution.reason},
-          ledger = ${resolution.ledger}, next_check_ms = ${resolution.nextCheckMs},
+          ledger = ${resolution.ledger}, next_check_ms = ${resolution.nextCheckMs}, payer = COALESCE(payer, ${resolution.payer ?? null}),
           state_changed_at = CASE WHEN state = ${resolution.state} THEN state_changed_at ELSE ${new Date(nowMs).toISOString()} END
         WHERE id = ${id} AND state = 'pending'`.pipe(Effect.asVoid),
 

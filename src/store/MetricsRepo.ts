@@ -62,8 +62,6 @@ const decodeWindows = decodeRows(WindowRow)
 /** The metric columns by name: reads leave out `window_state`, the writer's working state. */
 const metricColumns = Object.keys(MetricsColumns).map((c) => `m.${c}`).join(", ")
 
-const ShortlistRow = Schema.extend(Schema.Struct({ provider_id: Schema.String }), StandingRow)
-const decodeShortlist = decodeRows(ShortlistRow)
 
 const toStanding = (row: typeof StandingRow.Type): StoredStanding => ({
   resourceId: row.id,
@@ -79,16 +77,29 @@ export interface PayeeShortlistQuery {
   readonly limit: number
   readonly deniedProviders: ReadonlyArray<string>
   readonly observedSince: string
+  /** The URL the payment names (`paymentPayload.resource.url`), when it names one. */
+  readonly paidUrl?: string | undefined
 }
+
+const ShortlistRow = Schema.extend(
+  Schema.Struct({ provider_id: Schema.String, url: Schema.String, trusted: SqlFlag }),
+  StandingRow
+)
+const decodeShortlist = decodeRows(ShortlistRow)
 
 /**
  * A few of the resources that are evidence about a payee (the listed ones paying it and any an
- * operator quarantined), with their provider and standing, in one query whose cost does not grow
- * with how many resources pay it (see Settlement.checkPayee):
- * - one quarantined resource, if any is: read from the quarantined side (a partial index;
- *   quarantine is rare), each checked with one seek in the payee's options;
+ * operator quarantined), with their provider, URL, trust and standing, in one query whose cost
+ * does not grow with how many resources pay it (see Settlement.checkPayee). It mirrors
+ * settlement/rules.ts (payeeDenial, blocksPayee, judgedCandidates): keep both in step; a property
+ * test (test/payeeShortlist.property.test.ts) holds that it never passes what the rule refuses.
+ * - one quarantine that refuses the payee, if any does: an operator's, or a trusted resource's
+ *   (blocksPayee), read from the quarantined side (a partial index; quarantine is rare);
  * - one resource of a provider in `deniedProviders`, if any pays the payee (only when some
  *   policy denies providers): the payee's resources are walked until one is found;
+ * - when the payment names a URL: one resource at that URL paying the payee, whatever its state
+ *   (so the rule judges the named ones, as judgedCandidates does), and the first `limit` of them
+ *   that could pass;
  * - the first `limit` that could pass a policy, in id order: not offline or quarantined, a valid
  *   challenge seen, observed since `observedSince` (ISO 8601, as stored). Which ones is only a
  *   heuristic: a payee whose passing resources are all beyond them is judged on the whole set.
@@ -96,14 +107,17 @@ export interface PayeeShortlistQuery {
 const payeeShortlist = (
   sql: SqlClient.SqlClient,
   payTo: string,
-  { limit, deniedProviders, observedSince }: PayeeShortlistQuery
+  { limit, deniedProviders, observedSince, paidUrl }: PayeeShortlistQuery
 ) => {
   const evidence = (r: string) => sql.literal(`(${r}.listed = 1 OR ${r}.quarantined_by IS NOT NULL)`)
   const paying = (r: string) => sql`${sql.literal(r)}.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`
+  const couldPass = (r: string) =>
+    sql`${sql.literal(r)}.status NOT IN ('OFFLINE', 'QUARANTINED') AND ${sql.literal(r)}m.valid_challenge_seen = 1
+      AND ${sql.literal(r)}m.last_observed_at >= ${observedSince}`
   // Each part is a subquery of its own, so each LIMIT binds that part rather than the UNION.
   const quarantined = sql`SELECT id FROM (
       SELECT q.id FROM resources q
-      WHERE q.status = 'QUARANTINED' AND ${evidence("q")}
+      WHERE q.status = 'QUARANTINED' AND (q.quarantined_by IS NOT NULL OR (q.listed = 1 AND q.trusted = 1))
         AND EXISTS (SELECT 1 FROM payment_options qo WHERE qo.pay_to = ${payTo} AND qo.resource_id = q.id)
       LIMIT 1) quarantined`
   const denied = deniedProviders.length === 0
@@ -111,23 +125,32 @@ const payeeShortlist = (
     : sql`UNION SELECT id FROM (
         SELECT d.id FROM resources d WHERE ${evidence("d")} AND ${sql.in("d.provider_id", deniedProviders)} AND ${paying("d")}
         LIMIT 1) denied`
+  const named = paidUrl === undefined
+    ? sql``
+    : sql`UNION SELECT id FROM (
+        SELECT n.id FROM resources n WHERE n.url = ${paidUrl} AND ${evidence("n")} AND ${paying("n")}
+        LIMIT 1) named
+      UNION SELECT id FROM (
+        SELECT p.id FROM resources p JOIN resource_metrics pm ON pm.resource_id = p.id
+        WHERE p.url = ${paidUrl} AND ${evidence("p")} AND ${paying("p")} AND ${couldPass("p")}
+        ORDER BY p.id LIMIT ${limit}) named_passing`
   return sql`
-    SELECT r.provider_id, r.id, r.status, r.verification_level, r.quarantined_by, r.quarantine_reason, r.quarantined_at,
+    SELECT r.provider_id, r.url, r.trusted, r.id, r.status, r.verification_level, r.quarantined_by, r.quarantine_reason, r.quarantined_at,
       ${sql.literal(metricColumns)}
     FROM resources r LEFT JOIN resource_metrics m ON m.resource_id = r.id
     WHERE r.id IN (
       ${quarantined}
       ${denied}
+      ${named}
       UNION SELECT id FROM (
         SELECT c.id FROM payment_options co
           JOIN resources c ON c.id = co.resource_id
           JOIN resource_metrics cm ON cm.resource_id = c.id
-        WHERE co.pay_to = ${payTo} AND ${evidence("c")} AND c.status NOT IN ('OFFLINE', 'QUARANTINED')
-          AND cm.valid_challenge_seen = 1 AND cm.last_observed_at >= ${observedSince}
-        LIMIT ${limit}) passing
+        WHERE co.pay_to = ${payTo} AND ${evidence("c")} AND ${couldPass("c")}
+        ORDER BY co.resource_id LIMIT ${limit}) passing
     )`.pipe(
     Effect.flatMap(decodeShortlist),
-    Effect.map((rows) => rows.map((row) => ({ providerId: row.provider_id, standing: toStanding(row) })))
+    Effect.map((rows) => rows.map((row) => ({ providerId: row.provider_id, url: row.url, trusted: row.trusted, standing: toStanding(row) })))
   )
 }
 

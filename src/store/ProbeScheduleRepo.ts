@@ -5,6 +5,13 @@ import { chunksOf, decodeRows, repository, SqlNumber } from "./repository.js"
 const ClaimRow = Schema.Struct({ resource_id: Schema.String, due_ms: SqlNumber })
 const decodeClaims = decodeRows(ClaimRow)
 
+/**
+ * The probe lanes (docs/trust.md): trusted entries (the catalog file's, an operator's) are claimed
+ * and probed apart from everything strangers added, so no number of dead targets delays them.
+ */
+export type ProbeLane = "trusted" | "open"
+const laneValue = (lane: ProbeLane) => (lane === "trusted" ? 1 : 0)
+
 /** A resource claimed for probing: until `leaseUntilMs` no other instance takes it. */
 export interface Claim {
   readonly resourceId: string
@@ -18,22 +25,28 @@ const make = Effect.gen(function* () {
   return repository("ProbeScheduleRepo", {
     /**
      * Over the ids after `afterId` up to `upTo` (to the end when null): gives every resource in
-     * `targetIds` (the probe targets of that range) a due time, a new one due at once, and drops
-     * the range's schedule rows of resources that are no longer probe targets.
+     * `targets` (the probe targets of that range, with their lane) a due time, a new one due at
+     * once, moves one whose trust changed to its lane, and drops the range's schedule rows of
+     * resources that are no longer probe targets.
      */
-    sync: (targetIds: ReadonlyArray<string>, nowMs: number, afterId: string, upTo: string | null) =>
+    sync: (targets: ReadonlyArray<{ readonly id: string; readonly lane: ProbeLane }>, nowMs: number, afterId: string, upTo: string | null) =>
       Effect.gen(function* () {
         const range = upTo === null ? sql`resource_id > ${afterId}` : sql`resource_id > ${afterId} AND resource_id <= ${upTo}`
-        const known = new Set(
-          (yield* sql<{ resource_id: string }>`SELECT resource_id FROM probe_schedule WHERE ${range}`).map((r) => r.resource_id)
-        )
-        const targets = new Set(targetIds)
-        const fresh = targetIds.filter((id) => !known.has(id))
+        const stored = yield* sql<{ resource_id: string; lane: unknown }>`SELECT resource_id, lane FROM probe_schedule WHERE ${range}`
+        const known = new Map(stored.map((r) => [r.resource_id, Number(r.lane)] as const))
+        const fresh = targets.filter((t) => !known.has(t.id))
         for (let i = 0; i < fresh.length; i += 500) {
-          const rows = fresh.slice(i, i + 500).map((id) => ({ resource_id: id, due_ms: nowMs, lease_until_ms: 0 }))
+          const rows = fresh.slice(i, i + 500).map((t) => ({ resource_id: t.id, due_ms: nowMs, lease_until_ms: 0, lane: laneValue(t.lane) }))
           yield* sql`INSERT INTO probe_schedule ${sql.insert(rows)} ON CONFLICT (resource_id) DO NOTHING`
         }
-        const gone = [...known].filter((id) => !targets.has(id))
+        for (const lane of ["trusted", "open"] as const) {
+          const moved = targets.filter((t) => t.lane === lane && known.has(t.id) && known.get(t.id) !== laneValue(lane)).map((t) => t.id)
+          for (let i = 0; i < moved.length; i += 500) {
+            yield* sql`UPDATE probe_schedule SET lane = ${laneValue(lane)} WHERE ${sql.in("resource_id", moved.slice(i, i + 500))}`
+          }
+        }
+        const ids = new Set(targets.map((t) => t.id))
+        const gone = [...known.keys()].filter((id) => !ids.has(id))
         for (let i = 0; i < gone.length; i += 500) {
           yield* sql`DELETE FROM probe_schedule WHERE ${sql.in("resource_id", gone.slice(i, i + 500))}`
         }
@@ -41,15 +54,15 @@ const make = Effect.gen(function* () {
       }),
 
     /**
-     * Claims at most `limit` resources that are due and not leased by anyone (a lease that ran out
-     * is free again: its instance died or stalled). On Postgres the rows are locked with
+     * Claims at most `limit` resources of `lane` that are due and not leased by anyone (a lease that
+     * ran out is free again: its instance died or stalled). On Postgres the rows are locked with
      * `FOR UPDATE SKIP LOCKED`, so instances claiming at once take disjoint sets without waiting.
      */
-    claim: (owner: string, nowMs: number, limit: number, leaseMs: number) =>
+    claim: (owner: string, nowMs: number, limit: number, leaseMs: number, lane: ProbeLane) =>
       sql`UPDATE probe_schedule SET lease_owner = ${owner}, lease_until_ms = ${nowMs + leaseMs}
         WHERE resource_id IN (
           SELECT resource_id FROM probe_schedule
-          WHERE due_ms <= ${nowMs} AND lease_until_ms <= ${nowMs}
+          WHERE lane = ${laneValue(lane)} AND due_ms <= ${nowMs} AND lease_until_ms <= ${nowMs}
           ORDER BY due_ms LIMIT ${limit} ${postgres ? sql`FOR UPDATE SKIP LOCKED` : sql``})
         RETURNING resource_id, due_ms`.pipe(
         Effect.flatMap(decodeClaims),

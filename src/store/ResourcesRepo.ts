@@ -32,7 +32,8 @@ const ResourceRow = Schema.Struct({
   status: ServiceStatus,
   verification_level: SqlNumber,
   listed: SqlFlag,
-  source: Schema.String
+  source: Schema.String,
+  trusted: SqlFlag
 })
 
 const CapabilityRow = Schema.Struct({ resource_id: Schema.String, capability: Schema.String })
@@ -145,7 +146,7 @@ const toRecord = (r: typeof ResourceRow.Type, capabilities: ReadonlyArray<string
     ...(r.provider_contact !== null ? { contact: r.provider_contact } : {})
   },
   paymentOptions: options,
-  listing: { listed: r.listed, source: r.source }
+  listing: { listed: r.listed, source: r.source, trusted: r.trusted }
 })
 
 /** A record with the stored standing its evidence is derived from. */
@@ -239,7 +240,7 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const rows = yield* sql`
         SELECT r.id, r.provider_id, p.name AS provider_name, p.url AS provider_url, p.contact AS provider_contact,
-               r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source
+               r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source, r.trusted
         FROM resources r JOIN providers p ON p.id = r.provider_id
         WHERE ${where}
         ORDER BY r.id ${page ? sql`LIMIT ${page.limit} OFFSET ${page.offset ?? 0}` : sql``}`.pipe(Effect.flatMap(decodeResources))
@@ -276,7 +277,7 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const raw = yield* sql`
         SELECT r.id, r.provider_id, p.name AS provider_name, p.url AS provider_url, p.contact AS provider_contact,
-               r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source,
+               r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source, r.trusted,
                r.quarantined_by, r.quarantine_reason, r.quarantined_at, ${metricColumns}
         FROM resource_capabilities k
         JOIN resources r ON r.id = k.resource_id
@@ -391,6 +392,9 @@ const make = Effect.gen(function* () {
         source,
         listed: listed ? 1 : 0,
         listing_hold: hold,
+        trusted: source === "config" ? 1 : 0,
+        origin: URL.canParse(resource.url) ? new URL(resource.url).origin : null,
+        added_by: source === "config" ? null : change.actor,
         catalog_hash: hash,
         created_at: at,
         updated_at: at
@@ -401,6 +405,9 @@ const make = Effect.gen(function* () {
           method = excluded.method, updated_at = excluded.updated_at, catalog_hash = excluded.catalog_hash,
           listed = CASE WHEN resources.source = excluded.source THEN resources.listed ELSE excluded.listed END,
           listing_hold = CASE WHEN resources.source = excluded.source THEN resources.listing_hold ELSE excluded.listing_hold END,
+          trusted = CASE WHEN excluded.source = 'config' THEN 1 WHEN resources.source = excluded.source THEN resources.trusted ELSE 0 END,
+          origin = excluded.origin,
+          added_by = CASE WHEN resources.source = excluded.source THEN resources.added_by ELSE excluded.added_by END,
           source = excluded.source`
       // The listing the statement above left: what the CASE keeps, or `listed`.
       const moved = changed.flatMap(({ entry, before }) => {
@@ -554,10 +561,41 @@ const make = Effect.gen(function* () {
     get: (id: string) => load(sql`r.id = ${id}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     /** The records of `ids` that exist, by id. */
     getMany: (ids: ReadonlyArray<string>) => (ids.length === 0 ? Effect.succeed([]) : load(sql.in("r.id", ids))),
-    /** The ids of what the probe schedule visits (see probeTargets) after `afterId`, at most `limit`, by id, without loading the records. */
+    /**
+     * The ids of what the probe schedule visits (see probeTargets) after `afterId`, at most `limit`,
+     * by id, each with its probe lane (trusted entries apart), without loading the records.
+     */
     probeTargetIds: (afterId: string, limit: number) =>
-      sql<{ id: string }>`SELECT r.id FROM resources r WHERE ${probeTargetRule} AND r.id > ${afterId} ORDER BY r.id LIMIT ${limit}`.pipe(
-        Effect.map((rows) => rows.map((r) => r.id))
+      sql<{ id: string; trusted: unknown }>`SELECT r.id, r.trusted FROM resources r
+        WHERE ${probeTargetRule} AND r.id > ${afterId} ORDER BY r.id LIMIT ${limit}`.pipe(
+        Effect.map((rows) => rows.map((r) => ({ id: r.id, lane: Number(r.trusted) === 1 ? ("trusted" as const) : ("open" as const) })))
+      ),
+    /** Since when each of `ids` has been unhealthy (absent: healthy, or no such resource). */
+    unhealthySince: (ids: ReadonlyArray<string>) =>
+      ids.length === 0
+        ? Effect.succeed(new Map<string, number>())
+        : sql<{ id: string; unhealthy_since_ms: unknown }>`SELECT id, unhealthy_since_ms FROM resources
+            WHERE ${sql.in("id", ids)} AND unhealthy_since_ms IS NOT NULL`.pipe(
+            Effect.map((rows) => new Map(rows.map((r) => [r.id, Number(r.unhealthy_since_ms)] as const)))
+          ),
+    /**
+     * Deletes untrusted entries (not the catalog file's, not operator-listed, not validations,
+     * which have their own retention) unhealthy since before `cutoffMs`, with their observations,
+     * metrics and transitions; one an operator quarantined stays, with its reason. Answers how many went.
+     */
+    retireUnhealthy: (cutoffMs: number) =>
+      sql<{ id: string }>`DELETE FROM resources
+        WHERE trusted = 0 AND source <> 'validate' AND quarantined_by IS NULL
+          AND unhealthy_since_ms IS NOT NULL AND unhealthy_since_ms < ${cutoffMs}
+        RETURNING id`.pipe(
+        Effect.tap((rows) => (rows.length === 0 ? Effect.void : changes.changed(catalogChanged))),
+        Effect.map((rows) => rows.length)
+      ),
+    /** The listed resource at `url` that pays `payTo` (the first by id), if any: the resource a settle names. */
+    namedPayee: (url: string, payTo: string) =>
+      sql<{ id: string }>`SELECT r.id FROM resources r WHERE r.url = ${url} AND r.listed = 1
+        AND r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo}) ORDER BY r.id LIMIT 1`.pipe(
+        Effect.map((rows) => rows[0]?.id ?? null)
       ),
     findByUrl: (url: string) => load(sql`r.url = ${url}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     byCapability: (capability: string) =>
@@ -581,6 +619,14 @@ const make = Effect.gen(function* () {
         yield* writeListing(id, Number(rows[0].listed) === 1, listed, change)
         return true
       }).pipe(sql.withTransaction),
+    /**
+     * An operator's listing vouches for the entry (docs/trust.md); unlisting takes that back, but
+     * an entry of the catalog file stays trusted.
+     */
+    setVouched: (id: string, vouched: boolean) =>
+      sql`UPDATE resources SET trusted = CASE WHEN source = 'config' THEN 1 ELSE ${vouched ? 1 : 0} END WHERE id = ${id}`.pipe(
+        Effect.zipRight(changes.changed(catalogChanged))
+      ),
     /**
      * After a batch of probes: reads their resources' listings in one query, lets each `decide`
      * (the probe rule, docs/decisions.md) say what changes, and stores only the changes. The caller
@@ -644,6 +690,41 @@ const make = Effect.gen(function* () {
             Effect.flatMap(decodeSourced),
             Effect.map((rows) => rows.map(toSourced))
           ),
+    /**
+     * What ingestion quotas count (catalog/ingestionQuota.ts): untrusted entries other than
+     * validations (which are never probe targets and are pruned), of `source`, and by each of the
+     * given origins, principals and payees.
+     */
+    openCounts: (
+      source: string,
+      keys: { readonly origins: ReadonlyArray<string>; readonly principals: ReadonlyArray<string>; readonly payees: ReadonlyArray<string> }
+    ) =>
+      Effect.gen(function* () {
+        const open = sql.literal("r.trusted = 0 AND r.source <> 'validate'")
+        const grouped = (column: "origin" | "added_by", values: ReadonlyArray<string>) =>
+          Effect.map(
+            Effect.forEach(chunksOf([...new Set(values)], WRITE_CHUNK), (part) =>
+              sql<{ k: string; n: unknown }>`SELECT r.${sql.literal(column)} AS k, COUNT(*) AS n FROM resources r
+                WHERE ${open} AND ${sql.in(`r.${column}`, part)} GROUP BY r.${sql.literal(column)}`
+            ),
+            (parts) => new Map(parts.flat().map((row) => [row.k, Number(row.n)] as const))
+          )
+        const [row] = yield* sql<{ n: unknown }>`SELECT COUNT(*) AS n FROM resources r WHERE ${open} AND r.source = ${source}`
+        const payees = yield* Effect.map(
+          Effect.forEach(chunksOf([...new Set(keys.payees)], WRITE_CHUNK), (part) =>
+            sql<{ k: string; n: unknown }>`SELECT o.pay_to AS k, COUNT(DISTINCT o.resource_id) AS n
+              FROM payment_options o JOIN resources r ON r.id = o.resource_id
+              WHERE ${open} AND ${sql.in("o.pay_to", part)} GROUP BY o.pay_to`
+          ),
+          (parts) => new Map(parts.flat().map((r) => [r.k, Number(r.n)] as const))
+        )
+        return {
+          source: Number(row?.n ?? 0),
+          origins: yield* grouped("origin", keys.origins),
+          principals: yield* grouped("added_by", keys.principals),
+          payees
+        }
+      }),
     /** Every row a source brought in, listed or not. */
     bySource: (source: string) =>
       sql`SELECT id, url, source, listed, listing_hold FROM resources WHERE source = ${source} ORDER BY id`.pipe(

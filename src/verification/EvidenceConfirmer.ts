@@ -1,8 +1,8 @@
 import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../config.js"
-import { LedgerReader } from "../ledger/LedgerReader.js"
-import { EconomicEventsRepo, type PendingEvent } from "../store/EconomicEventsRepo.js"
-import { type ConfirmationRules, judgeTransaction } from "./confirmation.js"
+import { LedgerReader, type LedgerReaderShape } from "../ledger/LedgerReader.js"
+import { EconomicEventsRepo, type EventResolution, type PendingEvent } from "../store/EconomicEventsRepo.js"
+import { type ConfirmationRules, judgeFunding, judgeTransaction } from "./confirmation.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
 
 /** Pending payments looked at per pass; the rest wait for the next one. */
@@ -13,6 +13,22 @@ export interface ConfirmReport {
   readonly confirmed: number
   readonly rejected: number
 }
+
+/**
+ * The payee's transfers of the asset to a confirmed payment's payer in the `windowLedgers` (the
+ * metric window, at about 5 s a ledger) before it: what judgeFunding judges.
+ */
+const fundingReader = (ledger: LedgerReaderShape, assetContract: string, windowLedgers: number) =>
+  (event: PendingEvent, confirmed: EventResolution) =>
+    confirmed.state !== "confirmed" || confirmed.payer === undefined || confirmed.ledger === null
+      ? Effect.succeed([])
+      : ledger.transferEvents({
+          contract: assetContract,
+          from: event.expected.payTo,
+          to: confirmed.payer,
+          startLedger: Math.max(1, confirmed.ledger - windowLedgers),
+          endLedger: confirmed.ledger
+        })
 
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
@@ -25,10 +41,13 @@ const make = Effect.gen(function* () {
     recheckMs: Math.round(config.ledger.pollIntervalSeconds * 1000)
   }
 
+  const fundingOf = fundingReader(ledger, rules.assetContract, Math.ceil((config.verification.windowHours * 3600) / 5))
+
   const confirmEvent = (event: PendingEvent) =>
     Effect.gen(function* () {
       const found = yield* ledger.transaction(event.transactionHash)
-      const resolution = judgeTransaction(event, found, yield* Clock.currentTimeMillis, rules)
+      const confirmed = judgeTransaction(event, found, yield* Clock.currentTimeMillis, rules)
+      const resolution = judgeFunding(event, confirmed, yield* fundingOf(event, confirmed))
       yield* recorder.resolveEconomic(event, resolution)
       return resolution.state
     }).pipe(
@@ -61,7 +80,8 @@ const make = Effect.gen(function* () {
 
 /**
  * Confirms reported payments on the ledger: a transaction hash from a receipt, a settle answer or
- * an economic probe counts only once the ledger shows it paying what was expected.
+ * an economic probe counts only once the ledger shows it paying what was expected, from a payer
+ * that is not the payee and that the payee did not fund within the window (docs/trust.md).
  */
 export class EvidenceConfirmer extends Context.Tag("sextant/EvidenceConfirmer")<
   EvidenceConfirmer,

@@ -34,7 +34,11 @@ export interface EvidenceReaderShape {
    * one of a provider in `deniedProviders` if any pays the payee, and the first few that could pass
    * a policy. A payee check that allows on them allows on all (Settlement.checkPayee).
    */
-  readonly payeeShortlist: (payTo: string, deniedProviders: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ProviderEvidence>>
+  readonly payeeShortlist: (
+    payTo: string,
+    deniedProviders: ReadonlyArray<string>,
+    paidUrl?: string
+  ) => Effect.Effect<ReadonlyArray<ProviderEvidence>>
   /** The newest payments about a resource (named by it, or paying one of its payees), newest first. */
   readonly payments: (record: ResourceRecord) => Effect.Effect<ReadonlyArray<EconomicEvidence>>
 }
@@ -88,7 +92,8 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
         metrics,
         lastObservedAt: stored.snapshot?.lastObservedAt ?? null,
         validChallengeSeen: stored.snapshot?.validChallengeSeen ?? false,
-        transactionVerified: stored.snapshot?.transactionVerified ?? false
+        transactionVerified: stored.snapshot?.transactionVerified ?? false,
+        operatorQuarantined: stored.operatorQuarantine !== null
       })
       const toEvidence = (stored: StoredStanding, nowMs: number) =>
         evidenceOf(stored, currentMetrics(stored.resourceId, stored.snapshot, nowMs, config.verification))
@@ -137,15 +142,20 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
         forPayee: Effect.fn("EvidenceReader.forPayee")(function* (payTo: string) {
           return yield* withEvidence(yield* resources.byPayTo(payTo))
         }),
-        payeeShortlist: Effect.fn("EvidenceReader.payeeShortlist")(function* (payTo: string, deniedProviders: ReadonlyArray<string>) {
+        payeeShortlist: Effect.fn("EvidenceReader.payeeShortlist")(function* (
+          payTo: string,
+          deniedProviders: ReadonlyArray<string>,
+          paidUrl?: string
+        ) {
           const nowMs = yield* Clock.currentTimeMillis
           const found = yield* metrics.payeeShortlist(payTo, {
             limit: SHORTLIST,
             deniedProviders,
+            paidUrl,
             // Older evidence fails every policy: a policy's age limit may only tighten the configured one.
             observedSince: new Date(nowMs - config.verification.maxEvidenceAgeSeconds * 1000).toISOString()
           })
-          return found.map(({ providerId, standing }) => ({ providerId, evidence: toEvidence(standing, nowMs) }))
+          return found.map(({ providerId, url, trusted, standing }) => ({ providerId, url, trusted, evidence: toEvidence(standing, nowMs) }))
         }),
         payments: (record: ResourceRecord) =>
           economic.recent(record.resource.id, [...new Set(record.paymentOptions.map((o) => o.payTo))], PAYMENTS_SHOWN)

@@ -109,7 +109,7 @@ const make = Effect.gen(function* () {
       const nowMs = yield* Clock.currentTimeMillis
       const states = yield* metrics.windowStates([id])
       const window = yield* windowOfResource(record, states.get(id), nowMs)
-      const payments = yield* economic.summary(id, payTosOf(record), nowMs - windowMs(config.verification))
+      const payments = yield* economic.summary(id, payTosOf(record), nowMs - windowMs(config.verification), config.verification.minDistinctPayers)
       const { metrics: row, next } = deriveFrom(id, stored.value, window, payments, nowMs)
       yield* metrics.upsert([{ metrics: row, windowState: encodeWindow(window) }], new Date(nowMs).toISOString())
       yield* moveTo(id, stored.value, next, nowMs)
@@ -156,7 +156,8 @@ const make = Effect.gen(function* () {
       const states = yield* metrics.windowStates(ids)
       const payments = yield* economic.summaries(
         [...records.values()].filter((r) => standings.has(r.resource.id)).map((r) => ({ resourceId: r.resource.id, payTos: payTosOf(r) })),
-        nowMs - windowMs(config.verification)
+        nowMs - windowMs(config.verification),
+        config.verification.minDistinctPayers
       )
       // Read (or rebuild) each window before the batch's observations are stored: it must not hold them yet.
       const windows = new Map<string, RollingWindow>()
@@ -280,7 +281,11 @@ const make = Effect.gen(function* () {
   function storeEconomic(event: EconomicEvent) {
     return Effect.gen(function* () {
       const nowMs = yield* Clock.currentTimeMillis
-      const initial = initialResolution(event, nowMs)
+      const elsewhere = event.transactionHash === null ? null : yield* economic.claimedElsewhere(event.transactionHash, event.resourceId)
+      const initial: EventResolution =
+        elsewhere === null
+          ? initialResolution(event, nowMs)
+          : { state: "rejected", reason: `transaction ${event.transactionHash} already counts for resource ${elsewhere}: one transaction is evidence about one resource`, ledger: null, nextCheckMs: null }
       yield* economic.insert(sortableId("eco", nowMs), event, initial, nowMs)
       return initial.state === "failed" || initial.state === "confirmed"
     })

@@ -2,7 +2,7 @@ import { Clock, Context, Effect, identity, Layer, Option, Queue, Schema } from "
 import { createHash } from "node:crypto"
 import { AppConfig, type Config } from "../config.js"
 import { redactorFor } from "../redaction/redact.js"
-import { type NotFound, notFound } from "../domain/errors.js"
+import { InvalidRequest, type NotFound, notFound } from "../domain/errors.js"
 import type { ProbeResult } from "../domain/observations.js"
 import {
   type CatalogEntry,
@@ -12,8 +12,9 @@ import {
 } from "../domain/resources.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
 import { durableAgainstProcessCrash } from "../store/commitDurability.js"
+import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
-import { ProbeScheduleRepo } from "../store/ProbeScheduleRepo.js"
+import { type ProbeLane, ProbeScheduleRepo } from "../store/ProbeScheduleRepo.js"
 import { type ListingChange, ResourcesRepo } from "../store/ResourcesRepo.js"
 import { isAcceptable } from "./challenge.js"
 import { Instruments } from "../telemetry/Instruments.js"
@@ -21,7 +22,7 @@ import { EvidenceRecorder, type ProbeBookkeeping } from "./EvidenceRecorder.js"
 import { guardTarget, TargetRefused } from "./outboundGuard.js"
 import { type Observed, observe, type ProbeTarget } from "./observe.js"
 import { publicObservation } from "../domain/observations.js"
-import { nextDue } from "./probeSlots.js"
+import { backoffIntervals, nextDue } from "./probeSlots.js"
 
 /** What one scheduled pass over the catalog did. */
 export interface CycleReport {
@@ -34,6 +35,8 @@ export interface CycleReport {
   readonly pruned: number
   /** Unlisted resources `/v1/validate` created and nobody validated within `verification.unlistedRetentionHours`, deleted. */
   readonly prunedUnlisted: number
+  /** Untrusted entries unhealthy for `ingestion.retireAfterHours`, deleted. */
+  readonly retired: number
 }
 
 /**
@@ -139,10 +142,11 @@ export const probeStep = (config: Config) => {
     )
 }
 
-const targetOf = (record: ResourceRecord, method?: HttpMethod): ProbeTarget => ({
+/** A catalog resource is always probed with its catalog method: a caller never picks it (docs/trust.md). */
+const targetOf = (record: ResourceRecord): ProbeTarget => ({
   resourceId: record.resource.id,
   url: record.resource.url,
-  method: method ?? record.resource.method,
+  method: record.resource.method,
   advertised: record.paymentOptions
 })
 
@@ -150,6 +154,7 @@ const make = Effect.gen(function* () {
   const config = yield* AppConfig
   const resources = yield* ResourcesRepo
   const observations = yield* ObservationsRepo
+  const metrics = yield* MetricsRepo
   const recorder = yield* EvidenceRecorder
   const schedule = yield* ProbeScheduleRepo
   const intervalMs = config.probes.intervalSeconds * 1000
@@ -181,30 +186,67 @@ const make = Effect.gen(function* () {
   /** `request` gates the probe's own step (a slot of the caller's); recording it waits outside the gate. */
   const probeRecord = (
     record: ResourceRecord,
-    method?: HttpMethod,
     claim?: ProbeBookkeeping["claim"],
     request: <A, E, R>(step: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = identity
   ) =>
     Effect.zipRight(
       recorder.beginProbe(record),
-      Effect.flatMap(request(run(targetOf(record, method))), (observed) => result(record, observed, false, claim))
+      Effect.flatMap(request(run(targetOf(record))), (observed) => result(record, observed, false, claim))
     )
 
   /**
-   * Probes each record (completing its claim, if any), logging a store failure (a defect) and
-   * answering null for it: a batch goes on without it. At most `probes.concurrency` requests are
-   * in flight, and up to WAITING_FOR_BATCH more probes wait for their batch to commit.
+   * A caller's probe of a catalog resource (`/v1/validate`): with its catalog method (another
+   * method is a 400), and recorded as evidence only when the resource has no observation within
+   * the last probe interval. Callers so add at most one observation per interval beside the
+   * schedule's one and can never outvote it; a probe not recorded is still answered, with the
+   * resource's standing as stored.
    */
-  const probeAll = (items: ReadonlyArray<{ readonly record: ResourceRecord; readonly claim?: ProbeBookkeeping["claim"] }>) =>
-    Effect.flatMap(slots(config.probes.concurrency), (request) =>
+  const probeAdHoc = (record: ResourceRecord, method: HttpMethod | undefined) =>
+    Effect.gen(function* () {
+      if (method !== undefined && method !== record.resource.method) {
+        return yield* Effect.fail(
+          new InvalidRequest({
+            message: `method: ${record.resource.id} is a catalog resource, probed with its catalog method ${record.resource.method}, not ${method}`
+          })
+        )
+      }
+      const nowMs = yield* Clock.currentTimeMillis
+      const last = (yield* metrics.get(record.resource.id))?.lastObservedAt ?? null
+      if (last === null || Date.parse(last) <= nowMs - intervalMs) return yield* probeRecord(record)
+      const observed = yield* run(targetOf(record))
+      return {
+        resourceId: record.resource.id,
+        discovered: false,
+        healthy: observed.observation.outcome === "healthy",
+        outcome: observed.observation.outcome,
+        observation: publicObservation(observed.observation),
+        challenge: observed.challenge,
+        status: record.resource.status,
+        verificationLevel: record.resource.verificationLevel
+      } satisfies ProbeResult
+    })
+
+  /** Requests in flight at once per lane: strangers' entries get their own, smaller share. */
+  const concurrencyOf = (lane: ProbeLane) => (lane === "trusted" ? config.probes.concurrency : config.ingestion.concurrency)
+
+  /**
+   * Probes each record (completing its claim, if any), logging a store failure (a defect) and
+   * answering null for it: a batch goes on without it. At most `concurrency` requests are in
+   * flight, and up to WAITING_FOR_BATCH more probes wait for their batch to commit.
+   */
+  const probeAll = (
+    items: ReadonlyArray<{ readonly record: ResourceRecord; readonly claim?: ProbeBookkeeping["claim"] }>,
+    concurrency = config.probes.concurrency
+  ) =>
+    Effect.flatMap(slots(concurrency), (request) =>
       Effect.forEach(
         items,
         ({ record, claim }) =>
-          probeRecord(record, undefined, claim, request).pipe(
+          probeRecord(record, claim, request).pipe(
             Effect.map((r) => r.outcome),
             Effect.catchAllCause((cause) => Effect.logWarning(`probe of ${record.resource.id} not recorded`, cause).pipe(Effect.as(null)))
           ),
-        { concurrency: config.probes.concurrency + WAITING_FOR_BATCH }
+        { concurrency: concurrency + WAITING_FOR_BATCH }
       )
     )
 
@@ -234,9 +276,11 @@ const make = Effect.gen(function* () {
         body: (s) => Effect.zipLeft(observations.pruneRollups(rollupsBefore, s.next!, PRUNE_RESOURCES, PRUNE_BATCH), letIoIn)
       }
     )
-    // Unlisted resources `/v1/validate` created that nobody validated within unlistedRetentionHours go too.
+    // Unlisted resources `/v1/validate` created that nobody validated within unlistedRetentionHours go too,
+    // and so do untrusted entries unhealthy for retireAfterHours.
     const prunedUnlisted = yield* resources.pruneUnlisted(nowMs - config.verification.unlistedRetentionHours * 3_600_000)
-    return { pruned, prunedUnlisted }
+    const retired = yield* resources.retireUnhealthy(nowMs - config.ingestion.retireAfterHours * 3_600_000)
+    return { pruned, prunedUnlisted, retired }
   }))
 
   /** A URL the catalog does not list, probed once under its future id; a refused target fails before any traffic. */
@@ -276,19 +320,27 @@ const make = Effect.gen(function* () {
     observeNewUrl,
     adopt,
 
-    /** Probes a catalog resource now and records the observation. */
-    probeResource: (resourceId: string, method?: HttpMethod): Effect.Effect<ProbeResult, NotFound> =>
+    /** Probes a catalog resource now, as the schedule does, and records the observation (`sextant probe <id>`). */
+    probeResource: (resourceId: string): Effect.Effect<ProbeResult, NotFound> =>
       Effect.gen(function* () {
         const found = yield* resources.get(resourceId)
         if (Option.isNone(found)) return yield* Effect.fail(notFound("resource", resourceId))
-        return yield* probeRecord(found.value, method)
+        return yield* probeRecord(found.value)
       }).pipe(Effect.withSpan("Prober.probeResource")),
+
+    /** A caller's probe of a catalog resource (`/v1/validate {resourceId}`); see probeAdHoc. */
+    validateResource: (resourceId: string, method?: HttpMethod): Effect.Effect<ProbeResult, NotFound | InvalidRequest> =>
+      Effect.gen(function* () {
+        const found = yield* resources.get(resourceId)
+        if (Option.isNone(found)) return yield* Effect.fail(notFound("resource", resourceId))
+        return yield* probeAdHoc(found.value, method)
+      }).pipe(Effect.withSpan("Prober.validateResource")),
 
     /**
      * Probes any URL (`/v1/validate`): a catalog URL is probed as that resource; an unknown one
      * becomes an unlisted resource (source "validate"). Fails with TargetRefused for a URL the outbound guard forbids.
      */
-    probeUrl: (rawUrl: string, method?: HttpMethod): Effect.Effect<ProbeResult, TargetRefused> =>
+    probeUrl: (rawUrl: string, method?: HttpMethod): Effect.Effect<ProbeResult, TargetRefused | InvalidRequest> =>
       Effect.gen(function* () {
         let url: URL
         try {
@@ -297,7 +349,7 @@ const make = Effect.gen(function* () {
           return yield* new TargetRefused({ reason: `"${rawUrl}" is not an absolute URL` })
         }
         const known = yield* resources.findByUrl(url.href)
-        if (Option.isSome(known)) return yield* probeRecord(known.value, method)
+        if (Option.isSome(known)) return yield* probeAdHoc(known.value, method)
         return yield* probeNewUrl(url, method ?? "GET")
       }).pipe(Effect.withSpan("Prober.probeUrl")),
 
@@ -313,8 +365,8 @@ const make = Effect.gen(function* () {
       const nowMs = yield* Clock.currentTimeMillis
       const total = { added: 0, removed: 0 }
       for (let afterId: string | null = ""; afterId !== null; ) {
-        const ids: ReadonlyArray<string> = yield* resources.probeTargetIds(afterId, SYNC_PAGE)
-        const upTo = ids.length === SYNC_PAGE ? ids[ids.length - 1]! : null
+        const ids: ReadonlyArray<{ readonly id: string; readonly lane: ProbeLane }> = yield* resources.probeTargetIds(afterId, SYNC_PAGE)
+        const upTo = ids.length === SYNC_PAGE ? ids[ids.length - 1]!.id : null
         const page = yield* schedule.sync(ids, nowMs, afterId, upTo)
         total.added += page.added
         total.removed += page.removed
@@ -325,25 +377,32 @@ const make = Effect.gen(function* () {
     }),
 
     /**
-     * Claims up to `limit` resources that are due, as `owner`, probes them (at most
-     * `probes.concurrency` at once) and sets each one's next due time (its next slot, `nextDue`) in
-     * the probe's own batch transaction. Answers how many were claimed.
+     * Claims up to `limit` resources of `lane` that are due, as `owner`, probes them (at most the
+     * lane's concurrency at once) and sets each one's next due time (its next slot, `nextDue`; an
+     * unhealthy untrusted entry's backs off, `backoffIntervals`) in the probe's own batch
+     * transaction. Answers how many were claimed.
      */
-    runDue: (owner: string, limit: number) =>
+    runDue: (owner: string, limit: number, lane: ProbeLane = "trusted") =>
       Effect.gen(function* () {
         const nowMs = yield* Clock.currentTimeMillis
-        const claims = yield* schedule.claim(owner, nowMs, limit, config.probes.leaseSeconds * 1000)
+        const claims = yield* schedule.claim(owner, nowMs, limit, config.probes.leaseSeconds * 1000, lane)
         if (claims.length === 0) return 0
-        const records = new Map((yield* resources.getMany(claims.map((c) => c.resourceId))).map((r) => [r.resource.id, r] as const))
-        const next = (resourceId: string) => nextDue(resourceId, nowMs, intervalMs)
+        const ids = claims.map((c) => c.resourceId)
+        const records = new Map((yield* resources.getMany(ids)).map((r) => [r.resource.id, r] as const))
+        const unhealthy = lane === "open" ? yield* resources.unhealthySince(ids) : new Map<string, number>()
+        const next = (resourceId: string) =>
+          nextDue(resourceId, nowMs, intervalMs * backoffIntervals(unhealthy.get(resourceId), nowMs, intervalMs, config.ingestion.maxBackoffIntervals))
         // A claim whose resource is gone is completed without a probe.
         const gone = claims.filter((c) => !records.has(c.resourceId)).map((c) => ({ resourceId: c.resourceId, nextDueMs: next(c.resourceId) }))
         yield* Effect.zipRight(
           gone.length === 0 ? Effect.void : schedule.complete(owner, gone),
-          probeAll(claims.flatMap((c) => {
-            const record = records.get(c.resourceId)
-            return record === undefined ? [] : [{ record, claim: { owner, nextDueMs: next(c.resourceId) } }]
-          }))
+          probeAll(
+            claims.flatMap((c) => {
+              const record = records.get(c.resourceId)
+              return record === undefined ? [] : [{ record, claim: { owner, nextDueMs: next(c.resourceId) } }]
+            }),
+            concurrencyOf(lane)
+          )
         ).pipe(
           // Stopping mid-batch: what was not probed is due at once for any instance still running.
           Effect.onInterrupt(() => Effect.ignore(schedule.release(claims.map((c) => c.resourceId), owner)))
@@ -359,7 +418,7 @@ const make = Effect.gen(function* () {
       const startMs = yield* Clock.currentTimeMillis
       const records = yield* resources.probeTargets()
       const outcomes = yield* probeAll(records.map((record) => ({ record })))
-      const { pruned, prunedUnlisted } = yield* prune
+      const { pruned, prunedUnlisted, retired } = yield* prune
       const endMs = yield* Clock.currentTimeMillis
       return {
         startedAt: new Date(startMs).toISOString(),
@@ -368,7 +427,8 @@ const make = Effect.gen(function* () {
         healthy: outcomes.filter((o) => o === "healthy").length,
         unrecorded: outcomes.filter((o) => o === null).length,
         pruned,
-        prunedUnlisted
+        prunedUnlisted,
+        retired
       } satisfies CycleReport
     }).pipe(Effect.withSpan("Prober.runCycle"))
   }

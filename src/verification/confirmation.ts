@@ -80,5 +80,30 @@ export const judgeTransaction = (
     const wanted = `${event.expected.scheme === "upto" ? "at most " : ""}${event.expected.amount} of ${rules.assetContract} to ${event.expected.payTo}`
     return settled("rejected", `transaction ${tx.hash} does not pay ${wanted} (it holds: ${seen})`, tx.ledger)
   }
-  return settled("confirmed", `confirmed in ledger ${tx.ledger}`, tx.ledger)
+  if (matching.from === event.expected.payTo) {
+    return settled("rejected", `transaction ${tx.hash} is a payment from the payee ${matching.from} to itself: no buyer`, tx.ledger)
+  }
+  return { ...settled("confirmed", `confirmed in ledger ${tx.ledger}`, tx.ledger), payer: matching.from }
+}
+
+/**
+ * A confirmed payment whose payer the payee funded (sent the asset to) in the ledgers before it,
+ * within the metric window, is the payee paying itself through a second account: rejected. No
+ * I/O: `funding` is what the ledger showed of such transfers.
+ */
+export const judgeFunding = (
+  event: PendingEvent,
+  confirmed: EventResolution,
+  funding: ReadonlyArray<{ readonly transactionHash: string; readonly ledger: number }>
+): EventResolution => {
+  const first = funding[0]
+  if (confirmed.state !== "confirmed" || first === undefined) return confirmed
+  return {
+    ...settled(
+      "rejected",
+      `payer ${confirmed.payer} was funded by the payee ${event.expected.payTo} in ledger ${first.ledger} (transaction ${first.transactionHash}), within the window before it paid: no independent buyer`,
+      confirmed.ledger
+    ),
+    ...(confirmed.payer !== undefined ? { payer: confirmed.payer } : {})
+  }
 }

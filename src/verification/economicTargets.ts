@@ -15,11 +15,29 @@ export interface Skipped {
   readonly reason: string
 }
 
+/** The cycle's per-payee and per-provider caps: why a target is over one, or null (and it is counted). */
+const capsOf = (config: EconomicProbesConfig) => {
+  const perPayee = new Map<string, number>()
+  const perProvider = new Map<string, number>()
+  return (payTo: string, provider: string): string | null => {
+    if ((perPayee.get(payTo) ?? 0) >= config.maxPerPayee) return `payee ${payTo} was paid for ${config.maxPerPayee} resources this cycle (maxPerPayee)`
+    if ((perProvider.get(provider) ?? 0) >= config.maxPerProvider) {
+      return `provider "${provider}" was paid for ${config.maxPerProvider} resources this cycle (maxPerProvider)`
+    }
+    perPayee.set(payTo, (perPayee.get(payTo) ?? 0) + 1)
+    perProvider.set(provider, (perProvider.get(provider) ?? 0) + 1)
+    return null
+  }
+}
+
 /**
- * What one cycle of economic probes pays: the configured resources (or every listed one), each
+ * What one cycle of economic probes pays: the configured resources (or every listed trusted one,
+ * docs/trust.md: anyone could register an entry priced at the cap with their own payTo), each
  * through its cheapest `exact` option on this deployment's network and asset that the operator's
- * policy ALLOWs with the per-probe price cap added. Only `exact` is paid: it is the only Stellar
- * scheme a wallet can sign today. Everything left out is named with why.
+ * policy ALLOWs with the per-probe price cap added, once it has `minObservations` probes in the
+ * window, and at most `maxPerPayee` per payee and `maxPerProvider` per provider a cycle. Only
+ * `exact` is paid: it is the only Stellar scheme a wallet can sign today. Everything left out is
+ * named with why.
  */
 export const economicTargets = (
   listed: ReadonlyArray<ResourceRecord>,
@@ -29,7 +47,8 @@ export const economicTargets = (
   context: PolicyContext
 ): { readonly targets: ReadonlyArray<EconomicTarget>; readonly skipped: ReadonlyArray<Skipped> } => {
   const byId = new Map(listed.map((r) => [r.resource.id, r]))
-  const chosen = config.resources ?? listed.map((r) => r.resource.id)
+  const chosen = config.resources ?? listed.filter((r) => config.includeUntrusted || r.listing.trusted).map((r) => r.resource.id)
+  const overCap = capsOf(config)
   const cap = Math.min(config.maxPriceUsd, config.policy.maxPricePerRequestUsd ?? Infinity)
   const policy = { ...config.policy, maxPricePerRequestUsd: cap }
   const targets: Array<EconomicTarget> = []
@@ -58,7 +77,14 @@ export const economicTargets = (
       skipped.push({ resourceId: id, reason: `the operator's policy does not allow it (${reasons})` })
       continue
     }
-    targets.push({ record, option: cheapest.option })
+    const seen = evidence.get(id)?.metrics.observationCount ?? 0
+    if (seen < config.minObservations) {
+      skipped.push({ resourceId: id, reason: `${seen} probes in the window, fewer than the ${config.minObservations} minObservations` })
+      continue
+    }
+    const capped = overCap(cheapest.option.payTo, record.provider.id)
+    if (capped !== null) skipped.push({ resourceId: id, reason: capped })
+    else targets.push({ record, option: cheapest.option })
   }
   return { targets, skipped }
 }

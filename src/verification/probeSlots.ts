@@ -24,3 +24,11 @@ export const nextDue = (id: string, nowMs: number, intervalMs: number) => {
   const slot = base + phase
   return slot >= earliest ? slot : slot + intervalMs
 }
+
+/**
+ * How many intervals apart an untrusted entry is probed (docs/trust.md): 1 while healthy, doubling
+ * with each whole interval it has stayed unhealthy since `unhealthySinceMs`, at most `maxIntervals`.
+ * A dead target a stranger added so costs the schedule less and less until it is retired.
+ */
+export const backoffIntervals = (unhealthySinceMs: number | undefined, nowMs: number, intervalMs: number, maxIntervals: number) =>
+  unhealthySinceMs === undefined ? 1 : Math.min(maxIntervals, 2 ** Math.floor(Math.max(0, nowMs - unhealthySinceMs) / intervalMs))

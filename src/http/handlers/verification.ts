@@ -45,7 +45,7 @@ export const VerificationHandlers = HttpApiBuilder.group(SextantApi, "verificati
       if (resourceId !== undefined && url !== undefined) {
         return Effect.fail(new InvalidRequest({ message: "pass either resourceId or url, not both" }))
       }
-      if (resourceId !== undefined) return Effect.flatMap(prober.probeResource(resourceId, method), refusalOf)
+      if (resourceId !== undefined) return Effect.flatMap(prober.validateResource(resourceId, method), refusalOf)
       if (url !== undefined) {
         return prober.probeUrl(url, method).pipe(
           Effect.catchTag("TargetRefused", (e) => Effect.fail(refused(e.reason))),

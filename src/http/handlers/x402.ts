@@ -2,7 +2,7 @@ import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { InvalidRequest } from "../../domain/errors.js"
 import { type BazaarStatus, bazaarSchemaRefusal, extensionResponsesHeader } from "../../extensions/bazaar.js"
-import { BazaarIngest } from "../../extensions/BazaarIngest.js"
+import { BazaarIngest, type SettledPayment } from "../../extensions/BazaarIngest.js"
 import { idempotencyKeyOf } from "../../extensions/paymentIdentifier.js"
 import { Settlement } from "../../settlement/Settlement.js"
 import { FacilitatorPool } from "../../x402/FacilitatorPool.js"
@@ -30,18 +30,21 @@ export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) 
     const settlement = yield* Settlement
     const verifier = yield* IdempotentVerify
     const bazaar = yield* BazaarIngest
-    /** Runs the payment, then answers its bazaar extension, whether the payment went through or not. */
-    const withBazaar = <A, E, R>(
+    /**
+     * Runs the settle, then answers its bazaar extension, whether the payment went through or not.
+     * A verify never catalogs (docs/trust.md): it moves no money.
+     */
+    const withBazaar = <A extends { readonly success: boolean }, E, R>(
       request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown },
       path: string,
-      payment: Effect.Effect<A, E, R>,
-      paid: (answer: A) => boolean
+      payment: Effect.Effect<Omit<SettledPayment, "success"> & { readonly answer: A }, E, R>
     ) =>
       payment.pipe(
         Effect.tapBoth({
-          onFailure: () => Effect.flatMap(bazaar.respond(request, false, path), extensionResponses),
-          onSuccess: (answer) => Effect.flatMap(bazaar.respond(request, paid(answer), path), extensionResponses)
-        })
+          onFailure: () => Effect.flatMap(bazaar.respond(request, null, path), extensionResponses),
+          onSuccess: (settled) => Effect.flatMap(bazaar.respond(request, { ...settled, success: settled.answer.success }, path), extensionResponses)
+        }),
+        Effect.map((settled) => settled.answer)
       )
     return handlers
       .handle("supported", () => pool.supported)
@@ -50,7 +53,7 @@ export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) 
           const principal = yield* Principal
           yield* admitExtensions(payload)
           const idempotencyKey = yield* idempotencyKeyOf(headers["idempotency-key"], payload)
-          return yield* withBazaar(payload, "/x402/verify", verifier.verify({ request: payload, idempotencyKey, principal: principal.id }), (a) => a.isValid)
+          return yield* verifier.verify({ request: payload, idempotencyKey, principal: principal.id })
         })
       )
       .handle("settle", ({ payload, headers }) =>
@@ -58,7 +61,7 @@ export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) 
           const principal = yield* Principal
           yield* admitExtensions(payload)
           const idempotencyKey = yield* idempotencyKeyOf(headers["idempotency-key"], payload)
-          return yield* withBazaar(payload, "/x402/settle", settlement.settle({ request: payload, idempotencyKey, principal: principal.id }), (a) => a.success)
+          return yield* withBazaar(payload, "/x402/settle", settlement.settleReporting({ request: payload, idempotencyKey, principal: principal.id }))
         })
       )
       .handle("facilitators", () => Effect.map(pool.status, (facilitators) => ({ facilitators })))

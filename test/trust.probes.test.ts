@@ -1,0 +1,101 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Effect } from "effect"
+import { MAX_REGISTRATION_REQUESTS, MAX_ROUTES } from "../src/catalog/Registration.js"
+import { Prober } from "../src/verification/Prober.js"
+import { entry } from "./fixtures/verificationStack.js"
+import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { request, startServer, testConfig } from "./support/server.js"
+
+/**
+ * Probes a caller could bend, on the rules before the trust model:
+ * - `/v1/validate {resourceId, method}` probed a competitor's GET resource with the caller's method
+ *   and recorded the answer as its evidence; at 60 calls a minute the caller's probes outvoted the
+ *   schedule's and pushed it to DEGRADED;
+ * - a registration probed every route its OpenAPI named (any method, up to 100, six hops each), and
+ *   a path key `//<other origin>/x` resolved off the registered origin and was probed there.
+ */
+const paidOperation = (summary: string) => ({
+  summary,
+  "x-payment-info": { protocols: ["x402"], price: { mode: "fixed", currency: "USD", amount: "0.001" } },
+  responses: { "200": { description: "the data" }, "402": { description: "Payment Required" } }
+})
+
+let target: X402Fixture
+let victim: X402Fixture
+let hostile: X402Fixture
+let server: Awaited<ReturnType<typeof startServer>>
+const hitsOf = (fixture: X402Fixture) => [...fixture.hits.values()].reduce((a, b) => a + b, 0)
+
+beforeAll(async () => {
+  target = await startX402Fixture()
+  victim = await startX402Fixture()
+  const victimHost = new URL(victim.origin).host
+  hostile = await startX402Fixture({
+    documents: () => ({
+      "/openapi.json": {
+        openapi: "3.1.0",
+        info: { title: "a hundred routes", version: "1" },
+        paths: {
+          ...Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`/paid/r${i}`, { get: paidOperation(`route ${i}`) }])),
+          "/paid/wipe": { delete: paidOperation("a DELETE") },
+          "/paid/replace": { put: paidOperation("a PUT") },
+          "/paid/amend": { patch: paidOperation("a PATCH") },
+          [`//${victimHost}/paid/escape`]: { get: paidOperation("off the origin") },
+          [`/\\${victimHost}/paid/backslash`]: { get: paidOperation("off the origin, spelled with a backslash") }
+        }
+      }
+    })
+  })
+  const base = testConfig()
+  server = await startServer(
+    testConfig({
+      catalog: [entry("competitor", target.url("/paid/competitor"))],
+      probes: { ...base.probes, allowPrivateTargets: true },
+      limits: { ...base.limits, validate: null, register: null }
+    })
+  )
+  await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource("competitor")))
+})
+
+afterAll(async () => {
+  await server.close()
+  await Promise.all([target.stop(), victim.stop(), hostile.stop()])
+})
+
+describe("probes no caller can bend", () => {
+  test("200 hostile validations with DELETE (and 200 more with the catalog method) leave a competitor PAYMENT_VERIFIED on the schedule's evidence", async () => {
+    for (let i = 0; i < 200; i++) {
+      const hostileCall = await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "competitor", method: "DELETE" } })
+      expect(hostileCall.status).toBe(400)
+      expect(hostileCall.body.error).toBe("INVALID_REQUEST")
+    }
+    const byUrl = await request(`${server.url}/v1/validate`, { method: "POST", json: { url: target.url("/paid/competitor"), method: "PUT" } })
+    expect(byUrl.status).toBe(400)
+    for (let i = 0; i < 200; i++) {
+      const honest = await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "competitor" } })
+      expect(honest.status).toBe(200)
+    }
+    const metrics = await request(`${server.url}/v1/resources/competitor/metrics`)
+    // Only the schedule's probe: a caller's validation within the interval is answered, not recorded.
+    expect(metrics.body.observationCount).toBe(1)
+    const resource = await request(`${server.url}/v1/resources/competitor`)
+    expect(resource.body.resource.status).toBe("PAYMENT_VERIFIED")
+  })
+
+  test("a registration naming 100 routes, write methods and //victim path keys sends at most the stated requests, none off the origin", async () => {
+    const before = hitsOf(hostile)
+    const registered = await request(`${server.url}/v1/resources/register`, { method: "POST", json: { origin: hostile.origin } })
+    expect(registered.status).toBe(200)
+    const sent = hitsOf(hostile) - before
+    expect(sent).toBeLessThanOrEqual(MAX_REGISTRATION_REQUESTS)
+    expect(hitsOf(victim)).toBe(0)
+    const routes: ReadonlyArray<{ outcome: string; method: string; detail: string | null }> = registered.body.routes
+    expect(routes.filter((r) => r.outcome === "listed")).toHaveLength(MAX_ROUTES)
+    for (const method of ["DELETE", "PUT", "PATCH"]) {
+      expect(routes.find((r) => r.method === method)).toMatchObject({ outcome: "skipped", detail: `${method}: registration probes only GET, HEAD and POST routes` })
+    }
+    expect(routes.filter((r) => r.detail?.includes("is not a path on") === true)).toHaveLength(2)
+    const one = await request(`${server.url}/v1/resources/register`, { method: "POST", json: { url: hostile.url("/paid/x"), method: "DELETE" } })
+    expect(one.status).toBe(400)
+  })
+})
