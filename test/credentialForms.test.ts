@@ -23,7 +23,11 @@ describe.each([
 
   beforeAll(async () => {
     // Room for one sponsored fee per principal in the window: the second settle tests the budget.
-    stack = await startSellerStack((base) => ({ budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 } }))
+    // One buyer's payment is the evidence followed to level 3 here, so one distinct payer suffices.
+    stack = await startSellerStack((base) => ({
+      budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 },
+      verification: { ...base.verification, minDistinctPayers: 1 }
+    }))
     expect((await post("/v1/validate", { resourceId: RESOURCE_ID })).body.healthy).toBe(true)
   })
   afterAll(() => stack.stop())

@@ -186,14 +186,17 @@ const make = (options: PoolOptions) =>
         update(failure.backendId, (s) => ({ ...s, healthy: false, polled: true, lastCheckedAt: at, lastError: failure.detail }))
       )
 
-    /** A verify or settle failure counts toward the breaker; only a streak (or a refused connection) marks the backend. */
+    /**
+     * A verify or settle failure counts toward the breaker; only a streak (or a refused connection)
+     * marks the backend. Its detail is the backend's last error either way, so operators see it.
+     */
     const recordCallFailure = (failure: BackendFailure) =>
       Effect.flatMap(nowIso, (at) =>
         update(failure.backendId, (s) => {
           const { streak, unhealthy } = healthAfterFailure(failure, s.failureStreak)
           return unhealthy
             ? { ...s, healthy: false, polled: true, lastCheckedAt: at, lastError: failure.detail, failureStreak: streak }
-            : { ...s, failureStreak: streak }
+            : { ...s, lastError: failure.detail, failureStreak: streak }
         })
       )
     const recordCallSuccess = (backendId: string) => update(backendId, (s) => (s.failureStreak === 0 ? s : { ...s, failureStreak: 0 }))
