@@ -129,15 +129,42 @@ describe("refused credential forms and spent nonces never reach a backend", () =
     expect(stack.ledger.transfersBetween(buyer.publicKey(), PAY_TO)).toBe(1)
   })
 
-  test("20 settles with bogus payer signatures are 400 INVALID_PAYER_SIGNATURE with no backend call, and the global fee budget stays whole", async () => {
+  test("200 settles with bogus payer signatures are 400 INVALID_PAYER_SIGNATURE with no backend call, and the global fee budget stays whole", async () => {
     const settlesBefore = stack.backend.calls("/settle")
-    for (let seed = 100; seed < 120; seed++) {
+    for (let seed = 100; seed < 300; seed++) {
       const payment = await buildExactPayment(requirements, { buyer: seededBuyer(seed), bogusSignature: true })
       const answer = await post("/x402/settle", settleBody(payment, requirements))
       expect(answer).toMatchObject({ status: 400, body: { error: "INVALID_PAYER_SIGNATURE" } })
     }
     expect(stack.backend.calls("/settle")).toBe(settlesBefore)
-    const genuine = await buildExactPayment(requirements, { buyer: seededBuyer(120), validUntilLedger: stack.ledger.latestLedger() + 50 })
+    const genuine = await buildExactPayment(requirements, { buyer: seededBuyer(300), validUntilLedger: stack.ledger.latestLedger() + 50 })
     expect(await post("/x402/settle", settleBody(genuine, requirements))).toMatchObject({ status: 200, body: { success: true } })
+  })
+})
+
+describe("a settle the backend refuses without submitting", () => {
+  let stack: Awaited<ReturnType<typeof startSellerStack>>
+  const requirements = exactRequirements({ payTo: PAY_TO })
+  const post = (path: string, json: unknown) => request(`${stack.server.url}${path}`, { method: "POST", json })
+  const settleAs = async (seed: number) =>
+    post("/x402/settle", settleBody(await buildExactPayment(requirements, { buyer: seededBuyer(seed), validUntilLedger: stack.ledger.latestLedger() + 50 }), requirements))
+  beforeAll(async () => {
+    // A global fee budget of two settles.
+    stack = await startSellerStack((base) => ({ budgets: { ...base.budgets, feeCeilingStroops: 1_000, globalFeeStroops: 2_000 } }))
+    expect((await post("/v1/validate", { resourceId: RESOURCE_ID })).body.healthy).toBe(true)
+  })
+  afterAll(() => stack.stop())
+
+  test("releases its fee reservation: five refusals with no transaction leave room for two real settles, and the third is 429", async () => {
+    stack.backend.setMode("invalid")
+    for (let seed = 400; seed < 405; seed++) {
+      expect(await settleAs(seed)).toMatchObject({ status: 200, body: { success: false, transaction: "" } })
+    }
+    const failed = (await request(`${stack.server.url}/x402/settlements?state=failed`)).body.settlements
+    expect(failed).toHaveLength(5)
+    stack.backend.setMode("succeed")
+    expect(await settleAs(405)).toMatchObject({ status: 200, body: { success: true } })
+    expect(await settleAs(406)).toMatchObject({ status: 200, body: { success: true } })
+    expect(await settleAs(407)).toMatchObject({ status: 429, body: { error: "FEE_BUDGET_EXHAUSTED" } })
   })
 })

@@ -619,8 +619,8 @@ describe("settlement pipeline", () => {
       })
     )
     expect(out.answer).toEqual(Either.right(expect.objectContaining({ success: false, errorReason: "invalid_exact_stellar_payload_simulation_failed" })))
-    // The backend acted on it, so its sponsored fee stays charged at the ceiling.
-    expect(out.journal[0]).toMatchObject({ state: "failed", backend_id: "a", transaction_hash: null, fee_stroops: 1_000_000 })
+    // The refusal names no transaction: nothing was submitted, so the fee reservation is released.
+    expect(out.journal[0]).toMatchObject({ state: "failed", backend_id: "a", transaction_hash: null, fee_stroops: 0 })
     expect(b.calls("/settle")).toBe(0)
   })
 

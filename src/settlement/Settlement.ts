@@ -157,13 +157,16 @@ const conclude = (
     case "Answered": {
       const { response, backendId } = outcome
       const refusal = response.success ? [] : [{ backendId, error: response.errorReason ?? response.errorMessage ?? "settle refused" }]
+      // A refusal naming no transaction shows the backend submitted nothing, so it cost no fee and
+      // its reservation is released: payments that could never settle must not spend the budget.
+      const submitted = response.success || response.transaction !== ""
       return {
         completion: {
           state: response.success ? "settled" : "failed",
           reason: response.success
             ? `facilitator "${backendId}" settled it${response.transaction === "" ? "" : ` in transaction ${response.transaction}`}`
             : `facilitator "${backendId}" answered success: false (${refusal[0]?.error})`,
-          submitted: true,
+          submitted,
           backendId,
           transaction: response.transaction === "" ? null : response.transaction,
           payer: response.payer ?? null,

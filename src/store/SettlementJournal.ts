@@ -215,8 +215,8 @@ const make = Effect.gen(function* () {
     /**
      * Records how a settlement ended. An entry that crash recovery (of this or another instance
      * sharing the database) marked indeterminate while it was in flight still takes its real
-     * outcome. One that reached a backend stays charged at the fee ceiling whatever it cost (SPEC
-     * Limits 2); one that never did releases its reservation.
+     * outcome. One a backend may have submitted stays charged at the fee ceiling whatever it cost
+     * (SPEC Limits 2); one that was never submitted releases its reservation.
      */
     complete: (id: string, completion: Completion, nowMs: number) =>
       Effect.gen(function* () {
