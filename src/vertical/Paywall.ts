@@ -4,13 +4,12 @@ import {
   type PaymentPayload,
   type PaymentRequirements,
   type ResourceInfo,
-  type SchemeNetworkServer,
   SettleError,
   VerifyError
 } from "@x402/core/types"
-import { ExactStellarScheme } from "@x402/stellar/exact/server"
 import { Context, Duration, Effect, Either, Layer, Ref, Schedule, Schema, type Scope } from "effect"
 import type { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
+import { stellarServerScheme } from "../x402/stellarServerScheme.js"
 import { FacilitatorUnavailable, InvalidRequest, PaymentRequired, SettlementFailed, SettlementUnconfirmed } from "./errors.js"
 
 export type Endpoint = "inspect" | "changes" | "compliance" | "eligibility"
@@ -135,23 +134,8 @@ const configOnlyFacilitator = (network: StellarNetwork): FacilitatorClient => {
 
 const SCHEMES: ReadonlyArray<PaymentScheme> = ["exact", "upto"]
 
-/**
- * `upto` on Stellar: the x402 specs define it for EVM only and @x402/stellar ships no server for
- * it, yet catalogs advertise it (a ceiling the buyer authorises). Its requirements are built as
- * `exact`'s are (same asset and amount parsing, same fee sponsorship), with `amount` the ceiling,
- * which is how a probe reads an `upto` challenge.
- */
-const uptoStellarScheme = (): SchemeNetworkServer => {
-  const exact = new ExactStellarScheme()
-  return {
-    scheme: "upto",
-    parsePrice: (price, network) => exact.parsePrice(price, network),
-    enhancePaymentRequirements: (requirements, kind, extensions) => exact.enhancePaymentRequirements(requirements, kind, extensions)
-  }
-}
-
 const makeServer = (client: FacilitatorClient, network: StellarNetwork) =>
-  new x402ResourceServer(client).register(network, new ExactStellarScheme()).register(network, uptoStellarScheme())
+  new x402ResourceServer(client).register(network, stellarServerScheme("exact")).register(network, stellarServerScheme("upto"))
 
 export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallApi, never, Scope.Scope> =>
   Effect.gen(function* () {
