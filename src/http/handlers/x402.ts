@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { InvalidRequest } from "../../domain/errors.js"
-import { type BazaarStatus, bazaarSchemaRefusal, extensionResponsesHeader } from "../../extensions/bazaar.js"
+import { BAZAAR, type BazaarStatus, bazaarSchemaRefusal, extensionResponsesHeader } from "../../extensions/bazaar.js"
 import { BazaarIngest } from "../../extensions/BazaarIngest.js"
 import { idempotencyKeyOf } from "../../extensions/paymentIdentifier.js"
 import { Settlement } from "../../settlement/Settlement.js"
@@ -18,6 +18,9 @@ const extensionResponses = (status: BazaarStatus | null) =>
         Effect.succeed(HttpServerResponse.setHeader(response, "EXTENSION-RESPONSES", extensionResponsesHeader(status)))
       )
 
+const asRecord = (value: unknown): Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {}
+
 /** A bazaar schema this service would never evaluate (schemaGuard) is refused before any payment is made. */
 const admitExtensions = (payload: { readonly paymentPayload: unknown }) => {
   const refused = bazaarSchemaRefusal(payload.paymentPayload)
@@ -30,18 +33,24 @@ export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) 
     const settlement = yield* Settlement
     const verifier = yield* IdempotentVerify
     const bazaar = yield* BazaarIngest
-    /** Runs the payment, then answers its bazaar extension, whether the payment went through or not. */
-    const withBazaar = <A, E, R>(
+    /**
+     * Runs the payment, then answers its bazaar extension, whether the payment went through or not:
+     * in the `EXTENSION-RESPONSES` header and, on an answer, in its `extensionResponses` field, where
+     * 2.27 types it on verify and settle answers.
+     */
+    const withBazaar = <A extends { readonly extensionResponses?: unknown }, E, R>(
       request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown },
       path: string,
       payment: Effect.Effect<A, E, R>,
       paid: (answer: A) => boolean
     ) =>
       payment.pipe(
-        Effect.tapBoth({
-          onFailure: () => Effect.flatMap(bazaar.respond(request, false, path), extensionResponses),
-          onSuccess: (answer) => Effect.flatMap(bazaar.respond(request, paid(answer), path), extensionResponses)
-        })
+        Effect.tapError(() => Effect.flatMap(bazaar.respond(request, false, path), extensionResponses)),
+        Effect.flatMap((answer) =>
+          Effect.map(Effect.tap(bazaar.respond(request, paid(answer), path), extensionResponses), (status): A =>
+            status === null ? answer : { ...answer, extensionResponses: { ...asRecord(answer.extensionResponses), [BAZAAR]: status } }
+          )
+        )
       )
     return handlers
       .handle("supported", () => pool.supported)
