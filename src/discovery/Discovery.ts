@@ -42,6 +42,16 @@ const sourceForExtensions = (extensions: string | undefined): "any" | "bazaar" |
   return keys.size === 1 && keys.has(BAZAAR) ? "bazaar" : null
 }
 
+/** Where a search cursor resumes: none without one; a cursor of other filters is the caller's mistake (400). */
+const searchPosition = (kind: string, cursor: string | undefined, scope: string) =>
+  cursor === undefined
+    ? Effect.succeed<SearchPosition | null>(null)
+    : Effect.flatMap(readCursor(kind, cursor), (position) =>
+        position.scope !== scope || position.relevance === undefined
+          ? Effect.fail(new InvalidRequest({ message: "cursor: it belongs to a search with other filters" }))
+          : Effect.succeed<SearchPosition | null>({ relevance: position.relevance, id: position.id })
+      )
+
 /** A page request of a listing: both optional (the default page size; the first page). */
 export interface PageRequest {
   readonly limit?: number | undefined
@@ -91,14 +101,7 @@ const make = Effect.gen(function* () {
       const limit = query.limit ?? DISCOVERY_SEARCH_DEFAULT_LIMIT
       const filters = { query: query.query, type: query.type, network: query.network, scheme: query.scheme, payTo: query.payTo }
       const scope = scopeOf([X402_SEARCH_CURSOR, filters, query.extensions ?? null])
-      let after: SearchPosition | null = null
-      if (query.cursor !== undefined) {
-        const position = yield* readCursor(X402_SEARCH_CURSOR, query.cursor)
-        if (position.scope !== scope || position.relevance === undefined) {
-          return yield* Effect.fail(new InvalidRequest({ message: "cursor: it belongs to a search with other filters" }))
-        }
-        after = { relevance: position.relevance, id: position.id }
-      }
+      const after = yield* searchPosition(X402_SEARCH_CURSOR, query.cursor, scope)
       const source = sourceForExtensions(query.extensions)
       const found = source === null ? [] : yield* repo.searchPage({ ...filters, source: source === "any" ? undefined : source }, after, limit + 1)
       const page = found.slice(0, limit)
@@ -143,14 +146,7 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const limit = request.limit ?? PAGE_LIMITS.search.default
       const scope = searchScope(request)
-      let after: SearchPosition | null = null
-      if (request.cursor !== undefined) {
-        const position = yield* readCursor(SEARCH_CURSOR, request.cursor)
-        if (position.scope !== scope || position.relevance === undefined) {
-          return yield* Effect.fail(new InvalidRequest({ message: "cursor: it belongs to a search with other filters" }))
-        }
-        after = { relevance: position.relevance, id: position.id }
-      }
+      let after = yield* searchPosition(SEARCH_CURSOR, request.cursor, scope)
       const batch = filtersOnQuality(request) ? Math.max(limit + 1, QUALITY_BATCH) : limit + 1
       const hits: Array<SearchHit> = []
       for (;;) {
