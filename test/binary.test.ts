@@ -129,6 +129,7 @@ describe("single binary", () => {
       "get_resource_metrics",
       "list_discovery_resources",
       "route_resource",
+      "search_discovery_resources",
       "search_resources",
       "validate_endpoint"
     ])

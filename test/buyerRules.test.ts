@@ -4,6 +4,8 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { effectivePolicy } from "../src/client/Buyer.js"
+import { DEFAULT_MAX_USD_PER_PAYMENT } from "../src/client/spendControls.js"
+import { DEFAULT_MAX_AMOUNT_PER_PAYMENT } from "@x402/core/client"
 import { candidateRefusal, challengeRefusal, priceCeiling } from "../src/client/candidate.js"
 import { placeInput } from "../src/client/input.js"
 import { judgeFailure, judgePaid } from "../src/client/outcome.js"
@@ -62,7 +64,20 @@ describe("candidate checks (the buyer's own, whatever the service routed)", () =
   test("--max-usd tightens the policy's price per request and never loosens it", () => {
     expect(effectivePolicy({ maxUsd: 0.5 })).toEqual({ maxPricePerRequestUsd: 0.5 })
     expect(effectivePolicy({ maxUsd: 0.5, policy: { maxPricePerRequestUsd: 0.1 } })).toEqual({ maxPricePerRequestUsd: 0.1 })
-    expect(effectivePolicy({ policy: { minConfidence: 0.5 } })).toEqual({ minConfidence: 0.5 })
+    // Above upstream's default cap: --max-usd is the per-payment cap, as spendControls.maxAmountPerPayment is.
+    expect(effectivePolicy({ maxUsd: 5 })).toEqual({ maxPricePerRequestUsd: 5 })
+  })
+
+  test("without --max-usd the cap is upstream spendControls' default, read from @x402/core", () => {
+    expect(DEFAULT_MAX_AMOUNT_PER_PAYMENT).toBe("$1")
+    expect(DEFAULT_MAX_USD_PER_PAYMENT).toBe(1)
+    expect(effectivePolicy({ policy: { minConfidence: 0.5 } })).toEqual({ minConfidence: 0.5, maxPricePerRequestUsd: 1 })
+    expect(effectivePolicy({ policy: { maxPricePerRequestUsd: 0.2 } })).toEqual({ maxPricePerRequestUsd: 0.2 })
+    expect(effectivePolicy({ policy: { maxPricePerRequestUsd: 3 } })).toEqual({ maxPricePerRequestUsd: 1 })
+    // The cap reaches the signer: a $2 candidate is refused before anything is signed, as upstream refuses it.
+    const pricey = candidate({ amount: "20000000", amountUsd: 2 })
+    expect(candidateRefusal(pricey, effectivePolicy({}), deployment)).toContain("over the policy's 1 USD")
+    expect(priceCeiling(pricey, effectivePolicy({}), 7)).toBe(10_000_000n)
   })
 })
 

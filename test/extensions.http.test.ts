@@ -246,6 +246,8 @@ describe("bazaar extension ingestion", () => {
     expect(backendCalls("/settle", p)).toBe(1)
     const answer = extensionResponses(settled.headers)
     expect(answer.bazaar.status).toBe("rejected")
+    // The same status in the answer's own field, as 2.27 types settle (and verify) answers.
+    expect(settled.body.extensionResponses).toEqual(answer)
     expect(answer.bazaar.rejectedReason).toContain("info failed schema validation")
     expect((await request(`${server.url}/v1/resources/${bazaarId(url, PAYEE)}`)).status).toBe(404)
   })

@@ -16,6 +16,7 @@ const TOOL_NAMES = [
   "get_resource_metrics",
   "list_discovery_resources",
   "route_resource",
+  "search_discovery_resources",
   "search_resources",
   "validate_endpoint"
 ]
@@ -83,7 +84,7 @@ afterAll(async () => {
 })
 
 describe("mcp over stdio", () => {
-  test("tools/list names exactly the eight tools, each with object input and output schemas", async () => {
+  test("tools/list names exactly the nine tools, each with object input and output schemas", async () => {
     const { tools } = await client.listTools()
     expect(tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
     for (const tool of tools) {
@@ -111,7 +112,8 @@ describe("mcp over stdio", () => {
       ["get_resource", { id: "fixture.paid" }, "/v1/resources/fixture.paid"],
       ["get_resource_metrics", { id: "fixture.paid" }, "/v1/resources/fixture.paid/metrics"],
       ["get_resource_history", { id: "fixture.paid", from, to }, `/v1/resources/fixture.paid/history?from=${from}&to=${to}`],
-      ["list_discovery_resources", { limit: 5, offset: 0, type: "http" }, "/x402/discovery/resources?limit=5&offset=0&type=http"]
+      ["list_discovery_resources", { limit: 5, offset: 0, type: "http" }, "/x402/discovery/resources?limit=5&offset=0&type=http"],
+      ["search_discovery_resources", { query: "fixture", limit: 5 }, "/x402/discovery/search?query=fixture&limit=5"]
     ]
     for (const [tool, args, path, body] of pairs) {
       const viaMcp = await callTool(tool, args)

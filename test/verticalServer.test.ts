@@ -5,6 +5,7 @@ import {
   encodePaymentSignatureHeader
 } from "@x402/core/http"
 import type { PaymentRequired } from "@x402/core/types"
+import { extractPublicKeyFromKid, type JWSSignedReceipt, verifyReceiptSignatureJWS } from "@x402/extensions/offer-receipt"
 import { Effect, Either, ManagedRuntime, TestClock, TestContext } from "effect"
 import { type Config, loadConfig, TESTNET_USDC, type VerticalConfig } from "../src/config.js"
 import { exactOffers, Paywall } from "../src/vertical/Paywall.js"
@@ -350,6 +351,14 @@ describe("vertical: paid requests", () => {
       expect(settlement.success).toBe(true)
       expect(settlement.network).toBe("stellar:testnet")
       expect(settlement.transaction).toMatch(/^[0-9a-f]{64}$/)
+      // The provider signs a receipt (offer-receipt, JWS EdDSA) naming the payer and the transaction.
+      const receipt = (settlement.extensions?.["offer-receipt"] as { info: { receipt: JWSSignedReceipt } }).info.receipt
+      const kid = JSON.parse(Buffer.from(receipt.signature.split(".")[0]!, "base64url").toString()).kid as string
+      expect(await verifyReceiptSignatureJWS(receipt, await extractPublicKeyFromKid(kid))).toMatchObject({
+        network: "stellar:testnet",
+        transaction: settlement.transaction,
+        payer: settlement.payer
+      })
       expect(fac.requests.slice(before).map((r) => r.path)).toEqual(["/verify", "/settle"])
       const settled = fac.requests.at(-1)?.body as { paymentRequirements: { amount: string; payTo: string } }
       expect(settled.paymentRequirements.amount).toBe(defaults.vertical.prices[endpoint])

@@ -1,5 +1,6 @@
 import { Either, Schema } from "effect"
 import { type CatalogEntry, ceilingCoversAmount, HttpMethod, ResourceInfo, type ResourcePaymentOption } from "../domain/resources.js"
+import { serviceMetadataOf } from "../domain/serviceMetadata.js"
 import { BaseUnits, baseUnitsToUsd, PaymentScheme, StellarAddress, StellarNetwork } from "../domain/stellar.js"
 import { discoveredId } from "../verification/Prober.js"
 
@@ -123,6 +124,8 @@ export const readItem = (raw: unknown, sourceId: string, deployment: ImportDeplo
   if (item.type !== "http" && item.type !== "mcp") return { _tag: "Invalid", reason: `unknown resource type "${item.type}"` }
   const url = new URL(item.resource)
   const metadata = isObject(item.metadata) ? item.metadata : {}
+  // A 2.27 bazaar item carries the service metadata beside `resource`; Item's decoding drops it.
+  const service = isObject(raw) ? serviceMetadataOf({ url: url.href, serviceName: raw.serviceName, tags: raw.tags, iconUrl: raw.iconUrl }) : {}
   return {
     _tag: "Kept",
     lastUpdatedMs: lastUpdatedMs(item.lastUpdated),
@@ -134,7 +137,8 @@ export const readItem = (raw: unknown, sourceId: string, deployment: ImportDeplo
         description: describe(item, sourceId),
         url: url.href,
         method: methodOf(item),
-        capabilities: []
+        capabilities: [],
+        ...service
       },
       provider: { id: `host:${url.host}`, name: text(metadata.provider) ?? url.host, url: url.origin },
       paymentOptions: options

@@ -23,6 +23,7 @@ import {
 import { type Placement, placeInput } from "./input.js"
 import { judgeFailure, judgePaid } from "./outcome.js"
 import { SextantClient, type SextantClientShape } from "./SextantClient.js"
+import { perPaymentCapUsd } from "./spendControls.js"
 import {
   defaultSpendLedgerFile,
   OverSpendLimit,
@@ -95,11 +96,13 @@ const dataOf = (paid: PaidAnswer): unknown => {
   }
 }
 
-/** `--max-usd` tightens the policy's price per request, never loosens it. */
+/**
+ * The per-payment cap (`--max-usd`, else upstream's `spendControls` default of $1) tightens the
+ * policy's price per request, never loosens it.
+ */
 export const effectivePolicy = (request: Pick<BuyRequest, "policy" | "maxUsd">): AgentPolicy => {
   const policy = request.policy ?? {}
-  if (request.maxUsd === undefined) return policy
-  return { ...policy, maxPricePerRequestUsd: Math.min(request.maxUsd, policy.maxPricePerRequestUsd ?? Infinity) }
+  return { ...policy, maxPricePerRequestUsd: Math.min(perPaymentCapUsd(request.maxUsd), policy.maxPricePerRequestUsd ?? Infinity) }
 }
 
 /** Where one candidate is bought: the resource as the service describes it and the input placed for its method. */

@@ -1,11 +1,19 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { InvalidRequest, notFound } from "../domain/errors.js"
 import { encodeCursor, PAGE_LIMITS, readCursor, scopeOf } from "../domain/pagination.js"
-import { DISCOVERY_DEFAULT_LIMIT, type DiscoveryQuery, type DiscoveryResponse } from "../domain/discovery.js"
+import {
+  DISCOVERY_DEFAULT_LIMIT,
+  DISCOVERY_SEARCH_DEFAULT_LIMIT,
+  type DiscoveryQuery,
+  type DiscoveryResponse,
+  type DiscoverySearchQuery,
+  type DiscoverySearchResponse
+} from "../domain/discovery.js"
 import { noEvidence } from "../domain/evidence.js"
 import { emptyMetrics } from "../domain/metrics.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
-import type { ResourceSearchRequest } from "../domain/resources.js"
+import type { ResourceRecord, ResourceSearchRequest } from "../domain/resources.js"
+import { BAZAAR } from "../extensions/bazaar.js"
 import type { ResourceDetail, SearchHit } from "../domain/catalog.js"
 import { CurationRepo } from "../store/CurationRepo.js"
 import { ResourcesRepo, type SearchPosition } from "../store/ResourcesRepo.js"
@@ -21,6 +29,28 @@ const QUALITY_BATCH = 200
 
 const LIST_CURSOR = "resources"
 const SEARCH_CURSOR = "search"
+const X402_SEARCH_CURSOR = "x402-search"
+
+/**
+ * The `extensions` filter as a source: every resource without it; `bazaar` the resources
+ * catalogued from a payment's bazaar extension (the one extension recorded per resource); null
+ * (nothing matches) for any other key, which no stored resource is known to carry.
+ */
+const sourceForExtensions = (extensions: string | undefined): "any" | "bazaar" | null => {
+  const keys = new Set((extensions ?? "").split(",").map((k) => k.trim()).filter((k) => k !== ""))
+  if (keys.size === 0) return "any"
+  return keys.size === 1 && keys.has(BAZAAR) ? "bazaar" : null
+}
+
+/** Where a search cursor resumes: none without one; a cursor of other filters is the caller's mistake (400). */
+const searchPosition = (kind: string, cursor: string | undefined, scope: string) =>
+  cursor === undefined
+    ? Effect.succeed<SearchPosition | null>(null)
+    : Effect.flatMap(readCursor(kind, cursor), (position) =>
+        position.scope !== scope || position.relevance === undefined
+          ? Effect.fail(new InvalidRequest({ message: "cursor: it belongs to a search with other filters" }))
+          : Effect.succeed<SearchPosition | null>({ relevance: position.relevance, id: position.id })
+      )
 
 /** A page request of a listing: both optional (the default page size; the first page). */
 export interface PageRequest {
@@ -39,21 +69,47 @@ const make = Effect.gen(function* () {
   const curationRepo = yield* CurationRepo
   const observations = yield* ObservationsRepo
 
+  /** Records as x402 discovery items, each with its evidence and newest healthy observation. */
+  const itemsOf = (records: ReadonlyArray<ResourceRecord>) =>
+    Effect.gen(function* () {
+      const ids = records.map((r) => r.resource.id)
+      const found = yield* evidence.forResources(ids)
+      const observed = yield* observations.latestHealthy(ids)
+      const nowMs = yield* Clock.currentTimeMillis
+      return records.map((record) => {
+        const id = record.resource.id
+        return discoveryItem(record, found.get(id) ?? noEvidence(id), observed.get(id) ?? null, nowMs)
+      })
+    })
+
   /** One page of the listed catalog in the x402 discovery shape, ordered by resource id. */
   const x402Page = (query: DiscoveryQuery) =>
     Effect.gen(function* () {
       const limit = query.limit ?? DISCOVERY_DEFAULT_LIMIT
       const offset = query.offset ?? 0
       const { records, total } = yield* repo.listedPage({ ...query, limit, offset })
-      const ids = records.map((r) => r.resource.id)
-      const found = yield* evidence.forResources(ids)
-      const observed = yield* observations.latestHealthy(ids)
-      const nowMs = yield* Clock.currentTimeMillis
-      const items = records.map((record) => {
-        const id = record.resource.id
-        return discoveryItem(record, found.get(id) ?? noEvidence(id), observed.get(id) ?? null, nowMs)
-      })
+      const items = yield* itemsOf(records)
       return { x402Version: 2, items, pagination: { limit, offset, total } } satisfies DiscoveryResponse
+    })
+
+  /**
+   * Bazaar search: the listed catalog ranked by the full-text index (relevance, then id), with the
+   * x402 filters, in cursor pages. `partialResults` says more matches follow this page.
+   */
+  const x402Search = (query: DiscoverySearchQuery) =>
+    Effect.gen(function* () {
+      const limit = query.limit ?? DISCOVERY_SEARCH_DEFAULT_LIMIT
+      const filters = { query: query.query, type: query.type, network: query.network, scheme: query.scheme, payTo: query.payTo }
+      const scope = scopeOf([X402_SEARCH_CURSOR, filters, query.extensions ?? null])
+      const after = yield* searchPosition(X402_SEARCH_CURSOR, query.cursor, scope)
+      const source = sourceForExtensions(query.extensions)
+      const found = source === null ? [] : yield* repo.searchPage({ ...filters, source: source === "any" ? undefined : source }, after, limit + 1)
+      const page = found.slice(0, limit)
+      const last = page[page.length - 1]
+      const cursor =
+        found.length > limit && last ? encodeCursor(X402_SEARCH_CURSOR, { id: last.record.resource.id, relevance: last.relevance, scope }) : null
+      const resources = yield* itemsOf(page.map((hit) => hit.record))
+      return { x402Version: 2, resources, partialResults: cursor !== null, pagination: { limit, cursor } } satisfies DiscoverySearchResponse
     })
 
   const get = (id: string) =>
@@ -90,14 +146,7 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const limit = request.limit ?? PAGE_LIMITS.search.default
       const scope = searchScope(request)
-      let after: SearchPosition | null = null
-      if (request.cursor !== undefined) {
-        const position = yield* readCursor(SEARCH_CURSOR, request.cursor)
-        if (position.scope !== scope || position.relevance === undefined) {
-          return yield* Effect.fail(new InvalidRequest({ message: "cursor: it belongs to a search with other filters" }))
-        }
-        after = { relevance: position.relevance, id: position.id }
-      }
+      let after = yield* searchPosition(SEARCH_CURSOR, request.cursor, scope)
       const batch = filtersOnQuality(request) ? Math.max(limit + 1, QUALITY_BATCH) : limit + 1
       const hits: Array<SearchHit> = []
       for (;;) {
@@ -124,7 +173,8 @@ const make = Effect.gen(function* () {
     list: (page: PageRequest) => list(page).pipe(Effect.withSpan("Discovery.list")),
     get,
     search: (request: ResourceSearchRequest) => find(request).pipe(Effect.withSpan("Discovery.search")),
-    x402Page: (query: DiscoveryQuery) => x402Page(query).pipe(Effect.withSpan("Discovery.x402Page"))
+    x402Page: (query: DiscoveryQuery) => x402Page(query).pipe(Effect.withSpan("Discovery.x402Page")),
+    x402Search: (query: DiscoverySearchQuery) => x402Search(query).pipe(Effect.withSpan("Discovery.x402Search"))
   }
 })
 

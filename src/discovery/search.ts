@@ -13,7 +13,8 @@ import { FIELD_WEIGHTS, PREFIX_SHARE, tokenize } from "../domain/searchText.js"
 export const relevance = (record: ResourceRecord, query: string): number => {
   const fields = [
     { weight: FIELD_WEIGHTS.name, words: tokenize(record.resource.name) },
-    { weight: FIELD_WEIGHTS.capability, words: record.resource.capabilities.flatMap(tokenize) },
+    // Tags rank as capabilities: the store indexes them among the capability words.
+    { weight: FIELD_WEIGHTS.capability, words: [...record.resource.capabilities, ...(record.resource.tags ?? [])].flatMap(tokenize) },
     { weight: FIELD_WEIGHTS.description, words: tokenize(record.resource.description) }
   ]
   let score = 0

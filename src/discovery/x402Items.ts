@@ -58,6 +58,9 @@ export const discoveryItem = (
     x402Version: 2,
     accepts: seen !== null ? [seen] : record.paymentOptions.map(fromOption),
     lastUpdated: Math.floor(updatedMs / 1000),
+    ...(record.resource.serviceName !== undefined ? { serviceName: record.resource.serviceName } : {}),
+    ...(record.resource.tags !== undefined ? { tags: record.resource.tags } : {}),
+    ...(record.resource.iconUrl !== undefined ? { iconUrl: record.resource.iconUrl } : {}),
     metadata: {
       resourceId: record.resource.id,
       name: record.resource.name,

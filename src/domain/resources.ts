@@ -60,7 +60,16 @@ export const ResourceInfo = Schema.Struct({
   method: Schema.optionalWith(HttpMethod, { default: () => "GET" }),
   capabilities: Schema.Array(Capability),
   status: ServiceStatus,
-  verificationLevel: VerificationLevel
+  verificationLevel: VerificationLevel,
+  /**
+   * The bazaar's service metadata. Stored only as upstream's `sanitizeResourceServiceMetadata`
+   * leaves it (`serviceMetadata.ts`): an invalid value is dropped at ingestion, not refused.
+   */
+  serviceName: Schema.optional(Schema.String),
+  /** Short topical tags; searchable, ranked as capabilities are. */
+  tags: Schema.optional(Schema.Array(Schema.String)),
+  /** An absolute http(s) URL of the service's icon; never fetched by Sextant. */
+  iconUrl: Schema.optional(Schema.String)
 }).annotations({ identifier: "Resource" })
 
 /**

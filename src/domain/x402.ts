@@ -71,7 +71,9 @@ export const VerifyResponse = Schema.Struct(
     isValid: Schema.Boolean,
     invalidReason: Schema.optional(Schema.String),
     invalidMessage: Schema.optional(Schema.String),
-    payer: Schema.optional(Schema.String)
+    payer: Schema.optional(Schema.String),
+    /** What each extension of the payment came to, keyed by extension (x402 2.27), as `EXTENSION-RESPONSES` says. */
+    extensionResponses: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
   },
   Passthrough
 ).annotations({ identifier: "VerifyResponse" })
@@ -84,7 +86,9 @@ export const SettleResponse = Schema.Struct(
     payer: Schema.optional(Schema.String),
     transaction: Schema.String,
     network: Schema.String,
-    amount: Schema.optional(Schema.String)
+    amount: Schema.optional(Schema.String),
+    /** What each extension of the payment came to, keyed by extension (x402 2.27), as `EXTENSION-RESPONSES` says. */
+    extensionResponses: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
   },
   Passthrough
 ).annotations({ identifier: "SettleResponse" })

@@ -2,6 +2,7 @@ import { Either, Schema } from "effect"
 import { createHash } from "node:crypto"
 import type { CatalogEntry, HttpMethod } from "../domain/resources.js"
 import { ceilingCoversAmount, ResourcePaymentOption } from "../domain/resources.js"
+import { serviceMetadataOf } from "../domain/serviceMetadata.js"
 import type { SupportedAsset } from "../domain/x402.js"
 import { schemaRefusal } from "./schemaGuard.js"
 
@@ -40,8 +41,6 @@ export const bazaarSchemaRefusal = (paymentPayload: unknown): string | null => {
 }
 
 const HTTP_METHODS = new Set<string>(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"])
-/** Printable ASCII up to 32 characters, as the extension's serviceName rule says; otherwise dropped. */
-const serviceName = (value: unknown) => (typeof value === "string" && /^[\x20-\x7e]{1,32}$/.test(value) ? value.trim() : undefined)
 const text = (value: unknown, max: number) => (typeof value === "string" ? value.slice(0, max) : undefined)
 
 /**
@@ -70,7 +69,8 @@ const decodeOption = Schema.decodeUnknownEither(ResourcePaymentOption)
  * Reads and validates the bazaar extension of a settle body (after the settle succeeded) and builds the catalog
  * entry: the URL from `paymentPayload.resource.url`, the payment option from the requirements
  * being paid (only this deployment's network and asset), type, method, tool and description
- * from `info`, the name from `resource.serviceName` when it passes the extension's rule.
+ * from `info`, the service metadata (`serviceName`, `tags`, `iconUrl`) from `resource` as upstream
+ * sanitises it, the name from `serviceName` when it survives.
  */
 export const readBazaar = (
   request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown },
@@ -112,7 +112,8 @@ export const readBazaar = (
   if (!ceilingCoversAmount(option.right)) return reject("the payment requirements' maxAmount is below their amount")
 
   const host = new URL(url).host
-  const name = serviceName(resource.serviceName)
+  const metadata = serviceMetadataOf({ url, serviceName: resource.serviceName, tags: resource.tags, iconUrl: resource.iconUrl })
+  const name = metadata.serviceName
   return {
     _tag: "Accepted",
     entry: {
@@ -123,7 +124,8 @@ export const readBazaar = (
         description: text(resource.description, 1000) ?? text(input.description, 1000) ?? "",
         url,
         method,
-        capabilities: []
+        capabilities: [],
+        ...metadata
       },
       provider: { id: `bazaar:${host}`, name: name ?? host, url: new URL(url).origin },
       paymentOptions: [option.right]

@@ -4,7 +4,7 @@ import { ObservationPage, ProbeResult, ResourceHealth, ResourceHistory, Validate
 import { ResourceSearchRequest } from "../domain/resources.js"
 import { RouteDecision, RouteRequest } from "../domain/routes.js"
 import { ResourceDetail, SearchResponse } from "../domain/catalog.js"
-import { DiscoveryQuery, DiscoveryResponse } from "../domain/discovery.js"
+import { DiscoveryQuery, DiscoveryResponse, DiscoverySearchQuery, DiscoverySearchResponse } from "../domain/discovery.js"
 import { HistoryQuery } from "../http/api/verification.js"
 
 const ResourceIdInput = Schema.Struct({ id: Schema.String.pipe(Schema.minLength(1)) }).annotations({
@@ -67,6 +67,13 @@ export const TOOLS = [
     input: DiscoveryQuery,
     output: DiscoveryResponse,
     run: (input, fetch) => fetch({ method: "GET", path: `/x402/discovery/resources${queryOf(input)}` })
+  }),
+  tool({
+    name: "search_discovery_resources",
+    description: "Bazaar search in the x402 2.27 shape (GET /x402/discovery/search): the listed catalog ranked by the full-text index for query, filtered by type, network, scheme, payTo and extensions, in cursor pages (limit default 50, at most 200); partialResults is true while pagination.cursor leads to more.",
+    input: DiscoverySearchQuery,
+    output: DiscoverySearchResponse,
+    run: (input, fetch) => fetch({ method: "GET", path: `/x402/discovery/search${queryOf(input)}` })
   }),
   tool({
     name: "get_resource",

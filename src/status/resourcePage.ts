@@ -69,12 +69,23 @@ const economic = (view: ResourceView) =>
   <td>${e.transactionHash === null ? "–" : `${e.transactionHash.slice(0, 12)}…`}</td><td class="num">${e.ledger ?? "–"}</td><td class="wrap">${e.reason ?? ""}</td></tr>`
 )}</tbody></table></div>`
 
+/**
+ * The bazaar's service metadata, when the resource has any. The icon URL is shown as text, not
+ * loaded: the page fetches nothing from hosts a seller names.
+ */
+const service = (resource: ResourceView["detail"]["resource"]): Html | null =>
+  resource.serviceName === undefined && resource.tags === undefined && resource.iconUrl === undefined
+    ? null
+    : html`<dt>Service</dt><dd>${resource.serviceName ?? "–"}${resource.tags ? html` <span class="muted">${resource.tags.join(" · ")}</span>` : null}${
+        resource.iconUrl ? html` <span class="muted">icon ${resource.iconUrl}</span>` : null
+      }</dd>`
+
 const facts = (view: ResourceView): Html => {
   const { detail } = view
   const m = detail.metrics
   return html`<dl class="facts">
 <dt>Provider</dt><dd>${detail.provider.name}</dd>
-<dt>URL</dt><dd>${detail.resource.method} ${detail.resource.url}</dd>
+${service(detail.resource)}<dt>URL</dt><dd>${detail.resource.method} ${detail.resource.url}</dd>
 <dt>Capabilities</dt><dd>${detail.resource.capabilities.join(", ")}</dd>
 <dt>Status</dt><dd>${statusChip(detail.resource.status)} ${levelChip(detail.resource.verificationLevel)}${
     detail.curation.quarantine ? html` quarantined by ${detail.curation.quarantine.actor}: ${detail.curation.quarantine.reason}` : ""

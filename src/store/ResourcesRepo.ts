@@ -11,6 +11,7 @@ import {
   ServiceStatus
 } from "../domain/resources.js"
 import { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
+import { type ServiceMetadata, serviceMetadataOf } from "../domain/serviceMetadata.js"
 import { CatalogChanges, catalogChanged, resourcesChanged } from "./CatalogChanges.js"
 import { chunksOf, decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
 import type { StoredStanding } from "../domain/metrics.js"
@@ -33,7 +34,10 @@ const ResourceRow = Schema.Struct({
   verification_level: SqlNumber,
   listed: SqlFlag,
   source: Schema.String,
-  trusted: SqlFlag
+  trusted: SqlFlag,
+  service_name: Schema.NullOr(Schema.String),
+  tags: Schema.NullOr(Schema.parseJson(Schema.Array(Schema.String))),
+  icon_url: Schema.NullOr(Schema.String)
 })
 
 const CapabilityRow = Schema.Struct({ resource_id: Schema.String, capability: Schema.String })
@@ -112,6 +116,10 @@ export interface SearchFilters {
   readonly network?: string | undefined
   readonly asset?: string | undefined
   readonly maxPriceUsd?: number | undefined
+  /** The x402 bazaar search's filters: resource type, payee, and where the resource came from. */
+  readonly type?: string | undefined
+  readonly payTo?: string | undefined
+  readonly source?: string | undefined
 }
 
 export type { SearchPosition }
@@ -137,7 +145,10 @@ const toRecord = (r: typeof ResourceRow.Type, capabilities: ReadonlyArray<string
     method: r.method,
     capabilities,
     status: r.status,
-    verificationLevel: r.verification_level
+    verificationLevel: r.verification_level,
+    ...(r.service_name !== null ? { serviceName: r.service_name } : {}),
+    ...(r.tags !== null ? { tags: r.tags } : {}),
+    ...(r.icon_url !== null ? { iconUrl: r.icon_url } : {})
   },
   provider: {
     id: r.provider_id,
@@ -199,11 +210,19 @@ const fingerprint = ({ resource: r, provider: p, paymentOptions }: CatalogEntry)
     .update(
       JSON.stringify([
         [r.id, r.type, r.name, r.description, r.url, r.method, [...new Set(r.capabilities)].sort()],
+        [r.serviceName ?? null, r.tags ?? null, r.iconUrl ?? null],
         [p.id, p.name, p.url ?? null, p.contact ?? null],
         paymentOptions.map((o) => [o.network, o.scheme, o.asset, o.amount, o.amountUsd, o.maxAmount ?? null, o.maxAmountUsd ?? null, o.payTo])
       ])
     )
     .digest("base64url")
+
+/** The service metadata columns of migration 0030: null for each field the sanitiser dropped. */
+const metadataColumns = (m: ServiceMetadata) => ({
+  service_name: m.serviceName ?? null,
+  tags: m.tags === undefined ? null : JSON.stringify(m.tags),
+  icon_url: m.iconUrl ?? null
+})
 
 const StoredRow = Schema.Struct({ id: Schema.String, source: Schema.String, listed: SqlFlag, catalog_hash: Schema.NullOr(Schema.String) })
 const decodeStored = decodeRows(StoredRow)
@@ -240,7 +259,8 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const rows = yield* sql`
         SELECT r.id, r.provider_id, p.name AS provider_name, p.url AS provider_url, p.contact AS provider_contact,
-               r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source, r.trusted
+               r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source, r.trusted,
+               r.service_name, r.tags, r.icon_url
         FROM resources r JOIN providers p ON p.id = r.provider_id
         WHERE ${where}
         ORDER BY r.id ${page ? sql`LIMIT ${page.limit} OFFSET ${page.offset ?? 0}` : sql``}`.pipe(Effect.flatMap(decodeResources))
@@ -278,6 +298,7 @@ const make = Effect.gen(function* () {
       const raw = yield* sql`
         SELECT r.id, r.provider_id, p.name AS provider_name, p.url AS provider_url, p.contact AS provider_contact,
                r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source, r.trusted,
+               r.service_name, r.tags, r.icon_url,
                r.quarantined_by, r.quarantine_reason, r.quarantined_at, ${metricColumns}
         FROM resource_capabilities k
         JOIN resources r ON r.id = k.resource_id
@@ -379,6 +400,7 @@ const make = Effect.gen(function* () {
       )}
         ON CONFLICT (id) DO UPDATE SET name = excluded.name, url = excluded.url, contact = excluded.contact`
       const hold = listed ? null : initialHold(source)
+      const metadata = new Map(changed.map(({ entry: { resource } }) => [resource.id, serviceMetadataOf(resource)] as const))
       const rows = changed.map(({ entry: { resource, provider }, hash }) => ({
         id: resource.id,
         provider_id: provider.id,
@@ -396,6 +418,7 @@ const make = Effect.gen(function* () {
         origin: URL.canParse(resource.url) ? new URL(resource.url).origin : null,
         added_by: source === "config" ? null : change.actor,
         catalog_hash: hash,
+        ...metadataColumns(metadata.get(resource.id) ?? {}),
         created_at: at,
         updated_at: at
       }))
@@ -403,6 +426,7 @@ const make = Effect.gen(function* () {
         ON CONFLICT (id) DO UPDATE SET provider_id = excluded.provider_id, type = excluded.type,
           name = excluded.name, description = excluded.description, url = excluded.url,
           method = excluded.method, updated_at = excluded.updated_at, catalog_hash = excluded.catalog_hash,
+          service_name = excluded.service_name, tags = excluded.tags, icon_url = excluded.icon_url,
           listed = CASE WHEN resources.source = excluded.source THEN resources.listed ELSE excluded.listed END,
           listing_hold = CASE WHEN resources.source = excluded.source THEN resources.listing_hold ELSE excluded.listing_hold END,
           trusted = CASE WHEN excluded.source = 'config' THEN 1 WHEN resources.source = excluded.source THEN resources.trusted ELSE 0 END,
@@ -442,6 +466,7 @@ const make = Effect.gen(function* () {
           resourceId: resource.id,
           name: resource.name,
           capabilities: resource.capabilities,
+          tags: metadata.get(resource.id)?.tags ?? [],
           description: resource.description
         }))
       )
@@ -538,6 +563,7 @@ const make = Effect.gen(function* () {
           filters.scheme !== undefined ? sql`o.scheme = ${filters.scheme}` : null,
           filters.network !== undefined ? sql`o.network = ${filters.network}` : null,
           filters.asset !== undefined ? sql`o.asset = ${filters.asset}` : null,
+          filters.payTo !== undefined ? sql`o.pay_to = ${filters.payTo}` : null,
           // Worst-case spend, as `worstCaseUsd` computes it.
           filters.maxPriceUsd !== undefined
             ? sql`(CASE WHEN o.scheme = 'upto' THEN COALESCE(o.max_amount_usd, o.amount_usd) ELSE o.amount_usd END) <= ${filters.maxPriceUsd}`
@@ -545,6 +571,8 @@ const make = Effect.gen(function* () {
         ].filter((f) => f !== null)
         const where = sql.and([
           listedOnly,
+          ...(filters.type !== undefined ? [sql`r.type = ${filters.type}`] : []),
+          ...(filters.source !== undefined ? [sql`r.source = ${filters.source}`] : []),
           ...(filters.capability !== undefined
             ? [sql`r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${filters.capability})`]
             : []),

@@ -18,13 +18,15 @@ export interface IndexedText {
   readonly resourceId: string
   readonly name: string
   readonly capabilities: ReadonlyArray<string>
+  /** The bazaar's topical tags, ranked as capabilities are (`discovery/search.ts` says the same). */
+  readonly tags: ReadonlyArray<string>
   readonly description: string
 }
 
 const rowOf = (t: IndexedText) => ({
   resource_id: t.resourceId,
   name_words: indexedWords([t.name]),
-  capability_words: indexedWords(t.capabilities),
+  capability_words: indexedWords([...t.capabilities, ...t.tags]),
   description_words: indexedWords([t.description])
 })
 

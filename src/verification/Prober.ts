@@ -23,6 +23,7 @@ import { guardTarget, TargetRefused } from "./outboundGuard.js"
 import { type Observed, observe, type ProbeTarget } from "./observe.js"
 import { publicObservation } from "../domain/observations.js"
 import { backoffIntervals, nextDue } from "./probeSlots.js"
+import { serviceMetadataOf } from "../domain/serviceMetadata.js"
 
 /** What one scheduled pass over the catalog did. */
 export interface CycleReport {
@@ -87,6 +88,8 @@ export const discoveredEntry = (
     .filter(isPaymentOption)
   const challenge = observed.challenge
   const description = challenge?.x402Version === 2 ? challenge.resource.description : undefined
+  // The seller's own 402 names its service (2.27 `resource.serviceName`, `tags`, `iconUrl`).
+  const service = challenge?.x402Version === 2 ? serviceMetadataOf({ ...challenge.resource, url: url.href }) : {}
   return {
     resource: {
       id,
@@ -95,7 +98,8 @@ export const discoveredEntry = (
       description: description || `Found by /v1/validate at ${url.href}`,
       url: url.href,
       method,
-      capabilities: []
+      capabilities: [],
+      ...service
     },
     provider: { id: `host:${url.host}`, name: url.host, url: url.origin },
     paymentOptions: options

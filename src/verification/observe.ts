@@ -16,6 +16,7 @@ import {
 import { type Answer, type AnswerTimeout, fetchAnswer, type Unreachable } from "./fetchAnswer.js"
 import type { TargetRefused } from "./outboundGuard.js"
 import type { RecordedObservation } from "../domain/observations.js"
+import { judgeOffers, offerNote, type OfferVerdict } from "../extensions/offerReceipt.js"
 
 export interface ProbeTarget {
   readonly resourceId: string
@@ -128,13 +129,33 @@ const observationOf = (
   }
 }
 
+/**
+ * A challenge's signed offers (`offer-receipt`) in its observation: who signed the terms goes in
+ * the detail; terms that contradict their signed offer, or a signature that does not verify, are
+ * a contradiction, the evidence against a seller that a catalog contradiction already is. No I/O.
+ */
+export const withOfferVerdict = (observed: Observed, verdict: OfferVerdict): Observed => {
+  const { note, against } = offerNote(verdict)
+  if (note === null && against === null) return observed
+  const { observation } = observed
+  const join = (parts: ReadonlyArray<string | null>) => parts.filter((p): p is string => p !== null && p !== "").join("; ") || null
+  return {
+    ...observed,
+    observation: {
+      ...observation,
+      detail: join([observation.detail, note, against]),
+      contradiction: join([observation.contradiction, against])
+    }
+  }
+}
+
 /** One probe, bounded by `probes.timeoutMs` from DNS to the last body byte read. Never fails. */
 export const observe = (target: ProbeTarget, config: Config) =>
   Effect.gen(function* () {
     const startMs = yield* Clock.currentTimeMillis
     const result = yield* Effect.either(fetchAnswer(target.url, target.method, config.probes))
     const endMs = yield* Clock.currentTimeMillis
-    return observationOf(
+    const observed = observationOf(
       target,
       startMs,
       endMs,
@@ -143,4 +164,8 @@ export const observe = (target: ProbeTarget, config: Config) =>
       config.asset.decimals,
       config.probes.priceTolerance
     )
+    if (observed.challenge === null) return observed
+    const challenge = observed.challenge
+    const verdict = yield* Effect.promise(() => judgeOffers(challenge))
+    return withOfferVerdict(observed, verdict)
   })

@@ -4,13 +4,15 @@ import {
   type PaymentPayload,
   type PaymentRequirements,
   type ResourceInfo,
-  type SchemeNetworkServer,
   SettleError,
   VerifyError
 } from "@x402/core/types"
-import { ExactStellarScheme } from "@x402/stellar/exact/server"
 import { Context, Duration, Effect, Either, Layer, Ref, Schedule, Schema, type Scope } from "effect"
 import type { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
+import { stellarServerScheme } from "../x402/stellarServerScheme.js"
+import { ed25519Issuer, newProviderKey } from "../extensions/offerReceipt.js"
+import { createOfferReceiptExtension, declareOfferReceiptExtension, type OfferReceiptIssuer } from "@x402/extensions/offer-receipt"
+import type { KeyObject } from "node:crypto"
 import { FacilitatorUnavailable, InvalidRequest, PaymentRequired, SettlementFailed, SettlementUnconfirmed } from "./errors.js"
 
 export type Endpoint = "inspect" | "changes" | "compliance" | "eligibility"
@@ -41,6 +43,11 @@ export interface PaywallConfig {
   readonly facilitatorUrl: string
   readonly facilitatorApiKey: string | null
   readonly timeoutMs: number
+  /**
+   * The provider's Ed25519 key for offers and receipts (`offer-receipt`); by default one made
+   * when the paywall starts, so each provider (the vertical, each demo provider) has its own.
+   */
+  readonly signingKey?: KeyObject
 }
 
 export interface PaymentsStatus {
@@ -136,22 +143,21 @@ const configOnlyFacilitator = (network: StellarNetwork): FacilitatorClient => {
 const SCHEMES: ReadonlyArray<PaymentScheme> = ["exact", "upto"]
 
 /**
- * `upto` on Stellar: the x402 specs define it for EVM only and @x402/stellar ships no server for
- * it, yet catalogs advertise it (a ceiling the buyer authorises). Its requirements are built as
- * `exact`'s are (same asset and amount parsing, same fee sponsorship), with `amount` the ceiling,
- * which is how a probe reads an `upto` challenge.
+ * The `offer-receipt` extension signs each challenge's offers and each settled payment's receipt
+ * with the provider's key (upstream's own extension; `extensions/offerReceipt.ts`).
  */
-const uptoStellarScheme = (): SchemeNetworkServer => {
-  const exact = new ExactStellarScheme()
-  return {
-    scheme: "upto",
-    parsePrice: (price, network) => exact.parsePrice(price, network),
-    enhancePaymentRequirements: (requirements, kind, extensions) => exact.enhancePaymentRequirements(requirements, kind, extensions)
-  }
-}
+const makeServer = (client: FacilitatorClient, network: StellarNetwork, issuer: OfferReceiptIssuer) =>
+  new x402ResourceServer(client)
+    .register(network, stellarServerScheme("exact"))
+    .register(network, stellarServerScheme("upto"))
+    .registerExtension(createOfferReceiptExtension(issuer))
 
-const makeServer = (client: FacilitatorClient, network: StellarNetwork) =>
-  new x402ResourceServer(client).register(network, new ExactStellarScheme()).register(network, uptoStellarScheme())
+/** Receipts name the transaction, so a buyer's receipt can be checked against the ledger. */
+const SIGNED_OFFERS = declareOfferReceiptExtension()
+const SIGNED_RECEIPTS = declareOfferReceiptExtension({ includeTxHash: true })
+
+/** What upstream's receipt hook reads of the request: the paid resource's URL. */
+const receiptContext = (payload: PaymentPayload) => ({ request: { adapter: { getUrl: () => payload.resource?.url } } })
 
 export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallApi, never, Scope.Scope> =>
   Effect.gen(function* () {
@@ -168,8 +174,9 @@ export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallApi, ne
             }
           })
     })
-    const live = makeServer(client, config.network)
-    const fromConfig = makeServer(configOnlyFacilitator(config.network), config.network)
+    const issuer = ed25519Issuer(config.signingKey ?? newProviderKey())
+    const live = makeServer(client, config.network, issuer)
+    const fromConfig = makeServer(configOnlyFacilitator(config.network), config.network, issuer)
     yield* Effect.promise(() => fromConfig.initialize())
 
     const status = yield* Ref.make<PaymentsStatus>({ ready: false, detail: `waiting for the facilitator at ${facilitatorName}` })
@@ -220,7 +227,9 @@ export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallApi, ne
     const challenge = (endpoint: Endpoint, resource: ResourceInfo, error?: string) =>
       Effect.gen(function* () {
         const requirements = yield* requirementsFor(endpoint)
-        const paymentRequired = yield* Effect.promise(() => fromConfig.createPaymentRequiredResponse(requirements, resource, error))
+        const paymentRequired = yield* Effect.promise(() =>
+          fromConfig.createPaymentRequiredResponse(requirements, resource, error, SIGNED_OFFERS)
+        )
         return encodePaymentRequiredHeader(paymentRequired)
       })
 
@@ -264,7 +273,10 @@ export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallApi, ne
       })
 
     const settle = ({ payload, requirements }: VerifiedPayment) =>
-      Effect.tryPromise({ try: () => live.settlePayment(payload, requirements), catch: (e) => e }).pipe(
+      Effect.tryPromise({
+        try: () => live.settlePayment(payload, requirements, SIGNED_RECEIPTS, receiptContext(payload)),
+        catch: (e) => e
+      }).pipe(
         Effect.timeoutFail({ duration: timeout, onTimeout: () => new Error(`settle did not answer within ${config.timeoutMs} ms`) }),
         Effect.mapError((e) =>
           e instanceof SettleError

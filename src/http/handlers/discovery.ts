@@ -4,5 +4,9 @@ import { Effect } from "effect"
 import { SextantApi } from "../api/index.js"
 
 export const DiscoveryHandlers = HttpApiBuilder.group(SextantApi, "discovery", (handlers) =>
-  Effect.map(Discovery, (discovery) => handlers.handle("resources", ({ urlParams }) => discovery.x402Page(urlParams)))
+  Effect.map(Discovery, (discovery) =>
+    handlers
+      .handle("resources", ({ urlParams }) => discovery.x402Page(urlParams))
+      .handle("search", ({ urlParams }) => discovery.x402Search(urlParams))
+  )
 )

@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { InvalidRequest } from "../../domain/errors.js"
-import { type BazaarStatus, bazaarSchemaRefusal, extensionResponsesHeader } from "../../extensions/bazaar.js"
+import { BAZAAR, type BazaarStatus, bazaarSchemaRefusal, extensionResponsesHeader } from "../../extensions/bazaar.js"
 import { BazaarIngest, type SettledPayment } from "../../extensions/BazaarIngest.js"
 import { idempotencyKeyOf } from "../../extensions/paymentIdentifier.js"
 import { Settlement } from "../../settlement/Settlement.js"
@@ -18,6 +18,9 @@ const extensionResponses = (status: BazaarStatus | null) =>
         Effect.succeed(HttpServerResponse.setHeader(response, "EXTENSION-RESPONSES", extensionResponsesHeader(status)))
       )
 
+const asRecord = (value: unknown): Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {}
+
 /** A bazaar schema this service would never evaluate (schemaGuard) is refused before any payment is made. */
 const admitExtensions = (payload: { readonly paymentPayload: unknown }) => {
   const refused = bazaarSchemaRefusal(payload.paymentPayload)
@@ -31,20 +34,24 @@ export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) 
     const verifier = yield* IdempotentVerify
     const bazaar = yield* BazaarIngest
     /**
-     * Runs the settle, then answers its bazaar extension, whether the payment went through or not.
-     * A verify never catalogs (docs/trust.md): it moves no money.
+     * Runs the settle, then answers its bazaar extension, whether the payment went through or not:
+     * in the `EXTENSION-RESPONSES` header and, on an answer, in its `extensionResponses` field, where
+     * 2.27 types it on settle answers. A verify never catalogs (docs/trust.md): it moves no money.
      */
-    const withBazaar = <A extends { readonly success: boolean }, E, R>(
+    const withBazaar = <A extends { readonly success: boolean; readonly extensionResponses?: unknown }, E, R>(
       request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown },
       path: string,
       payment: Effect.Effect<Omit<SettledPayment, "success"> & { readonly answer: A }, E, R>
     ) =>
       payment.pipe(
-        Effect.tapBoth({
-          onFailure: () => Effect.flatMap(bazaar.respond(request, null, path), extensionResponses),
-          onSuccess: (settled) => Effect.flatMap(bazaar.respond(request, { ...settled, success: settled.answer.success }, path), extensionResponses)
-        }),
-        Effect.map((settled) => settled.answer)
+        Effect.tapError(() => Effect.flatMap(bazaar.respond(request, null, path), extensionResponses)),
+        Effect.flatMap((settled) =>
+          Effect.map(Effect.tap(bazaar.respond(request, { ...settled, success: settled.answer.success }, path), extensionResponses), (status): A =>
+            status === null
+              ? settled.answer
+              : { ...settled.answer, extensionResponses: { ...asRecord(settled.answer.extensionResponses), [BAZAAR]: status } }
+          )
+        )
       )
     return handlers
       .handle("supported", () => pool.supported)

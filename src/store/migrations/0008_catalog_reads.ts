@@ -72,7 +72,9 @@ export default Effect.gen(function* () {
         resourceId: r.id,
         name: r.name,
         description: r.description,
-        capabilities: caps.filter((c) => c.resource_id === r.id).map((c) => c.capability)
+        capabilities: caps.filter((c) => c.resource_id === r.id).map((c) => c.capability),
+        // Tags came later (0030): none are stored yet when this runs.
+        tags: []
       }))
     )
     after = rows[rows.length - 1]!.id

@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { decodePaymentRequiredHeader, encodePaymentRequiredHeader } from "@x402/core/http"
+import { extractOffersFromPaymentRequired, verifyOfferSignatureJWS, extractPublicKeyFromKid, type JWSSignedOffer } from "@x402/extensions/offer-receipt"
+import { Effect, Exit, Scope } from "effect"
+import { TESTNET_USDC } from "../src/config.js"
+import { judgeOffers, newProviderKey } from "../src/extensions/offerReceipt.js"
+import { exactOffers, makePaywall, type PaywallApi } from "../src/vertical/Paywall.js"
+import { advertised } from "./fixtures/observations.js"
+import { entry } from "./fixtures/verificationStack.js"
+import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
+import { request, startServer, testConfig } from "./support/server.js"
+
+/**
+ * A seller built from the vertical's own paywall (upstream's offer-receipt extension, the
+ * provider's Ed25519 key), serving its challenges as they are, with another price than it signed,
+ * and with a forged signature.
+ */
+const prices = (amount: string) => exactOffers({ inspect: amount, changes: amount, compliance: amount, eligibility: amount })
+const scope = Effect.runSync(Scope.make())
+const paywallAt = (amount: string) =>
+  Effect.runPromise(
+    makePaywall({
+      network: "stellar:testnet",
+      asset: TESTNET_USDC,
+      payTo: FIXTURE_PAY_TO,
+      offers: Effect.succeed(prices(amount)),
+      // Never ready: challenges need no facilitator.
+      facilitatorUrl: "http://127.0.0.1:9/x402",
+      facilitatorApiKey: null,
+      timeoutMs: 1000,
+      signingKey: newProviderKey()
+    }).pipe(Scope.extend(scope))
+  )
+
+let honest: PaywallApi
+let cheapSigner: PaywallApi
+let seller: ReturnType<typeof Bun.serve>
+let server: Awaited<ReturnType<typeof startServer>>
+
+const challengeOf = async (paywall: PaywallApi, url: string) =>
+  decodePaymentRequiredHeader(await Effect.runPromise(paywall.challenge("inspect", { url })))
+
+/** The probe's verdict on a challenge as the core decoder typed it (the schema's type is its encoded twin). */
+const judge = (challenge: Awaited<ReturnType<typeof challengeOf>>) => judgeOffers(challenge as Parameters<typeof judgeOffers>[0])
+
+/** Flips one character in the middle of the signature part of a JWS. */
+const forge = (jws: string) => {
+  const [h, p, s] = jws.split(".")
+  const i = Math.floor(s!.length / 2)
+  return `${h}.${p}.${s!.slice(0, i)}${s![i] === "A" ? "B" : "A"}${s!.slice(i + 1)}`
+}
+
+beforeAll(async () => {
+  honest = await paywallAt(advertised.amount)
+  // Signs $0.0005 and, below, asks the catalog's $0.001.
+  cheapSigner = await paywallAt("5000")
+  seller = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: async (req) => {
+      const path = new URL(req.url).pathname
+      const challenge = await challengeOf(path === "/contradicted" ? cheapSigner : honest, req.url)
+      if (path === "/contradicted") challenge.accepts[0]!.amount = advertised.amount
+      if (path === "/tampered") {
+        const offers = extractOffersFromPaymentRequired(challenge) as Array<JWSSignedOffer>
+        offers[0]!.signature = forge(offers[0]!.signature)
+      }
+      return new Response("{}", { status: 402, headers: { "PAYMENT-REQUIRED": encodePaymentRequiredHeader(challenge), "content-type": "application/json" } })
+    }
+  })
+  const origin = `http://127.0.0.1:${seller.port}`
+  const base = testConfig()
+  server = await startServer(
+    testConfig({
+      catalog: ["signed", "contradicted", "tampered"].map((name) => entry(name, `${origin}/${name}`)),
+      probes: { ...base.probes, trustedOrigins: [origin], timeoutMs: 2000 }
+    })
+  )
+})
+afterAll(async () => {
+  await server.close()
+  seller.stop(true)
+  await Effect.runPromise(Scope.close(scope, Exit.void))
+})
+
+describe("signed offers (offer-receipt, JWS EdDSA, did:jwk)", () => {
+  test("the vertical's paywall signs each offer with its provider key, verifiable by upstream's verifier", async () => {
+    const challenge = await challengeOf(honest, "http://127.0.0.1/inspect")
+    const [offer] = extractOffersFromPaymentRequired(challenge) as Array<JWSSignedOffer>
+    expect(offer!.format).toBe("jws")
+    const kid = JSON.parse(Buffer.from(offer!.signature.split(".")[0]!, "base64url").toString()).kid as string
+    expect(kid).toStartWith("did:jwk:")
+    const payload = await verifyOfferSignatureJWS(offer!, await extractPublicKeyFromKid(kid))
+    expect(payload).toMatchObject({ resourceUrl: "http://127.0.0.1/inspect", amount: advertised.amount, payTo: FIXTURE_PAY_TO, asset: TESTNET_USDC })
+    expect(await judge(challenge)).toEqual({ _tag: "signed", kid })
+    // Two providers, two keys.
+    const other = await challengeOf(cheapSigner, "http://127.0.0.1/inspect")
+    expect(((await judge(other)) as { kid: string }).kid).not.toBe(kid)
+  })
+
+  test("a probe records who signed the terms", async () => {
+    const probe = (await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "signed" } })).body
+    expect(probe.healthy).toBe(true)
+    expect(probe.observation.detail).toMatch(/^offer signed by did:jwk:/)
+  })
+
+  test("a seller asking another price than it signed is recorded against it", async () => {
+    const probe = (await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "contradicted" } })).body
+    expect(probe.observation.detail).toContain("the challenge contradicts its signed offer: amount 5000 signed, 10000 asked")
+    // The contradiction is the evidence a catalog contradiction is: the seller is quarantined, the honest one is not.
+    const detail = (await request(`${server.url}/v1/resources/contradicted`)).body
+    expect(detail.resource.status).toBe("QUARANTINED")
+    expect(detail.transitions[0].reason).toContain("contradicts its signed offer")
+    expect((await request(`${server.url}/v1/resources/signed`)).body.resource.status).not.toBe("QUARANTINED")
+  })
+
+  test("a tampered signature is refused: the terms do not count as signed, and it is recorded", async () => {
+    const probe = (await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "tampered" } })).body
+    expect(probe.observation.detail).toContain("signature does not verify")
+    expect(probe.observation.detail).not.toContain("offer signed by")
+    expect((await request(`${server.url}/v1/resources/tampered`)).body.resource.status).toBe("QUARANTINED")
+  })
+
+  test("a challenge without offers is unsigned", async () => {
+    const challenge = await challengeOf(honest, "http://127.0.0.1/inspect")
+    delete challenge.extensions
+    expect(await judge(challenge)).toEqual({ _tag: "unsigned" })
+  })
+})
