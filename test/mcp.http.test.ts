@@ -1,8 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { apiKeyHash } from "../src/http/authLive.js"
 import { request, startServer, testConfig } from "./support/server.js"
+import { TOOL_NAMES } from "./support/mcpTools.js"
 
 const KEY = "mcp-http-test-key-0123456789"
 
@@ -33,16 +37,7 @@ describe("MCP over Streamable HTTP at /mcp", () => {
   test("the SDK client lists the same eight tools as stdio and reads the API's own answers", async () => {
     const client = await connect(open.url)
     const { tools } = await client.listTools()
-    expect(tools.map((t) => t.name).sort()).toEqual([
-      "get_resource",
-      "get_resource_health",
-      "get_resource_history",
-      "get_resource_metrics",
-      "list_discovery_resources",
-      "route_resource",
-      "search_resources",
-      "validate_endpoint"
-    ])
+    expect(tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
     const viaMcp = await callTool(client, "search_resources", { query: "inspect" })
     const viaHttp = await request(`${open.url}/v1/search`, { method: "POST", json: { query: "inspect" } })
     expect(viaHttp.status).toBe(200)
@@ -61,7 +56,7 @@ describe("MCP over Streamable HTTP at /mcp", () => {
       params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } }
     }
     const headers = { accept: "application/json, text/event-stream" }
-    for (const extra of [{}, { authorization: "Bearer wrong-key" }]) {
+    for (const extra of [{}, { authorization: "Bearer wrong-key" }] as Array<Record<string, string>>) {
       const answer = await request(`${keyed.url}/mcp`, { method: "POST", json: initialize, headers: { ...headers, ...extra } })
       expect(answer.status).toBe(401)
       expect(answer.body).toEqual({ error: "UNAUTHORIZED", message: expect.any(String) })
@@ -82,5 +77,49 @@ describe("MCP over Streamable HTTP at /mcp", () => {
   test("an unknown method on /mcp is answered by the MCP transport, not a 500", async () => {
     const answer = await request(`${open.url}/mcp`, { method: "PUT" })
     expect(answer.status).toBe(405)
+  })
+})
+
+/**
+ * The MCP Inspector's CLI (a pinned devDependency), run as a user would, against the live port.
+ * Asynchronously: the server answering it runs in this process. HOME is a scratch folder, since
+ * the CLI keeps a catalog file there.
+ */
+const inspector = async (args: ReadonlyArray<string>) => {
+  const run = Bun.spawn(["node_modules/.bin/mcp-inspector", "--cli", ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, HOME: mkdtempSync(join(tmpdir(), "inspector-")), MCP_CATALOG_PATH: undefined },
+    timeout: 30_000
+  })
+  const [stdout, stderr, exitCode] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited])
+  return { exitCode, stdout, stderr }
+}
+
+describe("the MCP Inspector CLI over the HTTP transport", () => {
+  test("lists and calls Sextant's tools at /mcp", async () => {
+    const listed = await inspector([`${open.url}/mcp`, "--transport", "http", "--method", "tools/list"])
+    expect(listed.exitCode).toBe(0)
+    const names = (JSON.parse(listed.stdout).tools as Array<{ name: string }>).map((t) => t.name)
+    expect(names).toContain("route_resource")
+    expect(names).toHaveLength(8)
+    const called = await inspector([`${open.url}/mcp`, "--transport", "http", "--method", "tools/call", "--tool-name", "search_resources", "--tool-arg", "query=inspect"])
+    expect(called.exitCode).toBe(0)
+    const viaHttp = await request(`${open.url}/v1/search`, { method: "POST", json: { query: "inspect" } })
+    expect(JSON.parse(called.stdout).structuredContent).toEqual(viaHttp.body)
+    // A tool's error answer is the inspector's "tool_is_error" (its exit code 5), with the API's message.
+    const missing = await inspector([`${open.url}/mcp`, "--transport", "http", "--method", "tools/call", "--tool-name", "get_resource", "--tool-arg", "id=no-such-resource"])
+    expect(missing.exitCode).toBe(5)
+    expect(JSON.parse(missing.stdout)).toMatchObject({ isError: true, content: [{ type: "text", text: expect.stringContaining("NOT_FOUND") }] })
+  })
+
+  test("without a key on a keyed server it fails, and with one it lists", async () => {
+    // A 401 is where an MCP client would start OAuth; the inspector is told not to, and reports it.
+    const refused = await inspector([`${keyed.url}/mcp`, "--transport", "http", "--method", "tools/list", "--stored-auth-only"])
+    expect(refused.exitCode).not.toBe(0)
+    expect(JSON.parse(refused.stderr).error.code).toBe("auth_required")
+    const listed = await inspector([`${keyed.url}/mcp`, "--transport", "http", "--method", "tools/list", "--header", `Authorization: Bearer ${KEY}`])
+    expect(listed.exitCode).toBe(0)
+    expect(JSON.parse(listed.stdout).tools).toHaveLength(8)
   })
 })
