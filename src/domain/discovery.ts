@@ -1,6 +1,8 @@
 import { Schema } from "effect"
 import { ServiceStatus, VerificationLevel } from "./resources.js"
 import { PaymentRequirements } from "./x402.js"
+import { JsonObject } from "./json.js"
+import { McpTransport } from "./mcp.js"
 
 /**
  * The x402 v2 discovery shapes (specification §8, "Discovery API"): what a stock client extended
@@ -30,7 +32,12 @@ export const DiscoveryItem = Schema.Struct({
   accepts: Schema.Array(PaymentRequirements),
   /** Unix seconds (the specification's form). */
   lastUpdated: Schema.Int,
-  metadata: DiscoveryMetadata
+  metadata: DiscoveryMetadata,
+  /** An `mcp` item's tool, as the Bazaar lists MCP items: the tool's name, transport, arguments' schema and example. */
+  toolName: Schema.optional(Schema.String),
+  transport: Schema.optional(McpTransport),
+  inputSchema: Schema.optional(JsonObject),
+  example: Schema.optional(JsonObject)
 }).annotations({ identifier: "DiscoveryItem" })
 export type DiscoveryItem = typeof DiscoveryItem.Type
 

@@ -3,6 +3,7 @@ import { createHash } from "node:crypto"
 import type { CatalogEntry, HttpMethod } from "../domain/resources.js"
 import { ceilingCoversAmount, ResourcePaymentOption } from "../domain/resources.js"
 import type { SupportedAsset } from "../domain/x402.js"
+import { readMcpTool } from "../domain/mcp.js"
 import { schemaRefusal } from "./schemaGuard.js"
 
 /**
@@ -62,8 +63,8 @@ const decodeOption = Schema.decodeUnknownEither(ResourcePaymentOption)
 /**
  * Reads and validates the bazaar extension of a verify or settle body and builds the catalog
  * entry: the URL from `paymentPayload.resource.url`, the payment option from the requirements
- * being paid (only this deployment's network and asset), type, method, tool and description
- * from `info`, the name from `resource.serviceName` when it passes the extension's rule.
+ * being paid (only this deployment's network and asset), type, method, description and, for an
+ * MCP tool, its `toolName`, `transport`, `inputSchema` and `example` from `info`, the name from `resource.serviceName` when it passes the extension's rule.
  */
 export const readBazaar = (
   request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown },
@@ -83,8 +84,9 @@ export const readBazaar = (
   const input = isObject(extension.info.input) ? extension.info.input : {}
   const type = input.type === "mcp" ? "mcp" : input.type === "http" ? "http" : null
   if (type === null) return reject('info.input.type must be "http" or "mcp"')
-  const tool = type === "mcp" ? text(input.tool, 200) : undefined
-  if (type === "mcp" && tool === undefined) return reject("info.input.tool is required for an MCP tool")
+  const mcp = type === "mcp" ? readMcpTool(input) : undefined
+  if (mcp !== undefined && Either.isLeft(mcp)) return reject(`info.input: ${mcp.left}`)
+  const tool = mcp?.right
   const method: HttpMethod = type === "http" && typeof input.method === "string" && HTTP_METHODS.has(input.method) ? (input.method as HttpMethod) : type === "mcp" ? "POST" : "GET"
 
   const requirements = isObject(request.paymentRequirements) ? request.paymentRequirements : {}
@@ -110,12 +112,13 @@ export const readBazaar = (
     _tag: "Accepted",
     entry: {
       resource: {
-        id: bazaarId(url, tool),
+        id: bazaarId(url, tool?.toolName),
         type,
-        name: name ?? tool ?? `${host}${new URL(url).pathname}`.slice(0, 200),
+        name: name ?? tool?.toolName ?? `${host}${new URL(url).pathname}`.slice(0, 200),
         description: text(resource.description, 1000) ?? text(input.description, 1000) ?? "",
         url,
         method,
+        ...(tool !== undefined ? { mcp: tool } : {}),
         capabilities: []
       },
       provider: { id: `bazaar:${host}`, name: name ?? host, url: new URL(url).origin },

@@ -10,6 +10,7 @@ import {
   type ResourceRecord,
   ServiceStatus
 } from "../domain/resources.js"
+import { McpTool } from "../domain/mcp.js"
 import { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
 import { CatalogChanges, catalogChanged, resourcesChanged } from "./CatalogChanges.js"
 import { chunksOf, decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
@@ -32,7 +33,8 @@ const ResourceRow = Schema.Struct({
   status: ServiceStatus,
   verification_level: SqlNumber,
   listed: SqlFlag,
-  source: Schema.String
+  source: Schema.String,
+  mcp_tool: Schema.NullOr(Schema.parseJson(McpTool))
 })
 
 const CapabilityRow = Schema.Struct({ resource_id: Schema.String, capability: Schema.String })
@@ -61,6 +63,7 @@ const toOption = (row: Omit<typeof OptionRow.Type, "resource_id">): ResourcePaym
 })
 
 const decodeResources = decodeRows(ResourceRow)
+const encodeMcpTool = Schema.encodeSync(Schema.parseJson(McpTool))
 const decodeCapabilities = decodeRows(CapabilityRow)
 const decodeOptions = decodeRows(OptionRow)
 
@@ -134,6 +137,7 @@ const toRecord = (r: typeof ResourceRow.Type, capabilities: ReadonlyArray<string
     description: r.description,
     url: r.url,
     method: r.method,
+    ...(r.mcp_tool !== null ? { mcp: r.mcp_tool } : {}),
     capabilities,
     status: r.status,
     verificationLevel: r.verification_level
@@ -191,13 +195,14 @@ const lastById = (entries: ReadonlyArray<CatalogEntry>) => lastBy(entries, (e) =
 
 /**
  * What the store keeps of an entry, fingerprinted: equal fingerprints mean nothing to write.
- * Capabilities as a set, since the store keeps them so.
+ * Capabilities as a set, since the store keeps them so. The MCP tool only when there is one, so
+ * the fingerprints of http resources stored before it existed still match.
  */
 const fingerprint = ({ resource: r, provider: p, paymentOptions }: CatalogEntry): string =>
   createHash("sha256")
     .update(
       JSON.stringify([
-        [r.id, r.type, r.name, r.description, r.url, r.method, [...new Set(r.capabilities)].sort()],
+        [r.id, r.type, r.name, r.description, r.url, r.method, [...new Set(r.capabilities)].sort(), ...(r.mcp ? [encodeMcpTool(r.mcp)] : [])],
         [p.id, p.name, p.url ?? null, p.contact ?? null],
         paymentOptions.map((o) => [o.network, o.scheme, o.asset, o.amount, o.amountUsd, o.maxAmount ?? null, o.maxAmountUsd ?? null, o.payTo])
       ])
@@ -239,7 +244,7 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const rows = yield* sql`
         SELECT r.id, r.provider_id, p.name AS provider_name, p.url AS provider_url, p.contact AS provider_contact,
-               r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source
+               r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source, r.mcp_tool
         FROM resources r JOIN providers p ON p.id = r.provider_id
         WHERE ${where}
         ORDER BY r.id ${page ? sql`LIMIT ${page.limit} OFFSET ${page.offset ?? 0}` : sql``}`.pipe(Effect.flatMap(decodeResources))
@@ -276,7 +281,7 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const raw = yield* sql`
         SELECT r.id, r.provider_id, p.name AS provider_name, p.url AS provider_url, p.contact AS provider_contact,
-               r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source,
+               r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source, r.mcp_tool,
                r.quarantined_by, r.quarantine_reason, r.quarantined_at, ${metricColumns}
         FROM resource_capabilities k
         JOIN resources r ON r.id = k.resource_id
@@ -386,6 +391,7 @@ const make = Effect.gen(function* () {
         description: resource.description,
         url: resource.url,
         method: resource.method,
+        mcp_tool: resource.mcp === undefined ? null : encodeMcpTool(resource.mcp),
         status: "DISCOVERED",
         verification_level: 0,
         source,
@@ -398,7 +404,7 @@ const make = Effect.gen(function* () {
       yield* sql`INSERT INTO resources ${sql.insert(rows)}
         ON CONFLICT (id) DO UPDATE SET provider_id = excluded.provider_id, type = excluded.type,
           name = excluded.name, description = excluded.description, url = excluded.url,
-          method = excluded.method, updated_at = excluded.updated_at, catalog_hash = excluded.catalog_hash,
+          method = excluded.method, mcp_tool = excluded.mcp_tool, updated_at = excluded.updated_at, catalog_hash = excluded.catalog_hash,
           listed = CASE WHEN resources.source = excluded.source THEN resources.listed ELSE excluded.listed END,
           listing_hold = CASE WHEN resources.source = excluded.source THEN resources.listing_hold ELSE excluded.listing_hold END,
           source = excluded.source`

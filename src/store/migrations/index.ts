@@ -14,10 +14,11 @@ import searchTerms from "./0012_search_terms.js"
 import rollupsByResource from "./0014_rollups_by_resource.js"
 import payeeEvidence from "./0015_payee_evidence.js"
 import budgetWindow from "./0016_budget_window.js"
+import mcpTools from "./0035_mcp_tools.js"
 
 /**
  * Migrations are imported, not globbed from disk, so the compiled single binary carries them.
- * Numbers are reserved per capability: 0002 verification, 0003 settlement, 0004 receipts, 0005 evidence states and listing (issue 13), 0006 catalog ingestion and 0007 curation (issue 14), 0008 catalog reads: search index and catalog fingerprints, 0009 probing at scale (issue 15), 0010 rate limits (issue 18), 0011 the key of the last catalog load, 0012 search terms by field, 0014 rollups pruned by resource 0015 payee evidence indexes and 0016 the budget window's covering index (issue 15); later issues take the next free number.
+ * Numbers are reserved per capability: 0002 verification, 0003 settlement, 0004 receipts, 0005 evidence states and listing (issue 13), 0006 catalog ingestion and 0007 curation (issue 14), 0008 catalog reads: search index and catalog fingerprints, 0009 probing at scale (issue 15), 0010 rate limits (issue 18), 0011 the key of the last catalog load, 0012 search terms by field, 0014 rollups pruned by resource 0015 payee evidence indexes and 0016 the budget window's covering index (issue 15), 0035 the MCP tool of mcp resources; later issues take the next free number.
  */
 const all = {
   "0001_catalog": catalog,
@@ -34,7 +35,8 @@ const all = {
   "0012_search_terms": searchTerms,
   "0014_rollups_by_resource": rollupsByResource,
   "0015_payee_evidence": payeeEvidence,
-  "0016_budget_window": budgetWindow
+  "0016_budget_window": budgetWindow,
+  "0035_mcp_tools": mcpTools
 }
 
 export const migrations = Migrator.fromRecord(all)
