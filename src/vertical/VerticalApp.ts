@@ -3,6 +3,7 @@ import { Cause, Effect, Schema } from "effect"
 import { describeParseError } from "../domain/issues.js"
 import { AssetBody, EligibilityBody } from "./assetRef.js"
 import { BodyTooLarge, InvalidRequest, PaymentRequired, type VerticalError } from "./errors.js"
+import { mcpEndpoint, mcpPath } from "./mcpTools.js"
 import { type Endpoint, type Offer, Paywall } from "./Paywall.js"
 import * as Queries from "./queries.js"
 import type { StellarData } from "./StellarData.js"
@@ -172,7 +173,12 @@ export type VerticalHttpApp = Effect.Effect<HttpServerResponse.HttpServerRespons
 export const verticalApp = (settings: VerticalAppSettings): VerticalHttpApp =>
   HttpRouter.fromIterable([
     HttpRouter.makeRoute("GET", `/${settings.name}/v1/status`, status(settings)),
-    ...ENDPOINTS.map((endpoint) => HttpRouter.makeRoute("POST", endpointPath(settings.name, endpoint), paidEndpoint(endpoint, settings)))
+    ...ENDPOINTS.map((endpoint) => HttpRouter.makeRoute("POST", endpointPath(settings.name, endpoint), paidEndpoint(endpoint, settings))),
+    HttpRouter.makeRoute(
+      "*",
+      mcpPath(settings.name),
+      mcpEndpoint({ ...settings, endpoints: ENDPOINTS, descriptions: DESCRIPTIONS, queryFor, errorAnswer })
+    )
   ]).pipe(
     Effect.catchTag("RouteNotFound", (e) =>
       Effect.succeed(json(404, { error: "NOT_FOUND", message: `no route ${e.request.method} ${e.request.url}` }))
