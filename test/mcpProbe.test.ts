@@ -39,7 +39,13 @@ beforeAll(async () => {
       [
         entry("mcp.tool-result", toolResult.url, "paid"),
         entry("mcp.extension", extension.url, "paid"),
-        ...["free", "garbage", "undecodable", "hang"].map((tool) => entry(`mcp.${tool}`, toolResult.url, tool))
+        ...["free", "garbage", "undecodable", "hang"].map((tool) => entry(`mcp.${tool}`, toolResult.url, tool)),
+        // An HTTP seller of the same capability at the same price: a competitor of the MCP tools.
+        {
+          resource: { id: "http.paid", type: "http", name: "http.paid", description: "an HTTP resource", url: x402.url("/paid"), capabilities: ["demo.mcp"] },
+          provider: { id: "http-seller", name: "HTTP seller" },
+          paymentOptions: [{ network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: FIXTURE_AMOUNT, amountUsd: 0.001, payTo: FIXTURE_PAY_TO }]
+        }
       ],
       "catalog"
     )
@@ -117,5 +123,26 @@ describe("probes of mcp resources over Streamable HTTP", () => {
     expect(stored.body.observations[0]).toMatchObject({ outcome: "refused_target", method: "tools/call" })
     expect(toolResult.initializes()).toBe(before)
     expect(toolResult.calls.length).toBe(calls)
+  })
+})
+
+describe("routing over http and mcp sellers of one capability", () => {
+  test("both kinds are ranked in one route under the same rules, and the policy judges them alike", async () => {
+    await validate(server, "http.paid")
+    for (const id of ["mcp.tool-result", "mcp.extension"]) await validate(server, id)
+    const { status, body } = await request(`${server.url}/v1/routes`, { method: "POST", json: { capability: "demo.mcp", optimizeFor: "cheapest" } })
+    expect(status).toBe(200)
+    const ranked = [body.selected, ...body.fallbacks].map((c: { resourceId: string }) => c.resourceId)
+    expect(ranked.sort()).toEqual(["http.paid", "mcp.extension", "mcp.tool-result"])
+    // The unhealthy MCP tools are rejected with the codes an unhealthy HTTP resource gets.
+    const rejectedIds = body.rejected.map((r: { resourceId: string }) => r.resourceId)
+    expect(rejectedIds).toEqual(expect.arrayContaining(["mcp.free", "mcp.garbage", "mcp.undecodable", "mcp.hang"]))
+    // A provider denied by policy is denied whatever its transport.
+    const denied = await request(`${server.url}/v1/routes`, {
+      method: "POST",
+      json: { capability: "demo.mcp", constraints: { denyProviders: ["mcp-seller"] } }
+    })
+    expect({ status: denied.status, selected: denied.body.selected?.resourceId, body: denied.status === 200 ? null : denied.body }).toEqual({ status: 200, selected: "http.paid", body: null })
+    expect(denied.body.fallbacks).toEqual([])
   })
 })
