@@ -4,7 +4,7 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { effectivePolicy } from "../src/client/Buyer.js"
-import { candidateRefusal, challengeRefusal, priceCeiling } from "../src/client/candidate.js"
+import { candidateRefusal, challengeRefusal, priceCeiling, transportRefusal } from "../src/client/candidate.js"
 import { placeInput } from "../src/client/input.js"
 import { judgeFailure, judgePaid } from "../src/client/outcome.js"
 import { SpendLedger } from "../src/client/SpendLedger.js"
@@ -163,5 +163,12 @@ describe("the local spend window", () => {
         yield* ledger.reserve(PAYER, 100n, "r3")
       })
     )
+  })
+})
+
+describe("what the buyer pays over", () => {
+  test("an MCP tool is refused before anything is reserved or signed; an HTTP resource is not", () => {
+    expect(transportRefusal({ type: "mcp" })).toContain("nothing was signed")
+    expect(transportRefusal({ type: "http" })).toBeNull()
   })
 })
