@@ -39,7 +39,7 @@ beforeAll(async () => {
       [
         entry("mcp.tool-result", toolResult.url, "paid"),
         entry("mcp.extension", extension.url, "paid"),
-        ...["free", "garbage", "undecodable", "hang"].map((tool) => entry(`mcp.${tool}`, toolResult.url, tool)),
+        ...["free", "garbage", "undecodable", "hang", "unknown"].map((tool) => entry(`mcp.${tool}`, toolResult.url, tool)),
         // An HTTP seller of the same capability at the same price: a competitor of the MCP tools.
         {
           resource: { id: "http.paid", type: "http", name: "http.paid", description: "an HTTP resource", url: x402.url("/paid"), capabilities: ["demo.mcp"] },
@@ -112,6 +112,25 @@ describe("probes of mcp resources over Streamable HTTP", () => {
     expect(toolResult.initializes()).toBe(again)
   })
 
+  test("a server that restarted (its sessions gone) is met with one new session, in the same probe", async () => {
+    await validate(server, "mcp.tool-result")
+    const before = toolResult.initializes()
+    toolResult.restart()
+    expect(await validate(server, "mcp.tool-result")).toMatchObject({ healthy: true, outcome: "healthy" })
+    expect(toolResult.initializes()).toBe(before + 1)
+    expect(await validate(server, "mcp.free")).toMatchObject({ outcome: "executed_unpaid" })
+    expect(toolResult.initializes()).toBe(before + 1)
+  })
+
+  test("an unknown tool is the server's JSON-RPC error: no_challenge, and the session is kept", async () => {
+    await validate(server, "mcp.tool-result")
+    const before = toolResult.initializes()
+    const unknown = await validate(server, "mcp.unknown")
+    expect(unknown).toMatchObject({ healthy: false, outcome: "no_challenge" })
+    await validate(server, "mcp.tool-result")
+    expect(toolResult.initializes()).toBe(before)
+  })
+
   test("a server on a private address outside trustedOrigins is refused before any request", async () => {
     const before = toolResult.initializes()
     const calls = toolResult.calls.length
@@ -136,7 +155,7 @@ describe("routing over http and mcp sellers of one capability", () => {
     expect(ranked.sort()).toEqual(["http.paid", "mcp.extension", "mcp.tool-result"])
     // The unhealthy MCP tools are rejected with the codes an unhealthy HTTP resource gets.
     const rejectedIds = body.rejected.map((r: { resourceId: string }) => r.resourceId)
-    expect(rejectedIds).toEqual(expect.arrayContaining(["mcp.free", "mcp.garbage", "mcp.undecodable", "mcp.hang"]))
+    expect(rejectedIds).toEqual(expect.arrayContaining(["mcp.free", "mcp.garbage", "mcp.undecodable", "mcp.hang", "mcp.unknown"]))
     // A provider denied by policy is denied whatever its transport.
     const denied = await request(`${server.url}/v1/routes`, {
       method: "POST",

@@ -1,5 +1,6 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
 import { Clock, Effect, Either, Runtime } from "effect"
 import { z } from "zod"
 import pkg from "../../package.json" with { type: "json" }
@@ -119,7 +120,8 @@ const failureOf = (error: unknown, deadline: AbortSignal, timeoutMs: number): Fa
  * the answer. The PaymentRequired of either binding goes through the HTTP challenge decoder and
  * the HTTP observation rules; the observation's `method` names the binding that answered. A
  * result that is not an error ran the tool unpaid: `executed_unpaid`. A JSON-RPC error answer
- * (an unknown tool, a server that is no MCP server) is `no_challenge`. Never fails.
+ * (an unknown tool) is `no_challenge`. A session the server no longer knows (it restarted) is
+ * replaced once within the probe. Never fails.
  */
 export const observeMcp = (target: ProbeTarget & { readonly mcp: McpTool }, config: Config, sessions: McpSessions) =>
   Effect.gen(function* () {
@@ -128,21 +130,30 @@ export const observeMcp = (target: ProbeTarget & { readonly mcp: McpTool }, conf
     const timeoutMs = config.probes.timeoutMs
     const outcome = yield* Effect.promise(async (interrupted) => {
       const deadline = AbortSignal.any([AbortSignal.timeout(timeoutMs), interrupted])
-      const session = sessions.session(target.url, startMs, runtime, deadline)
-      try {
-        const client = await session.ready
-        const result = await client.request(
+      const call = async (session: { readonly ready: Promise<Client> }) =>
+        (await session.ready).request(
           { method: "tools/call", params: { name: target.mcp.toolName, arguments: target.mcp.example ?? {} } },
           AnyResult,
           { signal: deadline, timeout: timeoutMs }
         )
-        return Either.right(readToolAnswer(result))
+      let session = sessions.session(target.url, startMs, runtime, deadline)
+      try {
+        try {
+          return Either.right(readToolAnswer(await call(session)))
+        } catch (error) {
+          // A server that restarted no longer knows the session (404): one new session, once.
+          if (!(error instanceof StreamableHTTPError && error.code === 404)) throw error
+          sessions.forget(target.url, session)
+          session = sessions.session(target.url, startMs, runtime, deadline)
+          return Either.right(readToolAnswer(await call(session)))
+        }
       } catch (error) {
-        const failure = failureOf(error, deadline, timeoutMs)
         // A JSON-RPC error is the server's answer; anything else leaves the session in doubt.
-        const answered = typeof (error as { code?: unknown }).code === "number" && failure._tag === "Unreachable"
-        if (!answered) sessions.forget(target.url, session)
-        return answered ? Either.right({ _tag: "NoChallenge" as const, reason: `the server answered an error: ${(error as Error).message.slice(0, 200)}` }) : Either.left(failure)
+        if (error instanceof McpError && error.code !== ErrorCode.RequestTimeout) {
+          return Either.right({ _tag: "NoChallenge" as const, reason: `the server answered an error: ${error.message.slice(0, 200)}` })
+        }
+        sessions.forget(target.url, session)
+        return Either.left(failureOf(error, deadline, timeoutMs))
       }
     })
     const endMs = yield* Clock.currentTimeMillis
