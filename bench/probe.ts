@@ -17,6 +17,7 @@ import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { Prober } from "../src/verification/Prober.js"
 import { entry, verificationConfig, verificationStack } from "../test/fixtures/verificationStack.js"
 import { startX402Fixture } from "../test/fixtures/x402Resource.js"
+import { throughput } from "./support/throughput.js"
 
 const ENDPOINTS = 200
 const CONCURRENCY = 16
@@ -25,17 +26,6 @@ const ROUND_MS = 2000
 
 const fixture = await startX402Fixture()
 const urls = Array.from({ length: ENDPOINTS }, (_, i) => fixture.url(`/paid/${i}`))
-
-/** Probes per second of `cycle` (which probes every URL once) repeated for about `ms`. */
-const throughput = async (ms: number, cycle: () => Promise<unknown>) => {
-  let probes = 0
-  const start = performance.now()
-  while (performance.now() - start < ms) {
-    await cycle()
-    probes += ENDPOINTS
-  }
-  return probes / ((performance.now() - start) / 1000)
-}
 
 const bareCycle = async () => {
   let next = 0
@@ -71,8 +61,8 @@ await proberCycle()
 const bare: Array<number> = []
 const prober: Array<number> = []
 for (let round = 0; round < ROUNDS; round++) {
-  bare.push(await throughput(ROUND_MS, bareCycle))
-  prober.push(await throughput(ROUND_MS, proberCycle))
+  bare.push(await throughput(ROUND_MS, ENDPOINTS, bareCycle))
+  prober.push(await throughput(ROUND_MS, ENDPOINTS, proberCycle))
 }
 const median = (xs: Array<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs"
 import { dirname, resolve } from "node:path"
 import demoCatalog from "./store/demo-catalog.json" with { type: "json" }
 import { AgentPolicy } from "./domain/policy.js"
+import { mcpFieldsRefusal } from "./domain/mcp.js"
 import { CatalogEntry, ceilingCoversAmount } from "./domain/resources.js"
 import { BaseUnits, StellarAddress, StellarNetwork, usdMatchesBaseUnits } from "./domain/stellar.js"
 import { SupportedAsset } from "./domain/x402.js"
@@ -544,6 +545,8 @@ export const checkCatalog = (catalog: ReadonlyArray<CatalogEntry>, decimals: num
       return new ConfigError(`catalog[${i}].resource.id`, `duplicate resource id "${entry.resource.id}"`)
     }
     resourceIds.add(entry.resource.id)
+    const mcpRefused = mcpFieldsRefusal(entry.resource)
+    if (mcpRefused !== null) return new ConfigError(`catalog[${i}].resource.mcp`, mcpRefused)
     for (const [j, option] of entry.paymentOptions.entries()) {
       const at = `catalog[${i}].paymentOptions[${j}]`
       if (!usdMatchesBaseUnits(option.amountUsd, option.amount, decimals)) {

@@ -7,6 +7,7 @@ import { join, resolve } from "node:path"
 import pkg from "../package.json" with { type: "json" }
 import { pollUntil } from "./support/poll.js"
 import { freePorts, launchServe, type ServeChild } from "./support/serveProcess.js"
+import { TOOL_NAMES } from "./support/mcpTools.js"
 
 /**
  * The single binary: built with `bun build --compile` (what `npm run build` runs) and started in an
@@ -122,17 +123,7 @@ describe("single binary", () => {
       })
     )
     const { tools } = await client.listTools()
-    expect(tools.map((t) => t.name).sort()).toEqual([
-      "get_resource",
-      "get_resource_health",
-      "get_resource_history",
-      "get_resource_metrics",
-      "list_discovery_resources",
-      "route_resource",
-      "search_discovery_resources",
-      "search_resources",
-      "validate_endpoint"
-    ])
+    expect(tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
     await client.close()
   })
 })

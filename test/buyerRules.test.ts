@@ -6,7 +6,7 @@ import { join } from "node:path"
 import { effectivePolicy } from "../src/client/Buyer.js"
 import { DEFAULT_MAX_USD_PER_PAYMENT } from "../src/client/spendControls.js"
 import { DEFAULT_MAX_AMOUNT_PER_PAYMENT } from "@x402/core/client"
-import { candidateRefusal, challengeRefusal, priceCeiling } from "../src/client/candidate.js"
+import { candidateRefusal, challengeRefusal, priceCeiling, transportRefusal } from "../src/client/candidate.js"
 import { placeInput } from "../src/client/input.js"
 import { judgeFailure, judgePaid } from "../src/client/outcome.js"
 import { SpendLedger } from "../src/client/SpendLedger.js"
@@ -178,5 +178,12 @@ describe("the local spend window", () => {
         yield* ledger.reserve(PAYER, 100n, "r3")
       })
     )
+  })
+})
+
+describe("what the buyer pays over", () => {
+  test("an MCP tool is refused before anything is reserved or signed; an HTTP resource is not", () => {
+    expect(transportRefusal({ type: "mcp" })).toContain("nothing was signed")
+    expect(transportRefusal({ type: "http" })).toBeNull()
   })
 })

@@ -67,7 +67,10 @@ describe("e2e: the demo providers as npm start runs them", () => {
       expect(decision.rejected.map((r: { resourceId: string; codes: unknown }) => [r.resourceId, r.codes])).toEqual([
         ["demo-raiser.rwa.inspect", ["QUARANTINED"]]
       ])
-      expect(decision.fallbacks.length).toBe(3)
+      // Three HTTP endpoints and two MCP tools (the vertical's and demo-fast's) behind the selection.
+      expect(decision.fallbacks.length).toBe(5)
+      const ranked = [decision.selected, ...decision.fallbacks].map((c: { resourceId: string }) => c.resourceId)
+      expect(ranked).toEqual(expect.arrayContaining(["demo-fast.mcp.inspect", "stellar-intel.mcp.inspect", "demo-fast.rwa.inspect"]))
     }
   })
 

@@ -58,10 +58,24 @@ describe("demo behaviours (pure)", () => {
 describe("the bundled catalog as the demo providers' price list", () => {
   const catalog = defaults.catalog
 
+  test("the vertical sells its four tools over MCP too, and demo-fast its inspect, at the HTTP prices", () => {
+    const mcp = catalog.filter((e) => e.resource.type === "mcp")
+    expect(mcp.map((e) => e.resource.id).sort()).toEqual(
+      ["demo-fast.mcp.inspect", ...ENDPOINTS.map((e) => `stellar-intel.mcp.${e}`)].sort()
+    )
+    for (const entry of mcp) {
+      const http = catalog.find((e) => e.resource.id === entry.resource.id.replace(".mcp.", ".rwa."))!
+      expect(entry.paymentOptions).toEqual(http.paymentOptions)
+      expect(entry.resource.capabilities).toEqual(http.resource.capabilities)
+      expect(entry.resource.url).toBe(`${new URL(http.resource.url).origin}/${entry.provider.id}/mcp`)
+      expect(entry.resource.mcp?.toolName).toBe(entry.resource.id.split(".").at(-1)!)
+    }
+  })
+
   test("every demo provider sells the vertical's four capabilities with an exact and an upto option, to one payee", () => {
     for (const behaviour of DEMO_BEHAVIOURS) {
       const id = demoProviderId(behaviour)
-      const entries = catalog.filter((e) => e.provider.id === id)
+      const entries = catalog.filter((e) => e.provider.id === id && e.resource.type === "http")
       expect(entries.map((e) => e.resource.id).sort()).toEqual(ENDPOINTS.map((e) => `${id}.rwa.${e}`).sort())
       expect(entries.every((e) => e.provider.name.startsWith("Demo "))).toBe(true)
       const seller = sellerFrom(catalog, id)!

@@ -26,7 +26,7 @@ const defaults = Either.getOrThrow(loadConfig(undefined, {}))
 const VERTICAL = defaults.vertical.name
 const INTEL_IDS = ["inspect", "changes", "compliance", "eligibility"].map((e) => `${VERTICAL}.rwa.${e}`)
 /** The demo providers' inspect resources; with a catalog file they are listed but not started (demo.enabled defaults to false). */
-const OTHER_INSPECTORS = ["demo-fast", "demo-flaky", "demo-raiser", "demo-slow"].map((p) => `${p}.rwa.inspect`)
+const OTHER_INSPECTORS = ["demo-fast.mcp", "demo-fast.rwa", "demo-flaky.rwa", "demo-raiser.rwa", "demo-slow.rwa"].map((p) => `${p}.inspect`)
 
 interface Ports {
   /** 0 where the service may bind any port and report it (spawnServe reads it back). */
@@ -168,7 +168,8 @@ describe("e2e: the service and the vertical, with a catalog file whose other pro
     const route = await request(`${service.url}/v1/routes`, { method: "POST", json: { capability: "rwa.inspect" } })
     expect(route.status).toBe(200)
     expect(route.body.selected).toMatchObject({ resourceId: `${VERTICAL}.rwa.inspect`, providerId: VERTICAL, optionIndex: 0 })
-    expect(route.body.fallbacks).toEqual([])
+    // The vertical's MCP tool competes in the same route.
+    expect(route.body.fallbacks.map((f: { resourceId: string }) => f.resourceId)).toEqual([`${VERTICAL}.mcp.inspect`])
     expect(route.body.rejected.map((r: { resourceId: string; codes: unknown }) => ({ resourceId: r.resourceId, codes: r.codes }))).toEqual(
       OTHER_INSPECTORS.map((resourceId) => ({ resourceId, codes: ["SERVICE_OFFLINE", "PAYEE_NOT_VERIFIED"] }))
     )

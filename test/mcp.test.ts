@@ -7,19 +7,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { loadConfig } from "../src/config.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { TOOL_NAMES } from "./support/mcpTools.js"
 import { request, startServer } from "./support/server.js"
-
-const TOOL_NAMES = [
-  "get_resource",
-  "get_resource_health",
-  "get_resource_history",
-  "get_resource_metrics",
-  "list_discovery_resources",
-  "route_resource",
-  "search_discovery_resources",
-  "search_resources",
-  "validate_endpoint"
-]
 
 let fixture: X402Fixture
 let http: Awaited<ReturnType<typeof startServer>>

@@ -52,10 +52,12 @@ describe("store", () => {
     expect(record.resource.capabilities).toEqual(["rwa.inspect"])
     expect(record.paymentOptions[0]?.amount).toBe("10000")
     expect(byCap.map((r) => r.resource.id).sort()).toEqual([
+      "demo-fast.mcp.inspect",
       "demo-fast.rwa.inspect",
       "demo-flaky.rwa.inspect",
       "demo-raiser.rwa.inspect",
       "demo-slow.rwa.inspect",
+      "stellar-intel.mcp.inspect",
       "stellar-intel.rwa.inspect"
     ])
     expect(Option.isNone(missing)).toBe(true)

@@ -2,6 +2,7 @@ import { Either, Schema } from "effect"
 import { type CatalogEntry, ceilingCoversAmount, HttpMethod, ResourceInfo, type ResourcePaymentOption } from "../domain/resources.js"
 import { serviceMetadataOf } from "../domain/serviceMetadata.js"
 import { BaseUnits, baseUnitsToUsd, PaymentScheme, StellarAddress, StellarNetwork } from "../domain/stellar.js"
+import { readMcpTool } from "../domain/mcp.js"
 import { discoveredId } from "../verification/Prober.js"
 
 /**
@@ -111,6 +112,20 @@ const describe = (item: Item, sourceId: string): string => {
   return text(item.description, MAX_DESCRIPTION_LENGTH) ?? text(metadata.description, MAX_DESCRIPTION_LENGTH) ?? fromAccepts ?? `Imported from ${sourceId}`
 }
 
+/**
+ * Where an MCP item keeps its tool: the Bazaar's item fields (`toolName`, `transport`,
+ * `inputSchema`, `example`), else its bazaar extension's `info.input`.
+ */
+const mcpFieldsOf = (raw: unknown): unknown => {
+  if (!isObject(raw)) return {}
+  if (raw.toolName !== undefined) return raw
+  const bazaar = isObject(raw.extensions) ? raw.extensions.bazaar : undefined
+  return isObject(bazaar) && isObject(bazaar.info) ? bazaar.info.input : {}
+}
+
+/** One server's tools share its URL: an MCP item's id hashes the URL and the tool. */
+const discoveredToolId = (url: URL, toolName: string) => discoveredId(new URL(`#${encodeURIComponent(toolName)}`, url))
+
 /** One item: a catalog entry, or why it is not one. */
 export const readItem = (raw: unknown, sourceId: string, deployment: ImportDeployment): ItemReading => {
   const decoded = Schema.decodeUnknownEither(Item)(raw)
@@ -122,6 +137,9 @@ export const readItem = (raw: unknown, sourceId: string, deployment: ImportDeplo
   if (item.resource.length > MAX_URL_LENGTH) return { _tag: "Invalid", reason: `resource URL is longer than ${MAX_URL_LENGTH} characters` }
   if (!isResourceUrl(item.resource)) return { _tag: "Invalid", reason: `resource is not an http(s) URL: ${item.resource.slice(0, 100)}` }
   if (item.type !== "http" && item.type !== "mcp") return { _tag: "Invalid", reason: `unknown resource type "${item.type}"` }
+  const mcp = item.type === "mcp" ? readMcpTool(mcpFieldsOf(raw)) : undefined
+  if (mcp !== undefined && Either.isLeft(mcp)) return { _tag: "Invalid", reason: mcp.left }
+  const tool = mcp?.right
   const url = new URL(item.resource)
   const metadata = isObject(item.metadata) ? item.metadata : {}
   // A 2.27 bazaar item carries the service metadata beside `resource`; Item's decoding drops it.
@@ -131,12 +149,13 @@ export const readItem = (raw: unknown, sourceId: string, deployment: ImportDeplo
     lastUpdatedMs: lastUpdatedMs(item.lastUpdated),
     entry: {
       resource: {
-        id: discoveredId(url),
+        id: tool === undefined ? discoveredId(url) : discoveredToolId(url, tool.toolName),
         type: item.type,
-        name: text(metadata.name) ?? `${url.host}${url.pathname}`.slice(0, MAX_NAME_LENGTH),
+        name: text(metadata.name) ?? tool?.toolName ?? `${url.host}${url.pathname}`.slice(0, MAX_NAME_LENGTH),
         description: describe(item, sourceId),
         url: url.href,
-        method: methodOf(item),
+        method: tool === undefined ? methodOf(item) : "POST",
+        ...(tool !== undefined ? { mcp: tool } : {}),
         capabilities: [],
         ...service
       },

@@ -16,6 +16,7 @@ export const registrationOutcome = (
     case "healthy":
       return "listed"
     case "http_status":
+    case "executed_unpaid":
       return "not-402"
     case "no_challenge":
     case "malformed_challenge":

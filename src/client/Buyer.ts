@@ -10,7 +10,7 @@ import { readBuyerKey, type StellarKey } from "../keys/stellarKey.js"
 import { isJsonType, type PaidAnswer, payFor } from "../payments/payFor.js"
 import type { Deployment } from "../verification/challenge.js"
 import type { OutboundRequests } from "../verification/fetchAnswer.js"
-import { candidateRefusal, challengeRefusal, priceCeiling } from "./candidate.js"
+import { candidateRefusal, challengeRefusal, priceCeiling, transportRefusal } from "./candidate.js"
 import {
   AllProvidersFailed,
   type BuyError,
@@ -163,6 +163,8 @@ const planFor = (client: SextantClientShape, settings: BuyerSettings, candidate:
     const detail = yield* Effect.either(client.resources.get({ path: { id: candidate.resourceId } }))
     if (detail._tag === "Left") return attemptOf(candidate, rank, "failed", `the service could not describe the resource: ${describe(detail.left)}`)
     const resource = detail.right.resource
+    const unsupported = transportRefusal(resource)
+    if (unsupported !== null) return attemptOf(candidate, rank, "refused", unsupported)
     const placement = placeInput(resource.url, resource.method, input)
     if (placement._tag === "Left") return attemptOf(candidate, rank, "refused", placement.left)
     return { candidate, rank, resource, placement: placement.right, ceiling: priceCeiling(candidate, policy, settings.decimals) } satisfies Plan

@@ -42,7 +42,8 @@ const fromObservation = (o: RecordedObservation): Requirements | null =>
 /**
  * One listed resource as an x402 discovery item (v2 §8.2). `accepts` is what the newest healthy
  * probe saw the resource ask, else the catalog's options; `lastUpdated` is the newest probe, else
- * the time of reading; `metadata` carries the evidence a client ranks by. No I/O.
+ * the time of reading; `metadata` carries the evidence a client ranks by; an `mcp` item carries its
+ * tool's fields beside them, as the Bazaar lists MCP items. No I/O.
  */
 export const discoveryItem = (
   record: ResourceRecord,
@@ -72,6 +73,7 @@ export const discoveryItem = (
       p95LatencyMs: evidence.metrics.p95LatencyMs,
       confidence: evidence.metrics.confidence,
       lastVerified: evidence.metrics.lastVerified
-    }
+    },
+    ...(record.resource.mcp !== undefined ? record.resource.mcp : {})
   }
 }

@@ -2,6 +2,8 @@ import { Schema } from "effect"
 import { Cursor, PAGE_LIMITS } from "./pagination.js"
 import { ServiceStatus, VerificationLevel } from "./resources.js"
 import { PaymentRequirements } from "./x402.js"
+import { JsonObject } from "./json.js"
+import { McpTransport } from "./mcp.js"
 
 /**
  * The x402 v2 discovery shapes (specification §8, "Discovery API"): what a stock client extended
@@ -35,7 +37,12 @@ export const DiscoveryItem = Schema.Struct({
   serviceName: Schema.optional(Schema.String),
   tags: Schema.optional(Schema.Array(Schema.String)),
   iconUrl: Schema.optional(Schema.String),
-  metadata: DiscoveryMetadata
+  metadata: DiscoveryMetadata,
+  /** An `mcp` item's tool, as the Bazaar lists MCP items: the tool's name, transport, arguments' schema and example. */
+  toolName: Schema.optional(Schema.String),
+  transport: Schema.optional(McpTransport),
+  inputSchema: Schema.optional(JsonObject),
+  example: Schema.optional(JsonObject)
 }).annotations({ identifier: "DiscoveryItem" })
 export type DiscoveryItem = typeof DiscoveryItem.Type
 

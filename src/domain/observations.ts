@@ -12,7 +12,8 @@ export const ProbeOutcome = Schema.Literal(
   "no_challenge",
   "malformed_challenge",
   "no_acceptable_option",
-  "refused_target"
+  "refused_target",
+  "executed_unpaid"
 ).annotations({ identifier: "ProbeOutcome" })
 export type ProbeOutcome = typeof ProbeOutcome.Type
 

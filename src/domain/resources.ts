@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { McpTool } from "./mcp.js"
 import { Cursor, PAGE_LIMITS } from "./pagination.js"
 import { BaseUnits, Capability, PaymentScheme, StellarAddress, StellarNetwork } from "./stellar.js"
 
@@ -58,6 +59,8 @@ export const ResourceInfo = Schema.Struct({
   url: Schema.String.pipe(Schema.pattern(/^https?:\/\/[^\s]+$/, { message: () => "expected an http(s) URL" })),
   /** HTTP method a probe uses; not in the spec's table, added because POST-only resources exist. */
   method: Schema.optionalWith(HttpMethod, { default: () => "GET" }),
+  /** For type `mcp`: the tool of the server at `url` that is sold (the Bazaar's MCP fields). */
+  mcp: Schema.optional(McpTool),
   capabilities: Schema.Array(Capability),
   status: ServiceStatus,
   verificationLevel: VerificationLevel,

@@ -4,6 +4,7 @@ import type { CatalogEntry, HttpMethod } from "../domain/resources.js"
 import { ceilingCoversAmount, ResourcePaymentOption } from "../domain/resources.js"
 import { serviceMetadataOf } from "../domain/serviceMetadata.js"
 import type { SupportedAsset } from "../domain/x402.js"
+import { readMcpTool } from "../domain/mcp.js"
 import { schemaRefusal } from "./schemaGuard.js"
 
 /**
@@ -68,9 +69,10 @@ const decodeOption = Schema.decodeUnknownEither(ResourcePaymentOption)
 /**
  * Reads and validates the bazaar extension of a settle body (after the settle succeeded) and builds the catalog
  * entry: the URL from `paymentPayload.resource.url`, the payment option from the requirements
- * being paid (only this deployment's network and asset), type, method, tool and description
- * from `info`, the service metadata (`serviceName`, `tags`, `iconUrl`) from `resource` as upstream
- * sanitises it, the name from `serviceName` when it survives.
+ * being paid (only this deployment's network and asset), type, method, description and, for an
+ * MCP tool, its `toolName`, `transport`, `inputSchema` and `example` from `info`, the service
+ * metadata (`serviceName`, `tags`, `iconUrl`) from `resource` as upstream sanitises it, the name
+ * from `serviceName` when it survives.
  */
 export const readBazaar = (
   request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown },
@@ -90,8 +92,9 @@ export const readBazaar = (
   const input = isObject(extension.info.input) ? extension.info.input : {}
   const type = input.type === "mcp" ? "mcp" : input.type === "http" ? "http" : null
   if (type === null) return reject('info.input.type must be "http" or "mcp"')
-  const tool = type === "mcp" ? text(input.tool, 200) : undefined
-  if (type === "mcp" && tool === undefined) return reject("info.input.tool is required for an MCP tool")
+  const mcp = type === "mcp" ? readMcpTool(input) : undefined
+  if (mcp !== undefined && Either.isLeft(mcp)) return reject(`info.input: ${mcp.left}`)
+  const tool = mcp?.right
   const method: HttpMethod = type === "http" && typeof input.method === "string" && HTTP_METHODS.has(input.method) ? (input.method as HttpMethod) : type === "mcp" ? "POST" : "GET"
 
   const requirements = isObject(request.paymentRequirements) ? request.paymentRequirements : {}
@@ -118,12 +121,13 @@ export const readBazaar = (
     _tag: "Accepted",
     entry: {
       resource: {
-        id: bazaarId(url, option.right.payTo, tool),
+        id: bazaarId(url, option.right.payTo, tool?.toolName),
         type,
-        name: name ?? tool ?? `${host}${new URL(url).pathname}`.slice(0, 200),
+        name: name ?? tool?.toolName ?? `${host}${new URL(url).pathname}`.slice(0, 200),
         description: text(resource.description, 1000) ?? text(input.description, 1000) ?? "",
         url,
         method,
+        ...(tool !== undefined ? { mcp: tool } : {}),
         capabilities: [],
         ...metadata
       },

@@ -4,13 +4,14 @@ import { Exposition } from "../telemetry/Exposition.js"
 import { Instruments } from "../telemetry/Instruments.js"
 import { measured, methodLabel, routeMatcher } from "../telemetry/labels.js"
 import { SextantApi } from "./api/index.js"
+import { MCP_PATH } from "../mcp/httpTransport.js"
 import { STATUS_ROUTES } from "./status.js"
 
 /** Every path template the server answers: the API's endpoints and the raw routes beside them. */
 const templates = () => {
   const paths: Array<string> = []
   HttpApi.reflect(SextantApi, { onGroup: () => {}, onEndpoint: ({ endpoint }) => void paths.push(endpoint.path) })
-  return [...paths, ...STATUS_ROUTES, "/metrics", "/openapi.json", "/docs"]
+  return [...paths, ...STATUS_ROUTES, "/metrics", MCP_PATH, "/openapi.json", "/docs"]
 }
 
 /** A request path to its route template (`/v1/resources/:id`): the HTTP metrics' and span names' label. */

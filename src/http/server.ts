@@ -13,6 +13,7 @@ import { ErrorMiddlewareLive } from "./errors.js"
 import { spanNames } from "../telemetry/Telemetry.js"
 import { httpMetrics, MetricsRouteLive, spanPath } from "./metrics.js"
 import { StatusRoutesLive } from "./status.js"
+import { McpRouteLive } from "../mcp/httpTransport.js"
 import { CurationHandlers } from "./handlers/curation.js"
 import { DiscoveryHandlers } from "./handlers/discovery.js"
 import { HealthHandlers } from "./handlers/health.js"
@@ -59,6 +60,7 @@ export const localApiHandler = <E>(services: Layer.Layer<Layer.Layer.Context<typ
 export const HttpLive = HttpApiBuilder.serve(httpMetrics).pipe(
   Layer.provide(StatusRoutesLive),
   Layer.provide(MetricsRouteLive),
+  Layer.provide(McpRouteLive),
   Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
   Layer.provide(ErrorMiddlewareLive),

@@ -85,7 +85,11 @@ const facts = (view: ResourceView): Html => {
   const m = detail.metrics
   return html`<dl class="facts">
 <dt>Provider</dt><dd>${detail.provider.name}</dd>
-${service(detail.resource)}<dt>URL</dt><dd>${detail.resource.method} ${detail.resource.url}</dd>
+${service(detail.resource)}${
+    detail.resource.mcp === undefined
+      ? html`<dt>URL</dt><dd>${detail.resource.method} ${detail.resource.url}</dd>`
+      : html`<dt>MCP tool</dt><dd>${detail.resource.mcp.toolName} at ${detail.resource.url} (${detail.resource.mcp.transport})</dd>`
+  }
 <dt>Capabilities</dt><dd>${detail.resource.capabilities.join(", ")}</dd>
 <dt>Status</dt><dd>${statusChip(detail.resource.status)} ${levelChip(detail.resource.verificationLevel)}${
     detail.curation.quarantine ? html` quarantined by ${detail.curation.quarantine.actor}: ${detail.curation.quarantine.reason}` : ""

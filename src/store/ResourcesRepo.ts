@@ -10,6 +10,7 @@ import {
   type ResourceRecord,
   ServiceStatus
 } from "../domain/resources.js"
+import { McpTool } from "../domain/mcp.js"
 import { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
 import { type ServiceMetadata, serviceMetadataOf } from "../domain/serviceMetadata.js"
 import { CatalogChanges, catalogChanged, resourcesChanged } from "./CatalogChanges.js"
@@ -37,7 +38,8 @@ const ResourceRow = Schema.Struct({
   trusted: SqlFlag,
   service_name: Schema.NullOr(Schema.String),
   tags: Schema.NullOr(Schema.parseJson(Schema.Array(Schema.String))),
-  icon_url: Schema.NullOr(Schema.String)
+  icon_url: Schema.NullOr(Schema.String),
+  mcp_tool: Schema.NullOr(Schema.parseJson(McpTool))
 })
 
 const CapabilityRow = Schema.Struct({ resource_id: Schema.String, capability: Schema.String })
@@ -66,6 +68,7 @@ const toOption = (row: Omit<typeof OptionRow.Type, "resource_id">): ResourcePaym
 })
 
 const decodeResources = decodeRows(ResourceRow)
+const encodeMcpTool = Schema.encodeSync(Schema.parseJson(McpTool))
 const decodeCapabilities = decodeRows(CapabilityRow)
 const decodeOptions = decodeRows(OptionRow)
 
@@ -143,6 +146,7 @@ const toRecord = (r: typeof ResourceRow.Type, capabilities: ReadonlyArray<string
     description: r.description,
     url: r.url,
     method: r.method,
+    ...(r.mcp_tool !== null ? { mcp: r.mcp_tool } : {}),
     capabilities,
     status: r.status,
     verificationLevel: r.verification_level,
@@ -203,13 +207,14 @@ const lastById = (entries: ReadonlyArray<CatalogEntry>) => lastBy(entries, (e) =
 
 /**
  * What the store keeps of an entry, fingerprinted: equal fingerprints mean nothing to write.
- * Capabilities as a set, since the store keeps them so.
+ * Capabilities as a set, since the store keeps them so. The MCP tool only when there is one, so
+ * the fingerprints of http resources stored before it existed still match.
  */
 const fingerprint = ({ resource: r, provider: p, paymentOptions }: CatalogEntry): string =>
   createHash("sha256")
     .update(
       JSON.stringify([
-        [r.id, r.type, r.name, r.description, r.url, r.method, [...new Set(r.capabilities)].sort()],
+        [r.id, r.type, r.name, r.description, r.url, r.method, [...new Set(r.capabilities)].sort(), ...(r.mcp ? [encodeMcpTool(r.mcp)] : [])],
         [r.serviceName ?? null, r.tags ?? null, r.iconUrl ?? null],
         [p.id, p.name, p.url ?? null, p.contact ?? null],
         paymentOptions.map((o) => [o.network, o.scheme, o.asset, o.amount, o.amountUsd, o.maxAmount ?? null, o.maxAmountUsd ?? null, o.payTo])
@@ -260,7 +265,7 @@ const make = Effect.gen(function* () {
       const rows = yield* sql`
         SELECT r.id, r.provider_id, p.name AS provider_name, p.url AS provider_url, p.contact AS provider_contact,
                r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source, r.trusted,
-               r.service_name, r.tags, r.icon_url
+               r.service_name, r.tags, r.icon_url, r.mcp_tool
         FROM resources r JOIN providers p ON p.id = r.provider_id
         WHERE ${where}
         ORDER BY r.id ${page ? sql`LIMIT ${page.limit} OFFSET ${page.offset ?? 0}` : sql``}`.pipe(Effect.flatMap(decodeResources))
@@ -298,7 +303,7 @@ const make = Effect.gen(function* () {
       const raw = yield* sql`
         SELECT r.id, r.provider_id, p.name AS provider_name, p.url AS provider_url, p.contact AS provider_contact,
                r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source, r.trusted,
-               r.service_name, r.tags, r.icon_url,
+               r.service_name, r.tags, r.icon_url, r.mcp_tool,
                r.quarantined_by, r.quarantine_reason, r.quarantined_at, ${metricColumns}
         FROM resource_capabilities k
         JOIN resources r ON r.id = k.resource_id
@@ -409,6 +414,7 @@ const make = Effect.gen(function* () {
         description: resource.description,
         url: resource.url,
         method: resource.method,
+        mcp_tool: resource.mcp === undefined ? null : encodeMcpTool(resource.mcp),
         status: "DISCOVERED",
         verification_level: 0,
         source,
@@ -425,7 +431,7 @@ const make = Effect.gen(function* () {
       yield* sql`INSERT INTO resources ${sql.insert(rows)}
         ON CONFLICT (id) DO UPDATE SET provider_id = excluded.provider_id, type = excluded.type,
           name = excluded.name, description = excluded.description, url = excluded.url,
-          method = excluded.method, updated_at = excluded.updated_at, catalog_hash = excluded.catalog_hash,
+          method = excluded.method, mcp_tool = excluded.mcp_tool, updated_at = excluded.updated_at, catalog_hash = excluded.catalog_hash,
           service_name = excluded.service_name, tags = excluded.tags, icon_url = excluded.icon_url,
           listed = CASE WHEN resources.source = excluded.source THEN resources.listed ELSE excluded.listed END,
           listing_hold = CASE WHEN resources.source = excluded.source THEN resources.listing_hold ELSE excluded.listing_hold END,

@@ -20,6 +20,7 @@ import { isAcceptable } from "./challenge.js"
 import { Instruments } from "../telemetry/Instruments.js"
 import { EvidenceRecorder, type ProbeBookkeeping } from "./EvidenceRecorder.js"
 import { guardTarget, TargetRefused } from "./outboundGuard.js"
+import { mcpSessions, observeMcp } from "./mcpProbe.js"
 import { type Observed, observe, type ProbeTarget } from "./observe.js"
 import { publicObservation } from "../domain/observations.js"
 import { backoffIntervals, nextDue } from "./probeSlots.js"
@@ -139,8 +140,9 @@ const slots = (n: number) =>
  */
 export const probeStep = (config: Config) => {
   const redactor = redactorFor(config)
+  const sessions = mcpSessions(config)
   return (target: ProbeTarget) =>
-    observe(target, config).pipe(
+    (target.mcp === undefined ? observe(target, config) : observeMcp({ ...target, mcp: target.mcp }, config, sessions)).pipe(
       Effect.map((observed): Observed => ({ ...observed, observation: redactor.value(observed.observation), challenge: redactor.value(observed.challenge) })),
       Effect.withTracerEnabled(false)
     )
@@ -151,7 +153,8 @@ const targetOf = (record: ResourceRecord): ProbeTarget => ({
   resourceId: record.resource.id,
   url: record.resource.url,
   method: record.resource.method,
-  advertised: record.paymentOptions
+  advertised: record.paymentOptions,
+  mcp: record.resource.mcp
 })
 
 const make = Effect.gen(function* () {

@@ -1,5 +1,6 @@
 import { Clock, Effect, Either } from "effect"
 import type { Config } from "../config.js"
+import type { McpTool } from "../domain/mcp.js"
 import type { HttpMethod, ResourcePaymentOption } from "../domain/resources.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
 import { sortableId } from "../store/sortableId.js"
@@ -24,6 +25,8 @@ export interface ProbeTarget {
   readonly method: HttpMethod
   /** The catalog's options for the resource; a challenge is judged against them. */
   readonly advertised: ReadonlyArray<ResourcePaymentOption>
+  /** For an `mcp` resource: the tool to call at `url` (mcpProbe.ts) instead of an HTTP request. */
+  readonly mcp?: McpTool | undefined
 }
 
 export type ProbeFailure = TargetRefused | Unreachable | AnswerTimeout
@@ -36,7 +39,8 @@ export interface Observed {
   readonly options: ReadonlyArray<ChallengeOption>
 }
 
-const blank = (target: ProbeTarget, startMs: number) => ({
+/** An observation of `target` begun at `startMs` with nothing seen yet. */
+export const blank = (target: ProbeTarget, startMs: number) => ({
   id: sortableId("obs", startMs),
   resourceId: target.resourceId,
   observedAt: new Date(startMs).toISOString(),
@@ -55,7 +59,7 @@ const blank = (target: ProbeTarget, startMs: number) => ({
   contradiction: null
 })
 
-const failureObservation = (target: ProbeTarget, startMs: number, failure: ProbeFailure): RecordedObservation => {
+export const failureObservation = (target: ProbeTarget, startMs: number, failure: ProbeFailure): RecordedObservation => {
   switch (failure._tag) {
     case "TargetRefused":
       return { ...blank(target, startMs), outcome: "refused_target", detail: failure.reason }
@@ -86,7 +90,7 @@ const describe = (reading: ChallengeReading, httpStatus: number, deployment: Dep
  * Turns what a probe got into its observation: the outcome code, and from the challenge the
  * option that best represents it plus any contradiction with the catalog. No I/O.
  */
-const observationOf = (
+export const observationOf = (
   target: ProbeTarget,
   startMs: number,
   endMs: number,

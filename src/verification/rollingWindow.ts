@@ -43,7 +43,8 @@ export const ANSWERED: ReadonlySet<ProbeOutcome> = new Set([
   "http_status",
   "no_challenge",
   "malformed_challenge",
-  "no_acceptable_option"
+  "no_acceptable_option",
+  "executed_unpaid"
 ])
 /** Outcomes that count towards OFFLINE. */
 export const CONNECT_FAILURE: ReadonlySet<ProbeOutcome> = new Set(["unreachable", "timeout"])

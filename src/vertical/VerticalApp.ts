@@ -3,6 +3,7 @@ import { Cause, Effect, Schema } from "effect"
 import { describeParseError } from "../domain/issues.js"
 import { AssetBody, EligibilityBody } from "./assetRef.js"
 import { BodyTooLarge, InvalidRequest, PaymentRequired, type VerticalError } from "./errors.js"
+import { mcpEndpoint, mcpPath } from "./mcpTools.js"
 import { type Endpoint, type Offer, Paywall } from "./Paywall.js"
 import * as Queries from "./queries.js"
 import type { StellarData } from "./StellarData.js"
@@ -17,7 +18,7 @@ export interface VerticalAppSettings {
 
 export const ENDPOINTS: ReadonlyArray<Endpoint> = ["inspect", "changes", "compliance", "eligibility"]
 
-const DESCRIPTIONS: Readonly<Record<Endpoint, string>> = {
+export const DESCRIPTIONS: Readonly<Record<Endpoint, string>> = {
   inspect: "Asset identity, issuer signals, metadata and technical state of a Stellar asset or token contract.",
   changes: "Recent observable changes of a Stellar asset: issuer flag changes, large mints and burns, trustline authorisation changes, contract upgrades.",
   compliance: "Observable technical restrictions of a Stellar asset (authorisation required, clawback, freeze capability, contract admin); no legal conclusions.",
@@ -34,37 +35,43 @@ const json = (status: number, body: unknown, headers: Record<string, string> = {
 
 const decodeOptions = { errors: "all", onExcessProperty: "error" } as const
 
-const readBody = <A, I>(schema: Schema.Schema<A, I>) =>
-  Effect.gen(function* () {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const tooLarge = new BodyTooLarge({ message: `the body is larger than ${MAX_BODY_BYTES} bytes` })
-    if (Number(request.headers["content-length"] ?? 0) > MAX_BODY_BYTES) return yield* tooLarge
-    const text = yield* request.text.pipe(
-      Effect.mapError(() => new InvalidRequest({ error: "INVALID_JSON", message: "the body could not be read" }))
-    )
-    if (text.length > MAX_BODY_BYTES) return yield* tooLarge
-    const parsed = yield* Effect.try({
-      try: (): unknown => JSON.parse(text),
-      catch: () => new InvalidRequest({ error: "INVALID_JSON", message: 'the body must be JSON, e.g. {"asset": "CODE:ISSUER"}' })
-    })
-    return yield* Schema.decodeUnknown(schema)(parsed, decodeOptions).pipe(
-      Effect.mapError((e) => new InvalidRequest({ error: "INVALID_BODY", message: describeParseError(e) }))
-    )
+/** The request's body as JSON, at most MAX_BODY_BYTES. */
+const readJson = Effect.gen(function* () {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const tooLarge = new BodyTooLarge({ message: `the body is larger than ${MAX_BODY_BYTES} bytes` })
+  if (Number(request.headers["content-length"] ?? 0) > MAX_BODY_BYTES) return yield* tooLarge
+  const text = yield* request.text.pipe(
+    Effect.mapError(() => new InvalidRequest({ error: "INVALID_JSON", message: "the body could not be read" }))
+  )
+  if (text.length > MAX_BODY_BYTES) return yield* tooLarge
+  return yield* Effect.try({
+    try: (): unknown => JSON.parse(text),
+    catch: () => new InvalidRequest({ error: "INVALID_JSON", message: 'the body must be JSON, e.g. {"asset": "CODE:ISSUER"}' })
   })
+})
+
+const decodeInput = <A, I>(schema: Schema.Schema<A, I>, input: unknown) =>
+  Schema.decodeUnknown(schema)(input, decodeOptions).pipe(
+    Effect.mapError((e) => new InvalidRequest({ error: "INVALID_BODY", message: describeParseError(e) }))
+  )
 
 const describeOffer = (offer: Offer) => (offer.scheme === "exact" ? offer.amount : `up to ${offer.amount}`)
 
-/** Reads and checks the body now; the returned effect fetches the answer when run. */
-const parseQuery = (endpoint: Endpoint, settings: Queries.IntelSettings) => {
+/** The endpoint's input, checked now (an HTTP body, an MCP tool's arguments); the returned effect fetches the answer when run. */
+export const queryFor = (
+  endpoint: Endpoint,
+  input: unknown,
+  settings: Queries.IntelSettings
+): Effect.Effect<Effect.Effect<unknown, Queries.QueryError, StellarData>, InvalidRequest> => {
   switch (endpoint) {
     case "inspect":
-      return Effect.map(readBody(AssetBody), (body) => Queries.inspect(body.asset, settings))
+      return Effect.map(decodeInput(AssetBody, input), (body) => Queries.inspect(body.asset, settings))
     case "changes":
-      return Effect.map(readBody(AssetBody), (body) => Queries.changes(body.asset, settings))
+      return Effect.map(decodeInput(AssetBody, input), (body) => Queries.changes(body.asset, settings))
     case "compliance":
-      return Effect.map(readBody(AssetBody), (body) => Queries.compliance(body.asset, settings))
+      return Effect.map(decodeInput(AssetBody, input), (body) => Queries.compliance(body.asset, settings))
     case "eligibility":
-      return Effect.map(readBody(EligibilityBody), (body) => Queries.eligibility(body.asset, body.wallet, settings))
+      return Effect.map(decodeInput(EligibilityBody, input), (body) => Queries.eligibility(body.asset, body.wallet, settings))
   }
 }
 
@@ -91,7 +98,7 @@ const paidEndpoint = (endpoint: Endpoint, settings: VerticalAppSettings) => {
         message: `this endpoint costs ${offers.map(describeOffer).join(" or ")} base units; pay as the PAYMENT-REQUIRED header describes and retry with PAYMENT-SIGNATURE`
       })
     }
-    const query = yield* parseQuery(endpoint, settings.intel)
+    const query = yield* Effect.flatMap(readJson, (input) => queryFor(endpoint, input, settings.intel))
     const payment = yield* paywall.verify(endpoint, signature)
     // Rendered before settling, so nothing that can fail stands between the charge and the answer.
     const rendered = JSON.stringify(yield* query)
@@ -105,31 +112,38 @@ const paidEndpoint = (endpoint: Endpoint, settings: VerticalAppSettings) => {
   return handle.pipe(Effect.catchAll((e: VerticalError) => errorResponse(endpoint, resource, e)))
 }
 
+/** An answer of every failure but a payment asked: its status, code, message and headers. */
+export const errorAnswer = (e: Exclude<VerticalError, PaymentRequired>) => {
+  const answer = (status: number, error: string, message: string, headers: Record<string, string> = {}) => ({ status, error, message, headers })
+  switch (e._tag) {
+    case "InvalidRequest":
+      return answer(400, e.error, e.message)
+    case "BodyTooLarge":
+      return answer(413, "BODY_TOO_LARGE", e.message)
+    case "AssetNotFound":
+      return answer(404, "ASSET_NOT_FOUND", `${e.message}; nothing was charged`)
+    case "UnsupportedAsset":
+      return answer(422, "UNSUPPORTED_ASSET", `${e.message}; nothing was charged`)
+    case "UpstreamFailure":
+      return answer(502, "UPSTREAM_UNAVAILABLE", `${e.message}; nothing was charged`)
+    case "FacilitatorUnavailable":
+      return answer(503, "PAYMENTS_UNAVAILABLE", e.message, { "Retry-After": "5" })
+    case "SettlementFailed":
+      return answer(402, "SETTLEMENT_FAILED", e.message, { "PAYMENT-RESPONSE": e.paymentResponse })
+    case "SettlementUnconfirmed":
+      return answer(502, "SETTLEMENT_UNCONFIRMED", e.message)
+  }
+}
+
 const errorResponse = (endpoint: Endpoint, resource: { url: string; description: string; mimeType: string }, e: VerticalError) =>
   Effect.gen(function* () {
-    switch (e._tag) {
-      case "PaymentRequired": {
-        const paywall = yield* Paywall
-        const challenge = yield* paywall.challenge(endpoint, resource, e.reason ?? "Payment required")
-        return json(402, { error: "PAYMENT_REQUIRED", message: e.message }, { "PAYMENT-REQUIRED": challenge })
-      }
-      case "InvalidRequest":
-        return json(400, { error: e.error, message: e.message })
-      case "BodyTooLarge":
-        return json(413, { error: "BODY_TOO_LARGE", message: e.message })
-      case "AssetNotFound":
-        return json(404, { error: "ASSET_NOT_FOUND", message: `${e.message}; nothing was charged` })
-      case "UnsupportedAsset":
-        return json(422, { error: "UNSUPPORTED_ASSET", message: `${e.message}; nothing was charged` })
-      case "UpstreamFailure":
-        return json(502, { error: "UPSTREAM_UNAVAILABLE", message: `${e.message}; nothing was charged` })
-      case "FacilitatorUnavailable":
-        return json(503, { error: "PAYMENTS_UNAVAILABLE", message: e.message }, { "Retry-After": "5" })
-      case "SettlementFailed":
-        return json(402, { error: "SETTLEMENT_FAILED", message: e.message }, { "PAYMENT-RESPONSE": e.paymentResponse })
-      case "SettlementUnconfirmed":
-        return json(502, { error: "SETTLEMENT_UNCONFIRMED", message: e.message })
+    if (e._tag === "PaymentRequired") {
+      const paywall = yield* Paywall
+      const challenge = yield* paywall.challenge(endpoint, resource, e.reason ?? "Payment required")
+      return json(402, { error: "PAYMENT_REQUIRED", message: e.message }, { "PAYMENT-REQUIRED": challenge })
     }
+    const answer = errorAnswer(e)
+    return json(answer.status, { error: answer.error, message: answer.message }, answer.headers)
   })
 
 /** `amount` is the first offer's (the only one for the reference vertical); `offers` lists every option asked now. */
@@ -159,7 +173,12 @@ export type VerticalHttpApp = Effect.Effect<HttpServerResponse.HttpServerRespons
 export const verticalApp = (settings: VerticalAppSettings): VerticalHttpApp =>
   HttpRouter.fromIterable([
     HttpRouter.makeRoute("GET", `/${settings.name}/v1/status`, status(settings)),
-    ...ENDPOINTS.map((endpoint) => HttpRouter.makeRoute("POST", endpointPath(settings.name, endpoint), paidEndpoint(endpoint, settings)))
+    ...ENDPOINTS.map((endpoint) => HttpRouter.makeRoute("POST", endpointPath(settings.name, endpoint), paidEndpoint(endpoint, settings))),
+    HttpRouter.makeRoute(
+      "*",
+      mcpPath(settings.name),
+      mcpEndpoint({ ...settings, endpoints: ENDPOINTS, descriptions: DESCRIPTIONS, queryFor, errorAnswer })
+    )
   ]).pipe(
     Effect.catchTag("RouteNotFound", (e) =>
       Effect.succeed(json(404, { error: "NOT_FOUND", message: `no route ${e.request.method} ${e.request.url}` }))

@@ -30,7 +30,7 @@ type Resolved =
     }
   | { readonly kind: "contract"; readonly identity: AssetIdentity; readonly instance: ContractInstance }
 
-type QueryError = AssetNotFound | UnsupportedAsset | UpstreamFailure
+export type QueryError = AssetNotFound | UnsupportedAsset | UpstreamFailure
 
 const resolve = (ref: AssetRef, settings: IntelSettings): Effect.Effect<Resolved, QueryError, StellarData> =>
   Effect.gen(function* () {

@@ -12,6 +12,9 @@ export const EXPECTED_STANDINGS = {
   "demo-raiser": "QUARANTINED"
 } as const
 
+/** Resources of the bundled demo catalog: 20 HTTP endpoints and 5 MCP tools (the vertical's four, demo-fast's inspect). */
+export const DEMO_RESOURCES = 25
+
 /** Timings that let the demo show every behaviour within seconds instead of minutes. */
 export const FAST_DEMO = { slowDelayMs: 250, priceRaiseAfterSeconds: 3 }
 
@@ -54,7 +57,7 @@ export const waitForStandings = (service: ServeProcess, timeoutMs = 20_000) =>
     "every demo provider reaches its expected standing",
     async () => (await listed(service)).map((r) => [r.resource.id, r.resource.status] as const),
     (found) =>
-      found.length === 20 &&
+      found.length === DEMO_RESOURCES &&
       found.every(([id, status]) => EXPECTED_STANDINGS[id.split(".")[0] as keyof typeof EXPECTED_STANDINGS] === status),
     { timeoutMs, everyMs: 100 }
   )

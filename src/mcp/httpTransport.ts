@@ -1,0 +1,77 @@
+import { type HttpApi, HttpApiBuilder, type HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
+import { Effect, Layer, Option, Redacted, Runtime } from "effect"
+import pkg from "../../package.json" with { type: "json" }
+import { AppConfig } from "../config.js"
+import { ApiKeyAuth } from "../http/auth.js"
+import { ApiKeyAuthLive } from "../http/authLive.js"
+import { makeMcpServer } from "./server.js"
+
+/** Where the service answers MCP over Streamable HTTP, beside the JSON API on the same port. */
+export const MCP_PATH = "/mcp"
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i
+
+/**
+ * `/mcp`: Sextant's MCP server over Streamable HTTP, the tools of `sextant mcp` answered by the
+ * API this process serves, in-process. Stateless (a server and a transport per request, JSON
+ * answers, no session id): every tool call is one API request, so there is no state a session
+ * would carry, and any instance behind a balancer can answer any request.
+ *
+ * With API keys configured the request needs `Authorization: Bearer` with a configured key (401
+ * otherwise), and each tool's API request carries the caller's header and address, so keyed
+ * endpoints, roles and rate limits judge the MCP caller as they judge a direct one. No
+ * `buy_resource` here: a remote caller must never spend the operator's buyer key.
+ */
+export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
+  Effect.gen(function* () {
+    const auth = yield* ApiKeyAuth
+    const { apiKeys } = yield* AppConfig
+    const runtime = yield* Effect.runtime<
+      HttpApi.Api | HttpApiBuilder.Router | HttpApiBuilder.Middleware | HttpRouter.HttpRouter.DefaultServices
+    >()
+    // The whole API app, built at the first call, when every route has been added to the router.
+    const api = yield* Effect.cached(HttpApiBuilder.httpApp)
+
+    const inProcess = (authorization: string | undefined, remoteAddress: string | undefined) => (request: Request) =>
+      Runtime.runPromise(runtime)(
+        Effect.gen(function* () {
+          const app = yield* api
+          const headers = new Headers(request.headers)
+          if (authorization !== undefined) headers.set("authorization", authorization)
+          const serverRequest = HttpServerRequest.fromWeb(new Request(request, { headers }))
+          const response = yield* app.pipe(
+            Effect.provideService(
+              HttpServerRequest.HttpServerRequest,
+              remoteAddress === undefined ? serverRequest : serverRequest.modify({ remoteAddress })
+            ),
+            Effect.scoped,
+            Effect.catchAllCause((cause) => Effect.map(HttpServerError.causeResponse(cause), ([answer]) => answer))
+          )
+          return HttpServerResponse.toWeb(response, { runtime })
+        })
+      )
+
+    const answer = Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const authorization = request.headers["authorization"]
+      if (apiKeys.length > 0) yield* auth.bearer(Redacted.make(BEARER.exec(authorization ?? "")?.[1] ?? ""))
+      // The error middleware has read and checked the body already (size, JSON depth); it is cached.
+      const body = request.method === "POST" ? yield* Effect.orElseSucceed(request.json, () => undefined) : undefined
+      const { server } = makeMcpServer(inProcess(authorization, Option.getOrUndefined(request.remoteAddress)), pkg.version)
+      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
+      return yield* Effect.acquireUseRelease(
+        Effect.promise(() => server.connect(transport)),
+        () =>
+          Effect.promise(() =>
+            transport.handleRequest(
+              new Request(new URL(request.url, "http://sextant.local"), { method: request.method, headers: new Headers(request.headers) }),
+              body === undefined ? undefined : { parsedBody: body }
+            )
+          ).pipe(Effect.map(HttpServerResponse.fromWeb)),
+        () => Effect.promise(() => server.close())
+      )
+    })
+    yield* router.all(MCP_PATH, answer)
+  })
+).pipe(Layer.provide([HttpApiBuilder.Middleware.layer, HttpApiBuilder.Router.Live, ApiKeyAuthLive]))

@@ -1,0 +1,193 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
+import { Clock, Effect, Either, Runtime } from "effect"
+import { z } from "zod"
+import pkg from "../../package.json" with { type: "json" }
+import type { Config } from "../config.js"
+import type { McpTool } from "../domain/mcp.js"
+import { Dialer, dialPinned, readUpTo, Resolver } from "./Connector.js"
+import { asHttpChallenge, readToolAnswer, X402_MCP_EXTENSION } from "./mcpAnswer.js"
+import { blank, failureObservation, type Observed, observationOf, type ProbeTarget } from "./observe.js"
+import { AnswerTimeout, type OutboundRequests, Unreachable } from "./fetchAnswer.js"
+import { TargetRefused, vetTarget } from "./outboundGuard.js"
+
+/** Any JSON-RPC result object, unknown members kept: the extension binding's `resultType` must survive. */
+const AnyResult = z.looseObject({})
+
+/** An MCP request's failure as the probe outcomes name them. */
+type Failure = TargetRefused | Unreachable | AnswerTimeout
+
+/** Thrown inside the transport's fetch, so the probe can tell the guard's refusal from a dead server. */
+class Refused extends Error {
+  constructor(readonly refusal: TargetRefused) {
+    super(refusal.reason)
+  }
+}
+
+/**
+ * The transport's `fetch`, on the one outbound path of every request to a resource: the URL vetted
+ * by the outbound guard (every request, so a name that rebinds is caught), the connection pinned
+ * to the checked address, `timeoutMs` per request and at most `maxBodyBytes` of an answer read.
+ * No standalone GET stream is opened: a probe waits for no server notification.
+ */
+const guardedFetch =
+  (probes: OutboundRequests, runtime: Runtime.Runtime<never>) =>
+  async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const method = init?.method ?? "GET"
+    if (method === "GET") return new Response(null, { status: 405 })
+    const url = input instanceof Request ? input.url : String(input)
+    const resolve = Runtime.runSync(runtime)(Resolver)
+    const vetted = await Runtime.runPromise(runtime)(
+      Effect.either(vetTarget(url, probes, resolve))
+    )
+    if (Either.isLeft(vetted)) {
+      const e = vetted.left
+      throw e._tag === "TargetRefused" ? new Refused(e) : new Error(`cannot resolve ${e.host}: ${e.reason}`)
+    }
+    const headers: Record<string, string> = {}
+    new Headers(init?.headers).forEach((value, key) => void (headers[key] = value))
+    const signal = AbortSignal.any([AbortSignal.timeout(probes.timeoutMs), ...(init?.signal ? [init.signal] : [])])
+    const response = await dialPinned(Runtime.runSync(runtime)(Dialer), vetted.right, {
+      method,
+      headers,
+      ...(typeof init?.body === "string" ? { body: init.body } : {}),
+      signal
+    })
+    const bytes = await readUpTo(response, probes.maxBodyBytes)
+    if (bytes === null) throw new Error(`answer over ${probes.maxBodyBytes} bytes was not read`)
+    return new Response(response.status === 204 || response.status === 202 ? null : new Uint8Array(bytes), { status: response.status, headers: response.headers })
+  }
+
+interface Session {
+  readonly ready: Promise<Client>
+  readonly expiresAtMs: number
+}
+
+/**
+ * MCP sessions of the probes of one process, one per server URL: the tools of one server share a
+ * session (one `initialize`) for `probes.intervalSeconds`, after which the next probe opens a new
+ * one, so a server that restarted is met again within an interval. A session that failed is
+ * closed and forgotten.
+ */
+export const mcpSessions = (config: Config) => {
+  const open = new Map<string, Session>()
+  const intervalMs = config.probes.intervalSeconds * 1000
+
+  const forget = (url: string, session: Session) => {
+    if (open.get(url) !== session) return
+    open.delete(url)
+    void session.ready.then((client) => client.close()).catch(() => undefined)
+  }
+
+  const connect = async (url: string, runtime: Runtime.Runtime<never>, signal: AbortSignal) => {
+    const client = new Client(
+      { name: "sextant-probe", version: pkg.version },
+      { capabilities: { extensions: { [X402_MCP_EXTENSION]: {} } } }
+    )
+    const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: guardedFetch(config.probes, runtime) })
+    await client.connect(transport, { signal, timeout: config.probes.timeoutMs })
+    return client
+  }
+
+  return {
+    /** The live session with the server at `url`, opened now if there is none within its interval. */
+    session: (url: string, nowMs: number, runtime: Runtime.Runtime<never>, signal: AbortSignal) => {
+      const known = open.get(url)
+      if (known !== undefined && known.expiresAtMs > nowMs) return known
+      if (known !== undefined) forget(url, known)
+      const session: Session = { ready: connect(url, runtime, signal), expiresAtMs: nowMs + intervalMs }
+      open.set(url, session)
+      session.ready.catch(() => forget(url, session))
+      return session
+    },
+    forget,
+    closeAll: () => Promise.all([...open.entries()].map(([url, session]) => forget(url, session))).then(() => undefined)
+  }
+}
+
+export type McpSessions = ReturnType<typeof mcpSessions>
+
+const failureOf = (error: unknown, deadline: AbortSignal, timeoutMs: number): Failure => {
+  if (error instanceof Refused) return error.refusal
+  if (deadline.aborted || (error instanceof Error && /timed? ?out/i.test(error.message))) return new AnswerTimeout({ afterMs: timeoutMs })
+  return new Unreachable({ reason: `MCP request failed: ${error instanceof Error ? error.message : String(error)}` })
+}
+
+/**
+ * One probe of an MCP tool: an unpaid `tools/call` with the tool's example arguments (or none) in
+ * the server's session, within `probes.timeoutMs` from the session's opening (when it opens) to
+ * the answer. The PaymentRequired of either binding goes through the HTTP challenge decoder and
+ * the HTTP observation rules; the observation's `method` names the binding that answered. A
+ * result that is not an error ran the tool unpaid: `executed_unpaid`. A JSON-RPC error answer
+ * (an unknown tool) is `no_challenge`. A session the server no longer knows (it restarted) is
+ * replaced once within the probe. Never fails.
+ */
+export const observeMcp = (target: ProbeTarget & { readonly mcp: McpTool }, config: Config, sessions: McpSessions) =>
+  Effect.gen(function* () {
+    const runtime = yield* Effect.runtime<never>()
+    const startMs = yield* Clock.currentTimeMillis
+    const timeoutMs = config.probes.timeoutMs
+    const outcome = yield* Effect.promise(async (interrupted) => {
+      const deadline = AbortSignal.any([AbortSignal.timeout(timeoutMs), interrupted])
+      const call = async (session: { readonly ready: Promise<Client> }) =>
+        (await session.ready).request(
+          { method: "tools/call", params: { name: target.mcp.toolName, arguments: target.mcp.example ?? {} } },
+          AnyResult,
+          { signal: deadline, timeout: timeoutMs }
+        )
+      let session = sessions.session(target.url, startMs, runtime, deadline)
+      try {
+        try {
+          return Either.right(readToolAnswer(await call(session)))
+        } catch (error) {
+          // A server that restarted no longer knows the session (404): one new session, once.
+          if (!(error instanceof StreamableHTTPError && error.code === 404)) throw error
+          sessions.forget(target.url, session)
+          session = sessions.session(target.url, startMs, runtime, deadline)
+          return Either.right(readToolAnswer(await call(session)))
+        }
+      } catch (error) {
+        // A JSON-RPC error is the server's answer; anything else leaves the session in doubt.
+        if (error instanceof McpError && error.code !== ErrorCode.RequestTimeout) {
+          return Either.right({ _tag: "NoChallenge" as const, reason: `the server answered an error: ${error.message.slice(0, 200)}` })
+        }
+        sessions.forget(target.url, session)
+        return Either.left(failureOf(error, deadline, timeoutMs))
+      }
+    })
+    const endMs = yield* Clock.currentTimeMillis
+    const latencyMs = Math.max(0, Math.round(endMs - startMs))
+    const deployment = { network: config.network, assetContract: config.asset.assetContract }
+    if (Either.isLeft(outcome)) {
+      return { observation: { ...failureObservation(target, startMs, outcome.left), method: "tools/call" }, challenge: null, options: [] } satisfies Observed
+    }
+    const answer = outcome.right
+    switch (answer._tag) {
+      case "Executed":
+        return {
+          observation: { ...blank(target, startMs), method: "tools/call", latencyMs, outcome: "executed_unpaid", detail: "the tool ran without asking for payment" },
+          challenge: null,
+          options: []
+        } satisfies Observed
+      case "NoChallenge":
+        return {
+          observation: { ...blank(target, startMs), method: "tools/call", latencyMs, outcome: "no_challenge", detail: answer.reason },
+          challenge: null,
+          options: []
+        } satisfies Observed
+      case "PaymentRequired": {
+        // The HTTP rules read a 402 whose challenge is the MCP answer's PaymentRequired.
+        const observed = observationOf(
+          target,
+          startMs,
+          endMs,
+          Either.right({ url: target.url, httpStatus: 402, ...asHttpChallenge(answer.paymentRequired), note: null }),
+          deployment,
+          config.asset.decimals,
+          config.probes.priceTolerance
+        )
+        return { ...observed, observation: { ...observed.observation, method: `tools/call ${answer.binding}`, httpStatus: null } } satisfies Observed
+      }
+    }
+  })

@@ -1,0 +1,125 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { apiKeyHash } from "../src/http/authLive.js"
+import { request, startServer, testConfig } from "./support/server.js"
+import { TOOL_NAMES } from "./support/mcpTools.js"
+
+const KEY = "mcp-http-test-key-0123456789"
+
+type Server = Awaited<ReturnType<typeof startServer>>
+let open: Server
+let keyed: Server
+
+const connect = async (url: string, headers: Record<string, string> = {}) => {
+  const client = new Client({ name: "sextant-http-test", version: "1.0.0" })
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers } }))
+  return client
+}
+
+const callTool = async (client: Client, name: string, args: Record<string, unknown>) =>
+  (await client.callTool({ name, arguments: args })) as { structuredContent?: any; isError?: boolean; content: Array<{ text: string }> }
+
+beforeAll(async () => {
+  open = await startServer(testConfig())
+  keyed = await startServer(testConfig({ apiKeys: [{ principal: "ops", sha256: apiKeyHash(KEY), role: "operator" }] }))
+})
+
+afterAll(async () => {
+  await open?.close()
+  await keyed?.close()
+})
+
+describe("MCP over Streamable HTTP at /mcp", () => {
+  test("the SDK client lists the same eight tools as stdio and reads the API's own answers", async () => {
+    const client = await connect(open.url)
+    const { tools } = await client.listTools()
+    expect(tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
+    const viaMcp = await callTool(client, "search_resources", { query: "inspect" })
+    const viaHttp = await request(`${open.url}/v1/search`, { method: "POST", json: { query: "inspect" } })
+    expect(viaHttp.status).toBe(200)
+    expect(viaMcp.structuredContent).toEqual(viaHttp.body)
+    const missing = await callTool(client, "get_resource", { id: "no-such-resource" })
+    expect(missing.isError).toBe(true)
+    expect(missing.content[0]!.text).toStartWith("NOT_FOUND:")
+    await client.close()
+  })
+
+  test("with keys configured, no key or a wrong key is a 401 {error, message} and nothing runs", async () => {
+    const initialize = {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } }
+    }
+    const headers = { accept: "application/json, text/event-stream" }
+    for (const extra of [{}, { authorization: "Bearer wrong-key" }] as Array<Record<string, string>>) {
+      const answer = await request(`${keyed.url}/mcp`, { method: "POST", json: initialize, headers: { ...headers, ...extra } })
+      expect(answer.status).toBe(401)
+      expect(answer.body).toEqual({ error: "UNAUTHORIZED", message: expect.any(String) })
+    }
+    await expect(connect(keyed.url)).rejects.toThrow()
+  })
+
+  test("with a key, tools run, and each API request carries the caller's key", async () => {
+    const client = await connect(keyed.url, { authorization: `Bearer ${KEY}` })
+    expect((await client.listTools()).tools).toHaveLength(8)
+    // POST /v1/validate is keyed: a 404 for the id (not a 401) shows the key reached the handler.
+    const probe = await callTool(client, "validate_endpoint", { resourceId: "no-such-resource" })
+    expect(probe.isError).toBe(true)
+    expect(probe.content[0]!.text).toStartWith("NOT_FOUND:")
+    await client.close()
+  })
+
+  test("an unknown method on /mcp is answered by the MCP transport, not a 500", async () => {
+    const answer = await request(`${open.url}/mcp`, { method: "PUT" })
+    expect(answer.status).toBe(405)
+  })
+})
+
+/**
+ * The MCP Inspector's CLI (a pinned devDependency), run as a user would, against the live port.
+ * Asynchronously: the server answering it runs in this process. HOME is a scratch folder, since
+ * the CLI keeps a catalog file there.
+ */
+const inspector = async (args: ReadonlyArray<string>) => {
+  const run = Bun.spawn(["node_modules/.bin/mcp-inspector", "--cli", ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, HOME: mkdtempSync(join(tmpdir(), "inspector-")), MCP_CATALOG_PATH: undefined },
+    timeout: 30_000
+  })
+  const [stdout, stderr, exitCode] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited])
+  return { exitCode, stdout, stderr }
+}
+
+describe("the MCP Inspector CLI over the HTTP transport", () => {
+  test("lists and calls Sextant's tools at /mcp", async () => {
+    const listed = await inspector([`${open.url}/mcp`, "--transport", "http", "--method", "tools/list"])
+    expect(listed.exitCode).toBe(0)
+    const names = (JSON.parse(listed.stdout).tools as Array<{ name: string }>).map((t) => t.name)
+    expect(names).toContain("route_resource")
+    expect(names).toHaveLength(8)
+    const called = await inspector([`${open.url}/mcp`, "--transport", "http", "--method", "tools/call", "--tool-name", "search_resources", "--tool-arg", "query=inspect"])
+    expect(called.exitCode).toBe(0)
+    const viaHttp = await request(`${open.url}/v1/search`, { method: "POST", json: { query: "inspect" } })
+    expect(JSON.parse(called.stdout).structuredContent).toEqual(viaHttp.body)
+    // A tool's error answer is the inspector's "tool_is_error" (its exit code 5), with the API's message.
+    const missing = await inspector([`${open.url}/mcp`, "--transport", "http", "--method", "tools/call", "--tool-name", "get_resource", "--tool-arg", "id=no-such-resource"])
+    expect(missing.exitCode).toBe(5)
+    expect(JSON.parse(missing.stdout)).toMatchObject({ isError: true, content: [{ type: "text", text: expect.stringContaining("NOT_FOUND") }] })
+  })
+
+  test("without a key on a keyed server it fails, and with one it lists", async () => {
+    // A 401 is where an MCP client would start OAuth; the inspector is told not to, and reports it.
+    const refused = await inspector([`${keyed.url}/mcp`, "--transport", "http", "--method", "tools/list", "--stored-auth-only"])
+    expect(refused.exitCode).not.toBe(0)
+    expect(JSON.parse(refused.stderr).error.code).toBe("auth_required")
+    const listed = await inspector([`${keyed.url}/mcp`, "--transport", "http", "--method", "tools/list", "--header", `Authorization: Bearer ${KEY}`])
+    expect(listed.exitCode).toBe(0)
+    expect(JSON.parse(listed.stdout).tools).toHaveLength(8)
+  })
+})

@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { decodePaymentRequiredHeader } from "@x402/core/http"
+import type { PaymentRequired } from "@x402/core/types"
+import { Either, ManagedRuntime } from "effect"
+import { z } from "zod"
+import { type Config, loadConfig } from "../src/config.js"
+import { decodeCatalog } from "../src/config.js"
+import { PAYMENT_META, PAYMENT_RESPONSE_META, X402_MCP_EXTENSION } from "../src/verification/mcpAnswer.js"
+import { VerticalServer, type VerticalServerApi } from "../src/vertical/VerticalServer.js"
+import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
+import { type FixtureHorizon, startHomeDomain, startHorizon } from "./fixtures/horizon.js"
+import { type FixtureSorobanRpc, startSorobanRpc } from "./fixtures/sorobanRpc.js"
+import { buildExactPayment } from "./fixtures/stellarPayment.js"
+import { CLAW, clawToml } from "./fixtures/stellarAssets.js"
+import { LOOPBACK, pollUntil } from "./support/poll.js"
+import { request, startServer, testConfig } from "./support/server.js"
+
+const defaults = Either.getOrThrow(loadConfig(undefined, {}))
+const LooseResult = z.looseObject({})
+
+let home: { domain: string; stop: () => unknown }
+let horizon: FixtureHorizon
+let soroban: FixtureSorobanRpc
+let fac: FixtureFacilitator
+let runtime: ManagedRuntime.ManagedRuntime<VerticalServer, never>
+let vertical: VerticalServerApi
+let mcpUrl: string
+
+const connect = async (extension: boolean) => {
+  const client = new Client({ name: "vertical-test", version: "1.0.0" }, extension ? { capabilities: { extensions: { [X402_MCP_EXTENSION]: {} } } } : {})
+  await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl)))
+  return client
+}
+
+const call = (client: Client, name: string, args: unknown, meta?: Record<string, unknown>) =>
+  client.request({ method: "tools/call", params: { name, arguments: args, ...(meta ? { _meta: meta } : {}) } }, LooseResult) as Promise<Record<string, any>>
+
+beforeAll(async () => {
+  home = startHomeDomain(clawToml)
+  horizon = startHorizon({ clawHomeDomain: home.domain })
+  soroban = startSorobanRpc()
+  fac = startFacilitator()
+  const config: Config = {
+    ...defaults,
+    vertical: { ...defaults.vertical, port: 0, horizonUrl: horizon.url, sorobanRpcUrl: soroban.url, facilitatorUrl: fac.url, allowPrivateHomeDomains: true }
+  }
+  runtime = ManagedRuntime.make(VerticalServer.layer(config))
+  vertical = await runtime.runPromise(VerticalServer)
+  await pollUntil("the vertical's payments are ready", () => runtime.runPromise(vertical.payments), (s) => s.ready, LOOPBACK)
+  mcpUrl = `${vertical.origin}/${defaults.vertical.name}/mcp`
+})
+
+afterAll(async () => {
+  await runtime?.dispose()
+  await Promise.all([home?.stop(), horizon?.stop(), soroban?.stop(), fac?.stop()])
+})
+
+describe("the vertical as a paid MCP server (official MCP SDK on both sides)", () => {
+  test("four tools; unpaid calls ask the HTTP endpoint's price and payee through each binding", async () => {
+    const http = await fetch(`${vertical.baseUrl}/inspect`, { method: "POST", body: JSON.stringify({ asset: CLAW }) })
+    const httpChallenge = decodePaymentRequiredHeader(http.headers.get("payment-required")!)
+
+    const plain = await connect(false)
+    expect((await plain.listTools()).tools.map((t) => t.name)).toEqual(["inspect", "changes", "compliance", "eligibility"])
+    const viaResult = await call(plain, "inspect", { asset: CLAW })
+    expect(viaResult.isError).toBe(true)
+    expect(viaResult.structuredContent.accepts).toEqual(httpChallenge.accepts)
+    expect(JSON.parse(viaResult.content[0].text)).toEqual(viaResult.structuredContent)
+
+    const extended = await connect(true)
+    const viaExtension = await call(extended, "inspect", { asset: CLAW })
+    expect(viaExtension.resultType).toBe("payment_required")
+    expect(viaExtension.paymentRequired.accepts).toEqual(httpChallenge.accepts)
+    await plain.close()
+    await extended.close()
+  })
+
+  test("a paid call settles once and answers the HTTP endpoint's data with the settlement in _meta", async () => {
+    const client = await connect(false)
+    const unpaid = await call(client, "inspect", { asset: CLAW })
+    const required = unpaid.structuredContent as PaymentRequired
+    const settlesBefore = fac.calls("/settle")
+    const paid = await call(client, "inspect", { asset: CLAW }, { [PAYMENT_META]: await buildExactPayment(required.accepts[0]!) })
+    expect(paid.isError).toBeFalsy()
+    expect(paid._meta[PAYMENT_RESPONSE_META]).toMatchObject({ success: true, network: "stellar:testnet" })
+    expect(fac.calls("/settle")).toBe(settlesBefore + 1)
+    expect(paid.structuredContent).toMatchObject({ asset: expect.anything() })
+    expect(JSON.parse(paid.content[0].text)).toEqual(paid.structuredContent)
+    // A bad input with a payment is refused before the payment is verified: nothing settled.
+    const refused = await call(client, "inspect", { asset: "not an asset" }, { [PAYMENT_META]: await buildExactPayment(required.accepts[0]!) })
+    expect(refused.isError).toBe(true)
+    expect(refused.content[0].text).toStartWith("INVALID_BODY:")
+    expect(fac.calls("/settle")).toBe(settlesBefore + 1)
+    await client.close()
+  })
+
+  test("Sextant's probe of a vertical MCP tool reaches PAYMENT_VERIFIED", async () => {
+    const entry = defaults.catalog.find((e) => e.resource.id === "stellar-intel.rwa.inspect")!
+    const catalog = Either.getOrThrow(
+      decodeCatalog(
+        [{ ...entry, resource: { ...entry.resource, id: "stellar-intel.mcp.inspect", type: "mcp", url: mcpUrl, method: "POST", mcp: { toolName: "inspect", example: { asset: CLAW } } } }],
+        "catalog"
+      )
+    )
+    const base = testConfig()
+    const server = await startServer({ ...base, catalog, probes: { ...base.probes, allowPrivateTargets: true } })
+    try {
+      const { body } = await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "stellar-intel.mcp.inspect" } })
+      expect(body).toMatchObject({ healthy: true, status: "PAYMENT_VERIFIED" })
+      expect(body.observation.method).toBe("tools/call extension")
+      expect(body.observation).toMatchObject({ payTo: entry.paymentOptions[0]!.payTo, amount: entry.paymentOptions[0]!.amount })
+    } finally {
+      await server.close()
+    }
+  })
+})
