@@ -34,7 +34,7 @@ afterAll(async () => {
 })
 
 describe("MCP over Streamable HTTP at /mcp", () => {
-  test("the SDK client lists the same eight tools as stdio and reads the API's own answers", async () => {
+  test("the SDK client lists the same tools as stdio and reads the API's own answers", async () => {
     const client = await connect(open.url)
     const { tools } = await client.listTools()
     expect(tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
@@ -66,7 +66,7 @@ describe("MCP over Streamable HTTP at /mcp", () => {
 
   test("with a key, tools run, and each API request carries the caller's key", async () => {
     const client = await connect(keyed.url, { authorization: `Bearer ${KEY}` })
-    expect((await client.listTools()).tools).toHaveLength(8)
+    expect((await client.listTools()).tools).toHaveLength(TOOL_NAMES.length)
     // POST /v1/validate is keyed: a 404 for the id (not a 401) shows the key reached the handler.
     const probe = await callTool(client, "validate_endpoint", { resourceId: "no-such-resource" })
     expect(probe.isError).toBe(true)
@@ -102,7 +102,7 @@ describe("the MCP Inspector CLI over the HTTP transport", () => {
     expect(listed.exitCode).toBe(0)
     const names = (JSON.parse(listed.stdout).tools as Array<{ name: string }>).map((t) => t.name)
     expect(names).toContain("route_resource")
-    expect(names).toHaveLength(8)
+    expect(names).toHaveLength(TOOL_NAMES.length)
     const called = await inspector([`${open.url}/mcp`, "--transport", "http", "--method", "tools/call", "--tool-name", "search_resources", "--tool-arg", "query=inspect"])
     expect(called.exitCode).toBe(0)
     const viaHttp = await request(`${open.url}/v1/search`, { method: "POST", json: { query: "inspect" } })
@@ -120,6 +120,6 @@ describe("the MCP Inspector CLI over the HTTP transport", () => {
     expect(JSON.parse(refused.stderr).error.code).toBe("auth_required")
     const listed = await inspector([`${keyed.url}/mcp`, "--transport", "http", "--method", "tools/list", "--header", `Authorization: Bearer ${KEY}`])
     expect(listed.exitCode).toBe(0)
-    expect(JSON.parse(listed.stdout).tools).toHaveLength(8)
+    expect(JSON.parse(listed.stdout).tools).toHaveLength(TOOL_NAMES.length)
   })
 })

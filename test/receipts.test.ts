@@ -116,11 +116,12 @@ describe("receipts: building, signing, storing", () => {
   test("the receipt links routing, the chosen service, the payment and the response hash, and is stored", async () => {
     const receipt = await create(purchase())
     expect(receipt.receiptId).toMatch(/^rcpt_/)
-    // The catalog router ranks cheapest first: meridian's upto option (5000) beats atlas (8000).
+    // The catalog router ranks cheapest first: meridian's upto option (5000) beats atlas (8000);
+    // the vertical sells inspect over MCP and HTTP at one price, so both compete (ties by id).
     expect(receipt.routing).toMatchObject({
       optimizeFor: "cheapest",
       selectedResourceId: "meridian-rwa.rwa.inspect",
-      fallbacks: ["atlas-ledger.rwa.inspect", "stellar-intel.rwa.inspect"]
+      fallbacks: ["atlas-ledger.rwa.inspect", "stellar-intel.mcp.inspect", "stellar-intel.rwa.inspect"]
     })
     expect(receipt.service).toMatchObject({ resourceId: "meridian-rwa.rwa.inspect", providerId: "meridian-rwa", rank: 1 })
     expect(receipt.payment).toEqual({
@@ -174,7 +175,7 @@ describe("receipts: building, signing, storing", () => {
     )
     expect(receipt.service).toMatchObject({
       resourceId: "stellar-intel.rwa.inspect",
-      rank: 3,
+      rank: 4,
       payTo: "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
     })
     expect(receipt.routing.selectedResourceId).toBe("meridian-rwa.rwa.inspect")

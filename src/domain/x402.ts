@@ -73,7 +73,7 @@ export const VerifyResponse = Schema.Struct(
     invalidMessage: Schema.optional(Schema.String),
     payer: Schema.optional(Schema.String),
     /** What each extension of the payment came to, keyed by extension (x402 2.27), as `EXTENSION-RESPONSES` says. */
-    extensionResponses: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+    extensionResponses: Schema.optional(JsonObject)
   },
   Passthrough
 ).annotations({ identifier: "VerifyResponse" })
@@ -88,7 +88,7 @@ export const SettleResponse = Schema.Struct(
     network: Schema.String,
     amount: Schema.optional(Schema.String),
     /** What each extension of the payment came to, keyed by extension (x402 2.27), as `EXTENSION-RESPONSES` says. */
-    extensionResponses: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+    extensionResponses: Schema.optional(JsonObject)
   },
   Passthrough
 ).annotations({ identifier: "SettleResponse" })
