@@ -4,7 +4,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { Keypair } from "@stellar/stellar-sdk"
 import { Effect, Either, ManagedRuntime } from "effect"
 import { createHash } from "node:crypto"
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { ServicesLive } from "../src/app.js"
@@ -20,6 +20,7 @@ import { startFixtureLedger } from "./fixtures/ledger.js"
 import { startSorobanRpc } from "./fixtures/sorobanRpc.js"
 import { CLAW, clawToml } from "./fixtures/stellarAssets.js"
 import { LOOPBACK, pollUntil } from "./support/poll.js"
+import { writeBuyerConfig } from "./support/buyerConfig.js"
 import { startServer } from "./support/server.js"
 
 /**
@@ -79,20 +80,8 @@ beforeAll(async () => {
     provider: inspect.provider,
     paymentOptions: inspect.paymentOptions
   }
-  writeFileSync(
-    configFile,
-    JSON.stringify({
-      database: join(folder, "sextant.db"),
-      signer: { ed25519KeyFile: join(folder, "signer.key") },
-      probes: { allowPrivateTargets: true, intervalSeconds: 86400 },
-      vertical: { enabled: false },
-      demo: { enabled: false },
-      ledger: { sorobanRpcUrl: ledger.rpcUrl, horizonUrl: ledger.horizonUrl },
-      catalog: [entry],
-      // Room for exactly one purchase at the tool's price.
-      buyer: { allowPrivateTargets: true, maxUsdPerWindow: option.amountUsd * 1.5, windowSeconds: 3600 }
-    })
-  )
+  // Room for exactly one purchase at the tool's price.
+  writeBuyerConfig(configFile, folder, ledger, [entry], { allowPrivateTargets: true, maxUsdPerWindow: option.amountUsd * 1.5, windowSeconds: 3600 })
   config = Either.getOrThrow(loadConfig(configFile, {}))
   service = await startServer({ ...config, host: "127.0.0.1", port: 0 })
   const probed = await Effect.runPromise(service.client.verification.validate({ payload: { resourceId: "intel.mcp.inspect" } }))
@@ -141,12 +130,12 @@ describe("buying an MCP tool", () => {
 
   test("a challenge over the price limit, or with a refused payee, is never signed", async () => {
     const before = paidCalls()
-    const pay = (maxPrice: bigint, refuse?: () => string) =>
+    const pay = (maxPrice: bigint, refuse?: () => string, toolName = "inspect") =>
       Effect.runPromise(
         Effect.either(
           payForTool({
             url: mcpUrl,
-            toolName: "inspect",
+            toolName,
             arguments: { asset: CLAW },
             signer: Keypair.random(),
             rpcUrl: ledger.rpcUrl,
@@ -161,21 +150,7 @@ describe("buying an MCP tool", () => {
     expect(await pay(BigInt(option.amount) - 1n)).toEqual(Either.left(expect.objectContaining({ _tag: "PriceAboveLimit", cheapest: option.amount })))
     expect(await pay(BigInt(option.amount), () => "not the routed payee")).toEqual(Either.left(expect.objectContaining({ _tag: "NoAcceptableOption" })))
     // A tool that is not the vertical's answers a JSON-RPC error: nothing to pay.
-    const unknown = await Effect.runPromise(
-      Effect.either(
-        payForTool({
-          url: mcpUrl,
-          toolName: "no-such-tool",
-          arguments: {},
-          signer: Keypair.random(),
-          rpcUrl: ledger.rpcUrl,
-          inclusionFeeStroops: 10_000,
-          deployment: { network: config.network, assetContract: config.asset.assetContract },
-          maxPrice: 1_000_000n,
-          outbound: config.buyer
-        })
-      )
-    )
+    const unknown = await pay(1_000_000n, undefined, "no-such-tool")
     expect(unknown).toEqual(Either.left(expect.objectContaining({ _tag: "NoPaymentRequired" })))
     expect(paidCalls()).toBe(before)
   }, 60_000)
