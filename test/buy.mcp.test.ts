@@ -3,7 +3,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { Keypair } from "@stellar/stellar-sdk"
 import { Effect, Either } from "effect"
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { loadConfig } from "../src/config.js"
@@ -12,6 +12,7 @@ import { startFacilitator } from "./fixtures/facilitator.js"
 import { settledCredentialForms } from "./fixtures/stellarPayment.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
+import { writeBuyerConfig } from "./support/buyerConfig.js"
 import { startServer } from "./support/server.js"
 
 const PAYEE = Keypair.random().publicKey()
@@ -40,19 +41,7 @@ const connect = async (...extra: Array<string>) => {
 
 beforeAll(async () => {
   await seller.useFacilitator(facilitator.url)
-  writeFileSync(
-    configPath,
-    JSON.stringify({
-      database: join(folder, "sextant.db"),
-      signer: { ed25519KeyFile: join(folder, "signer.key") },
-      probes: { allowPrivateTargets: true, intervalSeconds: 86400 },
-      vertical: { enabled: false },
-      demo: { enabled: false },
-      ledger: { sorobanRpcUrl: ledger.rpcUrl, horizonUrl: ledger.horizonUrl },
-      catalog: [seller.catalogEntry("seller.mcp")],
-      buyer: { allowPrivateTargets: true, maxUsdPerWindow: 1 }
-    })
-  )
+  writeBuyerConfig(configPath, folder, ledger, [seller.catalogEntry("seller.mcp")], { allowPrivateTargets: true, maxUsdPerWindow: 1 })
   http = await startServer({ ...Either.getOrThrow(loadConfig(configPath, {})), host: "127.0.0.1", port: 0 })
   const probed = await Effect.runPromise(http.client.verification.validate({ payload: { resourceId: "seller.mcp" } }))
   expect(probed.status).toBe("PAYMENT_VERIFIED")

@@ -6,9 +6,11 @@ import { join } from "node:path"
 import { effectivePolicy } from "../src/client/Buyer.js"
 import { DEFAULT_MAX_USD_PER_PAYMENT } from "../src/client/spendControls.js"
 import { DEFAULT_MAX_AMOUNT_PER_PAYMENT } from "@x402/core/client"
-import { candidateRefusal, challengeRefusal, priceCeiling, transportRefusal } from "../src/client/candidate.js"
-import { placeInput } from "../src/client/input.js"
+import { candidateRefusal, challengeRefusal, priceCeiling } from "../src/client/candidate.js"
+import { toolArguments } from "../src/client/input.js"
 import { judgeFailure, judgePaid } from "../src/client/outcome.js"
+import { paidToolAnswer } from "../src/payments/payForTool.js"
+import { placeInput } from "../src/client/input.js"
 import { SpendLedger } from "../src/client/SpendLedger.js"
 import { fitsWindow, windowStart } from "../src/client/spendWindow.js"
 import { TESTNET_USDC } from "../src/config.js"
@@ -181,9 +183,32 @@ describe("the local spend window", () => {
   })
 })
 
-describe("what the buyer pays over", () => {
-  test("an MCP tool is refused before anything is reserved or signed; an HTTP resource is not", () => {
-    expect(transportRefusal({ type: "mcp" })).toContain("nothing was signed")
-    expect(transportRefusal({ type: "http" })).toBeNull()
+describe("buying an MCP tool", () => {
+  const TX = "ab".repeat(32)
+  const settled = { _meta: { "x402/payment-response": { success: true, transaction: TX, network: "stellar:testnet", payer: "G" } } }
+
+  test("the input is the tool's arguments: an object, or none", () => {
+    expect(toolArguments(undefined)).toEqual(Either.right({}))
+    expect(toolArguments({ asset: "X" })).toEqual(Either.right({ asset: "X" }))
+    expect(Either.isLeft(toolArguments([1]))).toBe(true)
+    expect(Either.isLeft(toolArguments("text"))).toBe(true)
+  })
+
+  test("a settled tool result is delivered; its body is the result's canonical JSON", () => {
+    const answer = paidToolAnswer({ structuredContent: { b: 1, a: 2 }, content: [], ...settled }, 10_000)
+    expect(answer.body?.toString("utf8")).toBe(`{"_meta":{"x402/payment-response":{"network":"stellar:testnet","payer":"G","success":true,"transaction":"${TX}"}},"content":[],"structuredContent":{"a":2,"b":1}}`)
+    expect(judgePaid(answer)).toEqual({ _tag: "Delivered", transactionHash: TX })
+  })
+
+  test("an error result is not delivered: paid and failed when it settled, unpaid otherwise", () => {
+    expect(judgePaid(paidToolAnswer({ isError: true, content: [], ...settled }, 10_000))._tag).toBe("PaidFailed")
+    const unpaid = judgePaid(paidToolAnswer({ isError: true, content: [] }, 10_000))
+    expect(unpaid).toEqual({ _tag: "Unpaid", reason: "the paid tool call answered an error without settling" })
+    // A second payment request (extension binding) is no delivery either.
+    expect(judgePaid(paidToolAnswer({ resultType: "payment_required", paymentRequired: {} }, 10_000))._tag).toBe("Unpaid")
+  })
+
+  test("a result over the body cap is not delivered", () => {
+    expect(judgePaid(paidToolAnswer({ content: [{ type: "text", text: "x".repeat(100) }], ...settled }, 50))._tag).toBe("PaidFailed")
   })
 })

@@ -8,9 +8,10 @@ import { baseUnitsToUsd, usdFloorUnits } from "../domain/stellar.js"
 import type { Config } from "../config.js"
 import { readBuyerKey, type StellarKey } from "../keys/stellarKey.js"
 import { isJsonType, type PaidAnswer, payFor } from "../payments/payFor.js"
+import { payForTool } from "../payments/payForTool.js"
 import type { Deployment } from "../verification/challenge.js"
 import type { OutboundRequests } from "../verification/fetchAnswer.js"
-import { candidateRefusal, challengeRefusal, priceCeiling, transportRefusal } from "./candidate.js"
+import { candidateRefusal, challengeRefusal, priceCeiling } from "./candidate.js"
 import {
   AllProvidersFailed,
   type BuyError,
@@ -20,7 +21,7 @@ import {
   ServiceFailure,
   SpendLimitReached
 } from "./errors.js"
-import { type Placement, placeInput } from "./input.js"
+import { type Placement, placeInput, toolArguments } from "./input.js"
 import { judgeFailure, judgePaid } from "./outcome.js"
 import { SextantClient, type SextantClientShape } from "./SextantClient.js"
 import { perPaymentCapUsd } from "./spendControls.js"
@@ -111,6 +112,8 @@ interface Plan {
   readonly rank: number
   readonly resource: Resource
   readonly placement: Placement
+  /** For an `mcp` resource: the tool called at `placement.url` and its arguments. */
+  readonly tool?: { readonly toolName: string; readonly arguments: Readonly<Record<string, unknown>> }
   /** The most the buyer signs for it (base units). */
   readonly ceiling: bigint
 }
@@ -163,11 +166,15 @@ const planFor = (client: SextantClientShape, settings: BuyerSettings, candidate:
     const detail = yield* Effect.either(client.resources.get({ path: { id: candidate.resourceId } }))
     if (detail._tag === "Left") return attemptOf(candidate, rank, "failed", `the service could not describe the resource: ${describe(detail.left)}`)
     const resource = detail.right.resource
-    const unsupported = transportRefusal(resource)
-    if (unsupported !== null) return attemptOf(candidate, rank, "refused", unsupported)
+    const ceiling = priceCeiling(candidate, policy, settings.decimals)
+    if (resource.mcp !== undefined) {
+      const args = toolArguments(input)
+      if (args._tag === "Left") return attemptOf(candidate, rank, "refused", args.left)
+      return { candidate, rank, resource, placement: { url: resource.url }, tool: { toolName: resource.mcp.toolName, arguments: args.right }, ceiling } satisfies Plan
+    }
     const placement = placeInput(resource.url, resource.method, input)
     if (placement._tag === "Left") return attemptOf(candidate, rank, "refused", placement.left)
-    return { candidate, rank, resource, placement: placement.right, ceiling: priceCeiling(candidate, policy, settings.decimals) } satisfies Plan
+    return { candidate, rank, resource, placement: placement.right, ceiling } satisfies Plan
   })
 
 /**
@@ -187,10 +194,8 @@ const payPlan = (settings: BuyerSettings, guard: SpendGuard, plan: Plan): Effect
       const { spent, amount, limit } = reservation.left
       return { _tag: "Next", attempt: attempt("over_budget", `${amount} base units would exceed the limit of ${limit} (${spent} already counted); nothing was signed`) }
     }
-    const result = yield* payFor({
+    const terms = {
       url: plan.placement.url,
-      method: plan.resource.method,
-      ...(plan.placement.body === undefined ? {} : { body: plan.placement.body }),
       signer: Redacted.value(settings.key.signer),
       rpcUrl: settings.rpcUrl,
       inclusionFeeStroops: settings.inclusionFeeStroops,
@@ -198,7 +203,9 @@ const payPlan = (settings: BuyerSettings, guard: SpendGuard, plan: Plan): Effect
       maxPrice: ceiling,
       refuse: challengeRefusal(candidate),
       outbound: settings.outbound
-    }).pipe(Effect.either)
+    }
+    const body = plan.placement.body === undefined ? {} : { body: plan.placement.body }
+    const result = yield* (plan.tool === undefined ? payFor({ ...terms, method: plan.resource.method, ...body }) : payForTool({ ...terms, ...plan.tool })).pipe(Effect.either)
 
     if (result._tag === "Left") {
       const { outcome, reason } = judgeFailure(result.left)

@@ -64,11 +64,3 @@ export const challengeRefusal =
     if (offered.scheme !== routed.scheme) return `scheme ${offered.scheme} is not the routed ${routed.scheme}`
     return null
   }
-
-/**
- * Why a resource of this kind is not bought, or null. This buyer pays over HTTP only: an `mcp`
- * resource (an MCP tool, probed and routed like any other) is skipped before anything is
- * reserved or signed, rather than sent an HTTP request its MCP server could only refuse.
- */
-export const transportRefusal = (resource: { readonly type: "http" | "mcp" }): string | null =>
-  resource.type === "mcp" ? "an MCP tool: this buyer pays HTTP resources only; nothing was signed" : null

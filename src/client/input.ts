@@ -35,3 +35,10 @@ export const placeInput = (url: string, method: HttpMethod, input: unknown): Eit
   }
   return Either.right({ url: target.href })
 }
+
+/** An MCP tool's arguments: the buyer's input object (`{}` when there is none); anything else is refused before any call. */
+export const toolArguments = (input: unknown): Either.Either<Readonly<Record<string, unknown>>, string> => {
+  if (input === undefined || input === null) return Either.right({})
+  if (typeof input !== "object" || Array.isArray(input)) return Either.left(`an MCP tool takes its input as arguments: an object, not ${Array.isArray(input) ? "an array" : typeof input}`)
+  return Either.right(input as Record<string, unknown>)
+}

@@ -20,14 +20,18 @@ const TRANSACTION_HASH = /^[0-9a-f]{64}$/
  * says (without one, the payment is reported with no transaction): stopping there is what keeps a
  * second provider from being paid for data already received.
  */
-export const judgePaid = (answer: Pick<PaidAnswer, "status" | "paymentResponse" | "body">): PaidVerdict => {
+export const judgePaid = (answer: Pick<PaidAnswer, "status" | "paymentResponse" | "body" | "toolError">): PaidVerdict => {
   const settled = answer.paymentResponse?.success === true
-  const ok = answer.status >= 200 && answer.status < 300
+  const ok = answer.status >= 200 && answer.status < 300 && answer.toolError !== true
   if (ok && answer.body !== null) {
     const transaction = settled ? (answer.paymentResponse?.transaction ?? "") : ""
     return { _tag: "Delivered", transactionHash: TRANSACTION_HASH.test(transaction) ? transaction : null }
   }
-  const why = ok ? "the answer was larger than buyer.maxBodyBytes" : `the paid request answered ${answer.status}`
+  const why = ok
+    ? "the answer was larger than buyer.maxBodyBytes"
+    : answer.toolError === true
+      ? "the paid tool call answered an error"
+      : `the paid request answered ${answer.status}`
   if (settled) return { _tag: "PaidFailed", reason: `${why} after the payment settled (transaction ${answer.paymentResponse?.transaction})` }
   const refused = answer.paymentResponse?.errorReason
   return { _tag: "Unpaid", reason: `${why} without settling${refused === undefined ? "" : ` (${refused})`}` }
@@ -46,7 +50,7 @@ export const judgeFailure = (error: PayForError): { readonly outcome: AttemptOut
     case "PriceAboveLimit":
       return { outcome: "refused", reason: `the 402 asks ${error.cheapest} base units, more than the routed ceiling ${error.maxPrice}` }
     case "NoPaymentRequired":
-      return { outcome: "failed", reason: `the unpaid request answered ${error.httpStatus}, not 402` }
+      return { outcome: "failed", reason: `the unpaid request answered ${error.toolAnswer ?? error.httpStatus}, not ${error.toolAnswer === undefined ? "402" : "a PaymentRequired"}` }
     default:
       return { outcome: "failed", reason: `${error._tag}: ${error.reason}` }
   }

@@ -31,7 +31,7 @@ export const makeBuyTool = async (config: Config, handle: WebHandler, options: B
       "Buy one call of a capability with this server's buyer key (POST /v1/routes, then x402 on Stellar, then POST /v1/receipts): " +
       "the route's selection and fallbacks are tried in order, each 402 re-checked against the routed price and payee and the policy; " +
       "no two providers are paid and a payment whose outcome is unknown is never retried. `input` is the resource's JSON body " +
-      "(POST) or query parameters (GET); `maxUsd` caps the price of this call. Answers the data, the signed receipt and every attempt. " +
+      "(POST), query parameters (GET) or an MCP tool's arguments; `maxUsd` caps the price of this call. Answers the data, the signed receipt and every attempt. " +
       `This session may spend at most ${options.sessionCapUsd} USD.`,
     input: BuyRequest,
     output: BuyResult,

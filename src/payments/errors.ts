@@ -17,8 +17,12 @@ export class SimulationRejected extends Data.TaggedError("SimulationRejected")<{
 
 export type BuildPaymentError = UnpayableRequirements | SorobanRpcFailure | SimulationRejected
 
-/** The resource did not answer 402 to the unpaid request, so there was nothing to pay. */
-export class NoPaymentRequired extends Data.TaggedError("NoPaymentRequired")<{ readonly httpStatus: number }> {}
+/** The resource did not answer 402 to the unpaid request (nor an MCP tool a PaymentRequired), so there was nothing to pay. */
+export class NoPaymentRequired extends Data.TaggedError("NoPaymentRequired")<{
+  readonly httpStatus: number
+  /** What an MCP tool answered instead; absent for HTTP, whose status says it. */
+  readonly toolAnswer?: string
+}> {}
 
 /** A 402 whose challenge is missing or does not decode. */
 export class ChallengeUnreadable extends Data.TaggedError("ChallengeUnreadable")<{ readonly reason: string }> {}

@@ -5,7 +5,7 @@ import type { PaymentRequirements } from "@x402/core/types"
 import { Duration, Effect, Option, Schema } from "effect"
 import type { HttpMethod } from "../domain/resources.js"
 import { SettleResponse } from "../domain/x402.js"
-import { type Deployment, readChallenge } from "../verification/challenge.js"
+import { type ChallengeReading, type Deployment, readChallenge } from "../verification/challenge.js"
 import { Dialer, dialPinned, readUpTo, Resolver } from "../verification/Connector.js"
 import { fetchAnswer, type OutboundRequests, resourceRequest, Unreachable } from "../verification/fetchAnswer.js"
 import { type DnsFailure, type TargetRefused, vetTarget, type Vetted } from "../verification/outboundGuard.js"
@@ -20,14 +20,8 @@ import {
 } from "./errors.js"
 import { buildExactPayment, refusalOf } from "./exactPayment.js"
 
-export interface PayForInput {
-  readonly url: string
-  readonly method: HttpMethod
-  /**
-   * JSON text sent as the body of both requests when `method` takes one (`{}` by default); a GET's
-   * input belongs in `url`'s query string.
-   */
-  readonly body?: string
+/** What a payment may be: who signs, where it is simulated, and what the caller accepts. */
+export interface PaymentTerms {
   /** The payer's key: the operator's probe key, or a buyer's own on the buyer's machine. */
   readonly signer: Keypair
   readonly rpcUrl: string
@@ -42,6 +36,16 @@ export interface PayForInput {
    * payable option is accepted by default. The reason is quoted in NoAcceptableOption.
    */
   readonly refuse?: (requirements: PaymentRequirements) => string | null
+}
+
+export interface PayForInput extends PaymentTerms {
+  readonly url: string
+  readonly method: HttpMethod
+  /**
+   * JSON text sent as the body of both requests when `method` takes one (`{}` by default); a GET's
+   * input belongs in `url`'s query string.
+   */
+  readonly body?: string
   /** The outbound guard's policy, the unpaid request's timeout and the body cap (the probes' or the buyer's). */
   readonly outbound: OutboundRequests
   /** Bound on the paid request, which waits for the facilitator to settle (default 60 s). */
@@ -70,6 +74,8 @@ export interface PaidAnswer {
   readonly bodyIsJson: boolean | null
   /** The paid answer's body; null when over `outbound.maxBodyBytes`. */
   readonly body: Buffer | null
+  /** An MCP tool result that is an error: not delivered whatever the HTTP status. */
+  readonly toolError?: boolean
 }
 
 export type PayForError =
@@ -104,7 +110,7 @@ const timeoutRefusal = (offered: { readonly maxTimeoutSeconds?: unknown }): stri
 const describeOption = (r: PaymentRequirements) => `${r.scheme} ${r.amount} of ${r.asset} on ${r.network} to ${r.payTo}`
 
 /** The cheapest option that is payable, accepted by the caller and within `maxPrice`. */
-const choose = (challenge: PaymentRequiredV2, input: PayForInput) => {
+const choose = (challenge: PaymentRequiredV2, input: PaymentTerms) => {
   const judged = challenge.accepts.map((offered) => {
     const refusal = refusalOf(offered, input.deployment)?.reason ?? null
     // Past refusalOf the network is the deployment's and `extra` an object: the stock type holds.
@@ -128,7 +134,7 @@ const choose = (challenge: PaymentRequiredV2, input: PayForInput) => {
 export const isJsonType = (contentType: string | null) =>
   contentType !== null && /^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(contentType.trim())
 
-const judgeBody = (contentType: string | null, body: Buffer | null): boolean | null => {
+export const judgeBody = (contentType: string | null, body: Buffer | null): boolean | null => {
   if (body === null) return null
   if (!isJsonType(contentType)) return false
   try {
@@ -138,6 +144,31 @@ const judgeBody = (contentType: string | null, body: Buffer | null): boolean | n
     return false
   }
 }
+
+/**
+ * Steps 2 to 4 of a purchase, whatever carried the challenge (a 402, an MCP tool result): the
+ * decoded challenge, the cheapest option this wallet pays that the caller accepts (nothing is
+ * signed when none is, or when it costs more than `maxPrice`), signed through Soroban RPC.
+ */
+export const signChosen = (reading: ChallengeReading, input: PaymentTerms) =>
+  Effect.gen(function* () {
+    if (reading._tag === "NoChallenge") return yield* new ChallengeUnreadable({ reason: "a 402 without an x402 challenge" })
+    if (reading._tag === "Malformed") return yield* new ChallengeUnreadable({ reason: reading.reason })
+    if (reading.challenge.x402Version !== 2) {
+      return yield* new NoAcceptableOption({ offered: "an x402 v1 challenge: the Stellar exact scheme is paid in x402 v2 only" })
+    }
+    const requirements = choose(reading.challenge, input)
+    if (!("payTo" in requirements)) return yield* requirements
+    const signed = yield* buildExactPayment({
+      requirements,
+      resource: reading.challenge.resource,
+      signer: input.signer,
+      rpcUrl: input.rpcUrl,
+      inclusionFeeStroops: input.inclusionFeeStroops,
+      deployment: input.deployment
+    })
+    return { requirements, ...signed }
+  })
 
 /**
  * Sends the signed payment once, to the address the guard just vetted and without following
@@ -194,23 +225,7 @@ export const payFor = (input: PayForInput): Effect.Effect<PaidAnswer, PayForErro
       Effect.catchTag("AnswerTimeout", (timeout) => new Unreachable({ reason: timeout.reason }))
     )
     if (answer.httpStatus !== 402) return yield* new NoPaymentRequired({ httpStatus: answer.httpStatus })
-    const reading = readChallenge(answer.header, answer.body)
-    if (reading._tag === "NoChallenge") return yield* new ChallengeUnreadable({ reason: "a 402 without an x402 challenge" })
-    if (reading._tag === "Malformed") return yield* new ChallengeUnreadable({ reason: reading.reason })
-    if (reading.challenge.x402Version !== 2) {
-      return yield* new NoAcceptableOption({ offered: "an x402 v1 challenge: the Stellar exact scheme is paid in x402 v2 only" })
-    }
-    const requirements = choose(reading.challenge, input)
-    if (!("payTo" in requirements)) return yield* requirements
-
-    const { paymentPayload, authorization } = yield* buildExactPayment({
-      requirements,
-      resource: reading.challenge.resource,
-      signer: input.signer,
-      rpcUrl: input.rpcUrl,
-      inclusionFeeStroops: input.inclusionFeeStroops,
-      deployment: input.deployment
-    })
+    const { requirements, paymentPayload, authorization } = yield* signChosen(readChallenge(answer.header, answer.body), input)
     const resolve = yield* Resolver
     const target = yield* vetTarget(answer.url, input.outbound, resolve).pipe(
       Effect.catchTag("DnsFailure", (e: DnsFailure) => new Unreachable({ reason: `cannot resolve ${e.host}: ${e.reason}` }))

@@ -3,7 +3,9 @@ import { AppConfig } from "../config.js"
 import type { EconomicEvent } from "../domain/evidence.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
 import { loadOrCreateProbeKey } from "../keys/stellarKey.js"
+import type { PaymentRequirements } from "@x402/core/types"
 import { payFor, type PaidAnswer } from "../payments/payFor.js"
+import { payForTool } from "../payments/payForTool.js"
 import { policyContext } from "../policy/evaluate.js"
 import { ProbeSpendRepo } from "../store/ProbeSpendRepo.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
@@ -65,17 +67,22 @@ const make = Effect.gen(function* () {
       const reservation = yield* spend.reserve(resourceId, units, budgetUnits, yield* Clock.currentTimeMillis)
       if (reservation === null) return { _tag: "OverBudget", resourceId } satisfies ProbeOutcome
       const key = yield* probeKey
-      const attempt = yield* payFor({
-        url: target.record.resource.url,
-        method: target.record.resource.method,
+      const { resource } = target.record
+      const terms = {
+        url: resource.url,
         signer: Redacted.value(key.signer),
         rpcUrl: config.ledger.sorobanRpcUrl,
         inclusionFeeStroops: config.ledger.inclusionFeeStroops,
         deployment,
         maxPrice: units,
-        refuse: (requirements) => (requirements.payTo === target.option.payTo ? null : `payTo is not the catalog's ${target.option.payTo}`),
+        refuse: (requirements: PaymentRequirements) => (requirements.payTo === target.option.payTo ? null : `payTo is not the catalog's ${target.option.payTo}`),
         outbound: config.probes
-      }).pipe(Effect.either)
+      }
+      // An MCP tool is paid with the arguments its probes call it with.
+      const attempt = yield* (resource.mcp === undefined
+        ? payFor({ ...terms, method: resource.method })
+        : payForTool({ ...terms, toolName: resource.mcp.toolName, arguments: resource.mcp.example ?? {} })
+      ).pipe(Effect.either)
       if (attempt._tag === "Left") {
         const error = attempt.left
         // Sent but unanswered: the money may have moved, so the budget stays spent.

@@ -19,7 +19,7 @@ const AnyResult = z.looseObject({})
 type Failure = TargetRefused | Unreachable | AnswerTimeout
 
 /** Thrown inside the transport's fetch, so the probe can tell the guard's refusal from a dead server. */
-class Refused extends Error {
+export class Refused extends Error {
   constructor(readonly refusal: TargetRefused) {
     super(refusal.reason)
   }
@@ -31,7 +31,7 @@ class Refused extends Error {
  * to the checked address, `timeoutMs` per request and at most `maxBodyBytes` of an answer read.
  * No standalone GET stream is opened: a probe waits for no server notification.
  */
-const guardedFetch =
+export const guardedFetch =
   (probes: OutboundRequests, runtime: Runtime.Runtime<never>) =>
   async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const method = init?.method ?? "GET"
@@ -108,7 +108,7 @@ export const mcpSessions = (config: Config) => {
 
 export type McpSessions = ReturnType<typeof mcpSessions>
 
-const failureOf = (error: unknown, deadline: AbortSignal, timeoutMs: number): Failure => {
+export const failureOf = (error: unknown, deadline: AbortSignal, timeoutMs: number): Failure => {
   if (error instanceof Refused) return error.refusal
   if (deadline.aborted || (error instanceof Error && /timed? ?out/i.test(error.message))) return new AnswerTimeout({ afterMs: timeoutMs })
   return new Unreachable({ reason: `MCP request failed: ${error instanceof Error ? error.message : String(error)}` })

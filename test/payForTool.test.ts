@@ -1,0 +1,78 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Keypair } from "@stellar/stellar-sdk"
+import { Effect, Either } from "effect"
+import { judgePaid } from "../src/client/outcome.js"
+import { loadConfig } from "../src/config.js"
+import { payForTool } from "../src/payments/payForTool.js"
+import { PAYMENT_META } from "../src/verification/mcpAnswer.js"
+import { startFixtureLedger } from "./fixtures/ledger.js"
+import { type McpSeller, startMcpSeller } from "./fixtures/mcpSeller.js"
+import { FIXTURE_AMOUNT, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+
+/**
+ * payForTool against MCP sellers that misbehave (the official MCP SDK server, a challenge made by
+ * the official x402 server packages): what is signed, what is sent, and how the answer is judged.
+ */
+const config = Either.getOrThrow(loadConfig(undefined, {}))
+const ledger = startFixtureLedger()
+let x402: X402Fixture
+let seller: McpSeller
+
+beforeAll(async () => {
+  x402 = await startX402Fixture()
+  const answer = await fetch(x402.url("/paid"))
+  seller = startMcpSeller({ paymentRequired: JSON.parse(Buffer.from(answer.headers.get("payment-required")!, "base64").toString("utf8")), extension: false })
+})
+
+afterAll(async () => {
+  await seller?.stop()
+  await x402?.stop()
+  ledger.stop()
+})
+
+const pay = (toolName: string, timeoutMs = 2_000, allowPrivateTargets = true) =>
+  Effect.runPromise(
+    Effect.either(
+      payForTool({
+        url: seller.url,
+        toolName,
+        arguments: { q: 1 },
+        signer: Keypair.random(),
+        rpcUrl: ledger.rpcUrl,
+        inclusionFeeStroops: 10_000,
+        deployment: { network: config.network, assetContract: config.asset.assetContract },
+        maxPrice: 1_000_000n,
+        outbound: { ...config.buyer, allowPrivateTargets, timeoutMs }
+      })
+    )
+  )
+
+describe("payForTool", () => {
+  test("the paid retry carries the payload in _meta; a seller that asks again settled nothing: the next provider may be tried", async () => {
+    const paid = await pay("paid")
+    expect(Either.isRight(paid)).toBe(true)
+    const answer = Either.getOrThrow(paid)
+    expect(answer.amount).toBe(FIXTURE_AMOUNT)
+    expect(answer.toolError).toBe(true)
+    expect(answer.paymentResponse).toBeNull()
+    expect(judgePaid(answer)._tag).toBe("Unpaid")
+    const retry = seller.calls.filter((c) => c.tool === "paid").at(-1)?.meta as Record<string, any>
+    expect(retry[PAYMENT_META]).toMatchObject({ x402Version: 2, accepted: { amount: FIXTURE_AMOUNT }, payload: { transaction: expect.any(String) } })
+  }, 30_000)
+
+  test("a tool that runs unpaid, an undecodable challenge and a hanging tool: nothing signed or sent", async () => {
+    const before = seller.calls.filter((c) => c.meta !== undefined && (c.meta as Record<string, unknown>)[PAYMENT_META] !== undefined).length
+    expect(await pay("free")).toEqual(Either.left(expect.objectContaining({ _tag: "NoPaymentRequired", toolAnswer: "a tool result without asking for payment" })))
+    expect(await pay("undecodable")).toEqual(Either.left(expect.objectContaining({ _tag: "ChallengeUnreadable" })))
+    expect(await pay("hang", 300)).toEqual(Either.left(expect.objectContaining({ _tag: "Unreachable" })))
+    const after = seller.calls.filter((c) => c.meta !== undefined && (c.meta as Record<string, unknown>)[PAYMENT_META] !== undefined).length
+    expect(after).toBe(before)
+  }, 30_000)
+
+  test("a seller on a private address is refused by the outbound guard before any call", async () => {
+    const calls = seller.calls.length
+    const refused = await pay("paid", 2_000, false)
+    expect(refused).toEqual(Either.left(expect.objectContaining({ _tag: "TargetRefused" })))
+    expect(seller.calls.length).toBe(calls)
+  }, 30_000)
+})
