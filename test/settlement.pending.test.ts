@@ -1,0 +1,115 @@
+import { describe, expect, test } from "bun:test"
+import { startFacilitator } from "./fixtures/facilitator.js"
+import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
+import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
+import { entry } from "./fixtures/verificationStack.js"
+import { sharedLedgerAndSeller } from "./support/ledgerSeller.js"
+import { pollUntil } from "./support/poll.js"
+import { facilitatorsAnswered, ledgerAt, request, startServer, testConfig } from "./support/server.js"
+
+/**
+ * A backend's `settlement_pending` answer (x402 2.20+) on the nonce-enforcing fixture ledger, with
+ * two fixture facilitators, A first. The attacks: paying twice (B, or a second submission, after A
+ * broadcast), and counting a payment that may still land as a failure.
+ */
+const { ledger, running, seller } = sharedLedgerAndSeller()
+
+/** `reconcileSeconds`: how often the reconciler runs (long keeps it out of the retry's way). */
+const setup = async (reconcileSeconds: number) => {
+  const a = startFacilitator({ ledger })
+  const b = startFacilitator({ ledger })
+  const base = testConfig()
+  const server = await startServer(
+    testConfig({
+      facilitators: [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      facilitatorPollSeconds: 0.3,
+      catalog: [entry("fixture.paid", seller().url("/paid"))],
+      probes: { ...base.probes, allowPrivateTargets: true },
+      ledger: { ...ledgerAt(ledger), timeoutMs: 1000, pollIntervalSeconds: reconcileSeconds }
+    })
+  )
+  running.push(server, { close: async () => void (await Promise.all([a.stop(), b.stop()])) })
+  await facilitatorsAnswered(server.url)
+  expect((await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "fixture.paid" } })).body.outcome).toBe("healthy")
+  const settle = (body: unknown) => request(`${server.url}/x402/settle`, { method: "POST", json: body })
+  const only = async () => {
+    const [found] = (await request(`${server.url}/x402/settlements`)).body.settlements as Array<{ id: string }>
+    return (await request(`${server.url}/x402/settlements/${found!.id}`)).body
+  }
+  const settles = () => [a.calls("/settle"), b.calls("/settle")]
+  return { a, b, settle, only, settles }
+}
+
+const payment = async (seed: number, ledgers = 50) => {
+  const requirements = exactRequirements({ payTo: FIXTURE_PAY_TO })
+  const signed = await buildExactPayment(requirements, { buyer: seededBuyer(seed), validUntilLedger: ledger.latestLedger() + ledgers })
+  return { payer: seededBuyer(seed).publicKey(), body: settleBody(signed, requirements) }
+}
+
+describe("settlement_pending: broadcast, not declined", () => {
+  test("the entry is pending with the transaction; the ledger confirms it and the retry gets the settlement with no second forward", async () => {
+    const { a, settle, only, settles } = await setup(60)
+    a.setMode("settlePending")
+    const { payer, body } = await payment(131)
+    const first = await settle(body)
+    expect(first.status).toBe(200)
+    expect(first.body).toMatchObject({ success: false, errorReason: "settlement_pending", network: "stellar:testnet", payer })
+    const transaction = first.body.transaction as string
+    expect(ledger.succeeded(transaction)).toBe(true)
+    const pending = await only()
+    expect(pending).toMatchObject({ state: "pending", backendId: "a", transaction, errors: [] })
+    expect(settles()).toEqual([1, 0])
+
+    a.setMode("succeed")
+    const retry = await settle(body)
+    expect(retry).toMatchObject({ status: 200, body: { success: true, transaction, payer } })
+    // Resolved from the ledger: neither A nor B was sent the payload again.
+    expect(settles()).toEqual([1, 0])
+    expect(ledger.transfersBetween(payer, FIXTURE_PAY_TO)).toBe(1)
+    const settled = await only()
+    expect(settled).toMatchObject({ state: "settled", transaction })
+    expect(settled.history.map((h: { from: string | null; to: string }) => [h.from, h.to])).toEqual([
+      [null, "pending"],
+      ["pending", "pending"],
+      ["pending", "settled"]
+    ])
+    // A further repeat is the stored settlement.
+    expect((await settle(body)).body).toEqual(retry.body)
+    expect(settles()).toEqual([1, 0])
+  }, 30_000)
+
+  test("while the ledger lacks the transaction, the retry asks the same backend only, and stays pending when it cannot answer", async () => {
+    const { a, settle, only, settles } = await setup(60)
+    a.setMode("pendingLost")
+    const { body } = await payment(132)
+    const first = await settle(body)
+    expect(first.body).toMatchObject({ success: false, errorReason: "settlement_pending" })
+    a.setMode("settle500")
+    const again = await settle(body)
+    expect(again).toMatchObject({ status: 200, body: first.body })
+    expect(settles()).toEqual([2, 0])
+    expect(await only()).toMatchObject({ state: "pending", backendId: "a" })
+
+    // The backend reconciles its own broadcast: it never landed, so it reports the failure.
+    a.setMode("succeed")
+    const resolved = await settle(body)
+    expect(resolved.body).toMatchObject({ success: false, errorReason: "transaction_failed" })
+    expect(settles()).toEqual([3, 0])
+    expect(await only()).toMatchObject({ state: "failed", backendId: "a" })
+  }, 30_000)
+
+  test("a pending answer whose transaction never lands is resolved by the reconciler once the authorisation expired", async () => {
+    const { a, settle, only, settles } = await setup(0.2)
+    a.setMode("pendingLost")
+    const { body } = await payment(133, 5)
+    expect((await settle(body)).body).toMatchObject({ success: false, errorReason: "settlement_pending" })
+    await Bun.sleep(600)
+    expect((await only()).state).toBe("pending")
+    ledger.advanceLedgers(10)
+    const after = await pollUntil("the pending settlement is reconciled", only, (r) => r.state !== "pending")
+    expect(after.state).toBe("failed")
+    expect(after.history.at(-1)).toMatchObject({ from: "pending", to: "failed" })
+    expect(after.history.at(-1).reason).toContain("never happened")
+    expect(settles()).toEqual([1, 0])
+  }, 30_000)
+})
