@@ -1,4 +1,7 @@
 import { describe, expect, test } from "bun:test"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
 import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
@@ -15,13 +18,14 @@ import { facilitatorsAnswered, ledgerAt, request, startServer, testConfig } from
 const { ledger, running, seller } = sharedLedgerAndSeller()
 
 /** `reconcileSeconds`: how often the reconciler runs (long keeps it out of the retry's way). */
-const setup = async (reconcileSeconds: number) => {
+const setup = async (reconcileSeconds: number, database = ":memory:") => {
   const a = startFacilitator({ ledger })
   const b = startFacilitator({ ledger })
   const base = testConfig()
   const server = await startServer(
     testConfig({
       facilitators: [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      database,
       facilitatorPollSeconds: 0.3,
       catalog: [entry("fixture.paid", seller().url("/paid"))],
       probes: { ...base.probes, allowPrivateTargets: true },
@@ -37,7 +41,7 @@ const setup = async (reconcileSeconds: number) => {
     return (await request(`${server.url}/x402/settlements/${found!.id}`)).body
   }
   const settles = () => [a.calls("/settle"), b.calls("/settle")]
-  return { a, b, settle, only, settles }
+  return { a, b, settle, only, settles, server }
 }
 
 const payment = async (seed: number, ledgers = 50) => {
@@ -111,5 +115,23 @@ describe("settlement_pending: broadcast, not declined", () => {
     expect(after.history.at(-1)).toMatchObject({ from: "pending", to: "failed" })
     expect(after.history.at(-1).reason).toContain("never happened")
     expect(settles()).toEqual([1, 0])
+  }, 30_000)
+
+  test("a restart leaves a pending answer to the reconciler, not indeterminate; the retry after it gets the settlement", async () => {
+    const database = join(mkdtempSync(join(tmpdir(), "sextant-pending-")), "sextant.db")
+    const before = await setup(60, database)
+    before.a.setMode("settlePending")
+    const { payer, body } = await payment(134)
+    const first = await before.settle(body)
+    expect(first.body).toMatchObject({ errorReason: "settlement_pending" })
+    await before.server.close()
+    const after = await setup(60, database)
+    // The reconciler's first pass at start finds the transaction on the ledger; crash recovery never touched the entry.
+    const record = await pollUntil("the pending settlement is reconciled", after.only, (r) => r.state !== "pending")
+    expect(record).toMatchObject({ state: "settled", transaction: first.body.transaction })
+    expect(record.history.map((h: { to: string }) => h.to)).toEqual(["pending", "pending", "settled"])
+    expect((await after.settle(body)).body).toMatchObject({ success: true, transaction: first.body.transaction, payer })
+    expect(after.settles()).toEqual([0, 0])
+    expect(ledger.transfersBetween(payer, FIXTURE_PAY_TO)).toBe(1)
   }, 30_000)
 })
