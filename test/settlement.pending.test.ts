@@ -2,53 +2,28 @@ import { describe, expect, test } from "bun:test"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { startFacilitator } from "./fixtures/facilitator.js"
-import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
 import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
-import { entry } from "./fixtures/verificationStack.js"
 import { sharedLedgerAndSeller } from "./support/ledgerSeller.js"
 import { pollUntil } from "./support/poll.js"
-import { facilitatorsAnswered, ledgerAt, request, startServer, testConfig } from "./support/server.js"
+import { ledgerPayment, twoBackendService } from "./support/twoBackends.js"
 
 /**
  * A backend's `settlement_pending` answer (x402 2.20+) on the nonce-enforcing fixture ledger, with
  * two fixture facilitators, A first. The attacks: paying twice (B, or a second submission, after A
  * broadcast), and counting a payment that may still land as a failure.
  */
-const { ledger, running, seller } = sharedLedgerAndSeller()
+const shared = sharedLedgerAndSeller()
+const { ledger } = shared
 
 /** `reconcileSeconds`: how often the reconciler runs (long keeps it out of the retry's way). */
 const setup = async (reconcileSeconds: number, database = ":memory:") => {
-  const a = startFacilitator({ ledger })
-  const b = startFacilitator({ ledger })
-  const base = testConfig()
-  const server = await startServer(
-    testConfig({
-      facilitators: [{ id: "a", url: a.url }, { id: "b", url: b.url }],
-      database,
-      facilitatorPollSeconds: 0.3,
-      catalog: [entry("fixture.paid", seller().url("/paid"))],
-      probes: { ...base.probes, allowPrivateTargets: true },
-      ledger: { ...ledgerAt(ledger), timeoutMs: 1000, pollIntervalSeconds: reconcileSeconds }
-    })
-  )
-  running.push(server, { close: async () => void (await Promise.all([a.stop(), b.stop()])) })
-  await facilitatorsAnswered(server.url)
-  expect((await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "fixture.paid" } })).body.outcome).toBe("healthy")
-  const settle = (body: unknown) => request(`${server.url}/x402/settle`, { method: "POST", json: body })
-  const only = async () => {
-    const [found] = (await request(`${server.url}/x402/settlements`)).body.settlements as Array<{ id: string }>
-    return (await request(`${server.url}/x402/settlements/${found!.id}`)).body
-  }
-  const settles = () => [a.calls("/settle"), b.calls("/settle")]
-  return { a, b, settle, only, settles, server }
+  const service = await twoBackendService(shared, (config) => ({ ...config, database, ledger: { ...config.ledger, pollIntervalSeconds: reconcileSeconds } }))
+  const only = async () => service.record((await service.journal())[0]!.id as string)
+  const settles = () => [service.a.calls("/settle"), service.b.calls("/settle")]
+  return { ...service, only, settles }
 }
 
-const payment = async (seed: number, ledgers = 50) => {
-  const requirements = exactRequirements({ payTo: FIXTURE_PAY_TO })
-  const signed = await buildExactPayment(requirements, { buyer: seededBuyer(seed), validUntilLedger: ledger.latestLedger() + ledgers })
-  return { payer: seededBuyer(seed).publicKey(), body: settleBody(signed, requirements) }
-}
+const payment = (seed: number, ledgers = 50) => ledgerPayment(shared, seed, ledgers)
 
 describe("settlement_pending: broadcast, not declined", () => {
   test("the entry is pending with the transaction; the ledger confirms it and the retry gets the settlement with no second forward", async () => {
