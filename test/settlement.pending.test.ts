@@ -6,6 +6,7 @@ import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
 import { sharedLedgerAndSeller } from "./support/ledgerSeller.js"
 import { pollUntil } from "./support/poll.js"
 import { ledgerPayment, twoBackendService } from "./support/twoBackends.js"
+import { request } from "./support/server.js"
 
 /**
  * A backend's `settlement_pending` answer (x402 2.20+) on the nonce-enforcing fixture ledger, with
@@ -27,7 +28,9 @@ const payment = (seed: number, ledgers = 50) => ledgerPayment(shared, seed, ledg
 
 describe("settlement_pending: broadcast, not declined", () => {
   test("the entry is pending with the transaction; the ledger confirms it and the retry gets the settlement with no second forward", async () => {
-    const { a, settle, only, settles } = await setup(60)
+    const { a, settle, only, settles, server } = await setup(60)
+    const settlementEvidence = async () =>
+      ((await request(`${server.url}/v1/resources/fixture.paid`)).body.economicEvidence as Array<{ source: string }>).filter((e) => e.source === "settlement")
     a.setMode("settlePending")
     const { payer, body } = await payment(131)
     const first = await settle(body)
@@ -38,6 +41,8 @@ describe("settlement_pending: broadcast, not declined", () => {
     const pending = await only()
     expect(pending).toMatchObject({ state: "pending", backendId: "a", transaction, errors: [] })
     expect(settles()).toEqual([1, 0])
+    // No evidence either way while it may still land: nothing counts against the payee.
+    expect(await settlementEvidence()).toEqual([])
 
     a.setMode("succeed")
     const retry = await settle(body)
@@ -52,6 +57,8 @@ describe("settlement_pending: broadcast, not declined", () => {
       ["pending", "pending"],
       ["pending", "settled"]
     ])
+    // Resolved, it is the payee's evidence like any settlement: the ledger then confirms it.
+    expect(await settlementEvidence()).toEqual([expect.objectContaining({ transactionHash: transaction })])
     // A further repeat is the stored settlement.
     expect((await settle(body)).body).toEqual(retry.body)
     expect(settles()).toEqual([1, 0])
