@@ -516,8 +516,8 @@ const make = Effect.gen(function* () {
   })
 
   /**
-   * Step 7: backends with failover, then the journal's `settled` / `failed` / `indeterminate`, then
-   * the evidence. Forwarding and recording run to the end even if the caller goes away (a daemon
+   * Step 7: backends with failover, then the journal's `settled` / `failed` / `indeterminate` (or
+   * `pending` with a backend's `settlement_pending` answer), then the evidence. Forwarding and recording run to the end even if the caller goes away (a daemon
    * fiber the caller only joins): an entry left `pending` would only be resolved, as
    * indeterminate, by the next restart. The backend timeouts inside still apply. It is counted as
    * in flight, so a graceful shutdown waits for its outcome to be journaled.
