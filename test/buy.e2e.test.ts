@@ -14,6 +14,8 @@ import { startFixtureLedger } from "./fixtures/ledger.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
 import { settledCredentialForms } from "./fixtures/stellarPayment.js"
 import { ledgerAt, startServer, testConfig } from "./support/server.js"
+import { verifyReceiptSignatureJWS } from "@x402/extensions/offer-receipt"
+import { newProviderKey } from "../src/extensions/offerReceipt.js"
 
 /**
  * `sextant buy` end to end on loopback: the service, four stock x402 resource servers, a fixture
@@ -29,7 +31,8 @@ const ledger = startFixtureLedger()
 const facilitator = startFacilitator({ ledger })
 // Same capability: the cheaper fails after its payment is verified (so it never settles), the other is healthy.
 const cheap = startPaidResource({ payTo: CHEAP_PAYEE, amount: "10000", method: "POST", capability: "demo.buy", failAfterVerify: true })
-const good = startPaidResource({ payTo: GOOD_PAYEE, amount: "20000", method: "POST", capability: "demo.buy" })
+// The healthy provider signs its receipts (offer-receipt): Sextant's receipt carries them.
+const good = startPaidResource({ payTo: GOOD_PAYEE, amount: "20000", method: "POST", capability: "demo.buy", receiptKey: newProviderKey() })
 // Another capability: honest while probed, then a higher price and another payee in their 402s.
 const pricier = startPaidResource({ payTo: CHEAP_PAYEE, amount: "10000", capability: "demo.switch" })
 const otherPayee = startPaidResource({ payTo: GOOD_PAYEE, amount: "10000", capability: "demo.switch" })
@@ -156,6 +159,8 @@ describe("sextant buy", () => {
 
     // The receipt names the payment and the answer's digest; it verifies offline.
     const receipt = JSON.parse(readFileSync(receiptFile, "utf8"))
+    // It carries the seller's signed receipt, covered by the offline check below.
+    expect(receipt.sellerReceipt?.format).toBe("jws")
     expect(receipt).toMatchObject({
       receiptId,
       service: { resourceId: "good.data", payTo: GOOD_PAYEE },
@@ -218,6 +223,13 @@ describe("sextant buy", () => {
     const receiptId = result.receipt?.receiptId ?? ""
     expect(receiptId).toMatch(/^rcpt_/)
     expect((await Effect.runPromise(client.receipts.verify({ path: { id: receiptId } }))).valid).toBe(true)
+    // The seller's signed receipt, read from its paid answer, is carried and names this payment.
+    const sellerReceipt = result.receipt?.sellerReceipt
+    expect(sellerReceipt?.format).toBe("jws")
+    expect(await verifyReceiptSignatureJWS({ format: "jws", signature: sellerReceipt?.signature ?? "" })).toMatchObject({
+      transaction: result.paid.transactionHash,
+      network: "stellar:testnet"
+    })
   }, 30_000)
 
   test("nothing eligible, a missing key and a bad command line have their own exit codes", async () => {

@@ -1,10 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http"
-import { Either } from "effect"
+import { Either, Schema } from "effect"
 import { readFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { loadConfig, TESTNET_USDC } from "../src/config.js"
+import { SellerReceipt } from "../src/domain/receipts.js"
+import { receiptInAnswer } from "../src/extensions/offerReceipt.js"
+import { verifyReceipt } from "../src/receipts/receipt.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { startHomeDomain, startHorizon } from "./fixtures/horizon.js"
@@ -324,5 +327,39 @@ describe("e2e: a paid request to the vertical, settled through this service's /x
     expect(listed.get(paidFor!)).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
     for (const id of samePayee) expect(listed.get(id)?.verificationLevel).toBeLessThan(3)
     for (const id of OTHER_INSPECTORS) expect(listed.get(id)?.verificationLevel).toBeLessThan(3)
+  })
+
+  test("a receipt for a purchase from the vertical carries the vertical's signed receipt, and still verifies offline", async () => {
+    const paid = await post({ asset: CLAW }, { "PAYMENT-SIGNATURE": await signedPayment() })
+    expect(paid.status).toBe(200)
+    const body = await paid.text()
+    const settlement = decodePaymentResponseHeader(paid.headers.get("PAYMENT-RESPONSE") ?? "")
+    // Read as the buyer's payFor reads it.
+    const sellerReceipt = Schema.decodeUnknownSync(SellerReceipt)(receiptInAnswer(settlement))
+    const create = (carried: unknown) =>
+      request(`${service.url}/v1/receipts`, {
+        method: "POST",
+        json: {
+          request: { capability: "rwa.inspect", optimizeFor: "reliable" },
+          resourceId: INTEL_IDS[0],
+          payment: { network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: defaults.vertical.prices.inspect, transactionHash: settlement.transaction },
+          response: { status: 200, body },
+          sellerReceipt: carried
+        }
+      })
+    const created = await create(sellerReceipt)
+    expect(created.status).toBe(200)
+    expect(created.body.sellerReceipt).toEqual(sellerReceipt)
+    const { publicKey } = (await request(`${service.url}/v1/receipts/signer`)).body
+    expect(verifyReceipt(created.body, { publicKey })).toMatchObject({ valid: true })
+    // The seller's receipt is part of what the service signed: swapping it out breaks the signature.
+    expect(verifyReceipt({ ...created.body, sellerReceipt: { format: "jws", signature: "x" } }, { publicKey }).valid).toBe(false)
+
+    // A seller receipt whose signature does not verify is refused, not carried.
+    const [header, payload, signature] = sellerReceipt.signature.split(".") as [string, string, string]
+    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, "base64url").toString()), payer: "GFORGED" })).toString("base64url")
+    const tampered = await create({ format: "jws", signature: `${header}.${forged}.${signature}` })
+    expect(tampered).toMatchObject({ status: 400, body: { error: "INVALID_REQUEST" } })
+    expect(tampered.body.message).toContain("does not verify")
   })
 })

@@ -62,4 +62,26 @@ describe("a stock @x402/hono 2.27 seller with Sextant as its facilitator", () =>
     expect(settlement.transaction).toMatch(/^[0-9a-f]{64}$/)
     expect([stack.backend.calls("/verify"), stack.backend.calls("/settle")]).toEqual([1, 1])
   })
+
+  test("its single retry of a pending settlement gets the settlement from Sextant, with no second forward", async () => {
+    stack.backend.setMode("settlePending")
+    try {
+      const settlesBefore = stack.backend.calls("/settle")
+      const unpaid = await fetch(url)
+      const { header } = await payFor(unpaid.headers.get("payment-required") ?? "", (requirements) => buildExactPayment(requirements))
+      const paid = await fetch(url, { headers: { "payment-signature": header } })
+      expect(paid.status).toBe(200)
+      const settlement = decodePaymentResponseHeader(paid.headers.get("payment-response") ?? "")
+      expect(settlement).toMatchObject({ success: true, network: "stellar:testnet" })
+      expect(stack.ledger.succeeded(settlement.transaction)).toBe(true)
+      // The first settle reached the backend, which answered pending; the seller's retry was answered by Sextant.
+      expect(stack.backend.calls("/settle") - settlesBefore).toBe(1)
+      const [latest] = (await request(`${stack.server.url}/x402/settlements`)).body.settlements
+      const record = (await request(`${stack.server.url}/x402/settlements/${latest.id}`)).body
+      expect(record).toMatchObject({ state: "settled", transaction: settlement.transaction })
+      expect(record.history.map((h: { to: string }) => h.to)).toEqual(["pending", "pending", "settled"])
+    } finally {
+      stack.backend.setMode("succeed")
+    }
+  })
 })

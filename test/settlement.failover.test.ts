@@ -1,48 +1,22 @@
 import { describe, expect, test } from "bun:test"
-import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
-import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
+import type { FixtureFacilitator } from "./fixtures/facilitator.js"
 import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
-import { entry } from "./fixtures/verificationStack.js"
 import { sharedLedgerAndSeller } from "./support/ledgerSeller.js"
 import { pollUntil } from "./support/poll.js"
-import { facilitatorsAnswered, ledgerAt, request, startServer, testConfig } from "./support/server.js"
+import { ledgerPayment, twoBackendService } from "./support/twoBackends.js"
 
 /**
  * Settle failover on the nonce-enforcing fixture ledger with two fixture facilitators, A first.
  * The attack each case would be: paying twice (B executing what A already executed), or answering
  * "failed" / "unknown" for a payment the ledger shows executed.
  */
-const { ledger, running, seller } = sharedLedgerAndSeller()
+const shared = sharedLedgerAndSeller()
+const { ledger } = shared
 
-const setup = async (options: { deadlineSeconds?: number } = {}) => {
-  const a = startFacilitator({ ledger })
-  const b = startFacilitator({ ledger })
-  const base = testConfig()
-  const server = await startServer(
-    testConfig({
-      facilitators: [{ id: "a", url: a.url }, { id: "b", url: b.url }],
-      facilitatorPollSeconds: 0.3,
-      settleDeadlineSeconds: options.deadlineSeconds ?? 30,
-      catalog: [entry("fixture.paid", seller().url("/paid"))],
-      probes: { ...base.probes, allowPrivateTargets: true },
-      ledger: { ...ledgerAt(ledger), timeoutMs: 1000 }
-    })
-  )
-  running.push(server, { close: async () => void (await Promise.all([a.stop(), b.stop()])) })
-  await facilitatorsAnswered(server.url)
-  expect((await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "fixture.paid" } })).body.outcome).toBe("healthy")
-  const settle = (body: unknown) => request(`${server.url}/x402/settle`, { method: "POST", json: body })
-  const record = async (id: string) => (await request(`${server.url}/x402/settlements/${id}`)).body
-  const journal = async () => (await request(`${server.url}/x402/settlements`)).body.settlements as Array<Record<string, unknown>>
-  return { a, b, settle, record, journal }
-}
+const setup = (options: { deadlineSeconds?: number } = {}) =>
+  twoBackendService(shared, (config) => ({ ...config, settleDeadlineSeconds: options.deadlineSeconds ?? 30 }))
 
-/** A payment by its own buyer, authorised until `ledgers` past the fixture's latest ledger. */
-const payment = async (seed: number, ledgers = 50) => {
-  const requirements = exactRequirements({ payTo: FIXTURE_PAY_TO })
-  const signed = await buildExactPayment(requirements, { buyer: seededBuyer(seed), validUntilLedger: ledger.latestLedger() + ledgers })
-  return { payer: seededBuyer(seed).publicKey(), body: settleBody(signed, requirements) }
-}
+const payment = (seed: number, ledgers = 50) => ledgerPayment(shared, seed, ledgers)
 
 const settleCalls = (...backends: ReadonlyArray<FixtureFacilitator>) => backends.map((f) => f.calls("/settle"))
 

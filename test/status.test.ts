@@ -131,9 +131,15 @@ describe("labels (pure)", () => {
     expect(route("/wp-admin/setup.php")).toBe("unmatched")
   })
 
-  test("a settle's result and code: settled, declined, refused (4xx codes), error (5xx, defects)", () => {
-    expect(settleLabels(Exit.succeed({ success: true }))).toEqual({ result: "settled", code: "OK" })
-    expect(settleLabels(Exit.succeed({ success: false }))).toEqual({ result: "declined", code: "DECLINED" })
+  test("a settle's result and code: settled, pending, declined, refused (4xx codes), error (5xx, defects)", () => {
+    expect(settleLabels(Exit.succeed({ success: true, transaction: "ab" }))).toEqual({ result: "settled", code: "OK" })
+    expect(settleLabels(Exit.succeed({ success: false, transaction: "" }))).toEqual({ result: "declined", code: "DECLINED" })
+    expect(settleLabels(Exit.succeed({ success: false, errorReason: "settlement_pending", transaction: "ab" }))).toEqual({
+      result: "pending",
+      code: "SETTLEMENT_PENDING"
+    })
+    // Pending without a transaction names nothing to follow: an ordinary decline.
+    expect(settleLabels(Exit.succeed({ success: false, errorReason: "settlement_pending", transaction: "" }))).toEqual({ result: "declined", code: "DECLINED" })
     expect(settleLabels(Exit.fail(new PolicyDenied({ message: "no", code: "PRICE_EXCEEDS_LIMIT" })))).toEqual({ result: "refused", code: "POLICY_DENIED" })
     expect(settleLabels(Exit.fail(new FeeBudgetExhausted({ message: "no", retryAfterSeconds: 1 })))).toEqual({
       result: "refused",

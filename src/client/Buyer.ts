@@ -247,7 +247,8 @@ const receiptOf = (client: SextantClientShape, request: BuyRequest, policy: Agen
           amount: delivered.paid.amount,
           ...(delivered.transactionHash === null ? {} : { transactionHash: delivered.transactionHash })
         },
-        response: { status: delivered.paid.status, bodySha256: sha256Hex(delivered.paid.body ?? Buffer.alloc(0)) }
+        response: { status: delivered.paid.status, bodySha256: sha256Hex(delivered.paid.body ?? Buffer.alloc(0)) },
+        ...(delivered.paid.sellerReceipt === null ? {} : { sellerReceipt: delivered.paid.sellerReceipt })
       }
     })
     .pipe(

@@ -35,6 +35,16 @@ export const ReceiptPayment = Schema.Struct({
   transactionHash: Schema.NullOr(Schema.String)
 }).annotations({ identifier: "ReceiptPayment" })
 
+/**
+ * The seller's own receipt of the purchase (the x402 `offer-receipt` extension), as its paid answer
+ * carried it: a JWS signed with the seller's key, named in its header by a `did:jwk` key id.
+ */
+export const SellerReceipt = Schema.Struct({
+  format: Schema.Literal("jws"),
+  signature: Schema.String.pipe(Schema.maxLength(8192))
+}).annotations({ identifier: "SellerReceipt" })
+export type SellerReceipt = typeof SellerReceipt.Type
+
 export const ReceiptRouting = Schema.Struct({
   optimizeFor: OptimizeFor,
   selectedResourceId: Schema.String,
@@ -70,6 +80,8 @@ export const CommerceReceipt = Schema.Struct({
   service: ReceiptService,
   payment: ReceiptPayment,
   response: ReceiptResponse,
+  /** Present when the seller signed a receipt: signed over with the rest, so it verifies offline with it. */
+  sellerReceipt: Schema.optional(SellerReceipt),
   timestamp: Schema.String,
   serviceSignature: Schema.String,
   serviceSigner: Schema.String,
@@ -92,7 +104,9 @@ export const CreateReceiptRequest = Schema.Struct({
     status: Schema.Int.pipe(Schema.between(100, 599)),
     bodySha256: Schema.optional(Sha256Hex),
     body: Schema.optional(Schema.String)
-  })
+  }),
+  /** The seller's signed receipt from the paid answer; checked (signature, transaction) before it is carried. */
+  sellerReceipt: Schema.optional(SellerReceipt)
 }).annotations({ identifier: "CreateReceiptRequest" })
 export type CreateReceiptRequest = typeof CreateReceiptRequest.Type
 

@@ -78,7 +78,8 @@ export type Reservation<Refusal> =
   | { readonly _tag: "Refused"; readonly error: Refusal }
 
 export interface Completion {
-  readonly state: Exclude<SettlementState, "pending">
+  /** `pending` only with a backend's `settlement_pending` answer and its transaction. */
+  readonly state: SettlementState
   /** Why it ended so, as the entry's history shows it. */
   readonly reason: string
   /**
@@ -126,3 +127,20 @@ const isReleased = (entry: JournalEntry) => entry.state === "failed" && entry.fe
  */
 export const mayReserveAgain = (found: FoundEntry, requestHash: string): boolean =>
   isReleased(found.entry) && (!found.byKey || found.entry.requestHash === requestHash)
+
+/** The x402 (2.20+) reason of a backend that broadcast the payment but has not seen it confirmed. */
+export const SETTLEMENT_PENDING = "settlement_pending"
+
+/**
+ * A settle answer that is not a decline: the backend submitted `transaction` and its outcome is
+ * still open. Without a transaction there is nothing to follow, so it is an ordinary refusal.
+ */
+export const isPendingAnswer = (answer: { readonly success: boolean; readonly errorReason?: string | undefined; readonly transaction: string }) =>
+  !answer.success && answer.errorReason === SETTLEMENT_PENDING && answer.transaction !== ""
+
+/**
+ * An entry a backend answered `settlement_pending` for: `pending` with the backend's transaction.
+ * An entry still in flight is `pending` without one (no backend has answered yet).
+ */
+export const awaitsConfirmation = (entry: Pick<JournalEntry, "state" | "transaction" | "backendId">) =>
+  entry.state === "pending" && entry.transaction !== null && entry.backendId !== null

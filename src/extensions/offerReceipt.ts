@@ -7,7 +7,9 @@ import {
   type JWSSignedOffer,
   type OfferPayload,
   type OfferReceiptIssuer,
-  verifyOfferSignatureJWS
+  OFFER_RECEIPT,
+  verifyOfferSignatureJWS,
+  verifyReceiptSignatureJWS
 } from "@x402/extensions/offer-receipt"
 import { createPublicKey, generateKeyPairSync, type KeyObject, sign } from "node:crypto"
 
@@ -117,3 +119,28 @@ export const offerNote = (verdict: OfferVerdict): { readonly note: string | null
       return { note: null, against: verdict.reason }
   }
 }
+
+/** The seller's signed receipt a settle answer carries (`extensions["offer-receipt"].info.receipt`), as upstream reads it. */
+export const receiptInAnswer = (answer: Readonly<Record<string, unknown>> | null): unknown => {
+  const extensions = answer?.extensions
+  if (typeof extensions !== "object" || extensions === null) return undefined
+  const info = (extensions as Record<string, { info?: { receipt?: unknown } } | undefined>)[OFFER_RECEIPT]?.info
+  return info?.receipt
+}
+
+/**
+ * Why a seller's JWS receipt cannot be carried, or null: its signature must verify under the key
+ * its `did:jwk` id names, and a transaction it names must be the purchase's.
+ */
+export const sellerReceiptRefusal = async (receipt: { readonly signature: string }, transactionHash: string | null): Promise<string | null> => {
+  try {
+    const payload = await verifyReceiptSignatureJWS({ format: "jws", signature: receipt.signature })
+    if (payload.transaction !== "" && payload.transaction !== undefined && payload.transaction !== transactionHash) {
+      return `the seller's receipt names transaction ${payload.transaction}, not this payment's (${transactionHash ?? "none"})`
+    }
+    return null
+  } catch (e) {
+    return `the seller's receipt does not verify: ${e instanceof Error ? e.message : String(e)}`
+  }
+}
+

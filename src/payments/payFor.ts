@@ -4,7 +4,9 @@ import type { PaymentRequiredV2 } from "@x402/core/schemas"
 import type { PaymentRequirements } from "@x402/core/types"
 import { Duration, Effect, Option, Schema } from "effect"
 import type { HttpMethod } from "../domain/resources.js"
+import { SellerReceipt } from "../domain/receipts.js"
 import { SettleResponse } from "../domain/x402.js"
+import { receiptInAnswer } from "../extensions/offerReceipt.js"
 import { type ChallengeReading, type Deployment, readChallenge } from "../verification/challenge.js"
 import { Dialer, dialPinned, readUpTo, Resolver } from "../verification/Connector.js"
 import { fetchAnswer, type OutboundRequests, resourceRequest, Unreachable } from "../verification/fetchAnswer.js"
@@ -61,6 +63,8 @@ export interface PaidAnswer {
   readonly status: number
   /** The decoded `PAYMENT-RESPONSE` (settle response: success, transaction, payer, network), null when absent or malformed. */
   readonly paymentResponse: SettleAnswer | null
+  /** The seller's signed JWS receipt in the `PAYMENT-RESPONSE` (`offer-receipt` extension), null when it sent none. */
+  readonly sellerReceipt: SellerReceipt | null
   /** The option paid, as the challenge stated it. */
   readonly requirements: PaymentRequirements
   /** Base units the signed transfer moves; money left the payer only if `paymentResponse.success`. */
@@ -199,12 +203,17 @@ const sendPaid = (target: Vetted, input: PayForInput, paymentHeaders: Record<str
     return {
       status: response.status,
       paymentResponse,
+      sellerReceipt: sellerReceiptOf(paymentResponse),
       latencyMs: Duration.toMillis(elapsed),
       contentType,
       bodyIsJson: judgeBody(contentType, body),
       body
     }
   })
+
+/** The seller's signed receipt (offer-receipt extension) in a settlement answer, HTTP or MCP alike. */
+export const sellerReceiptOf = (paymentResponse: Readonly<Record<string, unknown>> | null): SellerReceipt | null =>
+  Option.getOrNull(Schema.decodeUnknownOption(SellerReceipt)(receiptInAnswer(paymentResponse)))
 
 /**
  * Pays for one request as an x402 buyer does:

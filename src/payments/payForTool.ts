@@ -11,7 +11,7 @@ import { Unreachable } from "../verification/fetchAnswer.js"
 import { mcpChallenge, PAYMENT_META, PAYMENT_RESPONSE_META, readToolAnswer, X402_MCP_EXTENSION } from "../verification/mcpAnswer.js"
 import { failureOf, guardedFetch } from "../verification/mcpProbe.js"
 import { type Authorization, NoPaymentRequired, PaymentOutcomeUnknown } from "./errors.js"
-import { type PaidAnswer, type PayForError, type PaymentTerms, signChosen } from "./payFor.js"
+import { type PaidAnswer, type PayForError, type PaymentTerms, sellerReceiptOf, signChosen } from "./payFor.js"
 
 export interface PayForToolInput extends PaymentTerms {
   /** The MCP server's Streamable HTTP endpoint. */
@@ -52,6 +52,7 @@ export const paidToolAnswer = (result: ToolResult, maxBodyBytes: number) => {
   return {
     status: 200,
     paymentResponse: toolPaymentResponse(result),
+    sellerReceipt: sellerReceiptOf(toolPaymentResponse(result)),
     contentType: "application/json",
     bodyIsJson: body === null ? null : true,
     body,

@@ -17,6 +17,7 @@ import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 import { eligibleCandidate, noEligibleProvider, paidOption, receiptBody, receiptPayment, responseDigest } from "./build.js"
 import { encodeBase64, stellarPublicKey } from "./ed25519.js"
 import { signReceipt, verifyWithSigner } from "./receipt.js"
+import { sellerReceiptRefusal } from "../extensions/offerReceipt.js"
 import { Signer, type SignerShape } from "./Signer.js"
 import { Instruments } from "../telemetry/Instruments.js"
 
@@ -76,6 +77,11 @@ const make = Effect.gen(function* () {
   const create = (request: CreateReceiptRequest) =>
     Effect.gen(function* () {
       const payment = yield* receiptPayment(request.payment)
+      if (request.sellerReceipt !== undefined) {
+        const { sellerReceipt } = request
+        const refusal = yield* Effect.promise(() => sellerReceiptRefusal(sellerReceipt, payment.transactionHash))
+        if (refusal !== null) return yield* Effect.fail(new InvalidRequest({ message: `sellerReceipt: ${refusal}` }))
+      }
       const bodySha256 = yield* responseDigest(request.response)
       const { capability, constraints, optimizeFor } = request.request
       const decision = yield* router.route({ capability, constraints, optimizeFor })
@@ -102,7 +108,8 @@ const make = Effect.gen(function* () {
         resource,
         paid,
         payment,
-        response: { status: request.response.status, bodySha256 }
+        response: { status: request.response.status, bodySha256 },
+        sellerReceipt: request.sellerReceipt
       })
       const receipt = yield* signReceipt(body, signer).pipe(
         Effect.mapError((e) => new InvalidRequest({ message: `cannot be signed: ${e.message}` }))

@@ -203,6 +203,7 @@ export interface ReceiptFacts extends EligibleChoice {
   readonly paid: PaidOption
   readonly payment: UnsignedReceipt["payment"]
   readonly response: UnsignedReceipt["response"]
+  readonly sellerReceipt: UnsignedReceipt["sellerReceipt"]
 }
 
 /** Links intent, routing decision, chosen service, payment and response hash: the body that gets signed. */
@@ -231,6 +232,7 @@ export const receiptBody = (facts: ReceiptFacts): UnsignedReceipt => {
     },
     payment: facts.payment,
     response: facts.response,
+    ...(facts.sellerReceipt === undefined ? {} : { sellerReceipt: facts.sellerReceipt }),
     timestamp: facts.timestamp
   }
 }

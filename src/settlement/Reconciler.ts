@@ -88,7 +88,8 @@ const make = Effect.gen(function* () {
 
 /**
  * Resolves settlements whose outcome is unknown (`indeterminate`, including those crash recovery
- * marked) against the ledger, never by sending the payment again.
+ * marked, and `pending` ones a backend answered `settlement_pending` for) against the ledger,
+ * never by sending the payment again.
  */
 export class Reconciler extends Context.Tag("sextant/Reconciler")<Reconciler, Effect.Effect.Success<typeof make>>() {
   static readonly Live = Layer.effect(Reconciler, make)

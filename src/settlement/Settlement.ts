@@ -20,7 +20,17 @@ import { type EconomicEvent, type ProviderEvidence, providerEvidenceOf } from ".
 import { LedgerReader } from "../ledger/LedgerReader.js"
 import { Lifecycle } from "../lifecycle/Lifecycle.js"
 import type { AgentPolicy } from "../domain/policy.js"
-import { type Completion, type FoundEntry, type JournalEntry, mayReserveAgain, type Reservation, type SettlementTransition } from "../domain/settlements.js"
+import {
+  awaitsConfirmation,
+  type Completion,
+  type FoundEntry,
+  isPendingAnswer,
+  type JournalEntry,
+  mayReserveAgain,
+  type Reservation,
+  SETTLEMENT_PENDING,
+  type SettlementTransition
+} from "../domain/settlements.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
 import { type SettleRequest, SettleResponse, type SettlementRecord } from "../domain/x402.js"
 import { canonicalize } from "../encoding/canonicalJson.js"
@@ -34,7 +44,7 @@ import { measured, settleLabels } from "../telemetry/labels.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 import { FacilitatorPool, type LedgerVerdict, type SettleGuard, type SettleOutcome } from "../x402/FacilitatorPool.js"
-import { type AuthorizedPayment, findExecution } from "./execution.js"
+import { type AuthorizedPayment, carriesAuthorization, findExecution } from "./execution.js"
 import { judgeBudgets } from "./budgets.js"
 import { type NamedPolicy, paidUrlOf, paymentDenial, paymentOption, payeeDenial, type SettleTerms, transferMismatch, worstCaseUnits } from "./rules.js"
 import { termsOf } from "./terms.js"
@@ -156,6 +166,22 @@ const conclude = (
   switch (outcome._tag) {
     case "Answered": {
       const { response, backendId } = outcome
+      if (isPendingAnswer(response)) {
+        return {
+          completion: {
+            state: "pending",
+            reason: `facilitator "${backendId}" broadcast it in transaction ${response.transaction} and has not seen it confirmed ` +
+              `(${SETTLEMENT_PENDING}): a retry of the payment or the reconciler resolves it`,
+            submitted: true,
+            backendId,
+            transaction: response.transaction,
+            payer: response.payer ?? null,
+            errors,
+            answer: { status: 200, body: response }
+          },
+          answer: Either.right(response)
+        }
+      }
       const refusal = response.success ? [] : [{ backendId, error: response.errorReason ?? response.errorMessage ?? "settle refused" }]
       // A refusal naming no transaction shows the backend submitted nothing, so it cost no fee and
       // its reservation is released: payments that could never settle must not spend the budget.
@@ -490,20 +516,25 @@ const make = Effect.gen(function* () {
   })
 
   /**
-   * Step 7: backends with failover, then the journal's `settled` / `failed` / `indeterminate`, then
-   * the evidence. Forwarding and recording run to the end even if the caller goes away (a daemon
+   * Step 7: backends with failover, then the journal's `settled` / `failed` / `indeterminate` (or
+   * `pending` with a backend's `settlement_pending` answer), then the evidence. Forwarding and recording run to the end even if the caller goes away (a daemon
    * fiber the caller only joins): an entry left `pending` would only be resolved, as
    * indeterminate, by the next restart. The backend timeouts inside still apply. It is counted as
    * in flight, so a graceful shutdown waits for its outcome to be journaled.
    */
-  const forward = Effect.fn("Settlement.forward")(function* (
-    id: string,
-    request: SettleRequest,
-    payment: Payment,
-    startedMs: number
-  ) {
+  const forward = (id: string, request: SettleRequest, payment: Payment, startedMs: number) =>
+    recordOutcome(id, payment, pool.settle(stockBody(request), payment.terms.network, payment.terms.scheme, guardOf(id, payment, startedMs))).pipe(
+      Effect.withSpan("Settlement.forward")
+    )
+
+  /**
+   * Journals and answers what `decide` comes to (a forwarding, or the resolution of a pending
+   * answer), with the evidence. A `pending` completion is no evidence either way: the payee is
+   * judged once the payment is confirmed or known unpaid.
+   */
+  const recordOutcome = (id: string, payment: Payment, decide: Effect.Effect<SettleOutcome>) => {
     const run = Effect.gen(function* () {
-      const outcome = yield* pool.settle(stockBody(request), payment.terms.network, payment.terms.scheme, guardOf(id, payment, startedMs))
+      const outcome = yield* decide
       const { completion, answer } = conclude(id, outcome, payment.terms.network, payment.transfer.from)
       const at = yield* Clock.currentTimeMillis
       const journaled = journal.complete(id, completion, at).pipe(
@@ -518,7 +549,7 @@ const make = Effect.gen(function* () {
       const named = payment.paidUrl === undefined
         ? null
         : yield* resources.namedPayee(payment.paidUrl, payment.terms.payTo).pipe(Effect.catchAllCause(() => Effect.succeed(null)))
-      const evidence = Either.isRight(answer)
+      const evidence = Either.isRight(answer) && completion.state !== "pending"
         ? recorder.storeEconomic(evidenceOf(completion, payment, at, named)).pipe(Effect.catchAllCause(logEvidenceFailure(id, payment)))
         : Effect.succeed(false)
       // Durable against a process crash, not fsynced: the buyer need not wait for a second fsync.
@@ -535,7 +566,43 @@ const make = Effect.gen(function* () {
       }
       return answer
     })
-    return yield* lifecycle.forkTracked(run).pipe(Effect.flatMap(Fiber.join), Effect.flatten)
+    return lifecycle.forkTracked(run).pipe(Effect.flatMap(Fiber.join), Effect.flatten)
+  }
+
+  /**
+   * The outcome of an entry a backend answered `settlement_pending` for, when its payment is sent
+   * again: the ledger's, when the backend's transaction is there, successful and carrying this
+   * payment's authorisation; else the same backend's answer to the same payload (it reconciles its
+   * own broadcast), never another backend's, which could submit it a second time. A backend that
+   * gives no usable answer leaves the entry pending: the stored pending answer is given again.
+   */
+  const resolvePending = Effect.fn("Settlement.resolvePending")(function* (entry: JournalEntry, request: SettleRequest, payment: Payment) {
+    const transaction = entry.transaction ?? ""
+    const backendId = entry.backendId ?? ""
+    const signed = authorizedPayment(payment)
+    const onLedger = signed === null
+      ? Option.none()
+      : yield* ledger.transaction(transaction).pipe(
+          Effect.timeout(Duration.millis(ledgerReserveMs)),
+          Effect.map(Option.filter((tx) => tx.successful && carriesAuthorization(tx, signed))),
+          Effect.orElseSucceed(() => Option.none())
+        )
+    if (Option.isSome(onLedger)) {
+      return yield* recordOutcome(entry.id, payment, Effect.succeed({
+        _tag: "Executed",
+        backendId,
+        transaction,
+        reason: `the ledger shows transaction ${transaction}, which facilitator "${backendId}" answered ${SETTLEMENT_PENDING} for, ` +
+          `executed with the payer's authorisation`,
+        failures: []
+      }))
+    }
+    const asked = yield* pool.settleVia(backendId, stockBody(request), Duration.millis(deadlineMs - ledgerReserveMs))
+    if (Either.isRight(asked)) {
+      return yield* recordOutcome(entry.id, payment, Effect.succeed({ _tag: "Answered", backendId, response: asked.right, failures: [] }))
+    }
+    yield* Effect.logWarning(`settlement ${entry.id} stays pending: ${asked.left}`)
+    return yield* Effect.orDie(decodeAnswer(entry.answer?.body))
   })
 
   /**
@@ -584,6 +651,9 @@ const make = Effect.gen(function* () {
     const payer = payment.transfer.from
     switch (reservation._tag) {
       case "Existing":
+        if (awaitsConfirmation(reservation.entry) && reservation.entry.requestHash === payment.requestHash) {
+          return { answer: yield* resolvePending(reservation.entry, input.request, payment), settledNow: true, payer }
+        }
         return { answer: yield* replay(reservation, payment.requestHash, payment.principal), settledNow: false, payer }
       case "Refused":
         return yield* Effect.fail(reservation.error)

@@ -117,6 +117,8 @@ const decodeUsage = decodeRows(UsageRow)
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  /** Entries whose outcome the ledger settles: `indeterminate`, and `pending` on a backend's pending answer (`awaitsConfirmation`). */
+  const UNRESOLVED = sql.literal("(state = 'indeterminate' OR (state = 'pending' AND transaction_hash IS NOT NULL))")
 
   /** Stores one change of an entry's state; every write of a state goes through here too. */
   const transition = (id: string, from: SettlementTransition["from"], to: SettlementTransition["to"], reason: string, atMs: number) =>
@@ -247,28 +249,30 @@ const make = Effect.gen(function* () {
         return true
       }).pipe(sql.withTransaction),
     /**
-     * Ends an unresolved (`indeterminate`) entry with what the ledger proved: settled, with the
-     * transaction when one was found; or unpaid, which releases its fee reservation so the same
-     * payment may be settled again. False when the entry was no longer unresolved.
+     * Ends an unresolved entry (`indeterminate`, or `pending` on a backend's `settlement_pending`
+     * answer) with what the ledger proved: settled, with the transaction when one was found; or
+     * unpaid, which releases its fee reservation so the same payment may be settled again. False
+     * when the entry was no longer unresolved.
      */
     reconcile: (id: string, outcome: ReconcileOutcome, nowMs: number) =>
       Effect.gen(function* () {
+        yield* sql`INSERT INTO settlement_transitions (id, settlement_id, from_state, to_state, reason, at_ms)
+          SELECT ${sortableId("st", nowMs)}, id, state, ${outcome._tag === "Settled" ? "settled" : "failed"}, ${outcome.reason}, ${nowMs}
+          FROM settlements WHERE id = ${id} AND ${UNRESOLVED}`
         const updated =
           outcome._tag === "Settled"
             ? yield* sql<{ id: string }>`UPDATE settlements SET state = 'settled',
                 transaction_hash = COALESCE(${outcome.transaction}, transaction_hash), answer_status = 200,
                 answer_json = ${JSON.stringify(outcome.answer)}, updated_at_ms = ${nowMs}
-              WHERE id = ${id} AND state = 'indeterminate' RETURNING id`
+              WHERE id = ${id} AND ${UNRESOLVED} RETURNING id`
             : yield* sql<{ id: string }>`UPDATE settlements SET state = 'failed', fee_stroops = 0, answer_status = NULL,
                 answer_json = NULL, updated_at_ms = ${nowMs}
-              WHERE id = ${id} AND state = 'indeterminate' RETURNING id`
-        if (updated.length === 0) return false
-        yield* transition(id, "indeterminate", outcome._tag === "Settled" ? "settled" : "failed", outcome.reason, nowMs)
-        return true
+              WHERE id = ${id} AND ${UNRESOLVED} RETURNING id`
+        return updated.length > 0
       }).pipe(sql.withTransaction),
     /** Unresolved entries that carry an authorisation to look for on the ledger, oldest first. */
     unresolved: (limit: number) =>
-      sql`SELECT * FROM settlements WHERE state = 'indeterminate' AND auth_nonce IS NOT NULL
+      sql`SELECT * FROM settlements WHERE ${UNRESOLVED} AND auth_nonce IS NOT NULL
         ORDER BY updated_at_ms, id LIMIT ${limit}`.pipe(
         Effect.flatMap(decodeJournal),
         Effect.map((rows) => rows.map(toEntry))
@@ -313,13 +317,15 @@ const make = Effect.gen(function* () {
         Effect.map(([row]) => ({ feeStroops: row?.global_fee ?? 0n, spendUnits: row?.spend ?? 0n }))
       ),
     /**
-     * Crash recovery: an entry still `pending` at start was interrupted between forwarding and
-     * answer, so whether it settled is unknown. It becomes `indeterminate` and is never re-submitted.
+     * Crash recovery: an entry still `pending` without a transaction at start was interrupted
+     * between forwarding and answer, so whether it settled is unknown. It becomes `indeterminate`
+     * and is never re-submitted. One with a transaction had a backend's `settlement_pending`
+     * answer: it stays `pending`, for a retry or the reconciler to resolve.
      */
     recoverPending: (nowMs: number) =>
       Effect.gen(function* () {
         const rows = yield* sql<{ id: string }>`UPDATE settlements SET state = 'indeterminate', updated_at_ms = ${nowMs}
-          WHERE state = 'pending' RETURNING id`
+          WHERE state = 'pending' AND transaction_hash IS NULL RETURNING id`
         for (const { id } of rows) {
           yield* transition(id, "pending", "indeterminate", "interrupted by a restart before its outcome was recorded", nowMs)
         }

@@ -2,7 +2,7 @@ import { Context, Effect, Layer } from "effect"
 import { Counter, Gauge, Histogram, Registry } from "prom-client"
 
 /** How one settle request ended, as a bounded label (see `settleResult`). */
-export type SettleResult = "settled" | "declined" | "refused" | "error"
+export type SettleResult = "settled" | "pending" | "declined" | "refused" | "error"
 
 /** The facilitator API call a backend was asked for. */
 export type FacilitatorCall = "supported" | "verify" | "settle"

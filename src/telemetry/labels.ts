@@ -1,5 +1,6 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Cause, Clock, Effect, Exit, Option } from "effect"
+import { isPendingAnswer } from "../domain/settlements.js"
 import type { SettleResult } from "./Instruments.js"
 
 /** A stable error code, or OTHER: a label must never carry free text from a request or a backend. */
@@ -13,11 +14,17 @@ const statusOf = (error: unknown): number => {
 
 /**
  * How a settle ended, as `result` and `code` labels: settled (OK), declined by the facilitator
- * (DECLINED: its errorReason is the backend's free text, so it is not a label), refused by this
+ * (DECLINED: its errorReason is the backend's free text, so it is not a label), pending (a
+ * backend's `settlement_pending` answer: broadcast, not yet confirmed), refused by this
  * service (a 4xx code: POLICY_DENIED, FEE_BUDGET_EXHAUSTED, ...) or an error (5xx, a defect).
  */
-export const settleLabels = (exit: Exit.Exit<{ readonly success: boolean }, unknown>): { result: SettleResult; code: string } => {
-  if (Exit.isSuccess(exit)) return exit.value.success ? { result: "settled", code: "OK" } : { result: "declined", code: "DECLINED" }
+export const settleLabels = (
+  exit: Exit.Exit<{ readonly success: boolean; readonly errorReason?: string | undefined; readonly transaction: string }, unknown>
+): { result: SettleResult; code: string } => {
+  if (Exit.isSuccess(exit)) {
+    if (exit.value.success) return { result: "settled", code: "OK" }
+    return isPendingAnswer(exit.value) ? { result: "pending", code: "SETTLEMENT_PENDING" } : { result: "declined", code: "DECLINED" }
+  }
   const failure = Cause.failureOption(exit.cause)
   if (Option.isNone(failure)) return { result: "error", code: "INTERNAL" }
   const error = failure.value

@@ -1,4 +1,4 @@
-import { Clock, Context, Duration, Effect, Layer, Ref, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Either, Layer, Ref, Schedule } from "effect"
 import { AppConfig, type FacilitatorBackend } from "../config.js"
 import { AllFacilitatorsFailed, FacilitatorsNotReady, NoHealthyFacilitator, UnsupportedPaymentKind } from "../domain/errors.js"
 import type { FacilitatorStatus, SettleResponse, SupportedResponse } from "../domain/x402.js"
@@ -335,6 +335,23 @@ const make = (options: PoolOptions) =>
       return unresolved !== null ? indeterminate(`${unresolved.reason}; no other eligible facilitator was left to try`) : ({ _tag: "Failed", failures } satisfies SettleOutcome)
     })
 
+    /**
+     * Sends a settle to one named backend only, as a retry of a payload it answered
+     * `settlement_pending` for: it reconciles its own broadcast. Never another backend, which would
+     * submit the payload a second time. Left when the backend is gone or gave no usable answer.
+     */
+    const settleVia = Effect.fn("FacilitatorPool.settleVia")(function* (backendId: string, body: unknown, timeout: Duration.DurationInput) {
+      const backend = backends.find((b) => b.config.id === backendId)
+      if (backend === undefined) return Either.left(`facilitator "${backendId}" is no longer configured`)
+      const result = yield* Effect.either(backend.client.settle(body, timeout))
+      if (result._tag === "Right") {
+        yield* recordCallSuccess(backendId)
+        return Either.right(result.right)
+      }
+      yield* recordCallFailure(result.left)
+      return Either.left(`facilitator "${backendId}" gave no usable answer (${result.left.detail})`)
+    })
+
     const status = Ref.get(states).pipe(
       Effect.map((map) =>
         backends.map((b): FacilitatorStatus => {
@@ -388,7 +405,8 @@ const make = (options: PoolOptions) =>
       /** Forwards the stock body to the first healthy backend that answers; 422 unsupported, 502 all failed. */
       verify,
       /** Forwards a settle body; see `SettleOutcome`, `settleMayFallThrough` and `SettleGuard`. */
-      settle
+      settle,
+      settleVia
     }
   })
 
