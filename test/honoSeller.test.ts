@@ -2,7 +2,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { decodePaymentResponseHeader } from "@x402/core/http"
 import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server"
 import { paymentMiddleware } from "@x402/hono"
+import { Keypair } from "@stellar/stellar-sdk"
+import { Effect, Schema } from "effect"
 import { Hono } from "hono"
+import { ProbesConfig } from "../src/config.js"
+import { payFor as buyerPayFor } from "../src/payments/payFor.js"
 import { TESTNET_USDC } from "../src/config.js"
 import { stellarServerScheme } from "../src/x402/stellarServerScheme.js"
 import { payFor } from "./fixtures/paidResource.js"
@@ -83,5 +87,26 @@ describe("a stock @x402/hono 2.27 seller with Sextant as its facilitator", () =>
     } finally {
       stack.backend.setMode("succeed")
     }
+  })
+
+  test("Sextant's own buyer pays it: the challenge signed locally, settled once through Sextant, the data served", async () => {
+    const settlesBefore = stack.backend.calls("/settle")
+    const paid = await Effect.runPromise(
+      buyerPayFor({
+        url,
+        method: "GET",
+        signer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, 77)),
+        rpcUrl: stack.ledger.rpcUrl,
+        inclusionFeeStroops: 10_000,
+        deployment: { network: "stellar:testnet", assetContract: TESTNET_USDC },
+        maxPrice: 1_000_000n,
+        outbound: Schema.decodeSync(ProbesConfig)({ trustedOrigins: [new URL(url).origin], timeoutMs: 5000 })
+      })
+    )
+    expect(paid.status).toBe(200)
+    expect(JSON.parse(paid.body?.toString() ?? "null")).toEqual({ tempC: 21 })
+    expect(paid.paymentResponse).toMatchObject({ success: true, network: "stellar:testnet" })
+    expect(stack.ledger.succeeded(paid.paymentResponse?.transaction ?? "")).toBe(true)
+    expect(stack.backend.calls("/settle") - settlesBefore).toBe(1)
   })
 })
