@@ -280,7 +280,10 @@ describe("fuzzing every endpoint from its schemas", () => {
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom(...withQuery).chain(({ template, method, params }) =>
-          fc.record(Object.fromEntries(params.map((p: any) => [p.name, fc.option(fromJsonSchema(p.schema), { nil: undefined })]))).map((query) => ({
+          // A parameter the document marks required is always sent; any other may be left out.
+          fc.record(
+            Object.fromEntries(params.map((p: any) => [p.name, p.required ? fromJsonSchema(p.schema) : fc.option(fromJsonSchema(p.schema), { nil: undefined })]))
+          ).map((query) => ({
             template,
             method: method.toUpperCase(),
             path: template.replace(/\{[^}]+\}/g, "stellar-intel.rwa.inspect"),
