@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Either, ManagedRuntime } from "effect"
+import { type Config, loadConfig } from "../src/config.js"
+import { VerticalServer, type VerticalServerApi } from "../src/vertical/VerticalServer.js"
+import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
+import { type FixtureHorizon, startHomeDomain, startHorizon } from "./fixtures/horizon.js"
+import { type McpSeller, startMcpSeller } from "./fixtures/mcpSeller.js"
+import { type FixtureSorobanRpc, startSorobanRpc } from "./fixtures/sorobanRpc.js"
+import { clawToml } from "./fixtures/stellarAssets.js"
+import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { LOOPBACK, pollUntil } from "./support/poll.js"
+import { request, startServer, testConfig } from "./support/server.js"
+
+const defaults = Either.getOrThrow(loadConfig(undefined, {}))
+const TOOLS = ["changes", "compliance", "eligibility", "inspect"]
+
+let home: { domain: string; stop: () => unknown }
+let horizon: FixtureHorizon
+let soroban: FixtureSorobanRpc
+let fac: FixtureFacilitator
+let x402: X402Fixture
+let seller: McpSeller
+let runtime: ManagedRuntime.ManagedRuntime<VerticalServer, never>
+let vertical: VerticalServerApi
+let mcpUrl: string
+let trusting: Awaited<ReturnType<typeof startServer>>
+let guarded: Awaited<ReturnType<typeof startServer>>
+
+const register = (server: { url: string }, json: unknown) => request(`${server.url}/v1/resources/register`, { method: "POST", json })
+
+beforeAll(async () => {
+  home = startHomeDomain(clawToml)
+  horizon = startHorizon({ clawHomeDomain: home.domain })
+  soroban = startSorobanRpc()
+  fac = startFacilitator()
+  const config: Config = {
+    ...defaults,
+    vertical: { ...defaults.vertical, port: 0, horizonUrl: horizon.url, sorobanRpcUrl: soroban.url, facilitatorUrl: fac.url, allowPrivateHomeDomains: true }
+  }
+  runtime = ManagedRuntime.make(VerticalServer.layer(config))
+  vertical = await runtime.runPromise(VerticalServer)
+  await pollUntil("the vertical's payments are ready", () => runtime.runPromise(vertical.payments), (s) => s.ready, LOOPBACK)
+  mcpUrl = `${vertical.origin}/${defaults.vertical.name}/mcp`
+  x402 = await startX402Fixture()
+  const answer = await fetch(x402.url("/paid"))
+  seller = startMcpSeller({ paymentRequired: JSON.parse(Buffer.from(answer.headers.get("payment-required")!, "base64").toString("utf8")), extension: false })
+  const base = testConfig()
+  trusting = await startServer({
+    ...base,
+    catalog: [],
+    probes: { ...base.probes, trustedOrigins: [vertical.origin, new URL(seller.url).origin], timeoutMs: 1_000 },
+    limits: { ...base.limits, register: { requests: 100, windowSeconds: 60 } }
+  })
+  guarded = await startServer({ ...base, catalog: [] })
+})
+
+afterAll(async () => {
+  await trusting?.close()
+  await guarded?.close()
+  seller?.stop()
+  await x402?.stop()
+  await runtime?.dispose()
+  await Promise.all([home?.stop(), horizon?.stop(), soroban?.stop(), fac?.stop()])
+})
+
+describe("registering an MCP server (tools/list, then an unpaid tools/call per tool)", () => {
+  test("the vertical's four tools are listed as mcp resources with their resource.mcp, PAYMENT_VERIFIED", async () => {
+    const { status, body } = await register(trusting, { url: mcpUrl, type: "mcp" })
+    expect(status).toBe(200)
+    expect(body.documents).toEqual([{ url: mcpUrl, routes: 4, detail: null }])
+    expect(body.routes.map((r: any) => [r.toolName, r.foundIn, r.outcome]).sort()).toEqual(TOOLS.map((t) => [t, "tools/list", "listed"]))
+    expect(body.listed).toBe(4)
+    for (const route of body.routes) {
+      const detail = await request(`${trusting.url}/v1/resources/${route.resourceId}`)
+      expect(detail.body.listing).toEqual({ listed: true, source: "registration", trusted: false })
+      expect(detail.body.resource).toMatchObject({ type: "mcp", url: mcpUrl, status: "PAYMENT_VERIFIED", mcp: { toolName: route.toolName, transport: "streamable-http" } })
+      expect(detail.body.resource.mcp.inputSchema.type).toBe("object")
+    }
+    // A second registration finds them in the catalog and leaves them alone.
+    const again = await register(trusting, { url: mcpUrl, type: "mcp" })
+    expect(again.body.routes.map((r: any) => r.outcome)).toEqual(["already-cataloged", "already-cataloged", "already-cataloged", "already-cataloged"])
+  })
+
+  test("a tool that runs unpaid is reported and not catalogued; a paid one beside it is", async () => {
+    const { status, body } = await register(trusting, { url: seller.url, type: "mcp" })
+    expect(status).toBe(200)
+    const byTool = Object.fromEntries(body.routes.map((r: any) => [r.toolName, r]))
+    expect(byTool.free.outcome).toBe("not-402")
+    expect(byTool.free.resourceId).toBeNull()
+    expect(byTool.paid.outcome).toBe("listed")
+    expect(byTool.garbage.outcome).toBe("invalid-challenge")
+    const listed = await request(`${trusting.url}/v1/resources?limit=100`)
+    const names = listed.body.resources.filter((r: any) => r.resource.url === seller.url).map((r: any) => r.resource.mcp.toolName)
+    expect(names).toEqual(["paid"])
+  })
+
+  test("a server on a private address outside trustedOrigins is refused before any request", async () => {
+    const before = seller.initializes()
+    const { status, body } = await register(guarded, { url: seller.url, type: "mcp" })
+    expect([status, body.error]).toEqual([400, "TARGET_REFUSED"])
+    expect(seller.initializes()).toBe(before)
+  })
+
+  test("type mcp takes a url and no method", async () => {
+    for (const json of [{ origin: vertical.origin, type: "mcp" }, { url: mcpUrl, type: "mcp", method: "GET" }]) {
+      const { status, body } = await register(trusting, json)
+      expect([status, body.error]).toEqual([400, "INVALID_REQUEST"])
+    }
+  })
+})
