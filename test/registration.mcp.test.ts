@@ -1,27 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Either, ManagedRuntime } from "effect"
-import { type Config, loadConfig } from "../src/config.js"
-import { VerticalServer, type VerticalServerApi } from "../src/vertical/VerticalServer.js"
-import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
-import { type FixtureHorizon, startHomeDomain, startHorizon } from "./fixtures/horizon.js"
 import { type McpSeller, startMcpSeller } from "./fixtures/mcpSeller.js"
-import { type FixtureSorobanRpc, startSorobanRpc } from "./fixtures/sorobanRpc.js"
-import { clawToml } from "./fixtures/stellarAssets.js"
+import { startVerticalMcp } from "./fixtures/verticalMcp.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
-import { LOOPBACK, pollUntil } from "./support/poll.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
-const defaults = Either.getOrThrow(loadConfig(undefined, {}))
 const TOOLS = ["changes", "compliance", "eligibility", "inspect"]
 
-let home: { domain: string; stop: () => unknown }
-let horizon: FixtureHorizon
-let soroban: FixtureSorobanRpc
-let fac: FixtureFacilitator
+let stack: Awaited<ReturnType<typeof startVerticalMcp>>
 let x402: X402Fixture
 let seller: McpSeller
-let runtime: ManagedRuntime.ManagedRuntime<VerticalServer, never>
-let vertical: VerticalServerApi
+let vertical: { readonly origin: string }
 let mcpUrl: string
 let trusting: Awaited<ReturnType<typeof startServer>>
 let guarded: Awaited<ReturnType<typeof startServer>>
@@ -29,18 +17,8 @@ let guarded: Awaited<ReturnType<typeof startServer>>
 const register = (server: { url: string }, json: unknown) => request(`${server.url}/v1/resources/register`, { method: "POST", json })
 
 beforeAll(async () => {
-  home = startHomeDomain(clawToml)
-  horizon = startHorizon({ clawHomeDomain: home.domain })
-  soroban = startSorobanRpc()
-  fac = startFacilitator()
-  const config: Config = {
-    ...defaults,
-    vertical: { ...defaults.vertical, port: 0, horizonUrl: horizon.url, sorobanRpcUrl: soroban.url, facilitatorUrl: fac.url, allowPrivateHomeDomains: true }
-  }
-  runtime = ManagedRuntime.make(VerticalServer.layer(config))
-  vertical = await runtime.runPromise(VerticalServer)
-  await pollUntil("the vertical's payments are ready", () => runtime.runPromise(vertical.payments), (s) => s.ready, LOOPBACK)
-  mcpUrl = `${vertical.origin}/${defaults.vertical.name}/mcp`
+  stack = await startVerticalMcp()
+  ;({ vertical, mcpUrl } = stack)
   x402 = await startX402Fixture()
   const answer = await fetch(x402.url("/paid"))
   seller = startMcpSeller({ paymentRequired: JSON.parse(Buffer.from(answer.headers.get("payment-required")!, "base64").toString("utf8")), extension: false })
@@ -59,8 +37,7 @@ afterAll(async () => {
   await guarded?.close()
   seller?.stop()
   await x402?.stop()
-  await runtime?.dispose()
-  await Promise.all([home?.stop(), horizon?.stop(), soroban?.stop(), fac?.stop()])
+  await stack?.stop()
 })
 
 describe("registering an MCP server (tools/list, then an unpaid tools/call per tool)", () => {

@@ -93,7 +93,7 @@ const make = Effect.gen(function* () {
         }))
       })),
       Effect.catchAll((e) =>
-        Effect.succeed({ documents: [{ url, routes: null, detail: e._tag === "TargetRefused" ? e.reason : e._tag === "Unreachable" ? e.reason : `no answer within ${e.afterMs} ms` }], routes: [] })
+        Effect.succeed({ documents: [{ url, routes: null, detail: e._tag === "AnswerTimeout" ? `no answer within ${e.afterMs} ms` : e.reason }], routes: [] })
       )
     )
 
