@@ -13,6 +13,7 @@ let vertical: { readonly origin: string }
 let mcpUrl: string
 let trusting: Awaited<ReturnType<typeof startServer>>
 let guarded: Awaited<ReturnType<typeof startServer>>
+let quota: Awaited<ReturnType<typeof startServer>>
 
 const register = (server: { url: string }, json: unknown) => request(`${server.url}/v1/resources/register`, { method: "POST", json })
 
@@ -30,11 +31,18 @@ beforeAll(async () => {
     limits: { ...base.limits, register: { requests: 100, windowSeconds: 60 } }
   })
   guarded = await startServer({ ...base, catalog: [] })
+  quota = await startServer({
+    ...base,
+    catalog: [],
+    probes: { ...base.probes, trustedOrigins: [vertical.origin] },
+    ingestion: { ...base.ingestion, maxPerOrigin: 2 }
+  })
 })
 
 afterAll(async () => {
   await trusting?.close()
   await guarded?.close()
+  await quota?.close()
   seller?.stop()
   await x402?.stop()
   await stack?.stop()
@@ -76,6 +84,17 @@ describe("registering an MCP server (tools/list, then an unpaid tools/call per t
     const { status, body } = await register(guarded, { url: seller.url, type: "mcp" })
     expect([status, body.error]).toEqual([400, "TARGET_REFUSED"])
     expect(seller.initializes()).toBe(before)
+  })
+
+  test("the ingestion quotas bound an MCP server's tools as they bound an origin's routes", async () => {
+    const { body } = await register(quota, { url: mcpUrl, type: "mcp" })
+    const outcomes = body.routes.map((r: any) => [r.outcome, r.outcome === "refused" ? r.detail.startsWith("quota:") : null]).sort()
+    expect(outcomes).toEqual([
+      ["listed", null],
+      ["listed", null],
+      ["refused", true],
+      ["refused", true]
+    ])
   })
 
   test("type mcp takes a url and no method", async () => {
