@@ -1,10 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Either } from "effect"
+import { decodeCatalog } from "../src/config.js"
 import { type McpSeller, startMcpSeller } from "./fixtures/mcpSeller.js"
 import { startVerticalMcp } from "./fixtures/verticalMcp.js"
-import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 const TOOLS = ["changes", "compliance", "eligibility", "inspect"]
+const TESTNET_USDC = "CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA"
 
 let stack: Awaited<ReturnType<typeof startVerticalMcp>>
 let x402: X402Fixture
@@ -24,9 +27,15 @@ beforeAll(async () => {
   const answer = await fetch(x402.url("/paid"))
   seller = startMcpSeller({ paymentRequired: JSON.parse(Buffer.from(answer.headers.get("payment-required")!, "base64").toString("utf8")), extension: false })
   const base = testConfig()
+  // The catalog file already sells the vertical's inspect tool, under its own id.
+  const inspect = {
+    resource: { id: "catalog.inspect", type: "mcp", name: "inspect", description: "inspect over MCP", url: mcpUrl, capabilities: ["demo.mcp"], mcp: { toolName: "inspect" } },
+    provider: { id: "vertical", name: "vertical" },
+    paymentOptions: [{ network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: FIXTURE_AMOUNT, amountUsd: 0.001, payTo: FIXTURE_PAY_TO }]
+  }
   trusting = await startServer({
     ...base,
-    catalog: [],
+    catalog: Either.getOrThrow(decodeCatalog([inspect], "catalog")),
     probes: { ...base.probes, trustedOrigins: [vertical.origin, new URL(seller.url).origin], timeoutMs: 1_000 },
     limits: { ...base.limits, register: { requests: 100, windowSeconds: 60 } }
   })
@@ -53,9 +62,12 @@ describe("registering an MCP server (tools/list, then an unpaid tools/call per t
     const { status, body } = await register(trusting, { url: mcpUrl, type: "mcp" })
     expect(status).toBe(200)
     expect(body.documents).toEqual([{ url: mcpUrl, routes: 4, detail: null }])
-    expect(body.routes.map((r: any) => [r.toolName, r.foundIn, r.outcome]).sort()).toEqual(TOOLS.map((t) => [t, "tools/list", "listed"]))
-    expect(body.listed).toBe(4)
-    for (const route of body.routes) {
+    expect(body.routes.map((r: any) => [r.toolName, r.foundIn, r.outcome]).sort()).toEqual(
+      TOOLS.map((t) => [t, "tools/list", t === "inspect" ? "already-cataloged" : "listed"])
+    )
+    expect(body.routes.find((r: any) => r.toolName === "inspect").resourceId).toBe("catalog.inspect")
+    expect(body.listed).toBe(3)
+    for (const route of body.routes.filter((r: any) => r.outcome === "listed")) {
       const detail = await request(`${trusting.url}/v1/resources/${route.resourceId}`)
       expect(detail.body.listing).toEqual({ listed: true, source: "registration", trusted: false })
       expect(detail.body.resource).toMatchObject({ type: "mcp", url: mcpUrl, status: "PAYMENT_VERIFIED", mcp: { toolName: route.toolName, transport: "streamable-http" } })

@@ -117,8 +117,7 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       if (route.skip !== null) return answer(route, "skipped", null, route.skip)
       const url = new URL(route.url)
-      // One MCP server's tools share its URL: a tool is known by its own id.
-      const known = route.mcp === undefined ? yield* resources.findByUrl(route.url) : yield* resources.get(discoveredToolId(url, route.mcp.toolName))
+      const known = yield* resources.findByUrl(route.url, route.mcp?.toolName)
       // A URL only ever probed through /v1/validate is not in the catalog yet: registration may take it up.
       if (Option.isSome(known) && known.value.listing.source !== "validate") {
         return answer(route, "already-cataloged", known.value.resource.id, `in the catalog from ${known.value.listing.source}`)
