@@ -3,28 +3,23 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { decodePaymentRequiredHeader } from "@x402/core/http"
 import type { PaymentRequired } from "@x402/core/types"
-import { Either, ManagedRuntime } from "effect"
+import { Either } from "effect"
 import { z } from "zod"
-import { type Config, loadConfig } from "../src/config.js"
+import { loadConfig } from "../src/config.js"
 import { decodeCatalog } from "../src/config.js"
 import { PAYMENT_META, PAYMENT_RESPONSE_META, X402_MCP_EXTENSION } from "../src/verification/mcpAnswer.js"
-import { VerticalServer, type VerticalServerApi } from "../src/vertical/VerticalServer.js"
-import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
-import { type FixtureHorizon, startHomeDomain, startHorizon } from "./fixtures/horizon.js"
-import { type FixtureSorobanRpc, startSorobanRpc } from "./fixtures/sorobanRpc.js"
+import type { VerticalServerApi } from "../src/vertical/VerticalServer.js"
+import type { FixtureFacilitator } from "./fixtures/facilitator.js"
 import { buildExactPayment } from "./fixtures/stellarPayment.js"
-import { CLAW, clawToml } from "./fixtures/stellarAssets.js"
-import { LOOPBACK, pollUntil } from "./support/poll.js"
+import { CLAW } from "./fixtures/stellarAssets.js"
+import { startVerticalMcp } from "./fixtures/verticalMcp.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 const defaults = Either.getOrThrow(loadConfig(undefined, {}))
 const LooseResult = z.looseObject({})
 
-let home: { domain: string; stop: () => unknown }
-let horizon: FixtureHorizon
-let soroban: FixtureSorobanRpc
+let stack: Awaited<ReturnType<typeof startVerticalMcp>>
 let fac: FixtureFacilitator
-let runtime: ManagedRuntime.ManagedRuntime<VerticalServer, never>
 let vertical: VerticalServerApi
 let mcpUrl: string
 
@@ -38,23 +33,12 @@ const call = (client: Client, name: string, args: unknown, meta?: Record<string,
   client.request({ method: "tools/call", params: { name, arguments: args, ...(meta ? { _meta: meta } : {}) } }, LooseResult) as Promise<Record<string, any>>
 
 beforeAll(async () => {
-  home = startHomeDomain(clawToml)
-  horizon = startHorizon({ clawHomeDomain: home.domain })
-  soroban = startSorobanRpc()
-  fac = startFacilitator()
-  const config: Config = {
-    ...defaults,
-    vertical: { ...defaults.vertical, port: 0, horizonUrl: horizon.url, sorobanRpcUrl: soroban.url, facilitatorUrl: fac.url, allowPrivateHomeDomains: true }
-  }
-  runtime = ManagedRuntime.make(VerticalServer.layer(config))
-  vertical = await runtime.runPromise(VerticalServer)
-  await pollUntil("the vertical's payments are ready", () => runtime.runPromise(vertical.payments), (s) => s.ready, LOOPBACK)
-  mcpUrl = `${vertical.origin}/${defaults.vertical.name}/mcp`
+  stack = await startVerticalMcp()
+  ;({ vertical, fac, mcpUrl } = stack)
 })
 
 afterAll(async () => {
-  await runtime?.dispose()
-  await Promise.all([home?.stop(), horizon?.stop(), soroban?.stop(), fac?.stop()])
+  await stack?.stop()
 })
 
 describe("the vertical as a paid MCP server (official MCP SDK on both sides)", () => {

@@ -11,7 +11,8 @@ import type { HttpMethod } from "../domain/resources.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { fetchJson } from "../verification/fetchAnswer.js"
 import { checkUrl, TargetRefused as Refusal } from "../verification/outboundGuard.js"
-import { discoveredEntry, discoveredId, Prober } from "../verification/Prober.js"
+import { listMcpTools } from "../verification/mcpProbe.js"
+import { discoveredEntry, discoveredId, discoveredToolId, Prober } from "../verification/Prober.js"
 import { admitted } from "./admitEntries.js"
 import { quotaKeys } from "./ingestionQuota.js"
 import {
@@ -74,10 +75,33 @@ const make = Effect.gen(function* () {
       return { documents, routes: mergeRoutes(openapi, wellKnown.found) }
     })
 
+  /**
+   * An MCP server's tools as routes to probe: one `tools/list` on the registered endpoint, its
+   * tools with their input schema. A server that cannot be listed is reported as one route.
+   */
+  const listTools = (url: string) =>
+    listMcpTools(url, config.probes).pipe(
+      Effect.map((tools) => ({
+        documents: [{ url, routes: tools.length, detail: null }],
+        routes: tools.map((tool): FoundRoute => ({
+          url,
+          method: "POST",
+          foundIn: "tools/list",
+          description: tool.description ?? null,
+          skip: null,
+          mcp: { toolName: tool.name, transport: "streamable-http", inputSchema: tool.inputSchema }
+        }))
+      })),
+      Effect.catchAll((e) =>
+        Effect.succeed({ documents: [{ url, routes: null, detail: e._tag === "AnswerTimeout" ? `no answer within ${e.afterMs} ms` : e.reason }], routes: [] })
+      )
+    )
+
   const answer = (route: FoundRoute, outcome: RegisteredRoute["outcome"], resourceId: string | null, detail: string | null): RegisteredRoute => ({
     url: route.url,
     method: route.method,
     foundIn: route.foundIn,
+    ...(route.mcp !== undefined ? { toolName: route.mcp.toolName } : {}),
     outcome,
     resourceId,
     detail
@@ -92,23 +116,29 @@ const make = Effect.gen(function* () {
   const registerRoute = (route: FoundRoute, actor: string) =>
     Effect.gen(function* () {
       if (route.skip !== null) return answer(route, "skipped", null, route.skip)
-      const known = yield* resources.findByUrl(route.url)
+      const url = new URL(route.url)
+      const known = yield* resources.findByUrl(route.url, route.mcp?.toolName)
       // A URL only ever probed through /v1/validate is not in the catalog yet: registration may take it up.
       if (Option.isSome(known) && known.value.listing.source !== "validate") {
         return answer(route, "already-cataloged", known.value.resource.id, `in the catalog from ${known.value.listing.source}`)
       }
-      const url = new URL(route.url)
-      const observed = yield* prober.observeNewUrl(url, route.method)
+      const observed = yield* prober.observeNewUrl(url, route.method, route.mcp)
       const { outcome, detail } = observed.observation
       const verdict = registrationOutcome(outcome, observed.options, deployment)
       if (verdict !== "listed") return answer(route, verdict, null, detail)
-      const entry = discoveredEntry(discoveredId(url), url, route.method, observed, config)
+      const id = route.mcp === undefined ? discoveredId(url) : discoveredToolId(url, route.mcp.toolName)
+      const entry = discoveredEntry(id, url, route.method, observed, config, route.mcp)
       const { refused } = yield* admitted(resources, config.ingestion, "registration", [{ item: entry, keys: quotaKeys(entry, actor) }])
       if (refused[0] !== undefined) return answer(route, "refused", null, `quota: ${refused[0].reason}`)
-      const result = yield* prober.adopt(url, route.method, observed, "registration", true, {
-        actor,
-        reason: `registered through /v1/resources/register (found in ${route.foundIn}); answered a valid 402 on ${config.network}`
-      })
+      const result = yield* prober.adopt(
+        url,
+        route.method,
+        observed,
+        "registration",
+        true,
+        { actor, reason: `registered through /v1/resources/register (found in ${route.foundIn}); answered a valid 402 on ${config.network}` },
+        route.mcp
+      )
       return answer(route, "listed", result.resourceId, null)
     }).pipe(Effect.catchTag("TargetRefused", (e) => Effect.succeed(answer(route, "refused", null, e.reason))))
 
@@ -128,13 +158,18 @@ const make = Effect.gen(function* () {
       if (request.method !== undefined && !PROBED_METHODS.has(request.method)) {
         return yield* Effect.fail(new InvalidRequest({ message: `method: registration probes only GET, HEAD and POST routes, not ${request.method}` }))
       }
+      if (request.type === "mcp" && (request.url === undefined || request.method !== undefined)) {
+        return yield* Effect.fail(new InvalidRequest({ message: "type mcp: pass the server's endpoint as url, without method (tools are called with tools/call)" }))
+      }
       if (request.origin !== undefined && request.method !== undefined) {
         return yield* Effect.fail(new InvalidRequest({ message: "method: only with url; an origin's documents name each route's method" }))
       }
       const target = yield* originOf(request.origin ?? request.url!)
       const origin = target.origin
       const found =
-        request.url !== undefined
+        request.type === "mcp"
+          ? yield* listTools(target.href)
+          : request.url !== undefined
           ? { documents: [], routes: [{ url: target.href, method: request.method ?? ("GET" as HttpMethod), foundIn: "request" as const, description: null, skip: null }] }
           : yield* discover(origin)
       const capped = found.routes.map((route, i) =>

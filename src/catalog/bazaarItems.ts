@@ -3,7 +3,7 @@ import { type CatalogEntry, ceilingCoversAmount, HttpMethod, ResourceInfo, type 
 import { serviceMetadataOf } from "../domain/serviceMetadata.js"
 import { BaseUnits, baseUnitsToUsd, PaymentScheme, StellarAddress, StellarNetwork } from "../domain/stellar.js"
 import { readMcpTool } from "../domain/mcp.js"
-import { discoveredId } from "../verification/Prober.js"
+import { discoveredId, discoveredToolId } from "../verification/Prober.js"
 
 /**
  * Reading another discovery service's items (x402 v2 §8 and the CDP Bazaar's variant) into
@@ -122,9 +122,6 @@ const mcpFieldsOf = (raw: unknown): unknown => {
   const bazaar = isObject(raw.extensions) ? raw.extensions.bazaar : undefined
   return isObject(bazaar) && isObject(bazaar.info) ? bazaar.info.input : {}
 }
-
-/** One server's tools share its URL: an MCP item's id hashes the URL and the tool. */
-const discoveredToolId = (url: URL, toolName: string) => discoveredId(new URL(`#${encodeURIComponent(toolName)}`, url))
 
 /** One item: a catalog entry, or why it is not one. */
 export const readItem = (raw: unknown, sourceId: string, deployment: ImportDeployment): ItemReading => {

@@ -1,3 +1,4 @@
+import type { McpTool } from "../domain/mcp.js"
 import type { HttpMethod } from "../domain/resources.js"
 import type { RouteOrigin } from "../domain/registration.js"
 
@@ -17,6 +18,8 @@ export interface FoundRoute {
   readonly foundIn: RouteOrigin
   readonly description: string | null
   readonly skip: string | null
+  /** A tool an MCP server listed: probed with an unpaid tools/call instead of an HTTP request. */
+  readonly mcp?: McpTool
 }
 
 const METHODS: ReadonlyArray<HttpMethod> = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]

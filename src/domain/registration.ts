@@ -1,12 +1,14 @@
 import { Schema } from "effect"
 import { HttpMethod } from "./resources.js"
 
-/** `POST /v1/resources/register`: an origin to read for routes, or one route URL. */
+/** `POST /v1/resources/register`: an origin to read for routes, one route URL, or (`type: "mcp"`) an MCP server's endpoint. */
 export const RegistrationRequest = Schema.Struct({
   origin: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
   url: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
   /** For `url`: the method to probe with (GET by default). */
-  method: Schema.optional(HttpMethod)
+  method: Schema.optional(HttpMethod),
+  /** For `url`: `mcp` reads the server's tools (tools/list) and probes each; `http` by default. */
+  type: Schema.optional(Schema.Literal("http", "mcp"))
 }).annotations({ identifier: "RegistrationRequest" })
 export type RegistrationRequest = typeof RegistrationRequest.Type
 
@@ -33,13 +35,15 @@ export const RegistrationOutcome = Schema.Literal(
 export type RegistrationOutcome = typeof RegistrationOutcome.Type
 
 /** Where a route was found. */
-export const RouteOrigin = Schema.Literal("openapi", "well-known", "request")
+export const RouteOrigin = Schema.Literal("openapi", "well-known", "request", "tools/list")
 export type RouteOrigin = typeof RouteOrigin.Type
 
 export const RegisteredRoute = Schema.Struct({
   url: Schema.String,
   method: HttpMethod,
   foundIn: RouteOrigin,
+  /** For an MCP server's route: the tool probed at `url`. */
+  toolName: Schema.optional(Schema.String),
   outcome: RegistrationOutcome,
   /** The catalog id, when the route is (or already was) in the catalog. */
   resourceId: Schema.NullOr(Schema.String),

@@ -631,7 +631,11 @@ const make = Effect.gen(function* () {
         AND r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo}) ORDER BY r.id LIMIT 1`.pipe(
         Effect.map((rows) => rows[0]?.id ?? null)
       ),
-    findByUrl: (url: string) => load(sql`r.url = ${url}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
+    /** The resource at `url` (with `toolName`: the one selling that MCP tool there; one server's tools share its URL), if any. */
+    findByUrl: (url: string, toolName?: string) =>
+      load(toolName === undefined ? sql`r.url = ${url}` : sql`r.url = ${url} AND json_extract(r.mcp_tool, '$.toolName') = ${toolName}`).pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0]))
+      ),
     byCapability: (capability: string) =>
       load(sql`${listedOnly} AND r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${capability})`),
     byCapabilityWithStandings,

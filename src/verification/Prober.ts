@@ -21,6 +21,7 @@ import { Instruments } from "../telemetry/Instruments.js"
 import { EvidenceRecorder, type ProbeBookkeeping } from "./EvidenceRecorder.js"
 import { guardTarget, TargetRefused } from "./outboundGuard.js"
 import { mcpSessions, observeMcp } from "./mcpProbe.js"
+import type { McpTool } from "../domain/mcp.js"
 import { type Observed, observe, type ProbeTarget } from "./observe.js"
 import { publicObservation } from "../domain/observations.js"
 import { backoffIntervals, nextDue } from "./probeSlots.js"
@@ -69,7 +70,8 @@ export const discoveredEntry = (
   url: URL,
   method: HttpMethod,
   observed: Observed,
-  config: Config
+  config: Config,
+  mcp?: McpTool
 ): CatalogEntry => {
   const deployment = { network: config.network, assetContract: config.asset.assetContract }
   const options = observed.options
@@ -94,11 +96,12 @@ export const discoveredEntry = (
   return {
     resource: {
       id,
-      type: "http",
-      name: `${url.host}${url.pathname}`,
+      type: mcp === undefined ? "http" : "mcp",
+      name: mcp?.toolName ?? `${url.host}${url.pathname}`,
       description: description || `Found by /v1/validate at ${url.href}`,
       url: url.href,
       method,
+      ...(mcp !== undefined ? { mcp } : {}),
       capabilities: [],
       ...service
     },
@@ -109,6 +112,11 @@ export const discoveredEntry = (
 
 /** Derived from the URL, so two concurrent first validations of one URL write the same row. */
 export const discoveredId = (url: URL) => `discovered-${createHash("sha256").update(url.href).digest("hex").slice(0, 16)}`
+
+/** One server's tools share its URL: an MCP tool's id hashes the URL and the tool. */
+export const discoveredToolId = (url: URL, toolName: string) => discoveredId(new URL(`#${encodeURIComponent(toolName)}`, url))
+
+const idOf = (url: URL, mcp: McpTool | undefined) => (mcp === undefined ? discoveredId(url) : discoveredToolId(url, mcp.toolName))
 
 /**
  * Probes that may wait for their batch to commit besides those holding a request slot. A probe
@@ -291,17 +299,17 @@ const make = Effect.gen(function* () {
   }))
 
   /** A URL the catalog does not list, probed once under its future id; a refused target fails before any traffic. */
-  const observeNewUrl = (url: URL, method: HttpMethod) =>
+  const observeNewUrl = (url: URL, method: HttpMethod, mcp?: McpTool) =>
     Effect.gen(function* () {
       yield* guardTarget(url.href, config.probes).pipe(Effect.catchTag("DnsFailure", () => Effect.void))
-      return yield* run({ resourceId: discoveredId(url), url: url.href, method, advertised: [] })
+      return yield* run({ resourceId: idOf(url, mcp), url: url.href, method, advertised: [], mcp })
     })
 
   /** Creates the row for a URL from what its probe saw (listed or not, from `source`), then records the observation. */
-  const adopt = (url: URL, method: HttpMethod, observed: Observed, source: string, listed: boolean, change: ListingChange) =>
+  const adopt = (url: URL, method: HttpMethod, observed: Observed, source: string, listed: boolean, change: ListingChange, mcp?: McpTool) =>
     Effect.gen(function* () {
-      const id = discoveredId(url)
-      const entry = discoveredEntry(id, url, method, observed, config)
+      const id = idOf(url, mcp)
+      const entry = discoveredEntry(id, url, method, observed, config, mcp)
       yield* listed ? resources.upsertListed(entry, source, change) : resources.insertUnlisted(entry, source, change)
       const record = Option.getOrThrow(yield* resources.get(id))
       return yield* result(record, observed, true)

@@ -191,3 +191,28 @@ export const observeMcp = (target: ProbeTarget & { readonly mcp: McpTool }, conf
       }
     }
   })
+
+/**
+ * The tools an MCP server lists (registration): one session through the guarded fetch, the first
+ * page of `tools/list`, closed after. Fails with the probe's failure, as a probe would observe it.
+ */
+export const listMcpTools = (url: string, probes: OutboundRequests) =>
+  Effect.gen(function* () {
+    const runtime = yield* Effect.runtime<never>()
+    return yield* Effect.tryPromise({
+      try: async (interrupted) => {
+        const deadline = AbortSignal.any([AbortSignal.timeout(probes.timeoutMs), interrupted])
+        const client = new Client({ name: "sextant-registration", version: pkg.version })
+        try {
+          await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: guardedFetch(probes, runtime) }), {
+            signal: deadline,
+            timeout: probes.timeoutMs
+          })
+          return (await client.listTools(undefined, { signal: deadline, timeout: probes.timeoutMs })).tools
+        } finally {
+          await client.close().catch(() => undefined)
+        }
+      },
+      catch: (error) => failureOf(error, AbortSignal.timeout(probes.timeoutMs), probes.timeoutMs)
+    })
+  })
