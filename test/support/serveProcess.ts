@@ -8,14 +8,24 @@ import { pollUntil } from "./poll.js"
 const ROOT = resolve(import.meta.dir, "..", "..")
 
 /**
- * `count` distinct loopback ports, free at the time of asking: all bound on port 0 at once (so no
- * two are the same), then released. Nothing listens on them until someone binds them again, which
+ * `count` distinct loopback ports, free at the time of asking: all bound at once (so no two are
+ * the same), then released. Nothing listens on them until someone binds them again, which
  * makes them good "unreachable" addresses. A process that must listen should bind port 0 itself
  * (`launchServe` reads back the port it got); a port from here is for an address some config must
  * name before that process starts, and may be taken by someone else in between.
  */
 export const freePorts = (count: number): Array<number> => {
-  const probes = Array.from({ length: count }, () => Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() }))
+  const probes: Array<ReturnType<typeof Bun.serve>> = []
+  while (probes.length < count) {
+    // Below Linux's ephemeral range (32768-60999): a port handed out by `port: 0` and released is
+    // soon reused by some outbound connection before the child binds it; these ports never are.
+    const port = 20_000 + Math.floor(Math.random() * 12_000)
+    try {
+      probes.push(Bun.serve({ hostname: "127.0.0.1", port, fetch: () => new Response() }))
+    } catch {
+      // Taken: draw another.
+    }
+  }
   const ports = probes.map((p) => p.port as number)
   for (const probe of probes) probe.stop(true)
   return ports
