@@ -1,5 +1,5 @@
 /**
- * Start-up proportional to what changed (issue 15): a catalog file whose content the store loaded
+ * Start-up proportional to what changed: a catalog file whose content the store loaded
  * last is neither decoded nor diffed; any change, or a store without the mark of a committed load,
  * takes the full load; a file that does not decode stops start-up with its config error.
  */

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /**
- * Evidence no caller can forge (issue 13):
+ * Evidence no caller can forge:
  * - resources are listed or unlisted. Only listed ones appear in discovery, search and routes and
  *   count as payee evidence; every change of listing is stored with its actor and reason.
  *   Resources created by `/v1/validate` (source "discovered" before) become unlisted.

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /**
- * Ingestion and freshness (issue 14):
+ * Ingestion and freshness:
  * - `listing_hold` says why an unlisted resource is unlisted, and so whether a healthy probe may
  *   list it: "awaiting_probe" (imported or extension-ingested, never probed healthy yet) and
  *   "unhealthy" (delisted after `verification.delistAfterHours` of unhealthy probes) may be listed

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /**
- * Operator curation and payment-identifier (issue 14):
+ * Operator curation and payment-identifier:
  * - an operator quarantine lives on the resource row (who, why, when; null when none), so every
  *   re-derivation of the status from evidence reads it and keeps the resource QUARANTINED until an
  *   operator lifts it;

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { writeSearchIndex } from "../searchIndex.js"
 
 /**
- * Reads sized for a real catalog (issue 15):
+ * Reads sized for a real catalog:
  * - `resource_search`: each resource's name, capability and description words, as
  *   `store/searchIndex.ts` writes them, under a full-text index: an FTS5 table kept in step by
  *   triggers on SQLite, a GIN-indexed tsvector on Postgres. A resource's row goes with it

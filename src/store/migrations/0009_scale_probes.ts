@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /**
- * Probing at scale (issue 15, the write path):
+ * Probing at scale (the write path):
  * - `resource_metrics.window_state`: the resource's rolling window (hourly buckets and the newest
  *   probe's facts, JSON), updated by each observation instead of rescanning the window. Null for
  *   rows written before: the recorder rebuilds it once from the raw observations;

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /**
- * Request rate limits (issue 18): one row per principal and endpoint group, holding the count of
+ * Request rate limits: one row per principal and endpoint group, holding the count of
  * the current window and when the window ends. Kept in the store so every instance on one
  * Postgres database counts against the same row; expired rows are deleted from time to time.
  */

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { FIELD_TAGS } from "../searchBands.js"
 
 /**
- * Text search by relevance band (issue 15), SQLite only: the FTS5 index of migration 0008 (one
+ * Text search by relevance band, SQLite only: the FTS5 index of migration 0008 (one
  * column per field) is replaced by `resource_terms`, one column of words tagged with their field
  * ("ndata": "data" in a name; `store/searchBands.ts`). FTS5 filters a column by reading the whole
  * posting list of the word, every field's hits included, so asking "is it in a name?" cost as
