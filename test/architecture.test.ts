@@ -17,7 +17,7 @@ interface Edge {
 }
 
 interface Violation extends Edge {
-  readonly rule: 1 | 2 | 3 | 4
+  readonly rule: 1 | 2 | 3 | 4 | 5
 }
 
 /** Every module specifier a file names: static imports, `export ... from`, `import()`, `import("x").T`, `require`. */
@@ -67,7 +67,7 @@ const under = (path: string, folder: string) => path.startsWith(`${folder}/`)
 /** Folders whose code the store and the domain must never reach: they sit above them. */
 const ABOVE_STORE = ["src/verification", "src/settlement", "src/receipts", "src/discovery"]
 
-/** The four rules of docs/architecture.md, "Import rules", on a list of project imports. */
+/** The five rules of docs/architecture.md, "Import rules", on a list of project imports. */
 const violations = (edges: ReadonlyArray<Edge>): ReadonlyArray<Violation> =>
   edges.flatMap(({ from, to }): Array<Violation> => {
     const broken: Array<Violation["rule"]> = []
@@ -78,11 +78,10 @@ const violations = (edges: ReadonlyArray<Edge>): ReadonlyArray<Violation> =>
       broken.push(2)
     }
     // 3. Only the HTTP layer itself, the entry points and the MCP server (which calls the HTTP handlers) import src/http/;
-    // the buyer's client imports the API definition (src/http/api/) only, to derive its typed client from it.
+    // the buyer's client derives its typed client from the contract (src/contract/), never from the server.
     if (
       under(to, "src/http") &&
-      !(under(from, "src/http") || from === "src/main.ts" || from === "src/app.ts" || under(from, "src/mcp")) &&
-      !(under(from, "src/client") && under(to, "src/http/api"))
+      !(under(from, "src/http") || from === "src/main.ts" || from === "src/app.ts" || under(from, "src/mcp"))
     ) {
       broken.push(3)
     }
@@ -90,6 +89,9 @@ const violations = (edges: ReadonlyArray<Edge>): ReadonlyArray<Violation> =>
     if ((under(from, "src/store") || under(from, "src/domain")) && ABOVE_STORE.some((folder) => under(to, folder))) {
       broken.push(4)
     }
+    // 5. The API contract is declarations only: it imports the domain and itself, so the server, the MCP server and
+    // the client can all import it without pulling in an implementation.
+    if (under(from, "src/contract") && !(under(to, "src/domain") || under(to, "src/contract"))) broken.push(5)
     return broken.map((rule) => ({ from, to, rule }))
   })
 
@@ -143,6 +145,17 @@ describe("import rules on src/", () => {
   test("4. src/store/ and src/domain/ import nothing from verification, settlement, receipts or discovery", () => {
     expect(ofRule(4)).toEqual([])
   })
+
+  test("5. src/contract/ imports only src/domain/ and itself", () => {
+    expect(ofRule(5)).toEqual([])
+  })
+
+  test("the contract is shared: the server, the MCP server and the client all import it", () => {
+    const importers = (folder: string) => edges.filter((e) => under(e.from, folder) && under(e.to, "src/contract"))
+    expect(importers("src/http").length).toBeGreaterThan(0)
+    expect(importers("src/mcp").length).toBeGreaterThan(0)
+    expect(importers("src/client").length).toBeGreaterThan(0)
+  })
 })
 
 describe("the rule function", () => {
@@ -156,10 +169,12 @@ describe("the rule function", () => {
       { from: "src/store/ResourcesRepo.ts", to: "src/config.ts" },
       { from: "src/verification/Prober.ts", to: "src/store/ResourcesRepo.ts" },
       { from: "src/settlement/Settlement.ts", to: "src/verification/EvidenceReader.ts" },
-      { from: "src/http/handlers/x402.ts", to: "src/http/api/index.ts" },
+      { from: "src/http/handlers/x402.ts", to: "src/contract/index.ts" },
+      { from: "src/client/SextantClient.ts", to: "src/contract/index.ts" },
+      { from: "src/contract/x402.ts", to: "src/domain/x402.ts" },
       { from: "src/main.ts", to: "src/http/server.ts" },
       { from: "src/app.ts", to: "src/http/server.ts" },
-      { from: "src/mcp/tools.ts", to: "src/http/api/resources.ts" },
+      { from: "src/mcp/tools.ts", to: "src/contract/resources.ts" },
       { from: "src/discovery/Discovery.ts", to: "src/domain/resources.ts" }
     ]
     expect(violations(clean)).toEqual([])
@@ -169,7 +184,7 @@ describe("the rule function", () => {
     expect(rulesOf("src/domain/errors.ts", "src/config.ts")).toEqual([1])
     expect(rulesOf("src/domain/metrics.ts", "src/store/sortableId.ts")).toEqual([1])
     expect(rulesOf("src/domain/evidence.ts", "src/verification/metrics.ts")).toEqual([1, 4])
-    expect(rulesOf("src/domain/x402.ts", "src/http/api/x402.ts")).toEqual([1, 3])
+    expect(rulesOf("src/domain/x402.ts", "src/contract/x402.ts")).toEqual([1])
   })
 
   test("rule 2: the store importing anything but the domain, the config and itself", () => {
@@ -183,11 +198,19 @@ describe("the rule function", () => {
   })
 
   test("rule 3: src/http/ imported from outside the HTTP layer, the entry points and MCP", () => {
-    expect(rulesOf("src/discovery/Discovery.ts", "src/http/api/resources.ts")).toEqual([3])
+    expect(rulesOf("src/discovery/Discovery.ts", "src/http/handlers/resources.ts")).toEqual([3])
+    expect(rulesOf("src/client/SextantClient.ts", "src/http/server.ts")).toEqual([3])
     expect(rulesOf("src/verification/Prober.ts", "src/http/errors.ts")).toEqual([3])
     expect(rulesOf("src/vertical/VerticalApp.ts", "src/http/body.ts")).toEqual([3])
-    expect(rulesOf("src/store/ResourcesRepo.ts", "src/http/api/resources.ts")).toEqual([2, 3])
+    expect(rulesOf("src/store/ResourcesRepo.ts", "src/http/errors.ts")).toEqual([2, 3])
     expect(rulesOf("src/mcp/server.ts", "src/http/server.ts")).toEqual([])
+  })
+
+  test("rule 5: the contract importing an implementation", () => {
+    expect(rulesOf("src/contract/x402.ts", "src/http/errors.ts")).toEqual([3, 5])
+    expect(rulesOf("src/contract/x402.ts", "src/settlement/Settlement.ts")).toEqual([5])
+    expect(rulesOf("src/contract/x402.ts", "src/config.ts")).toEqual([5])
+    expect(rulesOf("src/contract/x402.ts", "src/domain/x402.ts")).toEqual([])
   })
 
   test("rule 4: the store or the domain reaching into verification, settlement, receipts or discovery", () => {
@@ -240,7 +263,7 @@ describe("reading and resolving imports", () => {
     const exists = (path: string) => files.has(path)
     expect(resolveSpecifier("src/store/ResourcesRepo.ts", "./Database.js", exists)).toBe("src/store/Database.ts")
     expect(resolveSpecifier("src/store/Database.ts", "./migrations/index.js", exists)).toBe("src/store/migrations/index.ts")
-    expect(resolveSpecifier("src/http/api/x402.ts", "../../domain", exists)).toBe("src/domain/index.ts")
+    expect(resolveSpecifier("src/http/handlers/x402.ts", "../../domain", exists)).toBe("src/domain/index.ts")
     expect(resolveSpecifier("src/config.ts", "./store/demo-catalog.json", exists)).toBe("src/store/demo-catalog.json")
     expect(resolveSpecifier("src/config.ts", "effect", exists)).toBeNull()
     expect(resolveSpecifier("src/config.ts", "node:fs", exists)).toBeNull()

@@ -15,7 +15,7 @@ import { apiKeyHash } from "../src/http/authLive.js"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 // Effect's own fast-check, the one its Arbitrary module builds with (two copies do not mix).
 import { Arbitrary, FastCheck as fc, Option, Schema } from "effect"
-import { SextantApi } from "../src/http/api/index.js"
+import { SextantApi } from "../src/contract/index.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
 import { startServer, testConfig } from "./support/server.js"
 

@@ -1,6 +1,6 @@
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { Context, Effect, Layer } from "effect"
-import { SextantApi } from "../http/api/index.js"
+import { SextantApi } from "../contract/index.js"
 
 export interface SextantClientOptions {
   /** The service's base URL, e.g. `http://127.0.0.1:4020`. */

@@ -5,7 +5,7 @@ import { ShuttingDown } from "../domain/errors.js"
 import { clientAddress, limitedGroupOf, limitKey } from "../limits/groups.js"
 import { RateLimits } from "../limits/RateLimits.js"
 import { Lifecycle } from "../lifecycle/Lifecycle.js"
-import { SextantApi } from "./api/index.js"
+import { SextantApi } from "../contract/index.js"
 import { keyLookup } from "./authLive.js"
 
 /** How soon a client turned away by a shutdown should try again (another instance, normally). */

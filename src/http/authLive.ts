@@ -2,7 +2,7 @@ import { Effect, Layer, Redacted } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { AppConfig, type ApiKeyEntry } from "../config.js"
 import { Unauthorized } from "../domain/errors.js"
-import { ApiKeyAuth } from "./auth.js"
+import { ApiKeyAuth } from "../contract/auth.js"
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest()
 

@@ -14,7 +14,7 @@ import {
   UnsupportedMediaType
 } from "../domain/errors.js"
 import { describeIssues } from "../domain/issues.js"
-import { SextantApi } from "./api/index.js"
+import { SextantApi } from "../contract/index.js"
 import { headerBytes, jsonDepth, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_JSON_DEPTH } from "./body.js"
 
 /** Every declared (method, path) pair, to tell "no such path" (404) from "wrong method" (405). */

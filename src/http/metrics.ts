@@ -3,7 +3,7 @@ import { Effect, Exit } from "effect"
 import { Exposition } from "../telemetry/Exposition.js"
 import { Instruments } from "../telemetry/Instruments.js"
 import { measured, methodLabel, routeMatcher } from "../telemetry/labels.js"
-import { SextantApi } from "./api/index.js"
+import { SextantApi } from "../contract/index.js"
 import { MCP_PATH } from "../mcp/httpTransport.js"
 import { STATUS_ROUTES } from "./status.js"
 

@@ -9,7 +9,7 @@ import { overviewPage } from "../status/overview.js"
 import { resourcePage } from "../status/resourcePage.js"
 import { pageRefusal, parseCatalogQuery, StatusReader } from "../status/StatusReader.js"
 import { STYLESHEET } from "../status/style.js"
-import { ApiKeyAuth } from "./auth.js"
+import { ApiKeyAuth } from "../contract/auth.js"
 import { ApiKeyAuthLive } from "./authLive.js"
 
 /** The status pages' paths, for route-template labels and span names. */

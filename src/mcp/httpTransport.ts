@@ -3,7 +3,7 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import { Effect, Layer, Option, Redacted, Runtime } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import { AppConfig } from "../config.js"
-import { ApiKeyAuth } from "../http/auth.js"
+import { ApiKeyAuth } from "../contract/auth.js"
 import { ApiKeyAuthLive } from "../http/authLive.js"
 import { makeMcpServer } from "./server.js"
 

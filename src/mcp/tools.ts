@@ -5,7 +5,7 @@ import { ResourceSearchRequest } from "../domain/resources.js"
 import { RouteDecision, RouteRequest } from "../domain/routes.js"
 import { ResourceDetail, SearchResponse } from "../domain/catalog.js"
 import { DiscoveryQuery, DiscoveryResponse, DiscoverySearchQuery, DiscoverySearchResponse } from "../domain/discovery.js"
-import { HistoryQuery } from "../http/api/verification.js"
+import { HistoryQuery } from "../contract/verification.js"
 
 const ResourceIdInput = Schema.Struct({ id: Schema.String.pipe(Schema.minLength(1)) }).annotations({
   identifier: "ResourceIdInput",

@@ -1,8 +1,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { Curation } from "../../curation/Curation.js"
-import { SextantApi } from "../api/index.js"
-import { operatorPrincipal } from "../auth.js"
+import { SextantApi } from "../../contract/index.js"
+import { operatorPrincipal } from "../../contract/auth.js"
 
 /** Reasons an operator may leave out, stored in its place. */
 const DEFAULT_REASON = {

@@ -5,7 +5,7 @@ import { NotReady } from "../../domain/errors.js"
 import { Lifecycle } from "../../lifecycle/Lifecycle.js"
 import { StoreInfoTag } from "../../store/Database.js"
 import { FacilitatorPool } from "../../x402/FacilitatorPool.js"
-import { SextantApi } from "../api/index.js"
+import { SextantApi } from "../../contract/index.js"
 
 export const HealthHandlers = HttpApiBuilder.group(SextantApi, "health", (handlers) =>
   Effect.gen(function* () {

@@ -2,7 +2,7 @@ import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { PolicyEngine } from "../../policy/PolicyEngine.js"
 import { Router } from "../../routing/Router.js"
-import { SextantApi } from "../api/index.js"
+import { SextantApi } from "../../contract/index.js"
 
 /** `/v1/policies/evaluate` and `/v1/routes`: both judge through the same policy evaluation. */
 export const PolicyHandlers = HttpApiBuilder.group(SextantApi, "policy", (handlers) =>

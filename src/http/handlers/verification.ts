@@ -11,8 +11,8 @@ import { EvidenceReader } from "../../verification/EvidenceReader.js"
 import { historyHours, historyRange } from "../../verification/history.js"
 import { Prober } from "../../verification/Prober.js"
 import { storedWindow } from "../../verification/storedWindow.js"
-import { SextantApi } from "../api/index.js"
-import type { HistoryQuery, ObservationsQuery } from "../api/verification.js"
+import { SextantApi } from "../../contract/index.js"
+import type { HistoryQuery, ObservationsQuery } from "../../contract/verification.js"
 
 const OBSERVATIONS_CURSOR = "observations"
 

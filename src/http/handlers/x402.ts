@@ -7,8 +7,8 @@ import { idempotencyKeyOf } from "../../extensions/paymentIdentifier.js"
 import { Settlement } from "../../settlement/Settlement.js"
 import { FacilitatorPool } from "../../x402/FacilitatorPool.js"
 import { IdempotentVerify } from "../../x402/IdempotentVerify.js"
-import { SextantApi } from "../api/index.js"
-import { Principal } from "../auth.js"
+import { SextantApi } from "../../contract/index.js"
+import { Principal } from "../../contract/auth.js"
 
 /** The bazaar extension's status, answered in `EXTENSION-RESPONSES` (specs/extensions/bazaar.md). */
 const extensionResponses = (status: BazaarStatus | null) =>

@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { ConfigManaged, NotFound, OperatorOnly } from "../../domain/errors.js"
-import { CurationResult, ReasonOptional, ReasonQuery, ReasonRequired } from "../../domain/curation.js"
-import { ApiKeyAuth } from "../auth.js"
+import { ConfigManaged, NotFound, OperatorOnly } from "../domain/errors.js"
+import { CurationResult, ReasonOptional, ReasonQuery, ReasonRequired } from "../domain/curation.js"
+import { ApiKeyAuth } from "./auth.js"
 import { allIssues, failsWith, strict } from "./parse.js"
 import { IdPath } from "./resources.js"
 

@@ -24,7 +24,7 @@ import {
   TransferRecipientMismatch,
   UnsupportedAsset,
   UnsupportedPaymentKind
-} from "../../domain/errors.js"
+} from "../domain/errors.js"
 import {
   FacilitatorRequest,
   FacilitatorsResponse,
@@ -35,8 +35,8 @@ import {
   SettleResponse,
   SupportedResponse,
   VerifyResponse
-} from "../../domain/x402.js"
-import { ApiKeyAuth } from "../auth.js"
+} from "../domain/x402.js"
+import { ApiKeyAuth } from "./auth.js"
 import { allIssues, failsWith, queryDateTime, queryInt } from "./parse.js"
 
 /** Verify and settle take the same optional key; without it, the payment-identifier extension's id is the key. */

@@ -9,7 +9,7 @@ import {
   ShuttingDown,
   StoreUnavailable,
   UnsupportedMediaType
-} from "../../domain/errors.js"
+} from "../domain/errors.js"
 import { DiscoveryApi } from "./discovery.js"
 import { CurationApi } from "./curation.js"
 import { HealthApi } from "./health.js"

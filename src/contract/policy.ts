@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { NotFound } from "../../domain/errors.js"
-import { PolicyEvaluateRequest, PolicyEvaluation } from "../../domain/policy.js"
-import { RouteDecision, RouteRequest } from "../../domain/routes.js"
+import { NotFound } from "../domain/errors.js"
+import { PolicyEvaluateRequest, PolicyEvaluation } from "../domain/policy.js"
+import { RouteDecision, RouteRequest } from "../domain/routes.js"
 import { failsWith, strict } from "./parse.js"
 
 /** Routing and policy evaluation; open to anyone (SPEC Authentication 1). */

@@ -1,9 +1,9 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { ResourceDetail, ResourceList, SearchResponse } from "../../domain/catalog.js"
-import { NotFound } from "../../domain/errors.js"
-import { ResourceSearchRequest } from "../../domain/resources.js"
-import { Cursor, PAGE_LIMITS } from "../../domain/pagination.js"
+import { ResourceDetail, ResourceList, SearchResponse } from "../domain/catalog.js"
+import { NotFound } from "../domain/errors.js"
+import { ResourceSearchRequest } from "../domain/resources.js"
+import { Cursor, PAGE_LIMITS } from "../domain/pagination.js"
 import { allIssues, failsWith, queryInt, strict } from "./parse.js"
 
 export const IdPath = Schema.Struct({ id: Schema.String })

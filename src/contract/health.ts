@@ -1,10 +1,10 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { NotReady } from "../../domain/errors.js"
-import { StoreInfo } from "../../domain/store.js"
-import { StellarNetwork } from "../../domain/stellar.js"
-import { FacilitatorStatus, SupportedAsset } from "../../domain/x402.js"
-import { ApiKeyAuth } from "../auth.js"
+import { NotReady } from "../domain/errors.js"
+import { StoreInfo } from "../domain/store.js"
+import { StellarNetwork } from "../domain/stellar.js"
+import { FacilitatorStatus, SupportedAsset } from "../domain/x402.js"
+import { ApiKeyAuth } from "./auth.js"
 import { failsWith } from "./parse.js"
 
 export const LiveResponse = Schema.Struct({ status: Schema.Literal("ok") })

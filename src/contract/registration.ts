@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { RateLimited, TargetRefused } from "../../domain/errors.js"
-import { RegistrationRequest, RegistrationResponse } from "../../domain/registration.js"
-import { ApiKeyAuth } from "../auth.js"
+import { RateLimited, TargetRefused } from "../domain/errors.js"
+import { RegistrationRequest, RegistrationResponse } from "../domain/registration.js"
+import { ApiKeyAuth } from "./auth.js"
 import { failsWith, strict } from "./parse.js"
 
 /**

@@ -1,12 +1,12 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { NoEligibleProvider, NotFound, PaymentMismatch, RateLimited } from "../../domain/errors.js"
+import { NoEligibleProvider, NotFound, PaymentMismatch, RateLimited } from "../domain/errors.js"
 import {
   CommerceReceipt,
   CreateReceiptRequest,
   ReceiptVerification,
   SignerDisclosure
-} from "../../domain/receipts.js"
-import { ApiKeyAuth } from "../auth.js"
+} from "../domain/receipts.js"
+import { ApiKeyAuth } from "./auth.js"
 import { failsWith, strict } from "./parse.js"
 import { IdPath } from "./resources.js"
 
