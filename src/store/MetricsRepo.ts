@@ -111,6 +111,11 @@ const payeeShortlist = (
 ) => {
   const evidence = (r: string) => sql.literal(`(${r}.listed = 1 OR ${r}.quarantined_by IS NOT NULL)`)
   const paying = (r: string) => sql`${sql.literal(r)}.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`
+  // At a URL only a few resources: probing the payee's options per row beats listing all of them.
+  const payingEach = (r: string) => {
+    const option = sql.literal(`${r}_option`)
+    return sql`EXISTS (SELECT 1 FROM payment_options ${option} WHERE ${option}.pay_to = ${payTo} AND ${option}.resource_id = ${sql.literal(r)}.id)`
+  }
   const couldPass = (r: string) =>
     sql`${sql.literal(r)}.status NOT IN ('OFFLINE', 'QUARANTINED') AND ${sql.literal(r)}m.valid_challenge_seen = 1
       AND ${sql.literal(r)}m.last_observed_at >= ${observedSince}`
@@ -128,11 +133,11 @@ const payeeShortlist = (
   const named = paidUrl === undefined
     ? sql``
     : sql`UNION SELECT id FROM (
-        SELECT n.id FROM resources n WHERE n.url = ${paidUrl} AND ${evidence("n")} AND ${paying("n")}
+        SELECT n.id FROM resources n WHERE n.url = ${paidUrl} AND ${evidence("n")} AND ${payingEach("n")}
         LIMIT 1) named
       UNION SELECT id FROM (
         SELECT p.id FROM resources p JOIN resource_metrics pm ON pm.resource_id = p.id
-        WHERE p.url = ${paidUrl} AND ${evidence("p")} AND ${paying("p")} AND ${couldPass("p")}
+        WHERE p.url = ${paidUrl} AND ${evidence("p")} AND ${payingEach("p")} AND ${couldPass("p")}
         ORDER BY p.id LIMIT ${limit}) named_passing`
   return sql`
     SELECT r.provider_id, r.url, r.trusted, r.id, r.status, r.verification_level, r.quarantined_by, r.quarantine_reason, r.quarantined_at,

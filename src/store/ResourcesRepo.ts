@@ -625,10 +625,15 @@ const make = Effect.gen(function* () {
         Effect.tap((rows) => (rows.length === 0 ? Effect.void : changes.changed(catalogChanged))),
         Effect.map((rows) => rows.length)
       ),
-    /** The listed resource at `url` that pays `payTo` (the first by id), if any: the resource a settle names. */
+    /**
+     * The listed resource at `url` that pays `payTo` (the first by id), if any: the resource a settle
+     * names. Driven by the URL index: `+r.listed` keeps SQLite's planner (which has no statistics)
+     * off the `(listed, id)` index, and EXISTS probes the payee's options per row instead of listing
+     * all of them; either way round it walked every resource paying the payee (1 ms at 1,000).
+     */
     namedPayee: (url: string, payTo: string) =>
-      sql<{ id: string }>`SELECT r.id FROM resources r WHERE r.url = ${url} AND r.listed = 1
-        AND r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo}) ORDER BY r.id LIMIT 1`.pipe(
+      sql<{ id: string }>`SELECT r.id FROM resources r WHERE r.url = ${url} AND +r.listed = 1
+        AND EXISTS (SELECT 1 FROM payment_options o WHERE o.pay_to = ${payTo} AND o.resource_id = r.id) ORDER BY r.id LIMIT 1`.pipe(
         Effect.map((rows) => rows[0]?.id ?? null)
       ),
     /** The resource at `url` (with `toolName`: the one selling that MCP tool there; one server's tools share its URL), if any. */
