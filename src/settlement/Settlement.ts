@@ -555,7 +555,7 @@ const make = Effect.gen(function* () {
       // Durable against a process crash, not fsynced: the buyer need not wait for a second fsync.
       // Lost only with power, it leaves the entry `pending`, which the next start makes
       // `indeterminate` and the reconciler resolves from the ledger; the reservation before the
-      // backend call stays fsynced (docs/decisions.md, Settlement pipeline: Durability).
+      // backend call stays fsynced (docs/decisions.md, Durability).
       const counts = yield* durableAgainstProcessCrash(transaction(Effect.zipRight(journaled, evidence)))
       // Re-deriving the payee's resources (only a failure counts at once) runs after the commit,
       // outside the journal's transaction: it takes the recorder's lock, which a probe batch holds.
