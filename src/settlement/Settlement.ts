@@ -477,7 +477,7 @@ const make = Effect.gen(function* () {
   })
 
   /**
-   * Step 9: Spent nonce: whether the payer's nonce is already spent on the ledger (a payment executed before, by anyone):
+   * Whether the payer's nonce is already spent on the ledger (a payment executed before, by anyone):
    * such a payload is never forwarded. Read alongside the checks; a ledger that cannot be read
    * does not hold the settle up (the facilitator would fail the spent nonce anyway, and "settled"
    * is only ever concluded from a transfer carrying this authorisation). After a failed read the
@@ -528,8 +528,8 @@ const make = Effect.gen(function* () {
     )
 
   /**
-   * Step 11: Outcome: journals and answers what `decide` comes to (a forwarding, or the resolution
-   * of a pending answer), with the evidence. A `pending` completion is no evidence either way: the payee is
+   * Journals and answers what `decide` comes to (a forwarding, or the resolution of a pending
+   * answer), with the evidence. A `pending` completion is no evidence either way: the payee is
    * judged once the payment is confirmed or known unpaid.
    */
   const recordOutcome = (id: string, payment: Payment, decide: Effect.Effect<SettleOutcome>) => {
