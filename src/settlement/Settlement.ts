@@ -537,6 +537,7 @@ const make = Effect.gen(function* () {
       const outcome = yield* decide
       const { completion, answer } = conclude(id, outcome, payment.terms.network, payment.transfer.from)
       const at = yield* Clock.currentTimeMillis
+      // Step 11: Outcome: journaled with its evidence in one commit, then answered.
       const journaled = journal.complete(id, completion, at).pipe(
         Effect.catchAllCause((cause) =>
           Effect.logError(`settlement ${id}: recording its outcome failed; it will be indeterminate after a restart`, cause)
