@@ -80,3 +80,22 @@ describe("relative Markdown links of README.md and docs/", () => {
     expect(links.filter(({ page, target }) => broken(page, target))).toEqual([])
   })
 })
+
+describe("the settle flow's step numbers", () => {
+  const architecture = readFileSync(join(ROOT, "docs/architecture.md"), "utf8")
+  const flow = architecture.slice(architecture.indexOf("## The flow of a settle"))
+  const steps = new Map([...flow.matchAll(/^(\d+)\. \*\*([^*]+?)\.?\*\*/gm)].map((m) => [Number(m[1]), m[2]!]))
+  const code = ["src/settlement/Settlement.ts", "src/settlement/execution.ts"].flatMap((file) =>
+    [...readFileSync(join(ROOT, file), "utf8").matchAll(/Step (\d+): ([A-Z][a-z]+(?: [a-z]+)*)/g)].map((m) => ({ file, step: Number(m[1]), name: m[2]! }))
+  )
+
+  test("docs/architecture.md numbers the steps 1 to N", () => {
+    expect([...steps.keys()]).toEqual(Array.from({ length: steps.size }, (_, i) => i + 1))
+    expect(steps.size).toBeGreaterThan(8)
+  })
+
+  test("every `Step N: Name` comment in the settlement code is step N of that list, by name", () => {
+    expect(code.length).toBeGreaterThan(8)
+    expect(code.filter(({ step, name }) => steps.get(step) !== name)).toEqual([])
+  })
+})
