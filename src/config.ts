@@ -20,9 +20,9 @@ const opt = <S extends Schema.Schema.Any>(schema: S, value: Schema.Schema.Type<S
 const HttpUrl = Schema.String.pipe(Schema.pattern(/^https?:\/\/\S+$/, { message: () => "expected an http(s) URL" }))
 
 export const FacilitatorBackend = Schema.Struct({
-  id: Schema.String.pipe(Schema.minLength(1)),
-  url: HttpUrl,
-  apiKey: Schema.optional(Schema.String.pipe(Schema.minLength(1)))
+  id: Schema.propertySignature(Schema.String.pipe(Schema.minLength(1))).annotations({ description: "The backend's name in logs, metrics and `/x402/facilitators`; unique." }),
+  url: Schema.propertySignature(HttpUrl).annotations({ description: "The backend's base URL; `/supported`, `/verify` and `/settle` are appended." }),
+  apiKey: Schema.optional(Schema.String.pipe(Schema.minLength(1))).annotations({ description: "Sent as `Authorization: Bearer` to this backend only; a redirect from it is an error answer, never followed." })
 })
 export type FacilitatorBackend = typeof FacilitatorBackend.Type
 
@@ -32,12 +32,12 @@ export type FacilitatorBackend = typeof FacilitatorBackend.Type
  * this deployment's network and asset are kept; `networks`, when given, narrows that further.
  */
 export const CatalogSource = Schema.Struct({
-  id: Schema.String.pipe(
+  id: Schema.propertySignature(Schema.String.pipe(
     Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/, { message: () => "expected a lowercase id such as \"cdp-bazaar\"" })
-  ),
-  url: Schema.String.pipe(Schema.pattern(/^https?:\/\/\S+$/, { message: () => "expected an http(s) URL" })),
-  intervalSeconds: opt(PositiveInt, 3600),
-  networks: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1))))
+  )).annotations({ description: "Lowercase `[a-z0-9._-]`, unique; the imported resources' source is `import:<id>`." }),
+  url: Schema.propertySignature(Schema.String.pipe(Schema.pattern(/^https?:\/\/\S+$/, { message: () => "expected an http(s) URL" }))).annotations({ description: "The service's base URL (`/discovery/resources` is appended) or that endpoint itself." }),
+  intervalSeconds: opt(PositiveInt, 3600).annotations({ description: "Pause between the end of one pull and the start of the next." }),
+  networks: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1)))).annotations({ description: "Narrows what is kept; only this deployment's `network` and `asset` can be kept at all." })
 })
 export type CatalogSource = typeof CatalogSource.Type
 
@@ -46,66 +46,37 @@ export type CatalogSource = typeof CatalogSource.Type
  * both send requests to URLs a catalog named, which must not reach private networks unless trusted.
  */
 const outboundGuardFields = {
-  allowPrivateTargets: opt(Schema.Boolean, false),
-  /**
-   * Origins that may be reached even though they are private. None by default: `loadConfig` adds
-   * the origins this process itself serves (the vertical, the demo providers), only when they run.
-   */
-  trustedOrigins: opt(Schema.Array(Schema.String), [])
+  allowPrivateTargets: opt(Schema.Boolean, false).annotations({ description: "Allow requests to loopback, private, link-local and metadata addresses." }),
+  trustedOrigins: opt(Schema.Array(Schema.String), []).annotations({ description: "Origins reached even though private. The origins this process itself serves are always added: the vertical's when `vertical.enabled`, the demo providers' when `demo.enabled`, wherever they listen (so the defaults trust `http://127.0.0.1:4021`-`4025`, and nothing once both are off)." })
 }
 
 export const ProbesConfig = Schema.Struct({
-  /** Each resource is probed once per interval, at its own due time (spread over the interval by its id). */
-  intervalSeconds: opt(PositiveInt, 60),
-  timeoutMs: opt(PositiveInt, 5000),
-  concurrency: opt(PositiveInt, 8),
-  /**
-   * How long a claim on a due resource holds: another instance takes it only after this, so an
-   * instance that died gives its share back within one lease. Must exceed a probe (timeoutMs).
-   */
-  leaseSeconds: opt(PositiveInt, 60),
-  /**
-   * Accepted and ignored: config field names are a contract (add, never rename). Per-resource
-   * slots now spread probes over the interval, which the random jitter used to do.
-   */
-  jitter: Schema.optional(Ratio),
+  intervalSeconds: opt(PositiveInt, 60).annotations({ description: "Each resource is probed once per interval, at its own slot in it." }),
+  timeoutMs: opt(PositiveInt, 5000).annotations({ description: "Bound on each probe." }),
+  concurrency: opt(PositiveInt, 8).annotations({ description: "Probes in flight at once for trusted entries (catalog file, operator-listed); untrusted ones have their own lane (`ingestion.concurrency`)." }),
+  leaseSeconds: opt(PositiveInt, 60).annotations({ description: "How long a claim on a due resource holds; an instance that dies gives its claims back after this. Must exceed `timeoutMs`." }),
+  // Retired, still accepted: config field names are a contract (docs/decisions.md, Config field names).
+  jitter: Schema.optional(Ratio).annotations({ description: "Accepted and ignored, so older config files still load: per-resource slots spread probes over the interval." }),
   ...outboundGuardFields,
-  /** Hourly rollups of probes are kept this long. */
-  retentionDays: opt(PositiveInt, 7),
-  /** Raw observations are kept this long; older history is the hourly rollups. */
-  rawRetentionHours: opt(PositiveInt, 2),
-  maxBodyBytes: opt(PositiveInt, 65536),
-  /** Share above the advertised price a challenge may ask before the resource is quarantined. */
-  priceTolerance: opt(NonNegativeNumber, 0.05)
+  retentionDays: opt(PositiveInt, 7).annotations({ description: "Hourly rollups of probes older than this are pruned; also the longest span `GET /v1/resources/{id}/history` reads." }),
+  rawRetentionHours: opt(PositiveInt, 2).annotations({ description: "Raw observations older than this are pruned (history beyond is the hourly rollups)." }),
+  maxBodyBytes: opt(PositiveInt, 65536).annotations({ description: "Cap on a probed response body." }),
+  priceTolerance: opt(NonNegativeNumber, 0.05).annotations({ description: "Share above the advertised price a challenge may ask before the resource is quarantined." })
 })
 export type ProbesConfig = typeof ProbesConfig.Type
 
 export const VerificationConfig = Schema.Struct({
-  /** Metric window, hours. */
-  windowHours: opt(PositiveInt, 24),
-  /** Probes in the window at which the sample-size term of confidence reaches 1 - 1/e. */
-  confidenceSampleScale: opt(PositiveInt, 12),
-  /** Seconds after the last observation at which the freshness term has halved. */
-  confidenceHalfLifeSeconds: opt(PositiveInt, 3600),
-  /** Evidence older than this makes policy answer VERIFICATION_TOO_OLD; a policy may tighten it. */
-  maxEvidenceAgeSeconds: opt(PositiveInt, 86400),
-  degradedBelow: opt(Ratio, 0.8),
-  offlineAfterFailures: opt(PositiveInt, 3),
-  continuousMinProbes: opt(PositiveInt, 24),
-  continuousMinAvailability: opt(Ratio, 0.95),
-  /**
-   * Distinct payers whose confirmed payments (settles, receipts) a resource needs before they
-   * count: for level 3 (ever) and for transactionSuccessRate (in the window). The operator's own
-   * economic probes count without it. One buyer is too easily the provider itself.
-   */
-  minDistinctPayers: opt(PositiveInt, 2),
-  /** A listed resource whose probes have all been unhealthy this long leaves discovery until a healthy probe. */
-  delistAfterHours: opt(PositiveInt, 72),
-  /**
-   * An unlisted resource `/v1/validate` created is deleted (with its observations) once nobody has
-   * validated it for this long, so anyone's one-off URLs do not pile up in the store.
-   */
-  unlistedRetentionHours: opt(PositiveInt, 168)
+  windowHours: opt(PositiveInt, 24).annotations({ description: "The metric window, in hours." }),
+  confidenceSampleScale: opt(PositiveInt, 12).annotations({ description: "Probes in the window at which the sample-size term of `confidence` reaches 1 - 1/e." }),
+  confidenceHalfLifeSeconds: opt(PositiveInt, 3600).annotations({ description: "Seconds after the newest probe at which the freshness term of `confidence` has halved." }),
+  maxEvidenceAgeSeconds: opt(PositiveInt, 86400).annotations({ description: "Evidence older than this is `VERIFICATION_TOO_OLD` (a policy may tighten it)." }),
+  degradedBelow: opt(Ratio, 0.8).annotations({ description: "Healthy share of the probes in the window below which a resource is `DEGRADED`." }),
+  offlineAfterFailures: opt(PositiveInt, 3).annotations({ description: "Consecutive connect failures or timeouts that make a resource `OFFLINE`." }),
+  continuousMinProbes: opt(PositiveInt, 24).annotations({ description: "Healthy probes, spread over the window, needed for level 4." }),
+  continuousMinAvailability: opt(Ratio, 0.95).annotations({ description: "Availability needed for level 4." }),
+  minDistinctPayers: opt(PositiveInt, 2).annotations({ description: "Distinct payers whose confirmed settles and receipts a resource needs before they count, for level 3 and for `transactionSuccessRate`; the operator's own economic probes count alone (docs/trust.md)." }),
+  delistAfterHours: opt(PositiveInt, 72).annotations({ description: "A listed resource whose probes have all been unhealthy this long leaves discovery, search and routes (kept with its history) until a healthy probe lists it again." }),
+  unlistedRetentionHours: opt(PositiveInt, 168).annotations({ description: "An unlisted resource `/v1/validate` created is deleted, with its observations, once nobody has validated it for this long (checked after each probe cycle); one an operator quarantined stays." })
 })
 export type VerificationConfig = typeof VerificationConfig.Type
 
@@ -115,30 +86,22 @@ export type VerificationConfig = typeof VerificationConfig.Type
  * file's or what an operator listed), in the store, so instances sharing a database share them.
  */
 export const IngestionConfig = Schema.Struct({
-  /** Untrusted entries one source may hold ("registration", "bazaar", each "import:<id>"): the probe targets it can add. */
-  maxPerSource: opt(PositiveInt, 10_000),
-  /** Untrusted entries at one origin (scheme, host, port), whoever added them. */
-  maxPerOrigin: opt(PositiveInt, 100),
-  /** Untrusted entries one principal added: an API key's principal, a bazaar payer, "anonymous" in open mode. */
-  maxPerPrincipal: opt(PositiveInt, 500),
-  /** Untrusted entries naming one payee (payTo) in their payment options. */
-  maxPerPayee: opt(PositiveInt, 100),
-  /** An untrusted entry unhealthy this long is deleted with its observations (an operator's quarantine keeps it). */
-  retireAfterHours: opt(PositiveInt, 168),
-  /** An unhealthy untrusted entry is probed at most once per this many probe intervals (doubling from 1 while it stays unhealthy). */
-  maxBackoffIntervals: opt(PositiveInt, 64),
-  /** Probes in flight at once for untrusted entries, in their own lane beside the trusted one (probes.concurrency). */
-  concurrency: opt(PositiveInt, 4)
+  maxPerSource: opt(PositiveInt, 10_000).annotations({ description: "Untrusted entries (not the catalog file's, not operator-listed; docs/trust.md) one source may hold: `registration`, `bazaar`, each `import:<id>`." }),
+  maxPerOrigin: opt(PositiveInt, 100).annotations({ description: "Untrusted entries at one origin (scheme, host, port), whoever added them." }),
+  maxPerPrincipal: opt(PositiveInt, 500).annotations({ description: "Untrusted entries one principal added by registration (the API key's principal, `anonymous` in open mode) or by the bazaar extension (the payer)." }),
+  maxPerPayee: opt(PositiveInt, 100).annotations({ description: "Untrusted entries naming one `payTo`." }),
+  retireAfterHours: opt(PositiveInt, 168).annotations({ description: "An untrusted entry unhealthy this long is deleted with its observations (after each probe cycle); one an operator quarantined stays." }),
+  maxBackoffIntervals: opt(PositiveInt, 64).annotations({ description: "An unhealthy untrusted entry is probed every 2^k intervals (k: whole intervals it has been unhealthy), at most this many." }),
+  concurrency: opt(PositiveInt, 4).annotations({ description: "Probes in flight for untrusted entries, in their own lane beside the trusted one (`probes.concurrency`)." })
 })
 export type IngestionConfig = typeof IngestionConfig.Type
 
 export const BudgetsConfig = Schema.Struct({
-  windowSeconds: opt(PositiveInt, 3600),
-  /** Each settlement reserves this many stroops of sponsored fee, whatever it really costs. */
-  feeCeilingStroops: opt(PositiveInt, 1_000_000),
-  globalFeeStroops: opt(PositiveInt, 100_000_000),
-  perPrincipalFeeStroops: opt(PositiveInt, 10_000_000),
-  spendWindowUsd: opt(NonNegativeNumber, 10)
+  windowSeconds: opt(PositiveInt, 3600).annotations({ description: "Rolling window for the fee and spend budgets." }),
+  feeCeilingStroops: opt(PositiveInt, 1_000_000).annotations({ description: "Sponsored fee reserved per settlement, charged at this ceiling whatever the fee really is." }),
+  globalFeeStroops: opt(PositiveInt, 100_000_000).annotations({ description: "Sponsored fees across all principals per window; over it a settle is 429 `FEE_BUDGET_EXHAUSTED`." }),
+  perPrincipalFeeStroops: opt(PositiveInt, 10_000_000).annotations({ description: "Sponsored fees per principal per window." }),
+  spendWindowUsd: opt(NonNegativeNumber, 10).annotations({ description: "Worst-case spend per principal per window; over it a settle is 403 `WINDOW_LIMIT_EXCEEDED`." })
 })
 export type BudgetsConfig = typeof BudgetsConfig.Type
 
@@ -151,28 +114,13 @@ export type RateLimit = typeof RateLimit.Type
  * endpoint group, counted in the store so instances sharing a Postgres database share them.
  */
 export const LimitsConfig = Schema.Struct({
-  /** `POST /v1/validate`: each call sends traffic to a third party. */
-  validate: opt(RateLimit, { requests: 60, windowSeconds: 60 }),
-  /** `POST /v1/resources/register`: each call probes up to 100 routes of an origin. */
-  register: opt(RateLimit, { requests: 10, windowSeconds: 60 }),
-  /** `POST /v1/receipts`. */
-  receipts: opt(RateLimit, { requests: 300, windowSeconds: 60 }),
-  /** `POST /x402/verify`. */
-  verify: opt(RateLimit, { requests: 1200, windowSeconds: 60 }),
-  /** `POST /x402/settle`. */
-  settle: opt(RateLimit, { requests: 1200, windowSeconds: 60 }),
-  /**
-   * Behind a reverse proxy every client has the proxy's address: name the header the proxy writes
-   * the client's address into (e.g. "x-forwarded-for"). Only set it when a proxy you run always
-   * writes that header, or clients could pick their own address.
-   */
-  clientAddressHeader: opt(Schema.NullOr(Schema.String.pipe(Schema.pattern(/^[a-z0-9-]+$/, { message: () => "expected a lowercase header name" }))), null),
-  /**
-   * How many proxies you run in front of the service, each appending the address it saw on the
-   * right of `clientAddressHeader`: the entry this many from the right is the client's address
-   * (1: the right-most). Entries further left are the client's own to choose.
-   */
-  trustedProxyHops: opt(PositiveInt, 1)
+  validate: opt(RateLimit, { requests: 60, windowSeconds: 60 }).annotations({ description: "At most `requests` calls of `POST /v1/validate` per principal per `windowSeconds` (each sends traffic to a third party); `null` switches the limit off. Over the limit: 429 `RATE_LIMITED` with `Retry-After`." }),
+  register: opt(RateLimit, { requests: 10, windowSeconds: 60 }).annotations({ description: "The same for `POST /v1/resources/register` (each call probes at most 20 routes)." }),
+  receipts: opt(RateLimit, { requests: 300, windowSeconds: 60 }).annotations({ description: "The same for `POST /v1/receipts`." }),
+  verify: opt(RateLimit, { requests: 1200, windowSeconds: 60 }).annotations({ description: "The same for `POST /x402/verify`." }),
+  settle: opt(RateLimit, { requests: 1200, windowSeconds: 60 }).annotations({ description: "The same for `POST /x402/settle`." }),
+  clientAddressHeader: opt(Schema.NullOr(Schema.String.pipe(Schema.pattern(/^[a-z0-9-]+$/, { message: () => "expected a lowercase header name" }))), null).annotations({ description: "Behind a reverse proxy, the header it writes the client's address into; without it every client counts as the proxy. The entry `trustedProxyHops` from the right is used: a proxy appends the address it saw on the right, and what a client sends itself stays on the left. Set it only when your proxy always writes the header.", examples: ["x-forwarded-for"] }),
+  trustedProxyHops: opt(PositiveInt, 1).annotations({ description: "How many proxies you run in front of the service, each appending to `clientAddressHeader`; a header with fewer entries gives its left-most one." })
 })
 export type LimitsConfig = typeof LimitsConfig.Type
 
@@ -183,29 +131,22 @@ export const SignerConfig = Schema.Union(
 export type SignerConfig = typeof SignerConfig.Type
 
 export const ApiKeyEntry = Schema.Struct({
-  principal: Schema.String.pipe(Schema.minLength(1)),
-  sha256: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "expected lowercase hex SHA-256" })),
-  /** The principal's own buyer policy, enforced on every settle it makes together with the request's servicePolicy. */
-  policy: Schema.optional(AgentPolicy),
-  /** "operator" may curate the catalog (quarantine, list, unlist, delete); "buyer" (the default, when absent) may not. */
-  role: Schema.optional(Schema.Literal("operator", "buyer"))
+  principal: Schema.propertySignature(Schema.String.pipe(Schema.minLength(1))).annotations({ description: "The name the key acts as: budgets, idempotency, settlements and curation are keyed on it." }),
+  sha256: Schema.propertySignature(Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "expected lowercase hex SHA-256" }))).annotations({ description: "The key's SHA-256, lowercase hex (`sextant keys hash <api-key>`); keys themselves are never configured." }),
+  policy: Schema.optional(AgentPolicy).annotations({ description: "An AgentPolicy every settle by this principal must pass together with the request's `servicePolicy`." }),
+  role: Schema.optional(Schema.Literal("operator", "buyer")).annotations({ description: "`operator` may curate the catalog (quarantine, list, unlist, delete); `buyer` (the default when absent) may not." })
 })
 export type ApiKeyEntry = typeof ApiKeyEntry.Type
 
 export const VerticalConfig = Schema.Struct({
-  /** Start the reference vertical beside the service on `serve`. */
-  enabled: opt(Schema.Boolean, true),
-  host: opt(Schema.String, "127.0.0.1"),
-  port: opt(Schema.Int.pipe(Schema.between(0, 65535)), 4021),
-  /** The `<vertical>` path segment: endpoints live under `/<name>/v1/rwa/`. */
-  name: opt(Schema.String.pipe(Schema.pattern(/^[a-z0-9-]+$/)), "stellar-intel"),
-  payTo: opt(StellarAddress, "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"),
-  /** Facilitator URL; null means this service's own `/x402`. */
-  facilitatorUrl: opt(Schema.NullOr(Schema.String), null),
-  /** Horizon it reads; null means `ledger.horizonUrl`. */
-  horizonUrl: opt(Schema.NullOr(Schema.String), null),
-  /** Soroban RPC it reads; null means `ledger.sorobanRpcUrl`. */
-  sorobanRpcUrl: opt(Schema.NullOr(Schema.String), null),
+  enabled: opt(Schema.Boolean, true).annotations({ description: "Start the reference vertical beside the service on `serve`." }),
+  host: opt(Schema.String, "127.0.0.1").annotations({ description: "Where the vertical listens." }),
+  port: opt(Schema.Int.pipe(Schema.between(0, 65535)), 4021).annotations({ description: "The vertical's port." }),
+  name: opt(Schema.String.pipe(Schema.pattern(/^[a-z0-9-]+$/)), "stellar-intel").annotations({ description: "Path segment: endpoints live under `/<name>/v1/rwa/`." }),
+  payTo: opt(StellarAddress, "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464").annotations({ description: "Recipient of its payments." }),
+  facilitatorUrl: opt(Schema.NullOr(Schema.String), null).annotations({ description: "Its facilitator; `null` is this service's own `/x402`." }),
+  horizonUrl: opt(Schema.NullOr(Schema.String), null).annotations({ description: "Horizon it reads; `null` is `ledger.horizonUrl`." }),
+  sorobanRpcUrl: opt(Schema.NullOr(Schema.String), null).annotations({ description: "Soroban RPC it reads; `null` is `ledger.sorobanRpcUrl`." }),
   prices: opt(
     Schema.Struct({
       inspect: BaseUnits,
@@ -214,8 +155,7 @@ export const VerticalConfig = Schema.Struct({
       eligibility: BaseUnits
     }),
     { inspect: "10000", changes: "20000", compliance: "20000", eligibility: "5000" }
-  ),
-  /** Origin buyers reach the vertical at (behind a proxy); null means http://<host>:<bound port>. */
+  ).annotations({ description: "Per-endpoint price in base units." }),
   publicUrl: opt(
     Schema.NullOr(
       Schema.String.pipe(
@@ -223,17 +163,12 @@ export const VerticalConfig = Schema.Struct({
       )
     ),
     null
-  ),
-  /** Sent as `Authorization: Bearer` to the facilitator; needed when the service has apiKeys configured. */
-  facilitatorApiKey: opt(Schema.NullOr(Schema.String.pipe(Schema.minLength(1))), null),
-  /** Verify and settle wait this long; settle waits for the ledger, so it is generous. */
-  facilitatorTimeoutMs: opt(PositiveInt, 60000),
-  /** Bound on each Horizon / Soroban RPC / stellar.toml call. */
-  upstreamTimeoutMs: opt(PositiveInt, 8000),
-  /** Fetch stellar.toml from home domains that are loopback or private addresses (over http); tests only. */
-  allowPrivateHomeDomains: opt(Schema.Boolean, false),
-  /** A mint or burn is "large" from this share of the current supply. */
-  largeTransferShare: opt(Ratio, 0.01)
+  ).annotations({ description: "Origin buyers reach it at (behind a proxy); `null` is `http://<host>:<port>`.", examples: ["https://intel.example.com"] }),
+  facilitatorApiKey: opt(Schema.NullOr(Schema.String.pipe(Schema.minLength(1))), null).annotations({ description: "Sent as `Authorization: Bearer` to its facilitator (needed when this service has `apiKeys`)." }),
+  facilitatorTimeoutMs: opt(PositiveInt, 60000).annotations({ description: "Bound on its verify and settle calls (settle waits for the ledger, so it is generous)." }),
+  upstreamTimeoutMs: opt(PositiveInt, 8000).annotations({ description: "Bound on each Horizon, Soroban RPC and `stellar.toml` call." }),
+  allowPrivateHomeDomains: opt(Schema.Boolean, false).annotations({ description: "Fetch `stellar.toml` from loopback or private home domains (tests only)." }),
+  largeTransferShare: opt(Ratio, 0.01).annotations({ description: "A mint or burn is \"large\" from this share of the supply." })
 })
 export type VerticalConfig = typeof VerticalConfig.Type
 
@@ -248,9 +183,8 @@ export type DemoBehaviour = (typeof DEMO_BEHAVIOURS)[number]
 const FixedPort = Schema.Int.pipe(Schema.between(1, 65535))
 
 export const DemoConfig = Schema.Struct({
-  /** Start the demo providers on `serve`; null means "when no catalog is configured" (the bundled one lists them). */
-  enabled: opt(Schema.NullOr(Schema.Boolean), null),
-  host: opt(Schema.String, "127.0.0.1"),
+  enabled: opt(Schema.NullOr(Schema.Boolean), null).annotations({ description: "Start the demo providers beside the vertical; `null` means \"when `catalog` is not configured\". False also leaves their entries out of the bundled catalog." }),
+  host: opt(Schema.String, "127.0.0.1").annotations({ description: "Where they listen." }),
   ports: opt(
     Schema.Struct({
       fast: opt(FixedPort, 4022),
@@ -259,15 +193,11 @@ export const DemoConfig = Schema.Struct({
       raiser: opt(FixedPort, 4025)
     }),
     { fast: 4022, slow: 4023, flaky: 4024, raiser: 4025 }
-  ),
-  /** How long the slow provider waits before each answer. */
-  slowDelayMs: opt(Schema.Int.pipe(Schema.nonNegative()), 400),
-  /** Share of the flaky provider's requests answered 500, spread evenly. */
-  flakyFailureShare: opt(Ratio, 0.5),
-  /** Seconds after start at which the price raiser's challenges start asking more than it advertises. */
-  priceRaiseAfterSeconds: opt(NonNegativeNumber, 60),
-  /** What the raised challenges ask, as a multiple of the advertised price (above 1 + probes.priceTolerance to be quarantined). */
-  priceRaiseFactor: opt(Schema.Number.pipe(Schema.finite(), Schema.greaterThan(1)), 2)
+  ).annotations({ description: "One port per provider (1-65535: the catalog's URLs name it); each must differ from the others, `port` and `vertical.port`." }),
+  slowDelayMs: opt(Schema.Int.pipe(Schema.nonNegative()), 400).annotations({ description: "How long `demo-slow` waits before each answer." }),
+  flakyFailureShare: opt(Ratio, 0.5).annotations({ description: "Share of `demo-flaky`'s requests answered 500, spread evenly (with 0.5 every second one)." }),
+  priceRaiseAfterSeconds: opt(NonNegativeNumber, 60).annotations({ description: "Seconds after start from which `demo-raiser`'s challenges ask more than its catalog entries advertise." }),
+  priceRaiseFactor: opt(Schema.Number.pipe(Schema.finite(), Schema.greaterThan(1)), 2).annotations({ description: "What they then ask, as a multiple of the advertised price (above 1; quarantined when above 1 + `probes.priceTolerance`)." })
 })
 export type DemoConfig = typeof DemoConfig.Type
 
@@ -281,22 +211,12 @@ export interface DemoSettings extends DemoConfig {
  * reconciliation and the vertical. A null URL means the public endpoint of the configured network.
  */
 export const LedgerConfig = Schema.Struct({
-  sorobanRpcUrl: opt(Schema.NullOr(HttpUrl), null),
-  horizonUrl: opt(Schema.NullOr(HttpUrl), null),
-  /** How long a claimed transaction may take to appear on the ledger before it is rejected. */
-  confirmTimeoutSeconds: opt(PositiveInt, 120),
-  /** Bound on each Soroban RPC or Horizon call. */
-  timeoutMs: opt(PositiveInt, 8000),
-  /**
-   * The inclusion fee the buyer and the economic probes bid on a payment's transaction (stroops);
-   * the resource fee is what simulation asks. The network's minimum of 100 times out when pubnet is busy.
-   */
-  inclusionFeeStroops: opt(PositiveInt, 10_000),
-  /**
-   * How often pending payments are checked on the ledger and unresolved settlements reconciled
-   * (seconds; fractions allowed). A ledger closes about every 5 s.
-   */
-  pollIntervalSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 5)
+  sorobanRpcUrl: opt(Schema.NullOr(HttpUrl), null).annotations({ description: "Soroban RPC every ledger read goes to first: transactions in its retention window, nonce entries, `transfer` events, the latest ledger. `null` is the network's public RPC (`https://soroban-testnet.stellar.org` on testnet); `stellar:pubnet` has none, so there it must be set. Off loopback it must be `https` (as must `ledger.horizonUrl`, `vertical.horizonUrl` and `vertical.sorobanRpcUrl`). Not quoted in config errors." }),
+  horizonUrl: opt(Schema.NullOr(HttpUrl), null).annotations({ description: "Horizon, asked for a transaction RPC no longer holds. `null` is `https://horizon-testnet.stellar.org` on testnet, `https://horizon.stellar.org` on pubnet. A Horizon that skips result meta (SDF's, since Protocol 22) confirms no transfer older than RPC's retention." }),
+  confirmTimeoutSeconds: opt(PositiveInt, 120).annotations({ description: "How long a claimed transaction may take to appear on the ledger before its evidence is rejected." }),
+  timeoutMs: opt(PositiveInt, 8000).annotations({ description: "Bound on each RPC or Horizon call; a call that runs over counts as the ledger being unavailable." }),
+  inclusionFeeStroops: opt(PositiveInt, 10_000).annotations({ description: "The inclusion fee the buyer and the economic probes bid on a payment's transaction; the resource fee is what simulation asks (the network's minimum of 100 times out when pubnet is busy)." }),
+  pollIntervalSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 5).annotations({ description: "How often `serve` checks pending payments on the ledger and reconciles indeterminate settlements (fractions allowed; a ledger closes about every 5 s)." })
 })
 export type LedgerConfig = typeof LedgerConfig.Type
 
@@ -329,29 +249,17 @@ const defaultAsset: SupportedAsset = {
  * operator's probe key, so the transaction success rate rests on payments it made itself.
  */
 export const EconomicProbesConfig = Schema.Struct({
-  enabled: opt(Schema.Boolean, false),
-  /** The probe payer's Stellar secret seed (created 0600 when missing; `sextant keys probe-address` shows its address). */
-  payerKeyFile: opt(Schema.String.pipe(Schema.minLength(1)), "./data/probe.key"),
-  intervalSeconds: opt(PositiveInt, 3600),
-  /** No single probe pays more than this. */
-  maxPriceUsd: opt(NonNegativeNumber, 0.01),
-  /** Spend per UTC day across all probes, kept in the store so a restart does not reset it. */
-  budgetUsdPerDay: opt(NonNegativeNumber, 1),
-  /**
-   * Resource ids to probe; absent means every listed trusted resource (from the catalog file or
-   * listed by an operator) with a payable option within maxPriceUsd.
-   */
-  resources: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1)))),
-  /** Without `resources`, pay untrusted listed resources too (registered, imported, bazaar): anyone could add one. */
-  includeUntrusted: opt(Schema.Boolean, false),
-  /** Resources paying one payee (payTo) that one cycle pays at most. */
-  maxPerPayee: opt(PositiveInt, 1),
-  /** Resources of one provider that one cycle pays at most. */
-  maxPerProvider: opt(PositiveInt, 3),
-  /** Probes in the metric window a resource needs before it is paid: no money for an endpoint seen once. */
-  minObservations: opt(PositiveInt, 3),
-  /** The operator's policy: a resource is paid only when this policy ALLOWs one of its options. */
-  policy: opt(AgentPolicy, {})
+  enabled: opt(Schema.Boolean, false).annotations({ description: "Pay listed resources as a buyer would, so the transaction success rate rests on payments this service made (docs/verification.md)." }),
+  payerKeyFile: opt(Schema.String.pipe(Schema.minLength(1)), "./data/probe.key").annotations({ description: "The probe payer's Stellar secret seed, created with mode 0600 when missing; `sextant keys probe-address` prints its address to fund." }),
+  intervalSeconds: opt(PositiveInt, 3600).annotations({ description: "Time between economic probe cycles." }),
+  maxPriceUsd: opt(NonNegativeNumber, 0.01).annotations({ description: "No single probe pays more." }),
+  budgetUsdPerDay: opt(NonNegativeNumber, 1).annotations({ description: "Spend per UTC day across all probes, kept in the store (a restart does not reset it)." }),
+  resources: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1)))).annotations({ description: "Resource ids to probe; absent means every listed trusted resource (catalog file or operator-listed) with a payable option within `maxPriceUsd`." }),
+  includeUntrusted: opt(Schema.Boolean, false).annotations({ description: "Without `resources`, pay untrusted listed resources too (registered, imported, bazaar: anyone could add one priced at the cap with their own `payTo`)." }),
+  maxPerPayee: opt(PositiveInt, 1).annotations({ description: "Resources paying one `payTo` that one cycle pays at most." }),
+  maxPerProvider: opt(PositiveInt, 3).annotations({ description: "Resources of one provider that one cycle pays at most." }),
+  minObservations: opt(PositiveInt, 3).annotations({ description: "Probes in the metric window a resource needs before it is paid." }),
+  policy: opt(AgentPolicy, {}).annotations({ description: "The operator's AgentPolicy: a resource is paid only when it ALLOWs one of its `exact` options (with `maxPriceUsd` as the price cap), so a never-probed or stale resource is not paid." })
 })
 export type EconomicProbesConfig = typeof EconomicProbesConfig.Type
 
@@ -361,24 +269,15 @@ export type EconomicProbesConfig = typeof EconomicProbesConfig.Type
  * `network`, `asset` and `ledger.sorobanRpcUrl`.
  */
 export const BuyerConfig = Schema.Struct({
-  /** The buyer's Stellar secret seed (created 0600 by `sextant keys buyer-new`); never sent anywhere. */
-  keyFile: opt(Schema.String.pipe(Schema.minLength(1)), "./data/buyer.key"),
-  /** The Sextant service `sextant buy` routes through and asks for receipts. */
-  service: opt(HttpUrl, "http://127.0.0.1:4020"),
-  /** Sent as `Authorization: Bearer` to `service` only, for `POST /v1/receipts` when it has `apiKeys`. */
-  apiKey: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
-  /** The local spend ledger (SQLite); null means `<keyFile>.spend.db`, next to the key. */
-  spendLedgerFile: opt(Schema.NullOr(Schema.String.pipe(Schema.minLength(1))), null),
-  /** The rolling window the local spend ledger sums over. */
-  windowSeconds: opt(PositiveInt, 86_400),
-  /** What this key may sign for within the window, whatever any service says. */
-  maxUsdPerWindow: opt(NonNegativeNumber, 1),
-  /** What one MCP session (one `sextant mcp --buyer-key-file` process) may spend, on top of the window. */
-  mcpSessionCapUsd: opt(NonNegativeNumber, 0.1),
-  /** The unpaid request's timeout; the paid one waits up to 60 s for settlement. */
-  timeoutMs: opt(PositiveInt, 10_000),
-  /** A paid answer larger than this is not kept: the payment is reported as failed. */
-  maxBodyBytes: opt(PositiveInt, 4 * 1024 * 1024),
+  keyFile: opt(Schema.String.pipe(Schema.minLength(1)), "./data/buyer.key").annotations({ description: "The buyer's Stellar secret seed (`sextant keys buyer-new` creates it, mode 0600); read on this machine only, never sent." }),
+  service: opt(HttpUrl, "http://127.0.0.1:4020").annotations({ description: "The Sextant service `sextant buy` routes through and asks for receipts (`--service` overrides)." }),
+  apiKey: Schema.optional(Schema.String.pipe(Schema.minLength(1))).annotations({ description: "Sent as `Authorization: Bearer` to `buyer.service` only (for `POST /v1/receipts` when it has `apiKeys`); `SEXTANT_API_KEY` also works, never the command line." }),
+  spendLedgerFile: opt(Schema.NullOr(Schema.String.pipe(Schema.minLength(1))), null).annotations({ description: "The local spend ledger (SQLite), one window per key; `null` is `<keyFile>.spend.db`." }),
+  windowSeconds: opt(PositiveInt, 86_400).annotations({ description: "The rolling window the spend ledger sums over." }),
+  maxUsdPerWindow: opt(NonNegativeNumber, 1).annotations({ description: "What the key may sign for within the window, whatever any service says." }),
+  mcpSessionCapUsd: opt(NonNegativeNumber, 0.1).annotations({ description: "What one MCP buyer session (one `sextant mcp --buyer-key-file` process) may spend, on top of the window (`--session-cap-usd` overrides)." }),
+  timeoutMs: opt(PositiveInt, 10_000).annotations({ description: "The unpaid request's timeout (the paid one waits up to 60 s for settlement)." }),
+  maxBodyBytes: opt(PositiveInt, 4 * 1024 * 1024).annotations({ description: "A paid answer larger than this is not kept: the purchase ends `PAID_BUT_FAILED`." }),
   ...outboundGuardFields
 })
 export type BuyerConfig = typeof BuyerConfig.Type
@@ -389,56 +288,43 @@ export type BuyerConfig = typeof BuyerConfig.Type
  * Off (null) by default: nothing leaves the process unless the operator names a collector.
  */
 export const TelemetryConfig = Schema.Struct({
-  otlpEndpoint: opt(Schema.NullOr(HttpUrl), null),
-  /** `service.name` of the exported resource, to tell instances apart in a shared collector. */
-  serviceName: opt(Schema.String.pipe(Schema.minLength(1)), "sextant")
+  otlpEndpoint: opt(Schema.NullOr(HttpUrl), null).annotations({ description: "An OpenTelemetry collector's OTLP/HTTP base URL: spans of every HTTP request and service step go to `<otlpEndpoint>/v1/traces` (OTLP JSON, every second); `null` makes no span at all. Not quoted in config errors (it may carry a token).", examples: ["http://127.0.0.1:4318"] }),
+  serviceName: opt(Schema.String.pipe(Schema.minLength(1)), "sextant").annotations({ description: "The exported resource's `service.name`, to tell instances apart in a shared collector." })
 })
 export type TelemetryConfig = typeof TelemetryConfig.Type
 
-/** The config file; its field names are a contract with operators (docs/decisions.md): add, never rename. */
+/**
+ * The config file; its field names are a contract with operators (docs/decisions.md, Config field
+ * names): add, never rename. Every field's `description` is its entry in docs/reference/configuration.md
+ * (`npm run docs:config`).
+ */
 export const ConfigFile = Schema.Struct({
-  host: opt(Schema.String, "127.0.0.1"),
-  port: opt(Schema.Int.pipe(Schema.between(0, 65535)), 4020),
-  database: opt(Schema.String.pipe(Schema.minLength(1)), "./data/sextant.db"),
-  network: opt(StellarNetwork, "stellar:testnet"),
-  asset: opt(SupportedAsset, defaultAsset),
-  facilitators: opt(Schema.Array(FacilitatorBackend), []),
-  /** Seconds between `/supported` polls of every facilitator: also how soon one marked unhealthy is tried again. */
-  facilitatorPollSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 30),
-  /**
-   * A settle is answered within this many seconds, whatever its backends do: failover included
-   * (after a backend's silence the ledger is read, then the next backend tried, only in this time);
-   * what is still unknown at the deadline is answered 502 SETTLEMENT_INDETERMINATE.
-   */
-  settleDeadlineSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 120),
-  /** Inline entries or a path to a JSON file of entries; null means the bundled demo catalog. */
-  catalog: opt(Schema.NullOr(Schema.Union(Schema.Array(CatalogEntry), Schema.String)), null),
-  probes: opt(ProbesConfig, Schema.decodeSync(ProbesConfig)({})),
-  verification: opt(VerificationConfig, Schema.decodeSync(VerificationConfig)({})),
-  ingestion: opt(IngestionConfig, Schema.decodeSync(IngestionConfig)({})),
-  signer: opt(SignerConfig, { ed25519KeyFile: "./data/signer.key" }),
-  budgets: opt(BudgetsConfig, Schema.decodeSync(BudgetsConfig)({})),
-  limits: opt(LimitsConfig, Schema.decodeSync(LimitsConfig)({})),
-  /**
-   * On SIGTERM / SIGINT, how long requests and settles in flight may take to finish before the
-   * process exits anyway (as a crash would leave them; recovery at the next start handles that).
-   */
-  shutdownGraceSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 30),
-  apiKeys: opt(Schema.Array(ApiKeyEntry), []),
-  /**
-   * Without `apiKeys` every endpoint is open, so `serve` listens only on loopback unless this says
-   * the open service is meant to be reachable from elsewhere (as Redis's protected mode does).
-   */
-  openMode: opt(Schema.Boolean, false),
-  catalogSources: opt(Schema.Array(CatalogSource), []),
-  vertical: opt(VerticalConfig, Schema.decodeSync(VerticalConfig)({})),
-  ledger: opt(LedgerConfig, Schema.decodeSync(LedgerConfig)({})),
-  economicProbes: opt(EconomicProbesConfig, Schema.decodeSync(EconomicProbesConfig)({})),
-  telemetry: opt(TelemetryConfig, Schema.decodeSync(TelemetryConfig)({})),
-  /** "text": Effect's logfmt lines; "json": one JSON object per line, for log shippers. */
-  logFormat: opt(Schema.Literal("text", "json"), "text"),
-  demo: opt(DemoConfig, Schema.decodeSync(DemoConfig)({})),
-  buyer: opt(BuyerConfig, Schema.decodeSync(BuyerConfig)({}))
+  host: opt(Schema.String, "127.0.0.1").annotations({ description: "Listen address (`HOST` overrides). Without `apiKeys` only a loopback address is accepted unless `openMode`." }),
+  port: opt(Schema.Int.pipe(Schema.between(0, 65535)), 4020).annotations({ description: "Listen port (`PORT` overrides)." }),
+  database: opt(Schema.String.pipe(Schema.minLength(1)), "./data/sextant.db").annotations({ description: "SQLite file (parent folder created), `\":memory:\"`, or a `postgres://` URL (`DATABASE_URL` overrides). Not quoted in config errors.", examples: ["./data/sextant.db", "postgres://user:password@127.0.0.1:5432/sextant"] }),
+  network: opt(StellarNetwork, "stellar:testnet").annotations({ description: "`stellar:testnet` or `stellar:pubnet`." }),
+  asset: opt(SupportedAsset, defaultAsset).annotations({ description: "The SupportedAsset; amounts are in its base units (7 decimals: `\"10000\"` is $0.001)." }),
+  facilitators: opt(Schema.Array(FacilitatorBackend), []).annotations({ description: "`[{id, url, apiKey?}]`: the facilitator backends, tried in this order; `apiKey` is sent as `Authorization: Bearer` to that backend only, and a redirect from it is an error answer, never followed.", examples: [[{ id: "primary", url: "https://facilitator.example.com" }]] }),
+  facilitatorPollSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 30).annotations({ description: "Seconds between `/supported` polls of every facilitator; also how soon one marked unhealthy is tried again." }),
+  settleDeadlineSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 120).annotations({ description: "A settle is answered within this, whatever its backends do: failover (a ledger read, then the next backend) happens only in this time, and what is still unknown at the deadline is 502 `SETTLEMENT_INDETERMINATE`. Each backend gets an even share of the time left, less a ledger read each." }),
+  catalog: opt(Schema.NullOr(Schema.Union(Schema.Array(CatalogEntry), Schema.String)), null).annotations({ description: "An array of ResourceRecord, or a path to a JSON file of them (relative to the config file; decoded when the store is open and only when its content differs from what the store loaded last, with the same one-line error and exit 2). `null` is the bundled demo catalog (`src/store/demo-catalog.json`), placed where `vertical` and `demo` listen, without the demo providers when `demo.enabled` is false. `status` and `verificationLevel` may be omitted and are ignored: they are earned. `amountUsd` must equal `amount` at 7 decimals. A resource of type `mcp` has its MCP server's Streamable HTTP endpoint as `url` and needs `resource.mcp`: `{toolName, transport?, inputSchema?, example?}` (`transport`: `streamable-http`, the default, or `sse`); an `http` resource may not have one." }),
+  probes: opt(ProbesConfig, Schema.decodeSync(ProbesConfig)({})).annotations({ description: "The probe schedule: how often each resource is probed, how long probes and their history are kept, and which targets they may reach." }),
+  verification: opt(VerificationConfig, Schema.decodeSync(VerificationConfig)({})).annotations({ description: "How evidence becomes metrics, levels and statuses (docs/verification.md)." }),
+  ingestion: opt(IngestionConfig, Schema.decodeSync(IngestionConfig)({})).annotations({ description: "What strangers may add to the catalog and how much of the probe workload it may take (docs/trust.md). Counted over untrusted entries (registration, imports, bazaar; not the catalog file's or what an operator listed) in the store, so instances sharing a database share them." }),
+  signer: opt(SignerConfig, { ed25519KeyFile: "./data/signer.key" }).annotations({ description: "`{ed25519KeyFile}`: the Ed25519 key file (generated on first start, mode 0600), or `{hmacSecret}` (16+ characters) for HMAC-SHA256 receipts." }),
+  budgets: opt(BudgetsConfig, Schema.decodeSync(BudgetsConfig)({})).annotations({ description: "Sponsored-fee and spend budgets of `/x402/settle`, over a rolling window." }),
+  limits: opt(LimitsConfig, Schema.decodeSync(LimitsConfig)({})).annotations({ description: "Request rate limits per principal (the API key's principal, else the client address), counted in the store so instances sharing a Postgres database share them." }),
+  shutdownGraceSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 30).annotations({ description: "On SIGTERM or SIGINT, how long requests and settles in flight may take to finish before the process exits anyway (docs/operating.md)." }),
+  apiKeys: opt(Schema.Array(ApiKeyEntry), []).annotations({ description: "`[{principal, sha256, policy?, role?}]`. When any exist, settle, verify, validate, register, receipt creation, `/x402/facilitators`, `/x402/settlements*` and `/health/dependencies` need `Authorization: Bearer <key>`.", examples: [[{ principal: "agent-1", sha256: "<sextant keys hash output>", role: "buyer" }]] }),
+  openMode: opt(Schema.Boolean, false).annotations({ description: "With no `apiKeys`, allow `serve` to listen on a non-loopback `host` (every endpoint then open to the network); without it that start-up stops with exit 2." }),
+  catalogSources: opt(Schema.Array(CatalogSource), []).annotations({ description: "`[{id, url, intervalSeconds?, networks?}]`: discovery services to import from (docs/verification.md, Imports); ids must be unique.", examples: [[{ id: "cdp-bazaar", url: "https://bazaar.example.com", intervalSeconds: 3600 }]] }),
+  vertical: opt(VerticalConfig, Schema.decodeSync(VerticalConfig)({})).annotations({ description: "The paid reference vertical `serve` starts beside the service (docs/vertical.md)." }),
+  ledger: opt(LedgerConfig, Schema.decodeSync(LedgerConfig)({})).annotations({ description: "Where the service reads the Stellar ledger: transaction evidence, settlement reconciliation, the vertical and payments. A `null` URL is the configured network's public endpoint." }),
+  economicProbes: opt(EconomicProbesConfig, Schema.decodeSync(EconomicProbesConfig)({})).annotations({ description: "Economic probes: the service pays selected listed resources as a buyer would, with the operator's probe key, so the transaction success rate rests on payments it made itself." }),
+  telemetry: opt(TelemetryConfig, Schema.decodeSync(TelemetryConfig)({})).annotations({ description: "Traces: off until `otlpEndpoint` names a collector; nothing leaves the process otherwise." }),
+  logFormat: opt(Schema.Literal("text", "json"), "text").annotations({ description: "`text`: logfmt lines; `json`: one JSON object per line (`message`, `logLevel`, `timestamp`, `annotations`, `spans`, `fiberId`) for log shippers." }),
+  demo: opt(DemoConfig, Schema.decodeSync(DemoConfig)({})).annotations({ description: "The demo providers `serve` starts beside the vertical (docs/vertical.md)." }),
+  buyer: opt(BuyerConfig, Schema.decodeSync(BuyerConfig)({})).annotations({ description: "The buyer side (`sextant buy`, `sextant keys buyer-new`, the MCP `buy_resource` tool), run on the buyer's machine with the buyer's key. It pays on `network` in `asset`, simulating on `ledger.sorobanRpcUrl`." })
 })
 export type ConfigFile = typeof ConfigFile.Type
 

@@ -82,7 +82,7 @@ describe("historyHours", () => {
     ])
   })
 
-  test("figures: the README's ratios (0 when nothing answered) and the metrics' percentiles; empty hours are left out", () => {
+  test("figures: the ratios of docs/verification.md (0 when nothing answered) and the metrics' percentiles; empty hours are left out", () => {
     let latency: ReadonlyArray<number> = []
     for (const ms of [30, 10, 20, 400, 50]) latency = addSample(latency, ms)
     const hours = historyHours(

@@ -94,7 +94,7 @@ export type Listing = typeof Listing.Type
 
 /**
  * Why an unlisted resource is unlisted (null while listed). A healthy probe lists the first two;
- * only an operator or the source lists the others again. See docs/decisions.md, Listing.
+ * only an operator or the source lists the others again. See docs/decisions.md, Listing and freshness.
  */
 export const ListingHold = Schema.Literal("awaiting_probe", "unhealthy", "source", "operator", "validate")
 export type ListingHold = typeof ListingHold.Type

@@ -298,7 +298,7 @@ const make = Effect.gen(function* () {
     )
   ]
 
-  /** Step 1: what is paid, read from the signed transaction; the terms this service can value (422). */
+  /** Step 2: Read the payment: what is paid, from the signed transaction; the terms this service can value (422). */
   const readPayment = Effect.fn("Settlement.readPayment")(function* (input: SettleInput) {
     const terms = yield* termsOf(input.request, assetContract)
     const { paymentId, transfer, authorization, payerVerified } = yield* decodePayment(input.request.paymentPayload.payload.transaction, terms.network)
@@ -313,7 +313,7 @@ const make = Effect.gen(function* () {
   })
 
   /**
-   * Step 2, when a check refuses: a repeat of a journaled request gets its stored answer (or 409),
+   * Step 3: Repeats, when a check refuses: a repeat of a journaled request gets its stored answer (or 409),
    * whatever the checks say now; anything else gets the refusal. (A request the checks pass is
    * looked up in the reservation's transaction, which answers a repeat the same way.)
    */
@@ -325,7 +325,7 @@ const make = Effect.gen(function* () {
     return yield* Effect.fail(refusal)
   })
 
-  /** Step 3: the buyer policies on the worst case of what would actually be paid. */
+  /** Step 5: Policy: the buyer policies on the worst case of what would actually be paid. */
   const checkPolicies = Effect.fn("Settlement.checkPolicies")(function* (payment: Payment, policies: ReadonlyArray<NamedPolicy>, nowMs: number) {
     const option = paymentOption(payment.terms, worstCaseUnits(payment.terms, payment.transfer), decimals)
     const denial = paymentDenial(policies, option, policyContext(config, new Date(nowMs)))
@@ -334,7 +334,7 @@ const make = Effect.gen(function* () {
   })
 
   /**
-   * Step 4: the payee's listed resources and their evidence, in two parts. The shortlist holds a
+   * Step 6: Payee evidence: the payee's listed resources and their evidence, in two parts. The shortlist holds a
    * quarantined resource and one of a denied provider when the whole set has one (the rules about
    * "any" resource), and a few that could pass (the rule about "some"): if they pass, the whole set
    * passes too (docs/decisions.md, Settlement pipeline). `payeeShortlistPasses` answers whether
@@ -364,13 +364,13 @@ const make = Effect.gen(function* () {
     if (refusal) return yield* Effect.fail(refusal)
   })
 
-  /** Step 5: the signed transfer pays what the requirements say. */
+  /** Step 7: Transfer: the signed transfer pays what the requirements say. */
   const checkTransfer = Effect.fn("Settlement.checkTransfer")(function* (payment: Payment) {
     const mismatch = transferMismatch(payment.terms, payment.transfer, decimals)
     if (mismatch) return yield* Effect.fail(mismatch)
   })
 
-  /** Step 6: idempotency again (for repeats that raced), spend window, fee budget and the `pending` entry, in one transaction. */
+  /** Step 8: Reserve: repeats again (for those that raced), spend window, fee budget and the `pending` entry, in one transaction. */
   const reserve = Effect.fn("Settlement.reserve")(function* <E>(
     payment: Payment,
     idempotencyKey: string | undefined,
@@ -432,7 +432,7 @@ const make = Effect.gen(function* () {
         }
 
   /**
-   * What the ledger says about the payment after a backend went silent. Consumed nonce: executed,
+   * Step 10: Forward with failover: what the ledger says about the payment after a backend went silent. Consumed nonce: executed,
    * once the transfer in a transaction carrying this authorisation is found (else unknown).
    * Unconsumed while the authorisation is still valid: not executed, so the same payload may go
    * to the next backend. Anything else, or a ledger that cannot be read in time: unknown.
@@ -500,7 +500,7 @@ const make = Effect.gen(function* () {
       return Fiber.join(read)
     })
 
-  /** A reservation released because its nonce is spent: nothing was forwarded, so nothing is charged. */
+  /** Step 9: Spent nonce: a reservation released because its nonce is spent; nothing was forwarded, so nothing is charged. */
   const refuseSpent = Effect.fn("Settlement.refuseSpent")(function* (id: string, payment: Payment) {
     const error = new NonceAlreadyConsumed({
       message: `the payer's authorisation nonce ${payment.authorization?.nonce} is already consumed on the ledger: this signed ` +
@@ -521,8 +521,8 @@ const make = Effect.gen(function* () {
   })
 
   /**
-   * Step 7: backends with failover, then the journal's `settled` / `failed` / `indeterminate` (or
-   * `pending` with a backend's `settlement_pending` answer), then the evidence. Forwarding and recording run to the end even if the caller goes away (a daemon
+   * Step 10: Forward with failover, then step 11 (Outcome): the journal's `settled` / `failed` /
+   * `indeterminate` (or `pending` with a backend's `settlement_pending` answer), then the evidence. Forwarding and recording run to the end even if the caller goes away (a daemon
    * fiber the caller only joins): an entry left `pending` would only be resolved, as
    * indeterminate, by the next restart. The backend timeouts inside still apply. It is counted as
    * in flight, so a graceful shutdown waits for its outcome to be journaled.
@@ -554,6 +554,7 @@ const make = Effect.gen(function* () {
       const outcome = yield* decide
       const { completion, answer } = conclude(id, outcome, payment.terms.network, payment.transfer.from)
       const at = yield* Clock.currentTimeMillis
+      // Step 11: Outcome: journaled with its evidence in one commit, then answered.
       const journaled = journal.complete(id, completion, at).pipe(
         Effect.catchAllCause((cause) =>
           Effect.logError(`settlement ${id}: recording its outcome failed; it will be indeterminate after a restart`, cause)
@@ -567,7 +568,7 @@ const make = Effect.gen(function* () {
       // Durable against a process crash, not fsynced: the buyer need not wait for a second fsync.
       // Lost only with power, it leaves the entry `pending`, which the next start makes
       // `indeterminate` and the reconciler resolves from the ledger; the reservation before the
-      // backend call stays fsynced (docs/decisions.md, Settlement pipeline: Durability).
+      // backend call stays fsynced (docs/decisions.md, Durability).
       const counts = yield* durableAgainstProcessCrash(transaction(Effect.zipRight(journaled, evidence)))
       // Re-deriving the payee's resources (only a failure counts at once) runs after the commit,
       // outside the journal's transaction: it takes the recorder's lock, which a probe batch holds.
@@ -582,8 +583,8 @@ const make = Effect.gen(function* () {
   }
 
   /**
-   * The outcome of an entry a backend answered `settlement_pending` for, when its payment is sent
-   * again: the ledger's, when the backend's transaction is there, successful and carrying this
+   * Step 3: Repeats, of an entry a backend answered `settlement_pending` for: the outcome when its
+   * payment is sent again: the ledger's, when the backend's transaction is there, successful and carrying this
    * payment's authorisation; else the same backend's answer to the same payload (it reconciles its
    * own broadcast), never another backend's, which could submit it a second time. A backend that
    * gives no usable answer leaves the entry pending: the stored pending answer is given again.
@@ -618,7 +619,8 @@ const make = Effect.gen(function* () {
   })
 
   /**
-   * Steps 3 to 6: every check, then the reservation; the checks write nothing. The payee's
+   * Steps 4 to 8 (Kind, Policy, Payee evidence, Transfer, Reserve): every check, then the
+   * reservation; the checks write nothing. The payee's
    * shortlist is read and judged inside the reservation's transaction: on SQLite that runs on the
    * writer, whose pages are current, where the reader's cache is emptied by every commit (about
    * 0.25 ms a settle). When the shortlist does not show a pass, the transaction is given up before
@@ -626,6 +628,7 @@ const make = Effect.gen(function* () {
    * and the reservation made after that whole-set judgement passed.
    */
   const checkAndReserve = Effect.fnUntraced(function* (payment: Payment, input: SettleInput) {
+    // Step 4: Kind.
     yield* pool.checkKind(payment.terms.network, payment.terms.scheme)
     const nowMs = yield* Clock.currentTimeMillis
     const policies = buyerPolicies(payment.terms.policy, input.principal)
@@ -645,7 +648,8 @@ const make = Effect.gen(function* () {
   })
 
   /**
-   * The settle pipeline, failing closed at each step, in the order of the README's list. The
+   * The settle pipeline, failing closed at each step, numbered as in docs/architecture.md, "The
+   * flow of a settle" (step 1, Admit, is the HTTP layer's). The
    * payment is identified by its decoded transaction, so a repeat is recognised in any wrapper and
    * gets its stored answer whatever the backends' health, the budgets or the evidence are now; it
    * never reserves budget twice. The journal is read for it once: in the reservation's transaction

@@ -19,7 +19,8 @@ export const carriesAuthorization = (tx: LedgerTransaction, payment: AuthorizedP
   tx.authorizations.some((a) => a.address === payment.payer && a.nonce === BigInt(payment.nonce))
 
 /**
- * The transfer that executed this signed payment, if the ledger shows one: a `transfer` event of
+ * Step 10: Forward with failover (and the reconciler): the transfer that executed this signed
+ * payment, if the ledger shows one: a `transfer` event of
  * the asset from the payer to the payee with a matching amount, in a successful transaction whose
  * envelope carries the payer's authorisation with this nonce. Another payment of the same amount
  * between the same parties does not count, nor does a transaction that merely consumed the nonce.
