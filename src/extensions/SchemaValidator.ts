@@ -33,6 +33,11 @@ export interface SchemaValidatorShape {
   readonly validate: (info: unknown, schema: unknown) => Effect.Effect<Either.Either<void, string>>
 }
 
+export class SchemaValidator extends Context.Tag("sextant/SchemaValidator")<SchemaValidator, SchemaValidatorShape>() {
+  static readonly layer = (budgetMs: number = VALIDATION_BUDGET_MS) => Layer.scoped(SchemaValidator, Effect.suspend(() => make(budgetMs)))
+  static readonly Live = SchemaValidator.layer()
+}
+
 /**
  * Validates untrusted JSON Schemas (already passed through `schemaGuard`) on a Bun Worker, one at a
  * time, each within `budgetMs`. Over the budget, or if the worker breaks, the worker is ended and
@@ -119,8 +124,3 @@ const make = (budgetMs: number) =>
       )
     return { validate } satisfies SchemaValidatorShape
   })
-
-export class SchemaValidator extends Context.Tag("sextant/SchemaValidator")<SchemaValidator, SchemaValidatorShape>() {
-  static readonly layer = (budgetMs: number = VALIDATION_BUDGET_MS) => Layer.scoped(SchemaValidator, make(budgetMs))
-  static readonly Live = SchemaValidator.layer()
-}

@@ -16,6 +16,32 @@ export interface ReconcileReport {
   readonly unpaid: number
 }
 
+export interface ReconcilerShape {
+  /** Resolves one batch of unresolved settlements against the ledger. */
+  readonly reconcileOnce: Effect.Effect<ReconcileReport>
+}
+
+/**
+ * Resolves settlements whose outcome is unknown (`indeterminate`, including those crash recovery
+ * marked, and `pending` ones a backend answered `settlement_pending` for) against the ledger,
+ * never by sending the payment again.
+ */
+export class Reconciler extends Context.Tag("sextant/Reconciler")<Reconciler, ReconcilerShape>() {
+  static readonly Live = Layer.effect(Reconciler, Effect.suspend(() => make))
+
+  /** Reconciles every `interval` for as long as the scope lives (the serving process). */
+  static readonly schedule = (interval: Duration.DurationInput) =>
+    Layer.scopedDiscard(
+      Effect.flatMap(Reconciler, ({ reconcileOnce }) =>
+        reconcileOnce.pipe(
+          Effect.catchAllCause((cause) => Effect.logError("reconciliation pass failed", cause)),
+          Effect.repeat(Schedule.spaced(interval)),
+          Effect.forkScoped
+        )
+      )
+    )
+}
+
 const make = Effect.gen(function* () {
   const journal = yield* SettlementJournal
   const ledger = yield* LedgerReader
@@ -83,26 +109,5 @@ const make = Effect.gen(function* () {
     } satisfies ReconcileReport
   }).pipe(Effect.withSpan("Reconciler.reconcileOnce"))
 
-  return { reconcileOnce }
+  return { reconcileOnce } satisfies ReconcilerShape
 })
-
-/**
- * Resolves settlements whose outcome is unknown (`indeterminate`, including those crash recovery
- * marked, and `pending` ones a backend answered `settlement_pending` for) against the ledger,
- * never by sending the payment again.
- */
-export class Reconciler extends Context.Tag("sextant/Reconciler")<Reconciler, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.effect(Reconciler, make)
-
-  /** Reconciles every `interval` for as long as the scope lives (the serving process). */
-  static readonly schedule = (interval: Duration.DurationInput) =>
-    Layer.scopedDiscard(
-      Effect.flatMap(Reconciler, ({ reconcileOnce }) =>
-        reconcileOnce.pipe(
-          Effect.catchAllCause((cause) => Effect.logError("reconciliation pass failed", cause)),
-          Effect.repeat(Schedule.spaced(interval)),
-          Effect.forkScoped
-        )
-      )
-    )
-}

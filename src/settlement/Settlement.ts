@@ -4,16 +4,28 @@ import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
 import {
   AllFacilitatorsFailed,
+  type AmountUsdMismatch,
+  type DelegatedCredentialsRefused,
   FacilitatorsNotReady,
+  type FeeBudgetExhausted,
   IdempotencyKeyReused,
   InvalidRequest,
+  type InvalidPayerSignature,
+  type MalformedPaymentTransaction,
   NoHealthyFacilitator,
   NonceAlreadyConsumed,
+  type NotFound,
   notFound,
   PaymentAlreadySubmitted,
+  type PolicyDenied,
   SettlementInProgress,
   SettlementIndeterminate,
   SettlementUnresolved,
+  type SourceAccountCredentialsRefused,
+  type TransferAmountMismatch,
+  type TransferAssetMismatch,
+  type TransferRecipientMismatch,
+  type UnsupportedAsset,
   UnsupportedPaymentKind
 } from "../domain/errors.js"
 import { type EconomicEvent, type ProviderEvidence, providerEvidenceOf } from "../domain/evidence.js"
@@ -60,6 +72,53 @@ export interface SettleInput {
   readonly idempotencyKey: string | undefined
   /** The API key's principal; null in open mode, where the payer address (once its signature verified) is the principal. */
   readonly principal: string | null
+}
+
+/** Every refusal a settle can answer with, each its own code and status. */
+export type SettleError =
+  | InvalidRequest
+  | FacilitatorsNotReady
+  | UnsupportedPaymentKind
+  | NoHealthyFacilitator
+  | AllFacilitatorsFailed
+  | IdempotencyKeyReused
+  | MalformedPaymentTransaction
+  | DelegatedCredentialsRefused
+  | SourceAccountCredentialsRefused
+  | InvalidPayerSignature
+  | PolicyDenied
+  | FeeBudgetExhausted
+  | TransferAssetMismatch
+  | TransferRecipientMismatch
+  | TransferAmountMismatch
+  | AmountUsdMismatch
+  | UnsupportedAsset
+  | SettlementIndeterminate
+  | PaymentAlreadySubmitted
+  | SettlementInProgress
+  | SettlementUnresolved
+  | NonceAlreadyConsumed
+
+export interface SettlementShape {
+  /** Checks, reserves, forwards and journals one settle; a repeat is answered from the journal. */
+  readonly settle: (input: SettleInput) => Effect.Effect<SettleAnswer, SettleError>
+  /** `settle`, also saying whether this request settled it (false: a repeat) and the payer, for the bazaar extension. */
+  readonly settleReporting: (
+    input: SettleInput
+  ) => Effect.Effect<{ readonly answer: SettleAnswer; readonly settledNow: boolean; readonly payer: string }, SettleError>
+  /** One journal entry; another principal's entry is NotFound to an API-key principal, as a missing one. */
+  readonly get: (id: string, principal: string | null) => Effect.Effect<SettlementRecord, NotFound>
+  /** The journal, newest first, scoped like `get`. */
+  readonly list: (
+    query: { readonly state?: SettlementRecord["state"]; readonly before?: string; readonly limit?: number },
+    principal: string | null
+  ) => Effect.Effect<ReadonlyArray<SettlementRecord>>
+}
+
+/** `/x402/settle` and `/x402/settlements`. */
+export class Settlement extends Context.Tag("sextant/Settlement")<Settlement, SettlementShape>() {
+  static readonly Live = Layer.effect(Settlement, Effect.suspend(() => make))
+  static readonly Recovery = Layer.effectDiscard(Effect.suspend(() => recover))
 }
 
 /** Open mode's one principal for payers no signature here proved (contract accounts): they share one budget. */
@@ -703,7 +762,7 @@ const make = Effect.gen(function* () {
       return instruments.settle(result, code, seconds)
     })
 
-  return { settle: (input: SettleInput) => Effect.map(settleReporting(input), (s) => s.answer), settleReporting, get, list }
+  return { settle: (input: SettleInput) => Effect.map(settleReporting(input), (s) => s.answer), settleReporting, get, list } satisfies SettlementShape
 })
 
 /**
@@ -718,11 +777,3 @@ const recover = Effect.gen(function* () {
     yield* Effect.logWarning(`settlements interrupted by a restart are now indeterminate and will not be re-submitted: ${recovered.join(", ")}`)
   }
 }).pipe(Effect.withSpan("Settlement.recover"))
-
-type SettlementShape = Effect.Effect.Success<typeof make>
-
-/** `/x402/settle` and `/x402/settlements`. */
-export class Settlement extends Context.Tag("sextant/Settlement")<Settlement, SettlementShape>() {
-  static readonly Live = Layer.effect(Settlement, make)
-  static readonly Recovery = Layer.effectDiscard(recover)
-}

@@ -14,6 +14,32 @@ export interface ConfirmReport {
   readonly rejected: number
 }
 
+export interface EvidenceConfirmerShape {
+  /** Judges one batch of pending payments against the ledger. */
+  readonly confirmOnce: Effect.Effect<ConfirmReport>
+}
+
+/**
+ * Confirms reported payments on the ledger: a transaction hash from a receipt, a settle answer or
+ * an economic probe counts only once the ledger shows it paying what was expected, from a payer
+ * that is not the payee and that the payee did not fund within the window (docs/trust.md).
+ */
+export class EvidenceConfirmer extends Context.Tag("sextant/EvidenceConfirmer")<EvidenceConfirmer, EvidenceConfirmerShape>() {
+  static readonly Live = Layer.effect(EvidenceConfirmer, Effect.suspend(() => make))
+
+  /** Confirms every `interval` for as long as the scope lives (the serving process). */
+  static readonly schedule = (interval: Duration.DurationInput) =>
+    Layer.scopedDiscard(
+      Effect.flatMap(EvidenceConfirmer, ({ confirmOnce }) =>
+        confirmOnce.pipe(
+          Effect.catchAllCause((cause) => Effect.logError("confirmation pass failed", cause)),
+          Effect.repeat(Schedule.spaced(interval)),
+          Effect.forkScoped
+        )
+      )
+    )
+}
+
 /**
  * The payee's transfers of the asset to a confirmed payment's payer in the `windowLedgers` (the
  * metric window, at about 5 s a ledger) before it: what judgeFunding judges.
@@ -75,29 +101,5 @@ const make = Effect.gen(function* () {
     } satisfies ConfirmReport
   }).pipe(Effect.withSpan("EvidenceConfirmer.confirmOnce"))
 
-  return { confirmOnce }
+  return { confirmOnce } satisfies EvidenceConfirmerShape
 })
-
-/**
- * Confirms reported payments on the ledger: a transaction hash from a receipt, a settle answer or
- * an economic probe counts only once the ledger shows it paying what was expected, from a payer
- * that is not the payee and that the payee did not fund within the window (docs/trust.md).
- */
-export class EvidenceConfirmer extends Context.Tag("sextant/EvidenceConfirmer")<
-  EvidenceConfirmer,
-  Effect.Effect.Success<typeof make>
->() {
-  static readonly Live = Layer.effect(EvidenceConfirmer, make)
-
-  /** Confirms every `interval` for as long as the scope lives (the serving process). */
-  static readonly schedule = (interval: Duration.DurationInput) =>
-    Layer.scopedDiscard(
-      Effect.flatMap(EvidenceConfirmer, ({ confirmOnce }) =>
-        confirmOnce.pipe(
-          Effect.catchAllCause((cause) => Effect.logError("confirmation pass failed", cause)),
-          Effect.repeat(Schedule.spaced(interval)),
-          Effect.forkScoped
-        )
-      )
-    )
-}
