@@ -33,17 +33,17 @@ export interface SchemaValidatorShape {
   readonly validate: (info: unknown, schema: unknown) => Effect.Effect<Either.Either<void, string>>
 }
 
-export class SchemaValidator extends Context.Tag("sextant/SchemaValidator")<SchemaValidator, SchemaValidatorShape>() {
-  static readonly layer = (budgetMs: number = VALIDATION_BUDGET_MS) => Layer.scoped(SchemaValidator, Effect.suspend(() => make(budgetMs)))
-  static readonly Live = SchemaValidator.layer()
-}
-
 /**
  * Validates untrusted JSON Schemas (already passed through `schemaGuard`) on a Bun Worker, one at a
  * time, each within `budgetMs`. Over the budget, or if the worker breaks, the worker is ended and
  * the validation answers Left; the next one gets a fresh worker (started ahead after an overrun).
  * The first worker starts with the first validation; its start-up is never charged to a budget.
  */
+export class SchemaValidator extends Context.Tag("sextant/SchemaValidator")<SchemaValidator, SchemaValidatorShape>() {
+  static readonly layer = (budgetMs: number = VALIDATION_BUDGET_MS) => Layer.scoped(SchemaValidator, Effect.suspend(() => make(budgetMs)))
+  static readonly Live = SchemaValidator.layer()
+}
+
 const make = (budgetMs: number) =>
   Effect.gen(function* () {
     /** A worker and when it has loaded Ajv: its start-up is not charged to the budget. */

@@ -1,5 +1,10 @@
 import { Context, Duration, Effect, type Fiber, Layer, Option, Ref, Stream, SubscriptionRef } from "effect"
 
+/**
+ * Where the process stands between start and exit, for a shutdown that loses nothing: requests
+ * and settles in flight are counted, and once `drain` starts readiness answers 503 and new
+ * requests are turned away while the counted work finishes.
+ */
 export interface LifecycleShape {
   /** True once a shutdown has begun: readiness answers 503, new requests are turned away. */
   readonly draining: Effect.Effect<boolean>
@@ -17,11 +22,6 @@ export class Lifecycle extends Context.Tag("sextant/Lifecycle")<Lifecycle, Lifec
   static readonly Live = Layer.effect(Lifecycle, Effect.suspend(() => make))
 }
 
-/**
- * Where the process stands between start and exit, for a shutdown that loses nothing: requests
- * and settles in flight are counted, and once `drain` starts readiness answers 503 and new
- * requests are turned away while the counted work finishes.
- */
 const make = Effect.gen(function* () {
   const inFlight = yield* SubscriptionRef.make(0)
   const draining = yield* Ref.make(false)

@@ -376,7 +376,7 @@ const make = Effect.gen(function* () {
    * whatever the checks say now; anything else gets the refusal. (A request the checks pass is
    * looked up in the reservation's transaction, which answers a repeat the same way.)
    */
-  const repeatOr = Effect.fn("Settlement.findRepeat")(function* <E>(payment: Payment, idempotencyKey: string | undefined, refusal: E) {
+  const findRepeat = Effect.fn("Settlement.findRepeat")(function* <E>(payment: Payment, idempotencyKey: string | undefined, refusal: E) {
     const earlier = yield* journal.find({ principal: payment.principal, idempotencyKey, paymentId: payment.paymentId })
     if (Option.isSome(earlier) && !mayReserveAgain(earlier.value, payment.requestHash)) {
       return { _tag: "Existing", ...earlier.value } satisfies Reservation<never>
@@ -396,14 +396,14 @@ const make = Effect.gen(function* () {
    * Step 4: the payee's listed resources and their evidence, in two parts. The shortlist holds a
    * quarantined resource and one of a denied provider when the whole set has one (the rules about
    * "any" resource), and a few that could pass (the rule about "some"): if they pass, the whole set
-   * passes too (docs/decisions.md, Settlement pipeline). `payeeShortlistPasses` answers whether
+   * passes too (docs/decisions.md, Settlement pipeline). `checkPayee` answers whether
    * they do; `checkWholePayee` judges the whole set, for a refusal's exact reason or a payee whose
    * passing resources were not among the few.
    */
   const payeeJudge = (payment: Payment, policies: ReadonlyArray<NamedPolicy>, option: ReturnType<typeof paymentOption>, nowMs: number) =>
     (payees: ReadonlyArray<ProviderEvidence>) => payeeDenial(policies, option, payees, policyContext(config, new Date(nowMs)), payment.paidUrl)
 
-  const payeeShortlistPasses = Effect.fn("Settlement.checkPayee")(function* (
+  const checkPayee = Effect.fn("Settlement.checkPayee")(function* (
     payment: Payment,
     policies: ReadonlyArray<NamedPolicy>,
     option: ReturnType<typeof paymentOption>,
@@ -678,7 +678,7 @@ const make = Effect.gen(function* () {
     const policies = buyerPolicies(payment.terms.policy, input.principal)
     const option = yield* checkPolicies(payment, policies, nowMs)
     const shortlisted = Effect.gen(function* () {
-      if (!(yield* payeeShortlistPasses(payment, policies, option, nowMs))) return yield* new PayeeUndecided()
+      if (!(yield* checkPayee(payment, policies, option, nowMs))) return yield* new PayeeUndecided()
       yield* checkTransfer(payment)
     })
     return yield* reserve(payment, input.idempotencyKey, nowMs, shortlisted).pipe(
@@ -705,7 +705,7 @@ const make = Effect.gen(function* () {
     const payment = yield* readPayment(input)
     const spent = yield* Effect.fork(nonceSpent(payment))
     const reservation = yield* checkAndReserve(payment, input).pipe(
-      Effect.catchAll((refusal) => repeatOr(payment, input.idempotencyKey, refusal))
+      Effect.catchAll((refusal) => findRepeat(payment, input.idempotencyKey, refusal))
     )
     const payer = payment.transfer.from
     switch (reservation._tag) {
