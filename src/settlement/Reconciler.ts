@@ -1,6 +1,7 @@
-import { Clock, Context, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
 import type { JournalEntry } from "../domain/settlements.js"
 import { LedgerReader } from "../ledger/LedgerReader.js"
+import { repeatedPass } from "../lifecycle/repeatedPass.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
@@ -31,15 +32,7 @@ export class Reconciler extends Context.Tag("sextant/Reconciler")<Reconciler, Re
 
   /** Reconciles every `interval` for as long as the scope lives (the serving process). */
   static readonly schedule = (interval: Duration.DurationInput) =>
-    Layer.scopedDiscard(
-      Effect.flatMap(Reconciler, ({ reconcileOnce }) =>
-        reconcileOnce.pipe(
-          Effect.catchAllCause((cause) => Effect.logError("reconciliation pass failed", cause)),
-          Effect.repeat(Schedule.spaced(interval)),
-          Effect.forkScoped
-        )
-      )
-    )
+    Layer.scopedDiscard(Effect.flatMap(Reconciler, ({ reconcileOnce }) => repeatedPass(reconcileOnce, interval, "reconciliation pass failed")))
 }
 
 const make = Effect.gen(function* () {

@@ -1,8 +1,9 @@
-import { Clock, Context, Effect, Layer, Redacted, Schedule } from "effect"
+import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import { AppConfig } from "../config.js"
 import type { EconomicEvent } from "../domain/evidence.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
 import { type KeyFileError, loadOrCreateProbeKey } from "../keys/stellarKey.js"
+import { repeatedPass } from "../lifecycle/repeatedPass.js"
 import type { PaymentRequirements } from "@x402/core/types"
 import { payFor, type PaidAnswer } from "../payments/payFor.js"
 import { payForTool } from "../payments/payForTool.js"
@@ -41,12 +42,8 @@ export class EconomicProber extends Context.Tag("sextant/EconomicProber")<Econom
       const { economicProbes } = yield* AppConfig
       if (!economicProbes.enabled) return
       const prober = yield* EconomicProber
-      yield* prober.runCycle.pipe(
-        Effect.tap((report) => Effect.logInfo("economic probe cycle done", report)),
-        Effect.catchAllCause((cause) => Effect.logError("economic probe cycle failed", cause)),
-        Effect.repeat(Schedule.spaced(`${economicProbes.intervalSeconds} seconds`)),
-        Effect.forkScoped
-      )
+      const cycle = Effect.tap(prober.runCycle, (report) => Effect.logInfo("economic probe cycle done", report))
+      yield* repeatedPass(cycle, `${economicProbes.intervalSeconds} seconds`, "economic probe cycle failed")
     })
   )
 }

@@ -1,6 +1,7 @@
-import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer } from "effect"
 import { AppConfig } from "../config.js"
 import { LedgerReader, type LedgerReaderShape } from "../ledger/LedgerReader.js"
+import { repeatedPass } from "../lifecycle/repeatedPass.js"
 import { EconomicEventsRepo, type EventResolution, type PendingEvent } from "../store/EconomicEventsRepo.js"
 import { type ConfirmationRules, judgeFunding, judgeTransaction } from "./confirmation.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
@@ -29,15 +30,7 @@ export class EvidenceConfirmer extends Context.Tag("sextant/EvidenceConfirmer")<
 
   /** Confirms every `interval` for as long as the scope lives (the serving process). */
   static readonly schedule = (interval: Duration.DurationInput) =>
-    Layer.scopedDiscard(
-      Effect.flatMap(EvidenceConfirmer, ({ confirmOnce }) =>
-        confirmOnce.pipe(
-          Effect.catchAllCause((cause) => Effect.logError("confirmation pass failed", cause)),
-          Effect.repeat(Schedule.spaced(interval)),
-          Effect.forkScoped
-        )
-      )
-    )
+    Layer.scopedDiscard(Effect.flatMap(EvidenceConfirmer, ({ confirmOnce }) => repeatedPass(confirmOnce, interval, "confirmation pass failed")))
 }
 
 /**
