@@ -342,6 +342,7 @@ export interface Config extends Omit<ConfigFile, "catalog" | "ledger" | "demo"> 
   readonly demo: DemoSettings
 }
 
+/** The configuration every service reads, provided once by the entry point from `loadConfig`. */
 export class AppConfig extends Context.Tag("sextant/AppConfig")<AppConfig, Config>() {}
 
 /** One line naming the field, as an operator sees it when start-up stops. */

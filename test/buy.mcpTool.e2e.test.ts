@@ -13,7 +13,7 @@ import { canonicalize } from "../src/encoding/canonicalJson.js"
 import { payForTool } from "../src/payments/payForTool.js"
 import { EconomicProber } from "../src/verification/EconomicProber.js"
 import { Prober } from "../src/verification/Prober.js"
-import { VerticalServer, type VerticalServerApi } from "../src/vertical/VerticalServer.js"
+import { VerticalServer, type VerticalServerShape } from "../src/vertical/VerticalServer.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startHomeDomain, startHorizon } from "./fixtures/horizon.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
@@ -47,7 +47,7 @@ const configFile = join(folder, "config.json")
 const keyFile = join(folder, "buyer.key")
 const receiptFile = join(folder, "receipt.json")
 let vertical: ManagedRuntime.ManagedRuntime<VerticalServer, never>
-let api: VerticalServerApi
+let api: VerticalServerShape
 let service: Awaited<ReturnType<typeof startServer>>
 let mcpUrl: string
 let config: Config

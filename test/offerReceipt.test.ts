@@ -4,7 +4,7 @@ import { extractOffersFromPaymentRequired, verifyOfferSignatureJWS, extractPubli
 import { Effect, Exit, Scope } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
 import { judgeOffers, newProviderKey } from "../src/extensions/offerReceipt.js"
-import { exactOffers, makePaywall, type PaywallApi } from "../src/vertical/Paywall.js"
+import { exactOffers, makePaywall, type PaywallShape } from "../src/vertical/Paywall.js"
 import { advertised } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
@@ -32,12 +32,12 @@ const paywallAt = (amount: string) =>
     }).pipe(Scope.extend(scope))
   )
 
-let honest: PaywallApi
-let cheapSigner: PaywallApi
+let honest: PaywallShape
+let cheapSigner: PaywallShape
 let seller: ReturnType<typeof Bun.serve>
 let server: Awaited<ReturnType<typeof startServer>>
 
-const challengeOf = async (paywall: PaywallApi, url: string) =>
+const challengeOf = async (paywall: PaywallShape, url: string) =>
   decodePaymentRequiredHeader(await Effect.runPromise(paywall.challenge("inspect", { url })))
 
 /** The probe's verdict on a challenge as the core decoder typed it (the schema's type is its encoded twin). */

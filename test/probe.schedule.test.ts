@@ -14,6 +14,7 @@ import { ProbeSchedulerLive } from "../src/verification/ProbeScheduler.js"
 import { observation, timedOut } from "./fixtures/observations.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { makeTestLayer } from "./support/testLayer.js"
 
 let fixture: X402Fixture
 beforeAll(async () => {
@@ -25,13 +26,7 @@ afterAll(() => fixture.stop())
 const scheduler = (due: Effect.Effect<number>, upkeep: Effect.Effect<void> = Effect.void) =>
   ProbeSchedulerLive.pipe(
     Layer.provide(
-      Layer.succeed(Prober, {
-        probeResource: () => Effect.die("not used"),
-        validateResource: () => Effect.die("not used"),
-        probeUrl: () => Effect.die("not used"),
-        observeNewUrl: () => Effect.die("not used"),
-        adopt: () => Effect.die("not used"),
-        runCycle: Effect.die("not used"),
+      makeTestLayer(Prober)({
         prune: Effect.as(upkeep, { pruned: 0, prunedUnlisted: 0, retired: 0 }),
         syncSchedule: Effect.as(upkeep, { added: 0, removed: 0 }),
         // The trusted lane's loop is under test; the open lane's finds nothing due.

@@ -11,6 +11,7 @@ import { StoreLive } from "../src/store/Store.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { OTHER_PROVIDERS } from "./fixtures/otherProviders.js"
+import { makeTestLayer } from "./support/testLayer.js"
 
 /** Shared by the receipts tests and bench/receipts.ts: stand-ins for the parts receipts only consume. */
 
@@ -23,7 +24,7 @@ export const receiptsCatalog = [...defaults.catalog.filter((e) => e.provider.id 
  * providers in `denyProviders` are rejected, the rest are ranked cheapest first (ties by id).
  */
 export const catalogRouter = (catalog: ReadonlyArray<CatalogEntry>) =>
-  Layer.succeed(Router, {
+  makeTestLayer(Router)({
     route: (request: RouteRequest) =>
       Effect.sync((): RouteDecision => {
         const offering = catalog.filter((e) => e.resource.capabilities.includes(request.capability))
@@ -70,18 +71,12 @@ export const catalogRouter = (catalog: ReadonlyArray<CatalogEntry>) =>
 /** An EvidenceRecorder that only keeps the economic events it is given. */
 export const recordingEvidence = () => {
   const events: Array<EconomicEvent> = []
-  const layer = Layer.succeed(
-    EvidenceRecorder,
-    EvidenceRecorder.of({
-      beginProbe: () => Effect.die("receipts never probe"),
-      recordObservation: () => Effect.die("receipts never probe"),
-      rederive: () => Effect.die("receipts curate nothing"),
-      recordEconomic: (event) => Effect.sync(() => void events.push(event)),
-      storeEconomic: (event) => Effect.sync(() => (events.push(event), false)),
-      refreshAbout: () => Effect.void,
-      resolveEconomic: () => Effect.die("receipts confirm nothing")
-    })
-  )
+  // Receipts never probe, curate or confirm: the recorder's other members die if called.
+  const layer = makeTestLayer(EvidenceRecorder)({
+    recordEconomic: (event) => Effect.sync(() => void events.push(event)),
+    storeEconomic: (event) => Effect.sync(() => (events.push(event), false)),
+    refreshAbout: () => Effect.void
+  })
   return { events, layer }
 }
 

@@ -8,7 +8,7 @@ import { z } from "zod"
 import { loadConfig } from "../src/config.js"
 import { decodeCatalog } from "../src/config.js"
 import { PAYMENT_META, PAYMENT_RESPONSE_META, X402_MCP_EXTENSION } from "../src/verification/mcpAnswer.js"
-import type { VerticalServerApi } from "../src/vertical/VerticalServer.js"
+import type { VerticalServerShape } from "../src/vertical/VerticalServer.js"
 import type { FixtureFacilitator } from "./fixtures/facilitator.js"
 import { buildExactPayment } from "./fixtures/stellarPayment.js"
 import { CLAW } from "./fixtures/stellarAssets.js"
@@ -20,7 +20,7 @@ const LooseResult = z.looseObject({})
 
 let stack: Awaited<ReturnType<typeof startVerticalMcp>>
 let fac: FixtureFacilitator
-let vertical: VerticalServerApi
+let vertical: VerticalServerShape
 let mcpUrl: string
 
 const connect = async (extension: boolean) => {

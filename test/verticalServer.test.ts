@@ -9,7 +9,7 @@ import { extractPublicKeyFromKid, type JWSSignedReceipt, verifyReceiptSignatureJ
 import { Effect, Either, ManagedRuntime, TestClock, TestContext } from "effect"
 import { type Config, loadConfig, TESTNET_USDC, type VerticalConfig } from "../src/config.js"
 import { exactOffers, Paywall } from "../src/vertical/Paywall.js"
-import { VerticalServer, type VerticalServerApi } from "../src/vertical/VerticalServer.js"
+import { VerticalServer, type VerticalServerShape } from "../src/vertical/VerticalServer.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
 import { type FixtureHorizon, startHomeDomain, startHorizon } from "./fixtures/horizon.js"
 import { type FixtureSorobanRpc, NATIVE_SAC, RWAB_SAC, startSorobanRpc } from "./fixtures/sorobanRpc.js"
@@ -114,7 +114,7 @@ const signatureFor = async (challenge: PaymentRequired) => {
 }
 
 /** The buyer's round trip: read the challenge, sign what it asks, retry with PAYMENT-SIGNATURE. */
-const pay = async (server: Pick<VerticalServerApi, "baseUrl">, endpoint: Endpoint, body: unknown) => {
+const pay = async (server: Pick<VerticalServerShape, "baseUrl">, endpoint: Endpoint, body: unknown) => {
   const url = `${server.baseUrl}/${endpoint}`
   const signature = await signatureFor(challengeOf(await post(url, body)))
   return post(url, body, { "PAYMENT-SIGNATURE": signature })

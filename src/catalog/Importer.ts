@@ -57,6 +57,16 @@ const decodePage = Schema.decodeUnknownEither(DiscoveryPage)
 /** Progress callback: items read so far and the total the source announced (null until known). */
 export type OnProgress = (read: number, total: number | null) => void
 
+export interface ImporterShape {
+  /** Reads every page of one source, catalogues what it may and delists what it no longer lists. */
+  readonly pull: (spec: ImportSourceSpec, onProgress?: OnProgress) => Effect.Effect<ImportSummary, ImportFailed>
+}
+
+/** Imports from other discovery services (config `catalogSources`, `sextant catalog import`). */
+export class Importer extends Context.Tag("sextant/Importer")<Importer, ImporterShape>() {
+  static readonly Live = Layer.effect(Importer, Effect.suspend(() => make))
+}
+
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
   const resources = yield* ResourcesRepo
@@ -191,10 +201,5 @@ const make = Effect.gen(function* () {
       } satisfies ImportSummary
     }).pipe(Effect.withSpan("Importer.pull", { attributes: { source: spec.id } }))
 
-  return { pull }
+  return { pull } satisfies ImporterShape
 })
-
-/** Imports from other discovery services (config `catalogSources`, `sextant catalog import`). */
-export class Importer extends Context.Tag("sextant/Importer")<Importer, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.effect(Importer, make)
-}

@@ -36,6 +36,20 @@ export const MAX_REGISTRATION_REQUESTS = OPENAPI_PATHS.length + 1 + MAX_ROUTES
 /** Discovery documents are read up to this size; an OpenAPI document outgrows a probe's body cap. */
 const MAX_DOCUMENT_BYTES = 1024 * 1024
 
+export interface RegistrationShape {
+  /** Finds a seller's routes from its origin and lists those whose 402 challenge checks out. */
+  readonly register: (request: RegistrationRequest, principal: string | null) => Effect.Effect<RegistrationResponse, InvalidRequest | TargetRefused>
+}
+
+/**
+ * Registration by origin or URL (`POST /v1/resources/register`): reads the origin's discovery
+ * documents, probes every route with the Prober (and its outbound guard), and lists exactly the
+ * routes that answer a valid 402 for this deployment's network and asset.
+ */
+export class Registration extends Context.Tag("sextant/Registration")<Registration, RegistrationShape>() {
+  static readonly Live = Layer.effect(Registration, Effect.suspend(() => make))
+}
+
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
   const prober = yield* Prober
@@ -186,14 +200,5 @@ const make = Effect.gen(function* () {
       } satisfies RegistrationResponse
     }).pipe(Effect.withSpan("Registration.register"))
 
-  return { register }
+  return { register } satisfies RegistrationShape
 })
-
-/**
- * Registration by origin or URL (`POST /v1/resources/register`): reads the origin's discovery
- * documents, probes every route with the Prober (and its outbound guard), and lists exactly the
- * routes that answer a valid 402 for this deployment's network and asset.
- */
-export class Registration extends Context.Tag("sextant/Registration")<Registration, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.effect(Registration, make)
-}

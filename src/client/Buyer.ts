@@ -45,6 +45,14 @@ export interface BuyerShape {
   readonly buy: (request: BuyRequest) => Effect.Effect<BuyResult, BuyError>
 }
 
+/**
+ * The buyer: pays for a capability under a policy with the buyer's own key, through the service's
+ * routing and receipts. Needs a SextantClient and the SpendLedger of its key.
+ */
+export class Buyer extends Context.Tag("sextant/Buyer")<Buyer, BuyerShape>() {
+  static readonly layer = (settings: BuyerSettings) => Layer.effect(Buyer, make(settings))
+}
+
 export interface BuyerSettings {
   /** The buyer's key, read on this machine; only signed authorisations leave it. */
   readonly key: StellarKey
@@ -307,14 +315,6 @@ const make = (settings: BuyerSettings) =>
 
     return Buyer.of({ buy })
   })
-
-/**
- * The buyer: pays for a capability under a policy with the buyer's own key, through the service's
- * routing and receipts. Needs a SextantClient and the SpendLedger of its key.
- */
-export class Buyer extends Context.Tag("sextant/Buyer")<Buyer, BuyerShape>() {
-  static readonly layer = (settings: BuyerSettings) => Layer.effect(Buyer, make(settings))
-}
 
 export interface BuyerOptions {
   /** The buyer key file (`buyer.keyFile` unless overridden); it must exist. */

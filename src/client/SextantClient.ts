@@ -23,6 +23,10 @@ export const makeSextantClient = (options: SextantClientOptions) =>
     }
   })
 
+/**
+ * Derived, not written out: the surface is the contract (`src/contract/`), one method per endpoint,
+ * and a copy of it here could drift from what the server answers.
+ */
 export type SextantClientShape = Effect.Effect.Success<ReturnType<typeof makeSextantClient>>
 
 /** A handler of web requests: the service's own API served in-process (`localApiHandler`). */

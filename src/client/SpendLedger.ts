@@ -32,6 +32,16 @@ export interface SpendLedgerShape {
   readonly spent: (payer: string) => Effect.Effect<bigint, SpendLedgerUnavailable>
 }
 
+/**
+ * The buyer's own record of what its key signed, in a rolling window, durable across restarts and
+ * independent of any service: `buy` reserves before signing, so neither a compromised service nor a
+ * resource can make the key sign past `limit`. A reservation a crash left behind keeps counting
+ * (fail closed).
+ */
+export class SpendLedger extends Context.Tag("sextant/SpendLedger")<SpendLedger, SpendLedgerShape>() {
+  static readonly layer = (options: SpendLedgerOptions) => Layer.scoped(SpendLedger, make(options))
+}
+
 export interface SpendLedgerOptions {
   readonly file: string
   readonly windowSeconds: number
@@ -105,16 +115,6 @@ const make = (options: SpendLedgerOptions) =>
       spent: (payer) => Effect.flatMap(Clock.currentTimeMillis, (nowMs) => io("cannot read the spend ledger", () => spentSince(payer, nowMs)))
     })
   })
-
-/**
- * The buyer's own record of what its key signed, in a rolling window, durable across restarts and
- * independent of any service: `buy` reserves before signing, so neither a compromised service nor a
- * resource can make the key sign past `limit`. A reservation a crash left behind keeps counting
- * (fail closed).
- */
-export class SpendLedger extends Context.Tag("sextant/SpendLedger")<SpendLedger, SpendLedgerShape>() {
-  static readonly layer = (options: SpendLedgerOptions) => Layer.scoped(SpendLedger, make(options))
-}
 
 /** The default ledger file: next to the key, so each key has its own. */
 export const defaultSpendLedgerFile = (keyFile: string) => `${keyFile}.spend.db`

@@ -1,17 +1,26 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
 import type { CurationAction, CurationResult } from "../domain/curation.js"
-import { ConfigManaged, notFound } from "../domain/errors.js"
+import { ConfigManaged, type NotFound, notFound } from "../domain/errors.js"
 import { type Author, CurationRepo } from "../store/CurationRepo.js"
 import { transactional } from "../store/repository.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 
+export interface CurationShape {
+  readonly quarantine: (id: string, author: Author) => Effect.Effect<CurationResult, NotFound>
+  readonly unquarantine: (id: string, author: Author) => Effect.Effect<CurationResult, NotFound>
+  readonly list: (id: string, author: Author) => Effect.Effect<CurationResult, NotFound>
+  readonly unlist: (id: string, author: Author) => Effect.Effect<CurationResult, NotFound>
+  /** Deletes a resource; ConfigManaged for one the catalog file would bring back. */
+  readonly remove: (id: string, author: Author) => Effect.Effect<CurationResult, NotFound | ConfigManaged>
+}
+
 /**
  * Operator curation (docs/decisions.md, Operator curation). Every method takes its author (an
  * operator key's principal, checked by the HTTP layer) and stores the change with actor and reason.
  */
-export class Curation extends Context.Tag("sextant/Curation")<Curation, Effect.Effect.Success<typeof make>>() {
+export class Curation extends Context.Tag("sextant/Curation")<Curation, CurationShape>() {
   static readonly Live = Layer.effect(Curation, Effect.suspend(() => make))
 }
 
@@ -85,5 +94,5 @@ const make = Effect.gen(function* () {
     list: (id: string, author: Author) => setListed(id, true, author),
     unlist: (id: string, author: Author) => setListed(id, false, author),
     remove
-  }
+  } satisfies CurationShape
 })

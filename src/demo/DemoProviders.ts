@@ -14,9 +14,19 @@ export interface DemoProvider {
   readonly baseUrl: string
 }
 
-export interface DemoProvidersApi {
+export interface DemoProvidersShape {
   /** The providers this process runs; none when `demo.enabled` is false. */
   readonly providers: ReadonlyArray<DemoProvider>
+}
+
+/**
+ * The demo x402 providers `serve` starts beside the reference vertical when `demo.enabled`: one
+ * per behaviour (fast, slow, flaky, raiser), each a copy of the vertical's app on its own loopback
+ * port with real challenges, so a first run has providers to choose between. Closing the scope
+ * stops them.
+ */
+export class DemoProviders extends Context.Tag("sextant/demo/DemoProviders")<DemoProviders, DemoProvidersShape>() {
+  static readonly layer = (config: Config): Layer.Layer<DemoProviders> => Layer.scoped(DemoProviders, start(config))
 }
 
 /**
@@ -81,13 +91,3 @@ const start = (config: Config) =>
     yield* Effect.logInfo(`demo: ${providers.map((p) => `${p.id} (${p.behaviour}) on ${p.origin}`).join(", ")}`)
     return { providers }
   }).pipe(Effect.orDie)
-
-/**
- * The demo x402 providers `serve` starts beside the reference vertical when `demo.enabled`: one
- * per behaviour (fast, slow, flaky, raiser), each a copy of the vertical's app on its own loopback
- * port with real challenges, so a first run has providers to choose between. Closing the scope
- * stops them.
- */
-export class DemoProviders extends Context.Tag("sextant/demo/DemoProviders")<DemoProviders, DemoProvidersApi>() {
-  static readonly layer = (config: Config): Layer.Layer<DemoProviders> => Layer.scoped(DemoProviders, start(config))
-}

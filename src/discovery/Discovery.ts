@@ -1,5 +1,5 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { InvalidRequest, notFound } from "../domain/errors.js"
+import { InvalidRequest, type NotFound, notFound } from "../domain/errors.js"
 import { encodeCursor, PAGE_LIMITS, readCursor, scopeOf } from "../domain/pagination.js"
 import {
   DISCOVERY_DEFAULT_LIMIT,
@@ -14,13 +14,36 @@ import { emptyMetrics } from "../domain/metrics.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import type { ResourceRecord, ResourceSearchRequest } from "../domain/resources.js"
 import { BAZAAR } from "../extensions/bazaar.js"
-import type { ResourceDetail, SearchHit } from "../domain/catalog.js"
+import type { ResourceDetail, ResourceList, SearchHit, SearchResponse } from "../domain/catalog.js"
 import { CurationRepo } from "../store/CurationRepo.js"
 import { ResourcesRepo, type SearchPosition } from "../store/ResourcesRepo.js"
 import { TransitionsRepo } from "../store/TransitionsRepo.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { filtersOnQuality, qualityMatches } from "./search.js"
 import { discoveryItem } from "./x402Items.js"
+
+export interface PageRequest {
+  readonly limit?: number | undefined
+  readonly cursor?: string | undefined
+}
+
+export interface DiscoveryShape {
+  /** One page of the listed catalog in id order; `nextCursor` while more follow. */
+  readonly list: (page: PageRequest) => Effect.Effect<typeof ResourceList.Type, InvalidRequest>
+  /** One resource with its metrics, recent transitions, economic evidence and curation. */
+  readonly get: (id: string) => Effect.Effect<ResourceDetail, NotFound>
+  /** One page of search hits, filtered on quality with each hit's current metrics. */
+  readonly search: (request: ResourceSearchRequest) => Effect.Effect<typeof SearchResponse.Type, InvalidRequest>
+  /** `GET /discovery/resources`: the x402 Bazaar listing, offset-paged. */
+  readonly x402Page: (query: DiscoveryQuery) => Effect.Effect<DiscoveryResponse>
+  /** The x402 Bazaar search, cursor-paged. */
+  readonly x402Search: (query: DiscoverySearchQuery) => Effect.Effect<DiscoverySearchResponse, InvalidRequest>
+}
+
+/** Discovery: the catalog as buyers read it, with the evidence-derived metrics attached. */
+export class Discovery extends Context.Tag("sextant/Discovery")<Discovery, DiscoveryShape>() {
+  static readonly Live = Layer.effect(Discovery, Effect.suspend(() => make))
+}
 
 const TRANSITIONS_SHOWN = 20
 
@@ -53,11 +76,6 @@ const searchPosition = (kind: string, cursor: string | undefined, scope: string)
       )
 
 /** A page request of a listing: both optional (the default page size; the first page). */
-export interface PageRequest {
-  readonly limit?: number | undefined
-  readonly cursor?: string | undefined
-}
-
 /** The filters a search cursor is bound to: everything but the page itself. */
 const searchScope = (r: ResourceSearchRequest) =>
   scopeOf([r.query?.trim() ?? "", r.capability, r.scheme, r.network, r.asset, r.maxPriceUsd, r.minimumReliability, r.maximumP95LatencyMs])
@@ -175,10 +193,5 @@ const make = Effect.gen(function* () {
     search: (request: ResourceSearchRequest) => find(request).pipe(Effect.withSpan("Discovery.search")),
     x402Page: (query: DiscoveryQuery) => x402Page(query).pipe(Effect.withSpan("Discovery.x402Page")),
     x402Search: (query: DiscoverySearchQuery) => x402Search(query).pipe(Effect.withSpan("Discovery.x402Search"))
-  }
+  } satisfies DiscoveryShape
 })
-
-/** Discovery: the catalog as buyers read it, with the evidence-derived metrics attached. */
-export class Discovery extends Context.Tag("sextant/Discovery")<Discovery, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.effect(Discovery, make)
-}

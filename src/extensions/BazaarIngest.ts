@@ -22,6 +22,18 @@ export interface SettledPayment {
   readonly payer: string
 }
 
+export interface BazaarIngestShape {
+  /**
+   * The bazaar status for a settle request (`settled` null when it was refused or failed); null
+   * when it carries no bazaar extension. Never fails.
+   */
+  readonly respond: (
+    request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown },
+    settled: SettledPayment | null,
+    path: string
+  ) => Effect.Effect<BazaarStatus | null>
+}
+
 /**
  * Ingestion of the bazaar extension on `/x402/settle` (docs/decisions.md, Bazaar ingestion;
  * docs/trust.md). It runs after the settle's answer is known and never fails: every outcome, a
@@ -31,7 +43,7 @@ export interface SettledPayment {
  * signature, so a payment that never settles, or a repeat of one that did, must not be able to
  * name what gets catalogued.
  */
-export class BazaarIngest extends Context.Tag("sextant/BazaarIngest")<BazaarIngest, Effect.Effect.Success<typeof make>>() {
+export class BazaarIngest extends Context.Tag("sextant/BazaarIngest")<BazaarIngest, BazaarIngestShape>() {
   static readonly Live = Layer.effect(BazaarIngest, Effect.suspend(() => make)).pipe(Layer.provide(SchemaValidator.Live))
 }
 
@@ -93,5 +105,5 @@ const make = Effect.gen(function* () {
       Effect.withSpan("BazaarIngest.respond")
     )
 
-  return { respond }
+  return { respond } satisfies BazaarIngestShape
 })

@@ -39,6 +39,11 @@ export interface SchemaValidatorShape {
  * the validation answers Left; the next one gets a fresh worker (started ahead after an overrun).
  * The first worker starts with the first validation; its start-up is never charged to a budget.
  */
+export class SchemaValidator extends Context.Tag("sextant/SchemaValidator")<SchemaValidator, SchemaValidatorShape>() {
+  static readonly layer = (budgetMs: number = VALIDATION_BUDGET_MS) => Layer.scoped(SchemaValidator, Effect.suspend(() => make(budgetMs)))
+  static readonly Live = SchemaValidator.layer()
+}
+
 const make = (budgetMs: number) =>
   Effect.gen(function* () {
     /** A worker and when it has loaded Ajv: its start-up is not charged to the budget. */
@@ -119,8 +124,3 @@ const make = (budgetMs: number) =>
       )
     return { validate } satisfies SchemaValidatorShape
   })
-
-export class SchemaValidator extends Context.Tag("sextant/SchemaValidator")<SchemaValidator, SchemaValidatorShape>() {
-  static readonly layer = (budgetMs: number = VALIDATION_BUDGET_MS) => Layer.scoped(SchemaValidator, make(budgetMs))
-  static readonly Live = SchemaValidator.layer()
-}

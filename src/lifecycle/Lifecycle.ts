@@ -1,10 +1,27 @@
-import { Context, Duration, Effect, Layer, Option, Ref, Stream, SubscriptionRef } from "effect"
+import { Context, Duration, Effect, type Fiber, Layer, Option, Ref, Stream, SubscriptionRef } from "effect"
 
 /**
  * Where the process stands between start and exit, for a shutdown that loses nothing: requests
  * and settles in flight are counted, and once `drain` starts readiness answers 503 and new
  * requests are turned away while the counted work finishes.
  */
+export interface LifecycleShape {
+  /** True once a shutdown has begun: readiness answers 503, new requests are turned away. */
+  readonly draining: Effect.Effect<boolean>
+  /** Requests and settles currently counted. */
+  readonly inFlight: Effect.Effect<number>
+  /** Counts `self` as in flight for as long as it runs, however it ends (a request). */
+  readonly track: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** Forks `self` as a daemon that outlives its caller (a settle's forwarding), counted until it ends. */
+  readonly forkTracked: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<Fiber.RuntimeFiber<A, E>, never, R>
+  /** Stops taking new work and waits up to `grace`; false when the grace ran out first. */
+  readonly drain: (grace: Duration.DurationInput) => Effect.Effect<boolean>
+}
+
+export class Lifecycle extends Context.Tag("sextant/Lifecycle")<Lifecycle, LifecycleShape>() {
+  static readonly Live = Layer.effect(Lifecycle, Effect.suspend(() => make))
+}
+
 const make = Effect.gen(function* () {
   const inFlight = yield* SubscriptionRef.make(0)
   const draining = yield* Ref.make(false)
@@ -54,9 +71,5 @@ const make = Effect.gen(function* () {
     track,
     forkTracked,
     drain
-  }
+  } satisfies LifecycleShape
 })
-
-export class Lifecycle extends Context.Tag("sextant/Lifecycle")<Lifecycle, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.effect(Lifecycle, make)
-}

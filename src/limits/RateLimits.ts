@@ -5,6 +5,16 @@ import { RateLimited } from "../domain/errors.js"
 import { RateLimitStore } from "../store/RateLimitStore.js"
 import type { LimitedGroup } from "./groups.js"
 
+export interface RateLimitsShape {
+  /** Takes one request from `key`'s allowance in `group`; fails RateLimited when it is used up. */
+  readonly admit: (group: LimitedGroup, key: string) => Effect.Effect<void, RateLimited>
+}
+
+/** Request rate limits per principal and endpoint group (`limits`), counted in the store. */
+export class RateLimits extends Context.Tag("sextant/RateLimits")<RateLimits, RateLimitsShape>() {
+  static readonly Live = Layer.scoped(RateLimits, Effect.suspend(() => make))
+}
+
 /** Expired counters are deleted this often; between runs they only take a row each. */
 const PRUNE_EVERY = Duration.minutes(10)
 
@@ -45,10 +55,5 @@ const make = Effect.gen(function* () {
     Effect.forkScoped
   )
 
-  return { admit }
+  return { admit } satisfies RateLimitsShape
 })
-
-/** Request rate limits per principal and endpoint group (`limits`), counted in the store. */
-export class RateLimits extends Context.Tag("sextant/RateLimits")<RateLimits, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.scoped(RateLimits, make)
-}

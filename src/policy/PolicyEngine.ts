@@ -6,6 +6,24 @@ import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { evaluatePolicy, mostFavourable, policyContext } from "./evaluate.js"
 
+export interface PolicyEngineShape {
+  /**
+   * Fails with NotFound for an unknown resource and InvalidRequest for an option index out of range.
+   * A resource with no payment option is DENY with NO_PAYMENT_OPTION and a null option index.
+   * Without `optionIndex`, answers for the lowest-indexed option with the best decision
+   * (ALLOW, then INSUFFICIENT_DATA, then DENY).
+   */
+  readonly evaluate: (request: PolicyEvaluateRequest) => Effect.Effect<PolicyEvaluation, NotFound | InvalidRequest>
+}
+
+/**
+ * `/v1/policies/evaluate`: one resource (and one of its payment options) judged against a buyer
+ * policy, with the catalog record and the maintained evidence loaded for it.
+ */
+export class PolicyEngine extends Context.Tag("sextant/PolicyEngine")<PolicyEngine, PolicyEngineShape>() {
+  static readonly Live = Layer.effect(PolicyEngine, Effect.suspend(() => make))
+}
+
 const badOption = (message: string) => new InvalidRequest({ message })
 
 const make = Effect.gen(function* () {
@@ -54,22 +72,3 @@ const make = Effect.gen(function* () {
 
   return PolicyEngine.of({ evaluate })
 })
-
-/**
- * `/v1/policies/evaluate`: one resource (and one of its payment options) judged against a buyer
- * policy, with the catalog record and the maintained evidence loaded for it.
- */
-export class PolicyEngine extends Context.Tag("sextant/PolicyEngine")<
-  PolicyEngine,
-  {
-    /**
-     * Fails with NotFound for an unknown resource and InvalidRequest for an option index out of range.
-     * A resource with no payment option is DENY with NO_PAYMENT_OPTION and a null option index.
-     * Without `optionIndex`, answers for the lowest-indexed option with the best decision
-     * (ALLOW, then INSUFFICIENT_DATA, then DENY).
-     */
-    readonly evaluate: (request: PolicyEvaluateRequest) => Effect.Effect<PolicyEvaluation, NotFound | InvalidRequest>
-  }
->() {
-  static readonly Live = Layer.effect(PolicyEngine, make)
-}

@@ -30,6 +30,11 @@ export interface ReceiptServiceShape {
   readonly signer: () => Effect.Effect<SignerDisclosure>
 }
 
+/** Receipts: building, signing, storing and checking them. Needs the config, store, routing, evidence and a Signer. */
+export class ReceiptService extends Context.Tag("sextant/ReceiptService")<ReceiptService, ReceiptServiceShape>() {
+  static readonly Live = Layer.effect(ReceiptService, Effect.suspend(() => make))
+}
+
 const disclosure = (signer: SignerShape): SignerDisclosure =>
   signer.publicKey === null
     ? {
@@ -155,8 +160,3 @@ const make = Effect.gen(function* () {
     signer: () => Effect.succeed(disclosure(signer)).pipe(Effect.withSpan("ReceiptService.signer"))
   })
 })
-
-/** Receipts: building, signing, storing and checking them. Needs the config, store, routing, evidence and a Signer. */
-export class ReceiptService extends Context.Tag("sextant/ReceiptService")<ReceiptService, ReceiptServiceShape>() {
-  static readonly Live = Layer.effect(ReceiptService, make)
-}

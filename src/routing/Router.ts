@@ -5,6 +5,15 @@ import { policyContext } from "../policy/evaluate.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { decideRoute } from "./rank.js"
 
+export interface RouterShape {
+  readonly route: (request: RouteRequest) => Effect.Effect<RouteDecision>
+}
+
+/** Chooses a provider for a capability under a buyer policy; the same inputs give the same answer. */
+export class Router extends Context.Tag("sextant/Router")<Router, RouterShape>() {
+  static readonly Live = Layer.effect(Router, Effect.suspend(() => make))
+}
+
 const make = Effect.gen(function* () {
   const reader = yield* EvidenceReader
   const config = yield* AppConfig
@@ -25,11 +34,3 @@ const make = Effect.gen(function* () {
 
   return Router.of({ route })
 })
-
-/** Chooses a provider for a capability under a buyer policy; the same inputs give the same answer. */
-export class Router extends Context.Tag("sextant/Router")<
-  Router,
-  { readonly route: (request: RouteRequest) => Effect.Effect<RouteDecision> }
->() {
-  static readonly Live = Layer.effect(Router, make)
-}

@@ -1,6 +1,7 @@
-import { Clock, Context, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
 import type { JournalEntry } from "../domain/settlements.js"
 import { LedgerReader } from "../ledger/LedgerReader.js"
+import { repeatedPass } from "../lifecycle/repeatedPass.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
@@ -14,6 +15,24 @@ export interface ReconcileReport {
   readonly checked: number
   readonly settled: number
   readonly unpaid: number
+}
+
+export interface ReconcilerShape {
+  /** Resolves one batch of unresolved settlements against the ledger. */
+  readonly reconcileOnce: Effect.Effect<ReconcileReport>
+}
+
+/**
+ * Resolves settlements whose outcome is unknown (`indeterminate`, including those crash recovery
+ * marked, and `pending` ones a backend answered `settlement_pending` for) against the ledger,
+ * never by sending the payment again.
+ */
+export class Reconciler extends Context.Tag("sextant/Reconciler")<Reconciler, ReconcilerShape>() {
+  static readonly Live = Layer.effect(Reconciler, Effect.suspend(() => make))
+
+  /** Reconciles every `interval` for as long as the scope lives (the serving process). */
+  static readonly schedule = (interval: Duration.DurationInput) =>
+    Layer.scopedDiscard(Effect.flatMap(Reconciler, ({ reconcileOnce }) => repeatedPass(reconcileOnce, interval, "reconciliation pass failed")))
 }
 
 const make = Effect.gen(function* () {
@@ -83,26 +102,5 @@ const make = Effect.gen(function* () {
     } satisfies ReconcileReport
   }).pipe(Effect.withSpan("Reconciler.reconcileOnce"))
 
-  return { reconcileOnce }
+  return { reconcileOnce } satisfies ReconcilerShape
 })
-
-/**
- * Resolves settlements whose outcome is unknown (`indeterminate`, including those crash recovery
- * marked, and `pending` ones a backend answered `settlement_pending` for) against the ledger,
- * never by sending the payment again.
- */
-export class Reconciler extends Context.Tag("sextant/Reconciler")<Reconciler, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.effect(Reconciler, make)
-
-  /** Reconciles every `interval` for as long as the scope lives (the serving process). */
-  static readonly schedule = (interval: Duration.DurationInput) =>
-    Layer.scopedDiscard(
-      Effect.flatMap(Reconciler, ({ reconcileOnce }) =>
-        reconcileOnce.pipe(
-          Effect.catchAllCause((cause) => Effect.logError("reconciliation pass failed", cause)),
-          Effect.repeat(Schedule.spaced(interval)),
-          Effect.forkScoped
-        )
-      )
-    )
-}

@@ -4,16 +4,28 @@ import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
 import {
   AllFacilitatorsFailed,
+  type AmountUsdMismatch,
+  type DelegatedCredentialsRefused,
   FacilitatorsNotReady,
+  type FeeBudgetExhausted,
   IdempotencyKeyReused,
   InvalidRequest,
+  type InvalidPayerSignature,
+  type MalformedPaymentTransaction,
   NoHealthyFacilitator,
   NonceAlreadyConsumed,
+  type NotFound,
   notFound,
   PaymentAlreadySubmitted,
+  type PolicyDenied,
   SettlementInProgress,
   SettlementIndeterminate,
   SettlementUnresolved,
+  type SourceAccountCredentialsRefused,
+  type TransferAmountMismatch,
+  type TransferAssetMismatch,
+  type TransferRecipientMismatch,
+  type UnsupportedAsset,
   UnsupportedPaymentKind
 } from "../domain/errors.js"
 import { type EconomicEvent, type ProviderEvidence, providerEvidenceOf } from "../domain/evidence.js"
@@ -60,6 +72,53 @@ export interface SettleInput {
   readonly idempotencyKey: string | undefined
   /** The API key's principal; null in open mode, where the payer address (once its signature verified) is the principal. */
   readonly principal: string | null
+}
+
+/** Every refusal a settle can answer with, each its own code and status. */
+export type SettleError =
+  | InvalidRequest
+  | FacilitatorsNotReady
+  | UnsupportedPaymentKind
+  | NoHealthyFacilitator
+  | AllFacilitatorsFailed
+  | IdempotencyKeyReused
+  | MalformedPaymentTransaction
+  | DelegatedCredentialsRefused
+  | SourceAccountCredentialsRefused
+  | InvalidPayerSignature
+  | PolicyDenied
+  | FeeBudgetExhausted
+  | TransferAssetMismatch
+  | TransferRecipientMismatch
+  | TransferAmountMismatch
+  | AmountUsdMismatch
+  | UnsupportedAsset
+  | SettlementIndeterminate
+  | PaymentAlreadySubmitted
+  | SettlementInProgress
+  | SettlementUnresolved
+  | NonceAlreadyConsumed
+
+export interface SettlementShape {
+  /** Checks, reserves, forwards and journals one settle; a repeat is answered from the journal. */
+  readonly settle: (input: SettleInput) => Effect.Effect<SettleAnswer, SettleError>
+  /** `settle`, also saying whether this request settled it (false: a repeat) and the payer, for the bazaar extension. */
+  readonly settleReporting: (
+    input: SettleInput
+  ) => Effect.Effect<{ readonly answer: SettleAnswer; readonly settledNow: boolean; readonly payer: string }, SettleError>
+  /** One journal entry; another principal's entry is NotFound to an API-key principal, as a missing one. */
+  readonly get: (id: string, principal: string | null) => Effect.Effect<SettlementRecord, NotFound>
+  /** The journal, newest first, scoped like `get`. */
+  readonly list: (
+    query: { readonly state?: SettlementRecord["state"]; readonly before?: string; readonly limit?: number },
+    principal: string | null
+  ) => Effect.Effect<ReadonlyArray<SettlementRecord>>
+}
+
+/** `/x402/settle` and `/x402/settlements`. */
+export class Settlement extends Context.Tag("sextant/Settlement")<Settlement, SettlementShape>() {
+  static readonly Live = Layer.effect(Settlement, Effect.suspend(() => make))
+  static readonly Recovery = Layer.effectDiscard(Effect.suspend(() => recover))
 }
 
 /** Open mode's one principal for payers no signature here proved (contract accounts): they share one budget. */
@@ -317,7 +376,7 @@ const make = Effect.gen(function* () {
    * whatever the checks say now; anything else gets the refusal. (A request the checks pass is
    * looked up in the reservation's transaction, which answers a repeat the same way.)
    */
-  const repeatOr = Effect.fn("Settlement.findRepeat")(function* <E>(payment: Payment, idempotencyKey: string | undefined, refusal: E) {
+  const findRepeat = Effect.fn("Settlement.findRepeat")(function* <E>(payment: Payment, idempotencyKey: string | undefined, refusal: E) {
     const earlier = yield* journal.find({ principal: payment.principal, idempotencyKey, paymentId: payment.paymentId })
     if (Option.isSome(earlier) && !mayReserveAgain(earlier.value, payment.requestHash)) {
       return { _tag: "Existing", ...earlier.value } satisfies Reservation<never>
@@ -337,14 +396,14 @@ const make = Effect.gen(function* () {
    * Step 6: Payee evidence: the payee's listed resources and their evidence, in two parts. The shortlist holds a
    * quarantined resource and one of a denied provider when the whole set has one (the rules about
    * "any" resource), and a few that could pass (the rule about "some"): if they pass, the whole set
-   * passes too (docs/decisions.md, Settlement pipeline). `payeeShortlistPasses` answers whether
+   * passes too (docs/decisions.md, Settlement pipeline). `checkPayee` answers whether
    * they do; `checkWholePayee` judges the whole set, for a refusal's exact reason or a payee whose
    * passing resources were not among the few.
    */
   const payeeJudge = (payment: Payment, policies: ReadonlyArray<NamedPolicy>, option: ReturnType<typeof paymentOption>, nowMs: number) =>
     (payees: ReadonlyArray<ProviderEvidence>) => payeeDenial(policies, option, payees, policyContext(config, new Date(nowMs)), payment.paidUrl)
 
-  const payeeShortlistPasses = Effect.fn("Settlement.checkPayee")(function* (
+  const checkPayee = Effect.fn("Settlement.checkPayee")(function* (
     payment: Payment,
     policies: ReadonlyArray<NamedPolicy>,
     option: ReturnType<typeof paymentOption>,
@@ -634,7 +693,7 @@ const make = Effect.gen(function* () {
     const policies = buyerPolicies(payment.terms.policy, input.principal)
     const option = yield* checkPolicies(payment, policies, nowMs)
     const shortlisted = Effect.gen(function* () {
-      if (!(yield* payeeShortlistPasses(payment, policies, option, nowMs))) return yield* new PayeeUndecided()
+      if (!(yield* checkPayee(payment, policies, option, nowMs))) return yield* new PayeeUndecided()
       yield* checkTransfer(payment)
     })
     return yield* reserve(payment, input.idempotencyKey, nowMs, shortlisted).pipe(
@@ -662,7 +721,7 @@ const make = Effect.gen(function* () {
     const payment = yield* readPayment(input)
     const nonceSpent = yield* startNonceCheck(payment)
     const reservation = yield* checkAndReserve(payment, input).pipe(
-      Effect.catchAll((refusal) => repeatOr(payment, input.idempotencyKey, refusal))
+      Effect.catchAll((refusal) => findRepeat(payment, input.idempotencyKey, refusal))
     )
     const payer = payment.transfer.from
     switch (reservation._tag) {
@@ -719,7 +778,7 @@ const make = Effect.gen(function* () {
       return instruments.settle(result, code, seconds)
     })
 
-  return { settle: (input: SettleInput) => Effect.map(settleReporting(input), (s) => s.answer), settleReporting, get, list }
+  return { settle: (input: SettleInput) => Effect.map(settleReporting(input), (s) => s.answer), settleReporting, get, list } satisfies SettlementShape
 })
 
 /**
@@ -734,11 +793,3 @@ const recover = Effect.gen(function* () {
     yield* Effect.logWarning(`settlements interrupted by a restart are now indeterminate and will not be re-submitted: ${recovered.join(", ")}`)
   }
 }).pipe(Effect.withSpan("Settlement.recover"))
-
-type SettlementShape = Effect.Effect.Success<typeof make>
-
-/** `/x402/settle` and `/x402/settlements`. */
-export class Settlement extends Context.Tag("sextant/Settlement")<Settlement, SettlementShape>() {
-  static readonly Live = Layer.effect(Settlement, make)
-  static readonly Recovery = Layer.effectDiscard(recover)
-}

@@ -20,6 +20,18 @@ export const PAGE_SIZE = 50
 const RECENT_OBSERVATIONS = 20
 const JOURNAL_SHOWN = 50
 
+export interface StatusReaderShape {
+  readonly catalog: (query: CatalogQuery) => Effect.Effect<CatalogView>
+  readonly resource: (id: string) => Effect.Effect<ResourceView, NotFound>
+  readonly facilitators: Effect.Effect<ReadonlyArray<FacilitatorStatus>>
+  readonly journal: Effect.Effect<JournalView>
+}
+
+/** What the status page shows, read through the services that answer the JSON API. */
+export class StatusReader extends Context.Tag("sextant/StatusReader")<StatusReader, StatusReaderShape>() {
+  static readonly Live = Layer.effect(StatusReader, Effect.suspend(() => make))
+}
+
 /** The table's state, as its links and form carry it in the query string. */
 export interface CatalogQuery {
   readonly capability?: string | undefined
@@ -157,12 +169,7 @@ const make = Effect.gen(function* () {
   return {
     catalog,
     resource,
-    facilitators: pool.status as Effect.Effect<ReadonlyArray<FacilitatorStatus>>,
+    facilitators: pool.status,
     journal: journalView
-  }
+  } satisfies StatusReaderShape
 })
-
-/** What the status page shows, read through the services that answer the JSON API. */
-export class StatusReader extends Context.Tag("sextant/StatusReader")<StatusReader, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.effect(StatusReader, make)
-}

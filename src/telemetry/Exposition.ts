@@ -8,6 +8,17 @@ import { SettlementState } from "../domain/x402.js"
 import { FacilitatorPool } from "../x402/FacilitatorPool.js"
 import { Instruments, stateGauges } from "./Instruments.js"
 
+export interface ExpositionShape {
+  readonly contentType: string
+  /** The text exposition of every instrument and gauge, state read at scrape time. */
+  readonly text: Effect.Effect<string>
+}
+
+/** `GET /metrics`: the Prometheus text exposition of this service graph's instruments and state. */
+export class Exposition extends Context.Tag("sextant/Exposition")<Exposition, ExpositionShape>() {
+  static readonly Live = Layer.effect(Exposition, Effect.suspend(() => make))
+}
+
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
   const instruments = yield* Instruments
@@ -43,10 +54,5 @@ const make = Effect.gen(function* () {
     contentType: registry.contentType,
     /** The text exposition of every instrument and gauge. */
     text: Effect.zipRight(refresh, Effect.promise(() => registry.metrics())).pipe(Effect.withSpan("Exposition.text"))
-  }
+  } satisfies ExpositionShape
 })
-
-/** `GET /metrics`: the Prometheus text exposition of this service graph's instruments and state. */
-export class Exposition extends Context.Tag("sextant/Exposition")<Exposition, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.effect(Exposition, make)
-}

@@ -1,8 +1,9 @@
-import { Clock, Context, Effect, Layer, Redacted, Schedule } from "effect"
+import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import { AppConfig } from "../config.js"
 import type { EconomicEvent } from "../domain/evidence.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
-import { loadOrCreateProbeKey } from "../keys/stellarKey.js"
+import { type KeyFileError, loadOrCreateProbeKey } from "../keys/stellarKey.js"
+import { repeatedPass } from "../lifecycle/repeatedPass.js"
 import type { PaymentRequirements } from "@x402/core/types"
 import { payFor, type PaidAnswer } from "../payments/payFor.js"
 import { payForTool } from "../payments/payForTool.js"
@@ -20,6 +21,31 @@ export interface EconomicCycleReport {
   readonly skipped: ReadonlyArray<Skipped>
   /** The daily budget stopped the cycle before these resources. */
   readonly overBudget: ReadonlyArray<string>
+}
+
+export interface EconomicProberShape {
+  /** Pays each due target within the price cap and the daily budget, recording what it saw. */
+  readonly runCycle: Effect.Effect<EconomicCycleReport, KeyFileError>
+}
+
+/**
+ * Economic probes: the service pays listed resources through the normal x402 flow with the
+ * operator's probe key, within a per-probe price cap and a durable daily budget, and records what
+ * it saw as economic evidence for the ledger to confirm.
+ */
+export class EconomicProber extends Context.Tag("sextant/EconomicProber")<EconomicProber, EconomicProberShape>() {
+  static readonly Live = Layer.effect(EconomicProber, Effect.suspend(() => make))
+
+  /** Runs a cycle every `economicProbes.intervalSeconds` while the scope lives, when enabled. */
+  static readonly schedule = Layer.scopedDiscard(
+    Effect.gen(function* () {
+      const { economicProbes } = yield* AppConfig
+      if (!economicProbes.enabled) return
+      const prober = yield* EconomicProber
+      const cycle = Effect.tap(prober.runCycle, (report) => Effect.logInfo("economic probe cycle done", report))
+      yield* repeatedPass(cycle, `${economicProbes.intervalSeconds} seconds`, "economic probe cycle failed")
+    })
+  )
 }
 
 type ProbeOutcome =
@@ -119,29 +145,5 @@ const make = Effect.gen(function* () {
     } satisfies EconomicCycleReport
   }).pipe(Effect.withSpan("EconomicProber.runCycle"))
 
-  return { runCycle }
+  return { runCycle } satisfies EconomicProberShape
 })
-
-/**
- * Economic probes: the service pays listed resources through the normal x402 flow with the
- * operator's probe key, within a per-probe price cap and a durable daily budget, and records what
- * it saw as economic evidence for the ledger to confirm.
- */
-export class EconomicProber extends Context.Tag("sextant/EconomicProber")<EconomicProber, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.effect(EconomicProber, make)
-
-  /** Runs a cycle every `economicProbes.intervalSeconds` while the scope lives, when enabled. */
-  static readonly schedule = Layer.scopedDiscard(
-    Effect.gen(function* () {
-      const { economicProbes } = yield* AppConfig
-      if (!economicProbes.enabled) return
-      const prober = yield* EconomicProber
-      yield* prober.runCycle.pipe(
-        Effect.tap((report) => Effect.logInfo("economic probe cycle done", report)),
-        Effect.catchAllCause((cause) => Effect.logError("economic probe cycle failed", cause)),
-        Effect.repeat(Schedule.spaced(`${economicProbes.intervalSeconds} seconds`)),
-        Effect.forkScoped
-      )
-    })
-  )
-}

@@ -1,6 +1,7 @@
-import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer } from "effect"
 import { AppConfig } from "../config.js"
 import { LedgerReader, type LedgerReaderShape } from "../ledger/LedgerReader.js"
+import { repeatedPass } from "../lifecycle/repeatedPass.js"
 import { EconomicEventsRepo, type EventResolution, type PendingEvent } from "../store/EconomicEventsRepo.js"
 import { type ConfirmationRules, judgeFunding, judgeTransaction } from "./confirmation.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
@@ -12,6 +13,24 @@ export interface ConfirmReport {
   readonly checked: number
   readonly confirmed: number
   readonly rejected: number
+}
+
+export interface EvidenceConfirmerShape {
+  /** Judges one batch of pending payments against the ledger. */
+  readonly confirmOnce: Effect.Effect<ConfirmReport>
+}
+
+/**
+ * Confirms reported payments on the ledger: a transaction hash from a receipt, a settle answer or
+ * an economic probe counts only once the ledger shows it paying what was expected, from a payer
+ * that is not the payee and that the payee did not fund within the window (docs/trust.md).
+ */
+export class EvidenceConfirmer extends Context.Tag("sextant/EvidenceConfirmer")<EvidenceConfirmer, EvidenceConfirmerShape>() {
+  static readonly Live = Layer.effect(EvidenceConfirmer, Effect.suspend(() => make))
+
+  /** Confirms every `interval` for as long as the scope lives (the serving process). */
+  static readonly schedule = (interval: Duration.DurationInput) =>
+    Layer.scopedDiscard(Effect.flatMap(EvidenceConfirmer, ({ confirmOnce }) => repeatedPass(confirmOnce, interval, "confirmation pass failed")))
 }
 
 /**
@@ -75,29 +94,5 @@ const make = Effect.gen(function* () {
     } satisfies ConfirmReport
   }).pipe(Effect.withSpan("EvidenceConfirmer.confirmOnce"))
 
-  return { confirmOnce }
+  return { confirmOnce } satisfies EvidenceConfirmerShape
 })
-
-/**
- * Confirms reported payments on the ledger: a transaction hash from a receipt, a settle answer or
- * an economic probe counts only once the ledger shows it paying what was expected, from a payer
- * that is not the payee and that the payee did not fund within the window (docs/trust.md).
- */
-export class EvidenceConfirmer extends Context.Tag("sextant/EvidenceConfirmer")<
-  EvidenceConfirmer,
-  Effect.Effect.Success<typeof make>
->() {
-  static readonly Live = Layer.effect(EvidenceConfirmer, make)
-
-  /** Confirms every `interval` for as long as the scope lives (the serving process). */
-  static readonly schedule = (interval: Duration.DurationInput) =>
-    Layer.scopedDiscard(
-      Effect.flatMap(EvidenceConfirmer, ({ confirmOnce }) =>
-        confirmOnce.pipe(
-          Effect.catchAllCause((cause) => Effect.logError("confirmation pass failed", cause)),
-          Effect.repeat(Schedule.spaced(interval)),
-          Effect.forkScoped
-        )
-      )
-    )
-}

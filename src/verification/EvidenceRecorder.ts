@@ -39,6 +39,34 @@ export interface ProbeBookkeeping {
   readonly claim?: { readonly owner: string; readonly nextDueMs: number }
 }
 
+export interface EvidenceRecorderShape {
+  /** VALIDATING while the first probe of a DISCOVERED resource is in flight. */
+  readonly beginProbe: (record: ResourceRecord) => Effect.Effect<void>
+  /** Re-derives one resource's status after an operator set or lifted its quarantine. */
+  readonly rederive: (record: ResourceRecord) => Effect.Effect<void>
+  /**
+   * Stores an observation batched with other probes' in one transaction, with its bookkeeping;
+   * resolves once the batch committed, with the resource's new standing.
+   */
+  readonly recordObservation: (record: ResourceRecord, observation: RecordedObservation, bookkeeping?: ProbeBookkeeping) => Effect.Effect<Standing | null>
+  /**
+   * Stores a reported payment outcome in the caller's transaction if it runs in one; true when it
+   * counts already (`failed`), the only case whose resources need `refreshAbout`.
+   */
+  readonly storeEconomic: (event: EconomicEvent) => Effect.Effect<boolean>
+  /** Re-derives many resources in short transactions; `first` runs in the first of them. */
+  readonly refreshAbout: (about: ReadonlyArray<ResourceRecord>, first?: Effect.Effect<void>) => Effect.Effect<void>
+  /** `storeEconomic`, then the resources it is about re-derived when it counts. */
+  readonly recordEconomic: (event: EconomicEvent, about: ReadonlyArray<ResourceRecord>) => Effect.Effect<void>
+  /** Stores what the ledger showed for a pending payment and re-derives the resources it is about. */
+  readonly resolveEconomic: (event: PendingEvent, resolution: EventResolution) => Effect.Effect<void>
+}
+
+/** The write side of evidence: observations and economic events in, metrics rows, statuses and transitions out. */
+export class EvidenceRecorder extends Context.Tag("sextant/EvidenceRecorder")<EvidenceRecorder, EvidenceRecorderShape>() {
+  static readonly Live = Layer.scoped(EvidenceRecorder, Effect.suspend(() => make))
+}
+
 const NO_BOOKKEEPING: ProbeBookkeeping = { listing: false }
 
 /** What the listing rule needs of an observation. */
@@ -276,7 +304,7 @@ const make = Effect.gen(function* () {
         // is about: a reader never sees a payment confirmed and its resource not yet lifted by it.
         yield* refreshAll(about, economic.resolve(event.id, resolution, nowMs))
       }).pipe(Effect.withSpan("EvidenceRecorder.resolveEconomic"))
-  }
+  } satisfies EvidenceRecorderShape
 
   function storeEconomic(event: EconomicEvent) {
     return Effect.gen(function* () {
@@ -302,11 +330,3 @@ const make = Effect.gen(function* () {
     return Effect.forEach([head, ...rest], batch, { discard: true })
   }
 })
-
-/** The write side of evidence: observations and economic events in, metrics rows, statuses and transitions out. */
-export class EvidenceRecorder extends Context.Tag("sextant/EvidenceRecorder")<
-  EvidenceRecorder,
-  Effect.Effect.Success<typeof make>
->() {
-  static readonly Live = Layer.scoped(EvidenceRecorder, make)
-}

@@ -42,6 +42,40 @@ export interface CycleReport {
   readonly retired: number
 }
 
+/** Probes: the catalog on its schedule, one resource or URL on demand, and retention. */
+export interface ProberShape {
+  /** Ingestion's first step for a URL the catalog does not list: probed, nothing stored; a refused target fails before any traffic. */
+  readonly observeNewUrl: (url: URL, method: HttpMethod, mcp?: McpTool) => Effect.Effect<Observed, TargetRefused>
+  /** Ingestion's second step: the row for the URL from what its probe saw (listed or not, from `source`), then the observation. */
+  readonly adopt: (
+    url: URL,
+    method: HttpMethod,
+    observed: Observed,
+    source: string,
+    listed: boolean,
+    change: ListingChange,
+    mcp?: McpTool
+  ) => Effect.Effect<ProbeResult>
+  /** Probes a catalog resource now, as the schedule does, and records the observation (`sextant probe <id>`). */
+  readonly probeResource: (resourceId: string) => Effect.Effect<ProbeResult, NotFound>
+  /** A caller's probe of a catalog resource (`/v1/validate {resourceId}`); recorded at most once per interval. */
+  readonly validateResource: (resourceId: string, method?: HttpMethod) => Effect.Effect<ProbeResult, NotFound | InvalidRequest>
+  /** Probes any URL (`/v1/validate`); an unknown one becomes an unlisted resource (source "validate"). */
+  readonly probeUrl: (rawUrl: string, method?: HttpMethod) => Effect.Effect<ProbeResult, TargetRefused | InvalidRequest>
+  /** Applies retention: old observations and rollups, stale unlisted resources and retired entries deleted. */
+  readonly prune: Effect.Effect<Pick<CycleReport, "pruned" | "prunedUnlisted" | "retired">>
+  /** Gives every probe target a due time and forgets resources that stopped being targets. */
+  readonly syncSchedule: Effect.Effect<{ readonly added: number; readonly removed: number }>
+  /** Claims up to `limit` due resources of `lane` as `owner` and probes them; answers how many were claimed. */
+  readonly runDue: (owner: string, limit: number, lane?: ProbeLane) => Effect.Effect<number>
+  /** One pass over the whole catalog now (`sextant probe`), then retention. */
+  readonly runCycle: Effect.Effect<CycleReport>
+}
+
+export class Prober extends Context.Tag("sextant/Prober")<Prober, ProberShape>() {
+  static readonly Live = Layer.effect(Prober, Effect.suspend(() => make))
+}
+
 /**
  * Rows deleted per statement when pruning. bun:sqlite blocks the event loop while a statement runs:
  * 2,000 observations took about 80 ms, and every request waited that long; 200 take a few ms.
@@ -446,9 +480,5 @@ const make = Effect.gen(function* () {
         retired
       } satisfies CycleReport
     }).pipe(Effect.withSpan("Prober.runCycle"))
-  }
+  } satisfies ProberShape
 })
-
-export class Prober extends Context.Tag("sextant/Prober")<Prober, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.effect(Prober, make)
-}

@@ -62,7 +62,7 @@ export interface VerifiedPayment {
   readonly requirements: PaymentRequirements
 }
 
-export interface PaywallApi {
+export interface PaywallShape {
   readonly status: Effect.Effect<PaymentsStatus>
   /** What each endpoint asks now. */
   readonly offers: Effect.Effect<Offers>
@@ -74,6 +74,10 @@ export interface PaywallApi {
   ) => Effect.Effect<VerifiedPayment, InvalidRequest | PaymentRequired | FacilitatorUnavailable>
   /** Settles and returns the PAYMENT-RESPONSE header value. */
   readonly settle: (payment: VerifiedPayment) => Effect.Effect<string, SettlementFailed | SettlementUnconfirmed>
+}
+
+export class Paywall extends Context.Tag("sextant/vertical/Paywall")<Paywall, PaywallShape>() {
+  static readonly Live = (config: PaywallConfig) => Layer.scoped(Paywall, makePaywall(config))
 }
 
 const X402_VERSION = 2
@@ -159,7 +163,7 @@ const SIGNED_RECEIPTS = declareOfferReceiptExtension({ includeTxHash: true })
 /** What upstream's receipt hook reads of the request: the paid resource's URL. */
 const receiptContext = (payload: PaymentPayload) => ({ request: { adapter: { getUrl: () => payload.resource?.url } } })
 
-export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallApi, never, Scope.Scope> =>
+export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallShape, never, Scope.Scope> =>
   Effect.gen(function* () {
     const facilitatorName = displayUrl(config.facilitatorUrl)
     const apiKey = config.facilitatorApiKey
@@ -309,7 +313,3 @@ export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallApi, ne
 
     return { status: Ref.get(status), offers: config.offers, challenge, verify, settle }
   })
-
-export class Paywall extends Context.Tag("sextant/vertical/Paywall")<Paywall, PaywallApi>() {
-  static readonly Live = (config: PaywallConfig) => Layer.scoped(Paywall, makePaywall(config))
-}

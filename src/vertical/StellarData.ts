@@ -28,7 +28,7 @@ import {
 } from "./upstream.js"
 
 /** Reads the vertical needs from Horizon, Soroban RPC and issuers' home domains. */
-export interface StellarDataApi {
+export interface StellarDataShape {
   readonly account: (id: string) => Effect.Effect<Option.Option<HorizonAccount>, UpstreamFailure>
   readonly assetStats: (code: string, issuer: string) => Effect.Effect<Option.Option<HorizonAssetStats>, UpstreamFailure>
   /** The account's most recent operations (one Horizon page), newest first. */
@@ -43,6 +43,10 @@ export interface StellarDataApi {
   readonly stellarToml: (homeDomain: string) => Effect.Effect<TomlLookup>
 }
 
+export class StellarData extends Context.Tag("sextant/vertical/StellarData")<StellarData, StellarDataShape>() {
+  static readonly Live = (config: StellarDataConfig) => Layer.sync(StellarData, () => makeStellarData(config))
+}
+
 export interface StellarDataConfig extends LedgerEndpoints {
   readonly networkPassphrase: string
   readonly timeoutMs: number
@@ -55,7 +59,7 @@ const EVENT_PAGE = 200
 const EVENT_PAGES = 5
 const EVENT_NAMES = ["mint", "burn", "clawback", "set_admin", "set_authorized"] as const
 
-export const makeStellarData = (config: StellarDataConfig): StellarDataApi => {
+export const makeStellarData = (config: StellarDataConfig): StellarDataShape => {
   const { horizon, soroban } = stellarClients(config)
   const timeout = Duration.millis(config.timeoutMs)
 
@@ -193,8 +197,4 @@ export const makeStellarData = (config: StellarDataConfig): StellarDataApi => {
     tokenBalance,
     stellarToml
   }
-}
-
-export class StellarData extends Context.Tag("sextant/vertical/StellarData")<StellarData, StellarDataApi>() {
-  static readonly Live = (config: StellarDataConfig) => Layer.sync(StellarData, () => makeStellarData(config))
 }

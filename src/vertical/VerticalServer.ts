@@ -7,12 +7,25 @@ import { exactOffers, type Offers, Paywall, type PaymentsStatus } from "./Paywal
 import { StellarData } from "./StellarData.js"
 import { verticalApp, type VerticalHttpApp } from "./VerticalApp.js"
 
-export interface VerticalServerApi {
+export interface VerticalServerShape {
   /** Origin the vertical is reached at, e.g. http://127.0.0.1:4021. */
   readonly origin: string
   /** Base of the four endpoints: `<origin>/<name>/v1/rwa`. */
   readonly baseUrl: string
   readonly payments: Effect.Effect<PaymentsStatus>
+}
+
+/** The paid reference vertical on `vertical.host` / `vertical.port`, selling `vertical.prices` as `exact`. */
+export class VerticalServer extends Context.Tag("sextant/vertical/VerticalServer")<VerticalServer, VerticalServerShape>() {
+  static readonly layer = (config: Config): Layer.Layer<VerticalServer> =>
+    verticalLayer(config, {
+      name: config.vertical.name,
+      host: config.vertical.host,
+      port: config.vertical.port,
+      publicUrl: config.vertical.publicUrl,
+      payTo: config.vertical.payTo,
+      offers: Effect.succeed(exactOffers(config.vertical.prices))
+    })
 }
 
 /**
@@ -96,16 +109,3 @@ export const verticalLayer = (config: Config, instance: VerticalInstance): Layer
       })
     )
   )
-
-/** The paid reference vertical on `vertical.host` / `vertical.port`, selling `vertical.prices` as `exact`. */
-export class VerticalServer extends Context.Tag("sextant/vertical/VerticalServer")<VerticalServer, VerticalServerApi>() {
-  static readonly layer = (config: Config): Layer.Layer<VerticalServer> =>
-    verticalLayer(config, {
-      name: config.vertical.name,
-      host: config.vertical.host,
-      port: config.vertical.port,
-      publicUrl: config.vertical.publicUrl,
-      payTo: config.vertical.payTo,
-      offers: Effect.succeed(exactOffers(config.vertical.prices))
-    })
-}

@@ -1,12 +1,57 @@
 import { Clock, Context, Duration, Effect, Either, Layer, Ref, Schedule } from "effect"
 import { AppConfig, type FacilitatorBackend } from "../config.js"
 import { AllFacilitatorsFailed, FacilitatorsNotReady, NoHealthyFacilitator, UnsupportedPaymentKind } from "../domain/errors.js"
-import type { FacilitatorStatus, SettleResponse, SupportedResponse } from "../domain/x402.js"
+import type { FacilitatorStatus, SettleResponse, SupportedResponse, VerifyResponse } from "../domain/x402.js"
 import { redactorFor } from "../redaction/redact.js"
 import { advertises, type Capabilities, capabilitiesOf, mergeSupported } from "./capabilities.js"
 import { Instruments, type InstrumentsShape } from "../telemetry/Instruments.js"
 import { type BackendClient, type BackendFailure, makeBackendClient } from "./FacilitatorClient.js"
-import { type BackendProgress, kindsIncomplete, notKnownRetryAfter, poolReadiness } from "./readiness.js"
+import { type BackendProgress, kindsIncomplete, notKnownRetryAfter, type PoolReadiness, poolReadiness } from "./readiness.js"
+
+/** Refusals of a kind no backend can serve: 503 not known yet, 422 unsupported, 502 none healthy. */
+export type KindRefusal = UnsupportedPaymentKind | FacilitatorsNotReady | NoHealthyFacilitator
+
+/** The configured facilitators behind one pool: polled for what they support, failed over with care. */
+export interface FacilitatorPoolShape {
+  /** Union of healthy backends' kinds, de-duplicated by network and scheme; 503 until one has answered. */
+  readonly supported: Effect.Effect<SupportedResponse, FacilitatorsNotReady>
+  /** Whether every backend was polled once and one answered (`/health/ready`). */
+  readonly readiness: Effect.Effect<PoolReadiness>
+  /** Per-backend health for `/x402/facilitators`; never the apiKey. */
+  readonly status: Effect.Effect<ReadonlyArray<FacilitatorStatus>>
+  /** The facilitator section of `/health/dependencies`. */
+  readonly health: Effect.Effect<{ readonly configured: number; readonly healthy: number; readonly backends: ReadonlyArray<FacilitatorStatus> }>
+  /** Polls every backend now; the schedule keeps running. */
+  readonly refresh: Effect.Effect<void>
+  /** Fails as verify and settle would when nothing can serve the kind. */
+  readonly checkKind: (network: string, scheme: string) => Effect.Effect<void, KindRefusal>
+  /** Forwards the stock body to the first healthy backend that answers; 422 unsupported, 502 all failed. */
+  readonly verify: (
+    body: { readonly paymentRequirements: { readonly network: string; readonly scheme: string } }
+  ) => Effect.Effect<typeof VerifyResponse.Type, KindRefusal | AllFacilitatorsFailed>
+  /** Forwards a settle body; see `SettleOutcome`, `settleMayFallThrough` and `SettleGuard`. */
+  readonly settle: (body: unknown, network: string, scheme: string, guard: SettleGuard) => Effect.Effect<SettleOutcome>
+  /**
+   * Sends a settle to one named backend only, as a retry of a payload it answered `settlement_pending`
+   * for. Left when the backend is gone or gave no usable answer.
+   */
+  readonly settleVia: (
+    backendId: string,
+    body: unknown,
+    timeout: Duration.DurationInput
+  ) => Effect.Effect<Either.Either<typeof SettleResponse.Type, string>>
+}
+
+export class FacilitatorPool extends Context.Tag("sextant/FacilitatorPool")<FacilitatorPool, FacilitatorPoolShape>() {
+  /** A pool polling on its own timings: the live one, or a test's. */
+  static readonly fromOptions = (options: PoolOptions) => Layer.scoped(FacilitatorPool, make(options))
+  /** The pool with the configured poll interval (`facilitatorPollSeconds`): how soon a backend marked unhealthy is tried again. */
+  static readonly Live = Layer.unwrapEffect(
+    Effect.map(AppConfig, (config) =>
+      FacilitatorPool.fromOptions({ ...defaultPoolOptions, pollInterval: Duration.seconds(config.facilitatorPollSeconds) })
+    )
+  )
+}
 
 export interface PoolOptions {
   /** Time between two `/supported` polls of every backend. */
@@ -258,7 +303,6 @@ const make = (options: PoolOptions) =>
         message: `every facilitator that supports "${scheme}" on "${network}" is currently unhealthy`
       })
 
-    type KindRefusal = UnsupportedPaymentKind | FacilitatorsNotReady | NoHealthyFacilitator
     /**
      * The healthy backends for a kind; 503 when none advertises it yet but some backend has not
      * answered, 422 when none advertises it, 502 when none of those is healthy.
@@ -407,19 +451,5 @@ const make = (options: PoolOptions) =>
       /** Forwards a settle body; see `SettleOutcome`, `settleMayFallThrough` and `SettleGuard`. */
       settle,
       settleVia
-    }
+    } satisfies FacilitatorPoolShape
   })
-
-export class FacilitatorPool extends Context.Tag("sextant/FacilitatorPool")<
-  FacilitatorPool,
-  Effect.Effect.Success<ReturnType<typeof make>>
->() {
-  /** A pool polling on its own timings: the live one, or a test's. */
-  static readonly fromOptions = (options: PoolOptions) => Layer.scoped(FacilitatorPool, make(options))
-  /** The pool with the configured poll interval (`facilitatorPollSeconds`): how soon a backend marked unhealthy is tried again. */
-  static readonly Live = Layer.unwrapEffect(
-    Effect.map(AppConfig, (config) =>
-      FacilitatorPool.fromOptions({ ...defaultPoolOptions, pollInterval: Duration.seconds(config.facilitatorPollSeconds) })
-    )
-  )
-}

@@ -1,12 +1,12 @@
 import { Clock, Context, Effect, Either, Layer, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { StellarNetwork } from "../domain/stellar.js"
-import { DelegatedCredentialsRefused, IdempotencyKeyReused, InvalidRequest, SourceAccountCredentialsRefused } from "../domain/errors.js"
+import { type AllFacilitatorsFailed, DelegatedCredentialsRefused, IdempotencyKeyReused, InvalidRequest, SourceAccountCredentialsRefused } from "../domain/errors.js"
 import { type FacilitatorRequest, VerifyResponse } from "../domain/x402.js"
 import { canonicalize } from "../encoding/canonicalJson.js"
 import { decodePayment } from "../settlement/transfer.js"
 import { VerifyAnswersRepo } from "../store/VerifyAnswersRepo.js"
-import { FacilitatorPool } from "./FacilitatorPool.js"
+import { FacilitatorPool, type KindRefusal } from "./FacilitatorPool.js"
 
 /** How long a verify answer is replayed for its key: a retry comes within minutes, a payment authorisation expires within hours. */
 export const VERIFY_ANSWER_TTL_MS = 24 * 60 * 60 * 1000
@@ -19,12 +19,21 @@ export interface VerifyInput {
   readonly principal: string | null
 }
 
+export interface IdempotentVerifyShape {
+  readonly verify: (
+    input: VerifyInput
+  ) => Effect.Effect<
+    typeof VerifyResponse.Type,
+    InvalidRequest | KindRefusal | AllFacilitatorsFailed | IdempotencyKeyReused | DelegatedCredentialsRefused | SourceAccountCredentialsRefused
+  >
+}
+
 /**
  * `/x402/verify` with an idempotency key (docs/decisions.md, payment-identifier): the same key and
  * the same body get the stored answer without a backend call; the same key with another body is
  * 409 IDEMPOTENCY_KEY_REUSED. Keys are scoped per principal, as settlement scopes them.
  */
-export class IdempotentVerify extends Context.Tag("sextant/IdempotentVerify")<IdempotentVerify, Effect.Effect.Success<typeof make>>() {
+export class IdempotentVerify extends Context.Tag("sextant/IdempotentVerify")<IdempotentVerify, IdempotentVerifyShape>() {
   static readonly Live = Layer.effect(IdempotentVerify, Effect.suspend(() => make))
 }
 
@@ -83,5 +92,5 @@ const make = Effect.gen(function* () {
     return answer
   })
 
-  return { verify }
+  return { verify } satisfies IdempotentVerifyShape
 })
