@@ -6,12 +6,13 @@ import { loadConfig } from "../config.js"
 import { OptimizeFor } from "../domain/routes.js"
 import { apiKeyHash } from "../http/authLive.js"
 import { buyerNewCommand, probeAddressCommand } from "../keys/cli.js"
-import { processOutput, receiptVerifyCommand } from "../receipts/cli.js"
+import { type CommandOutput, receiptVerifyCommand } from "../receipts/cli.js"
 import { VerticalServer } from "../vertical/VerticalServer.js"
 import pkg from "../../package.json" with { type: "json" }
 import { exitWith } from "./exit.js"
 import { stderrLogs } from "./logs.js"
 import { mcp } from "./mcp.js"
+import { CliOutput } from "./output.js"
 import { probe } from "./probe.js"
 import { serve } from "./serve.js"
 
@@ -29,7 +30,9 @@ const config = (flag: Option.Option<string>) =>
 
 const keyFile = (description: string) => Options.text("key-file").pipe(Options.withDescription(description), Options.optional)
 
-const promise = (run: () => Promise<number>) => Effect.promise(run).pipe(Effect.flatMap(exitWith))
+/** A command that answers its exit code, given where to print. */
+const printing = (run: (output: CommandOutput) => Promise<number>) =>
+  Effect.flatMap(CliOutput, (output) => Effect.promise(() => run(output))).pipe(Effect.flatMap(exitWith))
 
 const serveCommand = Command.make("serve", { config: configFile }, (flags) => Effect.flatMap(config(flags.config), serve)).pipe(
   Command.withDescription(
@@ -77,7 +80,7 @@ const receiptVerify = Command.make(
     ),
     config: configFile
   },
-  (flags) => promise(() => receiptVerifyCommand(flags.file, Option.getOrUndefined(flags.publicKey)))
+  (flags) => printing((output) => receiptVerifyCommand(flags.file, Option.getOrUndefined(flags.publicKey), output))
 ).pipe(Command.withDescription("Verify a receipt offline: one JSON line; exit 0 valid, 1 invalid, 2 unreadable."))
 
 const receiptCommand = Command.make("receipt").pipe(
@@ -111,7 +114,7 @@ const catalogCommand = Command.make("catalog").pipe(
 )
 
 const keysHash = Command.make("hash", { apiKey: Args.text({ name: "api-key" }), config: configFile }, (flags) =>
-  Effect.sync(() => processOutput.out(apiKeyHash(flags.apiKey)))
+  Effect.map(CliOutput, (output) => output.out(apiKeyHash(flags.apiKey)))
 ).pipe(Command.withDescription('Print the sha256 of an API key, to list under "apiKeys" in the config.'))
 
 const keysProbeAddress = Command.make(
@@ -119,7 +122,7 @@ const keysProbeAddress = Command.make(
   { keyFile: keyFile("the probe payer's key file (default economicProbes.payerKeyFile, ./data/probe.key)"), config: configFile },
   (flags) =>
     Effect.flatMap(config(flags.config), (loaded) =>
-      promise(() => probeAddressCommand(Option.getOrElse(flags.keyFile, () => loaded.economicProbes.payerKeyFile), processOutput))
+      printing((output) => probeAddressCommand(Option.getOrElse(flags.keyFile, () => loaded.economicProbes.payerKeyFile), output))
     )
 ).pipe(
   Command.withDescription(
@@ -132,7 +135,7 @@ const keysBuyerNew = Command.make(
   { keyFile: keyFile("the buyer's key file (default buyer.keyFile, ./data/buyer.key)"), config: configFile },
   (flags) =>
     Effect.flatMap(config(flags.config), (loaded) =>
-      promise(() => buyerNewCommand(Option.getOrElse(flags.keyFile, () => loaded.buyer.keyFile), processOutput))
+      printing((output) => buyerNewCommand(Option.getOrElse(flags.keyFile, () => loaded.buyer.keyFile), output))
     )
 ).pipe(
   Command.withDescription("Create the buyer's key (mode 0600) if missing and print its address (G...) to fund; an existing file is kept.")
@@ -158,7 +161,7 @@ const buy = Command.make(
     receiptFile: text("receipt-file", "write the signed receipt here, for sextant receipt verify"),
     config: configFile
   },
-  (flags) => Effect.flatMap(config(flags.config), (loaded) => promise(() => buyCommand(flags, loaded, processOutput)))
+  (flags) => Effect.flatMap(config(flags.config), (loaded) => printing((output) => buyCommand(flags, loaded, output)))
 ).pipe(
   Command.withDescription(
     "Buy one call with the buyer's key: route, pay, get a receipt. The data on stdout, one JSON line on stderr (receipt id, provider, payment, attempts, or the error); exit codes 0-9 below."

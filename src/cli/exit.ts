@@ -31,8 +31,7 @@ export const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
 
 /** One line for a bad command line, in the shape every command's own usage errors use. */
 const usageLine = (error: ValidationError.ValidationError) => {
-  const message = "error" in error ? HelpDoc.toAnsiText(error.error).trim() : error._tag
-  return JSON.stringify({ error: "USAGE", message })
+  return JSON.stringify({ error: "USAGE", message: HelpDoc.toAnsiText(error.error).trim() })
 }
 
 /**
