@@ -1,8 +1,8 @@
 import { BunContext } from "@effect/platform-bun"
-import { Console, Effect } from "effect"
+import { Effect } from "effect"
 import { cli } from "../src/cli/commands.js"
 import { exitCodeOf, reportFailure } from "../src/cli/exit.js"
-import { CliOutput } from "../src/cli/output.js"
+import { capturingConsole, CliOutput } from "../src/cli/output.js"
 
 /**
  * Runs `sextant ...argv` in this process through the one command definition, as main.ts does,
@@ -11,8 +11,7 @@ import { CliOutput } from "../src/cli/output.js"
 export const runCli = async (...argv: ReadonlyArray<string>) => {
   const out: Array<string> = []
   const err: Array<string> = []
-  const line = (into: Array<string>) => (...args: ReadonlyArray<unknown>) => Effect.sync(() => void into.push(args.map(String).join(" ")))
-  const console: Console.Console = { ...(await Effect.runPromise(Effect.console)), log: line(out), error: line(err) }
+  const console = await Effect.runPromise(capturingConsole(out, err))
   const exit = await Effect.runPromiseExit(
     cli(["bun", "sextant", ...argv]).pipe(
       Effect.tapErrorCause(reportFailure),
