@@ -2,7 +2,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { Effect, Layer, Logger, Option } from "effect"
 import { catalogImportCommand } from "../catalog/cli.js"
 import { buyCommand } from "../client/cli.js"
-import { loadConfig } from "../config.js"
+import { type Config, loadConfig } from "../config.js"
 import { OptimizeFor } from "../domain/routes.js"
 import { apiKeyHash } from "../http/authLive.js"
 import { buyerNewCommand, probeAddressCommand } from "../keys/cli.js"
@@ -28,7 +28,13 @@ const configFile = Options.file("config").pipe(
 const config = (flag: Option.Option<string>) =>
   Effect.suspend(() => loadConfig(Option.getOrElse(flag, () => process.env.SEXTANT_CONFIG || undefined), process.env))
 
-const keyFile = (description: string) => Options.text("key-file").pipe(Options.withDescription(description), Options.optional)
+/** An optional text option. */
+const text = (name: string, description: string) => Options.text(name).pipe(Options.withDescription(description), Options.optional)
+
+const keyFile = (description: string) => text("key-file", description)
+
+/** A command that only groups others (`keys hash`, `keys buyer-new`, ...). */
+const group = <Name extends string>(name: Name, description: string) => Command.make(name).pipe(Command.withDescription(description))
 
 /** A command that answers its exit code, given where to print. */
 const printing = (run: (output: CommandOutput) => Promise<number>) =>
@@ -44,10 +50,7 @@ const mcpCommand = Command.make(
   "mcp",
   {
     config: configFile,
-    buyerKeyFile: Options.text("buyer-key-file").pipe(
-      Options.withDescription("with a buyer key, the MCP server also offers buy_resource (nothing else turns it on)"),
-      Options.optional
-    ),
+    buyerKeyFile: text("buyer-key-file", "with a buyer key, the MCP server also offers buy_resource (nothing else turns it on)"),
     sessionCapUsd: Options.float("session-cap-usd").pipe(
       Options.withDescription("the most buy_resource may spend in this session, in USD (default buyer.mcpSessionCapUsd)"),
       Options.optional
@@ -74,28 +77,19 @@ const receiptVerify = Command.make(
   "verify",
   {
     file: Args.text({ name: "file" }),
-    publicKey: Options.text("public-key").pipe(
-      Options.withDescription("check against this key (base64 or G...) instead of the receipt's own serviceSigner"),
-      Options.optional
-    ),
+    publicKey: text("public-key", "check against this key (base64 or G...) instead of the receipt's own serviceSigner"),
     config: configFile
   },
   (flags) => printing((output) => receiptVerifyCommand(flags.file, Option.getOrUndefined(flags.publicKey), output))
 ).pipe(Command.withDescription("Verify a receipt offline: one JSON line; exit 0 valid, 1 invalid, 2 unreadable."))
 
-const receiptCommand = Command.make("receipt").pipe(
-  Command.withDescription("Signed receipts."),
-  Command.withSubcommands([receiptVerify])
-)
+const receiptCommand = group("receipt", "Signed receipts.").pipe(Command.withSubcommands([receiptVerify]))
 
 const catalogImport = Command.make(
   "import",
   {
     location: Args.text({ name: "url|file" }),
-    id: Options.text("id").pipe(
-      Options.withDescription("the source id to import as (lowercase, e.g. cdp-bazaar); default: the configured source with this URL, else cli"),
-      Options.optional
-    ),
+    id: text("id", "the source id to import as (lowercase, e.g. cdp-bazaar); default: the configured source with this URL, else cli"),
     config: configFile
   },
   (flags) =>
@@ -108,45 +102,39 @@ const catalogImport = Command.make(
   )
 )
 
-const catalogCommand = Command.make("catalog").pipe(
-  Command.withDescription("The resource catalog."),
-  Command.withSubcommands([catalogImport])
-)
+const catalogCommand = group("catalog", "The resource catalog.").pipe(Command.withSubcommands([catalogImport]))
 
 const keysHash = Command.make("hash", { apiKey: Args.text({ name: "api-key" }), config: configFile }, (flags) =>
   Effect.map(CliOutput, (output) => output.out(apiKeyHash(flags.apiKey)))
 ).pipe(Command.withDescription('Print the sha256 of an API key, to list under "apiKeys" in the config.'))
 
-const keysProbeAddress = Command.make(
+/** A key command: `--key-file`, else the configured path, given to a command that prints the key's address. */
+const keyAddress = <Name extends string>(
+  name: Name,
+  keyFileHelp: string,
+  configured: (config: Config) => string,
+  run: (keyFile: string, output: CommandOutput) => Promise<number>
+) =>
+  Command.make(name, { keyFile: keyFile(keyFileHelp), config: configFile }, (flags) =>
+    Effect.flatMap(config(flags.config), (loaded) => printing((output) => run(Option.getOrElse(flags.keyFile, () => configured(loaded)), output)))
+  )
+
+const keysProbeAddress = keyAddress(
   "probe-address",
-  { keyFile: keyFile("the probe payer's key file (default economicProbes.payerKeyFile, ./data/probe.key)"), config: configFile },
-  (flags) =>
-    Effect.flatMap(config(flags.config), (loaded) =>
-      printing((output) => probeAddressCommand(Option.getOrElse(flags.keyFile, () => loaded.economicProbes.payerKeyFile), output))
-    )
+  "the probe payer's key file (default economicProbes.payerKeyFile, ./data/probe.key)",
+  (c) => c.economicProbes.payerKeyFile,
+  probeAddressCommand
 ).pipe(
   Command.withDescription(
     "Print the economic probes' payer address (G...) to fund, creating its key file (a Stellar secret seed on one line, mode 0600) if missing; never prints the secret."
   )
 )
 
-const keysBuyerNew = Command.make(
-  "buyer-new",
-  { keyFile: keyFile("the buyer's key file (default buyer.keyFile, ./data/buyer.key)"), config: configFile },
-  (flags) =>
-    Effect.flatMap(config(flags.config), (loaded) =>
-      printing((output) => buyerNewCommand(Option.getOrElse(flags.keyFile, () => loaded.buyer.keyFile), output))
-    )
-).pipe(
+const keysBuyerNew = keyAddress("buyer-new", "the buyer's key file (default buyer.keyFile, ./data/buyer.key)", (c) => c.buyer.keyFile, buyerNewCommand).pipe(
   Command.withDescription("Create the buyer's key (mode 0600) if missing and print its address (G...) to fund; an existing file is kept.")
 )
 
-const keysCommand = Command.make("keys").pipe(
-  Command.withDescription("API key hashes and Stellar keys."),
-  Command.withSubcommands([keysHash, keysProbeAddress, keysBuyerNew])
-)
-
-const text = (name: string, description: string) => Options.text(name).pipe(Options.withDescription(description), Options.optional)
+const keysCommand = group("keys", "API key hashes and Stellar keys.").pipe(Command.withSubcommands([keysHash, keysProbeAddress, keysBuyerNew]))
 
 const buy = Command.make(
   "buy",

@@ -25,6 +25,13 @@ export interface ListedCommand {
   readonly description: string
 }
 
+/** The words naming a command at the start of a usage, up to its first argument or option. */
+const commandWords = (usage: string) => {
+  const words = usage.trim().split(/\s+/)
+  const end = words.findIndex((word) => !/^[a-z][a-z-]*$/.test(word))
+  return (end < 0 ? words : words.slice(0, end)).join(" ")
+}
+
 /**
  * The runnable commands of a `sextant --help` text: its COMMANDS list, less the groups (`keys`)
  * whose subcommands are listed after them.
@@ -32,7 +39,7 @@ export interface ListedCommand {
 export const listedCommands = (help: string): ReadonlyArray<ListedCommand> => {
   const section = help.slice(help.indexOf("COMMANDS"))
   const listed = [...section.matchAll(/^\s*- (.+?)(?: {2,}(.*))?$/gm)].map(([, usage = "", description = ""]) => ({
-    path: usage.split(" ").filter((word, i, words) => words.slice(0, i + 1).every((w) => /^[a-z][a-z-]*$/.test(w))).join(" "),
+    path: commandWords(usage),
     usage: usage.trim(),
     description: description.trim()
   }))
