@@ -77,11 +77,12 @@ const violations = (edges: ReadonlyArray<Edge>): ReadonlyArray<Violation> =>
     if (under(from, "src/store") && !(under(to, "src/domain") || to === "src/config.ts" || under(to, "src/store"))) {
       broken.push(2)
     }
-    // 3. Only the HTTP layer itself, the entry points and the MCP server (which calls the HTTP handlers) import src/http/;
+    // 3. Only the HTTP layer itself, the entry points (src/main.ts, the command line in src/cli/, src/app.ts) and the MCP
+    // server (which calls the HTTP handlers) import src/http/;
     // the buyer's client derives its typed client from the contract (src/contract/), never from the server.
     if (
       under(to, "src/http") &&
-      !(under(from, "src/http") || from === "src/main.ts" || from === "src/app.ts" || under(from, "src/mcp"))
+      !(under(from, "src/http") || from === "src/main.ts" || under(from, "src/cli") || from === "src/app.ts" || under(from, "src/mcp"))
     ) {
       broken.push(3)
     }
@@ -138,7 +139,7 @@ describe("import rules on src/", () => {
     expect(ofRule(2)).toEqual([])
   })
 
-  test("3. only src/http/, src/main.ts, src/app.ts and src/mcp/ import src/http/", () => {
+  test("3. only src/http/, src/main.ts, src/cli/, src/app.ts and src/mcp/ import src/http/", () => {
     expect(ofRule(3)).toEqual([])
   })
 
@@ -204,6 +205,9 @@ describe("the rule function", () => {
     expect(rulesOf("src/vertical/VerticalApp.ts", "src/http/body.ts")).toEqual([3])
     expect(rulesOf("src/store/ResourcesRepo.ts", "src/http/errors.ts")).toEqual([2, 3])
     expect(rulesOf("src/mcp/server.ts", "src/http/server.ts")).toEqual([])
+    expect(rulesOf("src/cli/serve.ts", "src/http/server.ts")).toEqual([])
+    // A folder that merely starts like an allowed one is not it.
+    expect(rulesOf("src/client/cli.ts", "src/http/server.ts")).toEqual([3])
   })
 
   test("rule 5: the contract importing an implementation", () => {

@@ -242,7 +242,8 @@ describe("sextant buy", () => {
     expect(existsSync(join(folder, "absent.key"))).toBe(false)
     const usage = await sextant("buy", "demo.buy")
     expect(usage.code).toBe(2)
-    expect(usage.stderr).toContain("--max-usd is required")
+    expect(usage.stderr).toContain("--max-usd")
+    expect(JSON.parse(usage.stderr.trim().split("\n").at(-1)!)).toMatchObject({ error: "USAGE" })
   }, 30_000)
 
   test("the buyer's secret key appears in no request, log line or file other than its key file", () => {

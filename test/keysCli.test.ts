@@ -5,8 +5,8 @@ import { chmodSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "n
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { inspect } from "node:util"
-import { probeAddressCommand } from "../src/keys/cli.js"
 import { loadOrCreateProbeKey } from "../src/keys/stellarKey.js"
+import { runCli } from "./cliRun.js"
 
 const folder = () => mkdtempSync(join(tmpdir(), "sextant-probe-key-"))
 const load = (path: string) => Effect.runPromise(loadOrCreateProbeKey(path))
@@ -72,12 +72,11 @@ describe("loadOrCreateProbeKey", () => {
   })
 })
 
-/** The command as `sextant keys probe-address ...` runs it, its two streams captured. */
+/** `sextant keys probe-address ...` through the command definition, with `keyFile` as the configured payer key file. */
 const run = async (keyFile: string, ...argv: Array<string>) => {
-  const out: Array<string> = []
-  const err: Array<string> = []
-  const code = await probeAddressCommand(argv, keyFile, { out: (l) => out.push(l), err: (l) => err.push(l) })
-  return { code, out, err }
+  const config = join(folder(), "config.json")
+  writeFileSync(config, JSON.stringify({ economicProbes: { payerKeyFile: keyFile } }))
+  return runCli("keys", "probe-address", "--config", config, ...argv)
 }
 
 describe("sextant keys probe-address", () => {

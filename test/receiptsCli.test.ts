@@ -5,9 +5,9 @@ import { generateKeyPairSync } from "node:crypto"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { receiptVerifyCommand } from "../src/receipts/cli.js"
 import { ReceiptService } from "../src/receipts/ReceiptService.js"
 import { Signer } from "../src/receipts/Signer.js"
+import { runCli } from "./cliRun.js"
 import { receiptServiceLayer, recordingEvidence } from "./receiptsFixtures.js"
 
 const folder = mkdtempSync(join(tmpdir(), "sextant-cli-"))
@@ -28,11 +28,9 @@ const file = (name: string, content: string) => {
   return path
 }
 
-/** Runs the command as `sextant receipt verify ...` would, capturing its two streams. */
+/** Runs `sextant receipt verify ...` through the command definition, capturing its two streams. */
 const run = async (...argv: Array<string>) => {
-  const out: Array<string> = []
-  const err: Array<string> = []
-  const code = await receiptVerifyCommand(argv, { out: (l) => out.push(l), err: (l) => err.push(l) })
+  const { code, out, err } = await runCli("receipt", "verify", ...argv)
   expect(out).toHaveLength(1)
   return { code, result: JSON.parse(out[0]!) as Record<string, unknown>, err }
 }
@@ -90,10 +88,11 @@ describe("sextant receipt verify", () => {
     expect(missing).toMatchObject({ code: 2, result: { error: "UNREADABLE" } })
     expect(String(missing.result.message)).toContain("ENOENT")
     expect((await run(file("text.json", "receipt?"))).result).toMatchObject({ error: "UNREADABLE" })
-    for (const argv of [[], [valid, valid], [valid, "--public-key"], [valid, "--public-key", "abc"], [valid, "--verbose"]]) {
-      const { code, result, err } = await run(...argv)
-      expect({ argv, code, error: result.error }).toEqual({ argv, code: 2, error: "USAGE" })
-      expect(err[0]).toContain("usage: sextant receipt verify")
+    expect(await run(valid, "--public-key", "abc")).toMatchObject({ code: 2, result: { error: "USAGE", message: expect.stringContaining("--public-key") } })
+    // A command line the definition refuses: nothing verified, nothing on stdout, one USAGE line last on stderr.
+    for (const argv of [[], [valid, valid], [valid, "--public-key"], [valid, "--verbose"]]) {
+      const { code, out, err } = await runCli("receipt", "verify", ...argv)
+      expect({ argv, code, out, error: JSON.parse(err.at(-1)!).error }).toEqual({ argv, code: 2, out: [], error: "USAGE" })
     }
   })
 })

@@ -1,5 +1,5 @@
 import { SingleBar } from "cli-progress"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { ServicesLive } from "../app.js"
 import type { Config } from "../config.js"
 import { Importer, type ImportSourceSpec } from "./Importer.js"
@@ -8,14 +8,8 @@ import { Importer, type ImportSourceSpec } from "./Importer.js"
  * The source an import from the command line writes as: `--id`, else the configured source with
  * that URL (so a manual pull and the schedule agree on what the source lists), else "cli".
  */
-export const cliSource = (config: Config, args: ReadonlyArray<string>): ImportSourceSpec | string => {
-  const [location, ...flags] = args
-  if (location === undefined || location.startsWith("--")) return "catalog import needs a URL or a file"
-  let id: string | undefined
-  for (let i = 0; i < flags.length; i++) {
-    if (flags[i] === "--id" && flags[i + 1] !== undefined) id = flags[++i]
-    else return `unknown argument "${flags[i]}"`
-  }
+export const cliSource = (config: Config, location: string, idFlag: Option.Option<string>): ImportSourceSpec | string => {
+  const id = Option.getOrUndefined(idFlag)
   const configured = config.catalogSources.find((s) => (id !== undefined ? s.id === id : s.url === location))
   if (id !== undefined && !/^[a-z0-9][a-z0-9._-]{0,63}$/.test(id)) return `--id: expected a lowercase id such as "cdp-bazaar"`
   return { id: id ?? configured?.id ?? "cli", location, networks: configured?.networks }
@@ -24,15 +18,14 @@ export const cliSource = (config: Config, args: ReadonlyArray<string>): ImportSo
 /**
  * `sextant catalog import <url|file> [--id <source id>]`: one pull on the configured store, with a
  * progress bar on stderr (drawn as lines when stderr is not a terminal) and the summary as JSON on
- * stdout. Exit 1 when the pull failed (nothing was written), 2 on bad arguments.
+ * stdout. Answers the exit code: 1 when the pull failed (nothing was written), 2 on a bad `--id`.
  */
-export const catalogImportCommand = (config: Config, args: ReadonlyArray<string>) =>
+export const catalogImportCommand = (config: Config, location: string, id: Option.Option<string>) =>
   Effect.gen(function* () {
-    const spec = cliSource(config, args)
+    const spec = cliSource(config, location, id)
     if (typeof spec === "string") {
       process.stderr.write(`${spec}\n`)
-      process.exitCode = 2
-      return
+      return 2
     }
     const importer = yield* Importer
     const bar = new SingleBar({
@@ -48,11 +41,12 @@ export const catalogImportCommand = (config: Config, args: ReadonlyArray<string>
       })
       .pipe(Effect.ensuring(Effect.sync(() => bar.stop())))
     process.stdout.write(`${JSON.stringify(summary)}\n`)
+    return 0
   }).pipe(
     Effect.catchTag("ImportFailed", (e) =>
       Effect.sync(() => {
         process.stderr.write(`import from ${e.source} failed: ${e.reason}\n`)
-        process.exitCode = 1
+        return 1
       })
     ),
     Effect.provide(ServicesLive(config))

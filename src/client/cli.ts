@@ -1,6 +1,5 @@
-import { Effect, Either, Schema } from "effect"
+import { Effect, Either, Option, Schema } from "effect"
 import { writeFileSync } from "node:fs"
-import { parseArgs as parseArgv } from "node:util"
 import type { Config } from "../config.js"
 import { BuyRequest, BuyResult } from "../domain/buy.js"
 import { describeParseError } from "../domain/issues.js"
@@ -8,9 +7,6 @@ import type { CommandOutput } from "../receipts/cli.js"
 import { Buyer } from "./Buyer.js"
 import { attemptsOf, type BuyError, buyErrorCode, buyErrorMessage } from "./errors.js"
 import { BuyerClientLive } from "./index.js"
-
-export const BUY_USAGE = `usage: sextant buy <capability> --max-usd <n> [--input <json>] [--optimize-for balanced|cheapest|fastest|reliable]
-                   [--policy <json>] [--key-file <path>] [--service <url>] [--receipt-file <path>] [--config <file>]`
 
 /**
  * Exit codes of `sextant buy`, one per way it ends (documented in the README). A caller can tell
@@ -29,6 +25,20 @@ export const BUY_EXIT = {
   SPEND_LEDGER_UNAVAILABLE: 9
 } as const
 
+/** What each exit code of `sextant buy` means, with the `error` its stderr line names: for docs/reference/cli.md. */
+export const BUY_EXIT_MEANING: { readonly [K in keyof typeof BUY_EXIT]: { readonly errors: ReadonlyArray<string>; readonly meaning: string } } = {
+  ok: { errors: [], meaning: "paid once and answered: the data is on stdout" },
+  internal: { errors: [], meaning: "an unexpected failure" },
+  usage: { errors: ["USAGE", "KEY_FILE"], meaning: "a bad command line or config, or a missing or unusable key file (nothing requested)" },
+  NOTHING_ELIGIBLE: { errors: ["NOTHING_ELIGIBLE"], meaning: "the route has no provider for the capability under the policy (nothing requested)" },
+  ALL_PROVIDERS_FAILED: { errors: ["ALL_PROVIDERS_FAILED"], meaning: "every provider was tried and none was paid (each attempt says why)" },
+  OUTCOME_UNKNOWN: { errors: ["OUTCOME_UNKNOWN"], meaning: "a signed payment was sent and no answer came: it may have settled; it is not retried" },
+  SPEND_LIMIT_REACHED: { errors: ["SPEND_LIMIT_REACHED"], meaning: "the local spend window had no room for any provider (nothing signed)" },
+  PAID_BUT_FAILED: { errors: ["PAID_BUT_FAILED"], meaning: "a payment settled but its provider gave no usable answer; no other provider was paid" },
+  SERVICE_UNAVAILABLE: { errors: ["SERVICE_UNAVAILABLE"], meaning: "the Sextant service could not route (unreachable, or an error answer)" },
+  SPEND_LEDGER_UNAVAILABLE: { errors: ["SPEND_LEDGER_UNAVAILABLE"], meaning: "the local spend ledger could not be opened or written (nothing signed)" }
+}
+
 interface BuyArgs {
   readonly request: BuyRequest
   readonly keyFile: string
@@ -45,51 +55,42 @@ const json = (flag: string, text: string | undefined): Either.Either<unknown, st
   }
 }
 
-const parseArgs = (argv: ReadonlyArray<string>, config: Config): Either.Either<BuyArgs | "help", string> => {
-  let parsed
-  try {
-    parsed = parseArgv({
-      args: [...argv],
-      options: {
-        input: { type: "string" },
-        "max-usd": { type: "string" },
-        "optimize-for": { type: "string" },
-        policy: { type: "string" },
-        "key-file": { type: "string" },
-        service: { type: "string" },
-        "receipt-file": { type: "string" },
-        help: { type: "boolean", short: "h" }
-      },
-      strict: true,
-      allowPositionals: true
-    })
-  } catch (e) {
-    return Either.left((e as Error).message)
-  }
-  const { values, positionals } = parsed
-  if (values.help) return Either.right("help")
-  if (positionals.length !== 1) return Either.left("name one capability")
-  if (values["max-usd"] === undefined) return Either.left("--max-usd is required: the most one request may cost")
-  const maxUsd = Number(values["max-usd"])
-  if (values["max-usd"].trim() === "" || !Number.isFinite(maxUsd) || maxUsd < 0) return Either.left("--max-usd must be a number of USD, 0 or more")
+/** The command line of `sextant buy` as @effect/cli parsed it: text still to be checked. */
+export interface BuyFlags {
+  readonly capability: string
+  readonly maxUsd: string
+  readonly input: Option.Option<string>
+  readonly optimizeFor: Option.Option<string>
+  readonly policy: Option.Option<string>
+  readonly keyFile: Option.Option<string>
+  readonly service: Option.Option<string>
+  readonly receiptFile: Option.Option<string>
+}
+
+const nonEmpty = (flag: Option.Option<string>) => Option.filter(flag, (text) => text !== "")
+
+const buyArgs = (flags: BuyFlags, config: Config): Either.Either<BuyArgs, string> => {
+  const maxUsd = Number(flags.maxUsd)
+  if (flags.maxUsd.trim() === "" || !Number.isFinite(maxUsd) || maxUsd < 0) return Either.left("--max-usd must be a number of USD, 0 or more")
   return Either.gen(function* () {
-    const input = yield* json("--input", values.input)
-    const policy = yield* json("--policy", values.policy)
+    const input = yield* json("--input", Option.getOrUndefined(flags.input))
+    const policy = yield* json("--policy", Option.getOrUndefined(flags.policy))
+    const optimizeFor = Option.getOrUndefined(flags.optimizeFor)
     const request = yield* Schema.decodeUnknownEither(BuyRequest)(
       {
-        capability: positionals[0],
+        capability: flags.capability,
         maxUsd,
         ...(input === undefined ? {} : { input }),
         ...(policy === undefined ? {} : { policy }),
-        ...(values["optimize-for"] === undefined ? {} : { optimizeFor: values["optimize-for"] })
+        ...(optimizeFor === undefined ? {} : { optimizeFor })
       },
       { errors: "all", onExcessProperty: "error" }
     ).pipe(Either.mapLeft(describeParseError))
     return {
       request,
-      keyFile: values["key-file"] || config.buyer.keyFile,
-      service: values.service || config.buyer.service,
-      receiptFile: values["receipt-file"] || undefined
+      keyFile: Option.getOrElse(nonEmpty(flags.keyFile), () => config.buyer.keyFile),
+      service: Option.getOrElse(nonEmpty(flags.service), () => config.buyer.service),
+      receiptFile: Option.getOrUndefined(nonEmpty(flags.receiptFile))
     }
   })
 }
@@ -98,23 +99,18 @@ const parseArgs = (argv: ReadonlyArray<string>, config: Config): Either.Either<B
 const printable = (data: unknown) => (typeof data === "string" ? data : JSON.stringify(data))
 
 /**
- * `sextant buy <capability> ...`, given the arguments after `buy`: one purchase with the buyer's
+ * `sextant buy <capability> ...`: one purchase with the buyer's
  * key (`--key-file`, else `buyer.keyFile`) through the service at `--service` (else
  * `buyer.service`). The data goes to stdout; one JSON line goes to stderr: the receipt id,
  * provider, payment and every attempt, or `{error, message, attempts}`. `--receipt-file` keeps the
  * signed receipt for `sextant receipt verify`. The service's API key comes from `buyer.apiKey` or
  * SEXTANT_API_KEY, never the command line (other users can read it there).
  */
-export const buyCommand = async (argv: ReadonlyArray<string>, config: Config, output: CommandOutput, env = process.env): Promise<number> => {
-  const args = parseArgs(argv, config)
+export const buyCommand = async (flags: BuyFlags, config: Config, output: CommandOutput, env = process.env): Promise<number> => {
+  const args = buyArgs(flags, config)
   if (Either.isLeft(args)) {
     output.err(JSON.stringify({ error: "USAGE", message: args.left }))
-    output.err(BUY_USAGE)
     return BUY_EXIT.usage
-  }
-  if (args.right === "help") {
-    output.out(BUY_USAGE)
-    return BUY_EXIT.ok
   }
   const { request, keyFile, service, receiptFile } = args.right
   const apiKey = config.buyer.apiKey ?? (env.SEXTANT_API_KEY || undefined)

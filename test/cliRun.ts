@@ -1,0 +1,24 @@
+import { BunContext } from "@effect/platform-bun"
+import { Effect } from "effect"
+import { cli } from "../src/cli/commands.js"
+import { exitCodeOf, reportFailure } from "../src/cli/exit.js"
+import { capturingConsole, CliOutput } from "../src/cli/output.js"
+
+/**
+ * Runs `sextant ...argv` in this process through the one command definition, as main.ts does,
+ * with the lines it prints captured (the commands' own and @effect/cli's help and errors).
+ */
+export const runCli = async (...argv: ReadonlyArray<string>) => {
+  const out: Array<string> = []
+  const err: Array<string> = []
+  const console = await Effect.runPromise(capturingConsole(out, err))
+  const exit = await Effect.runPromiseExit(
+    cli(["bun", "sextant", ...argv]).pipe(
+      Effect.tapErrorCause(reportFailure),
+      Effect.provideService(CliOutput, { out: (l) => void out.push(l), err: (l) => void err.push(l) }),
+      Effect.withConsole(console),
+      Effect.provide(BunContext.layer)
+    )
+  )
+  return { code: exitCodeOf(exit), out, err }
+}
