@@ -67,10 +67,17 @@ describe("receipts over HTTP", () => {
   let server: Awaited<ReturnType<typeof startServer>>
   let store: Database
   const keyed = { authorization: `Bearer ${API_KEY}` }
-  /** The buyer's typed client; `post` stays raw for the purchases the contract refuses and the ones it judges. */
+  /** The buyer's typed client; `post` stays raw for the purchases the contract refuses. */
   let buyer: TypedClient
-  const post = (json: unknown, headers: Record<string, string> = keyed) =>
-    request(`${server.url}/v1/receipts`, { method: "POST", json, headers })
+  const post = (json: unknown) => request(`${server.url}/v1/receipts`, { method: "POST", json, headers: keyed })
+  type Purchase = Parameters<TypedClient["receipts"]["create"]>[0]["payload"]
+  const create = (payload: Purchase) => buyer.receipts.create({ payload })
+  /** The purchase with its payment naming `hash`, and what the resource answered. */
+  const paidWith = (hash: string, response: Purchase["response"] = purchase.response) => ({
+    ...purchase,
+    payment: { ...purchase.payment, transactionHash: hash },
+    response
+  })
   /** Rows naming a transaction, read from the service's own SQLite file. */
   const rowsFor = (hash: string) => ({
     receipts: store.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM receipts WHERE transaction_hash = ?").get(hash)?.n,
@@ -120,16 +127,16 @@ describe("receipts over HTTP", () => {
       [{ maxAmount: "10001" }, "payment.maxAmount 10001 disagrees with fixture.paid option 0, which charges at most 10000"]
     ]
     for (const [change, message] of cases) {
-      const refused = await post({ ...purchase, payment: { ...purchase.payment, ...change, transactionHash: hash } })
-      expect(refused).toEqual(expect.objectContaining({ status: 422, body: { error: "PAYMENT_MISMATCH", message } }))
+      const refused = await refusal(create({ ...purchase, payment: { ...purchase.payment, ...change, transactionHash: hash } }))
+      expect({ ...refused }).toEqual({ error: "PAYMENT_MISMATCH", message })
     }
     expect(rowsFor(hash)).toEqual({ receipts: 0, events: 0 })
     expect((await detail()).resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
 
     // The configured symbol names the configured contract, and a lower amount fits an exact price.
-    const bySymbol = await post({ ...purchase, payment: { ...purchase.payment, asset: "USDC", amount: "9000", transactionHash: undefined } })
-    expect(bySymbol.status).toBe(200)
-    expect(bySymbol.body.payment).toMatchObject({ asset: "USDC", amount: "9000", maxAmount: "9000", transactionHash: null })
+    const { transactionHash: _none, ...unhashed } = purchase.payment
+    const bySymbol = await Effect.runPromise(create({ ...purchase, payment: { ...unhashed, asset: "USDC", amount: "9000" } }))
+    expect(bySymbol.payment).toMatchObject({ asset: "USDC", amount: "9000", maxAmount: "9000", transactionHash: null })
   })
 
   test("POST /v1/receipts answers a signed receipt that verifies offline, and GET returns it unchanged", async () => {
@@ -171,7 +178,7 @@ describe("receipts over HTTP", () => {
 
   test("a made-up transaction hash is pending, then rejected with its reason, and never lifts the resource", async () => {
     const hash = "d".repeat(64)
-    expect((await post({ ...purchase, payment: { ...purchase.payment, transactionHash: hash } })).status).toBe(200)
+    await Effect.runPromise(create(paidWith(hash)))
     expect(evidenceOf(await detail(), hash)?.state).toBe("pending")
     const after = await settledEvidence(hash)
     expect(evidenceOf(after, hash)).toMatchObject({ state: "rejected", ledger: null })
@@ -186,7 +193,7 @@ describe("receipts over HTTP", () => {
 
   test("a transaction that pays someone else is rejected, saying what it holds", async () => {
     const hash = paidOnLedger({ to: seededBuyer(42).publicKey() })
-    expect((await post({ ...purchase, payment: { ...purchase.payment, transactionHash: hash } })).status).toBe(200)
+    await Effect.runPromise(create(paidWith(hash)))
     const after = await settledEvidence(hash)
     expect(evidenceOf(after, hash)?.state).toBe("rejected")
     expect(evidenceOf(after, hash)?.reason).toContain(`does not pay ${FIXTURE_AMOUNT} of ${TESTNET_USDC} to ${FIXTURE_PAY_TO}`)
@@ -195,7 +202,7 @@ describe("receipts over HTTP", () => {
 
   test("a transaction that appears on the ledger 2 s late goes pending, then confirmed, and lifts the resource to level 3", async () => {
     const hash = paidOnLedger({ visibleAfterMs: 2_000 })
-    expect((await post({ ...purchase, payment: { ...purchase.payment, transactionHash: hash } })).status).toBe(200)
+    await Effect.runPromise(create(paidWith(hash)))
     await Bun.sleep(1_000)
     const early = await detail()
     expect(evidenceOf(early, hash)?.state).toBe("pending")
@@ -216,24 +223,22 @@ describe("receipts over HTTP", () => {
 
   test("receipts naming one transaction are each signed and stored, but the transaction counts once", async () => {
     const metrics = async () => (await Effect.runPromise(buyer.verification.metrics({ path: { id: "fixture.paid" } }))).transactionSuccessRate
-    const paid = (hash: string, status: number) => ({ ...purchase, payment: { ...purchase.payment, transactionHash: hash }, response: { status, body: "x" } })
+    const paid = (hash: string, status: number) => Effect.runPromise(create(paidWith(hash, { status, body: "x" })))
     const hash = paidOnLedger()
-    const first = await post(paid(hash, 200))
-    expect(first.status).toBe(200)
+    const first = await paid(hash, 200)
     expect(evidenceOf(await settledEvidence(hash), hash)?.state).toBe("confirmed")
     const rate = await metrics()
     expect(rate).toBe(1)
     // A repeat that claims the call failed would lower the success rate if it counted.
-    const repeat = await post(paid(hash, 502))
-    expect(repeat.status).toBe(200)
-    expect(repeat.body.receiptId).not.toBe(first.body.receiptId)
-    expect(verifyReceipt(repeat.body).valid).toBe(true)
-    expect(await Effect.runPromise(buyer.receipts.get({ path: { id: repeat.body.receiptId } }))).toEqual(repeat.body)
+    const repeat = await paid(hash, 502)
+    expect(repeat.receiptId).not.toBe(first.receiptId)
+    expect(verifyReceipt(repeat).valid).toBe(true)
+    expect(await Effect.runPromise(buyer.receipts.get({ path: { id: repeat.receiptId } }))).toEqual(repeat)
     expect(rowsFor(hash)).toEqual({ receipts: 2, events: 1 })
     expect(await metrics()).toBe(rate)
     // A failure is the buyer's word under a new transaction too: stored as rejected, never counted.
     const failedHash = paidOnLedger()
-    expect((await post(paid(failedHash, 502))).status).toBe(200)
+    await paid(failedHash, 502)
     const failed = evidenceOf(await detail(), failedHash)
     expect(failed).toMatchObject({ state: "rejected" })
     expect(failed?.reason).toContain("a failure a buyer reports is not evidence")
@@ -241,7 +246,7 @@ describe("receipts over HTTP", () => {
   }, 20_000)
 
   test("creation needs the API key when keys are configured; bad purchases are 400 and ineligible ones 422", async () => {
-    expect((await post(purchase, {})).status).toBe(401)
+    expect(await refusal(server.client.receipts.create({ payload: purchase }))).toMatchObject({ error: "UNAUTHORIZED" })
 
     const noHash = await post({ ...purchase, response: { status: 200 } })
     expect(noHash).toMatchObject({ status: 400, body: { error: "INVALID_REQUEST" } })
@@ -258,8 +263,8 @@ describe("receipts over HTTP", () => {
     expect(tooDeep.status).toBe(400)
     expect(tooDeep.body.error).toEqual(expect.any(String))
 
-    const notOffered = await post({ ...purchase, resourceId: "fixture.unprobed" })
-    expect(notOffered).toMatchObject({ status: 422, body: { error: "NO_ELIGIBLE_PROVIDER" } })
+    const notOffered = await refusal(create({ ...purchase, resourceId: "fixture.unprobed" }))
+    expect(notOffered).toMatchObject({ error: "NO_ELIGIBLE_PROVIDER" })
   })
 })
 
