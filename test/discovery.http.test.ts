@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { HTTPFacilitatorClient } from "@x402/core/http"
 import { withBazaar } from "@x402/extensions/bazaar"
+import { Effect } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
 import { request, startServer, testConfig } from "./support/server.js"
 import { entry } from "./fixtures/verificationStack.js"
@@ -21,8 +22,9 @@ beforeAll(async () => {
     })
   )
   // Unlisted: a URL someone validated never shows in discovery.
-  expect((await request(`${server.url}/v1/validate`, { method: "POST", json: { url: fixture.url("/paid/unlisted") } })).status).toBe(200)
-  expect((await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "r03" } })).body.healthy).toBe(true)
+  const validate = (payload: { url: string } | { resourceId: string }) => Effect.runPromise(server.client.verification.validate({ payload }))
+  expect((await validate({ url: fixture.url("/paid/unlisted") })).discovered).toBe(true)
+  expect((await validate({ resourceId: "r03" })).healthy).toBe(true)
 })
 afterAll(async () => {
   await server.close()
@@ -37,7 +39,7 @@ describe("GET /x402/discovery/resources through the stock bazaar client", () => 
     const page = await stockClient().extensions.bazaar.listResources({ type: "http" })
     expect(page.x402Version).toBe(2)
     expect(page.pagination).toEqual({ limit: 100, offset: 0, total: LISTED })
-    const catalog = (await request(`${server.url}/v1/resources`)).body.resources as Array<any>
+    const catalog = (await Effect.runPromise(server.client.resources.list({ urlParams: {} }))).resources
     expect(page.items.map((i: any) => i.resource)).toEqual(catalog.map((r) => r.resource.url))
     expect(page.items.map((i: any) => i.resource)).not.toContain(fixture.url("/paid/unlisted"))
     const unprobed = page.items.find((i: any) => i.metadata.resourceId === "r00")!
@@ -95,9 +97,8 @@ describe("GET /x402/discovery/resources through the stock bazaar client", () => 
       expect(body.error).toBe("INVALID_REQUEST")
       expect(body.message).toContain(query.split("=")[0]!)
     }
-    const max = await request(`${server.url}/x402/discovery/resources?limit=1000&offset=20`)
-    expect(max.status).toBe(200)
-    expect(max.body.items.length).toBe(LISTED - 20)
+    const max = await Effect.runPromise(server.client.discovery.resources({ urlParams: { limit: 1000, offset: 20 } }))
+    expect(max.items.length).toBe(LISTED - 20)
   })
 
   test("is declared in /openapi.json", async () => {

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Effect } from "effect"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { seededBuyer, settleBody, signedPayment } from "./fixtures/stellarPayment.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { pollUntil } from "./support/poll.js"
-import { facilitatorsAnswered, ledgerAt, request, startServer, testConfig } from "./support/server.js"
+import { facilitatorsAnswered, ledgerAt, refusal, startServer, testConfig } from "./support/server.js"
 
 /**
  * What an outsider could once do to the evidence, tried over HTTP: lift a payee with one anonymous
@@ -42,56 +43,55 @@ afterAll(async () => {
   ledger.stop()
 })
 
-const validate = (json: unknown) => request(`${server.url}/v1/validate`, { method: "POST", json })
+const validate = (payload: { resourceId: string } | { url: string }) => Effect.runPromise(server.client.verification.validate({ payload }))
 const settle = async (seed: number, servicePolicy?: Record<string, unknown>) => {
   const { payment, requirements } = await signedPayment(FIXTURE_PAY_TO, { buyer: seededBuyer(seed) })
   // The payment names what it pays for, so its evidence is about that one resource.
   const named = { ...payment, resource: { url: seller.url("/paid") } }
-  return request(`${server.url}/x402/settle`, { method: "POST", json: settleBody(named, requirements, servicePolicy ? { servicePolicy } : {}) })
+  return server.client.x402.settle({ payload: settleBody(named, requirements, servicePolicy ? { servicePolicy } : {}), headers: {} })
 }
 
 describe("evidence no caller can forge", () => {
   test("a validated URL outside the catalog is kept unlisted: its observations are returned, but it is no payee evidence and no candidate", async () => {
     const url = seller.url("/paid/elsewhere")
     const probed = await validate({ url })
-    expect(probed).toMatchObject({ status: 200, body: { discovered: true, healthy: true } })
-    const id: string = probed.body.resourceId
+    expect(probed).toMatchObject({ discovered: true, healthy: true })
+    const id = probed.resourceId
 
     // Nothing listed was ever probed: the payee named by that 402 is still unverified.
-    const refused = await settle(81)
-    expect(refused).toMatchObject({ status: 403, body: { error: "POLICY_DENIED", code: "NO_VERIFICATION_EVIDENCE" } })
+    const refused = await refusal(await settle(81))
+    expect(refused).toMatchObject({ error: "POLICY_DENIED", code: "NO_VERIFICATION_EVIDENCE" })
     expect(backend.calls("/settle")).toBe(0)
 
-    const detail = await request(`${server.url}/v1/resources/${id}`)
-    expect(detail.body.listing).toEqual({ listed: false, source: "validate", trusted: false })
-    const observations = await request(`${server.url}/v1/resources/${id}/observations`)
-    expect(observations.body.observations.map((o: { id: string }) => o.id)).toEqual([probed.body.observation.id])
-    const listed = (await request(`${server.url}/v1/resources`)).body.resources.map((r: { resource: { id: string } }) => r.resource.id)
+    const { resources, verification, policy } = server.client
+    const detail = await Effect.runPromise(resources.get({ path: { id } }))
+    expect(detail.listing).toEqual({ listed: false, source: "validate", trusted: false })
+    const observations = await Effect.runPromise(verification.observations({ path: { id }, urlParams: {} }))
+    expect(observations.observations.map((o) => o.id)).toEqual([probed.observation?.id])
+    const listed = (await Effect.runPromise(resources.list({ urlParams: {} }))).resources.map((r) => r.resource.id)
     expect(listed).toEqual(["prov-c.paid", "prov-d.alias"])
-    const searched = await request(`${server.url}/v1/search`, { method: "POST", json: { capability: "fixture.probe" } })
-    expect(searched.body.resources.map((r: { resource: { id: string } }) => r.resource.id)).not.toContain(id)
-    const route = await request(`${server.url}/v1/routes`, { method: "POST", json: { capability: "fixture.probe" } })
-    expect([route.body.selected, ...route.body.rejected].filter(Boolean).map((c: { resourceId: string }) => c.resourceId)).not.toContain(id)
+    const searched = await Effect.runPromise(resources.search({ payload: { capability: "fixture.probe" } }))
+    expect(searched.resources.map((r) => r.resource.id)).not.toContain(id)
+    const route = await Effect.runPromise(policy.route({ payload: { capability: "fixture.probe" } }))
+    expect([route.selected, ...route.rejected].flatMap((c) => (c === null ? [] : [c.resourceId]))).not.toContain(id)
   })
 
   test("denyProviders fails closed: a second listed entry paying the same address does not launder a denied provider", async () => {
-    for (const resourceId of ["prov-c.paid", "prov-d.alias"]) expect((await validate({ resourceId })).body.healthy).toBe(true)
-    const denied = await settle(82, { denyProviders: ["prov-c"] })
-    expect(denied).toMatchObject({ status: 403, body: { error: "POLICY_DENIED", code: "PROVIDER_DENIED" } })
-    expect(denied.body.message).toContain('provider "prov-c"')
+    for (const resourceId of ["prov-c.paid", "prov-d.alias"]) expect((await validate({ resourceId })).healthy).toBe(true)
+    const denied = await refusal(await settle(82, { denyProviders: ["prov-c"] }))
+    expect(denied).toMatchObject({ error: "POLICY_DENIED", code: "PROVIDER_DENIED", message: expect.stringContaining('provider "prov-c"') })
     expect(backend.calls("/settle")).toBe(0)
     // Without the denial the same payee is paid.
-    expect((await settle(83)).status).toBe(200)
+    expect(await Effect.runPromise(await settle(83))).toMatchObject({ success: true })
     expect(backend.calls("/settle")).toBe(1)
   })
 
   test("a settle the facilitator answers success: false counts against the transaction success rate", async () => {
-    const metrics = async () => (await request(`${server.url}/v1/resources/prov-c.paid`)).body
+    const metrics = () => Effect.runPromise(server.client.resources.get({ path: { id: "prov-c.paid" } }))
     const confirmed = await pollUntil("the earlier settlement is confirmed", metrics, (d) => d.economicEvidence?.[0]?.state === "confirmed")
     expect(confirmed.metrics.transactionSuccessRate).toBe(1)
     backend.setMode("invalid")
-    const failed = await settle(84)
-    expect(failed).toMatchObject({ status: 200, body: { success: false } })
+    expect(await Effect.runPromise(await settle(84))).toMatchObject({ success: false })
     const after = await metrics()
     expect(after.economicEvidence[0]).toMatchObject({ source: "settlement", state: "failed", transactionHash: null })
     expect(after.metrics.transactionSuccessRate).toBe(0.5)

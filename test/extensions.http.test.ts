@@ -5,7 +5,8 @@ import { bazaarId } from "../src/extensions/bazaar.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
 import { LOOPBACK, pollUntil } from "./support/poll.js"
 import { SELLER_PAY_TO, SELLER_RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
-import { request } from "./support/server.js"
+import { Effect, Either } from "effect"
+import { refusal, request, typedClient } from "./support/server.js"
 
 const KEY_ONE = "agent-one-secret-key"
 const KEY_TWO = "agent-two-secret-key"
@@ -25,8 +26,18 @@ const payment = async (extensions?: Record<string, unknown>) => {
   return { requirements, payment: { ...signed, ...(extensions === undefined ? {} : { extensions }) } as PaymentPayload }
 }
 const body = (p: { payment: PaymentPayload; requirements: PaymentRequirements }) => settleBody(p.payment, p.requirements)
+/** Settles stay raw: these tests read the extension answers in the response headers. */
 const post = (path: string, json: unknown, headers: Record<string, string> = one) =>
   request(`${server.url}${path}`, { method: "POST", headers, json })
+/** The journal as agent one reads it, through the typed client. */
+const journalOfOne = async () => Effect.runPromise((await typedClient(server.url, one)).x402.settlements({ urlParams: {} }))
+const detailOf = (id: string) => Effect.runPromise(server.client.resources.get({ path: { id } }))
+/** The resource once ingestion has catalogued it. */
+const catalogued = async (label: string, id: string) =>
+  (await pollUntil(label, () => Effect.runPromise(Effect.either(server.client.resources.get({ path: { id } }))), Either.isRight, LOOPBACK)).pipe(
+    Either.getOrThrow
+  )
+const notCatalogued = async (id: string) => expect(await refusal(server.client.resources.get({ path: { id } }))).toMatchObject({ error: "NOT_FOUND" })
 
 /** The payment-identifier extension as a client echoes it with its id (specs/extensions/payment_identifier.md). */
 const identifier = (id: unknown, required = false) => ({
@@ -88,15 +99,15 @@ describe("payment-identifier on /x402/settle", () => {
     expect(backendCalls("/settle", stranger)).toBe(1)
 
     // The journal names the settlement by the identifier, as it would an Idempotency-Key.
-    const journal = await request(`${server.url}/x402/settlements`, { headers: one })
-    expect(journal.body.settlements.filter((s: { idempotencyKey: string | null }) => s.idempotencyKey === id)).toHaveLength(1)
+    const journal = await journalOfOne()
+    expect(journal.settlements.filter((s) => s.idempotencyKey === id)).toHaveLength(1)
   })
 
   test("an Idempotency-Key header takes precedence over the identifier", async () => {
     const p = await payment(identifier("pay_header_wins_0123456789"))
     expect((await post("/x402/settle", body(p), { ...one, "idempotency-key": "order-77" })).status).toBe(200)
-    const journal = await request(`${server.url}/x402/settlements`, { headers: one })
-    expect(journal.body.settlements.map((s: { idempotencyKey: string | null }) => s.idempotencyKey)).toContain("order-77")
+    const journal = await journalOfOne()
+    expect(journal.settlements.map((s) => s.idempotencyKey)).toContain("order-77")
   })
 
   test("a malformed id is 400, and so is a required identifier that is missing; neither reaches a backend", async () => {
@@ -195,16 +206,16 @@ describe("bazaar extension ingestion", () => {
     expect(["success", "processing"]).toContain(extensionResponses(settled.headers)?.bazaar?.status)
 
     const id = bazaarId(url, PAYEE)
-    const detail = await pollUntil("the ingested resource is catalogued", () => request(`${server.url}/v1/resources/${id}`), (d) => d.status === 200, LOOPBACK)
-    expect(detail.body.resource).toMatchObject({ id, type: "http", url, method: "GET", name: "Weather Co", description: "Weather by city", status: "DISCOVERED" })
-    expect(detail.body.listing).toEqual({ listed: false, source: "bazaar", trusted: false })
-    expect(detail.body.paymentOptions).toEqual([
+    const detail = await catalogued("the ingested resource is catalogued", id)
+    expect(detail.resource).toMatchObject({ id, type: "http", url, method: "GET", name: "Weather Co", description: "Weather by city", status: "DISCOVERED" })
+    expect(detail.listing).toEqual({ listed: false, source: "bazaar", trusted: false })
+    expect(detail.paymentOptions).toEqual([
       expect.objectContaining({ network: "stellar:testnet", scheme: "exact", amount: "10000", amountUsd: 0.001, payTo: PAYEE })
     ])
     // The payer is who added it: the principal its ingestion quota counts.
-    expect(detail.body.curation.lastListingChange).toMatchObject({ listed: false, actor: expect.stringMatching(/^G[A-Z2-7]{55}$/) })
-    const listed = await request(`${server.url}/v1/resources`)
-    expect(listed.body.resources.map((r: { resource: { id: string } }) => r.resource.id)).not.toContain(id)
+    expect(detail.curation.lastListingChange).toMatchObject({ listed: false, actor: expect.stringMatching(/^G[A-Z2-7]{55}$/) })
+    const listed = await Effect.runPromise(server.client.resources.list({ urlParams: {} }))
+    expect(listed.resources.map((r) => r.resource.id)).not.toContain(id)
   })
 
   test("a second payer cannot rewrite an entry, a repeat of a settled payment naming another URL catalogs nothing, and a second seller of one URL is a second entry", async () => {
@@ -216,23 +227,23 @@ describe("bazaar extension ingestion", () => {
     const settled = await post("/x402/settle", body(first), two)
     expect(settled.body.success).toBe(true)
     const id = bazaarId(url, PAYEE)
-    const original = await pollUntil("the first entry is catalogued", () => request(`${server.url}/v1/resources/${id}`), (d) => d.status === 200, LOOPBACK)
-    expect(original.body.resource.name).toBe("Weather Co")
+    const original = await catalogued("the first entry is catalogued", id)
+    expect(original.resource.name).toBe("Weather Co")
 
     const rival = await payment(bazaar(weatherInfo))
     const rewrite = { ...rival, payment: { ...rival.payment, resource: { url, description: "now mine", serviceName: "Evil Co" } } }
     const second = await post("/x402/settle", body(rewrite), two)
     expect(second.body.success).toBe(true)
     expect(extensionResponses(second.headers).bazaar).toEqual({ status: "rejected", rejectedReason: "an entry for this URL and payee is catalogued already; it is not rewritten" })
-    const after = await request(`${server.url}/v1/resources/${id}`)
-    expect(after.body.resource).toMatchObject({ name: "Weather Co", description: "Weather by city" })
+    const after = await detailOf(id)
+    expect(after.resource).toMatchObject({ name: "Weather Co", description: "Weather by city" })
 
     const replayUrl = "http://127.0.0.1:9/replayed"
     const replay = await post("/x402/settle", body(withResource(first, replayUrl)), two)
     expect(replay.body.success).toBe(true)
     expect(extensionResponses(replay.headers).bazaar).toEqual({ status: "rejected", rejectedReason: "this payment was settled before; a payment catalogs once" })
     expect(backendCalls("/settle", first)).toBe(1)
-    expect((await request(`${server.url}/v1/resources/${bazaarId(replayUrl, PAYEE)}`)).status).toBe(404)
+    await notCatalogued(bazaarId(replayUrl, PAYEE))
 
     expect(bazaarId(url, PAYEE)).not.toBe(bazaarId(url, "GSECONDSELLER"))
   })
@@ -249,7 +260,7 @@ describe("bazaar extension ingestion", () => {
     // The same status in the answer's own field, as 2.27 types settle (and verify) answers.
     expect(settled.body.extensionResponses).toEqual(answer)
     expect(answer.bazaar.rejectedReason).toContain("info failed schema validation")
-    expect((await request(`${server.url}/v1/resources/${bazaarId(url, PAYEE)}`)).status).toBe(404)
+    await notCatalogued(bazaarId(url, PAYEE))
   })
 
   test("a schema outside the allow-list is refused with 400 before any payment: regex keywords at any depth, remote references, oversized schemas, unknown keywords", async () => {
@@ -328,7 +339,7 @@ describe("bazaar extension ingestion", () => {
     expect(settled.body.success).toBe(true)
     expect(backendCalls("/settle", p)).toBe(1)
     expect(extensionResponses(settled.headers).bazaar).toEqual({ status: "rejected", rejectedReason: "schema validation ran over its budget of 500 ms" })
-    expect((await request(`${server.url}/v1/resources/${bazaarId(url, PAYEE)}`)).status).toBe(404)
+    await notCatalogued(bazaarId(url, PAYEE))
     // The next extension is validated by a fresh worker.
     const next = "http://127.0.0.1:9/after-slow"
     const after = await post("/x402/settle", body(withResource(await payment(bazaar(weatherInfo)), next)))
@@ -343,7 +354,7 @@ describe("bazaar extension ingestion", () => {
     expect(verified.body.isValid).toBe(true)
     expect(verified.headers.get("extension-responses")).toBeNull()
     await Bun.sleep(300)
-    expect((await request(`${server.url}/v1/resources/${bazaarId(url, PAYEE)}`)).status).toBe(404)
+    await notCatalogued(bazaarId(url, PAYEE))
 
     backend.setMode("invalid")
     try {
@@ -351,7 +362,7 @@ describe("bazaar extension ingestion", () => {
       const declined = await post("/x402/settle", body(withResource(await payment(bazaar(weatherInfo)), refusedUrl)))
       expect(declined.body.success).toBe(false)
       expect(extensionResponses(declined.headers).bazaar).toEqual({ status: "rejected", rejectedReason: "the payment was not settled, so nothing was catalogued" })
-      expect((await request(`${server.url}/v1/resources/${bazaarId(refusedUrl, PAYEE)}`)).status).toBe(404)
+      await notCatalogued(bazaarId(refusedUrl, PAYEE))
     } finally {
       backend.setMode("succeed")
     }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import { type Config } from "../src/config.js"
-import { request, startServer, testConfig } from "./support/server.js"
+import { refusal, request, startServer, testConfig, typedClient } from "./support/server.js"
 
 const SPEC_ENDPOINTS: ReadonlyArray<readonly [string, string]> = [
   ["get", "/health/live"],
@@ -51,8 +51,7 @@ describe("health", () => {
   })
 
   test("dependencies report the store and a facilitator section", async () => {
-    const { status, body } = await request(`${server.url}/health/dependencies`)
-    expect(status).toBe(200)
+    const body = await Effect.runPromise(server.client.health.dependencies())
     expect(body.store).toMatchObject({ kind: "sqlite", location: ":memory:", durable: false })
     expect(body.facilitators).toMatchObject({ configured: 0 })
   })
@@ -69,20 +68,18 @@ describe("discovery", () => {
   })
 
   test("a resource comes with its metrics; an unknown id is 404 {error, message}", async () => {
-    const { status, body } = await request(`${server.url}/v1/resources/stellar-intel.rwa.inspect`)
-    expect(status).toBe(200)
+    const body = await Effect.runPromise(server.client.resources.get({ path: { id: "stellar-intel.rwa.inspect" } }))
     expect(body.resource.capabilities).toEqual(["rwa.inspect"])
     expect(body.metrics).toMatchObject({ resourceId: "stellar-intel.rwa.inspect", confidence: 0, observationCount: 0 })
-    expect(Array.isArray(body.transitions)).toBe(true)
-    const missing = await request(`${server.url}/v1/resources/no-such-thing`)
-    expect(missing.status).toBe(404)
-    expect(missing.body).toEqual({ error: "NOT_FOUND", message: 'no resource with id "no-such-thing"' })
+    expect(body.transitions).toEqual([])
+    const missing = await refusal(server.client.resources.get({ path: { id: "no-such-thing" } }))
+    expect({ ...missing }).toEqual({ error: "NOT_FOUND", message: 'no resource with id "no-such-thing"' })
   })
 
   test("search ranks text matches by relevance and filters on worst-case price", async () => {
-    const byText = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "slow inspect" } })
-    expect(byText.status).toBe(200)
-    const hits = byText.body.resources as ReadonlyArray<{ resource: { id: string }; relevance: number }>
+    const search = (payload: Parameters<typeof server.client.resources.search>[0]["payload"]) =>
+      Effect.runPromise(server.client.resources.search({ payload }))
+    const hits = (await search({ query: "slow inspect" })).resources
     // Both terms in one name beat one term; ties go by id.
     expect(hits[0]?.resource.id).toBe("demo-slow.rwa.inspect")
     expect(hits.slice(1).map((r) => r.resource.id)).toEqual([...hits.slice(1).map((r) => r.resource.id)].sort())
@@ -90,26 +87,20 @@ describe("discovery", () => {
     expect(hits[0]!.relevance).toBeGreaterThan(hits[1]!.relevance)
     // Every demo provider's upto option claims at most 0.0006 for rwa.inspect but authorises up to
     // its ceiling (0.0006 to 0.0015): worst case, so none is in under 0.0005 and only the flaky one at 0.0006.
-    const cheap = await request(`${server.url}/v1/search`, {
-      method: "POST",
-      json: { capability: "rwa.inspect", scheme: "upto", maxPriceUsd: 0.0005 }
-    })
-    expect(cheap.body.resources).toEqual([])
-    const ceiling = await request(`${server.url}/v1/search`, {
-      method: "POST",
-      json: { capability: "rwa.inspect", scheme: "upto", maxPriceUsd: 0.0006 }
-    })
-    expect(ceiling.body.resources.map((r: any) => r.resource.id)).toEqual(["demo-flaky.rwa.inspect"])
+    const cheap = await search({ capability: "rwa.inspect", scheme: "upto", maxPriceUsd: 0.0005 })
+    expect(cheap.resources).toEqual([])
+    const ceiling = await search({ capability: "rwa.inspect", scheme: "upto", maxPriceUsd: 0.0006 })
+    expect(ceiling.resources.map((r) => r.resource.id)).toEqual(["demo-flaky.rwa.inspect"])
   })
 
   test("quality filters never pass a resource without evidence", async () => {
-    for (const filter of [{ minimumReliability: 0 }, { maximumP95LatencyMs: 100000 }]) {
-      const { body } = await request(`${server.url}/v1/search`, { method: "POST", json: filter })
-      expect(body.count).toBe(0)
+    for (const payload of [{ minimumReliability: 0 }, { maximumP95LatencyMs: 100000 }]) {
+      expect((await Effect.runPromise(server.client.resources.search({ payload }))).count).toBe(0)
     }
   })
 })
 
+// Error cases send what the contract refuses (bad JSON, bad fields, wrong methods and types): raw requests.
 describe("errors", () => {
   test("malformed JSON is 400 {error, message}", async () => {
     const res = await fetch(`${server.url}/v1/search`, {
@@ -224,16 +215,15 @@ describe("api keys", () => {
     const sha256 = new Bun.CryptoHasher("sha256").update(key).digest("hex")
     const guarded = await startServer(testConfig({ apiKeys: [{ principal: "agent-7", sha256 }] }))
     try {
-      const without = await request(`${guarded.url}/health/dependencies`)
-      expect(without.status).toBe(401)
-      expect(without.body.error).toBe("UNAUTHORIZED")
-      expect(JSON.stringify(without.body)).not.toContain(sha256)
-      const wrong = await request(`${guarded.url}/health/dependencies`, { headers: { authorization: "Bearer nope" } })
-      expect(wrong.status).toBe(401)
-      const right = await request(`${guarded.url}/health/dependencies`, { headers: { authorization: `Bearer ${key}` } })
-      expect(right.status).toBe(200)
-      const open = await request(`${guarded.url}/v1/resources`)
-      expect(open.status).toBe(200)
+      const without = await refusal(guarded.client.health.dependencies())
+      expect(without).toMatchObject({ error: "UNAUTHORIZED" })
+      expect(JSON.stringify(without)).not.toContain(sha256)
+      const wrong = await typedClient(guarded.url, { authorization: "Bearer nope" })
+      expect(await refusal(wrong.health.dependencies())).toMatchObject({ error: "UNAUTHORIZED" })
+      const right = await typedClient(guarded.url, { authorization: `Bearer ${key}` })
+      expect((await Effect.runPromise(right.health.dependencies())).store).toMatchObject({ kind: "sqlite" })
+      const open = await Effect.runPromise(guarded.client.resources.list({ urlParams: {} }))
+      expect(open.resources.length).toBeGreaterThan(0)
     } finally {
       await guarded.close()
     }

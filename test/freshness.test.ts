@@ -66,9 +66,14 @@ describe("delisting after verification.delistAfterHours of unhealthy probes", ()
     // ...and gone at hour 73, once the run of unhealthy probes has lasted 72 h.
     const gone = await at(73)
     expect(gone).toMatchObject({ healthy: false, listed: false, inDiscovery: false, inSearch: false, inRoutes: false })
-    // Kept in the store with its history.
-    const history = await runtime.runPromise(Effect.flatMap(Discovery, (d) => d.get("fresh")))
-    expect(history.transitions.length).toBeGreaterThan(0)
+    // Kept in the store, the delisting recorded as the probe's, with the run it measured.
+    const kept = await runtime.runPromise(Effect.flatMap(Discovery, (d) => d.get("fresh")))
+    expect(kept.listing.listed).toBe(false)
+    expect(kept.curation.lastListingChange).toMatchObject({
+      listed: false,
+      actor: "probe",
+      reason: "probes unhealthy for 72 h or more (since 2026-11-01T01:00:00.000Z); listed again after a healthy probe"
+    })
     fixture.down.delete("/paid/fresh")
     expect(await at(74)).toMatchObject({ healthy: true, listed: true, inDiscovery: true, inSearch: true, inRoutes: true })
   })

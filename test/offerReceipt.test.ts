@@ -8,7 +8,7 @@ import { exactOffers, makePaywall, type PaywallShape } from "../src/vertical/Pay
 import { advertised } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
-import { request, startServer, testConfig } from "./support/server.js"
+import { startServer, testConfig } from "./support/server.js"
 
 /**
  * A seller built from the vertical's own paywall (upstream's offer-receipt extension, the
@@ -98,27 +98,30 @@ describe("signed offers (offer-receipt, JWS EdDSA, did:jwk)", () => {
     expect(((await judge(other)) as { kid: string }).kid).not.toBe(kid)
   })
 
+  const validate = (resourceId: string) => Effect.runPromise(server.client.verification.validate({ payload: { resourceId } }))
+  const detailOf = (id: string) => Effect.runPromise(server.client.resources.get({ path: { id } }))
+
   test("a probe records who signed the terms", async () => {
-    const probe = (await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "signed" } })).body
+    const probe = await validate("signed")
     expect(probe.healthy).toBe(true)
-    expect(probe.observation.detail).toMatch(/^offer signed by did:jwk:/)
+    expect(probe.observation?.detail).toMatch(/^offer signed by did:jwk:/)
   })
 
   test("a seller asking another price than it signed is recorded against it", async () => {
-    const probe = (await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "contradicted" } })).body
-    expect(probe.observation.detail).toContain("the challenge contradicts its signed offer: amount 5000 signed, 10000 asked")
+    const probe = await validate("contradicted")
+    expect(probe.observation?.detail).toContain("the challenge contradicts its signed offer: amount 5000 signed, 10000 asked")
     // The contradiction is the evidence a catalog contradiction is: the seller is quarantined, the honest one is not.
-    const detail = (await request(`${server.url}/v1/resources/contradicted`)).body
+    const detail = await detailOf("contradicted")
     expect(detail.resource.status).toBe("QUARANTINED")
-    expect(detail.transitions[0].reason).toContain("contradicts its signed offer")
-    expect((await request(`${server.url}/v1/resources/signed`)).body.resource.status).not.toBe("QUARANTINED")
+    expect(detail.transitions[0]?.reason).toContain("contradicts its signed offer")
+    expect((await detailOf("signed")).resource.status).not.toBe("QUARANTINED")
   })
 
   test("a tampered signature is refused: the terms do not count as signed, and it is recorded", async () => {
-    const probe = (await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "tampered" } })).body
-    expect(probe.observation.detail).toContain("signature does not verify")
-    expect(probe.observation.detail).not.toContain("offer signed by")
-    expect((await request(`${server.url}/v1/resources/tampered`)).body.resource.status).toBe("QUARANTINED")
+    const probe = await validate("tampered")
+    expect(probe.observation?.detail).toContain("signature does not verify")
+    expect(probe.observation?.detail).not.toContain("offer signed by")
+    expect((await detailOf("tampered")).resource.status).toBe("QUARANTINED")
   })
 
   test("a challenge without offers is unsigned", async () => {

@@ -8,6 +8,7 @@ import { Effect, ManagedRuntime } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import type { ObservationPage } from "../src/domain/observations.js"
 import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { StoreLive } from "../src/store/Store.js"
@@ -34,11 +35,12 @@ const addListed = (ids: ReadonlyArray<string>) =>
     )
   )
 
-const page = async (path: string) => {
-  const answer = await request(`${server.url}${path}`)
-  expect(answer.status).toBe(200)
-  return answer.body as { resources: Array<{ resource: { id: string } }>; nextCursor: string | null }
-}
+/** Well-formed pages and searches go through the typed client; bad limits and cursors go raw. */
+type Client = typeof server.client
+const page = (urlParams: Parameters<Client["resources"]["list"]>[0]["urlParams"]) =>
+  Effect.runPromise(server.client.resources.list({ urlParams }))
+const search = (payload: Parameters<Client["resources"]["search"]>[0]["payload"]) =>
+  Effect.runPromise(server.client.resources.search({ payload }))
 
 beforeAll(async () => {
   server = await startServer(config)
@@ -55,7 +57,7 @@ describe("GET /v1/resources", () => {
     const added: Array<string> = []
     let cursor: string | null = null
     for (let n = 0; n < 100; n++) {
-      const body = await page(`/v1/resources?limit=7${cursor ? `&cursor=${cursor}` : ""}`)
+      const body = await page({ limit: 7, ...(cursor ? { cursor } : {}) })
       expect(body.resources.length).toBeLessThanOrEqual(7)
       seen.push(...body.resources.map((r) => r.resource.id))
       if (body.nextCursor === null) break
@@ -75,7 +77,7 @@ describe("GET /v1/resources", () => {
   })
 
   test("the default page is 100 and the maximum 1000; a bad limit or cursor is 400 {error, message}", async () => {
-    const first = await page("/v1/resources")
+    const first = await page({})
     expect(first.resources).toHaveLength(100)
     expect(first.nextCursor).not.toBeNull()
     for (const bad of ["limit=0", "limit=1001", "limit=ten", "cursor=not-a-cursor!", "cursor=e30"]) {
@@ -85,35 +87,35 @@ describe("GET /v1/resources", () => {
       expect(typeof answer.body.message).toBe("string")
     }
     // A search cursor is not a listing cursor.
-    const search = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "res", limit: 1 } })
-    const wrongKind = await request(`${server.url}/v1/resources?cursor=${search.body.nextCursor}`)
+    const searched = await search({ query: "res", limit: 1 })
+    const wrongKind = await request(`${server.url}/v1/resources?cursor=${searched.nextCursor}`)
     expect(wrongKind.status).toBe(400)
   })
 
   test("a cursor survives a restart: the next page is the same from a new process on the same store", async () => {
-    const first = await page("/v1/resources?limit=5")
-    const before = await page(`/v1/resources?limit=5&cursor=${first.nextCursor}`)
+    const first = await page({ limit: 5 })
+    const before = await page({ limit: 5, cursor: first.nextCursor! })
     await server.close()
     server = await startServer(config)
-    const after = await page(`/v1/resources?limit=5&cursor=${first.nextCursor}`)
+    const after = await page({ limit: 5, cursor: first.nextCursor! })
     expect(after).toEqual(before)
   })
 })
 
 describe("POST /v1/search", () => {
   test("pages follow relevance then id and join up to the whole answer; a cursor is tied to its filters", async () => {
-    const all = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "res fixture", limit: 200 } })
-    expect(all.body.nextCursor).toBeNull()
+    const all = await search({ query: "res fixture", limit: 200 })
+    expect(all.nextCursor).toBeNull()
     const joined: Array<string> = []
     let cursor: string | undefined
     for (;;) {
-      const { body } = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "res fixture", limit: 9, cursor } })
+      const body = await search({ query: "res fixture", limit: 9, ...(cursor ? { cursor } : {}) })
       expect(body.count).toBe(body.resources.length)
-      joined.push(...body.resources.map((r: { resource: { id: string } }) => r.resource.id))
+      joined.push(...body.resources.map((r) => r.resource.id))
       if (body.nextCursor === null) break
       cursor = body.nextCursor
     }
-    expect(joined).toEqual(all.body.resources.map((r: { resource: { id: string } }) => r.resource.id))
+    expect(joined).toEqual(all.resources.map((r) => r.resource.id))
     const other = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "other words", cursor: cursor ?? "x" } })
     expect(other.status).toBe(400)
     expect(other.body.error).toBe("INVALID_REQUEST")
@@ -123,7 +125,7 @@ describe("POST /v1/search", () => {
   })
 
   test("without a limit a search answers at most 50 hits", async () => {
-    const { body } = await request(`${server.url}/v1/search`, { method: "POST", json: {} })
+    const body = await search({})
     expect(body.resources).toHaveLength(50)
     expect(body.nextCursor).not.toBeNull()
   })
@@ -143,8 +145,10 @@ describe("GET /v1/resources/{id}/observations", () => {
     const ids: Array<string> = []
     let cursor: string | null = null
     do {
-      const { body } = await request(`${server.url}/v1/resources/${id}/observations?limit=2${cursor ? `&cursor=${cursor}` : ""}`)
-      ids.push(...body.observations.map((o: { id: string }) => o.id))
+      const body: typeof ObservationPage.Type = await Effect.runPromise(
+        server.client.verification.observations({ path: { id }, urlParams: { limit: 2, ...(cursor ? { cursor } : {}) } })
+      )
+      ids.push(...body.observations.map((o) => o.id))
       cursor = body.nextCursor
     } while (cursor !== null)
     expect(ids).toHaveLength(5)

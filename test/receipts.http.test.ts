@@ -10,7 +10,8 @@ import { type FixtureLedger, startFixtureLedger } from "./fixtures/ledger.js"
 import { seededBuyer } from "./fixtures/stellarPayment.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { pollUntil } from "./support/poll.js"
-import { ledgerAt, request, startServer, testConfig } from "./support/server.js"
+import { Effect } from "effect"
+import { ledgerAt, refusal, request, startServer, testConfig, typedClient, type TypedClient } from "./support/server.js"
 
 const API_KEY = "receipts-test-key"
 
@@ -60,14 +61,23 @@ const purchase = {
   request: { capability: "demo.paid", optimizeFor: "cheapest", intent: "issuer check" },
   payment: { network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: FIXTURE_AMOUNT, transactionHash: "d".repeat(64) },
   response: { status: 200, body: '{"issuer":"ok"}' }
-}
+} as const
 
 describe("receipts over HTTP", () => {
   let server: Awaited<ReturnType<typeof startServer>>
   let store: Database
   const keyed = { authorization: `Bearer ${API_KEY}` }
-  const post = (json: unknown, headers: Record<string, string> = keyed) =>
-    request(`${server.url}/v1/receipts`, { method: "POST", json, headers })
+  /** The buyer's typed client; `post` stays raw for the purchases the contract refuses. */
+  let buyer: TypedClient
+  const post = (json: unknown) => request(`${server.url}/v1/receipts`, { method: "POST", json, headers: keyed })
+  type Purchase = Parameters<TypedClient["receipts"]["create"]>[0]["payload"]
+  const create = (payload: Purchase) => buyer.receipts.create({ payload })
+  /** The purchase with its payment naming `hash`, and what the resource answered. */
+  const paidWith = (hash: string, response: Purchase["response"] = purchase.response) => ({
+    ...purchase,
+    payment: { ...purchase.payment, transactionHash: hash },
+    response
+  })
   /** Rows naming a transaction, read from the service's own SQLite file. */
   const rowsFor = (hash: string) => ({
     receipts: store.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM receipts WHERE transaction_hash = ?").get(hash)?.n,
@@ -89,8 +99,9 @@ describe("receipts over HTTP", () => {
       })
     )
     // Real evidence: a live probe of the fixture's x402 challenge makes it eligible.
-    const probed = await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "fixture.paid" }, headers: keyed })
-    expect(probed.body.outcome).toBe("healthy")
+    buyer = await typedClient(server.url, keyed)
+    const probed = await Effect.runPromise(buyer.verification.validate({ payload: { resourceId: "fixture.paid" } }))
+    expect(probed.outcome).toBe("healthy")
     store = new Database(join(folder, "sextant.db"), { readonly: true })
   })
   afterAll(async () => {
@@ -116,50 +127,45 @@ describe("receipts over HTTP", () => {
       [{ maxAmount: "10001" }, "payment.maxAmount 10001 disagrees with fixture.paid option 0, which charges at most 10000"]
     ]
     for (const [change, message] of cases) {
-      const refused = await post({ ...purchase, payment: { ...purchase.payment, ...change, transactionHash: hash } })
-      expect(refused).toEqual(expect.objectContaining({ status: 422, body: { error: "PAYMENT_MISMATCH", message } }))
+      const refused = await refusal(create({ ...purchase, payment: { ...purchase.payment, ...change, transactionHash: hash } }))
+      expect({ ...refused }).toEqual({ error: "PAYMENT_MISMATCH", message })
     }
     expect(rowsFor(hash)).toEqual({ receipts: 0, events: 0 })
-    const resource = await request(`${server.url}/v1/resources/fixture.paid`)
-    expect(resource.body.resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
+    expect((await detail()).resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
 
     // The configured symbol names the configured contract, and a lower amount fits an exact price.
-    const bySymbol = await post({ ...purchase, payment: { ...purchase.payment, asset: "USDC", amount: "9000", transactionHash: undefined } })
-    expect(bySymbol.status).toBe(200)
-    expect(bySymbol.body.payment).toMatchObject({ asset: "USDC", amount: "9000", maxAmount: "9000", transactionHash: null })
+    const { transactionHash: _none, ...unhashed } = purchase.payment
+    const bySymbol = await Effect.runPromise(create({ ...purchase, payment: { ...unhashed, asset: "USDC", amount: "9000" } }))
+    expect(bySymbol.payment).toMatchObject({ asset: "USDC", amount: "9000", maxAmount: "9000", transactionHash: null })
   })
 
   test("POST /v1/receipts answers a signed receipt that verifies offline, and GET returns it unchanged", async () => {
-    const created = await request(`${server.url}/v1/receipts`, { method: "POST", json: purchase, headers: keyed })
-    expect(created.status).toBe(200)
-    expect(created.body).toMatchObject({
+    const created = await Effect.runPromise(buyer.receipts.create({ payload: purchase }))
+    expect(created).toMatchObject({
       payment: { protocol: "x402", maxAmount: FIXTURE_AMOUNT, transactionHash: "d".repeat(64) },
       service: { resourceId: "fixture.paid" },
       signatureAlgorithm: "ed25519"
     })
-    expect(verifyReceipt(created.body).valid).toBe(true)
+    expect(verifyReceipt(created).valid).toBe(true)
 
-    const fetched = await request(`${server.url}/v1/receipts/${created.body.receiptId}`)
-    expect(fetched.status).toBe(200)
-    expect(fetched.body).toEqual(created.body)
-
-    const checked = await request(`${server.url}/v1/receipts/${created.body.receiptId}/verify`)
-    expect(checked).toMatchObject({
-      status: 200,
-      body: { receiptId: created.body.receiptId, valid: true, algorithm: "ed25519", signer: created.body.serviceSigner }
+    const id = { path: { id: created.receiptId } }
+    expect(await Effect.runPromise(buyer.receipts.get(id))).toEqual(created)
+    expect(await Effect.runPromise(buyer.receipts.verify(id))).toMatchObject({
+      receiptId: created.receiptId,
+      valid: true,
+      algorithm: "ed25519",
+      signer: created.serviceSigner
     })
 
-    const signer = await request(`${server.url}/v1/receipts/signer`)
-    expect(signer.status).toBe(200)
-    expect(signer.body).toMatchObject({ mode: "ed25519", publicKey: created.body.serviceSigner, offlineVerifiable: true })
-    expect(signer.body.stellarPublicKey).toMatch(/^G[A-Z2-7]{55}$/)
+    const signer = await Effect.runPromise(buyer.receipts.signer())
+    expect(signer).toMatchObject({ mode: "ed25519", publicKey: created.serviceSigner, offlineVerifiable: true })
+    expect(signer.stellarPublicKey).toMatch(/^G[A-Z2-7]{55}$/)
 
     // The receipt is the buyer's record: signed and stored, but its made-up hash proves nothing yet.
-    const resource = await request(`${server.url}/v1/resources/fixture.paid`)
-    expect(resource.body.resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
+    expect((await detail()).resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
   })
 
-  const detail = async () => (await request(`${server.url}/v1/resources/fixture.paid`)).body
+  const detail = () => Effect.runPromise(buyer.resources.get({ path: { id: "fixture.paid" } }))
   const evidenceOf = (body: { economicEvidence: ReadonlyArray<{ transactionHash: string | null }> }, hash: string) =>
     body.economicEvidence.find((e) => e.transactionHash === hash) as { state: string; reason: string; ledger: number | null } | undefined
   const settledEvidence = (hash: string) =>
@@ -167,9 +173,12 @@ describe("receipts over HTTP", () => {
       timeoutMs: (CONFIRM_TIMEOUT_SECONDS + 4) * 1000
     })
 
+  const routeNeedingTransactions = () =>
+    Effect.runPromise(buyer.policy.route({ payload: { capability: "demo.paid", constraints: { requireTransactionVerified: true } } }))
+
   test("a made-up transaction hash is pending, then rejected with its reason, and never lifts the resource", async () => {
     const hash = "d".repeat(64)
-    expect((await post({ ...purchase, payment: { ...purchase.payment, transactionHash: hash } })).status).toBe(200)
+    await Effect.runPromise(create(paidWith(hash)))
     expect(evidenceOf(await detail(), hash)?.state).toBe("pending")
     const after = await settledEvidence(hash)
     expect(evidenceOf(after, hash)).toMatchObject({ state: "rejected", ledger: null })
@@ -177,18 +186,14 @@ describe("receipts over HTTP", () => {
     expect(after.resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
     expect(after.metrics.transactionSuccessRate).toBe(0)
     // A route that needs transaction evidence still does not select it.
-    const route = await request(`${server.url}/v1/routes`, {
-      method: "POST",
-      json: { capability: "demo.paid", constraints: { requireTransactionVerified: true } }
-    })
-    expect(route.body.selected).toBeNull()
-    const observations = await request(`${server.url}/v1/resources/fixture.paid/observations`)
-    expect(observations.body.economic.find((e: { transactionHash: string }) => e.transactionHash === hash)?.state).toBe("rejected")
+    expect((await routeNeedingTransactions()).selected).toBeNull()
+    const observations = await Effect.runPromise(buyer.verification.observations({ path: { id: "fixture.paid" }, urlParams: {} }))
+    expect(observations.economic.find((e) => e.transactionHash === hash)?.state).toBe("rejected")
   }, 20_000)
 
   test("a transaction that pays someone else is rejected, saying what it holds", async () => {
     const hash = paidOnLedger({ to: seededBuyer(42).publicKey() })
-    expect((await post({ ...purchase, payment: { ...purchase.payment, transactionHash: hash } })).status).toBe(200)
+    await Effect.runPromise(create(paidWith(hash)))
     const after = await settledEvidence(hash)
     expect(evidenceOf(after, hash)?.state).toBe("rejected")
     expect(evidenceOf(after, hash)?.reason).toContain(`does not pay ${FIXTURE_AMOUNT} of ${TESTNET_USDC} to ${FIXTURE_PAY_TO}`)
@@ -197,7 +202,7 @@ describe("receipts over HTTP", () => {
 
   test("a transaction that appears on the ledger 2 s late goes pending, then confirmed, and lifts the resource to level 3", async () => {
     const hash = paidOnLedger({ visibleAfterMs: 2_000 })
-    expect((await post({ ...purchase, payment: { ...purchase.payment, transactionHash: hash } })).status).toBe(200)
+    await Effect.runPromise(create(paidWith(hash)))
     await Bun.sleep(1_000)
     const early = await detail()
     expect(evidenceOf(early, hash)?.state).toBe("pending")
@@ -206,41 +211,34 @@ describe("receipts over HTTP", () => {
     expect(evidenceOf(after, hash)).toMatchObject({ state: "confirmed", ledger: ledger.latestLedger() })
     expect(after.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
     expect(after.metrics.transactionSuccessRate).toBe(1)
-    const route = await request(`${server.url}/v1/routes`, {
-      method: "POST",
-      json: { capability: "demo.paid", constraints: { requireTransactionVerified: true } }
-    })
-    expect(route.body.selected?.resourceId).toBe("fixture.paid")
+    expect((await routeNeedingTransactions()).selected?.resourceId).toBe("fixture.paid")
   }, 20_000)
 
   test("unknown receipts are 404 {error, message} on read and verify", async () => {
-    for (const path of ["/v1/receipts/rcpt_missing", "/v1/receipts/rcpt_missing/verify"]) {
-      const { status, body } = await request(`${server.url}${path}`)
-      expect(status).toBe(404)
-      expect(body).toEqual({ error: "NOT_FOUND", message: 'no receipt with id "rcpt_missing"' })
+    const id = { path: { id: "rcpt_missing" } }
+    for (const missing of await Promise.all([refusal(buyer.receipts.get(id)), refusal(buyer.receipts.verify(id))])) {
+      expect({ ...missing }).toEqual({ error: "NOT_FOUND", message: 'no receipt with id "rcpt_missing"' })
     }
   })
 
   test("receipts naming one transaction are each signed and stored, but the transaction counts once", async () => {
-    const metrics = async () => (await request(`${server.url}/v1/resources/fixture.paid/metrics`)).body.transactionSuccessRate
-    const paid = (hash: string, status: number) => ({ ...purchase, payment: { ...purchase.payment, transactionHash: hash }, response: { status, body: "x" } })
+    const metrics = async () => (await Effect.runPromise(buyer.verification.metrics({ path: { id: "fixture.paid" } }))).transactionSuccessRate
+    const paid = (hash: string, status: number) => Effect.runPromise(create(paidWith(hash, { status, body: "x" })))
     const hash = paidOnLedger()
-    const first = await post(paid(hash, 200))
-    expect(first.status).toBe(200)
+    const first = await paid(hash, 200)
     expect(evidenceOf(await settledEvidence(hash), hash)?.state).toBe("confirmed")
     const rate = await metrics()
     expect(rate).toBe(1)
     // A repeat that claims the call failed would lower the success rate if it counted.
-    const repeat = await post(paid(hash, 502))
-    expect(repeat.status).toBe(200)
-    expect(repeat.body.receiptId).not.toBe(first.body.receiptId)
-    expect(verifyReceipt(repeat.body).valid).toBe(true)
-    expect((await request(`${server.url}/v1/receipts/${repeat.body.receiptId}`)).body).toEqual(repeat.body)
+    const repeat = await paid(hash, 502)
+    expect(repeat.receiptId).not.toBe(first.receiptId)
+    expect(verifyReceipt(repeat).valid).toBe(true)
+    expect(await Effect.runPromise(buyer.receipts.get({ path: { id: repeat.receiptId } }))).toEqual(repeat)
     expect(rowsFor(hash)).toEqual({ receipts: 2, events: 1 })
     expect(await metrics()).toBe(rate)
     // A failure is the buyer's word under a new transaction too: stored as rejected, never counted.
     const failedHash = paidOnLedger()
-    expect((await post(paid(failedHash, 502))).status).toBe(200)
+    await paid(failedHash, 502)
     const failed = evidenceOf(await detail(), failedHash)
     expect(failed).toMatchObject({ state: "rejected" })
     expect(failed?.reason).toContain("a failure a buyer reports is not evidence")
@@ -248,7 +246,7 @@ describe("receipts over HTTP", () => {
   }, 20_000)
 
   test("creation needs the API key when keys are configured; bad purchases are 400 and ineligible ones 422", async () => {
-    expect((await post(purchase, {})).status).toBe(401)
+    expect(await refusal(server.client.receipts.create({ payload: purchase }))).toMatchObject({ error: "UNAUTHORIZED" })
 
     const noHash = await post({ ...purchase, response: { status: 200 } })
     expect(noHash).toMatchObject({ status: 400, body: { error: "INVALID_REQUEST" } })
@@ -265,8 +263,8 @@ describe("receipts over HTTP", () => {
     expect(tooDeep.status).toBe(400)
     expect(tooDeep.body.error).toEqual(expect.any(String))
 
-    const notOffered = await post({ ...purchase, resourceId: "fixture.unprobed" })
-    expect(notOffered).toMatchObject({ status: 422, body: { error: "NO_ELIGIBLE_PROVIDER" } })
+    const notOffered = await refusal(create({ ...purchase, resourceId: "fixture.unprobed" }))
+    expect(notOffered).toMatchObject({ error: "NO_ELIGIBLE_PROVIDER" })
   })
 })
 
@@ -276,13 +274,11 @@ describe("receipts over HTTP with the live router", () => {
       testConfig({ catalog: catalogFor(fixture), signer: { hmacSecret: "an hmac secret of some length" } })
     )
     try {
-      const { status, body } = await request(`${server.url}/v1/receipts`, { method: "POST", json: purchase })
-      expect(status).toBe(422)
-      expect(body.error).toBe("NO_ELIGIBLE_PROVIDER")
-      expect(body.message).toContain("demo.paid")
-      const signer = await request(`${server.url}/v1/receipts/signer`)
-      expect(signer.body).toMatchObject({ mode: "hmac-sha256", publicKey: null, offlineVerifiable: false })
-      expect(JSON.stringify(signer.body)).not.toContain("an hmac secret")
+      const refused = await refusal(server.client.receipts.create({ payload: purchase }))
+      expect(refused).toMatchObject({ error: "NO_ELIGIBLE_PROVIDER", message: expect.stringContaining("demo.paid") })
+      const signer = await Effect.runPromise(server.client.receipts.signer())
+      expect(signer).toMatchObject({ mode: "hmac-sha256", publicKey: null, offlineVerifiable: false })
+      expect(JSON.stringify(signer)).not.toContain("an hmac secret")
     } finally {
       await server.close()
     }

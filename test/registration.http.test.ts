@@ -4,7 +4,8 @@ import { Database } from "bun:sqlite"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { request, startServer, testConfig } from "./support/server.js"
+import { Effect } from "effect"
+import { refusal, request, startServer, testConfig, typedClient } from "./support/server.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { EXPECTED_OUTCOMES, startRegistrationOrigin } from "./fixtures/registrationOrigin.js"
 import type { X402Fixture } from "./fixtures/x402Resource.js"
@@ -44,44 +45,47 @@ afterAll(async () => {
   await origin.stop()
 })
 
-const register = (server: { url: string }, json: unknown, headers: Record<string, string> = {}) =>
-  request(`${server.url}/v1/resources/register`, { method: "POST", json, headers })
+type Server = Awaited<ReturnType<typeof startServer>>
+/** Well-formed registrations through the typed client; `registerRaw` for the bad requests and the missing key. */
+const register = (server: Server, payload: Parameters<Server["client"]["registration"]["register"]>[0]["payload"]) =>
+  Effect.runPromise(server.client.registration.register({ payload }))
+const registerRaw = (server: { url: string }, json: unknown) => request(`${server.url}/v1/resources/register`, { method: "POST", json })
+const detailOf = (server: Server, id: string) => Effect.runPromise(server.client.resources.get({ path: { id } }))
 
 const pathOf = (url: string) => new URL(url).pathname
-const discoveredUrls = async (server: { url: string }) =>
-  ((await request(`${server.url}/x402/discovery/resources`)).body.items as Array<any>).map((i) => pathOf(i.resource)).sort()
+const discoveredUrls = async (server: Server) =>
+  (await Effect.runPromise(server.client.discovery.resources({ urlParams: {} }))).items.map((i) => pathOf(i.resource)).sort()
 
 describe("POST /v1/resources/register {origin}", () => {
   test("reads the OpenAPI document then /.well-known/x402, probes every route and lists exactly those answering a valid 402", async () => {
     const before = await discoveredUrls(open)
     expect(before).toEqual(["/paid/known"])
-    const { status, body } = await register(open, { origin: origin.origin })
-    expect(status).toBe(200)
+    const body = await register(open, { origin: origin.origin })
     expect(body.origin).toBe(origin.origin)
-    expect(body.documents.map((d: any) => [pathOf(d.url), d.routes])).toEqual([
+    expect(body.documents.map((d) => [pathOf(d.url), d.routes])).toEqual([
       ["/openapi.json", 6],
       ["/.well-known/x402", 6]
     ])
-    const outcomes = Object.fromEntries(body.routes.map((r: any) => [new URL(r.url).pathname, r.outcome]))
-    const { "http://elsewhere.invalid/paid": elsewhere, ...onOrigin } = Object.fromEntries(
-      body.routes.map((r: any) => [r.url.startsWith(origin.origin) ? pathOf(r.url) : r.url, r.outcome])
+    const outcomes = Object.fromEntries(body.routes.map((r) => [new URL(r.url).pathname, r.outcome]))
+    const { "http://elsewhere.invalid/paid": elsewhere, ...onOrigin }: Record<string, string> = Object.fromEntries(
+      body.routes.map((r) => [r.url.startsWith(origin.origin) ? pathOf(r.url) : r.url, r.outcome])
     )
     expect(elsewhere).toBe("skipped")
     expect(onOrigin).toEqual(EXPECTED_OUTCOMES)
     expect(outcomes["/paid/post"]).toBe("listed")
-    expect(body.routes.find((r: any) => pathOf(r.url) === "/paid/post").method).toBe("POST")
+    expect(body.routes.find((r) => pathOf(r.url) === "/paid/post")?.method).toBe("POST")
     expect(body.listed).toBe(3)
     expect(origin.hits.get("elsewhere.invalid")).toBeUndefined()
 
     expect(await discoveredUrls(open)).toEqual(["/paid/known", "/paid/openapi", "/paid/post", "/paid/well-known"])
-    const listed = body.routes.find((r: any) => pathOf(r.url) === "/paid/openapi")
-    const detail = await request(`${open.url}/v1/resources/${listed.resourceId}`)
-    expect(detail.body.listing).toEqual({ listed: true, source: "registration", trusted: false })
-    expect(detail.body.resource.status).toBe("PAYMENT_VERIFIED")
-    expect(detail.body.resource.description).toBe("fixture resource")
+    const listed = body.routes.find((r) => pathOf(r.url) === "/paid/openapi")
+    const detail = await detailOf(open, listed?.resourceId ?? "")
+    expect(detail.listing).toEqual({ listed: true, source: "registration", trusted: false })
+    expect(detail.resource.status).toBe("PAYMENT_VERIFIED")
+    expect(detail.resource.description).toBe("fixture resource")
     // Routes that did not answer a valid 402 leave nothing behind.
-    const rejected = body.routes.filter((r: any) => !["listed", "already-cataloged"].includes(r.outcome))
-    expect(rejected.every((r: any) => r.resourceId === null)).toBe(true)
+    const rejected = body.routes.filter((r) => !["listed", "already-cataloged"].includes(r.outcome))
+    expect(rejected.every((r) => r.resourceId === null)).toBe(true)
   })
 
   test("the listing change names the caller (anonymous in open mode) and the reason", () => {
@@ -106,39 +110,39 @@ describe("POST /v1/resources/register {origin}", () => {
       return { n, sources }
     }
     const before = countChanges()
-    const { body } = await register(open, { origin: origin.origin })
-    const again = Object.fromEntries(body.routes.map((r: any) => [r.url, r.outcome]))
+    const body = await register(open, { origin: origin.origin })
+    const again = Object.fromEntries(body.routes.map((r) => [r.url, r.outcome]))
     expect(again[origin.url("/paid/openapi")]).toBe("already-cataloged")
     expect(again[origin.url("/paid/known")]).toBe("already-cataloged")
     expect(body.listed).toBe(0)
     expect(countChanges()).toEqual(before)
-    const known = await request(`${open.url}/v1/resources/catalog-known`)
-    expect(known.body.listing).toEqual({ listed: true, source: "config", trusted: true })
+    const known = await detailOf(open, "catalog-known")
+    expect(known.listing).toEqual({ listed: true, source: "config", trusted: true })
   })
 })
 
 describe("POST /v1/resources/register {url}", () => {
   test("a URL only ever validated is taken up by registration: listed, source registration", async () => {
-    const validated = await request(`${open.url}/v1/validate`, { method: "POST", json: { url: origin.url("/paid/validated") } })
-    expect(validated.body.healthy).toBe(true)
-    const before = await request(`${open.url}/v1/resources/${validated.body.resourceId}`)
-    expect(before.body.listing).toEqual({ listed: false, source: "validate", trusted: false })
-    const { body } = await register(open, { url: origin.url("/paid/validated") })
-    expect(body.routes[0]).toMatchObject({ outcome: "listed", resourceId: validated.body.resourceId })
-    const after = await request(`${open.url}/v1/resources/${validated.body.resourceId}`)
-    expect(after.body.listing).toEqual({ listed: true, source: "registration", trusted: false })
+    const validated = await Effect.runPromise(open.client.verification.validate({ payload: { url: origin.url("/paid/validated") } }))
+    expect(validated.healthy).toBe(true)
+    const before = await detailOf(open, validated.resourceId)
+    expect(before.listing).toEqual({ listed: false, source: "validate", trusted: false })
+    const body = await register(open, { url: origin.url("/paid/validated") })
+    expect(body.routes[0]).toMatchObject({ outcome: "listed", resourceId: validated.resourceId })
+    const after = await detailOf(open, validated.resourceId)
+    expect(after.listing).toEqual({ listed: true, source: "registration", trusted: false })
   })
 
   test("one route: listed when it answers a valid 402, reported and not stored when it does not", async () => {
     const ok = await register(open, { url: origin.url("/paid/single") })
-    expect(ok.body.routes).toEqual([
+    expect(ok.routes).toEqual([
       expect.objectContaining({ url: origin.url("/paid/single"), foundIn: "request", outcome: "listed", method: "GET" })
     ])
     const wrong = await register(open, { url: origin.url("/pubnet/single") })
-    expect(wrong.body.routes[0]).toMatchObject({ outcome: "wrong-network", resourceId: null })
-    expect(wrong.body.routes[0].detail).toContain("stellar:pubnet")
-    const found = await request(`${open.url}/v1/search`, { method: "POST", json: { query: "single" } })
-    expect(found.body.resources.map((r: any) => r.resource.url)).toEqual([origin.url("/paid/single")])
+    expect(wrong.routes[0]).toMatchObject({ outcome: "wrong-network", resourceId: null })
+    expect(wrong.routes[0]?.detail).toContain("stellar:pubnet")
+    const found = await Effect.runPromise(open.client.resources.search({ payload: { query: "single" } }))
+    expect(found.resources.map((r) => r.resource.url)).toEqual([origin.url("/paid/single")])
   })
 
   test("bad requests are 4xx with {error, message}", async () => {
@@ -153,7 +157,7 @@ describe("POST /v1/resources/register {url}", () => {
       [{ origin: origin.origin, extra: 1 }, 400, "INVALID_REQUEST"]
     ]
     for (const [json, status, error] of cases) {
-      const answer = await register(open, json)
+      const answer = await registerRaw(open, json)
       expect([answer.status, answer.body.error]).toEqual([status, error])
       expect(typeof answer.body.message).toBe("string")
     }
@@ -162,13 +166,13 @@ describe("POST /v1/resources/register {url}", () => {
 
 describe("registration and API keys", () => {
   test("with keys configured, registration takes a key (401 without) and the change names its principal", async () => {
-    const refused = await register(keyed, { url: origin.url("/paid/keyed") })
-    expect([refused.status, refused.body.error]).toEqual([401, "UNAUTHORIZED"])
-    const { status, body } = await register(keyed, { url: origin.url("/paid/keyed") }, { authorization: `Bearer ${KEY}` })
-    expect(status).toBe(200)
-    expect(body.routes[0].outcome).toBe("listed")
+    const payload = { url: origin.url("/paid/keyed") }
+    expect(await refusal(keyed.client.registration.register({ payload }))).toMatchObject({ error: "UNAUTHORIZED" })
+    const ops = await typedClient(keyed.url, { authorization: `Bearer ${KEY}` })
+    const body = await Effect.runPromise(ops.registration.register({ payload }))
+    expect(body.routes[0]?.outcome).toBe("listed")
     const db = new Database(keyedDb, { readonly: true })
-    const change = db.query("SELECT actor FROM listing_changes WHERE resource_id = ?").get(body.routes[0].resourceId) as { actor: string }
+    const change = db.query("SELECT actor FROM listing_changes WHERE resource_id = ?").get(body.routes[0]?.resourceId ?? "") as { actor: string }
     db.close()
     expect(change.actor).toBe("ops")
   })

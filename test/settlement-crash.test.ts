@@ -25,6 +25,9 @@ const journalRows = (database: string) => {
   }
 }
 
+/** The signed transaction (base64 XDR) a settle body carries, as `forwardedPayments` reads it. */
+const transactionOf = (body: unknown) => String((body as { paymentPayload: { payload: { transaction: string } } }).paymentPayload.payload.transaction)
+
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
 const RESOURCE_ID = "seller.rwa.inspect"
 
@@ -182,9 +185,21 @@ describe("crash injection", () => {
     expect(rows.every((r) => ["settled", "indeterminate", "failed"].includes(r.state))).toBe(true)
     expect(forwarded.length).toBeLessThanOrEqual(rows.length)
 
-    // 3. The fee budget was never overspent, whatever the crashes interrupted.
+    // 3. The fee budget was filled to its edge and never overspent, whatever the crashes
+    // interrupted: every payment was sent again at the end, so a free reservation would have been
+    // taken, and each journaled payment holds exactly the fee ceiling.
     const charged = rows.reduce((sum, r) => sum + Number(r.fee_stroops), 0)
-    expect(charged).toBeLessThanOrEqual(FEE * BUDGET_SETTLEMENTS)
-    expect(replies.some((r) => r.status === 429)).toBe(true)
+    expect(charged).toBe(FEE * BUDGET_SETTLEMENTS)
+
+    // 4. Which settles succeed and which are refused: the journal's settled payments are answered
+    // 200 (some must be), its unresolved ones 409, every other payment 429, and no refused payment
+    // ever reached the facilitator.
+    const answered = (status: number) => replies.filter((r) => r.status === status).length
+    expect(answered(200)).toBeGreaterThan(0)
+    expect(answered(200)).toBe(rows.filter((r) => r.state === "settled").length)
+    expect(answered(409)).toBe(rows.filter((r) => r.state === "indeterminate").length)
+    expect(answered(429)).toBe(sent.length - rows.length)
+    const refused = sent.filter((_, i) => replies[i]!.status === 429).map((entry) => transactionOf(entry.body))
+    expect(refused.filter((transaction) => forwarded.includes(transaction))).toEqual([])
   }, 120_000)
 })

@@ -71,25 +71,25 @@ describe("probes no caller can bend", () => {
     }
     const byUrl = await request(`${server.url}/v1/validate`, { method: "POST", json: { url: target.url("/paid/competitor"), method: "PUT" } })
     expect(byUrl.status).toBe(400)
+    // The honest calls and the reads go through the typed client; the hostile ones above stay raw.
+    const { verification, resources } = server.client
     for (let i = 0; i < 200; i++) {
-      const honest = await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "competitor" } })
-      expect(honest.status).toBe(200)
+      expect((await Effect.runPromise(verification.validate({ payload: { resourceId: "competitor" } }))).resourceId).toBe("competitor")
     }
-    const metrics = await request(`${server.url}/v1/resources/competitor/metrics`)
+    const metrics = await Effect.runPromise(verification.metrics({ path: { id: "competitor" } }))
     // Only the schedule's probe: a caller's validation within the interval is answered, not recorded.
-    expect(metrics.body.observationCount).toBe(1)
-    const resource = await request(`${server.url}/v1/resources/competitor`)
-    expect(resource.body.resource.status).toBe("PAYMENT_VERIFIED")
+    expect(metrics.observationCount).toBe(1)
+    const resource = await Effect.runPromise(resources.get({ path: { id: "competitor" } }))
+    expect(resource.resource.status).toBe("PAYMENT_VERIFIED")
   })
 
   test("a registration naming 100 routes, write methods and //victim path keys sends at most the stated requests, none off the origin", async () => {
     const before = hitsOf(hostile)
-    const registered = await request(`${server.url}/v1/resources/register`, { method: "POST", json: { origin: hostile.origin } })
-    expect(registered.status).toBe(200)
+    const registered = await Effect.runPromise(server.client.registration.register({ payload: { origin: hostile.origin } }))
     const sent = hitsOf(hostile) - before
     expect(sent).toBeLessThanOrEqual(MAX_REGISTRATION_REQUESTS)
     expect(hitsOf(victim)).toBe(0)
-    const routes: ReadonlyArray<{ outcome: string; method: string; detail: string | null }> = registered.body.routes
+    const routes = registered.routes
     expect(routes.filter((r) => r.outcome === "listed")).toHaveLength(MAX_ROUTES)
     for (const method of ["DELETE", "PUT", "PATCH"]) {
       expect(routes.find((r) => r.method === method)).toMatchObject({ outcome: "skipped", detail: `${method}: registration probes only GET, HEAD and POST routes` })

@@ -4,7 +4,7 @@ import { Prober } from "../src/verification/Prober.js"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { request, startServer, testConfig } from "./support/server.js"
+import { refusal, request, startServer, testConfig } from "./support/server.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 
@@ -30,11 +30,16 @@ afterAll(async () => {
   await untrusted.stop()
 })
 
-const validate = (json: unknown) => request(`${server.url}/v1/validate`, { method: "POST", json })
+/** Well-formed probes go through the typed client; the bad requests below go raw. */
+const validate = (payload: Parameters<typeof server.client.verification.validate>[0]["payload"]) =>
+  server.client.verification.validate({ payload })
+const validateRaw = (json: unknown) => request(`${server.url}/v1/validate`, { method: "POST", json })
+const detailOf = (id: string) => Effect.runPromise(server.client.resources.get({ path: { id } }))
 
 describe("POST /v1/validate", () => {
   test("probes a catalog resource now and answers the outcome, the decoded challenge and the new status", async () => {
-    const { status, body } = await validate({ resourceId: "paid" })
+    // Raw: the typed client would drop an internal field the server must not send.
+    const { status, body } = await validateRaw({ resourceId: "paid" })
     expect(status).toBe(200)
     expect(body).toMatchObject({
       resourceId: "paid",
@@ -50,75 +55,68 @@ describe("POST /v1/validate", () => {
   })
 
   test("a price above the catalog's quarantines the resource, visible with the resource", async () => {
-    const { body } = await validate({ resourceId: "pricey" })
-    expect(body).toMatchObject({ outcome: "healthy", status: "QUARANTINED" })
-    const detail = await request(`${server.url}/v1/resources/pricey`)
-    expect(detail.body.resource.status).toBe("QUARANTINED")
-    expect(detail.body.transitions[0]).toMatchObject({ from: "VALIDATING", to: "QUARANTINED" })
-    expect(detail.body.transitions[0].reason).toContain("price above the advertised")
+    expect(await Effect.runPromise(validate({ resourceId: "pricey" }))).toMatchObject({ outcome: "healthy", status: "QUARANTINED" })
+    const detail = await detailOf("pricey")
+    expect(detail.resource.status).toBe("QUARANTINED")
+    expect(detail.transitions[0]).toMatchObject({ from: "VALIDATING", to: "QUARANTINED" })
+    expect(detail.transitions[0]?.reason).toContain("price above the advertised")
   })
 
   test("a URL outside the catalog becomes a DISCOVERED resource with its observation", async () => {
-    const { status, body } = await validate({ url: fixture.url("/paid/elsewhere"), method: "POST" })
-    expect(status).toBe(200)
+    const body = await Effect.runPromise(validate({ url: fixture.url("/paid/elsewhere"), method: "POST" }))
     expect(body).toMatchObject({ discovered: true, outcome: "healthy", status: "PAYMENT_VERIFIED" })
-    const detail = await request(`${server.url}/v1/resources/${body.resourceId}`)
-    expect(detail.status).toBe(200)
-    expect(detail.body.resource).toMatchObject({ url: fixture.url("/paid/elsewhere"), method: "POST" })
-    expect(detail.body.metrics.observationCount).toBe(1)
-    expect(detail.body.transitions.map((t: { from: string; to: string }) => [t.from, t.to])).toEqual([
+    const detail = await detailOf(body.resourceId)
+    expect(detail.resource).toMatchObject({ url: fixture.url("/paid/elsewhere"), method: "POST" })
+    expect(detail.metrics.observationCount).toBe(1)
+    expect(detail.transitions.map((t) => [t.from, t.to])).toEqual([
       ["DISCOVERED", "PAYMENT_VERIFIED"]
     ])
   })
 
   test("bad requests: unknown resource 404, neither or both fields 400, refused targets 400 with the reason", async () => {
-    const unknown = await validate({ resourceId: "nope" })
-    expect(unknown.status).toBe(404)
-    expect(unknown.body.error).toBe("NOT_FOUND")
-    const neither = await validate({ method: "GET" })
+    expect(await refusal(validate({ resourceId: "nope" }))).toMatchObject({ error: "NOT_FOUND" })
+    const neither = await validateRaw({ method: "GET" })
     expect(neither.status).toBe(400)
     expect(neither.body.message).toContain("resourceId")
-    const both = await validate({ resourceId: "paid", url: fixture.url("/paid") })
+    const both = await validateRaw({ resourceId: "paid", url: fixture.url("/paid") })
     expect(both.status).toBe(400)
     const before = untrusted.hits.get("paid") ?? 0
-    const refused = await validate({ url: untrusted.url("/paid") })
-    expect(refused.status).toBe(400)
-    expect(refused.body.error).toBe("TARGET_REFUSED")
-    expect(refused.body.message).toContain("non-public")
+    const refused = await refusal(validate({ url: untrusted.url("/paid") }))
+    expect(refused).toMatchObject({ error: "TARGET_REFUSED", message: expect.stringContaining("non-public") })
     expect(untrusted.hits.get("paid") ?? 0).toBe(before)
-    const scheme = await validate({ url: "file:///etc/passwd" })
-    expect(scheme.status).toBe(400)
-    expect(scheme.body.message).toContain("only http and https")
-    const resources = await request(`${server.url}/v1/resources`)
-    expect(resources.body.resources.some((r: { resource: { url: string } }) => r.resource.url.startsWith(untrusted.origin))).toBe(false)
+    const scheme = await refusal(validate({ url: "file:///etc/passwd" }))
+    expect(scheme).toMatchObject({ error: "TARGET_REFUSED", message: expect.stringContaining("only http and https") })
+    const { resources } = await Effect.runPromise(server.client.resources.list({ urlParams: {} }))
+    expect(resources.some((r) => r.resource.url.startsWith(untrusted.origin))).toBe(false)
   })
 })
 
 describe("GET metrics and observations", () => {
   test("metrics come from the recorded probes; an unknown resource is 404", async () => {
-    await validate({ resourceId: "paid" })
-    const { status, body } = await request(`${server.url}/v1/resources/paid/metrics`)
-    expect(status).toBe(200)
+    await Effect.runPromise(validate({ resourceId: "paid" }))
+    const body = await Effect.runPromise(server.client.verification.metrics({ path: { id: "paid" } }))
     expect(body).toMatchObject({ resourceId: "paid", availability24h: 1, paymentInterfaceSuccessRate: 1, reliability: 1, transactionSuccessRate: 0 })
     expect(body.observationCount).toBeGreaterThanOrEqual(1)
     expect(body.confidence).toBeGreaterThan(0)
     expect(body.observedPriceUsd).toBe(0.001)
-    expect((await request(`${server.url}/v1/resources/nope/metrics`)).status).toBe(404)
+    expect(await refusal(server.client.verification.metrics({ path: { id: "nope" } }))).toMatchObject({ error: "NOT_FOUND" })
   })
 
   test("observations page newest first with limit and before; bad cursors are 400", async () => {
     // A second observation within the interval: the schedule's (a caller's validation would not be recorded).
     await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource("paid")))
-    const first = await request(`${server.url}/v1/resources/paid/observations?limit=1`)
-    expect(first.status).toBe(200)
-    expect(first.body.observations).toHaveLength(1)
-    expect(first.body.nextBefore).toBe(first.body.observations[0].id)
-    const next = await request(`${server.url}/v1/resources/paid/observations?limit=1&before=${first.body.nextBefore}`)
-    expect(next.body.observations).toHaveLength(1)
-    expect(next.body.observations[0].observedAt <= first.body.observations[0].observedAt).toBe(true)
-    expect(next.body.observations[0].id).not.toBe(first.body.observations[0].id)
+    const observations = (id: string, urlParams: Parameters<typeof server.client.verification.observations>[0]["urlParams"]) =>
+      server.client.verification.observations({ path: { id }, urlParams })
+    const first = await Effect.runPromise(observations("paid", { limit: 1 }))
+    expect(first.observations).toHaveLength(1)
+    expect(first.nextBefore).toBe(first.observations[0]!.id)
+    const next = await Effect.runPromise(observations("paid", { limit: 1, before: first.nextBefore! }))
+    expect(next.observations).toHaveLength(1)
+    expect(next.observations[0]!.observedAt <= first.observations[0]!.observedAt).toBe(true)
+    expect(next.observations[0]!.id).not.toBe(first.observations[0]!.id)
+    // Cursors the contract refuses go raw.
     expect((await request(`${server.url}/v1/resources/paid/observations?before=yesterday`)).status).toBe(400)
     expect((await request(`${server.url}/v1/resources/paid/observations?limit=0`)).status).toBe(400)
-    expect((await request(`${server.url}/v1/resources/nope/observations`)).status).toBe(404)
+    expect(await refusal(observations("nope", {}))).toMatchObject({ error: "NOT_FOUND" })
   })
 })

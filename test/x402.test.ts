@@ -2,7 +2,8 @@ import { apiKeyHash } from "../src/http/authLive.js"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { HTTPFacilitatorClient } from "@x402/core/server"
 import { Keypair } from "@stellar/stellar-sdk"
-import { facilitatorsAnswered, request, startServer, testConfig } from "./support/server.js"
+import { Effect } from "effect"
+import { facilitatorsAnswered, refusal, request, startServer, testConfig, typedClient, type TypedClient } from "./support/server.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
 import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
@@ -20,6 +21,10 @@ const backend = startFacilitator()
 /** A seller paid to VERIFIED_PAYEE, probed once so settlement may pay it. */
 const resource = startPaidResource({ payTo: VERIFIED_PAYEE, amount: "10000" })
 let server: Awaited<ReturnType<typeof startServer>>
+/** The typed client with agent-1's key, with agent-2's, and with none. Raw requests remain for bodies, headers and queries the contract refuses. */
+let agent1: TypedClient
+let agent2: TypedClient
+let anonymous: TypedClient
 
 /** The stock client of @x402/core, as a resource server would configure it against this service. */
 const stockClient = (apiKey: string | null) =>
@@ -50,9 +55,10 @@ beforeAll(async () => {
   )
   // The pool polls at start; wait for that answer to land.
   await facilitatorsAnswered(server.url)
+  ;[agent1, agent2, anonymous] = await Promise.all([typedClient(server.url, auth), typedClient(server.url, otherAuth), typedClient(server.url)])
   await resource.useFacilitator(`${server.url}/x402`, API_KEY)
-  const probe = await request(`${server.url}/v1/validate`, { method: "POST", headers: auth, json: { resourceId: RESOURCE_ID } })
-  if (probe.body.healthy !== true) throw new Error(`the seller's resource did not probe healthy: ${JSON.stringify(probe.body)}`)
+  const probe = await Effect.runPromise(agent1.verification.validate({ payload: { resourceId: RESOURCE_ID } }))
+  if (probe.healthy !== true) throw new Error(`the seller's resource did not probe healthy: ${JSON.stringify(probe)}`)
 })
 afterAll(async () => {
   await server.close()
@@ -83,36 +89,31 @@ describe("x402 endpoints over HTTP", () => {
   test("verify and settle need the API key when keys are configured: 401 without it", async () => {
     const requirements = exactRequirements({ payTo: NOT_IN_CATALOG })
     const body = settleBody(await buildExactPayment(requirements), requirements)
-    for (const path of ["/x402/verify", "/x402/settle"]) {
-      const { status, body: error } = await request(`${server.url}${path}`, { method: "POST", json: body })
-      expect(status).toBe(401)
-      expect(error).toMatchObject({ error: "UNAUTHORIZED" })
-    }
-    expect((await request(`${server.url}/x402/facilitators`)).status).toBe(401)
-    expect((await request(`${server.url}/x402/settlements/x`)).status).toBe(401)
+    const refused = await Promise.all([
+      refusal(anonymous.x402.verify({ payload: body, headers: {} })),
+      refusal(anonymous.x402.settle({ payload: body, headers: {} })),
+      refusal(anonymous.x402.facilitators()),
+      refusal(anonymous.x402.settlement({ path: { id: "x" } }))
+    ])
+    expect(refused.map((e) => ({ ...e }))).toEqual(Array(4).fill({ error: "UNAUTHORIZED", message: expect.any(String) }))
   })
 
   test("422 for a kind no backend supports", async () => {
     const requirements = exactRequirements({ payTo: NOT_IN_CATALOG, network: "stellar:pubnet" })
     const payment = await buildExactPayment(exactRequirements({ payTo: NOT_IN_CATALOG }))
-    const { status, body } = await request(`${server.url}/x402/verify`, {
-      method: "POST",
-      headers: auth,
-      json: { x402Version: 2, paymentPayload: payment, paymentRequirements: requirements }
-    })
-    expect(status).toBe(422)
-    expect(body).toMatchObject({ error: "UNSUPPORTED_PAYMENT_KIND", message: expect.stringContaining("stellar:pubnet") })
+    const error = await refusal(agent1.x402.verify({ payload: { x402Version: 2, paymentPayload: payment, paymentRequirements: requirements }, headers: {} }))
+    expect(error).toMatchObject({ error: "UNSUPPORTED_PAYMENT_KIND", message: expect.stringContaining("stellar:pubnet") })
   })
 
   test("settle refuses a payee without verification evidence with 403, before any backend call", async () => {
     const requirements = exactRequirements({ payTo: NOT_IN_CATALOG })
     const body = settleBody(await buildExactPayment(requirements), requirements, { amountUsd: 0.001 })
-    const { status, body: error } = await request(`${server.url}/x402/settle`, { method: "POST", headers: auth, json: body })
-    expect(status).toBe(403)
+    const error = await refusal(agent1.x402.settle({ payload: body, headers: {} }))
     expect(error).toMatchObject({ error: "POLICY_DENIED", code: "NO_VERIFICATION_EVIDENCE" })
     expect(backend.calls("/settle")).toBe(0)
   })
 
+  // The next three send bodies the contract refuses, so they go raw.
   test("a malformed stock body is a 400 naming every bad field", async () => {
     const { status, body } = await request(`${server.url}/x402/settle`, {
       method: "POST",
@@ -140,8 +141,7 @@ describe("x402 endpoints over HTTP", () => {
   })
 
   test("/x402/facilitators shows each backend's health and capability count, never its apiKey", async () => {
-    const { status, body } = await request(`${server.url}/x402/facilitators`, { headers: auth })
-    expect(status).toBe(200)
+    const body = await Effect.runPromise(agent1.x402.facilitators())
     expect(body.facilitators).toEqual([
       {
         id: "a",
@@ -157,52 +157,46 @@ describe("x402 endpoints over HTTP", () => {
   })
 
   test("an unknown settlement is 404", async () => {
-    const { status, body } = await request(`${server.url}/x402/settlements/nope`, { headers: auth })
-    expect(status).toBe(404)
-    expect(body).toMatchObject({ error: "NOT_FOUND" })
+    expect(await refusal(agent1.x402.settlement({ path: { id: "nope" } }))).toMatchObject({ error: "NOT_FOUND" })
   })
 
   test("Idempotency-Key: empty is 400; the same key from two principals is two requests; a principal reads only its own settlements", async () => {
     const requirements = exactRequirements({ payTo: VERIFIED_PAYEE })
     const payments = await Promise.all([1, 2, 3].map((n) => buildExactPayment(requirements, { buyer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, 60 + n)) })))
     const [first, second, third] = payments.map((p) => settleBody(p, requirements))
-    const settle = (json: unknown, headers: Record<string, string>) =>
-      request(`${server.url}/x402/settle`, { method: "POST", headers, json })
-
-    const empty = await settle(first, { ...auth, "idempotency-key": "" })
+    // An empty key and an unknown state break the contract: those two go raw.
+    const empty = await request(`${server.url}/x402/settle`, { method: "POST", headers: { ...auth, "idempotency-key": "" }, json: first })
     expect(empty.status).toBe(400)
     expect(empty.body.message).toContain("idempotency-key")
 
-    expect((await settle(first, { ...auth, "idempotency-key": "order-1" })).status).toBe(200)
-    expect((await settle(second, { ...otherAuth, "idempotency-key": "order-1" })).status).toBe(200)
-    const reused = await settle(third, { ...auth, "idempotency-key": "order-1" })
-    expect(reused.status).toBe(409)
-    expect(reused.body.error).toBe("IDEMPOTENCY_KEY_REUSED")
-    const id = /settlement ([0-9a-f-]{36})/.exec(reused.body.message)?.[1]
-    expect(id).toBeDefined()
+    const orderOne = { "idempotency-key": "order-1" }
+    expect(await Effect.runPromise(agent1.x402.settle({ payload: first!, headers: orderOne }))).toMatchObject({ success: true })
+    expect(await Effect.runPromise(agent2.x402.settle({ payload: second!, headers: orderOne }))).toMatchObject({ success: true })
+    const reused = await refusal(agent1.x402.settle({ payload: third!, headers: orderOne }))
+    expect(reused).toMatchObject({ error: "IDEMPOTENCY_KEY_REUSED" })
+    const id = /settlement ([0-9a-f-]{36})/.exec(reused.message)?.[1] ?? ""
+    expect(id).toMatch(/^[0-9a-f-]{36}$/)
 
-    const own = await request(`${server.url}/x402/settlements/${id}`, { headers: auth })
-    expect(own.status).toBe(200)
-    expect(own.body).toMatchObject({ id, principal: "agent-1", idempotencyKey: "order-1", state: "settled" })
-    const stranger = await request(`${server.url}/x402/settlements/${id}`, { headers: otherAuth })
-    expect(stranger.status).toBe(404)
-    expect(JSON.stringify(stranger.body)).not.toContain("agent-1")
+    const own = await Effect.runPromise(agent1.x402.settlement({ path: { id } }))
+    expect(own).toMatchObject({ id, principal: "agent-1", idempotencyKey: "order-1", state: "settled" })
+    const stranger = await refusal(agent2.x402.settlement({ path: { id } }))
+    expect(stranger).toMatchObject({ error: "NOT_FOUND" })
+    expect(JSON.stringify(stranger)).not.toContain("agent-1")
 
     // The operator's list: newest first, scoped to the caller's principal, filtered by state.
-    const mine = await request(`${server.url}/x402/settlements`, { headers: auth })
-    expect(mine.status).toBe(200)
-    expect(mine.body.settlements.map((r: any) => r.principal)).toEqual(["agent-1"])
-    expect(mine.body.settlements[0]).toMatchObject({ id, state: "settled" })
-    const theirs = await request(`${server.url}/x402/settlements?state=settled&limit=10`, { headers: otherAuth })
-    expect(theirs.body.settlements.map((r: any) => r.principal)).toEqual(["agent-2"])
-    const none = await request(`${server.url}/x402/settlements?state=indeterminate`, { headers: auth })
-    expect(none.body.settlements).toEqual([])
-    const older = await request(`${server.url}/x402/settlements?before=${encodeURIComponent(mine.body.settlements[0].createdAt)}`, { headers: auth })
-    expect(older.body.settlements).toEqual([])
+    const mine = await Effect.runPromise(agent1.x402.settlements({ urlParams: {} }))
+    expect(mine.settlements.map((r) => r.principal)).toEqual(["agent-1"])
+    expect(mine.settlements[0]).toMatchObject({ id, state: "settled" })
+    const theirs = await Effect.runPromise(agent2.x402.settlements({ urlParams: { state: "settled", limit: 10 } }))
+    expect(theirs.settlements.map((r) => r.principal)).toEqual(["agent-2"])
+    const none = await Effect.runPromise(agent1.x402.settlements({ urlParams: { state: "indeterminate" } }))
+    expect(none.settlements).toEqual([])
+    const older = await Effect.runPromise(agent1.x402.settlements({ urlParams: { before: mine.settlements[0]!.createdAt } }))
+    expect(older.settlements).toEqual([])
     const bad = await request(`${server.url}/x402/settlements?state=lost&limit=0`, { headers: auth })
     expect(bad.status).toBe(400)
     expect(bad.body.message).toContain("state")
     expect(bad.body.message).toContain("limit")
-    expect((await request(`${server.url}/x402/settlements`)).status).toBe(401)
+    expect(await refusal(anonymous.x402.settlements({ urlParams: {} }))).toMatchObject({ error: "UNAUTHORIZED" })
   })
 })

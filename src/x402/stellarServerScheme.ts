@@ -6,7 +6,7 @@ import { TESTNET_USDC } from "../config.js"
  * The resource-server side of Stellar `exact` (price -> requirements), written against
  * @x402/core 2.27. `@x402/stellar` 2.9 ships the same logic but pins core 2.9, and its scheme
  * object lacks the `paymentFlows` table a 2.27 resource server reads at build time, so it cannot
- * be registered here. test/stellarServerScheme.test.ts holds both sides equal on prices.
+ * be registered here. test/stellarServerScheme.unit.test.ts holds both sides equal on prices.
  */
 
 /** Circle's USDC SEP-41 contract on mainnet; the testnet one is `TESTNET_USDC`. */

@@ -1,5 +1,4 @@
-import { HttpApiClient, HttpServer } from "@effect/platform"
-import { FetchHttpClient } from "@effect/platform"
+import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { Effect, Either, Layer, ManagedRuntime } from "effect"
 import { ServicesLive } from "../../src/app.js"
 import { type Config, loadConfig } from "../../src/config.js"
@@ -53,11 +52,25 @@ export const startServer = async (config: Config = testConfig()) => {
   const address = server.address
   if (address._tag !== "TcpAddress") throw new Error("expected a TCP address")
   const url = `http://127.0.0.1:${address.port}`
-  const client = await Effect.runPromise(
-    HttpApiClient.make(SextantApi, { baseUrl: url }).pipe(Effect.provide(FetchHttpClient.layer))
-  )
-  return { url, runtime, client, close: () => runtime.dispose() }
+  return { url, runtime, client: await typedClient(url), close: () => runtime.dispose() }
 }
+
+/**
+ * The typed client of the contract for the service at `url`, sending `headers` (an API key) with
+ * every call: the compiler checks each request and the answer is decoded, a refusal as its error
+ * class (`{error, message}` and the status the contract gives it).
+ */
+export const typedClient = (url: string, headers: Record<string, string> = {}) =>
+  Effect.runPromise(
+    HttpApiClient.make(SextantApi, {
+      baseUrl: url,
+      transformClient: HttpClient.mapRequest(HttpClientRequest.setHeaders(headers))
+    }).pipe(Effect.provide(FetchHttpClient.layer))
+  )
+export type TypedClient = Awaited<ReturnType<typeof typedClient>>
+
+/** Runs a typed call that must be refused: the error it decoded to. */
+export const refusal = <A, E>(call: Effect.Effect<A, E>): Promise<E> => Effect.runPromise(Effect.flip(call))
 
 /** A raw JSON request, for the cases the typed client cannot express (bad bodies, wrong methods). */
 export const request = async (url: string, init: RequestInit & { json?: unknown } = {}) => {

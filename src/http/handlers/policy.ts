@@ -13,7 +13,7 @@ export const PolicyHandlers = HttpApiBuilder.group(SextantApi, "policy", (handle
       .handle("evaluate", ({ payload }) => engine.evaluate(payload))
       // A route answer is plain JSON data (its schema's encoded form is its type), so it is
       // serialised directly: encoding it through the schema was about a fifth of a route's CPU.
-      // test/routing.test.ts holds the two serialisations equal.
+      // test/routing.unit.test.ts holds the two serialisations equal.
       .handle("route", ({ payload }) => Effect.map(router.route(payload), (decision) => HttpServerResponse.unsafeJson(decision)))
   })
 )

@@ -63,11 +63,13 @@ describe("store", () => {
     expect(Option.isNone(missing)).toBe(true)
   })
 
-  test("a file store reports WAL and durable writes", async () => {
+  test("a file store reports WAL and durable writes; an in-memory one reports it is not durable", async () => {
     const file = join(mkdtempSync(join(tmpdir(), "sextant-store-")), "s.db")
-    const info = await Effect.runPromise(Effect.provide(StoreInfoTag, storeLayer(file)))
-    expect(info).toMatchObject({ kind: "sqlite", journalMode: "wal", location: file })
-    expect(typeof info.durable).toBe("boolean")
+    const info = (database: string) => Effect.runPromise(Effect.provide(StoreInfoTag, storeLayer(database)))
+    // synchronous FULL fsyncs every commit: the journal survives power loss.
+    expect(await info(file)).toEqual({ kind: "sqlite", location: file, journalMode: "wal", synchronous: "FULL", durable: true })
+    // Nothing in memory survives the process.
+    expect(await info(":memory:")).toMatchObject({ kind: "sqlite", location: ":memory:", durable: false })
   })
 
   test("a write durable against a process crash only commits at synchronous NORMAL; every other one stays FULL", async () => {

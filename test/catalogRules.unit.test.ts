@@ -4,7 +4,7 @@ import { mergeRoutes, routesFromOpenApi, routesFromWellKnown } from "../src/cata
 import { registrationOutcome } from "../src/catalog/registrationOutcome.js"
 import { TESTNET_USDC } from "../src/config.js"
 import { listingAfterProbe } from "../src/verification/probeListing.js"
-import { FIXTURE_PAY_TO, OTHER_ASSET } from "./fixtures/x402Resource.js"
+import { FIXTURE_PAY_TO, OTHER_ASSET } from "./fixtures/x402Terms.js"
 
 const HOUR = 3_600_000
 

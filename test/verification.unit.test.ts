@@ -17,7 +17,7 @@ import {
 import { deriveStanding } from "../src/verification/status.js"
 import { percentile, summarizeWindow } from "./support/referenceWindow.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
-import { FIXTURE_PAY_TO, OTHER_ASSET, OTHER_PAY_TO } from "./fixtures/x402Resource.js"
+import { FIXTURE_PAY_TO, OTHER_ASSET, OTHER_PAY_TO } from "./fixtures/x402Terms.js"
 
 const config = Either.getOrThrow(loadConfig(undefined, {}))
 const verification = config.verification

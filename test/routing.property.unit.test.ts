@@ -1,6 +1,6 @@
 /**
  * Property tests run on a fixed seed, so `npm test` checks the same cases every time. Set FC_SEED
- * to an integer to run them on another seed, e.g. `FC_SEED=42 npx bun test test/routing.property.test.ts`.
+ * to an integer to run them on another seed, e.g. `FC_SEED=42 npx bun test test/routing.property.unit.test.ts`.
  * When a property fails, fast-check prints the seed (and the path of the shrunk case) it used;
  * FC_SEED=<that seed> reproduces the failure.
  */

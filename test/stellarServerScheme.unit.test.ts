@@ -6,7 +6,7 @@ import { ExactStellarScheme } from "@x402/stellar/exact/server"
 import { TESTNET_USDC } from "../src/config.js"
 import { classify, readChallenge } from "../src/verification/challenge.js"
 import { PUBNET_USDC, stellarServerScheme } from "../src/x402/stellarServerScheme.js"
-import { adapter, FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
+import { adapter, FIXTURE_PAY_TO } from "./fixtures/x402Terms.js"
 
 const supportedOnly: FacilitatorClient = {
   getSupported: async () => ({
