@@ -1,4 +1,5 @@
 import { SqlClient, type Statement } from "@effect/sql"
+import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
 import {
@@ -21,7 +22,7 @@ import { rankPage, SearchTuning, type SearchPosition, textQuery, writeSearchInde
 import { sortableId } from "./sortableId.js"
 
 const ResourceRow = Schema.Struct({
-  id: Schema.String,
+  id: ResourceId,
   provider_id: Schema.String,
   provider_name: Schema.String,
   provider_url: Schema.NullOr(Schema.String),
@@ -42,10 +43,10 @@ const ResourceRow = Schema.Struct({
   mcp_tool: Schema.NullOr(Schema.parseJson(McpTool))
 })
 
-const CapabilityRow = Schema.Struct({ resource_id: Schema.String, capability: Schema.String })
+const CapabilityRow = Schema.Struct({ resource_id: ResourceId, capability: Schema.String })
 
 const OptionRow = Schema.Struct({
-  resource_id: Schema.String,
+  resource_id: ResourceId,
   network: StellarNetwork,
   scheme: PaymentScheme,
   asset: Schema.String,
@@ -133,7 +134,7 @@ const CandidateRow = Schema.Struct({
   quarantined_by: Schema.NullOr(Schema.String),
   quarantine_reason: Schema.NullOr(Schema.String),
   quarantined_at: Schema.NullOr(Schema.String),
-  resource_id: Schema.NullOr(Schema.String)
+  resource_id: Schema.NullOr(ResourceId)
 })
 const decodeCandidates = decodeRows(CandidateRow)
 const decodeMetricsRows = decodeRows(Schema.NullOr(MetricsRow))
@@ -172,13 +173,13 @@ export interface RecordWithStanding {
 
 
 const StateRow = Schema.Struct({
-  id: Schema.String,
+  id: ResourceId,
   listed: SqlFlag,
   listing_hold: Schema.NullOr(ListingHold),
   unhealthy_since_ms: Schema.NullOr(SqlNumber)
 })
 const SourcedRowSchema = Schema.Struct({
-  id: Schema.String,
+  id: ResourceId,
   url: Schema.String,
   source: Schema.String,
   listed: SqlFlag,
@@ -349,7 +350,7 @@ const make = Effect.gen(function* () {
   /** The hold a listing change leaves: none once listed, else the change's ("operator" by default). */
   const holdAfter = (listed: boolean, change: { readonly hold?: ListingHold | null }) => (listed ? null : (change.hold ?? "operator"))
 
-  const writeListing = (id: string, wasListed: boolean, listed: boolean, change: ListingChange) =>
+  const writeListing = (id: ResourceId, wasListed: boolean, listed: boolean, change: ListingChange) =>
     Effect.gen(function* () {
       const hold = holdAfter(listed, change)
       yield* sql`UPDATE resources SET listed = ${listed ? 1 : 0}, listing_hold = ${hold}, updated_at = ${now()} WHERE id = ${id}`
@@ -482,7 +483,7 @@ const make = Effect.gen(function* () {
   const forgetCatalogLoad = sql`DELETE FROM catalog_loads WHERE name = 'config'`
 
   /** Stored changes of listing, one statement for many resources. */
-  const recordListings = (moved: ReadonlyArray<{ id: string; listed: boolean }>, change: ListingChange) => {
+  const recordListings = (moved: ReadonlyArray<{ id: ResourceId; listed: boolean }>, change: ListingChange) => {
     if (moved.length === 0) return Effect.void
     const at = new Date()
     return sql`INSERT INTO listing_changes ${sql.insert(
@@ -552,7 +553,7 @@ const make = Effect.gen(function* () {
     /** What buyers see: the listed resources. Every one: for whole-catalog jobs, never for an answer. */
     list: () => load(listedOnly),
     /** Listed resources in id order after `afterId`, at most `limit`: a page of `GET /v1/resources`. */
-    listPage: (afterId: string | null, limit: number) =>
+    listPage: (afterId: ResourceId | null, limit: number) =>
       load(afterId === null ? listedOnly : sql.and([listedOnly, sql`r.id > ${afterId}`]), { limit }),
     /**
      * Listed resources matching a search's text and catalog filters, by relevance then id, after
@@ -592,7 +593,7 @@ const make = Effect.gen(function* () {
           return record ? [{ record, relevance }] : []
         })
       }),
-    get: (id: string) => load(sql`r.id = ${id}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
+    get: (id: ResourceId) => load(sql`r.id = ${id}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     /** The records of `ids` that exist, by id. */
     getMany: (ids: ReadonlyArray<string>) => (ids.length === 0 ? Effect.succeed([]) : load(sql.in("r.id", ids))),
     /**
@@ -650,7 +651,7 @@ const make = Effect.gen(function* () {
      * (default "operator": no probe lists it again) is set even when it was unlisted already.
      * False when no such resource exists.
      */
-    setListed: (id: string, listed: boolean, change: ListingChange) =>
+    setListed: (id: ResourceId, listed: boolean, change: ListingChange) =>
       Effect.gen(function* () {
         const rows = yield* sql<{ listed: unknown }>`SELECT listed FROM resources WHERE id = ${id}`
         if (rows[0] === undefined) return false
@@ -661,7 +662,7 @@ const make = Effect.gen(function* () {
      * An operator's listing vouches for the entry (docs/trust.md); unlisting takes that back, but
      * an entry of the catalog file stays trusted.
      */
-    setVouched: (id: string, vouched: boolean) =>
+    setVouched: (id: ResourceId, vouched: boolean) =>
       sql`UPDATE resources SET trusted = CASE WHEN source = 'config' THEN 1 ELSE ${vouched ? 1 : 0} END WHERE id = ${id}`.pipe(
         Effect.zipRight(changes.changed(catalogChanged))
       ),
@@ -671,7 +672,7 @@ const make = Effect.gen(function* () {
      * runs it in a transaction (the recorder's batch, after the observations) so an operator's
      * concurrent change is not lost. A resource probed twice in the batch is decided in order.
      */
-    afterProbes: (probes: ReadonlyArray<{ readonly id: string; readonly decide: (state: ListingState) => ListingStep }>, actor: string) =>
+    afterProbes: (probes: ReadonlyArray<{ readonly id: ResourceId; readonly decide: (state: ListingState) => ListingStep }>, actor: string) =>
       Effect.gen(function* () {
         if (probes.length === 0) return
         const rows = yield* sql`SELECT id, listed, listing_hold, unhealthy_since_ms FROM resources
@@ -781,7 +782,7 @@ const make = Effect.gen(function* () {
             WHERE ${sql.in("id", chunk.map((e) => e.resource.id))} AND listed = 0 AND listing_hold = 'source'`
         }
       }).pipe(sql.withTransaction),
-    setStatus: (id: string, status: ServiceStatus, level: number) =>
+    setStatus: (id: ResourceId, status: ServiceStatus, level: number) =>
       sql`UPDATE resources SET status = ${status}, verification_level = ${level}, updated_at = ${now()} WHERE id = ${id}`.pipe(
         Effect.zipRight(changes.changed(resourcesChanged([id])))
       )
