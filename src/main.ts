@@ -25,6 +25,7 @@ import { Prober } from "./verification/Prober.js"
 import { VerticalServer } from "./vertical/VerticalServer.js"
 import { processLogger, TelemetryLive } from "./telemetry/Telemetry.js"
 import pkg from "../package.json" with { type: "json" }
+import { ResourceId } from "./domain/ids.js"
 
 const USAGE = `usage: sextant <command> [--config <file>]
 
@@ -232,7 +233,7 @@ const probe = (config: Config, resourceId: string | undefined) =>
       process.stdout.write(`${JSON.stringify(yield* prober.runCycle)}\n`)
       return
     }
-    const result = yield* prober.probeResource(resourceId)
+    const result = yield* prober.probeResource(ResourceId.make(resourceId))
     process.stdout.write(`${JSON.stringify(result)}\n`)
     if (!result.healthy) process.exitCode = 1
   }).pipe(

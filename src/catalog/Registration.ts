@@ -25,6 +25,7 @@ import {
   WELL_KNOWN_PATH
 } from "./discoveryDocuments.js"
 import { registrationOutcome } from "./registrationOutcome.js"
+import type { ResourceId } from "../domain/ids.js"
 
 /**
  * Routes probed per registration at most: one request should not turn the service into a crawler.
@@ -97,7 +98,7 @@ const make = Effect.gen(function* () {
       )
     )
 
-  const answer = (route: FoundRoute, outcome: RegisteredRoute["outcome"], resourceId: string | null, detail: string | null): RegisteredRoute => ({
+  const answer = (route: FoundRoute, outcome: RegisteredRoute["outcome"], resourceId: ResourceId | null, detail: string | null): RegisteredRoute => ({
     url: route.url,
     method: route.method,
     foundIn: route.foundIn,

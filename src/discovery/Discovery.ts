@@ -21,6 +21,7 @@ import { TransitionsRepo } from "../store/TransitionsRepo.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { filtersOnQuality, qualityMatches } from "./search.js"
 import { discoveryItem } from "./x402Items.js"
+import type { ResourceId } from "../domain/ids.js"
 
 const TRANSITIONS_SHOWN = 20
 
@@ -112,7 +113,7 @@ const make = Effect.gen(function* () {
       return { x402Version: 2, resources, partialResults: cursor !== null, pagination: { limit, cursor } } satisfies DiscoverySearchResponse
     })
 
-  const get = (id: string) =>
+  const get = (id: ResourceId) =>
     Effect.gen(function* () {
       const record = yield* repo.get(id).pipe(Effect.flatMap(Option.match({
         onNone: () => Effect.fail(notFound("resource", id)),

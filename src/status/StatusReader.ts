@@ -15,6 +15,7 @@ import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { windowMs } from "../verification/metrics.js"
 import { FacilitatorPool } from "../x402/FacilitatorPool.js"
 import { windowSeries, type WindowSeries } from "./series.js"
+import type { ResourceId } from "../domain/ids.js"
 
 export const PAGE_SIZE = 50
 const RECENT_OBSERVATIONS = 20
@@ -127,7 +128,7 @@ const make = Effect.gen(function* () {
     } satisfies CatalogView
   })
 
-  const resource = Effect.fn("StatusReader.resource")(function* (id: string) {
+  const resource = Effect.fn("StatusReader.resource")(function* (id: ResourceId) {
     const detail: ResourceDetail = yield* discovery.get(id)
     const nowMs = yield* Clock.currentTimeMillis
     const inWindow = yield* observations.window(id, nowMs - window)
@@ -138,7 +139,7 @@ const make = Effect.gen(function* () {
       recent: recent.observations,
       windowHours: verification.windowHours
     } satisfies ResourceView
-  }) as (id: string) => Effect.Effect<ResourceView, NotFound>
+  }) as (id: ResourceId) => Effect.Effect<ResourceView, NotFound>
 
   const lines = (entries: ReadonlyArray<JournalEntry>) =>
     Effect.forEach(entries, (entry) => Effect.map(journal.history(entry.id), (h): JournalLine => ({ entry, reason: latestReason(h) })))

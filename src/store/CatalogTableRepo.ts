@@ -39,7 +39,7 @@ export interface TableQuery {
 
 /** One row of the table as the store holds it; current metrics come from the evidence reader. */
 export interface TableRow {
-  readonly id: string
+  readonly id: ResourceId
   readonly name: string
   readonly providerName: string
   readonly capabilities: ReadonlyArray<string>

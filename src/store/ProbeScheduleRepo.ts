@@ -46,7 +46,7 @@ const make = Effect.gen(function* () {
             yield* sql`UPDATE probe_schedule SET lane = ${laneValue(lane)} WHERE ${sql.in("resource_id", moved.slice(i, i + 500))}`
           }
         }
-        const ids = new Set(targets.map((t) => t.id))
+        const ids = new Set<string>(targets.map((t) => t.id))
         const gone = [...known.keys()].filter((id) => !ids.has(id))
         for (let i = 0; i < gone.length; i += 500) {
           yield* sql`DELETE FROM probe_schedule WHERE ${sql.in("resource_id", gone.slice(i, i + 500))}`

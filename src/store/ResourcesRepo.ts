@@ -95,7 +95,7 @@ export interface ListingStep {
 
 /** A resource row reduced to what ingestion compares: where it came from and whether it is listed. */
 export interface SourcedRow {
-  readonly id: string
+  readonly id: ResourceId
   readonly url: string
   readonly source: string
   readonly listed: boolean
@@ -186,6 +186,8 @@ const SourcedRowSchema = Schema.Struct({
   listing_hold: Schema.NullOr(ListingHold)
 })
 const decodeState = decodeRows(StateRow)
+const decodeTargets = decodeRows(Schema.Struct({ id: ResourceId, trusted: SqlFlag }))
+const decodeIds = decodeRows(Schema.Struct({ id: ResourceId }))
 const decodeSourced = decodeRows(SourcedRowSchema)
 const toSourced = (r: typeof SourcedRowSchema.Type): SourcedRow => ({
   id: r.id,
@@ -553,7 +555,7 @@ const make = Effect.gen(function* () {
     /** What buyers see: the listed resources. Every one: for whole-catalog jobs, never for an answer. */
     list: () => load(listedOnly),
     /** Listed resources in id order after `afterId`, at most `limit`: a page of `GET /v1/resources`. */
-    listPage: (afterId: ResourceId | null, limit: number) =>
+    listPage: (afterId: string | null, limit: number) =>
       load(afterId === null ? listedOnly : sql.and([listedOnly, sql`r.id > ${afterId}`]), { limit }),
     /**
      * Listed resources matching a search's text and catalog filters, by relevance then id, after
@@ -587,7 +589,7 @@ const make = Effect.gen(function* () {
         ])
         const ranked = yield* rankPage(sql, text, where, after, limit, tuning)
         if (ranked.length === 0) return []
-        const records = new Map((yield* load(sql.in("r.id", ranked.map((r) => r.id)))).map((r) => [r.resource.id, r] as const))
+        const records = new Map<string, ResourceRecord>((yield* load(sql.in("r.id", ranked.map((r) => r.id)))).map((r) => [r.resource.id, r] as const))
         return ranked.flatMap(({ id, relevance }) => {
           const record = records.get(id)
           return record ? [{ record, relevance }] : []
@@ -595,15 +597,16 @@ const make = Effect.gen(function* () {
       }),
     get: (id: ResourceId) => load(sql`r.id = ${id}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     /** The records of `ids` that exist, by id. */
-    getMany: (ids: ReadonlyArray<string>) => (ids.length === 0 ? Effect.succeed([]) : load(sql.in("r.id", ids))),
+    getMany: (ids: ReadonlyArray<ResourceId>) => (ids.length === 0 ? Effect.succeed([]) : load(sql.in("r.id", ids))),
     /**
      * The ids of what the probe schedule visits (see probeTargets) after `afterId`, at most `limit`,
      * by id, each with its probe lane (trusted entries apart), without loading the records.
      */
     probeTargetIds: (afterId: string, limit: number) =>
-      sql<{ id: string; trusted: unknown }>`SELECT r.id, r.trusted FROM resources r
+      sql`SELECT r.id, r.trusted FROM resources r
         WHERE ${probeTargetRule} AND r.id > ${afterId} ORDER BY r.id LIMIT ${limit}`.pipe(
-        Effect.map((rows) => rows.map((r) => ({ id: r.id, lane: Number(r.trusted) === 1 ? ("trusted" as const) : ("open" as const) })))
+        Effect.flatMap(decodeTargets),
+        Effect.map((rows) => rows.map((r) => ({ id: r.id, lane: r.trusted ? ("trusted" as const) : ("open" as const) })))
       ),
     /** Since when each of `ids` has been unhealthy (absent: healthy, or no such resource). */
     unhealthySince: (ids: ReadonlyArray<string>) =>
@@ -628,8 +631,9 @@ const make = Effect.gen(function* () {
       ),
     /** The listed resource at `url` that pays `payTo` (the first by id), if any: the resource a settle names. */
     namedPayee: (url: string, payTo: string) =>
-      sql<{ id: string }>`SELECT r.id FROM resources r WHERE r.url = ${url} AND r.listed = 1
+      sql`SELECT r.id FROM resources r WHERE r.url = ${url} AND r.listed = 1
         AND r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo}) ORDER BY r.id LIMIT 1`.pipe(
+        Effect.flatMap(decodeIds),
         Effect.map((rows) => rows[0]?.id ?? null)
       ),
     /** The resource at `url` (with `toolName`: the one selling that MCP tool there; one server's tools share its URL), if any. */
