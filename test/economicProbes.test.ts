@@ -14,6 +14,7 @@ import { startPaidResource } from "./fixtures/paidResource.js"
 import { settledCredentialForms } from "./fixtures/stellarPayment.js"
 import { pollUntil } from "./support/poll.js"
 import { ledgerAt, testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
 const ledger = startFixtureLedger()
@@ -54,7 +55,7 @@ const configFor = (folder: string, economic: Partial<Config["economicProbes"]> =
 const servicesOn = (config: Config) => ManagedRuntime.make(ServicesLive(config, "server"))
 
 const cycle = (runtime: ReturnType<typeof servicesOn>) => runtime.runPromise(Effect.flatMap(EconomicProber, (p) => p.runCycle))
-const detail = (runtime: ReturnType<typeof servicesOn>) => runtime.runPromise(Effect.flatMap(Discovery, (d) => d.get("seller.paid")))
+const detail = (runtime: ReturnType<typeof servicesOn>) => runtime.runPromise(Effect.flatMap(Discovery, (d) => d.get(ResourceId.make("seller.paid"))))
 
 describe("economic probes", () => {
   test("the probe pays once through the seller's facilitator, the ledger confirms it, and the daily budget holds across a restart", async () => {
@@ -62,7 +63,7 @@ describe("economic probes", () => {
     const config = configFor(folder)
     const first = servicesOn(config)
     // An ordinary probe first: the operator's policy wants current evidence of a payment interface.
-    const probed = await first.runPromise(Effect.flatMap(Prober, (p) => p.probeResource("seller.paid")))
+    const probed = await first.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("seller.paid"))))
     expect(probed.status).toBe("PAYMENT_VERIFIED")
 
     const report = await cycle(first)
@@ -106,7 +107,7 @@ describe("economic probes", () => {
     ]
     for (const { economic, code } of refusals) {
       const runtime = servicesOn(configFor(mkdtempSync(join(tmpdir(), "sextant-economic-")), economic))
-      await runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource("seller.paid")))
+      await runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("seller.paid"))))
       const report = await cycle(runtime)
       expect(report.paid).toEqual([])
       expect(report.skipped[0]?.reason).toContain(`does not allow it (${code})`)

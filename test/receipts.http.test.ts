@@ -11,6 +11,7 @@ import { seededBuyer } from "./fixtures/stellarPayment.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { pollUntil } from "./support/poll.js"
 import { ledgerAt, request, startServer, testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const API_KEY = "receipts-test-key"
 
@@ -49,7 +50,7 @@ const catalogFor = (fixture: X402Fixture) => {
     payTo: FIXTURE_PAY_TO
   }
   const entry = (id: string, url: string) => ({
-    resource: { id, type: "http" as const, name: id, description: "paid demo", url, method: "GET" as const, capabilities: ["demo.paid"] },
+    resource: { id: ResourceId.make(id), type: "http" as const, name: id, description: "paid demo", url, method: "GET" as const, capabilities: ["demo.paid"] },
     provider: { id: `${id}-provider`, name: id },
     paymentOptions: [option]
   })

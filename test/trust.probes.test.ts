@@ -5,6 +5,7 @@ import { Prober } from "../src/verification/Prober.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { request, startServer, testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * Probes a caller could bend, on the rules before the trust model:
@@ -54,7 +55,7 @@ beforeAll(async () => {
       limits: { ...base.limits, validate: null, register: null }
     })
   )
-  await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource("competitor")))
+  await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("competitor"))))
 })
 
 afterAll(async () => {

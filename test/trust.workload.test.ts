@@ -8,6 +8,7 @@ import { ProbeSchedulerLive } from "../src/verification/ProbeScheduler.js"
 import { backoffIntervals } from "../src/verification/probeSlots.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * A catalog anyone could flood, on the rules before the trust model: registered, imported and
@@ -79,7 +80,7 @@ describe("a bounded probe workload", () => {
           "import:x",
           { actor: "import:x", reason: "test" }
         )
-        for (const id of ["trusted-dead", "open-dead", "open-held", "open-fresh"]) yield* (yield* Prober).probeResource(id).pipe(Effect.ignore)
+        for (const id of ["trusted-dead", "open-dead", "open-held", "open-fresh"]) yield* (yield* Prober).probeResource(ResourceId.make(id)).pipe(Effect.ignore)
         const longAgo = Date.now() - (config.ingestion.retireAfterHours + 1) * 3_600_000
         yield* sql`UPDATE resources SET unhealthy_since_ms = ${longAgo} WHERE id IN ('trusted-dead', 'open-dead', 'open-held')`
         yield* sql`UPDATE resources SET quarantined_by = 'ops' WHERE id = 'open-held'`

@@ -7,6 +7,7 @@ import { join } from "node:path"
 import { request, startServer, testConfig } from "./support/server.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 let fixture: X402Fixture
 let untrusted: X402Fixture
@@ -108,7 +109,7 @@ describe("GET metrics and observations", () => {
 
   test("observations page newest first with limit and before; bad cursors are 400", async () => {
     // A second observation within the interval: the schedule's (a caller's validation would not be recorded).
-    await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource("paid")))
+    await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("paid"))))
     const first = await request(`${server.url}/v1/resources/paid/observations?limit=1`)
     expect(first.status).toBe(200)
     expect(first.body.observations).toHaveLength(1)
