@@ -204,7 +204,7 @@ describe("buying an MCP tool", () => {
       const probed = await runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("intel.mcp.inspect"))))
       expect(probed.status).toBe("PAYMENT_VERIFIED")
       const report = await runtime.runPromise(Effect.flatMap(EconomicProber, (p) => p.runCycle))
-      expect(report.paid).toEqual([{ resourceId: "intel.mcp.inspect", transaction: expect.stringMatching(/^[0-9a-f]{64}$/), success: true }])
+      expect(report.paid).toEqual<unknown>([{ resourceId: "intel.mcp.inspect", transaction: expect.stringMatching(/^[0-9a-f]{64}$/), success: true }])
       expect(facilitator.calls("/settle")).toBe(settles + 1)
     } finally {
       await runtime.dispose()

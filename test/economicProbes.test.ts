@@ -67,7 +67,7 @@ describe("economic probes", () => {
     expect(probed.status).toBe("PAYMENT_VERIFIED")
 
     const report = await cycle(first)
-    expect(report.paid).toEqual([{ resourceId: "seller.paid", transaction: expect.stringMatching(/^[0-9a-f]{64}$/), success: true }])
+    expect(report.paid).toEqual<unknown>([{ resourceId: "seller.paid", transaction: expect.stringMatching(/^[0-9a-f]{64}$/), success: true }])
     expect(facilitator.calls("/settle")).toBe(1)
     // The probe signed what simulation on a Protocol 28 network records: ADDRESS_V2.
     expect(settledCredentialForms(facilitator.requests)).toEqual(["addressV2"])

@@ -13,7 +13,7 @@ import { StoreLive, StoreTest } from "../src/store/Store.js"
 import { observation } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { request, startServer, testConfig } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
+import { PrincipalId, ResourceId } from "../src/domain/ids.js"
 
 describe("rate limit groups and keys (pure)", () => {
   test("only the endpoints that cost real work are limited", () => {
@@ -53,7 +53,7 @@ describe("rate limit groups and keys (pure)", () => {
   }
 
   test("a key's principal, else the client address; a proxy's header only when configured", () => {
-    expect(limitKey("settle", "agent-1", "127.0.0.1")).toBe("settle:key:agent-1")
+    expect(limitKey("settle", PrincipalId.make("agent-1"), "127.0.0.1")).toBe("settle:key:agent-1")
     expect(limitKey("settle", null, "127.0.0.1")).toBe("settle:addr:127.0.0.1")
     const headers = { "x-forwarded-for": "203.0.113.7, 10.0.0.1" }
     const proxied = { clientAddressHeader: "x-forwarded-for", trustedProxyHops: 1 }

@@ -8,7 +8,7 @@ import { ProbeSchedulerLive } from "../src/verification/ProbeScheduler.js"
 import { backoffIntervals } from "../src/verification/probeSlots.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
-import { ResourceId } from "../src/domain/ids.js"
+import { PrincipalId, ResourceId } from "../src/domain/ids.js"
 
 /**
  * A catalog anyone could flood, on the rules before the trust model: registered, imported and
@@ -101,7 +101,7 @@ describe("a bounded probe workload", () => {
       return payTo === undefined ? e : { ...e, paymentOptions: e.paymentOptions.map((o) => ({ ...o, payTo })) }
     }
     const empty = { source: 0, origins: new Map(), principals: new Map(), payees: new Map() }
-    const items = ["a.example", "a.example", "a.example", "b.example", "c.example"].map((host, i) => ({ item: `${host}#${i}`, keys: quotaKeys(at(host), "mallory") }))
+    const items = ["a.example", "a.example", "a.example", "b.example", "c.example"].map((host, i) => ({ item: `${host}#${i}`, keys: quotaKeys(at(host), PrincipalId.make("mallory")) }))
     const { admitted, refused } = admit(items, empty, limits, "registration")
     expect(admitted).toEqual(["a.example#0", "a.example#1", "b.example#3"])
     expect(refused.map((r) => r.reason)).toEqual([

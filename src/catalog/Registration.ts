@@ -25,7 +25,7 @@ import {
   WELL_KNOWN_PATH
 } from "./discoveryDocuments.js"
 import { registrationOutcome } from "./registrationOutcome.js"
-import type { ResourceId } from "../domain/ids.js"
+import { PrincipalId, type ResourceId } from "../domain/ids.js"
 
 /**
  * Routes probed per registration at most: one request should not turn the service into a crawler.
@@ -114,7 +114,7 @@ const make = Effect.gen(function* () {
    * probed first and stored (listed, source "registration") only when it answered a valid 402 and
    * fits the ingestion quotas.
    */
-  const registerRoute = (route: FoundRoute, actor: string) =>
+  const registerRoute = (route: FoundRoute, actor: PrincipalId) =>
     Effect.gen(function* () {
       if (route.skip !== null) return answer(route, "skipped", null, route.skip)
       const url = new URL(route.url)
@@ -150,9 +150,9 @@ const make = Effect.gen(function* () {
     return Effect.succeed(checked)
   }
 
-  const register = (request: RegistrationRequest, principal: string | null) =>
+  const register = (request: RegistrationRequest, principal: PrincipalId | null) =>
     Effect.gen(function* () {
-      const actor = principal ?? "anonymous"
+      const actor = principal ?? PrincipalId.make("anonymous")
       if ((request.origin === undefined) === (request.url === undefined)) {
         return yield* Effect.fail(new InvalidRequest({ message: "pass either origin (to read its discovery documents) or url (one route), not both" }))
       }
