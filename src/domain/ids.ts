@@ -42,8 +42,9 @@ export const ReceiptId = Schema.String.pipe(Schema.brand("ReceiptId"))
 export type ReceiptId = typeof ReceiptId.Type
 
 /**
- * Who spends and answers for a request: an API key's `principal`, or, in open mode, the payer's
- * Stellar address (settlement) or the client address (rate limits).
+ * Who spends and answers for a request: an API key's `principal` (`local-operator` for the MCP
+ * server on stdio). Without a key, settlement and verify stand the payer's Stellar address in for
+ * it once its signature proved it, and ingestion quotas count a bazaar payer or `anonymous`.
  */
 export const PrincipalId = Schema.String.pipe(Schema.brand("PrincipalId"))
 export type PrincipalId = typeof PrincipalId.Type
