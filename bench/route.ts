@@ -32,6 +32,7 @@ import { AppConfig } from "../src/config.js"
 import { policyContext } from "../src/policy/evaluate.js"
 import { decideRoute } from "../src/routing/rank.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 interface LoadResult {
   readonly ok: number
@@ -97,7 +98,7 @@ const priced = (units: number): Pick<ResourcePaymentOption, "amount" | "amountUs
 })
 
 const catalogEntry = (i: number): CatalogEntry => {
-  const id = `bench-${String(i).padStart(5, "0")}`
+  const id = ResourceId.make(`bench-${String(i).padStart(5, "0")}`)
   const provider = `provider-${i % 50}`
   const exact: ResourcePaymentOption = {
     network: "stellar:testnet",

@@ -37,6 +37,7 @@ import { nextDue } from "../src/verification/probeSlots.js"
 import { encodeWindow, windowOf } from "../src/verification/rollingWindow.js"
 import { advertised, observation } from "../test/fixtures/observations.js"
 import { entry, verificationStack } from "../test/fixtures/verificationStack.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const N = Number(process.env.BENCH_N ?? 100_000)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30)
@@ -70,7 +71,7 @@ const config = {
   catalog: [],
   probes: { ...base.probes, intervalSeconds: 300, concurrency: CONCURRENCY, trustedOrigins: [origin] }
 }
-const ids = Array.from({ length: N }, (_, i) => `scale-${String(i).padStart(6, "0")}`)
+const ids = Array.from({ length: N }, (_, i) => ResourceId.make(`scale-${String(i).padStart(6, "0")}`))
 
 // ---- pre-fill: the catalog through the service, the history straight into SQLite (fast) ----
 const fillStart = performance.now()

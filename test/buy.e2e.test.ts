@@ -16,6 +16,7 @@ import { settledCredentialForms } from "./fixtures/stellarPayment.js"
 import { ledgerAt, startServer, testConfig } from "./support/server.js"
 import { verifyReceiptSignatureJWS } from "@x402/extensions/offer-receipt"
 import { newProviderKey } from "../src/extensions/offerReceipt.js"
+import { ReceiptId, ResourceId } from "../src/domain/ids.js"
 
 /**
  * `sextant buy` end to end on loopback: the service, four stock x402 resource servers, a fixture
@@ -105,7 +106,7 @@ beforeAll(async () => {
   })
   // The service's own probes verify each payment interface, so the route lists them.
   for (const id of ["cheap.data", "good.data", "pricier.data", "payee.data"]) {
-    const probed = await Effect.runPromise(service.client.verification.validate({ payload: { resourceId: id } }))
+    const probed = await Effect.runPromise(service.client.verification.validate({ payload: { resourceId: ResourceId.make(id) } }))
     expect(probed.status).toBe("PAYMENT_VERIFIED")
   }
   configFile = join(folder, "config.json")
@@ -205,7 +206,7 @@ describe("sextant buy", () => {
 
   test("from TypeScript: the typed client answers every endpoint with its own errors, and Buyer.buy returns data, receipt, provider, paid and attempts", async () => {
     const client = await Effect.runPromise(makeSextantClient({ baseUrl: proxy.url.origin }).pipe(Effect.provide(FetchHttpClient.layer)))
-    const missing = await Effect.runPromise(Effect.flip(client.resources.get({ path: { id: "no.such" } })))
+    const missing = await Effect.runPromise(Effect.flip(client.resources.get({ path: { id: ResourceId.make("no.such") } })))
     expect(missing).toBeInstanceOf(NotFound)
     expect((await Effect.runPromise(client.receipts.signer())).offlineVerifiable).toBe(true)
 
@@ -218,11 +219,11 @@ describe("sextant buy", () => {
       )
     )
     expect(result.data).toEqual({ data: "paid content", input: { body: { symbol: "EURC" } } })
-    expect(result.provider.resourceId).toBe("good.data")
+    expect(result.provider.resourceId).toBe<unknown>("good.data")
     expect(result.attempts.map((a) => a.outcome)).toEqual(["failed", "paid"])
     const receiptId = result.receipt?.receiptId ?? ""
     expect(receiptId).toMatch(/^rcpt_/)
-    expect((await Effect.runPromise(client.receipts.verify({ path: { id: receiptId } }))).valid).toBe(true)
+    expect((await Effect.runPromise(client.receipts.verify({ path: { id: ReceiptId.make(receiptId) } }))).valid).toBe(true)
     // The seller's signed receipt, read from its paid answer, is carried and names this payment.
     const sellerReceipt = result.receipt?.sellerReceipt
     expect(sellerReceipt?.format).toBe("jws")

@@ -14,6 +14,7 @@ import { startFixtureLedger } from "./fixtures/ledger.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
 import { writeBuyerConfig } from "./support/buyerConfig.js"
 import { startServer } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const PAYEE = Keypair.random().publicKey()
 const ledger = startFixtureLedger()
@@ -43,7 +44,7 @@ beforeAll(async () => {
   await seller.useFacilitator(facilitator.url)
   writeBuyerConfig(configPath, folder, ledger, [seller.catalogEntry("seller.mcp")], { allowPrivateTargets: true, maxUsdPerWindow: 1 })
   http = await startServer({ ...Either.getOrThrow(loadConfig(configPath, {})), host: "127.0.0.1", port: 0 })
-  const probed = await Effect.runPromise(http.client.verification.validate({ payload: { resourceId: "seller.mcp" } }))
+  const probed = await Effect.runPromise(http.client.verification.validate({ payload: { resourceId: ResourceId.make("seller.mcp") } }))
   expect(probed.status).toBe("PAYMENT_VERIFIED")
   await Effect.runPromise(loadOrCreateBuyerKey(keyFile))
 }, 30_000)

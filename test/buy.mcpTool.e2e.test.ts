@@ -22,6 +22,7 @@ import { CLAW, clawToml } from "./fixtures/stellarAssets.js"
 import { LOOPBACK, pollUntil } from "./support/poll.js"
 import { writeBuyerConfig } from "./support/buyerConfig.js"
 import { startServer } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * Buying an MCP tool end to end on loopback: the reference vertical's `inspect` tool (the official
@@ -84,7 +85,7 @@ beforeAll(async () => {
   writeBuyerConfig(configFile, folder, ledger, [entry], { allowPrivateTargets: true, maxUsdPerWindow: option.amountUsd * 1.5, windowSeconds: 3600 })
   config = Either.getOrThrow(loadConfig(configFile, {}))
   service = await startServer({ ...config, host: "127.0.0.1", port: 0 })
-  const probed = await Effect.runPromise(service.client.verification.validate({ payload: { resourceId: "intel.mcp.inspect" } }))
+  const probed = await Effect.runPromise(service.client.verification.validate({ payload: { resourceId: ResourceId.make("intel.mcp.inspect") } }))
   expect(probed.status).toBe("PAYMENT_VERIFIED")
   expect((await sextant("keys", "buyer-new", "--key-file", keyFile)).code).toBe(0)
 }, 60_000)
@@ -200,10 +201,10 @@ describe("buying an MCP tool", () => {
       )
     )
     try {
-      const probed = await runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource("intel.mcp.inspect")))
+      const probed = await runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("intel.mcp.inspect"))))
       expect(probed.status).toBe("PAYMENT_VERIFIED")
       const report = await runtime.runPromise(Effect.flatMap(EconomicProber, (p) => p.runCycle))
-      expect(report.paid).toEqual([{ resourceId: "intel.mcp.inspect", transaction: expect.stringMatching(/^[0-9a-f]{64}$/), success: true }])
+      expect(report.paid).toEqual<unknown>([{ resourceId: "intel.mcp.inspect", transaction: expect.stringMatching(/^[0-9a-f]{64}$/), success: true }])
       expect(facilitator.calls("/settle")).toBe(settles + 1)
     } finally {
       await runtime.dispose()

@@ -17,6 +17,7 @@ import { TESTNET_USDC } from "../src/config.js"
 import { emptyMetrics } from "../src/domain/metrics.js"
 import type { RankedCandidate } from "../src/domain/routes.js"
 import { NoAcceptableOption, PaymentOutcomeUnknown, PriceAboveLimit, SorobanRpcFailure } from "../src/payments/errors.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
 const OTHER = "GCHEI4PQEKE2TOQR5BLFE4GEWFNXOSCMKG4WCM4ZQGJYOJ7DCCAZGWTB"
@@ -24,13 +25,13 @@ const deployment = { network: "stellar:testnet", assetContract: TESTNET_USDC }
 
 const candidate = (option: Partial<RankedCandidate["option"]> = {}, more: Partial<RankedCandidate> = {}): RankedCandidate => ({
   rank: 1,
-  resourceId: "seller.data",
+  resourceId: ResourceId.make("seller.data"),
   providerId: "seller",
   optionIndex: 0,
   option: { network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: "10000", amountUsd: 0.001, payTo: PAY_TO, ...option },
   worstCaseUsd: option.amountUsd ?? 0.001,
   score: 1,
-  metrics: emptyMetrics("seller.data"),
+  metrics: emptyMetrics(ResourceId.make("seller.data")),
   ...more
 })
 

@@ -4,13 +4,14 @@ import { catalogChanged, resourcesChanged } from "../src/store/CatalogChanges.js
 import type { RecordWithStanding } from "../src/store/ResourcesRepo.js"
 import { type CapabilityRead, CapabilityIndex, heldReads } from "../src/verification/capabilityIndex.js"
 import { record } from "./fixtures/evidence.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const TTL = 1_000
 const readOf = (ids: ReadonlyArray<string>, readAtMs = 0): CapabilityRead => ({
   candidates: ids.map(
     (id): RecordWithStanding => ({
       record: record(id),
-      standing: { resourceId: id, status: "DISCOVERED", level: 0, snapshot: null, operatorQuarantine: null }
+      standing: { resourceId: ResourceId.make(id), status: "DISCOVERED", level: 0, snapshot: null, operatorQuarantine: null }
     })
   ),
   readAtMs

@@ -18,6 +18,7 @@ import { StoreLive } from "../src/store/Store.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { testConfig } from "./support/server.js"
 import { serveUntilExit } from "./support/serveProcess.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const catalogOf = (n: number): Array<CatalogEntry> => Array.from({ length: n }, (_, i) => entry(`c${i}`, `http://127.0.0.1:9/c${i}`))
 
@@ -61,8 +62,8 @@ describe("catalog load at start", () => {
     const author = { actor: "op", reason: "looks off" }
     await s.run(
       Effect.gen(function* () {
-        yield* (yield* ResourcesRepo).setListed("c3", false, { ...author, hold: "operator" })
-        yield* (yield* CurationRepo).quarantine("c4", author)
+        yield* (yield* ResourcesRepo).setListed(ResourceId.make("c3"), false, { ...author, hold: "operator" })
+        yield* (yield* CurationRepo).quarantine(ResourceId.make("c4"), author)
       })
     )
     const before = await s.snapshot()
@@ -82,7 +83,7 @@ describe("catalog load at start", () => {
     const catalog = catalogOf(20)
     s.write(catalog)
     await s.start()
-    await s.run(Effect.flatMap(ResourcesRepo, (repo) => repo.setListed("c7", false, { actor: "op", reason: "paused", hold: "operator" })))
+    await s.run(Effect.flatMap(ResourcesRepo, (repo) => repo.setListed(ResourceId.make("c7"), false, { actor: "op", reason: "paused", hold: "operator" })))
     const before = await s.snapshot()
     await Bun.sleep(5) // so a rewritten row's updated_at would differ
     const edited = catalog.map((e) =>

@@ -6,6 +6,7 @@ import type { LedgerTransaction, TransferEvent } from "../src/ledger/LedgerReade
 import { judgeUnresolved } from "../src/settlement/reconcile.js"
 import type { PendingEvent } from "../src/store/EconomicEventsRepo.js"
 import { initialResolution, judgeTransaction } from "../src/verification/confirmation.js"
+import { PaymentId, PrincipalId, ResourceId, SettlementId } from "../src/domain/ids.js"
 
 const PAYEE = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
 const PAYER = "GDVEU3DD4KOFECV66VIHWEZOYX4ZKR3WV27L464SIIPOU2IUI3JCZA57"
@@ -14,7 +15,7 @@ const rules = { assetContract: TESTNET_USDC, confirmTimeoutSeconds: 120, recheck
 
 const pending = (overrides: Partial<PendingEvent> = {}): PendingEvent => ({
   id: "eco_1",
-  resourceId: "r",
+  resourceId: ResourceId.make("r"),
   payTo: PAYEE,
   transactionHash: "a".repeat(64),
   at: new Date(CLAIMED).toISOString(),
@@ -36,7 +37,7 @@ const tx = (overrides: Partial<LedgerTransaction> = {}): Option.Option<LedgerTra
 
 describe("confirming a reported payment on the ledger", () => {
   test("where a report starts: only a checkable success waits for the ledger; only observed failures count", () => {
-    const base = { resourceId: "r", payTo: PAYEE, transactionHash: "a".repeat(64), at: "2026-11-23T12:00:00.000Z", payer: null, expected: pending().expected }
+    const base = { resourceId: ResourceId.make("r"), payTo: PAYEE, transactionHash: "a".repeat(64), at: "2026-11-23T12:00:00.000Z", payer: null, expected: pending().expected }
     expect(initialResolution({ ...base, source: "receipt", success: true }, CLAIMED)).toMatchObject({ state: "pending", nextCheckMs: CLAIMED })
     expect(initialResolution({ ...base, source: "receipt", success: false }, CLAIMED).state).toBe("rejected")
     expect(initialResolution({ ...base, source: "settlement", success: false }, CLAIMED).state).toBe("failed")
@@ -81,12 +82,12 @@ describe("confirming a reported payment on the ledger", () => {
 })
 
 const entry = (overrides: Partial<JournalEntry> = {}): JournalEntry => ({
-  id: "s1",
+  id: SettlementId.make("s1"),
   idempotencyKey: "k",
-  paymentId: "p",
+  paymentId: PaymentId.make("p"),
   requestHash: "h",
   state: "indeterminate",
-  principal: PAYER,
+  principal: PrincipalId.make(PAYER),
   payer: PAYER,
   network: "stellar:testnet",
   scheme: "exact",

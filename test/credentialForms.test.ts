@@ -6,12 +6,13 @@ import { buildExactPayment, credentialFormsOf as formOf, exactRequirements, seed
 import { pollUntil } from "./support/poll.js"
 import { SELLER_PAY_TO as PAY_TO, SELLER_RESOURCE_ID as RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
 import { refusal } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 type Stack = Awaited<ReturnType<typeof startSellerStack>>
 type SettleRequest = Parameters<Stack["server"]["client"]["x402"]["settle"]>[0]["payload"]
 /** The calls these tests make, all well-formed: each refusal is the service's judgement, decoded as its error class. */
 const callsOf = (stack: () => Stack) => ({
-  validate: () => Effect.runPromise(stack().server.client.verification.validate({ payload: { resourceId: RESOURCE_ID } })),
+  validate: () => Effect.runPromise(stack().server.client.verification.validate({ payload: { resourceId: ResourceId.make(RESOURCE_ID) } })),
   verify: (payload: SettleRequest) => stack().server.client.x402.verify({ payload, headers: {} }),
   settle: (payload: SettleRequest) => stack().server.client.x402.settle({ payload, headers: {} }),
   settlements: (state?: "failed") => Effect.runPromise(stack().server.client.x402.settlements({ urlParams: state ? { state } : {} }))
@@ -88,7 +89,7 @@ describe.each([
     // The settlement, confirmed on the ledger (its transfer event, its envelope hashing to its hash), lifts the resource to level 3.
     const after = await pollUntil(
       "the settlement is confirmed on the ledger",
-      () => Effect.runPromise(stack.server.client.resources.get({ path: { id: RESOURCE_ID } })),
+      () => Effect.runPromise(stack.server.client.resources.get({ path: { id: ResourceId.make(RESOURCE_ID) } })),
       (r) => r.resource.verificationLevel === 3
     )
     expect(after.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })

@@ -60,7 +60,7 @@ describe("the bundled catalog as the demo providers' price list", () => {
 
   test("the vertical sells its four tools over MCP too, and demo-fast its inspect, at the HTTP prices", () => {
     const mcp = catalog.filter((e) => e.resource.type === "mcp")
-    expect(mcp.map((e) => e.resource.id).sort()).toEqual(
+    expect(mcp.map((e) => e.resource.id).sort()).toEqual<unknown>(
       ["demo-fast.mcp.inspect", ...ENDPOINTS.map((e) => `stellar-intel.mcp.${e}`)].sort()
     )
     for (const entry of mcp) {
@@ -76,7 +76,7 @@ describe("the bundled catalog as the demo providers' price list", () => {
     for (const behaviour of DEMO_BEHAVIOURS) {
       const id = demoProviderId(behaviour)
       const entries = catalog.filter((e) => e.provider.id === id && e.resource.type === "http")
-      expect(entries.map((e) => e.resource.id).sort()).toEqual(ENDPOINTS.map((e) => `${id}.rwa.${e}`).sort())
+      expect(entries.map((e) => e.resource.id).sort()).toEqual<unknown>(ENDPOINTS.map((e) => `${id}.rwa.${e}`).sort())
       expect(entries.every((e) => e.provider.name.startsWith("Demo "))).toBe(true)
       const seller = sellerFrom(catalog, id)!
       expect(new Set(entries.flatMap((e) => e.paymentOptions.map((o) => o.payTo)))).toEqual(new Set([seller.payTo]))

@@ -6,6 +6,7 @@ import { TESTNET_USDC } from "../src/config.js"
 import { request, startServer, testConfig } from "./support/server.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 /** 23 listed resources (a prime, so no page size divides it), plus one unlisted URL found by /v1/validate. */
 const LISTED = 23
@@ -22,7 +23,7 @@ beforeAll(async () => {
     })
   )
   // Unlisted: a URL someone validated never shows in discovery.
-  const validate = (payload: { url: string } | { resourceId: string }) => Effect.runPromise(server.client.verification.validate({ payload }))
+  const validate = (payload: { url: string } | { resourceId: string }) => Effect.runPromise(server.client.verification.validate({ payload: "resourceId" in payload ? { resourceId: ResourceId.make(payload.resourceId) } : payload }))
   expect((await validate({ url: fixture.url("/paid/unlisted") })).discovered).toBe(true)
   expect((await validate({ resourceId: "r03" })).healthy).toBe(true)
 })

@@ -14,6 +14,7 @@ import { startPaidResource } from "./fixtures/paidResource.js"
 import { settledCredentialForms } from "./fixtures/stellarPayment.js"
 import { pollUntil } from "./support/poll.js"
 import { ledgerAt, testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
 const ledger = startFixtureLedger()
@@ -54,7 +55,7 @@ const configFor = (folder: string, economic: Partial<Config["economicProbes"]> =
 const servicesOn = (config: Config) => ManagedRuntime.make(ServicesLive(config, "server"))
 
 const cycle = (runtime: ReturnType<typeof servicesOn>) => runtime.runPromise(Effect.flatMap(EconomicProber, (p) => p.runCycle))
-const detail = (runtime: ReturnType<typeof servicesOn>) => runtime.runPromise(Effect.flatMap(Discovery, (d) => d.get("seller.paid")))
+const detail = (runtime: ReturnType<typeof servicesOn>) => runtime.runPromise(Effect.flatMap(Discovery, (d) => d.get(ResourceId.make("seller.paid"))))
 
 describe("economic probes", () => {
   test("the probe pays once through the seller's facilitator, the ledger confirms it, and the daily budget holds across a restart", async () => {
@@ -62,11 +63,11 @@ describe("economic probes", () => {
     const config = configFor(folder)
     const first = servicesOn(config)
     // An ordinary probe first: the operator's policy wants current evidence of a payment interface.
-    const probed = await first.runPromise(Effect.flatMap(Prober, (p) => p.probeResource("seller.paid")))
+    const probed = await first.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("seller.paid"))))
     expect(probed.status).toBe("PAYMENT_VERIFIED")
 
     const report = await cycle(first)
-    expect(report.paid).toEqual([{ resourceId: "seller.paid", transaction: expect.stringMatching(/^[0-9a-f]{64}$/), success: true }])
+    expect(report.paid).toEqual<unknown>([{ resourceId: "seller.paid", transaction: expect.stringMatching(/^[0-9a-f]{64}$/), success: true }])
     expect(facilitator.calls("/settle")).toBe(1)
     // The probe signed what simulation on a Protocol 28 network records: ADDRESS_V2.
     expect(settledCredentialForms(facilitator.requests)).toEqual(["addressV2"])
@@ -106,7 +107,7 @@ describe("economic probes", () => {
     ]
     for (const { economic, code } of refusals) {
       const runtime = servicesOn(configFor(mkdtempSync(join(tmpdir(), "sextant-economic-")), economic))
-      await runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource("seller.paid")))
+      await runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("seller.paid"))))
       const report = await cycle(runtime)
       expect(report.paid).toEqual([])
       expect(report.skipped[0]?.reason).toContain(`does not allow it (${code})`)

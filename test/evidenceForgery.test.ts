@@ -7,6 +7,7 @@ import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { pollUntil } from "./support/poll.js"
 import { facilitatorsAnswered, ledgerAt, refusal, startServer, testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * What an outsider could once do to the evidence, tried over HTTP: lift a payee with one anonymous
@@ -43,7 +44,7 @@ afterAll(async () => {
   ledger.stop()
 })
 
-const validate = (payload: { resourceId: string } | { url: string }) => Effect.runPromise(server.client.verification.validate({ payload }))
+const validate = (payload: { resourceId: string } | { url: string }) => Effect.runPromise(server.client.verification.validate({ payload: "resourceId" in payload ? { resourceId: ResourceId.make(payload.resourceId) } : payload }))
 const settle = async (seed: number, servicePolicy?: Record<string, unknown>) => {
   const { payment, requirements } = await signedPayment(FIXTURE_PAY_TO, { buyer: seededBuyer(seed) })
   // The payment names what it pays for, so its evidence is about that one resource.
@@ -69,7 +70,7 @@ describe("evidence no caller can forge", () => {
     const observations = await Effect.runPromise(verification.observations({ path: { id }, urlParams: {} }))
     expect(observations.observations.map((o) => o.id)).toEqual([probed.observation?.id])
     const listed = (await Effect.runPromise(resources.list({ urlParams: {} }))).resources.map((r) => r.resource.id)
-    expect(listed).toEqual(["prov-c.paid", "prov-d.alias"])
+    expect<unknown>(listed).toEqual(["prov-c.paid", "prov-d.alias"])
     const searched = await Effect.runPromise(resources.search({ payload: { capability: "fixture.probe" } }))
     expect(searched.resources.map((r) => r.resource.id)).not.toContain(id)
     const route = await Effect.runPromise(policy.route({ payload: { capability: "fixture.probe" } }))
@@ -87,7 +88,7 @@ describe("evidence no caller can forge", () => {
   })
 
   test("a settle the facilitator answers success: false counts against the transaction success rate", async () => {
-    const metrics = () => Effect.runPromise(server.client.resources.get({ path: { id: "prov-c.paid" } }))
+    const metrics = () => Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make("prov-c.paid") } }))
     const confirmed = await pollUntil("the earlier settlement is confirmed", metrics, (d) => d.economicEvidence?.[0]?.state === "confirmed")
     expect(confirmed.metrics.transactionSuccessRate).toBe(1)
     backend.setMode("invalid")

@@ -7,6 +7,7 @@ import { LOOPBACK, pollUntil } from "./support/poll.js"
 import { SELLER_PAY_TO, SELLER_RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
 import { Effect, Either } from "effect"
 import { refusal, request, typedClient } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const KEY_ONE = "agent-one-secret-key"
 const KEY_TWO = "agent-two-secret-key"
@@ -31,13 +32,13 @@ const post = (path: string, json: unknown, headers: Record<string, string> = one
   request(`${server.url}${path}`, { method: "POST", headers, json })
 /** The journal as agent one reads it, through the typed client. */
 const journalOfOne = async () => Effect.runPromise((await typedClient(server.url, one)).x402.settlements({ urlParams: {} }))
-const detailOf = (id: string) => Effect.runPromise(server.client.resources.get({ path: { id } }))
+const detailOf = (id: string) => Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
 /** The resource once ingestion has catalogued it. */
 const catalogued = async (label: string, id: string) =>
-  (await pollUntil(label, () => Effect.runPromise(Effect.either(server.client.resources.get({ path: { id } }))), Either.isRight, LOOPBACK)).pipe(
+  (await pollUntil(label, () => Effect.runPromise(Effect.either(server.client.resources.get({ path: { id: ResourceId.make(id) } }))), Either.isRight, LOOPBACK)).pipe(
     Either.getOrThrow
   )
-const notCatalogued = async (id: string) => expect(await refusal(server.client.resources.get({ path: { id } }))).toMatchObject({ error: "NOT_FOUND" })
+const notCatalogued = async (id: string) => expect(await refusal(server.client.resources.get({ path: { id: ResourceId.make(id) } }))).toMatchObject({ error: "NOT_FOUND" })
 
 /** The payment-identifier extension as a client echoes it with its id (specs/extensions/payment_identifier.md). */
 const identifier = (id: unknown, required = false) => ({

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import { type Config } from "../src/config.js"
 import { refusal, request, startServer, testConfig, typedClient } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const SPEC_ENDPOINTS: ReadonlyArray<readonly [string, string]> = [
   ["get", "/health/live"],
@@ -68,11 +69,11 @@ describe("discovery", () => {
   })
 
   test("a resource comes with its metrics; an unknown id is 404 {error, message}", async () => {
-    const body = await Effect.runPromise(server.client.resources.get({ path: { id: "stellar-intel.rwa.inspect" } }))
+    const body = await Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make("stellar-intel.rwa.inspect") } }))
     expect(body.resource.capabilities).toEqual(["rwa.inspect"])
     expect(body.metrics).toMatchObject({ resourceId: "stellar-intel.rwa.inspect", confidence: 0, observationCount: 0 })
     expect(body.transitions).toEqual([])
-    const missing = await refusal(server.client.resources.get({ path: { id: "no-such-thing" } }))
+    const missing = await refusal(server.client.resources.get({ path: { id: ResourceId.make("no-such-thing") } }))
     expect({ ...missing }).toEqual({ error: "NOT_FOUND", message: 'no resource with id "no-such-thing"' })
   })
 
@@ -81,7 +82,7 @@ describe("discovery", () => {
       Effect.runPromise(server.client.resources.search({ payload }))
     const hits = (await search({ query: "slow inspect" })).resources
     // Both terms in one name beat one term; ties go by id.
-    expect(hits[0]?.resource.id).toBe("demo-slow.rwa.inspect")
+    expect<unknown>(hits[0]?.resource.id).toBe("demo-slow.rwa.inspect")
     expect(hits.slice(1).map((r) => r.resource.id)).toEqual([...hits.slice(1).map((r) => r.resource.id)].sort())
     expect(hits.map((r) => r.relevance)).toEqual([...hits.map((r) => r.relevance)].sort((a, b) => b - a))
     expect(hits[0]!.relevance).toBeGreaterThan(hits[1]!.relevance)
@@ -90,7 +91,7 @@ describe("discovery", () => {
     const cheap = await search({ capability: "rwa.inspect", scheme: "upto", maxPriceUsd: 0.0005 })
     expect(cheap.resources).toEqual([])
     const ceiling = await search({ capability: "rwa.inspect", scheme: "upto", maxPriceUsd: 0.0006 })
-    expect(ceiling.resources.map((r) => r.resource.id)).toEqual(["demo-flaky.rwa.inspect"])
+    expect<unknown>(ceiling.resources.map((r) => r.resource.id)).toEqual(["demo-flaky.rwa.inspect"])
   })
 
   test("quality filters never pass a resource without evidence", async () => {

@@ -7,6 +7,7 @@ import { Prober } from "../src/verification/Prober.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * verification.delistAfterHours (72 by default) on a controllable clock: probes are real requests
@@ -38,12 +39,12 @@ afterAll(async () => {
 const probeAt = (hours: number) =>
   Effect.gen(function* () {
     yield* TestClock.setTime(T0 + hours * HOUR)
-    const probe = yield* Effect.flatMap(Prober, (p) => p.probeResource("fresh"))
+    const probe = yield* Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("fresh")))
     const discovery = yield* Discovery
     const page = yield* discovery.x402Page({})
     const { resources: hits } = yield* discovery.search({ capability: "fixture.probe" })
     const decision = yield* Effect.flatMap(Router, (r) => r.route({ capability: "fixture.probe" }))
-    const detail = yield* discovery.get("fresh")
+    const detail = yield* discovery.get(ResourceId.make("fresh"))
     const candidates = [decision.selected, ...decision.fallbacks, ...decision.rejected].filter((c) => c !== null)
     return {
       healthy: probe.healthy,
@@ -67,7 +68,7 @@ describe("delisting after verification.delistAfterHours of unhealthy probes", ()
     const gone = await at(73)
     expect(gone).toMatchObject({ healthy: false, listed: false, inDiscovery: false, inSearch: false, inRoutes: false })
     // Kept in the store, the delisting recorded as the probe's, with the run it measured.
-    const kept = await runtime.runPromise(Effect.flatMap(Discovery, (d) => d.get("fresh")))
+    const kept = await runtime.runPromise(Effect.flatMap(Discovery, (d) => d.get(ResourceId.make("fresh"))))
     expect(kept.listing.listed).toBe(false)
     expect(kept.curation.lastListingChange).toMatchObject({
       listed: false,

@@ -18,10 +18,11 @@ import { advertised, answeredWithout, observation, timedOut } from "./fixtures/o
 import { entry } from "./fixtures/verificationStack.js"
 import { referenceHour } from "./support/referenceWindow.js"
 import { request, startServer, testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
-const ID = "hist.paid"
+const ID = ResourceId.make("hist.paid")
 const URL = "http://127.0.0.1:9/hist"
 
 const now = Date.now()
@@ -99,7 +100,7 @@ afterAll(async () => {
   rmSync(folder, { recursive: true, force: true })
 })
 
-const history = (query = "", id = ID) => request(`${server.url}/v1/resources/${id}/history${query}`)
+const history = (query = "", id: string = ID) => request(`${server.url}/v1/resources/${id}/history${query}`)
 const iso = (ms: number) => new Date(ms).toISOString()
 
 describe("GET /v1/resources/{id}/history", () => {

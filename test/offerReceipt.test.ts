@@ -9,6 +9,7 @@ import { advertised } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
 import { startServer, testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * A seller built from the vertical's own paywall (upstream's offer-receipt extension, the
@@ -98,8 +99,8 @@ describe("signed offers (offer-receipt, JWS EdDSA, did:jwk)", () => {
     expect(((await judge(other)) as { kid: string }).kid).not.toBe(kid)
   })
 
-  const validate = (resourceId: string) => Effect.runPromise(server.client.verification.validate({ payload: { resourceId } }))
-  const detailOf = (id: string) => Effect.runPromise(server.client.resources.get({ path: { id } }))
+  const validate = (resourceId: string) => Effect.runPromise(server.client.verification.validate({ payload: { resourceId: ResourceId.make(resourceId) } }))
+  const detailOf = (id: string) => Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
 
   test("a probe records who signed the terms", async () => {
     const probe = await validate("signed")

@@ -15,6 +15,7 @@ import { StoreLive } from "../src/store/Store.js"
 import { timedOut } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { request, startServer, testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 /** Ids with gaps (every third number), so resources added later land between existing ones. */
 const idOf = (n: number) => `res-${String(n).padStart(4, "0")}`
@@ -138,7 +139,7 @@ describe("GET /v1/resources/{id}/observations", () => {
     await writer.runPromise(
       Effect.flatMap(ObservationsRepo, (repo) =>
         repo.insert(
-          Array.from({ length: 5 }, (_, i) => timedOut(base + i * 1000, { outcome: "unreachable", resourceId: id, url: `http://127.0.0.1:9/${id}` }))
+          Array.from({ length: 5 }, (_, i) => timedOut(base + i * 1000, { outcome: "unreachable", resourceId: ResourceId.make(id), url: `http://127.0.0.1:9/${id}` }))
         )
       )
     )
@@ -146,7 +147,7 @@ describe("GET /v1/resources/{id}/observations", () => {
     let cursor: string | null = null
     do {
       const body: typeof ObservationPage.Type = await Effect.runPromise(
-        server.client.verification.observations({ path: { id }, urlParams: { limit: 2, ...(cursor ? { cursor } : {}) } })
+        server.client.verification.observations({ path: { id: ResourceId.make(id) }, urlParams: { limit: 2, ...(cursor ? { cursor } : {}) } })
       )
       ids.push(...body.observations.map((o) => o.id))
       cursor = body.nextCursor

@@ -14,6 +14,7 @@ import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { StoreTest } from "../src/store/Store.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { advertised } from "./fixtures/observations.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * The payee rule lives twice: in TypeScript over the whole set (settlement/rules.ts, payeeDenial)
@@ -65,7 +66,7 @@ describe("payee shortlist against the whole-set rule", () => {
           Effect.gen(function* () {
             const repo = yield* ResourcesRepo
             const sql = yield* SqlClient.SqlClient
-            const ids = resources.map((_, i) => `${prefix}-${String(i).padStart(2, "0")}`)
+            const ids = resources.map((_, i) => ResourceId.make(`${prefix}-${String(i).padStart(2, "0")}`))
             yield* repo.upsertCatalog(
               resources.map((r, i) => ({
                 resource: { id: ids[i]!, type: "http" as const, name: "r", description: "", url: r.url, method: "GET" as const, capabilities: [] },

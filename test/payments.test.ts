@@ -164,7 +164,7 @@ describe("buildExactPayment: a Stellar exact payment built and signed through So
     const decoded = decodePayment(xdrBase64, "stellar:testnet")
     expect(Either.getOrThrow(decoded).transfer).toEqual({ asset: TESTNET_USDC, from: payer.publicKey(), to: PAY_TO, amount: 12345n })
     // The payment's id is the network's hash of the transaction, read from the envelope as received.
-    expect(Either.getOrThrow(decoded).paymentId).toBe(Buffer.from(transactionOf(xdrBase64).hash()).toString("hex"))
+    expect(Either.getOrThrow(decoded).paymentId).toBe<unknown>(Buffer.from(transactionOf(xdrBase64).hash()).toString("hex"))
     const wrapped = xdrBase64.replace(/(.{60})/g, "$1\n")
     expect(Either.getOrThrow(decodePayment(wrapped, "stellar:testnet")).paymentId).toBe(Either.getOrThrow(decoded).paymentId)
 

@@ -9,6 +9,7 @@ import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { uptoOption, option, payee, record } from "./fixtures/evidence.js"
 import { observation } from "./fixtures/observations.js"
 import { request, startServer, testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 /** Only alpha has evidence (one healthy probe, recorded before the server starts); the rest have none. */
 const catalog = [
@@ -25,11 +26,11 @@ const seedAlpha = async (database: string) => {
   const services = ManagedRuntime.make(ServicesLive(testConfig({ catalog, database })))
   await services.runPromise(
     Effect.gen(function* () {
-      const alpha = Option.getOrThrow(yield* Effect.flatMap(ResourcesRepo, (repo) => repo.get("alpha.inspect")))
+      const alpha = Option.getOrThrow(yield* Effect.flatMap(ResourcesRepo, (repo) => repo.get(ResourceId.make("alpha.inspect"))))
       const recorder = yield* EvidenceRecorder
       yield* recorder.recordObservation(
         alpha,
-        observation(Date.now() - 60_000, { resourceId: "alpha.inspect", url: alpha.resource.url, payTo: payee(1) })
+        observation(Date.now() - 60_000, { resourceId: ResourceId.make("alpha.inspect"), url: alpha.resource.url, payTo: payee(1) })
       )
     })
   )

@@ -10,6 +10,7 @@ import { StoreTest } from "../src/store/Store.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { evidence, option, payee, record, uptoOption } from "./fixtures/evidence.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const config = Either.getOrThrow(loadConfig(undefined, {}))
 const now = new Date("2025-06-01T12:00:00.000Z")
@@ -285,8 +286,8 @@ describe("PolicyEngine over the catalog store", () => {
   }
 
   test("an explicit option is judged on its own, with the evaluation time from the clock", async () => {
-    const result = await evaluate({ policy: { networks: ["stellar:testnet"] }, resourceId: "acme.multi", optionIndex: 0 })
-    expect(Either.getOrThrow(result)).toEqual({
+    const result = await evaluate({ policy: { networks: ["stellar:testnet"] }, resourceId: ResourceId.make("acme.multi"), optionIndex: 0 })
+    expect(Either.getOrThrow(result)).toEqual<unknown>({
       decision: "DENY",
       reasons: [{ code: "NETWORK_NOT_ALLOWED", message: "network stellar:pubnet is not among the allowed networks: stellar:testnet" }],
       resourceId: "acme.multi",
@@ -296,12 +297,12 @@ describe("PolicyEngine over the catalog store", () => {
   })
 
   test("without an option index the first allowed option answers", async () => {
-    const result = await evaluate({ policy: { networks: ["stellar:testnet"], maxPricePerRequestUsd: 0.005 }, resourceId: "acme.multi" })
+    const result = await evaluate({ policy: { networks: ["stellar:testnet"], maxPricePerRequestUsd: 0.005 }, resourceId: ResourceId.make("acme.multi") })
     expect(Either.getOrThrow(result)).toMatchObject({ decision: "ALLOW", optionIndex: 2, reasons: [] })
   })
 
   test("a catalog resource without probes is INSUFFICIENT_DATA", async () => {
-    const result = await evaluate({ policy: {}, resourceId: "acme.unprobed" })
+    const result = await evaluate({ policy: {}, resourceId: ResourceId.make("acme.unprobed") })
     expect(Either.getOrThrow(result)).toMatchObject({
       decision: "INSUFFICIENT_DATA",
       reasons: [{ code: "NO_VERIFICATION_EVIDENCE" }]
@@ -309,14 +310,14 @@ describe("PolicyEngine over the catalog store", () => {
   })
 
   test("an unknown resource is NotFound, an option out of range InvalidRequest, a resource without options DENY NO_PAYMENT_OPTION", async () => {
-    const missing = await evaluate({ policy: {}, resourceId: "nope" })
+    const missing = await evaluate({ policy: {}, resourceId: ResourceId.make("nope") })
     expect(Either.flip(missing).pipe(Either.getOrThrow)).toMatchObject({ error: "NOT_FOUND", message: 'no resource with id "nope"' })
-    const outOfRange = await evaluate({ policy: {}, resourceId: "acme.multi", optionIndex: 3 })
+    const outOfRange = await evaluate({ policy: {}, resourceId: ResourceId.make("acme.multi"), optionIndex: 3 })
     expect(Either.flip(outOfRange).pipe(Either.getOrThrow)).toMatchObject({
       error: "INVALID_REQUEST",
       message: 'optionIndex 3 is out of range: resource "acme.multi" has 3 payment option(s), indexes 0 to 2'
     })
-    const none = await evaluate({ policy: {}, resourceId: "acme.none" })
+    const none = await evaluate({ policy: {}, resourceId: ResourceId.make("acme.none") })
     expect(Either.getOrThrow(none)).toMatchObject({
       decision: "DENY",
       reasons: [{ code: "NO_PAYMENT_OPTION" }],

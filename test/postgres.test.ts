@@ -22,6 +22,7 @@ import { type PostgresCluster, pgQuery, postgresAvailability, startPostgres } fr
 import { pollUntil } from "./support/poll.js"
 import { spawnServe } from "./support/serveProcess.js"
 import { ledgerAt, NO_LEDGER, request, startServer, testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * The service on a real PostgreSQL server: the same migrations and repositories SQLite runs, and
@@ -161,7 +162,7 @@ describe.skipIf(!availability.available)(title, () => {
 
     // A second probe (the schedule's: a caller's validation within the interval is not recorded):
     // the window counts both, and pages go newest first through the cursor.
-    const again = { body: await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource("fixture.paid"))) }
+    const again = { body: await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("fixture.paid")))) }
     expect((await request(`${server.url}/v1/resources/fixture.paid/metrics`)).body.observationCount).toBe(2)
     const newest = await request(`${server.url}/v1/resources/fixture.paid/observations?limit=1`)
     expect(newest.body.observations.map((o: { id: string }) => o.id)).toEqual([again.body.observation.id])
@@ -302,7 +303,7 @@ describe.skipIf(!availability.available)(title, () => {
   test("a probe batch's multi-row writes, its relaxed commit and rollup retention run on Postgres's SQL", async () => {
     const HOUR = 3_600_000
     const config = { ...verificationConfig({ trustedOrigins: [fixture.origin] }), database: await cluster.createDatabase("probe_batches") }
-    const ids = ["pg-a", "pg-b", "pg-c"]
+    const ids = ["pg-a", "pg-b", "pg-c"].map((id) => ResourceId.make(id))
     const out = await Effect.runPromise(
       Effect.gen(function* () {
         yield* (yield* ResourcesRepo).upsertCatalog(ids.map((id) => entry(id, fixture.url(`/paid/${id}`))))
@@ -320,7 +321,7 @@ describe.skipIf(!availability.available)(title, () => {
           rollup: { startMs: Math.floor(cutoff / HOUR) * HOUR + h * HOUR, probes: 1, answered: 1, healthy: 1, priceMatches: 1, connectFailures: 0, firstHealthyMs: null, latency: [20, 1] }
         }))))
         yield* prober.prune
-        const left = yield* Effect.forEach(ids, (id) => Effect.map(observations.rollups(id, 0, Number.MAX_SAFE_INTEGER), (rows) => rows.length))
+        const left = yield* Effect.forEach(ids, (id) => Effect.map(observations.rollups(ResourceId.make(id), 0, Number.MAX_SAFE_INTEGER), (rows) => rows.length))
         const metrics = yield* (yield* EvidenceReader).forResources(ids)
         return { claimed, schedule, left, levels: ids.map((id) => metrics.get(id)?.verificationLevel) }
       }).pipe(Effect.provide(verificationStack(config)))

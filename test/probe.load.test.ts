@@ -7,6 +7,7 @@ import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { Prober } from "../src/verification/Prober.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 let fixture: X402Fixture
 beforeAll(async () => {
@@ -35,8 +36,8 @@ test("200 endpoints at concurrency 16, 20 of them hanging: the cycle ends within
       const recorded = sql<{ n: number }>`SELECT COUNT(*) AS n FROM observations`.pipe(Effect.map((r) => Number(r[0]?.n)))
       yield* Effect.repeat(recorded, { until: (n) => n >= 120, schedule: Schedule.spaced(Duration.millis(5)) })
       const reader = yield* EvidenceReader
-      const evidence = yield* reader.forResource("e000")
-      const page = yield* (yield* ObservationsRepo).page("e000", 5, null)
+      const evidence = yield* reader.forResource(ResourceId.make("e000"))
+      const page = yield* (yield* ObservationsRepo).page(ResourceId.make("e000"), 5, null)
       const stillRunning = Option.isNone(yield* Fiber.poll(cycle))
       const report = yield* Fiber.join(cycle)
       const elapsedMs = performance.now() - started

@@ -15,6 +15,7 @@ import { observation, timedOut } from "./fixtures/observations.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { makeTestLayer } from "./support/testLayer.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 let fixture: X402Fixture
 beforeAll(async () => {
@@ -123,7 +124,7 @@ const withStore = <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<ReturnT
 const recordNow = (make: (ms: number) => ReturnType<typeof observation>) =>
   Effect.gen(function* () {
     const ms = yield* Clock.currentTimeMillis
-    const record = Option.getOrThrow(yield* (yield* ResourcesRepo).get("r1"))
+    const record = Option.getOrThrow(yield* (yield* ResourcesRepo).get(ResourceId.make("r1")))
     return yield* (yield* EvidenceRecorder).recordObservation(record, make(ms))
   })
 
@@ -136,22 +137,22 @@ describe("metric windows and confidence over time (TestClock, real store)", () =
         for (let i = 0; i < 12; i++) {
           if (i > 0) yield* TestClock.adjust(Duration.minutes(5))
           yield* recordNow((ms) => observation(ms))
-          confidenceAfter.push((yield* reader.forResource("r1")).metrics.confidence)
+          confidenceAfter.push((yield* reader.forResource(ResourceId.make("r1"))).metrics.confidence)
         }
-        const fresh = yield* reader.forResource("r1")
+        const fresh = yield* reader.forResource(ResourceId.make("r1"))
         yield* TestClock.adjust(Duration.hours(1))
-        const hourLater = yield* reader.forResource("r1")
+        const hourLater = yield* reader.forResource(ResourceId.make("r1"))
         yield* TestClock.adjust(Duration.hours(23).pipe(Duration.sum(Duration.millis(1))))
-        const stale = yield* reader.forResource("r1")
+        const stale = yield* reader.forResource(ResourceId.make("r1"))
         // The window is counted in whole hours (the hour holding now - 24 h onwards): a probe one
         // hour after the window's end still sees the old probes of that hour...
-        const rollingHour = Effect.flatMap(recordNow((ms) => timedOut(ms)), () => reader.forResource("r1"))
+        const rollingHour = Effect.flatMap(recordNow((ms) => timedOut(ms)), () => reader.forResource(ResourceId.make("r1")))
         const withinHour = yield* rollingHour
         // ... and a probe after a silence of the window plus that hour sees only the probes since.
         yield* TestClock.adjust(Duration.hours(1))
         yield* recordNow((ms) => timedOut(ms))
-        const after = yield* reader.forResource("r1")
-        const transitions = yield* (yield* TransitionsRepo).recent("r1", 10)
+        const after = yield* reader.forResource(ResourceId.make("r1"))
+        const transitions = yield* (yield* TransitionsRepo).recent(ResourceId.make("r1"), 10)
         return { confidenceAfter, fresh, hourLater, stale, withinHour, after, transitions }
       })
     )
@@ -184,13 +185,13 @@ describe("metric windows and confidence over time (TestClock, real store)", () =
           ids.push(o.id)
           yield* recordNow(() => o)
         }
-        const first = yield* repo.page("r1", 2, null)
-        const second = yield* repo.page("r1", 2, first.nextBefore)
-        const last = yield* repo.page("r1", 2, second.nextBefore)
-        const byTime = yield* repo.page("r1", 10, observationCursor(new Date(T0 + 2000).toISOString()))
+        const first = yield* repo.page(ResourceId.make("r1"), 2, null)
+        const second = yield* repo.page(ResourceId.make("r1"), 2, first.nextBefore)
+        const last = yield* repo.page(ResourceId.make("r1"), 2, second.nextBefore)
+        const byTime = yield* repo.page(ResourceId.make("r1"), 10, observationCursor(new Date(T0 + 2000).toISOString()))
         yield* TestClock.adjust(Duration.days(8))
         const cycle = yield* (yield* Prober).runCycle
-        const remaining = yield* repo.page("r1", 10, null)
+        const remaining = yield* repo.page(ResourceId.make("r1"), 10, null)
         return { ids, first, second, last, byTime, cycle, remaining }
       }),
       fixture.url("/paid")
@@ -221,7 +222,7 @@ describe("metric windows and confidence over time (TestClock, real store)", () =
         // Every resource: 5 hours before the cutoff and 3 after it.
         yield* repo.upsertRollups(
           ["r1", ...ids].flatMap((resourceId) =>
-            [-5, -4, -3, -2, -1, 0, 1, 2].map((h) => ({ resourceId, rollup: hourOf(cutoff + h * HOUR) }))
+            [-5, -4, -3, -2, -1, 0, 1, 2].map((h) => ({ resourceId: ResourceId.make(resourceId), rollup: hourOf(cutoff + h * HOUR) }))
           )
         )
         // Two resources and three rows per statement: a resource's backlog takes several batches.
@@ -232,11 +233,11 @@ describe("metric windows and confidence over time (TestClock, real store)", () =
           batches.push(batch)
           next = batch.next
         }
-        const left = yield* Effect.forEach(["r1", ...ids], (id) => Effect.map(repo.rollups(id, 0, Number.MAX_SAFE_INTEGER), (rows) => rows.map((r) => r.startMs - cutoff)))
+        const left = yield* Effect.forEach(["r1", ...ids], (id) => Effect.map(repo.rollups(ResourceId.make(id), 0, Number.MAX_SAFE_INTEGER), (rows) => rows.map((r) => r.startMs - cutoff)))
         // Through the scheduled path too: a cycle 8 days on prunes every hour above (the newest is 2 h past the cutoff).
         yield* TestClock.adjust(Duration.days(8))
         yield* (yield* Prober).runCycle
-        const afterCycle = yield* Effect.forEach(["r1", ...ids], (id) => repo.rollups(id, 0, Number.MAX_SAFE_INTEGER))
+        const afterCycle = yield* Effect.forEach(["r1", ...ids], (id) => repo.rollups(ResourceId.make(id), 0, Number.MAX_SAFE_INTEGER))
         return { batches, left, afterCycle }
       })
     )

@@ -11,6 +11,7 @@ import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { Prober } from "../src/verification/Prober.js"
 import { FIXTURE_PAY_TO, OTHER_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 let fixture: X402Fixture
 let other: X402Fixture
@@ -72,7 +73,7 @@ describe("probe outcomes against the fixture server", () => {
     const results = await run(
       Effect.gen(function* () {
         const prober = yield* Prober
-        return yield* Effect.forEach([...expected.map(([id]) => id), "closed"], (id) => prober.probeResource(id), {
+        return yield* Effect.forEach([...expected.map(([id]) => id), "closed"], (id) => prober.probeResource(ResourceId.make(id)), {
           concurrency: "unbounded"
         })
       })
@@ -107,7 +108,7 @@ describe("probe outcomes against the fixture server", () => {
     expect(byId.closed?.observation.detail).toContain("ECONNREFUSED")
 
     // What was answered is what is stored, newest first.
-    const stored = await runtime.runPromise(Effect.flatMap(ObservationsRepo, (repo) => repo.page("paid", 10, null)))
+    const stored = await runtime.runPromise(Effect.flatMap(ObservationsRepo, (repo) => repo.page(ResourceId.make("paid"), 10, null)))
     expect(stored.observations).toEqual([byId.paid!.observation])
     await runtime.dispose()
   })
@@ -122,10 +123,10 @@ describe("probe outcomes against the fixture server", () => {
     const results = await run(
       Effect.gen(function* () {
         const prober = yield* Prober
-        return yield* Effect.forEach(["paid", "pricey", "other-payee", "other-asset"], (id) => prober.probeResource(id))
+        return yield* Effect.forEach(["paid", "pricey", "other-payee", "other-asset"], (id) => prober.probeResource(ResourceId.make(id)))
       })
     )
-    expect(results.map((r) => [r.resourceId, r.status, r.verificationLevel])).toEqual([
+    expect(results.map((r) => [r.resourceId, r.status, r.verificationLevel])).toEqual<unknown>([
       ["paid", "PAYMENT_VERIFIED", 2],
       ["pricey", "QUARANTINED", 2],
       ["other-payee", "QUARANTINED", 2],
@@ -137,10 +138,10 @@ describe("probe outcomes against the fixture server", () => {
         const resources = yield* ResourcesRepo
         return {
           transitions: {
-            paid: yield* repo.recent("paid", 10),
-            pricey: yield* repo.recent("pricey", 10),
-            payee: yield* repo.recent("other-payee", 10),
-            asset: yield* repo.recent("other-asset", 10)
+            paid: yield* repo.recent(ResourceId.make("paid"), 10),
+            pricey: yield* repo.recent(ResourceId.make("pricey"), 10),
+            payee: yield* repo.recent(ResourceId.make("other-payee"), 10),
+            asset: yield* repo.recent(ResourceId.make("other-asset"), 10)
           },
           records: yield* resources.list()
         }
@@ -172,22 +173,22 @@ describe("probe outcomes against the fixture server", () => {
         const prober = yield* Prober
         const reader = yield* EvidenceReader
         const recorder = yield* EvidenceRecorder
-        yield* prober.probeResource("paid")
-        yield* prober.probeResource("free")
-        const before = yield* reader.forResource("paid")
+        yield* prober.probeResource(ResourceId.make("paid"))
+        yield* prober.probeResource(ResourceId.make("free"))
+        const before = yield* reader.forResource(ResourceId.make("paid"))
         const at = new Date().toISOString()
         const payees = yield* reader.forPayee(FIXTURE_PAY_TO)
         const expected = { payTo: FIXTURE_PAY_TO, amount: "10000", scheme: "exact" as const }
         const transactionHash = "ab".repeat(32)
         yield* recorder.recordEconomic(
-          { source: "settlement", resourceId: "paid", payTo: FIXTURE_PAY_TO, success: true, transactionHash, at, payer: OTHER_PAY_TO, expected },
+          { source: "settlement", resourceId: ResourceId.make("paid"), payTo: FIXTURE_PAY_TO, success: true, transactionHash, at, payer: OTHER_PAY_TO, expected },
           payees.map((p) => p.record)
         )
-        const pending = yield* reader.forResource("paid")
+        const pending = yield* reader.forResource(ResourceId.make("paid"))
         const [due] = yield* (yield* EconomicEventsRepo).due(Date.now(), 10)
         yield* recorder.resolveEconomic(due!, { state: "confirmed", reason: "confirmed in ledger 7", ledger: 7, nextCheckMs: null })
         const after = (yield* reader.forPayee(FIXTURE_PAY_TO)).map((p) => p.evidence)
-        return { before, pending, after, unknown: yield* reader.forResource("nope") }
+        return { before, pending, after, unknown: yield* reader.forResource(ResourceId.make("nope")) }
       })
     )
     expect(evidence.pending).toMatchObject({ verificationLevel: 2, transactionVerified: false })
@@ -209,7 +210,7 @@ describe("outbound safety on real probes (loopback only)", () => {
   test("an untrusted private target is refused without being contacted, and recorded as refused", async () => {
     const { runtime, run } = stack([["paid", other.url("/paid")]])
     const before = other.hits.get("paid") ?? 0
-    const result = await run(Effect.flatMap(Prober, (p) => p.probeResource("paid")))
+    const result = await run(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("paid"))))
     expect(result.outcome).toBe("refused_target")
     expect(result.observation.detail).toContain("non-public")
     expect(other.hits.get("paid") ?? 0).toBe(before)
@@ -221,7 +222,7 @@ describe("outbound safety on real probes (loopback only)", () => {
   test("a redirect to an untrusted private origin is refused at that hop", async () => {
     const { runtime, run } = stack([["hop", fixture.url(`/redirect?to=${encodeURIComponent(other.url("/paid"))}`)]])
     const before = other.hits.get("paid") ?? 0
-    const result = await run(Effect.flatMap(Prober, (p) => p.probeResource("hop")))
+    const result = await run(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("hop"))))
     expect(result.outcome).toBe("refused_target")
     expect(result.observation.detail).toContain(other.origin)
     expect(other.hits.get("paid") ?? 0).toBe(before)

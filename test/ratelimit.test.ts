@@ -13,6 +13,7 @@ import { StoreLive, StoreTest } from "../src/store/Store.js"
 import { observation } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { request, startServer, testConfig } from "./support/server.js"
+import { PrincipalId, ResourceId } from "../src/domain/ids.js"
 
 describe("rate limit groups and keys (pure)", () => {
   test("only the endpoints that cost real work are limited", () => {
@@ -52,7 +53,7 @@ describe("rate limit groups and keys (pure)", () => {
   }
 
   test("a key's principal, else the client address; a proxy's header only when configured", () => {
-    expect(limitKey("settle", "agent-1", "127.0.0.1")).toBe("settle:key:agent-1")
+    expect(limitKey("settle", PrincipalId.make("agent-1"), "127.0.0.1")).toBe("settle:key:agent-1")
     expect(limitKey("settle", null, "127.0.0.1")).toBe("settle:addr:127.0.0.1")
     const headers = { "x-forwarded-for": "203.0.113.7, 10.0.0.1" }
     const proxied = { clientAddressHeader: "x-forwarded-for", trustedProxyHops: 1 }
@@ -202,13 +203,13 @@ describe("unlisted retention (verification.unlistedRetentionHours)", () => {
         yield* repo.upsertListed(entry("registered.kept", "http://127.0.0.1:9/registered"), "registration", validated)
         // Validated again after the cutoff: kept.
         yield* observations.insert([
-          observation(nowMs + 600_000, { resourceId: "discovered-fresh", url: "http://127.0.0.1:9/fresh" }),
-          observation(nowMs - 600_000, { resourceId: "discovered-stale", url: "http://127.0.0.1:9/stale" })
+          observation(nowMs + 600_000, { resourceId: ResourceId.make("discovered-fresh"), url: "http://127.0.0.1:9/fresh" }),
+          observation(nowMs - 600_000, { resourceId: ResourceId.make("discovered-stale"), url: "http://127.0.0.1:9/stale" })
         ])
         const pruned = yield* repo.pruneUnlisted(nowMs + 300_000)
         expect(pruned).toBe(1)
         const ids = yield* Effect.forEach(["config.kept", "discovered-stale", "discovered-fresh", "registered.kept"], (id) =>
-          Effect.map(repo.get(id), (found) => (found._tag === "Some" ? id : null))
+          Effect.map(repo.get(ResourceId.make(id)), (found) => (found._tag === "Some" ? id : null))
         )
         return ids.filter((id) => id !== null)
       })

@@ -12,6 +12,7 @@ import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } fr
 import { pollUntil } from "./support/poll.js"
 import { Effect } from "effect"
 import { ledgerAt, refusal, request, startServer, testConfig, typedClient, type TypedClient } from "./support/server.js"
+import { ReceiptId, ResourceId } from "../src/domain/ids.js"
 
 const API_KEY = "receipts-test-key"
 
@@ -50,7 +51,7 @@ const catalogFor = (fixture: X402Fixture) => {
     payTo: FIXTURE_PAY_TO
   }
   const entry = (id: string, url: string) => ({
-    resource: { id, type: "http" as const, name: id, description: "paid demo", url, method: "GET" as const, capabilities: ["demo.paid"] },
+    resource: { id: ResourceId.make(id), type: "http" as const, name: id, description: "paid demo", url, method: "GET" as const, capabilities: ["demo.paid"] },
     provider: { id: `${id}-provider`, name: id },
     paymentOptions: [option]
   })
@@ -100,7 +101,7 @@ describe("receipts over HTTP", () => {
     )
     // Real evidence: a live probe of the fixture's x402 challenge makes it eligible.
     buyer = await typedClient(server.url, keyed)
-    const probed = await Effect.runPromise(buyer.verification.validate({ payload: { resourceId: "fixture.paid" } }))
+    const probed = await Effect.runPromise(buyer.verification.validate({ payload: { resourceId: ResourceId.make("fixture.paid") } }))
     expect(probed.outcome).toBe("healthy")
     store = new Database(join(folder, "sextant.db"), { readonly: true })
   })
@@ -165,7 +166,7 @@ describe("receipts over HTTP", () => {
     expect((await detail()).resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
   })
 
-  const detail = () => Effect.runPromise(buyer.resources.get({ path: { id: "fixture.paid" } }))
+  const detail = () => Effect.runPromise(buyer.resources.get({ path: { id: ResourceId.make("fixture.paid") } }))
   const evidenceOf = (body: { economicEvidence: ReadonlyArray<{ transactionHash: string | null }> }, hash: string) =>
     body.economicEvidence.find((e) => e.transactionHash === hash) as { state: string; reason: string; ledger: number | null } | undefined
   const settledEvidence = (hash: string) =>
@@ -187,7 +188,7 @@ describe("receipts over HTTP", () => {
     expect(after.metrics.transactionSuccessRate).toBe(0)
     // A route that needs transaction evidence still does not select it.
     expect((await routeNeedingTransactions()).selected).toBeNull()
-    const observations = await Effect.runPromise(buyer.verification.observations({ path: { id: "fixture.paid" }, urlParams: {} }))
+    const observations = await Effect.runPromise(buyer.verification.observations({ path: { id: ResourceId.make("fixture.paid") }, urlParams: {} }))
     expect(observations.economic.find((e) => e.transactionHash === hash)?.state).toBe("rejected")
   }, 20_000)
 
@@ -211,18 +212,18 @@ describe("receipts over HTTP", () => {
     expect(evidenceOf(after, hash)).toMatchObject({ state: "confirmed", ledger: ledger.latestLedger() })
     expect(after.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
     expect(after.metrics.transactionSuccessRate).toBe(1)
-    expect((await routeNeedingTransactions()).selected?.resourceId).toBe("fixture.paid")
+    expect<unknown>((await routeNeedingTransactions()).selected?.resourceId).toBe("fixture.paid")
   }, 20_000)
 
   test("unknown receipts are 404 {error, message} on read and verify", async () => {
-    const id = { path: { id: "rcpt_missing" } }
+    const id = { path: { id: ReceiptId.make("rcpt_missing") } }
     for (const missing of await Promise.all([refusal(buyer.receipts.get(id)), refusal(buyer.receipts.verify(id))])) {
       expect({ ...missing }).toEqual({ error: "NOT_FOUND", message: 'no receipt with id "rcpt_missing"' })
     }
   })
 
   test("receipts naming one transaction are each signed and stored, but the transaction counts once", async () => {
-    const metrics = async () => (await Effect.runPromise(buyer.verification.metrics({ path: { id: "fixture.paid" } }))).transactionSuccessRate
+    const metrics = async () => (await Effect.runPromise(buyer.verification.metrics({ path: { id: ResourceId.make("fixture.paid") } }))).transactionSuccessRate
     const paid = (hash: string, status: number) => Effect.runPromise(create(paidWith(hash, { status, body: "x" })))
     const hash = paidOnLedger()
     const first = await paid(hash, 200)
@@ -263,7 +264,7 @@ describe("receipts over HTTP", () => {
     expect(tooDeep.status).toBe(400)
     expect(tooDeep.body.error).toEqual(expect.any(String))
 
-    const notOffered = await refusal(create({ ...purchase, resourceId: "fixture.unprobed" }))
+    const notOffered = await refusal(create({ ...purchase, resourceId: ResourceId.make("fixture.unprobed") }))
     expect(notOffered).toMatchObject({ error: "NO_ELIGIBLE_PROVIDER" })
   })
 })

@@ -13,6 +13,7 @@ import { verifyReceipt } from "../src/receipts/receipt.js"
 import { ReceiptService } from "../src/receipts/ReceiptService.js"
 import { Signer } from "../src/receipts/Signer.js"
 import { receiptServiceLayer, recordingEvidence } from "./receiptsFixtures.js"
+import { ReceiptId, ResourceId } from "../src/domain/ids.js"
 
 const folder = mkdtempSync(join(tmpdir(), "sextant-receipts-"))
 const keyFile = join(folder, "keys", "signer.key")
@@ -161,7 +162,7 @@ describe("receipts: building, signing, storing", () => {
     const before = events.length
     const receipt = await create(
       purchase({
-        resourceId: "stellar-intel.rwa.inspect",
+        resourceId: ResourceId.make("stellar-intel.rwa.inspect"),
         payment: {
           network: "stellar:testnet",
           scheme: "exact",
@@ -178,10 +179,10 @@ describe("receipts: building, signing, storing", () => {
       rank: 4,
       payTo: "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
     })
-    expect(receipt.routing.selectedResourceId).toBe("meridian-rwa.rwa.inspect")
+    expect(receipt.routing.selectedResourceId).toBe<unknown>("meridian-rwa.rwa.inspect")
     expect(receipt.payment).toMatchObject({ asset: TESTNET_USDC, maxAmount: "10000", transactionHash: "a".repeat(64) })
     expect(receipt.response.bodySha256).toBe("b".repeat(64))
-    expect(events.slice(before)).toEqual([
+    expect(events.slice(before)).toEqual<unknown>([
       {
         source: "receipt",
         resourceId: "stellar-intel.rwa.inspect",
@@ -201,7 +202,7 @@ describe("receipts: building, signing, storing", () => {
         response: { status: 502, body: "upstream down" }
       })
     )
-    expect(events.slice(before + 1)).toEqual([
+    expect(events.slice(before + 1)).toEqual<unknown>([
       {
         source: "receipt",
         resourceId: "meridian-rwa.rwa.inspect",
@@ -261,7 +262,7 @@ describe("receipts: building, signing, storing", () => {
 
   test("receipts naming one transaction count it once per resource, and are all signed and stored", async () => {
     const before = events.length
-    const paid = (hash: string, status: number, resourceId?: string) =>
+    const paid = (hash: string, status: number, resourceId?: ResourceId) =>
       purchase({
         ...(resourceId === undefined ? {} : { resourceId }),
         request: { capability: "rwa.inspect", optimizeFor: "cheapest" },
@@ -287,8 +288,8 @@ describe("receipts: building, signing, storing", () => {
     ])
 
     // The same hash named for another resource is evidence about that resource.
-    await create(paid(hash, 200, "atlas-ledger.rwa.inspect"))
-    expect(events.slice(before).map((e) => e.resourceId)).toEqual(["meridian-rwa.rwa.inspect", "atlas-ledger.rwa.inspect"])
+    await create(paid(hash, 200, ResourceId.make("atlas-ledger.rwa.inspect")))
+    expect(events.slice(before).map((e) => e.resourceId)).toEqual<unknown>(["meridian-rwa.rwa.inspect", "atlas-ledger.rwa.inspect"])
   })
 
   test("nothing eligible, or a resource that is not eligible, is 422 NO_ELIGIBLE_PROVIDER and stores nothing", async () => {
@@ -300,11 +301,11 @@ describe("receipts: building, signing, storing", () => {
           s.create(
             purchase({
               request: { capability: "rwa.inspect", constraints: { denyProviders: ["atlas-ledger"] } },
-              resourceId: "atlas-ledger.rwa.inspect"
+              resourceId: ResourceId.make("atlas-ledger.rwa.inspect")
             })
           )
         ),
-        Effect.flip(s.create(purchase({ resourceId: "stellar-intel.rwa.changes" })))
+        Effect.flip(s.create(purchase({ resourceId: ResourceId.make("stellar-intel.rwa.changes") })))
       ])
     )
     const [none, denied, elsewhere] = await runtime.runPromise(service)
@@ -345,7 +346,7 @@ describe("receipts: building, signing, storing", () => {
 
   test("unknown receipt ids are 404 on get and verify", async () => {
     const [onGet, onVerify] = await runtime.runPromise(
-      Effect.flatMap(ReceiptService, (s) => Effect.all([Effect.flip(s.get("rcpt_nope")), Effect.flip(s.verify("rcpt_nope"))]))
+      Effect.flatMap(ReceiptService, (s) => Effect.all([Effect.flip(s.get(ReceiptId.make("rcpt_nope"))), Effect.flip(s.verify(ReceiptId.make("rcpt_nope")))]))
     )
     for (const error of [onGet, onVerify]) {
       expect(error).toBeInstanceOf(NotFound)

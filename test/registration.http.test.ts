@@ -9,6 +9,7 @@ import { refusal, request, startServer, testConfig, typedClient } from "./suppor
 import { entry } from "./fixtures/verificationStack.js"
 import { EXPECTED_OUTCOMES, startRegistrationOrigin } from "./fixtures/registrationOrigin.js"
 import type { X402Fixture } from "./fixtures/x402Resource.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const KEY = "registration-test-key"
 let origin: X402Fixture
@@ -50,7 +51,7 @@ type Server = Awaited<ReturnType<typeof startServer>>
 const register = (server: Server, payload: Parameters<Server["client"]["registration"]["register"]>[0]["payload"]) =>
   Effect.runPromise(server.client.registration.register({ payload }))
 const registerRaw = (server: { url: string }, json: unknown) => request(`${server.url}/v1/resources/register`, { method: "POST", json })
-const detailOf = (server: Server, id: string) => Effect.runPromise(server.client.resources.get({ path: { id } }))
+const detailOf = (server: Server, id: string) => Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
 
 const pathOf = (url: string) => new URL(url).pathname
 const discoveredUrls = async (server: Server) =>

@@ -9,6 +9,7 @@ import { addObservation, decodeWindow, emptyWindow, encodeWindow, statsAt, windo
 import { deriveStanding } from "../src/verification/status.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
 import { summarizeWindow } from "./support/referenceWindow.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const verification = Either.getOrThrow(loadConfig(undefined, {})).verification
 const T0 = 1_700_000_000_000
@@ -81,8 +82,8 @@ describe("rolling window against the reference computation (full scan of the sam
           else expect(Math.abs(got! - exact)).toBeLessThanOrEqual(exact < 128 ? 0 : exact / 128)
         }
         expect(deriveStanding(rolling, tx, nowMs, verification)).toEqual(deriveStanding(reference, tx, nowMs, verification))
-        const { p50LatencyMs: _a, p95LatencyMs: _b, ...snapshot } = snapshotFrom("r1", rolling, null, tx)
-        const { p50LatencyMs: _c, p95LatencyMs: _d, ...referenceSnapshot } = snapshotFrom("r1", reference, null, tx)
+        const { p50LatencyMs: _a, p95LatencyMs: _b, ...snapshot } = snapshotFrom(ResourceId.make("r1"), rolling, null, tx)
+        const { p50LatencyMs: _c, p95LatencyMs: _d, ...referenceSnapshot } = snapshotFrom(ResourceId.make("r1"), reference, null, tx)
         expect(snapshot).toEqual(referenceSnapshot)
       }),
       { numRuns: 300 }

@@ -21,11 +21,12 @@ import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { EvidenceReader, ROUTE_READ_TTL_MS } from "../src/verification/EvidenceReader.js"
 import { advertised, observation } from "./fixtures/observations.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const CAPABILITY = "fresh.inspect"
 const entry = (id: string): CatalogEntry => ({
   resource: {
-    id,
+    id: ResourceId.make(id),
     type: "http",
     name: id,
     description: `route freshness ${id}`,
@@ -61,8 +62,8 @@ const considered = (d: RouteDecision) => [...ranked(d), ...rejected(d)].sort()
 const probe = (id: string, agoMs = 60_000) =>
   run(
     Effect.gen(function* () {
-      const record = Option.getOrThrow(yield* Effect.flatMap(ResourcesRepo, (repo) => repo.get(id)))
-      yield* (yield* EvidenceRecorder).recordObservation(record, observation(nowMs - agoMs, { resourceId: id, url: record.resource.url }))
+      const record = Option.getOrThrow(yield* Effect.flatMap(ResourcesRepo, (repo) => repo.get(ResourceId.make(id))))
+      yield* (yield* EvidenceRecorder).recordObservation(record, observation(nowMs - agoMs, { resourceId: ResourceId.make(id), url: record.resource.url }))
     })
   )
 
@@ -78,34 +79,34 @@ afterAll(async () => {
 describe("the next route after a write of this process sees it", () => {
   test("the candidates are held: evidence probed meanwhile, gamma is judged for lack of evidence", async () => {
     const decision = await route()
-    expect(ranked(decision).sort()).toEqual(["alpha", "beta", "delta"])
-    expect(decision.rejected.map((r) => [r.resourceId, r.decision])).toEqual([["gamma", "INSUFFICIENT_DATA"]])
+    expect(ranked(decision).sort()).toEqual<unknown>(["alpha", "beta", "delta"])
+    expect(decision.rejected.map((r) => [r.resourceId, r.decision])).toEqual<unknown>([["gamma", "INSUFFICIENT_DATA"]])
   })
 
   test("an operator quarantine stops the very next route to the resource; lifting it restores it", async () => {
-    expect(ranked(await route())).toContain("alpha")
-    await run(Effect.flatMap(Curation, (curation) => curation.quarantine("alpha", operator)))
+    expect(ranked(await route())).toContain<unknown>("alpha")
+    await run(Effect.flatMap(Curation, (curation) => curation.quarantine(ResourceId.make("alpha"), operator)))
     const quarantined = await route()
     expect(ranked(quarantined)).not.toContain("alpha")
-    expect(rejected(quarantined)).toContain("alpha")
-    await run(Effect.flatMap(Curation, (curation) => curation.unquarantine("alpha", operator)))
-    expect(ranked(await route())).toContain("alpha")
+    expect(rejected(quarantined)).toContain<unknown>("alpha")
+    await run(Effect.flatMap(Curation, (curation) => curation.unquarantine(ResourceId.make("alpha"), operator)))
+    expect(ranked(await route())).toContain<unknown>("alpha")
   })
 
   test("a new probe result is in the very next route: gamma, unjudged, is ranked once probed", async () => {
-    expect(rejected(await route())).toContain("gamma")
+    expect(rejected(await route())).toContain<unknown>("gamma")
     await probe("gamma")
     const decision = await route()
-    expect(ranked(decision)).toContain("gamma")
+    expect(ranked(decision)).toContain<unknown>("gamma")
     expect(decision.rejected).toEqual([])
   })
 
   test("an operator delisting removes the resource from the very next route; listing it brings it back", async () => {
-    expect(considered(await route())).toContain("beta")
-    await run(Effect.flatMap(Curation, (curation) => curation.unlist("beta", operator)))
+    expect(considered(await route())).toContain<unknown>("beta")
+    await run(Effect.flatMap(Curation, (curation) => curation.unlist(ResourceId.make("beta"), operator)))
     expect(considered(await route())).not.toContain("beta")
-    await run(Effect.flatMap(Curation, (curation) => curation.list("beta", operator)))
-    expect(considered(await route())).toContain("beta")
+    await run(Effect.flatMap(Curation, (curation) => curation.list(ResourceId.make("beta"), operator)))
+    expect(considered(await route())).toContain<unknown>("beta")
   })
 
   test("a route read during a write's transaction is not held past its commit", async () => {
@@ -117,28 +118,28 @@ describe("the next route after a write of this process sees it", () => {
         const sql = yield* SqlClient.SqlClient
         return yield* sql.withTransaction(
           Effect.gen(function* () {
-            yield* Effect.flatMap(ResourcesRepo, (repo) => repo.setListed("delta", false, operator))
+            yield* Effect.flatMap(ResourcesRepo, (repo) => repo.setListed(ResourceId.make("delta"), false, operator))
             // Another request, outside this transaction, as the HTTP server would run it.
             return yield* Effect.promise(() => route())
           })
         )
       })
     )
-    expect(considered(during)).toContain("delta")
+    expect(considered(during)).toContain<unknown>("delta")
     expect(considered(await route())).not.toContain("delta")
   })
 })
 
 describe("another process's writes", () => {
   test("are seen once the held candidates are ROUTE_READ_TTL_MS old, not before", async () => {
-    expect(considered(await route())).toContain("alpha")
+    expect(considered(await route())).toContain<unknown>("alpha")
     // Another process on the same file unlists alpha: nothing tells this one.
     const other = new Database(database)
     other.run("UPDATE resources SET listed = 0 WHERE id = 'alpha'")
     other.close()
-    expect(considered(await route())).toContain("alpha")
+    expect(considered(await route())).toContain<unknown>("alpha")
     await run(TestClock.adjust(ROUTE_READ_TTL_MS - 1))
-    expect(considered(await route())).toContain("alpha")
+    expect(considered(await route())).toContain<unknown>("alpha")
     await run(TestClock.adjust(1))
     expect(considered(await route())).not.toContain("alpha")
   })

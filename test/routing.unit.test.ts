@@ -128,8 +128,8 @@ describe("rejections", () => {
         evidence("f.ok", now)
       ]
     )
-    expect(decision.selected?.resourceId).toBe("f.ok")
-    expect(decision.rejected.map((r) => [r.resourceId, r.optionIndex, r.codes])).toEqual([
+    expect(decision.selected?.resourceId).toBe<unknown>("f.ok")
+    expect(decision.rejected.map((r) => [r.resourceId, r.optionIndex, r.codes])).toEqual<unknown>([
       ["a.upto", 0, ["PRICE_EXCEEDS_LIMIT", "SCHEME_NOT_ALLOWED"]],
       ["b.two", null, ["SCHEME_NOT_ALLOWED", "RELIABILITY_LIMIT", "PRICE_EXCEEDS_LIMIT"]],
       ["c.flaky", 0, ["SERVICE_OFFLINE", "RELIABILITY_LIMIT"]],
@@ -153,7 +153,7 @@ describe("rejections", () => {
   test("candidates with no evidence, or only stale evidence, are INSUFFICIENT_DATA, and the message says nothing could be judged", () => {
     const decision = route({}, [record("a.never"), record("b.stale")], [evidence("b.stale", now, { ageSeconds: 90_000 })])
     expect(decision.selected).toBeNull()
-    expect(decision.rejected.map((r) => [r.resourceId, r.decision, r.codes])).toEqual([
+    expect(decision.rejected.map((r) => [r.resourceId, r.decision, r.codes])).toEqual<unknown>([
       ["a.never", "INSUFFICIENT_DATA", ["INSUFFICIENT_DATA", "NO_VERIFICATION_EVIDENCE"]],
       ["b.stale", "INSUFFICIENT_DATA", ["INSUFFICIENT_DATA", "VERIFICATION_TOO_OLD"]]
     ])
@@ -211,7 +211,7 @@ describe("Router over the catalog store and the evidence reader", () => {
     const decision = await routeLive({ capability: "rwa.inspect", optimizeFor: "cheapest", constraints: { maxPricePerRequestUsd: 0.01 } })
     expect(decision.selected).toMatchObject({ resourceId: "stellar-intel.inspect", optionIndex: 0, worstCaseUsd: 0.001 })
     expect(decision.fallbacks).toEqual([])
-    expect(decision.rejected.map((r) => [r.resourceId, r.codes])).toEqual([
+    expect(decision.rejected.map((r) => [r.resourceId, r.codes])).toEqual<unknown>([
       ["atlas.inspect", ["INSUFFICIENT_DATA", "NO_VERIFICATION_EVIDENCE"]],
       ["meridian.inspect", ["PRICE_EXCEEDS_LIMIT"]]
     ])
@@ -230,7 +230,7 @@ describe("a bounded answer", () => {
     expect(capped.message).toContain("24 fallback(s), 5 rejected")
     const small = route({ constraints: { maxPricePerRequestUsd: 0.01 }, limit: 2 }, many)
     expect(small.fallbacks.map((f) => f.resourceId)).toEqual(capped.fallbacks.slice(0, 2).map((f) => f.resourceId))
-    expect(small.rejected.map((r) => r.resourceId)).toEqual(["r25.x", "r26.x"])
+    expect(small.rejected.map((r) => r.resourceId)).toEqual<unknown>(["r25.x", "r26.x"])
     expect(small.omitted).toEqual({ fallbacks: 22, rejected: 3 })
     expect(route({}, many.slice(0, 3)).omitted).toBeUndefined()
   })

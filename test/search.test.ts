@@ -19,6 +19,7 @@ import { StoreLive } from "../src/store/Store.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { fcSeed } from "./support/fcSeed.js"
 import { type PostgresCluster, postgresAvailability, startPostgres } from "./support/postgres.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const PAY_TO = "GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5"
 /** Words that are prefixes of one another, so exact and prefix hits compete within and across fields. */
@@ -59,7 +60,7 @@ const catalogArb = fc
     rows.map(
       (r, i): CatalogEntry => ({
         resource: {
-          id: `s${String(i).padStart(2, "0")}`,
+          id: ResourceId.make(`s${String(i).padStart(2, "0")}`),
           type: "http",
           name: r.name,
           description: r.description,
@@ -145,7 +146,7 @@ const harness = (database: string, tuning: typeof SearchTuning.Service = SearchT
 
 /** A resource of the band cases: only the text varies. */
 const entry = (id: string, name: string, capabilities: ReadonlyArray<string>, description: string): CatalogEntry => ({
-  resource: { id, type: "http", name, description, url: `http://127.0.0.1:9/${id}`, method: "GET", capabilities },
+  resource: { id: ResourceId.make(id), type: "http", name, description, url: `http://127.0.0.1:9/${id}`, method: "GET", capabilities },
   provider: { id: "p", name: "provider" },
   paymentOptions: [{ network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: "1000", amountUsd: 0.0001, payTo: PAY_TO }]
 })

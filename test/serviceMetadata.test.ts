@@ -7,6 +7,7 @@ import { discoveredEntry } from "../src/verification/Prober.js"
 import { readChallenge } from "../src/verification/challenge.js"
 import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
 import { testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 /** Raw metadata as a careless seller sends it: one good value and one bad of each kind. */
 const raw = {
@@ -63,7 +64,7 @@ describe("service metadata, sanitised by upstream's sanitizeResourceServiceMetad
     const reading = readChallenge((name) => (name === "PAYMENT-REQUIRED" ? header : null), {})
     if (reading._tag !== "Decoded") throw new Error(JSON.stringify(reading))
     const observed = { observation: {} as never, challenge: reading.challenge, options: reading.options }
-    const entry = discoveredEntry("d1", new URL("https://api.example/weather"), "GET", observed, testConfig())
+    const entry = discoveredEntry(ResourceId.make("d1"), new URL("https://api.example/weather"), "GET", observed, testConfig())
     expect(entry.resource).toMatchObject({ description: "Weather", ...kept })
   })
 })

@@ -8,6 +8,7 @@ import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/ste
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture } from "./fixtures/x402Resource.js"
 import { request, startServer, testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * The payee check on the stored evidence (the live reader's shortlist query), with more resources
@@ -59,7 +60,7 @@ beforeAll(async () => {
   )
   for (const e of catalog) await probe(e.resource.id)
   // More probes than a caller's validations may record (one per interval): the schedule's own.
-  for (let i = 0; i < 3; i++) await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource("z-sure")))
+  for (let i = 0; i < 3; i++) await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("z-sure"))))
 })
 
 afterAll(async () => {

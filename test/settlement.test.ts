@@ -19,6 +19,7 @@ import { evidence, option, payee, record } from "./fixtures/evidence.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
 import { seededBuyer, settleBody, type SignedPayment, signedPayment } from "./fixtures/stellarPayment.js"
 import { LOOPBACK, pollUntilEffect } from "./support/poll.js"
+import { PrincipalId, ResourceId, SettlementId } from "../src/domain/ids.js"
 
 const NOW = Date.parse("2025-06-01T12:00:00.000Z")
 const VERIFIED = payee(1)
@@ -106,7 +107,7 @@ const settle = (b: FacilitatorRequest, idempotencyKey?: string, principal: strin
         (e) => new InvalidRequest({ message: describeParseError(e) })
       )
       const [request, key] = decoded
-      return yield* Effect.flatMap(Settlement, (s) => s.settle({ request, idempotencyKey: key, principal }))
+      return yield* Effect.flatMap(Settlement, (s) => s.settle({ request, idempotencyKey: key, principal: principal === null ? null : PrincipalId.make(principal) }))
     })
   )
 
@@ -235,8 +236,8 @@ describe("settlement pipeline", () => {
       // A check that refuses now (this price limit) does not hide that the payment was submitted.
       const refusedByPolicyNow = yield* settle(body(p, { servicePolicy: { maxPricePerRequestUsd: 0.0001 } }))
       const journal = yield* rows
-      const record = yield* Effect.flatMap(Settlement, (s) => s.get(journal[0]!.id, null))
-      const evidenceAfter = yield* Effect.flatMap(EvidenceReader, (r) => r.forResource("alpha.rwa.inspect"))
+      const record = yield* Effect.flatMap(Settlement, (s) => s.get(SettlementId.make(journal[0]!.id), null))
+      const evidenceAfter = yield* Effect.flatMap(EvidenceReader, (r) => r.forResource(ResourceId.make("alpha.rwa.inspect")))
       return { first, again, unkeyed, reusedKey, changedRequirements, refusedByPolicyNow, journal, record, evidenceAfter }
     }))
     expect(out.first).toEqual(Either.right(expect.objectContaining({ success: true, network: "stellar:testnet" })))
@@ -259,7 +260,7 @@ describe("settlement pipeline", () => {
       errors: []
     })
     expect(out.record.payer).toMatch(/^G/)
-    expect(out.record.principal).toBe(out.record.payer!)
+    expect(out.record.principal).toBe<unknown>(out.record.payer!)
     // A settle answer alone lifts nothing: only the ledger confirms a payment (in-memory evidence has none).
     expect(out.evidenceAfter.transactionVerified).toBe(false)
     // The backend gets the stock body: this service's own fields are not forwarded.
@@ -310,8 +311,8 @@ describe("settlement pipeline", () => {
         const foreignPayment = yield* settle(body(p1, { servicePolicy: { maxPricePerRequestUsd: 1 } }), undefined, "agent-2")
         const journal = yield* rows
         const id = journal[0]!.id
-        const get = (principal: string | null) => Effect.flatMap(Settlement, (s) => Effect.either(s.get(id, principal)))
-        return { empty, tooLong, first, otherPrincipal, reusedOwn, foreignPayment, journal, own: yield* get("agent-1"), stranger: yield* get("agent-2"), open: yield* get(null) }
+        const get = (principal: PrincipalId | null) => Effect.flatMap(Settlement, (s) => Effect.either(s.get(SettlementId.make(id), principal)))
+        return { empty, tooLong, first, otherPrincipal, reusedOwn, foreignPayment, journal, own: yield* get(PrincipalId.make("agent-1")), stranger: yield* get(PrincipalId.make("agent-2")), open: yield* get(null) }
       }),
       { apiKeys }
     )
@@ -670,7 +671,7 @@ describe("settlement pipeline", () => {
         const first = yield* Fiber.join(fiber)
         const retry = yield* settle(body(p))
         const journal = yield* rows
-        const record = yield* Effect.flatMap(Settlement, (s) => s.get(journal[0]!.id, null))
+        const record = yield* Effect.flatMap(Settlement, (s) => s.get(SettlementId.make(journal[0]!.id), null))
         return { first, retry, record }
       })
     )
@@ -696,7 +697,7 @@ describe("settlement pipeline", () => {
     )
     const afterRestart = await run(
       [{ id: "a", url: a.url }],
-      Effect.flatMap(Settlement, (s) => s.get("crashed-1", null)),
+      Effect.flatMap(Settlement, (s) => s.get(SettlementId.make("crashed-1"), null)),
       { database }
     )
     expect(afterRestart.state).toBe("indeterminate")
@@ -704,7 +705,7 @@ describe("settlement pipeline", () => {
   })
 
   test("an unknown settlement id is 404", async () => {
-    const result = await run([], Effect.flatMap(Settlement, (s) => Effect.either(s.get("nope", null))))
+    const result = await run([], Effect.flatMap(Settlement, (s) => Effect.either(s.get(SettlementId.make("nope"), null))))
     expect(errorOf(result)).toMatchObject({ error: "NOT_FOUND" })
   })
 })

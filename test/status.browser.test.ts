@@ -11,6 +11,7 @@ import { startFacilitator } from "./fixtures/facilitator.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
 import { facilitatorsAnswered, request, startServer, testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 /** Screenshots land here (ignored by git), kept as the run's artefacts. */
 const ARTIFACTS = resolve(import.meta.dir, "..", "test-artifacts", "status")
@@ -19,7 +20,7 @@ const HOUR = 3_600_000
 
 const entry = (id: string, provider: string, capability: string, payTo = advertised.payTo): CatalogEntry => ({
   resource: {
-    id,
+    id: ResourceId.make(id),
     type: "http",
     name: `${provider} ${capability}`,
     description: "seeded for the status page",
@@ -72,8 +73,8 @@ const seed = (now: number) =>
     const recorder = yield* EvidenceRecorder
     const repo = yield* ResourcesRepo
     for (const [id, observations] of Object.entries(histories(now))) {
-      const record = Option.getOrThrow(yield* repo.get(id))
-      for (const o of observations) yield* recorder.recordObservation(record, { ...o, resourceId: id, url: record.resource.url })
+      const record = Option.getOrThrow(yield* repo.get(ResourceId.make(id)))
+      for (const o of observations) yield* recorder.recordObservation(record, { ...o, resourceId: ResourceId.make(id), url: record.resource.url })
     }
   })
 

@@ -15,6 +15,7 @@ import { routeMatcher, settleLabels } from "../src/telemetry/labels.js"
 import { confidence } from "../src/verification/metrics.js"
 import { advertised, observation, timedOut } from "./fixtures/observations.js"
 import { request, startServer, testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const HOUR = 3_600_000
 
@@ -30,7 +31,7 @@ describe("rendering (pure)", () => {
       windowHours: 24,
       rows: [
         {
-          id: "x",
+          id: ResourceId.make("x"),
           name: evil,
           providerName: evil,
           capabilities: [evil],
@@ -107,7 +108,7 @@ describe("rendering (pure)", () => {
 })
 
 const observationMetrics = {
-  resourceId: "x",
+  resourceId: ResourceId.make("x"),
   availability24h: 1,
   paymentInterfaceSuccessRate: 1,
   transactionSuccessRate: 0,

@@ -12,6 +12,7 @@ import { MetricsRepo } from "../src/store/MetricsRepo.js"
 import { durableAgainstProcessCrash } from "../src/store/commitDurability.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { advertised } from "./fixtures/observations.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const demo = Either.getOrThrow(loadConfig(undefined, {})).catalog
 const storeLayer = StoreLive
@@ -39,11 +40,11 @@ describe("store", () => {
     const program = Effect.gen(function* () {
       const repo = yield* ResourcesRepo
       yield* repo.upsertCatalog(demo)
-      yield* repo.setStatus("stellar-intel.rwa.inspect", "PAYMENT_VERIFIED", 2)
+      yield* repo.setStatus(ResourceId.make("stellar-intel.rwa.inspect"), "PAYMENT_VERIFIED", 2)
       yield* repo.upsertCatalog(demo)
-      const record = Option.getOrThrow(yield* repo.get("stellar-intel.rwa.inspect"))
+      const record = Option.getOrThrow(yield* repo.get(ResourceId.make("stellar-intel.rwa.inspect")))
       const byCap = yield* repo.byCapability("rwa.inspect")
-      const missing = yield* repo.get("nope")
+      const missing = yield* repo.get(ResourceId.make("nope"))
       return { record, byCap, missing }
     })
     const { record, byCap, missing } = await Effect.runPromise(Effect.provide(program, storeLayer(":memory:")))
@@ -51,7 +52,7 @@ describe("store", () => {
     expect(record.resource.verificationLevel).toBe(2)
     expect(record.resource.capabilities).toEqual(["rwa.inspect"])
     expect(record.paymentOptions[0]?.amount).toBe("10000")
-    expect(byCap.map((r) => r.resource.id).sort()).toEqual([
+    expect(byCap.map((r) => r.resource.id).sort()).toEqual<unknown>([
       "demo-fast.mcp.inspect",
       "demo-fast.rwa.inspect",
       "demo-flaky.rwa.inspect",
@@ -116,7 +117,7 @@ describe("store", () => {
       for (let i = 0; i < 20; i++) {
         const id = `a-${String(i).padStart(2, "0")}`
         if (i % 4 !== 0) yield* measured(id, i % 4 !== 1, i === 7 ? "2025-12-31T23:59:59.999Z" : undefined)
-        yield* repo.setStatus(id, i % 4 === 2 ? "OFFLINE" : "LIVE", 1)
+        yield* repo.setStatus(ResourceId.make(id), i % 4 === 2 ? "OFFLINE" : "LIVE", 1)
       }
       // Unlisted (no evidence) and another payee's: each could pass, and neither may be read.
       for (const id of ["b-0", "a-u", "a-q", "c-0"]) yield* measured(id, true)

@@ -32,7 +32,7 @@ describe("economic probe targets", () => {
 
   test("by default only trusted resources are paid: never a registered, imported or bazaar one", () => {
     const { targets, skipped } = economicTargets(listed, seen, settings(), deployment, context)
-    expect(targets.map((t) => t.record.resource.id)).toEqual(["aaa.config"])
+    expect(targets.map((t) => t.record.resource.id)).toEqual<unknown>(["aaa.config"])
     expect(skipped).toEqual([])
     // An operator who wants strangers paid says so.
     const opened = economicTargets(listed, seen, settings({ includeUntrusted: true }), deployment, context)
@@ -46,7 +46,7 @@ describe("economic probe targets", () => {
     const all = [...samePayee, ...sameProvider, young]
     const history = new Map(all.map((r) => [r.resource.id, evidence(r.resource.id, now, r === young ? { metrics: { observationCount: 2 } } : {})]))
     const { targets, skipped } = economicTargets(all, history, settings({ maxPerPayee: 1, maxPerProvider: 2, minObservations: 3 }), deployment, context)
-    expect(targets.map((t) => t.record.resource.id)).toEqual(["p.one", "q.one", "q.two"])
+    expect(targets.map((t) => t.record.resource.id)).toEqual<unknown>(["p.one", "q.one", "q.two"])
     expect(skipped.map((s) => [s.resourceId, s.reason.split(" (")[0]])).toEqual([
       ["p.two", `payee ${payee(5)} was paid for 1 resources this cycle`],
       ["p.three", `payee ${payee(5)} was paid for 1 resources this cycle`],

@@ -9,6 +9,7 @@ import { seededBuyer } from "./fixtures/stellarPayment.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { pollUntil } from "./support/poll.js"
 import { ledgerAt, request, startServer, testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * Level 3 bought for the price of a self-payment, on the rules before the trust model: receipt
@@ -26,7 +27,7 @@ let server: Awaited<ReturnType<typeof startServer>>
 
 const option = { network: "stellar:testnet" as const, scheme: "exact" as const, asset: TESTNET_USDC, amount: FIXTURE_AMOUNT, amountUsd: 0.001, payTo: FIXTURE_PAY_TO }
 const entry = (id: string, url: string) => ({
-  resource: { id, type: "http" as const, name: id, description: "paid demo", url, method: "GET" as const, capabilities: [`demo.${id}`] },
+  resource: { id: ResourceId.make(id), type: "http" as const, name: id, description: "paid demo", url, method: "GET" as const, capabilities: [`demo.${id}`] },
   provider: { id: `${id}-provider`, name: id },
   paymentOptions: [option]
 })

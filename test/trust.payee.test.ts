@@ -12,6 +12,7 @@ import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/ste
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture } from "./fixtures/x402Resource.js"
 import { request, startServer, testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * A stranger turning a quarantine against someone else's payee. On the rules before the trust
@@ -42,7 +43,7 @@ const settle = async (paidUrl?: string) => {
   return request(`${server.url}/x402/settle`, { method: "POST", json: settleBody(named, requirements) })
 }
 
-const probe = (resourceId: string) => server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(resourceId)))
+const probe = (resourceId: string) => server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make(resourceId))))
 
 beforeAll(async () => {
   const base = testConfig()

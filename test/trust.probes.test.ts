@@ -5,6 +5,7 @@ import { Prober } from "../src/verification/Prober.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { request, startServer, testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * Probes a caller could bend, on the rules before the trust model:
@@ -54,7 +55,7 @@ beforeAll(async () => {
       limits: { ...base.limits, validate: null, register: null }
     })
   )
-  await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource("competitor")))
+  await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("competitor"))))
 })
 
 afterAll(async () => {
@@ -74,12 +75,12 @@ describe("probes no caller can bend", () => {
     // The honest calls and the reads go through the typed client; the hostile ones above stay raw.
     const { verification, resources } = server.client
     for (let i = 0; i < 200; i++) {
-      expect((await Effect.runPromise(verification.validate({ payload: { resourceId: "competitor" } }))).resourceId).toBe("competitor")
+      expect<unknown>((await Effect.runPromise(verification.validate({ payload: { resourceId: ResourceId.make("competitor") } }))).resourceId).toBe("competitor")
     }
-    const metrics = await Effect.runPromise(verification.metrics({ path: { id: "competitor" } }))
+    const metrics = await Effect.runPromise(verification.metrics({ path: { id: ResourceId.make("competitor") } }))
     // Only the schedule's probe: a caller's validation within the interval is answered, not recorded.
     expect(metrics.observationCount).toBe(1)
-    const resource = await Effect.runPromise(resources.get({ path: { id: "competitor" } }))
+    const resource = await Effect.runPromise(resources.get({ path: { id: ResourceId.make("competitor") } }))
     expect(resource.resource.status).toBe("PAYMENT_VERIFIED")
   })
 

@@ -8,6 +8,7 @@ import { ProbeSchedulerLive } from "../src/verification/ProbeScheduler.js"
 import { backoffIntervals } from "../src/verification/probeSlots.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { PrincipalId, ResourceId } from "../src/domain/ids.js"
 
 /**
  * A catalog anyone could flood, on the rules before the trust model: registered, imported and
@@ -79,7 +80,7 @@ describe("a bounded probe workload", () => {
           "import:x",
           { actor: "import:x", reason: "test" }
         )
-        for (const id of ["trusted-dead", "open-dead", "open-held", "open-fresh"]) yield* (yield* Prober).probeResource(id).pipe(Effect.ignore)
+        for (const id of ["trusted-dead", "open-dead", "open-held", "open-fresh"]) yield* (yield* Prober).probeResource(ResourceId.make(id)).pipe(Effect.ignore)
         const longAgo = Date.now() - (config.ingestion.retireAfterHours + 1) * 3_600_000
         yield* sql`UPDATE resources SET unhealthy_since_ms = ${longAgo} WHERE id IN ('trusted-dead', 'open-dead', 'open-held')`
         yield* sql`UPDATE resources SET quarantined_by = 'ops' WHERE id = 'open-held'`
@@ -100,7 +101,7 @@ describe("a bounded probe workload", () => {
       return payTo === undefined ? e : { ...e, paymentOptions: e.paymentOptions.map((o) => ({ ...o, payTo })) }
     }
     const empty = { source: 0, origins: new Map(), principals: new Map(), payees: new Map() }
-    const items = ["a.example", "a.example", "a.example", "b.example", "c.example"].map((host, i) => ({ item: `${host}#${i}`, keys: quotaKeys(at(host), "mallory") }))
+    const items = ["a.example", "a.example", "a.example", "b.example", "c.example"].map((host, i) => ({ item: `${host}#${i}`, keys: quotaKeys(at(host), PrincipalId.make("mallory")) }))
     const { admitted, refused } = admit(items, empty, limits, "registration")
     expect(admitted).toEqual(["a.example#0", "a.example#1", "b.example#3"])
     expect(refused.map((r) => r.reason)).toEqual([

@@ -7,6 +7,7 @@ import { join } from "node:path"
 import { refusal, request, startServer, testConfig } from "./support/server.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 let fixture: X402Fixture
 let untrusted: X402Fixture
@@ -34,7 +35,7 @@ afterAll(async () => {
 const validate = (payload: Parameters<typeof server.client.verification.validate>[0]["payload"]) =>
   server.client.verification.validate({ payload })
 const validateRaw = (json: unknown) => request(`${server.url}/v1/validate`, { method: "POST", json })
-const detailOf = (id: string) => Effect.runPromise(server.client.resources.get({ path: { id } }))
+const detailOf = (id: string) => Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
 
 describe("POST /v1/validate", () => {
   test("probes a catalog resource now and answers the outcome, the decoded challenge and the new status", async () => {
@@ -55,7 +56,7 @@ describe("POST /v1/validate", () => {
   })
 
   test("a price above the catalog's quarantines the resource, visible with the resource", async () => {
-    expect(await Effect.runPromise(validate({ resourceId: "pricey" }))).toMatchObject({ outcome: "healthy", status: "QUARANTINED" })
+    expect(await Effect.runPromise(validate({ resourceId: ResourceId.make("pricey") }))).toMatchObject({ outcome: "healthy", status: "QUARANTINED" })
     const detail = await detailOf("pricey")
     expect(detail.resource.status).toBe("QUARANTINED")
     expect(detail.transitions[0]).toMatchObject({ from: "VALIDATING", to: "QUARANTINED" })
@@ -74,7 +75,7 @@ describe("POST /v1/validate", () => {
   })
 
   test("bad requests: unknown resource 404, neither or both fields 400, refused targets 400 with the reason", async () => {
-    expect(await refusal(validate({ resourceId: "nope" }))).toMatchObject({ error: "NOT_FOUND" })
+    expect(await refusal(validate({ resourceId: ResourceId.make("nope") }))).toMatchObject({ error: "NOT_FOUND" })
     const neither = await validateRaw({ method: "GET" })
     expect(neither.status).toBe(400)
     expect(neither.body.message).toContain("resourceId")
@@ -93,20 +94,20 @@ describe("POST /v1/validate", () => {
 
 describe("GET metrics and observations", () => {
   test("metrics come from the recorded probes; an unknown resource is 404", async () => {
-    await Effect.runPromise(validate({ resourceId: "paid" }))
-    const body = await Effect.runPromise(server.client.verification.metrics({ path: { id: "paid" } }))
+    await Effect.runPromise(validate({ resourceId: ResourceId.make("paid") }))
+    const body = await Effect.runPromise(server.client.verification.metrics({ path: { id: ResourceId.make("paid") } }))
     expect(body).toMatchObject({ resourceId: "paid", availability24h: 1, paymentInterfaceSuccessRate: 1, reliability: 1, transactionSuccessRate: 0 })
     expect(body.observationCount).toBeGreaterThanOrEqual(1)
     expect(body.confidence).toBeGreaterThan(0)
     expect(body.observedPriceUsd).toBe(0.001)
-    expect(await refusal(server.client.verification.metrics({ path: { id: "nope" } }))).toMatchObject({ error: "NOT_FOUND" })
+    expect(await refusal(server.client.verification.metrics({ path: { id: ResourceId.make("nope") } }))).toMatchObject({ error: "NOT_FOUND" })
   })
 
   test("observations page newest first with limit and before; bad cursors are 400", async () => {
     // A second observation within the interval: the schedule's (a caller's validation would not be recorded).
-    await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource("paid")))
+    await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("paid"))))
     const observations = (id: string, urlParams: Parameters<typeof server.client.verification.observations>[0]["urlParams"]) =>
-      server.client.verification.observations({ path: { id }, urlParams })
+      server.client.verification.observations({ path: { id: ResourceId.make(id) }, urlParams })
     const first = await Effect.runPromise(observations("paid", { limit: 1 }))
     expect(first.observations).toHaveLength(1)
     expect(first.nextBefore).toBe(first.observations[0]!.id)

@@ -18,6 +18,7 @@ import { deriveStanding } from "../src/verification/status.js"
 import { percentile, summarizeWindow } from "./support/referenceWindow.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
 import { FIXTURE_PAY_TO, OTHER_ASSET, OTHER_PAY_TO } from "./fixtures/x402Terms.js"
+import { ResourceId } from "../src/domain/ids.js"
 
 const config = Either.getOrThrow(loadConfig(undefined, {}))
 const verification = config.verification
@@ -262,7 +263,7 @@ describe("metrics (pure)", () => {
       observation(t + 4000, { outcome: "refused_target", httpStatus: null })
     ]
     const stats = summarizeWindow(window, noPayments, [advertised])
-    const m = snapshotFrom("r1", stats, null, false)
+    const m = snapshotFrom(ResourceId.make("r1"), stats, null, false)
     expect(m.observationCount).toBe(4)
     expect(m.availability24h).toBe(0.75)
     expect(m.paymentInterfaceSuccessRate).toBeCloseTo(2 / 3)
@@ -278,8 +279,8 @@ describe("metrics (pure)", () => {
 
   test("transaction success rate comes from economic outcomes only", () => {
     const stats = summarizeWindow([observation(0)], { total: 2, successes: 1 }, [advertised])
-    expect(snapshotFrom("r1", stats, null, true).transactionSuccessRate).toBe(0.5)
-    expect(snapshotFrom("r1", summarizeWindow([observation(0)], noPayments, [advertised]), null, false).transactionSuccessRate).toBe(0)
+    expect(snapshotFrom(ResourceId.make("r1"), stats, null, true).transactionSuccessRate).toBe(0.5)
+    expect(snapshotFrom(ResourceId.make("r1"), summarizeWindow([observation(0)], noPayments, [advertised]), null, false).transactionSuccessRate).toBe(0)
   })
 
   test("confidence: 0 without evidence, grows with probes, halves per half-life, 0 outside the window", () => {
@@ -297,14 +298,14 @@ describe("metrics (pure)", () => {
 
   test("a snapshot whose newest probe left the window reads as no current evidence", () => {
     const t = 1_700_000_000_000
-    const snapshot = snapshotFrom("r1", summarizeWindow([observation(t)], noPayments, [advertised]), null, false)
-    const fresh = currentMetrics("r1", snapshot, t + 1000, verification)
+    const snapshot = snapshotFrom(ResourceId.make("r1"), summarizeWindow([observation(t)], noPayments, [advertised]), null, false)
+    const fresh = currentMetrics(ResourceId.make("r1"), snapshot, t + 1000, verification)
     expect(fresh.confidence).toBeGreaterThan(0)
     expect(fresh.availability24h).toBe(1)
-    const stale = currentMetrics("r1", snapshot, t + verification.windowHours * HOUR + 1, verification)
+    const stale = currentMetrics(ResourceId.make("r1"), snapshot, t + verification.windowHours * HOUR + 1, verification)
     expect(stale).toMatchObject({ confidence: 0, availability24h: 0, observationCount: 0, p50LatencyMs: null })
     expect(stale.lastVerified).toBe(new Date(t).toISOString())
-    expect(currentMetrics("r2", null, t, verification)).toMatchObject({ resourceId: "r2", confidence: 0, lastVerified: null })
+    expect(currentMetrics(ResourceId.make("r2"), null, t, verification)).toMatchObject({ resourceId: "r2", confidence: 0, lastVerified: null })
   })
 })
 

@@ -7,6 +7,7 @@ import { facilitatorsAnswered, refusal, request, startServer, testConfig, typedC
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
 import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
+import { ResourceId, SettlementId } from "../src/domain/ids.js"
 
 const API_KEY = "agent-one-secret-key"
 const OTHER_KEY = "agent-two-secret-key"
@@ -57,7 +58,7 @@ beforeAll(async () => {
   await facilitatorsAnswered(server.url)
   ;[agent1, agent2, anonymous] = await Promise.all([typedClient(server.url, auth), typedClient(server.url, otherAuth), typedClient(server.url)])
   await resource.useFacilitator(`${server.url}/x402`, API_KEY)
-  const probe = await Effect.runPromise(agent1.verification.validate({ payload: { resourceId: RESOURCE_ID } }))
+  const probe = await Effect.runPromise(agent1.verification.validate({ payload: { resourceId: ResourceId.make(RESOURCE_ID) } }))
   if (probe.healthy !== true) throw new Error(`the seller's resource did not probe healthy: ${JSON.stringify(probe)}`)
 })
 afterAll(async () => {
@@ -93,7 +94,7 @@ describe("x402 endpoints over HTTP", () => {
       refusal(anonymous.x402.verify({ payload: body, headers: {} })),
       refusal(anonymous.x402.settle({ payload: body, headers: {} })),
       refusal(anonymous.x402.facilitators()),
-      refusal(anonymous.x402.settlement({ path: { id: "x" } }))
+      refusal(anonymous.x402.settlement({ path: { id: SettlementId.make("x") } }))
     ])
     expect(refused.map((e) => ({ ...e }))).toEqual(Array(4).fill({ error: "UNAUTHORIZED", message: expect.any(String) }))
   })
@@ -157,7 +158,7 @@ describe("x402 endpoints over HTTP", () => {
   })
 
   test("an unknown settlement is 404", async () => {
-    expect(await refusal(agent1.x402.settlement({ path: { id: "nope" } }))).toMatchObject({ error: "NOT_FOUND" })
+    expect(await refusal(agent1.x402.settlement({ path: { id: SettlementId.make("nope") } }))).toMatchObject({ error: "NOT_FOUND" })
   })
 
   test("Idempotency-Key: empty is 400; the same key from two principals is two requests; a principal reads only its own settlements", async () => {
@@ -177,18 +178,18 @@ describe("x402 endpoints over HTTP", () => {
     const id = /settlement ([0-9a-f-]{36})/.exec(reused.message)?.[1] ?? ""
     expect(id).toMatch(/^[0-9a-f-]{36}$/)
 
-    const own = await Effect.runPromise(agent1.x402.settlement({ path: { id } }))
+    const own = await Effect.runPromise(agent1.x402.settlement({ path: { id: SettlementId.make(id) } }))
     expect(own).toMatchObject({ id, principal: "agent-1", idempotencyKey: "order-1", state: "settled" })
-    const stranger = await refusal(agent2.x402.settlement({ path: { id } }))
+    const stranger = await refusal(agent2.x402.settlement({ path: { id: SettlementId.make(id) } }))
     expect(stranger).toMatchObject({ error: "NOT_FOUND" })
     expect(JSON.stringify(stranger)).not.toContain("agent-1")
 
     // The operator's list: newest first, scoped to the caller's principal, filtered by state.
     const mine = await Effect.runPromise(agent1.x402.settlements({ urlParams: {} }))
-    expect(mine.settlements.map((r) => r.principal)).toEqual(["agent-1"])
+    expect<unknown>(mine.settlements.map((r) => r.principal)).toEqual(["agent-1"])
     expect(mine.settlements[0]).toMatchObject({ id, state: "settled" })
     const theirs = await Effect.runPromise(agent2.x402.settlements({ urlParams: { state: "settled", limit: 10 } }))
-    expect(theirs.settlements.map((r) => r.principal)).toEqual(["agent-2"])
+    expect<unknown>(theirs.settlements.map((r) => r.principal)).toEqual(["agent-2"])
     const none = await Effect.runPromise(agent1.x402.settlements({ urlParams: { state: "indeterminate" } }))
     expect(none.settlements).toEqual([])
     const older = await Effect.runPromise(agent1.x402.settlements({ urlParams: { before: mine.settlements[0]!.createdAt } }))

@@ -1,5 +1,6 @@
 import { TESTNET_USDC } from "../../src/config.js"
 import type { CatalogEntry } from "../../src/domain/resources.js"
+import { ResourceId } from "../../src/domain/ids.js"
 
 /**
  * A large catalog with text that behaves like a real one: a few hundred capabilities, names and
@@ -17,7 +18,7 @@ const pick = <A>(items: ReadonlyArray<A>, n: number) => items[n % items.length]!
 export const syntheticEntry = (i: number): CatalogEntry => {
   const noun = pick(NOUNS, i)
   const verb = pick(VERBS, Math.floor(i / NOUNS.length))
-  const id = `syn-${String(i).padStart(6, "0")}`
+  const id = ResourceId.make(`syn-${String(i).padStart(6, "0")}`)
   const units = 1000 * (1 + (i % 50))
   return {
     resource: {

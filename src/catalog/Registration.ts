@@ -25,6 +25,7 @@ import {
   WELL_KNOWN_PATH
 } from "./discoveryDocuments.js"
 import { registrationOutcome } from "./registrationOutcome.js"
+import { PrincipalId, type ResourceId } from "../domain/ids.js"
 
 /**
  * Routes probed per registration at most: one request should not turn the service into a crawler.
@@ -38,7 +39,7 @@ const MAX_DOCUMENT_BYTES = 1024 * 1024
 
 export interface RegistrationShape {
   /** Finds a seller's routes from its origin and lists those whose 402 challenge checks out. */
-  readonly register: (request: RegistrationRequest, principal: string | null) => Effect.Effect<RegistrationResponse, InvalidRequest | TargetRefused>
+  readonly register: (request: RegistrationRequest, principal: PrincipalId | null) => Effect.Effect<RegistrationResponse, InvalidRequest | TargetRefused>
 }
 
 /**
@@ -111,7 +112,7 @@ const make = Effect.gen(function* () {
       )
     )
 
-  const answer = (route: FoundRoute, outcome: RegisteredRoute["outcome"], resourceId: string | null, detail: string | null): RegisteredRoute => ({
+  const answer = (route: FoundRoute, outcome: RegisteredRoute["outcome"], resourceId: ResourceId | null, detail: string | null): RegisteredRoute => ({
     url: route.url,
     method: route.method,
     foundIn: route.foundIn,
@@ -127,7 +128,7 @@ const make = Effect.gen(function* () {
    * probed first and stored (listed, source "registration") only when it answered a valid 402 and
    * fits the ingestion quotas.
    */
-  const registerRoute = (route: FoundRoute, actor: string) =>
+  const registerRoute = (route: FoundRoute, actor: PrincipalId) =>
     Effect.gen(function* () {
       if (route.skip !== null) return answer(route, "skipped", null, route.skip)
       const url = new URL(route.url)
@@ -163,9 +164,9 @@ const make = Effect.gen(function* () {
     return Effect.succeed(checked)
   }
 
-  const register = (request: RegistrationRequest, principal: string | null) =>
+  const register = (request: RegistrationRequest, principal: PrincipalId | null) =>
     Effect.gen(function* () {
-      const actor = principal ?? "anonymous"
+      const actor = principal ?? PrincipalId.make("anonymous")
       if ((request.origin === undefined) === (request.url === undefined)) {
         return yield* Effect.fail(new InvalidRequest({ message: "pass either origin (to read its discovery documents) or url (one route), not both" }))
       }

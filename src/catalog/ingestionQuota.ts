@@ -1,5 +1,6 @@
 import type { IngestionConfig } from "../config.js"
 import type { CatalogEntry } from "../domain/resources.js"
+import type { PrincipalId } from "../domain/ids.js"
 
 /**
  * Ingestion quotas (docs/trust.md): how many untrusted entries one source, origin, principal and
@@ -17,7 +18,7 @@ export interface QuotaCounts {
  * The quota keys of an entry a source adds for a principal; null for an import, which the
  * operator configured (its source quota bounds it).
  */
-export const quotaKeys = (entry: CatalogEntry, principal: string | null) => ({
+export const quotaKeys = (entry: CatalogEntry, principal: PrincipalId | null) => ({
   origin: URL.canParse(entry.resource.url) ? new URL(entry.resource.url).origin : entry.resource.url,
   principal,
   payees: [...new Set(entry.paymentOptions.map((o) => o.payTo))]

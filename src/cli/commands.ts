@@ -1,3 +1,4 @@
+import { ResourceId } from "../domain/ids.js"
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Layer, Logger, Option } from "effect"
 import { catalogImportCommand } from "../catalog/cli.js"
@@ -65,7 +66,7 @@ const verticalCommand = Command.make("vertical", { config: configFile }, (flags)
 
 const probeCommand = Command.make(
   "probe",
-  { config: configFile, resourceId: Args.text({ name: "resource-id" }).pipe(Args.optional) },
+  { config: configFile, resourceId: Args.text({ name: "resource-id" }).pipe(Args.withSchema(ResourceId), Args.optional) },
   (flags) => Effect.flatMap(config(flags.config), (loaded) => probe(loaded, flags.resourceId))
 ).pipe(
   Command.withDescription(

@@ -2,6 +2,7 @@ import { Console, Effect, Option } from "effect"
 import { ServicesLive } from "../app.js"
 import type { Config } from "../config.js"
 import { NotFound } from "../domain/errors.js"
+import type { ResourceId } from "../domain/ids.js"
 import { Prober } from "../verification/Prober.js"
 import { CliExit, EXIT } from "./exit.js"
 import { stderrLogs } from "./logs.js"
@@ -11,7 +12,7 @@ import { stderrLogs } from "./logs.js"
  * cycle, with pruning), printed as JSON. Exit 1 when the named resource is not healthy, 2 when it
  * is unknown.
  */
-export const probe = (config: Config, resourceId: Option.Option<string>) =>
+export const probe = (config: Config, resourceId: Option.Option<ResourceId>) =>
   Effect.gen(function* () {
     const prober = yield* Prober
     if (Option.isNone(resourceId)) return yield* Console.log(JSON.stringify(yield* prober.runCycle))

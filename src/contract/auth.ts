@@ -1,6 +1,7 @@
 import { HttpApiMiddleware, HttpApiSecurity } from "@effect/platform"
 import { Context, Effect } from "effect"
 import { OperatorOnly, Unauthorized } from "../domain/errors.js"
+import type { PrincipalId } from "../domain/ids.js"
 
 /**
  * Who is calling: the API key's principal and its role, or a null id in open local mode
@@ -8,7 +9,7 @@ import { OperatorOnly, Unauthorized } from "../domain/errors.js"
  */
 export class Principal extends Context.Tag("sextant/Principal")<
   Principal,
-  { readonly id: string | null; readonly role: "operator" | "buyer" }
+  { readonly id: PrincipalId | null; readonly role: "operator" | "buyer" }
 >() {}
 
 /**

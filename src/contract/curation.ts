@@ -3,7 +3,7 @@ import { ConfigManaged, NotFound, OperatorOnly } from "../domain/errors.js"
 import { CurationResult, ReasonOptional, ReasonQuery, ReasonRequired } from "../domain/curation.js"
 import { ApiKeyAuth } from "./auth.js"
 import { allIssues, failsWith, strict } from "./parse.js"
-import { IdPath } from "./resources.js"
+import { ResourceIdPath } from "./resources.js"
 
 /**
  * Operator curation: an API key whose role is operator; a buyer key and open mode get 403
@@ -12,7 +12,7 @@ import { IdPath } from "./resources.js"
 export class CurationApi extends HttpApiGroup.make("curation")
   .add(
     HttpApiEndpoint.post("quarantine", "/v1/resources/:id/quarantine")
-      .setPath(IdPath)
+      .setPath(ResourceIdPath)
       .setPayload(strict(ReasonRequired))
       .addSuccess(CurationResult)
       .pipe(failsWith(OperatorOnly, NotFound))
@@ -20,7 +20,7 @@ export class CurationApi extends HttpApiGroup.make("curation")
   )
   .add(
     HttpApiEndpoint.del("unquarantine", "/v1/resources/:id/quarantine")
-      .setPath(IdPath)
+      .setPath(ResourceIdPath)
       .setUrlParams(allIssues(ReasonQuery))
       .addSuccess(CurationResult)
       .pipe(failsWith(OperatorOnly, NotFound))
@@ -28,7 +28,7 @@ export class CurationApi extends HttpApiGroup.make("curation")
   )
   .add(
     HttpApiEndpoint.post("list", "/v1/resources/:id/list")
-      .setPath(IdPath)
+      .setPath(ResourceIdPath)
       .setPayload(strict(ReasonOptional))
       .addSuccess(CurationResult)
       .pipe(failsWith(OperatorOnly, NotFound))
@@ -36,7 +36,7 @@ export class CurationApi extends HttpApiGroup.make("curation")
   )
   .add(
     HttpApiEndpoint.post("unlist", "/v1/resources/:id/unlist")
-      .setPath(IdPath)
+      .setPath(ResourceIdPath)
       .setPayload(strict(ReasonRequired))
       .addSuccess(CurationResult)
       .pipe(failsWith(OperatorOnly, NotFound))
@@ -44,7 +44,7 @@ export class CurationApi extends HttpApiGroup.make("curation")
   )
   .add(
     HttpApiEndpoint.del("delete", "/v1/resources/:id")
-      .setPath(IdPath)
+      .setPath(ResourceIdPath)
       .setUrlParams(allIssues(ReasonQuery))
       .addSuccess(CurationResult)
       .pipe(failsWith(OperatorOnly, NotFound, ConfigManaged))

@@ -1,5 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
 import { NoEligibleProvider, NotFound, PaymentMismatch, RateLimited } from "../domain/errors.js"
+import { ReceiptId } from "../domain/ids.js"
 import {
   CommerceReceipt,
   CreateReceiptRequest,
@@ -8,7 +10,8 @@ import {
 } from "../domain/receipts.js"
 import { ApiKeyAuth } from "./auth.js"
 import { failsWith, strict } from "./parse.js"
-import { IdPath } from "./resources.js"
+
+const ReceiptIdPath = Schema.Struct({ id: ReceiptId })
 
 export class ReceiptsApi extends HttpApiGroup.make("receipts")
   .add(
@@ -19,10 +22,10 @@ export class ReceiptsApi extends HttpApiGroup.make("receipts")
       .middleware(ApiKeyAuth)
   )
   .add(HttpApiEndpoint.get("signer", "/v1/receipts/signer").addSuccess(SignerDisclosure))
-  .add(HttpApiEndpoint.get("get", "/v1/receipts/:id").setPath(IdPath).addSuccess(CommerceReceipt).pipe(failsWith(NotFound)))
+  .add(HttpApiEndpoint.get("get", "/v1/receipts/:id").setPath(ReceiptIdPath).addSuccess(CommerceReceipt).pipe(failsWith(NotFound)))
   .add(
     HttpApiEndpoint.get("verify", "/v1/receipts/:id/verify")
-      .setPath(IdPath)
+      .setPath(ReceiptIdPath)
       .addSuccess(ReceiptVerification)
       .pipe(failsWith(NotFound))
   ) {}

@@ -6,7 +6,7 @@ import { ObservationPage, ProbeResult, ResourceHistory, ValidateRequest } from "
 import { Cursor, PAGE_LIMITS } from "../domain/pagination.js"
 import { ApiKeyAuth } from "./auth.js"
 import { allIssues, failsWith, queryInstant, queryInt, strict } from "./parse.js"
-import { IdPath } from "./resources.js"
+import { ResourceIdPath } from "./resources.js"
 
 export const ObservationsQuery = Schema.Struct({
   limit: Schema.optional(queryInt({ minimum: 1, maximum: PAGE_LIMITS.observations.max })),
@@ -42,20 +42,20 @@ export class VerificationApi extends HttpApiGroup.make("verification")
   )
   .add(
     HttpApiEndpoint.get("metrics", "/v1/resources/:id/metrics")
-      .setPath(IdPath)
+      .setPath(ResourceIdPath)
       .addSuccess(ResourceMetrics)
       .pipe(failsWith(NotFound))
   )
   .add(
     HttpApiEndpoint.get("observations", "/v1/resources/:id/observations")
-      .setPath(IdPath)
+      .setPath(ResourceIdPath)
       .setUrlParams(allIssues(ObservationsQuery))
       .addSuccess(ObservationPage)
       .pipe(failsWith(NotFound))
   )
   .add(
     HttpApiEndpoint.get("history", "/v1/resources/:id/history")
-      .setPath(IdPath)
+      .setPath(ResourceIdPath)
       .setUrlParams(allIssues(HistoryQuery))
       .addSuccess(ResourceHistory)
       .pipe(failsWith(NotFound))

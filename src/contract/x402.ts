@@ -25,6 +25,7 @@ import {
   UnsupportedAsset,
   UnsupportedPaymentKind
 } from "../domain/errors.js"
+import { SettlementId } from "../domain/ids.js"
 import {
   FacilitatorRequest,
   FacilitatorsResponse,
@@ -111,7 +112,7 @@ export class X402Api extends HttpApiGroup.make("x402")
   )
   .add(
     HttpApiEndpoint.get("settlement", "/x402/settlements/:id")
-      .setPath(Schema.Struct({ id: Schema.String }))
+      .setPath(Schema.Struct({ id: SettlementId }))
       .addSuccess(SettlementRecord)
       .pipe(failsWith(NotFound))
       .middleware(ApiKeyAuth)

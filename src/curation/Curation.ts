@@ -2,18 +2,19 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
 import type { CurationAction, CurationResult } from "../domain/curation.js"
 import { ConfigManaged, type NotFound, notFound } from "../domain/errors.js"
+import type { ResourceId } from "../domain/ids.js"
 import { type Author, CurationRepo } from "../store/CurationRepo.js"
 import { transactional } from "../store/repository.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 
 export interface CurationShape {
-  readonly quarantine: (id: string, author: Author) => Effect.Effect<CurationResult, NotFound>
-  readonly unquarantine: (id: string, author: Author) => Effect.Effect<CurationResult, NotFound>
-  readonly list: (id: string, author: Author) => Effect.Effect<CurationResult, NotFound>
-  readonly unlist: (id: string, author: Author) => Effect.Effect<CurationResult, NotFound>
+  readonly quarantine: (id: ResourceId, author: Author) => Effect.Effect<CurationResult, NotFound>
+  readonly unquarantine: (id: ResourceId, author: Author) => Effect.Effect<CurationResult, NotFound>
+  readonly list: (id: ResourceId, author: Author) => Effect.Effect<CurationResult, NotFound>
+  readonly unlist: (id: ResourceId, author: Author) => Effect.Effect<CurationResult, NotFound>
   /** Deletes a resource; ConfigManaged for one the catalog file would bring back. */
-  readonly remove: (id: string, author: Author) => Effect.Effect<CurationResult, NotFound | ConfigManaged>
+  readonly remove: (id: ResourceId, author: Author) => Effect.Effect<CurationResult, NotFound | ConfigManaged>
 }
 
 /**
@@ -49,22 +50,22 @@ const make = Effect.gen(function* () {
     })
 
   /** The status is re-derived after the change is committed (never inside it: the recorder takes its own lock, then the store). */
-  const rederive = (id: string) =>
+  const rederive = (id: ResourceId) =>
     Effect.flatMap(resources.get(id), Option.match({ onNone: () => Effect.void, onSome: recorder.rederive }))
 
-  const quarantine = Effect.fn("Curation.quarantine")(function* (id: string, author: Author) {
+  const quarantine = Effect.fn("Curation.quarantine")(function* (id: ResourceId, author: Author) {
     const action = yield* curation.quarantine(id, author).pipe(Effect.flatMap(found<CurationAction>(id)))
     yield* rederive(id)
     return yield* answer(action)
   })
 
-  const unquarantine = Effect.fn("Curation.unquarantine")(function* (id: string, author: Author) {
+  const unquarantine = Effect.fn("Curation.unquarantine")(function* (id: ResourceId, author: Author) {
     const action = yield* curation.release(id, author).pipe(Effect.flatMap(found<CurationAction>(id)))
     yield* rederive(id)
     return yield* answer(action)
   })
 
-  const setListed = Effect.fn("Curation.setListed")(function* (id: string, listed: boolean, author: Author) {
+  const setListed = Effect.fn("Curation.setListed")(function* (id: ResourceId, listed: boolean, author: Author) {
     const action = yield* transaction(
       Effect.gen(function* () {
         if (!(yield* resources.setListed(id, listed, author))) return Option.none<CurationAction>()
@@ -75,7 +76,7 @@ const make = Effect.gen(function* () {
     return yield* answer(action)
   })
 
-  const remove = Effect.fn("Curation.remove")(function* (id: string, author: Author) {
+  const remove = Effect.fn("Curation.remove")(function* (id: ResourceId, author: Author) {
     const removal = yield* curation.remove(id, author)
     if (removal._tag === "Missing") return yield* Effect.fail(notFound("resource", id))
     if (removal._tag === "ConfigManaged") {
@@ -91,8 +92,8 @@ const make = Effect.gen(function* () {
   return {
     quarantine,
     unquarantine,
-    list: (id: string, author: Author) => setListed(id, true, author),
-    unlist: (id: string, author: Author) => setListed(id, false, author),
+    list: (id: ResourceId, author: Author) => setListed(id, true, author),
+    unlist: (id: ResourceId, author: Author) => setListed(id, false, author),
     remove
   } satisfies CurationShape
 })

@@ -21,6 +21,7 @@ import { TransitionsRepo } from "../store/TransitionsRepo.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { filtersOnQuality, qualityMatches } from "./search.js"
 import { discoveryItem } from "./x402Items.js"
+import type { ResourceId } from "../domain/ids.js"
 
 export interface PageRequest {
   readonly limit?: number | undefined
@@ -31,7 +32,7 @@ export interface DiscoveryShape {
   /** One page of the listed catalog in id order; `nextCursor` while more follow. */
   readonly list: (page: PageRequest) => Effect.Effect<typeof ResourceList.Type, InvalidRequest>
   /** One resource with its metrics, recent transitions, economic evidence and curation. */
-  readonly get: (id: string) => Effect.Effect<ResourceDetail, NotFound>
+  readonly get: (id: ResourceId) => Effect.Effect<ResourceDetail, NotFound>
   /** One page of search hits, filtered on quality with each hit's current metrics. */
   readonly search: (request: ResourceSearchRequest) => Effect.Effect<typeof SearchResponse.Type, InvalidRequest>
   /** `GET /discovery/resources`: the x402 Bazaar listing, offset-paged. */
@@ -130,7 +131,7 @@ const make = Effect.gen(function* () {
       return { x402Version: 2, resources, partialResults: cursor !== null, pagination: { limit, cursor } } satisfies DiscoverySearchResponse
     })
 
-  const get = (id: string) =>
+  const get = (id: ResourceId) =>
     Effect.gen(function* () {
       const record = yield* repo.get(id).pipe(Effect.flatMap(Option.match({
         onNone: () => Effect.fail(notFound("resource", id)),

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { ResourceId } from "./ids.js"
 import { AnyJson } from "./json.js"
 import { AgentPolicy } from "./policy.js"
 import { CommerceReceipt } from "./receipts.js"
@@ -41,7 +42,7 @@ export type AttemptOutcome = typeof AttemptOutcome.Type
 export const BuyAttempt = Schema.Struct({
   /** 1 is the route's selection, higher ranks its fallbacks in order. */
   rank: Schema.Int,
-  resourceId: Schema.String,
+  resourceId: ResourceId,
   providerId: Schema.String,
   outcome: AttemptOutcome,
   reason: Schema.String,
@@ -54,7 +55,7 @@ export const BuyAttempt = Schema.Struct({
 export type BuyAttempt = typeof BuyAttempt.Type
 
 export const BuyProvider = Schema.Struct({
-  resourceId: Schema.String,
+  resourceId: ResourceId,
   providerId: Schema.String,
   name: Schema.String,
   url: Schema.String,

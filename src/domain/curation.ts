@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { ResourceId } from "./ids.js"
 import { Listing, ServiceStatus, VerificationLevel } from "./resources.js"
 
 /**
@@ -36,7 +37,7 @@ export type Curation = typeof Curation.Type
 
 /** One stored operator action. */
 export const CurationAction = Schema.Struct({
-  resourceId: Schema.String,
+  resourceId: ResourceId,
   action: CurationActionKind,
   actor: Schema.String,
   reason: Schema.String,

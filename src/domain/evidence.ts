@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import type { ResourceId } from "./ids.js"
 import { emptyMetrics, type ResourceMetrics } from "./metrics.js"
 import type { ResourceRecord, ServiceStatus } from "./resources.js"
 
@@ -7,7 +8,7 @@ import type { ResourceRecord, ServiceStatus } from "./resources.js"
  * economic events only. Built by verification, read by policy, routing and settlement.
  */
 export interface ResourceEvidence {
-  readonly resourceId: string
+  readonly resourceId: ResourceId
   readonly status: ServiceStatus
   readonly verificationLevel: number
   readonly metrics: ResourceMetrics
@@ -76,7 +77,7 @@ export interface ProbeDetail {
 /** A payment outcome as reported; it becomes evidence only as the ledger confirms it. */
 export interface EconomicEvent {
   readonly source: EconomicSource
-  readonly resourceId: string | null
+  readonly resourceId: ResourceId | null
   readonly payTo: string | null
   /** The outcome as reported: by the facilitator's settle answer, the buyer's receipt, or the probe's payment. */
   readonly success: boolean
@@ -90,7 +91,7 @@ export interface EconomicEvent {
 }
 
 /** What a resource nobody has probed, or nobody knows, looks like: no evidence at all. */
-export const noEvidence = (resourceId: string): ResourceEvidence => ({
+export const noEvidence = (resourceId: ResourceId): ResourceEvidence => ({
   resourceId,
   status: "DISCOVERED",
   verificationLevel: 0,

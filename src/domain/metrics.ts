@@ -1,11 +1,12 @@
 import { Schema } from "effect"
+import { ResourceId } from "./ids.js"
 import type { OperatorQuarantine } from "./curation.js"
 import type { ServiceStatus } from "./resources.js"
 
 const Ratio = Schema.Number.pipe(Schema.between(0, 1))
 
 export const ResourceMetrics = Schema.Struct({
-  resourceId: Schema.String,
+  resourceId: ResourceId,
   availability24h: Ratio,
   paymentInterfaceSuccessRate: Ratio,
   /** From economic evidence (settlements, receipts with a transaction hash) only; 0 without any. */
@@ -36,7 +37,7 @@ export interface MetricsSnapshot extends Omit<ResourceMetrics, "confidence"> {
 
 /** A resource's stored status and level with its metrics row, null when it was never measured. */
 export interface StoredStanding {
-  readonly resourceId: string
+  readonly resourceId: ResourceId
   readonly status: ServiceStatus
   readonly level: number
   readonly snapshot: MetricsSnapshot | null
@@ -45,7 +46,7 @@ export interface StoredStanding {
 }
 
 /** The metrics a resource with no evidence reports: zeros and nulls, never placeholders. */
-export const emptyMetrics = (resourceId: string): ResourceMetrics => ({
+export const emptyMetrics = (resourceId: ResourceId): ResourceMetrics => ({
   resourceId,
   availability24h: 0,
   paymentInterfaceSuccessRate: 0,

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { ResourceId } from "./ids.js"
 import { NextCursor } from "./pagination.js"
 import { EconomicEvidence } from "./evidence.js"
 import { AnyJson } from "./json.js"
@@ -19,7 +20,7 @@ export type ProbeOutcome = typeof ProbeOutcome.Type
 
 export const Observation = Schema.Struct({
   id: Schema.String,
-  resourceId: Schema.String,
+  resourceId: ResourceId,
   observedAt: Schema.String,
   method: Schema.String,
   url: Schema.String,
@@ -49,7 +50,7 @@ export const publicObservation = ({ contradiction: _contradiction, ...observatio
   observation
 
 export const StatusTransition = Schema.Struct({
-  resourceId: Schema.String,
+  resourceId: ResourceId,
   from: ServiceStatus,
   to: ServiceStatus,
   fromLevel: Schema.Int,
@@ -60,7 +61,7 @@ export const StatusTransition = Schema.Struct({
 export type StatusTransition = typeof StatusTransition.Type
 
 export const ValidateRequest = Schema.Struct({
-  resourceId: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+  resourceId: Schema.optional(ResourceId.pipe(Schema.minLength(1))),
   url: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
   method: Schema.optional(Schema.Literal("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"))
 }).annotations({ identifier: "ValidateRequest" })
@@ -68,7 +69,7 @@ export type ValidateRequest = typeof ValidateRequest.Type
 
 /** The answer of one live probe: its observation, the decoded challenge, and where it left the resource. */
 export const ProbeResult = Schema.Struct({
-  resourceId: Schema.String,
+  resourceId: ResourceId,
   discovered: Schema.Boolean,
   healthy: Schema.Boolean,
   outcome: ProbeOutcome,
@@ -80,7 +81,7 @@ export const ProbeResult = Schema.Struct({
 export type ProbeResult = typeof ProbeResult.Type
 
 export const ObservationPage = Schema.Struct({
-  resourceId: Schema.String,
+  resourceId: ResourceId,
   observations: Schema.Array(Observation),
   /** Pass as `before` to read the next (older) page; null on the last page. */
   nextBefore: Schema.NullOr(Schema.String),
@@ -92,7 +93,7 @@ export const ObservationPage = Schema.Struct({
 
 /** What `get_resource_health` answers: where a resource stands and the evidence that put it there. */
 export const ResourceHealth = Schema.Struct({
-  resourceId: Schema.String,
+  resourceId: ResourceId,
   status: ServiceStatus,
   verificationLevel: Schema.Int,
   transitions: Schema.Array(StatusTransition),
@@ -139,7 +140,7 @@ export type HistoryHour = typeof HistoryHour.Type
 
 /** A resource's probes hour by hour, oldest first: only hours that hold probes. */
 export const ResourceHistory = Schema.Struct({
-  resourceId: Schema.String,
+  resourceId: ResourceId,
   hours: Schema.Array(HistoryHour)
 }).annotations({ identifier: "ResourceHistory" })
 export type ResourceHistory = typeof ResourceHistory.Type

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { ResourceId } from "./ids.js"
 import { PaymentScheme, StellarNetwork } from "./stellar.js"
 
 const Ratio = Schema.Number.pipe(Schema.between(0, 1))
@@ -50,7 +51,7 @@ export type PolicyReason = typeof PolicyReason.Type
 
 export const PolicyEvaluateRequest = Schema.Struct({
   policy: AgentPolicy,
-  resourceId: Schema.String.pipe(Schema.minLength(1)),
+  resourceId: ResourceId.pipe(Schema.minLength(1)),
   optionIndex: Schema.optional(Schema.Int.pipe(Schema.nonNegative()))
 }).annotations({ identifier: "PolicyEvaluateRequest" })
 export type PolicyEvaluateRequest = typeof PolicyEvaluateRequest.Type
@@ -58,7 +59,7 @@ export type PolicyEvaluateRequest = typeof PolicyEvaluateRequest.Type
 export const PolicyEvaluation = Schema.Struct({
   decision: PolicyDecision,
   reasons: Schema.Array(PolicyReason),
-  resourceId: Schema.String,
+  resourceId: ResourceId,
   /** The option judged; null when the resource offers none (DENY, NO_PAYMENT_OPTION). */
   optionIndex: Schema.NullOr(Schema.Int),
   evaluatedAt: Schema.String

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { ReceiptId, ResourceId } from "./ids.js"
 import { AgentPolicy } from "./policy.js"
 import { OptimizeFor } from "./routes.js"
 import { BaseUnits, Capability, PaymentScheme, StellarNetwork } from "./stellar.js"
@@ -47,17 +48,17 @@ export type SellerReceipt = typeof SellerReceipt.Type
 
 export const ReceiptRouting = Schema.Struct({
   optimizeFor: OptimizeFor,
-  selectedResourceId: Schema.String,
+  selectedResourceId: ResourceId,
   optionIndex: Schema.Int,
   score: Schema.Number,
-  fallbacks: Schema.Array(Schema.String),
+  fallbacks: Schema.Array(ResourceId),
   rejectedCount: Schema.Int,
   decidedAt: Schema.String
 }).annotations({ identifier: "ReceiptRouting" })
 
 /** The service the buyer used: the routing selection or one of its fallbacks. */
 export const ReceiptService = Schema.Struct({
-  resourceId: Schema.String,
+  resourceId: ResourceId,
   providerId: Schema.String,
   name: Schema.String,
   url: Schema.String,
@@ -74,7 +75,7 @@ export const ReceiptResponse = Schema.Struct({
 }).annotations({ identifier: "ReceiptResponse" })
 
 export const CommerceReceipt = Schema.Struct({
-  receiptId: Schema.String,
+  receiptId: ReceiptId,
   request: ReceiptRequest,
   routing: ReceiptRouting,
   service: ReceiptService,
@@ -91,7 +92,7 @@ export type CommerceReceipt = typeof CommerceReceipt.Type
 
 export const CreateReceiptRequest = Schema.Struct({
   request: ReceiptRequest,
-  resourceId: Schema.optional(Schema.String),
+  resourceId: Schema.optional(ResourceId),
   payment: Schema.Struct({
     network: StellarNetwork,
     scheme: PaymentScheme,
@@ -111,7 +112,7 @@ export const CreateReceiptRequest = Schema.Struct({
 export type CreateReceiptRequest = typeof CreateReceiptRequest.Type
 
 export const ReceiptVerification = Schema.Struct({
-  receiptId: Schema.String,
+  receiptId: ReceiptId,
   valid: Schema.Boolean,
   algorithm: Schema.Literal("ed25519", "hmac-sha256", "unknown"),
   signer: Schema.NullOr(Schema.String),

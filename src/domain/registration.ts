@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { ResourceId } from "./ids.js"
 import { HttpMethod } from "./resources.js"
 
 /** `POST /v1/resources/register`: an origin to read for routes, one route URL, or (`type: "mcp"`) an MCP server's endpoint. */
@@ -46,7 +47,7 @@ export const RegisteredRoute = Schema.Struct({
   toolName: Schema.optional(Schema.String),
   outcome: RegistrationOutcome,
   /** The catalog id, when the route is (or already was) in the catalog. */
-  resourceId: Schema.NullOr(Schema.String),
+  resourceId: Schema.NullOr(ResourceId),
   detail: Schema.NullOr(Schema.String)
 }).annotations({ identifier: "RegisteredRoute" })
 export type RegisteredRoute = typeof RegisteredRoute.Type

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { ResourceId } from "./ids.js"
 import { McpTool } from "./mcp.js"
 import { Cursor, PAGE_LIMITS } from "./pagination.js"
 import { BaseUnits, Capability, PaymentScheme, StellarAddress, StellarNetwork } from "./stellar.js"
@@ -52,7 +53,7 @@ export const Provider = Schema.Struct({
 export type Provider = typeof Provider.Type
 
 export const ResourceInfo = Schema.Struct({
-  id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  id: ResourceId.pipe(Schema.minLength(1), Schema.maxLength(200)),
   type: ResourceType,
   name: Schema.String,
   description: Schema.String,

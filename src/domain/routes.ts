@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { ResourceId } from "./ids.js"
 import { ResourceMetrics } from "./metrics.js"
 import { PAGE_LIMITS } from "./pagination.js"
 import { AgentPolicy, PolicyReason } from "./policy.js"
@@ -21,7 +22,7 @@ export type RouteRequest = typeof RouteRequest.Type
 
 export const RankedCandidate = Schema.Struct({
   rank: Schema.Int,
-  resourceId: Schema.String,
+  resourceId: ResourceId,
   providerId: Schema.String,
   optionIndex: Schema.Int,
   option: ResourcePaymentOption,
@@ -32,7 +33,7 @@ export const RankedCandidate = Schema.Struct({
 export type RankedCandidate = typeof RankedCandidate.Type
 
 export const RejectedCandidate = Schema.Struct({
-  resourceId: Schema.String,
+  resourceId: ResourceId,
   providerId: Schema.String,
   optionIndex: Schema.NullOr(Schema.Int),
   /** INSUFFICIENT_DATA when only missing or stale evidence rejects it (a probe may change that), else DENY. */

@@ -1,3 +1,4 @@
+import type { PaymentId, PrincipalId, SettlementId } from "./ids.js"
 import type { SettlementRecord } from "./x402.js"
 
 export type SettlementState = SettlementRecord["state"]
@@ -13,14 +14,14 @@ export interface StoredAnswer {
 
 /** A settlement about to be journaled `pending`, with what it reserves. */
 export interface NewEntry {
-  readonly id: string
+  readonly id: SettlementId
   /** The client's `Idempotency-Key`, scoped to `principal`; undefined when it sent none. */
   readonly idempotencyKey: string | undefined
   /** The signed transaction's hash: what identifies the payment. */
-  readonly paymentId: string
+  readonly paymentId: PaymentId
   /** Hash of what was asked of the payment: its id and the requirements. */
   readonly requestHash: string
-  readonly principal: string
+  readonly principal: PrincipalId
   readonly payer: string
   readonly network: string
   readonly scheme: string
@@ -73,7 +74,7 @@ export interface WindowUsage {
  * - Refused: the budgets refused it; nothing was written.
  */
 export type Reservation<Refusal> =
-  | { readonly _tag: "Reserved"; readonly id: string }
+  | { readonly _tag: "Reserved"; readonly id: SettlementId }
   | ({ readonly _tag: "Existing" } & FoundEntry)
   | { readonly _tag: "Refused"; readonly error: Refusal }
 

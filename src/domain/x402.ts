@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { PrincipalId, SettlementId } from "./ids.js"
 import { JsonObject } from "./json.js"
 import { AgentPolicy } from "./policy.js"
 import { BaseUnits, ContractId, PaymentScheme, StellarAddress, StellarNetwork } from "./stellar.js"
@@ -168,10 +169,10 @@ export const FacilitatorsResponse = Schema.Struct({
 export const SettlementState = Schema.Literal("pending", "settled", "failed", "indeterminate")
 
 export const SettlementRecord = Schema.Struct({
-  id: Schema.String,
+  id: SettlementId,
   idempotencyKey: Schema.String,
   state: SettlementState,
-  principal: Schema.String,
+  principal: PrincipalId,
   network: Schema.String,
   scheme: Schema.String,
   payTo: Schema.String,

@@ -6,6 +6,7 @@ import type { CatalogEntry } from "../domain/resources.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { type BazaarStatus, hasBazaar, readBazaar, rejected } from "./bazaar.js"
 import { SchemaValidator } from "./SchemaValidator.js"
+import { PrincipalId } from "../domain/ids.js"
 
 /**
  * How long the answer of a paid request waits for the catalog write of its bazaar extension
@@ -63,7 +64,7 @@ const make = Effect.gen(function* () {
       const atUrl = yield* resources.byUrls([entry.resource.url])
       if (atUrl.some((r) => r.source !== "bazaar" && r.source !== "validate")) return rejected("the URL is catalogued by another source")
       if (atUrl.some((r) => r.id === entry.resource.id)) return rejected("an entry for this URL and payee is catalogued already; it is not rewritten")
-      const { refused } = yield* admitted(resources, config.ingestion, "bazaar", [{ item: entry, keys: quotaKeys(entry, payer) }])
+      const { refused } = yield* admitted(resources, config.ingestion, "bazaar", [{ item: entry, keys: quotaKeys(entry, PrincipalId.make(payer)) }])
       if (refused[0] !== undefined) return rejected(`quota: ${refused[0].reason}`)
       yield* resources.insertUnlisted(entry, "bazaar", {
         actor: payer,

@@ -6,6 +6,7 @@ import { serviceMetadataOf } from "../domain/serviceMetadata.js"
 import type { SupportedAsset } from "../domain/x402.js"
 import { readMcpTool } from "../domain/mcp.js"
 import { schemaRefusal } from "./schemaGuard.js"
+import { ResourceId } from "../domain/ids.js"
 
 /**
  * The x402 `bazaar` extension (specs/extensions/bazaar.md in the x402 repository) as a facilitator
@@ -49,7 +50,7 @@ const text = (value: unknown, max: number) => (typeof value === "string" ? value
  * payee, hashed. A second seller of one URL is a second entry, never a rewrite of the first.
  */
 export const bazaarId = (url: string, payTo: string, tool?: string) =>
-  `bazaar-${createHash("sha256").update(JSON.stringify([url, payTo, tool ?? null])).digest("hex").slice(0, 16)}`
+  ResourceId.make(`bazaar-${createHash("sha256").update(JSON.stringify([url, payTo, tool ?? null])).digest("hex").slice(0, 16)}`)
 
 /** Whether a payment carries the bazaar extension at all; nothing of it is read. */
 export const hasBazaar = (paymentPayload: unknown): boolean =>

@@ -1,5 +1,6 @@
-import { Either } from "effect"
+import { Either, Schema } from "effect"
 import { InvalidRequest } from "../domain/errors.js"
+import { PaymentIdentifier } from "../domain/ids.js"
 
 /**
  * The x402 `payment-identifier` extension (specs/extensions/payment_identifier.md in the x402
@@ -8,8 +9,7 @@ import { InvalidRequest } from "../domain/errors.js"
  */
 export const PAYMENT_IDENTIFIER = "payment-identifier"
 
-/** 16 to 128 characters of letters, digits, `_` and `-`, as the extension defines the id. */
-const ID_PATTERN = /^[a-zA-Z0-9_-]{16,128}$/
+const isPaymentIdentifier = Schema.is(PaymentIdentifier)
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
@@ -31,7 +31,7 @@ const invalid = (message: string) => new InvalidRequest({ message: `paymentPaylo
 export const paymentIdentifierOf = (request: {
   readonly paymentPayload: unknown
   readonly paymentRequirements: unknown
-}): Either.Either<string | undefined, InvalidRequest> => {
+}): Either.Either<PaymentIdentifier | undefined, InvalidRequest> => {
   const extension = extensionOf(request.paymentPayload)
   const required = requiredIn(extension) || requiredIn(extensionOf(request.paymentRequirements))
   if (extension === undefined) {
@@ -42,7 +42,7 @@ export const paymentIdentifierOf = (request: {
   if (id === undefined) {
     return required ? Either.left(invalid("info.required is true, so info.id must be sent")) : Either.right(undefined)
   }
-  if (typeof id !== "string" || !ID_PATTERN.test(id)) {
+  if (!isPaymentIdentifier(id)) {
     return Either.left(invalid("info.id must be 16 to 128 characters of letters, digits, '_' and '-'"))
   }
   return Either.right(id)

@@ -3,20 +3,21 @@ import { createHash, timingSafeEqual } from "node:crypto"
 import { AppConfig, type ApiKeyEntry } from "../config.js"
 import { Unauthorized } from "../domain/errors.js"
 import { ApiKeyAuth } from "../contract/auth.js"
+import { PrincipalId } from "../domain/ids.js"
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest()
 
 /** What `apiKeys[].sha256` holds for a key: `sextant keys hash` prints it, and lookups compare it. */
 export const apiKeyHash = (key: string) => sha256(key).toString("hex")
 
-type KeyPrincipal = { readonly id: string; readonly role: "operator" | "buyer" }
+type KeyPrincipal = { readonly id: PrincipalId; readonly role: "operator" | "buyer" }
 
 /**
  * The principal whose configured key `token` is, or null. Keys are stored only as sha256; every
  * listed hash is compared in constant time, so timing reveals nothing.
  */
 export const keyLookup = (apiKeys: ReadonlyArray<ApiKeyEntry>) => {
-  const entries = apiKeys.map((k) => ({ principal: k.principal, role: k.role ?? "buyer", digest: Buffer.from(k.sha256, "hex") }))
+  const entries = apiKeys.map((k) => ({ principal: PrincipalId.make(k.principal), role: k.role ?? "buyer", digest: Buffer.from(k.sha256, "hex") }))
   return (token: string): KeyPrincipal | null => {
     const presented = sha256(token)
     let principal: KeyPrincipal | null = null
@@ -50,5 +51,5 @@ export const ApiKeyAuthLive = Layer.effect(
 
 /** The operator's own local process (the MCP server on stdio): trusted, named, never keyed, an operator. */
 export const LocalOperatorAuth = Layer.succeed(ApiKeyAuth, {
-  bearer: () => Effect.succeed({ id: "local-operator", role: "operator" as const })
+  bearer: () => Effect.succeed({ id: PrincipalId.make("local-operator"), role: "operator" as const })
 })

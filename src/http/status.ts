@@ -11,6 +11,7 @@ import { pageRefusal, parseCatalogQuery, StatusReader } from "../status/StatusRe
 import { STYLESHEET } from "../status/style.js"
 import { ApiKeyAuth } from "../contract/auth.js"
 import { ApiKeyAuthLive } from "./authLive.js"
+import { ResourceId } from "../domain/ids.js"
 
 /** The status pages' paths, for route-template labels and span names. */
 export const STATUS_ROUTES = ["/", "/status", STYLE_PATH, "/status/resources/:id"] as const
@@ -64,7 +65,7 @@ export const StatusRoutesLive = HttpApiBuilder.Router.use((router) =>
 
     const resource = Effect.gen(function* () {
       const { id } = yield* HttpRouter.params
-      return page(resourcePage(yield* reader.resource(id ?? "")))
+      return page(resourcePage(yield* reader.resource(ResourceId.make(id ?? ""))))
     }).pipe(
       Effect.catchIf(
         (e): e is NotFound => e instanceof NotFound,

@@ -1,5 +1,6 @@
 import * as FindMyWay from "find-my-way-ts"
 import type { LimitsConfig } from "../config.js"
+import type { PrincipalId } from "../domain/ids.js"
 
 /** The endpoint groups with a rate limit: each costs this service (or a third party) real work. */
 export type LimitedGroup = "validate" | "register" | "receipts" | "verify" | "settle"
@@ -29,7 +30,7 @@ export const limitedGroupOf = (method: string, url: string): LimitedGroup | unde
  * else the client's address. An unknown key counts against the address, so guessing keys is
  * limited like anything else.
  */
-export const limitKey = (group: LimitedGroup, principal: string | null, address: string) =>
+export const limitKey = (group: LimitedGroup, principal: PrincipalId | null, address: string) =>
   principal === null ? `${group}:addr:${address}` : `${group}:key:${principal}`
 
 /**

@@ -20,13 +20,14 @@ import { signReceipt, verifyWithSigner } from "./receipt.js"
 import { sellerReceiptRefusal } from "../extensions/offerReceipt.js"
 import { Signer, type SignerShape } from "./Signer.js"
 import { Instruments } from "../telemetry/Instruments.js"
+import { ReceiptId } from "../domain/ids.js"
 
 export interface ReceiptServiceShape {
   /** Routes the purchase, signs the receipt, stores it durably and reports a transaction as evidence. */
   readonly create: (request: CreateReceiptRequest) => Effect.Effect<CommerceReceipt, InvalidRequest | NoEligibleProvider | PaymentMismatch>
-  readonly get: (id: string) => Effect.Effect<CommerceReceipt, NotFound>
+  readonly get: (id: ReceiptId) => Effect.Effect<CommerceReceipt, NotFound>
   /** The stored receipt checked against the live signer: the only check an HMAC receipt can get. */
-  readonly verify: (id: string) => Effect.Effect<ReceiptVerification, NotFound>
+  readonly verify: (id: ReceiptId) => Effect.Effect<ReceiptVerification, NotFound>
   readonly signer: () => Effect.Effect<SignerDisclosure>
 }
 
@@ -74,7 +75,7 @@ const make = Effect.gen(function* () {
   // receipts for one transaction posted at once still count it once.
   const transactionLock = yield* Effect.makeSemaphore(1)
 
-  const stored = (id: string) =>
+  const stored = (id: ReceiptId) =>
     receipts.get(id).pipe(
       Effect.flatMap(Option.match({ onNone: () => Effect.fail(notFound("receipt", id)), onSome: Effect.succeed }))
     )
@@ -104,7 +105,7 @@ const make = Effect.gen(function* () {
       const paid = yield* paidOption(payment, resource, chosen, decision.policy, policyContext(config, now))
       const timestamp = now.toISOString()
       const body = receiptBody({
-        receiptId: `rcpt_${randomUUID()}`,
+        receiptId: ReceiptId.make(`rcpt_${randomUUID()}`),
         timestamp,
         request: request.request,
         decision,

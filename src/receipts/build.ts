@@ -7,6 +7,7 @@ import type { ResourcePaymentOption, ResourceRecord } from "../domain/resources.
 import type { RankedCandidate, RouteDecision } from "../domain/routes.js"
 import { evaluatePolicy, OPTION_CODES, type PolicyContext } from "../policy/evaluate.js"
 import type { UnsignedReceipt } from "./receipt.js"
+import type { ReceiptId, ResourceId } from "../domain/ids.js"
 
 /** 422 `NO_ELIGIBLE_PROVIDER`, SPEC "Errors". */
 export const noEligibleProvider = (message: string) => new NoEligibleProvider({ message })
@@ -23,7 +24,7 @@ export interface EligibleChoice {
  */
 export const eligibleCandidate = (
   decision: RouteDecision,
-  resourceId: string | undefined
+  resourceId: ResourceId | undefined
 ): Either.Either<EligibleChoice, NoEligibleProvider> => {
   const { selected } = decision
   if (selected === null) {
@@ -195,7 +196,7 @@ export const paidOption = (
 }
 
 export interface ReceiptFacts extends EligibleChoice {
-  readonly receiptId: string
+  readonly receiptId: ReceiptId
   readonly timestamp: string
   readonly request: CreateReceiptRequest["request"]
   readonly decision: RouteDecision

@@ -61,6 +61,7 @@ import { judgeBudgets } from "./budgets.js"
 import { type NamedPolicy, paidUrlOf, paymentDenial, paymentOption, payeeDenial, type SettleTerms, transferMismatch, worstCaseUnits } from "./rules.js"
 import { termsOf } from "./terms.js"
 import { decodePayment, type PayerAuthorization, type Transfer } from "./transfer.js"
+import { type PaymentId, PrincipalId, type ResourceId, SettlementId } from "../domain/ids.js"
 
 type SettleAnswer = typeof SettleResponse.Type
 
@@ -71,7 +72,7 @@ export interface SettleInput {
   /** The `Idempotency-Key` header, when sent. */
   readonly idempotencyKey: string | undefined
   /** The API key's principal; null in open mode, where the payer address (once its signature verified) is the principal. */
-  readonly principal: string | null
+  readonly principal: PrincipalId | null
 }
 
 /** Every refusal a settle can answer with, each its own code and status. */
@@ -107,11 +108,11 @@ export interface SettlementShape {
     input: SettleInput
   ) => Effect.Effect<{ readonly answer: SettleAnswer; readonly settledNow: boolean; readonly payer: string }, SettleError>
   /** One journal entry; another principal's entry is NotFound to an API-key principal, as a missing one. */
-  readonly get: (id: string, principal: string | null) => Effect.Effect<SettlementRecord, NotFound>
+  readonly get: (id: SettlementId, principal: PrincipalId | null) => Effect.Effect<SettlementRecord, NotFound>
   /** The journal, newest first, scoped like `get`. */
   readonly list: (
     query: { readonly state?: SettlementRecord["state"]; readonly before?: string; readonly limit?: number },
-    principal: string | null
+    principal: PrincipalId | null
   ) => Effect.Effect<ReadonlyArray<SettlementRecord>>
 }
 
@@ -122,7 +123,7 @@ export class Settlement extends Context.Tag("sextant/Settlement")<Settlement, Se
 }
 
 /** Open mode's one principal for payers no signature here proved (contract accounts): they share one budget. */
-const UNVERIFIED_PAYERS = "open:unverified-payer"
+const UNVERIFIED_PAYERS = PrincipalId.make("open:unverified-payer")
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
 
@@ -147,10 +148,10 @@ interface Payment {
   readonly terms: SettleTerms
   readonly transfer: Transfer
   readonly authorization: PayerAuthorization | null
-  readonly paymentId: string
+  readonly paymentId: PaymentId
   /** Hash of what is asked of the payment: a repeat must ask the same, whatever wrapper it comes in. */
   readonly requestHash: string
-  readonly principal: string
+  readonly principal: PrincipalId
   /** The resource the payment says it pays for, if it names one: the payee is judged on it. */
   readonly paidUrl: string | undefined
 }
@@ -159,7 +160,7 @@ interface Payment {
  * How a 409 names the settlement it met: by id to its own principal only. Another principal's
  * settlement of the same payment is not named, since its id says nothing the caller may read.
  */
-const naming = (entry: JournalEntry, principal: string) =>
+const naming = (entry: JournalEntry, principal: PrincipalId) =>
   entry.principal === principal
     ? { entry: `settlement ${entry.id}`, record: ` (GET /x402/settlements/${entry.id})` }
     : { entry: "the settlement", record: "" }
@@ -168,7 +169,7 @@ const naming = (entry: JournalEntry, principal: string) =>
 const decodeAnswer = Schema.decodeUnknown(SettleResponse)
 
 /** A repeat of a journaled request: the stored answer, or 409 when there is none to give. */
-const replay = ({ entry, byKey }: FoundEntry, requestHash: string, principal: string) => {
+const replay = ({ entry, byKey }: FoundEntry, requestHash: string, principal: PrincipalId) => {
   const { entry: named, record } = naming(entry, principal)
   if (entry.requestHash !== requestHash) {
     return Effect.fail(
@@ -203,7 +204,7 @@ type ForwardRefusal = UnsupportedPaymentKind | FacilitatorsNotReady | NoHealthyF
 
 /** How a forwarding outcome is journaled and answered; `network` and `payer` fill a success the ledger proved. */
 const conclude = (
-  id: string,
+  id: SettlementId,
   outcome: SettleOutcome,
   network: string,
   payer: string
@@ -350,7 +351,7 @@ const make = Effect.gen(function* () {
    * The policies a settle must pass: the request's servicePolicy and, for an API-key principal,
    * the policy configured with its key (every entry of the principal that has one).
    */
-  const buyerPolicies = (servicePolicy: AgentPolicy, principal: string | null): ReadonlyArray<NamedPolicy> => [
+  const buyerPolicies = (servicePolicy: AgentPolicy, principal: PrincipalId | null): ReadonlyArray<NamedPolicy> => [
     { name: "servicePolicy", policy: servicePolicy },
     ...config.apiKeys.flatMap((k) =>
       k.principal === principal && k.policy !== undefined ? [{ name: `the policy of principal "${k.principal}"`, policy: k.policy }] : []
@@ -367,7 +368,7 @@ const make = Effect.gen(function* () {
       paymentRequirements: input.request.paymentRequirements
     })
     // Open mode keys budgets and idempotency on the payer only when its signature proved it.
-    const principal = input.principal ?? (payerVerified ? transfer.from : UNVERIFIED_PAYERS)
+    const principal = input.principal ?? (payerVerified ? PrincipalId.make(transfer.from) : UNVERIFIED_PAYERS)
     return { terms, transfer, authorization, paymentId, requestHash, principal, paidUrl: paidUrlOf(input.request) } satisfies Payment
   })
 
@@ -438,7 +439,7 @@ const make = Effect.gen(function* () {
   ) {
     const worst = worstCaseUnits(payment.terms, payment.transfer)
     const entry = {
-      id: randomUUID(),
+      id: SettlementId.make(randomUUID()),
       idempotencyKey,
       paymentId: payment.paymentId,
       requestHash: payment.requestHash,
@@ -462,7 +463,7 @@ const make = Effect.gen(function* () {
    * for the ledger to confirm the transaction moves exactly the signed transfer; a `success: false`
    * counts against them. Stored in the transaction of the journal's outcome (one commit for both).
    */
-  const evidenceOf = (completion: Completion, payment: Payment, atMs: number, resourceId: string | null): EconomicEvent => ({
+  const evidenceOf = (completion: Completion, payment: Payment, atMs: number, resourceId: ResourceId | null): EconomicEvent => ({
     source: "settlement",
     resourceId,
     payTo: payment.terms.payTo,
@@ -474,7 +475,7 @@ const make = Effect.gen(function* () {
   })
 
   /** The buyer's answer never waits on the evidence failing: it is logged. */
-  const logEvidenceFailure = (id: string, payment: Payment) => (cause: Cause.Cause<unknown>) =>
+  const logEvidenceFailure = (id: SettlementId, payment: Payment) => (cause: Cause.Cause<unknown>) =>
     Effect.as(Effect.logError(`settlement ${id}: answered, but recording it as evidence for payee ${payment.terms.payTo} failed`, cause), false)
 
   /** The payment as the ledger can recognise it; null without an address-credential authorisation of the payer. */
@@ -525,7 +526,7 @@ const make = Effect.gen(function* () {
   }
 
   /** The deadline and the ledger reads that make settle failover safe (FacilitatorPool's SettleGuard). */
-  const guardOf = (id: string, payment: Payment, startedMs: number): SettleGuard => ({
+  const guardOf = (id: SettlementId, payment: Payment, startedMs: number): SettleGuard => ({
     deadlineMs: startedMs + deadlineMs,
     ledgerReserveMs,
     verdict: (withinMs) => ledgerVerdict(payment, Math.min(withinMs, ledgerReserveMs)),
@@ -560,7 +561,7 @@ const make = Effect.gen(function* () {
     })
 
   /** Step 9: Spent nonce: a reservation released because its nonce is spent; nothing was forwarded, so nothing is charged. */
-  const refuseSpent = Effect.fn("Settlement.refuseSpent")(function* (id: string, payment: Payment) {
+  const refuseSpent = Effect.fn("Settlement.refuseSpent")(function* (id: SettlementId, payment: Payment) {
     const error = new NonceAlreadyConsumed({
       message: `the payer's authorisation nonce ${payment.authorization?.nonce} is already consumed on the ledger: this signed ` +
         "payment was executed before or its nonce spent otherwise, so it cannot settle; it was not forwarded"
@@ -586,7 +587,7 @@ const make = Effect.gen(function* () {
    * indeterminate, by the next restart. The backend timeouts inside still apply. It is counted as
    * in flight, so a graceful shutdown waits for its outcome to be journaled.
    */
-  const forward = (id: string, request: SettleRequest, payment: Payment, startedMs: number) =>
+  const forward = (id: SettlementId, request: SettleRequest, payment: Payment, startedMs: number) =>
     recordOutcome(id, payment, pool.settle(stockBody(request), payment.terms.network, payment.terms.scheme, guardOf(id, payment, startedMs))).pipe(
       Effect.withSpan("Settlement.forward")
     )
@@ -606,7 +607,7 @@ const make = Effect.gen(function* () {
    * answer), with the evidence. A `pending` completion is no evidence either way: the payee is
    * judged once the payment is confirmed or known unpaid.
    */
-  const recordOutcome = (id: string, payment: Payment, decide: Effect.Effect<SettleOutcome>) => {
+  const recordOutcome = (id: SettlementId, payment: Payment, decide: Effect.Effect<SettleOutcome>) => {
     const run = Effect.gen(function* () {
       // The resource the evidence is about is read while the backend works, off the answer's path.
       const named = yield* Effect.fork(namedResource(payment))
@@ -740,13 +741,13 @@ const make = Effect.gen(function* () {
 
   /** API-key principals, who may read only their own settlements; the open mode reads any. */
   const keyPrincipals = new Set(config.apiKeys.map((k) => k.principal))
-  const readsAll = (principal: string | null) => principal === null || !keyPrincipals.has(principal)
+  const readsAll = (principal: PrincipalId | null) => principal === null || !keyPrincipals.has(principal)
 
   /**
    * One journal entry for `GET /x402/settlements/{id}`. Another principal's entry is 404 to an
    * API-key principal, exactly as a missing one, so ids of others' payments cannot be probed.
    */
-  const get = Effect.fn("Settlement.get")(function* (id: string, principal: string | null) {
+  const get = Effect.fn("Settlement.get")(function* (id: SettlementId, principal: PrincipalId | null) {
     const entry = yield* journal.get(id)
     return Option.isSome(entry) && (readsAll(principal) || entry.value.principal === principal)
       ? toRecord(entry.value, decimals, yield* journal.history(id))
@@ -756,7 +757,7 @@ const make = Effect.gen(function* () {
   /** The journal for reconciliation (e.g. every `indeterminate` entry), newest first, scoped like `get`. */
   const list = Effect.fn("Settlement.list")(function* (
     query: { readonly state?: SettlementRecord["state"]; readonly before?: string; readonly limit?: number },
-    principal: string | null
+    principal: PrincipalId | null
   ) {
     const entries = yield* journal.list({
       limit: query.limit ?? 50,

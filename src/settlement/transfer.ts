@@ -5,6 +5,7 @@ import { DelegatedCredentialsRefused, InvalidPayerSignature, MalformedPaymentTra
 import { networkPassphrase, type StellarNetwork } from "../domain/stellar.js"
 import { addressAuthorization, refusedForm } from "../ledger/authEntries.js"
 import { payerSignatureValid } from "./payerSignature.js"
+import { PaymentId } from "../domain/ids.js"
 
 /** The SEP-41 `transfer(from, to, amount)` a Stellar `exact` payload would execute. */
 export interface Transfer {
@@ -38,7 +39,7 @@ export interface DecodedPayment {
    * computed from the decoded transaction, so every wrapper of one signed transaction (another
    * `resource`, added `extensions`, whitespace or line breaks in the base64) is the same payment.
    */
-  readonly paymentId: string
+  readonly paymentId: PaymentId
   readonly transfer: Transfer
   /**
    * The payer's Soroban authorisation of the transfer: its nonce and the last ledger it is valid
@@ -152,7 +153,7 @@ export const decodePayment = (transactionXdr: string, network: StellarNetwork): 
     )
   }
   return Either.right({
-    paymentId: v1TransactionHash(bytes, envelope.v1, network),
+    paymentId: PaymentId.make(v1TransactionHash(bytes, envelope.v1, network)),
     transfer: { asset: Address.fromScAddress(call.contractAddress).toString(), from, to, amount },
     authorization: signed === null ? null : { nonce: signed.nonce.toString(), expirationLedger: signed.expirationLedger },
     payerVerified: signature === true

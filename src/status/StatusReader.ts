@@ -15,6 +15,7 @@ import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { windowMs } from "../verification/metrics.js"
 import { FacilitatorPool } from "../x402/FacilitatorPool.js"
 import { windowSeries, type WindowSeries } from "./series.js"
+import type { ResourceId } from "../domain/ids.js"
 
 export const PAGE_SIZE = 50
 const RECENT_OBSERVATIONS = 20
@@ -22,7 +23,7 @@ const JOURNAL_SHOWN = 50
 
 export interface StatusReaderShape {
   readonly catalog: (query: CatalogQuery) => Effect.Effect<CatalogView>
-  readonly resource: (id: string) => Effect.Effect<ResourceView, NotFound>
+  readonly resource: (id: ResourceId) => Effect.Effect<ResourceView, NotFound>
   readonly facilitators: Effect.Effect<ReadonlyArray<FacilitatorStatus>>
   readonly journal: Effect.Effect<JournalView>
 }
@@ -139,7 +140,7 @@ const make = Effect.gen(function* () {
     } satisfies CatalogView
   })
 
-  const resource = Effect.fn("StatusReader.resource")(function* (id: string) {
+  const resource = Effect.fn("StatusReader.resource")(function* (id: ResourceId) {
     const detail: ResourceDetail = yield* discovery.get(id)
     const nowMs = yield* Clock.currentTimeMillis
     const inWindow = yield* observations.window(id, nowMs - window)
@@ -150,7 +151,7 @@ const make = Effect.gen(function* () {
       recent: recent.observations,
       windowHours: verification.windowHours
     } satisfies ResourceView
-  }) as (id: string) => Effect.Effect<ResourceView, NotFound>
+  }) as (id: ResourceId) => Effect.Effect<ResourceView, NotFound>
 
   const lines = (entries: ReadonlyArray<JournalEntry>) =>
     Effect.forEach(entries, (entry) => Effect.map(journal.history(entry.id), (h): JournalLine => ({ entry, reason: latestReason(h) })))

@@ -1,4 +1,5 @@
 import { SqlClient, type Statement } from "@effect/sql"
+import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Schema } from "effect"
 import { ServiceStatus } from "../domain/resources.js"
 import { decodeRows, repository, SqlNumber } from "./repository.js"
@@ -38,7 +39,7 @@ export interface TableQuery {
 
 /** One row of the table as the store holds it; current metrics come from the evidence reader. */
 export interface TableRow {
-  readonly id: string
+  readonly id: ResourceId
   readonly name: string
   readonly providerName: string
   readonly capabilities: ReadonlyArray<string>
@@ -49,14 +50,14 @@ export interface TableRow {
 }
 
 const PageRow = Schema.Struct({
-  id: Schema.String,
+  id: ResourceId,
   name: Schema.String,
   provider_name: Schema.String,
   price_usd: Schema.NullOr(SqlNumber),
   status: ServiceStatus,
   verification_level: SqlNumber
 })
-const CapabilityRow = Schema.Struct({ resource_id: Schema.String, capability: Schema.String })
+const CapabilityRow = Schema.Struct({ resource_id: ResourceId, capability: Schema.String })
 const CountRow = Schema.Struct({ status: ServiceStatus, verification_level: SqlNumber, n: SqlNumber })
 const decodePage = decodeRows(PageRow)
 const decodeCapabilities = decodeRows(CapabilityRow)

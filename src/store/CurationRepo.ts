@@ -1,4 +1,5 @@
 import { SqlClient } from "@effect/sql"
+import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { Curation, CurationAction, CurationActionKind } from "../domain/curation.js"
 import { CatalogChanges, resourcesChanged } from "./CatalogChanges.js"
@@ -13,7 +14,7 @@ const QuarantineRow = Schema.Struct({
 })
 const ListingChangeRow = Schema.Struct({ listed: SqlFlag, actor: Schema.String, reason: Schema.String, at: Schema.String })
 const ActionRow = Schema.Struct({
-  resource_id: Schema.String,
+  resource_id: ResourceId,
   action: Schema.Literal("quarantine", "unquarantine", "list", "unlist", "delete"),
   actor: Schema.String,
   reason: Schema.String,
@@ -41,7 +42,7 @@ const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const changes = yield* CatalogChanges
 
-  const logAction = (resourceId: string, action: CurationActionKind, author: Author, detail: unknown = null) =>
+  const logAction = (resourceId: ResourceId, action: CurationActionKind, author: Author, detail: unknown = null) =>
     Effect.gen(function* () {
       const at = new Date()
       yield* sql`INSERT INTO operator_actions (id, resource_id, action, actor, reason, detail_json, at, at_ms)
@@ -50,11 +51,11 @@ const make = Effect.gen(function* () {
       return { resourceId, action, actor: author.actor, reason: author.reason, at: at.toISOString() } satisfies CurationAction
     })
 
-  const exists = (id: string) => sql<{ id: string }>`SELECT id FROM resources WHERE id = ${id}`.pipe(Effect.map((rows) => rows.length > 0))
+  const exists = (id: ResourceId) => sql<{ id: string }>`SELECT id FROM resources WHERE id = ${id}`.pipe(Effect.map((rows) => rows.length > 0))
 
   return repository("CurationRepo", {
     /** Sets (or replaces) the operator quarantine and logs it; none when no such resource exists. */
-    quarantine: (id: string, author: Author) =>
+    quarantine: (id: ResourceId, author: Author) =>
       Effect.gen(function* () {
         if (!(yield* exists(id))) return Option.none<CurationAction>()
         const action = yield* logAction(id, "quarantine", author)
@@ -65,7 +66,7 @@ const make = Effect.gen(function* () {
       }).pipe(sql.withTransaction),
 
     /** Lifts the operator quarantine and logs it (also when none was in force, so the request is on record). */
-    release: (id: string, author: Author) =>
+    release: (id: ResourceId, author: Author) =>
       Effect.gen(function* () {
         if (!(yield* exists(id))) return Option.none<CurationAction>()
         const action = yield* logAction(id, "unquarantine", author)
@@ -76,13 +77,13 @@ const make = Effect.gen(function* () {
       }).pipe(sql.withTransaction),
 
     /** Logs an operator's list or unlist (the change itself is `ResourcesRepo.setListed`). */
-    logListing: (id: string, listed: boolean, author: Author) => logAction(id, listed ? "list" : "unlist", author),
+    logListing: (id: ResourceId, listed: boolean, author: Author) => logAction(id, listed ? "list" : "unlist", author),
 
     /**
      * Deletes a resource that no file brings back, with its observations, metrics and transitions
      * (ON DELETE CASCADE); the log keeps what was deleted, by whom and why.
      */
-    remove: (id: string, author: Author) =>
+    remove: (id: ResourceId, author: Author) =>
       Effect.gen(function* () {
         const rows = yield* sql`SELECT source, url, quarantined_by, quarantine_reason, quarantined_at FROM resources WHERE id = ${id}`
         const found = (yield* decodeQuarantine(rows))[0]
@@ -95,7 +96,7 @@ const make = Effect.gen(function* () {
       }).pipe(sql.withTransaction),
 
     /** The quarantine in force and the newest listing change; none when no such resource exists. */
-    curationOf: (id: string) =>
+    curationOf: (id: ResourceId) =>
       Effect.gen(function* () {
         const quarantine = (yield* sql`SELECT source, quarantined_by, quarantine_reason, quarantined_at FROM resources WHERE id = ${id}`.pipe(
           Effect.flatMap(decodeQuarantine)
@@ -113,7 +114,7 @@ const make = Effect.gen(function* () {
       }),
 
     /** The operator actions about one resource, newest first (deleted resources included). */
-    actions: (resourceId: string, limit: number) =>
+    actions: (resourceId: ResourceId, limit: number) =>
       sql`SELECT resource_id, action, actor, reason, at FROM operator_actions WHERE resource_id = ${resourceId}
         ORDER BY id DESC LIMIT ${limit}`.pipe(
         Effect.flatMap(decodeActions),

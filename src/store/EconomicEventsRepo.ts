@@ -1,4 +1,5 @@
 import { SqlClient } from "@effect/sql"
+import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { EconomicEvent, EconomicEvidence, EconomicState, ExpectedTransfer, ProbeDetail } from "../domain/evidence.js"
 import { decodeRows, repository, SqlNumber } from "./repository.js"
@@ -45,7 +46,7 @@ const ProbeJson = Schema.parseJson(
 const EventRow = Schema.Struct({
   id: Schema.String,
   source: Schema.Literal("settlement", "receipt", "probe"),
-  resource_id: Schema.NullOr(Schema.String),
+  resource_id: Schema.NullOr(ResourceId),
   pay_to: Schema.NullOr(Schema.String),
   success: SqlNumber,
   transaction_hash: Schema.NullOr(Schema.String),
@@ -66,7 +67,7 @@ const decodeEvents = decodeRows(EventRow)
 /** A stored event still to be checked against the ledger. */
 export interface PendingEvent {
   readonly id: string
-  readonly resourceId: string | null
+  readonly resourceId: ResourceId | null
   readonly payTo: string | null
   readonly transactionHash: string
   readonly at: string
@@ -117,7 +118,7 @@ const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
 
   /** Events about a resource: named by id, or naming none but paying one of its payees. */
-  const about = (resourceId: string, payTos: ReadonlyArray<string>) =>
+  const about = (resourceId: ResourceId, payTos: ReadonlyArray<string>) =>
     payTos.length === 0
       ? sql`resource_id = ${resourceId}`
       : sql`(resource_id = ${resourceId} OR (resource_id IS NULL AND ${sql.in("pay_to", payTos)}))`
@@ -127,7 +128,7 @@ const make = Effect.gen(function* () {
    * the one listed resource of. One transaction counts for one resource: a settle that named no
    * resource is no evidence about each of a payee's many.
    */
-  const countedFor = (resourceId: string, payTos: ReadonlyArray<string>) =>
+  const countedFor = (resourceId: ResourceId, payTos: ReadonlyArray<string>) =>
     payTos.length === 0
       ? sql`resource_id = ${resourceId}`
       : sql`(resource_id = ${resourceId} OR (resource_id IS NULL AND ${sql.in("pay_to", payTos)}
@@ -141,7 +142,7 @@ const make = Effect.gen(function* () {
    * ever confirmed (level 3 evidence), each only from enough distinct payers (countedPayments).
    * Pending and rejected events do not count. One query.
    */
-  const summary = (resourceId: string, payTos: ReadonlyArray<string>, sinceMs: number, minPayers: number) =>
+  const summary = (resourceId: ResourceId, payTos: ReadonlyArray<string>, sinceMs: number, minPayers: number) =>
     sql`
       SELECT COUNT(DISTINCT CASE WHEN at_ms >= ${sinceMs} AND state = 'confirmed' THEN transaction_hash END) AS successes,
              SUM(CASE WHEN at_ms >= ${sinceMs} AND state = 'failed' THEN 1 ELSE 0 END) AS failures,
@@ -173,7 +174,7 @@ const make = Effect.gen(function* () {
      * Another resource a transaction already counts for: an event with this hash, not rejected,
      * naming a resource other than `resourceId`. One transaction is evidence about one resource.
      */
-    claimedElsewhere: (transactionHash: string, resourceId: string | null) =>
+    claimedElsewhere: (transactionHash: string, resourceId: ResourceId | null) =>
       sql<{ resource_id: string }>`SELECT resource_id FROM economic_events
         WHERE transaction_hash = ${transactionHash} AND state <> 'rejected' AND resource_id IS NOT NULL
           ${resourceId === null ? sql`` : sql`AND resource_id <> ${resourceId}`}
@@ -184,7 +185,7 @@ const make = Effect.gen(function* () {
      * only those (few: most resources are never paid through this service) get their own summary.
      */
     summaries: (
-      about: ReadonlyArray<{ readonly resourceId: string; readonly payTos: ReadonlyArray<string> }>,
+      about: ReadonlyArray<{ readonly resourceId: ResourceId; readonly payTos: ReadonlyArray<string> }>,
       sinceMs: number,
       minPayers: number
     ) =>
@@ -221,7 +222,7 @@ const make = Effect.gen(function* () {
         WHERE id = ${id} AND state = 'pending'`.pipe(Effect.asVoid),
 
     /** The newest events about a resource, newest first, as shown with it. */
-    recent: (resourceId: string, payTos: ReadonlyArray<string>, limit: number) =>
+    recent: (resourceId: ResourceId, payTos: ReadonlyArray<string>, limit: number) =>
       sql`SELECT * FROM economic_events WHERE ${about(resourceId, payTos)} ORDER BY at_ms DESC, id DESC LIMIT ${limit}`.pipe(
         Effect.flatMap(decodeEvents),
         Effect.map((rows) => rows.map(toPublic))

@@ -1,4 +1,5 @@
 import { SqlClient } from "@effect/sql"
+import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { MetricsSnapshot, StoredStanding } from "../domain/metrics.js"
 import { ServiceStatus } from "../domain/resources.js"
@@ -6,7 +7,7 @@ import { CatalogChanges, resourcesChanged } from "./CatalogChanges.js"
 import { chunksOf, decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
 
 export const MetricsColumns = {
-  resource_id: Schema.String,
+  resource_id: ResourceId,
   availability: SqlNumber,
   payment_interface_success_rate: SqlNumber,
   transaction_success_rate: SqlNumber,
@@ -25,7 +26,7 @@ export const MetricsRow = Schema.Struct(MetricsColumns)
 
 /** A resource's status and level, LEFT JOINed with its metrics row: the row, or nulls when it was never measured. */
 const standingColumns = {
-  id: Schema.String,
+  id: ResourceId,
   status: ServiceStatus,
   verification_level: SqlNumber,
   quarantined_by: Schema.NullOr(Schema.String),
@@ -56,7 +57,7 @@ export const toSnapshot = (row: typeof MetricsRow.Type): MetricsSnapshot => ({
 
 const decodeMetrics = decodeRows(MetricsRow)
 const decodeStanding = decodeRows(StandingRow)
-const WindowRow = Schema.Struct({ resource_id: Schema.String, window_state: Schema.NullOr(Schema.String) })
+const WindowRow = Schema.Struct({ resource_id: ResourceId, window_state: Schema.NullOr(Schema.String) })
 const decodeWindows = decodeRows(WindowRow)
 
 /** The metric columns by name: reads leave out `window_state`, the writer's working state. */
@@ -163,7 +164,7 @@ const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const changes = yield* CatalogChanges
   return repository("MetricsRepo", {
-    get: (resourceId: string) =>
+    get: (resourceId: ResourceId) =>
       sql`SELECT * FROM resource_metrics WHERE resource_id = ${resourceId}`.pipe(
         Effect.flatMap(decodeMetrics),
         Effect.map((rows) => (rows[0] ? toSnapshot(rows[0]) : null))

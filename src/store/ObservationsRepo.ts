@@ -1,4 +1,5 @@
 import { SqlClient } from "@effect/sql"
+import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Schema } from "effect"
 import {
   type HourlyRollup,
@@ -12,7 +13,7 @@ import { isSortableId, timeCursor } from "./sortableId.js"
 
 const ObservationRow = Schema.Struct({
   id: Schema.String,
-  resource_id: Schema.String,
+  resource_id: ResourceId,
   observed_at: Schema.String,
   method: Schema.String,
   url: Schema.String,
@@ -119,7 +120,7 @@ const make = Effect.gen(function* () {
       ),
 
     /** Newest first; `cursor` from `observationCursor` returns only older observations. */
-    page: (resourceId: string, limit: number, cursor: string | null) =>
+    page: (resourceId: ResourceId, limit: number, cursor: string | null) =>
       Effect.gen(function* () {
         const rows = yield* sql`
           SELECT * FROM observations
@@ -132,7 +133,7 @@ const make = Effect.gen(function* () {
       }),
 
     /** One resource's observations taken at or after `sinceMs`: the metric window. */
-    window: (resourceId: string, sinceMs: number) =>
+    window: (resourceId: ResourceId, sinceMs: number) =>
       sql`
         SELECT * FROM observations WHERE resource_id = ${resourceId} AND observed_at_ms >= ${sinceMs}
         ORDER BY observed_at_ms, id`.pipe(Effect.flatMap(decodeObservations)),
@@ -150,7 +151,7 @@ const make = Effect.gen(function* () {
           ),
 
     /** Stores hours of resources' probes (an hour changed again replaces its row). */
-    upsertRollups: (rollups: ReadonlyArray<{ readonly resourceId: string; readonly rollup: HourlyRollup }>) =>
+    upsertRollups: (rollups: ReadonlyArray<{ readonly resourceId: ResourceId; readonly rollup: HourlyRollup }>) =>
       Effect.forEach(
         chunksOf(rollups, ROWS_PER_STATEMENT),
         (part) =>
@@ -175,7 +176,7 @@ const make = Effect.gen(function* () {
       ),
 
     /** A resource's stored hours starting at or after `fromMs` and before `toMs`, oldest first. */
-    rollups: (resourceId: string, fromMs: number, toMs: number) =>
+    rollups: (resourceId: ResourceId, fromMs: number, toMs: number) =>
       sql`SELECT hour_ms, probes, answered, healthy, price_matches, connect_failures, first_healthy_ms, latency_bins
         FROM observation_rollups WHERE resource_id = ${resourceId} AND hour_ms >= ${fromMs} AND hour_ms < ${toMs}
         ORDER BY hour_ms`.pipe(

@@ -1,8 +1,9 @@
 import { SqlClient } from "@effect/sql"
+import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Schema } from "effect"
 import { chunksOf, decodeRows, repository, SqlNumber } from "./repository.js"
 
-const ClaimRow = Schema.Struct({ resource_id: Schema.String, due_ms: SqlNumber })
+const ClaimRow = Schema.Struct({ resource_id: ResourceId, due_ms: SqlNumber })
 const decodeClaims = decodeRows(ClaimRow)
 
 /**
@@ -14,7 +15,7 @@ const laneValue = (lane: ProbeLane) => (lane === "trusted" ? 1 : 0)
 
 /** A resource claimed for probing: until `leaseUntilMs` no other instance takes it. */
 export interface Claim {
-  readonly resourceId: string
+  readonly resourceId: ResourceId
   readonly dueMs: number
 }
 
@@ -29,7 +30,7 @@ const make = Effect.gen(function* () {
      * once, moves one whose trust changed to its lane, and drops the range's schedule rows of
      * resources that are no longer probe targets.
      */
-    sync: (targets: ReadonlyArray<{ readonly id: string; readonly lane: ProbeLane }>, nowMs: number, afterId: string, upTo: string | null) =>
+    sync: (targets: ReadonlyArray<{ readonly id: ResourceId; readonly lane: ProbeLane }>, nowMs: number, afterId: string, upTo: string | null) =>
       Effect.gen(function* () {
         const range = upTo === null ? sql`resource_id > ${afterId}` : sql`resource_id > ${afterId} AND resource_id <= ${upTo}`
         const stored = yield* sql<{ resource_id: string; lane: unknown }>`SELECT resource_id, lane FROM probe_schedule WHERE ${range}`
@@ -45,7 +46,7 @@ const make = Effect.gen(function* () {
             yield* sql`UPDATE probe_schedule SET lane = ${laneValue(lane)} WHERE ${sql.in("resource_id", moved.slice(i, i + 500))}`
           }
         }
-        const ids = new Set(targets.map((t) => t.id))
+        const ids = new Set<string>(targets.map((t) => t.id))
         const gone = [...known.keys()].filter((id) => !ids.has(id))
         for (let i = 0; i < gone.length; i += 500) {
           yield* sql`DELETE FROM probe_schedule WHERE ${sql.in("resource_id", gone.slice(i, i + 500))}`
@@ -74,7 +75,7 @@ const make = Effect.gen(function* () {
      * `owner` still holds the lease: if it ran out and another instance took the resource, that
      * one's schedule stands. One statement per chunk of claims.
      */
-    complete: (owner: string, done: ReadonlyArray<{ readonly resourceId: string; readonly nextDueMs: number }>) =>
+    complete: (owner: string, done: ReadonlyArray<{ readonly resourceId: ResourceId; readonly nextDueMs: number }>) =>
       Effect.forEach(
         chunksOf(done, 500),
         (part) =>

@@ -1,4 +1,5 @@
 import { SqlClient } from "@effect/sql"
+import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Schema } from "effect"
 import { decodeRows, repository, SqlBigInt } from "./repository.js"
 import { sortableId } from "./sortableId.js"
@@ -17,7 +18,7 @@ const make = Effect.gen(function* () {
      * room for it; answers the reservation's id, or null when the budget would be exceeded. The
      * lock row first, so concurrent reservations (other processes too) run one after another.
      */
-    reserve: (resourceId: string, units: bigint, budgetUnits: bigint, nowMs: number) =>
+    reserve: (resourceId: ResourceId, units: bigint, budgetUnits: bigint, nowMs: number) =>
       sql.withTransaction(
         Effect.gen(function* () {
           yield* sql`UPDATE economic_probe_lock SET version = version + 1 WHERE id = 1`

@@ -1,4 +1,5 @@
 import { SqlClient } from "@effect/sql"
+import { ReceiptId, ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { CommerceReceipt } from "../domain/receipts.js"
 import { decodeRows, repository } from "./repository.js"
@@ -15,12 +16,12 @@ const make = Effect.gen(function* () {
         VALUES (${receipt.receiptId}, ${receipt.service.resourceId}, ${receipt.payment.transactionHash},
           ${receipt.signatureAlgorithm}, ${receipt.timestamp}, ${JSON.stringify(receipt)})`.pipe(Effect.asVoid),
     /** Whether a receipt for this resource already names this transaction. */
-    hasTransaction: (resourceId: string, transactionHash: string) =>
+    hasTransaction: (resourceId: ResourceId, transactionHash: string) =>
       sql<{ found: number }>`SELECT 1 AS found FROM receipts
         WHERE transaction_hash = ${transactionHash} AND resource_id = ${resourceId} LIMIT 1`.pipe(
         Effect.map((rows) => rows.length > 0)
       ),
-    get: (id: string) =>
+    get: (id: ReceiptId) =>
       sql`SELECT receipt FROM receipts WHERE id = ${id}`.pipe(
         Effect.flatMap(decodeStored),
         Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row): unknown => row.receipt))

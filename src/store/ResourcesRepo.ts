@@ -1,4 +1,5 @@
 import { SqlClient, type Statement } from "@effect/sql"
+import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
 import {
@@ -21,7 +22,7 @@ import { rankPage, SearchTuning, type SearchPosition, textQuery, writeSearchInde
 import { sortableId } from "./sortableId.js"
 
 const ResourceRow = Schema.Struct({
-  id: Schema.String,
+  id: ResourceId,
   provider_id: Schema.String,
   provider_name: Schema.String,
   provider_url: Schema.NullOr(Schema.String),
@@ -42,10 +43,10 @@ const ResourceRow = Schema.Struct({
   mcp_tool: Schema.NullOr(Schema.parseJson(McpTool))
 })
 
-const CapabilityRow = Schema.Struct({ resource_id: Schema.String, capability: Schema.String })
+const CapabilityRow = Schema.Struct({ resource_id: ResourceId, capability: Schema.String })
 
 const OptionRow = Schema.Struct({
-  resource_id: Schema.String,
+  resource_id: ResourceId,
   network: StellarNetwork,
   scheme: PaymentScheme,
   asset: Schema.String,
@@ -94,7 +95,7 @@ export interface ListingStep {
 
 /** A resource row reduced to what ingestion compares: where it came from and whether it is listed. */
 export interface SourcedRow {
-  readonly id: string
+  readonly id: ResourceId
   readonly url: string
   readonly source: string
   readonly listed: boolean
@@ -133,7 +134,7 @@ const CandidateRow = Schema.Struct({
   quarantined_by: Schema.NullOr(Schema.String),
   quarantine_reason: Schema.NullOr(Schema.String),
   quarantined_at: Schema.NullOr(Schema.String),
-  resource_id: Schema.NullOr(Schema.String)
+  resource_id: Schema.NullOr(ResourceId)
 })
 const decodeCandidates = decodeRows(CandidateRow)
 const decodeMetricsRows = decodeRows(Schema.NullOr(MetricsRow))
@@ -172,19 +173,21 @@ export interface RecordWithStanding {
 
 
 const StateRow = Schema.Struct({
-  id: Schema.String,
+  id: ResourceId,
   listed: SqlFlag,
   listing_hold: Schema.NullOr(ListingHold),
   unhealthy_since_ms: Schema.NullOr(SqlNumber)
 })
 const SourcedRowSchema = Schema.Struct({
-  id: Schema.String,
+  id: ResourceId,
   url: Schema.String,
   source: Schema.String,
   listed: SqlFlag,
   listing_hold: Schema.NullOr(ListingHold)
 })
 const decodeState = decodeRows(StateRow)
+const decodeTargets = decodeRows(Schema.Struct({ id: ResourceId, trusted: SqlFlag }))
+const decodeIds = decodeRows(Schema.Struct({ id: ResourceId }))
 const decodeSourced = decodeRows(SourcedRowSchema)
 const toSourced = (r: typeof SourcedRowSchema.Type): SourcedRow => ({
   id: r.id,
@@ -349,7 +352,7 @@ const make = Effect.gen(function* () {
   /** The hold a listing change leaves: none once listed, else the change's ("operator" by default). */
   const holdAfter = (listed: boolean, change: { readonly hold?: ListingHold | null }) => (listed ? null : (change.hold ?? "operator"))
 
-  const writeListing = (id: string, wasListed: boolean, listed: boolean, change: ListingChange) =>
+  const writeListing = (id: ResourceId, wasListed: boolean, listed: boolean, change: ListingChange) =>
     Effect.gen(function* () {
       const hold = holdAfter(listed, change)
       yield* sql`UPDATE resources SET listed = ${listed ? 1 : 0}, listing_hold = ${hold}, updated_at = ${now()} WHERE id = ${id}`
@@ -482,7 +485,7 @@ const make = Effect.gen(function* () {
   const forgetCatalogLoad = sql`DELETE FROM catalog_loads WHERE name = 'config'`
 
   /** Stored changes of listing, one statement for many resources. */
-  const recordListings = (moved: ReadonlyArray<{ id: string; listed: boolean }>, change: ListingChange) => {
+  const recordListings = (moved: ReadonlyArray<{ id: ResourceId; listed: boolean }>, change: ListingChange) => {
     if (moved.length === 0) return Effect.void
     const at = new Date()
     return sql`INSERT INTO listing_changes ${sql.insert(
@@ -586,23 +589,24 @@ const make = Effect.gen(function* () {
         ])
         const ranked = yield* rankPage(sql, text, where, after, limit, tuning)
         if (ranked.length === 0) return []
-        const records = new Map((yield* load(sql.in("r.id", ranked.map((r) => r.id)))).map((r) => [r.resource.id, r] as const))
+        const records = new Map<string, ResourceRecord>((yield* load(sql.in("r.id", ranked.map((r) => r.id)))).map((r) => [r.resource.id, r] as const))
         return ranked.flatMap(({ id, relevance }) => {
           const record = records.get(id)
           return record ? [{ record, relevance }] : []
         })
       }),
-    get: (id: string) => load(sql`r.id = ${id}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
+    get: (id: ResourceId) => load(sql`r.id = ${id}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     /** The records of `ids` that exist, by id. */
-    getMany: (ids: ReadonlyArray<string>) => (ids.length === 0 ? Effect.succeed([]) : load(sql.in("r.id", ids))),
+    getMany: (ids: ReadonlyArray<ResourceId>) => (ids.length === 0 ? Effect.succeed([]) : load(sql.in("r.id", ids))),
     /**
      * The ids of what the probe schedule visits (see probeTargets) after `afterId`, at most `limit`,
      * by id, each with its probe lane (trusted entries apart), without loading the records.
      */
     probeTargetIds: (afterId: string, limit: number) =>
-      sql<{ id: string; trusted: unknown }>`SELECT r.id, r.trusted FROM resources r
+      sql`SELECT r.id, r.trusted FROM resources r
         WHERE ${probeTargetRule} AND r.id > ${afterId} ORDER BY r.id LIMIT ${limit}`.pipe(
-        Effect.map((rows) => rows.map((r) => ({ id: r.id, lane: Number(r.trusted) === 1 ? ("trusted" as const) : ("open" as const) })))
+        Effect.flatMap(decodeTargets),
+        Effect.map((rows) => rows.map((r) => ({ id: r.id, lane: r.trusted ? ("trusted" as const) : ("open" as const) })))
       ),
     /** Since when each of `ids` has been unhealthy (absent: healthy, or no such resource). */
     unhealthySince: (ids: ReadonlyArray<string>) =>
@@ -632,8 +636,9 @@ const make = Effect.gen(function* () {
      * all of them; either way round it walked every resource paying the payee (1 ms at 1,000).
      */
     namedPayee: (url: string, payTo: string) =>
-      sql<{ id: string }>`SELECT r.id FROM resources r WHERE r.url = ${url} AND +r.listed = 1
+      sql`SELECT r.id FROM resources r WHERE r.url = ${url} AND +r.listed = 1
         AND EXISTS (SELECT 1 FROM payment_options o WHERE o.pay_to = ${payTo} AND o.resource_id = r.id) ORDER BY r.id LIMIT 1`.pipe(
+        Effect.flatMap(decodeIds),
         Effect.map((rows) => rows[0]?.id ?? null)
       ),
     /** The resource at `url` (with `toolName`: the one selling that MCP tool there; one server's tools share its URL), if any. */
@@ -655,7 +660,7 @@ const make = Effect.gen(function* () {
      * (default "operator": no probe lists it again) is set even when it was unlisted already.
      * False when no such resource exists.
      */
-    setListed: (id: string, listed: boolean, change: ListingChange) =>
+    setListed: (id: ResourceId, listed: boolean, change: ListingChange) =>
       Effect.gen(function* () {
         const rows = yield* sql<{ listed: unknown }>`SELECT listed FROM resources WHERE id = ${id}`
         if (rows[0] === undefined) return false
@@ -666,7 +671,7 @@ const make = Effect.gen(function* () {
      * An operator's listing vouches for the entry (docs/trust.md); unlisting takes that back, but
      * an entry of the catalog file stays trusted.
      */
-    setVouched: (id: string, vouched: boolean) =>
+    setVouched: (id: ResourceId, vouched: boolean) =>
       sql`UPDATE resources SET trusted = CASE WHEN source = 'config' THEN 1 ELSE ${vouched ? 1 : 0} END WHERE id = ${id}`.pipe(
         Effect.zipRight(changes.changed(catalogChanged))
       ),
@@ -676,7 +681,7 @@ const make = Effect.gen(function* () {
      * runs it in a transaction (the recorder's batch, after the observations) so an operator's
      * concurrent change is not lost. A resource probed twice in the batch is decided in order.
      */
-    afterProbes: (probes: ReadonlyArray<{ readonly id: string; readonly decide: (state: ListingState) => ListingStep }>, actor: string) =>
+    afterProbes: (probes: ReadonlyArray<{ readonly id: ResourceId; readonly decide: (state: ListingState) => ListingStep }>, actor: string) =>
       Effect.gen(function* () {
         if (probes.length === 0) return
         const rows = yield* sql`SELECT id, listed, listing_hold, unhealthy_since_ms FROM resources
@@ -786,7 +791,7 @@ const make = Effect.gen(function* () {
             WHERE ${sql.in("id", chunk.map((e) => e.resource.id))} AND listed = 0 AND listing_hold = 'source'`
         }
       }).pipe(sql.withTransaction),
-    setStatus: (id: string, status: ServiceStatus, level: number) =>
+    setStatus: (id: ResourceId, status: ServiceStatus, level: number) =>
       sql`UPDATE resources SET status = ${status}, verification_level = ${level}, updated_at = ${now()} WHERE id = ${id}`.pipe(
         Effect.zipRight(changes.changed(resourcesChanged([id])))
       )

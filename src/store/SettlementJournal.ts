@@ -13,6 +13,7 @@ import type {
 } from "../domain/settlements.js"
 import { mayReserveAgain } from "../domain/settlements.js"
 import { SettlementState } from "../domain/x402.js"
+import { PaymentId, PrincipalId, SettlementId } from "../domain/ids.js"
 import { atBoundary, decodeRows, repository, SqlBigInt, SqlNumber } from "./repository.js"
 import { sortableId } from "./sortableId.js"
 
@@ -40,12 +41,12 @@ const clientKey = (stored: string): string => {
 const BackendErrorsJson = Schema.parseJson(Schema.Array(Schema.Struct({ backendId: Schema.String, error: Schema.String })))
 
 const JournalRow = Schema.Struct({
-  id: Schema.String,
+  id: SettlementId,
   idempotency_key: Schema.String,
-  payment_hash: Schema.String,
+  payment_hash: PaymentId,
   request_hash: Schema.String,
   state: SettlementState,
-  principal: Schema.String,
+  principal: PrincipalId,
   payer: Schema.NullOr(Schema.String),
   network: Schema.String,
   scheme: Schema.String,
@@ -94,6 +95,7 @@ const toEntry = (row: JournalRow): JournalEntry => ({
 })
 
 const decodeJournal = decodeRows(JournalRow)
+const decodeIds = decodeRows(Schema.Struct({ id: SettlementId }))
 
 const TransitionRow = Schema.Struct({
   from_state: Schema.NullOr(SettlementState),
@@ -121,7 +123,7 @@ const make = Effect.gen(function* () {
   const UNRESOLVED = sql.literal("(state = 'indeterminate' OR (state = 'pending' AND transaction_hash IS NOT NULL))")
 
   /** Stores one change of an entry's state; every write of a state goes through here too. */
-  const transition = (id: string, from: SettlementTransition["from"], to: SettlementTransition["to"], reason: string, atMs: number) =>
+  const transition = (id: SettlementId, from: SettlementTransition["from"], to: SettlementTransition["to"], reason: string, atMs: number) =>
     sql`INSERT INTO settlement_transitions (id, settlement_id, from_state, to_state, reason, at_ms)
       VALUES (${sortableId("st", atMs)}, ${id}, ${from}, ${to}, ${reason}, ${atMs})`
 
@@ -141,7 +143,7 @@ const make = Effect.gen(function* () {
       return row === undefined ? Option.none<FoundEntry>() : Option.some<FoundEntry>({ entry: toEntry(row), byKey: byKey !== undefined })
     })
 
-  const usageSince = (principal: string, sinceMs: number) =>
+  const usageSince = (principal: PrincipalId, sinceMs: number) =>
     sql`SELECT
         SUM(CASE WHEN principal = ${principal} AND state <> 'failed' THEN worst_case_units ELSE 0 END) AS spend,
         SUM(fee_stroops) AS global_fee,
@@ -220,7 +222,7 @@ const make = Effect.gen(function* () {
      * outcome. One a backend may have submitted stays charged at the fee ceiling whatever it cost
      * (SPEC Limits 2); one that was never submitted releases its reservation.
      */
-    complete: (id: string, completion: Completion, nowMs: number) =>
+    complete: (id: SettlementId, completion: Completion, nowMs: number) =>
       Effect.gen(function* () {
         // The transition is written first, from the state it replaces: a write as the transaction's
         // first statement takes SQLite's write lock at once (a read first could not upgrade under a
@@ -240,7 +242,7 @@ const make = Effect.gen(function* () {
      * attempt is recorded in its history and charged one more fee ceiling. False when the entry is
      * no longer pending.
      */
-    attempt: (id: string, feeStroops: bigint, reason: string, nowMs: number) =>
+    attempt: (id: SettlementId, feeStroops: bigint, reason: string, nowMs: number) =>
       Effect.gen(function* () {
         const updated = yield* sql<{ id: string }>`UPDATE settlements SET fee_stroops = fee_stroops + ${Number(feeStroops)},
             updated_at_ms = ${nowMs} WHERE id = ${id} AND state = 'pending' RETURNING id`
@@ -254,7 +256,7 @@ const make = Effect.gen(function* () {
      * unpaid, which releases its fee reservation so the same payment may be settled again. False
      * when the entry was no longer unresolved.
      */
-    reconcile: (id: string, outcome: ReconcileOutcome, nowMs: number) =>
+    reconcile: (id: SettlementId, outcome: ReconcileOutcome, nowMs: number) =>
       Effect.gen(function* () {
         yield* sql`INSERT INTO settlement_transitions (id, settlement_id, from_state, to_state, reason, at_ms)
           SELECT ${sortableId("st", nowMs)}, id, state, ${outcome._tag === "Settled" ? "settled" : "failed"}, ${outcome.reason}, ${nowMs}
@@ -278,7 +280,7 @@ const make = Effect.gen(function* () {
         Effect.map((rows) => rows.map(toEntry))
       ),
     /** Every change of an entry's state, oldest first. */
-    history: (id: string) =>
+    history: (id: SettlementId) =>
       sql`SELECT from_state, to_state, reason, at_ms FROM settlement_transitions WHERE settlement_id = ${id}
         ORDER BY at_ms, id`.pipe(
         Effect.flatMap(decodeTransitions),
@@ -286,13 +288,13 @@ const make = Effect.gen(function* () {
           rows.map((r): SettlementTransition => ({ from: r.from_state, to: r.to_state, reason: r.reason, atMs: r.at_ms }))
         )
       ),
-    get: (id: string) =>
+    get: (id: SettlementId) =>
       sql`SELECT * FROM settlements WHERE id = ${id}`.pipe(
         Effect.flatMap(decodeJournal),
         Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toEntry))
       ),
     /** Newest first, optionally one state, one principal, and only entries created before `beforeMs`. */
-    list: (filter: { state?: string; principal?: string; beforeMs?: number; limit: number }) =>
+    list: (filter: { state?: string; principal?: PrincipalId; beforeMs?: number; limit: number }) =>
       sql`SELECT * FROM settlements WHERE ${sql.and([
         ...(filter.state !== undefined ? [sql`state = ${filter.state}`] : []),
         ...(filter.principal !== undefined ? [sql`principal = ${filter.principal}`] : []),
@@ -324,8 +326,8 @@ const make = Effect.gen(function* () {
      */
     recoverPending: (nowMs: number) =>
       Effect.gen(function* () {
-        const rows = yield* sql<{ id: string }>`UPDATE settlements SET state = 'indeterminate', updated_at_ms = ${nowMs}
-          WHERE state = 'pending' AND transaction_hash IS NULL RETURNING id`
+        const rows = yield* sql`UPDATE settlements SET state = 'indeterminate', updated_at_ms = ${nowMs}
+          WHERE state = 'pending' AND transaction_hash IS NULL RETURNING id`.pipe(Effect.flatMap(decodeIds))
         for (const { id } of rows) {
           yield* transition(id, "pending", "indeterminate", "interrupted by a restart before its outcome was recorded", nowMs)
         }

@@ -1,11 +1,12 @@
 import { SqlClient } from "@effect/sql"
+import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { StatusTransition } from "../domain/observations.js"
 import { ServiceStatus } from "../domain/resources.js"
 import { decodeRows, repository, SqlNumber } from "./repository.js"
 
 const TransitionRow = Schema.Struct({
-  resource_id: Schema.String,
+  resource_id: ResourceId,
   from_status: ServiceStatus,
   to_status: ServiceStatus,
   from_level: SqlNumber,
@@ -25,7 +26,7 @@ const make = Effect.gen(function* () {
           ${Date.parse(t.at)})`.pipe(Effect.asVoid),
 
     /** The newest transitions of one resource, newest first. */
-    recent: (resourceId: string, limit: number) =>
+    recent: (resourceId: ResourceId, limit: number) =>
       sql`
         SELECT resource_id, from_status, to_status, from_level, to_level, reason, at FROM status_transitions
         WHERE resource_id = ${resourceId} ORDER BY id DESC LIMIT ${limit}`.pipe(

@@ -1,4 +1,5 @@
 import { SqlClient } from "@effect/sql"
+import { PrincipalId } from "../domain/ids.js"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { decodeRows, repository } from "./repository.js"
 
@@ -17,10 +18,10 @@ export interface StoredVerifyAnswer {
  */
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  const scoped = (principal: string, key: string) => JSON.stringify([principal, key])
+  const scoped = (principal: PrincipalId, key: string) => JSON.stringify([principal, key])
   return repository("VerifyAnswersRepo", {
     /** The answer stored for this principal's key, if it is younger than `sinceMs`. */
-    find: (principal: string, key: string, sinceMs: number) =>
+    find: (principal: PrincipalId, key: string, sinceMs: number) =>
       sql`SELECT request_hash, answer_json FROM verify_answers
         WHERE scoped_key = ${scoped(principal, key)} AND created_at_ms >= ${sinceMs}`.pipe(
         Effect.flatMap(decodeAnswers),
@@ -32,7 +33,7 @@ const make = Effect.gen(function* () {
      * Stores an answer, replacing one that expired before `sinceMs`, and drops every other expired
      * row. The first answer stored for a live key wins: a concurrent twin keeps it.
      */
-    save: (principal: string, key: string, requestHash: string, answer: unknown, nowMs: number, sinceMs: number) =>
+    save: (principal: PrincipalId, key: string, requestHash: string, answer: unknown, nowMs: number, sinceMs: number) =>
       Effect.gen(function* () {
         yield* sql`DELETE FROM verify_answers WHERE created_at_ms < ${sinceMs}`
         yield* sql`INSERT INTO verify_answers (scoped_key, request_hash, answer_json, created_at_ms)

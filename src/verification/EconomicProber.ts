@@ -14,13 +14,14 @@ import { economicTargets, type EconomicTarget, type Skipped } from "./economicTa
 import { usdFloorUnits } from "../domain/stellar.js"
 import { EvidenceReader } from "./EvidenceReader.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
+import type { ResourceId } from "../domain/ids.js"
 
 /** What one cycle of economic probes did. */
 export interface EconomicCycleReport {
-  readonly paid: ReadonlyArray<{ readonly resourceId: string; readonly transaction: string | null; readonly success: boolean }>
+  readonly paid: ReadonlyArray<{ readonly resourceId: ResourceId; readonly transaction: string | null; readonly success: boolean }>
   readonly skipped: ReadonlyArray<Skipped>
   /** The daily budget stopped the cycle before these resources. */
-  readonly overBudget: ReadonlyArray<string>
+  readonly overBudget: ReadonlyArray<ResourceId>
 }
 
 export interface EconomicProberShape {
@@ -49,9 +50,9 @@ export class EconomicProber extends Context.Tag("sextant/EconomicProber")<Econom
 }
 
 type ProbeOutcome =
-  | { readonly _tag: "Paid"; readonly resourceId: string; readonly transaction: string | null; readonly success: boolean }
+  | { readonly _tag: "Paid"; readonly resourceId: ResourceId; readonly transaction: string | null; readonly success: boolean }
   | { readonly _tag: "Skipped"; readonly skipped: Skipped }
-  | { readonly _tag: "OverBudget"; readonly resourceId: string }
+  | { readonly _tag: "OverBudget"; readonly resourceId: ResourceId }
 
 const make = Effect.gen(function* () {
   const config = yield* AppConfig

@@ -17,11 +17,12 @@ import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { CapabilityIndex, heldReads } from "./capabilityIndex.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
 import { currentMetrics, lastObservedMsOf, metricsAt, type MetricsMoment, momentAt } from "./metrics.js"
+import type { ResourceId } from "../domain/ids.js"
 
 export interface EvidenceReaderShape {
   /** Evidence of one resource; a resource never probed gets empty metrics and level 0. */
-  readonly forResource: (resourceId: string) => Effect.Effect<ResourceEvidence>
-  readonly forResources: (resourceIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ResourceEvidence>>
+  readonly forResource: (resourceId: ResourceId) => Effect.Effect<ResourceEvidence>
+  readonly forResources: (resourceIds: ReadonlyArray<ResourceId>) => Effect.Effect<ReadonlyMap<string, ResourceEvidence>>
   /**
    * The listed resources offering a capability, each with its evidence as of now, and when their
    * rows were read (the live layer holds them in memory for up to ROUTE_READ_TTL_MS): what a route needs.
@@ -114,7 +115,7 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
         return evidence
       }
 
-      const forResources = Effect.fn("EvidenceReader.forResources")(function* (resourceIds: ReadonlyArray<string>) {
+      const forResources = Effect.fn("EvidenceReader.forResources")(function* (resourceIds: ReadonlyArray<ResourceId>) {
         const nowMs = yield* Clock.currentTimeMillis
         const stored = yield* metrics.standings([...new Set(resourceIds)])
         return new Map(stored.map((s) => [s.resourceId, toEvidence(s, nowMs)] as const)) as ReadonlyMap<string, ResourceEvidence>
@@ -126,7 +127,7 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
         )
 
       return {
-        forResource: Effect.fn("EvidenceReader.forResource")(function* (resourceId: string) {
+        forResource: Effect.fn("EvidenceReader.forResource")(function* (resourceId: ResourceId) {
           return (yield* forResources([resourceId])).get(resourceId) ?? noEvidence(resourceId)
         }),
         forResources,
@@ -173,7 +174,7 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
     initial: ReadonlyArray<ResourceEvidence>
   ): Layer.Layer<EvidenceReader | EvidenceRecorder> => {
     const store = new Map(initial.map((e) => [e.resourceId, e]))
-    const get = (id: string) => store.get(id) ?? noEvidence(id)
+    const get = (id: ResourceId) => store.get(id) ?? noEvidence(id)
     const forPayee = (payTo: string) =>
       Effect.sync(() =>
         catalog

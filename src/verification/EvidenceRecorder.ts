@@ -20,6 +20,7 @@ import { addObservation, encodeWindow, type RollingWindow, statsAt } from "./rol
 import { storedWindow } from "./storedWindow.js"
 import { listingAfterProbe } from "./probeListing.js"
 import { deriveStanding, type Standing } from "./status.js"
+import type { ResourceId } from "../domain/ids.js"
 
 /** Observations written per transaction at most: a few statements for many probes, yet short enough that a settle's reservation waits little. */
 const BATCH = 256
@@ -95,7 +96,7 @@ const make = Effect.gen(function* () {
   const lock = yield* Effect.makeSemaphore(1)
   const serialized = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(transaction(effect))
 
-  const moveTo = (resourceId: string, from: { status: ServiceStatus; level: number }, next: Standing, nowMs: number) =>
+  const moveTo = (resourceId: ResourceId, from: { status: ServiceStatus; level: number }, next: Standing, nowMs: number) =>
     Effect.gen(function* () {
       if (from.status === next.status && from.level === next.level) return
       yield* transitions.insert(sortableId("tr", nowMs), {
@@ -111,14 +112,14 @@ const make = Effect.gen(function* () {
     })
 
   /** The stored status, level and metrics row; read under the lock, since they change with every refresh. */
-  const standingOf = (resourceId: string) =>
+  const standingOf = (resourceId: ResourceId) =>
     Effect.map(metrics.standings([resourceId]), (rows) => Option.fromNullable(rows[0]))
 
   /** A resource's rolling window as stored; one from before rolling windows is rebuilt once, then stored. */
   const windowOfResource = storedWindow(observations, config.verification)
 
   /** The metrics row and standing `window` gives, as of `nowMs`. No I/O. */
-  const deriveFrom = (id: string, stored: StoredStanding, window: RollingWindow, payments: PaymentSummary, nowMs: number) => {
+  const deriveFrom = (id: ResourceId, stored: StoredStanding, window: RollingWindow, payments: PaymentSummary, nowMs: number) => {
     const stats = statsAt(window, nowMs, payments, config.verification)
     return {
       metrics: snapshotFrom(id, stats, stored.snapshot, payments.everSucceeded),
@@ -155,7 +156,7 @@ const make = Effect.gen(function* () {
         ),
         "probe"
       )
-      const claims = new Map<string, Array<{ resourceId: string; nextDueMs: number }>>()
+      const claims = new Map<string, Array<{ resourceId: ResourceId; nextDueMs: number }>>()
       for (const p of batch) {
         const claim = p.bookkeeping.claim
         if (claim === undefined) continue
@@ -192,9 +193,9 @@ const make = Effect.gen(function* () {
       for (const id of ids) {
         if (standings.has(id)) windows.set(id, yield* windowOfResource(records.get(id)!, states.get(id), nowMs))
       }
-      const rollups: Array<{ resourceId: string; rollup: HourlyRollup }> = []
+      const rollups: Array<{ resourceId: ResourceId; rollup: HourlyRollup }> = []
       const rows = new Map<string, MetricsSnapshot>()
-      const moves: Array<{ id: string; from: StoredStanding; next: Standing }> = []
+      const moves: Array<{ id: ResourceId; from: StoredStanding; next: Standing }> = []
       const results = batch.map((item): Standing | null => {
         const id = item.record.resource.id
         const stored = standings.get(id)

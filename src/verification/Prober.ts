@@ -26,6 +26,7 @@ import { type Observed, observe, type ProbeTarget } from "./observe.js"
 import { publicObservation } from "../domain/observations.js"
 import { backoffIntervals, nextDue } from "./probeSlots.js"
 import { serviceMetadataOf } from "../domain/serviceMetadata.js"
+import { ResourceId } from "../domain/ids.js"
 
 /** What one scheduled pass over the catalog did. */
 export interface CycleReport {
@@ -57,9 +58,9 @@ export interface ProberShape {
     mcp?: McpTool
   ) => Effect.Effect<ProbeResult>
   /** Probes a catalog resource now, as the schedule does, and records the observation (`sextant probe <id>`). */
-  readonly probeResource: (resourceId: string) => Effect.Effect<ProbeResult, NotFound>
+  readonly probeResource: (resourceId: ResourceId) => Effect.Effect<ProbeResult, NotFound>
   /** A caller's probe of a catalog resource (`/v1/validate {resourceId}`); recorded at most once per interval. */
-  readonly validateResource: (resourceId: string, method?: HttpMethod) => Effect.Effect<ProbeResult, NotFound | InvalidRequest>
+  readonly validateResource: (resourceId: ResourceId, method?: HttpMethod) => Effect.Effect<ProbeResult, NotFound | InvalidRequest>
   /** Probes any URL (`/v1/validate`); an unknown one becomes an unlisted resource (source "validate"). */
   readonly probeUrl: (rawUrl: string, method?: HttpMethod) => Effect.Effect<ProbeResult, TargetRefused | InvalidRequest>
   /** Applies retention: old observations and rollups, stale unlisted resources and retired entries deleted. */
@@ -100,7 +101,7 @@ const isPaymentOption = Schema.is(ResourcePaymentOption)
  * ones its own challenge offered, so later probes judge it against what it first asked.
  */
 export const discoveredEntry = (
-  id: string,
+  id: ResourceId,
   url: URL,
   method: HttpMethod,
   observed: Observed,
@@ -145,7 +146,7 @@ export const discoveredEntry = (
 }
 
 /** Derived from the URL, so two concurrent first validations of one URL write the same row. */
-export const discoveredId = (url: URL) => `discovered-${createHash("sha256").update(url.href).digest("hex").slice(0, 16)}`
+export const discoveredId = (url: URL) => ResourceId.make(`discovered-${createHash("sha256").update(url.href).digest("hex").slice(0, 16)}`)
 
 /** One server's tools share its URL: an MCP tool's id hashes the URL and the tool. */
 export const discoveredToolId = (url: URL, toolName: string) => discoveredId(new URL(`#${encodeURIComponent(toolName)}`, url))
@@ -370,7 +371,7 @@ const make = Effect.gen(function* () {
     adopt,
 
     /** Probes a catalog resource now, as the schedule does, and records the observation (`sextant probe <id>`). */
-    probeResource: (resourceId: string): Effect.Effect<ProbeResult, NotFound> =>
+    probeResource: (resourceId: ResourceId): Effect.Effect<ProbeResult, NotFound> =>
       Effect.gen(function* () {
         const found = yield* resources.get(resourceId)
         if (Option.isNone(found)) return yield* Effect.fail(notFound("resource", resourceId))
@@ -378,7 +379,7 @@ const make = Effect.gen(function* () {
       }).pipe(Effect.withSpan("Prober.probeResource")),
 
     /** A caller's probe of a catalog resource (`/v1/validate {resourceId}`); see probeAdHoc. */
-    validateResource: (resourceId: string, method?: HttpMethod): Effect.Effect<ProbeResult, NotFound | InvalidRequest> =>
+    validateResource: (resourceId: ResourceId, method?: HttpMethod): Effect.Effect<ProbeResult, NotFound | InvalidRequest> =>
       Effect.gen(function* () {
         const found = yield* resources.get(resourceId)
         if (Option.isNone(found)) return yield* Effect.fail(notFound("resource", resourceId))
@@ -414,7 +415,7 @@ const make = Effect.gen(function* () {
       const nowMs = yield* Clock.currentTimeMillis
       const total = { added: 0, removed: 0 }
       for (let afterId: string | null = ""; afterId !== null; ) {
-        const ids: ReadonlyArray<{ readonly id: string; readonly lane: ProbeLane }> = yield* resources.probeTargetIds(afterId, SYNC_PAGE)
+        const ids: ReadonlyArray<{ readonly id: ResourceId; readonly lane: ProbeLane }> = yield* resources.probeTargetIds(afterId, SYNC_PAGE)
         const upTo = ids.length === SYNC_PAGE ? ids[ids.length - 1]!.id : null
         const page = yield* schedule.sync(ids, nowMs, afterId, upTo)
         total.added += page.added
@@ -439,7 +440,7 @@ const make = Effect.gen(function* () {
         const ids = claims.map((c) => c.resourceId)
         const records = new Map((yield* resources.getMany(ids)).map((r) => [r.resource.id, r] as const))
         const unhealthy = lane === "open" ? yield* resources.unhealthySince(ids) : new Map<string, number>()
-        const next = (resourceId: string) =>
+        const next = (resourceId: ResourceId) =>
           nextDue(resourceId, nowMs, intervalMs * backoffIntervals(unhealthy.get(resourceId), nowMs, intervalMs, config.ingestion.maxBackoffIntervals))
         // A claim whose resource is gone is completed without a probe.
         const gone = claims.filter((c) => !records.has(c.resourceId)).map((c) => ({ resourceId: c.resourceId, nextDueMs: next(c.resourceId) }))

@@ -46,7 +46,7 @@ export const economicTargets = (
   deployment: Deployment,
   context: PolicyContext
 ): { readonly targets: ReadonlyArray<EconomicTarget>; readonly skipped: ReadonlyArray<Skipped> } => {
-  const byId = new Map(listed.map((r) => [r.resource.id, r]))
+  const byId = new Map<string, ResourceRecord>(listed.map((r) => [r.resource.id, r]))
   const chosen = config.resources ?? listed.filter((r) => config.includeUntrusted || r.listing.trusted).map((r) => r.resource.id)
   const overCap = capsOf(config)
   const cap = Math.min(config.maxPriceUsd, config.policy.maxPricePerRequestUsd ?? Infinity)

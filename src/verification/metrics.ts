@@ -1,6 +1,7 @@
 import type { VerificationConfig } from "../config.js"
 import { emptyMetrics, type MetricsSnapshot, type ResourceMetrics } from "../domain/metrics.js"
 import type { WindowStats } from "./windowStats.js"
+import type { ResourceId } from "../domain/ids.js"
 
 export const windowMs = (config: VerificationConfig) => config.windowHours * 3_600_000
 
@@ -16,7 +17,7 @@ export const probeRatios = (counts: { readonly probes: number; readonly answered
 })
 
 export const snapshotFrom = (
-  resourceId: string,
+  resourceId: ResourceId,
   stats: WindowStats,
   previous: MetricsSnapshot | null,
   transactionVerified: boolean
@@ -75,7 +76,7 @@ export const lastObservedMsOf = (snapshot: MetricsSnapshot | null) =>
  * The metrics at a moment. When the newest probe has left the window there is no current
  * evidence: every window figure reads as empty, and only `lastVerified` remembers the past.
  */
-export const metricsAt = (resourceId: string, snapshot: MetricsSnapshot | null, moment: MetricsMoment): ResourceMetrics => {
+export const metricsAt = (resourceId: ResourceId, snapshot: MetricsSnapshot | null, moment: MetricsMoment): ResourceMetrics => {
   if (snapshot === null || !moment.inWindow) return { ...emptyMetrics(resourceId), lastVerified: snapshot?.lastVerified ?? null }
   const { lastObservedAt: _lastObservedAt, validChallengeSeen: _seen, transactionVerified: _tx, ...metrics } = snapshot
   return { ...metrics, confidence: moment.confidence }
@@ -83,7 +84,7 @@ export const metricsAt = (resourceId: string, snapshot: MetricsSnapshot | null, 
 
 /** The metrics as of `nowMs`. */
 export const currentMetrics = (
-  resourceId: string,
+  resourceId: ResourceId,
   snapshot: MetricsSnapshot | null,
   nowMs: number,
   config: VerificationConfig

@@ -18,9 +18,10 @@ import { type Answer, type AnswerTimeout, fetchAnswer, type Unreachable } from "
 import type { TargetRefused } from "./outboundGuard.js"
 import type { RecordedObservation } from "../domain/observations.js"
 import { judgeOffers, offerNote, type OfferVerdict } from "../extensions/offerReceipt.js"
+import type { ResourceId } from "../domain/ids.js"
 
 export interface ProbeTarget {
-  readonly resourceId: string
+  readonly resourceId: ResourceId
   readonly url: string
   readonly method: HttpMethod
   /** The catalog's options for the resource; a challenge is judged against them. */

@@ -7,6 +7,7 @@ import { canonicalize } from "../encoding/canonicalJson.js"
 import { decodePayment } from "../settlement/transfer.js"
 import { VerifyAnswersRepo } from "../store/VerifyAnswersRepo.js"
 import { FacilitatorPool, type KindRefusal } from "./FacilitatorPool.js"
+import { PrincipalId } from "../domain/ids.js"
 
 /** How long a verify answer is replayed for its key: a retry comes within minutes, a payment authorisation expires within hours. */
 export const VERIFY_ANSWER_TTL_MS = 24 * 60 * 60 * 1000
@@ -16,7 +17,7 @@ export interface VerifyInput {
   /** The `Idempotency-Key` header, else the payment identifier; undefined: no caching. */
   readonly idempotencyKey: string | undefined
   /** The API key's principal; null in open mode, where the payer (else one shared scope) is the principal. */
-  readonly principal: string | null
+  readonly principal: PrincipalId | null
 }
 
 export interface IdempotentVerifyShape {
@@ -58,7 +59,7 @@ const refusedCredentials = (decoded: ReturnType<typeof decodedOf>) =>
 
 /** Open mode has no principals: the payer stands in, as in settlement, when its signature proved it. */
 const scopeOf = (input: VerifyInput, decoded: ReturnType<typeof decodedOf>) =>
-  input.principal ?? (decoded !== null && Either.isRight(decoded) && decoded.right.payerVerified ? decoded.right.transfer.from : "open")
+  input.principal ?? PrincipalId.make(decoded !== null && Either.isRight(decoded) && decoded.right.payerVerified ? decoded.right.transfer.from : "open")
 
 const decodeAnswer = Schema.decodeUnknown(VerifyResponse)
 

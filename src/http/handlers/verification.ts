@@ -13,6 +13,7 @@ import { Prober } from "../../verification/Prober.js"
 import { storedWindow } from "../../verification/storedWindow.js"
 import { SextantApi } from "../../contract/index.js"
 import type { HistoryQuery, ObservationsQuery } from "../../contract/verification.js"
+import type { ResourceId } from "../../domain/ids.js"
 
 const OBSERVATIONS_CURSOR = "observations"
 
@@ -38,7 +39,7 @@ export const VerificationHandlers = HttpApiBuilder.group(SextantApi, "verificati
     const config = yield* AppConfig
     const windowOfResource = storedWindow(observations, config.verification)
 
-    const requireResource = (id: string) =>
+    const requireResource = (id: ResourceId) =>
       Effect.flatMap(resources.get(id), (found) => (Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(notFound("resource", id))))
 
     const validate = ({ resourceId, url, method }: ValidateRequest): Effect.Effect<ProbeResult, InvalidRequest | TargetRefused | NotFound> => {
@@ -70,7 +71,7 @@ export const VerificationHandlers = HttpApiBuilder.group(SextantApi, "verificati
         : Effect.succeed(start)
     }
 
-    const page = (id: string, query: typeof ObservationsQuery.Type) =>
+    const page = (id: ResourceId, query: typeof ObservationsQuery.Type) =>
       Effect.gen(function* () {
         const record = yield* requireResource(id)
         const start = yield* startOf(query)
@@ -85,7 +86,7 @@ export const VerificationHandlers = HttpApiBuilder.group(SextantApi, "verificati
      * leave an hour as it was at the first read, but never lose one (an hour leaving the window is
      * stored as a rollup in the same commit).
      */
-    const history = (id: string, query: typeof HistoryQuery.Type) =>
+    const history = (id: ResourceId, query: typeof HistoryQuery.Type) =>
       Effect.gen(function* () {
         const record = yield* requireResource(id)
         const nowMs = yield* Clock.currentTimeMillis
