@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, identity, Layer, Option, Queue, Schema } from "effect"
+import { Clock, Context, Effect, identity, Layer, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { AppConfig, type Config } from "../config.js"
 import { redactorFor } from "../redaction/redact.js"
@@ -25,6 +25,7 @@ import type { McpTool } from "../domain/mcp.js"
 import { type Observed, observe, type ProbeTarget } from "./observe.js"
 import { publicObservation } from "../domain/observations.js"
 import { backoffIntervals, nextDue } from "./probeSlots.js"
+import { requestSlots } from "./requestSlots.js"
 import { serviceMetadataOf } from "../domain/serviceMetadata.js"
 
 /** What one scheduled pass over the catalog did. */
@@ -128,17 +129,6 @@ const idOf = (url: URL, mcp: McpTool | undefined) => (mcp === undefined ? discov
  * backlog at p50 5.8 / 5.8 / 9.9 / 17.8 ms.
  */
 const WAITING_FOR_BATCH = 16
-
-/**
- * A gate letting `n` effects run at once, waking one waiter per free slot. Effect's Semaphore wakes
- * every waiter on each release; with a few hundred probes waiting, that wake-up cost more than the probes.
- */
-const slots = (n: number) =>
-  Effect.map(Queue.bounded<true>(n), (free) => {
-    for (let i = 0; i < n; i++) Queue.unsafeOffer(free, true)
-    return <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-      Effect.acquireUseRelease(Queue.take(free), () => effect, () => Queue.offer(free, true))
-  })
 
 /**
  * A probe's own step, nothing stored: the request under the outbound guard and `observe`'s reading
@@ -253,7 +243,7 @@ const make = Effect.gen(function* () {
     items: ReadonlyArray<{ readonly record: ResourceRecord; readonly claim?: ProbeBookkeeping["claim"] }>,
     concurrency = config.probes.concurrency
   ) =>
-    Effect.flatMap(slots(concurrency), (request) =>
+    Effect.flatMap(requestSlots(concurrency), ({ run: request }) =>
       Effect.forEach(
         items,
         ({ record, claim }) =>
