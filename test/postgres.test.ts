@@ -9,6 +9,9 @@ import type { Config } from "../src/config.js"
 import { verifyReceipt } from "../src/receipts/receipt.js"
 import { MetricsRepo } from "../src/store/MetricsRepo.js"
 import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
+import { commitWithoutFlush } from "../src/store/commitDurability.js"
+import { StoreLive } from "../src/store/Store.js"
+import { StoreTransactions } from "../src/store/StoreTransactions.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { Prober } from "../src/verification/Prober.js"
@@ -331,6 +334,21 @@ describe.skipIf(!availability.available)(title, () => {
     // The three hours starting before the cutoff went, the one after it stayed.
     expect(out.left).toEqual([1, 1, 1])
     expect(out.levels).toEqual([2, 2, 2])
+  })
+
+  test("a commit without a flush turns synchronous_commit off for its transaction only", async () => {
+    const database = await cluster.createDatabase("commit_flush")
+    const show = (sql: SqlClient.SqlClient) => Effect.map(sql<{ synchronous_commit: string }>`SHOW synchronous_commit`, ([row]) => row?.synchronous_commit)
+    const out = await Effect.runPromise(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const { transaction } = yield* StoreTransactions
+        const unflushed = yield* commitWithoutFlush(transaction(show(sql)))
+        const flushed = yield* transaction(show(sql))
+        return { unflushed, flushed, after: yield* show(sql) }
+      }).pipe(Effect.provide(StoreLive(database)))
+    )
+    expect(out).toEqual({ unflushed: "off", flushed: "on", after: "on" })
   })
 
   test("the payee shortlist's parts (a quarantined one, a denied provider's one, the first that could pass) run on Postgres's SQL", async () => {

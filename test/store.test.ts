@@ -9,7 +9,8 @@ import { StoreInfoTag } from "../src/store/Database.js"
 import { StoreLive } from "../src/store/Store.js"
 import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
 import { MetricsRepo } from "../src/store/MetricsRepo.js"
-import { durableAgainstProcessCrash } from "../src/store/commitDurability.js"
+import { commitWithoutFlush } from "../src/store/commitDurability.js"
+import { StoreTransactions } from "../src/store/StoreTransactions.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { advertised } from "./fixtures/observations.js"
 
@@ -70,16 +71,17 @@ describe("store", () => {
     expect(typeof info.durable).toBe("boolean")
   })
 
-  test("a write durable against a process crash only commits at synchronous NORMAL; every other one stays FULL", async () => {
+  test("a commit without a flush runs at synchronous NORMAL on SQLite; every other one stays FULL", async () => {
     const file = join(mkdtempSync(join(tmpdir(), "sextant-store-")), "s.db")
     const level = (sql: SqlClient.SqlClient) => Effect.map(sql<{ synchronous: number }>`PRAGMA synchronous`, ([row]) => row?.synchronous)
     const program = Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
+      const { transaction } = yield* StoreTransactions
       yield* sql`CREATE TABLE t (v INTEGER)`
-      const relaxed = yield* durableAgainstProcessCrash(sql.withTransaction(Effect.zipLeft(level(sql), sql`INSERT INTO t VALUES (1)`)))
-      const plain = yield* sql.withTransaction(Effect.zipLeft(level(sql), sql`INSERT INTO t VALUES (2)`))
+      const relaxed = yield* commitWithoutFlush(transaction(Effect.zipLeft(level(sql), sql`INSERT INTO t VALUES (1)`)))
+      const plain = yield* transaction(Effect.zipLeft(level(sql), sql`INSERT INTO t VALUES (2)`))
       // A write on its own (no transaction) commits at the level asked for too.
-      const [single] = yield* durableAgainstProcessCrash(
+      const [single] = yield* commitWithoutFlush(
         sql<{ synchronous: number }>`INSERT INTO t VALUES (3) RETURNING (SELECT synchronous FROM pragma_synchronous) AS synchronous`
       )
       const [count] = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM t`

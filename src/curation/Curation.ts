@@ -1,9 +1,8 @@
-import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
 import type { CurationAction, CurationResult } from "../domain/curation.js"
 import { ConfigManaged, notFound } from "../domain/errors.js"
 import { type Author, CurationRepo } from "../store/CurationRepo.js"
-import { transactional } from "../store/repository.js"
+import { StoreTransactions } from "../store/StoreTransactions.js"
 import { ResourcesRepo } from "../store/ResourcesRepo.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 
@@ -16,7 +15,7 @@ export class Curation extends Context.Tag("sextant/Curation")<Curation, Effect.E
 }
 
 const make = Effect.gen(function* () {
-  const transaction = transactional(yield* SqlClient.SqlClient)
+  const { transaction } = yield* StoreTransactions
   const resources = yield* ResourcesRepo
   const curation = yield* CurationRepo
   const recorder = yield* EvidenceRecorder

@@ -4,6 +4,7 @@ import type { Curation, CurationAction, CurationActionKind } from "../domain/cur
 import { CatalogChanges, resourcesChanged } from "./CatalogChanges.js"
 import { decodeRows, repository, SqlFlag } from "./repository.js"
 import { sortableId } from "./sortableId.js"
+import { StoreTransactions } from "./StoreTransactions.js"
 
 const QuarantineRow = Schema.Struct({
   source: Schema.String,
@@ -39,6 +40,7 @@ export type Removal = { readonly _tag: "Deleted"; readonly action: CurationActio
  */
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  const { transaction } = yield* StoreTransactions
   const changes = yield* CatalogChanges
 
   const logAction = (resourceId: string, action: CurationActionKind, author: Author, detail: unknown = null) =>
@@ -62,7 +64,7 @@ const make = Effect.gen(function* () {
           quarantined_at = ${action.at}, updated_at = ${action.at} WHERE id = ${id}`
         yield* changes.changed(resourcesChanged([id]))
         return Option.some(action)
-      }).pipe(sql.withTransaction),
+      }).pipe(transaction),
 
     /** Lifts the operator quarantine and logs it (also when none was in force, so the request is on record). */
     release: (id: string, author: Author) =>
@@ -73,7 +75,7 @@ const make = Effect.gen(function* () {
           updated_at = ${action.at} WHERE id = ${id}`
         yield* changes.changed(resourcesChanged([id]))
         return Option.some(action)
-      }).pipe(sql.withTransaction),
+      }).pipe(transaction),
 
     /** Logs an operator's list or unlist (the change itself is `ResourcesRepo.setListed`). */
     logListing: (id: string, listed: boolean, author: Author) => logAction(id, listed ? "list" : "unlist", author),
@@ -92,7 +94,7 @@ const make = Effect.gen(function* () {
         yield* sql`DELETE FROM resources WHERE id = ${id}`
         yield* changes.changed(resourcesChanged([id]))
         return { _tag: "Deleted", action } satisfies Removal as Removal
-      }).pipe(sql.withTransaction),
+      }).pipe(transaction),
 
     /** The quarantine in force and the newest listing change; none when no such resource exists. */
     curationOf: (id: string) =>

@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
 import { decodeRows, repository, SqlBigInt } from "./repository.js"
 import { sortableId } from "./sortableId.js"
+import { StoreTransactions } from "./StoreTransactions.js"
 
 const SpentRow = Schema.Struct({ spent: Schema.NullOr(SqlBigInt) })
 const decodeSpent = decodeRows(SpentRow)
@@ -11,6 +12,7 @@ export const utcDay = (atMs: number) => new Date(atMs).toISOString().slice(0, 10
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  const { transaction } = yield* StoreTransactions
   return repository("ProbeSpendRepo", {
     /**
      * Reserves `units` of today's economic-probe budget when what is already reserved today leaves
@@ -18,7 +20,7 @@ const make = Effect.gen(function* () {
      * lock row first, so concurrent reservations (other processes too) run one after another.
      */
     reserve: (resourceId: string, units: bigint, budgetUnits: bigint, nowMs: number) =>
-      sql.withTransaction(
+      transaction(
         Effect.gen(function* () {
           yield* sql`UPDATE economic_probe_lock SET version = version + 1 WHERE id = 1`
           const day = utcDay(nowMs)

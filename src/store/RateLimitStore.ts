@@ -1,7 +1,7 @@
 import { RateLimiter } from "@effect/experimental"
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Duration, Effect, Layer, Schema } from "effect"
-import { durableAgainstProcessCrash } from "./commitDurability.js"
+import { commitWithoutFlush } from "./commitDurability.js"
 import { decodeRows, repository, SqlNumber } from "./repository.js"
 
 const CounterRow = Schema.Struct({ count: SqlNumber, expires_at_ms: SqlNumber })
@@ -32,7 +32,7 @@ const make = Effect.gen(function* () {
         Effect.map(([row]) => (row === undefined ? ([tokens, refillMs * tokens] as const) : ([row.count, Math.max(0, row.expires_at_ms - nowMs)] as const))),
         // A counter a power loss takes back only lets a client a few more requests in one window:
         // not worth an fsync on every limited request (a settle's would otherwise be its third).
-        durableAgainstProcessCrash
+        commitWithoutFlush
       ),
     /** Deletes the counters whose window ended: a client not seen since holds no row. */
     prune: (nowMs: number) => sql`DELETE FROM rate_limits WHERE expires_at_ms <= ${nowMs}`.pipe(Effect.asVoid)

@@ -19,6 +19,7 @@ import type { StoredStanding } from "../domain/metrics.js"
 import { MetricsColumns, MetricsRow, toSnapshot } from "./MetricsRepo.js"
 import { rankPage, SearchTuning, type SearchPosition, textQuery, writeSearchIndex } from "./searchIndex.js"
 import { sortableId } from "./sortableId.js"
+import { StoreTransactions } from "./StoreTransactions.js"
 
 const ResourceRow = Schema.Struct({
   id: Schema.String,
@@ -254,6 +255,7 @@ const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const tuning = yield* SearchTuning
   const changes = yield* CatalogChanges
+  const { transaction } = yield* StoreTransactions
   const now = () => new Date().toISOString()
   const probeTargetRule = sql.literal("(r.listed = 1 OR r.listing_hold IN ('awaiting_probe', 'unhealthy') OR r.source = 'config')")
 
@@ -519,7 +521,7 @@ const make = Effect.gen(function* () {
           })}`
         }
         return written
-      }).pipe(sql.withTransaction),
+      }).pipe(transaction),
     /** The mark of the last committed catalog load, if it left one. */
     lastCatalogLoad: () =>
       sql`SELECT content_key, entries FROM catalog_loads WHERE name = 'config'`.pipe(
@@ -528,10 +530,10 @@ const make = Effect.gen(function* () {
       ),
     /** A resource a source lists itself (registration, after a healthy probe). */
     upsertListed: (entry: CatalogEntry, source: string, change: ListingChange) =>
-      sql.withTransaction(upsertMany([entry], source, true, change)),
+      transaction(upsertMany([entry], source, true, change)),
     /** A resource found by `/v1/validate` at a URL the catalog does not list: kept, but unlisted. */
     insertUnlisted: (entry: CatalogEntry, source: string, change: ListingChange) =>
-      sql.withTransaction(upsertMany([entry], source, false, change)),
+      transaction(upsertMany([entry], source, false, change)),
     /**
      * What the probe schedule visits: listed resources, unlisted ones a healthy probe may list
      * (imported, ingested, delisted as unhealthy), and everything the config file names. A URL
@@ -656,7 +658,7 @@ const make = Effect.gen(function* () {
         if (rows[0] === undefined) return false
         yield* writeListing(id, Number(rows[0].listed) === 1, listed, change)
         return true
-      }).pipe(sql.withTransaction),
+      }).pipe(transaction),
     /**
      * An operator's listing vouches for the entry (docs/trust.md); unlisting takes that back, but
      * an entry of the catalog file stays trusted.
@@ -780,7 +782,7 @@ const make = Effect.gen(function* () {
           yield* sql`UPDATE resources SET listing_hold = 'awaiting_probe'
             WHERE ${sql.in("id", chunk.map((e) => e.resource.id))} AND listed = 0 AND listing_hold = 'source'`
         }
-      }).pipe(sql.withTransaction),
+      }).pipe(transaction),
     setStatus: (id: string, status: ServiceStatus, level: number) =>
       sql`UPDATE resources SET status = ${status}, verification_level = ${level}, updated_at = ${now()} WHERE id = ${id}`.pipe(
         Effect.zipRight(changes.changed(resourcesChanged([id])))

@@ -15,6 +15,7 @@ import { mayReserveAgain } from "../domain/settlements.js"
 import { SettlementState } from "../domain/x402.js"
 import { atBoundary, decodeRows, repository, SqlBigInt, SqlNumber } from "./repository.js"
 import { sortableId } from "./sortableId.js"
+import { StoreTransactions } from "./StoreTransactions.js"
 
 /**
  * Idempotency keys belong to a principal: the same key from two principals is two requests. The
@@ -117,6 +118,7 @@ const decodeUsage = decodeRows(UsageRow)
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  const { transaction } = yield* StoreTransactions
   /** Entries whose outcome the ledger settles: `indeterminate`, and `pending` on a backend's pending answer (`awaitsConfirmation`). */
   const UNRESOLVED = sql.literal("(state = 'indeterminate' OR (state = 'pending' AND transaction_hash IS NOT NULL))")
 
@@ -174,7 +176,7 @@ const make = Effect.gen(function* () {
     judge: (usage: WindowUsage) => BudgetRefusal | undefined,
     checks: Effect.Effect<void, E, R>
   ) =>
-    atBoundary("SettlementJournal.reserve", sql.withTransaction(
+    atBoundary("SettlementJournal.reserve", transaction(
       Effect.gen(function* () {
         yield* sql`UPDATE settlement_budget_lock SET version = version + 1 WHERE id = 1`
         const existing = yield* find(entry)
@@ -234,7 +236,7 @@ const make = Effect.gen(function* () {
             errors_json = ${JSON.stringify(completion.errors)}, answer_status = ${completion.answer.status},
             answer_json = ${JSON.stringify(completion.answer.body)}, updated_at_ms = ${nowMs}
           WHERE id = ${id} AND state IN ('pending', 'indeterminate')`
-      }).pipe(sql.withTransaction),
+      }).pipe(transaction),
     /**
      * A further backend is about to receive a `pending` entry's payload (settle failover): the
      * attempt is recorded in its history and charged one more fee ceiling. False when the entry is
@@ -247,7 +249,7 @@ const make = Effect.gen(function* () {
         if (updated.length === 0) return false
         yield* transition(id, "pending", "pending", reason, nowMs)
         return true
-      }).pipe(sql.withTransaction),
+      }).pipe(transaction),
     /**
      * Ends an unresolved entry (`indeterminate`, or `pending` on a backend's `settlement_pending`
      * answer) with what the ledger proved: settled, with the transaction when one was found; or
@@ -269,7 +271,7 @@ const make = Effect.gen(function* () {
                 answer_json = NULL, updated_at_ms = ${nowMs}
               WHERE id = ${id} AND ${UNRESOLVED} RETURNING id`
         return updated.length > 0
-      }).pipe(sql.withTransaction),
+      }).pipe(transaction),
     /** Unresolved entries that carry an authorisation to look for on the ledger, oldest first. */
     unresolved: (limit: number) =>
       sql`SELECT * FROM settlements WHERE ${UNRESOLVED} AND auth_nonce IS NOT NULL
@@ -330,7 +332,7 @@ const make = Effect.gen(function* () {
           yield* transition(id, "pending", "indeterminate", "interrupted by a restart before its outcome was recorded", nowMs)
         }
         return rows.map((r) => r.id)
-      }).pipe(sql.withTransaction)
+      }).pipe(transaction)
   })
   return { ...methods, reserve }
 })

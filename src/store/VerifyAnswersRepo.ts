@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { decodeRows, repository } from "./repository.js"
+import { StoreTransactions } from "./StoreTransactions.js"
 
 const AnswerRow = Schema.Struct({ request_hash: Schema.String, answer_json: Schema.String })
 const decodeAnswers = decodeRows(AnswerRow)
@@ -17,6 +18,7 @@ export interface StoredVerifyAnswer {
  */
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  const { transaction } = yield* StoreTransactions
   const scoped = (principal: string, key: string) => JSON.stringify([principal, key])
   return repository("VerifyAnswersRepo", {
     /** The answer stored for this principal's key, if it is younger than `sinceMs`. */
@@ -38,7 +40,7 @@ const make = Effect.gen(function* () {
         yield* sql`INSERT INTO verify_answers (scoped_key, request_hash, answer_json, created_at_ms)
           VALUES (${scoped(principal, key)}, ${requestHash}, ${JSON.stringify(answer)}, ${nowMs})
           ON CONFLICT (scoped_key) DO NOTHING`
-      }).pipe(sql.withTransaction)
+      }).pipe(transaction)
   })
 })
 

@@ -1,4 +1,3 @@
-import { SqlClient } from "@effect/sql"
 import { Clock, Context, Deferred, Effect, Exit, Layer, Option, Queue } from "effect"
 import { AppConfig } from "../config.js"
 import type { EconomicEvent } from "../domain/evidence.js"
@@ -8,9 +7,10 @@ import type { ResourceRecord, ServiceStatus } from "../domain/resources.js"
 import { EconomicEventsRepo, type EventResolution, type PaymentSummary, type PendingEvent } from "../store/EconomicEventsRepo.js"
 import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
-import { processCrashTransaction } from "../store/commitDurability.js"
+import { commitWithoutFlush } from "../store/commitDurability.js"
+import { StoreTransactions } from "../store/StoreTransactions.js"
 import { ProbeScheduleRepo } from "../store/ProbeScheduleRepo.js"
-import { chunksOf, transactional } from "../store/repository.js"
+import { chunksOf } from "../store/repository.js"
 import { type ListingState, ResourcesRepo } from "../store/ResourcesRepo.js"
 import { sortableId } from "../store/sortableId.js"
 import { TransitionsRepo } from "../store/TransitionsRepo.js"
@@ -53,8 +53,7 @@ interface Pending {
 }
 
 const make = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const transaction = transactional(sql)
+  const { transaction } = yield* StoreTransactions
   const config = yield* AppConfig
   const resources = yield* ResourcesRepo
   const observations = yield* ObservationsRepo
@@ -205,7 +204,7 @@ const make = Effect.gen(function* () {
     if ((yield* Queue.size(queue)) < BATCH - 1) yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, GATHER_MS)))
     const items = [first, ...(yield* Queue.takeUpTo(queue, BATCH - 1))]
     // Relaxed: a batch lost to a power cut is probed again; an fsync per batch blocked the event loop 2-15 ms.
-    const exit = yield* Effect.exit(lock.withPermits(1)(processCrashTransaction(sql)(writeBatch(items))))
+    const exit = yield* Effect.exit(lock.withPermits(1)(commitWithoutFlush(transaction(writeBatch(items)))))
     yield* Exit.match(exit, {
       onFailure: (cause) => Effect.forEach(items, (p) => Deferred.failCause(p.done, cause), { discard: true }),
       onSuccess: (results) => Effect.forEach(items, (p, i) => Deferred.succeed(p.done, results[i] ?? null), { discard: true })

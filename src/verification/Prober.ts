@@ -11,7 +11,7 @@ import {
   ResourcePaymentOption
 } from "../domain/resources.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
-import { durableAgainstProcessCrash } from "../store/commitDurability.js"
+import { commitWithoutFlush } from "../store/commitDurability.js"
 import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import { type ProbeLane, ProbeScheduleRepo } from "../store/ProbeScheduleRepo.js"
@@ -262,7 +262,7 @@ const make = Effect.gen(function* () {
    * power cut takes back is made again by the next pass, and an fsync per statement would block
    * the loop as long as the delete.
    */
-  const prune = durableAgainstProcessCrash(Effect.gen(function* () {
+  const prune = commitWithoutFlush(Effect.gen(function* () {
     const nowMs = yield* Clock.currentTimeMillis
     const inBatches = (step: Effect.Effect<number>) =>
       Effect.iterate(
