@@ -1,18 +1,19 @@
 import { describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import { type CatalogChange, CatalogChanges } from "../src/store/CatalogChanges.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
+import { ResourceListingRepo } from "../src/store/ResourceListingRepo.js"
 import { StoreTest } from "../src/store/Store.js"
 import { StoreTransactions } from "../src/store/StoreTransactions.js"
 import { entry } from "./fixtures/verificationStack.js"
 
 /** Runs `body` over a fresh in-memory store with a listener recording every delivered change. */
-const withListener = <A>(body: (heard: Array<CatalogChange>) => Effect.Effect<A, never, ResourcesRepo | StoreTransactions>) =>
+const withListener = <A>(body: (heard: Array<CatalogChange>) => Effect.Effect<A, never, CatalogWritesRepo | ResourceListingRepo | StoreTransactions>) =>
   Effect.runPromise(
     Effect.gen(function* () {
       const heard: Array<CatalogChange> = []
       yield* (yield* CatalogChanges).subscribe((change) => heard.push(change))
-      yield* (yield* ResourcesRepo).upsertCatalog([entry("a", "http://127.0.0.1:9/a")])
+      yield* (yield* CatalogWritesRepo).upsertCatalog([entry("a", "http://127.0.0.1:9/a")])
       heard.length = 0
       return yield* body(heard)
     }).pipe(Effect.provide(StoreTest))
@@ -23,7 +24,7 @@ describe("catalog changes through StoreTransactions", () => {
     const out = await withListener((heard) =>
       Effect.gen(function* () {
         const { transaction } = yield* StoreTransactions
-        const repo = yield* ResourcesRepo
+        const repo = yield* ResourceListingRepo
         const inside = yield* transaction(
           Effect.gen(function* () {
             yield* repo.setStatus("a", "LIVE", 1)
@@ -43,7 +44,7 @@ describe("catalog changes through StoreTransactions", () => {
     const out = await withListener((heard) =>
       Effect.gen(function* () {
         const { transaction } = yield* StoreTransactions
-        const repo = yield* ResourcesRepo
+        const repo = yield* ResourceListingRepo
         yield* repo.setVouched("a", true)
         const alone = heard.length
         const failed = yield* Effect.either(transaction(Effect.zipRight(repo.setStatus("a", "LIVE", 1), Effect.fail("stop"))))

@@ -12,7 +12,7 @@ import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { commitWithoutFlush } from "../src/store/commitDurability.js"
 import { StoreLive } from "../src/store/Store.js"
 import { StoreTransactions } from "../src/store/StoreTransactions.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { Prober } from "../src/verification/Prober.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
@@ -308,7 +308,7 @@ describe.skipIf(!availability.available)(title, () => {
     const ids = ["pg-a", "pg-b", "pg-c"]
     const out = await Effect.runPromise(
       Effect.gen(function* () {
-        yield* (yield* ResourcesRepo).upsertCatalog(ids.map((id) => entry(id, fixture.url(`/paid/${id}`))))
+        yield* (yield* CatalogWritesRepo).upsertCatalog(ids.map((id) => entry(id, fixture.url(`/paid/${id}`))))
         const prober = yield* Prober
         yield* prober.syncSchedule
         // One batch: three observations, three metrics rows, three schedule completions.
@@ -356,7 +356,7 @@ describe.skipIf(!availability.available)(title, () => {
     const ids = ["pg-p-a", "pg-p-b", "pg-p-other", "pg-p-quarantined"]
     const out = await Effect.runPromise(
       Effect.gen(function* () {
-        yield* (yield* ResourcesRepo).upsertCatalog(
+        yield* (yield* CatalogWritesRepo).upsertCatalog(
           ids.map((id) => ({ ...entry(id, fixture.url(`/paid/${id}`)), provider: { id: id === "pg-p-other" ? "other" : "fixture", name: id } }))
         )
         const prober = yield* Prober

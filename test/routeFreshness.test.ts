@@ -16,7 +16,8 @@ import type { CatalogEntry } from "../src/domain/resources.js"
 import type { RouteDecision } from "../src/domain/routes.js"
 import { Curation } from "../src/curation/Curation.js"
 import { Router } from "../src/routing/Router.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { ResourceListingRepo } from "../src/store/ResourceListingRepo.js"
+import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { StoreTransactions } from "../src/store/StoreTransactions.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { EvidenceReader, ROUTE_READ_TTL_MS } from "../src/verification/EvidenceReader.js"
@@ -61,7 +62,7 @@ const considered = (d: RouteDecision) => [...ranked(d), ...rejected(d)].sort()
 const probe = (id: string, agoMs = 60_000) =>
   run(
     Effect.gen(function* () {
-      const record = Option.getOrThrow(yield* Effect.flatMap(ResourcesRepo, (repo) => repo.get(id)))
+      const record = Option.getOrThrow(yield* Effect.flatMap(ResourceReadsRepo, (repo) => repo.get(id)))
       yield* (yield* EvidenceRecorder).recordObservation(record, observation(nowMs - agoMs, { resourceId: id, url: record.resource.url }))
     })
   )
@@ -117,7 +118,7 @@ describe("the next route after a write of this process sees it", () => {
         const { transaction } = yield* StoreTransactions
         return yield* transaction(
           Effect.gen(function* () {
-            yield* Effect.flatMap(ResourcesRepo, (repo) => repo.setListed("delta", false, operator))
+            yield* Effect.flatMap(ResourceListingRepo, (repo) => repo.setListed("delta", false, operator))
             // Another request, outside this transaction, as the HTTP server would run it.
             return yield* Effect.promise(() => route())
           })

@@ -3,7 +3,8 @@ import type { CurationAction, CurationResult } from "../domain/curation.js"
 import { ConfigManaged, notFound } from "../domain/errors.js"
 import { type Author, CurationRepo } from "../store/CurationRepo.js"
 import { StoreTransactions } from "../store/StoreTransactions.js"
-import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { ResourceListingRepo } from "../store/ResourceListingRepo.js"
+import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 
 /**
@@ -16,7 +17,8 @@ export class Curation extends Context.Tag("sextant/Curation")<Curation, Effect.E
 
 const make = Effect.gen(function* () {
   const { transaction } = yield* StoreTransactions
-  const resources = yield* ResourcesRepo
+  const listings = yield* ResourceListingRepo
+  const reads = yield* ResourceReadsRepo
   const curation = yield* CurationRepo
   const recorder = yield* EvidenceRecorder
 
@@ -25,7 +27,7 @@ const make = Effect.gen(function* () {
   /** The answer: the action stored and the resource as it stands now. */
   const answer = (action: CurationAction) =>
     Effect.gen(function* () {
-      const record = yield* resources.get(action.resourceId).pipe(Effect.flatMap(found(action.resourceId)))
+      const record = yield* reads.get(action.resourceId).pipe(Effect.flatMap(found(action.resourceId)))
       const now = yield* curation.curationOf(action.resourceId).pipe(Effect.flatMap(found(action.resourceId)))
       return {
         action,
@@ -40,7 +42,7 @@ const make = Effect.gen(function* () {
 
   /** The status is re-derived after the change is committed (never inside it: the recorder takes its own lock, then the store). */
   const rederive = (id: string) =>
-    Effect.flatMap(resources.get(id), Option.match({ onNone: () => Effect.void, onSome: recorder.rederive }))
+    Effect.flatMap(reads.get(id), Option.match({ onNone: () => Effect.void, onSome: recorder.rederive }))
 
   const quarantine = Effect.fn("Curation.quarantine")(function* (id: string, author: Author) {
     const action = yield* curation.quarantine(id, author).pipe(Effect.flatMap(found<CurationAction>(id)))
@@ -57,8 +59,8 @@ const make = Effect.gen(function* () {
   const setListed = Effect.fn("Curation.setListed")(function* (id: string, listed: boolean, author: Author) {
     const action = yield* transaction(
       Effect.gen(function* () {
-        if (!(yield* resources.setListed(id, listed, author))) return Option.none<CurationAction>()
-        yield* resources.setVouched(id, listed)
+        if (!(yield* listings.setListed(id, listed, author))) return Option.none<CurationAction>()
+        yield* listings.setVouched(id, listed)
         return Option.some(yield* curation.logListing(id, listed, author))
       })
     ).pipe(Effect.flatMap(found<CurationAction>(id)))

@@ -2,14 +2,14 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../config.js"
 import { InvalidRequest, notFound, type NotFound } from "../domain/errors.js"
 import type { PolicyEvaluateRequest, PolicyEvaluation } from "../domain/policy.js"
-import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { evaluatePolicy, mostFavourable, policyContext } from "./evaluate.js"
 
 const badOption = (message: string) => new InvalidRequest({ message })
 
 const make = Effect.gen(function* () {
-  const repo = yield* ResourcesRepo
+  const repo = yield* ResourceReadsRepo
   const reader = yield* EvidenceReader
   const config = yield* AppConfig
 

@@ -36,7 +36,7 @@ import { canonicalize } from "../encoding/canonicalJson.js"
 import { policyContext } from "../policy/evaluate.js"
 import { commitWithoutFlush } from "../store/commitDurability.js"
 import { StoreTransactions } from "../store/StoreTransactions.js"
-import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
 import { Instruments } from "../telemetry/Instruments.js"
 import { measured, settleLabels } from "../telemetry/labels.js"
@@ -273,7 +273,7 @@ const make = Effect.gen(function* () {
   const journal = yield* SettlementJournal
   const pool = yield* FacilitatorPool
   const reader = yield* EvidenceReader
-  const resources = yield* ResourcesRepo
+  const resources = yield* ResourceReadsRepo
   const recorder = yield* EvidenceRecorder
   const { transaction } = yield* StoreTransactions
   const instruments = yield* Instruments

@@ -36,7 +36,7 @@ export type Removal = { readonly _tag: "Deleted"; readonly action: CurationActio
 /**
  * The operator's side of the resource rows: the quarantine columns, deletion, and the
  * `operator_actions` log every curation writes to. Listing itself goes through
- * `ResourcesRepo.setListed`, which keeps its own `listing_changes`.
+ * `ResourceListingRepo.setListed`, which keeps its own `listing_changes`.
  */
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
@@ -77,7 +77,7 @@ const make = Effect.gen(function* () {
         return Option.some(action)
       }).pipe(transaction),
 
-    /** Logs an operator's list or unlist (the change itself is `ResourcesRepo.setListed`). */
+    /** Logs an operator's list or unlist (the change itself is `ResourceListingRepo.setListed`). */
     logListing: (id: string, listed: boolean, author: Author) => logAction(id, listed ? "list" : "unlist", author),
 
     /**

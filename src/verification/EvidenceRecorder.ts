@@ -11,7 +11,8 @@ import { commitWithoutFlush } from "../store/commitDurability.js"
 import { StoreTransactions } from "../store/StoreTransactions.js"
 import { ProbeScheduleRepo } from "../store/ProbeScheduleRepo.js"
 import { chunksOf } from "../store/repository.js"
-import { type ListingState, ResourcesRepo } from "../store/ResourcesRepo.js"
+import { type ListingState, ResourceListingRepo } from "../store/ResourceListingRepo.js"
+import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { sortableId } from "../store/sortableId.js"
 import { TransitionsRepo } from "../store/TransitionsRepo.js"
 import { initialResolution } from "./confirmation.js"
@@ -55,7 +56,8 @@ interface Pending {
 const make = Effect.gen(function* () {
   const { transaction } = yield* StoreTransactions
   const config = yield* AppConfig
-  const resources = yield* ResourcesRepo
+  const listings = yield* ResourceListingRepo
+  const reads = yield* ResourceReadsRepo
   const observations = yield* ObservationsRepo
   const metrics = yield* MetricsRepo
   const transitions = yield* TransitionsRepo
@@ -78,7 +80,7 @@ const make = Effect.gen(function* () {
         reason: next.reason,
         at: new Date(nowMs).toISOString()
       })
-      yield* resources.setStatus(resourceId, next.status, next.level)
+      yield* listings.setStatus(resourceId, next.status, next.level)
     })
 
   /** The stored status, level and metrics row; read under the lock, since they change with every refresh. */
@@ -118,7 +120,7 @@ const make = Effect.gen(function* () {
   /** The batch's probe bookkeeping, in bulk: the listing rule where it applies, and the claims completed, per owner. */
   const bookkeep = (batch: ReadonlyArray<Pending>) =>
     Effect.gen(function* () {
-      yield* resources.afterProbes(
+      yield* listings.afterProbes(
         batch.flatMap((p) =>
           p.bookkeeping.listing
             ? [{ id: p.record.resource.id, decide: (state: ListingState) => listingAfterProbe(state, factOf(p.observation), config.verification.delistAfterHours) }]
@@ -267,9 +269,9 @@ const make = Effect.gen(function* () {
         if (resolution.state === "pending") return yield* economic.resolve(event.id, resolution, nowMs)
         const about =
           event.resourceId !== null
-            ? Option.toArray(yield* resources.get(event.resourceId))
+            ? Option.toArray(yield* reads.get(event.resourceId))
             : event.payTo !== null
-              ? yield* resources.byPayTo(event.payTo)
+              ? yield* reads.byPayTo(event.payTo)
               : []
         // The event's new state commits with the standings of (the first batch of) the resources it
         // is about: a reader never sees a payment confirmed and its resource not yet lifted by it.

@@ -15,7 +15,10 @@ import { commitWithoutFlush } from "../store/commitDurability.js"
 import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import { type ProbeLane, ProbeScheduleRepo } from "../store/ProbeScheduleRepo.js"
-import { type ListingChange, ResourcesRepo } from "../store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../store/CatalogWritesRepo.js"
+import { ResourceListingRepo } from "../store/ResourceListingRepo.js"
+import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
+import type { ListingChange } from "../store/listingChanges.js"
 import { isAcceptable } from "./challenge.js"
 import { Instruments } from "../telemetry/Instruments.js"
 import { EvidenceRecorder, type ProbeBookkeeping } from "./EvidenceRecorder.js"
@@ -157,7 +160,9 @@ const targetOf = (record: ResourceRecord): ProbeTarget => ({
 
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
-  const resources = yield* ResourcesRepo
+  const catalogWrites = yield* CatalogWritesRepo
+  const listings = yield* ResourceListingRepo
+  const reads = yield* ResourceReadsRepo
   const observations = yield* ObservationsRepo
   const metrics = yield* MetricsRepo
   const recorder = yield* EvidenceRecorder
@@ -283,8 +288,8 @@ const make = Effect.gen(function* () {
     )
     // Unlisted resources `/v1/validate` created that nobody validated within unlistedRetentionHours go too,
     // and so do untrusted entries unhealthy for retireAfterHours.
-    const prunedUnlisted = yield* resources.pruneUnlisted(nowMs - config.verification.unlistedRetentionHours * 3_600_000)
-    const retired = yield* resources.retireUnhealthy(nowMs - config.ingestion.retireAfterHours * 3_600_000)
+    const prunedUnlisted = yield* listings.pruneUnlisted(nowMs - config.verification.unlistedRetentionHours * 3_600_000)
+    const retired = yield* listings.retireUnhealthy(nowMs - config.ingestion.retireAfterHours * 3_600_000)
     return { pruned, prunedUnlisted, retired }
   }))
 
@@ -300,8 +305,8 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const id = idOf(url, mcp)
       const entry = discoveredEntry(id, url, method, observed, config, mcp)
-      yield* listed ? resources.upsertListed(entry, source, change) : resources.insertUnlisted(entry, source, change)
-      const record = Option.getOrThrow(yield* resources.get(id))
+      yield* listed ? catalogWrites.upsertListed(entry, source, change) : catalogWrites.insertUnlisted(entry, source, change)
+      const record = Option.getOrThrow(yield* reads.get(id))
       return yield* result(record, observed, true)
     })
 
@@ -328,7 +333,7 @@ const make = Effect.gen(function* () {
     /** Probes a catalog resource now, as the schedule does, and records the observation (`sextant probe <id>`). */
     probeResource: (resourceId: string): Effect.Effect<ProbeResult, NotFound> =>
       Effect.gen(function* () {
-        const found = yield* resources.get(resourceId)
+        const found = yield* reads.get(resourceId)
         if (Option.isNone(found)) return yield* Effect.fail(notFound("resource", resourceId))
         return yield* probeRecord(found.value)
       }).pipe(Effect.withSpan("Prober.probeResource")),
@@ -336,7 +341,7 @@ const make = Effect.gen(function* () {
     /** A caller's probe of a catalog resource (`/v1/validate {resourceId}`); see probeAdHoc. */
     validateResource: (resourceId: string, method?: HttpMethod): Effect.Effect<ProbeResult, NotFound | InvalidRequest> =>
       Effect.gen(function* () {
-        const found = yield* resources.get(resourceId)
+        const found = yield* reads.get(resourceId)
         if (Option.isNone(found)) return yield* Effect.fail(notFound("resource", resourceId))
         return yield* probeAdHoc(found.value, method)
       }).pipe(Effect.withSpan("Prober.validateResource")),
@@ -353,7 +358,7 @@ const make = Effect.gen(function* () {
         } catch {
           return yield* new TargetRefused({ reason: `"${rawUrl}" is not an absolute URL` })
         }
-        const known = yield* resources.findByUrl(url.href)
+        const known = yield* reads.findByUrl(url.href)
         if (Option.isSome(known)) return yield* probeAdHoc(known.value, method)
         return yield* probeNewUrl(url, method ?? "GET")
       }).pipe(Effect.withSpan("Prober.probeUrl")),
@@ -370,7 +375,7 @@ const make = Effect.gen(function* () {
       const nowMs = yield* Clock.currentTimeMillis
       const total = { added: 0, removed: 0 }
       for (let afterId: string | null = ""; afterId !== null; ) {
-        const ids: ReadonlyArray<{ readonly id: string; readonly lane: ProbeLane }> = yield* resources.probeTargetIds(afterId, SYNC_PAGE)
+        const ids: ReadonlyArray<{ readonly id: string; readonly lane: ProbeLane }> = yield* listings.probeTargetIds(afterId, SYNC_PAGE)
         const upTo = ids.length === SYNC_PAGE ? ids[ids.length - 1]!.id : null
         const page = yield* schedule.sync(ids, nowMs, afterId, upTo)
         total.added += page.added
@@ -393,8 +398,8 @@ const make = Effect.gen(function* () {
         const claims = yield* schedule.claim(owner, nowMs, limit, config.probes.leaseSeconds * 1000, lane)
         if (claims.length === 0) return 0
         const ids = claims.map((c) => c.resourceId)
-        const records = new Map((yield* resources.getMany(ids)).map((r) => [r.resource.id, r] as const))
-        const unhealthy = lane === "open" ? yield* resources.unhealthySince(ids) : new Map<string, number>()
+        const records = new Map((yield* reads.getMany(ids)).map((r) => [r.resource.id, r] as const))
+        const unhealthy = lane === "open" ? yield* listings.unhealthySince(ids) : new Map<string, number>()
         const next = (resourceId: string) =>
           nextDue(resourceId, nowMs, intervalMs * backoffIntervals(unhealthy.get(resourceId), nowMs, intervalMs, config.ingestion.maxBackoffIntervals))
         // A claim whose resource is gone is completed without a probe.
@@ -421,7 +426,7 @@ const make = Effect.gen(function* () {
      */
     runCycle: Effect.gen(function* () {
       const startMs = yield* Clock.currentTimeMillis
-      const records = yield* resources.probeTargets()
+      const records = yield* reads.probeTargets()
       const outcomes = yield* probeAll(records.map((record) => ({ record })))
       const { pruned, prunedUnlisted, retired } = yield* prune
       const endMs = yield* Clock.currentTimeMillis
