@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import type { Curation, CurationAction, CurationActionKind } from "../domain/curation.js"
 import { CatalogChanges, resourcesChanged } from "./CatalogChanges.js"
 import { decodeRows, repository, SqlFlag } from "./repository.js"
@@ -45,7 +45,7 @@ const make = Effect.gen(function* () {
 
   const logAction = (resourceId: string, action: CurationActionKind, author: Author, detail: unknown = null) =>
     Effect.gen(function* () {
-      const at = new Date()
+      const at = new Date(yield* Clock.currentTimeMillis)
       yield* sql`INSERT INTO operator_actions (id, resource_id, action, actor, reason, detail_json, at, at_ms)
         VALUES (${sortableId("op", at.getTime())}, ${resourceId}, ${action}, ${author.actor}, ${author.reason},
           ${detail === null ? null : JSON.stringify(detail)}, ${at.toISOString()}, ${at.getTime()})`
