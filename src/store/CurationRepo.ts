@@ -6,6 +6,29 @@ import { decodeRows, repository, SqlFlag } from "./repository.js"
 import { sortableId } from "./sortableId.js"
 import { StoreTransactions } from "./StoreTransactions.js"
 
+/** What CurationRepo offers. */
+export interface CurationRepoShape {
+  /** Sets (or replaces) the operator quarantine and logs it; none when no such resource exists. */
+  readonly quarantine: (id: string, author: Author) => Effect.Effect<Option.Option<CurationAction>>
+  /** Lifts the operator quarantine and logs it (also when none was in force, so the request is on record). */
+  readonly release: (id: string, author: Author) => Effect.Effect<Option.Option<CurationAction>>
+  /** Logs an operator's list or unlist (the change itself is `ResourceListingRepo.setListed`). */
+  readonly logListing: (id: string, listed: boolean, author: Author) => Effect.Effect<CurationAction>
+  /**
+   * Deletes a resource that no file brings back, with its observations, metrics and transitions
+   * (ON DELETE CASCADE); the log keeps what was deleted, by whom and why.
+   */
+  readonly remove: (id: string, author: Author) => Effect.Effect<Removal>
+  /** The quarantine in force and the newest listing change; none when no such resource exists. */
+  readonly curationOf: (id: string) => Effect.Effect<Option.Option<Curation>>
+  /** The operator actions about one resource, newest first (deleted resources included). */
+  readonly actions: (resourceId: string, limit: number) => Effect.Effect<ReadonlyArray<CurationAction>>
+}
+
+export class CurationRepo extends Context.Tag("sextant/CurationRepo")<CurationRepo, CurationRepoShape>() {
+  static readonly Live = Layer.suspend(() => Layer.effect(CurationRepo, make))
+}
+
 const QuarantineRow = Schema.Struct({
   source: Schema.String,
   quarantined_by: Schema.NullOr(Schema.String),
@@ -55,7 +78,6 @@ const make = Effect.gen(function* () {
   const exists = (id: string) => sql<{ id: string }>`SELECT id FROM resources WHERE id = ${id}`.pipe(Effect.map((rows) => rows.length > 0))
 
   return repository("CurationRepo", {
-    /** Sets (or replaces) the operator quarantine and logs it; none when no such resource exists. */
     quarantine: (id: string, author: Author) =>
       Effect.gen(function* () {
         if (!(yield* exists(id))) return Option.none<CurationAction>()
@@ -66,7 +88,6 @@ const make = Effect.gen(function* () {
         return Option.some(action)
       }).pipe(transaction),
 
-    /** Lifts the operator quarantine and logs it (also when none was in force, so the request is on record). */
     release: (id: string, author: Author) =>
       Effect.gen(function* () {
         if (!(yield* exists(id))) return Option.none<CurationAction>()
@@ -77,13 +98,8 @@ const make = Effect.gen(function* () {
         return Option.some(action)
       }).pipe(transaction),
 
-    /** Logs an operator's list or unlist (the change itself is `ResourceListingRepo.setListed`). */
     logListing: (id: string, listed: boolean, author: Author) => logAction(id, listed ? "list" : "unlist", author),
 
-    /**
-     * Deletes a resource that no file brings back, with its observations, metrics and transitions
-     * (ON DELETE CASCADE); the log keeps what was deleted, by whom and why.
-     */
     remove: (id: string, author: Author) =>
       Effect.gen(function* () {
         const rows = yield* sql`SELECT source, url, quarantined_by, quarantine_reason, quarantined_at FROM resources WHERE id = ${id}`
@@ -96,7 +112,6 @@ const make = Effect.gen(function* () {
         return { _tag: "Deleted", action } satisfies Removal as Removal
       }).pipe(transaction),
 
-    /** The quarantine in force and the newest listing change; none when no such resource exists. */
     curationOf: (id: string) =>
       Effect.gen(function* () {
         const quarantine = (yield* sql`SELECT source, quarantined_by, quarantine_reason, quarantined_at FROM resources WHERE id = ${id}`.pipe(
@@ -114,7 +129,6 @@ const make = Effect.gen(function* () {
         })
       }),
 
-    /** The operator actions about one resource, newest first (deleted resources included). */
     actions: (resourceId: string, limit: number) =>
       sql`SELECT resource_id, action, actor, reason, at FROM operator_actions WHERE resource_id = ${resourceId}
         ORDER BY id DESC LIMIT ${limit}`.pipe(
@@ -125,7 +139,3 @@ const make = Effect.gen(function* () {
       )
   })
 })
-
-export class CurationRepo extends Context.Tag("sextant/CurationRepo")<CurationRepo, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.effect(CurationRepo, make)
-}

@@ -4,6 +4,24 @@ import { decodeRows, repository, SqlBigInt } from "./repository.js"
 import { sortableId } from "./sortableId.js"
 import { StoreTransactions } from "./StoreTransactions.js"
 
+/** What ProbeSpendRepo offers. */
+export interface ProbeSpendRepoShape {
+  /**
+   * Reserves `units` of today's economic-probe budget when what is already reserved today leaves
+   * room for it; answers the reservation's id, or null when the budget would be exceeded. The
+   * lock row first, so concurrent reservations (other processes too) run one after another.
+   */
+  readonly reserve: (resourceId: string, units: bigint, budgetUnits: bigint, nowMs: number) => Effect.Effect<string | null>
+  /** Gives a reservation back: nothing was paid under it. */
+  readonly release: (id: string) => Effect.Effect<void>
+  /** Base units reserved on the UTC day of `atMs`. */
+  readonly spentOn: (atMs: number) => Effect.Effect<bigint>
+}
+
+export class ProbeSpendRepo extends Context.Tag("sextant/ProbeSpendRepo")<ProbeSpendRepo, ProbeSpendRepoShape>() {
+  static readonly Live = Layer.suspend(() => Layer.effect(ProbeSpendRepo, make))
+}
+
 const SpentRow = Schema.Struct({ spent: Schema.NullOr(SqlBigInt) })
 const decodeSpent = decodeRows(SpentRow)
 
@@ -14,11 +32,6 @@ const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const { transaction } = yield* StoreTransactions
   return repository("ProbeSpendRepo", {
-    /**
-     * Reserves `units` of today's economic-probe budget when what is already reserved today leaves
-     * room for it; answers the reservation's id, or null when the budget would be exceeded. The
-     * lock row first, so concurrent reservations (other processes too) run one after another.
-     */
     reserve: (resourceId: string, units: bigint, budgetUnits: bigint, nowMs: number) =>
       transaction(
         Effect.gen(function* () {
@@ -34,9 +47,7 @@ const make = Effect.gen(function* () {
           return id
         })
       ),
-    /** Gives a reservation back: nothing was paid under it. */
     release: (id: string) => sql`DELETE FROM economic_probe_spend WHERE id = ${id}`.pipe(Effect.asVoid),
-    /** Base units reserved on the UTC day of `atMs`. */
     spentOn: (atMs: number) =>
       sql`SELECT SUM(units) AS spent FROM economic_probe_spend WHERE day = ${utcDay(atMs)}`.pipe(
         Effect.flatMap(decodeSpent),
@@ -46,6 +57,3 @@ const make = Effect.gen(function* () {
 })
 
 /** What economic probes spent, per UTC day. */
-export class ProbeSpendRepo extends Context.Tag("sextant/ProbeSpendRepo")<ProbeSpendRepo, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.effect(ProbeSpendRepo, make)
-}
