@@ -1,19 +1,26 @@
 import { describe, expect, test } from "bun:test"
 import { Deferred, Effect, Fiber } from "effect"
 import fc from "fast-check"
-import { requestSlots } from "../src/verification/requestSlots.js"
+import { type RequestSlots, requestSlots } from "../src/verification/requestSlots.js"
+
+/** One slot, held by a fiber until `hold` completes, and `waiter` forked to wait for it behind. */
+const heldSlotWith = <A>(waiter: (slots: RequestSlots) => Effect.Effect<A>) =>
+  Effect.gen(function* () {
+    const slots = yield* requestSlots(1)
+    const hold = yield* Deferred.make<void>()
+    const holder = yield* Effect.fork(slots.run(Deferred.await(hold)))
+    yield* Effect.yieldNow()
+    const waiting = yield* Effect.fork(waiter(slots))
+    yield* Effect.yieldNow()
+    return { slots, hold, holder, waiting }
+  })
 
 describe("request slots", () => {
   test("a fiber waiting for a slot is interrupted promptly and the slot count stays intact", async () => {
     const result = await Effect.runPromise(
       Effect.gen(function* () {
-        const slots = yield* requestSlots(1)
-        const hold = yield* Deferred.make<void>()
-        const holder = yield* Effect.fork(slots.run(Deferred.await(hold)))
-        yield* Effect.yieldNow()
         const ran = { waiter: false }
-        const waiter = yield* Effect.fork(slots.run(Effect.sync(() => void (ran.waiter = true))))
-        yield* Effect.yieldNow()
+        const { slots, hold, holder, waiting: waiter } = yield* heldSlotWith((slots) => slots.run(Effect.sync(() => void (ran.waiter = true))))
         const started = performance.now()
         yield* Fiber.interrupt(waiter)
         const interruptMs = performance.now() - started
@@ -36,12 +43,7 @@ describe("request slots", () => {
   test("a waiter interrupted right after a release handed it the slot passes the slot on", async () => {
     const free = await Effect.runPromise(
       Effect.gen(function* () {
-        const slots = yield* requestSlots(1)
-        const hold = yield* Deferred.make<void>()
-        const holder = yield* Effect.fork(slots.run(Deferred.await(hold)))
-        yield* Effect.yieldNow()
-        const waiter = yield* Effect.fork(slots.run(Effect.never))
-        yield* Effect.yieldNow()
+        const { slots, hold, holder, waiting: waiter } = yield* heldSlotWith((slots) => slots.run(Effect.never))
         // The holder's release hands the slot to the waiter; the waiter is interrupted before it resumes.
         yield* Deferred.succeed(hold, undefined)
         yield* Fiber.join(holder)
