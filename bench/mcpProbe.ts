@@ -14,7 +14,7 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { CatalogEntry } from "../src/domain/resources.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { Prober } from "../src/verification/Prober.js"
 import { startMcpSeller } from "../test/fixtures/mcpSeller.js"
 import { entry, verificationConfig, verificationStack } from "../test/fixtures/verificationStack.js"
@@ -43,7 +43,7 @@ const stack = async (entries: ReadonlyArray<CatalogEntry>) => {
     database: join(mkdtempSync(join(tmpdir(), "sextant-bench-mcp-")), "sextant.db")
   }
   const runtime = ManagedRuntime.make(verificationStack(config))
-  await runtime.runPromise(Effect.flatMap(ResourcesRepo, (repo) => repo.upsertCatalog(entries)))
+  await runtime.runPromise(Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(entries)))
   const cycle = () =>
     runtime.runPromise(
       Effect.flatMap(Prober, (p) => p.runCycle).pipe(

@@ -13,7 +13,7 @@ import { Effect, ManagedRuntime } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { Prober } from "../src/verification/Prober.js"
 import { entry, verificationConfig, verificationStack } from "../test/fixtures/verificationStack.js"
 import { startX402Fixture } from "../test/fixtures/x402Resource.js"
@@ -45,7 +45,7 @@ const config = {
 }
 const runtime = ManagedRuntime.make(verificationStack(config))
 await runtime.runPromise(
-  Effect.flatMap(ResourcesRepo, (repo) => repo.upsertCatalog(urls.map((url, i) => entry(`bench-${i}`, url))))
+  Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(urls.map((url, i) => entry(`bench-${i}`, url))))
 )
 const proberCycle = () =>
   runtime.runPromise(

@@ -24,7 +24,7 @@ import type { RouteDecision, RouteRequest } from "../src/domain/routes.js"
 import { BunServerLive, HttpLive } from "../src/http/server.js"
 import { TelemetryLive } from "../src/telemetry/Telemetry.js"
 import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { sortableId } from "../src/store/sortableId.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import type { RecordedObservation } from "../src/domain/observations.js"
@@ -181,7 +181,7 @@ try {
       const sql = yield* SqlClient.SqlClient
       const observations = yield* ObservationsRepo
       const recorder = yield* EvidenceRecorder
-      const resources = yield* ResourcesRepo
+      const resources = yield* ResourceReadsRepo
       // All but the last probe of the day go straight into the table; the last goes through the
       // recorder, which derives each resource's maintained metrics row and status from the window.
       yield* sql.withTransaction(

@@ -28,7 +28,8 @@ import { mkdtempSync, readdirSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { loadConfig } from "../src/config.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
+import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { Prober, probeStep } from "../src/verification/Prober.js"
@@ -79,7 +80,7 @@ const runtime = ManagedRuntime.make(verificationStack(config))
 const CHUNK = 5000
 for (let i = 0; i < N; i += CHUNK) {
   await runtime.runPromise(
-    Effect.flatMap(ResourcesRepo, (repo) => repo.upsertCatalog(ids.slice(i, i + CHUNK).map((id, j) => entry(id, urlOf(i + j)))))
+    Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(ids.slice(i, i + CHUNK).map((id, j) => entry(id, urlOf(i + j)))))
   )
 }
 const nowMs = Date.now()
@@ -206,7 +207,7 @@ let stored = 0
 await runtime.runPromise(
   Effect.gen(function* () {
     const recorder = yield* EvidenceRecorder
-    const resources = yield* ResourcesRepo
+    const resources = yield* ResourceReadsRepo
     while (performance.now() - storeStart < STEP_SECONDS * 1000) {
       const chunk = Array.from({ length: CONCURRENCY * 4 }, (_, k) => ids[(stored + k) % N]!)
       const records = yield* resources.getMany(chunk)

@@ -17,7 +17,7 @@ import { type Config, loadConfig } from "../src/config.js"
 import { search } from "../src/discovery/search.js"
 import { emptyMetrics } from "../src/domain/metrics.js"
 import { BunServerLive, HttpLive } from "../src/http/server.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { StoreLive } from "../src/store/Store.js"
 import { syntheticCatalog } from "./support/syntheticCatalog.js"
 
@@ -53,9 +53,9 @@ const config: Config = { ...base, host: "127.0.0.1", port: 0, database, catalog:
 const loadStart = performance.now()
 const store = ManagedRuntime.make(StoreLive(database))
 await store.runPromise(
-  Effect.flatMap(ResourcesRepo, (repo) => repo.upsertImported(catalog, "import:bench", { actor: "bench", reason: "seed" }))
+  Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertImported(catalog, "import:bench", { actor: "bench", reason: "seed" }))
 )
-await store.runPromise(Effect.flatMap(ResourcesRepo, (repo) => repo.bySource("import:bench")).pipe(Effect.asVoid))
+await store.runPromise(Effect.flatMap(CatalogWritesRepo, (repo) => repo.bySource("import:bench")).pipe(Effect.asVoid))
 await store.dispose()
 // Imported entries wait for a probe; list them all at once, as healthy probes would.
 const { Database } = await import("bun:sqlite")

@@ -10,7 +10,7 @@ import ts from "typescript"
 
 const ROOT = resolve(import.meta.dir, "..")
 
-/** One import of a project module: both ends as project paths (`src/store/ResourcesRepo.ts`). */
+/** One import of a project module: both ends as project paths (`src/store/ResourceReadsRepo.ts`). */
 interface Edge {
   readonly from: string
   readonly to: string
@@ -165,10 +165,10 @@ describe("the rule function", () => {
   test("a layered graph that keeps every rule passes", () => {
     const clean: ReadonlyArray<Edge> = [
       { from: "src/domain/routes.ts", to: "src/domain/policy.ts" },
-      { from: "src/store/ResourcesRepo.ts", to: "src/domain/resources.ts" },
+      { from: "src/store/ResourceReadsRepo.ts", to: "src/domain/resources.ts" },
       { from: "src/store/Database.ts", to: "src/store/migrations/index.ts" },
-      { from: "src/store/ResourcesRepo.ts", to: "src/config.ts" },
-      { from: "src/verification/Prober.ts", to: "src/store/ResourcesRepo.ts" },
+      { from: "src/store/ResourceReadsRepo.ts", to: "src/config.ts" },
+      { from: "src/verification/Prober.ts", to: "src/store/ResourceReadsRepo.ts" },
       { from: "src/settlement/Settlement.ts", to: "src/verification/EvidenceReader.ts" },
       { from: "src/http/handlers/x402.ts", to: "src/contract/index.ts" },
       { from: "src/client/SextantClient.ts", to: "src/contract/index.ts" },
@@ -191,11 +191,11 @@ describe("the rule function", () => {
   test("rule 2: the store importing anything but the domain, the config and itself", () => {
     expect(rulesOf("src/store/MetricsRepo.ts", "src/verification/metrics.ts")).toEqual([2, 4])
     expect(rulesOf("src/store/SettlementJournal.ts", "src/settlement/budgets.ts")).toEqual([2, 4])
-    expect(rulesOf("src/store/ResourcesRepo.ts", "src/policy/evaluate.ts")).toEqual([2])
-    expect(rulesOf("src/store/ResourcesRepo.ts", "src/x402/capabilities.ts")).toEqual([2])
-    expect(rulesOf("src/store/ResourcesRepo.ts", "src/app.ts")).toEqual([2])
+    expect(rulesOf("src/store/ResourceReadsRepo.ts", "src/policy/evaluate.ts")).toEqual([2])
+    expect(rulesOf("src/store/ResourceReadsRepo.ts", "src/x402/capabilities.ts")).toEqual([2])
+    expect(rulesOf("src/store/ResourceReadsRepo.ts", "src/app.ts")).toEqual([2])
     // A folder that merely starts like an allowed one is not it.
-    expect(rulesOf("src/store/ResourcesRepo.ts", "src/domainish/x.ts")).toEqual([2])
+    expect(rulesOf("src/store/ResourceReadsRepo.ts", "src/domainish/x.ts")).toEqual([2])
   })
 
   test("rule 3: src/http/ imported from outside the HTTP layer, the entry points and MCP", () => {
@@ -203,7 +203,7 @@ describe("the rule function", () => {
     expect(rulesOf("src/client/SextantClient.ts", "src/http/server.ts")).toEqual([3])
     expect(rulesOf("src/verification/Prober.ts", "src/http/errors.ts")).toEqual([3])
     expect(rulesOf("src/vertical/VerticalApp.ts", "src/http/body.ts")).toEqual([3])
-    expect(rulesOf("src/store/ResourcesRepo.ts", "src/http/errors.ts")).toEqual([2, 3])
+    expect(rulesOf("src/store/ResourceReadsRepo.ts", "src/http/errors.ts")).toEqual([2, 3])
     expect(rulesOf("src/mcp/server.ts", "src/http/server.ts")).toEqual([])
     expect(rulesOf("src/cli/serve.ts", "src/http/server.ts")).toEqual([])
     // A folder that merely starts like an allowed one is not it.
@@ -265,7 +265,7 @@ describe("reading and resolving imports", () => {
   test("relative specifiers resolve to project paths; packages and node: builtins are not project modules", () => {
     const files = new Set(["src/store/Database.ts", "src/store/migrations/index.ts", "src/domain/index.ts", "src/store/demo-catalog.json"])
     const exists = (path: string) => files.has(path)
-    expect(resolveSpecifier("src/store/ResourcesRepo.ts", "./Database.js", exists)).toBe("src/store/Database.ts")
+    expect(resolveSpecifier("src/store/ResourceReadsRepo.ts", "./Database.js", exists)).toBe("src/store/Database.ts")
     expect(resolveSpecifier("src/store/Database.ts", "./migrations/index.js", exists)).toBe("src/store/migrations/index.ts")
     expect(resolveSpecifier("src/http/handlers/x402.ts", "../../domain", exists)).toBe("src/domain/index.ts")
     expect(resolveSpecifier("src/config.ts", "./store/demo-catalog.json", exists)).toBe("src/store/demo-catalog.json")

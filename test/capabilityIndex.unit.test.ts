@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test"
 import { Clock, Deferred, Effect, Fiber } from "effect"
 import { catalogChanged, resourcesChanged } from "../src/store/CatalogChanges.js"
-import type { RecordWithStanding } from "../src/store/ResourcesRepo.js"
+import type { RecordWithStanding } from "../src/store/RouteCandidatesRepo.js"
 import { type CapabilityRead, CapabilityIndex, heldReads } from "../src/verification/capabilityIndex.js"
 import { record } from "./fixtures/evidence.js"
 import { ResourceId } from "../src/domain/ids.js"

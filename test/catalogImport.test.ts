@@ -5,7 +5,9 @@ import { ServicesLive } from "../src/app.js"
 import { Importer, type ImportSourceSpec } from "../src/catalog/Importer.js"
 import { ImportSchedulerLive } from "../src/catalog/ImportScheduler.js"
 import { Discovery } from "../src/discovery/Discovery.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
+import { ResourceListingRepo } from "../src/store/ResourceListingRepo.js"
+import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { discoveredId, Prober } from "../src/verification/Prober.js"
 import { isKept, ITEM_COUNT, itemUrl, startDiscoveryService, type DiscoveryServiceFixture } from "./fixtures/discoveryService.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
@@ -21,7 +23,7 @@ const run = <A, E>(effect: Effect.Effect<A, E, any>): Promise<A> => runtime.runP
 
 const pull = () => run(Effect.flatMap(Importer, (importer) => importer.pull(source)))
 const idOf = (i: number) => discoveredId(new URL(itemUrl(resources.origin, i)))
-const rowsOfSource = () => run(Effect.flatMap(ResourcesRepo, (repo) => repo.bySource("import:fixture")))
+const rowsOfSource = () => run(Effect.flatMap(CatalogWritesRepo, (repo) => repo.bySource("import:fixture")))
 const listed = () => run(Effect.flatMap(Discovery, (d) => d.x402Page({ limit: 1000 })))
 const probe = (i: number) => run(Effect.flatMap(Prober, (p) => p.probeResource(idOf(i))))
 const listingChanges = (i: number) =>
@@ -74,12 +76,12 @@ describe("imports from a Bazaar-shaped discovery service", () => {
     expect(rows.map((r) => r.url).sort()).toEqual(KEPT.map((i) => itemUrl(resources.origin, i)).sort())
     expect(rows.every((r) => !r.listed && r.hold === "awaiting_probe")).toBe(true)
     expect((await listed()).pagination.total).toBe(0)
-    const record = await run(Effect.flatMap(ResourcesRepo, (repo) => repo.get(idOf(7 * 5))))
+    const record = await run(Effect.flatMap(ResourceReadsRepo, (repo) => repo.get(idOf(7 * 5))))
     expect(record._tag).toBe("Some")
   })
 
   test("an imported entry is read from the item: payment option, provider from the origin, description from metadata", async () => {
-    const found = await run(Effect.flatMap(ResourcesRepo, (repo) => repo.get(idOf(10))))
+    const found = await run(Effect.flatMap(ResourceReadsRepo, (repo) => repo.get(idOf(10))))
     if (found._tag !== "Some") throw new Error("item 10 not imported")
     expect(found.value).toMatchObject({
       resource: { url: itemUrl(resources.origin, 10), method: "GET", description: "imported item 10", status: "DISCOVERED" },
@@ -108,7 +110,7 @@ describe("imports from a Bazaar-shaped discovery service", () => {
     expect(summary.kept).toBe(KEPT.length - 3)
     expect((await listed()).items.map((i) => i.resource)).toEqual([itemUrl(resources.origin, 15)])
     expect((await listingChanges(0)).at(-1)).toMatchObject({ listed: 0, actor: "import:fixture", reason: "no longer listed by source fixture" })
-    const targets = await run(Effect.flatMap(ResourcesRepo, (repo) => repo.probeTargets()))
+    const targets = await run(Effect.flatMap(ResourceReadsRepo, (repo) => repo.probeTargets()))
     const targetIds = new Set(targets.map((r) => r.resource.id))
     for (const i of [0, 5, 9]) expect(targetIds.has(idOf(i))).toBe(false)
     // A healthy probe does not bring back what the source dropped.
@@ -125,7 +127,7 @@ describe("imports from a Bazaar-shaped discovery service", () => {
   })
 
   test("an operator's unlisting survives healthy probes and later pulls", async () => {
-    await run(Effect.flatMap(ResourcesRepo, (repo) => repo.setListed(idOf(15), false, { actor: "ops", reason: "curated out" })))
+    await run(Effect.flatMap(ResourceListingRepo, (repo) => repo.setListed(idOf(15), false, { actor: "ops", reason: "curated out" })))
     expect((await probe(15)).healthy).toBe(true)
     await pull()
     expect((await listed()).items.map((i) => i.resource)).not.toContain(itemUrl(resources.origin, 15))

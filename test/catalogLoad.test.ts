@@ -12,8 +12,10 @@ import { join, resolve } from "node:path"
 import { CatalogLoad } from "../src/catalog/CatalogLoad.js"
 import { AppConfig, ConfigError } from "../src/config.js"
 import type { CatalogEntry } from "../src/domain/resources.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { CurationRepo } from "../src/store/CurationRepo.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { ResourceListingRepo } from "../src/store/ResourceListingRepo.js"
+import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { StoreLive } from "../src/store/Store.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { testConfig } from "./support/server.js"
@@ -32,7 +34,7 @@ const setup = () => {
   /** One start-up: the store opened and the catalog loaded, then closed, as `serve` does before listening. */
   const start = () =>
     Effect.runPromiseExit(Effect.scoped(Layer.build(CatalogLoad.pipe(Layer.provideMerge(store), Layer.provide(Layer.succeed(AppConfig, config))))))
-  const run = <A>(effect: Effect.Effect<A, never, ResourcesRepo | CurationRepo | SqlClient.SqlClient>) =>
+  const run = <A>(effect: Effect.Effect<A, never, CatalogWritesRepo | ResourceListingRepo | ResourceReadsRepo | CurationRepo | SqlClient.SqlClient>) =>
     Effect.runPromise(Effect.provide(effect, store))
   /** Every stored trace of the catalog: rows with their times and hashes, capabilities, options, search words, listing changes, the mark. */
   const snapshot = () =>
@@ -62,7 +64,7 @@ describe("catalog load at start", () => {
     const author = { actor: "op", reason: "looks off" }
     await s.run(
       Effect.gen(function* () {
-        yield* (yield* ResourcesRepo).setListed(ResourceId.make("c3"), false, { ...author, hold: "operator" })
+        yield* (yield* ResourceListingRepo).setListed(ResourceId.make("c3"), false, { ...author, hold: "operator" })
         yield* (yield* CurationRepo).quarantine(ResourceId.make("c4"), author)
       })
     )
@@ -74,7 +76,7 @@ describe("catalog load at start", () => {
     expect(after).toEqual(before)
     expect(rowOf(after, "c3")).toMatchObject({ listed: 0, listing_hold: "operator" })
     expect(rowOf(after, "c4")).toMatchObject({ quarantined_by: "op" })
-    const listed = await s.run(Effect.flatMap(ResourcesRepo, (repo) => repo.list()))
+    const listed = await s.run(Effect.flatMap(ResourceReadsRepo, (repo) => repo.list()))
     expect(listed.map((r) => r.resource.id).sort()).toEqual(catalogOf(20).map((e) => e.resource.id).filter((id) => id !== "c3").sort())
   })
 
@@ -83,7 +85,7 @@ describe("catalog load at start", () => {
     const catalog = catalogOf(20)
     s.write(catalog)
     await s.start()
-    await s.run(Effect.flatMap(ResourcesRepo, (repo) => repo.setListed(ResourceId.make("c7"), false, { actor: "op", reason: "paused", hold: "operator" })))
+    await s.run(Effect.flatMap(ResourceListingRepo, (repo) => repo.setListed(ResourceId.make("c7"), false, { actor: "op", reason: "paused", hold: "operator" })))
     const before = await s.snapshot()
     await Bun.sleep(5) // so a rewritten row's updated_at would differ
     const edited = catalog.map((e) =>
@@ -151,7 +153,7 @@ describe("catalog load at start", () => {
     s.write(catalogOf(5))
     await s.start()
     await s.run(
-      Effect.flatMap(ResourcesRepo, (repo) =>
+      Effect.flatMap(CatalogWritesRepo, (repo) =>
         repo.upsertListed(entry("c1", "http://127.0.0.1:9/elsewhere"), "registration", { actor: "someone", reason: "registered" })
       )
     )

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { RecordedObservation } from "../src/domain/observations.js"
 import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
@@ -89,7 +89,7 @@ beforeAll(async () => {
   )
   await server.runtime.runPromise(
     Effect.gen(function* () {
-      const record = Option.getOrThrow(yield* Effect.flatMap(ResourcesRepo, (repo) => repo.get(ID)))
+      const record = Option.getOrThrow(yield* Effect.flatMap(ResourceReadsRepo, (repo) => repo.get(ID)))
       const recorder = yield* EvidenceRecorder
       for (const o of OBSERVATIONS) yield* recorder.recordObservation(record, o)
     })

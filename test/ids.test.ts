@@ -9,13 +9,13 @@ import type { NewEntry } from "../src/domain/settlements.js"
 import { paymentIdentifierOf } from "../src/extensions/paymentIdentifier.js"
 import type { ReceiptService } from "../src/receipts/ReceiptService.js"
 import type { Settlement } from "../src/settlement/Settlement.js"
-import type { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import type { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import type { SettlementJournal } from "../src/store/SettlementJournal.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 /** The first parameter of a service method, as its signature declares it. */
 type ArgOf<S, K extends keyof S, N extends number = 0> = S[K] extends (...args: infer A) => unknown ? A[N] : never
-type Resources = Context.Tag.Service<ResourcesRepo>
+type Resources = Context.Tag.Service<ResourceReadsRepo>
 type Journal = Context.Tag.Service<SettlementJournal>
 type Settlements = Context.Tag.Service<Settlement>
 type Receipts = Context.Tag.Service<ReceiptService>

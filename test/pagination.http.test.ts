@@ -10,7 +10,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { ObservationPage } from "../src/domain/observations.js"
 import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { StoreLive } from "../src/store/Store.js"
 import { timedOut } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
@@ -31,7 +31,7 @@ const writer = ManagedRuntime.make(StoreLive(database))
 
 const addListed = (ids: ReadonlyArray<string>) =>
   writer.runPromise(
-    Effect.flatMap(ResourcesRepo, (repo) =>
+    Effect.flatMap(CatalogWritesRepo, (repo) =>
       Effect.forEach(ids, (id) => repo.upsertListed(at(id), "registration", { actor: "test", reason: "added between pages" }))
     )
   )

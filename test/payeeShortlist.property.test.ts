@@ -10,7 +10,7 @@ import { ServiceStatus } from "../src/domain/resources.js"
 import { providerEvidenceOf } from "../src/domain/evidence.js"
 import { policyContext } from "../src/policy/evaluate.js"
 import { payeeDenial } from "../src/settlement/rules.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { StoreTest } from "../src/store/Store.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { advertised } from "./fixtures/observations.js"
@@ -64,7 +64,7 @@ describe("payee shortlist against the whole-set rule", () => {
         const option = { ...advertised, payTo }
         const verdicts = await runtime.runPromise(
           Effect.gen(function* () {
-            const repo = yield* ResourcesRepo
+            const repo = yield* CatalogWritesRepo
             const sql = yield* SqlClient.SqlClient
             const ids = resources.map((_, i) => ResourceId.make(`${prefix}-${String(i).padStart(2, "0")}`))
             yield* repo.upsertCatalog(

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { ServicesLive } from "../src/app.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { uptoOption, option, payee, record } from "./fixtures/evidence.js"
 import { observation } from "./fixtures/observations.js"
@@ -26,7 +26,7 @@ const seedAlpha = async (database: string) => {
   const services = ManagedRuntime.make(ServicesLive(testConfig({ catalog, database })))
   await services.runPromise(
     Effect.gen(function* () {
-      const alpha = Option.getOrThrow(yield* Effect.flatMap(ResourcesRepo, (repo) => repo.get(ResourceId.make("alpha.inspect"))))
+      const alpha = Option.getOrThrow(yield* Effect.flatMap(ResourceReadsRepo, (repo) => repo.get(ResourceId.make("alpha.inspect"))))
       const recorder = yield* EvidenceRecorder
       yield* recorder.recordObservation(
         alpha,

@@ -8,7 +8,7 @@ import { evaluatePolicy, policyContext } from "../src/policy/evaluate.js"
 import { PolicyEngine } from "../src/policy/PolicyEngine.js"
 import { StoreTest } from "../src/store/Store.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { evidence, option, payee, record, uptoOption } from "./fixtures/evidence.js"
 import { ResourceId } from "../src/domain/ids.js"
 
@@ -273,7 +273,7 @@ describe("PolicyEngine over the catalog store", () => {
     Layer.provide(Layer.succeed(AppConfig, config))
   )
   const runtime = ManagedRuntime.make(Layer.merge(layer, TestContext.TestContext))
-  const seeded = runtime.runPromise(Effect.flatMap(ResourcesRepo, (repo) => repo.upsertCatalog(catalog)))
+  const seeded = runtime.runPromise(Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(catalog)))
   afterAll(() => runtime.dispose())
   const evaluate = async (request: PolicyEvaluateRequest) => {
     await seeded

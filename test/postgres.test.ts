@@ -9,7 +9,10 @@ import type { Config } from "../src/config.js"
 import { verifyReceipt } from "../src/receipts/receipt.js"
 import { MetricsRepo } from "../src/store/MetricsRepo.js"
 import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { commitWithoutFlush } from "../src/store/commitDurability.js"
+import { StoreLive } from "../src/store/Store.js"
+import { StoreTransactions } from "../src/store/StoreTransactions.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { Prober } from "../src/verification/Prober.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
@@ -306,7 +309,7 @@ describe.skipIf(!availability.available)(title, () => {
     const ids = ["pg-a", "pg-b", "pg-c"].map((id) => ResourceId.make(id))
     const out = await Effect.runPromise(
       Effect.gen(function* () {
-        yield* (yield* ResourcesRepo).upsertCatalog(ids.map((id) => entry(id, fixture.url(`/paid/${id}`))))
+        yield* (yield* CatalogWritesRepo).upsertCatalog(ids.map((id) => entry(id, fixture.url(`/paid/${id}`))))
         const prober = yield* Prober
         yield* prober.syncSchedule
         // One batch: three observations, three metrics rows, three schedule completions.
@@ -334,12 +337,27 @@ describe.skipIf(!availability.available)(title, () => {
     expect(out.levels).toEqual([2, 2, 2])
   })
 
+  test("a commit without a flush turns synchronous_commit off for its transaction only", async () => {
+    const database = await cluster.createDatabase("commit_flush")
+    const show = (sql: SqlClient.SqlClient) => Effect.map(sql<{ synchronous_commit: string }>`SHOW synchronous_commit`, ([row]) => row?.synchronous_commit)
+    const out = await Effect.runPromise(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const { transaction } = yield* StoreTransactions
+        const unflushed = yield* commitWithoutFlush(transaction(show(sql)))
+        const flushed = yield* transaction(show(sql))
+        return { unflushed, flushed, after: yield* show(sql) }
+      }).pipe(Effect.provide(StoreLive(database)))
+    )
+    expect(out).toEqual({ unflushed: "off", flushed: "on", after: "on" })
+  })
+
   test("the payee shortlist's parts (a quarantined one, a denied provider's one, the first that could pass) run on Postgres's SQL", async () => {
     const config = { ...verificationConfig({ trustedOrigins: [fixture.origin] }), database: await cluster.createDatabase("payee_shortlist") }
     const ids = ["pg-p-a", "pg-p-b", "pg-p-other", "pg-p-quarantined"]
     const out = await Effect.runPromise(
       Effect.gen(function* () {
-        yield* (yield* ResourcesRepo).upsertCatalog(
+        yield* (yield* CatalogWritesRepo).upsertCatalog(
           ids.map((id) => ({ ...entry(id, fixture.url(`/paid/${id}`)), provider: { id: id === "pg-p-other" ? "other" : "fixture", name: id } }))
         )
         const prober = yield* Prober

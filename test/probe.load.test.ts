@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Fiber, ManagedRuntime, Option, Schedule } from "effect"
 import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { Prober } from "../src/verification/Prober.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
@@ -28,7 +28,7 @@ test("200 endpoints at concurrency 16, 20 of them hanging: the cycle ends within
   )
   const out = await runtime.runPromise(
     Effect.gen(function* () {
-      yield* (yield* ResourcesRepo).upsertCatalog(entries)
+      yield* (yield* CatalogWritesRepo).upsertCatalog(entries)
       const sql = yield* SqlClient.SqlClient
       const started = performance.now()
       const cycle = yield* Effect.fork((yield* Prober).runCycle)
@@ -85,7 +85,7 @@ test("a target never sees more than probes.concurrency probes at once, while oth
   const entries = Array.from({ length: 40 }, (_, i) => entry(`s${String(i).padStart(2, "0")}`, `${origin}/paid/${i}`))
   const out = await runtime.runPromise(
     Effect.gen(function* () {
-      yield* (yield* ResourcesRepo).upsertCatalog(entries)
+      yield* (yield* CatalogWritesRepo).upsertCatalog(entries)
       const prober = yield* Prober
       yield* prober.syncSchedule
       const claimed: Array<number> = []

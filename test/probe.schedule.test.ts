@@ -3,7 +3,8 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Exit, Layer, ManagedRuntime, Option, Queue, Ref, Scope, TestClock, TestContext } from "effect"
 import { AppConfig } from "../src/config.js"
 import { ObservationsRepo, observationCursor } from "../src/store/ObservationsRepo.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
+import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { TransitionsRepo } from "../src/store/TransitionsRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
@@ -114,7 +115,7 @@ const withStore = <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<ReturnT
   return runTest(
     Effect.gen(function* () {
       yield* TestClock.setTime(T0)
-      yield* (yield* ResourcesRepo).upsertCatalog([entry("r1", url)])
+      yield* (yield* CatalogWritesRepo).upsertCatalog([entry("r1", url)])
       return yield* effect
     }).pipe(Effect.provide(verificationStack(config)))
   )
@@ -124,7 +125,7 @@ const withStore = <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<ReturnT
 const recordNow = (make: (ms: number) => ReturnType<typeof observation>) =>
   Effect.gen(function* () {
     const ms = yield* Clock.currentTimeMillis
-    const record = Option.getOrThrow(yield* (yield* ResourcesRepo).get(ResourceId.make("r1")))
+    const record = Option.getOrThrow(yield* (yield* ResourceReadsRepo).get(ResourceId.make("r1")))
     return yield* (yield* EvidenceRecorder).recordObservation(record, make(ms))
   })
 
@@ -217,7 +218,7 @@ describe("metric windows and confidence over time (TestClock, real store)", () =
       Effect.gen(function* () {
         const repo = yield* ObservationsRepo
         const ids = ["r2", "r3", "r4", "r5"]
-        yield* (yield* ResourcesRepo).upsertCatalog(ids.map((id) => entry(id, `http://127.0.0.1:1/${id}`)))
+        yield* (yield* CatalogWritesRepo).upsertCatalog(ids.map((id) => entry(id, `http://127.0.0.1:1/${id}`)))
         const cutoff = T0 - 7 * 24 * HOUR
         // Every resource: 5 hours before the cutoff and 3 after it.
         yield* repo.upsertRollups(
@@ -256,7 +257,7 @@ describe("schedule sync (real store)", () => {
         const ids = Array.from({ length: 2_500 }, (_, i) => `t${String(i).padStart(5, "0")}`)
         // Resources that stop being probe targets: before the first, inside the first and second pages, after the last.
         const stale = ["a-before", "t00500x", "t01700x", "zz-after"]
-        yield* (yield* ResourcesRepo).upsertCatalog([...ids, ...stale].map((id) => entry(id, fixture.url(`/paid/${id}`))))
+        yield* (yield* CatalogWritesRepo).upsertCatalog([...ids, ...stale].map((id) => entry(id, fixture.url(`/paid/${id}`))))
         const prober = yield* Prober
         const first = yield* prober.syncSchedule
         const sql = yield* SqlClient.SqlClient

@@ -3,7 +3,8 @@ import { Effect, Either, type Layer, ManagedRuntime, Option } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
 import type { ProbeOutcome } from "../src/domain/observations.js"
 import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
+import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { TransitionsRepo } from "../src/store/TransitionsRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { EconomicEventsRepo } from "../src/store/EconomicEventsRepo.js"
@@ -41,7 +42,7 @@ const stack = (entries: Parameters<typeof entry>[], probes = {}) => {
     run: <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<ReturnType<typeof verificationStack>>>) =>
       runtime.runPromise(
         Effect.zipRight(
-          Effect.flatMap(ResourcesRepo, (repo) => repo.upsertCatalog(entries.map((args) => entry(...args)))),
+          Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(entries.map((args) => entry(...args)))),
           effect
         )
       )
@@ -135,7 +136,7 @@ describe("probe outcomes against the fixture server", () => {
     const { transitions, records } = await runtime.runPromise(
       Effect.gen(function* () {
         const repo = yield* TransitionsRepo
-        const resources = yield* ResourcesRepo
+        const resources = yield* ResourceReadsRepo
         return {
           transitions: {
             paid: yield* repo.recent(ResourceId.make("paid"), 10),
@@ -235,7 +236,7 @@ describe("outbound safety on real probes (loopback only)", () => {
       Effect.gen(function* () {
         const refused = yield* Effect.either((yield* Prober).probeUrl(other.url("/paid")))
         const badScheme = yield* Effect.either((yield* Prober).probeUrl("file:///etc/passwd"))
-        return { refused, badScheme, rows: yield* (yield* ResourcesRepo).list() }
+        return { refused, badScheme, rows: yield* (yield* ResourceReadsRepo).list() }
       })
     )
     expect(Either.isLeft(result.refused) && "_tag" in result.refused.left && result.refused.left._tag).toBe("TargetRefused")
@@ -256,7 +257,7 @@ describe("on-demand validation", () => {
         const first = yield* prober.probeUrl(fixture.url("/paid/new"), "POST")
         const again = yield* prober.probeUrl(fixture.url("/paid/new"), "POST")
         const known = yield* prober.probeUrl(fixture.url("/paid"))
-        const record = Option.getOrThrow(yield* (yield* ResourcesRepo).get(first.resourceId))
+        const record = Option.getOrThrow(yield* (yield* ResourceReadsRepo).get(first.resourceId))
         const transitions = yield* (yield* TransitionsRepo).recent(first.resourceId, 10)
         return { first, again, known, record, transitions }
       })

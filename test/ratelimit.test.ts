@@ -7,7 +7,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { Config } from "../src/config.js"
 import { clientAddress, limitedGroupOf, limitKey } from "../src/limits/groups.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
+import { ResourceListingRepo } from "../src/store/ResourceListingRepo.js"
+import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { StoreLive, StoreTest } from "../src/store/Store.js"
 import { observation } from "./fixtures/observations.js"
@@ -107,7 +109,7 @@ describe("POST /v1/validate under abuse", () => {
   })
 
   test("300 validates of new URLs from one client: 429 after the configured 20, and no growth of scheduled probes", async () => {
-    const targets = () => store.runPromise(Effect.flatMap(ResourcesRepo, (repo) => repo.probeTargets()))
+    const targets = () => store.runPromise(Effect.flatMap(ResourceReadsRepo, (repo) => repo.probeTargets()))
     const scheduledBefore = (await targets()).length
     const answers: Array<Awaited<ReturnType<typeof validate>>> = []
     for (let batch = 0; batch < 30; batch++) {
@@ -195,21 +197,23 @@ describe("unlisted retention (verification.unlistedRetentionHours)", () => {
     const validated = { actor: "validate", reason: "test" }
     const left = await store.runPromise(
       Effect.gen(function* () {
-        const repo = yield* ResourcesRepo
+        const catalogWrites = yield* CatalogWritesRepo
+        const listings = yield* ResourceListingRepo
+        const reads = yield* ResourceReadsRepo
         const observations = yield* ObservationsRepo
-        yield* repo.upsertCatalog([entry("config.kept", "http://127.0.0.1:9/config")])
-        yield* repo.insertUnlisted(entry("discovered-stale", "http://127.0.0.1:9/stale"), "validate", validated)
-        yield* repo.insertUnlisted(entry("discovered-fresh", "http://127.0.0.1:9/fresh"), "validate", validated)
-        yield* repo.upsertListed(entry("registered.kept", "http://127.0.0.1:9/registered"), "registration", validated)
+        yield* catalogWrites.upsertCatalog([entry("config.kept", "http://127.0.0.1:9/config")])
+        yield* catalogWrites.insertUnlisted(entry("discovered-stale", "http://127.0.0.1:9/stale"), "validate", validated)
+        yield* catalogWrites.insertUnlisted(entry("discovered-fresh", "http://127.0.0.1:9/fresh"), "validate", validated)
+        yield* catalogWrites.upsertListed(entry("registered.kept", "http://127.0.0.1:9/registered"), "registration", validated)
         // Validated again after the cutoff: kept.
         yield* observations.insert([
           observation(nowMs + 600_000, { resourceId: ResourceId.make("discovered-fresh"), url: "http://127.0.0.1:9/fresh" }),
           observation(nowMs - 600_000, { resourceId: ResourceId.make("discovered-stale"), url: "http://127.0.0.1:9/stale" })
         ])
-        const pruned = yield* repo.pruneUnlisted(nowMs + 300_000)
+        const pruned = yield* listings.pruneUnlisted(nowMs + 300_000)
         expect(pruned).toBe(1)
         const ids = yield* Effect.forEach(["config.kept", "discovered-stale", "discovered-fresh", "registered.kept"], (id) =>
-          Effect.map(repo.get(ResourceId.make(id)), (found) => (found._tag === "Some" ? id : null))
+          Effect.map(reads.get(ResourceId.make(id)), (found) => (found._tag === "Some" ? id : null))
         )
         return ids.filter((id) => id !== null)
       })

@@ -8,7 +8,7 @@ import { ReceiptService } from "../src/receipts/ReceiptService.js"
 import type { Signer } from "../src/receipts/Signer.js"
 import { Router } from "../src/routing/Router.js"
 import { StoreLive } from "../src/store/Store.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { OTHER_PROVIDERS } from "./fixtures/otherProviders.js"
 import { makeTestLayer } from "./support/testLayer.js"
@@ -80,7 +80,7 @@ export const recordingEvidence = () => {
   return { events, layer }
 }
 
-const seededCatalog = Layer.effectDiscard(Effect.flatMap(ResourcesRepo, (repo) => repo.upsertCatalog(receiptsCatalog)))
+const seededCatalog = Layer.effectDiscard(Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(receiptsCatalog)))
 
 /**
  * ReceiptService.Live on a real SQLite store holding the demo catalog, with the default config

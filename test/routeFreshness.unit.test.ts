@@ -5,7 +5,6 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
-import { SqlClient } from "@effect/sql"
 import { Effect, Either, Layer, ManagedRuntime, Option, TestClock, TestContext } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -17,7 +16,9 @@ import type { CatalogEntry } from "../src/domain/resources.js"
 import type { RouteDecision } from "../src/domain/routes.js"
 import { Curation } from "../src/curation/Curation.js"
 import { Router } from "../src/routing/Router.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { ResourceListingRepo } from "../src/store/ResourceListingRepo.js"
+import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
+import { StoreTransactions } from "../src/store/StoreTransactions.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { EvidenceReader, ROUTE_READ_TTL_MS } from "../src/verification/EvidenceReader.js"
 import { advertised, observation } from "./fixtures/observations.js"
@@ -62,7 +63,7 @@ const considered = (d: RouteDecision) => [...ranked(d), ...rejected(d)].sort()
 const probe = (id: string, agoMs = 60_000) =>
   run(
     Effect.gen(function* () {
-      const record = Option.getOrThrow(yield* Effect.flatMap(ResourcesRepo, (repo) => repo.get(ResourceId.make(id))))
+      const record = Option.getOrThrow(yield* Effect.flatMap(ResourceReadsRepo, (repo) => repo.get(ResourceId.make(id))))
       yield* (yield* EvidenceRecorder).recordObservation(record, observation(nowMs - agoMs, { resourceId: ResourceId.make(id), url: record.resource.url }))
     })
   )
@@ -115,10 +116,10 @@ describe("the next route after a write of this process sees it", () => {
     await run(TestClock.adjust(ROUTE_READ_TTL_MS))
     const during = await run(
       Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        return yield* sql.withTransaction(
+        const { transaction } = yield* StoreTransactions
+        return yield* transaction(
           Effect.gen(function* () {
-            yield* Effect.flatMap(ResourcesRepo, (repo) => repo.setListed(ResourceId.make("delta"), false, operator))
+            yield* Effect.flatMap(ResourceListingRepo, (repo) => repo.setListed(ResourceId.make("delta"), false, operator))
             // Another request, outside this transaction, as the HTTP server would run it.
             return yield* Effect.promise(() => route())
           })

@@ -9,7 +9,7 @@ import { BALANCED_WEIGHTS, decideRoute } from "../src/routing/rank.js"
 import { Router } from "../src/routing/Router.js"
 import { StoreTest } from "../src/store/Store.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { evidence, option, record, uptoOption } from "./fixtures/evidence.js"
 
 const config = Either.getOrThrow(loadConfig(undefined, {}))
@@ -195,7 +195,7 @@ describe("Router over the catalog store and the evidence reader", () => {
     Layer.provide(Layer.succeed(AppConfig, config))
   )
   const runtime = ManagedRuntime.make(Layer.merge(layer, TestContext.TestContext))
-  const seeded = runtime.runPromise(Effect.flatMap(ResourcesRepo, (repo) => repo.upsertCatalog(catalog)))
+  const seeded = runtime.runPromise(Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(catalog)))
   afterAll(() => runtime.dispose())
   const routeLive = async (request: RouteRequest) => {
     await seeded

@@ -13,7 +13,7 @@ import { Discovery } from "../src/discovery/Discovery.js"
 import { search } from "../src/discovery/search.js"
 import { emptyMetrics } from "../src/domain/metrics.js"
 import type { CatalogEntry, ResourcePaymentOption, ResourceSearchRequest } from "../src/domain/resources.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { SearchTuning } from "../src/store/searchIndex.js"
 import { StoreLive } from "../src/store/Store.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
@@ -105,7 +105,7 @@ const harness = (database: string, tuning: typeof SearchTuning.Service = SearchT
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
         yield* sql`DELETE FROM resources`
-        yield* (yield* ResourcesRepo).upsertCatalog(catalog)
+        yield* (yield* CatalogWritesRepo).upsertCatalog(catalog)
         const discovery = yield* Discovery
         const hits: Array<{ id: string; relevance: number }> = []
         let cursor: string | undefined

@@ -5,7 +5,7 @@ import { join, resolve } from "node:path"
 import { type Browser, chromium, type Page } from "playwright-core"
 import type { RecordedObservation } from "../src/domain/observations.js"
 import type { CatalogEntry } from "../src/domain/resources.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
@@ -71,7 +71,7 @@ const requested: Array<string> = []
 const seed = (now: number) =>
   Effect.gen(function* () {
     const recorder = yield* EvidenceRecorder
-    const repo = yield* ResourcesRepo
+    const repo = yield* ResourceReadsRepo
     for (const [id, observations] of Object.entries(histories(now))) {
       const record = Option.getOrThrow(yield* repo.get(ResourceId.make(id)))
       for (const o of observations) yield* recorder.recordObservation(record, { ...o, resourceId: ResourceId.make(id), url: record.resource.url })

@@ -7,9 +7,12 @@ import { join } from "node:path"
 import { loadConfig } from "../src/config.js"
 import { StoreInfoTag } from "../src/store/Database.js"
 import { StoreLive } from "../src/store/Store.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
+import { ResourceListingRepo } from "../src/store/ResourceListingRepo.js"
+import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { MetricsRepo } from "../src/store/MetricsRepo.js"
-import { durableAgainstProcessCrash } from "../src/store/commitDurability.js"
+import { commitWithoutFlush } from "../src/store/commitDurability.js"
+import { StoreTransactions } from "../src/store/StoreTransactions.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { advertised } from "./fixtures/observations.js"
 import { ResourceId } from "../src/domain/ids.js"
@@ -21,11 +24,12 @@ describe("store", () => {
   test("the catalog upsert is idempotent and survives a restart on the same file", async () => {
     const file = join(mkdtempSync(join(tmpdir(), "sextant-store-")), "nested", "sextant.db")
     const upsertAndCount = Effect.gen(function* () {
-      const repo = yield* ResourcesRepo
+      const catalogWrites = yield* CatalogWritesRepo
+      const reads = yield* ResourceReadsRepo
       const sql = yield* SqlClient.SqlClient
-      yield* repo.upsertCatalog(demo)
+      yield* catalogWrites.upsertCatalog(demo)
       const [row] = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM payment_options`
-      return { records: yield* repo.list(), options: Number(row?.n) }
+      return { records: yield* reads.list(), options: Number(row?.n) }
     })
     const first = await Effect.runPromise(Effect.provide(upsertAndCount, storeLayer(file)))
     const second = await Effect.runPromise(Effect.provide(upsertAndCount, storeLayer(file)))
@@ -38,13 +42,15 @@ describe("store", () => {
 
   test("records round-trip with capabilities, options and an earned status kept across upserts", async () => {
     const program = Effect.gen(function* () {
-      const repo = yield* ResourcesRepo
-      yield* repo.upsertCatalog(demo)
-      yield* repo.setStatus(ResourceId.make("stellar-intel.rwa.inspect"), "PAYMENT_VERIFIED", 2)
-      yield* repo.upsertCatalog(demo)
-      const record = Option.getOrThrow(yield* repo.get(ResourceId.make("stellar-intel.rwa.inspect")))
-      const byCap = yield* repo.byCapability("rwa.inspect")
-      const missing = yield* repo.get(ResourceId.make("nope"))
+      const catalogWrites = yield* CatalogWritesRepo
+      const listings = yield* ResourceListingRepo
+      const reads = yield* ResourceReadsRepo
+      yield* catalogWrites.upsertCatalog(demo)
+      yield* listings.setStatus(ResourceId.make("stellar-intel.rwa.inspect"), "PAYMENT_VERIFIED", 2)
+      yield* catalogWrites.upsertCatalog(demo)
+      const record = Option.getOrThrow(yield* reads.get(ResourceId.make("stellar-intel.rwa.inspect")))
+      const byCap = yield* reads.byCapability("rwa.inspect")
+      const missing = yield* reads.get(ResourceId.make("nope"))
       return { record, byCap, missing }
     })
     const { record, byCap, missing } = await Effect.runPromise(Effect.provide(program, storeLayer(":memory:")))
@@ -73,16 +79,17 @@ describe("store", () => {
     expect(await info(":memory:")).toMatchObject({ kind: "sqlite", location: ":memory:", durable: false })
   })
 
-  test("a write durable against a process crash only commits at synchronous NORMAL; every other one stays FULL", async () => {
+  test("a commit without a flush runs at synchronous NORMAL on SQLite; every other one stays FULL", async () => {
     const file = join(mkdtempSync(join(tmpdir(), "sextant-store-")), "s.db")
     const level = (sql: SqlClient.SqlClient) => Effect.map(sql<{ synchronous: number }>`PRAGMA synchronous`, ([row]) => row?.synchronous)
     const program = Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
+      const { transaction } = yield* StoreTransactions
       yield* sql`CREATE TABLE t (v INTEGER)`
-      const relaxed = yield* durableAgainstProcessCrash(sql.withTransaction(Effect.zipLeft(level(sql), sql`INSERT INTO t VALUES (1)`)))
-      const plain = yield* sql.withTransaction(Effect.zipLeft(level(sql), sql`INSERT INTO t VALUES (2)`))
+      const relaxed = yield* commitWithoutFlush(transaction(Effect.zipLeft(level(sql), sql`INSERT INTO t VALUES (1)`)))
+      const plain = yield* transaction(Effect.zipLeft(level(sql), sql`INSERT INTO t VALUES (2)`))
       // A write on its own (no transaction) commits at the level asked for too.
-      const [single] = yield* durableAgainstProcessCrash(
+      const [single] = yield* commitWithoutFlush(
         sql<{ synchronous: number }>`INSERT INTO t VALUES (3) RETURNING (SELECT synchronous FROM pragma_synchronous) AS synchronous`
       )
       const [count] = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM t`
@@ -99,9 +106,10 @@ describe("store", () => {
       provider: { id: provider, name: provider }
     })
     const program = Effect.gen(function* () {
-      const repo = yield* ResourcesRepo
+      const catalogWrites = yield* CatalogWritesRepo
+      const listings = yield* ResourceListingRepo
       const sql = yield* SqlClient.SqlClient
-      yield* repo.upsertCatalog([
+      yield* catalogWrites.upsertCatalog([
         ...Array.from({ length: 20 }, (_, i) => paying(`a-${String(i).padStart(2, "0")}`, "a")),
         paying("b-0", "b"),
         paying("a-q", "a"),
@@ -117,7 +125,7 @@ describe("store", () => {
       for (let i = 0; i < 20; i++) {
         const id = `a-${String(i).padStart(2, "0")}`
         if (i % 4 !== 0) yield* measured(id, i % 4 !== 1, i === 7 ? "2025-12-31T23:59:59.999Z" : undefined)
-        yield* repo.setStatus(ResourceId.make(id), i % 4 === 2 ? "OFFLINE" : "LIVE", 1)
+        yield* listings.setStatus(ResourceId.make(id), i % 4 === 2 ? "OFFLINE" : "LIVE", 1)
       }
       // Unlisted (no evidence) and another payee's: each could pass, and neither may be read.
       for (const id of ["b-0", "a-u", "a-q", "c-0"]) yield* measured(id, true)

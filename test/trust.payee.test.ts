@@ -5,7 +5,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Importer } from "../src/catalog/Importer.js"
 import { TESTNET_USDC } from "../src/config.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { Prober } from "../src/verification/Prober.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
@@ -73,7 +73,7 @@ describe("a stranger's quarantine against another's payee", () => {
     writeFileSync(file, JSON.stringify({ items: [{ resource: url, type: "http", x402Version: 2, accepts, lastUpdated: 1_764_000_000 }] }))
     const summary = await server.runtime.runPromise(Effect.flatMap(Importer, (i) => i.pull({ id: "public-bazaar", location: file })))
     expect(summary).toMatchObject({ added: 1 })
-    const [imported] = await server.runtime.runPromise(Effect.flatMap(ResourcesRepo, (r) => r.bySource("import:public-bazaar")))
+    const [imported] = await server.runtime.runPromise(Effect.flatMap(CatalogWritesRepo, (r) => r.bySource("import:public-bazaar")))
     expect((await probe(imported!.id)).healthy).toBe(true)
     raised = true
     expect((await probe(imported!.id)).status).toBe("QUARANTINED")

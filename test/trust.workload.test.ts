@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
 import { quotaKeys, quotaRefusal, admit } from "../src/catalog/ingestionQuota.js"
-import { ResourcesRepo } from "../src/store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { Prober } from "../src/verification/Prober.js"
 import { ProbeSchedulerLive } from "../src/verification/ProbeScheduler.js"
 import { backoffIntervals } from "../src/verification/probeSlots.js"
@@ -34,7 +34,7 @@ describe("a bounded probe workload", () => {
     // The config entries sort after every stranger's id: one lane in due order would reach them last.
     await store.runPromise(
       Effect.gen(function* () {
-        const repo = yield* ResourcesRepo
+        const repo = yield* CatalogWritesRepo
         yield* repo.upsertCatalog([entry("zz-config-1", fixture.url("/paid/c1")), entry("zz-config-2", fixture.url("/paid/c2"))])
         const flood = Array.from({ length: STRANGERS }, (_, i) => entry(`flood-${String(i).padStart(5, "0")}`, fixture.url(`/hang/${i}`)))
         yield* repo.upsertImported(flood, "import:flood", { actor: "import:flood", reason: "a stranger's flood" })
@@ -72,7 +72,7 @@ describe("a bounded probe workload", () => {
     const runtime = ManagedRuntime.make(verificationStack(config))
     const out = await runtime.runPromise(
       Effect.gen(function* () {
-        const repo = yield* ResourcesRepo
+        const repo = yield* CatalogWritesRepo
         const sql = yield* SqlClient.SqlClient
         yield* repo.upsertCatalog([entry("trusted-dead", fixture.url("/hang/t"))])
         yield* repo.upsertImported(

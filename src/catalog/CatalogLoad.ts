@@ -1,6 +1,6 @@
 import { Effect, Layer } from "effect"
 import { AppConfig, readText } from "../config.js"
-import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { CatalogWritesRepo, type CatalogWritesRepoShape } from "../store/CatalogWritesRepo.js"
 import { catalogContentKey, decodeCatalogFile } from "./catalogFile.js"
 
 /**
@@ -8,7 +8,7 @@ import { catalogContentKey, decodeCatalogFile } from "./catalogFile.js"
  *
  * A catalog file whose content key (`catalogContentKey`) is the one the last committed load
  * recorded is not decoded or diffed: that content was validated and written then, and every
- * write since that could change a row it wrote forgets the key (ResourcesRepo). Anything else (a
+ * write since that could change a row it wrote forgets the key (CatalogWritesRepo). Anything else (a
  * changed file, a store with no key, an inline or bundled catalog) decodes and diffs, writing only
  * what changed; the key is recorded in the same transaction, so only a load that committed leaves
  * one. A file that does not decode stops start-up with its config error.
@@ -16,7 +16,7 @@ import { catalogContentKey, decodeCatalogFile } from "./catalogFile.js"
 export const CatalogLoad = Layer.effectDiscard(
   Effect.gen(function* () {
     const config = yield* AppConfig
-    const repo = yield* ResourcesRepo
+    const repo = yield* CatalogWritesRepo
     const file = config.catalogFile
     if (file === null) {
       const written = yield* repo.upsertCatalog(config.catalog)
@@ -37,7 +37,7 @@ export const CatalogLoad = Layer.effectDiscard(
  * The file's entries and content key, or how many entries the last load held when it loaded this
  * content. Its own effect so the file's text (53 MB at 100k) is garbage before the write starts.
  */
-const readCatalogFile = (repo: ResourcesRepo["Type"], file: string, decimals: number) =>
+const readCatalogFile = (repo: CatalogWritesRepoShape, file: string, decimals: number) =>
   Effect.gen(function* () {
     const text = yield* readText(file, "catalog")
     const key = catalogContentKey(text, decimals)

@@ -2,7 +2,8 @@ import { Context, Data, Effect, Either, Layer, Schema } from "effect"
 import { readFile } from "node:fs/promises"
 import { AppConfig } from "../config.js"
 import { type CatalogEntry, importSource, probeMayList } from "../domain/resources.js"
-import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../store/CatalogWritesRepo.js"
+import { ResourceListingRepo } from "../store/ResourceListingRepo.js"
 import { fetchJson, type OutboundRequests } from "../verification/fetchAnswer.js"
 import { DiscoveryPage, type ImportDeployment, readItem } from "./bazaarItems.js"
 import { admitted } from "./admitEntries.js"
@@ -69,7 +70,8 @@ export class Importer extends Context.Tag("sextant/Importer")<Importer, Importer
 
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
-  const resources = yield* ResourcesRepo
+  const catalogWrites = yield* CatalogWritesRepo
+  const listings = yield* ResourceListingRepo
 
   /**
    * Pages are fetched like a probe's documents: the outbound guard on every hop (redirects
@@ -162,28 +164,28 @@ const make = Effect.gen(function* () {
         }
       }
       // A URL another source brought in stays theirs; one only ever validated is taken up.
-      const taken = yield* resources.byUrls([...kept.keys()])
+      const taken = yield* catalogWrites.byUrls([...kept.keys()])
       const foreign = new Set(taken.filter((r) => r.source !== source && r.source !== "validate").map((r) => r.url))
       const known = new Set(taken.filter((r) => r.source === source).map((r) => r.url))
       const candidates = [...kept.values()].filter((e) => !foreign.has(e.resource.url))
       // Entries the source already holds stay; new ones must fit the ingestion quotas.
       const { admitted: fresh, refused } = yield* admitted(
-        resources,
+        catalogWrites,
         config.ingestion,
         source,
         candidates.filter((e) => !known.has(e.resource.url)).map((e) => ({ item: e, keys: quotaKeys(e, null) }))
       )
       const entries = [...candidates.filter((e) => known.has(e.resource.url)), ...fresh]
-      yield* resources.upsertImported(entries, source, {
+      yield* catalogWrites.upsertImported(entries, source, {
         actor: source,
         reason: `listed by source ${spec.id}; unlisted until a healthy probe`
       })
-      const vanished = (yield* resources.bySource(source)).filter(
+      const vanished = (yield* catalogWrites.bySource(source)).filter(
         (r) => !kept.has(r.url) && (r.listed || probeMayList(r.hold))
       )
       yield* Effect.forEach(
         vanished,
-        (r) => resources.setListed(r.id, false, { actor: source, reason: `no longer listed by source ${spec.id}`, hold: "source" }),
+        (r) => listings.setListed(r.id, false, { actor: source, reason: `no longer listed by source ${spec.id}`, hold: "source" }),
         { discard: true }
       )
       return {

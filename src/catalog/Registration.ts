@@ -8,7 +8,8 @@ import type {
   RegistrationResponse
 } from "../domain/registration.js"
 import type { HttpMethod } from "../domain/resources.js"
-import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../store/CatalogWritesRepo.js"
+import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { fetchJson } from "../verification/fetchAnswer.js"
 import { checkUrl, TargetRefused as Refusal } from "../verification/outboundGuard.js"
 import { listMcpTools } from "../verification/mcpProbe.js"
@@ -54,7 +55,8 @@ export class Registration extends Context.Tag("sextant/Registration")<Registrati
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
   const prober = yield* Prober
-  const resources = yield* ResourcesRepo
+  const resources = yield* ResourceReadsRepo
+  const catalogWrites = yield* CatalogWritesRepo
   const deployment = { network: config.network, assetContract: config.asset.assetContract }
 
   /** One document: the routes it names, or why it gave none. Never fails: a missing document is an answer. */
@@ -143,7 +145,7 @@ const make = Effect.gen(function* () {
       if (verdict !== "listed") return answer(route, verdict, null, detail)
       const id = route.mcp === undefined ? discoveredId(url) : discoveredToolId(url, route.mcp.toolName)
       const entry = discoveredEntry(id, url, route.method, observed, config, route.mcp)
-      const { refused } = yield* admitted(resources, config.ingestion, "registration", [{ item: entry, keys: quotaKeys(entry, actor) }])
+      const { refused } = yield* admitted(catalogWrites, config.ingestion, "registration", [{ item: entry, keys: quotaKeys(entry, actor) }])
       if (refused[0] !== undefined) return answer(route, "refused", null, `quota: ${refused[0].reason}`)
       const result = yield* prober.adopt(
         url,

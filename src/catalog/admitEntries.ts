@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import type { IngestionConfig } from "../config.js"
-import type { ResourcesRepo } from "../store/ResourcesRepo.js"
+import type { CatalogWritesRepoShape } from "../store/CatalogWritesRepo.js"
 import { admit, type QuotaKeys } from "./ingestionQuota.js"
 
 /**
@@ -9,7 +9,7 @@ import { admit, type QuotaKeys } from "./ingestionQuota.js"
  * runs concurrently, never by one caller in sequence.
  */
 export const admitted = <A>(
-  resources: ResourcesRepo["Type"],
+  resources: CatalogWritesRepoShape,
   limits: IngestionConfig,
   source: string,
   items: ReadonlyArray<{ readonly item: A; readonly keys: QuotaKeys }>

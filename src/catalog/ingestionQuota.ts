@@ -4,7 +4,7 @@ import type { PrincipalId } from "../domain/ids.js"
 
 /**
  * Ingestion quotas (docs/trust.md): how many untrusted entries one source, origin, principal and
- * payee may hold. Pure: the counts come from the store (ResourcesRepo.openCounts), and each entry
+ * payee may hold. Pure: the counts come from the store (CatalogWritesRepo.openCounts), and each entry
  * admitted is added to them, so a batch is judged as if written one entry at a time.
  */
 export interface QuotaCounts {

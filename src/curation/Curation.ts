@@ -1,11 +1,11 @@
-import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
 import type { CurationAction, CurationResult } from "../domain/curation.js"
 import { ConfigManaged, type NotFound, notFound } from "../domain/errors.js"
 import type { ResourceId } from "../domain/ids.js"
 import { type Author, CurationRepo } from "../store/CurationRepo.js"
-import { transactional } from "../store/repository.js"
-import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { StoreTransactions } from "../store/StoreTransactions.js"
+import { ResourceListingRepo } from "../store/ResourceListingRepo.js"
+import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 
 export interface CurationShape {
@@ -26,8 +26,9 @@ export class Curation extends Context.Tag("sextant/Curation")<Curation, Curation
 }
 
 const make = Effect.gen(function* () {
-  const transaction = transactional(yield* SqlClient.SqlClient)
-  const resources = yield* ResourcesRepo
+  const { transaction } = yield* StoreTransactions
+  const listings = yield* ResourceListingRepo
+  const reads = yield* ResourceReadsRepo
   const curation = yield* CurationRepo
   const recorder = yield* EvidenceRecorder
 
@@ -36,7 +37,7 @@ const make = Effect.gen(function* () {
   /** The answer: the action stored and the resource as it stands now. */
   const answer = (action: CurationAction) =>
     Effect.gen(function* () {
-      const record = yield* resources.get(action.resourceId).pipe(Effect.flatMap(found(action.resourceId)))
+      const record = yield* reads.get(action.resourceId).pipe(Effect.flatMap(found(action.resourceId)))
       const now = yield* curation.curationOf(action.resourceId).pipe(Effect.flatMap(found(action.resourceId)))
       return {
         action,
@@ -51,7 +52,7 @@ const make = Effect.gen(function* () {
 
   /** The status is re-derived after the change is committed (never inside it: the recorder takes its own lock, then the store). */
   const rederive = (id: ResourceId) =>
-    Effect.flatMap(resources.get(id), Option.match({ onNone: () => Effect.void, onSome: recorder.rederive }))
+    Effect.flatMap(reads.get(id), Option.match({ onNone: () => Effect.void, onSome: recorder.rederive }))
 
   const quarantine = Effect.fn("Curation.quarantine")(function* (id: ResourceId, author: Author) {
     const action = yield* curation.quarantine(id, author).pipe(Effect.flatMap(found<CurationAction>(id)))
@@ -68,8 +69,8 @@ const make = Effect.gen(function* () {
   const setListed = Effect.fn("Curation.setListed")(function* (id: ResourceId, listed: boolean, author: Author) {
     const action = yield* transaction(
       Effect.gen(function* () {
-        if (!(yield* resources.setListed(id, listed, author))) return Option.none<CurationAction>()
-        yield* resources.setVouched(id, listed)
+        if (!(yield* listings.setListed(id, listed, author))) return Option.none<CurationAction>()
+        yield* listings.setVouched(id, listed)
         return Option.some(yield* curation.logListing(id, listed, author))
       })
     ).pipe(Effect.flatMap(found<CurationAction>(id)))

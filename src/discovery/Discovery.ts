@@ -16,7 +16,8 @@ import type { ResourceRecord, ResourceSearchRequest } from "../domain/resources.
 import { BAZAAR } from "../extensions/bazaar.js"
 import type { ResourceDetail, ResourceList, SearchHit, SearchResponse } from "../domain/catalog.js"
 import { CurationRepo } from "../store/CurationRepo.js"
-import { ResourcesRepo, type SearchPosition } from "../store/ResourcesRepo.js"
+import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
+import type { SearchPosition } from "../store/searchIndex.js"
 import { TransitionsRepo } from "../store/TransitionsRepo.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { filtersOnQuality, qualityMatches } from "./search.js"
@@ -82,7 +83,7 @@ const searchScope = (r: ResourceSearchRequest) =>
   scopeOf([r.query?.trim() ?? "", r.capability, r.scheme, r.network, r.asset, r.maxPriceUsd, r.minimumReliability, r.maximumP95LatencyMs])
 
 const make = Effect.gen(function* () {
-  const repo = yield* ResourcesRepo
+  const repo = yield* ResourceReadsRepo
   const evidence = yield* EvidenceReader
   const transitionsRepo = yield* TransitionsRepo
   const curationRepo = yield* CurationRepo

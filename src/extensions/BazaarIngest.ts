@@ -3,7 +3,7 @@ import { admitted } from "../catalog/admitEntries.js"
 import { quotaKeys } from "../catalog/ingestionQuota.js"
 import { AppConfig } from "../config.js"
 import type { CatalogEntry } from "../domain/resources.js"
-import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../store/CatalogWritesRepo.js"
 import { type BazaarStatus, hasBazaar, readBazaar, rejected } from "./bazaar.js"
 import { SchemaValidator } from "./SchemaValidator.js"
 import { PrincipalId } from "../domain/ids.js"
@@ -50,7 +50,7 @@ export class BazaarIngest extends Context.Tag("sextant/BazaarIngest")<BazaarInge
 
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
-  const resources = yield* ResourcesRepo
+  const resources = yield* CatalogWritesRepo
   const validator = yield* SchemaValidator
 
   /**

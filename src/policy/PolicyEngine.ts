@@ -2,7 +2,7 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../config.js"
 import { InvalidRequest, notFound, type NotFound } from "../domain/errors.js"
 import type { PolicyEvaluateRequest, PolicyEvaluation } from "../domain/policy.js"
-import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { evaluatePolicy, mostFavourable, policyContext } from "./evaluate.js"
 
@@ -27,7 +27,7 @@ export class PolicyEngine extends Context.Tag("sextant/PolicyEngine")<PolicyEngi
 const badOption = (message: string) => new InvalidRequest({ message })
 
 const make = Effect.gen(function* () {
-  const repo = yield* ResourcesRepo
+  const repo = yield* ResourceReadsRepo
   const reader = yield* EvidenceReader
   const config = yield* AppConfig
 

@@ -12,7 +12,7 @@ import {
 import { policyContext } from "../policy/evaluate.js"
 import { Router } from "../routing/Router.js"
 import { ReceiptsRepo } from "../store/ReceiptsRepo.js"
-import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 import { eligibleCandidate, noEligibleProvider, paidOption, receiptBody, receiptPayment, responseDigest } from "./build.js"
 import { encodeBase64, stellarPublicKey } from "./ed25519.js"
@@ -65,7 +65,7 @@ const decodeStored = Schema.decodeUnknown(CommerceReceipt)
 
 const make = Effect.gen(function* () {
   const router = yield* Router
-  const resources = yield* ResourcesRepo
+  const resources = yield* ResourceReadsRepo
   const receipts = yield* ReceiptsRepo
   const recorder = yield* EvidenceRecorder
   const signer = yield* Signer

@@ -1,4 +1,3 @@
-import { SqlClient } from "@effect/sql"
 import { type Cause, Clock, Context, Data, Duration, Effect, Either, Exit, Fiber, Layer, Option, Ref, Schema } from "effect"
 import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
@@ -47,9 +46,9 @@ import { baseUnitsToUsd } from "../domain/stellar.js"
 import { type SettleRequest, SettleResponse, type SettlementRecord } from "../domain/x402.js"
 import { canonicalize } from "../encoding/canonicalJson.js"
 import { policyContext } from "../policy/evaluate.js"
-import { durableAgainstProcessCrash } from "../store/commitDurability.js"
-import { transactional } from "../store/repository.js"
-import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { commitWithoutFlush } from "../store/commitDurability.js"
+import { StoreTransactions } from "../store/StoreTransactions.js"
+import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
 import { Instruments } from "../telemetry/Instruments.js"
 import { measured, settleLabels } from "../telemetry/labels.js"
@@ -334,9 +333,9 @@ const make = Effect.gen(function* () {
   const journal = yield* SettlementJournal
   const pool = yield* FacilitatorPool
   const reader = yield* EvidenceReader
-  const resources = yield* ResourcesRepo
+  const resources = yield* ResourceReadsRepo
   const recorder = yield* EvidenceRecorder
-  const transaction = transactional(yield* SqlClient.SqlClient)
+  const { transaction } = yield* StoreTransactions
   const instruments = yield* Instruments
   const lifecycle = yield* Lifecycle
   const ledger = yield* LedgerReader
@@ -625,11 +624,11 @@ const make = Effect.gen(function* () {
       const evidence = Either.isRight(answer) && completion.state !== "pending"
         ? recorder.storeEconomic(evidenceOf(completion, payment, at, yield* Fiber.join(named))).pipe(Effect.catchAllCause(logEvidenceFailure(id, payment)))
         : Effect.succeed(false)
-      // Durable against a process crash, not fsynced: the buyer need not wait for a second fsync.
+      // Committed without a flush (survives a process crash, not a power loss): the buyer need not wait for a second fsync.
       // Lost only with power, it leaves the entry `pending`, which the next start makes
       // `indeterminate` and the reconciler resolves from the ledger; the reservation before the
       // backend call stays fsynced (docs/decisions.md, Durability).
-      const counts = yield* durableAgainstProcessCrash(transaction(Effect.zipRight(journaled, evidence)))
+      const counts = yield* commitWithoutFlush(transaction(Effect.zipRight(journaled, evidence)))
       // Re-deriving the payee's resources (only a failure counts at once) runs after the commit,
       // outside the journal's transaction: it takes the recorder's lock, which a probe batch holds.
       if (counts) {

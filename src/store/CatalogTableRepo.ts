@@ -4,6 +4,20 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { ServiceStatus } from "../domain/resources.js"
 import { decodeRows, repository, SqlNumber } from "./repository.js"
 
+/** What CatalogTableRepo offers. */
+export interface CatalogTableRepoShape {
+  /** One page of the listed catalog, filtered and ordered by the store, with the total matching the filters. */
+  readonly page: (query: TableQuery) => Effect.Effect<{ readonly total: number; readonly rows: Array<TableRow> }>
+  /** Capabilities of listed resources, for the table's filter. */
+  readonly capabilities: () => Effect.Effect<Array<string>>
+  /** Listed resources by status and level: the catalog-size gauge. */
+  readonly counts: () => Effect.Effect<Array<{ readonly status: ServiceStatus; readonly level: number; readonly count: number }>>
+}
+
+export class CatalogTableRepo extends Context.Tag("sextant/CatalogTableRepo")<CatalogTableRepo, CatalogTableRepoShape>() {
+  static readonly Live = Layer.suspend(() => Layer.effect(CatalogTableRepo, make))
+}
+
 /** Columns the status page's catalog table sorts by. */
 export const TableSort = Schema.Literal(
   "provider",
@@ -151,15 +165,12 @@ const make = Effect.gen(function* () {
     })
 
   return repository("CatalogTableRepo", {
-    /** One page of the listed catalog, filtered and ordered by the store, with the total matching the filters. */
     page,
-    /** Capabilities of listed resources, for the table's filter. */
     capabilities: () =>
       sql<{ capability: string }>`SELECT DISTINCT c.capability FROM resource_capabilities c
         JOIN resources r ON r.id = c.resource_id WHERE r.listed = 1 ORDER BY c.capability`.pipe(
         Effect.map((rows) => rows.map((r) => String(r.capability)))
       ),
-    /** Listed resources by status and level: the catalog-size gauge. */
     counts: () =>
       sql`SELECT status, verification_level, COUNT(*) AS n FROM resources WHERE listed = 1
         GROUP BY status, verification_level`.pipe(
@@ -170,9 +181,3 @@ const make = Effect.gen(function* () {
 })
 
 /** The catalog as the status page's table and the catalog gauge read it: paged, filtered and sorted in SQL. */
-export class CatalogTableRepo extends Context.Tag("sextant/CatalogTableRepo")<
-  CatalogTableRepo,
-  Effect.Effect.Success<typeof make>
->() {
-  static readonly Live = Layer.effect(CatalogTableRepo, make)
-}

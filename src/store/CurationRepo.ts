@@ -1,10 +1,34 @@
 import { SqlClient } from "@effect/sql"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { ResourceId } from "../domain/ids.js"
-import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { Curation, CurationAction, CurationActionKind } from "../domain/curation.js"
 import { CatalogChanges, resourcesChanged } from "./CatalogChanges.js"
 import { decodeRows, repository, SqlFlag } from "./repository.js"
 import { sortableId } from "./sortableId.js"
+import { StoreTransactions } from "./StoreTransactions.js"
+
+/** What CurationRepo offers. */
+export interface CurationRepoShape {
+  /** Sets (or replaces) the operator quarantine and logs it; none when no such resource exists. */
+  readonly quarantine: (id: ResourceId, author: Author) => Effect.Effect<Option.Option<CurationAction>>
+  /** Lifts the operator quarantine and logs it (also when none was in force, so the request is on record). */
+  readonly release: (id: ResourceId, author: Author) => Effect.Effect<Option.Option<CurationAction>>
+  /** Logs an operator's list or unlist (the change itself is `ResourceListingRepo.setListed`). */
+  readonly logListing: (id: ResourceId, listed: boolean, author: Author) => Effect.Effect<CurationAction>
+  /**
+   * Deletes a resource that no file brings back, with its observations, metrics and transitions
+   * (ON DELETE CASCADE); the log keeps what was deleted, by whom and why.
+   */
+  readonly remove: (id: ResourceId, author: Author) => Effect.Effect<Removal>
+  /** The quarantine in force and the newest listing change; none when no such resource exists. */
+  readonly curationOf: (id: ResourceId) => Effect.Effect<Option.Option<Curation>>
+  /** The operator actions about one resource, newest first (deleted resources included). */
+  readonly actions: (resourceId: ResourceId, limit: number) => Effect.Effect<ReadonlyArray<CurationAction>>
+}
+
+export class CurationRepo extends Context.Tag("sextant/CurationRepo")<CurationRepo, CurationRepoShape>() {
+  static readonly Live = Layer.suspend(() => Layer.effect(CurationRepo, make))
+}
 
 const QuarantineRow = Schema.Struct({
   source: Schema.String,
@@ -36,15 +60,16 @@ export type Removal = { readonly _tag: "Deleted"; readonly action: CurationActio
 /**
  * The operator's side of the resource rows: the quarantine columns, deletion, and the
  * `operator_actions` log every curation writes to. Listing itself goes through
- * `ResourcesRepo.setListed`, which keeps its own `listing_changes`.
+ * `ResourceListingRepo.setListed`, which keeps its own `listing_changes`.
  */
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  const { transaction } = yield* StoreTransactions
   const changes = yield* CatalogChanges
 
   const logAction = (resourceId: ResourceId, action: CurationActionKind, author: Author, detail: unknown = null) =>
     Effect.gen(function* () {
-      const at = new Date()
+      const at = new Date(yield* Clock.currentTimeMillis)
       yield* sql`INSERT INTO operator_actions (id, resource_id, action, actor, reason, detail_json, at, at_ms)
         VALUES (${sortableId("op", at.getTime())}, ${resourceId}, ${action}, ${author.actor}, ${author.reason},
           ${detail === null ? null : JSON.stringify(detail)}, ${at.toISOString()}, ${at.getTime()})`
@@ -54,7 +79,6 @@ const make = Effect.gen(function* () {
   const exists = (id: ResourceId) => sql<{ id: string }>`SELECT id FROM resources WHERE id = ${id}`.pipe(Effect.map((rows) => rows.length > 0))
 
   return repository("CurationRepo", {
-    /** Sets (or replaces) the operator quarantine and logs it; none when no such resource exists. */
     quarantine: (id: ResourceId, author: Author) =>
       Effect.gen(function* () {
         if (!(yield* exists(id))) return Option.none<CurationAction>()
@@ -63,9 +87,8 @@ const make = Effect.gen(function* () {
           quarantined_at = ${action.at}, updated_at = ${action.at} WHERE id = ${id}`
         yield* changes.changed(resourcesChanged([id]))
         return Option.some(action)
-      }).pipe(sql.withTransaction),
+      }).pipe(transaction),
 
-    /** Lifts the operator quarantine and logs it (also when none was in force, so the request is on record). */
     release: (id: ResourceId, author: Author) =>
       Effect.gen(function* () {
         if (!(yield* exists(id))) return Option.none<CurationAction>()
@@ -74,15 +97,10 @@ const make = Effect.gen(function* () {
           updated_at = ${action.at} WHERE id = ${id}`
         yield* changes.changed(resourcesChanged([id]))
         return Option.some(action)
-      }).pipe(sql.withTransaction),
+      }).pipe(transaction),
 
-    /** Logs an operator's list or unlist (the change itself is `ResourcesRepo.setListed`). */
     logListing: (id: ResourceId, listed: boolean, author: Author) => logAction(id, listed ? "list" : "unlist", author),
 
-    /**
-     * Deletes a resource that no file brings back, with its observations, metrics and transitions
-     * (ON DELETE CASCADE); the log keeps what was deleted, by whom and why.
-     */
     remove: (id: ResourceId, author: Author) =>
       Effect.gen(function* () {
         const rows = yield* sql`SELECT source, url, quarantined_by, quarantine_reason, quarantined_at FROM resources WHERE id = ${id}`
@@ -93,9 +111,8 @@ const make = Effect.gen(function* () {
         yield* sql`DELETE FROM resources WHERE id = ${id}`
         yield* changes.changed(resourcesChanged([id]))
         return { _tag: "Deleted", action } satisfies Removal as Removal
-      }).pipe(sql.withTransaction),
+      }).pipe(transaction),
 
-    /** The quarantine in force and the newest listing change; none when no such resource exists. */
     curationOf: (id: ResourceId) =>
       Effect.gen(function* () {
         const quarantine = (yield* sql`SELECT source, quarantined_by, quarantine_reason, quarantined_at FROM resources WHERE id = ${id}`.pipe(
@@ -113,7 +130,6 @@ const make = Effect.gen(function* () {
         })
       }),
 
-    /** The operator actions about one resource, newest first (deleted resources included). */
     actions: (resourceId: ResourceId, limit: number) =>
       sql`SELECT resource_id, action, actor, reason, at FROM operator_actions WHERE resource_id = ${resourceId}
         ORDER BY id DESC LIMIT ${limit}`.pipe(
@@ -124,7 +140,3 @@ const make = Effect.gen(function* () {
       )
   })
 })
-
-export class CurationRepo extends Context.Tag("sextant/CurationRepo")<CurationRepo, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.effect(CurationRepo, make)
-}

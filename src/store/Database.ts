@@ -6,6 +6,7 @@ import { mkdirSync } from "node:fs"
 import { dirname, resolve } from "node:path"
 import type { StoreInfo } from "../domain/store.js"
 import { CatalogChanges, CatalogChangesLive } from "./CatalogChanges.js"
+import { StoreTransactions, StoreTransactionsLive } from "./StoreTransactions.js"
 import { migrations } from "./migrations/index.js"
 import { layerWithReader } from "./sqliteClient.js"
 
@@ -58,16 +59,16 @@ const sqliteInfo = (location: string) =>
     return { kind: "sqlite", location, journalMode, synchronous, durable } satisfies StoreInfo
   })
 
-/** What the rest of the process sees of a migrated store: its client, whose transactions announce catalog changes when they end. */
+/** What the rest of the process sees of a migrated store: its client, and the transactions that announce catalog changes when they end. */
 const withChanges = (migrated: Layer.Layer<SqlClient.SqlClient | StoreInfoTag, unknown>) =>
-  Layer.merge(CatalogChangesLive, Layer.effect(StoreInfoTag, StoreInfoTag)).pipe(Layer.provide(migrated))
+  StoreTransactionsLive.pipe(Layer.provideMerge(CatalogChangesLive), Layer.provideMerge(migrated))
 
 /**
  * The store: a SqlClient on SQLite (file or `:memory:`) or Postgres, migrated at build time, and
- * the CatalogChanges its repositories announce. SQLite files get their parent folder created,
+ * the CatalogChanges its repositories announce through StoreTransactions. SQLite files get their parent folder created,
  * since bun:sqlite does not.
  */
-export const DatabaseLive = (database: string): Layer.Layer<SqlClient.SqlClient | StoreInfoTag | CatalogChanges, unknown> => {
+export const DatabaseLive = (database: string): Layer.Layer<SqlClient.SqlClient | StoreInfoTag | CatalogChanges | StoreTransactions, unknown> => {
   if (isPostgres(database)) {
     const client = PgClient.layer({ url: Redacted.make(database) })
     const info = Layer.succeed(StoreInfoTag, {

@@ -4,6 +4,33 @@ import { Context, Effect, Layer, Schema } from "effect"
 import type { EconomicEvent, EconomicEvidence, EconomicState, ExpectedTransfer, ProbeDetail } from "../domain/evidence.js"
 import { decodeRows, repository, SqlNumber } from "./repository.js"
 
+/** What EconomicEventsRepo offers. */
+export interface EconomicEventsRepoShape {
+  readonly insert: (id: string, e: EconomicEvent, initial: EventResolution, nowMs: number) => Effect.Effect<void>
+  readonly summary: (resourceId: ResourceId, payTos: ReadonlyArray<string>, sinceMs: number, minPayers: number) => Effect.Effect<PaymentSummary>
+  /**
+   * Another resource a transaction already counts for: an event with this hash, not rejected,
+   * naming a resource other than `resourceId`. One transaction is evidence about one resource.
+   */
+  readonly claimedElsewhere: (transactionHash: string, resourceId: ResourceId | null) => Effect.Effect<string | null>
+  /**
+   * `summary` of many resources at once: one query finds which of them any event is about, and
+   * only those (few: most resources are never paid through this service) get their own summary.
+   */
+  readonly summaries: (about: ReadonlyArray<{ readonly resourceId: ResourceId; readonly payTos: ReadonlyArray<string> }>, sinceMs: number, minPayers: number) => Effect.Effect<Map<string, PaymentSummary>>
+  /** Pending events due for a ledger check, oldest first. */
+  readonly due: (nowMs: number, limit: number) => Effect.Effect<Array<PendingEvent>>
+  /** Moves a pending event on; a no-op for one already settled. */
+  readonly resolve: (id: string, resolution: EventResolution, nowMs: number) => Effect.Effect<void>
+  /** The newest events about a resource, newest first, as shown with it. */
+  readonly recent: (resourceId: ResourceId, payTos: ReadonlyArray<string>, limit: number) => Effect.Effect<Array<EconomicEvidence>>
+
+}
+
+export class EconomicEventsRepo extends Context.Tag("sextant/EconomicEventsRepo")<EconomicEventsRepo, EconomicEventsRepoShape>() {
+  static readonly Live = Layer.suspend(() => Layer.effect(EconomicEventsRepo, make))
+}
+
 const SummaryRow = Schema.Struct({
   failures: Schema.NullOr(SqlNumber),
   successes: Schema.NullOr(SqlNumber),
@@ -170,20 +197,12 @@ const make = Effect.gen(function* () {
 
     summary,
 
-    /**
-     * Another resource a transaction already counts for: an event with this hash, not rejected,
-     * naming a resource other than `resourceId`. One transaction is evidence about one resource.
-     */
     claimedElsewhere: (transactionHash: string, resourceId: ResourceId | null) =>
       sql<{ resource_id: string }>`SELECT resource_id FROM economic_events
         WHERE transaction_hash = ${transactionHash} AND state <> 'rejected' AND resource_id IS NOT NULL
           ${resourceId === null ? sql`` : sql`AND resource_id <> ${resourceId}`}
         LIMIT 1`.pipe(Effect.map((rows) => rows[0]?.resource_id ?? null)),
 
-    /**
-     * `summary` of many resources at once: one query finds which of them any event is about, and
-     * only those (few: most resources are never paid through this service) get their own summary.
-     */
     summaries: (
       about: ReadonlyArray<{ readonly resourceId: ResourceId; readonly payTos: ReadonlyArray<string> }>,
       sinceMs: number,
@@ -206,7 +225,6 @@ const make = Effect.gen(function* () {
         return result
       }),
 
-    /** Pending events due for a ledger check, oldest first. */
     due: (nowMs: number, limit: number) =>
       sql`SELECT * FROM economic_events WHERE state = 'pending' AND next_check_ms <= ${nowMs}
         ORDER BY next_check_ms, id LIMIT ${limit}`.pipe(
@@ -214,14 +232,12 @@ const make = Effect.gen(function* () {
         Effect.map((rows) => rows.flatMap(toPending))
       ),
 
-    /** Moves a pending event on; a no-op for one already settled. */
     resolve: (id: string, resolution: EventResolution, nowMs: number) =>
       sql`UPDATE economic_events SET state = ${resolution.state}, state_reason = ${resolution.reason},
           ledger = ${resolution.ledger}, next_check_ms = ${resolution.nextCheckMs}, payer = COALESCE(payer, ${resolution.payer ?? null}),
           state_changed_at = CASE WHEN state = ${resolution.state} THEN state_changed_at ELSE ${new Date(nowMs).toISOString()} END
         WHERE id = ${id} AND state = 'pending'`.pipe(Effect.asVoid),
 
-    /** The newest events about a resource, newest first, as shown with it. */
     recent: (resourceId: ResourceId, payTos: ReadonlyArray<string>, limit: number) =>
       sql`SELECT * FROM economic_events WHERE ${about(resourceId, payTos)} ORDER BY at_ms DESC, id DESC LIMIT ${limit}`.pipe(
         Effect.flatMap(decodeEvents),
@@ -229,10 +245,3 @@ const make = Effect.gen(function* () {
       ),
   })
 })
-
-export class EconomicEventsRepo extends Context.Tag("sextant/EconomicEventsRepo")<
-  EconomicEventsRepo,
-  Effect.Effect.Success<typeof make>
->() {
-  static readonly Live = Layer.effect(EconomicEventsRepo, make)
-}

@@ -6,6 +6,24 @@ import { ServiceStatus } from "../domain/resources.js"
 import { CatalogChanges, resourcesChanged } from "./CatalogChanges.js"
 import { chunksOf, decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
 
+/** What MetricsRepo offers. */
+export interface MetricsRepoShape {
+  readonly get: (resourceId: ResourceId) => Effect.Effect<MetricsSnapshot | null>
+  /** Stores metrics rows, each with the rolling window (rollingWindow.ts, encoded) it was derived from. */
+  readonly upsert: (rows: ReadonlyArray<{ readonly metrics: MetricsSnapshot; readonly windowState: string }>, updatedAt: string) => Effect.Effect<void>
+  /** The stored rolling windows of many resources (null: never stored, or rows from before it existed). */
+  readonly windowStates: (resourceIds: ReadonlyArray<string>) => Effect.Effect<Map<string, string | null>>
+  readonly payeeShortlist: (payTo: string, query: PayeeShortlistQuery) => Effect.Effect<
+    Array<{ readonly providerId: string; readonly url: string; readonly trusted: boolean; readonly standing: StoredStanding }>
+  >
+  /** Status, level and metrics of many resources in one query; unknown ids are absent. */
+  readonly standings: (resourceIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<StoredStanding>>
+}
+
+export class MetricsRepo extends Context.Tag("sextant/MetricsRepo")<MetricsRepo, MetricsRepoShape>() {
+  static readonly Live = Layer.suspend(() => Layer.effect(MetricsRepo, make))
+}
+
 export const MetricsColumns = {
   resource_id: ResourceId,
   availability: SqlNumber,
@@ -170,7 +188,6 @@ const make = Effect.gen(function* () {
         Effect.map((rows) => (rows[0] ? toSnapshot(rows[0]) : null))
       ),
 
-    /** Stores metrics rows, each with the rolling window (rollingWindow.ts, encoded) it was derived from. */
     upsert: (rows: ReadonlyArray<{ readonly metrics: MetricsSnapshot; readonly windowState: string }>, updatedAt: string) =>
       Effect.forEach(
         chunksOf(rows, 256),
@@ -207,7 +224,6 @@ const make = Effect.gen(function* () {
         { discard: true }
       ).pipe(Effect.zipRight(changes.changed(resourcesChanged(rows.map((r) => r.metrics.resourceId))))),
 
-    /** The stored rolling windows of many resources (null: never stored, or rows from before it existed). */
     windowStates: (resourceIds: ReadonlyArray<string>) =>
       resourceIds.length === 0
         ? Effect.succeed(new Map<string, string | null>())
@@ -218,7 +234,6 @@ const make = Effect.gen(function* () {
 
     payeeShortlist: (payTo: string, query: PayeeShortlistQuery) => payeeShortlist(sql, payTo, query),
 
-    /** Status, level and metrics of many resources in one query; unknown ids are absent. */
     standings: (resourceIds: ReadonlyArray<string>) =>
       resourceIds.length === 0
         ? Effect.succeed([] as ReadonlyArray<StoredStanding>)
@@ -232,7 +247,3 @@ const make = Effect.gen(function* () {
           )
   })
 })
-
-export class MetricsRepo extends Context.Tag("sextant/MetricsRepo")<MetricsRepo, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.effect(MetricsRepo, make)
-}

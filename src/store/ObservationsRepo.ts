@@ -11,6 +11,42 @@ import {
 import { chunksOf, decodeRows, repository, SqlNumber } from "./repository.js"
 import { isSortableId, timeCursor } from "./sortableId.js"
 
+/** What ObservationsRepo offers. */
+export interface ObservationsRepoShape {
+  /** Stores a batch of observations, a few statements for the lot. */
+  readonly insert: (batch: ReadonlyArray<RecordedObservation>) => Effect.Effect<void>
+  /** Newest first; `cursor` from `observationCursor` returns only older observations. */
+  readonly page: (
+    resourceId: ResourceId,
+    limit: number,
+    cursor: string | null
+  ) => Effect.Effect<{ readonly observations: Array<Observation>; readonly nextBefore: string | null }>
+  /** One resource's observations taken at or after `sinceMs`: the metric window. */
+  readonly window: (resourceId: ResourceId, sinceMs: number) => Effect.Effect<Array<RecordedObservation>>
+  /** The newest healthy observation of each resource that has one: the challenge a buyer will meet. */
+  readonly latestHealthy: (resourceIds: ReadonlyArray<string>) => Effect.Effect<Map<string, RecordedObservation>>
+  /** Stores hours of resources' probes (an hour changed again replaces its row). */
+  readonly upsertRollups: (rollups: ReadonlyArray<{ readonly resourceId: ResourceId; readonly rollup: HourlyRollup }>) => Effect.Effect<void>
+  /** A resource's stored hours starting at or after `fromMs` and before `toMs`, oldest first. */
+  readonly rollups: (resourceId: ResourceId, fromMs: number, toMs: number) => Effect.Effect<Array<HourlyRollup>>
+  /**
+   * Retention, one small batch: deletes at most `limit` raw observations older than `beforeMs`
+   * (oldest first) and says how many went. Callers loop, yielding between batches, so a large
+   * backlog never holds the writer for long.
+   */
+  readonly pruneRaw: (beforeMs: number, limit: number) => Effect.Effect<number>
+  /**
+   * Retention of hourly rollups, one small batch: at most `limit` hours before `beforeMs` of the
+   * `resources` resources after `afterId` (by id), found through the primary key. Answers where
+   * the next batch starts: the same resources while they had more, null after the last resource.
+   */
+  readonly pruneRollups: (beforeMs: number, afterId: string, resources: number, limit: number) => Effect.Effect<{ readonly deleted: number; readonly next: string | null }>
+}
+
+export class ObservationsRepo extends Context.Tag("sextant/ObservationsRepo")<ObservationsRepo, ObservationsRepoShape>() {
+  static readonly Live = Layer.suspend(() => Layer.effect(ObservationsRepo, make))
+}
+
 const ObservationRow = Schema.Struct({
   id: Schema.String,
   resource_id: ResourceId,
@@ -111,7 +147,6 @@ export interface ObservationPage {
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   return repository("ObservationsRepo", {
-    /** Stores a batch of observations, a few statements for the lot. */
     insert: (batch: ReadonlyArray<RecordedObservation>) =>
       Effect.forEach(
         chunksOf(batch, ROWS_PER_STATEMENT),
@@ -119,7 +154,6 @@ const make = Effect.gen(function* () {
         { discard: true }
       ),
 
-    /** Newest first; `cursor` from `observationCursor` returns only older observations. */
     page: (resourceId: ResourceId, limit: number, cursor: string | null) =>
       Effect.gen(function* () {
         const rows = yield* sql`
@@ -132,13 +166,11 @@ const make = Effect.gen(function* () {
         return { observations, nextBefore: rows.length > limit && last ? last.id : null } satisfies ObservationPage
       }),
 
-    /** One resource's observations taken at or after `sinceMs`: the metric window. */
     window: (resourceId: ResourceId, sinceMs: number) =>
       sql`
         SELECT * FROM observations WHERE resource_id = ${resourceId} AND observed_at_ms >= ${sinceMs}
         ORDER BY observed_at_ms, id`.pipe(Effect.flatMap(decodeObservations)),
 
-    /** The newest healthy observation of each resource that has one: the challenge a buyer will meet. */
     latestHealthy: (resourceIds: ReadonlyArray<string>) =>
       resourceIds.length === 0
         ? Effect.succeed(new Map<string, RecordedObservation>())
@@ -150,7 +182,6 @@ const make = Effect.gen(function* () {
             Effect.map((rows) => new Map(rows.map((o) => [o.resourceId, o] as const)))
           ),
 
-    /** Stores hours of resources' probes (an hour changed again replaces its row). */
     upsertRollups: (rollups: ReadonlyArray<{ readonly resourceId: ResourceId; readonly rollup: HourlyRollup }>) =>
       Effect.forEach(
         chunksOf(rollups, ROWS_PER_STATEMENT),
@@ -175,7 +206,6 @@ const make = Effect.gen(function* () {
         { discard: true }
       ),
 
-    /** A resource's stored hours starting at or after `fromMs` and before `toMs`, oldest first. */
     rollups: (resourceId: ResourceId, fromMs: number, toMs: number) =>
       sql`SELECT hour_ms, probes, answered, healthy, price_matches, connect_failures, first_healthy_ms, latency_bins
         FROM observation_rollups WHERE resource_id = ${resourceId} AND hour_ms >= ${fromMs} AND hour_ms < ${toMs}
@@ -197,21 +227,11 @@ const make = Effect.gen(function* () {
         )
       ),
 
-    /**
-     * Retention, one small batch: deletes at most `limit` raw observations older than `beforeMs`
-     * (oldest first) and says how many went. Callers loop, yielding between batches, so a large
-     * backlog never holds the writer for long.
-     */
     pruneRaw: (beforeMs: number, limit: number) =>
       sql<{ id: string }>`DELETE FROM observations WHERE id IN (
           SELECT id FROM observations WHERE observed_at_ms < ${beforeMs} ORDER BY observed_at_ms LIMIT ${limit})
         RETURNING id`.pipe(Effect.map((rows) => rows.length)),
 
-    /**
-     * Retention of hourly rollups, one small batch: at most `limit` hours before `beforeMs` of the
-     * `resources` resources after `afterId` (by id), found through the primary key. Answers where
-     * the next batch starts: the same resources while they had more, null after the last resource.
-     */
     pruneRollups: (beforeMs: number, afterId: string, resources: number, limit: number) =>
       Effect.gen(function* () {
         const ids = (yield* sql<{ id: string }>`SELECT id FROM resources WHERE id > ${afterId} ORDER BY id LIMIT ${resources}`).map((r) => r.id)
@@ -224,10 +244,3 @@ const make = Effect.gen(function* () {
       }),
   })
 })
-
-export class ObservationsRepo extends Context.Tag("sextant/ObservationsRepo")<
-  ObservationsRepo,
-  Effect.Effect.Success<typeof make>
->() {
-  static readonly Live = Layer.effect(ObservationsRepo, make)
-}

@@ -3,6 +3,40 @@ import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Schema } from "effect"
 import { chunksOf, decodeRows, repository, SqlNumber } from "./repository.js"
 
+/** What ProbeScheduleRepo offers. */
+export interface ProbeScheduleRepoShape {
+  /**
+   * Over the ids after `afterId` up to `upTo` (to the end when null): gives every resource in
+   * `targets` (the probe targets of that range, with their lane) a due time, a new one due at
+   * once, moves one whose trust changed to its lane, and drops the range's schedule rows of
+   * resources that are no longer probe targets.
+   */
+  readonly sync: (
+    targets: ReadonlyArray<{ readonly id: ResourceId; readonly lane: ProbeLane }>,
+    nowMs: number,
+    afterId: string,
+    upTo: string | null
+  ) => Effect.Effect<{ readonly added: number; readonly removed: number }>
+  /**
+   * Claims at most `limit` resources of `lane` that are due and not leased by anyone (a lease that
+   * ran out is free again: its instance died or stalled). On Postgres the rows are locked with
+   * `FOR UPDATE SKIP LOCKED`, so instances claiming at once take disjoint sets without waiting.
+   */
+  readonly claim: (owner: string, nowMs: number, limit: number, leaseMs: number, lane: ProbeLane) => Effect.Effect<Array<Claim>>
+  /**
+   * After the probes of claims: each one's next due time, and the lease released. Only while
+   * `owner` still holds the lease: if it ran out and another instance took the resource, that
+   * one's schedule stands. One statement per chunk of claims.
+   */
+  readonly complete: (owner: string, done: ReadonlyArray<{ readonly resourceId: ResourceId; readonly nextDueMs: number }>) => Effect.Effect<void>
+  /** Gives back claims not probed (the instance is stopping), due at once for whoever is left. */
+  readonly release: (resourceIds: ReadonlyArray<string>, owner: string) => Effect.Effect<void>
+}
+
+export class ProbeScheduleRepo extends Context.Tag("sextant/ProbeScheduleRepo")<ProbeScheduleRepo, ProbeScheduleRepoShape>() {
+  static readonly Live = Layer.suspend(() => Layer.effect(ProbeScheduleRepo, make))
+}
+
 const ClaimRow = Schema.Struct({ resource_id: ResourceId, due_ms: SqlNumber })
 const decodeClaims = decodeRows(ClaimRow)
 
@@ -24,12 +58,6 @@ const make = Effect.gen(function* () {
   const postgres = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
 
   return repository("ProbeScheduleRepo", {
-    /**
-     * Over the ids after `afterId` up to `upTo` (to the end when null): gives every resource in
-     * `targets` (the probe targets of that range, with their lane) a due time, a new one due at
-     * once, moves one whose trust changed to its lane, and drops the range's schedule rows of
-     * resources that are no longer probe targets.
-     */
     sync: (targets: ReadonlyArray<{ readonly id: ResourceId; readonly lane: ProbeLane }>, nowMs: number, afterId: string, upTo: string | null) =>
       Effect.gen(function* () {
         const range = upTo === null ? sql`resource_id > ${afterId}` : sql`resource_id > ${afterId} AND resource_id <= ${upTo}`
@@ -54,11 +82,6 @@ const make = Effect.gen(function* () {
         return { added: fresh.length, removed: gone.length }
       }),
 
-    /**
-     * Claims at most `limit` resources of `lane` that are due and not leased by anyone (a lease that
-     * ran out is free again: its instance died or stalled). On Postgres the rows are locked with
-     * `FOR UPDATE SKIP LOCKED`, so instances claiming at once take disjoint sets without waiting.
-     */
     claim: (owner: string, nowMs: number, limit: number, leaseMs: number, lane: ProbeLane) =>
       sql`UPDATE probe_schedule SET lease_owner = ${owner}, lease_until_ms = ${nowMs + leaseMs}
         WHERE resource_id IN (
@@ -70,11 +93,6 @@ const make = Effect.gen(function* () {
         Effect.map((rows) => rows.map((r): Claim => ({ resourceId: r.resource_id, dueMs: r.due_ms })))
       ),
 
-    /**
-     * After the probes of claims: each one's next due time, and the lease released. Only while
-     * `owner` still holds the lease: if it ran out and another instance took the resource, that
-     * one's schedule stands. One statement per chunk of claims.
-     */
     complete: (owner: string, done: ReadonlyArray<{ readonly resourceId: ResourceId; readonly nextDueMs: number }>) =>
       Effect.forEach(
         chunksOf(done, 500),
@@ -85,7 +103,6 @@ const make = Effect.gen(function* () {
         { discard: true }
       ),
 
-    /** Gives back claims not probed (the instance is stopping), due at once for whoever is left. */
     release: (resourceIds: ReadonlyArray<string>, owner: string) =>
       resourceIds.length === 0
         ? Effect.void
@@ -93,10 +110,3 @@ const make = Effect.gen(function* () {
             WHERE ${sql.in("resource_id", resourceIds)} AND lease_owner = ${owner}`.pipe(Effect.asVoid)
   })
 })
-
-export class ProbeScheduleRepo extends Context.Tag("sextant/ProbeScheduleRepo")<
-  ProbeScheduleRepo,
-  Effect.Effect.Success<typeof make>
->() {
-  static readonly Live = Layer.effect(ProbeScheduleRepo, make)
-}

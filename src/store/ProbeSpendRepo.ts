@@ -3,6 +3,25 @@ import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Schema } from "effect"
 import { decodeRows, repository, SqlBigInt } from "./repository.js"
 import { sortableId } from "./sortableId.js"
+import { StoreTransactions } from "./StoreTransactions.js"
+
+/** What ProbeSpendRepo offers. */
+export interface ProbeSpendRepoShape {
+  /**
+   * Reserves `units` of today's economic-probe budget when what is already reserved today leaves
+   * room for it; answers the reservation's id, or null when the budget would be exceeded. The
+   * lock row first, so concurrent reservations (other processes too) run one after another.
+   */
+  readonly reserve: (resourceId: ResourceId, units: bigint, budgetUnits: bigint, nowMs: number) => Effect.Effect<string | null>
+  /** Gives a reservation back: nothing was paid under it. */
+  readonly release: (id: string) => Effect.Effect<void>
+  /** Base units reserved on the UTC day of `atMs`. */
+  readonly spentOn: (atMs: number) => Effect.Effect<bigint>
+}
+
+export class ProbeSpendRepo extends Context.Tag("sextant/ProbeSpendRepo")<ProbeSpendRepo, ProbeSpendRepoShape>() {
+  static readonly Live = Layer.suspend(() => Layer.effect(ProbeSpendRepo, make))
+}
 
 const SpentRow = Schema.Struct({ spent: Schema.NullOr(SqlBigInt) })
 const decodeSpent = decodeRows(SpentRow)
@@ -12,14 +31,10 @@ export const utcDay = (atMs: number) => new Date(atMs).toISOString().slice(0, 10
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  const { transaction } = yield* StoreTransactions
   return repository("ProbeSpendRepo", {
-    /**
-     * Reserves `units` of today's economic-probe budget when what is already reserved today leaves
-     * room for it; answers the reservation's id, or null when the budget would be exceeded. The
-     * lock row first, so concurrent reservations (other processes too) run one after another.
-     */
     reserve: (resourceId: ResourceId, units: bigint, budgetUnits: bigint, nowMs: number) =>
-      sql.withTransaction(
+      transaction(
         Effect.gen(function* () {
           yield* sql`UPDATE economic_probe_lock SET version = version + 1 WHERE id = 1`
           const day = utcDay(nowMs)
@@ -33,9 +48,7 @@ const make = Effect.gen(function* () {
           return id
         })
       ),
-    /** Gives a reservation back: nothing was paid under it. */
     release: (id: string) => sql`DELETE FROM economic_probe_spend WHERE id = ${id}`.pipe(Effect.asVoid),
-    /** Base units reserved on the UTC day of `atMs`. */
     spentOn: (atMs: number) =>
       sql`SELECT SUM(units) AS spent FROM economic_probe_spend WHERE day = ${utcDay(atMs)}`.pipe(
         Effect.flatMap(decodeSpent),
@@ -45,6 +58,3 @@ const make = Effect.gen(function* () {
 })
 
 /** What economic probes spent, per UTC day. */
-export class ProbeSpendRepo extends Context.Tag("sextant/ProbeSpendRepo")<ProbeSpendRepo, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.effect(ProbeSpendRepo, make)
-}

@@ -1,8 +1,21 @@
 import { RateLimiter } from "@effect/experimental"
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Duration, Effect, Layer, Schema } from "effect"
-import { durableAgainstProcessCrash } from "./commitDurability.js"
+import { commitWithoutFlush } from "./commitDurability.js"
 import { decodeRows, repository, SqlNumber } from "./repository.js"
+
+/**
+ * `@effect/experimental`'s RateLimiterStore on this service's SQL store (SQLite or Postgres), with
+ * `prune` for expired counters. A failing store is a defect, as at every repository (503).
+ */
+export interface RateLimitStoreShape extends Context.Tag.Service<RateLimiter.RateLimiterStore> {
+  /** Deletes the counters whose window ended: a client not seen since holds no row. */
+  readonly prune: (nowMs: number) => Effect.Effect<void>
+}
+
+export class RateLimitStore extends Context.Tag("sextant/RateLimitStore")<RateLimitStore, RateLimitStoreShape>() {
+  static readonly Live = Layer.suspend(() => Layer.effect(RateLimitStore, make))
+}
 
 const CounterRow = Schema.Struct({ count: SqlNumber, expires_at_ms: SqlNumber })
 const decodeCounter = decodeRows(CounterRow)
@@ -32,9 +45,8 @@ const make = Effect.gen(function* () {
         Effect.map(([row]) => (row === undefined ? ([tokens, refillMs * tokens] as const) : ([row.count, Math.max(0, row.expires_at_ms - nowMs)] as const))),
         // A counter a power loss takes back only lets a client a few more requests in one window:
         // not worth an fsync on every limited request (a settle's would otherwise be its third).
-        durableAgainstProcessCrash
+        commitWithoutFlush
       ),
-    /** Deletes the counters whose window ended: a client not seen since holds no row. */
     prune: (nowMs: number) => sql`DELETE FROM rate_limits WHERE expires_at_ms <= ${nowMs}`.pipe(Effect.asVoid)
   })
 
@@ -48,11 +60,3 @@ const make = Effect.gen(function* () {
   }
   return { ...store, prune: repo.prune }
 })
-
-/**
- * `@effect/experimental`'s RateLimiterStore on this service's SQL store (SQLite or Postgres), with
- * `prune` for expired counters. A failing store is a defect, as at every repository (503).
- */
-export class RateLimitStore extends Context.Tag("sextant/RateLimitStore")<RateLimitStore, Effect.Effect.Success<typeof make>>() {
-  static readonly Live = Layer.effect(RateLimitStore, make)
-}

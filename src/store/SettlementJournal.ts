@@ -16,6 +16,7 @@ import { SettlementState } from "../domain/x402.js"
 import { PaymentId, PrincipalId, SettlementId } from "../domain/ids.js"
 import { atBoundary, decodeRows, repository, SqlBigInt, SqlNumber } from "./repository.js"
 import { sortableId } from "./sortableId.js"
+import { StoreTransactions } from "./StoreTransactions.js"
 
 /**
  * Idempotency keys belong to a principal: the same key from two principals is two requests. The
@@ -117,8 +118,84 @@ const UsageRow = Schema.Struct({
 })
 const decodeUsage = decodeRows(UsageRow)
 
+/** The durable settlement journal and the budget reservations it carries. */
+export interface SettlementJournalShape {
+  /**
+   * Idempotency lookup, `checks`, budget checks and the `pending` insert in one transaction that
+   * first takes the budget lock row: concurrent reservations (other fibers, other connections,
+   * other processes on the same database) run one after another, so the sums `judge` sees are
+   * never stale and the budgets cannot be overspent. `checks` run after a repeat was answered and
+   * before the budgets; a failure rolls the transaction back. Generic in what `checks` fail with,
+   * so it is wrapped with `atBoundary` itself rather than listed in `repository` below.
+   */
+  readonly reserve: <E, R>(
+    entry: NewEntry,
+    sinceMs: number,
+    nowMs: number,
+    judge: (usage: WindowUsage) => BudgetRefusal | undefined,
+    checks: Effect.Effect<void, E, R>
+  ) => Effect.Effect<Reservation<BudgetRefusal>, E, R>
+  /**
+   * The entry journaled under this principal's idempotency key, else the one for this signed
+   * payment, whoever submitted it: one payment is settled once. `byKey` is true only when the
+   * client's own key matched.
+   */
+  readonly find: (entry: Pick<NewEntry, "idempotencyKey" | "principal" | "paymentId">) => Effect.Effect<Option.Option<FoundEntry>>
+  /**
+   * Records how a settlement ended. An entry that crash recovery (of this or another instance
+   * sharing the database) marked indeterminate while it was in flight still takes its real
+   * outcome. One a backend may have submitted stays charged at the fee ceiling whatever it cost
+   * (SPEC Limits 2); one that was never submitted releases its reservation.
+   */
+  readonly complete: (id: SettlementId, completion: Completion, nowMs: number) => Effect.Effect<void>
+  /**
+   * A further backend is about to receive a `pending` entry's payload (settle failover): the
+   * attempt is recorded in its history and charged one more fee ceiling. False when the entry is
+   * no longer pending.
+   */
+  readonly attempt: (id: SettlementId, feeStroops: bigint, reason: string, nowMs: number) => Effect.Effect<boolean>
+  /**
+   * Ends an unresolved entry (`indeterminate`, or `pending` on a backend's `settlement_pending`
+   * answer) with what the ledger proved: settled, with the transaction when one was found; or
+   * unpaid, which releases its fee reservation so the same payment may be settled again. False
+   * when the entry was no longer unresolved.
+   */
+  readonly reconcile: (id: SettlementId, outcome: ReconcileOutcome, nowMs: number) => Effect.Effect<boolean>
+  /** Unresolved entries that carry an authorisation to look for on the ledger, oldest first. */
+  readonly unresolved: (limit: number) => Effect.Effect<Array<JournalEntry>>
+  /** Every change of an entry's state, oldest first. */
+  readonly history: (id: SettlementId) => Effect.Effect<Array<SettlementTransition>>
+  readonly get: (id: SettlementId) => Effect.Effect<Option.Option<JournalEntry>>
+  /** Newest first, optionally one state, one principal, and only entries created before `beforeMs`. */
+  readonly list: (filter: {
+    readonly state?: string
+    readonly principal?: PrincipalId
+    readonly beforeMs?: number
+    readonly limit: number
+  }) => Effect.Effect<Array<JournalEntry>>
+  /** Entries per state: the journal gauge and the status page's counts. */
+  readonly countsByState: () => Effect.Effect<ReadonlyMap<string, number>>
+  /**
+   * All principals' reservations since `sinceMs`: fee reserved (what the global budget counts) and
+   * worst-case spend of entries that did not fail (what spend windows count), in base units.
+   */
+  readonly windowTotals: (sinceMs: number) => Effect.Effect<{ readonly feeStroops: bigint; readonly spendUnits: bigint }>
+  /**
+   * Crash recovery: an entry still `pending` without a transaction at start was interrupted
+   * between forwarding and answer, so whether it settled is unknown. It becomes `indeterminate`
+   * and is never re-submitted. One with a transaction had a backend's `settlement_pending`
+   * answer: it stays `pending`, for a retry or the reconciler to resolve.
+   */
+  readonly recoverPending: (nowMs: number) => Effect.Effect<Array<string>>
+}
+
+export class SettlementJournal extends Context.Tag("sextant/SettlementJournal")<SettlementJournal, SettlementJournalShape>() {
+  static readonly Live = Layer.suspend(() => Layer.effect(SettlementJournal, make))
+}
+
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  const { transaction } = yield* StoreTransactions
   /** Entries whose outcome the ledger settles: `indeterminate`, and `pending` on a backend's pending answer (`awaitsConfirmation`). */
   const UNRESOLVED = sql.literal("(state = 'indeterminate' OR (state = 'pending' AND transaction_hash IS NOT NULL))")
 
@@ -127,11 +204,6 @@ const make = Effect.gen(function* () {
     sql`INSERT INTO settlement_transitions (id, settlement_id, from_state, to_state, reason, at_ms)
       VALUES (${sortableId("st", atMs)}, ${id}, ${from}, ${to}, ${reason}, ${atMs})`
 
-  /**
-   * The entry journaled under this principal's idempotency key, else the one for this signed
-   * payment, whoever submitted it: one payment is settled once. `byKey` is true only when the
-   * client's own key matched.
-   */
   const find = (entry: Pick<NewEntry, "principal" | "idempotencyKey" | "paymentId">) =>
     Effect.gen(function* () {
       const key = storedKey(entry)
@@ -161,14 +233,6 @@ const make = Effect.gen(function* () {
       }))
     )
 
-  /**
-   * Idempotency lookup, `checks`, budget checks and the `pending` insert in one transaction that
-   * first takes the budget lock row: concurrent reservations (other fibers, other connections,
-   * other processes on the same database) run one after another, so the sums `judge` sees are
-   * never stale and the budgets cannot be overspent. `checks` run after a repeat was answered and
-   * before the budgets; a failure rolls the transaction back. Generic in what `checks` fail with,
-   * so it is wrapped with `atBoundary` itself rather than listed in `repository` below.
-   */
   const reserve = <E, R>(
     entry: NewEntry,
     sinceMs: number,
@@ -176,7 +240,7 @@ const make = Effect.gen(function* () {
     judge: (usage: WindowUsage) => BudgetRefusal | undefined,
     checks: Effect.Effect<void, E, R>
   ) =>
-    atBoundary("SettlementJournal.reserve", sql.withTransaction(
+    atBoundary("SettlementJournal.reserve", transaction(
       Effect.gen(function* () {
         yield* sql`UPDATE settlement_budget_lock SET version = version + 1 WHERE id = 1`
         const existing = yield* find(entry)
@@ -216,12 +280,6 @@ const make = Effect.gen(function* () {
 
   const methods = repository("SettlementJournal", {
     find,
-    /**
-     * Records how a settlement ended. An entry that crash recovery (of this or another instance
-     * sharing the database) marked indeterminate while it was in flight still takes its real
-     * outcome. One a backend may have submitted stays charged at the fee ceiling whatever it cost
-     * (SPEC Limits 2); one that was never submitted releases its reservation.
-     */
     complete: (id: SettlementId, completion: Completion, nowMs: number) =>
       Effect.gen(function* () {
         // The transition is written first, from the state it replaces: a write as the transaction's
@@ -236,12 +294,7 @@ const make = Effect.gen(function* () {
             errors_json = ${JSON.stringify(completion.errors)}, answer_status = ${completion.answer.status},
             answer_json = ${JSON.stringify(completion.answer.body)}, updated_at_ms = ${nowMs}
           WHERE id = ${id} AND state IN ('pending', 'indeterminate')`
-      }).pipe(sql.withTransaction),
-    /**
-     * A further backend is about to receive a `pending` entry's payload (settle failover): the
-     * attempt is recorded in its history and charged one more fee ceiling. False when the entry is
-     * no longer pending.
-     */
+      }).pipe(transaction),
     attempt: (id: SettlementId, feeStroops: bigint, reason: string, nowMs: number) =>
       Effect.gen(function* () {
         const updated = yield* sql<{ id: string }>`UPDATE settlements SET fee_stroops = fee_stroops + ${Number(feeStroops)},
@@ -249,13 +302,7 @@ const make = Effect.gen(function* () {
         if (updated.length === 0) return false
         yield* transition(id, "pending", "pending", reason, nowMs)
         return true
-      }).pipe(sql.withTransaction),
-    /**
-     * Ends an unresolved entry (`indeterminate`, or `pending` on a backend's `settlement_pending`
-     * answer) with what the ledger proved: settled, with the transaction when one was found; or
-     * unpaid, which releases its fee reservation so the same payment may be settled again. False
-     * when the entry was no longer unresolved.
-     */
+      }).pipe(transaction),
     reconcile: (id: SettlementId, outcome: ReconcileOutcome, nowMs: number) =>
       Effect.gen(function* () {
         yield* sql`INSERT INTO settlement_transitions (id, settlement_id, from_state, to_state, reason, at_ms)
@@ -271,15 +318,13 @@ const make = Effect.gen(function* () {
                 answer_json = NULL, updated_at_ms = ${nowMs}
               WHERE id = ${id} AND ${UNRESOLVED} RETURNING id`
         return updated.length > 0
-      }).pipe(sql.withTransaction),
-    /** Unresolved entries that carry an authorisation to look for on the ledger, oldest first. */
+      }).pipe(transaction),
     unresolved: (limit: number) =>
       sql`SELECT * FROM settlements WHERE ${UNRESOLVED} AND auth_nonce IS NOT NULL
         ORDER BY updated_at_ms, id LIMIT ${limit}`.pipe(
         Effect.flatMap(decodeJournal),
         Effect.map((rows) => rows.map(toEntry))
       ),
-    /** Every change of an entry's state, oldest first. */
     history: (id: SettlementId) =>
       sql`SELECT from_state, to_state, reason, at_ms FROM settlement_transitions WHERE settlement_id = ${id}
         ORDER BY at_ms, id`.pipe(
@@ -293,7 +338,6 @@ const make = Effect.gen(function* () {
         Effect.flatMap(decodeJournal),
         Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toEntry))
       ),
-    /** Newest first, optionally one state, one principal, and only entries created before `beforeMs`. */
     list: (filter: { state?: string; principal?: PrincipalId; beforeMs?: number; limit: number }) =>
       sql`SELECT * FROM settlements WHERE ${sql.and([
         ...(filter.state !== undefined ? [sql`state = ${filter.state}`] : []),
@@ -303,27 +347,16 @@ const make = Effect.gen(function* () {
         Effect.flatMap(decodeJournal),
         Effect.map((rows) => rows.map(toEntry))
       ),
-    /** Entries per state: the journal gauge and the status page's counts. */
     countsByState: () =>
       sql<{ state: string; n: unknown }>`SELECT state, COUNT(*) AS n FROM settlements GROUP BY state`.pipe(
         Effect.map((rows) => new Map(rows.map((r) => [String(r.state), Number(r.n)] as const)) as ReadonlyMap<string, number>)
       ),
-    /**
-     * All principals' reservations since `sinceMs`: fee reserved (what the global budget counts) and
-     * worst-case spend of entries that did not fail (what spend windows count), in base units.
-     */
     windowTotals: (sinceMs: number) =>
       sql`SELECT SUM(fee_stroops) AS global_fee, SUM(CASE WHEN state <> 'failed' THEN worst_case_units ELSE 0 END) AS spend
         FROM settlements WHERE created_at_ms > ${sinceMs}`.pipe(
         Effect.flatMap(decodeRows(Schema.Struct({ global_fee: Schema.NullOr(SqlBigInt), spend: Schema.NullOr(SqlBigInt) }))),
         Effect.map(([row]) => ({ feeStroops: row?.global_fee ?? 0n, spendUnits: row?.spend ?? 0n }))
       ),
-    /**
-     * Crash recovery: an entry still `pending` without a transaction at start was interrupted
-     * between forwarding and answer, so whether it settled is unknown. It becomes `indeterminate`
-     * and is never re-submitted. One with a transaction had a backend's `settlement_pending`
-     * answer: it stays `pending`, for a retry or the reconciler to resolve.
-     */
     recoverPending: (nowMs: number) =>
       Effect.gen(function* () {
         const rows = yield* sql`UPDATE settlements SET state = 'indeterminate', updated_at_ms = ${nowMs}
@@ -332,15 +365,7 @@ const make = Effect.gen(function* () {
           yield* transition(id, "pending", "indeterminate", "interrupted by a restart before its outcome was recorded", nowMs)
         }
         return rows.map((r) => r.id)
-      }).pipe(sql.withTransaction)
+      }).pipe(transaction)
   })
   return { ...methods, reserve }
 })
-
-/** The durable settlement journal and the budget reservations it carries. */
-export class SettlementJournal extends Context.Tag("sextant/SettlementJournal")<
-  SettlementJournal,
-  Effect.Effect.Success<typeof make>
->() {
-  static readonly Live = Layer.effect(SettlementJournal, make)
-}

@@ -9,7 +9,10 @@ import { ProbeScheduleRepo } from "./ProbeScheduleRepo.js"
 import { ProbeSpendRepo } from "./ProbeSpendRepo.js"
 import { RateLimitStore } from "./RateLimitStore.js"
 import { ReceiptsRepo } from "./ReceiptsRepo.js"
-import { ResourcesRepo } from "./ResourcesRepo.js"
+import { CatalogWritesRepoLive } from "./CatalogWritesRepo.js"
+import { ResourceListingRepoLive } from "./ResourceListingRepo.js"
+import { ResourceReadsRepoLive } from "./ResourceReadsRepo.js"
+import { RouteCandidatesRepoLive } from "./RouteCandidatesRepo.js"
 import { SettlementJournal } from "./SettlementJournal.js"
 import { TransitionsRepo } from "./TransitionsRepo.js"
 import { VerifyAnswersRepo } from "./VerifyAnswersRepo.js"
@@ -17,7 +20,10 @@ import { VerifyAnswersRepo } from "./VerifyAnswersRepo.js"
 /** Every repository over one migrated store (SQLite file, `:memory:` or Postgres), with the SqlClient exposed. */
 export const StoreLive = (database: string) =>
   Layer.mergeAll(
-    ResourcesRepo.Live,
+    CatalogWritesRepoLive,
+    ResourceListingRepoLive,
+    ResourceReadsRepoLive,
+    RouteCandidatesRepoLive,
     MetricsRepo.Live,
     ObservationsRepo.Live,
     TransitionsRepo.Live,

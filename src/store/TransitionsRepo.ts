@@ -5,6 +5,19 @@ import type { StatusTransition } from "../domain/observations.js"
 import { ServiceStatus } from "../domain/resources.js"
 import { decodeRows, repository, SqlNumber } from "./repository.js"
 
+/** What TransitionsRepo offers. */
+export interface TransitionsRepoShape {
+  /** `id` must sort like `at` (see observationId) so the newest-first order is stable. */
+  readonly insert: (id: string, t: StatusTransition) => Effect.Effect<void>
+  /** The newest transitions of one resource, newest first. */
+  readonly recent: (resourceId: ResourceId, limit: number) => Effect.Effect<Array<StatusTransition>>
+
+}
+
+export class TransitionsRepo extends Context.Tag("sextant/TransitionsRepo")<TransitionsRepo, TransitionsRepoShape>() {
+  static readonly Live = Layer.suspend(() => Layer.effect(TransitionsRepo, make))
+}
+
 const TransitionRow = Schema.Struct({
   resource_id: ResourceId,
   from_status: ServiceStatus,
@@ -19,13 +32,11 @@ const decodeTransitions = decodeRows(TransitionRow)
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   return repository("TransitionsRepo", {
-    /** `id` must sort like `at` (see observationId) so the newest-first order is stable. */
     insert: (id: string, t: StatusTransition) =>
       sql`INSERT INTO status_transitions (id, resource_id, from_status, to_status, from_level, to_level, reason, at, at_ms)
         VALUES (${id}, ${t.resourceId}, ${t.from}, ${t.to}, ${t.fromLevel}, ${t.toLevel}, ${t.reason}, ${t.at},
           ${Date.parse(t.at)})`.pipe(Effect.asVoid),
 
-    /** The newest transitions of one resource, newest first. */
     recent: (resourceId: ResourceId, limit: number) =>
       sql`
         SELECT resource_id, from_status, to_status, from_level, to_level, reason, at FROM status_transitions
@@ -47,10 +58,3 @@ const make = Effect.gen(function* () {
       )
   })
 })
-
-export class TransitionsRepo extends Context.Tag("sextant/TransitionsRepo")<
-  TransitionsRepo,
-  Effect.Effect.Success<typeof make>
->() {
-  static readonly Live = Layer.effect(TransitionsRepo, make)
-}

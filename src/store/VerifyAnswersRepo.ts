@@ -2,6 +2,22 @@ import { SqlClient } from "@effect/sql"
 import { PrincipalId } from "../domain/ids.js"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { decodeRows, repository } from "./repository.js"
+import { StoreTransactions } from "./StoreTransactions.js"
+
+/** What VerifyAnswersRepo offers. */
+export interface VerifyAnswersRepoShape {
+  /** The answer stored for this principal's key, if it is younger than `sinceMs`. */
+  readonly find: (principal: PrincipalId, key: string, sinceMs: number) => Effect.Effect<Option.Option<StoredVerifyAnswer>>
+  /**
+   * Stores an answer, replacing one that expired before `sinceMs`, and drops every other expired
+   * row. The first answer stored for a live key wins: a concurrent twin keeps it.
+   */
+  readonly save: (principal: PrincipalId, key: string, requestHash: string, answer: unknown, nowMs: number, sinceMs: number) => Effect.Effect<void>
+}
+
+export class VerifyAnswersRepo extends Context.Tag("sextant/VerifyAnswersRepo")<VerifyAnswersRepo, VerifyAnswersRepoShape>() {
+  static readonly Live = Layer.suspend(() => Layer.effect(VerifyAnswersRepo, make))
+}
 
 const AnswerRow = Schema.Struct({ request_hash: Schema.String, answer_json: Schema.String })
 const decodeAnswers = decodeRows(AnswerRow)
@@ -18,9 +34,9 @@ export interface StoredVerifyAnswer {
  */
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  const { transaction } = yield* StoreTransactions
   const scoped = (principal: PrincipalId, key: string) => JSON.stringify([principal, key])
   return repository("VerifyAnswersRepo", {
-    /** The answer stored for this principal's key, if it is younger than `sinceMs`. */
     find: (principal: PrincipalId, key: string, sinceMs: number) =>
       sql`SELECT request_hash, answer_json FROM verify_answers
         WHERE scoped_key = ${scoped(principal, key)} AND created_at_ms >= ${sinceMs}`.pipe(
@@ -29,23 +45,12 @@ const make = Effect.gen(function* () {
           Option.map(Option.fromNullable(rows[0]), (r): StoredVerifyAnswer => ({ requestHash: r.request_hash, answer: JSON.parse(r.answer_json) }))
         )
       ),
-    /**
-     * Stores an answer, replacing one that expired before `sinceMs`, and drops every other expired
-     * row. The first answer stored for a live key wins: a concurrent twin keeps it.
-     */
     save: (principal: PrincipalId, key: string, requestHash: string, answer: unknown, nowMs: number, sinceMs: number) =>
       Effect.gen(function* () {
         yield* sql`DELETE FROM verify_answers WHERE created_at_ms < ${sinceMs}`
         yield* sql`INSERT INTO verify_answers (scoped_key, request_hash, answer_json, created_at_ms)
           VALUES (${scoped(principal, key)}, ${requestHash}, ${JSON.stringify(answer)}, ${nowMs})
           ON CONFLICT (scoped_key) DO NOTHING`
-      }).pipe(sql.withTransaction)
+      }).pipe(transaction)
   })
 })
-
-export class VerifyAnswersRepo extends Context.Tag("sextant/VerifyAnswersRepo")<
-  VerifyAnswersRepo,
-  Effect.Effect.Success<typeof make>
->() {
-  static readonly Live = Layer.effect(VerifyAnswersRepo, make)
-}

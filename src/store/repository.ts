@@ -1,4 +1,4 @@
-import { SqlClient, type SqlError } from "@effect/sql"
+import type { SqlError } from "@effect/sql"
 import { Effect, type ParseResult, Schema } from "effect"
 
 /** A failure of the store itself, or a row that does not decode: neither is the caller's to handle. */
@@ -29,12 +29,6 @@ export const repository = <Methods extends Record<string, Method>>(name: string,
 /** The boundary rule of `repository` for one call: for a generic method, whose type parameters its mapped type would lose. */
 export const atBoundary = <A, E, R>(span: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, StoreFailure>, R> =>
   effect.pipe(Effect.catchIf(isStoreFailure, Effect.die), Effect.withSpan(span)) as Effect.Effect<A, Exclude<E, StoreFailure>, R>
-
-/** Runs an effect in one transaction of `sql`; a store failure there is a defect, as in every repository. */
-export const transactional =
-  (sql: SqlClient.SqlClient) =>
-  <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-    sql.withTransaction(effect).pipe(Effect.catchIf((e): e is SqlError.SqlError => isStoreFailure(e) && e._tag === "SqlError", Effect.die))
 
 /** Column types as both drivers return them: SQLite gives numbers, Postgres gives BIGINT and NUMERIC as strings. */
 export const SqlNumber = Schema.Union(Schema.Number, Schema.NumberFromString)

@@ -11,7 +11,7 @@ import { FIELD_WEIGHTS, PREFIX_SHARE } from "../domain/searchText.js"
  * prefix query, costing the length of that field's posting list, so "the resources scoring
  * exactly s" is one FTS5 expression per achievable s. A page is read band by band from the
  * top, and stops once it is full: the top bands are usually small, and the band a page ends
- * in is read in id order (see `ResourcesRepo.searchPage`).
+ * in is read in id order (see `ResourceReadsRepo.searchPage`).
  */
 
 /** The tag each field's words carry in the term index: one letter, then the word. */

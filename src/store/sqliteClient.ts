@@ -3,7 +3,7 @@ import { SqlClient, SqlError, Statement } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { Database } from "bun:sqlite"
 import { Effect, FiberRef, Layer, Scope } from "effect"
-import { commitDurability } from "./commitDurability.js"
+import { commitFlushed } from "./commitDurability.js"
 
 /**
  * A SQLite file with two connections: the writer, which runs every transaction and every
@@ -49,15 +49,15 @@ const open = (filename: string) =>
   )
 
 /**
- * When the fiber asked for commits durable against a process crash only (commitDurability.ts):
+ * When the fiber asked for commits without a flush (`commitWithoutFlush`, commitDurability.ts):
  * sets `synchronous = NORMAL` on `db`. Answers the effect that puts back the level it replaced
  * (nothing to do otherwise). SQLite refuses the change inside a transaction, so callers hold the
  * writer's permit across it, and put the level back before they give the permit back: no other
  * write ever runs at the lower level.
  */
 const relaxIfAsked = (db: Database) =>
-  Effect.flatMap(FiberRef.get(commitDurability), (durability) =>
-    durability === "power-loss"
+  Effect.flatMap(FiberRef.get(commitFlushed), (flushed) =>
+    flushed
       ? Effect.succeed(Effect.void)
       : Effect.sync(() => {
           const { synchronous } = db.query("PRAGMA synchronous").get() as { synchronous: number }

@@ -9,7 +9,7 @@ import { payFor, type PaidAnswer } from "../payments/payFor.js"
 import { payForTool } from "../payments/payForTool.js"
 import { policyContext } from "../policy/evaluate.js"
 import { ProbeSpendRepo } from "../store/ProbeSpendRepo.js"
-import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { economicTargets, type EconomicTarget, type Skipped } from "./economicTargets.js"
 import { usdFloorUnits } from "../domain/stellar.js"
 import { EvidenceReader } from "./EvidenceReader.js"
@@ -56,7 +56,7 @@ type ProbeOutcome =
 
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
-  const resources = yield* ResourcesRepo
+  const resources = yield* ResourceReadsRepo
   const reader = yield* EvidenceReader
   const recorder = yield* EvidenceRecorder
   const spend = yield* ProbeSpendRepo

@@ -13,7 +13,8 @@ import type { ResourceRecord } from "../domain/resources.js"
 import { CatalogChanges } from "../store/CatalogChanges.js"
 import { EconomicEventsRepo } from "../store/EconomicEventsRepo.js"
 import { MetricsRepo } from "../store/MetricsRepo.js"
-import { ResourcesRepo } from "../store/ResourcesRepo.js"
+import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
+import { RouteCandidatesRepo } from "../store/RouteCandidatesRepo.js"
 import { CapabilityIndex, heldReads } from "./capabilityIndex.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
 import { currentMetrics, lastObservedMsOf, metricsAt, type MetricsMoment, momentAt } from "./metrics.js"
@@ -80,11 +81,12 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
     Effect.gen(function* () {
       const config = yield* AppConfig
       const metrics = yield* MetricsRepo
-      const resources = yield* ResourcesRepo
+      const reads = yield* ResourceReadsRepo
+      const candidates = yield* RouteCandidatesRepo
       const economic = yield* EconomicEventsRepo
       const index = new CapabilityIndex(ROUTE_READ_TTL_MS, CAPABILITIES_HELD)
       yield* (yield* CatalogChanges).subscribe((change) => index.apply(change))
-      const capabilityRows = heldReads(index, resources.byCapabilityWithStandings)
+      const capabilityRows = heldReads(index, candidates.byCapabilityWithStandings)
 
       const evidenceOf = (stored: StoredStanding, metrics: ResourceMetrics): ResourceEvidence => ({
         resourceId: stored.resourceId,
@@ -141,7 +143,7 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
             }))
           ),
         forPayee: Effect.fn("EvidenceReader.forPayee")(function* (payTo: string) {
-          return yield* withEvidence(yield* resources.byPayTo(payTo))
+          return yield* withEvidence(yield* reads.byPayTo(payTo))
         }),
         payeeShortlist: Effect.fn("EvidenceReader.payeeShortlist")(function* (
           payTo: string,

@@ -1,4 +1,3 @@
-import { SqlClient } from "@effect/sql"
 import { Clock, Context, Deferred, Effect, Exit, Layer, Option, Queue } from "effect"
 import { AppConfig } from "../config.js"
 import type { EconomicEvent } from "../domain/evidence.js"
@@ -8,10 +7,12 @@ import type { ResourceRecord, ServiceStatus } from "../domain/resources.js"
 import { EconomicEventsRepo, type EventResolution, type PaymentSummary, type PendingEvent } from "../store/EconomicEventsRepo.js"
 import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
-import { processCrashTransaction } from "../store/commitDurability.js"
+import { commitWithoutFlush } from "../store/commitDurability.js"
+import { StoreTransactions } from "../store/StoreTransactions.js"
 import { ProbeScheduleRepo } from "../store/ProbeScheduleRepo.js"
-import { chunksOf, transactional } from "../store/repository.js"
-import { type ListingState, ResourcesRepo } from "../store/ResourcesRepo.js"
+import { chunksOf } from "../store/repository.js"
+import { type ListingState, ResourceListingRepo } from "../store/ResourceListingRepo.js"
+import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { sortableId } from "../store/sortableId.js"
 import { TransitionsRepo } from "../store/TransitionsRepo.js"
 import { initialResolution } from "./confirmation.js"
@@ -82,10 +83,10 @@ interface Pending {
 }
 
 const make = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const transaction = transactional(sql)
+  const { transaction } = yield* StoreTransactions
   const config = yield* AppConfig
-  const resources = yield* ResourcesRepo
+  const listings = yield* ResourceListingRepo
+  const reads = yield* ResourceReadsRepo
   const observations = yield* ObservationsRepo
   const metrics = yield* MetricsRepo
   const transitions = yield* TransitionsRepo
@@ -108,7 +109,7 @@ const make = Effect.gen(function* () {
         reason: next.reason,
         at: new Date(nowMs).toISOString()
       })
-      yield* resources.setStatus(resourceId, next.status, next.level)
+      yield* listings.setStatus(resourceId, next.status, next.level)
     })
 
   /** The stored status, level and metrics row; read under the lock, since they change with every refresh. */
@@ -148,7 +149,7 @@ const make = Effect.gen(function* () {
   /** The batch's probe bookkeeping, in bulk: the listing rule where it applies, and the claims completed, per owner. */
   const bookkeep = (batch: ReadonlyArray<Pending>) =>
     Effect.gen(function* () {
-      yield* resources.afterProbes(
+      yield* listings.afterProbes(
         batch.flatMap((p) =>
           p.bookkeeping.listing
             ? [{ id: p.record.resource.id, decide: (state: ListingState) => listingAfterProbe(state, factOf(p.observation), config.verification.delistAfterHours) }]
@@ -234,7 +235,7 @@ const make = Effect.gen(function* () {
     if ((yield* Queue.size(queue)) < BATCH - 1) yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, GATHER_MS)))
     const items = [first, ...(yield* Queue.takeUpTo(queue, BATCH - 1))]
     // Relaxed: a batch lost to a power cut is probed again; an fsync per batch blocked the event loop 2-15 ms.
-    const exit = yield* Effect.exit(lock.withPermits(1)(processCrashTransaction(sql)(writeBatch(items))))
+    const exit = yield* Effect.exit(lock.withPermits(1)(commitWithoutFlush(transaction(writeBatch(items)))))
     yield* Exit.match(exit, {
       onFailure: (cause) => Effect.forEach(items, (p) => Deferred.failCause(p.done, cause), { discard: true }),
       onSuccess: (results) => Effect.forEach(items, (p, i) => Deferred.succeed(p.done, results[i] ?? null), { discard: true })
@@ -297,9 +298,9 @@ const make = Effect.gen(function* () {
         if (resolution.state === "pending") return yield* economic.resolve(event.id, resolution, nowMs)
         const about =
           event.resourceId !== null
-            ? Option.toArray(yield* resources.get(event.resourceId))
+            ? Option.toArray(yield* reads.get(event.resourceId))
             : event.payTo !== null
-              ? yield* resources.byPayTo(event.payTo)
+              ? yield* reads.byPayTo(event.payTo)
               : []
         // The event's new state commits with the standings of (the first batch of) the resources it
         // is about: a reader never sees a payment confirmed and its resource not yet lifted by it.

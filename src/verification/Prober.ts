@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, identity, Layer, Option, Queue, Schema } from "effect"
+import { Clock, Context, Effect, identity, Layer, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { AppConfig, type Config } from "../config.js"
 import { redactorFor } from "../redaction/redact.js"
@@ -11,11 +11,14 @@ import {
   ResourcePaymentOption
 } from "../domain/resources.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
-import { durableAgainstProcessCrash } from "../store/commitDurability.js"
+import { commitWithoutFlush } from "../store/commitDurability.js"
 import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import { type ProbeLane, ProbeScheduleRepo } from "../store/ProbeScheduleRepo.js"
-import { type ListingChange, ResourcesRepo } from "../store/ResourcesRepo.js"
+import { CatalogWritesRepo } from "../store/CatalogWritesRepo.js"
+import { ResourceListingRepo } from "../store/ResourceListingRepo.js"
+import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
+import type { ListingChange } from "../store/listingChanges.js"
 import { isAcceptable } from "./challenge.js"
 import { Instruments } from "../telemetry/Instruments.js"
 import { EvidenceRecorder, type ProbeBookkeeping } from "./EvidenceRecorder.js"
@@ -25,6 +28,7 @@ import type { McpTool } from "../domain/mcp.js"
 import { type Observed, observe, type ProbeTarget } from "./observe.js"
 import { publicObservation } from "../domain/observations.js"
 import { backoffIntervals, nextDue } from "./probeSlots.js"
+import { requestSlots } from "./requestSlots.js"
 import { serviceMetadataOf } from "../domain/serviceMetadata.js"
 import { ResourceId } from "../domain/ids.js"
 
@@ -165,17 +169,6 @@ const idOf = (url: URL, mcp: McpTool | undefined) => (mcp === undefined ? discov
 const WAITING_FOR_BATCH = 16
 
 /**
- * A gate letting `n` effects run at once, waking one waiter per free slot. Effect's Semaphore wakes
- * every waiter on each release; with a few hundred probes waiting, that wake-up cost more than the probes.
- */
-const slots = (n: number) =>
-  Effect.map(Queue.bounded<true>(n), (free) => {
-    for (let i = 0; i < n; i++) Queue.unsafeOffer(free, true)
-    return <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-      Effect.acquireUseRelease(Queue.take(free), () => effect, () => Queue.offer(free, true))
-  })
-
-/**
  * A probe's own step, nothing stored: the request under the outbound guard and `observe`'s reading
  * of the answer. Every probe is stored as an observation already; spans per request and per query
  * on top of it cost about a third of a probe's time and tell nothing more. What a target said
@@ -202,7 +195,9 @@ const targetOf = (record: ResourceRecord): ProbeTarget => ({
 
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
-  const resources = yield* ResourcesRepo
+  const catalogWrites = yield* CatalogWritesRepo
+  const listings = yield* ResourceListingRepo
+  const reads = yield* ResourceReadsRepo
   const observations = yield* ObservationsRepo
   const metrics = yield* MetricsRepo
   const recorder = yield* EvidenceRecorder
@@ -288,7 +283,7 @@ const make = Effect.gen(function* () {
     items: ReadonlyArray<{ readonly record: ResourceRecord; readonly claim?: ProbeBookkeeping["claim"] }>,
     concurrency = config.probes.concurrency
   ) =>
-    Effect.flatMap(slots(concurrency), (request) =>
+    Effect.flatMap(requestSlots(concurrency), ({ run: request }) =>
       Effect.forEach(
         items,
         ({ record, claim }) =>
@@ -307,7 +302,7 @@ const make = Effect.gen(function* () {
    * power cut takes back is made again by the next pass, and an fsync per statement would block
    * the loop as long as the delete.
    */
-  const prune = durableAgainstProcessCrash(Effect.gen(function* () {
+  const prune = commitWithoutFlush(Effect.gen(function* () {
     const nowMs = yield* Clock.currentTimeMillis
     const inBatches = (step: Effect.Effect<number>) =>
       Effect.iterate(
@@ -328,8 +323,8 @@ const make = Effect.gen(function* () {
     )
     // Unlisted resources `/v1/validate` created that nobody validated within unlistedRetentionHours go too,
     // and so do untrusted entries unhealthy for retireAfterHours.
-    const prunedUnlisted = yield* resources.pruneUnlisted(nowMs - config.verification.unlistedRetentionHours * 3_600_000)
-    const retired = yield* resources.retireUnhealthy(nowMs - config.ingestion.retireAfterHours * 3_600_000)
+    const prunedUnlisted = yield* listings.pruneUnlisted(nowMs - config.verification.unlistedRetentionHours * 3_600_000)
+    const retired = yield* listings.retireUnhealthy(nowMs - config.ingestion.retireAfterHours * 3_600_000)
     return { pruned, prunedUnlisted, retired }
   }))
 
@@ -345,8 +340,8 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const id = idOf(url, mcp)
       const entry = discoveredEntry(id, url, method, observed, config, mcp)
-      yield* listed ? resources.upsertListed(entry, source, change) : resources.insertUnlisted(entry, source, change)
-      const record = Option.getOrThrow(yield* resources.get(id))
+      yield* listed ? catalogWrites.upsertListed(entry, source, change) : catalogWrites.insertUnlisted(entry, source, change)
+      const record = Option.getOrThrow(yield* reads.get(id))
       return yield* result(record, observed, true)
     })
 
@@ -373,7 +368,7 @@ const make = Effect.gen(function* () {
     /** Probes a catalog resource now, as the schedule does, and records the observation (`sextant probe <id>`). */
     probeResource: (resourceId: ResourceId): Effect.Effect<ProbeResult, NotFound> =>
       Effect.gen(function* () {
-        const found = yield* resources.get(resourceId)
+        const found = yield* reads.get(resourceId)
         if (Option.isNone(found)) return yield* Effect.fail(notFound("resource", resourceId))
         return yield* probeRecord(found.value)
       }).pipe(Effect.withSpan("Prober.probeResource")),
@@ -381,7 +376,7 @@ const make = Effect.gen(function* () {
     /** A caller's probe of a catalog resource (`/v1/validate {resourceId}`); see probeAdHoc. */
     validateResource: (resourceId: ResourceId, method?: HttpMethod): Effect.Effect<ProbeResult, NotFound | InvalidRequest> =>
       Effect.gen(function* () {
-        const found = yield* resources.get(resourceId)
+        const found = yield* reads.get(resourceId)
         if (Option.isNone(found)) return yield* Effect.fail(notFound("resource", resourceId))
         return yield* probeAdHoc(found.value, method)
       }).pipe(Effect.withSpan("Prober.validateResource")),
@@ -398,7 +393,7 @@ const make = Effect.gen(function* () {
         } catch {
           return yield* new TargetRefused({ reason: `"${rawUrl}" is not an absolute URL` })
         }
-        const known = yield* resources.findByUrl(url.href)
+        const known = yield* reads.findByUrl(url.href)
         if (Option.isSome(known)) return yield* probeAdHoc(known.value, method)
         return yield* probeNewUrl(url, method ?? "GET")
       }).pipe(Effect.withSpan("Prober.probeUrl")),
@@ -415,7 +410,7 @@ const make = Effect.gen(function* () {
       const nowMs = yield* Clock.currentTimeMillis
       const total = { added: 0, removed: 0 }
       for (let afterId: string | null = ""; afterId !== null; ) {
-        const ids: ReadonlyArray<{ readonly id: ResourceId; readonly lane: ProbeLane }> = yield* resources.probeTargetIds(afterId, SYNC_PAGE)
+        const ids: ReadonlyArray<{ readonly id: ResourceId; readonly lane: ProbeLane }> = yield* listings.probeTargetIds(afterId, SYNC_PAGE)
         const upTo = ids.length === SYNC_PAGE ? ids[ids.length - 1]!.id : null
         const page = yield* schedule.sync(ids, nowMs, afterId, upTo)
         total.added += page.added
@@ -438,8 +433,8 @@ const make = Effect.gen(function* () {
         const claims = yield* schedule.claim(owner, nowMs, limit, config.probes.leaseSeconds * 1000, lane)
         if (claims.length === 0) return 0
         const ids = claims.map((c) => c.resourceId)
-        const records = new Map((yield* resources.getMany(ids)).map((r) => [r.resource.id, r] as const))
-        const unhealthy = lane === "open" ? yield* resources.unhealthySince(ids) : new Map<string, number>()
+        const records = new Map((yield* reads.getMany(ids)).map((r) => [r.resource.id, r] as const))
+        const unhealthy = lane === "open" ? yield* listings.unhealthySince(ids) : new Map<string, number>()
         const next = (resourceId: ResourceId) =>
           nextDue(resourceId, nowMs, intervalMs * backoffIntervals(unhealthy.get(resourceId), nowMs, intervalMs, config.ingestion.maxBackoffIntervals))
         // A claim whose resource is gone is completed without a probe.
@@ -466,7 +461,7 @@ const make = Effect.gen(function* () {
      */
     runCycle: Effect.gen(function* () {
       const startMs = yield* Clock.currentTimeMillis
-      const records = yield* resources.probeTargets()
+      const records = yield* reads.probeTargets()
       const outcomes = yield* probeAll(records.map((record) => ({ record })))
       const { pruned, prunedUnlisted, retired } = yield* prune
       const endMs = yield* Clock.currentTimeMillis

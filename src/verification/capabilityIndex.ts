@@ -1,6 +1,6 @@
 import { Clock, Deferred, Effect, Exit } from "effect"
 import type { CatalogChange } from "../store/CatalogChanges.js"
-import type { RecordWithStanding } from "../store/ResourcesRepo.js"
+import type { RecordWithStanding } from "../store/RouteCandidatesRepo.js"
 
 /** The listed resources offering one capability with their stored standings, and when they were read. */
 export interface CapabilityRead {

@@ -1,5 +1,5 @@
 import { probeMayList } from "../domain/resources.js"
-import type { ListingState, ListingStep } from "../store/ResourcesRepo.js"
+import type { ListingState, ListingStep } from "../store/ResourceListingRepo.js"
 
 /** What the listing rule needs of one probe. */
 export interface ProbeFact {

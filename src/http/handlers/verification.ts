@@ -6,7 +6,7 @@ import type { ProbeResult, ValidateRequest } from "../../domain/observations.js"
 import { encodeCursor, PAGE_LIMITS, readCursor } from "../../domain/pagination.js"
 import { MetricsRepo } from "../../store/MetricsRepo.js"
 import { ObservationsRepo, observationCursor } from "../../store/ObservationsRepo.js"
-import { ResourcesRepo } from "../../store/ResourcesRepo.js"
+import { ResourceReadsRepo } from "../../store/ResourceReadsRepo.js"
 import { EvidenceReader } from "../../verification/EvidenceReader.js"
 import { historyHours, historyRange } from "../../verification/history.js"
 import { Prober } from "../../verification/Prober.js"
@@ -33,7 +33,7 @@ export const VerificationHandlers = HttpApiBuilder.group(SextantApi, "verificati
   Effect.gen(function* () {
     const prober = yield* Prober
     const reader = yield* EvidenceReader
-    const resources = yield* ResourcesRepo
+    const resources = yield* ResourceReadsRepo
     const observations = yield* ObservationsRepo
     const metrics = yield* MetricsRepo
     const config = yield* AppConfig
