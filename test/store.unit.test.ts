@@ -153,4 +153,18 @@ describe("store", () => {
       unknown: []
     })
   })
+
+  test("economic events are found by transaction hash through an index, not a scan of every payment", async () => {
+    // What one-transaction-one-resource asks on every settle and economic probe (EconomicEventsRepo.claimedElsewhere).
+    const plan = await Effect.runPromise(
+      Effect.provide(
+        Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          sql<{ detail: string }>`EXPLAIN QUERY PLAN SELECT resource_id FROM economic_events
+            WHERE transaction_hash = ${"ab".repeat(32)} AND state <> 'rejected' AND resource_id IS NOT NULL`
+        ),
+        storeLayer(":memory:")
+      )
+    )
+    expect(plan.map((row) => row.detail)).toEqual([expect.stringContaining("USING INDEX economic_events_transaction")])
+  })
 })
