@@ -4,10 +4,14 @@
  * What `/x402/settle` adds over calling the fixture facilitator's `/settle` directly, with one
  * client (requests one after another), when 1 and when 1,000 listed resources pay the payee.
  * The service runs in-process on a SQLite file (synchronous = FULL: the journal's fsync is part
- * of the figure); every resource paying the payee has healthy, current probe evidence. Rounds
+ * of the figure); every resource paying the payee has healthy, current probe evidence, and the
+ * rounds start once the probe schedule's first pass (every resource is due at start) is done, so
+ * they time settles rather than a thousand probes committing beside them. Rounds
  * alternate direct and through-each-service requests so load from other processes hits them alike.
  * Prints the p50 of each and the added p50. Loopback only.
  */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -62,6 +66,14 @@ const setUp = async (payees: number) => {
       config.catalog.slice(i, i + 32).map((e) => post(`${server.url}/v1/validate`, { resourceId: e.resource.id }))
     )
   }
+  // Every resource probed by the schedule and next due later (an hour or more: the test config's interval).
+  const waiting = () =>
+    server.runtime.runPromise(
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql<{ n: number }>`SELECT COUNT(*) AS n FROM probe_schedule WHERE due_ms <= ${Date.now()} OR lease_owner IS NOT NULL`
+      )
+    )
+  while (Number((await waiting())[0]?.n) > 0) await new Promise((resolve) => setTimeout(resolve, 100))
   const bodies = await payments(SETTLES + WARM_UP, 1_000_000 + payees * 10_000)
   return { payees, server, bodies, through: [] as Array<number> }
 }
