@@ -30,9 +30,8 @@ export const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
 }
 
 /** One line for a bad command line, in the shape every command's own usage errors use. */
-const usageLine = (error: ValidationError.ValidationError) => {
-  return JSON.stringify({ error: "USAGE", message: HelpDoc.toAnsiText(error.error).trim() })
-}
+const usageLine = (error: ValidationError.ValidationError) =>
+  JSON.stringify({ error: "USAGE", message: HelpDoc.toAnsiText(error.error).trim() })
 
 /**
  * Says why the program failed, on stderr: a config error's one line, a `CliExit`'s message, a

@@ -2,6 +2,7 @@ import { SqlClient, type SqlError } from "@effect/sql"
 import { Context, Effect, FiberRef, Layer } from "effect"
 import { CatalogChanges } from "./CatalogChanges.js"
 import { commitFlushed } from "./commitDurability.js"
+import { isSqlError } from "./repository.js"
 
 /**
  * The one way this process opens a transaction on the store, so what a transaction changes of the
@@ -17,9 +18,6 @@ export interface StoreTransactionsShape {
 }
 
 export class StoreTransactions extends Context.Tag("sextant/StoreTransactions")<StoreTransactions, StoreTransactionsShape>() {}
-
-const isSqlError = (e: unknown): e is SqlError.SqlError =>
-  typeof e === "object" && e !== null && "_tag" in e && e._tag === "SqlError"
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient

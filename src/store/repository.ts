@@ -4,8 +4,12 @@ import { Effect, type ParseResult, Schema } from "effect"
 /** A failure of the store itself, or a row that does not decode: neither is the caller's to handle. */
 type StoreFailure = SqlError.SqlError | ParseResult.ParseError
 
-const isStoreFailure = (e: unknown): e is StoreFailure =>
-  typeof e === "object" && e !== null && "_tag" in e && (e._tag === "SqlError" || e._tag === "ParseError")
+const tagged = (e: unknown, tag: string) => typeof e === "object" && e !== null && "_tag" in e && e._tag === tag
+
+/** A failure of the store itself; a transaction (StoreTransactions) turns only this into a defect. */
+export const isSqlError = (e: unknown): e is SqlError.SqlError => tagged(e, "SqlError")
+
+const isStoreFailure = (e: unknown): e is StoreFailure => isSqlError(e) || tagged(e, "ParseError")
 
 type Method = (...args: ReadonlyArray<any>) => Effect.Effect<any, any, any>
 

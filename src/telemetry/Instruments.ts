@@ -127,4 +127,3 @@ export const stateGauges = (registry: Registry) => {
     spendLimit: gauge("sextant_spend_window_limit_usd", "Configured spend window per principal")
   }
 }
-export type StateGauges = ReturnType<typeof stateGauges>
