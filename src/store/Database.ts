@@ -1,6 +1,5 @@
 import { Migrator, SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
 import { dirname, resolve } from "node:path"
@@ -8,7 +7,7 @@ import type { StoreInfo } from "../domain/store.js"
 import { CatalogChanges, CatalogChangesLive } from "./CatalogChanges.js"
 import { StoreTransactions, StoreTransactionsLive } from "./StoreTransactions.js"
 import { migrations } from "./migrations/index.js"
-import { layerWithReader } from "./sqliteClient.js"
+import { sqliteClientLayer } from "./sqliteClient.js"
 
 /** What `/health/dependencies` reports about the store: kind, location and durability. */
 export class StoreInfoTag extends Context.Tag("sextant/StoreInfo")<StoreInfoTag, StoreInfo>() {}
@@ -84,11 +83,7 @@ export const DatabaseLive = (database: string): Layer.Layer<SqlClient.SqlClient 
   const folder = Layer.effectDiscard(
     Effect.sync(() => location !== ":memory:" && mkdirSync(dirname(location), { recursive: true }))
   )
-  // A file gets a reader connection beside the writer (sqliteClient.ts); `:memory:` is one
-  // database per connection, so it keeps the single connection.
-  const client = (location === ":memory:" ? SqliteClient.layer({ filename: location }) : layerWithReader(location)).pipe(
-    Layer.provide(folder)
-  )
+  const client = sqliteClientLayer(location).pipe(Layer.provide(folder))
   const info = Layer.effect(StoreInfoTag, sqliteInfo(location))
   return withChanges(Layer.effectDiscard(runMigrations).pipe(Layer.provideMerge(info), Layer.provideMerge(client)))
 }
