@@ -1,5 +1,5 @@
 import { Address, type rpc, scValToNative, StrKey, TransactionBuilder, xdr } from "@stellar/stellar-sdk"
-import { type AddressAuthorization, addressAuthorizations } from "./authEntries.js"
+import { type AddressAuthorization, addressAuthorizations, scValAddress } from "./authEntries.js"
 import type { LedgerTransfer, TransferEvent } from "./LedgerReader.js"
 
 /** The operations of an envelope: a v1 transaction's, a fee bump's inner transaction's, or a v0's. */
@@ -27,8 +27,6 @@ export const authorizationsOf = (envelope: xdr.TransactionEnvelope): ReadonlyArr
     operation.body.type === "invokeHostFunction" ? addressAuthorizations(operation.body.invokeHostFunctionOp.auth) : []
   )
 
-/** The strkey of an address ScVal (G, C or M), or null for any other value. */
-const addressOf = (value: xdr.ScVal | undefined): string | null => (value?.type === "scvAddress" ? Address.fromScVal(value).toString() : null)
 
 /**
  * A SEP-41 amount: the i128 itself, or (CAP-67, a transfer to a muxed destination) a map whose
@@ -51,8 +49,8 @@ const isTransferName = (value: xdr.ScVal | undefined) => value?.type === "scvSym
 const transferOfTopics = (contract: string, topics: ReadonlyArray<xdr.ScVal>, data: xdr.ScVal): LedgerTransfer | null => {
   const [name, from, to] = topics
   if (!isTransferName(name) || topics.length < 3 || topics.length > 4) return null
-  const payer = addressOf(from)
-  const payee = addressOf(to)
+  const payer = scValAddress(from)
+  const payee = scValAddress(to)
   const value = amountOf(data)
   return payer !== null && payee !== null && value !== null ? { contract, from: payer, to: payee, amount: value } : null
 }

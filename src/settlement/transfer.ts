@@ -1,9 +1,9 @@
-import { Address, scValToNative, xdr } from "@stellar/stellar-sdk"
+import { scValToNative, xdr } from "@stellar/stellar-sdk"
 import { Either } from "effect"
 import { createHash } from "node:crypto"
 import { DelegatedCredentialsRefused, InvalidPayerSignature, MalformedPaymentTransaction, SourceAccountCredentialsRefused } from "../domain/errors.js"
 import { networkPassphrase, type StellarNetwork } from "../domain/stellar.js"
-import { addressAuthorization, refusedForm } from "../ledger/authEntries.js"
+import { addressAuthorization, refusedForm, scAddressString, scValAddress } from "../ledger/authEntries.js"
 import { payerSignatureValid } from "./payerSignature.js"
 import { PaymentId } from "../domain/ids.js"
 
@@ -20,7 +20,7 @@ const malformed = (message: string) => new MalformedPaymentTransaction({ message
 
 const address = (value: xdr.ScVal): string | null => {
   try {
-    return Address.fromScVal(value).toString()
+    return scValAddress(value)
   } catch {
     return null
   }
@@ -154,7 +154,7 @@ export const decodePayment = (transactionXdr: string, network: StellarNetwork): 
   }
   return Either.right({
     paymentId: PaymentId.make(v1TransactionHash(bytes, envelope.v1, network)),
-    transfer: { asset: Address.fromScAddress(call.contractAddress).toString(), from, to, amount },
+    transfer: { asset: scAddressString(call.contractAddress), from, to, amount },
     authorization: signed === null ? null : { nonce: signed.nonce.toString(), expirationLedger: signed.expirationLedger },
     payerVerified: signature === true
   })

@@ -1,4 +1,5 @@
-import { Address, type rpc, scValToNative } from "@stellar/stellar-sdk"
+import { type rpc, scValToNative } from "@stellar/stellar-sdk"
+import { scValAddress } from "../ledger/authEntries.js"
 import type { ContractInstance, TokenEvent } from "./upstream.js"
 
 /** Turns a contract-instance ledger entry into plain values; throws on an entry of another kind. */
@@ -28,7 +29,7 @@ export const summarizeEvent = (event: rpc.Api.EventResponse): TokenEvent | null 
   if (!first || first.type !== "scvSymbol") return null
   return {
     name: first.sym.toString(),
-    addresses: rest.filter((t) => t.type === "scvAddress").map((t) => Address.fromScVal(t).toString()),
+    addresses: rest.flatMap((t) => scValAddress(t) ?? []),
     value: scValToNative(event.value),
     ledger: event.ledger,
     time: event.ledgerClosedAt,
