@@ -7,10 +7,10 @@ import { commitFlushed } from "./commitDurability.js"
 
 /**
  * The SqlClient on SQLite. A file has two connections: the writer, which runs every transaction
- * and every statement that writes, one at a time (as @effect/sql-sqlite-bun's single connection
- * does), and a reader for SELECTs outside a transaction. In WAL mode the reader sees the last
- * commit and never waits for the writer, so a metrics read does not queue behind a probe batch's
- * transaction. `:memory:` is one database per connection, so there the writer runs everything.
+ * and every statement that writes, one at a time, and a reader for SELECTs outside a transaction.
+ * In WAL mode the reader sees the last commit and never waits for the writer, so a metrics read
+ * does not queue behind a probe batch's transaction. `:memory:` is one database per connection,
+ * so there the writer runs everything.
  */
 
 /**
@@ -91,18 +91,18 @@ const make = (filename: string) =>
     // A write outside a transaction commits on its own, at the durability its fiber asked for.
     const exclusive = <A, E>(effect: Effect.Effect<A, E>) =>
       semaphore.withPermits(1)(Effect.acquireUseRelease(relaxIfAsked(writerDb), () => effect, (putBack) => putBack))
-    const readerFor = (sql: string) => (reader !== null && isRead(sql) ? reader : null)
+    // A plain SELECT goes to the reader (a file's); anything else to the writer, one at a time.
+    const route = <A, E>(sql: string, run: (connection: Connection) => Effect.Effect<A, E>) =>
+      reader !== null && isRead(sql) ? run(reader) : exclusive(run(writer))
     const routed: Connection = {
-      execute: (sql, params, transformRows) =>
-        readerFor(sql)?.execute(sql, params, transformRows) ?? exclusive(writer.execute(sql, params, transformRows)),
-      executeRaw: (sql, params) => readerFor(sql)?.executeRaw(sql, params) ?? exclusive(writer.executeRaw(sql, params)),
-      executeValues: (sql, params) => readerFor(sql)?.executeValues(sql, params) ?? exclusive(writer.executeValues(sql, params)),
-      executeUnprepared: (sql, params, transformRows) =>
-        readerFor(sql)?.execute(sql, params, transformRows) ?? exclusive(writer.execute(sql, params, transformRows)),
+      execute: (sql, params, transformRows) => route(sql, (c) => c.execute(sql, params, transformRows)),
+      executeRaw: (sql, params) => route(sql, (c) => c.executeRaw(sql, params)),
+      executeValues: (sql, params) => route(sql, (c) => c.executeValues(sql, params)),
+      executeUnprepared: (sql, params, transformRows) => route(sql, (c) => c.execute(sql, params, transformRows)),
       executeStream: () => Effect.dieMessage("executeStream not implemented")
     } as Connection
-    // A transaction holds the writer (and its permit) from BEGIN to COMMIT, as the stock client
-    // does, and commits at the durability its fiber asked for.
+    // A transaction holds the writer (and its permit) from BEGIN to COMMIT, and commits at the
+    // durability its fiber asked for.
     const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
       Effect.as(
         Effect.zipRight(
