@@ -72,6 +72,7 @@ export const VerificationConfig = Schema.Struct({
   maxEvidenceAgeSeconds: opt(PositiveInt, 86400).annotations({ description: "Evidence older than this is `VERIFICATION_TOO_OLD` (a policy may tighten it)." }),
   degradedBelow: opt(Ratio, 0.8).annotations({ description: "Healthy share of the probes in the window below which a resource is `DEGRADED`." }),
   offlineAfterFailures: opt(PositiveInt, 3).annotations({ description: "Consecutive connect failures or timeouts that make a resource `OFFLINE`." }),
+  quarantineReleaseChallenges: opt(Schema.Int.pipe(Schema.greaterThanOrEqualTo(2)), 3).annotations({ description: "An automatic quarantine (a challenge contradicted the catalog) lifts only after this many challenges in a row agree with the catalog, the first and the last at least `probes.intervalSeconds` apart (2 or more); probes that get no challenge neither count nor break the run. Operator quarantines are lifted by an operator only." }),
   continuousMinProbes: opt(PositiveInt, 24).annotations({ description: "Healthy probes, spread over the window, needed for level 4." }),
   continuousMinAvailability: opt(Ratio, 0.95).annotations({ description: "Availability needed for level 4." }),
   minDistinctPayers: opt(PositiveInt, 2).annotations({ description: "Distinct payers whose confirmed settles and receipts a resource needs before they count, for level 3 and for `transactionSuccessRate`; the operator's own economic probes count alone (docs/trust.md)." }),

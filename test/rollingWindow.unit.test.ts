@@ -6,12 +6,14 @@ import type { RecordedObservation } from "../src/domain/observations.js"
 import { binOf, valueOfBin } from "../src/verification/latencySketch.js"
 import { snapshotFrom } from "../src/verification/metrics.js"
 import { addObservation, decodeWindow, emptyWindow, encodeWindow, statsAt, windowStartMs } from "../src/verification/rollingWindow.js"
-import { deriveStanding } from "../src/verification/status.js"
+import { deriveStanding, statusRules } from "../src/verification/status.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
 import { summarizeWindow } from "./support/referenceWindow.js"
 import { ResourceId } from "../src/domain/ids.js"
 
-const verification = Either.getOrThrow(loadConfig(undefined, {})).verification
+const config = Either.getOrThrow(loadConfig(undefined, {}))
+const verification = config.verification
+const rules = statusRules(config)
 const T0 = 1_700_000_000_000
 const HOUR = 3_600_000
 
@@ -81,7 +83,7 @@ describe("rolling window against the reference computation (full scan of the sam
           if (exact === null) expect(got).toBeNull()
           else expect(Math.abs(got! - exact)).toBeLessThanOrEqual(exact < 128 ? 0 : exact / 128)
         }
-        expect(deriveStanding(rolling, tx, nowMs, verification)).toEqual(deriveStanding(reference, tx, nowMs, verification))
+        expect(deriveStanding(rolling, tx, nowMs, rules)).toEqual(deriveStanding(reference, tx, nowMs, rules))
         const { p50LatencyMs: _a, p95LatencyMs: _b, ...snapshot } = snapshotFrom(ResourceId.make("r1"), rolling, null, tx)
         const { p50LatencyMs: _c, p95LatencyMs: _d, ...referenceSnapshot } = snapshotFrom(ResourceId.make("r1"), reference, null, tx)
         expect(snapshot).toEqual(referenceSnapshot)

@@ -14,7 +14,7 @@ import {
   isPublicAddress,
   TargetRefused
 } from "../src/verification/outboundGuard.js"
-import { deriveStanding } from "../src/verification/status.js"
+import { deriveStanding, quarantineLifted, statusRules } from "../src/verification/status.js"
 import { percentile, summarizeWindow } from "./support/referenceWindow.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
 import { FIXTURE_PAY_TO, OTHER_ASSET, OTHER_PAY_TO } from "./fixtures/x402Terms.js"
@@ -22,6 +22,7 @@ import { ResourceId } from "../src/domain/ids.js"
 
 const config = Either.getOrThrow(loadConfig(undefined, {}))
 const verification = config.verification
+const rules = statusRules(config)
 const deployment = { network: "stellar:testnet", assetContract: TESTNET_USDC }
 const closed = { allowPrivateTargets: false, trustedOrigins: [] as Array<string> }
 const HOUR = 3_600_000
@@ -311,7 +312,7 @@ describe("metrics (pure)", () => {
 
 describe("status machine (pure)", () => {
   const t = 1_700_000_000_000
-  const standing = (window: Parameters<typeof summarizeWindow>[0], tx = false, now = t + 10_000, cfg = verification) =>
+  const standing = (window: Parameters<typeof summarizeWindow>[0], tx = false, now = t + 10_000, cfg = rules) =>
     deriveStanding(summarizeWindow(window, noPayments, [advertised]), tx, now, cfg)
 
   test("levels 0 to 3 from the evidence", () => {
@@ -325,7 +326,7 @@ describe("status machine (pure)", () => {
   })
 
   test("level 4 needs sustained healthy probes over the window, never one probe", () => {
-    const lenient = { ...verification, continuousMinProbes: 1, continuousMinAvailability: 0 }
+    const lenient = { ...rules, continuousMinProbes: 1, continuousMinAvailability: 0 }
     expect(standing([observation(t)], true, t, lenient).level).toBe(3)
     const start = t
     const hourly = Array.from({ length: 25 }, (_, i) => observation(start + i * HOUR))
@@ -352,13 +353,74 @@ describe("status machine (pure)", () => {
     expect(standing([...failures, observation(t + 10_000)]).status).not.toBe("OFFLINE")
   })
 
-  test("QUARANTINED while the newest decoded challenge contradicts the catalog", () => {
+  test("QUARANTINED by a contradicting challenge; failures after it do not hide it", () => {
     const bad = observation(t + 1000, { payTo: OTHER_PAY_TO, contradiction: "payTo changed: ..." })
     const quarantined = standing([observation(t), bad])
     expect(quarantined).toMatchObject({ status: "QUARANTINED" })
     expect(quarantined.reason).toContain("payTo changed")
-    // Failures after it do not hide the contradiction; a later agreeing challenge lifts it.
     expect(standing([observation(t), bad, timedOut(t + 2000)]).status).toBe("QUARANTINED")
-    expect(standing([bad, observation(t + 2000)]).status).not.toBe("QUARANTINED")
+  })
+
+  describe("an automatic quarantine lifts after enough agreeing challenges, spread over a probe interval", () => {
+    const interval = rules.probeIntervalSeconds * 1000
+    const needed = rules.quarantineReleaseChallenges
+    const raised = (ms: number) => observation(ms, { amount: "20000", priceUsd: 0.002, contradiction: "price 0.002 USD is above the advertised 0.001 USD" })
+    /** The contradiction at t, then agreeing challenges one interval apart. */
+    const honestAfter = (n: number) => [raised(t), ...Array.from({ length: n }, (_, i) => observation(t + (i + 1) * interval))]
+    const at = (probes: ReturnType<typeof honestAfter>) => Date.parse(probes[probes.length - 1]!.observedAt) + 1000
+
+    test("the default is stated: three in a row", () => {
+      expect(needed).toBe(3)
+    })
+
+    test("one good answer is not enough: the quarantine holds until the stated number", () => {
+      for (let n = 1; n < needed; n++) {
+        const probes = honestAfter(n)
+        expect(standing(probes, false, at(probes))).toMatchObject({ status: "QUARANTINED", level: 2 })
+      }
+      const probes = honestAfter(needed)
+      expect(standing(probes, false, at(probes))).toMatchObject({ status: "PAYMENT_VERIFIED", level: 2 })
+    })
+
+    test("a seller alternating its price is quarantined after every probe", () => {
+      const probes = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? raised(t + i * interval) : observation(t + i * interval)))
+      for (let n = 1; n <= probes.length; n++) {
+        const seen = probes.slice(0, n)
+        expect(standing(seen, false, at(seen)).status).toBe("QUARANTINED")
+      }
+    })
+
+    test("a burst of agreeing challenges within one interval does not lift it; spread over one, it does", () => {
+      const burst = [raised(t), ...Array.from({ length: 10 }, (_, i) => observation(t + 1000 + i * 100))]
+      expect(standing(burst, false, at(burst)).status).toBe("QUARANTINED")
+      const spread = [...burst, observation(t + 1000 + interval)]
+      expect(standing(spread, false, at(spread)).status).toBe("PAYMENT_VERIFIED")
+    })
+
+    test("probes without a challenge neither count nor break the run; a new contradiction starts it again", () => {
+      const withTimeouts = [raised(t), observation(t + interval), timedOut(t + interval + 1), observation(t + 2 * interval), timedOut(t + 2 * interval + 1), observation(t + 3 * interval)]
+      // Lifted: what remains is the earned status under its other conditions (3 healthy of 6 probes).
+      expect(standing(withTimeouts, false, at(withTimeouts)).status).toBe("DEGRADED")
+      expect(standing(withTimeouts.slice(0, -1), false, at(withTimeouts)).status).toBe("QUARANTINED")
+      const relapse = [...honestAfter(needed - 1), raised(t + needed * interval), observation(t + (needed + 1) * interval)]
+      expect(standing(relapse, false, at(relapse)).status).toBe("QUARANTINED")
+    })
+
+    test("the rule itself: count and spread both needed", () => {
+      const run = { atMs: 0, reason: "x", agreeing: needed, firstAgreeingMs: 1000, lastAgreeingMs: 1000 + interval }
+      expect(quarantineLifted(run, rules)).toBe(true)
+      expect(quarantineLifted({ ...run, agreeing: needed - 1 }, rules)).toBe(false)
+      expect(quarantineLifted({ ...run, lastAgreeingMs: 1000 + interval - 1 }, rules)).toBe(false)
+      expect(quarantineLifted({ ...run, agreeing: needed }, { ...rules, quarantineReleaseChallenges: needed + 1 })).toBe(false)
+    })
+
+    test("an operator's quarantine is not lifted by agreeing challenges", () => {
+      const probes = honestAfter(needed * 2)
+      const operator = { actor: "ops", reason: "held for review", at: new Date(t).toISOString() }
+      expect(deriveStanding(summarizeWindow(probes, noPayments, [advertised]), false, at(probes), rules, operator)).toMatchObject({
+        status: "QUARANTINED",
+        reason: "quarantined by operator ops: held for review"
+      })
+    })
   })
 })

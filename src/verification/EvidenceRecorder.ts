@@ -20,7 +20,7 @@ import { snapshotFrom, windowMs } from "./metrics.js"
 import { addObservation, encodeWindow, type RollingWindow, statsAt } from "./rollingWindow.js"
 import { storedWindow } from "./storedWindow.js"
 import { listingAfterProbe } from "./probeListing.js"
-import { deriveStanding, type Standing } from "./status.js"
+import { deriveStanding, type Standing, statusRules } from "./status.js"
 import type { ResourceId } from "../domain/ids.js"
 
 /** Observations written per transaction at most: a few statements for many probes, yet short enough that a settle's reservation waits little. */
@@ -118,13 +118,14 @@ const make = Effect.gen(function* () {
 
   /** A resource's rolling window as stored; one from before rolling windows is rebuilt once, then stored. */
   const windowOfResource = storedWindow(observations, config.verification)
+  const rules = statusRules(config)
 
   /** The metrics row and standing `window` gives, as of `nowMs`. No I/O. */
   const deriveFrom = (id: ResourceId, stored: StoredStanding, window: RollingWindow, payments: PaymentSummary, nowMs: number) => {
     const stats = statsAt(window, nowMs, payments, config.verification)
     return {
       metrics: snapshotFrom(id, stats, stored.snapshot, payments.everSucceeded),
-      next: deriveStanding(stats, payments.everSucceeded, nowMs, config.verification, stored.operatorQuarantine)
+      next: deriveStanding(stats, payments.everSucceeded, nowMs, rules, stored.operatorQuarantine)
     }
   }
 

@@ -4,11 +4,11 @@ import type { ResourcePaymentOption } from "../domain/resources.js"
 import { matchesAdvertisedPrice } from "./catalogMatch.js"
 import { addSample, reportedPercentiles } from "./latencySketch.js"
 import { windowMs } from "./metrics.js"
-import type { EconomicCounts, WindowStats } from "./windowStats.js"
+import type { ContradictionRun, EconomicCounts, WindowStats } from "./windowStats.js"
 
 /**
  * A resource's probe evidence as hourly buckets plus the few facts that need the exact newest
- * probe (newest healthy, trailing connect failures, newest decoded challenge). Each observation
+ * probe (newest healthy, trailing connect failures, the newest contradiction and what agreed since). Each observation
  * changes one bucket and those facts: O(1), whatever the window holds. The window read from it
  * is the buckets of the hours that overlap the last `windowHours` (docs/decisions.md, Metrics).
  */
@@ -25,8 +25,8 @@ export interface RollingWindow {
   readonly latestHealthy: { readonly atMs: number; readonly observedAt: string; readonly priceUsd: number | null } | null
   /** Probes at the end that could not connect or timed out, uninterrupted (may reach before the window). */
   readonly trailingConnectFailures: number
-  /** The newest probe that decoded a challenge, and the contradiction it found (null: it agreed). */
-  readonly latestDecoded: { readonly atMs: number; readonly contradiction: string | null } | null
+  /** The newest challenge that contradicted the catalog and the agreeing ones after it (may reach before the window). */
+  readonly contradiction: ContradictionRun | null
 }
 
 export const emptyWindow: RollingWindow = {
@@ -34,7 +34,7 @@ export const emptyWindow: RollingWindow = {
   lastObservedMs: null,
   latestHealthy: null,
   trailingConnectFailures: 0,
-  latestDecoded: null
+  contradiction: null
 }
 
 /** Outcomes that got an HTTP answer (docs/decisions.md, Probe outcomes). */
@@ -88,6 +88,25 @@ const addToBucket = (b: HourBucket, o: RecordedObservation, atMs: number, advert
     connectFailures: b.connectFailures + (CONNECT_FAILURE.has(o.outcome) ? 1 : 0),
     firstHealthyMs: healthy && (b.firstHealthyMs === null || atMs < b.firstHealthyMs) ? atMs : b.firstHealthyMs,
     latency: answered && o.latencyMs !== null ? addSample(b.latency, o.latencyMs) : b.latency
+  }
+}
+
+/**
+ * The contradiction run after one more probe. Only a decoded challenge counts: a timeout between two
+ * challenges neither breaks nor extends a run. A contradiction starts a new run; an agreeing
+ * challenge after the run's contradiction extends it. A late contradiction (older than agreeing
+ * challenges already counted) restarts the run from itself: the agreeing ones it hides are lost,
+ * which only delays a release.
+ */
+const nextRun = (run: ContradictionRun | null, o: RecordedObservation, atMs: number): ContradictionRun | null => {
+  if (o.x402Version === null || (run !== null && atMs < run.atMs)) return run
+  if (o.contradiction !== null) return { atMs, reason: o.contradiction, agreeing: 0, firstAgreeingMs: null, lastAgreeingMs: null }
+  if (run === null) return null
+  return {
+    ...run,
+    agreeing: run.agreeing + 1,
+    firstAgreeingMs: Math.min(run.firstAgreeingMs ?? atMs, atMs),
+    lastAgreeingMs: Math.max(run.lastAgreeingMs ?? atMs, atMs)
   }
 }
 
@@ -148,10 +167,7 @@ export const addObservation = (
         : CONNECT_FAILURE.has(o.outcome)
           ? window.trailingConnectFailures + 1
           : 0,
-      latestDecoded:
-        o.x402Version !== null && (window.latestDecoded === null || atMs >= window.latestDecoded.atMs)
-          ? { atMs, contradiction: o.contradiction }
-          : window.latestDecoded
+      contradiction: nextRun(window.contradiction, o, atMs)
     },
     closed
   }
@@ -195,7 +211,7 @@ export const statsAt = (window: RollingWindow, nowMs: number, economic: Economic
     firstHealthyMs: inWindow.find((b) => b.healthy > 0)?.firstHealthyMs ?? null,
     lastObservedMs: within(window.lastObservedMs) ? window.lastObservedMs : null,
     trailingConnectFailures: Math.min(window.trailingConnectFailures, probes),
-    latestContradiction: within(window.latestDecoded?.atMs) ? (window.latestDecoded?.contradiction ?? null) : null,
+    contradiction: within(window.contradiction?.atMs) ? window.contradiction : null,
     economicTotal: economic.total,
     economicSuccesses: economic.successes
   }
@@ -208,8 +224,20 @@ export const encodeWindow = (w: RollingWindow): string =>
     o: w.lastObservedMs,
     h: w.latestHealthy === null ? null : [w.latestHealthy.atMs, w.latestHealthy.observedAt, w.latestHealthy.priceUsd],
     t: w.trailingConnectFailures,
-    d: w.latestDecoded === null ? null : [w.latestDecoded.atMs, w.latestDecoded.contradiction]
+    q: w.contradiction === null ? null : [w.contradiction.atMs, w.contradiction.reason, w.contradiction.agreeing, w.contradiction.firstAgreeingMs, w.contradiction.lastAgreeingMs]
   })
+
+/**
+ * The stored run; a window stored before runs existed kept only the newest decoded challenge (`d`):
+ * a contradiction there starts a run with nothing agreeing yet, so a quarantine holds through the upgrade.
+ */
+const decodeRun = (raw: { q?: [number, string, number, number | null, number | null] | null; d?: [number, string | null] | null }): ContradictionRun | null => {
+  if (raw.q !== undefined) {
+    return raw.q === null ? null : { atMs: raw.q[0], reason: raw.q[1], agreeing: raw.q[2], firstAgreeingMs: raw.q[3], lastAgreeingMs: raw.q[4] }
+  }
+  const d = raw.d
+  return d === undefined || d === null || d[1] === null ? null : { atMs: d[0], reason: d[1], agreeing: 0, firstAgreeingMs: null, lastAgreeingMs: null }
+}
 
 /** Null when the text is missing or not this shape: the caller rebuilds the window from raw observations. */
 export const decodeWindow = (text: string | null): RollingWindow | null => {
@@ -232,7 +260,7 @@ export const decodeWindow = (text: string | null): RollingWindow | null => {
       lastObservedMs: raw.o,
       latestHealthy: raw.h === null ? null : { atMs: raw.h[0], observedAt: raw.h[1], priceUsd: raw.h[2] },
       trailingConnectFailures: raw.t,
-      latestDecoded: raw.d === null ? null : { atMs: raw.d[0], contradiction: raw.d[1] }
+      contradiction: decodeRun(raw)
     }
   } catch {
     return null

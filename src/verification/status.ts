@@ -1,13 +1,43 @@
-import type { VerificationConfig } from "../config.js"
+import type { Config, VerificationConfig } from "../config.js"
 import type { OperatorQuarantine } from "../domain/curation.js"
 import type { ServiceStatus } from "../domain/resources.js"
 import { windowMs } from "./metrics.js"
-import type { WindowStats } from "./windowStats.js"
+import type { ContradictionRun, WindowStats } from "./windowStats.js"
 
 export interface Standing {
   readonly status: ServiceStatus
   readonly level: number
   readonly reason: string
+}
+
+/** What the status rules read: the verification settings, and the probe interval a quarantine's release must span. */
+export interface StatusRules extends VerificationConfig {
+  readonly probeIntervalSeconds: number
+}
+
+export const statusRules = (config: Pick<Config, "verification" | "probes">): StatusRules => ({
+  ...config.verification,
+  probeIntervalSeconds: config.probes.intervalSeconds
+})
+
+/**
+ * Whether the challenges that agreed with the catalog since its newest contradiction lift the
+ * automatic quarantine: at least `quarantineReleaseChallenges` of them in a row, the first and the
+ * last at least one probe interval apart. A seller that alternates its price never gets there, and
+ * one that turns honest cannot be waved through by a burst of probes in one interval.
+ */
+export const quarantineLifted = (run: ContradictionRun, rules: StatusRules): boolean =>
+  run.agreeing >= rules.quarantineReleaseChallenges &&
+  run.firstAgreeingMs !== null &&
+  run.lastAgreeingMs !== null &&
+  run.lastAgreeingMs - run.firstAgreeingMs >= rules.probeIntervalSeconds * 1000
+
+const quarantineReason = (run: ContradictionRun, rules: StatusRules) => {
+  const since =
+    run.agreeing === 0
+      ? ""
+      : `; ${run.agreeing} agreeing challenge${run.agreeing === 1 ? "" : "s"} since, over ${Math.round(((run.lastAgreeingMs ?? 0) - (run.firstAgreeingMs ?? 0)) / 1000)} s`
+  return `challenge contradicts the catalog: ${run.reason}${since} (lifted after ${rules.quarantineReleaseChallenges} in a row over at least ${rules.probeIntervalSeconds} s)`
 }
 
 const pct = (x: number) => `${Math.round(x * 1000) / 10}%`
@@ -67,7 +97,8 @@ const earnedStanding = (
 /**
  * The state machine of docs/decisions.md. Conditions override the earned status in this order:
  * QUARANTINED by an operator (it holds whatever the probes see, until an operator lifts it),
- * QUARANTINED (the newest challenge contradicts the catalog), OFFLINE (the last N probes could
+ * QUARANTINED (a challenge in the window contradicted the catalog and not enough agreed since:
+ * `quarantineLifted`), OFFLINE (the last N probes could
  * not connect), DEGRADED (a payment-verified resource whose healthy share fell below the
  * threshold). The level stays the one earned, so a recovery returns to it.
  */
@@ -75,7 +106,7 @@ export const deriveStanding = (
   stats: WindowStats,
   transactionVerified: boolean,
   nowMs: number,
-  config: VerificationConfig,
+  config: StatusRules,
   operatorQuarantine: OperatorQuarantine | null = null
 ): Standing => {
   const earned = earnedStanding(stats, transactionVerified, nowMs, config)
@@ -86,8 +117,8 @@ export const deriveStanding = (
       reason: `quarantined by operator ${operatorQuarantine.actor}: ${operatorQuarantine.reason}`
     }
   }
-  if (stats.latestContradiction !== null) {
-    return { status: "QUARANTINED", level: earned.level, reason: `challenge contradicts the catalog: ${stats.latestContradiction}` }
+  if (stats.contradiction !== null && !quarantineLifted(stats.contradiction, config)) {
+    return { status: "QUARANTINED", level: earned.level, reason: quarantineReason(stats.contradiction, config) }
   }
   if (stats.trailingConnectFailures >= config.offlineAfterFailures) {
     return {

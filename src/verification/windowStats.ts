@@ -4,6 +4,18 @@ export interface EconomicCounts {
   readonly successes: number
 }
 
+/**
+ * The newest challenge in the window that contradicted the catalog, and the challenges that agreed
+ * with the catalog after it (status.ts: they lift its quarantine once enough, spread out enough).
+ */
+export interface ContradictionRun {
+  readonly atMs: number
+  readonly reason: string
+  readonly agreeing: number
+  readonly firstAgreeingMs: number | null
+  readonly lastAgreeingMs: number | null
+}
+
 /** Counts over one resource's window (rollingWindow.ts `statsAt`), the input of both metrics and status. */
 export interface WindowStats {
   /** Probes that were sent; a refused target is the service's own decision, not evidence. */
@@ -21,8 +33,8 @@ export interface WindowStats {
   readonly lastObservedMs: number | null
   /** Probes at the end of the window that could not connect or timed out, uninterrupted. */
   readonly trailingConnectFailures: number
-  /** The contradiction of the newest probe that decoded a challenge; null when it agreed. */
-  readonly latestContradiction: string | null
+  /** The newest contradiction in the window and what agreed since; null when no challenge in the window contradicted. */
+  readonly contradiction: ContradictionRun | null
   readonly economicTotal: number
   readonly economicSuccesses: number
 }

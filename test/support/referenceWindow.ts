@@ -30,7 +30,11 @@ export const summarizeWindow = (
   const healthy = probes.filter((o) => o.outcome === "healthy")
   let trailing = 0
   for (let i = probes.length - 1; i >= 0 && CONNECT_FAILURE.has(probes[i]!.outcome); i--) trailing++
-  const latestDecoded = [...probes].reverse().find((o) => o.x402Version !== null)
+  // The newest contradicting challenge, and the challenges after it (all of them agree, by definition of newest).
+  const decoded = probes.filter((o) => o.x402Version !== null)
+  let lastContradiction = decoded.length - 1
+  while (lastContradiction >= 0 && decoded[lastContradiction]!.contradiction === null) lastContradiction--
+  const agreeing = lastContradiction < 0 ? [] : decoded.slice(lastContradiction + 1)
   const first = healthy[0]
   const last = probes[probes.length - 1]
   return {
@@ -49,7 +53,16 @@ export const summarizeWindow = (
     firstHealthyMs: first ? timeOf(first) : null,
     lastObservedMs: last ? timeOf(last) : null,
     trailingConnectFailures: trailing,
-    latestContradiction: latestDecoded?.contradiction ?? null,
+    contradiction:
+      lastContradiction < 0
+        ? null
+        : {
+            atMs: timeOf(decoded[lastContradiction]!),
+            reason: decoded[lastContradiction]!.contradiction!,
+            agreeing: agreeing.length,
+            firstAgreeingMs: agreeing.length === 0 ? null : timeOf(agreeing[0]!),
+            lastAgreeingMs: agreeing.length === 0 ? null : timeOf(agreeing[agreeing.length - 1]!)
+          },
     economicTotal: economic.total,
     economicSuccesses: economic.successes
   }
