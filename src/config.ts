@@ -169,7 +169,8 @@ export const VerticalConfig = Schema.Struct({
   facilitatorTimeoutMs: opt(PositiveInt, 60000).annotations({ description: "Bound on its verify and settle calls (settle waits for the ledger, so it is generous)." }),
   upstreamTimeoutMs: opt(PositiveInt, 8000).annotations({ description: "Bound on each Horizon, Soroban RPC and `stellar.toml` call." }),
   allowPrivateHomeDomains: opt(Schema.Boolean, false).annotations({ description: "Fetch `stellar.toml` from loopback or private home domains (tests only)." }),
-  largeTransferShare: opt(Ratio, 0.01).annotations({ description: "A mint or burn is \"large\" from this share of the supply." })
+  largeTransferShare: opt(Ratio, 0.01).annotations({ description: "A mint or burn is \"large\" from this share of the supply." }),
+  offerKeyFile: opt(Schema.NullOr(Schema.String.pipe(Schema.minLength(1))), null).annotations({ description: "The Ed25519 key (PKCS#8 PEM) the vertical signs its offers and receipts with (`offer-receipt`), created with mode 0600 on first start and kept across restarts, so its `did:jwk` signer is a lasting identity; never logged. `null` is `offer-<name>.key` beside the receipt signer's key file (`./data` with an HMAC signer)." })
 })
 export type VerticalConfig = typeof VerticalConfig.Type
 
@@ -198,7 +199,8 @@ export const DemoConfig = Schema.Struct({
   slowDelayMs: opt(Schema.Int.pipe(Schema.nonNegative()), 400).annotations({ description: "How long `demo-slow` waits before each answer." }),
   flakyFailureShare: opt(Ratio, 0.5).annotations({ description: "Share of `demo-flaky`'s requests answered 500, spread evenly (with 0.5 every second one)." }),
   priceRaiseAfterSeconds: opt(NonNegativeNumber, 60).annotations({ description: "Seconds after start from which `demo-raiser`'s challenges ask more than its catalog entries advertise." }),
-  priceRaiseFactor: opt(Schema.Number.pipe(Schema.finite(), Schema.greaterThan(1)), 2).annotations({ description: "What they then ask, as a multiple of the advertised price (above 1; quarantined when above 1 + `probes.priceTolerance`)." })
+  priceRaiseFactor: opt(Schema.Number.pipe(Schema.finite(), Schema.greaterThan(1)), 2).annotations({ description: "What they then ask, as a multiple of the advertised price (above 1; quarantined when above 1 + `probes.priceTolerance`)." }),
+  offerKeyFolder: opt(Schema.NullOr(Schema.String.pipe(Schema.minLength(1))), null).annotations({ description: "Where each demo provider keeps the Ed25519 key it signs offers and receipts with: `offer-demo-<behaviour>.key`, created with mode 0600 on first start and kept across restarts; never logged. `null` is the folder of the receipt signer's key file (`./data` with an HMAC signer)." })
 })
 export type DemoConfig = typeof DemoConfig.Type
 

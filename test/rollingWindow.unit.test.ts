@@ -5,7 +5,7 @@ import { loadConfig } from "../src/config.js"
 import type { RecordedObservation } from "../src/domain/observations.js"
 import { binOf, valueOfBin } from "../src/verification/latencySketch.js"
 import { snapshotFrom } from "../src/verification/metrics.js"
-import { addObservation, decodeWindow, emptyWindow, encodeWindow, statsAt, windowStartMs } from "../src/verification/rollingWindow.js"
+import { addObservation, decodeWindow, emptyWindow, encodeWindow, signerChange, statsAt, windowStartMs } from "../src/verification/rollingWindow.js"
 import { deriveStanding, statusRules } from "../src/verification/status.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
 import { summarizeWindow } from "./support/referenceWindow.js"
@@ -114,5 +114,26 @@ describe("rolling window against the reference computation (full scan of the sam
     const later = addObservation(first.window, observation(T0 + (verification.windowHours + 6) * HOUR), [advertised], verification)
     expect(later.window.buckets.map((b) => b.startMs)).toEqual([Math.floor((T0 + (verification.windowHours + 6) * HOUR) / HOUR) * HOUR])
     expect(later.closed).toEqual(first.window.buckets)
+  })
+})
+
+describe("the seller's offer signing key in the window (pure)", () => {
+  const signed = (ms: number, kid: string | null) => observation(ms, { offerSigner: kid })
+  const add = (w: typeof emptyWindow, o: RecordedObservation) => decodeWindow(encodeWindow(addObservation(w, o, [advertised], verification).window))!
+
+  test("the first key seen is no change; a different key is, naming both; unsigned challenges keep the key", () => {
+    const first = add(emptyWindow, signed(T0, "did:jwk:A#0"))
+    expect(signerChange(emptyWindow, first)).toBeNull()
+    const unsigned = add(first, signed(T0 + 1000, null))
+    expect(unsigned.offerSigner?.kid).toBe("did:jwk:A#0")
+    expect(signerChange(first, unsigned)).toBeNull()
+    const same = add(unsigned, signed(T0 + 2000, "did:jwk:A#0"))
+    expect(signerChange(unsigned, same)).toBeNull()
+    const rotated = add(same, signed(T0 + 3000, "did:jwk:B#0"))
+    expect(signerChange(same, rotated)).toEqual({ from: "did:jwk:A#0", to: "did:jwk:B#0" })
+    // A late observation signed by the old key does not turn the newest key back.
+    const late = add(rotated, signed(T0 + 2500, "did:jwk:A#0"))
+    expect(late.offerSigner?.kid).toBe("did:jwk:B#0")
+    expect(signerChange(rotated, late)).toBeNull()
   })
 })

@@ -1,6 +1,7 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Context, Duration, Effect, Layer, Ref } from "effect"
 import { bundledCatalog, type Config, DEMO_BEHAVIOURS, type DemoBehaviour, demoOrigin, demoProviderId } from "../config.js"
+import { demoOfferKey, type OfferKeyError } from "../vertical/offerKey.js"
 import type { VerticalHttpApp } from "../vertical/VerticalApp.js"
 import { VerticalServer, verticalLayer } from "../vertical/VerticalServer.js"
 import { answerFor, priceFactorAt, scaleOffers, type Seller, sellerFrom } from "./behaviour.js"
@@ -26,7 +27,7 @@ export interface DemoProvidersShape {
  * stops them.
  */
 export class DemoProviders extends Context.Tag("sextant/demo/DemoProviders")<DemoProviders, DemoProvidersShape>() {
-  static readonly layer = (config: Config): Layer.Layer<DemoProviders> => Layer.scoped(DemoProviders, start(config))
+  static readonly layer = (config: Config): Layer.Layer<DemoProviders, OfferKeyError> => Layer.scoped(DemoProviders, start(config))
 }
 
 /**
@@ -71,6 +72,7 @@ const startProvider = (config: Config, behaviour: DemoBehaviour, seller: Seller)
         publicUrl: null,
         payTo: seller.payTo,
         offers,
+        offerKey: demoOfferKey(config, id),
         around: withBehaviour(behaviour, config, id, counts)
       })
     )
@@ -81,7 +83,7 @@ const startProvider = (config: Config, behaviour: DemoBehaviour, seller: Seller)
 const start = (config: Config) =>
   Effect.gen(function* () {
     if (!config.demo.enabled) return { providers: [] }
-    const catalog = yield* Effect.mapError(bundledCatalog(config), (e) => new Error(e.line))
+    const catalog = yield* Effect.orDie(Effect.mapError(bundledCatalog(config), (e) => new Error(e.line)))
     const providers = yield* Effect.forEach(DEMO_BEHAVIOURS, (behaviour) => {
       const seller = sellerFrom(catalog, demoProviderId(behaviour))
       return seller === undefined
@@ -90,4 +92,4 @@ const start = (config: Config) =>
     })
     yield* Effect.logInfo(`demo: ${providers.map((p) => `${p.id} (${p.behaviour}) on ${p.origin}`).join(", ")}`)
     return { providers }
-  }).pipe(Effect.orDie)
+  })

@@ -43,10 +43,16 @@ export type Observation = typeof Observation.Type
 /** An observation as stored: the public record plus the catalog contradiction found when it was taken. */
 export interface RecordedObservation extends Observation {
   readonly contradiction: string | null
+  /**
+   * The `did:jwk` key that signed the challenge's offers (`offer-receipt`), when one verified. Kept
+   * in the resource's rolling window to notice a key change, not in the observation row (its
+   * `detail` names the key).
+   */
+  readonly offerSigner?: string | null
 }
 
-/** The public record, without the internal contradiction column. */
-export const publicObservation = ({ contradiction: _contradiction, ...observation }: RecordedObservation): Observation =>
+/** The public record, without the internal contradiction and signer fields. */
+export const publicObservation = ({ contradiction: _contradiction, offerSigner: _signer, ...observation }: RecordedObservation): Observation =>
   observation
 
 export const StatusTransition = Schema.Struct({

@@ -9,10 +9,12 @@ import type { JournalEntry, SettlementTransition } from "../domain/settlements.j
 import type { FacilitatorStatus } from "../domain/x402.js"
 import { Discovery } from "../discovery/Discovery.js"
 import { CatalogTableRepo, TableSort, type TableRow } from "../store/CatalogTableRepo.js"
+import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { windowMs } from "../verification/metrics.js"
+import { decodeWindow } from "../verification/rollingWindow.js"
 import { FacilitatorPool } from "../x402/FacilitatorPool.js"
 import { windowSeries, type WindowSeries } from "./series.js"
 import type { ResourceId } from "../domain/ids.js"
@@ -88,6 +90,8 @@ export interface ResourceView {
   readonly series: WindowSeries
   readonly recent: ReadonlyArray<Observation>
   readonly windowHours: number
+  /** The `did:jwk` key that signed the newest signed challenge's offers; null when none was signed. */
+  readonly offerSigner: string | null
 }
 
 /** A journal entry with what the operator must know of it: the reason of its latest change. */
@@ -111,6 +115,7 @@ const make = Effect.gen(function* () {
   const evidence = yield* EvidenceReader
   const discovery = yield* Discovery
   const observations = yield* ObservationsRepo
+  const metrics = yield* MetricsRepo
   const journal = yield* SettlementJournal
   const pool = yield* FacilitatorPool
   const verification = config.verification
@@ -145,7 +150,9 @@ const make = Effect.gen(function* () {
     const nowMs = yield* Clock.currentTimeMillis
     const inWindow = yield* observations.window(id, nowMs - window)
     const recent = yield* observations.page(id, RECENT_OBSERVATIONS, null)
+    const state = (yield* metrics.windowStates([id])).get(id) ?? null
     return {
+      offerSigner: decodeWindow(state)?.offerSigner?.kid ?? null,
       detail,
       series: windowSeries(inWindow, detail.paymentOptions, nowMs - window, nowMs, verification.windowHours),
       recent: recent.observations,

@@ -43,3 +43,19 @@ export const formatPercent = (ratio: number | null) => (ratio === null ? "–" :
 export const formatMs = (ms: number | null) => (ms === null ? "–" : `${Math.round(ms)} ms`)
 /** ISO times shown as UTC minutes: the page is read by people in any time zone. */
 export const formatTime = (iso: string | null) => (iso === null ? "never" : `${iso.slice(0, 16).replace("T", " ")} UTC`)
+
+/** Values longer than this (keys, URLs, transaction hashes) are shortened on the page. */
+const LONG_VALUE = 40
+
+/**
+ * A long value shortened to its head and tail, the whole value one click away (or on hover, in the
+ * title): opening it shows the value in full, wrapped inside its box, selected by one click for
+ * copying. No script: a `<details>` element.
+ */
+export const longValue = (value: string): Html =>
+  value.length <= LONG_VALUE
+    ? html`${value}`
+    : html`<details class="long"><summary title="${value}">${value.slice(0, 18)}…${value.slice(-10)}</summary><code>${value}</code></details>`
+
+/** Free text (a probe's note, an error) with each long word in it shortened by `longValue`. */
+export const withLongValues = (text: string): Html => html`${text.split(/(\s+)/).map((word) => (word.length > LONG_VALUE ? longValue(word) : word))}`

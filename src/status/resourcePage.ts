@@ -1,7 +1,7 @@
 import { worstCaseUsd } from "../domain/resources.js"
 import { lineChart } from "./charts.js"
 import { chip, levelChip, statusChip, type Tone } from "./chips.js"
-import { formatMs, formatPercent, formatTime, formatUsd, html, type Html } from "./html.js"
+import { formatMs, formatPercent, formatTime, formatUsd, html, type Html, longValue, withLongValues } from "./html.js"
 import { layout } from "./layout.js"
 import type { ResourceView } from "./StatusReader.js"
 
@@ -48,7 +48,7 @@ const timeline = (view: ResourceView) =>
   view.detail.transitions.length === 0
     ? html`<p class="muted">No status change recorded yet.</p>`
     : html`<ol class="timeline">${view.detail.transitions.map(
-        (t) => html`<li><span class="muted">${formatTime(t.at)}</span> ${statusChip(t.from)} → ${statusChip(t.to)} L${t.fromLevel} → L${t.toLevel}<br>${t.reason}</li>`
+        (t) => html`<li><span class="muted">${formatTime(t.at)}</span> ${statusChip(t.from)} → ${statusChip(t.to)} L${t.fromLevel} → L${t.toLevel}<br>${withLongValues(t.reason)}</li>`
       )}</ol>`
 
 const observations = (view: ResourceView) => html`<div class="scroll"><table class="observations">
@@ -56,7 +56,7 @@ const observations = (view: ResourceView) => html`<div class="scroll"><table cla
 <tbody>${view.recent.map(
   (o) => html`<tr><td>${formatTime(o.observedAt)}</td><td>${chip(o.outcome, o.outcome === "healthy" ? "good" : "bad")}</td>
   <td class="num">${o.httpStatus ?? "–"}</td><td class="num">${formatMs(o.latencyMs)}</td><td class="num">${formatUsd(o.priceUsd)}</td>
-  <td class="wrap">${o.detail ?? ""}</td></tr>`
+  <td class="wrap">${withLongValues(o.detail ?? "")}</td></tr>`
 )}</tbody></table></div>
 ${view.recent.length === 0 ? html`<p class="muted">No observation stored.</p>` : ""}`
 
@@ -66,7 +66,7 @@ const economic = (view: ResourceView) =>
     : html`<div class="scroll"><table class="economic"><thead><tr><th>At</th><th>Source</th><th>Ledger state</th><th>Transaction</th><th class="num">Ledger</th><th>Why</th></tr></thead>
 <tbody>${view.detail.economicEvidence.map(
   (e) => html`<tr><td>${formatTime(e.at)}</td><td>${e.source}</td><td>${chip(e.state, EVIDENCE_TONE[e.state] ?? "neutral")}</td>
-  <td>${e.transactionHash === null ? "–" : `${e.transactionHash.slice(0, 12)}…`}</td><td class="num">${e.ledger ?? "–"}</td><td class="wrap">${e.reason ?? ""}</td></tr>`
+  <td>${e.transactionHash === null ? "–" : longValue(e.transactionHash)}</td><td class="num">${e.ledger ?? "–"}</td><td class="wrap">${withLongValues(e.reason ?? "")}</td></tr>`
 )}</tbody></table></div>`
 
 /**
@@ -77,7 +77,7 @@ const service = (resource: ResourceView["detail"]["resource"]): Html | null =>
   resource.serviceName === undefined && resource.tags === undefined && resource.iconUrl === undefined
     ? null
     : html`<dt>Service</dt><dd>${resource.serviceName ?? "–"}${resource.tags ? html` <span class="muted">${resource.tags.join(" · ")}</span>` : null}${
-        resource.iconUrl ? html` <span class="muted">icon ${resource.iconUrl}</span>` : null
+        resource.iconUrl ? html` <span class="muted">icon ${longValue(resource.iconUrl)}</span>` : null
       }</dd>`
 
 const facts = (view: ResourceView): Html => {
@@ -87,13 +87,14 @@ const facts = (view: ResourceView): Html => {
 <dt>Provider</dt><dd>${detail.provider.name}</dd>
 ${service(detail.resource)}${
     detail.resource.mcp === undefined
-      ? html`<dt>URL</dt><dd>${detail.resource.method} ${detail.resource.url}</dd>`
-      : html`<dt>MCP tool</dt><dd>${detail.resource.mcp.toolName} at ${detail.resource.url} (${detail.resource.mcp.transport})</dd>`
+      ? html`<dt>URL</dt><dd>${detail.resource.method} ${longValue(detail.resource.url)}</dd>`
+      : html`<dt>MCP tool</dt><dd>${detail.resource.mcp.toolName} at ${longValue(detail.resource.url)} (${detail.resource.mcp.transport})</dd>`
   }
 <dt>Capabilities</dt><dd>${detail.resource.capabilities.join(", ")}</dd>
 <dt>Status</dt><dd>${statusChip(detail.resource.status)} ${levelChip(detail.resource.verificationLevel)}${
     detail.curation.quarantine ? html` quarantined by ${detail.curation.quarantine.actor}: ${detail.curation.quarantine.reason}` : ""
   }</dd>
+<dt>Offer signer</dt><dd class="signer">${view.offerSigner === null ? html`<span class="muted">no signed offer seen</span>` : longValue(view.offerSigner)}</dd>
 <dt>Prices</dt><dd>${detail.paymentOptions.map((o) => `${o.scheme} ${formatUsd(worstCaseUsd(o))}`).join(" · ")}</dd>
 <dt>Availability</dt><dd>${formatPercent(m.availability24h)} of ${m.observationCount} probes</dd>
 <dt>Latency</dt><dd>p50 ${formatMs(m.p50LatencyMs)} · p95 ${formatMs(m.p95LatencyMs)}</dd>

@@ -17,7 +17,7 @@ import { sortableId } from "../store/sortableId.js"
 import { TransitionsRepo } from "../store/TransitionsRepo.js"
 import { initialResolution } from "./confirmation.js"
 import { snapshotFrom, windowMs } from "./metrics.js"
-import { addObservation, encodeWindow, type RollingWindow, statsAt } from "./rollingWindow.js"
+import { addObservation, encodeWindow, type RollingWindow, signerChange, statsAt } from "./rollingWindow.js"
 import { storedWindow } from "./storedWindow.js"
 import { listingAfterProbe } from "./probeListing.js"
 import { deriveStanding, type Standing, statusRules } from "./status.js"
@@ -112,6 +112,21 @@ const make = Effect.gen(function* () {
       yield* listings.setStatus(resourceId, next.status, next.level)
     })
 
+  /**
+   * A note in the transitions without a change of status: the seller's offer signing key changed,
+   * which a buyer that takes the signer as the seller's identity must be able to see.
+   */
+  const signerNote = (resourceId: ResourceId, standing: Standing, change: { from: string; to: string }, nowMs: number) =>
+    transitions.insert(sortableId("tr", nowMs), {
+      resourceId,
+      from: standing.status,
+      to: standing.status,
+      fromLevel: standing.level,
+      toLevel: standing.level,
+      reason: `offer signing key changed from ${change.from} to ${change.to}`,
+      at: new Date(nowMs).toISOString()
+    })
+
   /** The stored status, level and metrics row; read under the lock, since they change with every refresh. */
   const standingOf = (resourceId: ResourceId) =>
     Effect.map(metrics.standings([resourceId]), (rows) => Option.fromNullable(rows[0]))
@@ -198,6 +213,7 @@ const make = Effect.gen(function* () {
       const rollups: Array<{ resourceId: ResourceId; rollup: HourlyRollup }> = []
       const rows = new Map<string, MetricsSnapshot>()
       const moves: Array<{ id: ResourceId; from: StoredStanding; next: Standing }> = []
+      const notes: Array<{ id: ResourceId; standing: Standing; change: { from: string; to: string } }> = []
       const results = batch.map((item): Standing | null => {
         const id = item.record.resource.id
         const stored = standings.get(id)
@@ -209,6 +225,8 @@ const make = Effect.gen(function* () {
         const derived = deriveFrom(id, stored, added.window, payments.get(id)!, nowMs)
         rows.set(id, derived.metrics)
         if (stored.status !== derived.next.status || stored.level !== derived.next.level) moves.push({ id, from: stored, next: derived.next })
+        const change = signerChange(window, added.window)
+        if (change !== null) notes.push({ id, standing: derived.next, change })
         // The next item of the same resource in this batch starts from what this one left.
         standings.set(id, { ...stored, status: derived.next.status, level: derived.next.level })
         return derived.next
@@ -220,6 +238,7 @@ const make = Effect.gen(function* () {
         new Date(nowMs).toISOString()
       )
       yield* Effect.forEach(moves, (m) => moveTo(m.id, m.from, m.next, nowMs), { discard: true })
+      yield* Effect.forEach(notes, (n) => signerNote(n.id, n.standing, n.change, nowMs), { discard: true })
       yield* bookkeep(batch)
       return results
     })

@@ -143,13 +143,15 @@ export const withOfferVerdict = (observed: Observed, verdict: OfferVerdict): Obs
   const { note, against } = offerNote(verdict)
   if (note === null && against === null) return observed
   const { observation } = observed
+  const signer = verdict._tag === "signed" || verdict._tag === "contradicted" ? verdict.kid : null
   const join = (parts: ReadonlyArray<string | null>) => parts.filter((p): p is string => p !== null && p !== "").join("; ") || null
   return {
     ...observed,
     observation: {
       ...observation,
       detail: join([observation.detail, note, against]),
-      contradiction: join([observation.contradiction, against])
+      contradiction: join([observation.contradiction, against]),
+      offerSigner: signer
     }
   }
 }

@@ -27,6 +27,8 @@ export interface RollingWindow {
   readonly trailingConnectFailures: number
   /** The newest challenge that contradicted the catalog and the agreeing ones after it (may reach before the window). */
   readonly contradiction: ContradictionRun | null
+  /** The key that signed the newest signed challenge's offers (`offer-receipt`). */
+  readonly offerSigner: { readonly atMs: number; readonly kid: string } | null
 }
 
 export const emptyWindow: RollingWindow = {
@@ -34,7 +36,8 @@ export const emptyWindow: RollingWindow = {
   lastObservedMs: null,
   latestHealthy: null,
   trailingConnectFailures: 0,
-  contradiction: null
+  contradiction: null,
+  offerSigner: null
 }
 
 /** Outcomes that got an HTTP answer (docs/decisions.md, Probe outcomes). */
@@ -167,11 +170,21 @@ export const addObservation = (
         : CONNECT_FAILURE.has(o.outcome)
           ? window.trailingConnectFailures + 1
           : 0,
-      contradiction: nextRun(window.contradiction, o, atMs)
+      contradiction: nextRun(window.contradiction, o, atMs),
+      offerSigner:
+        typeof o.offerSigner === "string" && (window.offerSigner === null || atMs >= window.offerSigner.atMs)
+          ? { atMs, kid: o.offerSigner }
+          : window.offerSigner
     },
     closed
   }
 }
+
+/** The seller's offer signing key before and after an observation, when it changed; null on the first key seen. */
+export const signerChange = (before: RollingWindow, after: RollingWindow): { readonly from: string; readonly to: string } | null =>
+  before.offerSigner !== null && after.offerSigner !== null && before.offerSigner.kid !== after.offerSigner.kid
+    ? { from: before.offerSigner.kid, to: after.offerSigner.kid }
+    : null
 
 /** Folds observations (any order) into a window: how a resource's state is rebuilt from raw history. */
 export const windowOf = (
@@ -224,7 +237,8 @@ export const encodeWindow = (w: RollingWindow): string =>
     o: w.lastObservedMs,
     h: w.latestHealthy === null ? null : [w.latestHealthy.atMs, w.latestHealthy.observedAt, w.latestHealthy.priceUsd],
     t: w.trailingConnectFailures,
-    q: w.contradiction === null ? null : [w.contradiction.atMs, w.contradiction.reason, w.contradiction.agreeing, w.contradiction.firstAgreeingMs, w.contradiction.lastAgreeingMs]
+    q: w.contradiction === null ? null : [w.contradiction.atMs, w.contradiction.reason, w.contradiction.agreeing, w.contradiction.firstAgreeingMs, w.contradiction.lastAgreeingMs],
+    s: w.offerSigner === null ? null : [w.offerSigner.atMs, w.offerSigner.kid]
   })
 
 /**
@@ -260,7 +274,8 @@ export const decodeWindow = (text: string | null): RollingWindow | null => {
       lastObservedMs: raw.o,
       latestHealthy: raw.h === null ? null : { atMs: raw.h[0], observedAt: raw.h[1], priceUsd: raw.h[2] },
       trailingConnectFailures: raw.t,
-      contradiction: decodeRun(raw)
+      contradiction: decodeRun(raw),
+      offerSigner: Array.isArray(raw.s) ? { atMs: raw.s[0], kid: raw.s[1] } : null
     }
   } catch {
     return null

@@ -44,8 +44,9 @@ export interface PaywallConfig {
   readonly facilitatorApiKey: string | null
   readonly timeoutMs: number
   /**
-   * The provider's Ed25519 key for offers and receipts (`offer-receipt`); by default one made
-   * when the paywall starts, so each provider (the vertical, each demo provider) has its own.
+   * The provider's Ed25519 key for offers and receipts (`offer-receipt`): the vertical and each
+   * demo provider pass their own from its key file (`offerKey.ts`); without one, a key made when the
+   * paywall starts.
    */
   readonly signingKey?: KeyObject
 }

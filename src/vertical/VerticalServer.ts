@@ -1,8 +1,10 @@
 import { HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Context, Effect, Layer } from "effect"
+import type { KeyObject } from "node:crypto"
 import { type Config, reachableHost, verticalEndpoints } from "../config.js"
 import { networkPassphrase } from "../domain/stellar.js"
+import { loadOfferKey, type OfferKeyError, type OfferKeyFile, verticalOfferKey } from "./offerKey.js"
 import { exactOffers, type Offers, Paywall, type PaymentsStatus } from "./Paywall.js"
 import { StellarData } from "./StellarData.js"
 import { verticalApp, type VerticalHttpApp } from "./VerticalApp.js"
@@ -17,14 +19,15 @@ export interface VerticalServerShape {
 
 /** The paid reference vertical on `vertical.host` / `vertical.port`, selling `vertical.prices` as `exact`. */
 export class VerticalServer extends Context.Tag("sextant/vertical/VerticalServer")<VerticalServer, VerticalServerShape>() {
-  static readonly layer = (config: Config): Layer.Layer<VerticalServer> =>
+  static readonly layer = (config: Config): Layer.Layer<VerticalServer, OfferKeyError> =>
     verticalLayer(config, {
       name: config.vertical.name,
       host: config.vertical.host,
       port: config.vertical.port,
       publicUrl: config.vertical.publicUrl,
       payTo: config.vertical.payTo,
-      offers: Effect.succeed(exactOffers(config.vertical.prices))
+      offers: Effect.succeed(exactOffers(config.vertical.prices)),
+      offerKey: verticalOfferKey(config)
     })
 }
 
@@ -52,6 +55,8 @@ export interface VerticalInstance {
   readonly publicUrl: string | null
   readonly payTo: string
   readonly offers: Effect.Effect<Offers>
+  /** The key file its offers and receipts are signed with: the same signer across restarts. */
+  readonly offerKey: OfferKeyFile
   /** Wraps the app, e.g. in a demo provider's behaviour; the reference vertical answers as it is. */
   readonly around?: (app: VerticalHttpApp) => VerticalHttpApp
 }
@@ -84,9 +89,13 @@ const serve = (config: Config, instance: VerticalInstance) =>
  * One copy of the vertical as a scoped layer: its own HTTP server on the instance's host and
  * port, the x402 paywall toward `facilitatorUrlFor(config)` (initialised in the background, so
  * the server answers 402 at once) and Horizon / Soroban RPC clients, all as `vertical` configures
- * them. Closing the scope stops the server and the retry loop.
+ * them, signing with the instance's key file (read, or created on first start). Closing the scope
+ * stops the server and the retry loop.
  */
-export const verticalLayer = (config: Config, instance: VerticalInstance): Layer.Layer<VerticalServer> =>
+export const verticalLayer = (config: Config, instance: VerticalInstance): Layer.Layer<VerticalServer, OfferKeyError> =>
+  Layer.unwrapEffect(Effect.map(loadOfferKey(instance.offerKey), (signingKey) => servedWith(config, instance, signingKey)))
+
+const servedWith = (config: Config, instance: VerticalInstance, signingKey: KeyObject) =>
   Layer.scoped(VerticalServer, serve(config, instance)).pipe(
     Layer.provide(BunHttpServer.layer({ hostname: instance.host, port: instance.port, idleTimeout: IDLE_TIMEOUT_SECONDS })),
     Layer.provide(
@@ -97,7 +106,8 @@ export const verticalLayer = (config: Config, instance: VerticalInstance): Layer
         offers: instance.offers,
         facilitatorUrl: facilitatorUrlFor(config),
         facilitatorApiKey: config.vertical.facilitatorApiKey,
-        timeoutMs: config.vertical.facilitatorTimeoutMs
+        timeoutMs: config.vertical.facilitatorTimeoutMs,
+        signingKey
       })
     ),
     Layer.provide(
