@@ -19,18 +19,22 @@ const ARTIFACTS = resolve(import.meta.dir, "..", "test-artifacts", "status")
 const OTHER_PAYEE = "GDVEU3DD4KOFECV66VIHWEZOYX4ZKR3WV27L464SIIPOU2IUI3JCZA57"
 const HOUR = 3_600_000
 
-const entry = (id: string, provider: string, capability: string, payTo = advertised.payTo): CatalogEntry => ({
+/** A seller's offer key id as probes record it: a long unbroken word, as real ones are. */
+const LONG_KID = `did:jwk:${Buffer.from(JSON.stringify({ kty: "OKP", crv: "Ed25519", x: "q".repeat(43), alg: "EdDSA" })).toString("base64url")}#0`
+
+const entry = (id: string, provider: string, capability: string, payTo = advertised.payTo, providerName = provider): CatalogEntry => ({
   resource: {
     id: ResourceId.make(id),
     type: "http",
-    name: `${provider} ${capability}`,
+    // As long as the bundled demo catalog's names.
+    name: `${provider} ${capability} (real-world asset data over Horizon and Soroban RPC)`,
     description: "seeded for the status page",
     // Never fetched: probes run only on request here, and the history is recorded directly.
     url: `http://127.0.0.1:9/${id}`,
     method: "GET",
     capabilities: [capability]
   },
-  provider: { id: provider.toLowerCase(), name: provider },
+  provider: { id: provider.toLowerCase(), name: providerName },
   paymentOptions: [{ ...advertised, payTo }]
 })
 
@@ -38,7 +42,7 @@ const CATALOG = [
   entry("alpha.inspect", "Alpha", "rwa.inspect"),
   entry("bravo.compliance", "Bravo", "rwa.compliance", OTHER_PAYEE),
   entry("charlie.inspect", "Charlie", "rwa.inspect", OTHER_PAYEE),
-  entry("delta.eligibility", "Delta", "rwa.eligibility", OTHER_PAYEE)
+  entry("delta.eligibility", "Delta", "rwa.eligibility", OTHER_PAYEE, "Delta Price Raiser (asks more than it advertises after a while)")
 ]
 
 /** Hours ago, in the middle of an hour bucket, so each lands in its own bucket of the 24 h chart. */
@@ -47,7 +51,10 @@ const hoursAgo = (now: number, h: number) => now - (h + 0.5) * HOUR
 /** Histories that earn each status: healthy, degraded, offline and quarantined (docs/decisions.md). */
 const histories = (now: number): Record<string, ReadonlyArray<RecordedObservation>> => ({
   // 12 healthy probes, one an hour, latencies 100..210 ms.
-  "alpha.inspect": Array.from({ length: 12 }, (_, i) => observation(hoursAgo(now, 11 - i), { latencyMs: 100 + i * 10 })),
+  // The newest names the key that signed its offers, as a probe's note does.
+  "alpha.inspect": Array.from({ length: 12 }, (_, i) =>
+    observation(hoursAgo(now, 11 - i), { latencyMs: 100 + i * 10, ...(i === 11 ? { detail: `offer signed by ${LONG_KID}` } : {}) })
+  ),
   // Half the probes time out, the newest answers: degraded, not offline.
   "bravo.compliance": Array.from({ length: 8 }, (_, i) =>
     i % 2 === 1 ? observation(hoursAgo(now, 7 - i), { payTo: OTHER_PAYEE }) : timedOut(hoursAgo(now, 7 - i))
@@ -203,6 +210,79 @@ describe("the status page in a browser", () => {
 
   test("no page asked any host but the service", () => {
     expect(requested.length).toBeGreaterThan(0)
+    const origin = new URL(server.url).origin
+    expect(requested.filter((url) => new URL(url).origin !== origin)).toEqual([])
+  })
+})
+
+/**
+ * Every box on the page that sticks out of its card (a `section`) or out of the viewport, and every
+ * chart label that sticks out of its chart (an SVG clips it: `$0.00057` read `0.00057`), described
+ * for the failure message. Run in the page; with `scrollingTables`, boxes inside a table that scrolls
+ * inside its card (a phone's) are left out.
+ */
+const overflowing = (scrollingTables: boolean) => {
+  const describe = (el: Element) => `${el.tagName.toLowerCase()}${el.getAttribute("class") ? `.${el.getAttribute("class")!.split(" ").join(".")}` : ""} "${(el.textContent ?? "").trim().slice(0, 30)}"`
+  const viewport = document.documentElement.clientWidth
+  const found: Array<string> = []
+  for (const card of Array.from(document.querySelectorAll("section"))) {
+    const c = card.getBoundingClientRect()
+    for (const el of Array.from(card.querySelectorAll("*"))) {
+      const r = el.getBoundingClientRect()
+      if (r.width === 0 && r.height === 0) continue
+      // On a phone a table scrolls sideways inside its card: only what is outside such a box counts.
+      if (scrollingTables && el.closest(".scroll") !== null) continue
+      if (r.left < c.left - 0.5 || r.right > c.right + 0.5) found.push(`${describe(el)} leaves its card (${Math.round(r.left)}-${Math.round(r.right)} in ${Math.round(c.left)}-${Math.round(c.right)})`)
+      else if (r.right > viewport + 0.5) found.push(`${describe(el)} leaves the viewport (${Math.round(r.right)} > ${viewport})`)
+    }
+  }
+  for (const svg of Array.from(document.querySelectorAll("svg.chart"))) {
+    const s = svg.getBoundingClientRect()
+    for (const label of Array.from(svg.querySelectorAll("text"))) {
+      const r = label.getBoundingClientRect()
+      if (r.left < s.left - 0.5 || r.right > s.right + 0.5 || r.top < s.top - 0.5 || r.bottom > s.bottom + 0.5) found.push(`chart label ${describe(label)} is cut by its chart`)
+    }
+  }
+  if (document.documentElement.scrollWidth > viewport) found.push(`the page scrolls sideways (${document.documentElement.scrollWidth} > ${viewport})`)
+  return found
+}
+
+describe("the status page fits screens from 1280 to 1920 wide", () => {
+  for (const width of [1280, 1920]) {
+    test(`at ${width} px every catalog column is on screen and nothing leaves its card`, async () => {
+      const page = await open("/status", { width, height: 900 })
+      const headers = await page.locator("table.catalog thead th").evaluateAll((ths) =>
+        ths.map((th) => ({ label: th.textContent?.replace(/[▲▼]/g, "").trim(), right: th.getBoundingClientRect().right }))
+      )
+      expect(headers.map((h) => h.label)).toEqual([
+        "Provider", "Resource", "Capability", "Price (worst case)", "Status", "Level", "Availability", "p95 latency", "Confidence", "Last verified"
+      ])
+      for (const h of headers) expect(h.right).toBeLessThanOrEqual(width)
+      expect(await page.evaluate(overflowing, false)).toEqual([])
+      await page.screenshot({ path: join(ARTIFACTS, `status-${width}.png`), fullPage: true })
+    })
+
+    test(`at ${width} px a resource page keeps its notes, keys and chart labels inside their boxes`, async () => {
+      const page = await open("/status/resources/alpha.inspect", { width, height: 900 })
+      expect(await page.evaluate(overflowing, false)).toEqual([])
+      // The whole key stays one click away: shortened, with the full value in the title and the opened details.
+      const key = page.locator("table.observations details.long").first()
+      expect(await key.locator("summary").getAttribute("title")).toBe(LONG_KID)
+      await key.locator("summary").click()
+      expect(await key.locator("code").textContent()).toBe(LONG_KID)
+      expect(await page.evaluate(overflowing, false)).toEqual([])
+      await page.screenshot({ path: join(ARTIFACTS, `resource-${width}.png`), fullPage: true })
+    })
+  }
+
+  test("on a 390-wide phone the pages keep their boxes inside their cards, tables scrolling inside theirs", async () => {
+    for (const path of ["/status", "/status/resources/alpha.inspect"]) {
+      const page = await open(path, { width: 390, height: 844 })
+      expect(await page.evaluate(overflowing, true)).toEqual([])
+    }
+  })
+
+  test("these pages too asked no host but the service", () => {
     const origin = new URL(server.url).origin
     expect(requested.filter((url) => new URL(url).origin !== origin)).toEqual([])
   })

@@ -1,6 +1,6 @@
 import type { FacilitatorStatus } from "../domain/x402.js"
 import { chip, type Tone } from "./chips.js"
-import { formatTime, formatUsd, html, type Html } from "./html.js"
+import { formatTime, formatUsd, html, type Html, withLongValues } from "./html.js"
 import type { JournalLine, JournalView } from "./StatusReader.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
 
@@ -19,7 +19,7 @@ ${"hidden" in facilitators
     : html`<div class="scroll"><table class="facilitators"><thead><tr><th>Backend</th><th>Health</th><th>Kinds</th><th>Last checked</th><th>Last error</th></tr></thead>
 <tbody>${facilitators.map(
         (f) => html`<tr data-backend="${f.id}"><td>${f.id}</td><td>${f.healthy ? chip("healthy", "good") : chip("unhealthy", "bad")}</td>
-  <td class="wrap">${f.kinds.map((k) => `${k.scheme} on ${k.network}`).join(", ") || "–"}</td><td>${formatTime(f.lastCheckedAt)}</td><td class="wrap">${f.lastError ?? ""}</td></tr>`
+  <td class="wrap">${f.kinds.map((k) => `${k.scheme} on ${k.network}`).join(", ") || "–"}</td><td>${formatTime(f.lastCheckedAt)}</td><td class="wrap">${withLongValues(f.lastError ?? "")}</td></tr>`
       )}</tbody></table></div>`}
 </section>`
 
@@ -28,7 +28,7 @@ const entryRow = (decimals: number) => (line: JournalLine) => {
   const errors = e.errors.map((x) => `${x.backendId}: ${x.error}`).join("; ")
   return html`<tr data-state="${e.state}"><td>${formatTime(new Date(e.createdAtMs).toISOString())}</td><td>${chip(e.state, STATE_TONE[e.state] ?? "neutral")}</td>
   <td>${e.principal}</td><td class="num">${formatUsd(baseUnitsToUsd(e.worstCaseUnits.toString(), decimals))}</td><td>${e.backendId ?? "–"}</td>
-  <td class="wrap">${line.reason ?? ""}${errors ? html`<br><span class="muted">${errors}</span>` : ""}</td></tr>`
+  <td class="wrap">${withLongValues(line.reason ?? "")}${errors ? html`<br><span class="muted">${withLongValues(errors)}</span>` : ""}</td></tr>`
 }
 
 const entries = (lines: ReadonlyArray<JournalLine>, decimals: number) =>
