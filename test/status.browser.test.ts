@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect, Option } from "effect"
 import { mkdirSync } from "node:fs"
 import { join, resolve } from "node:path"
-import { type Browser, chromium, type Page } from "playwright-core"
+import type { Browser, Page } from "playwright-core"
 import type { RecordedObservation } from "../src/domain/observations.js"
 import type { CatalogEntry } from "../src/domain/resources.js"
 import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
@@ -10,6 +10,7 @@ import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
+import { launchChromium } from "./support/browser.js"
 import { facilitatorsAnswered, request, startServer, testConfig } from "./support/server.js"
 import { ResourceId } from "../src/domain/ids.js"
 
@@ -65,6 +66,8 @@ const histories = (now: number): Record<string, ReadonlyArray<RecordedObservatio
 const backend = startFacilitator()
 let server: Awaited<ReturnType<typeof startServer>>
 let browser: Browser
+/** The one tab of the file: the npm Chromium runs single-process, so pages are navigated, not opened. */
+let tab: Page
 /** Every URL any page asked for, across the whole file. */
 const requested: Array<string> = []
 
@@ -93,10 +96,9 @@ beforeAll(async () => {
   expect((await settle(91)).status).toBe(200)
   backend.setMode("settle500")
   expect((await settle(92)).status).toBe(502)
-  browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-background-networking", "--disable-component-update"]
-  })
+  browser = await launchChromium()
+  tab = await browser.newPage()
+  tab.on("request", (r) => void requested.push(r.url()))
 }, 30_000)
 afterAll(async () => {
   await browser?.close()
@@ -105,11 +107,10 @@ afterAll(async () => {
 })
 
 const open = async (path: string, viewport = { width: 1280, height: 800 }): Promise<Page> => {
-  const page = await browser.newPage({ viewport })
-  page.on("request", (r) => void requested.push(r.url()))
-  const response = await page.goto(`${server.url}${path}`)
+  await tab.setViewportSize(viewport)
+  const response = await tab.goto(`${server.url}${path}`)
   expect(response?.status()).toBe(200)
-  return page
+  return tab
 }
 
 const rowIds = (page: Page) => page.locator("table.catalog tbody tr").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-id")))
@@ -133,7 +134,6 @@ describe("the status page in a browser", () => {
     expect(await alpha.nth(6).textContent()).toBe("100.0%")
     expect(await alpha.nth(7).textContent()).toBe("210 ms")
     await page.screenshot({ path: join(ARTIFACTS, "status-1280x800.png"), fullPage: true })
-    await page.close()
   })
 
   test("sorting by a column and filtering by status and capability change the rows", async () => {
@@ -155,7 +155,6 @@ describe("the status page in a browser", () => {
     await Promise.all([page.waitForURL(/capability=rwa.inspect/), page.click("form.filters button")])
     // The descending sort by resource name survives the filter.
     expect(await rowIds(page)).toEqual(["charlie.inspect", "alpha.inspect"])
-    await page.close()
   })
 
   test("a resource page plots one point per hour that had probes, and lists its transitions and observations", async () => {
@@ -169,13 +168,11 @@ describe("the status page in a browser", () => {
     expect(await page.locator("ol.timeline li").count()).toBeGreaterThan(0)
     expect(await page.locator("table.observations tbody tr").count()).toBe(12)
     await page.screenshot({ path: join(ARTIFACTS, "resource-1280x800.png"), fullPage: true })
-    await page.close()
 
     const degraded = await open("/status/resources/bravo.compliance")
     // 8 probes in 8 hours; only the 4 answered ones have a latency.
     expect(await degraded.locator('circle.point[data-series="availability"]').count()).toBe(8)
     expect(await degraded.locator('circle.point[data-series="p95"]').count()).toBe(4)
-    await degraded.close()
   })
 
   test("facilitators and the settlement journal, indeterminate entries first with their reasons", async () => {
@@ -189,7 +186,6 @@ describe("the status page in a browser", () => {
     const firstJournalRow = page.locator("#journal table.journal tbody tr").first()
     expect(await firstJournalRow.getAttribute("data-state")).toBe("indeterminate")
     expect(await firstJournalRow.textContent()).toContain("fixture")
-    await page.close()
   })
 
   test("readable on a 390-wide phone: the table scrolls inside its box, the charts fit the screen", async () => {
@@ -197,14 +193,12 @@ describe("the status page in a browser", () => {
     const page = await open("/status", phone)
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
     await page.screenshot({ path: join(ARTIFACTS, "status-390.png"), fullPage: true })
-    await page.close()
     const resource = await open("/status/resources/alpha.inspect", phone)
     expect(await resource.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
     const chartWidth = await resource.locator("svg.chart").first().evaluate((svg) => svg.getBoundingClientRect().width)
     expect(chartWidth).toBeGreaterThan(300)
     expect(chartWidth).toBeLessThanOrEqual(390)
     await resource.screenshot({ path: join(ARTIFACTS, "resource-390.png"), fullPage: true })
-    await resource.close()
   })
 
   test("no page asked any host but the service", () => {
