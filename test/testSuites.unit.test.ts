@@ -143,7 +143,7 @@ describe("the unit suite", () => {
 /**
  * What a test needs comes from npm or is started by the test itself, so `npm install && npm test`
  * passes on a machine with only Node and npm: no test skips itself when a tool is missing, and none
- * names a system binary (`sh`, `curl` and `runuser` excepted: every Linux has them).
+ * names a system binary (`sh`, and `curl` in the README's own commands, excepted; `runuser` as root).
  */
 export const SYSTEM_DEPENDENCE: ReadonlyArray<readonly [string, RegExp]> = [
   ["skips tests", /\b(?:test|it|describe)\s*\.\s*(?:skip|skipIf|todo|todoIf|if)\s*\(/],
