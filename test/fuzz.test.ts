@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Arbitrary, FastCheck as fc, Option, Schema } from "effect"
 import { SextantApi } from "../src/contract/index.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
+import { fromJsonSchema } from "./support/jsonSchemaArbitrary.js"
 import { startServer, testConfig } from "./support/server.js"
 
 const seed = (() => {
@@ -36,7 +37,8 @@ const keepLocal = (value: unknown): unknown => {
   if (typeof value === "string") {
     try {
       const url = new URL(value)
-      return LOOPBACK_HOSTS.has(url.hostname) ? value : CLOSED
+      // Only what would be fetched: "stellar:testnet" parses as a URL too.
+      return !["http:", "https:"].includes(url.protocol) || LOOPBACK_HOSTS.has(url.hostname) ? value : CLOSED
     } catch {
       return value
     }
@@ -161,6 +163,8 @@ beforeAll(async () => {
   spec = await (await realFetch(`${server.url}/openapi.json`)).json()
   ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true })
   addFormats(ajv)
+  // A cursor is any string the service issued; only the service can tell one from another string.
+  ajv.addFormat("cursor", true)
   ajv.addSchema({ ...spec, $id: "openapi" })
 })
 
@@ -227,6 +231,23 @@ const judge = (g: Generated, answer: Awaited<ReturnType<typeof send>>): string |
   return null
 }
 
+/**
+ * What the document cannot state, each a rule docs/reference/http.md lists under "What the
+ * document cannot say": a request the document allows may be refused with 400 for one of these
+ * (the operations it applies to, the error and the message that name it), and for nothing else.
+ */
+const CANNOT_STATE: ReadonlyArray<{ readonly rule: string; readonly operations: ReadonlyArray<string>; readonly error: string; readonly message: RegExp }> = [
+  { rule: "a cursor is one the service issued, for this listing and these filters", operations: ["GET /v1/resources", "POST /v1/search", "GET /v1/resources/{id}/observations", "GET /x402/discovery/search"], error: "INVALID_REQUEST", message: /^cursor: / },
+  { rule: "cursor or before, not both", operations: ["GET /v1/resources/{id}/observations"], error: "INVALID_REQUEST", message: /^pass either cursor or before, not both$/ },
+  { rule: "before is an observation id or a date-time", operations: ["GET /v1/resources/{id}/observations"], error: "INVALID_REQUEST", message: /^before: expected an observation id/ },
+  { rule: "from before to, at most probes.retentionDays apart", operations: ["GET /v1/resources/{id}/history"], error: "INVALID_REQUEST", message: /^from must be before to$|at most probes\.retentionDays/ },
+  { rule: "optionIndex names one of the resource's payment options", operations: ["POST /v1/policies/evaluate"], error: "INVALID_REQUEST", message: /^optionIndex \d+ is out of range/ },
+  { rule: "resourceId or url, exactly one", operations: ["POST /v1/validate"], error: "INVALID_REQUEST", message: /^pass either resourceId or url, not both$|^pass resourceId \(a catalog resource\) or url/ },
+  { rule: "origin or url, exactly one; method only with a url; an mcp url without method", operations: ["POST /v1/resources/register"], error: "INVALID_REQUEST", message: /^pass either origin|^method: |^type mcp: / },
+  { rule: "a receipt's response digest and maxAmount add up", operations: ["POST /v1/receipts"], error: "INVALID_REQUEST", message: /^response needs bodySha256|^response\.bodySha256 is not|^payment\.maxAmount .* is below|^sellerReceipt: / },
+  { rule: "a Stellar address's checksum", operations: ["POST /v1/resources/register", "POST /v1/receipts", "POST /v1/search", "POST /v1/routes", "POST /v1/policies/evaluate"], error: "INVALID_REQUEST", message: /valid checksum/ }
+]
+
 describe("fuzzing every endpoint from its schemas", () => {
   test("no 5xx, {error, message} on every non-2xx, statuses and bodies as /openapi.json declares", async () => {
     const failures: Array<string> = []
@@ -242,66 +263,56 @@ describe("fuzzing every endpoint from its schemas", () => {
     expect(strayTargets).toEqual([])
   }, 60_000)
 
-  test("query parameters generated from the document's own schemas are never refused as invalid", async () => {
-    /** An Arbitrary for the subset of JSON Schema this document uses for parameters. */
-    const fromJsonSchema = (schema: any): fc.Arbitrary<string> => {
-      if (Array.isArray(schema.anyOf)) return fc.oneof(...(schema.anyOf as Array<unknown>).map(fromJsonSchema))
-      if (schema.type === "integer") return fc.integer({ min: schema.minimum ?? -1e6, max: schema.maximum ?? 1e6 }).map(String)
-      if (Array.isArray(schema.enum)) return fc.constantFrom(...schema.enum.map(String))
-      if (schema.format === "date-time") return fc.date({ min: new Date(0), max: new Date(4e12), noInvalidDate: true }).map((d) => d.toISOString())
-      if (typeof schema.pattern === "string") return fc.stringMatching(new RegExp(schema.pattern))
-      return fc.string({ minLength: schema.minLength ?? 0, maxLength: Math.min(schema.maxLength ?? 40, 40) }).filter((s) =>
-        schema.pattern === undefined ? true : new RegExp(schema.pattern).test(s)
-      )
-    }
-    const withQuery = Object.entries<any>(spec.paths).flatMap(([template, operations]) =>
-      Object.entries<any>(operations).flatMap(([method, operation]) => {
-        // A cursor (format "cursor") is valid only as the service issued it: generated ones are refused by design.
-        const params = (operation.parameters ?? []).filter((p: any) => p.in === "query" && p.schema?.format !== "cursor")
-        return params.length === 0 ? [] : [{ template, method, params }]
-      })
+  test("requests the document allows are refused with 400 only for the rules it cannot state (docs/reference/http.md)", async () => {
+    const operations = Object.entries<any>(spec.paths).flatMap(([template, methods]) =>
+      Object.entries<any>(methods).map(([method, operation]) => ({ template, method: method.toUpperCase(), operation }))
     )
-    expect(withQuery.length).toBeGreaterThan(3)
-    /**
-     * Rules between a query's parameters, which no parameter's own schema can state (the
-     * operation's description does): a generated query that breaks one is rightly refused, for
-     * that reason and no other. History's span: `from` before `to` (defaults: now, a day before
-     * `to`), at most `probes.retentionDays` apart.
-     */
-    const DAY_MS = 86_400_000
-    const refusedByRule = (template: string, query: Record<string, string>, message: string) => {
-      if (template !== "/v1/resources/{id}/history") return false
-      const toMs = query.to === undefined ? Date.now() : Date.parse(query.to)
-      const fromMs = query.from === undefined ? toMs - DAY_MS : Date.parse(query.from)
-      if (fromMs >= toMs) return message === "from must be before to"
-      return toMs - fromMs > testConfig().probes.retentionDays * DAY_MS && message.includes("probes.retentionDays")
+    /** One request `operation` allows: every parameter and the body drawn from the document's schemas. */
+    const allowed = ({ template, method, operation }: (typeof operations)[number]) => {
+      const params: Array<any> = operation.parameters ?? []
+      const value = (p: any) => (p.in === "path" ? fc.oneof(fromJsonSchema(spec, p.schema), realIds) : fromJsonSchema(spec, p.schema))
+      const body = operation.requestBody?.content?.["application/json"]?.schema
+      return fc.record({
+        values: fc.record(Object.fromEntries(params.map((p) => [`${p.in}:${p.name}`, p.required || p.in === "path" ? value(p) : fc.option(value(p), { nil: undefined })]))),
+        body: body === undefined ? fc.constant(undefined) : fromJsonSchema(spec, body),
+        // A body naming a listed resource reaches the rules behind the lookup, as a path id does.
+        listed: fc.boolean()
+      }).map(({ values, body, listed }) => ({
+        template,
+        method,
+        operation,
+        values,
+        body: listed && typeof (body as any)?.resourceId === "string" ? { ...(body as object), resourceId: "stellar-intel.rwa.inspect" } : body
+      }))
     }
     const refused: Array<string> = []
+    const byRule = new Map<string, number>()
+    let sent = 0
     await fc.assert(
-      fc.asyncProperty(
-        fc.constantFrom(...withQuery).chain(({ template, method, params }) =>
-          // A parameter the document marks required is always sent; any other may be left out.
-          fc.record(
-            Object.fromEntries(params.map((p: any) => [p.name, p.required ? fromJsonSchema(p.schema) : fc.option(fromJsonSchema(p.schema), { nil: undefined })]))
-          ).map((query) => ({
-            template,
-            method: method.toUpperCase(),
-            path: template.replace(/\{[^}]+\}/g, "stellar-intel.rwa.inspect"),
-            query: Object.fromEntries(Object.entries(query).filter(([, v]) => v !== undefined)) as Record<string, string>
-          }))
-        ),
-        async ({ template, method, path, query }) => {
-          // Curation's DELETEs would act: they are asked with a buyer's rights (none), so only their parameters are judged.
-          const answer = await send({ method, path, query, body: { kind: "none" }, operator: false })
-          const body = answer.json as { error?: string; message?: string }
-          const invalid =
-            answer.status === 400 && body?.error === "INVALID_REQUEST" && !refusedByRule(template, query, body.message ?? "")
-          if (invalid) refused.push(`${method} ${path}?${new URLSearchParams(query)}: ${answer.text}`)
-          return !invalid
-        }
-      ),
-      { seed, numRuns: 150, endOnFailure: true }
+      fc.asyncProperty(fc.constantFrom(...operations).chain(allowed), async ({ template, method, operation, values, body }) => {
+        const params: Array<any> = operation.parameters ?? []
+        // Only requests the document allows are judged: a draw that missed a constraint is not sent.
+        const fits = (at: string, value: unknown) => value === undefined || (ajv.getSchema(at) ?? ajv.compile({ $ref: at }))(value)
+        const operationAt = `openapi#/paths/${template.replace(/~/g, "~0").replace(/\//g, "~1")}/${method.toLowerCase()}`
+        if (!params.every((p, i) => fits(`${operationAt}/parameters/${i}/schema`, values[`${p.in}:${p.name}`]))) return true
+        if (!fits(`${operationAt}/requestBody/content/application~1json/schema`, body)) return true
+        sent += 1
+        const text = (p: any) => String(values[`${p.in}:${p.name}`])
+        const path = template.replace(/\{([^}]+)\}/g, (_, name) => encodeURIComponent(text(params.find((p) => p.in === "path" && p.name === name))))
+        const query = Object.fromEntries(params.filter((p) => p.in === "query" && values[`query:${p.name}`] !== undefined).map((p) => [p.name, text(p)]))
+        const answer = await send({ method, path, query, body: body === undefined ? { kind: "none" } : { kind: "json", value: body }, operator: false })
+        if (answer.status !== 400) return true
+        const found = { error: (answer.json as any)?.error ?? "", message: (answer.json as any)?.message ?? "" }
+        const rule = CANNOT_STATE.find((r) => r.operations.includes(`${method} ${template}`) && r.error === found.error && r.message.test(found.message))
+        if (rule === undefined) refused.push(`${method} ${path}?${new URLSearchParams(query)} ${JSON.stringify(body)}: ${answer.text}`)
+        else byRule.set(rule.rule, (byRule.get(rule.rule) ?? 0) + 1)
+        return true
+      }),
+      { seed, numRuns: 400 }
     )
+    expect(sent).toBeGreaterThan(200)
+    // Every refusal is one of the documented rules: none above their count.
     expect(refused).toEqual([])
-  }, 60_000)
+    expect([...byRule.keys()].every((rule) => CANNOT_STATE.some((r) => r.rule === rule))).toBe(true)
+  }, 120_000)
 })

@@ -21,7 +21,7 @@ import { advertised } from "./fixtures/observations.js"
 import { seededBuyer, settleBody, signedPayment } from "./fixtures/stellarPayment.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
-import { type PostgresCluster, pgQuery, postgresAvailability, startPostgres } from "./support/postgres.js"
+import { type PostgresCluster, pgQuery, startPostgres } from "./support/postgres.js"
 import { pollUntil } from "./support/poll.js"
 import { spawnServe } from "./support/serveProcess.js"
 import { ledgerAt, NO_LEDGER, request, startServer, testConfig } from "./support/server.js"
@@ -30,17 +30,12 @@ import { ResourceId } from "../src/domain/ids.js"
 /**
  * The service on a real PostgreSQL server: the same migrations and repositories SQLite runs, and
  * the settlement budget shared by two service instances (two connection pools) on one database.
- * Without server binaries on the machine the file is skipped, saying why; CI installs them.
+ * The server binaries come from npm (test/support/postgres.ts).
  */
-
-const availability = postgresAvailability()
-const title = availability.available
-  ? "the service on PostgreSQL"
-  : `the service on PostgreSQL — SKIPPED: ${availability.reason}; install the Debian "postgresql" package to run it`
 
 type Server = Awaited<ReturnType<typeof startServer>>
 
-describe.skipIf(!availability.available)(title, () => {
+describe("the service on PostgreSQL", () => {
   let cluster: PostgresCluster
   let fixture: X402Fixture
   let ledger: FixtureLedger

@@ -18,7 +18,7 @@ import { SearchTuning } from "../src/store/searchIndex.js"
 import { StoreLive } from "../src/store/Store.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { fcSeed } from "./support/fcSeed.js"
-import { type PostgresCluster, postgresAvailability, startPostgres } from "./support/postgres.js"
+import { type PostgresCluster, startPostgres } from "./support/postgres.js"
 import { ResourceId } from "../src/domain/ids.js"
 
 const PAY_TO = "GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5"
@@ -214,12 +214,11 @@ describe("paged search equals the ranking rule", () => {
     }
   }, 120_000)
 
-  const availability = postgresAvailability()
   let cluster: PostgresCluster | undefined
   afterAll(async () => {
     await cluster?.stop()
   })
-  test.skipIf(!availability.available)("on Postgres (tsvector), page by page", async () => {
+  test("on Postgres (tsvector), page by page", async () => {
     cluster = await startPostgres()
     const pg = harness(await cluster.createDatabase("search"))
     try {

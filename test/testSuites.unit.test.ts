@@ -139,3 +139,32 @@ describe("the unit suite", () => {
     expect(stale).toEqual([])
   })
 })
+
+/**
+ * What a test needs comes from npm or is started by the test itself, so `npm install && npm test`
+ * passes on a machine with only Node and npm: no test skips itself when a tool is missing, and none
+ * names a system binary (`sh`, and `curl` in the README's own commands, excepted; `runuser` as root).
+ */
+export const SYSTEM_DEPENDENCE: ReadonlyArray<readonly [string, RegExp]> = [
+  ["skips tests", /\b(?:test|it|describe)\s*\.\s*(?:skip|skipIf|todo|todoIf|if)\s*\(/],
+  ["looks a binary up on PATH", /\bBun\.which\(/],
+  ["runs a binary from a system folder", /["'`]\/(?:usr\/)?(?:local\/)?s?bin\//]
+]
+
+describe("a fresh machine", () => {
+  test("no test file or test module skips tests or depends on a system binary", () => {
+    const modules = [...filesUnder(TEST, [".ts"])].filter((f) => !f.endsWith("testSuites.unit.test.ts"))
+    const found = modules.flatMap((file) =>
+      SYSTEM_DEPENDENCE.filter(([, pattern]) => pattern.test(parse(file).code)).map(([what]) => `${relative(ROOT, file)} ${what}`)
+    )
+    expect(found).toEqual([])
+  })
+
+  test("the rule catches a skipped suite and a system browser", () => {
+    const hits = (code: string) => SYSTEM_DEPENDENCE.filter(([, p]) => p.test(code)).map(([what]) => what)
+    expect(hits(`describe.skipIf(!available)("on Postgres", () => {})`)).toEqual(["skips tests"])
+    expect(hits(`chromium.launch({ executablePath: "/usr/bin/chromium" })`)).toEqual(["runs a binary from a system folder"])
+    expect(hits(`const onPath = Bun.which("initdb")`)).toEqual(["looks a binary up on PATH"])
+    expect(hits(`test("a skip is counted", () => {})`)).toEqual([])
+  })
+})

@@ -3,12 +3,14 @@ import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { DEMO_RESOURCES, type DemoServe, EXPECTED_STANDINGS, spawnDemoServe, waitForStandings } from "./support/demoServe.js"
+import { installJq } from "./support/jqCli.js"
 import { childEnv } from "./support/serveProcess.js"
 
 /**
  * The README's "Tour", command by command, against `serve` started as `npm start` starts it (demo
  * timings shortened, ports moved). The commands are read from the README itself, so the section
- * cannot drift from what the service answers.
+ * cannot drift from what the service answers. Their `jq` is jq from npm (test/support/jqCli.ts),
+ * first on PATH, so the tour needs no system jq; `sh` and `curl` are the machine's.
  */
 
 const ROOT = resolve(import.meta.dir, "..")
@@ -35,7 +37,8 @@ const localise = (command: string, port: number) =>
   command.replaceAll("localhost:4020", `127.0.0.1:${port}`).replaceAll("npx bun src/main.ts", `${process.execPath} ${join(ROOT, "src/main.ts")}`)
 
 const run = async (command: string, cwd: string) => {
-  const child = Bun.spawn(["sh", "-c", command], { cwd, env: childEnv(), stdout: "pipe", stderr: "pipe" })
+  const env = { ...childEnv(), PATH: `${installJq(join(cwd, "bin"))}:${process.env.PATH ?? ""}` }
+  const child = Bun.spawn(["sh", "-c", command], { cwd, env, stdout: "pipe", stderr: "pipe" })
   const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
   return { stdout, stderr, code }
 }
@@ -66,6 +69,11 @@ describe("README tour", () => {
       expect({ command: commands[i], code, stderr }).toEqual({ command: commands[i], code: 0, stderr: "" })
       if (!/ > \S+$/.test(commands[i]!)) expect(stdout.trim()).not.toBe("")
     })
+  })
+
+  test("the pipelines ran jq from npm, not a system jq", async () => {
+    const which = await run("command -v jq && jq --version", scratch)
+    expect(which.stdout.trim().split("\n")).toEqual([join(scratch, "bin", "jq"), "jq-1.8.2"])
   })
 
   test("1. the catalog shows every provider at its standing, with its level", () => {

@@ -46,6 +46,17 @@ const withoutHttpApiDecodeError = (spec: Record<string, any>): Record<string, an
   return spec
 }
 
+/**
+ * Effect's `Schema.Int` is a safe integer: the server refuses 2^53 and beyond wherever one is
+ * expected. Its shared `Int` schema says so, so a client generated from the document never
+ * sends an integer the server refuses for its size.
+ */
+const withSafeIntegers = (spec: Record<string, any>): Record<string, any> => {
+  const int = spec.components?.schemas?.Int
+  if (int !== undefined) Object.assign(int, { minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER })
+  return spec
+}
+
 /** The whole contract; `/openapi.json` is derived from this, never written by hand. */
 export class SextantApi extends HttpApi.make("sextant")
   .add(HealthApi)
@@ -72,4 +83,4 @@ export class SextantApi extends HttpApi.make("sextant")
   .annotate(OpenApi.Version, "0.1.0")
   .annotate(OpenApi.License, { name: "Apache-2.0", url: "https://www.apache.org/licenses/LICENSE-2.0" })
   .annotate(OpenApi.Description, "Verification, routing, policy and settlement layer for x402 payments on Stellar.")
-  .annotate(OpenApi.Transform, withoutHttpApiDecodeError) {}
+  .annotate(OpenApi.Transform, (spec) => withSafeIntegers(withoutHttpApiDecodeError(spec))) {}

