@@ -64,6 +64,13 @@ export interface ResourceReadsRepoShape {
    * quarantined, listed or not, so unlisting a quarantined entry never lifts its refusal.
    */
   readonly byPayTo: (payTo: string) => Effect.Effect<Array<ResourceRecord>>
+  /**
+   * Every entry at `url` (listed or not: each is what probes saw there), by id, at most `limit`:
+   * what preflight judges a payment to that URL by. Uses the URL index.
+   */
+  readonly atUrl: (url: string, limit: number) => Effect.Effect<Array<ResourceRecord>>
+  /** Every entry of `origin` at another URL than `url`, by id, at most `limit` (the origin index). */
+  readonly atOrigin: (origin: string, url: string, limit: number) => Effect.Effect<Array<ResourceRecord>>
   /** The listed resource at `url` that pays `payTo` (the first by id), if any: the resource a settle names. */
   readonly namedPayee: (url: string, payTo: string) => Effect.Effect<ResourceId | null>
   /**
@@ -146,6 +153,8 @@ const make = Effect.gen(function* () {
       load(toolName === undefined ? sql`r.url = ${url}` : sql`r.url = ${url} AND json_extract(r.mcp_tool, '$.toolName') = ${toolName}`).pipe(
         Effect.map((rows) => Option.fromNullable(rows[0]))
       ),
+    atUrl: (url: string, limit: number) => load(sql`r.url = ${url}`, { limit }),
+    atOrigin: (origin: string, url: string, limit: number) => load(sql`r.origin = ${origin} AND r.url <> ${url}`, { limit }),
     byCapability: (capability: string) =>
       load(sql`${listedOnly} AND r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${capability})`),
     byPayTo: (payTo: string) =>
