@@ -26,8 +26,11 @@ export class Preflight extends Context.Tag("sextant/Preflight")<Preflight, Prefl
   static readonly Live = Layer.effect(Preflight, Effect.suspend(() => make))
 }
 
-/** Entries read per URL and per origin: enough to judge, bounded so a crowded origin costs the same as a small one. */
-export const ENTRIES_READ = 20
+/**
+ * Entries read at the URL, and of its origin's others those paying the payee and the first by id:
+ * enough to judge and to show what is known, bounded so a crowded origin costs what a small one does.
+ */
+export const ENTRIES_READ = 5
 
 const invalid = (message: string) => Effect.fail(new InvalidRequest({ message }))
 const isBaseUnits = Schema.is(BaseUnits)
@@ -97,8 +100,9 @@ const make = Effect.gen(function* () {
       const url = request.url ?? (reading?._tag === "Decoded" ? resourceUrlOf(reading) : undefined)
       const origin = url === undefined ? null : originOf(url)
       if (url === undefined || origin === null) return yield* invalid("url: send the URL paid for (or a challenge whose resource.url names it)")
-      const [atUrl, atOrigin] = yield* Effect.all([repo.atUrl(url, ENTRIES_READ), repo.atOrigin(origin, url, ENTRIES_READ)])
-      const [urlEvidence, originEvidence] = yield* Effect.all([withEvidence(atUrl), withEvidence(atOrigin)])
+      const read = yield* withEvidence(yield* repo.aroundUrl(url, origin, [...new Set(candidates.map((c) => c.payTo))], ENTRIES_READ))
+      const urlEvidence = read.filter((e) => e.record.resource.url === url)
+      const originEvidence = read.filter((e) => e.record.resource.url !== url)
       const nowMs = yield* Clock.currentTimeMillis
       const now = new Date(nowMs)
       const context: PreflightContext = { ...policyContext(config, now), deployment, priceTolerance: config.probes.priceTolerance }

@@ -65,12 +65,12 @@ export interface ResourceReadsRepoShape {
    */
   readonly byPayTo: (payTo: string) => Effect.Effect<Array<ResourceRecord>>
   /**
-   * Every entry at `url` (listed or not: each is what probes saw there), by id, at most `limit`:
-   * what preflight judges a payment to that URL by. Uses the URL index.
+   * What preflight judges a payment to `url` by, in one read: every entry at `url` (listed or not:
+   * each is what probes saw there), and of the other entries of `origin` the first `limit` by id
+   * that pay one of `payTos` and the first `limit` by id at all. At most `limit` at the URL too.
+   * Each part is read through an index (URL; origin and id; payee), never a scan of the origin.
    */
-  readonly atUrl: (url: string, limit: number) => Effect.Effect<Array<ResourceRecord>>
-  /** Every entry of `origin` at another URL than `url`, by id, at most `limit` (the origin index). */
-  readonly atOrigin: (origin: string, url: string, limit: number) => Effect.Effect<Array<ResourceRecord>>
+  readonly aroundUrl: (url: string, origin: string, payTos: ReadonlyArray<string>, limit: number) => Effect.Effect<Array<ResourceRecord>>
   /** The listed resource at `url` that pays `payTo` (the first by id), if any: the resource a settle names. */
   readonly namedPayee: (url: string, payTo: string) => Effect.Effect<ResourceId | null>
   /**
@@ -153,8 +153,13 @@ const make = Effect.gen(function* () {
       load(toolName === undefined ? sql`r.url = ${url}` : sql`r.url = ${url} AND json_extract(r.mcp_tool, '$.toolName') = ${toolName}`).pipe(
         Effect.map((rows) => Option.fromNullable(rows[0]))
       ),
-    atUrl: (url: string, limit: number) => load(sql`r.url = ${url}`, { limit }),
-    atOrigin: (origin: string, url: string, limit: number) => load(sql`r.origin = ${origin} AND r.url <> ${url}`, { limit }),
+    aroundUrl: (url: string, origin: string, payTos: ReadonlyArray<string>, limit: number) =>
+      load(sql`r.id IN (
+        SELECT id FROM (SELECT id FROM resources WHERE url = ${url} ORDER BY id LIMIT ${limit}) at_url
+        UNION SELECT id FROM (SELECT id FROM resources WHERE origin = ${origin} AND url <> ${url}
+          AND id IN (SELECT resource_id FROM payment_options WHERE ${payTos.length === 0 ? sql`0 = 1` : sql.in("pay_to", payTos)})
+          ORDER BY id LIMIT ${limit}) paying
+        UNION SELECT id FROM (SELECT id FROM resources WHERE origin = ${origin} AND url <> ${url} ORDER BY id LIMIT ${limit}) at_origin)`),
     byCapability: (capability: string) =>
       load(sql`${listedOnly} AND r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${capability})`),
     byPayTo: (payTo: string) =>
