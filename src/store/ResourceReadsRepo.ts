@@ -69,6 +69,9 @@ export interface ResourceReadsRepoShape {
    * each is what probes saw there), and of the other entries of `origin` the first `limit` by id
    * that pay one of `payTos` and the first `limit` by id at all. At most `limit` at the URL too.
    * Each part is read through an index (URL; origin and id; payee), never a scan of the origin.
+   * The paying part is driven from the payee index: `id IN (payee's resources)` built the whole
+   * list of a payee's resources first, and an EXISTS per origin entry walked the whole origin for
+   * a payee it never pays. Left: a payee paid by many entries elsewhere and none here is walked.
    */
   readonly aroundUrl: (url: string, origin: string, payTos: ReadonlyArray<string>, limit: number) => Effect.Effect<Array<ResourceRecord>>
   /** The listed resource at `url` that pays `payTo` (the first by id), if any: the resource a settle names. */
@@ -156,9 +159,9 @@ const make = Effect.gen(function* () {
     aroundUrl: (url: string, origin: string, payTos: ReadonlyArray<string>, limit: number) =>
       load(sql`r.id IN (
         SELECT id FROM (SELECT id FROM resources WHERE url = ${url} ORDER BY id LIMIT ${limit}) at_url
-        UNION SELECT id FROM (SELECT id FROM resources WHERE origin = ${origin} AND url <> ${url}
-          AND id IN (SELECT resource_id FROM payment_options WHERE ${payTos.length === 0 ? sql`0 = 1` : sql.in("pay_to", payTos)})
-          ORDER BY id LIMIT ${limit}) paying
+        UNION SELECT id FROM (SELECT o.resource_id AS id FROM payment_options o JOIN resources p ON p.id = o.resource_id
+          WHERE ${payTos.length === 0 ? sql`0 = 1` : sql.in("o.pay_to", payTos)} AND p.origin = ${origin} AND p.url <> ${url}
+          ORDER BY o.resource_id LIMIT ${limit}) paying
         UNION SELECT id FROM (SELECT id FROM resources WHERE origin = ${origin} AND url <> ${url} ORDER BY id LIMIT ${limit}) at_origin)`),
     byCapability: (capability: string) =>
       load(sql`${listedOnly} AND r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${capability})`),
