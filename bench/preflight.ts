@@ -4,7 +4,7 @@
  * the same payment with the same `preflightVerdict` over records and evidence held in memory, also
  * while probing, measured in the same run. Each request names a random resource's URL and the
  * option its challenge offers (the fixture's payee and price), so reads spread over the whole
- * store. Load comes from a second process on loopback (this file, `--load`). The probe target is
+ * store. One client is also measured before probing starts, as a reference. Load comes from a second process on loopback (this file, `--load`). The probe target is
  * bench/scaleTarget.ts in its own process: every path answers a real x402 challenge.
  *
  * Env: BENCH_N (100000), BENCH_SECONDS (10 per measurement), BENCH_CONCURRENCY (4).
@@ -196,6 +196,8 @@ try {
   const bareUrl = `http://127.0.0.1:${bare.port}/`
   console.log(`${N.toLocaleString("en")} resources on one origin, served, filled and held in ${((performance.now() - fillStart) / 1000).toFixed(0)} s`)
 
+  // What one request costs with nothing else running: the reference for what probing adds.
+  const quiet = await measure(preflightUrl, 1)
   // The probe schedule at its cadence for as long as the measurements run.
   const probing = runtime.runFork(Effect.scoped(Effect.zipRight(Layer.build(ProbeSchedulerLive), Effect.never)))
   await Bun.sleep(2000)
@@ -217,6 +219,7 @@ try {
   const line = (name: string, r: LoadResult) =>
     `${name.padEnd(52)} ${rps(r).toFixed(1).padStart(8)} req/s   p50 ${String(r.p50Ms).padStart(7)} ms   p99 ${String(r.p99Ms).padStart(7)} ms   failed ${r.failed}`
   console.log(`probing during the measurements: ${(counted / seconds).toFixed(0)} probes/s (the cadence needs ${(N / config.probes.intervalSeconds).toFixed(0)})`)
+  console.log(line("POST /v1/preflight, one client, no probing", quiet))
   console.log(line("POST /v1/preflight, one client", alone))
   console.log(line(`POST /v1/preflight, ${CONCURRENCY} clients`, loaded))
   console.log(line(`bare handler from memory, ${CONCURRENCY} clients`, baseline))
