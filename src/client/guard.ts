@@ -1,6 +1,6 @@
 import type { x402Client } from "@x402/core/client"
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types"
-import { appendPaymentIdentifierToExtensions, generatePaymentId, PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier"
+import { PAYMENT_IDENTIFIER, withPaymentIdentifier } from "../extensions/paymentIdentifier.js"
 import type { PreflightAnswer, PreflightPolicy } from "../domain/preflight.js"
 
 /**
@@ -95,12 +95,11 @@ export const guardClient = (client: x402Client, options: SextantGuardOptions): x
   if (options.paymentIdentifier !== false) {
     client.registerExtension({
       key: PAYMENT_IDENTIFIER,
-      // Only when the seller declared the extension (appendPaymentIdentifierToExtensions checks);
-      // on a copy, since the client hands the challenge's own extensions object in.
+      // Only when the seller declared the extension; on a copy, since the client hands the
+      // challenge's own extensions object in.
       enrichPaymentPayload: async (payload: PaymentPayload, paymentRequired: PaymentRequired) => {
-        if (paymentRequired.extensions?.[PAYMENT_IDENTIFIER] === undefined) return payload
-        const extensions = appendPaymentIdentifierToExtensions(structuredClone(payload.extensions ?? paymentRequired.extensions), generatePaymentId("sx_"))
-        return { ...payload, extensions }
+        const added = withPaymentIdentifier(paymentRequired.extensions, payload.extensions)
+        return added === null ? payload : { ...payload, extensions: added.extensions }
       }
     })
   }
