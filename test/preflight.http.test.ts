@@ -20,21 +20,21 @@ import { request, startServer, testConfig } from "./support/server.js"
  */
 const catalog = [
   record("alpha.inspect", [option({ amountUsd: 0.001, amount: "10000", payTo: payee(1) })], { provider: "alpha" }),
-  record("beta.inspect", [option({ payTo: payee(2) })], { provider: "beta" })
+  record("beta.inspect", [option({ payTo: payee(2) })], { provider: "beta" }),
+  // More of the origin than a preflight reads by id, and after them one paying payee 3, probed.
+  ...["c1", "c2", "c3", "c4", "c5"].map((id) => record(`${id}.inspect`, [option({ payTo: payee(2) })], { provider: id })),
+  record("zeta.inspect", [option({ payTo: payee(3) })], { provider: "zeta" })
 ]
 const alphaUrl = catalog[0]!.resource.url
 
 const seedAlpha = async (database: string) => {
   const services = ManagedRuntime.make(ServicesLive(testConfig({ catalog, database })))
-  await services.runPromise(
+  const probed = (id: string, payTo: string) =>
     Effect.gen(function* () {
-      const alpha = Option.getOrThrow(yield* Effect.flatMap(ResourceReadsRepo, (repo) => repo.get(ResourceId.make("alpha.inspect"))))
-      yield* (yield* EvidenceRecorder).recordObservation(
-        alpha,
-        observation(Date.now() - 60_000, { resourceId: ResourceId.make("alpha.inspect"), url: alpha.resource.url, payTo: payee(1) })
-      )
+      const entry = Option.getOrThrow(yield* Effect.flatMap(ResourceReadsRepo, (repo) => repo.get(ResourceId.make(id))))
+      yield* (yield* EvidenceRecorder).recordObservation(entry, observation(Date.now() - 60_000, { resourceId: entry.resource.id, url: entry.resource.url, payTo }))
     })
-  )
+  await services.runPromise(Effect.zipRight(probed("alpha.inspect", payee(1)), probed("zeta.inspect", payee(3))))
   await services.dispose()
 }
 
@@ -65,9 +65,11 @@ describe("POST /v1/preflight", () => {
     expect(status).toBe(200)
     expect(body).toMatchObject({ verdict: "ALLOW", reasons: [], url: alphaUrl, origin: "http://127.0.0.1:9", rating: "URL" })
     expect(body.judged).toEqual({ optionIndex: 0, scheme: "exact", network: "stellar:testnet", asset: TESTNET_USDC, payTo: payee(1), amount: "10000", amountUsd: 0.001 })
+    // The URL's entry, then the origin's first five by id (none pays payee 1 but alpha).
     expect(body.evidence.map((e: { resourceId: string; match: string }) => [e.resourceId, e.match])).toEqual([
       ["alpha.inspect", "url"],
-      ["beta.inspect", "origin"]
+      ["beta.inspect", "origin"],
+      ...["c1", "c2", "c3", "c4"].map((id) => [`${id}.inspect`, "origin"])
     ])
     expect(body.evidence[0]).toMatchObject({ validChallengeSeen: true, trusted: true, observedPriceUsd: 0.001 })
   })
@@ -102,6 +104,13 @@ describe("POST /v1/preflight", () => {
     expect(unknown.body).toMatchObject({ verdict: "DENY", rating: "UNRATED", evidence: [] })
     const allowed = await preflight({ paymentRequired: challenge("http://127.0.0.1:8/elsewhere", payee(1)), policy: { allowUnknownSellers: true } })
     expect(allowed.body).toMatchObject({ verdict: "WARN", rating: "UNRATED" })
+  })
+
+  test("the origin's entry paying the payee is read however many entries the origin has before it", async () => {
+    const { body } = await preflight({ paymentRequired: challenge("http://127.0.0.1:9/new", payee(3)) })
+    expect(body).toMatchObject({ verdict: "WARN", rating: "ORIGIN" })
+    expect(body.reasons[0]).toMatchObject({ code: "PAYEE_OBSERVED_AT_ORIGIN_ONLY", resourceId: "zeta.inspect" })
+    expect(body.evidence.map((e: { resourceId: string }) => e.resourceId)).toContain("zeta.inspect")
   })
 
   test("bad input is a 400 with {error, message}: no option, no URL, a header that does not decode, an amount that is not base units", async () => {
