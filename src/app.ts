@@ -7,6 +7,7 @@ import { LedgerReader } from "./ledger/LedgerReader.js"
 import { Lifecycle } from "./lifecycle/Lifecycle.js"
 import { RateLimits } from "./limits/RateLimits.js"
 import { PolicyEngine } from "./policy/PolicyEngine.js"
+import { Preflight } from "./preflight/Preflight.js"
 import { ReceiptService } from "./receipts/ReceiptService.js"
 import { Signer } from "./receipts/Signer.js"
 import { Router } from "./routing/Router.js"
@@ -72,7 +73,7 @@ const LedgerWatchLive = (config: Config, role: Role) => {
  */
 export const ServicesLive = (config: Config, role: Role = "local") => {
   const evidence = VerificationLive
-  const decisions = Layer.mergeAll(Discovery.Live, PolicyEngine.Live, Router.Live)
+  const decisions = Layer.mergeAll(Discovery.Live, PolicyEngine.Live, Preflight.Live, Router.Live)
   const receipts = ReceiptService.Live.pipe(Layer.provide(Signer.fromConfig), Layer.provide(decisions))
   const payments = PaymentsLive(evidence, FacilitatorPool.Live, role)
   const catalog = CatalogLive

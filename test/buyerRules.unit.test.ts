@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test"
+import { Database } from "bun:sqlite"
 import { Effect, Either, Layer, TestClock, TestContext } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -181,6 +182,40 @@ describe("the local spend window", () => {
         yield* ledger.reserve(PAYER, 100n, "r3")
       })
     )
+  })
+})
+
+describe("a payment resent under its payment identifier", () => {
+  const PAYER = "GPAYER"
+  test("counts once, at the amount signed, with its identifier recorded; a ledger file from before identifiers gets the column", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "sextant-spend-")), "buyer.key.spend.db")
+    // A ledger written before identifiers were recorded: the old table, one payment in it.
+    const old = new Database(file, { create: true })
+    old.exec(`CREATE TABLE spends (id INTEGER PRIMARY KEY AUTOINCREMENT, payer TEXT NOT NULL, amount TEXT NOT NULL, at_ms INTEGER NOT NULL,
+      state TEXT NOT NULL CHECK (state IN ('reserved', 'sent')), resource_id TEXT NOT NULL)`)
+    old.exec(`INSERT INTO spends (payer, amount, at_ms, state, resource_id) VALUES ('${PAYER}', '10', 50000, 'sent', 'r0')`)
+    old.close()
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const ledger = yield* SpendLedger
+        yield* TestClock.adjust("100 seconds")
+        const reservation = yield* ledger.reserve(PAYER, 60n, "r1")
+        // What the buyer does for a payment its seller answered only on the second send: one commit.
+        yield* ledger.commit(reservation, 40n, "sx_0123456789abcdef")
+        expect(yield* ledger.spent(PAYER)).toBe(50n)
+        expect(yield* ledger.identifiers(PAYER)).toEqual(["sx_0123456789abcdef"])
+      }).pipe(Effect.provide(Layer.merge(SpendLedger.layer({ file, windowSeconds: 60, limit: 100n }), TestContext.TestContext)))
+    )
+  })
+
+  test("an unknown outcome says whether it was resent: never without an identifier", () => {
+    const authorization = { payer: "G", nonce: "1", expirationLedger: 10 } as never
+    expect(judgeFailure(new PaymentOutcomeUnknown({ reason: "socket closed", authorization })).reason).toContain(
+      "not resent: the seller offers no payment identifier, so a resend could pay twice"
+    )
+    const resent = judgeFailure(new PaymentOutcomeUnknown({ reason: "socket closed; sent 3 times with payment identifier sx_x", authorization, paymentIdentifier: "sx_x" }))
+    expect(resent.outcome).toBe("unknown")
+    expect(resent.reason).not.toContain("not resent")
   })
 })
 

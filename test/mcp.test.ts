@@ -73,7 +73,7 @@ afterAll(async () => {
 })
 
 describe("mcp over stdio", () => {
-  test("tools/list names exactly the nine tools, each with object input and output schemas", async () => {
+  test("tools/list names exactly the ten tools, each with object input and output schemas", async () => {
     const { tools } = await client.listTools()
     expect(tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
     for (const tool of tools) {
@@ -111,6 +111,23 @@ describe("mcp over stdio", () => {
       expect(viaMcp.structuredContent).toEqual(viaHttp.body)
       expect(JSON.parse(viaMcp.content[0]!.text)).toEqual(viaHttp.body)
     }
+  })
+
+  test("preflight_payment answers the HTTP verdict for the same challenge (its time aside)", async () => {
+    const { body: detail } = await request(`${http.url}/v1/resources/fixture.paid`)
+    const paid = detail.resource.url as string
+    const option = detail.paymentOptions[0] as { network: string; asset: string; amount: string; payTo: string }
+    const input = {
+      url: paid,
+      requirements: { scheme: "exact", network: option.network, asset: option.asset, amount: option.amount, payTo: option.payTo, maxTimeoutSeconds: 60 }
+    }
+    const viaMcp = await callTool("preflight_payment", input)
+    const viaHttp = await request(`${http.url}/v1/preflight`, { method: "POST", json: input })
+    expect(viaHttp.status).toBe(200)
+    const { evaluatedAt: _a, ...mcpVerdict } = viaMcp.structuredContent
+    const { evaluatedAt: _b, ...httpVerdict } = viaHttp.body
+    expect(mcpVerdict).toEqual(httpVerdict)
+    expect(mcpVerdict.rating).toBe("URL")
   })
 
   test("get_resource_history passes its span: the probe's hour by default, nothing in a past day", async () => {

@@ -155,9 +155,9 @@ const makeSpendGuard = (ledger: SpendLedgerShape, payer: string, sessionCap: big
       /** Nothing was signed under it. */
       release: (reservation: Reservation, reserved: bigint) =>
         Effect.zipRight(ledger.release(reservation), Ref.update(sessionSpent, (spent) => spent - sessionShare(reserved))),
-      /** A signed payment left: it counts at the amount signed (at most the reserved ceiling). */
-      commit: (reservation: Reservation, reserved: bigint, signed: bigint) =>
-        Effect.zipRight(ledger.commit(reservation, signed), Ref.update(sessionSpent, (spent) => spent - sessionShare(reserved - signed)))
+      /** A signed payment left (once, or resent under its payment identifier): it counts once, at the amount signed (at most the reserved ceiling). */
+      commit: (reservation: Reservation, reserved: bigint, signed: bigint, paymentIdentifier?: string) =>
+        Effect.zipRight(ledger.commit(reservation, signed, paymentIdentifier), Ref.update(sessionSpent, (spent) => spent - sessionShare(reserved - signed)))
     }
   })
 type SpendGuard = Effect.Effect.Success<ReturnType<typeof makeSpendGuard>>
@@ -222,13 +222,21 @@ const payPlan = (settings: BuyerSettings, guard: SpendGuard, plan: Plan): Effect
         return { _tag: "Next", attempt: attempt(outcome, reason) }
       }
       // The signature left: it counts at the ceiling, the most it can move.
-      yield* guard.commit(reservation.right, ceiling, ceiling)
-      return { _tag: "Stop", attempt: attempt("unknown", reason, { amount: ceiling.toString() }) }
+      const identifier = result.left._tag === "PaymentOutcomeUnknown" ? result.left.paymentIdentifier : undefined
+      yield* guard.commit(reservation.right, ceiling, ceiling, identifier)
+      return { _tag: "Stop", attempt: attempt("unknown", reason, { amount: ceiling.toString(), ...(identifier === undefined ? {} : { paymentIdentifier: identifier }) }) }
     }
     const paid = result.right
-    yield* guard.commit(reservation.right, ceiling, BigInt(paid.amount))
+    const identifier = paid.paymentIdentifier ?? undefined
+    yield* guard.commit(reservation.right, ceiling, BigInt(paid.amount), identifier)
     const verdict = judgePaid(paid)
-    const signed = { amount: paid.amount, httpStatus: paid.status, transactionHash: paid.paymentResponse?.transaction ?? null }
+    const signed = {
+      amount: paid.amount,
+      httpStatus: paid.status,
+      transactionHash: paid.paymentResponse?.transaction ?? null,
+      ...(identifier === undefined ? {} : { paymentIdentifier: identifier }),
+      ...(paid.sends === undefined ? {} : { sends: paid.sends })
+    }
     switch (verdict._tag) {
       case "Delivered": {
         const done = attempt("paid", `answered ${paid.status}`, { ...signed, transactionHash: verdict.transactionHash })

@@ -26,8 +26,13 @@ export interface SpendLedgerShape {
   readonly reserve: (payer: string, amount: bigint, resourceId: string) => Effect.Effect<Reservation, OverSpendLimit | SpendLedgerUnavailable>
   /** Nothing was signed or sent under the reservation: it stops counting. */
   readonly release: (reservation: Reservation) => Effect.Effect<void, SpendLedgerUnavailable>
-  /** A signed payment left the machine: it counts at the amount signed, for good. */
-  readonly commit: (reservation: Reservation, amount: bigint) => Effect.Effect<void, SpendLedgerUnavailable>
+  /**
+   * A signed payment left the machine: it counts at the amount signed, for good, once however many
+   * times it was sent, with the payment identifier it carried (if any).
+   */
+  readonly commit: (reservation: Reservation, amount: bigint, paymentIdentifier?: string) => Effect.Effect<void, SpendLedgerUnavailable>
+  /** The payment identifiers recorded for `payer`'s payments in the window, oldest first. */
+  readonly identifiers: (payer: string) => Effect.Effect<ReadonlyArray<string>, SpendLedgerUnavailable>
   /** Base units counted in `payer`'s window now. */
   readonly spent: (payer: string) => Effect.Effect<bigint, SpendLedgerUnavailable>
 }
@@ -55,7 +60,8 @@ const SCHEMA = `CREATE TABLE IF NOT EXISTS spends (
   amount TEXT NOT NULL,
   at_ms INTEGER NOT NULL,
   state TEXT NOT NULL CHECK (state IN ('reserved', 'sent')),
-  resource_id TEXT NOT NULL
+  resource_id TEXT NOT NULL,
+  payment_id TEXT
 );
 CREATE INDEX IF NOT EXISTS spends_payer_at ON spends (payer, at_ms);`
 
@@ -73,6 +79,9 @@ const open = (file: string) =>
     const db = new Database(file, { create: true, strict: true })
     db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000;")
     db.exec(SCHEMA)
+    // A ledger written before payment identifiers were recorded gets the column.
+    const columns = db.query<{ name: string }, []>("PRAGMA table_info(spends)").all()
+    if (!columns.some((c) => c.name === "payment_id")) db.exec("ALTER TABLE spends ADD COLUMN payment_id TEXT")
     return db
   })
 
@@ -85,7 +94,10 @@ const make = (options: SpendLedgerOptions) =>
     )
     const insert = db.query("INSERT INTO spends (payer, amount, at_ms, state, resource_id) VALUES ($payer, $amount, $at, 'reserved', $resource)")
     const remove = db.query("DELETE FROM spends WHERE id = $id")
-    const settle = db.query("UPDATE spends SET state = 'sent', amount = $amount WHERE id = $id")
+    const settle = db.query("UPDATE spends SET state = 'sent', amount = $amount, payment_id = $paymentId WHERE id = $id")
+    const identified = db.query<{ payment_id: string }, { payer: string; since: number }>(
+      "SELECT payment_id FROM spends WHERE payer = $payer AND at_ms > $since AND payment_id IS NOT NULL ORDER BY id"
+    )
 
     const spentSince = (payer: string, nowMs: number) =>
       amounts.all({ payer, since: windowStart(nowMs, options.windowSeconds) }).reduce((sum, row) => sum + BigInt(row.amount), 0n)
@@ -110,8 +122,12 @@ const make = (options: SpendLedgerOptions) =>
           return yield* new OverSpendLimit({ spent: result.spent.toString(), amount: amount.toString(), limit: options.limit.toString() })
         }),
       release: (reservation) => io("cannot release in the spend ledger", () => void remove.run({ id: reservation })),
-      commit: (reservation, amount) =>
-        io("cannot record in the spend ledger", () => void settle.run({ id: reservation, amount: amount.toString() })),
+      commit: (reservation, amount, paymentIdentifier) =>
+        io("cannot record in the spend ledger", () => void settle.run({ id: reservation, amount: amount.toString(), paymentId: paymentIdentifier ?? null })),
+      identifiers: (payer) =>
+        Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
+          io("cannot read the spend ledger", () => identified.all({ payer, since: windowStart(nowMs, options.windowSeconds) }).map((r) => r.payment_id))
+        ),
       spent: (payer) => Effect.flatMap(Clock.currentTimeMillis, (nowMs) => io("cannot read the spend ledger", () => spentSince(payer, nowMs)))
     })
   })

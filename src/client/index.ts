@@ -10,6 +10,8 @@ import { SextantClient } from "./SextantClient.js"
 
 export { Buyer, BuyerLive, type BuyerShape, effectivePolicy } from "./Buyer.js"
 export * from "./errors.js"
+export { describeVerdict, type GuardDecision, guardClient, type SextantGuardOptions } from "./guard.js"
+export type { PreflightAnswer, PreflightPolicy, PreflightRequest } from "../domain/preflight.js"
 export { makeSextantClient, SextantClient, type SextantClientOptions, type SextantClientShape } from "./SextantClient.js"
 export { OverSpendLimit, SpendLedger, SpendLedgerUnavailable } from "./SpendLedger.js"
 export type { BuyAttempt, BuyRequest, BuyResult } from "../domain/buy.js"

@@ -43,7 +43,9 @@ export const judgeFailure = (error: PayForError): { readonly outcome: AttemptOut
     case "PaymentOutcomeUnknown":
       return {
         outcome: "unknown",
-        reason: `the signed payment was sent and no answer came (${error.reason}); it may settle until ledger ${error.authorization.expirationLedger} (nonce ${error.authorization.nonce})`
+        reason: `the signed payment was sent and no answer came (${error.reason}); it may settle until ledger ${error.authorization.expirationLedger} (nonce ${error.authorization.nonce})${
+          error.paymentIdentifier === undefined ? "; not resent: the seller offers no payment identifier, so a resend could pay twice" : ""
+        }`
       }
     case "NoAcceptableOption":
       return { outcome: "refused", reason: `the 402 offers nothing the route allows: ${error.offered}` }

@@ -14,6 +14,7 @@ import { DiscoveryApi } from "./discovery.js"
 import { CurationApi } from "./curation.js"
 import { HealthApi } from "./health.js"
 import { PolicyApi } from "./policy.js"
+import { PreflightApi } from "./preflight.js"
 import { ReceiptsApi } from "./receipts.js"
 import { RegistrationApi } from "./registration.js"
 import { ResourcesApi } from "./resources.js"
@@ -65,6 +66,7 @@ export class SextantApi extends HttpApi.make("sextant")
   .add(CurationApi)
   .add(VerificationApi)
   .add(PolicyApi)
+  .add(PreflightApi)
   .add(X402Api)
   .add(DiscoveryApi)
   .add(ReceiptsApi)

@@ -50,7 +50,11 @@ export const BuyAttempt = Schema.Struct({
   amount: Schema.NullOr(BaseUnits),
   /** The paid request's HTTP status; null when it was not sent or not answered. */
   httpStatus: Schema.NullOr(Schema.Int),
-  transactionHash: Schema.NullOr(Schema.String)
+  transactionHash: Schema.NullOr(Schema.String),
+  /** The payment identifier the payment carried (the seller offered the extension); absent without one. */
+  paymentIdentifier: Schema.optional(Schema.String),
+  /** How many times the same signed payment was sent: more than 1 only as resends under a payment identifier. */
+  sends: Schema.optional(Schema.Int)
 }).annotations({ identifier: "BuyAttempt" })
 export type BuyAttempt = typeof BuyAttempt.Type
 

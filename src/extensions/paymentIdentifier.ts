@@ -1,3 +1,4 @@
+import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier"
 import { Either, Schema } from "effect"
 import { InvalidRequest } from "../domain/errors.js"
 import { PaymentIdentifier } from "../domain/ids.js"
@@ -56,3 +57,20 @@ export const idempotencyKeyOf = (
   header: string | undefined,
   request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown }
 ): Either.Either<string | undefined, InvalidRequest> => Either.map(paymentIdentifierOf(request), (id) => header ?? id)
+
+/**
+ * A client's side of the extension: when a seller's challenge declares `payment-identifier`, the
+ * payload's extensions with a fresh identifier added (on a copy: the challenge is left as it came);
+ * null when the challenge does not offer it. One identifier per payment: a retry of the same
+ * signed payment sends the same one, a new payment a new one.
+ */
+export const withPaymentIdentifier = (
+  challengeExtensions: Readonly<Record<string, unknown>> | undefined,
+  payloadExtensions: Readonly<Record<string, unknown>> | undefined
+): { readonly extensions: Record<string, unknown>; readonly id: string } | null => {
+  if (!isObject(challengeExtensions) || challengeExtensions[PAYMENT_IDENTIFIER] === undefined) return null
+  const id = generatePaymentId("sx_")
+  const extensions = appendPaymentIdentifierToExtensions(structuredClone({ ...challengeExtensions, ...payloadExtensions }), id)
+  const info = (extensions[PAYMENT_IDENTIFIER] as { info?: { id?: unknown } } | undefined)?.info
+  return info?.id === id ? { extensions, id } : null
+}

@@ -18,6 +18,7 @@ import { CurationHandlers } from "./handlers/curation.js"
 import { DiscoveryHandlers } from "./handlers/discovery.js"
 import { HealthHandlers } from "./handlers/health.js"
 import { PolicyHandlers } from "./handlers/policy.js"
+import { PreflightHandlers } from "./handlers/preflight.js"
 import { ReceiptsHandlers } from "./handlers/receipts.js"
 import { RegistrationHandlers } from "./handlers/registration.js"
 import { ResourcesHandlers } from "./handlers/resources.js"
@@ -32,6 +33,7 @@ const handlers = (auth: Layer.Layer<ApiKeyAuth, never, AppConfig>) => HttpApiBui
     CurationHandlers,
     VerificationHandlers,
     PolicyHandlers,
+    PreflightHandlers,
     X402Handlers,
     DiscoveryHandlers,
     ReceiptsHandlers

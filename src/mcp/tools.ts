@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { ResourceMetrics } from "../domain/metrics.js"
 import { ObservationPage, ProbeResult, ResourceHealth, ResourceHistory, ValidateRequest } from "../domain/observations.js"
+import { PreflightAnswer, PreflightRequest } from "../domain/preflight.js"
 import { ResourceSearchRequest } from "../domain/resources.js"
 import { RouteDecision, RouteRequest } from "../domain/routes.js"
 import { ResourceDetail, SearchResponse } from "../domain/catalog.js"
@@ -95,6 +96,13 @@ export const TOOLS = [
     input: RouteRequest,
     output: RouteDecision,
     run: (input, fetch) => fetch({ method: "POST", path: "/v1/routes", body: input })
+  }),
+  tool({
+    name: "preflight_payment",
+    description: "Before paying: ALLOW, WARN or DENY for a payment about to be made (POST /v1/preflight), given the 402 challenge (paymentRequired, or the raw paymentRequiredHeader) or the chosen requirements, the url and an optional buyer policy; every reason with its code and the evidence behind it (payees the URL's and origin's probes observed, prices, status, quarantines, policy limits).",
+    input: PreflightRequest,
+    output: PreflightAnswer,
+    run: (input, fetch) => fetch({ method: "POST", path: "/v1/preflight", body: input })
   }),
   tool({
     name: "get_resource_health",

@@ -44,6 +44,8 @@ export class PriceAboveLimit extends Data.TaggedError("PriceAboveLimit")<{
 export class PaymentOutcomeUnknown extends Data.TaggedError("PaymentOutcomeUnknown")<{
   readonly reason: string
   readonly authorization: Authorization
+  /** The payment identifier every send of it carried (the seller offered the extension). */
+  readonly paymentIdentifier?: string
 }> {}
 
 /** The Soroban address-credential authorisation a payment carries: how the ledger recognises it. */

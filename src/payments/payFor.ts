@@ -7,6 +7,7 @@ import type { HttpMethod } from "../domain/resources.js"
 import { SellerReceipt } from "../domain/receipts.js"
 import { SettleResponse } from "../domain/x402.js"
 import { receiptInAnswer } from "../extensions/offerReceipt.js"
+import { withPaymentIdentifier } from "../extensions/paymentIdentifier.js"
 import { type ChallengeReading, type Deployment, readChallenge } from "../verification/challenge.js"
 import { Dialer, dialPinned, readUpTo, Resolver } from "../verification/Connector.js"
 import { fetchAnswer, type OutboundRequests, resourceRequest, Unreachable } from "../verification/fetchAnswer.js"
@@ -80,6 +81,10 @@ export interface PaidAnswer {
   readonly body: Buffer | null
   /** An MCP tool result that is an error: not delivered whatever the HTTP status. */
   readonly toolError?: boolean
+  /** The payment identifier the payment carried, when the seller offered the extension. */
+  readonly paymentIdentifier?: string | null
+  /** How many times the same signed payment was sent (more than once only with a payment identifier). */
+  readonly sends?: number
 }
 
 export type PayForError =
@@ -171,7 +176,10 @@ export const signChosen = (reading: ChallengeReading, input: PaymentTerms) =>
       inclusionFeeStroops: input.inclusionFeeStroops,
       deployment: input.deployment
     })
-    return { requirements, ...signed }
+    // The identifier rides beside the signed transaction, which it does not change.
+    const identified = withPaymentIdentifier(reading.challenge.extensions ?? undefined, signed.paymentPayload.extensions)
+    const paymentPayload = identified === null ? signed.paymentPayload : { ...signed.paymentPayload, extensions: identified.extensions }
+    return { requirements, ...signed, paymentPayload, paymentIdentifier: identified?.id ?? null }
   })
 
 /**
@@ -211,6 +219,38 @@ const sendPaid = (target: Vetted, input: PayForInput, paymentHeaders: Record<str
     }
   })
 
+/** Pauses before each resend of a payment whose outcome is unknown: at most two resends. */
+export const RESEND_DELAYS_MS: ReadonlyArray<number> = [500, 2_000]
+
+/** An answer that says nothing of the payment: a server error without a successful settlement. */
+const outcomeUnknownIn = (answer: { readonly status: number; readonly paymentResponse: SettleAnswer | null }) =>
+  answer.status >= 500 && answer.paymentResponse?.success !== true
+
+/**
+ * Sends the paid request; when the payment carries a payment identifier and its outcome is unknown
+ * (no answer in time, a lost connection, a 5xx that settled nothing), sends the same signed
+ * payment with the same identifier again, up to RESEND_DELAYS_MS.length times: the seller's
+ * facilitator recognises the identifier and answers the first settlement instead of making a
+ * second. Without an identifier it is sent once, as a resend could be a second payment.
+ */
+const sendPayment = (target: Vetted, input: PayForInput, paymentHeaders: Record<string, string>, authorization: Authorization, paymentIdentifier: string | null) =>
+  Effect.gen(function* () {
+    const send = sendPaid(target, input, paymentHeaders, authorization)
+    if (paymentIdentifier === null) return { ...(yield* send), sends: 1 }
+    let sends = 0
+    for (;;) {
+      sends++
+      const result = yield* Effect.either(send)
+      const retry = sends <= RESEND_DELAYS_MS.length && (result._tag === "Left" || outcomeUnknownIn(result.right))
+      if (!retry) {
+        if (result._tag === "Right") return { ...result.right, sends }
+        const reason = `${result.left.reason}; sent ${sends} times with payment identifier ${paymentIdentifier}`
+        return yield* new PaymentOutcomeUnknown({ reason, authorization, paymentIdentifier })
+      }
+      yield* Effect.sleep(Duration.millis(RESEND_DELAYS_MS[sends - 1]!))
+    }
+  })
+
 /** The seller's signed receipt (offer-receipt extension) in a settlement answer, HTTP or MCP alike. */
 export const sellerReceiptOf = (paymentResponse: Readonly<Record<string, unknown>> | null): SellerReceipt | null =>
   Option.getOrNull(Schema.decodeUnknownOption(SellerReceipt)(receiptInAnswer(paymentResponse)))
@@ -224,7 +264,9 @@ export const sellerReceiptOf = (paymentResponse: Readonly<Record<string, unknown
  * 3. choose the cheapest option this wallet pays that the caller accepts; nothing is signed or sent
  *    when none is, or when it costs more than `maxPrice`;
  * 4. build and sign the Stellar `exact` payment through Soroban RPC (`buildExactPayment`);
- * 5. send the request again to the URL that asked, with `PAYMENT-SIGNATURE`, once;
+ * 5. send the request again to the URL that asked, with `PAYMENT-SIGNATURE`: once, or, when the
+ *    seller offers the `payment-identifier` extension, again with the same signed payment and
+ *    identifier while its outcome is unknown (`sendPayment`);
  * 6. answer the status, the decoded `PAYMENT-RESPONSE`, the option paid, the latency of the paid
  *    request, its body and whether that is the JSON it declares.
  */
@@ -234,11 +276,11 @@ export const payFor = (input: PayForInput): Effect.Effect<PaidAnswer, PayForErro
       Effect.catchTag("AnswerTimeout", (timeout) => new Unreachable({ reason: timeout.reason }))
     )
     if (answer.httpStatus !== 402) return yield* new NoPaymentRequired({ httpStatus: answer.httpStatus })
-    const { requirements, paymentPayload, authorization } = yield* signChosen(readChallenge(answer.header, answer.body), input)
+    const { requirements, paymentPayload, authorization, paymentIdentifier } = yield* signChosen(readChallenge(answer.header, answer.body), input)
     const resolve = yield* Resolver
     const target = yield* vetTarget(answer.url, input.outbound, resolve).pipe(
       Effect.catchTag("DnsFailure", (e: DnsFailure) => new Unreachable({ reason: `cannot resolve ${e.host}: ${e.reason}` }))
     )
-    const paid = yield* sendPaid(target, input, x402.encodePaymentSignatureHeader(paymentPayload), authorization)
-    return { url: target.url.href, requirements, amount: requirements.amount, authorization, ...paid }
+    const paid = yield* sendPayment(target, input, x402.encodePaymentSignatureHeader(paymentPayload), authorization, paymentIdentifier)
+    return { url: target.url.href, requirements, amount: requirements.amount, authorization, paymentIdentifier, ...paid }
   })

@@ -64,6 +64,16 @@ export interface ResourceReadsRepoShape {
    * quarantined, listed or not, so unlisting a quarantined entry never lifts its refusal.
    */
   readonly byPayTo: (payTo: string) => Effect.Effect<Array<ResourceRecord>>
+  /**
+   * What preflight judges a payment to `url` by, in one read: every entry at `url` (listed or not:
+   * each is what probes saw there), and of the other entries of `origin` the first `limit` by id
+   * that pay one of `payTos` and the first `limit` by id at all. At most `limit` at the URL too.
+   * Each part is read through an index (URL; origin and id; payee), never a scan of the origin.
+   * The paying part is driven from the payee index: `id IN (payee's resources)` built the whole
+   * list of a payee's resources first, and an EXISTS per origin entry walked the whole origin for
+   * a payee it never pays. Left: a payee paid by many entries elsewhere and none here is walked.
+   */
+  readonly aroundUrl: (url: string, origin: string, payTos: ReadonlyArray<string>, limit: number) => Effect.Effect<Array<ResourceRecord>>
   /** The listed resource at `url` that pays `payTo` (the first by id), if any: the resource a settle names. */
   readonly namedPayee: (url: string, payTo: string) => Effect.Effect<ResourceId | null>
   /**
@@ -146,6 +156,13 @@ const make = Effect.gen(function* () {
       load(toolName === undefined ? sql`r.url = ${url}` : sql`r.url = ${url} AND json_extract(r.mcp_tool, '$.toolName') = ${toolName}`).pipe(
         Effect.map((rows) => Option.fromNullable(rows[0]))
       ),
+    aroundUrl: (url: string, origin: string, payTos: ReadonlyArray<string>, limit: number) =>
+      load(sql`r.id IN (
+        SELECT id FROM (SELECT id FROM resources WHERE url = ${url} ORDER BY id LIMIT ${limit}) at_url
+        UNION SELECT id FROM (SELECT o.resource_id AS id FROM payment_options o JOIN resources p ON p.id = o.resource_id
+          WHERE ${payTos.length === 0 ? sql`0 = 1` : sql.in("o.pay_to", payTos)} AND p.origin = ${origin} AND p.url <> ${url}
+          ORDER BY o.resource_id LIMIT ${limit}) paying
+        UNION SELECT id FROM (SELECT id FROM resources WHERE origin = ${origin} AND url <> ${url} ORDER BY id LIMIT ${limit}) at_origin)`),
     byCapability: (capability: string) =>
       load(sql`${listedOnly} AND r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${capability})`),
     byPayTo: (payTo: string) =>

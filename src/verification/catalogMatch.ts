@@ -4,7 +4,7 @@ import { Schema } from "effect"
 import { type ChallengeOption, type Deployment, isAcceptable } from "./challenge.js"
 
 /** What a price is compared on: the ceiling for `upto`, the fixed amount otherwise. */
-const advertisedPrice = (option: ResourcePaymentOption) =>
+export const advertisedPrice = (option: ResourcePaymentOption) =>
   option.scheme === "upto" ? (option.maxAmount ?? option.amount) : option.amount
 const askedPrice = (option: Pick<ChallengeOption, "amount" | "maxAmount">) => option.maxAmount ?? option.amount
 
@@ -33,7 +33,8 @@ export const representativeOption = (
 
 // Tolerance is compared in millionths so base-unit amounts stay exact integers.
 const SCALE = 1_000_000n
-const exceeds = (asked: string, advertised: string, tolerance: number) =>
+/** `asked` is above `advertised` by more than `tolerance` (a share): the automatic quarantine's price rule, also preflight's. */
+export const exceeds = (asked: string, advertised: string, tolerance: number) =>
   BigInt(asked) * SCALE > BigInt(advertised) * (SCALE + BigInt(Math.round(tolerance * 1_000_000)))
 
 /**

@@ -74,6 +74,11 @@ export const readChallenge = (
       ? { _tag: "Malformed", reason: `challenge does not decode: ${(e as Error).message}` }
       : { _tag: "NoChallenge" }
   }
+  return decodeChallenge(raw)
+}
+
+/** A challenge already out of its transport (a decoded PaymentRequired object), checked against the x402 schemas. */
+export const decodeChallenge = (raw: unknown): ChallengeReading => {
   const parsed = parsePaymentRequired(raw)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]

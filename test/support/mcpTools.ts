@@ -5,6 +5,7 @@ export const TOOL_NAMES = [
   "get_resource_history",
   "get_resource_metrics",
   "list_discovery_resources",
+  "preflight_payment",
   "route_resource",
   "search_discovery_resources",
   "search_resources",

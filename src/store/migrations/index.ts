@@ -18,10 +18,11 @@ import trust from "./0020_trust.js"
 import serviceMetadata from "./0030_service_metadata.js"
 import mcpTools from "./0035_mcp_tools.js"
 import eventsByTransaction from "./0036_events_by_transaction.js"
+import preflightLookups from "./0037_preflight_lookups.js"
 
 /**
  * Migrations are imported, not globbed from disk, so the compiled single binary carries them.
- * Numbers are reserved per capability: 0002 verification, 0003 settlement, 0004 receipts, 0005 evidence states and listing, 0006 catalog ingestion and 0007 curation, 0008 catalog reads: search index and catalog fingerprints, 0009 probing at scale, 0010 rate limits, 0011 the key of the last catalog load, 0012 search terms by field, 0014 rollups pruned by resource, 0015 payee evidence indexes, 0016 the budget window's covering index, 0020 the trust model (trusted entries, ingestion quotas, probe lanes), 0030 the bazaar's service metadata, 0035 the MCP tool of mcp resources, 0036 economic events by transaction; later changes take the next free number.
+ * Numbers are reserved per capability: 0002 verification, 0003 settlement, 0004 receipts, 0005 evidence states and listing, 0006 catalog ingestion and 0007 curation, 0008 catalog reads: search index and catalog fingerprints, 0009 probing at scale, 0010 rate limits, 0011 the key of the last catalog load, 0012 search terms by field, 0014 rollups pruned by resource, 0015 payee evidence indexes, 0016 the budget window's covering index, 0020 the trust model (trusted entries, ingestion quotas, probe lanes), 0030 the bazaar's service metadata, 0035 the MCP tool of mcp resources, 0036 economic events by transaction, 0037 entries by origin for preflight; later changes take the next free number.
  */
 const all = {
   "0001_catalog": catalog,
@@ -42,7 +43,8 @@ const all = {
   "0020_trust": trust,
   "0030_service_metadata": serviceMetadata,
   "0035_mcp_tools": mcpTools,
-  "0036_events_by_transaction": eventsByTransaction
+  "0036_events_by_transaction": eventsByTransaction,
+  "0037_preflight_lookups": preflightLookups
 }
 
 export const migrations = Migrator.fromRecord(all)
