@@ -180,3 +180,31 @@ describe("a settle the backend refuses without submitting", () => {
     expect(await refusal(await settleAs(407))).toMatchObject({ error: "FEE_BUDGET_EXHAUSTED" })
   })
 })
+
+describe("a payment signed by another key than its payer's", () => {
+  let stack: Awaited<ReturnType<typeof startSellerStack>>
+  const requirements = exactRequirements({ payTo: PAY_TO })
+  const { validate, settle, settlements } = callsOf(() => stack)
+  const victim = seededBuyer(71)
+  beforeAll(async () => {
+    // Room for one sponsored fee per principal: whoever is keyed on the victim holds the victim's whole budget.
+    stack = await startSellerStack((base) => ({ budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 } }))
+    expect((await validate()).healthy).toBe(true)
+  })
+  afterAll(() => stack.stop())
+
+  test("is not payer-verified: keyed on the shared unverified principal, so the payer's own settle is not starved while it waits", async () => {
+    const forged = await buildExactPayment(requirements, { buyer: victim, signer: seededBuyer(72), validUntilLedger: stack.ledger.latestLedger() + 50 })
+    // The forged settle waits on a slow backend, holding its reservation.
+    stack.backend.setSettleDelay(1_500)
+    const inFlight = Effect.runPromise(Effect.either(settle(settleBody(forged, requirements))))
+    await pollUntil("the forged settle is reserved", () => settlements(), (s) => s.settlements.length === 1)
+    const [reserved] = (await settlements()).settlements
+    expect(reserved).toMatchObject({ state: "pending", principal: "open:unverified-payer", payer: victim.publicKey() })
+    stack.backend.setSettleDelay(0)
+    const genuine = await buildExactPayment(requirements, { buyer: victim, validUntilLedger: stack.ledger.latestLedger() + 50 })
+    const own = await Effect.runPromise(Effect.either(settle(settleBody(genuine, requirements))))
+    expect(own._tag === "Right" ? own.right : own.left).toMatchObject({ success: true, payer: victim.publicKey() })
+    await inFlight
+  }, 30_000)
+})

@@ -121,7 +121,11 @@ export class Settlement extends Context.Tag("sextant/Settlement")<Settlement, Se
   static readonly Recovery = Layer.effectDiscard(Effect.suspend(() => recover))
 }
 
-/** Open mode's one principal for payers no signature here proved (contract accounts): they share one budget. */
+/**
+ * Open mode's one principal for payers no signature here proved (contract accounts, and entries
+ * signed by keys other than the payer's): they share one budget, so a payment "from" someone else
+ * never spends that someone's.
+ */
 const UNVERIFIED_PAYERS = PrincipalId.make("open:unverified-payer")
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
