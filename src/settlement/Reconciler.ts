@@ -1,4 +1,5 @@
-import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Ref } from "effect"
+import type { SettlementId } from "../domain/ids.js"
 import type { JournalEntry } from "../domain/settlements.js"
 import { LedgerReader } from "../ledger/LedgerReader.js"
 import { repeatedPass } from "../lifecycle/repeatedPass.js"
@@ -8,8 +9,13 @@ import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 import { findExecution } from "./execution.js"
 import { amountMatches, judgeUnresolved } from "./reconcile.js"
 
-/** Entries looked at per pass; the rest wait for the next one. */
-const BATCH = 50
+/**
+ * Entries looked at per pass; the rest wait for the next one. Each pass starts after the last
+ * entry the previous one looked at (wrapping to the first after the end), so entries the ledger
+ * cannot decide yet never hold the batch: every unresolved entry is visited within
+ * ceil(unresolved / BATCH) passes.
+ */
+export const BATCH = 50
 
 export interface ReconcileReport {
   readonly checked: number
@@ -18,7 +24,7 @@ export interface ReconcileReport {
 }
 
 export interface ReconcilerShape {
-  /** Resolves one batch of unresolved settlements against the ledger. */
+  /** Resolves the next batch of unresolved settlements against the ledger (after the previous batch's last). */
   readonly reconcileOnce: Effect.Effect<ReconcileReport>
 }
 
@@ -91,9 +97,13 @@ const make = Effect.gen(function* () {
       )
     )
 
-  /** One pass over the unresolved entries. */
+  /** Where the next pass starts: after the last entry the previous pass looked at; null from the first. */
+  const cursor = yield* Ref.make<SettlementId | null>(null)
+
+  /** One pass over the next batch of unresolved entries. */
   const reconcileOnce = Effect.gen(function* () {
-    const entries = yield* journal.unresolved(BATCH)
+    const entries = yield* journal.unresolved(BATCH, yield* Ref.get(cursor))
+    yield* Ref.set(cursor, entries.length < BATCH ? null : entries[entries.length - 1]!.id)
     const outcomes = yield* Effect.forEach(entries, reconcileEntry)
     return {
       checked: entries.length,

@@ -533,10 +533,22 @@ const make = Effect.gen(function* () {
     deadlineMs: startedMs + deadlineMs,
     ledgerReserveMs,
     verdict: (withinMs) => ledgerVerdict(payment, Math.min(withinMs, ledgerReserveMs)),
+    // A further attempt costs one more fee ceiling: it is judged against the fee budgets like a reservation (no new spend).
     beforeRetry: (backendId, reason) =>
       Effect.flatMap(Clock.currentTimeMillis, (at) =>
-        journal.attempt(id, BigInt(config.budgets.feeCeilingStroops), `forwarded again, to facilitator "${backendId}": ${reason}`, at)
-      ).pipe(Effect.catchAllCause((cause) => Effect.as(Effect.logError(`settlement ${id}: its further attempt could not be journaled`, cause), false)))
+        journal.attempt(
+          id,
+          { feeStroops: BigInt(config.budgets.feeCeilingStroops), reason: `forwarded again, to facilitator "${backendId}": ${reason}`, sinceMs: at - config.budgets.windowSeconds * 1000, nowMs: at },
+          (usage) => judgeBudgets(usage, { worstCaseUnits: 0n }, config.budgets, decimals, at)
+        )
+      ).pipe(
+        Effect.map((attempt) =>
+          attempt._tag === "Charged" ? null : attempt._tag === "Refused" ? `a further attempt's fee is refused: ${attempt.error.message}` : "the settlement is no longer pending"
+        ),
+        Effect.catchAllCause((cause) =>
+          Effect.as(Effect.logError(`settlement ${id}: its further attempt could not be journaled`, cause), "the further attempt could not be journaled")
+        )
+      )
   })
 
   /**
