@@ -3,6 +3,7 @@ import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
 import {
   AllFacilitatorsFailed,
+  AuthorizationExpiresTooLate,
   type AmountUsdMismatch,
   type DelegatedCredentialsRefused,
   FacilitatorsNotReady,
@@ -59,10 +60,17 @@ import { type AuthorizedPayment, carriesAuthorization, findExecution } from "./e
 import { judgeBudgets } from "./budgets.js"
 import { type NamedPolicy, paidUrlOf, paymentDenial, paymentOption, payeeDenial, type SettleTerms, transferMismatch, worstCaseUnits } from "./rules.js"
 import { termsOf } from "./terms.js"
+import { authorizationHorizon } from "./reconcile.js"
 import { decodePayment, type PayerAuthorization, type Transfer } from "./transfer.js"
 import { type PaymentId, PrincipalId, type ResourceId, SettlementId } from "../domain/ids.js"
 
 type SettleAnswer = typeof SettleResponse.Type
+
+/** The nonce pre-check's read: consumed or not, at which latest ledger (null: not read). */
+interface NonceRead {
+  readonly consumed: boolean
+  readonly latestLedger: number | null
+}
 
 /** A settle as the HTTP layer decoded it. */
 export interface SettleInput {
@@ -98,6 +106,7 @@ export type SettleError =
   | SettlementInProgress
   | SettlementUnresolved
   | NonceAlreadyConsumed
+  | AuthorizationExpiresTooLate
 
 export interface SettlementShape {
   /** Checks, reserves, forwards and journals one settle; a repeat is answered from the journal. */
@@ -552,11 +561,13 @@ const make = Effect.gen(function* () {
   })
 
   /**
-   * Whether the payer's nonce is already spent on the ledger (a payment executed before, by anyone):
-   * such a payload is never forwarded. Started before the checks and awaited after the
-   * reservation, so the ledger's answer arrives while they run; a ledger that cannot be read does
-   * not hold the settle up (the facilitator would fail the spent nonce anyway, and "settled" is
-   * only ever concluded from a transfer carrying this authorisation). After a failed read the
+   * Whether the payer's nonce is already spent on the ledger (a payment executed before, by anyone),
+   * and the latest ledger that answer was read at (one RPC call): a spent nonce is never
+   * forwarded, nor an authorisation valid beyond its horizon from that ledger. Started before the
+   * checks and awaited after the reservation, so the ledger's answer arrives while they run; a
+   * ledger that cannot be read does not hold the settle up (the facilitator would fail the spent
+   * nonce and refuse an expiration too far anyway, and "settled" is only ever concluded from a
+   * transfer carrying this authorisation). After a failed read the
    * ledger is not asked again for one `ledger.pollIntervalSeconds`: during an outage each settle
    * would otherwise pay for a failing call (about 2 ms of the event loop for a refused one).
    * Nothing to ask (no payer authorisation, or the ledger left alone): no fiber is started.
@@ -565,22 +576,37 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const signed = authorizedPayment(payment)
       const nowMs = yield* Clock.currentTimeMillis
-      if (signed === null || nowMs < (yield* Ref.get(ledgerDownUntil))) return Effect.succeed(false)
+      const unread = { consumed: false, latestLedger: null }
+      if (signed === null || nowMs < (yield* Ref.get(ledgerDownUntil))) return Effect.succeed<NonceRead>(unread)
       const read = yield* Effect.fork(
-        ledger.nonceConsumed(signed.payer, BigInt(signed.nonce)).pipe(
+        ledger.nonceAt(signed.payer, BigInt(signed.nonce)).pipe(
           Effect.timeout(Duration.millis(ledgerReserveMs)),
-          Effect.catchAll(() => Effect.as(Ref.set(ledgerDownUntil, nowMs + config.ledger.pollIntervalSeconds * 1000), false))
+          Effect.catchAll(() => Effect.as(Ref.set(ledgerDownUntil, nowMs + config.ledger.pollIntervalSeconds * 1000), unread))
         )
       )
-      return Fiber.join(read)
+      return Fiber.join<NonceRead, never>(read)
     })
 
-  /** Step 9: Spent nonce: a reservation released because its nonce is spent; nothing was forwarded, so nothing is charged. */
-  const refuseSpent = Effect.fn("Settlement.refuseSpent")(function* (id: SettlementId, payment: Payment) {
-    const error = new NonceAlreadyConsumed({
-      message: `the payer's authorisation nonce ${payment.authorization?.nonce} is already consumed on the ledger: this signed ` +
-        "payment was executed before or its nonce spent otherwise, so it cannot settle; it was not forwarded"
+  /** Step 9: Spent nonce: what the ledger read refuses before forwarding: a spent nonce (409), an authorisation valid too long (400); null to go on. */
+  const ledgerRefusal = (payment: Payment, read: NonceRead, maxTimeoutSeconds: number | undefined) => {
+    if (read.consumed) {
+      return new NonceAlreadyConsumed({
+        message: `the payer's authorisation nonce ${payment.authorization?.nonce} is already consumed on the ledger: this signed ` +
+          "payment was executed before or its nonce spent otherwise, so it cannot settle; it was not forwarded"
+      })
+    }
+    const expiration = payment.authorization?.expirationLedger
+    const horizon = authorizationHorizon(maxTimeoutSeconds)
+    if (read.latestLedger === null || expiration === undefined || expiration - read.latestLedger <= horizon) return null
+    return new AuthorizationExpiresTooLate({
+      message: `the payer's authorisation is valid until ledger ${expiration}, ${expiration - read.latestLedger} ledgers past the ` +
+        `latest (${read.latestLedger}); for maxTimeoutSeconds ${maxTimeoutSeconds ?? "(none)"} at most ${horizon} are accepted ` +
+        "(one ledger a second, plus 2): sign it to expire sooner; it was not forwarded"
     })
+  }
+
+  /** Step 9: Spent nonce: a reservation released because the ledger refuses the payment; nothing was forwarded, so nothing is charged. */
+  const refuseBeforeForwarding = Effect.fn("Settlement.refuseBeforeForwarding")(function* (id: SettlementId, error: NonceAlreadyConsumed | AuthorizationExpiresTooLate) {
     const completion: Completion = {
       state: "failed",
       reason: error.message,
@@ -589,7 +615,7 @@ const make = Effect.gen(function* () {
       transaction: null,
       payer: null,
       errors: [],
-      answer: { status: 409, body: { error: error.error, message: error.message } }
+      answer: { status: error instanceof NonceAlreadyConsumed ? 409 : 400, body: { error: error.error, message: error.message } }
     }
     yield* journal.complete(id, completion, yield* Clock.currentTimeMillis)
     return yield* Effect.fail(error)
@@ -735,7 +761,7 @@ const make = Effect.gen(function* () {
   const settle = Effect.fn("Settlement.settle")(function* (input: SettleInput) {
     const startedMs = yield* Clock.currentTimeMillis
     const payment = yield* readPayment(input)
-    const nonceSpent = yield* startNonceCheck(payment)
+    const nonceRead = yield* startNonceCheck(payment)
     const reservation = yield* checkAndReserve(payment, input).pipe(
       Effect.catchAll((refusal) => findRepeat(payment, input.idempotencyKey, refusal))
     )
@@ -749,7 +775,8 @@ const make = Effect.gen(function* () {
       case "Refused":
         return yield* Effect.fail(reservation.error)
       case "Reserved":
-        if (yield* nonceSpent) return yield* refuseSpent(reservation.id, payment)
+        const refused = ledgerRefusal(payment, yield* nonceRead, input.request.paymentRequirements.maxTimeoutSeconds)
+        if (refused !== null) return yield* refuseBeforeForwarding(reservation.id, refused)
         return { answer: yield* forward(reservation.id, input.request, payment, startedMs), settledNow: true, payer }
     }
   })
