@@ -28,7 +28,7 @@ import {
   type UnsupportedAsset,
   UnsupportedPaymentKind
 } from "../domain/errors.js"
-import { type EconomicEvent, type ProviderEvidence, providerEvidenceOf } from "../domain/evidence.js"
+import { type EconomicEvent, evidenceShortfall, type ProviderEvidence, providerEvidenceOf } from "../domain/evidence.js"
 import { LedgerReader } from "../ledger/LedgerReader.js"
 import { Lifecycle } from "../lifecycle/Lifecycle.js"
 import type { AgentPolicy } from "../domain/policy.js"
@@ -65,6 +65,12 @@ import { decodePayment, type PayerAuthorization, type Transfer } from "./transfe
 import { type PaymentId, PrincipalId, type ResourceId, SettlementId } from "../domain/ids.js"
 
 type SettleAnswer = typeof SettleResponse.Type
+
+/** The resource a settle's evidence is about (null: the payee's, by `EconomicEventsRepo`'s rule) and why it is none, if so. */
+interface EvidenceSubject {
+  readonly resourceId: ResourceId | null
+  readonly notEvidence: string | null
+}
 
 /** The nonce pre-check's read: consumed or not, at which latest ledger (null: not read). */
 interface NonceRead {
@@ -475,9 +481,10 @@ const make = Effect.gen(function* () {
    * for the ledger to confirm the transaction moves exactly the signed transfer; a `success: false`
    * counts against them. Stored in the transaction of the journal's outcome (one commit for both).
    */
-  const evidenceOf = (completion: Completion, payment: Payment, atMs: number, resourceId: ResourceId | null): EconomicEvent => ({
+  const evidenceOf = (completion: Completion, payment: Payment, atMs: number, subject: EvidenceSubject): EconomicEvent => ({
     source: "settlement",
-    resourceId,
+    resourceId: subject.resourceId,
+    ...(subject.notEvidence !== null ? { notEvidence: subject.notEvidence } : {}),
     payTo: payment.terms.payTo,
     success: completion.state === "settled",
     transactionHash: completion.transaction,
@@ -634,14 +641,23 @@ const make = Effect.gen(function* () {
     )
 
   /**
-   * The resource the payment names, when it names a listed one paying this payee: what its evidence
-   * is about. A failed read must not keep the facilitator's answer from the journal: the evidence
-   * is then about no resource.
+   * What the payment is evidence about: the resource it names (a listed one paying this payee),
+   * else the payee's one listed resource; and whether it costs what that resource claims
+   * (`evidenceShortfall`): a payment below the price, or naming no resource of a payee with
+   * several, is stored as no evidence. A failed read must not keep the facilitator's answer from
+   * the journal: the payment is then no evidence about any resource.
    */
-  const namedResource = (payment: Payment) =>
-    payment.paidUrl === undefined
-      ? Effect.succeed(null)
-      : resources.namedPayee(payment.paidUrl, payment.terms.payTo).pipe(Effect.catchAllCause(() => Effect.succeed(null)))
+  const evidenceSubject = (payment: Payment): Effect.Effect<EvidenceSubject> =>
+    Effect.gen(function* () {
+      const named = payment.paidUrl === undefined ? null : yield* resources.namedPayee(payment.paidUrl, payment.terms.payTo)
+      const subject = named ?? (yield* resources.soleListedPayee(payment.terms.payTo))
+      const record = subject === null ? Option.none() : yield* resources.get(subject)
+      const notEvidence = Option.match(record, {
+        onNone: () => `the payment names no listed resource of payee ${payment.terms.payTo}, which has not exactly one: no evidence about any`,
+        onSome: (r) => evidenceShortfall({ id: r.resource.id, paymentOptions: r.paymentOptions }, { ...payment.terms, amount: payment.transfer.amount })
+      })
+      return { resourceId: named, notEvidence }
+    }).pipe(Effect.catchAllCause(() => Effect.succeed({ resourceId: null, notEvidence: "the resources the payment may be about could not be read" })))
 
   /**
    * Journals and answers what `decide` comes to (a forwarding, or the resolution of a pending
@@ -651,7 +667,7 @@ const make = Effect.gen(function* () {
   const recordOutcome = (id: SettlementId, payment: Payment, decide: Effect.Effect<SettleOutcome>) => {
     const run = Effect.gen(function* () {
       // The resource the evidence is about is read while the backend works, off the answer's path.
-      const named = yield* Effect.fork(namedResource(payment))
+      const named = yield* Effect.fork(evidenceSubject(payment))
       const outcome = yield* decide
       const { completion, answer } = conclude(id, outcome, payment.terms.network, payment.transfer.from)
       const at = yield* Clock.currentTimeMillis
