@@ -92,7 +92,8 @@ export const IngestionConfig = Schema.Struct({
   maxPerPayee: opt(PositiveInt, 100).annotations({ description: "Untrusted entries naming one `payTo`." }),
   retireAfterHours: opt(PositiveInt, 168).annotations({ description: "An untrusted entry unhealthy this long is deleted with its observations (after each probe cycle); one an operator quarantined stays." }),
   maxBackoffIntervals: opt(PositiveInt, 64).annotations({ description: "An unhealthy untrusted entry is probed every 2^k intervals (k: whole intervals it has been unhealthy), at most this many." }),
-  concurrency: opt(PositiveInt, 4).annotations({ description: "Probes in flight for untrusted entries, in their own lane beside the trusted one (`probes.concurrency`)." })
+  concurrency: opt(PositiveInt, 4).annotations({ description: "Probes in flight for untrusted entries, in their own lane beside the trusted one (`probes.concurrency`)." }),
+  untrustedPayeeStanding: opt(Schema.Boolean, false).annotations({ description: "Whether untrusted entries' probe evidence can give a payee its settle standing. Off: a settle passes the payee check only through a trusted entry paying it (the catalog file's, or one an operator listed), so a stranger's registration of a URL naming a payee never opens settles to it; refusals (quarantine, denied providers) still look at every entry (docs/trust.md)." })
 })
 export type IngestionConfig = typeof IngestionConfig.Type
 
