@@ -61,7 +61,8 @@ export const ProbesConfig = Schema.Struct({
   retentionDays: opt(PositiveInt, 7).annotations({ description: "Hourly rollups of probes older than this are pruned; also the longest span `GET /v1/resources/{id}/history` reads." }),
   rawRetentionHours: opt(PositiveInt, 2).annotations({ description: "Raw observations older than this are pruned (history beyond is the hourly rollups)." }),
   maxBodyBytes: opt(PositiveInt, 65536).annotations({ description: "Cap on a probed response body." }),
-  priceTolerance: opt(NonNegativeNumber, 0.05).annotations({ description: "Share above the advertised price a challenge may ask before the resource is quarantined." })
+  priceTolerance: opt(NonNegativeNumber, 0.05).annotations({ description: "Share above the advertised price a challenge may ask before the resource is quarantined." }),
+  validationsPerInterval: opt(PositiveInt, 1).annotations({ description: "Observations callers' `/v1/validate` of a catalog resource may add per probe interval beside the schedule's one. Every validation answered 200 is recorded; one beyond this is 429 `RATE_LIMITED` with `Retry-After` (when the oldest observation counted leaves the interval). The default, 1, keeps callers from outweighing the schedule." })
 })
 export type ProbesConfig = typeof ProbesConfig.Type
 
