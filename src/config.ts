@@ -61,7 +61,8 @@ export const ProbesConfig = Schema.Struct({
   retentionDays: opt(PositiveInt, 7).annotations({ description: "Hourly rollups of probes older than this are pruned; also the longest span `GET /v1/resources/{id}/history` reads." }),
   rawRetentionHours: opt(PositiveInt, 2).annotations({ description: "Raw observations older than this are pruned (history beyond is the hourly rollups)." }),
   maxBodyBytes: opt(PositiveInt, 65536).annotations({ description: "Cap on a probed response body." }),
-  priceTolerance: opt(NonNegativeNumber, 0.05).annotations({ description: "Share above the advertised price a challenge may ask before the resource is quarantined." })
+  priceTolerance: opt(NonNegativeNumber, 0.05).annotations({ description: "Share above the advertised price a challenge may ask before the resource is quarantined." }),
+  validationsPerInterval: opt(PositiveInt, 1).annotations({ description: "Observations callers' `/v1/validate` of a catalog resource may add per probe interval beside the schedule's one. Every validation answered 200 is recorded; one beyond this is 429 `RATE_LIMITED` with `Retry-After` (when the oldest observation counted leaves the interval). The default, 1, keeps callers from outweighing the schedule." })
 })
 export type ProbesConfig = typeof ProbesConfig.Type
 
@@ -93,7 +94,8 @@ export const IngestionConfig = Schema.Struct({
   maxPerPayee: opt(PositiveInt, 100).annotations({ description: "Untrusted entries naming one `payTo`." }),
   retireAfterHours: opt(PositiveInt, 168).annotations({ description: "An untrusted entry unhealthy this long is deleted with its observations (after each probe cycle); one an operator quarantined stays." }),
   maxBackoffIntervals: opt(PositiveInt, 64).annotations({ description: "An unhealthy untrusted entry is probed every 2^k intervals (k: whole intervals it has been unhealthy), at most this many." }),
-  concurrency: opt(PositiveInt, 4).annotations({ description: "Probes in flight for untrusted entries, in their own lane beside the trusted one (`probes.concurrency`)." })
+  concurrency: opt(PositiveInt, 4).annotations({ description: "Probes in flight for untrusted entries, in their own lane beside the trusted one (`probes.concurrency`)." }),
+  untrustedPayeeStanding: opt(Schema.Boolean, false).annotations({ description: "Whether untrusted entries' probe evidence can give a payee its settle standing. Off: a settle passes the payee check only through a trusted entry paying it (the catalog file's, or one an operator listed), so a stranger's registration of a URL naming a payee never opens settles to it; refusals (quarantine, denied providers) still look at every entry (docs/trust.md)." })
 })
 export type IngestionConfig = typeof IngestionConfig.Type
 

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test"
 import { Option } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
+import { evidenceShortfall } from "../src/domain/evidence.js"
 import type { JournalEntry } from "../src/domain/settlements.js"
 import type { LedgerTransaction, TransferEvent } from "../src/ledger/LedgerReader.js"
 import { judgeUnresolved } from "../src/settlement/reconcile.js"
@@ -136,5 +137,34 @@ describe("reconciling a settlement whose outcome is unknown", () => {
 
   test("an entry without an authorisation is never judged", () => {
     expect(judgeUnresolved(entry({ authorization: null }), { nonceConsumed: false, transfers: [], latestLedger: 1_000 })).toBeNull()
+  })
+})
+
+describe("a settle is evidence about a resource only when it costs what the resource claims", () => {
+  const option = { network: "stellar:testnet" as const, asset: TESTNET_USDC, payTo: PAYEE, amountUsd: 0.001 }
+  const resource = {
+    id: "r",
+    paymentOptions: [
+      { ...option, scheme: "exact" as const, amount: "10000" },
+      { ...option, scheme: "upto" as const, amount: "5000", maxAmount: "20000", maxAmountUsd: 0.002 }
+    ]
+  }
+  const paid = (scheme: string, amount: bigint, payTo = PAYEE) => ({ network: "stellar:testnet", asset: TESTNET_USDC, payTo, scheme, amount })
+
+  test("exact: at least the price counts, less is no evidence", () => {
+    expect(evidenceShortfall(resource, paid("exact", 10_000n))).toBeNull()
+    expect(evidenceShortfall(resource, paid("exact", 25_000n))).toBeNull()
+    expect(evidenceShortfall(resource, paid("exact", 1n))).toContain("asks at least 10000")
+  })
+
+  test("upto: more than nothing and within the ceiling", () => {
+    expect(evidenceShortfall(resource, paid("upto", 1n))).toBeNull()
+    expect(evidenceShortfall(resource, paid("upto", 20_000n))).toBeNull()
+    expect(evidenceShortfall(resource, paid("upto", 20_001n))).toContain("asks at most 20000")
+    expect(evidenceShortfall(resource, paid("upto", 0n))).not.toBeNull()
+  })
+
+  test("a payment through none of its options (another payee) is no evidence about it", () => {
+    expect(evidenceShortfall(resource, paid("exact", 10_000n, PAYER))).toContain("has no exact option")
   })
 })

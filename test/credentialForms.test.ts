@@ -143,6 +143,20 @@ describe("refused credential forms and spent nonces never reach a backend", () =
     expect(stack.ledger.transfersBetween(buyer.publicKey(), PAY_TO)).toBe(1)
   })
 
+  test("an authorisation valid far beyond maxTimeoutSeconds is 400 AUTHORIZATION_EXPIRES_TOO_LATE, never forwarded, its reservation released", async () => {
+    const settlesBefore = stack.backend.calls("/settle")
+    // maxTimeoutSeconds 60 allows ceil(60 / 1 s) + 2 = 62 ledgers; this one is valid for a million.
+    for (let seed = 80; seed < 85; seed++) {
+      const payment = await buildExactPayment(requirements, { buyer: seededBuyer(seed), validUntilLedger: stack.ledger.latestLedger() + 1_000_000 })
+      const answer = await refusal(settle(settleBody(payment, requirements)))
+      expect(answer).toMatchObject({ error: "AUTHORIZATION_EXPIRES_TOO_LATE", message: expect.stringContaining("at most 62") })
+    }
+    expect(stack.backend.calls("/settle")).toBe(settlesBefore)
+    // At the bound it is forwarded: five refusals spent none of the three-settle fee budget.
+    const atBound = await buildExactPayment(requirements, { buyer: seededBuyer(85), validUntilLedger: stack.ledger.latestLedger() + 62 })
+    expect(await Effect.runPromise(settle(settleBody(atBound, requirements)))).toMatchObject({ success: true })
+  })
+
   test("200 settles with bogus payer signatures are 400 INVALID_PAYER_SIGNATURE with no backend call, and the global fee budget stays whole", async () => {
     const settlesBefore = stack.backend.calls("/settle")
     for (let seed = 100; seed < 300; seed++) {
@@ -179,4 +193,32 @@ describe("a settle the backend refuses without submitting", () => {
     expect(await Effect.runPromise(await settleAs(406))).toMatchObject({ success: true })
     expect(await refusal(await settleAs(407))).toMatchObject({ error: "FEE_BUDGET_EXHAUSTED" })
   })
+})
+
+describe("a payment signed by another key than its payer's", () => {
+  let stack: Awaited<ReturnType<typeof startSellerStack>>
+  const requirements = exactRequirements({ payTo: PAY_TO })
+  const { validate, settle, settlements } = callsOf(() => stack)
+  const victim = seededBuyer(71)
+  beforeAll(async () => {
+    // Room for one sponsored fee per principal: whoever is keyed on the victim holds the victim's whole budget.
+    stack = await startSellerStack((base) => ({ budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 } }))
+    expect((await validate()).healthy).toBe(true)
+  })
+  afterAll(() => stack.stop())
+
+  test("is not payer-verified: keyed on the shared unverified principal, so the payer's own settle is not starved while it waits", async () => {
+    const forged = await buildExactPayment(requirements, { buyer: victim, signer: seededBuyer(72), validUntilLedger: stack.ledger.latestLedger() + 50 })
+    // The forged settle waits on a slow backend, holding its reservation (a fee charged once submitted, either way).
+    stack.backend.setSettleDelay(1_500)
+    const inFlight = Effect.runPromise(Effect.either(settle(settleBody(forged, requirements))))
+    await pollUntil("the forged settle is reserved", () => settlements(), (s) => s.settlements.length === 1)
+    const [reserved] = (await settlements()).settlements
+    expect(reserved).toMatchObject({ state: "pending", principal: "open:unverified-payer", payer: victim.publicKey() })
+    const genuine = await buildExactPayment(requirements, { buyer: victim, validUntilLedger: stack.ledger.latestLedger() + 50 })
+    const own = await Effect.runPromise(Effect.either(settle(settleBody(genuine, requirements))))
+    expect(own._tag === "Right" ? own.right : own.left).toMatchObject({ success: true, payer: victim.publicKey() })
+    expect(await inFlight).toMatchObject({ _tag: "Right" })
+    stack.backend.setSettleDelay(0)
+  }, 30_000)
 })

@@ -168,7 +168,7 @@ describe("FacilitatorPool", () => {
     deadlineMs: Number.MAX_SAFE_INTEGER,
     ledgerReserveMs: 0,
     verdict: () => Effect.succeed({ _tag: "Unknown", reason: "the ledger is not read in this test" }),
-    beforeRetry: () => Effect.succeed(true)
+    beforeRetry: () => Effect.succeed(null)
   }
 
   test("settle falls through an unreachable backend, but stops at one that times out: the outcome is indeterminate", async () => {

@@ -103,3 +103,40 @@ describe("settle failover, made safe by the payer's single-use nonce", () => {
     expect(ledger.transfersBetween(payer, FIXTURE_PAY_TO)).toBe(1)
   }, 30_000)
 })
+
+describe("failover never answers a refusal it cannot prove", () => {
+  test("A submits and answers 504, B fails on the spent nonce while the ledger answers 503: 502 SETTLEMENT_INDETERMINATE, later settled", async () => {
+    const { a, b, settle, record } = await setup()
+    // A's transaction (and the nonce it spends) shows on the ledger only after a while, so B is tried.
+    a.setMode("executeLate504")
+    // The ledger fails just as B answers: the re-read after B's refusal cannot tell.
+    b.beforeSettleAnswer(() => ledger.setFailing("both"))
+    const { payer, body } = await payment(96)
+    const answer = await settle(body)
+    b.beforeSettleAnswer(() => {})
+    ledger.setFailing("both", false)
+    expect(answer).toMatchObject({ status: 502, body: { error: "SETTLEMENT_INDETERMINATE" } })
+    expect(settleCalls(a, b)).toEqual([1, 1])
+    const id = /Settlement (\S+) is journaled/.exec(answer.body.message)?.[1]
+    expect(await record(id!)).toMatchObject({ state: "indeterminate" })
+    const resolved = await pollUntil(`settlement ${id} is reconciled`, () => record(id!), (r) => r.state !== "indeterminate")
+    expect(resolved.state).toBe("settled")
+    expect(ledger.succeeded(resolved.transaction)).toBe(true)
+    expect(ledger.transfersBetween(payer, FIXTURE_PAY_TO)).toBe(1)
+  }, 30_000)
+
+  test("a further attempt is judged against the fee budget: with room for one fee, B is never sent the payload", async () => {
+    const { a, b, settle, record } = await twoBackendService(shared, (config) => ({
+      ...config,
+      budgets: { ...config.budgets, feeCeilingStroops: 1_000, globalFeeStroops: 1_000 }
+    }))
+    a.setMode("settle500")
+    const answer = await settle((await payment(97)).body)
+    expect(answer).toMatchObject({ status: 502, body: { error: "SETTLEMENT_INDETERMINATE" } })
+    expect(answer.body.message).toContain("sponsored-fee budget is exhausted")
+    expect(settleCalls(a, b)).toEqual([1, 0])
+    const id = /Settlement (\S+) is journaled/.exec(answer.body.message)?.[1]
+    const { history } = await record(id!)
+    expect(history.filter((h: { from: string | null; to: string }) => h.from === "pending" && h.to === "pending")).toEqual([])
+  }, 30_000)
+})

@@ -11,7 +11,7 @@ import { startFacilitator } from "./fixtures/facilitator.js"
 import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture } from "./fixtures/x402Resource.js"
-import { request, startServer, testConfig } from "./support/server.js"
+import { facilitatorsAnswered, request, startServer, testConfig } from "./support/server.js"
 import { ResourceId } from "../src/domain/ids.js"
 
 /**
@@ -105,5 +105,58 @@ describe("a stranger's quarantine against another's payee", () => {
     const through = await settle(attackUrl)
     expect(through.status).toBe(403)
     expect(through.body).toMatchObject({ error: "POLICY_DENIED", code: "QUARANTINED" })
+  })
+})
+
+describe("a stranger's registration never opens settles to a payee", () => {
+  /** A service whose catalog pays nobody: the payee has no trusted entry. */
+  const bare = async (untrustedPayeeStanding: boolean) => {
+    const base = testConfig()
+    const service = await startServer(
+      testConfig({
+        catalog: [],
+        facilitators: [{ id: "fixture", url: facilitator.url }],
+        probes: { ...base.probes, allowPrivateTargets: true },
+        ingestion: { ...base.ingestion, untrustedPayeeStanding }
+      })
+    )
+    await facilitatorsAnswered(service.url)
+    return service
+  }
+  const settleOn = async (service: Awaited<ReturnType<typeof startServer>>) => {
+    const requirements = exactRequirements({ payTo: FIXTURE_PAY_TO })
+    const payment = await buildExactPayment(requirements, { validUntilLedger: ++ledger })
+    return request(`${service.url}/x402/settle`, { method: "POST", json: settleBody(payment, requirements) })
+  }
+  const register = async (service: Awaited<ReturnType<typeof startServer>>, path: string) => {
+    const registered = await request(`${service.url}/v1/resources/register`, { method: "POST", json: { url: target.url(path) } })
+    expect(registered.status).toBe(200)
+    expect(registered.body.routes[0]).toMatchObject({ outcome: "listed" })
+    const stored = await request(`${service.url}/v1/resources/${registered.body.routes[0].resourceId}`)
+    expect(stored.body.listing).toMatchObject({ source: "registration", trusted: false })
+  }
+
+  test("an anonymous registration of a URL naming the payee leaves its settles 403 NO_VERIFICATION_EVIDENCE", async () => {
+    const service = await bare(false)
+    try {
+      expect((await settleOn(service)).body).toMatchObject({ error: "POLICY_DENIED", code: "NO_VERIFICATION_EVIDENCE" })
+      await register(service, "/paid/registered")
+      const after = await settleOn(service)
+      expect(after.status).toBe(403)
+      expect(after.body).toMatchObject({ error: "POLICY_DENIED", code: "NO_VERIFICATION_EVIDENCE", message: expect.stringContaining("trusted") })
+    } finally {
+      await service.close()
+    }
+  })
+
+  test("an operator who opts in to untrusted standing (ingestion.untrustedPayeeStanding) gets the settle through", async () => {
+    const service = await bare(true)
+    try {
+      expect((await settleOn(service)).body).toMatchObject({ code: "NO_VERIFICATION_EVIDENCE" })
+      await register(service, "/paid/opted-in")
+      expect(await settleOn(service)).toMatchObject({ status: 200, body: { success: true } })
+    } finally {
+      await service.close()
+    }
   })
 })

@@ -50,8 +50,9 @@ beforeAll(async () => {
   const base = testConfig()
   server = await startServer(
     testConfig({
-      catalog: [entry("competitor", target.url("/paid/competitor"))],
-      probes: { ...base.probes, allowPrivateTargets: true },
+      catalog: [entry("competitor", target.url("/paid/competitor")), entry("busy", target.url("/paid/busy"))],
+      // The default allowance: callers add one observation per interval beside the schedule's.
+      probes: { ...base.probes, allowPrivateTargets: true, validationsPerInterval: 1 },
       limits: { ...base.limits, validate: null, register: null }
     })
   )
@@ -64,7 +65,7 @@ afterAll(async () => {
 })
 
 describe("probes no caller can bend", () => {
-  test("200 hostile validations with DELETE (and 200 more with the catalog method) leave a competitor PAYMENT_VERIFIED on the schedule's evidence", async () => {
+  test("200 hostile validations with DELETE (and 200 more with the catalog method, each recorded or 429) leave a competitor PAYMENT_VERIFIED on the schedule's evidence", async () => {
     for (let i = 0; i < 200; i++) {
       const hostileCall = await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "competitor", method: "DELETE" } })
       expect(hostileCall.status).toBe(400)
@@ -72,16 +73,40 @@ describe("probes no caller can bend", () => {
     }
     const byUrl = await request(`${server.url}/v1/validate`, { method: "POST", json: { url: target.url("/paid/competitor"), method: "PUT" } })
     expect(byUrl.status).toBe(400)
-    // The honest calls and the reads go through the typed client; the hostile ones above stay raw.
     const { verification, resources } = server.client
-    for (let i = 0; i < 200; i++) {
-      expect<unknown>((await Effect.runPromise(verification.validate({ payload: { resourceId: ResourceId.make("competitor") } }))).resourceId).toBe("competitor")
+    // Every validation answered 200 is recorded; beyond the allowance (one beside the schedule's
+    // probe per interval) it is 429 with Retry-After, never answered and silently dropped.
+    const answers = []
+    for (let i = 0; i < 200; i++) answers.push(await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "competitor" } }))
+    const recorded = answers.filter((a) => a.status === 200).length
+    expect(recorded).toBe(1)
+    for (const refused of answers.filter((a) => a.status !== 200)) {
+      expect(refused.status).toBe(429)
+      expect(refused.body.error).toBe("RATE_LIMITED")
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0)
     }
     const metrics = await Effect.runPromise(verification.metrics({ path: { id: ResourceId.make("competitor") } }))
-    // Only the schedule's probe: a caller's validation within the interval is answered, not recorded.
-    expect(metrics.observationCount).toBe(1)
+    // The schedule's probe and the one validation answered 200.
+    expect(metrics.observationCount).toBe(1 + recorded)
     const resource = await Effect.runPromise(resources.get({ path: { id: ResourceId.make("competitor") } }))
     expect(resource.resource.status).toBe("PAYMENT_VERIFIED")
+  })
+
+  test("ten validations in one interval, sent at once: each adds an observation or is answered 429 with Retry-After", async () => {
+    const count = async () => (await request(`${server.url}/v1/resources/busy/metrics`)).body.observationCount as number
+    const before = await count()
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "busy" } }))
+    )
+    const ok = answers.filter((a) => a.status === 200)
+    for (const a of answers.filter((x) => x.status !== 200)) {
+      expect(a).toMatchObject({ status: 429, body: { error: "RATE_LIMITED" } })
+      expect(Number(a.headers.get("retry-after"))).toBeGreaterThan(0)
+    }
+    expect(ok.length).toBeGreaterThan(0)
+    // Every 200 is an observation; with no schedule probe yet, callers get the schedule's share and their own.
+    expect(await count()).toBe(before + ok.length)
+    expect(ok.length).toBeLessThanOrEqual(2)
   })
 
   test("a registration naming 100 routes, write methods and //victim path keys sends at most the stated requests, none off the origin", async () => {

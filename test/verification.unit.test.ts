@@ -6,6 +6,7 @@ import { loadConfig, TESTNET_USDC } from "../src/config.js"
 import { contradiction, representativeOption } from "../src/verification/catalogMatch.js"
 import { type ChallengeOption, classify, readChallenge } from "../src/verification/challenge.js"
 import { confidence, currentMetrics, snapshotFrom } from "../src/verification/metrics.js"
+import { validationRetryAfter } from "../src/verification/probeSlots.js"
 import {
   checkAddresses,
   checkUrl,
@@ -422,5 +423,24 @@ describe("status machine (pure)", () => {
         reason: "quarantined by operator ops: held for review"
       })
     })
+  })
+})
+
+describe("a caller's validation of a catalog resource: recorded, or 429 beyond the allowance", () => {
+  const INTERVAL = 60_000
+  const NOW = 1_000_000
+
+  test("one observation beside the schedule's per interval (the default): the second within it waits for the oldest to leave", () => {
+    expect(validationRetryAfter([], NOW, INTERVAL, 1)).toBeNull()
+    expect(validationRetryAfter([NOW - 10_000], NOW, INTERVAL, 1)).toBeNull()
+    // Two in the interval (the schedule's and a caller's): retry when the older one is an interval old.
+    expect(validationRetryAfter([NOW - 5_000, NOW - 20_000], NOW, INTERVAL, 1)).toBe(40)
+    // Older than the interval: they no longer count.
+    expect(validationRetryAfter([NOW - 5_000, NOW - 61_000], NOW, INTERVAL, 1)).toBeNull()
+  })
+
+  test("a larger allowance counts that many more", () => {
+    expect(validationRetryAfter([NOW - 1, NOW - 2], NOW, INTERVAL, 2)).toBeNull()
+    expect(validationRetryAfter([NOW - 1, NOW - 2, NOW - 59_999], NOW, INTERVAL, 2)).toBe(1)
   })
 })

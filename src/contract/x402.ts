@@ -12,6 +12,7 @@ import {
   MalformedPaymentTransaction,
   NoHealthyFacilitator,
   NonceAlreadyConsumed,
+  AuthorizationExpiresTooLate,
   NotFound,
   PaymentAlreadySubmitted,
   PolicyDenied,
@@ -75,6 +76,7 @@ const SettleErrors = [
   AmountUsdMismatch,
   FeeBudgetExhausted,
   NonceAlreadyConsumed,
+  AuthorizationExpiresTooLate,
   AllFacilitatorsFailed,
   SettlementIndeterminate,
   RateLimited

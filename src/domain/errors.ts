@@ -92,6 +92,13 @@ export class PaymentAlreadySubmitted extends ApiError<PaymentAlreadySubmitted>()
 export class NonceAlreadyConsumed extends ApiError<NonceAlreadyConsumed>()(
   "NonceAlreadyConsumed", "NONCE_ALREADY_CONSUMED", 409, "the payer's authorisation nonce is already consumed on the ledger; the payment was not forwarded"
 ) {}
+/**
+ * The payer's authorisation stays valid far longer than the requirements' `maxTimeoutSeconds`
+ * allows: whoever holds it could settle it much later, and the reconciler would not look where it landed.
+ */
+export class AuthorizationExpiresTooLate extends ApiError<AuthorizationExpiresTooLate>()(
+  "AuthorizationExpiresTooLate", "AUTHORIZATION_EXPIRES_TOO_LATE", 400, "the payer's authorisation is valid far beyond the requirements' maxTimeoutSeconds; it was not forwarded"
+) {}
 export class SettlementInProgress extends ApiError<SettlementInProgress>()(
   "SettlementInProgress", "SETTLEMENT_IN_PROGRESS", 409, "the settlement of this payment is still in flight"
 ) {}

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import type { ResourceId } from "./ids.js"
 import { emptyMetrics, type ResourceMetrics } from "./metrics.js"
-import type { ResourceRecord, ServiceStatus } from "./resources.js"
+import type { ResourcePaymentOption, ResourceRecord, ServiceStatus } from "./resources.js"
 
 /**
  * Everything policy and routing may know about a resource: derived from stored observations and
@@ -88,6 +88,8 @@ export interface EconomicEvent {
   /** Null when there is nothing to check a transaction against. */
   readonly expected: ExpectedTransfer | null
   readonly probe?: ProbeDetail
+  /** Why it is no evidence whatever the ledger shows (a payment below the resource's price): stored rejected at once. */
+  readonly notEvidence?: string
 }
 
 /** What a resource nobody has probed, or nobody knows, looks like: no evidence at all. */
@@ -112,6 +114,29 @@ export const expectedTransfer = (option: {
   amount: option.scheme === "upto" ? (option.maxAmount ?? option.amount) : option.amount,
   scheme: option.scheme
 })
+
+/**
+ * Why a settle's transfer is no evidence about a resource, or null when it is: it must be paid
+ * through one of the resource's options (network, asset, payee, scheme) and cost what that option
+ * claims: at least its price for `exact`, more than nothing and within its ceiling for `upto`. A
+ * payment of two base units must not buy the standing a real purchase earns.
+ */
+export const evidenceShortfall = (
+  resource: { readonly id: string; readonly paymentOptions: ReadonlyArray<ResourcePaymentOption> },
+  paid: { readonly network: string; readonly asset: string; readonly payTo: string; readonly scheme: string; readonly amount: bigint }
+): string | null => {
+  const options = resource.paymentOptions.filter(
+    (o) => o.network === paid.network && o.asset === paid.asset && o.payTo === paid.payTo && o.scheme === paid.scheme
+  )
+  if (options.length === 0) {
+    return `resource ${resource.id} has no ${paid.scheme} option paying ${paid.payTo} in ${paid.asset} on ${paid.network}: no evidence about it`
+  }
+  const fits = (o: ResourcePaymentOption) =>
+    o.scheme === "upto" ? paid.amount > 0n && paid.amount <= BigInt(o.maxAmount ?? o.amount) : paid.amount >= BigInt(o.amount)
+  if (options.some(fits)) return null
+  const asked = options.map((o) => (o.scheme === "upto" ? `at most ${o.maxAmount ?? o.amount}` : `at least ${o.amount}`)).join(" or ")
+  return `the payment transfers ${paid.amount} base units where resource ${resource.id} asks ${asked}: it is no evidence about it`
+}
 
 const ProbeDetailSchema = Schema.Struct({
   priceUsd: Schema.Number,

@@ -50,6 +50,11 @@ export interface LedgerReaderShape {
    * that ledger proves nothing.
    */
   readonly nonceConsumed: (address: string, nonce: bigint) => Effect.Effect<boolean, LedgerUnavailable>
+  /** `nonceConsumed`, with the latest ledger the same answer was read at (one RPC call for both). */
+  readonly nonceAt: (
+    address: string,
+    nonce: bigint
+  ) => Effect.Effect<{ readonly consumed: boolean; readonly latestLedger: number }, LedgerUnavailable>
   /** `transfer` events of `contract` from `from` to `to` in ledgers [startLedger, endLedger]. */
   readonly transferEvents: (query: {
     readonly contract: string

@@ -141,12 +141,17 @@ export const makeLedgerReader = (options: LedgerReaderOptions): LedgerReaderShap
       return Option.some(recorded)
     }).pipe(Effect.withSpan("LedgerReader.transaction"))
 
-  const nonceConsumed = (address: string, nonce: bigint) =>
+  const readNonce = (address: string, nonce: bigint) =>
     Effect.gen(function* () {
       const key = yield* decode("rpc", "nonce key", () => nonceKey(address, nonce))
       const answer = yield* call("rpc", "getLedgerEntries", () => soroban.getLedgerEntries(key))
-      return answer.entries.length > 0
-    }).pipe(Effect.withSpan("LedgerReader.nonceConsumed"))
+      return { consumed: answer.entries.length > 0, latestLedger: answer.latestLedger }
+    })
+
+  const nonceConsumed = (address: string, nonce: bigint) =>
+    readNonce(address, nonce).pipe(Effect.map((read) => read.consumed), Effect.withSpan("LedgerReader.nonceConsumed"))
+
+  const nonceAt = (address: string, nonce: bigint) => readNonce(address, nonce).pipe(Effect.withSpan("LedgerReader.nonceAt"))
 
   const transferEvents: LedgerReaderShape["transferEvents"] = (query) =>
     Effect.gen(function* () {
@@ -184,5 +189,5 @@ export const makeLedgerReader = (options: LedgerReaderOptions): LedgerReaderShap
       Effect.withSpan("LedgerReader.latestLedger")
     )
 
-  return { transaction, nonceConsumed, transferEvents, latestLedger }
+  return { transaction, nonceConsumed, nonceAt, transferEvents, latestLedger }
 }

@@ -1,4 +1,6 @@
-import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Ref } from "effect"
+import type { SettlementId } from "../domain/ids.js"
+import { evidenceShortfall } from "../domain/evidence.js"
 import type { JournalEntry } from "../domain/settlements.js"
 import { LedgerReader } from "../ledger/LedgerReader.js"
 import { repeatedPass } from "../lifecycle/repeatedPass.js"
@@ -8,8 +10,13 @@ import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 import { findExecution } from "./execution.js"
 import { amountMatches, judgeUnresolved } from "./reconcile.js"
 
-/** Entries looked at per pass; the rest wait for the next one. */
-const BATCH = 50
+/**
+ * Entries looked at per pass; the rest wait for the next one. Each pass starts after the last
+ * entry the previous one looked at (wrapping to the first after the end), so entries the ledger
+ * cannot decide yet never hold the batch: every unresolved entry is visited within
+ * ceil(unresolved / BATCH) passes.
+ */
+export const BATCH = 50
 
 export interface ReconcileReport {
   readonly checked: number
@@ -18,7 +25,7 @@ export interface ReconcileReport {
 }
 
 export interface ReconcilerShape {
-  /** Resolves one batch of unresolved settlements against the ledger. */
+  /** Resolves the next batch of unresolved settlements against the ledger (after the previous batch's last). */
   readonly reconcileOnce: Effect.Effect<ReconcileReport>
 }
 
@@ -53,14 +60,23 @@ const make = Effect.gen(function* () {
       return { latestLedger, nonceConsumed, transfers: Option.toArray(execution) }
     })
 
-  /** A payment the ledger shows paid is settlement evidence, confirmed like any other. */
-  const recordPaid = (entry: JournalEntry, transaction: string, atMs: number) =>
+  /**
+   * A payment the ledger shows paid is settlement evidence, confirmed like any other, about the
+   * payee's one listed resource and only when it costs what that resource claims (the journal
+   * keeps no named resource, so with several there is none it is evidence about).
+   */
+  const recordPaid = (entry: JournalEntry, transaction: string, amount: bigint, atMs: number) =>
     Effect.gen(function* () {
       const payees = yield* reader.forPayee(entry.payTo)
+      const [sole, ...others] = payees
+      const notEvidence = sole === undefined || others.length > 0
+        ? `payee ${entry.payTo} has not exactly one listed resource for a payment naming none: no evidence about any`
+        : evidenceShortfall({ id: sole.record.resource.id, paymentOptions: sole.record.paymentOptions }, { ...entry, amount })
       yield* recorder.recordEconomic(
         {
           source: "settlement",
           resourceId: null,
+          ...(notEvidence !== null ? { notEvidence } : {}),
           payTo: entry.payTo,
           success: true,
           transactionHash: transaction,
@@ -83,7 +99,8 @@ const make = Effect.gen(function* () {
       const changed = yield* journal.reconcile(entry.id, outcome, nowMs)
       if (!changed) return null
       yield* Effect.logInfo(`settlement ${entry.id} reconciled: ${outcome._tag === "Settled" ? "settled" : "failed"}: ${outcome.reason}`)
-      if (outcome._tag === "Settled" && outcome.transaction !== null) yield* recordPaid(entry, outcome.transaction, nowMs)
+      const paid = found.transfers[0]
+      if (outcome._tag === "Settled" && outcome.transaction !== null && paid !== undefined) yield* recordPaid(entry, outcome.transaction, paid.amount, nowMs)
       return outcome._tag
     }).pipe(
       Effect.catchTag("LedgerUnavailable", (e) =>
@@ -91,9 +108,13 @@ const make = Effect.gen(function* () {
       )
     )
 
-  /** One pass over the unresolved entries. */
+  /** Where the next pass starts: after the last entry the previous pass looked at; null from the first. */
+  const cursor = yield* Ref.make<SettlementId | null>(null)
+
+  /** One pass over the next batch of unresolved entries. */
   const reconcileOnce = Effect.gen(function* () {
-    const entries = yield* journal.unresolved(BATCH)
+    const entries = yield* journal.unresolved(BATCH, yield* Ref.get(cursor))
+    yield* Ref.set(cursor, entries.length < BATCH ? null : entries[entries.length - 1]!.id)
     const outcomes = yield* Effect.forEach(entries, reconcileEntry)
     return {
       checked: entries.length,

@@ -3,6 +3,7 @@ import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
 import {
   AllFacilitatorsFailed,
+  AuthorizationExpiresTooLate,
   type AmountUsdMismatch,
   type DelegatedCredentialsRefused,
   FacilitatorsNotReady,
@@ -27,7 +28,7 @@ import {
   type UnsupportedAsset,
   UnsupportedPaymentKind
 } from "../domain/errors.js"
-import { type EconomicEvent, type ProviderEvidence, providerEvidenceOf } from "../domain/evidence.js"
+import { type EconomicEvent, evidenceShortfall, type ProviderEvidence, providerEvidenceOf } from "../domain/evidence.js"
 import { LedgerReader } from "../ledger/LedgerReader.js"
 import { Lifecycle } from "../lifecycle/Lifecycle.js"
 import type { AgentPolicy } from "../domain/policy.js"
@@ -59,10 +60,23 @@ import { type AuthorizedPayment, carriesAuthorization, findExecution } from "./e
 import { judgeBudgets } from "./budgets.js"
 import { type NamedPolicy, paidUrlOf, paymentDenial, paymentOption, payeeDenial, type SettleTerms, transferMismatch, worstCaseUnits } from "./rules.js"
 import { termsOf } from "./terms.js"
+import { authorizationHorizon } from "./reconcile.js"
 import { decodePayment, type PayerAuthorization, type Transfer } from "./transfer.js"
 import { type PaymentId, PrincipalId, type ResourceId, SettlementId } from "../domain/ids.js"
 
 type SettleAnswer = typeof SettleResponse.Type
+
+/** The resource a settle's evidence is about (null: the payee's, by `EconomicEventsRepo`'s rule) and why it is none, if so. */
+interface EvidenceSubject {
+  readonly resourceId: ResourceId | null
+  readonly notEvidence: string | null
+}
+
+/** The nonce pre-check's read: consumed or not, at which latest ledger (null: not read). */
+interface NonceRead {
+  readonly consumed: boolean
+  readonly latestLedger: number | null
+}
 
 /** A settle as the HTTP layer decoded it. */
 export interface SettleInput {
@@ -98,6 +112,7 @@ export type SettleError =
   | SettlementInProgress
   | SettlementUnresolved
   | NonceAlreadyConsumed
+  | AuthorizationExpiresTooLate
 
 export interface SettlementShape {
   /** Checks, reserves, forwards and journals one settle; a repeat is answered from the journal. */
@@ -121,7 +136,11 @@ export class Settlement extends Context.Tag("sextant/Settlement")<Settlement, Se
   static readonly Recovery = Layer.effectDiscard(Effect.suspend(() => recover))
 }
 
-/** Open mode's one principal for payers no signature here proved (contract accounts): they share one budget. */
+/**
+ * Open mode's one principal for payers no signature here proved (contract accounts, and entries
+ * signed by keys other than the payer's): they share one budget, so a payment "from" someone else
+ * never spends that someone's.
+ */
 const UNVERIFIED_PAYERS = PrincipalId.make("open:unverified-payer")
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
@@ -401,7 +420,7 @@ const make = Effect.gen(function* () {
    * passing resources were not among the few.
    */
   const payeeJudge = (payment: Payment, policies: ReadonlyArray<NamedPolicy>, option: ReturnType<typeof paymentOption>, nowMs: number) =>
-    (payees: ReadonlyArray<ProviderEvidence>) => payeeDenial(policies, option, payees, policyContext(config, new Date(nowMs)), payment.paidUrl)
+    (payees: ReadonlyArray<ProviderEvidence>) => payeeDenial(policies, option, payees, policyContext(config, new Date(nowMs)), payment.paidUrl, config.ingestion.untrustedPayeeStanding)
 
   const checkPayee = Effect.fn("Settlement.checkPayee")(function* (
     payment: Payment,
@@ -462,9 +481,10 @@ const make = Effect.gen(function* () {
    * for the ledger to confirm the transaction moves exactly the signed transfer; a `success: false`
    * counts against them. Stored in the transaction of the journal's outcome (one commit for both).
    */
-  const evidenceOf = (completion: Completion, payment: Payment, atMs: number, resourceId: ResourceId | null): EconomicEvent => ({
+  const evidenceOf = (completion: Completion, payment: Payment, atMs: number, subject: EvidenceSubject): EconomicEvent => ({
     source: "settlement",
-    resourceId,
+    resourceId: subject.resourceId,
+    ...(subject.notEvidence !== null ? { notEvidence: subject.notEvidence } : {}),
     payTo: payment.terms.payTo,
     success: completion.state === "settled",
     transactionHash: completion.transaction,
@@ -529,18 +549,32 @@ const make = Effect.gen(function* () {
     deadlineMs: startedMs + deadlineMs,
     ledgerReserveMs,
     verdict: (withinMs) => ledgerVerdict(payment, Math.min(withinMs, ledgerReserveMs)),
+    // A further attempt costs one more fee ceiling: it is judged against the fee budgets like a reservation (no new spend).
     beforeRetry: (backendId, reason) =>
       Effect.flatMap(Clock.currentTimeMillis, (at) =>
-        journal.attempt(id, BigInt(config.budgets.feeCeilingStroops), `forwarded again, to facilitator "${backendId}": ${reason}`, at)
-      ).pipe(Effect.catchAllCause((cause) => Effect.as(Effect.logError(`settlement ${id}: its further attempt could not be journaled`, cause), false)))
+        journal.attempt(
+          id,
+          { feeStroops: BigInt(config.budgets.feeCeilingStroops), reason: `forwarded again, to facilitator "${backendId}": ${reason}`, sinceMs: at - config.budgets.windowSeconds * 1000, nowMs: at },
+          (usage) => judgeBudgets(usage, { worstCaseUnits: 0n }, config.budgets, decimals, at)
+        )
+      ).pipe(
+        Effect.map((attempt) =>
+          attempt._tag === "Charged" ? null : attempt._tag === "Refused" ? `a further attempt's fee is refused: ${attempt.error.message}` : "the settlement is no longer pending"
+        ),
+        Effect.catchAllCause((cause) =>
+          Effect.as(Effect.logError(`settlement ${id}: its further attempt could not be journaled`, cause), "the further attempt could not be journaled")
+        )
+      )
   })
 
   /**
-   * Whether the payer's nonce is already spent on the ledger (a payment executed before, by anyone):
-   * such a payload is never forwarded. Started before the checks and awaited after the
-   * reservation, so the ledger's answer arrives while they run; a ledger that cannot be read does
-   * not hold the settle up (the facilitator would fail the spent nonce anyway, and "settled" is
-   * only ever concluded from a transfer carrying this authorisation). After a failed read the
+   * Whether the payer's nonce is already spent on the ledger (a payment executed before, by anyone),
+   * and the latest ledger that answer was read at (one RPC call): a spent nonce is never
+   * forwarded, nor an authorisation valid beyond its horizon from that ledger. Started before the
+   * checks and awaited after the reservation, so the ledger's answer arrives while they run; a
+   * ledger that cannot be read does not hold the settle up (the facilitator would fail the spent
+   * nonce and refuse an expiration too far anyway, and "settled" is only ever concluded from a
+   * transfer carrying this authorisation). After a failed read the
    * ledger is not asked again for one `ledger.pollIntervalSeconds`: during an outage each settle
    * would otherwise pay for a failing call (about 2 ms of the event loop for a refused one).
    * Nothing to ask (no payer authorisation, or the ledger left alone): no fiber is started.
@@ -549,22 +583,37 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const signed = authorizedPayment(payment)
       const nowMs = yield* Clock.currentTimeMillis
-      if (signed === null || nowMs < (yield* Ref.get(ledgerDownUntil))) return Effect.succeed(false)
+      const unread = { consumed: false, latestLedger: null }
+      if (signed === null || nowMs < (yield* Ref.get(ledgerDownUntil))) return Effect.succeed<NonceRead>(unread)
       const read = yield* Effect.fork(
-        ledger.nonceConsumed(signed.payer, BigInt(signed.nonce)).pipe(
+        ledger.nonceAt(signed.payer, BigInt(signed.nonce)).pipe(
           Effect.timeout(Duration.millis(ledgerReserveMs)),
-          Effect.catchAll(() => Effect.as(Ref.set(ledgerDownUntil, nowMs + config.ledger.pollIntervalSeconds * 1000), false))
+          Effect.catchAll(() => Effect.as(Ref.set(ledgerDownUntil, nowMs + config.ledger.pollIntervalSeconds * 1000), unread))
         )
       )
-      return Fiber.join(read)
+      return Fiber.join<NonceRead, never>(read)
     })
 
-  /** Step 9: Spent nonce: a reservation released because its nonce is spent; nothing was forwarded, so nothing is charged. */
-  const refuseSpent = Effect.fn("Settlement.refuseSpent")(function* (id: SettlementId, payment: Payment) {
-    const error = new NonceAlreadyConsumed({
-      message: `the payer's authorisation nonce ${payment.authorization?.nonce} is already consumed on the ledger: this signed ` +
-        "payment was executed before or its nonce spent otherwise, so it cannot settle; it was not forwarded"
+  /** Step 9: Spent nonce: what the ledger read refuses before forwarding: a spent nonce (409), an authorisation valid too long (400); null to go on. */
+  const ledgerRefusal = (payment: Payment, read: NonceRead, maxTimeoutSeconds: number | undefined) => {
+    if (read.consumed) {
+      return new NonceAlreadyConsumed({
+        message: `the payer's authorisation nonce ${payment.authorization?.nonce} is already consumed on the ledger: this signed ` +
+          "payment was executed before or its nonce spent otherwise, so it cannot settle; it was not forwarded"
+      })
+    }
+    const expiration = payment.authorization?.expirationLedger
+    const horizon = authorizationHorizon(maxTimeoutSeconds)
+    if (read.latestLedger === null || expiration === undefined || expiration - read.latestLedger <= horizon) return null
+    return new AuthorizationExpiresTooLate({
+      message: `the payer's authorisation is valid until ledger ${expiration}, ${expiration - read.latestLedger} ledgers past the ` +
+        `latest (${read.latestLedger}); for maxTimeoutSeconds ${maxTimeoutSeconds ?? "(none)"} at most ${horizon} are accepted ` +
+        "(one ledger a second, plus 2): sign it to expire sooner; it was not forwarded"
     })
+  }
+
+  /** Step 9: Spent nonce: a reservation released because the ledger refuses the payment; nothing was forwarded, so nothing is charged. */
+  const refuseBeforeForwarding = Effect.fn("Settlement.refuseBeforeForwarding")(function* (id: SettlementId, error: NonceAlreadyConsumed | AuthorizationExpiresTooLate) {
     const completion: Completion = {
       state: "failed",
       reason: error.message,
@@ -573,7 +622,7 @@ const make = Effect.gen(function* () {
       transaction: null,
       payer: null,
       errors: [],
-      answer: { status: 409, body: { error: error.error, message: error.message } }
+      answer: { status: error instanceof NonceAlreadyConsumed ? 409 : 400, body: { error: error.error, message: error.message } }
     }
     yield* journal.complete(id, completion, yield* Clock.currentTimeMillis)
     return yield* Effect.fail(error)
@@ -592,14 +641,23 @@ const make = Effect.gen(function* () {
     )
 
   /**
-   * The resource the payment names, when it names a listed one paying this payee: what its evidence
-   * is about. A failed read must not keep the facilitator's answer from the journal: the evidence
-   * is then about no resource.
+   * What the payment is evidence about: the resource it names (a listed one paying this payee),
+   * else the payee's one listed resource; and whether it costs what that resource claims
+   * (`evidenceShortfall`): a payment below the price, or naming no resource of a payee with
+   * several, is stored as no evidence. A failed read must not keep the facilitator's answer from
+   * the journal: the payment is then no evidence about any resource.
    */
-  const namedResource = (payment: Payment) =>
-    payment.paidUrl === undefined
-      ? Effect.succeed(null)
-      : resources.namedPayee(payment.paidUrl, payment.terms.payTo).pipe(Effect.catchAllCause(() => Effect.succeed(null)))
+  const evidenceSubject = (payment: Payment): Effect.Effect<EvidenceSubject> =>
+    Effect.gen(function* () {
+      const named = payment.paidUrl === undefined ? null : yield* resources.namedPayee(payment.paidUrl, payment.terms.payTo)
+      const subject = named ?? (yield* resources.soleListedPayee(payment.terms.payTo))
+      const record = subject === null ? Option.none() : yield* resources.get(subject)
+      const notEvidence = Option.match(record, {
+        onNone: () => `the payment names no listed resource of payee ${payment.terms.payTo}, which has not exactly one: no evidence about any`,
+        onSome: (r) => evidenceShortfall({ id: r.resource.id, paymentOptions: r.paymentOptions }, { ...payment.terms, amount: payment.transfer.amount })
+      })
+      return { resourceId: named, notEvidence }
+    }).pipe(Effect.catchAllCause(() => Effect.succeed({ resourceId: null, notEvidence: "the resources the payment may be about could not be read" })))
 
   /**
    * Journals and answers what `decide` comes to (a forwarding, or the resolution of a pending
@@ -609,7 +667,7 @@ const make = Effect.gen(function* () {
   const recordOutcome = (id: SettlementId, payment: Payment, decide: Effect.Effect<SettleOutcome>) => {
     const run = Effect.gen(function* () {
       // The resource the evidence is about is read while the backend works, off the answer's path.
-      const named = yield* Effect.fork(namedResource(payment))
+      const named = yield* Effect.fork(evidenceSubject(payment))
       const outcome = yield* decide
       const { completion, answer } = conclude(id, outcome, payment.terms.network, payment.transfer.from)
       const at = yield* Clock.currentTimeMillis
@@ -719,7 +777,7 @@ const make = Effect.gen(function* () {
   const settle = Effect.fn("Settlement.settle")(function* (input: SettleInput) {
     const startedMs = yield* Clock.currentTimeMillis
     const payment = yield* readPayment(input)
-    const nonceSpent = yield* startNonceCheck(payment)
+    const nonceRead = yield* startNonceCheck(payment)
     const reservation = yield* checkAndReserve(payment, input).pipe(
       Effect.catchAll((refusal) => findRepeat(payment, input.idempotencyKey, refusal))
     )
@@ -733,7 +791,8 @@ const make = Effect.gen(function* () {
       case "Refused":
         return yield* Effect.fail(reservation.error)
       case "Reserved":
-        if (yield* nonceSpent) return yield* refuseSpent(reservation.id, payment)
+        const refused = ledgerRefusal(payment, yield* nonceRead, input.request.paymentRequirements.maxTimeoutSeconds)
+        if (refused !== null) return yield* refuseBeforeForwarding(reservation.id, refused)
         return { answer: yield* forward(reservation.id, input.request, payment, startedMs), settledNow: true, payer }
     }
   })

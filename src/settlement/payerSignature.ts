@@ -30,20 +30,28 @@ const accountSignatures = (signature: xdr.ScVal): ReadonlyArray<{ publicKey: Uin
 }
 
 /**
- * Whether the payer's authorisation entry is signed as the host will check it, for an account (G)
- * payer: every signature in its vector verifies (Ed25519) over the entry's preimage (the legacy
- * one for `ADDRESS`, the address-bound one for `ADDRESS_V2`) on this network. Which signers and
- * weights an account requires is the ledger's to know, so a multisig account's signatures are
- * only checked to be real. Null for a contract (C) payer: its own `__check_auth` decides.
- * A settle with a signature that cannot verify would fail at the backend after the fee was
- * reserved; checked here, it never reserves anything.
+ * How the payer's authorisation entry is signed, for an account (G) payer, judged as the host
+ * would check it: each signature in its vector over the entry's preimage (the legacy one for
+ * `ADDRESS`, the address-bound one for `ADDRESS_V2`) on this network.
+ * - `invalid`: some signature does not verify (it could never settle; refused before anything is
+ *   reserved, since it would fail at the backend after the fee was reserved);
+ * - `payer`: every signature verifies and one is by the payer's own key: `from` is who signed;
+ * - `unproven`: every signature verifies but none is by the payer's key (another key, perhaps a
+ *   multisig signer): which signers and weights the account accepts is the ledger's to know, so the
+ *   payment may settle, but nothing here proves who sent it; a contract (C) payer, whose own
+ *   `__check_auth` decides, is `unproven` too.
+ * A signature by any other key never makes the request speak for the payer.
  */
-export const payerSignatureValid = (entry: xdr.SorobanAuthorizationEntry, payer: string, passphrase: string): boolean | null => {
-  if (!StrKey.isValidEd25519PublicKey(payer)) return null
+export type PayerSignature = "invalid" | "payer" | "unproven"
+
+export const payerSignature = (entry: xdr.SorobanAuthorizationEntry, payer: string, passphrase: string): PayerSignature => {
+  if (!StrKey.isValidEd25519PublicKey(payer)) return "unproven"
   const credentials = addressCredentials(entry)
-  if (credentials === null) return false
+  if (credentials === null) return "invalid"
   const signatures = accountSignatures(credentials.signature)
-  if (signatures === null) return false
+  if (signatures === null) return "invalid"
   const payload = createHash("sha256").update(buildAuthorizationEntryPreimage(entry, credentials.signatureExpirationLedger, passphrase).toXdr()).digest()
-  return signatures.every((s) => ed25519Verifies(s.publicKey, payload, s.signature))
+  if (!signatures.every((s) => ed25519Verifies(s.publicKey, payload, s.signature))) return "invalid"
+  const payerKey = StrKey.decodeEd25519PublicKey(payer)
+  return signatures.some((s) => Buffer.from(s.publicKey).equals(payerKey)) ? "payer" : "unproven"
 }

@@ -8,6 +8,28 @@ import type { TransferEvent } from "../ledger/LedgerReader.js"
  */
 export const LOOKBACK_LEDGERS = 17_280
 
+/**
+ * The fastest ledger close an authorisation's lifetime is judged with. A wallet sets its
+ * expiration to `latest + ceil(maxTimeoutSeconds / its close-time estimate)` (the x402 Stellar
+ * scheme; 5 s is the network's target, pubnet's median is about 6 s); judging with 1 s accepts any
+ * estimate down to a fifth of today's close time, while an authorisation asked for a minute can
+ * still never be valid for more than about five.
+ */
+export const FASTEST_CLOSE_SECONDS = 1
+/** Ledgers a wallet's latest ledger may run ahead of the one read here (the x402 reference facilitator's tolerance). */
+export const EXPIRATION_TOLERANCE_LEDGERS = 2
+
+/**
+ * How many ledgers past the latest one a payment's authorisation may stay valid: what the
+ * requirements' `maxTimeoutSeconds` allows at the fastest close, and never beyond the ledgers the
+ * reconciler searches back from an expiration (else a payment it must resolve could land where it
+ * never looks). Without `maxTimeoutSeconds`, the search bound alone.
+ */
+export const authorizationHorizon = (maxTimeoutSeconds: number | undefined): number =>
+  maxTimeoutSeconds === undefined
+    ? LOOKBACK_LEDGERS
+    : Math.min(LOOKBACK_LEDGERS, Math.ceil(Math.max(0, maxTimeoutSeconds) / FASTEST_CLOSE_SECONDS) + EXPIRATION_TOLERANCE_LEDGERS)
+
 /** What the ledger showed for an unresolved entry's payment. */
 export interface LedgerFindings {
   /** The payer's authorisation nonce entry exists: the authorisation was used. */

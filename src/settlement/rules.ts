@@ -203,16 +203,21 @@ export const paymentDenial = (
  * - otherwise some resource must pass every buyer policy in full (provider, freshness, quality,
  *   its own quarantine); when none does, the refusal is the first reason about the provider or
  *   its evidence. It names the policy that refused, unless the evidence refuses under any policy.
- * MetricsRepo.payeeShortlist reads the few resources this needs in SQL: keep both in step.
+ * Then, unless `untrustedStanding` (the operator's `ingestion.untrustedPayeeStanding`), the same
+ * judgement over the trusted resources alone must pass too: standing rests on entries a stranger
+ * cannot add, so a registration, import or bazaar entry naming a payee can refuse settles to it
+ * (its named entry, its denied provider) but never open them (NO_VERIFICATION_EVIDENCE when no
+ * trusted resource pays it). MetricsRepo.payeeShortlist reads the few resources this needs in
+ * SQL: keep both in step.
  */
-export const payeeDenial = (
+const judgePayee = (
   policies: ReadonlyArray<NamedPolicy>,
   option: ResourcePaymentOption,
   all: ReadonlyArray<PayeeCandidate>,
+  candidates: ReadonlyArray<PayeeCandidate>,
   context: PolicyContext,
-  paidUrl?: string
+  which: "" | "trusted "
 ): PolicyDenied | undefined => {
-  const candidates = judgedCandidates(all, paidUrl)
   // Fails closed: one listed resource of a denied provider paying the address denies it, whatever else pays it.
   for (const { name, policy } of policies) {
     const deniedOne = all.find((c) => policy.denyProviders?.includes(c.providerId) === true)
@@ -228,7 +233,8 @@ export const payeeDenial = (
   }
   const probed = candidates.filter((c) => c.evidence !== undefined && c.evidence.lastObservedAt !== null)
   if (probed.length === 0) {
-    const why = candidates.length === 0 ? "no listed resource pays it" : "none of the resources paying it was ever probed"
+    const why = (candidates.length === 0 ? `no listed ${which}resource pays it` : `none of the ${which}resources paying it was ever probed`) +
+      (which === "" ? "" : " (entries from registration, import or bazaar give no standing unless ingestion.untrustedPayeeStanding is set)")
     return denied({ reason: { code: "NO_VERIFICATION_EVIDENCE", message: `no probe evidence exists for payee ${option.payTo}: ${why}` }, policy: undefined })
   }
   const quarantined = all.find(blocksPayee)
@@ -262,3 +268,15 @@ export const payeeDenial = (
   // evaluatePolicy answers ALLOW exactly when it has no reason, so some candidate gave one.
   return denied(pick(refusals, (code) => !OPTION_CODES.has(code))!)
 }
+
+/** Whether the payee may be paid: `judgePayee` over every candidate, then over the trusted ones alone unless `untrustedStanding`. */
+export const payeeDenial = (
+  policies: ReadonlyArray<NamedPolicy>,
+  option: ResourcePaymentOption,
+  all: ReadonlyArray<PayeeCandidate>,
+  context: PolicyContext,
+  paidUrl?: string,
+  untrustedStanding = false
+): PolicyDenied | undefined =>
+  judgePayee(policies, option, all, judgedCandidates(all, paidUrl), context, "") ??
+  (untrustedStanding ? undefined : judgePayee(policies, option, all, judgedCandidates(all.filter((c) => c.trusted), paidUrl), context, "trusted "))

@@ -4,7 +4,7 @@ import { createHash } from "node:crypto"
 import { DelegatedCredentialsRefused, InvalidPayerSignature, MalformedPaymentTransaction, SourceAccountCredentialsRefused } from "../domain/errors.js"
 import { networkPassphrase, type StellarNetwork } from "../domain/stellar.js"
 import { addressAuthorization, refusedForm, scAddressString, scValAddress } from "../ledger/authEntries.js"
-import { payerSignatureValid } from "./payerSignature.js"
+import { payerSignature } from "./payerSignature.js"
 import { PaymentId } from "../domain/ids.js"
 
 /** The SEP-41 `transfer(from, to, amount)` a Stellar `exact` payload would execute. */
@@ -48,9 +48,11 @@ export interface DecodedPayment {
    */
   readonly authorization: PayerAuthorization | null
   /**
-   * The payer's own signature on the authorisation verified here (an account payer): `from` is
-   * who signed, not only what the request says. False for a contract payer, whose check only the
-   * ledger can run.
+   * The payer's own key signed the authorisation of this transfer, verified here (an account
+   * payer): `from` is who signed, not only what the request says. False for a contract payer,
+   * whose check only the ledger can run, and for an entry signed only by other keys: such a
+   * payment carries no payer identity (open mode keys it on the shared unverified principal, and
+   * it is no distinct payer's evidence).
    */
   readonly payerVerified: boolean
 }
@@ -63,9 +65,21 @@ export interface PayerAuthorization {
 
 export type DecodeRefusal = MalformedPaymentTransaction | DelegatedCredentialsRefused | SourceAccountCredentialsRefused | InvalidPayerSignature
 
-/** The payer's address-credential entry, `ADDRESS` or `ADDRESS_V2` alike. */
-const payerEntry = (auth: ReadonlyArray<xdr.SorobanAuthorizationEntry>, payer: string) =>
-  auth.find((entry) => addressAuthorization(entry)?.address === payer)
+/**
+ * The entry that authorises this transfer: address credentials (`ADDRESS` or `ADDRESS_V2` alike)
+ * of the payer whose root invocation is the very `transfer(from, to, amount)` call the transaction
+ * makes on this asset contract. Another entry of the payer's (authorising something else) says
+ * nothing about this payment, so neither its nonce nor its signature is taken for it.
+ */
+const payerEntry = (auth: ReadonlyArray<xdr.SorobanAuthorizationEntry>, payer: string, call: xdr.InvokeContractArgs) => {
+  const expected = call.toXdr("base64")
+  return auth.find((entry) => {
+    const root = entry.rootInvocation.function
+    return addressAuthorization(entry)?.address === payer &&
+      root.type === "sorobanAuthorizedFunctionTypeContractFn" &&
+      root.contractFn.toXdr("base64") === expected
+  })
+}
 
 const refusal = (form: "addressWithDelegates" | "sourceAccount"): DecodeRefusal =>
   form === "addressWithDelegates"
@@ -144,10 +158,10 @@ export const decodePayment = (transactionXdr: string, network: StellarNetwork): 
   if (from === null || to === null || amount === null) {
     return Either.left(malformed("the transfer's arguments must be two addresses and an i128 amount"))
   }
-  const entry = payerEntry(auth, from)
+  const entry = payerEntry(auth, from, call)
   const signed = entry === undefined ? null : addressAuthorization(entry)
-  const signature = entry === undefined ? null : payerSignatureValid(entry, from, networkPassphrase(network))
-  if (signature === false) {
+  const signature = entry === undefined ? "unproven" : payerSignature(entry, from, networkPassphrase(network))
+  if (signature === "invalid") {
     return Either.left(
       new InvalidPayerSignature({ message: `the signature of payer ${from} on its Soroban authorisation does not verify for ${network}` })
     )
@@ -156,6 +170,6 @@ export const decodePayment = (transactionXdr: string, network: StellarNetwork): 
     paymentId: PaymentId.make(v1TransactionHash(bytes, envelope.v1, network)),
     transfer: { asset: scAddressString(call.contractAddress), from, to, amount },
     authorization: signed === null ? null : { nonce: signed.nonce.toString(), expirationLedger: signed.expirationLedger },
-    payerVerified: signature === true
+    payerVerified: signature === "payer"
   })
 }

@@ -98,6 +98,8 @@ export interface PayeeShortlistQuery {
   readonly observedSince: string
   /** The URL the payment names (`paymentPayload.resource.url`), when it names one. */
   readonly paidUrl?: string | undefined
+  /** Only trusted resources can pass (`ingestion.untrustedPayeeStanding` off): the passing parts read those alone. */
+  readonly trustedOnly?: boolean
 }
 
 const ShortlistRow = Schema.extend(
@@ -120,13 +122,14 @@ const decodeShortlist = decodeRows(ShortlistRow)
  *   (so the rule judges the named ones, as judgedCandidates does), and the first `limit` of them
  *   that could pass;
  * - the first `limit` that could pass a policy, in id order: not offline or quarantined, a valid
- *   challenge seen, observed since `observedSince` (ISO 8601, as stored). Which ones is only a
+ *   challenge seen, observed since `observedSince` (ISO 8601, as stored), trusted when
+ *   `trustedOnly` (payeeDenial's `untrustedStanding` off). Which ones is only a
  *   heuristic: a payee whose passing resources are all beyond them is judged on the whole set.
  */
 const payeeShortlist = (
   sql: SqlClient.SqlClient,
   payTo: string,
-  { limit, deniedProviders, observedSince, paidUrl }: PayeeShortlistQuery
+  { limit, deniedProviders, observedSince, paidUrl, trustedOnly = false }: PayeeShortlistQuery
 ) => {
   const evidence = (r: string) => sql.literal(`(${r}.listed = 1 OR ${r}.quarantined_by IS NOT NULL)`)
   const paying = (r: string) => sql`${sql.literal(r)}.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`
@@ -137,7 +140,7 @@ const payeeShortlist = (
   }
   const couldPass = (r: string) =>
     sql`${sql.literal(r)}.status NOT IN ('OFFLINE', 'QUARANTINED') AND ${sql.literal(r)}m.valid_challenge_seen = 1
-      AND ${sql.literal(r)}m.last_observed_at >= ${observedSince}`
+      AND ${sql.literal(r)}m.last_observed_at >= ${observedSince}${trustedOnly ? sql.literal(` AND ${r}.trusted = 1`) : sql``}`
   // Each part is a subquery of its own, so each LIMIT binds that part rather than the UNION.
   const quarantined = sql`SELECT id FROM (
       SELECT q.id FROM resources q

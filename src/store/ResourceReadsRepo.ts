@@ -77,6 +77,11 @@ export interface ResourceReadsRepoShape {
   /** The listed resource at `url` that pays `payTo` (the first by id), if any: the resource a settle names. */
   readonly namedPayee: (url: string, payTo: string) => Effect.Effect<ResourceId | null>
   /**
+   * The one listed resource paying `payTo`, or null when there are none or several: what a payment
+   * naming no resource is evidence about (`EconomicEventsRepo` counts it for that resource only).
+   */
+  readonly soleListedPayee: (payTo: string) => Effect.Effect<ResourceId | null>
+  /**
    * What the probe schedule visits: listed resources, unlisted ones a healthy probe may list
    * (imported, ingested, delisted as unhealthy), and everything the config file names. A URL
    * someone validated once, or one a source stopped listing, is probed only on demand.
@@ -172,6 +177,13 @@ const make = Effect.gen(function* () {
         AND EXISTS (SELECT 1 FROM payment_options o WHERE o.pay_to = ${payTo} AND o.resource_id = r.id) ORDER BY r.id LIMIT 1`.pipe(
         Effect.flatMap(decodeIds),
         Effect.map((rows) => rows[0]?.id ?? null)
+      ),
+    soleListedPayee: (payTo: string) =>
+      // Driven by the payee's index (pay_to, resource_id): the cost is the payee's options, not the catalog.
+      sql`SELECT DISTINCT o.resource_id AS id FROM payment_options o JOIN resources r ON r.id = o.resource_id
+        WHERE o.pay_to = ${payTo} AND r.listed = 1 ORDER BY o.resource_id LIMIT 2`.pipe(
+        Effect.flatMap(decodeIds),
+        Effect.map((rows) => (rows.length === 1 ? rows[0]!.id : null))
       ),
     probeTargets: () => load(probeTargetRule)
   })

@@ -149,11 +149,16 @@ export interface SettlementJournalShape {
    */
   readonly complete: (id: SettlementId, completion: Completion, nowMs: number) => Effect.Effect<void>
   /**
-   * A further backend is about to receive a `pending` entry's payload (settle failover): the
-   * attempt is recorded in its history and charged one more fee ceiling. False when the entry is
-   * no longer pending.
+   * A further backend is about to receive a `pending` entry's payload (settle failover): under the
+   * budget lock, `judge` sees the window's usage (this entry's fee included) and may refuse the
+   * further fee; else the attempt is recorded in its history and charged one more fee ceiling.
+   * `Charged`, `Refused` with the budget's refusal, or `NotPending` when the entry moved on.
    */
-  readonly attempt: (id: SettlementId, feeStroops: bigint, reason: string, nowMs: number) => Effect.Effect<boolean>
+  readonly attempt: (
+    id: SettlementId,
+    attempt: { readonly feeStroops: bigint; readonly reason: string; readonly sinceMs: number; readonly nowMs: number },
+    judge: (usage: WindowUsage) => BudgetRefusal | undefined
+  ) => Effect.Effect<{ readonly _tag: "Charged" } | { readonly _tag: "NotPending" } | { readonly _tag: "Refused"; readonly error: BudgetRefusal }>
   /**
    * Ends an unresolved entry (`indeterminate`, or `pending` on a backend's `settlement_pending`
    * answer) with what the ledger proved: settled, with the transaction when one was found; or
@@ -161,8 +166,12 @@ export interface SettlementJournalShape {
    * when the entry was no longer unresolved.
    */
   readonly reconcile: (id: SettlementId, outcome: ReconcileOutcome, nowMs: number) => Effect.Effect<boolean>
-  /** Unresolved entries that carry an authorisation to look for on the ledger, oldest first. */
-  readonly unresolved: (limit: number) => Effect.Effect<Array<JournalEntry>>
+  /**
+   * Unresolved entries that carry an authorisation to look for on the ledger, in id order after
+   * `afterId` (from the first when null): a caller walking the set with the last id it saw visits
+   * every entry in turn, however many it cannot decide yet.
+   */
+  readonly unresolved: (limit: number, afterId: SettlementId | null) => Effect.Effect<Array<JournalEntry>>
   /** Every change of an entry's state, oldest first. */
   readonly history: (id: SettlementId) => Effect.Effect<Array<SettlementTransition>>
   readonly get: (id: SettlementId) => Effect.Effect<Option.Option<JournalEntry>>
@@ -295,13 +304,21 @@ const make = Effect.gen(function* () {
             answer_json = ${JSON.stringify(completion.answer.body)}, updated_at_ms = ${nowMs}
           WHERE id = ${id} AND state IN ('pending', 'indeterminate')`
       }).pipe(transaction),
-    attempt: (id: SettlementId, feeStroops: bigint, reason: string, nowMs: number) =>
+    attempt: (
+      id: SettlementId,
+      { feeStroops, reason, sinceMs, nowMs }: { readonly feeStroops: bigint; readonly reason: string; readonly sinceMs: number; readonly nowMs: number },
+      judge: (usage: WindowUsage) => BudgetRefusal | undefined
+    ) =>
       Effect.gen(function* () {
-        const updated = yield* sql<{ id: string }>`UPDATE settlements SET fee_stroops = fee_stroops + ${Number(feeStroops)},
-            updated_at_ms = ${nowMs} WHERE id = ${id} AND state = 'pending' RETURNING id`
-        if (updated.length === 0) return false
+        // The lock row first, as a reservation takes it: the sums judged are not stale.
+        yield* sql`UPDATE settlement_budget_lock SET version = version + 1 WHERE id = 1`
+        const [row] = yield* sql<{ principal: string }>`SELECT principal FROM settlements WHERE id = ${id} AND state = 'pending'`
+        if (row === undefined) return { _tag: "NotPending" } as const
+        const refusal = judge(yield* usageSince(PrincipalId.make(row.principal), sinceMs))
+        if (refusal !== undefined) return { _tag: "Refused", error: refusal } as const
+        yield* sql`UPDATE settlements SET fee_stroops = fee_stroops + ${Number(feeStroops)}, updated_at_ms = ${nowMs} WHERE id = ${id}`
         yield* transition(id, "pending", "pending", reason, nowMs)
-        return true
+        return { _tag: "Charged" } as const
       }).pipe(transaction),
     reconcile: (id: SettlementId, outcome: ReconcileOutcome, nowMs: number) =>
       Effect.gen(function* () {
@@ -319,9 +336,9 @@ const make = Effect.gen(function* () {
               WHERE id = ${id} AND ${UNRESOLVED} RETURNING id`
         return updated.length > 0
       }).pipe(transaction),
-    unresolved: (limit: number) =>
+    unresolved: (limit: number, afterId: SettlementId | null) =>
       sql`SELECT * FROM settlements WHERE ${UNRESOLVED} AND auth_nonce IS NOT NULL
-        ORDER BY updated_at_ms, id LIMIT ${limit}`.pipe(
+        ${afterId === null ? sql`` : sql`AND id > ${afterId}`} ORDER BY id LIMIT ${limit}`.pipe(
         Effect.flatMap(decodeJournal),
         Effect.map((rows) => rows.map(toEntry))
       ),

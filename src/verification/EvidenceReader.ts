@@ -155,6 +155,7 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
             limit: SHORTLIST,
             deniedProviders,
             paidUrl,
+            trustedOnly: !config.ingestion.untrustedPayeeStanding,
             // Older evidence fails every policy: a policy's age limit may only tighten the configured one.
             observedSince: new Date(nowMs - config.verification.maxEvidenceAgeSeconds * 1000).toISOString()
           })

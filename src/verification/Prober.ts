@@ -1,8 +1,8 @@
-import { Clock, Context, Effect, identity, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, identity, Layer, Option, Ref, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { AppConfig, type Config } from "../config.js"
 import { redactorFor } from "../redaction/redact.js"
-import { InvalidRequest, type NotFound, notFound } from "../domain/errors.js"
+import { InvalidRequest, type NotFound, notFound, RateLimited } from "../domain/errors.js"
 import type { ProbeResult } from "../domain/observations.js"
 import {
   type CatalogEntry,
@@ -12,7 +12,6 @@ import {
 } from "../domain/resources.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
 import { commitWithoutFlush } from "../store/commitDurability.js"
-import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import { type ProbeLane, ProbeScheduleRepo } from "../store/ProbeScheduleRepo.js"
 import { CatalogWritesRepo } from "../store/CatalogWritesRepo.js"
@@ -27,7 +26,7 @@ import { mcpSessions, observeMcp } from "./mcpProbe.js"
 import type { McpTool } from "../domain/mcp.js"
 import { type Observed, observe, type ProbeTarget } from "./observe.js"
 import { publicObservation } from "../domain/observations.js"
-import { backoffIntervals, nextDue } from "./probeSlots.js"
+import { backoffIntervals, nextDue, validationRetryAfter } from "./probeSlots.js"
 import { requestSlots } from "./requestSlots.js"
 import { serviceMetadataOf } from "../domain/serviceMetadata.js"
 import { ResourceId } from "../domain/ids.js"
@@ -63,10 +62,13 @@ export interface ProberShape {
   ) => Effect.Effect<ProbeResult>
   /** Probes a catalog resource now, as the schedule does, and records the observation (`sextant probe <id>`). */
   readonly probeResource: (resourceId: ResourceId) => Effect.Effect<ProbeResult, NotFound>
-  /** A caller's probe of a catalog resource (`/v1/validate {resourceId}`); recorded at most once per interval. */
-  readonly validateResource: (resourceId: ResourceId, method?: HttpMethod) => Effect.Effect<ProbeResult, NotFound | InvalidRequest>
+  /**
+   * A caller's probe of a catalog resource (`/v1/validate {resourceId}`), always recorded; 429
+   * when callers would add more than one observation per probe interval beside the schedule's.
+   */
+  readonly validateResource: (resourceId: ResourceId, method?: HttpMethod) => Effect.Effect<ProbeResult, NotFound | InvalidRequest | RateLimited>
   /** Probes any URL (`/v1/validate`); an unknown one becomes an unlisted resource (source "validate"). */
-  readonly probeUrl: (rawUrl: string, method?: HttpMethod) => Effect.Effect<ProbeResult, TargetRefused | InvalidRequest>
+  readonly probeUrl: (rawUrl: string, method?: HttpMethod) => Effect.Effect<ProbeResult, TargetRefused | InvalidRequest | RateLimited>
   /** Applies retention: old observations and rollups, stale unlisted resources and retired entries deleted. */
   readonly prune: Effect.Effect<Pick<CycleReport, "pruned" | "prunedUnlisted" | "retired">>
   /** Gives every probe target a due time and forgets resources that stopped being targets. */
@@ -199,7 +201,6 @@ const make = Effect.gen(function* () {
   const listings = yield* ResourceListingRepo
   const reads = yield* ResourceReadsRepo
   const observations = yield* ObservationsRepo
-  const metrics = yield* MetricsRepo
   const recorder = yield* EvidenceRecorder
   const schedule = yield* ProbeScheduleRepo
   const intervalMs = config.probes.intervalSeconds * 1000
@@ -239,12 +240,24 @@ const make = Effect.gen(function* () {
       Effect.flatMap(request(run(targetOf(record))), (observed) => result(record, observed, false, claim))
     )
 
+  /** Catalog resources a caller's validation is probing now (this process): one at a time each. */
+  const validating = yield* Ref.make<ReadonlySet<ResourceId>>(new Set())
+
+  const tooMany = (record: ResourceRecord, retryAfterSeconds: number, why: string) =>
+    new RateLimited({
+      message: `${record.resource.id} is a catalog resource: ${why}; every validation answered 200 is recorded, so callers may add ` +
+        `${config.probes.validationsPerInterval} observation(s) per probe interval (${config.probes.intervalSeconds} s) beside the schedule's ` +
+        `(probes.validationsPerInterval); retry in ${retryAfterSeconds} s`,
+      retryAfterSeconds
+    })
+
   /**
    * A caller's probe of a catalog resource (`/v1/validate`): with its catalog method (another
-   * method is a 400), and recorded as evidence only when the resource has no observation within
-   * the last probe interval. Callers so add at most one observation per interval beside the
-   * schedule's one and can never outvote it; a probe not recorded is still answered, with the
-   * resource's standing as stored.
+   * method is a 400), and always recorded, as the schedule's probes are. Callers may add
+   * `probes.validationsPerInterval` observations per probe interval beside the schedule's one
+   * (`validationRetryAfter`; by default one, so they can never outweigh it); a validation beyond that is 429 `RATE_LIMITED` with `Retry-After`, never a
+   * probe answered and silently dropped. One validation of a resource runs at a time (a second
+   * meanwhile is 429 too), so concurrent callers cannot all pass the check before any records.
    */
   const probeAdHoc = (record: ResourceRecord, method: HttpMethod | undefined) =>
     Effect.gen(function* () {
@@ -255,20 +268,23 @@ const make = Effect.gen(function* () {
           })
         )
       }
-      const nowMs = yield* Clock.currentTimeMillis
-      const last = (yield* metrics.get(record.resource.id))?.lastObservedAt ?? null
-      if (last === null || Date.parse(last) <= nowMs - intervalMs) return yield* probeRecord(record)
-      const observed = yield* run(targetOf(record))
-      return {
-        resourceId: record.resource.id,
-        discovered: false,
-        healthy: observed.observation.outcome === "healthy",
-        outcome: observed.observation.outcome,
-        observation: publicObservation(observed.observation),
-        challenge: observed.challenge,
-        status: record.resource.status,
-        verificationLevel: record.resource.verificationLevel
-      } satisfies ProbeResult
+      const id = record.resource.id
+      const claimed = yield* Ref.modify(validating, (set) => (set.has(id) ? [false, set] : [true, new Set(set).add(id)]))
+      if (!claimed) return yield* Effect.fail(tooMany(record, 1, "another validation of it is in progress"))
+      return yield* Effect.gen(function* () {
+        const nowMs = yield* Clock.currentTimeMillis
+        const perInterval = config.probes.validationsPerInterval
+        const newest = (yield* observations.page(id, perInterval + 1, null)).observations.map((o) => Date.parse(o.observedAt))
+        const retryAfter = validationRetryAfter(newest, nowMs, intervalMs, perInterval)
+        if (retryAfter !== null) {
+          return yield* Effect.fail(tooMany(record, retryAfter, `it was observed ${perInterval + 1} times in the last probe interval`))
+        }
+        return yield* probeRecord(record)
+      }).pipe(Effect.ensuring(Ref.update(validating, (set) => {
+        const next = new Set(set)
+        next.delete(id)
+        return next
+      })))
     })
 
   /** Requests in flight at once per lane: strangers' entries get their own, smaller share. */
@@ -374,7 +390,7 @@ const make = Effect.gen(function* () {
       }).pipe(Effect.withSpan("Prober.probeResource")),
 
     /** A caller's probe of a catalog resource (`/v1/validate {resourceId}`); see probeAdHoc. */
-    validateResource: (resourceId: ResourceId, method?: HttpMethod): Effect.Effect<ProbeResult, NotFound | InvalidRequest> =>
+    validateResource: (resourceId: ResourceId, method?: HttpMethod): Effect.Effect<ProbeResult, NotFound | InvalidRequest | RateLimited> =>
       Effect.gen(function* () {
         const found = yield* reads.get(resourceId)
         if (Option.isNone(found)) return yield* Effect.fail(notFound("resource", resourceId))
@@ -385,7 +401,7 @@ const make = Effect.gen(function* () {
      * Probes any URL (`/v1/validate`): a catalog URL is probed as that resource; an unknown one
      * becomes an unlisted resource (source "validate"). Fails with TargetRefused for a URL the outbound guard forbids.
      */
-    probeUrl: (rawUrl: string, method?: HttpMethod): Effect.Effect<ProbeResult, TargetRefused | InvalidRequest> =>
+    probeUrl: (rawUrl: string, method?: HttpMethod): Effect.Effect<ProbeResult, TargetRefused | InvalidRequest | RateLimited> =>
       Effect.gen(function* () {
         let url: URL
         try {

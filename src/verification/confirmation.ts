@@ -26,6 +26,8 @@ const settled = (state: EventResolution["state"], reason: string | null, ledger:
  * never on a buyer's word.
  */
 export const initialResolution = (event: EconomicEvent, nowMs: number): EventResolution => {
+  // Neither a success nor a failure: a payment that does not cost what the resource claims says nothing about it.
+  if (event.notEvidence !== undefined) return settled("rejected", event.notEvidence)
   if (!event.success) {
     return event.source === "receipt"
       ? settled("rejected", "a failure a buyer reports is not evidence: only failures this service observed count")

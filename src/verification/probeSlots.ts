@@ -32,3 +32,22 @@ export const nextDue = (id: string, nowMs: number, intervalMs: number) => {
  */
 export const backoffIntervals = (unhealthySinceMs: number | undefined, nowMs: number, intervalMs: number, maxIntervals: number) =>
   unhealthySinceMs === undefined ? 1 : Math.min(maxIntervals, 2 ** Math.floor(Math.max(0, nowMs - unhealthySinceMs) / intervalMs))
+
+/**
+ * Seconds until a caller's validation of a catalog resource may be recorded, given the times
+ * (epoch ms) of its newest observations, newest first, and `perInterval`, the observations callers
+ * may add per probe interval beside the schedule's one (`probes.validationsPerInterval`); null when
+ * it may be now. A resource may hold `perInterval + 1` observations within any interval: with the
+ * default of 1, callers together add as many as the schedule and can never outweigh it. Once used,
+ * the allowance frees up when the oldest observation counted leaves the interval.
+ */
+export const validationRetryAfter = (
+  newestObservedMs: ReadonlyArray<number>,
+  nowMs: number,
+  intervalMs: number,
+  perInterval: number
+): number | null => {
+  const counted = newestObservedMs.slice(0, perInterval + 1).filter((at) => at > nowMs - intervalMs)
+  if (counted.length < perInterval + 1) return null
+  return Math.max(1, Math.ceil((Math.min(...counted) + intervalMs - nowMs) / 1000))
+}

@@ -1,6 +1,7 @@
 import { Clock, Context, Duration, Effect, Either, Layer, Ref, Schedule } from "effect"
 import { AppConfig, type FacilitatorBackend } from "../config.js"
 import { AllFacilitatorsFailed, FacilitatorsNotReady, NoHealthyFacilitator, UnsupportedPaymentKind } from "../domain/errors.js"
+import { SETTLEMENT_PENDING } from "../domain/settlements.js"
 import type { FacilitatorStatus, SettleResponse, SupportedResponse, VerifyResponse } from "../domain/x402.js"
 import { redactorFor } from "../redaction/redact.js"
 import { advertises, type Capabilities, capabilitiesOf, mergeSupported } from "./capabilities.js"
@@ -109,8 +110,12 @@ export interface SettleGuard {
   readonly ledgerReserveMs: number
   /** Reads the ledger, within `withinMs`. */
   readonly verdict: (withinMs: number) => Effect.Effect<LedgerVerdict>
-  /** Runs before the payload goes to a further backend: the journal records and charges the attempt (false: it could not). */
-  readonly beforeRetry: (backendId: string, reason: string) => Effect.Effect<boolean>
+  /**
+   * Runs before the payload goes to a further backend: the journal judges the attempt's fee
+   * against the budgets, then records and charges it. Null when it did; else why the attempt is
+   * not made (a budget it would exceed, or a journal that could not record it).
+   */
+  readonly beforeRetry: (backendId: string, reason: string) => Effect.Effect<string | null>
 }
 
 /**
@@ -351,17 +356,22 @@ const make = (options: PoolOptions) =>
           if (unresolved !== null) return indeterminate(`${unresolved.reason}, and no time was left before the settle deadline to try another`)
           break
         }
-        if (unresolved !== null && !(yield* guard.beforeRetry(backend.config.id, unresolved.reason))) {
-          return indeterminate(`${unresolved.reason}, and the further attempt could not be journaled`)
-        }
+        const withheld = unresolved === null ? null : yield* guard.beforeRetry(backend.config.id, unresolved.reason)
+        if (unresolved !== null && withheld !== null) return indeterminate(`${unresolved.reason}, and no further facilitator was tried: ${withheld}`)
         const result = yield* Effect.either(backend.client.settle(body, Duration.millis(budget)))
         if (result._tag === "Right") {
           yield* recordCallSuccess(backend.config.id)
-          // A refusal after an earlier backend went silent may be this one losing the race to it:
-          // the nonce says whether that earlier submission executed.
-          if (unresolved !== null && !result.right.success) {
+          // A refusal after an earlier backend went silent may be this one losing the race to it
+          // (failing on the nonce the earlier submission spent). It is answered only when the
+          // ledger shows the earlier submission executed (a success); otherwise the earlier one may
+          // still land, so the outcome is left to the reconciler, never journaled `failed`.
+          if (unresolved !== null && !result.right.success && result.right.errorReason !== SETTLEMENT_PENDING) {
             const verdict = yield* guard.verdict(Math.max(0, yield* remaining))
             if (verdict._tag === "Executed") return { ...verdict, backendId: unresolved.backendId, failures } satisfies SettleOutcome
+            return indeterminate(
+              `facilitator "${backend.config.id}" refused it (${result.right.errorReason ?? result.right.errorMessage ?? "success: false"}) ` +
+                `after ${unresolved.reason}, and the ledger cannot yet confirm or rule out that earlier submission: ${verdict.reason}`
+            )
           }
           return { _tag: "Answered", backendId: backend.config.id, response: result.right, failures } satisfies SettleOutcome
         }

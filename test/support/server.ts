@@ -22,7 +22,8 @@ export const testConfig = (overrides: Partial<Config> = {}): Config => {
     port: 0,
     database: ":memory:",
     vertical: { ...base.vertical, enabled: false },
-    probes: { ...base.probes, intervalSeconds: 86_400 },
+    // A day's interval keeps the schedule out of the way; tests validate a resource as often as they need (the allowance has its own tests).
+    probes: { ...base.probes, intervalSeconds: 86_400, validationsPerInterval: 1_000 },
     ledger: { ...base.ledger, sorobanRpcUrl: NO_LEDGER, horizonUrl: NO_LEDGER, pollIntervalSeconds: 0.2 },
     ...overrides
   }

@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Clock, Effect, Either, Option } from "effect"
 import { AppConfig } from "../../config.js"
-import { InvalidRequest, type NotFound, notFound, TargetRefused } from "../../domain/errors.js"
+import { InvalidRequest, type NotFound, notFound, type RateLimited, TargetRefused } from "../../domain/errors.js"
 import type { ProbeResult, ValidateRequest } from "../../domain/observations.js"
 import { encodeCursor, PAGE_LIMITS, readCursor } from "../../domain/pagination.js"
 import { MetricsRepo } from "../../store/MetricsRepo.js"
@@ -42,7 +42,7 @@ export const VerificationHandlers = HttpApiBuilder.group(SextantApi, "verificati
     const requireResource = (id: ResourceId) =>
       Effect.flatMap(resources.get(id), (found) => (Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(notFound("resource", id))))
 
-    const validate = ({ resourceId, url, method }: ValidateRequest): Effect.Effect<ProbeResult, InvalidRequest | TargetRefused | NotFound> => {
+    const validate = ({ resourceId, url, method }: ValidateRequest): Effect.Effect<ProbeResult, InvalidRequest | TargetRefused | NotFound | RateLimited> => {
       if (resourceId !== undefined && url !== undefined) {
         return Effect.fail(new InvalidRequest({ message: "pass either resourceId or url, not both" }))
       }
