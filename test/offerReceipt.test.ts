@@ -42,7 +42,8 @@ const challengeOf = async (paywall: PaywallShape, url: string) =>
   decodePaymentRequiredHeader(await Effect.runPromise(paywall.challenge("inspect", { url })))
 
 /** The probe's verdict on a challenge as the core decoder typed it (the schema's type is its encoded twin). */
-const judge = (challenge: Awaited<ReturnType<typeof challengeOf>>) => judgeOffers(challenge as Parameters<typeof judgeOffers>[0])
+const judge = (challenge: Awaited<ReturnType<typeof challengeOf>>, context: { nowMs?: number; probedUrl?: string | null } = {}) =>
+  judgeOffers(challenge as Parameters<typeof judgeOffers>[0], { nowMs: context.nowMs ?? Date.now(), probedUrl: context.probedUrl ?? null })
 
 /** Flips one character in the middle of the signature part of a JWS. */
 const forge = (jws: string) => {
@@ -123,6 +124,22 @@ describe("signed offers (offer-receipt, JWS EdDSA, did:jwk)", () => {
     expect(probe.observation?.detail).toContain("signature does not verify")
     expect(probe.observation?.detail).not.toContain("offer signed by")
     expect((await detailOf("tampered")).resource.status).toBe("QUARANTINED")
+  })
+
+  test("an offer past its validUntil contradicts the challenge that still carries it", async () => {
+    const challenge = await challengeOf(honest, "http://127.0.0.1/inspect")
+    expect((await judge(challenge))._tag).toBe("signed")
+    const later = await judge(challenge, { nowMs: Date.now() + 3_600_000 })
+    expect(later).toMatchObject({ _tag: "contradicted" })
+    expect((later as { reason: string }).reason).toContain("expired")
+  })
+
+  test("offers signed for another resource than the one probed contradict the challenge (a copied offer)", async () => {
+    const challenge = await challengeOf(honest, "http://127.0.0.1/inspect")
+    expect((await judge(challenge, { probedUrl: "http://127.0.0.1/inspect?asset=x" }))._tag).toBe("signed")
+    const copied = await judge(challenge, { probedUrl: "http://127.0.0.1:4999/inspect" })
+    expect(copied).toMatchObject({ _tag: "contradicted" })
+    expect((copied as { reason: string }).reason).toContain("not the probed http://127.0.0.1:4999/inspect")
   })
 
   test("a challenge without offers is unsigned", async () => {

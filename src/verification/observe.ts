@@ -171,6 +171,6 @@ export const observe = (target: ProbeTarget, config: Config) =>
     )
     if (observed.challenge === null) return observed
     const challenge = observed.challenge
-    const verdict = yield* Effect.promise(() => judgeOffers(challenge))
+    const verdict = yield* Effect.promise(() => judgeOffers(challenge, { nowMs: endMs, probedUrl: target.url }))
     return withOfferVerdict(observed, verdict)
   })
