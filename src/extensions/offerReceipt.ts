@@ -131,7 +131,10 @@ export interface OfferContext {
   readonly probedUrl: string | null
 }
 
-/** Origin and path: a signed offer copied from another seller names another one; the query may carry the caller's input. */
+/**
+ * Origin and path: a signed offer or receipt copied from another seller names another one; the
+ * query may carry the caller's input, and the fragment names an MCP server's tool.
+ */
 const resourceOf = (raw: string): string | null => {
   try {
     const url = new URL(raw)
@@ -211,12 +214,13 @@ export const verifySellerReceipt = async (receipt: { readonly signature: string 
 }
 
 /**
- * Why a verified seller receipt is not about this purchase, or null: its network and resource must
- * be the purchase's, and a transaction it names must be the purchase's.
+ * Why a verified seller receipt is not about this purchase, or null: its network and resource
+ * (origin and path) must be the purchase's, and a transaction it names must be the purchase's.
  */
 export const sellerReceiptMismatch = (payload: ReceiptPayload, purchase: ReceiptPurchase): string | null => {
   if (payload.network !== purchase.network) return `the seller's receipt is about network ${String(payload.network)}, not this payment's (${purchase.network})`
-  if (payload.resourceUrl !== purchase.resourceUrl) return `the seller's receipt is about ${String(payload.resourceUrl)}, not the resource paid (${purchase.resourceUrl})`
+  const paid = resourceOf(purchase.resourceUrl)
+  if (paid === null || resourceOf(String(payload.resourceUrl)) !== paid) return `the seller's receipt is about ${String(payload.resourceUrl)}, not the resource paid (${purchase.resourceUrl})`
   if (payload.transaction !== "" && payload.transaction !== undefined && payload.transaction !== purchase.transactionHash) {
     return `the seller's receipt names transaction ${payload.transaction}, not this payment's (${purchase.transactionHash ?? "none"})`
   }
