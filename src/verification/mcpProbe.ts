@@ -158,7 +158,9 @@ export const observeMcp = (target: ProbeTarget & { readonly mcp: McpTool }, conf
           Either.right({ url: target.url, httpStatus: 402, ...asHttpChallenge(answer.paymentRequired), note: null }),
           deployment,
           config.asset.decimals,
-          config.probes.priceTolerance
+          config.probes.priceTolerance,
+          // The answer's body was capped when read; this header is only its re-encoding.
+          Number.POSITIVE_INFINITY
         )
         const labelled = { ...observed, observation: { ...observed.observation, method: `tools/call ${answer.binding}`, httpStatus: null } } satisfies Observed
         const challenge = observed.challenge
