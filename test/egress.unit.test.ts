@@ -1,7 +1,11 @@
 import { describe, expect, test } from "bun:test"
 import { egressAllowed, egressRules } from "../src/outbound/egress.js"
 import { configuredEndpoints } from "../src/outbound/endpoints.js"
-import { testConfig } from "./support/server.js"
+import { Either } from "effect"
+import { type Config, loadConfig } from "../src/config.js"
+
+const defaults = Either.getOrThrow(loadConfig(undefined, {}))
+const testConfig = (overrides: Partial<Config> = {}): Config => ({ ...defaults, ...overrides })
 
 const allowed = (rules: ReturnType<typeof egressRules>, url: string) => egressAllowed(rules, new URL(url))
 
