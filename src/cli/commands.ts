@@ -32,7 +32,7 @@ const configFile = Options.file("config").pipe(
  * process's `fetch` reaches only the endpoints it names (and `extra`); every other request goes
  * through the Connector or nowhere (the egress rule, docs/decisions.md).
  */
-const config = (flag: Option.Option<string>, extra: ReadonlyArray<string> = []) =>
+export const config = (flag: Option.Option<string>, extra: ReadonlyArray<string> = []) =>
   Effect.suspend(() => loadConfig(Option.getOrElse(flag, () => process.env.SEXTANT_CONFIG || undefined), process.env)).pipe(
     Effect.tap((loaded) => Effect.sync(() => installEgressGuard(configuredEndpoints(loaded, extra))))
   )
