@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect, Either } from "effect"
 import { ResourceId } from "../src/domain/ids.js"
 import { decodeCatalog, TESTNET_USDC } from "../src/config.js"
+import { Keypair } from "@stellar/stellar-sdk"
+import { payForTool } from "../src/payments/payForTool.js"
 import { observeMcp } from "../src/verification/mcpProbe.js"
 import { MAX_MCP_SESSIONS, mcpSessions } from "../src/verification/mcpSessions.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
@@ -57,6 +59,32 @@ describe("an MCP server storming its client with pings", () => {
     await Bun.sleep(300)
     expect(stream.pingAnswers()).toBe(0)
     expect(stream.requests() - before).toBeLessThanOrEqual(PROBE_REQUEST_BOUND)
+  })
+})
+
+describe("the buyer's paid tool call against a storming server", () => {
+  test("the batch is refused before anything is signed: no ping answered, at most the handshake and the call sent", async () => {
+    const before = batch.requests()
+    const answers = batch.pingAnswers()
+    const outcome = await Effect.runPromise(
+      Effect.either(
+        payForTool({
+          url: batch.url("/batch/buy"),
+          toolName: "storm",
+          arguments: {},
+          signer: Keypair.random(),
+          rpcUrl: "http://127.0.0.1:9",
+          inclusionFeeStroops: 10_000,
+          deployment: { network: config.network, assetContract: config.asset.assetContract },
+          maxPrice: 1_000_000n,
+          outbound: { ...config.buyer, allowPrivateTargets: true, trustedOrigins: [], timeoutMs: 3000 }
+        })
+      )
+    )
+    expect(outcome).toEqual(Either.left(expect.objectContaining({ _tag: "Unreachable" })))
+    await Bun.sleep(300)
+    expect(batch.pingAnswers() - answers).toBe(0)
+    expect(batch.requests() - before).toBeLessThanOrEqual(PROBE_REQUEST_BOUND)
   })
 })
 
