@@ -3,12 +3,12 @@ import { decodePaymentRequiredHeader, encodePaymentRequiredHeader } from "@x402/
 import { extractOffersFromPaymentRequired, verifyOfferSignatureJWS, extractPublicKeyFromKid, type JWSSignedOffer } from "@x402/extensions/offer-receipt"
 import { Effect, Exit, Scope } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
-import { judgeOffers, newProviderKey } from "../src/extensions/offerReceipt.js"
+import { ed25519Issuer, judgeOffers, newProviderKey } from "../src/extensions/offerReceipt.js"
 import { exactOffers, makePaywall, type PaywallShape } from "../src/vertical/Paywall.js"
 import { advertised } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
-import { startServer, testConfig } from "./support/server.js"
+import { request, startServer, testConfig } from "./support/server.js"
 import { ResourceId } from "../src/domain/ids.js"
 
 /**
@@ -18,7 +18,8 @@ import { ResourceId } from "../src/domain/ids.js"
  */
 const prices = (amount: string) => exactOffers({ inspect: amount, changes: amount, compliance: amount, eligibility: amount })
 const scope = Effect.runSync(Scope.make())
-const paywallAt = (amount: string) =>
+const honestKey = newProviderKey()
+const paywallAt = (amount: string, signingKey = newProviderKey()) =>
   Effect.runPromise(
     makePaywall({
       network: "stellar:testnet",
@@ -29,7 +30,7 @@ const paywallAt = (amount: string) =>
       facilitatorUrl: "http://127.0.0.1:9/x402",
       facilitatorApiKey: null,
       timeoutMs: 1000,
-      signingKey: newProviderKey()
+      signingKey
     }).pipe(Scope.extend(scope))
   )
 
@@ -37,6 +38,7 @@ let honest: PaywallShape
 let cheapSigner: PaywallShape
 let seller: ReturnType<typeof Bun.serve>
 let server: Awaited<ReturnType<typeof startServer>>
+let sellerOrigin = ""
 
 const challengeOf = async (paywall: PaywallShape, url: string) =>
   decodePaymentRequiredHeader(await Effect.runPromise(paywall.challenge("inspect", { url })))
@@ -53,7 +55,7 @@ const forge = (jws: string) => {
 }
 
 beforeAll(async () => {
-  honest = await paywallAt(advertised.amount)
+  honest = await paywallAt(advertised.amount, honestKey)
   // Signs $0.0005 and, below, asks the catalog's $0.001.
   cheapSigner = await paywallAt("5000")
   seller = Bun.serve({
@@ -71,6 +73,7 @@ beforeAll(async () => {
     }
   })
   const origin = `http://127.0.0.1:${seller.port}`
+  sellerOrigin = origin
   const base = testConfig()
   server = await startServer(
     testConfig({
@@ -107,6 +110,26 @@ describe("signed offers (offer-receipt, JWS EdDSA, did:jwk)", () => {
     const probe = await validate("signed")
     expect(probe.healthy).toBe(true)
     expect(probe.observation?.detail).toMatch(/^offer signed by did:jwk:/)
+  })
+
+  test("a seller receipt for that resource counts only when signed by the key its offers are signed with", async () => {
+    const receiptBy = (key: ReturnType<typeof newProviderKey>) =>
+      ed25519Issuer(key).issueReceipt(`${sellerOrigin}/signed`, "GPAYER", "stellar:testnet")
+    const create = async (sellerReceipt: unknown) =>
+      request(`${server.url}/v1/receipts`, {
+        method: "POST",
+        json: {
+          request: { capability: "fixture.probe", optimizeFor: "cheapest" },
+          resourceId: "signed",
+          payment: { network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: advertised.amount },
+          response: { status: 200, body: "{}" },
+          sellerReceipt
+        }
+      })
+    const stranger = await create(await receiptBy(newProviderKey()))
+    expect(stranger).toMatchObject({ status: 400, body: { error: "INVALID_REQUEST" } })
+    expect(stranger.body.message).toContain("not by the key that signs the resource's offers")
+    expect((await create(await receiptBy(honestKey))).status).toBe(200)
   })
 
   test("a seller asking another price than it signed is recorded against it", async () => {

@@ -182,6 +182,10 @@ export const offerNote = (verdict: OfferVerdict): { readonly note: string | null
   }
 }
 
+/** The key id a healthy observation's detail names as its offers' signer (as `offerNote` writes it), or null. */
+export const offerSignerIn = (detail: string | null): string | null =>
+  detail?.match(/(?:^|; )offer signed by (did:(?:jwk|key):[^\s;]+)/)?.[1] ?? null
+
 /** The seller's signed receipt a settle answer carries (`extensions["offer-receipt"].info.receipt`), as upstream reads it. */
 export const receiptInAnswer = (answer: Readonly<Record<string, unknown>> | null): unknown => {
   const extensions = answer?.extensions
@@ -196,6 +200,8 @@ export interface ReceiptPurchase {
   readonly network: string
   /** The URL of the resource the purchase was routed to. */
   readonly resourceUrl: string
+  /** The key the probes last saw sign that resource's offers, null when they saw none. */
+  readonly offerSigner: string | null
 }
 
 /**
@@ -214,10 +220,14 @@ export const verifySellerReceipt = async (receipt: { readonly signature: string 
 }
 
 /**
- * Why a verified seller receipt is not about this purchase, or null: its network and resource
- * (origin and path) must be the purchase's, and a transaction it names must be the purchase's.
+ * Why a verified seller receipt is not about this purchase, or null: signed by the key the probes
+ * saw sign the resource's offers (when they saw one), its network and resource (origin and path)
+ * the purchase's, and a transaction it names the purchase's.
  */
-export const sellerReceiptMismatch = (payload: ReceiptPayload, purchase: ReceiptPurchase): string | null => {
+export const sellerReceiptMismatch = (payload: ReceiptPayload, kid: string, purchase: ReceiptPurchase): string | null => {
+  if (purchase.offerSigner !== null && kid !== purchase.offerSigner) {
+    return `the seller's receipt is signed by ${kid}, not by the key that signs the resource's offers (${purchase.offerSigner})`
+  }
   if (payload.network !== purchase.network) return `the seller's receipt is about network ${String(payload.network)}, not this payment's (${purchase.network})`
   const paid = resourceOf(purchase.resourceUrl)
   if (paid === null || resourceOf(String(payload.resourceUrl)) !== paid) return `the seller's receipt is about ${String(payload.resourceUrl)}, not the resource paid (${purchase.resourceUrl})`
