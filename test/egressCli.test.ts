@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect, Option } from "effect"
 import { config } from "../src/cli/commands.js"
+import { removeEgressGuard } from "../src/outbound/egress.js"
 import { countingServer } from "./support/countingServer.js"
 
 /**
@@ -22,7 +23,6 @@ afterAll(() => {
 
 describe("the command line's configuration load", () => {
   test("guards the process's fetch: a named service is reached, an unlisted port is refused with no connection", async () => {
-    const platform = globalThis.fetch
     const env = process.env.SEXTANT_CONFIG
     delete process.env.SEXTANT_CONFIG
     try {
@@ -36,7 +36,7 @@ describe("the command line's configuration load", () => {
       expect(unlisted.requests()).toBe(0)
       expect(service.requests()).toBe(1)
     } finally {
-      globalThis.fetch = platform
+      removeEgressGuard()
       if (env !== undefined) process.env.SEXTANT_CONFIG = env
     }
   })

@@ -4,12 +4,18 @@
  * request to a resource. Libraries bring their own HTTP calls (`@x402/extensions` resolving a
  * `did:web` key id, the Stellar SDK's `stellar.toml` resolver, an exporter), and all of them use
  * the global `fetch`; so the global `fetch` is replaced, once the configuration is known, by one
- * that refuses any other destination. The Connector keeps the `fetch` captured here, before any
- * replacement, so its vetted requests are the only ones that reach a host nobody configured.
+ * that refuses any other destination. The Connector dials with the `fetch` beneath the guard, so
+ * its vetted requests are the only ones that reach a host nobody configured.
  */
 
-/** The platform's own `fetch`, as it was when this module was first loaded: the Connector dials with it. */
-export const unguardedFetch: typeof fetch = globalThis.fetch
+/** The `fetch` the guard replaced, while it is installed. */
+let beneath: typeof fetch | null = null
+
+/**
+ * The `fetch` the Connector dials with: the one beneath the guard while it is installed, else the
+ * global one (so a test that wraps the global `fetch` still sees every request).
+ */
+export const unguardedFetch = (): typeof fetch => beneath ?? globalThis.fetch
 
 /** One configured endpoint: an origin, and the path its requests stay under. */
 export interface EgressRule {
@@ -66,7 +72,7 @@ const originOf = (url: URL) => (url.protocol === "http:" || url.protocol === "ht
  * `manual` or `error` gets the platform's behaviour. A refusal rejects at once: nothing is
  * resolved or connected.
  */
-export const guardedFetch = (rules: ReadonlyArray<EgressRule>, base: typeof fetch = unguardedFetch): typeof fetch => {
+export const guardedFetch = (rules: ReadonlyArray<EgressRule>, base: typeof fetch = unguardedFetch()): typeof fetch => {
   const guarded = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const request = new Request(input, init)
     let url = new URL(request.url)
@@ -105,9 +111,15 @@ export const guardedFetch = (rules: ReadonlyArray<EgressRule>, base: typeof fetc
  * talking to them through their own `fetch`.
  */
 export const installEgressGuard = (rules: ReadonlyArray<EgressRule>): (() => void) => {
-  const previous = globalThis.fetch
-  globalThis.fetch = guardedFetch(rules)
-  return () => {
-    globalThis.fetch = previous
-  }
+  const underlying = unguardedFetch()
+  beneath = underlying
+  globalThis.fetch = guardedFetch(rules, underlying)
+  return removeEgressGuard
+}
+
+/** Puts back the `fetch` the guard replaced, if it is installed. */
+export const removeEgressGuard = () => {
+  if (beneath === null) return
+  globalThis.fetch = beneath
+  beneath = null
 }

@@ -20,11 +20,10 @@ export type Dial = (url: URL, init: BunFetchRequestInit) => Promise<Response>
 export class Resolver extends Context.Reference<Resolver>()("sextant/Resolver", { defaultValue: (): Resolve => resolveHost }) {}
 
 /**
- * What opens the connection to an address: Bun's own fetch (captured before the egress guard
- * replaces the global one, since a vetted, pinned request is the one path to hosts nobody
- * configured), unless a test swaps it.
+ * What opens the connection to an address: Bun's fetch beneath the egress guard (a vetted, pinned
+ * request is the one path to hosts nobody configured), unless a test swaps it.
  */
-export class Dialer extends Context.Reference<Dialer>()("sextant/Dialer", { defaultValue: (): Dial => (url, init) => unguardedFetch(url, init) }) {}
+export class Dialer extends Context.Reference<Dialer>()("sextant/Dialer", { defaultValue: (): Dial => (url, init) => unguardedFetch()(url, init) }) {}
 
 /** The URL with its host replaced by a checked address (bracketed when IPv6), port, path and query kept. */
 export const pinnedUrl = (url: URL, address: string): URL => {
