@@ -146,6 +146,13 @@ describe("registering an MCP server whose tool name is too long", () => {
       expect(routes.map((r) => r.outcome)).toContain("skipped")
       expect(routes.find((r) => r.outcome === "skipped")?.detail).toContain("1-200 characters")
       expect(routes.find((r) => r.toolName === "plain")).toBeDefined()
+      // The same listing in a batch of pings: the registration reports it, and answers no ping.
+      const answers = batch.pingAnswers()
+      const stormed = await request(`${server.url}/v1/resources/register`, { method: "POST", json: { url: batch.url("/batch/register"), type: "mcp" } })
+      expect(stormed.status).toBe(200)
+      expect(stormed.body.documents[0].detail).toContain("batch")
+      await Bun.sleep(300)
+      expect(batch.pingAnswers() - answers).toBe(0)
     } finally {
       await server.close()
     }
