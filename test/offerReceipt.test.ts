@@ -3,12 +3,12 @@ import { decodePaymentRequiredHeader, encodePaymentRequiredHeader } from "@x402/
 import { extractOffersFromPaymentRequired, verifyOfferSignatureJWS, extractPublicKeyFromKid, type JWSSignedOffer } from "@x402/extensions/offer-receipt"
 import { Effect, Exit, Scope } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
-import { judgeOffers, newProviderKey } from "../src/extensions/offerReceipt.js"
+import { ed25519Issuer, judgeOffers, newProviderKey } from "../src/extensions/offerReceipt.js"
 import { exactOffers, makePaywall, type PaywallShape } from "../src/vertical/Paywall.js"
 import { advertised } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
-import { startServer, testConfig } from "./support/server.js"
+import { request, startServer, testConfig } from "./support/server.js"
 import { ResourceId } from "../src/domain/ids.js"
 
 /**
@@ -18,7 +18,8 @@ import { ResourceId } from "../src/domain/ids.js"
  */
 const prices = (amount: string) => exactOffers({ inspect: amount, changes: amount, compliance: amount, eligibility: amount })
 const scope = Effect.runSync(Scope.make())
-const paywallAt = (amount: string) =>
+const honestKey = newProviderKey()
+const paywallAt = (amount: string, signingKey = newProviderKey()) =>
   Effect.runPromise(
     makePaywall({
       network: "stellar:testnet",
@@ -29,7 +30,7 @@ const paywallAt = (amount: string) =>
       facilitatorUrl: "http://127.0.0.1:9/x402",
       facilitatorApiKey: null,
       timeoutMs: 1000,
-      signingKey: newProviderKey()
+      signingKey
     }).pipe(Scope.extend(scope))
   )
 
@@ -37,12 +38,14 @@ let honest: PaywallShape
 let cheapSigner: PaywallShape
 let seller: ReturnType<typeof Bun.serve>
 let server: Awaited<ReturnType<typeof startServer>>
+let sellerOrigin = ""
 
 const challengeOf = async (paywall: PaywallShape, url: string) =>
   decodePaymentRequiredHeader(await Effect.runPromise(paywall.challenge("inspect", { url })))
 
 /** The probe's verdict on a challenge as the core decoder typed it (the schema's type is its encoded twin). */
-const judge = (challenge: Awaited<ReturnType<typeof challengeOf>>) => judgeOffers(challenge as Parameters<typeof judgeOffers>[0])
+const judge = (challenge: Awaited<ReturnType<typeof challengeOf>>, context: { nowMs?: number; probedUrl?: string | null } = {}) =>
+  judgeOffers(challenge as Parameters<typeof judgeOffers>[0], { nowMs: context.nowMs ?? Date.now(), probedUrl: context.probedUrl ?? null })
 
 /** Flips one character in the middle of the signature part of a JWS. */
 const forge = (jws: string) => {
@@ -52,7 +55,7 @@ const forge = (jws: string) => {
 }
 
 beforeAll(async () => {
-  honest = await paywallAt(advertised.amount)
+  honest = await paywallAt(advertised.amount, honestKey)
   // Signs $0.0005 and, below, asks the catalog's $0.001.
   cheapSigner = await paywallAt("5000")
   seller = Bun.serve({
@@ -70,6 +73,7 @@ beforeAll(async () => {
     }
   })
   const origin = `http://127.0.0.1:${seller.port}`
+  sellerOrigin = origin
   const base = testConfig()
   server = await startServer(
     testConfig({
@@ -108,6 +112,26 @@ describe("signed offers (offer-receipt, JWS EdDSA, did:jwk)", () => {
     expect(probe.observation?.detail).toMatch(/^offer signed by did:jwk:/)
   })
 
+  test("a seller receipt for that resource counts only when signed by the key its offers are signed with", async () => {
+    const receiptBy = (key: ReturnType<typeof newProviderKey>) =>
+      ed25519Issuer(key).issueReceipt(`${sellerOrigin}/signed`, "GPAYER", "stellar:testnet")
+    const create = async (sellerReceipt: unknown) =>
+      request(`${server.url}/v1/receipts`, {
+        method: "POST",
+        json: {
+          request: { capability: "fixture.probe", optimizeFor: "cheapest" },
+          resourceId: "signed",
+          payment: { network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: advertised.amount },
+          response: { status: 200, body: "{}" },
+          sellerReceipt
+        }
+      })
+    const stranger = await create(await receiptBy(newProviderKey()))
+    expect(stranger).toMatchObject({ status: 400, body: { error: "INVALID_REQUEST" } })
+    expect(stranger.body.message).toContain("not by the key that signs the resource's offers")
+    expect((await create(await receiptBy(honestKey))).status).toBe(200)
+  })
+
   test("a seller asking another price than it signed is recorded against it", async () => {
     const probe = await validate("contradicted")
     expect(probe.observation?.detail).toContain("the challenge contradicts its signed offer: amount 5000 signed, 10000 asked")
@@ -123,6 +147,22 @@ describe("signed offers (offer-receipt, JWS EdDSA, did:jwk)", () => {
     expect(probe.observation?.detail).toContain("signature does not verify")
     expect(probe.observation?.detail).not.toContain("offer signed by")
     expect((await detailOf("tampered")).resource.status).toBe("QUARANTINED")
+  })
+
+  test("an offer past its validUntil contradicts the challenge that still carries it", async () => {
+    const challenge = await challengeOf(honest, "http://127.0.0.1/inspect")
+    expect((await judge(challenge))._tag).toBe("signed")
+    const later = await judge(challenge, { nowMs: Date.now() + 3_600_000 })
+    expect(later).toMatchObject({ _tag: "contradicted" })
+    expect((later as { reason: string }).reason).toContain("expired")
+  })
+
+  test("offers signed for another resource than the one probed contradict the challenge (a copied offer)", async () => {
+    const challenge = await challengeOf(honest, "http://127.0.0.1/inspect")
+    expect((await judge(challenge, { probedUrl: "http://127.0.0.1/inspect?asset=x" }))._tag).toBe("signed")
+    const copied = await judge(challenge, { probedUrl: "http://127.0.0.1:4999/inspect" })
+    expect(copied).toMatchObject({ _tag: "contradicted" })
+    expect((copied as { reason: string }).reason).toContain("not the probed http://127.0.0.1:4999/inspect")
   })
 
   test("a challenge without offers is unsigned", async () => {

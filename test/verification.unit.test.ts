@@ -4,7 +4,7 @@ import type { PaymentRequired, PaymentRequirements } from "@x402/core/types"
 import { Effect, Either } from "effect"
 import { loadConfig, TESTNET_USDC } from "../src/config.js"
 import { contradiction, representativeOption } from "../src/verification/catalogMatch.js"
-import { type ChallengeOption, classify, readChallenge } from "../src/verification/challenge.js"
+import { type ChallengeOption, classify, MAX_CHALLENGE_OPTIONS, readChallenge } from "../src/verification/challenge.js"
 import { confidence, currentMetrics, snapshotFrom } from "../src/verification/metrics.js"
 import { validationRetryAfter } from "../src/verification/probeSlots.js"
 import {
@@ -152,6 +152,18 @@ describe("challenge decoding", () => {
     expect(reading._tag).toBe("Decoded")
     expect(classify(402, reading, deployment)).toBe("healthy")
     expect(reading._tag === "Decoded" && reading.options[0]).toMatchObject({ x402Version: 2, amount: "10000", maxAmount: null })
+  })
+
+  test("a challenge is bounded like a body: a header over the cap, or too many options, is malformed and not decoded", () => {
+    // 2,500 options in an 850 KB header were listed before: Bun's header limit was the only bound.
+    const many = encodePaymentRequiredHeader(v2Challenge(Array.from({ length: 2500 }, () => ({}))))
+    expect(many.length).toBeGreaterThan(65_536)
+    const huge = readChallenge(headers({ "PAYMENT-REQUIRED": many }), undefined, 65_536)
+    expect(huge).toMatchObject({ _tag: "Malformed" })
+    expect(huge._tag === "Malformed" && huge.reason).toContain("65536-byte bound")
+    const options = readChallenge(headers({ "PAYMENT-REQUIRED": encodePaymentRequiredHeader(v2Challenge(Array.from({ length: MAX_CHALLENGE_OPTIONS + 1 }, () => ({})))) }), undefined)
+    expect(options._tag === "Malformed" && options.reason).toContain(`${MAX_CHALLENGE_OPTIONS + 1} payment options`)
+    expect(readChallenge(headers({ "PAYMENT-REQUIRED": encodePaymentRequiredHeader(v2Challenge(Array.from({ length: MAX_CHALLENGE_OPTIONS }, () => ({})))) }), undefined)._tag).toBe("Decoded")
   })
 
   test("a v1 body is read, with maxAmountRequired as the amount", () => {

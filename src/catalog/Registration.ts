@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { AppConfig } from "../config.js"
 import { InvalidRequest, TargetRefused } from "../domain/errors.js"
 import type {
@@ -13,6 +13,7 @@ import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { fetchJson } from "../verification/fetchAnswer.js"
 import { checkUrl, TargetRefused as Refusal } from "../verification/outboundGuard.js"
 import { listMcpTools } from "../verification/mcpProbe.js"
+import { McpTool } from "../domain/mcp.js"
 import { discoveredEntry, discoveredId, discoveredToolId, Prober } from "../verification/Prober.js"
 import { admitted } from "./admitEntries.js"
 import { quotaKeys } from "./ingestionQuota.js"
@@ -35,6 +36,8 @@ import { PrincipalId, type ResourceId } from "../domain/ids.js"
  */
 export const MAX_ROUTES = 20
 export const MAX_REGISTRATION_REQUESTS = OPENAPI_PATHS.length + 1 + MAX_ROUTES
+const isMcpTool = Schema.is(McpTool)
+
 /** Discovery documents are read up to this size; an OpenAPI document outgrows a probe's body cap. */
 const MAX_DOCUMENT_BYTES = 1024 * 1024
 
@@ -100,14 +103,12 @@ const make = Effect.gen(function* () {
     listMcpTools(url, config.probes).pipe(
       Effect.map((tools) => ({
         documents: [{ url, routes: tools.length, detail: null }],
-        routes: tools.map((tool): FoundRoute => ({
-          url,
-          method: "POST",
-          foundIn: "tools/list",
-          description: tool.description ?? null,
-          skip: null,
-          mcp: { toolName: tool.name, transport: "streamable-http", inputSchema: tool.inputSchema }
-        }))
+        routes: tools.map((tool): FoundRoute => {
+          const mcp = { toolName: tool.name, transport: "streamable-http" as const, inputSchema: tool.inputSchema }
+          const found = { url, method: "POST" as const, foundIn: "tools/list" as const, description: tool.description ?? null }
+          // A tool a catalog entry cannot hold (a name over 200 characters) is answered as skipped, never as a 500.
+          return isMcpTool(mcp) ? { ...found, skip: null, mcp } : { ...found, skip: `tool "${tool.name.slice(0, 40)}..." is not one a catalog entry can hold (a name of 1-200 characters)` }
+        })
       })),
       Effect.catchAll((e) =>
         Effect.succeed({ documents: [{ url, routes: null, detail: e._tag === "AnswerTimeout" ? `no answer within ${e.afterMs} ms` : e.reason }], routes: [] })

@@ -7,6 +7,8 @@ import { ResourceId } from "../domain/ids.js"
 import { OptimizeFor } from "../domain/routes.js"
 import { apiKeyHash } from "../http/authLive.js"
 import { buyerNewCommand, probeAddressCommand } from "../keys/cli.js"
+import { installEgressGuard } from "../outbound/egress.js"
+import { configuredEndpoints } from "../outbound/endpoints.js"
 import { type CommandOutput, receiptVerifyCommand } from "../receipts/cli.js"
 import { VerticalServer } from "../vertical/VerticalServer.js"
 import pkg from "../../package.json" with { type: "json" }
@@ -25,9 +27,15 @@ const configFile = Options.file("config").pipe(
   Options.optional
 )
 
-/** `--config` wins over SEXTANT_CONFIG (an empty one counts as unset). */
-const config = (flag: Option.Option<string>) =>
-  Effect.suspend(() => loadConfig(Option.getOrElse(flag, () => process.env.SEXTANT_CONFIG || undefined), process.env))
+/**
+ * `--config` wins over SEXTANT_CONFIG (an empty one counts as unset). Once it is loaded, the
+ * process's `fetch` reaches only the endpoints it names (and `extra`); every other request goes
+ * through the Connector or nowhere (the egress rule, docs/decisions.md).
+ */
+export const config = (flag: Option.Option<string>, extra: ReadonlyArray<string> = []) =>
+  Effect.suspend(() => loadConfig(Option.getOrElse(flag, () => process.env.SEXTANT_CONFIG || undefined), process.env)).pipe(
+    Effect.tap((loaded) => Effect.sync(() => installEgressGuard(configuredEndpoints(loaded, extra))))
+  )
 
 /** An optional text option. */
 const text = (name: string, description: string) => Options.text(name).pipe(Options.withDescription(description), Options.optional)
@@ -150,7 +158,7 @@ const buy = Command.make(
     receiptFile: text("receipt-file", "write the signed receipt here, for sextant receipt verify"),
     config: configFile
   },
-  (flags) => Effect.flatMap(config(flags.config), (loaded) => printing((output) => buyCommand(flags, loaded, output)))
+  (flags) => Effect.flatMap(config(flags.config, Option.toArray(flags.service)), (loaded) => printing((output) => buyCommand(flags, loaded, output)))
 ).pipe(
   Command.withDescription(
     "Buy one call with the buyer's key: route, pay, get a receipt. The data on stdout, one JSON line on stderr (receipt id, provider, payment, attempts, or the error); exit codes 0-9 below."

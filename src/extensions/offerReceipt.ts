@@ -7,6 +7,7 @@ import {
   type JWSSignedOffer,
   type OfferPayload,
   type OfferReceiptIssuer,
+  type ReceiptPayload,
   OFFER_RECEIPT,
   verifyOfferSignatureJWS,
   verifyReceiptSignatureJWS
@@ -63,21 +64,54 @@ const TERMS = ["scheme", "network", "asset", "payTo", "amount"] as const
 
 type ChallengeV2 = Extract<PaymentRequired, { x402Version: 2 }>
 
-const verifyOne = async (offer: JWSSignedOffer, challenge: ChallengeV2) => {
+/** Bound on one JWS verification: a self-certifying key needs no request, so this only ends a runaway. */
+const VERIFY_TIMEOUT_MS = 2_000
+
+/**
+ * The key a JWS is verified under, taken from its own `did:jwk` / `did:key` id and handed to the
+ * verifier explicitly: upstream, given no key, resolves the id itself, with the network for
+ * `did:web`. Any other id is refused here, before any lookup.
+ */
+type JwsSigner = { readonly kid: string; readonly key: Awaited<ReturnType<typeof extractPublicKeyFromKid>> } | { readonly refusal: string }
+
+const keyOfJws = async (signature: string, what: string): Promise<JwsSigner> => {
   let kid: unknown
   try {
-    kid = extractJWSHeader(offer.signature).kid
+    kid = extractJWSHeader(signature).kid
   } catch {
-    return { _tag: "tampered", reason: "a signed offer is not a JWS" } as const
+    return { refusal: `${what} is not a JWS` }
   }
   if (typeof kid !== "string" || !SELF_CERTIFYING.test(kid)) {
-    return { _tag: "tampered", reason: "a signed offer's key id is not a did:jwk or did:key" } as const
+    return { refusal: `${what}'s key id is not a did:jwk or did:key (no key is looked up over the network)` }
   }
+  try {
+    return { kid, key: await extractPublicKeyFromKid(kid) }
+  } catch {
+    return { refusal: `${what}'s key id ${kid} names no usable key` }
+  }
+}
+
+/** `verify` under VERIFY_TIMEOUT_MS; a timeout rejects like a bad signature. */
+const withinTimeout = <A>(verify: Promise<A>): Promise<A> => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`verification took over ${VERIFY_TIMEOUT_MS} ms`)), VERIFY_TIMEOUT_MS)
+  })
+  return Promise.race([verify, timeout]).finally(() => clearTimeout(timer))
+}
+
+const verifyOne = async (offer: JWSSignedOffer, challenge: ChallengeV2, nowSeconds: number) => {
+  const signer = await keyOfJws(offer.signature, "a signed offer")
+  if ("refusal" in signer) return { _tag: "tampered", reason: signer.refusal } as const
+  const { kid } = signer
   let payload: OfferPayload
   try {
-    payload = await verifyOfferSignatureJWS(offer, await extractPublicKeyFromKid(kid))
+    payload = await withinTimeout(verifyOfferSignatureJWS(offer, signer.key))
   } catch {
     return { _tag: "tampered", reason: `a signed offer's signature does not verify under ${kid}` } as const
+  }
+  if (typeof payload.validUntil === "number" && payload.validUntil > 0 && payload.validUntil < nowSeconds) {
+    return { _tag: "contradicted", kid, reason: `a signed offer expired at ${new Date(payload.validUntil * 1000).toISOString()}` } as const
   }
   const option = typeof offer.acceptIndex === "number" ? challenge.accepts[offer.acceptIndex] : undefined
   if (option === undefined) return { _tag: "contradicted", kid, reason: "a signed offer names no option of the challenge" } as const
@@ -91,19 +125,47 @@ const verifyOne = async (offer: JWSSignedOffer, challenge: ChallengeV2) => {
   return { _tag: "signed", kid } as const
 }
 
-/** Judges the signed offers of a decoded challenge (v1 challenges carry none). */
-export const judgeOffers = async (challenge: PaymentRequired): Promise<OfferVerdict> => {
+/** Where and when a challenge was met: the URL probed (null when the resource is not an HTTP URL, as an MCP tool's), and the time. */
+export interface OfferContext {
+  readonly nowMs: number
+  readonly probedUrl: string | null
+}
+
+/**
+ * Origin and path: a signed offer or receipt copied from another seller names another one; the
+ * query may carry the caller's input, and the fragment names an MCP server's tool.
+ */
+const resourceOf = (raw: string): string | null => {
+  try {
+    const url = new URL(raw)
+    return `${url.origin}${url.pathname}`
+  } catch {
+    return null
+  }
+}
+
+/**
+ * Judges the signed offers of a decoded challenge (v1 challenges carry none) met at `context`: an
+ * expired offer (`validUntil` passed) or one signed for another resource than the one probed
+ * contradicts the challenge, as terms it did not sign do.
+ */
+export const judgeOffers = async (challenge: PaymentRequired, context: OfferContext): Promise<OfferVerdict> => {
   if (challenge.x402Version !== 2) return { _tag: "unsigned" }
   const offers = extractOffersFromPaymentRequired(challenge as Parameters<typeof extractOffersFromPaymentRequired>[0]).filter(
     (o): o is JWSSignedOffer => o.format === "jws"
   )
   if (offers.length === 0) return { _tag: "unsigned" }
-  const verdicts = await Promise.all(offers.map((offer) => verifyOne(offer, challenge)))
+  const verdicts = await Promise.all(offers.map((offer) => verifyOne(offer, challenge, Math.floor(context.nowMs / 1000))))
   const worst = verdicts.find((v) => v._tag === "tampered") ?? verdicts.find((v) => v._tag === "contradicted")
   if (worst !== undefined) return worst
   const kids = new Set(verdicts.map((v) => (v._tag === "signed" ? v.kid : "")))
   if (kids.size > 1) return { _tag: "tampered", reason: "the offers of one challenge are signed by different keys" }
-  return verdicts[0]!
+  const signed = verdicts[0]!
+  const probed = context.probedUrl === null ? null : resourceOf(context.probedUrl)
+  if (signed._tag === "signed" && probed !== null && resourceOf(challenge.resource.url) !== probed) {
+    return { _tag: "contradicted", kid: signed.kid, reason: `the signed offers are for ${challenge.resource.url}, not the probed ${context.probedUrl}` }
+  }
+  return signed
 }
 
 /** The verdict as an observation records it: a note for the detail, and what counts against the seller. */
@@ -120,6 +182,10 @@ export const offerNote = (verdict: OfferVerdict): { readonly note: string | null
   }
 }
 
+/** The key id a healthy observation's detail names as its offers' signer (as `offerNote` writes it), or null. */
+export const offerSignerIn = (detail: string | null): string | null =>
+  detail?.match(/(?:^|; )offer signed by (did:(?:jwk|key):[^\s;]+)/)?.[1] ?? null
+
 /** The seller's signed receipt a settle answer carries (`extensions["offer-receipt"].info.receipt`), as upstream reads it. */
 export const receiptInAnswer = (answer: Readonly<Record<string, unknown>> | null): unknown => {
   const extensions = answer?.extensions
@@ -128,19 +194,45 @@ export const receiptInAnswer = (answer: Readonly<Record<string, unknown>> | null
   return info?.receipt
 }
 
+/** What a seller's receipt must be about: the purchase the Sextant receipt is made for. */
+export interface ReceiptPurchase {
+  readonly transactionHash: string | null
+  readonly network: string
+  /** The URL of the resource the purchase was routed to. */
+  readonly resourceUrl: string
+  /** The key the probes last saw sign that resource's offers, null when they saw none. */
+  readonly offerSigner: string | null
+}
+
 /**
- * Why a seller's JWS receipt cannot be carried, or null: its signature must verify under the key
- * its `did:jwk` id names, and a transaction it names must be the purchase's.
+ * A seller's JWS receipt checked on its own, before anything else is done with the request: the
+ * signature verifies under the key its `did:jwk` / `did:key` id carries (any other id is refused
+ * with no lookup). Answers the receipt's payload, or why it cannot be carried.
  */
-export const sellerReceiptRefusal = async (receipt: { readonly signature: string }, transactionHash: string | null): Promise<string | null> => {
+export const verifySellerReceipt = async (receipt: { readonly signature: string }): Promise<{ readonly payload: ReceiptPayload; readonly kid: string } | { readonly refusal: string }> => {
+  const signer = await keyOfJws(receipt.signature, "the seller's receipt")
+  if ("refusal" in signer) return signer
   try {
-    const payload = await verifyReceiptSignatureJWS({ format: "jws", signature: receipt.signature })
-    if (payload.transaction !== "" && payload.transaction !== undefined && payload.transaction !== transactionHash) {
-      return `the seller's receipt names transaction ${payload.transaction}, not this payment's (${transactionHash ?? "none"})`
-    }
-    return null
+    return { payload: await withinTimeout(verifyReceiptSignatureJWS({ format: "jws", signature: receipt.signature }, signer.key)), kid: signer.kid }
   } catch (e) {
-    return `the seller's receipt does not verify: ${e instanceof Error ? e.message : String(e)}`
+    return { refusal: `the seller's receipt does not verify: ${e instanceof Error ? e.message : String(e)}` }
   }
 }
 
+/**
+ * Why a verified seller receipt is not about this purchase, or null: signed by the key the probes
+ * saw sign the resource's offers (when they saw one), its network and resource (origin and path)
+ * the purchase's, and a transaction it names the purchase's.
+ */
+export const sellerReceiptMismatch = (payload: ReceiptPayload, kid: string, purchase: ReceiptPurchase): string | null => {
+  if (purchase.offerSigner !== null && kid !== purchase.offerSigner) {
+    return `the seller's receipt is signed by ${kid}, not by the key that signs the resource's offers (${purchase.offerSigner})`
+  }
+  if (payload.network !== purchase.network) return `the seller's receipt is about network ${String(payload.network)}, not this payment's (${purchase.network})`
+  const paid = resourceOf(purchase.resourceUrl)
+  if (paid === null || resourceOf(String(payload.resourceUrl)) !== paid) return `the seller's receipt is about ${String(payload.resourceUrl)}, not the resource paid (${purchase.resourceUrl})`
+  if (payload.transaction !== "" && payload.transaction !== undefined && payload.transaction !== purchase.transactionHash) {
+    return `the seller's receipt names transaction ${payload.transaction}, not this payment's (${purchase.transactionHash ?? "none"})`
+  }
+  return null
+}

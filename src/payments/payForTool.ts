@@ -10,6 +10,7 @@ import type { OutboundRequests } from "../verification/fetchAnswer.js"
 import { Unreachable } from "../verification/fetchAnswer.js"
 import { mcpChallenge, PAYMENT_META, PAYMENT_RESPONSE_META, readToolAnswer, X402_MCP_EXTENSION } from "../verification/mcpAnswer.js"
 import { failureOf, guardedFetch } from "../verification/mcpProbe.js"
+import { CALL_REQUESTS, HANDSHAKE_REQUESTS, RequestBudget } from "../verification/mcpWire.js"
 import { type Authorization, NoPaymentRequired, PaymentOutcomeUnknown } from "./errors.js"
 import { type PaidAnswer, type PayForError, type PaymentTerms, sellerReceiptOf, signChosen } from "./payFor.js"
 
@@ -68,7 +69,9 @@ const connect = (input: PayForToolInput, fetchTimeoutMs: number) =>
         try: async (signal) => {
           const client = new Client({ name: "sextant-buyer", version: pkg.version }, { capabilities: { extensions: { [X402_MCP_EXTENSION]: {} } } })
           // Every request passes the outbound guard; the fetch bound is the paid call's, each call sets its own.
-          const fetch = guardedFetch({ ...input.outbound, timeoutMs: fetchTimeoutMs }, runtime)
+          // The handshake, the unpaid call and the paid one: nothing else leaves, whatever the server asks.
+          const budget = new RequestBudget(HANDSHAKE_REQUESTS + 2 * CALL_REQUESTS)
+          const fetch = guardedFetch({ ...input.outbound, timeoutMs: fetchTimeoutMs }, runtime, budget)
           await client.connect(new StreamableHTTPClientTransport(new URL(input.url), { fetch }), { signal, timeout: input.outbound.timeoutMs })
           return client
         },

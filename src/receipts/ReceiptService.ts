@@ -17,7 +17,8 @@ import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 import { eligibleCandidate, noEligibleProvider, paidOption, receiptBody, receiptPayment, responseDigest } from "./build.js"
 import { encodeBase64, stellarPublicKey } from "./ed25519.js"
 import { signReceipt, verifyWithSigner } from "./receipt.js"
-import { sellerReceiptRefusal } from "../extensions/offerReceipt.js"
+import { offerSignerIn, sellerReceiptMismatch, verifySellerReceipt } from "../extensions/offerReceipt.js"
+import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import { Signer, type SignerShape } from "./Signer.js"
 import { Instruments } from "../telemetry/Instruments.js"
 import { ReceiptId } from "../domain/ids.js"
@@ -67,6 +68,7 @@ const make = Effect.gen(function* () {
   const router = yield* Router
   const resources = yield* ResourceReadsRepo
   const receipts = yield* ReceiptsRepo
+  const observations = yield* ObservationsRepo
   const recorder = yield* EvidenceRecorder
   const signer = yield* Signer
   const instruments = yield* Instruments
@@ -83,11 +85,10 @@ const make = Effect.gen(function* () {
   const create = (request: CreateReceiptRequest) =>
     Effect.gen(function* () {
       const payment = yield* receiptPayment(request.payment)
-      if (request.sellerReceipt !== undefined) {
-        const { sellerReceipt } = request
-        const refusal = yield* Effect.promise(() => sellerReceiptRefusal(sellerReceipt, payment.transactionHash))
-        if (refusal !== null) return yield* Effect.fail(new InvalidRequest({ message: `sellerReceipt: ${refusal}` }))
-      }
+      const { sellerReceipt } = request
+      // Checked before routing: a key id that would need a lookup is refused before anything else runs.
+      const seller = sellerReceipt === undefined ? undefined : yield* Effect.promise(() => verifySellerReceipt(sellerReceipt))
+      if (seller !== undefined && "refusal" in seller) return yield* Effect.fail(new InvalidRequest({ message: `sellerReceipt: ${seller.refusal}` }))
       const bodySha256 = yield* responseDigest(request.response)
       const { capability, constraints, optimizeFor } = request.request
       const decision = yield* router.route({ capability, constraints, optimizeFor })
@@ -101,6 +102,13 @@ const make = Effect.gen(function* () {
           })
         )
       )
+      const offerSigner =
+        seller === undefined ? null : offerSignerIn((yield* observations.latestHealthy([chosen.resourceId])).get(chosen.resourceId)?.detail ?? null)
+      const mismatch =
+        seller === undefined
+          ? null
+          : sellerReceiptMismatch(seller.payload, seller.kid, { transactionHash: payment.transactionHash, network: payment.network, resourceUrl: resource.resource.url, offerSigner })
+      if (mismatch !== null) return yield* Effect.fail(new InvalidRequest({ message: `sellerReceipt: ${mismatch}` }))
       const now = new Date(yield* Clock.currentTimeMillis)
       const paid = yield* paidOption(payment, resource, chosen, decision.policy, policyContext(config, now))
       const timestamp = now.toISOString()

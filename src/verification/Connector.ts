@@ -1,5 +1,6 @@
 import { Context, Effect } from "effect"
 import { isIP } from "node:net"
+import { unguardedFetch } from "../outbound/egress.js"
 import { type DnsFailure, hostOf, resolveHost, type Vetted } from "./outboundGuard.js"
 
 /**
@@ -18,8 +19,11 @@ export type Dial = (url: URL, init: BunFetchRequestInit) => Promise<Response>
 /** How a host name becomes addresses: the system resolver, unless a test swaps it. */
 export class Resolver extends Context.Reference<Resolver>()("sextant/Resolver", { defaultValue: (): Resolve => resolveHost }) {}
 
-/** What opens the connection to an address: Bun's fetch, unless a test swaps it. */
-export class Dialer extends Context.Reference<Dialer>()("sextant/Dialer", { defaultValue: (): Dial => (url, init) => fetch(url, init) }) {}
+/**
+ * What opens the connection to an address: Bun's fetch beneath the egress guard (a vetted, pinned
+ * request is the one path to hosts nobody configured), unless a test swaps it.
+ */
+export class Dialer extends Context.Reference<Dialer>()("sextant/Dialer", { defaultValue: (): Dial => (url, init) => unguardedFetch()(url, init) }) {}
 
 /** The URL with its host replaced by a checked address (bracketed when IPv6), port, path and query kept. */
 export const pinnedUrl = (url: URL, address: string): URL => {

@@ -56,16 +56,27 @@ const claimsX402 = (header: string | null | undefined, body: unknown) =>
   (header !== null && header !== undefined && header !== "") ||
   (typeof body === "object" && body !== null && "x402Version" in body)
 
+/** Payment options one challenge may carry: every one is judged and stored, and sellers offer a few. */
+export const MAX_CHALLENGE_OPTIONS = 32
+/** The default bound on the `PAYMENT-REQUIRED` header, the probes' default body cap. */
+export const MAX_CHALLENGE_HEADER_BYTES = 65_536
+
 /**
  * Reads a 402 answer: the v2 header first, else a v1 JSON body, validated against the x402
  * schemas. Something that claims to be a challenge but does not decode is Malformed; a 402
- * without any sign of x402 is NoChallenge.
+ * without any sign of x402 is NoChallenge. Bounded as a body is (the server's header limit is
+ * far larger): a header over `maxHeaderBytes`, or more than MAX_CHALLENGE_OPTIONS options, is
+ * Malformed and not decoded or stored.
  */
 export const readChallenge = (
   getHeader: (name: string) => string | null | undefined,
-  body: unknown
+  body: unknown,
+  maxHeaderBytes: number = MAX_CHALLENGE_HEADER_BYTES
 ): ChallengeReading => {
   const header = getHeader("PAYMENT-REQUIRED")
+  if (header !== null && header !== undefined && header.length > maxHeaderBytes) {
+    return { _tag: "Malformed", reason: `the PAYMENT-REQUIRED header of ${header.length} bytes is over the ${maxHeaderBytes}-byte bound` }
+  }
   let raw: unknown
   try {
     raw = reader.getPaymentRequiredResponse(getHeader, body)
@@ -84,6 +95,9 @@ export const decodeChallenge = (raw: unknown): ChallengeReading => {
     const issue = parsed.error.issues[0]
     const where = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : ""
     return { _tag: "Malformed", reason: `challenge fails the x402 schema: ${where}${issue?.message ?? "invalid"}` }
+  }
+  if (parsed.data.accepts.length > MAX_CHALLENGE_OPTIONS) {
+    return { _tag: "Malformed", reason: `the challenge offers ${parsed.data.accepts.length} payment options, over the ${MAX_CHALLENGE_OPTIONS} read` }
   }
   return { _tag: "Decoded", challenge: parsed.data, options: optionsOf(parsed.data) }
 }

@@ -35,10 +35,11 @@ export interface Answer {
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308])
 
-/** Which answers have their JSON body read, and how much of it at most. */
+/** Which answers have their body read, how much of it at most, and how it is decoded (JSON unless said). */
 interface BodyRead {
   readonly when: (status: number, header: (name: string) => string | undefined) => boolean
   readonly maxBytes: number
+  readonly decode?: (text: string) => unknown
 }
 
 /** A probe reads the body only where a v1 challenge may be: a 402 without the v2 header. */
@@ -54,8 +55,8 @@ const causeOf = (cause: unknown) => {
   return typeof code === "string" ? code : typeof message === "string" ? message : "unknown"
 }
 
-/** Reads at most `maxBytes` of the body as JSON (undefined when it is not JSON), then lets the rest go. */
-const readCapped = async (response: Response, maxBytes: number) => {
+/** Reads at most `maxBytes` of the body, decoded (undefined when it does not decode), then lets the rest go. */
+const readCapped = async (response: Response, maxBytes: number, decode: (text: string) => unknown = JSON.parse) => {
   let bytes: Buffer | null
   try {
     bytes = await readUpTo(response, maxBytes)
@@ -64,7 +65,7 @@ const readCapped = async (response: Response, maxBytes: number) => {
   }
   if (bytes === null) return { body: undefined, note: `body over ${maxBytes} bytes was not read` }
   try {
-    return { body: JSON.parse(bytes.toString("utf8")) as unknown, note: null }
+    return { body: decode(bytes.toString("utf8")), note: null }
   } catch {
     return { body: undefined, note: null }
   }
@@ -106,7 +107,7 @@ const send = (target: Vetted, method: HttpMethod, read: BodyRead, deadline: Dead
           return { _tag: "Redirect", next: new URL(location, target.url).href, status: response.status }
         }
         const { body, note } = read.when(response.status, header)
-          ? await readCapped(response, read.maxBytes)
+          ? await readCapped(response, read.maxBytes, read.decode)
           : (void response.body?.cancel().catch(() => undefined), { body: undefined, note: null })
         return { _tag: "Answer", answer: { url: target.url.href, httpStatus: response.status, header, body, note } }
       },
@@ -185,4 +186,13 @@ export const fetchAnswer = (url: string, method: HttpMethod, probes: OutboundReq
 export const fetchJson = (url: string, probes: OutboundRequests, maxBytes: number) =>
   Effect.suspend(() =>
     hop(url, "GET", MAX_REDIRECTS, probes, { when: (status) => status >= 200 && status < 300, maxBytes }, deadlineOf(probes.timeoutMs))
+  )
+
+/**
+ * A GET of a text document (an issuer's `stellar.toml`) on the same path as `fetchJson`: the body
+ * of a 2xx answer, up to `maxBytes`, decoded by `decode` (undefined when it throws).
+ */
+export const fetchText = (url: string, probes: OutboundRequests, maxBytes: number, decode: (text: string) => unknown) =>
+  Effect.suspend(() =>
+    hop(url, "GET", MAX_REDIRECTS, probes, { when: (status) => status >= 200 && status < 300, maxBytes, decode }, deadlineOf(probes.timeoutMs))
   )

@@ -7,10 +7,13 @@ import pkg from "../../package.json" with { type: "json" }
 import type { Config } from "../config.js"
 import type { McpTool } from "../domain/mcp.js"
 import { Dialer, dialPinned, readUpTo, Resolver } from "./Connector.js"
-import { asHttpChallenge, readToolAnswer, X402_MCP_EXTENSION } from "./mcpAnswer.js"
-import { blank, failureObservation, type Observed, observationOf, type ProbeTarget } from "./observe.js"
+import { asHttpChallenge, readToolAnswer } from "./mcpAnswer.js"
+import { blank, failureObservation, type Observed, observationOf, type ProbeTarget, withOfferVerdict } from "./observe.js"
 import { AnswerTimeout, type OutboundRequests, Unreachable } from "./fetchAnswer.js"
 import { TargetRefused, vetTarget } from "./outboundGuard.js"
+import type { McpSession, McpSessions } from "./mcpSessions.js"
+import { CALL_REQUESTS, HANDSHAKE_REQUESTS, incoming, outgoing, RequestBudget } from "./mcpWire.js"
+import { judgeOffers } from "../extensions/offerReceipt.js"
 
 /** Any JSON-RPC result object, unknown members kept: the extension binding's `resultType` must survive. */
 const AnyResult = z.looseObject({})
@@ -29,18 +32,22 @@ export class Refused extends Error {
  * The transport's `fetch`, on the one outbound path of every request to a resource: the URL vetted
  * by the outbound guard (every request, so a name that rebinds is caught), the connection pinned
  * to the checked address, `timeoutMs` per request and at most `maxBodyBytes` of an answer read.
- * No standalone GET stream is opened: a probe waits for no server notification.
+ * Only POSTs of messages this client decided to send leave (`mcpWire.outgoing`), each taken from
+ * `budget`; an answer reaches the SDK only as the one response to its request
+ * (`mcpWire.incoming`), so the SDK never sees, let alone answers, a server request. No standalone
+ * GET stream is opened: a probe waits for no server notification.
  */
 export const guardedFetch =
-  (probes: OutboundRequests, runtime: Runtime.Runtime<never>) =>
+  (probes: OutboundRequests, runtime: Runtime.Runtime<never>, budget: RequestBudget) =>
   async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const method = init?.method ?? "GET"
-    if (method === "GET") return new Response(null, { status: 405 })
+    if (method !== "POST") return new Response(null, { status: 405 })
+    const message = outgoing(init?.body)
+    if ("refused" in message) throw new Error(message.refused)
+    if (!budget.take()) throw new Error("the requests allowed to this MCP client are spent")
     const url = input instanceof Request ? input.url : String(input)
     const resolve = Runtime.runSync(runtime)(Resolver)
-    const vetted = await Runtime.runPromise(runtime)(
-      Effect.either(vetTarget(url, probes, resolve))
-    )
+    const vetted = await Runtime.runPromise(runtime)(Effect.either(vetTarget(url, probes, resolve)))
     if (Either.isLeft(vetted)) {
       const e = vetted.left
       throw e._tag === "TargetRefused" ? new Refused(e) : new Error(`cannot resolve ${e.host}: ${e.reason}`)
@@ -56,57 +63,17 @@ export const guardedFetch =
     })
     const bytes = await readUpTo(response, probes.maxBodyBytes)
     if (bytes === null) throw new Error(`answer over ${probes.maxBodyBytes} bytes was not read`)
-    return new Response(response.status === 204 || response.status === 202 ? null : new Uint8Array(bytes), { status: response.status, headers: response.headers })
+    const answerHeaders = new Headers(response.headers)
+    answerHeaders.delete("content-length")
+    answerHeaders.delete("transfer-encoding")
+    // A refusal keeps its status and text (a 404 tells the session is gone); a notification's answer is read no further.
+    if (!response.ok) return new Response(response.status === 204 ? null : new Uint8Array(bytes), { status: response.status, headers: answerHeaders })
+    if (message.id === null) return new Response(null, { status: 202, headers: answerHeaders })
+    const answer = incoming(message.id, response.headers.get("content-type"), bytes.toString("utf8"))
+    if ("refused" in answer) throw new Error(answer.refused)
+    answerHeaders.set("content-type", "application/json")
+    return new Response(answer.response, { status: 200, headers: answerHeaders })
   }
-
-interface Session {
-  readonly ready: Promise<Client>
-  readonly expiresAtMs: number
-}
-
-/**
- * MCP sessions of the probes of one process, one per server URL: the tools of one server share a
- * session (one `initialize`) for `probes.intervalSeconds`, after which the next probe opens a new
- * one, so a server that restarted is met again within an interval. A session that failed is
- * closed and forgotten.
- */
-export const mcpSessions = (config: Config) => {
-  const open = new Map<string, Session>()
-  const intervalMs = config.probes.intervalSeconds * 1000
-
-  const forget = (url: string, session: Session) => {
-    if (open.get(url) !== session) return
-    open.delete(url)
-    void session.ready.then((client) => client.close()).catch(() => undefined)
-  }
-
-  const connect = async (url: string, runtime: Runtime.Runtime<never>, signal: AbortSignal) => {
-    const client = new Client(
-      { name: "sextant-probe", version: pkg.version },
-      { capabilities: { extensions: { [X402_MCP_EXTENSION]: {} } } }
-    )
-    const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: guardedFetch(config.probes, runtime) })
-    await client.connect(transport, { signal, timeout: config.probes.timeoutMs })
-    return client
-  }
-
-  return {
-    /** The live session with the server at `url`, opened now if there is none within its interval. */
-    session: (url: string, nowMs: number, runtime: Runtime.Runtime<never>, signal: AbortSignal) => {
-      const known = open.get(url)
-      if (known !== undefined && known.expiresAtMs > nowMs) return known
-      if (known !== undefined) forget(url, known)
-      const session: Session = { ready: connect(url, runtime, signal), expiresAtMs: nowMs + intervalMs }
-      open.set(url, session)
-      session.ready.catch(() => forget(url, session))
-      return session
-    },
-    forget,
-    closeAll: () => Promise.all([...open.entries()].map(([url, session]) => forget(url, session))).then(() => undefined)
-  }
-}
-
-export type McpSessions = ReturnType<typeof mcpSessions>
 
 export const failureOf = (error: unknown, deadline: AbortSignal, timeoutMs: number): Failure => {
   if (error instanceof Refused) return error.refusal
@@ -130,12 +97,18 @@ export const observeMcp = (target: ProbeTarget & { readonly mcp: McpTool }, conf
     const timeoutMs = config.probes.timeoutMs
     const outcome = yield* Effect.promise(async (interrupted) => {
       const deadline = AbortSignal.any([AbortSignal.timeout(timeoutMs), interrupted])
-      const call = async (session: { readonly ready: Promise<Client> }) =>
-        (await session.ready).request(
-          { method: "tools/call", params: { name: target.mcp.toolName, arguments: target.mcp.example ?? {} } },
-          AnyResult,
-          { signal: deadline, timeout: timeoutMs }
-        )
+      const call = async (session: McpSession) => {
+        const use = session.begin()
+        try {
+          return await (await session.ready).request(
+            { method: "tools/call", params: { name: target.mcp.toolName, arguments: target.mcp.example ?? {} } },
+            AnyResult,
+            { signal: deadline, timeout: timeoutMs }
+          )
+        } finally {
+          use.done()
+        }
+      }
       let session = sessions.session(target.url, startMs, runtime, deadline)
       try {
         try {
@@ -185,9 +158,16 @@ export const observeMcp = (target: ProbeTarget & { readonly mcp: McpTool }, conf
           Either.right({ url: target.url, httpStatus: 402, ...asHttpChallenge(answer.paymentRequired), note: null }),
           deployment,
           config.asset.decimals,
-          config.probes.priceTolerance
+          config.probes.priceTolerance,
+          // The answer's body was capped when read; this header is only its re-encoding.
+          Number.POSITIVE_INFINITY
         )
-        return { ...observed, observation: { ...observed.observation, method: `tools/call ${answer.binding}`, httpStatus: null } } satisfies Observed
+        const labelled = { ...observed, observation: { ...observed.observation, method: `tools/call ${answer.binding}`, httpStatus: null } } satisfies Observed
+        const challenge = observed.challenge
+        if (challenge === null) return labelled
+        // Judged as an HTTP challenge's are, but the resource is the tool, not a URL it could name.
+        const verdict = yield* Effect.promise(() => judgeOffers(challenge, { nowMs: endMs, probedUrl: null }))
+        return withOfferVerdict(labelled, verdict)
       }
     }
   })
@@ -203,8 +183,9 @@ export const listMcpTools = (url: string, probes: OutboundRequests) =>
       try: async (interrupted) => {
         const deadline = AbortSignal.any([AbortSignal.timeout(probes.timeoutMs), interrupted])
         const client = new Client({ name: "sextant-registration", version: pkg.version })
+        const budget = new RequestBudget(HANDSHAKE_REQUESTS + CALL_REQUESTS)
         try {
-          await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: guardedFetch(probes, runtime) }), {
+          await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: guardedFetch(probes, runtime, budget) }), {
             signal: deadline,
             timeout: probes.timeoutMs
           })

@@ -12,6 +12,7 @@ import {
   classify,
   type Deployment,
   isAcceptable,
+  MAX_CHALLENGE_HEADER_BYTES,
   readChallenge
 } from "./challenge.js"
 import { type Answer, type AnswerTimeout, fetchAnswer, type Unreachable } from "./fetchAnswer.js"
@@ -98,14 +99,16 @@ export const observationOf = (
   result: Either.Either<Answer, ProbeFailure>,
   deployment: Deployment,
   decimals: number,
-  priceTolerance: number
+  priceTolerance: number,
+  /** The bound on a v2 challenge's header: the probes' body cap, so a header is no larger than a body may be. */
+  maxHeaderBytes: number = MAX_CHALLENGE_HEADER_BYTES
 ): Observed => {
   if (Either.isLeft(result)) {
     return { observation: failureObservation(target, startMs, result.left), challenge: null, options: [] }
   }
   const answer = result.right
   const reading: ChallengeReading =
-    answer.httpStatus === 402 ? readChallenge(answer.header, answer.body) : { _tag: "NoChallenge" }
+    answer.httpStatus === 402 ? readChallenge(answer.header, answer.body, maxHeaderBytes) : { _tag: "NoChallenge" }
   const decoded = reading._tag === "Decoded" ? reading : null
   const option = decoded ? representativeOption(decoded.options, target.advertised, deployment) : null
   const conflict = decoded ? contradiction(decoded.options, target.advertised, priceTolerance) : null
@@ -169,10 +172,11 @@ export const observe = (target: ProbeTarget, config: Config) =>
       result,
       { network: config.network, assetContract: config.asset.assetContract },
       config.asset.decimals,
-      config.probes.priceTolerance
+      config.probes.priceTolerance,
+      config.probes.maxBodyBytes
     )
     if (observed.challenge === null) return observed
     const challenge = observed.challenge
-    const verdict = yield* Effect.promise(() => judgeOffers(challenge))
+    const verdict = yield* Effect.promise(() => judgeOffers(challenge, { nowMs: endMs, probedUrl: target.url }))
     return withOfferVerdict(observed, verdict)
   })

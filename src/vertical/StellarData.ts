@@ -6,12 +6,13 @@ import {
   NotFoundError,
   rpc,
   scValToNative,
-  StellarToml,
   TimeoutInfinite,
   TransactionBuilder,
   xdr
 } from "@stellar/stellar-sdk"
 import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
+import { parse as parseToml } from "smol-toml"
+import { fetchText } from "../verification/fetchAnswer.js"
 import { describeFailure as describe, type LedgerEndpoints, stellarClients } from "../ledger/clients.js"
 import { UpstreamFailure } from "./errors.js"
 import { homeDomainTarget } from "./homeDomain.js"
@@ -51,6 +52,14 @@ export interface StellarDataConfig extends LedgerEndpoints {
   readonly networkPassphrase: string
   readonly timeoutMs: number
   readonly allowPrivateHomeDomains: boolean
+}
+
+/** The SDK resolver's own limit on a stellar.toml. */
+const STELLAR_TOML_MAX_BYTES = 100 * 1024
+
+/** A body that is not TOML, kept apart from a missing one. */
+class TomlInvalid {
+  constructor(readonly reason: string) {}
 }
 
 /** About one day of 5-second ledgers; RPC keeps events for a bounded window anyway. */
@@ -143,20 +152,36 @@ export const makeStellarData = (config: StellarDataConfig): StellarDataShape => 
       return typeof value === "bigint" ? Option.some(value) : Option.none<bigint>()
     })
 
+  /**
+   * The issuer's stellar.toml through the Connector, as a probe reaches a resource: the address
+   * checked and pinned, redirects each checked, the SDK's own size limit (100 KiB) and the upstream
+   * timeout. The SDK's resolver would resolve the name again with its own fetch.
+   */
   const stellarToml = (homeDomain: string): Effect.Effect<TomlLookup> =>
     Effect.flatMap(homeDomainTarget(homeDomain, config.allowPrivateHomeDomains), (target) => {
-    if ("skip" in target) return Effect.succeed<TomlLookup>({ status: "skipped", reason: target.skip })
-    const url = `${target.allowHttp ? "http" : "https"}://${homeDomain}/.well-known/stellar.toml`
-    return Effect.tryPromise({
-      try: () => StellarToml.Resolver.resolve(homeDomain, { allowHttp: target.allowHttp, timeout: config.timeoutMs }),
-      catch: describe
-    }).pipe(
-      Effect.timeoutFail({ duration: timeout, onTimeout: () => `no answer within ${config.timeoutMs} ms` }),
-      Effect.match({
-        onFailure: (reason): TomlLookup => ({ status: "unavailable", url, reason }),
-        onSuccess: (document): TomlLookup => ({ status: "published", url, document: { ...document } })
-      })
-    )
+      if ("skip" in target) return Effect.succeed<TomlLookup>({ status: "skipped", reason: target.skip })
+      const url = `${target.allowHttp ? "http" : "https"}://${homeDomain}/.well-known/stellar.toml`
+      const outbound = { allowPrivateTargets: config.allowPrivateHomeDomains, trustedOrigins: [], timeoutMs: config.timeoutMs, maxBodyBytes: STELLAR_TOML_MAX_BYTES }
+      const parsed = (text: string) => {
+        try {
+          return parseToml(text)
+        } catch (e) {
+          return new TomlInvalid(describe(e))
+        }
+      }
+      return fetchText(url, outbound, STELLAR_TOML_MAX_BYTES, parsed).pipe(
+        Effect.mapError((e) => e.reason),
+        Effect.flatMap((answer) => {
+          if (answer.httpStatus < 200 || answer.httpStatus >= 300) return Effect.fail(`HTTP ${answer.httpStatus}`)
+          if (answer.note !== null) return Effect.fail(answer.note)
+          if (answer.body instanceof TomlInvalid) return Effect.fail(`stellar.toml is invalid: ${answer.body.reason}`)
+          return typeof answer.body === "object" && answer.body !== null ? Effect.succeed(answer.body as Record<string, unknown>) : Effect.fail("stellar.toml is empty")
+        }),
+        Effect.match({
+          onFailure: (reason): TomlLookup => ({ status: "unavailable", url, reason }),
+          onSuccess: (document): TomlLookup => ({ status: "published", url, document: { ...document } })
+        })
+      )
     })
 
   return {
