@@ -36,7 +36,7 @@ const start = () =>
 const signerAt = async (url: string) => {
   const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ asset: "USDC" }) })
   expect(response.status).toBe(402)
-  const verdict = await judgeOffers(decodePaymentRequiredHeader(response.headers.get("payment-required")!) as Parameters<typeof judgeOffers>[0])
+  const verdict = await judgeOffers(decodePaymentRequiredHeader(response.headers.get("payment-required")!) as Parameters<typeof judgeOffers>[0], { nowMs: Date.now(), probedUrl: url })
   if (verdict._tag !== "signed") throw new Error(`offers not signed as expected: ${JSON.stringify(verdict)}`)
   return verdict.kid
 }
