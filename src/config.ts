@@ -119,6 +119,7 @@ export const LimitsConfig = Schema.Struct({
   receipts: opt(RateLimit, { requests: 300, windowSeconds: 60 }).annotations({ description: "The same for `POST /v1/receipts`." }),
   verify: opt(RateLimit, { requests: 1200, windowSeconds: 60 }).annotations({ description: "The same for `POST /x402/verify`." }),
   settle: opt(RateLimit, { requests: 1200, windowSeconds: 60 }).annotations({ description: "The same for `POST /x402/settle`." }),
+  search: opt(RateLimit, { requests: 120, windowSeconds: 60 }).annotations({ description: "The same for `POST /v1/search` and `GET /x402/discovery/search` together (the MCP tools `search_resources` and `search_discovery_resources` call them): each search reads the catalog's index." }),
   clientAddressHeader: opt(Schema.NullOr(Schema.String.pipe(Schema.pattern(/^[a-z0-9-]+$/, { message: () => "expected a lowercase header name" }))), null).annotations({ description: "Behind a reverse proxy, the header it writes the client's address into; without it every client counts as the proxy. The entry `trustedProxyHops` from the right is used: a proxy appends the address it saw on the right, and what a client sends itself stays on the left. Set it only when your proxy always writes the header.", examples: ["x-forwarded-for"] }),
   trustedProxyHops: opt(PositiveInt, 1).annotations({ description: "How many proxies you run in front of the service, each appending to `clientAddressHeader`; a header with fewer entries gives its left-most one." })
 })
