@@ -138,3 +138,29 @@ describe("behind a reverse proxy", () => {
     expect(other.status).toBe(403)
   })
 })
+
+describe("/mcp behind a proxy", () => {
+  let server: Awaited<ReturnType<typeof startServer>>
+  beforeAll(async () => {
+    const base = testConfig()
+    server = await startServer(testConfig({ limits: { ...base.limits, search: { requests: 2, windowSeconds: 60 }, clientAddressHeader: "x-forwarded-for" } }))
+  })
+  afterAll(() => server.close())
+
+  const searchAs = async (address: string) => {
+    const client = new Client({ name: "test", version: "1" })
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { "x-forwarded-for": address } } }))
+    const answer = await client.callTool({ name: "search_resources", arguments: { query: "compliance" } })
+    await client.close()
+    return answer
+  }
+
+  test("each caller is limited on the address the proxy wrote, not on the proxy's", async () => {
+    expect((await searchAs("203.0.113.7")).isError).toBeFalsy()
+    expect((await searchAs("203.0.113.7")).isError).toBeFalsy()
+    const third = await searchAs("203.0.113.7")
+    expect(third.isError).toBe(true)
+    expect(JSON.stringify(third.content)).toContain("RATE_LIMITED")
+    expect((await searchAs("198.51.100.9")).isError).toBeFalsy()
+  })
+})

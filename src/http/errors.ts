@@ -15,7 +15,7 @@ import {
 } from "../domain/errors.js"
 import { describeIssues } from "../domain/issues.js"
 import { SextantApi } from "../contract/index.js"
-import { headerBytes, jsonDepth, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_JSON_DEPTH } from "./body.js"
+import { hasProtoMember, headerBytes, jsonDepth, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_JSON_DEPTH } from "./body.js"
 
 /** Every declared (method, path) pair, to tell "no such path" (404) from "wrong method" (405). */
 const routes = Object.values(SextantApi.groups).flatMap((group) =>
@@ -111,6 +111,9 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
           return yield* Effect.fail(
             new NestingTooDeep({ message: `request bodies may nest objects and arrays at most ${MAX_JSON_DEPTH} deep` })
           )
+        }
+        if (hasProtoMember(text.right)) {
+          return yield* Effect.fail(new InvalidRequest({ message: "request bodies may not hold a member named __proto__" }))
         }
       }
       return yield* app.pipe(
