@@ -11,7 +11,7 @@ import { sqliteCompiler } from "./sqliteClient.js"
  * replaced). A search the query bounds admit stays far below it at the catalog size
  * docs/performance.md states; it is the backstop for a catalog beyond that.
  */
-export const SEARCH_STATEMENT_BUDGET_MS = 3000
+export const SEARCH_STATEMENT_BUDGET_MS = 10_000
 
 /** How long a worker may take to start and open the store before the statement is given up. */
 const WORKER_START = Duration.seconds(10)
