@@ -19,6 +19,8 @@ import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { StoreLive } from "../src/store/Store.js"
 import { ManagedRuntime } from "effect"
 import { syntheticCatalog } from "../bench/support/syntheticCatalog.js"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 const RESOURCES = 20_000
@@ -122,5 +124,19 @@ describe("a search never holds the request thread", () => {
     expect(short.body.resources).toEqual([])
     const prefix = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "dat", limit: 5 } })
     expect(prefix.body.resources.length).toBe(5)
+  })
+
+  test("the MCP search tools are the same doors: an over-long query is a tool error naming the bound", async () => {
+    const client = new Client({ name: "test", version: "1" })
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)))
+    const query = "ab ".repeat(100)
+    for (const name of ["search_resources", "search_discovery_resources"]) {
+      const answer = await client.callTool({ name, arguments: { query } })
+      expect(answer.isError).toBe(true)
+      expect(JSON.stringify(answer.content)).toContain(`at most ${MAX_QUERY_CHARACTERS} characters`)
+    }
+    const fine = await client.callTool({ name: "search_resources", arguments: { query: WORST_ADMITTED, limit: 3 } })
+    expect(fine.isError).toBeFalsy()
+    await client.close()
   })
 })
