@@ -8,6 +8,8 @@ import { readBazaar } from "../src/extensions/bazaar.js"
 import { makeRedactor, REDACTED, secretsOf, urlSecrets } from "../src/redaction/redact.js"
 import { transferMismatch } from "../src/settlement/rules.js"
 import { pageRefusal, parseCatalogQuery } from "../src/status/StatusReader.js"
+import { hasProtoMember } from "../src/http/body.js"
+import { settleBody, signedPayment } from "./fixtures/stellarPayment.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
@@ -87,5 +89,32 @@ describe("configuration", () => {
     const redactor = makeRedactor(secrets)
     expect(redactor.text("GET https://rpc.example.com/v1/a1b2c3d4e5f6 failed")).toBe(`GET https://rpc.example.com/v1/${REDACTED} failed`)
     expect(redactor.text("pulling ?key=bazaar-secret-9")).not.toContain("bazaar-secret-9")
+  })
+})
+
+describe("a __proto__ member in a body", () => {
+  let server: Awaited<ReturnType<typeof startServer>>
+  beforeAll(async () => {
+    server = await startServer(testConfig())
+  })
+  afterAll(() => server.close())
+
+  test("a stock x402 settle body carrying one, spelled out or escaped, is 400 naming it before anything reads it", async () => {
+    const { requirements, payment } = await signedPayment(PAY_TO)
+    const text = JSON.stringify(settleBody(payment, requirements))
+    for (const key of ["__proto__", "\\u005f_proto__"]) {
+      const smuggled = text.replace('"paymentPayload":{', `"paymentPayload":{"${key}":{"accepted":{"payTo":"${PAY_TO}"}},`)
+      expect(smuggled).not.toBe(text)
+      const answer = await request(`${server.url}/x402/settle`, { method: "POST", body: smuggled, headers: { "content-type": "application/json" } })
+      expect(answer.status).toBe(400)
+      expect(answer.body.error).toBe("INVALID_REQUEST")
+      expect(answer.body.message).toContain("__proto__")
+    }
+  })
+
+  test("the word in a string value is only text", () => {
+    expect(hasProtoMember(JSON.stringify({ query: "__proto__ \u0041" }))).toBe(false)
+    expect(hasProtoMember('{"a":{"__proto__":1}}')).toBe(true)
+    expect(hasProtoMember('{"a":[{"\\u005f_proto__":1}]}')).toBe(true)
   })
 })

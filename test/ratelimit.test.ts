@@ -25,6 +25,9 @@ describe("rate limit groups and keys (pure)", () => {
     expect(limitedGroupOf("POST", "/v1/receipts")).toBe("receipts")
     expect(limitedGroupOf("POST", "/x402/verify")).toBe("verify")
     expect(limitedGroupOf("POST", "/x402/settle")).toBe("settle")
+    expect(limitedGroupOf("POST", "/v1/search")).toBe("search")
+    expect(limitedGroupOf("GET", "/x402/discovery/search?query=x")).toBe("search")
+    expect(limitedGroupOf("GET", "/x402/discovery/resources")).toBeUndefined()
     expect(limitedGroupOf("GET", "/v1/resources")).toBeUndefined()
     expect(limitedGroupOf("GET", "/v1/receipts/abc")).toBeUndefined()
   })
@@ -44,7 +47,8 @@ describe("rate limit groups and keys (pure)", () => {
     ["/v1/resources/register", "register"],
     ["/v1/receipts", "receipts"],
     ["/x402/verify", "verify"],
-    ["/x402/settle", "settle"]
+    ["/x402/settle", "settle"],
+    ["/v1/search", "search"]
   ] as const
   for (const [path, group] of routes) {
     for (const spelling of spellings(path)) {

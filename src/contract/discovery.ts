@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { DISCOVERY_MAX_LIMIT, DISCOVERY_SEARCH_MAX_LIMIT, DiscoveryResponse, DiscoverySearchQuery, DiscoverySearchResponse } from "../domain/discovery.js"
-import { InvalidRequest } from "../domain/errors.js"
+import { InvalidRequest, RateLimited } from "../domain/errors.js"
 import { allIssues, failsWith, queryInt } from "./parse.js"
 
 /** The query string of `DiscoveryQuery`: numbers arrive as text; a bad one is INVALID_REQUEST naming it. */
@@ -34,5 +34,5 @@ export class DiscoveryApi extends HttpApiGroup.make("discovery").add(
   HttpApiEndpoint.get("search", "/x402/discovery/search")
     .setUrlParams(DiscoverySearchUrlParams)
     .addSuccess(DiscoverySearchResponse)
-    .pipe(failsWith(InvalidRequest))
+    .pipe(failsWith(InvalidRequest, RateLimited))
 ) {}

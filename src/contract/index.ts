@@ -8,6 +8,7 @@ import {
   PayloadTooLarge,
   ShuttingDown,
   StoreUnavailable,
+  ForeignOrigin,
   UnsupportedMediaType
 } from "../domain/errors.js"
 import { DiscoveryApi } from "./discovery.js"
@@ -77,6 +78,8 @@ export class SextantApi extends HttpApi.make("sextant")
   .addError(NestingTooDeep)
   .addError(PayloadTooLarge)
   .addError(UnsupportedMediaType)
+  // Without API keys, a request addressed to a foreign name or from a foreign page (http/openMode.ts).
+  .addError(ForeignOrigin)
   .addError(InternalError)
   .addError(StoreUnavailable)
   // Any request but /health/* may arrive while the instance drains for a shutdown.

@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { ResourceDetail, ResourceList, SearchResponse } from "../domain/catalog.js"
-import { NotFound } from "../domain/errors.js"
+import { NotFound, RateLimited } from "../domain/errors.js"
 import { ResourceId } from "../domain/ids.js"
 import { ResourceSearchRequest } from "../domain/resources.js"
 import { Cursor, PAGE_LIMITS } from "../domain/pagination.js"
@@ -25,4 +25,5 @@ export class ResourcesApi extends HttpApiGroup.make("resources")
     HttpApiEndpoint.post("search", "/v1/search")
       .setPayload(strict(ResourceSearchRequest))
       .addSuccess(SearchResponse)
+      .pipe(failsWith(RateLimited))
   ) {}

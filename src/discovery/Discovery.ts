@@ -52,6 +52,13 @@ const TRANSITIONS_SHOWN = 20
 /** Hits read per store batch when quality filters may drop some. */
 const QUALITY_BATCH = 200
 
+/**
+ * Store batches one search request may read when quality filters drop hits: without a bound, a
+ * filter nothing passes would read the whole catalog in one request. Past it the page answers
+ * what it found, with `nextCursor` at the last resource read.
+ */
+export const QUALITY_BATCHES = 5
+
 const LIST_CURSOR = "resources"
 const SEARCH_CURSOR = "search"
 const X402_SEARCH_CURSOR = "x402-search"
@@ -160,7 +167,8 @@ const make = Effect.gen(function* () {
   /**
    * One page of search hits. The store ranks and filters on the catalog (text through the search
    * index); the quality filters need each hit's current metrics, so with them the store is read in
-   * batches until the page is full or the catalog ends.
+   * batches until the page is full, the catalog ends, or `QUALITY_BATCHES` were read (then the
+   * page may hold fewer hits than `limit`, and `nextCursor` goes on from the last resource read).
    */
   const find = (request: ResourceSearchRequest) =>
     Effect.gen(function* () {
@@ -169,23 +177,32 @@ const make = Effect.gen(function* () {
       let after = yield* searchPosition(SEARCH_CURSOR, request.cursor, scope)
       const batch = filtersOnQuality(request) ? Math.max(limit + 1, QUALITY_BATCH) : limit + 1
       const hits: Array<SearchHit> = []
-      for (;;) {
-        const found = yield* repo.searchPage(request, after, batch)
-        const byId = yield* evidence.forResources(found.map((f) => f.record.resource.id))
-        for (const { record, relevance } of found) {
-          const metrics = byId.get(record.resource.id)?.metrics ?? emptyMetrics(record.resource.id)
-          if (qualityMatches(metrics, request)) hits.push({ ...record, metrics, relevance })
+      let resumeAt: typeof after = null
+      for (let batches = 1; ; batches++) {
+        // Ids first: only the hits that pass the quality filters are read whole.
+        const found = yield* repo.searchRanked(request, after, batch)
+        const byId = yield* evidence.forResources(found.map((f) => f.id))
+        const passing = found
+          .map(({ id, relevance }) => ({ id, relevance, metrics: byId.get(id)?.metrics ?? emptyMetrics(id) }))
+          .filter(({ metrics }) => qualityMatches(metrics, request))
+          .slice(0, limit + 1 - hits.length)
+        const records = new Map((yield* repo.getMany(passing.map((p) => p.id))).map((r) => [r.resource.id, r] as const))
+        for (const { id, relevance, metrics } of passing) {
+          const record = records.get(id)
+          if (record !== undefined) hits.push({ ...record, metrics, relevance })
         }
         const last = found[found.length - 1]
         if (hits.length > limit || found.length < batch || last === undefined) break
-        after = { relevance: last.relevance, id: last.record.resource.id }
+        after = { relevance: last.relevance, id: last.id }
+        if (batches >= QUALITY_BATCHES) {
+          resumeAt = after
+          break
+        }
       }
       const resources = hits.slice(0, limit)
       const last = resources[resources.length - 1]
-      const nextCursor =
-        hits.length > limit && last
-          ? encodeCursor(SEARCH_CURSOR, { id: last.resource.id, relevance: last.relevance, scope })
-          : null
+      const position = hits.length > limit && last ? { id: last.resource.id, relevance: last.relevance } : resumeAt
+      const nextCursor = position === null ? null : encodeCursor(SEARCH_CURSOR, { ...position, scope })
       return { resources, count: resources.length, nextCursor }
     })
 

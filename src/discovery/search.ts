@@ -1,14 +1,15 @@
 import type { ResourceMetrics } from "../domain/metrics.js"
 import type { ResourcePaymentOption, ResourceRecord, ResourceSearchRequest } from "../domain/resources.js"
 import { worstCaseUsd } from "../domain/resources.js"
-import { FIELD_WEIGHTS, PREFIX_SHARE, tokenize } from "../domain/searchText.js"
+import { FIELD_WEIGHTS, matchesAsPrefix, PREFIX_SHARE, tokenize } from "../domain/searchText.js"
 
 /**
  * The ranking rule, stated over records in memory. The store's search index computes the same
  * figure in SQL (`store/searchIndex.ts`); test/search.test.ts holds the two equal.
  *
  * Text relevance of `query` for one record: for each query term, the best field it appears in,
- * summed. A term that is a prefix of a word counts half, so "insp" still finds "inspect".
+ * summed. A term that is a prefix of a word counts half, so "insp" still finds "inspect"; a term of
+ * one or two characters counts only as a whole word (`matchesAsPrefix`).
  */
 export const relevance = (record: ResourceRecord, query: string): number => {
   const fields = [
@@ -22,7 +23,7 @@ export const relevance = (record: ResourceRecord, query: string): number => {
     let best = 0
     for (const { weight, words } of fields) {
       if (words.includes(term)) best = Math.max(best, weight)
-      else if (words.some((w) => w.startsWith(term))) best = Math.max(best, weight * PREFIX_SHARE)
+      else if (matchesAsPrefix(term) && words.some((w) => w.startsWith(term))) best = Math.max(best, weight * PREFIX_SHARE)
     }
     score += best
   }

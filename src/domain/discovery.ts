@@ -4,6 +4,7 @@ import { ServiceStatus, VerificationLevel } from "./resources.js"
 import { PaymentRequirements } from "./x402.js"
 import { JsonObject } from "./json.js"
 import { McpTransport } from "./mcp.js"
+import { SearchQueryText } from "./searchText.js"
 
 /**
  * The x402 v2 discovery shapes (specification §8, "Discovery API"): what a stock client extended
@@ -84,7 +85,7 @@ export type DiscoveryQuery = typeof DiscoveryQuery.Type
  * records per resource is `bazaar` (resources catalogued from a payment's bazaar extension).
  */
 export const DiscoverySearchQuery = Schema.Struct({
-  query: Schema.String.pipe(Schema.maxLength(500)),
+  query: SearchQueryText,
   type: Schema.optional(Schema.String),
   network: Schema.optional(Schema.String),
   scheme: Schema.optional(Schema.String),

@@ -73,6 +73,14 @@ export class PolicyDenied extends ApiError<PolicyDenied>()(
   "PolicyDenied", "POLICY_DENIED", 403, "a buyer policy refused the payment; code names the rule", { code: PolicyCode }
 ) {}
 
+/**
+ * Without API keys every caller is anonymous, so only where a request was addressed tells a local
+ * client from a web page that rebound its name to this machine or posts to it cross-site.
+ */
+export class ForeignOrigin extends ApiError<ForeignOrigin>()(
+  "ForeignOrigin", "FOREIGN_ORIGIN", 403, "without API keys, requests must be addressed to a loopback name, the configured host or allowedHosts, and carry no other Origin"
+) {}
+
 /** Curation has an author: it needs an API key whose role is operator (never open mode, never a buyer key). */
 export class OperatorOnly extends ApiError<OperatorOnly>()(
   "OperatorOnly", "OPERATOR_ONLY", 403, "this endpoint needs an API key whose role is operator; buyer keys and open mode (no keys configured) are refused"

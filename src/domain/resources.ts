@@ -3,6 +3,7 @@ import { ResourceId } from "./ids.js"
 import { McpTool } from "./mcp.js"
 import { Cursor, PAGE_LIMITS } from "./pagination.js"
 import { BaseUnits, Capability, PaymentScheme, StellarAddress, StellarNetwork } from "./stellar.js"
+import { SearchQueryText } from "./searchText.js"
 
 export const ServiceStatus = Schema.Literal(
   "DISCOVERED",
@@ -140,7 +141,7 @@ export const worstCaseUsd = (option: ResourcePaymentOption): number =>
   option.scheme === "upto" ? (option.maxAmountUsd ?? option.amountUsd) : option.amountUsd
 
 export const ResourceSearchRequest = Schema.Struct({
-  query: Schema.optional(Schema.String),
+  query: Schema.optional(SearchQueryText),
   capability: Schema.optional(Capability),
   scheme: Schema.optional(PaymentScheme),
   network: Schema.optional(StellarNetwork),

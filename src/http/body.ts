@@ -39,3 +39,23 @@ export const headerBytes = (method: string, url: string, headers: Readonly<Recor
     (sum, [name, value]) => sum + name.length + (value?.length ?? 0) + 4,
     method.length + url.length + " HTTP/1.1\r\n".length + 2
   )
+
+/**
+ * Whether a JSON text has an object member named `__proto__`. JSON.parse keeps such a member as
+ * an own property, but whatever copies it by assignment (schema decoding of a body whose unknown
+ * fields are kept, a spread into a new object) makes it the copy's prototype. A text can only hold
+ * one spelled out or through a `\u` escape, so most bodies are cleared by two substring searches.
+ */
+export const hasProtoMember = (text: string): boolean => {
+  if (!text.includes("__proto__") && !text.includes("\\u")) return false
+  let found = false
+  try {
+    JSON.parse(text, (key, value) => {
+      if (key === "__proto__") found = true
+      return value
+    })
+  } catch {
+    // Not JSON: the body reader refuses it as such.
+  }
+  return found
+}

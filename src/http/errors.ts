@@ -15,7 +15,7 @@ import {
 } from "../domain/errors.js"
 import { describeIssues } from "../domain/issues.js"
 import { SextantApi } from "../contract/index.js"
-import { headerBytes, jsonDepth, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_JSON_DEPTH } from "./body.js"
+import { hasProtoMember, headerBytes, jsonDepth, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_JSON_DEPTH } from "./body.js"
 
 /** Every declared (method, path) pair, to tell "no such path" (404) from "wrong method" (405). */
 const routes = Object.values(SextantApi.groups).flatMap((group) =>
@@ -91,19 +91,20 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
       }
       const length = Number(request.headers["content-length"] ?? 0)
       if (length > MAX_BODY_BYTES) return yield* Effect.fail(tooLarge)
-      // Bodies are JSON. A client that sends none is read as JSON; one that names another type is refused.
+      // Bodies are JSON and say so: a body without a Content-Type is what a web page can send
+      // cross-site without a preflight (a Blob, a form), so it is refused like any other type.
       const contentType = request.headers["content-type"]
       const hasBody = length > 0 || request.headers["transfer-encoding"] !== undefined
-      if (hasBody && contentType !== undefined && !isJson(contentType)) {
-        return yield* Effect.fail(new UnsupportedMediaType({ message: `request bodies must be application/json, not ${contentType}` }))
+      if (hasBody && (contentType === undefined || !isJson(contentType))) {
+        return yield* Effect.fail(
+          new UnsupportedMediaType({
+            message: `request bodies must be sent with Content-Type: application/json, not ${contentType === undefined ? "without one" : contentType}`
+          })
+        )
       }
-      const jsonRequest =
-        hasBody && contentType === undefined
-          ? request.modify({ headers: { ...request.headers, "content-type": "application/json" } })
-          : request
       if (hasBody) {
         // Read once here (the request caches it for the handler): a chunked body has no length to check up front.
-        const text = yield* Effect.either(jsonRequest.text)
+        const text = yield* Effect.either(request.text)
         if (text._tag === "Left" && length > 0) return yield* Effect.fail(new MalformedBody({ message: "the request body could not be read" }))
         if (text._tag === "Left" || Buffer.byteLength(text.right) > MAX_BODY_BYTES) return yield* Effect.fail(tooLarge)
         if (jsonDepth(text.right) > MAX_JSON_DEPTH) {
@@ -111,10 +112,12 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
             new NestingTooDeep({ message: `request bodies may nest objects and arrays at most ${MAX_JSON_DEPTH} deep` })
           )
         }
+        if (hasProtoMember(text.right)) {
+          return yield* Effect.fail(new InvalidRequest({ message: "request bodies may not hold a member named __proto__" }))
+        }
       }
       return yield* app.pipe(
-        Effect.provideService(HttpServerRequest.HttpServerRequest, jsonRequest),
-        Effect.catchAllCause((cause): Effect.Effect<HttpServerResponse.HttpServerResponse, RequestError> => {
+                Effect.catchAllCause((cause): Effect.Effect<HttpServerResponse.HttpServerResponse, RequestError> => {
           // A failure or a defect: HttpApi raises unknown routes and unreadable bodies either way.
           const problem: unknown = Cause.squash(cause)
           if (problem instanceof HttpApiError.HttpApiDecodeError) {

@@ -3,7 +3,7 @@ import type { LimitsConfig } from "../config.js"
 import type { PrincipalId } from "../domain/ids.js"
 
 /** The endpoint groups with a rate limit: each costs this service (or a third party) real work. */
-export type LimitedGroup = "validate" | "register" | "receipts" | "verify" | "settle"
+export type LimitedGroup = "validate" | "register" | "receipts" | "verify" | "settle" | "search"
 
 /**
  * The limited routes, matched by the same router, with the same options, as the one HttpApi
@@ -18,6 +18,8 @@ const limited = (() => {
   router.on("POST", "/v1/receipts", "receipts")
   router.on("POST", "/x402/verify", "verify")
   router.on("POST", "/x402/settle", "settle")
+  router.on("POST", "/v1/search", "search")
+  router.on("GET", "/x402/discovery/search", "search")
   return router
 })()
 

@@ -5,7 +5,14 @@ import pkg from "../../package.json" with { type: "json" }
 import { AppConfig } from "../config.js"
 import { ApiKeyAuth } from "../contract/auth.js"
 import { ApiKeyAuthLive } from "../http/authLive.js"
+import { clientAddress } from "../limits/groups.js"
 import { makeMcpServer } from "./server.js"
+
+/**
+ * The SDK compares `Host` and `Origin` as whole strings: the names this service answers to
+ * (`foreignRequestRefusal`), at the port this request was addressed to.
+ */
+const hostsAt = (names: ReadonlyArray<string>, port: string) => names.map((name) => (port === "" ? name : `${name}:${port}`))
 
 /** Where the service answers MCP over Streamable HTTP, beside the JSON API on the same port. */
 export const MCP_PATH = "/mcp"
@@ -20,25 +27,31 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i
  *
  * With API keys configured the request needs `Authorization: Bearer` with a configured key (401
  * otherwise), and each tool's API request carries the caller's header and address, so keyed
- * endpoints, roles and rate limits judge the MCP caller as they judge a direct one. No
+ * endpoints, roles and rate limits judge the MCP caller as they judge a direct one (behind a proxy,
+ * the caller's address is read from `limits.clientAddressHeader`, as for any request). No
  * `buy_resource` here: a remote caller must never spend the operator's buyer key.
  */
 export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function* () {
     const auth = yield* ApiKeyAuth
-    const { apiKeys } = yield* AppConfig
+    const config = yield* AppConfig
+    const { apiKeys } = config
     const runtime = yield* Effect.runtime<
       HttpApi.Api | HttpApiBuilder.Router | HttpApiBuilder.Middleware | HttpRouter.HttpRouter.DefaultServices
     >()
     // The whole API app, built at the first call, when every route has been added to the router.
     const api = yield* Effect.cached(HttpApiBuilder.httpApp)
 
-    const inProcess = (authorization: string | undefined, remoteAddress: string | undefined) => (request: Request) =>
+    /** A tool's API request, as from the MCP caller: its key, its address, and the Host it addressed (already judged). */
+    const inProcess = (authorization: string | undefined, remoteAddress: string | undefined, host: string | undefined) => (request: Request) =>
       Runtime.runPromise(runtime)(
         Effect.gen(function* () {
           const app = yield* api
           const headers = new Headers(request.headers)
           if (authorization !== undefined) headers.set("authorization", authorization)
+          if (host !== undefined) headers.set("host", host)
+          // The caller's address is settled below (remoteAddress); a header here must not move it again.
+          if (config.limits.clientAddressHeader !== null) headers.delete(config.limits.clientAddressHeader)
           const serverRequest = HttpServerRequest.fromWeb(new Request(request, { headers }))
           const response = yield* app.pipe(
             Effect.provideService(
@@ -52,14 +65,29 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
         })
       )
 
+    const bracketed = (name: string) => (name.includes(":") && !name.startsWith("[") ? `[${name}]` : name)
+    const names = [...new Set(["localhost", "127.0.0.1", "[::1]", ...[config.host, ...config.allowedHosts].map(bracketed)])]
+    const rebindingLists = (host: string | undefined) => {
+      const port = /:(\d+)$/.exec(host ?? "")?.[1] ?? ""
+      const allowedHosts = [...names, ...hostsAt(names, port)]
+      return { allowedHosts, allowedOrigins: ["http", "https"].flatMap((scheme) => allowedHosts.map((host) => `${scheme}://${host}`)) }
+    }
+
     const answer = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const authorization = request.headers["authorization"]
       if (apiKeys.length > 0) yield* auth.bearer(Redacted.make(BEARER.exec(authorization ?? "")?.[1] ?? ""))
       // The error middleware has read and checked the body already (size, JSON depth); it is cached.
       const body = request.method === "POST" ? yield* Effect.orElseSucceed(request.json, () => undefined) : undefined
-      const { server } = makeMcpServer(inProcess(authorization, Option.getOrUndefined(request.remoteAddress)), pkg.version)
-      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
+      const caller = clientAddress(config.limits, request.headers, Option.getOrUndefined(request.remoteAddress))
+      const { server } = makeMcpServer(inProcess(authorization, caller, request.headers["host"]), pkg.version)
+      const transport = new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        enableJsonResponse: true,
+        // The MCP specification asks servers to validate Origin. The admission middleware refuses
+        // foreign names first (open mode); the SDK's own check holds the same names here too.
+        ...(apiKeys.length === 0 ? { enableDnsRebindingProtection: true, ...rebindingLists(request.headers["host"]) } : {})
+      })
       return yield* Effect.acquireUseRelease(
         Effect.promise(() => server.connect(transport)),
         () =>

@@ -4,6 +4,7 @@ import type { ResourceRecord } from "../domain/resources.js"
 import { decodeRows, repository } from "./repository.js"
 import { LISTED_ONLY, PROBE_TARGET_RULE, recordsLoader } from "./resourceRows.js"
 import { rankPage, SearchTuning, type SearchPosition, textQuery } from "./searchIndex.js"
+import { SearchSql } from "./SearchSql.js"
 import { ResourceId } from "../domain/ids.js"
 
 export type { SearchPosition }
@@ -54,6 +55,12 @@ export interface ResourceReadsRepoShape {
     after: SearchPosition | null,
     limit: number
   ) => Effect.Effect<Array<{ readonly record: ResourceRecord; readonly relevance: number }>>
+  /** `searchPage`'s ids and relevance alone: for a caller that drops most hits before it needs their records. */
+  readonly searchRanked: (
+    filters: SearchFilters,
+    after: SearchPosition | null,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<{ readonly id: ResourceId; readonly relevance: number }>>
   /** One page of listed resources, by id, with the total matching the filters (x402 discovery). */
   readonly listedPage: (query: ListedPageQuery) => Effect.Effect<{ readonly records: Array<ResourceRecord>; readonly total: number }>
   /** The resource at `url` (with `toolName`: the one selling that MCP tool there; one server's tools share its URL), if any. */
@@ -96,9 +103,41 @@ const decodeIds = decodeRows(Schema.Struct({ id: ResourceId }))
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const tuning = yield* SearchTuning
+  // Ranking reads grow with the catalog: they run where they cannot hold the request thread.
+  const searchSql = yield* SearchSql
   const load = recordsLoader(sql)
   const listedOnly = sql.literal(LISTED_ONLY)
   const probeTargetRule = sql.literal(PROBE_TARGET_RULE)
+
+  const searchRanked = (filters: SearchFilters, after: SearchPosition | null, limit: number) =>
+    Effect.gen(function* () {
+      const query = filters.query?.trim() ?? ""
+      const text = textQuery(searchSql, query, tuning)
+      // A query without a single word ("-") matches nothing, as the ranking rule has it.
+      if (query !== "" && text === null) return []
+      const sql = searchSql
+      const optionFilters = [
+        filters.scheme !== undefined ? sql`o.scheme = ${filters.scheme}` : null,
+        filters.network !== undefined ? sql`o.network = ${filters.network}` : null,
+        filters.asset !== undefined ? sql`o.asset = ${filters.asset}` : null,
+        filters.payTo !== undefined ? sql`o.pay_to = ${filters.payTo}` : null,
+        // Worst-case spend, as `worstCaseUsd` computes it.
+        filters.maxPriceUsd !== undefined
+          ? sql`(CASE WHEN o.scheme = 'upto' THEN COALESCE(o.max_amount_usd, o.amount_usd) ELSE o.amount_usd END) <= ${filters.maxPriceUsd}`
+          : null
+      ].filter((f) => f !== null)
+      const where = sql.and([
+        listedOnly,
+        ...(filters.type !== undefined ? [sql`r.type = ${filters.type}`] : []),
+        ...(filters.source !== undefined ? [sql`r.source = ${filters.source}`] : []),
+        ...(filters.capability !== undefined
+          ? [sql`r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${filters.capability})`]
+          : []),
+        sql`EXISTS (SELECT 1 FROM payment_options o WHERE o.resource_id = r.id ${optionFilters.length > 0 ? sql`AND ${sql.and(optionFilters)}` : sql``})`
+      ])
+      const ranked = yield* rankPage(searchSql, text, where, after, limit, tuning)
+      return ranked.map(({ id, relevance }) => ({ id: ResourceId.make(id), relevance }))
+    })
 
   const methods: ResourceReadsRepoShape = repository("ResourceReadsRepo", {
     get: (id: ResourceId) => load(sql`r.id = ${id}`).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
@@ -106,32 +145,10 @@ const make = Effect.gen(function* () {
     list: () => load(listedOnly),
     listPage: (afterId: string | null, limit: number) =>
       load(afterId === null ? listedOnly : sql.and([listedOnly, sql`r.id > ${afterId}`]), { limit }),
+    searchRanked,
     searchPage: (filters: SearchFilters, after: SearchPosition | null, limit: number) =>
       Effect.gen(function* () {
-        const query = filters.query?.trim() ?? ""
-        const text = textQuery(sql, query, tuning)
-        // A query without a single word ("-") matches nothing, as the ranking rule has it.
-        if (query !== "" && text === null) return []
-        const optionFilters = [
-          filters.scheme !== undefined ? sql`o.scheme = ${filters.scheme}` : null,
-          filters.network !== undefined ? sql`o.network = ${filters.network}` : null,
-          filters.asset !== undefined ? sql`o.asset = ${filters.asset}` : null,
-          filters.payTo !== undefined ? sql`o.pay_to = ${filters.payTo}` : null,
-          // Worst-case spend, as `worstCaseUsd` computes it.
-          filters.maxPriceUsd !== undefined
-            ? sql`(CASE WHEN o.scheme = 'upto' THEN COALESCE(o.max_amount_usd, o.amount_usd) ELSE o.amount_usd END) <= ${filters.maxPriceUsd}`
-            : null
-        ].filter((f) => f !== null)
-        const where = sql.and([
-          listedOnly,
-          ...(filters.type !== undefined ? [sql`r.type = ${filters.type}`] : []),
-          ...(filters.source !== undefined ? [sql`r.source = ${filters.source}`] : []),
-          ...(filters.capability !== undefined
-            ? [sql`r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${filters.capability})`]
-            : []),
-          sql`EXISTS (SELECT 1 FROM payment_options o WHERE o.resource_id = r.id ${optionFilters.length > 0 ? sql`AND ${sql.and(optionFilters)}` : sql``})`
-        ])
-        const ranked = yield* rankPage(sql, text, where, after, limit, tuning)
+        const ranked = yield* searchRanked(filters, after, limit)
         if (ranked.length === 0) return []
         const records = new Map<string, ResourceRecord>((yield* load(sql.in("r.id", ranked.map((r) => r.id)))).map((r) => [r.resource.id, r] as const))
         return ranked.flatMap(({ id, relevance }) => {

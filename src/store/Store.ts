@@ -12,6 +12,7 @@ import { ReceiptsRepo } from "./ReceiptsRepo.js"
 import { CatalogWritesRepoLive } from "./CatalogWritesRepo.js"
 import { ResourceListingRepoLive } from "./ResourceListingRepo.js"
 import { ResourceReadsRepoLive } from "./ResourceReadsRepo.js"
+import { SearchSql } from "./SearchSql.js"
 import { RouteCandidatesRepoLive } from "./RouteCandidatesRepo.js"
 import { SettlementJournal } from "./SettlementJournal.js"
 import { TransitionsRepo } from "./TransitionsRepo.js"
@@ -36,7 +37,7 @@ export const StoreLive = (database: string) =>
     VerifyAnswersRepo.Live,
     CatalogTableRepo.Live,
     RateLimitStore.Live
-  ).pipe(Layer.provideMerge(DatabaseLive(database)))
+  ).pipe(Layer.provide(SearchSql.Live), Layer.provideMerge(DatabaseLive(database)))
 
 /** The same store in memory, fresh for each build: what tests stand on. */
 export const StoreTest = StoreLive(":memory:")

@@ -1,4 +1,4 @@
-import { FIELD_WEIGHTS, PREFIX_SHARE } from "../domain/searchText.js"
+import { FIELD_WEIGHTS, matchesAsPrefix, PREFIX_SHARE } from "../domain/searchText.js"
 
 /**
  * The relevance bands of a text query, as full-text expressions (pure, no I/O).
@@ -51,7 +51,7 @@ export const taggedTerms = (terms: ReadonlyArray<WeightedTerm>): ReadonlyArray<s
  * prefix counts as much. False when the index holds none of the tokens.
  */
 const atLeastLevel = (term: string, level: number, vocabulary: Vocabulary): Condition => {
-  const hits = HITS.filter((h) => h.value >= level)
+  const hits = hitsOf(term).filter((h) => h.value >= level)
   const tokens = [...new Set(hits.map((h) => h.tag))].flatMap((tag) => {
     const tagged = `${tag}${term}`
     const prefix = hits.some((h) => h.tag === tag && h.prefix)
@@ -63,9 +63,14 @@ const atLeastLevel = (term: string, level: number, vocabulary: Vocabulary): Cond
   return tokens.length === 1 ? tokens[0]! : `(${tokens.join(" OR ")})`
 }
 
+/** The hits `term` can make: a short one (`matchesAsPrefix`) only whole words. */
+const hitsOf = (term: string) => (matchesAsPrefix(term) ? HITS : HITS.filter((h) => !h.prefix))
+
 /** The resources where some term hits some field: every candidate of a text query. */
 export const anyTerm = (terms: ReadonlyArray<WeightedTerm>): string =>
-  terms.map((t) => `(${HITS.filter((h) => h.prefix).map((h) => `"${h.tag}${t.term}"*`).join(" OR ")})`).join(" OR ")
+  terms
+    .map((t) => `(${Object.values(FIELD_TAGS).map((tag) => `"${tag}${t.term}"${matchesAsPrefix(t.term) ? "*" : ""}`).join(" OR ")})`)
+    .join(" OR ")
 
 export interface WeightedTerm {
   readonly term: string

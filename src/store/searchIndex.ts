@@ -1,6 +1,6 @@
 import type { SqlClient, Statement } from "@effect/sql"
 import { Context, Effect, Schema } from "effect"
-import { FIELD_WEIGHTS, indexedWords, PREFIX_SHARE, queryTerms } from "../domain/searchText.js"
+import { FIELD_WEIGHTS, indexedWords, matchesAsPrefix, PREFIX_SHARE, queryTerms } from "../domain/searchText.js"
 import { decodeRows, SqlNumber } from "./repository.js"
 import { anyTerm, type Band, bandsOf, taggedTerms, type Vocabulary, type WeightedTerm } from "./searchBands.js"
 
@@ -99,7 +99,9 @@ export const textQuery = (
   // Weights are this file's own constants, written as literals: Postgres cannot type a bare parameter in a CASE.
   const number = (n: number) => sql.literal(String(n))
   const fieldScore = (column: string, weight: number, term: string) =>
-    sql`CASE WHEN ${contains(column, ` ${term} `)} THEN ${number(weight)} WHEN ${contains(column, ` ${term}`)} THEN ${number(weight * PREFIX_SHARE)} ELSE 0 END`
+    matchesAsPrefix(term)
+      ? sql`CASE WHEN ${contains(column, ` ${term} `)} THEN ${number(weight)} WHEN ${contains(column, ` ${term}`)} THEN ${number(weight * PREFIX_SHARE)} ELSE 0 END`
+      : sql`CASE WHEN ${contains(column, ` ${term} `)} THEN ${number(weight)} ELSE 0 END`
   const termScore = ({ term, times }: { term: string; times: number }) => {
     const fields = sql.csv([
       fieldScore("rs.name_words", FIELD_WEIGHTS.name, term),
@@ -113,7 +115,7 @@ export const textQuery = (
     ? sql`resource_search rs JOIN resources r ON r.id = rs.resource_id`
     : sql`resource_terms CROSS JOIN resource_search rs ON rs.doc = resource_terms.rowid CROSS JOIN resources r ON r.id = rs.resource_id`
   const matches = pg
-    ? sql`rs.words @@ to_tsquery('simple', ${terms.map((t) => `${t.term}:*`).join(" | ")})`
+    ? sql`rs.words @@ to_tsquery('simple', ${terms.map((t) => (matchesAsPrefix(t.term) ? `${t.term}:*` : t.term)).join(" | ")})`
     : sql`resource_terms MATCH ${anyTerm(terms)}`
   const banded = pg || terms.length > tuning.bandTerms ? null : terms
   return { from, matches, relevance, banded }

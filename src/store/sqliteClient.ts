@@ -20,7 +20,7 @@ import { commitFlushed } from "./commitDurability.js"
  * settle's payee shortlist was compiled anew each time (177 µs; 9 µs as `+?`, same plan). Unary
  * `+` is a no-op on any value, adds no affinity or collation, and keeps the plan's index use.
  */
-const compiler = Statement.makeCompiler({
+export const sqliteCompiler = Statement.makeCompiler({
   dialect: "sqlite",
   placeholder: () => "+?",
   onIdentifier: Statement.defaultEscape('"'),
@@ -119,7 +119,7 @@ const make = (filename: string) =>
     )
     return yield* SqlClient.make({
       acquirer: Effect.succeed(routed),
-      compiler,
+      compiler: sqliteCompiler,
       transactionAcquirer,
       spanAttributes: [["db.system.name", "sqlite"]]
     })
