@@ -245,6 +245,7 @@ const CANNOT_STATE: ReadonlyArray<{ readonly rule: string; readonly operations: 
   { rule: "resourceId or url, exactly one", operations: ["POST /v1/validate"], error: "INVALID_REQUEST", message: /^pass either resourceId or url, not both$|^pass resourceId \(a catalog resource\) or url/ },
   { rule: "origin or url, exactly one; method only with a url; an mcp url without method", operations: ["POST /v1/resources/register"], error: "INVALID_REQUEST", message: /^pass either origin|^method: |^type mcp: / },
   { rule: "a receipt's response digest and maxAmount add up", operations: ["POST /v1/receipts"], error: "INVALID_REQUEST", message: /^response needs bodySha256|^response\.bodySha256 is not|^payment\.maxAmount .* is below|^sellerReceipt: / },
+  { rule: "a preflight's challenge decodes as x402, with base-unit amounts; a challenge option or requirements; a URL", operations: ["POST /v1/preflight"], error: "INVALID_REQUEST", message: /^the challenge: |^requirements\.amount must be base units|^send the challenge |^the challenge's option \d+ asks an amount|^url: send the URL paid for/ },
   { rule: "a Stellar address's checksum", operations: ["POST /v1/resources/register", "POST /v1/receipts", "POST /v1/search", "POST /v1/routes", "POST /v1/policies/evaluate"], error: "INVALID_REQUEST", message: /valid checksum/ }
 ]
 
