@@ -3,10 +3,13 @@ import { Effect } from "effect"
 import { cli } from "../src/cli/commands.js"
 import { exitCodeOf, reportFailure } from "../src/cli/exit.js"
 import { capturingConsole, CliOutput } from "../src/cli/output.js"
+import { removeEgressGuard } from "../src/outbound/egress.js"
 
 /**
  * Runs `sextant ...argv` in this process through the one command definition, as main.ts does,
- * with the lines it prints captured (the commands' own and @effect/cli's help and errors).
+ * with the lines it prints captured (the commands' own and @effect/cli's help and errors). The
+ * egress guard the command installs as it loads its config is removed afterwards: the test
+ * files after this one share the process's `fetch`.
  */
 export const runCli = async (...argv: ReadonlyArray<string>) => {
   const out: Array<string> = []
@@ -20,5 +23,6 @@ export const runCli = async (...argv: ReadonlyArray<string>) => {
       Effect.provide(BunContext.layer)
     )
   )
+  removeEgressGuard()
   return { code: exitCodeOf(exit), out, err }
 }
