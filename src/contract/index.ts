@@ -1,15 +1,8 @@
 import { HttpApi, OpenApi } from "@effect/platform"
-import {
-  HeadersTooLarge,
-  InternalError,
-  InvalidRequest,
-  MalformedBody,
-  NestingTooDeep,
-  PayloadTooLarge,
-  ShuttingDown,
-  StoreUnavailable,
-  UnsupportedMediaType
-} from "../domain/errors.js"
+import { API_WIDE_ERRORS } from "./apiErrors.js"
+
+const [InvalidRequest, HeadersTooLarge, MalformedBody, NestingTooDeep, PayloadTooLarge, UnsupportedMediaType, InternalError, StoreUnavailable, ShuttingDown] =
+  API_WIDE_ERRORS
 import { DiscoveryApi } from "./discovery.js"
 import { CurationApi } from "./curation.js"
 import { HealthApi } from "./health.js"
@@ -57,7 +50,7 @@ export class SextantApi extends HttpApi.make("sextant")
   .add(X402Api)
   .add(DiscoveryApi)
   .add(ReceiptsApi)
-  // Any request may carry a body, and every body is checked before routing; any request may meet a failing store.
+  // API_WIDE_ERRORS (apiErrors.ts says why each is there), one by one so the API's error type names each.
   .addError(InvalidRequest)
   .addError(HeadersTooLarge)
   .addError(MalformedBody)
@@ -66,7 +59,6 @@ export class SextantApi extends HttpApi.make("sextant")
   .addError(UnsupportedMediaType)
   .addError(InternalError)
   .addError(StoreUnavailable)
-  // Any request but /health/* may arrive while the instance drains for a shutdown.
   .addError(ShuttingDown)
   .annotate(OpenApi.Title, "Sextant")
   .annotate(OpenApi.Version, "0.1.0")
