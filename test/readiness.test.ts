@@ -77,7 +77,7 @@ describe("a slow start is not a refusal", () => {
     expect(after).toMatchObject({ error: "POLICY_DENIED", code: "NO_VERIFICATION_EVIDENCE" })
     // 422 stays for a kind the backend, having answered, does not support.
     const pubnet = exactRequirements({ payTo: PAY_TO, network: "stellar:pubnet" })
-    const paymentPayload = await buildExactPayment(exactRequirements({ payTo: PAY_TO }))
+    const paymentPayload = await buildExactPayment(pubnet)
     const unsupported = await refusal(x402.verify({ payload: { x402Version: 2, paymentPayload, paymentRequirements: pubnet }, headers: {} }))
     expect(unsupported).toMatchObject({ error: "UNSUPPORTED_PAYMENT_KIND" })
   }, 15_000)

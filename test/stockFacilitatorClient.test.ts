@@ -135,3 +135,38 @@ describe("the stock HTTPFacilitatorClient reads every refusal", () => {
     expect(raw.headers.get("retry-after")).toBe(String(retryAfterSeconds))
   })
 })
+
+describe("verify runs settle's own checks before any backend", () => {
+  const verifyCalls = () => stack.backend.calls("/verify")
+
+  test("a wrong amount and a bogus signature: isValid false with the reason, and the permissive backend is never asked", async () => {
+    const before = verifyCalls()
+    const underpaid = await buildExactPayment(requirements, { buyer: seededBuyer(81), transfer: { amount: "9999" } })
+    expect(await verifyRefused(underpaid, requirements)).toMatchObject({
+      statusCode: 400,
+      invalidReason: "invalid_exact_stellar_payload_wrong_amount",
+      payer: seededBuyer(81).publicKey()
+    })
+    const forged = await buildExactPayment(requirements, { buyer: seededBuyer(82), bogusSignature: true })
+    expect(await verifyRefused(forged, requirements)).toMatchObject({ statusCode: 400, invalidReason: "invalid_exact_stellar_payload_missing_payer_signature" })
+    const raw = await request(`${stack.server.url}/x402/verify`, { method: "POST", json: settleBody(forged, requirements) })
+    expect(raw.body).toMatchObject({ isValid: false, error: "INVALID_PAYER_SIGNATURE", message: expect.any(String) })
+    expect(verifyCalls()).toBe(before)
+    // The same backend calls a sound payment valid: it checks nothing of the above.
+    expect(await client.verify(await buildExactPayment(requirements, { buyer: seededBuyer(83) }), requirements)).toMatchObject({ isValid: true })
+    expect(verifyCalls()).toBe(before + 1)
+  })
+
+  test("an unverified payee and a spent nonce are refused at verify as at settle", async () => {
+    const before = verifyCalls()
+    const unlisted = exactRequirements({ payTo: UNLISTED_PAYEE })
+    expect(await verifyRefused(await buildExactPayment(unlisted, { buyer: seededBuyer(84) }), unlisted)).toMatchObject({ statusCode: 403, invalidReason: "policy_denied" })
+    const buyer = seededBuyer(85)
+    const payment = await buildExactPayment(requirements, { buyer, validUntilLedger: stack.ledger.latestLedger() + 50 })
+    const op = new Transaction(payment.payload.transaction, networkPassphrase("stellar:testnet")).operations[0]
+    if (op?.type !== "invokeHostFunction") throw new Error("not an InvokeHostFunction")
+    stack.ledger.submit({ func: op.func, auth: op.auth ?? [] }, {})
+    expect(await verifyRefused(payment, requirements)).toMatchObject({ statusCode: 409, invalidReason: "nonce_already_consumed" })
+    expect(verifyCalls()).toBe(before)
+  })
+})

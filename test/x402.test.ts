@@ -77,7 +77,8 @@ describe("x402 endpoints over HTTP", () => {
   })
 
   test("the stock client verifies through the service; the backend gets its own key, never the caller's", async () => {
-    const requirements = exactRequirements({ payTo: NOT_IN_CATALOG })
+    // A payee with evidence: verify runs settle's checks first, payee evidence among them.
+    const requirements = exactRequirements({ payTo: VERIFIED_PAYEE })
     const payment = await buildExactPayment(requirements)
     const answer = await stockClient(API_KEY).verify(payment, requirements)
     expect(answer).toMatchObject({ isValid: true, payer: expect.stringMatching(/^G/) })
@@ -104,7 +105,7 @@ describe("x402 endpoints over HTTP", () => {
 
   test("422 for a kind no backend supports", async () => {
     const requirements = exactRequirements({ payTo: NOT_IN_CATALOG, network: "stellar:pubnet" })
-    const payment = await buildExactPayment(exactRequirements({ payTo: NOT_IN_CATALOG }))
+    const payment = await buildExactPayment(requirements)
     const error = await refusal(agent1.x402.verify({ payload: { x402Version: 2, paymentPayload: payment, paymentRequirements: requirements }, headers: {} }))
     expect(error).toMatchObject({ error: "UNSUPPORTED_PAYMENT_KIND", message: expect.stringContaining("stellar:pubnet") })
   })

@@ -1,7 +1,7 @@
 import { Clock, Context, Data, Duration, Effect, Either, Fiber, Layer, Ref } from "effect"
 import { createHash } from "node:crypto"
 import { AppConfig } from "../config.js"
-import { InvalidRequest, type PolicyDenied } from "../domain/errors.js"
+import { InvalidRequest, NonceAlreadyConsumed, type PolicyDenied } from "../domain/errors.js"
 import { type ProviderEvidence, providerEvidenceOf } from "../domain/evidence.js"
 import { type PaymentId, PrincipalId } from "../domain/ids.js"
 import type { AgentPolicy } from "../domain/policy.js"
@@ -61,6 +61,8 @@ type TransferRefusal = NonNullable<ReturnType<typeof transferMismatch>>
 /** What the part judged within may fail with; `PayeeUndecided` is not a refusal: the whole set is judged then. */
 type ShortlistRefusal = PolicyDenied | TransferRefusal | PayeeUndecided
 type JudgeRefusal = Effect.Effect.Error<ReturnType<FacilitatorPool["Type"]["checkKind"]>> | PolicyDenied | TransferRefusal
+/** Every refusal of these checks. */
+export type CheckRefusal = Effect.Effect.Error<ReturnType<typeof paymentOf>> | JudgeRefusal | NonceAlreadyConsumed
 
 export class PaymentChecks extends Context.Tag("sextant/PaymentChecks")<PaymentChecks, PaymentChecksShape>() {
   static readonly Live = Layer.effect(PaymentChecks, Effect.suspend(() => make))
@@ -74,6 +76,13 @@ const contentHash = (value: unknown) =>
   Either.mapBoth(canonicalize(value), {
     onLeft: (e) => new InvalidRequest({ message: `the request cannot be hashed: ${e.message}` }),
     onRight: (text) => createHash("sha256").update(text).digest("hex")
+  })
+
+/** Step 9: Spent nonce: the payer's authorisation nonce is spent on the ledger, so the payment can never settle; nothing was forwarded. */
+export const spentNonce = (payment: Payment) =>
+  new NonceAlreadyConsumed({
+    message: `the payer's authorisation nonce ${payment.authorization?.nonce} is already consumed on the ledger: this signed ` +
+      "payment was executed before or its nonce spent otherwise, so it cannot settle; it was not forwarded"
   })
 
 /** Each ledger read after a backend's silence may take up to the ledger timeout; never more than a quarter of the settle deadline. */

@@ -55,7 +55,7 @@ import { FacilitatorPool, type LedgerVerdict, type SettleGuard, type SettleOutco
 import { carriesAuthorization, findExecution } from "./execution.js"
 import { judgeBudgets } from "./budgets.js"
 import { worstCaseUnits } from "./rules.js"
-import { authorizedPayment, ledgerReserveMsOf, type Payment, PaymentChecks } from "./PaymentChecks.js"
+import { authorizedPayment, ledgerReserveMsOf, type Payment, PaymentChecks, spentNonce } from "./PaymentChecks.js"
 import { type PrincipalId, type ResourceId, SettlementId } from "../domain/ids.js"
 
 type SettleAnswer = typeof SettleResponse.Type
@@ -420,10 +420,7 @@ const make = Effect.gen(function* () {
 
   /** Step 9: Spent nonce: a reservation released because its nonce is spent; nothing was forwarded, so nothing is charged. */
   const refuseSpent = Effect.fn("Settlement.refuseSpent")(function* (id: SettlementId, payment: Payment) {
-    const error = new NonceAlreadyConsumed({
-      message: `the payer's authorisation nonce ${payment.authorization?.nonce} is already consumed on the ledger: this signed ` +
-        "payment was executed before or its nonce spent otherwise, so it cannot settle; it was not forwarded"
-    })
+    const error = spentNonce(payment)
     const completion: Completion = {
       state: "failed",
       reason: error.message,
