@@ -39,6 +39,25 @@ const withoutHttpApiDecodeError = (spec: Record<string, any>): Record<string, an
   return spec
 }
 
+/**
+ * Verify and settle answer every refusal in its combined x402 body (x402.ts), the API-wide ones
+ * too, so the plain classes the whole API declares are never sent there: their operations list
+ * only the combined schemas.
+ */
+const onlyX402Refusals = (spec: Record<string, any>): Record<string, any> => {
+  const combined = /^#\/components\/schemas\/(Verify|Settle)Refusal/
+  for (const path of ["/x402/verify", "/x402/settle"]) {
+    const responses: Record<string, any> = spec.paths?.[path]?.post?.responses ?? {}
+    for (const [status, response] of Object.entries<any>(responses)) {
+      const schema = response?.content?.["application/json"]?.schema
+      if (status.startsWith("2") || !Array.isArray(schema?.anyOf)) continue
+      const kept = schema.anyOf.filter((s: any) => combined.test(s.$ref ?? ""))
+      response.content["application/json"].schema = kept.length === 1 ? kept[0] : { ...schema, anyOf: kept }
+    }
+  }
+  return spec
+}
+
 /** The whole contract; `/openapi.json` is derived from this, never written by hand. */
 export class SextantApi extends HttpApi.make("sextant")
   .add(HealthApi)
@@ -64,4 +83,4 @@ export class SextantApi extends HttpApi.make("sextant")
   .annotate(OpenApi.Version, "0.1.0")
   .annotate(OpenApi.License, { name: "Apache-2.0", url: "https://www.apache.org/licenses/LICENSE-2.0" })
   .annotate(OpenApi.Description, "Verification, routing, policy and settlement layer for x402 payments on Stellar.")
-  .annotate(OpenApi.Transform, withoutHttpApiDecodeError) {}
+  .annotate(OpenApi.Transform, (spec) => onlyX402Refusals(withoutHttpApiDecodeError(spec))) {}
