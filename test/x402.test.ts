@@ -108,6 +108,10 @@ describe("x402 endpoints over HTTP", () => {
     const payment = await buildExactPayment(requirements)
     const error = await refusal(agent1.x402.verify({ payload: { x402Version: 2, paymentPayload: payment, paymentRequirements: requirements }, headers: {} }))
     expect(error).toMatchObject({ error: "UNSUPPORTED_PAYMENT_KIND", message: expect.stringContaining("stellar:pubnet") })
+    // A payment of another chain altogether: 422 too, not a 400 about its payee's address form.
+    const evm = { ...requirements, network: "eip155:8453", payTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C", asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" }
+    const other = await refusal(agent1.x402.verify({ payload: { x402Version: 2, paymentPayload: payment, paymentRequirements: evm }, headers: {} }))
+    expect(other).toMatchObject({ error: "UNSUPPORTED_PAYMENT_KIND", invalidReason: "unsupported_scheme" })
   })
 
   test("settle refuses a payee without verification evidence with 403, before any backend call", async () => {

@@ -40,15 +40,6 @@ export class IdempotentVerify extends Context.Tag("sextant/IdempotentVerify")<Id
   static readonly Live = Layer.effect(IdempotentVerify, Effect.suspend(() => make))
 }
 
-/**
- * A verify body read as settle reads its body: the same strict requirements (a Stellar payee, an
- * amount in base units, a signed transaction), so a verify refuses what settle would refuse.
- */
-const asSettleRequest = (request: FacilitatorRequest) =>
-  Schema.decodeUnknown(SettleRequest)(request, { errors: "all" }).pipe(
-    Effect.mapError((e) => new InvalidRequest({ message: describeParseError(e) }))
-  )
-
 const decodeAnswer = Schema.decodeUnknown(VerifyResponse)
 
 const make = Effect.gen(function* () {
@@ -65,6 +56,22 @@ const make = Effect.gen(function* () {
     Effect.map(
       journal.find({ principal: payment.principal, idempotencyKey: undefined, paymentId: payment.paymentId }),
       (earlier) => Option.isSome(earlier) && !mayReserveAgain(earlier.value, payment.requestHash)
+    )
+
+  /**
+   * A verify body read as settle reads its body: the same strict requirements (a Stellar payee, an
+   * amount in base units, a signed transaction), so a verify refuses what settle would refuse. A
+   * body that is not one names its kind first: a kind no backend supports is 422, as the SPEC
+   * says, not a 400 about an EVM payee.
+   */
+  const asSettleRequest = (request: FacilitatorRequest) =>
+    Schema.decodeUnknown(SettleRequest)(request, { errors: "all" }).pipe(
+      Effect.catchAll((e) =>
+        Effect.zipRight(
+          pool.checkKind(request.paymentRequirements.network, request.paymentRequirements.scheme),
+          Effect.fail(new InvalidRequest({ message: describeParseError(e) }))
+        )
+      )
     )
 
   /**
