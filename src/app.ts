@@ -12,6 +12,7 @@ import { ReceiptService } from "./receipts/ReceiptService.js"
 import { Signer } from "./receipts/Signer.js"
 import { Router } from "./routing/Router.js"
 import { Reconciler } from "./settlement/Reconciler.js"
+import { PaymentChecks } from "./settlement/PaymentChecks.js"
 import { Settlement } from "./settlement/Settlement.js"
 import { StoreLive } from "./store/Store.js"
 import { StatusReader } from "./status/StatusReader.js"
@@ -49,6 +50,8 @@ export const PaymentsLive = <E1, R1, E2, R2>(
   role: Role
 ) =>
   Layer.mergeAll(Settlement.Live, role === "server" ? Settlement.Recovery : Layer.empty).pipe(
+    // The checks verify shares with settle, so the verify handler gets the same service.
+    Layer.provideMerge(PaymentChecks.Live),
     Layer.provideMerge(pool),
     Layer.provideMerge(evidence),
     Layer.provideMerge(LedgerReader.Live)

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -74,9 +75,28 @@ describe("MCP over Streamable HTTP at /mcp", () => {
     await client.close()
   })
 
-  test("an unknown method on /mcp is answered by the MCP transport, not a 500", async () => {
-    const answer = await request(`${open.url}/mcp`, { method: "PUT" })
-    expect(answer.status).toBe(405)
+  test("GET, DELETE and any method but POST on the stateless /mcp are 405 with Allow: POST, not an empty event stream", async () => {
+    for (const method of ["GET", "DELETE", "PUT", "PATCH"]) {
+      const answer = await request(`${open.url}/mcp`, { method, headers: { accept: "text/event-stream, application/json" } })
+      expect([method, answer.status, answer.headers.get("allow")]).toEqual([method, 405, "POST"])
+      expect(answer.body).toMatchObject({ error: "METHOD_NOT_ALLOWED", message: expect.stringContaining("POST") })
+    }
+  })
+
+  test("tools/call of an unknown tool and array arguments are JSON-RPC errors -32602, not results or -32603", async () => {
+    const client = await connect(open.url)
+    const unknown = await client.callTool({ name: "no_such_tool", arguments: {} }).catch((e: unknown) => e)
+    expect(unknown).toBeInstanceOf(McpError)
+    expect(unknown).toMatchObject({ code: ErrorCode.InvalidParams, message: expect.stringContaining('unknown tool "no_such_tool"') })
+    const array = await client.request(
+      { method: "tools/call", params: { name: "search_resources", arguments: [1, 2] as unknown as Record<string, unknown> } },
+      CallToolResultSchema
+    ).catch((e: unknown) => e)
+    expect(array).toBeInstanceOf(McpError)
+    expect(array).toMatchObject({ code: ErrorCode.InvalidParams })
+    // Arguments that are an object but fail the tool's schema stay a tool result the model can read (MCP 2025-11-25).
+    expect(await callTool(client, "get_resource", { id: 5 })).toMatchObject({ isError: true })
+    await client.close()
   })
 })
 

@@ -165,6 +165,25 @@ describe("/openapi.json", () => {
     expect(missing).toEqual([])
   })
 
+  test("verify and settle describe every refusal as the combined body a stock x402 client reads", () => {
+    for (const [path, prefix, x402Fields] of [
+      ["/x402/verify", "VerifyRefusal", ["isValid", "invalidReason", "invalidMessage", "extensions"]],
+      ["/x402/settle", "SettleRefusal", ["success", "errorReason", "errorMessage", "transaction", "network", "extensions"]]
+    ] as const) {
+      const responses: Record<string, any> = served.paths[path].post.responses
+      const refs = Object.entries(responses)
+        .filter(([status]) => !status.startsWith("2"))
+        .flatMap(([, r]) => {
+          const schema = r.content["application/json"].schema
+          return (schema.anyOf ?? [schema]).map((s: any) => String(s.$ref).replace("#/components/schemas/", ""))
+        })
+      expect(refs.length).toBeGreaterThan(15)
+      expect(refs.filter((name) => !name.startsWith(prefix))).toEqual([])
+      for (const name of refs) expect(served.components.schemas[name].required).toEqual(expect.arrayContaining(["error", "message", ...x402Fields]))
+    }
+    expect(served.components.schemas.SettleRefusalPolicyDenied.required).toContain("code")
+  })
+
   test('no schema carries a nested "$id": "/schemas/unknown"', () => {
     expect(pointersOf(served, "$id", "/schemas/unknown")).toEqual([])
   })

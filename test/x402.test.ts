@@ -77,7 +77,8 @@ describe("x402 endpoints over HTTP", () => {
   })
 
   test("the stock client verifies through the service; the backend gets its own key, never the caller's", async () => {
-    const requirements = exactRequirements({ payTo: NOT_IN_CATALOG })
+    // A payee with evidence: verify runs settle's checks first, payee evidence among them.
+    const requirements = exactRequirements({ payTo: VERIFIED_PAYEE })
     const payment = await buildExactPayment(requirements)
     const answer = await stockClient(API_KEY).verify(payment, requirements)
     expect(answer).toMatchObject({ isValid: true, payer: expect.stringMatching(/^G/) })
@@ -96,14 +97,21 @@ describe("x402 endpoints over HTTP", () => {
       refusal(anonymous.x402.facilitators()),
       refusal(anonymous.x402.settlement({ path: { id: SettlementId.make("x") } }))
     ])
-    expect(refused.map((e) => ({ ...e }))).toEqual(Array(4).fill({ error: "UNAUTHORIZED", message: expect.any(String) }))
+    for (const e of refused) expect({ ...e }).toMatchObject({ error: "UNAUTHORIZED", message: expect.any(String) })
+    // Verify and settle say it as x402 refusals too, so a stock facilitator client reads the reason.
+    expect(refused[0]).toMatchObject({ isValid: false, invalidReason: "unauthorized" })
+    expect(refused[1]).toMatchObject({ success: false, errorReason: "unauthorized", transaction: "", network: "stellar:testnet" })
   })
 
   test("422 for a kind no backend supports", async () => {
     const requirements = exactRequirements({ payTo: NOT_IN_CATALOG, network: "stellar:pubnet" })
-    const payment = await buildExactPayment(exactRequirements({ payTo: NOT_IN_CATALOG }))
+    const payment = await buildExactPayment(requirements)
     const error = await refusal(agent1.x402.verify({ payload: { x402Version: 2, paymentPayload: payment, paymentRequirements: requirements }, headers: {} }))
     expect(error).toMatchObject({ error: "UNSUPPORTED_PAYMENT_KIND", message: expect.stringContaining("stellar:pubnet") })
+    // A payment of another chain altogether: 422 too, not a 400 about its payee's address form.
+    const evm = { ...requirements, network: "eip155:8453", payTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C", asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" }
+    const other = await refusal(agent1.x402.verify({ payload: { x402Version: 2, paymentPayload: payment, paymentRequirements: evm }, headers: {} }))
+    expect(other).toMatchObject({ error: "UNSUPPORTED_PAYMENT_KIND", invalidReason: "unsupported_scheme" })
   })
 
   test("settle refuses a payee without verification evidence with 403, before any backend call", async () => {

@@ -1,16 +1,8 @@
 import { HttpApi, OpenApi } from "@effect/platform"
-import {
-  HeadersTooLarge,
-  InternalError,
-  InvalidRequest,
-  MalformedBody,
-  NestingTooDeep,
-  PayloadTooLarge,
-  ShuttingDown,
-  StoreUnavailable,
-  ForeignOrigin,
-  UnsupportedMediaType
-} from "../domain/errors.js"
+import { API_WIDE_ERRORS } from "./apiErrors.js"
+
+const [InvalidRequest, HeadersTooLarge, MalformedBody, NestingTooDeep, PayloadTooLarge, UnsupportedMediaType, InternalError, StoreUnavailable, ShuttingDown, ForeignOrigin] =
+  API_WIDE_ERRORS
 import { DiscoveryApi } from "./discovery.js"
 import { CurationApi } from "./curation.js"
 import { HealthApi } from "./health.js"
@@ -59,6 +51,25 @@ const withSafeIntegers = (spec: Record<string, any>): Record<string, any> => {
   return spec
 }
 
+/**
+ * Verify and settle answer every refusal in its combined x402 body (x402.ts), the API-wide ones
+ * too, so the plain classes the whole API declares are never sent there: their operations list
+ * only the combined schemas.
+ */
+const onlyX402Refusals = (spec: Record<string, any>): Record<string, any> => {
+  const combined = /^#\/components\/schemas\/(Verify|Settle)Refusal/
+  for (const path of ["/x402/verify", "/x402/settle"]) {
+    const responses: Record<string, any> = spec.paths?.[path]?.post?.responses ?? {}
+    for (const [status, response] of Object.entries<any>(responses)) {
+      const schema = response?.content?.["application/json"]?.schema
+      if (status.startsWith("2") || !Array.isArray(schema?.anyOf)) continue
+      const kept = schema.anyOf.filter((s: any) => combined.test(s.$ref ?? ""))
+      response.content["application/json"].schema = kept.length === 1 ? kept[0] : { ...schema, anyOf: kept }
+    }
+  }
+  return spec
+}
+
 /** The whole contract; `/openapi.json` is derived from this, never written by hand. */
 export class SextantApi extends HttpApi.make("sextant")
   .add(HealthApi)
@@ -71,7 +82,7 @@ export class SextantApi extends HttpApi.make("sextant")
   .add(X402Api)
   .add(DiscoveryApi)
   .add(ReceiptsApi)
-  // Any request may carry a body, and every body is checked before routing; any request may meet a failing store.
+  // API_WIDE_ERRORS (apiErrors.ts says why each is there), one by one so the API's error type names each.
   .addError(InvalidRequest)
   .addError(HeadersTooLarge)
   .addError(MalformedBody)
@@ -82,10 +93,9 @@ export class SextantApi extends HttpApi.make("sextant")
   .addError(ForeignOrigin)
   .addError(InternalError)
   .addError(StoreUnavailable)
-  // Any request but /health/* may arrive while the instance drains for a shutdown.
   .addError(ShuttingDown)
   .annotate(OpenApi.Title, "Sextant")
   .annotate(OpenApi.Version, "0.1.0")
   .annotate(OpenApi.License, { name: "Apache-2.0", url: "https://www.apache.org/licenses/LICENSE-2.0" })
   .annotate(OpenApi.Description, "Verification, routing, policy and settlement layer for x402 payments on Stellar.")
-  .annotate(OpenApi.Transform, (spec) => withSafeIntegers(withoutHttpApiDecodeError(spec))) {}
+  .annotate(OpenApi.Transform, (spec) => onlyX402Refusals(withSafeIntegers(withoutHttpApiDecodeError(spec)))) {}

@@ -1,3 +1,4 @@
+import { declareDiscoveryExtension } from "@x402/extensions/bazaar"
 import type { DiscoveryItem } from "../domain/discovery.js"
 import type { ResourceEvidence } from "../domain/evidence.js"
 import type { RecordedObservation } from "../domain/observations.js"
@@ -40,10 +41,32 @@ const fromObservation = (o: RecordedObservation): Requirements | null =>
       }
 
 /**
+ * An MCP resource's tool where the x402 bazaar specification puts it: the bazaar extension's
+ * `info.input` (`type: "mcp"`, `toolName`, `transport`, `inputSchema`, `example`) with its
+ * schema, built by @x402/extensions itself. A stock bazaar client reads items' `extensions`, so it
+ * tells the tools of one server apart; the tuple (resource URL, toolName) is the item's identity.
+ */
+const mcpExtensions = (record: ResourceRecord) => {
+  const tool = record.resource.mcp
+  if (tool === undefined) return {}
+  return {
+    extensions: declareDiscoveryExtension({
+      toolName: tool.toolName,
+      description: record.resource.description,
+      transport: tool.transport,
+      // The spec requires a schema; a tool that declared none takes any object.
+      inputSchema: tool.inputSchema ?? { type: "object" },
+      ...(tool.example !== undefined ? { example: tool.example } : {})
+    })
+  }
+}
+
+/**
  * One listed resource as an x402 discovery item (v2 §8.2). `accepts` is what the newest healthy
  * probe saw the resource ask, else the catalog's options; `lastUpdated` is the newest probe, else
  * the time of reading; `metadata` carries the evidence a client ranks by; an `mcp` item carries its
- * tool's fields beside them, as the Bazaar lists MCP items. No I/O.
+ * tool in the bazaar extension, and its fields at the top level too, as earlier Bazaar listings
+ * carried them. No I/O.
  */
 export const discoveryItem = (
   record: ResourceRecord,
@@ -74,6 +97,7 @@ export const discoveryItem = (
       confidence: evidence.metrics.confidence,
       lastVerified: evidence.metrics.lastVerified
     },
-    ...(record.resource.mcp !== undefined ? record.resource.mcp : {})
+    ...(record.resource.mcp !== undefined ? record.resource.mcp : {}),
+    ...mcpExtensions(record)
   }
 }

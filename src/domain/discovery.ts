@@ -43,7 +43,9 @@ export const DiscoveryItem = Schema.Struct({
   toolName: Schema.optional(Schema.String),
   transport: Schema.optional(McpTransport),
   inputSchema: Schema.optional(JsonObject),
-  example: Schema.optional(JsonObject)
+  example: Schema.optional(JsonObject),
+  /** Extension payloads, as the stock bazaar client reads them: an `mcp` item's tool is `extensions.bazaar.info.input`. */
+  extensions: Schema.optional(JsonObject)
 }).annotations({ identifier: "DiscoveryItem" })
 export type DiscoveryItem = typeof DiscoveryItem.Type
 

@@ -16,6 +16,8 @@ import {
 import { describeIssues } from "../domain/issues.js"
 import { SextantApi } from "../contract/index.js"
 import { hasProtoMember, headerBytes, jsonDepth, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_JSON_DEPTH } from "./body.js"
+import { x402RefusalAnswer } from "../contract/x402.js"
+import { refusalContextOf, x402OperationOf } from "./x402Refusal.js"
 
 /** Every declared (method, path) pair, to tell "no such path" (404) from "wrong method" (405). */
 const routes = Object.values(SextantApi.groups).flatMap((group) =>
@@ -86,6 +88,36 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
   (app) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
+      const read: { body?: string } = {}
+      return yield* checked(app, request, read).pipe(Effect.catchAll((error) => inX402Shape(request, read.body, error)))
+    })
+)
+
+/**
+ * On verify and settle every refusal, the handler's and any other (auth, the body checks, the
+ * store, a shutdown), is answered in their combined body (domain/x402Refusals.ts), so a stock
+ * facilitator client reads each one. `body` is the request body as read, when it was.
+ */
+const inX402Shape = <E>(request: HttpServerRequest.HttpServerRequest, body: string | undefined, error: E) => {
+  const operation = x402OperationOf(request.method, new URL(request.url, "http://localhost").pathname)
+  if (operation === undefined) return Effect.fail(error)
+  let parsed: unknown
+  try {
+    parsed = body === undefined ? undefined : JSON.parse(body)
+  } catch {
+    parsed = undefined
+  }
+  const answer = x402RefusalAnswer(operation, error, refusalContextOf(parsed))
+  return answer === undefined ? Effect.fail(error) : HttpServerResponse.json(answer.body, { status: answer.status }).pipe(Effect.orDie)
+}
+
+/** The checks before routing, then the app with what HttpApi leaves in its own shapes mapped; `read.body` keeps the body once read. */
+const checked = (
+  app: HttpApp.Default,
+  request: HttpServerRequest.HttpServerRequest,
+  read: { body?: string }
+) =>
+    Effect.gen(function* () {
       if (headerBytes(request.method, request.url, request.headers) > MAX_HEADER_BYTES) {
         return yield* Effect.fail(new HeadersTooLarge({ message: `the request line and headers together are limited to ${MAX_HEADER_BYTES} bytes` }))
       }
@@ -107,6 +139,7 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
         const text = yield* Effect.either(request.text)
         if (text._tag === "Left" && length > 0) return yield* Effect.fail(new MalformedBody({ message: "the request body could not be read" }))
         if (text._tag === "Left" || Buffer.byteLength(text.right) > MAX_BODY_BYTES) return yield* Effect.fail(tooLarge)
+        read.body = text.right
         if (jsonDepth(text.right) > MAX_JSON_DEPTH) {
           return yield* Effect.fail(
             new NestingTooDeep({ message: `request bodies may nest objects and arrays at most ${MAX_JSON_DEPTH} deep` })
@@ -141,4 +174,3 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
         })
       )
     })
-)

@@ -4,6 +4,7 @@ import { Effect, Layer, Option, Redacted, Runtime } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import { AppConfig } from "../config.js"
 import { ApiKeyAuth } from "../contract/auth.js"
+import { MethodNotAllowed } from "../domain/errors.js"
 import { ApiKeyAuthLive } from "../http/authLive.js"
 import { clientAddress } from "../limits/groups.js"
 import { makeMcpServer } from "./server.js"
@@ -75,6 +76,14 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
 
     const answer = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
+      // Stateless: no stream to open with GET, no session to end with DELETE. MCP's Streamable HTTP
+      // lets a server without the GET stream answer 405; every other method is refused alike.
+      if (request.method !== "POST") {
+        return yield* HttpServerResponse.schemaJson(MethodNotAllowed)(
+          new MethodNotAllowed({ message: `${request.method} is not allowed on ${MCP_PATH}: this stateless endpoint takes JSON-RPC over POST only` }),
+          { status: 405, headers: { allow: "POST" } }
+        ).pipe(Effect.orDie)
+      }
       const authorization = request.headers["authorization"]
       if (apiKeys.length > 0) yield* auth.bearer(Redacted.make(BEARER.exec(authorization ?? "")?.[1] ?? ""))
       // The error middleware has read and checked the body already (size, JSON depth); it is cached.

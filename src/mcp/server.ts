@@ -1,7 +1,8 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
-import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
+import { CallToolRequestSchema, type CallToolResult, ErrorCode, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js"
 import { Either, Schema } from "effect"
+import { z } from "zod"
 import { describeParseError } from "../domain/issues.js"
 import { toolJsonSchema } from "./jsonSchema.js"
 import { type ApiCall, type Tool, ToolFailure, TOOLS } from "./tools.js"
@@ -16,6 +17,14 @@ class ApiAnswerError extends ToolFailure {
 const errorResult = (message: string): CallToolResult => ({ isError: true, content: [{ type: "text", text: message }] })
 
 const decodeOptions = { errors: "all", onExcessProperty: "error" } as const
+
+/**
+ * `tools/call` as the protocol layer reads it before any handler: only the method. The SDK's
+ * protocol layer parses a request with the handler's schema and answers a failure as -32603 with
+ * the raw validation dump; with this one the SDK's own tools/call check runs instead, which answers
+ * malformed params (array `arguments`) with -32602, as MCP 2025-11-25 asks.
+ */
+const AnyToolCall = z.object({ method: z.literal("tools/call"), params: z.unknown().optional() })
 
 /**
  * An MCP server whose tools call the service's own HTTP handlers in-process (`handle` is the
@@ -54,9 +63,12 @@ export const makeMcpServer = (
     }))
   }))
 
-  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+  server.setRequestHandler(AnyToolCall, async (raw): Promise<CallToolResult> => {
+    // The SDK checked the request against CallToolRequestSchema before this runs (-32602 if not).
+    const request = CallToolRequestSchema.parse(raw)
     const tool = tools.find((t) => t.name === request.params.name)
-    if (tool === undefined) return errorResult(`unknown tool "${request.params.name}"; call tools/list`)
+    // A protocol error, not a tool result (MCP 2025-11-25, "Error Handling": unknown tools are -32602).
+    if (tool === undefined) throw new McpError(ErrorCode.InvalidParams, `unknown tool "${request.params.name}"; call tools/list`)
     const decoded = Schema.decodeUnknownEither(tool.input as Schema.Schema<unknown>)(request.params.arguments ?? {}, decodeOptions)
     if (Either.isLeft(decoded)) {
       return errorResult(`invalid arguments: ${describeParseError(decoded.left)}`)

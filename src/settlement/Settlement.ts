@@ -1,5 +1,5 @@
-import { type Cause, Clock, Context, Data, Duration, Effect, Either, Exit, Fiber, Layer, Option, Ref, Schema } from "effect"
-import { createHash, randomUUID } from "node:crypto"
+import { type Cause, Clock, Context, Duration, Effect, Either, Exit, Fiber, Layer, Option, Schema } from "effect"
+import { randomUUID } from "node:crypto"
 import { AppConfig } from "../config.js"
 import {
   AllFacilitatorsFailed,
@@ -28,10 +28,9 @@ import {
   type UnsupportedAsset,
   UnsupportedPaymentKind
 } from "../domain/errors.js"
-import { type EconomicEvent, evidenceShortfall, type ProviderEvidence, providerEvidenceOf } from "../domain/evidence.js"
+import { type EconomicEvent, evidenceShortfall } from "../domain/evidence.js"
 import { LedgerReader } from "../ledger/LedgerReader.js"
 import { Lifecycle } from "../lifecycle/Lifecycle.js"
-import type { AgentPolicy } from "../domain/policy.js"
 import {
   awaitsConfirmation,
   type Completion,
@@ -45,8 +44,6 @@ import {
 } from "../domain/settlements.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
 import { type SettleRequest, SettleResponse, type SettlementRecord } from "../domain/x402.js"
-import { canonicalize } from "../encoding/canonicalJson.js"
-import { policyContext } from "../policy/evaluate.js"
 import { commitWithoutFlush } from "../store/commitDurability.js"
 import { StoreTransactions } from "../store/StoreTransactions.js"
 import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
@@ -56,13 +53,11 @@ import { measured, settleLabels } from "../telemetry/labels.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 import { FacilitatorPool, type LedgerVerdict, type SettleGuard, type SettleOutcome } from "../x402/FacilitatorPool.js"
-import { type AuthorizedPayment, carriesAuthorization, findExecution } from "./execution.js"
+import { carriesAuthorization, findExecution } from "./execution.js"
 import { judgeBudgets } from "./budgets.js"
-import { type NamedPolicy, paidUrlOf, paymentDenial, paymentOption, payeeDenial, type SettleTerms, transferMismatch, worstCaseUnits } from "./rules.js"
-import { termsOf } from "./terms.js"
-import { authorizationHorizon } from "./reconcile.js"
-import { decodePayment, type PayerAuthorization, type Transfer } from "./transfer.js"
-import { type PaymentId, PrincipalId, type ResourceId, SettlementId } from "../domain/ids.js"
+import { worstCaseUnits } from "./rules.js"
+import { authorizedPayment, ledgerRefusal, ledgerReserveMsOf, type Payment, PaymentChecks } from "./PaymentChecks.js"
+import { type PrincipalId, type ResourceId, SettlementId } from "../domain/ids.js"
 
 type SettleAnswer = typeof SettleResponse.Type
 
@@ -70,12 +65,6 @@ type SettleAnswer = typeof SettleResponse.Type
 interface EvidenceSubject {
   readonly resourceId: ResourceId | null
   readonly notEvidence: string | null
-}
-
-/** The nonce pre-check's read: consumed or not, at which latest ledger (null: not read). */
-interface NonceRead {
-  readonly consumed: boolean
-  readonly latestLedger: number | null
 }
 
 /** A settle as the HTTP layer decoded it. */
@@ -137,41 +126,12 @@ export class Settlement extends Context.Tag("sextant/Settlement")<Settlement, Se
 }
 
 /**
- * Open mode's one principal for payers no signature here proved (contract accounts, and entries
- * signed by keys other than the payer's): they share one budget, so a payment "from" someone else
- * never spends that someone's.
- */
-const UNVERIFIED_PAYERS = PrincipalId.make("open:unverified-payer")
-
-const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
-
-/** sha256 of the canonical JSON, so key order and whitespace do not make two requests differ. */
-const contentHash = (value: unknown) =>
-  Either.mapBoth(canonicalize(value), {
-    onLeft: (e) => new InvalidRequest({ message: `the request cannot be hashed: ${e.message}` }),
-    onRight: sha256
-  })
-
-/**
  * This service's own fields are taken out of paymentRequirements before forwarding, so a backend
  * receives the stock body; the payment payload itself goes as signed.
  */
 const stockBody = (body: SettleRequest) => {
   const { amountUsd: _amountUsd, servicePolicy: _servicePolicy, ...requirements } = body.paymentRequirements
   return { ...body, paymentRequirements: requirements }
-}
-
-/** The payment a settle carries, read from its signed transaction rather than from what the body says. */
-interface Payment {
-  readonly terms: SettleTerms
-  readonly transfer: Transfer
-  readonly authorization: PayerAuthorization | null
-  readonly paymentId: PaymentId
-  /** Hash of what is asked of the payment: a repeat must ask the same, whatever wrapper it comes in. */
-  readonly requestHash: string
-  readonly principal: PrincipalId
-  /** The resource the payment says it pays for, if it names one: the payee is judged on it. */
-  readonly paidUrl: string | undefined
 }
 
 /**
@@ -344,9 +304,6 @@ const toRecord = (entry: JournalEntry, decimals: number, history: ReadonlyArray<
   history: history.map((t) => ({ from: t.from, to: t.to, reason: t.reason, at: new Date(t.atMs).toISOString() }))
 })
 
-/** The payee's shortlist did not show a pass: the whole set decides, outside the reservation's transaction. */
-class PayeeUndecided extends Data.TaggedError("PayeeUndecided") {}
-
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
   const journal = yield* SettlementJournal
@@ -358,37 +315,10 @@ const make = Effect.gen(function* () {
   const instruments = yield* Instruments
   const lifecycle = yield* Lifecycle
   const ledger = yield* LedgerReader
-  const { decimals, assetContract } = config.asset
+  const checks = yield* PaymentChecks
+  const { decimals } = config.asset
   const deadlineMs = config.settleDeadlineSeconds * 1000
-  // Each ledger read after a backend's silence may take up to the ledger timeout; never more than a quarter of the deadline.
-  const ledgerReserveMs = Math.min(config.ledger.timeoutMs, deadlineMs / 4)
-  /** Until when (epoch ms) the nonce pre-check leaves a ledger alone that just failed to answer. */
-  const ledgerDownUntil = yield* Ref.make(0)
-
-  /**
-   * The policies a settle must pass: the request's servicePolicy and, for an API-key principal,
-   * the policy configured with its key (every entry of the principal that has one).
-   */
-  const buyerPolicies = (servicePolicy: AgentPolicy, principal: PrincipalId | null): ReadonlyArray<NamedPolicy> => [
-    { name: "servicePolicy", policy: servicePolicy },
-    ...config.apiKeys.flatMap((k) =>
-      k.principal === principal && k.policy !== undefined ? [{ name: `the policy of principal "${k.principal}"`, policy: k.policy }] : []
-    )
-  ]
-
-  /** Step 2: Read the payment: what is paid, from the signed transaction; the terms this service can value (422). */
-  const readPayment = Effect.fn("Settlement.readPayment")(function* (input: SettleInput) {
-    const terms = yield* termsOf(input.request, assetContract)
-    const { paymentId, transfer, authorization, payerVerified } = yield* decodePayment(input.request.paymentPayload.payload.transaction, terms.network)
-    const requestHash = yield* contentHash({
-      x402Version: input.request.x402Version,
-      paymentId,
-      paymentRequirements: input.request.paymentRequirements
-    })
-    // Open mode keys budgets and idempotency on the payer only when its signature proved it.
-    const principal = input.principal ?? (payerVerified ? PrincipalId.make(transfer.from) : UNVERIFIED_PAYERS)
-    return { terms, transfer, authorization, paymentId, requestHash, principal, paidUrl: paidUrlOf(input.request) } satisfies Payment
-  })
+  const ledgerReserveMs = ledgerReserveMsOf(config)
 
   /**
    * Step 3: Repeats, when a check refuses: a repeat of a journaled request gets its stored answer (or 409),
@@ -401,51 +331,6 @@ const make = Effect.gen(function* () {
       return { _tag: "Existing", ...earlier.value } satisfies Reservation<never>
     }
     return yield* Effect.fail(refusal)
-  })
-
-  /** Step 5: Policy: the buyer policies on the worst case of what would actually be paid. */
-  const checkPolicies = Effect.fn("Settlement.checkPolicies")(function* (payment: Payment, policies: ReadonlyArray<NamedPolicy>, nowMs: number) {
-    const option = paymentOption(payment.terms, worstCaseUnits(payment.terms, payment.transfer), decimals)
-    const denial = paymentDenial(policies, option, policyContext(config, new Date(nowMs)))
-    if (denial) return yield* Effect.fail(denial)
-    return option
-  })
-
-  /**
-   * Step 6: Payee evidence: the payee's listed resources and their evidence, in two parts. The shortlist holds a
-   * quarantined resource and one of a denied provider when the whole set has one (the rules about
-   * "any" resource), and a few that could pass (the rule about "some"): if they pass, the whole set
-   * passes too (docs/decisions.md, Settlement pipeline). `checkPayee` answers whether
-   * they do; `checkWholePayee` judges the whole set, for a refusal's exact reason or a payee whose
-   * passing resources were not among the few.
-   */
-  const payeeJudge = (payment: Payment, policies: ReadonlyArray<NamedPolicy>, option: ReturnType<typeof paymentOption>, nowMs: number) =>
-    (payees: ReadonlyArray<ProviderEvidence>) => payeeDenial(policies, option, payees, policyContext(config, new Date(nowMs)), payment.paidUrl, config.ingestion.untrustedPayeeStanding)
-
-  const checkPayee = Effect.fn("Settlement.checkPayee")(function* (
-    payment: Payment,
-    policies: ReadonlyArray<NamedPolicy>,
-    option: ReturnType<typeof paymentOption>,
-    nowMs: number
-  ) {
-    const deniedProviders = policies.flatMap(({ policy }) => policy.denyProviders ?? [])
-    return payeeJudge(payment, policies, option, nowMs)(yield* reader.payeeShortlist(payment.terms.payTo, deniedProviders, payment.paidUrl)) === undefined
-  })
-
-  const checkWholePayee = Effect.fn("Settlement.checkWholePayee")(function* (
-    payment: Payment,
-    policies: ReadonlyArray<NamedPolicy>,
-    option: ReturnType<typeof paymentOption>,
-    nowMs: number
-  ) {
-    const refusal = payeeJudge(payment, policies, option, nowMs)((yield* reader.forPayee(payment.terms.payTo)).map(providerEvidenceOf))
-    if (refusal) return yield* Effect.fail(refusal)
-  })
-
-  /** Step 7: Transfer: the signed transfer pays what the requirements say. */
-  const checkTransfer = Effect.fn("Settlement.checkTransfer")(function* (payment: Payment) {
-    const mismatch = transferMismatch(payment.terms, payment.transfer, decimals)
-    if (mismatch) return yield* Effect.fail(mismatch)
   })
 
   /** Step 8: Reserve: repeats again (for those that raced), spend window, fee budget and the `pending` entry, in one transaction. */
@@ -496,19 +381,6 @@ const make = Effect.gen(function* () {
   /** The buyer's answer never waits on the evidence failing: it is logged. */
   const logEvidenceFailure = (id: SettlementId, payment: Payment) => (cause: Cause.Cause<unknown>) =>
     Effect.as(Effect.logError(`settlement ${id}: answered, but recording it as evidence for payee ${payment.terms.payTo} failed`, cause), false)
-
-  /** The payment as the ledger can recognise it; null without an address-credential authorisation of the payer. */
-  const authorizedPayment = (payment: Payment): AuthorizedPayment | null =>
-    payment.authorization === null
-      ? null
-      : {
-          asset: payment.transfer.asset,
-          payer: payment.transfer.from,
-          payTo: payment.transfer.to,
-          nonce: payment.authorization.nonce,
-          expirationLedger: payment.authorization.expirationLedger,
-          amountMatches: (amount) => amount === payment.transfer.amount
-        }
 
   /**
    * Step 10: Forward with failover: what the ledger says about the payment after a backend went silent. Consumed nonce: executed,
@@ -566,51 +438,6 @@ const make = Effect.gen(function* () {
         )
       )
   })
-
-  /**
-   * Whether the payer's nonce is already spent on the ledger (a payment executed before, by anyone),
-   * and the latest ledger that answer was read at (one RPC call): a spent nonce is never
-   * forwarded, nor an authorisation valid beyond its horizon from that ledger. Started before the
-   * checks and awaited after the reservation, so the ledger's answer arrives while they run; a
-   * ledger that cannot be read does not hold the settle up (the facilitator would fail the spent
-   * nonce and refuse an expiration too far anyway, and "settled" is only ever concluded from a
-   * transfer carrying this authorisation). After a failed read the
-   * ledger is not asked again for one `ledger.pollIntervalSeconds`: during an outage each settle
-   * would otherwise pay for a failing call (about 2 ms of the event loop for a refused one).
-   * Nothing to ask (no payer authorisation, or the ledger left alone): no fiber is started.
-   */
-  const startNonceCheck = (payment: Payment) =>
-    Effect.gen(function* () {
-      const signed = authorizedPayment(payment)
-      const nowMs = yield* Clock.currentTimeMillis
-      const unread = { consumed: false, latestLedger: null }
-      if (signed === null || nowMs < (yield* Ref.get(ledgerDownUntil))) return Effect.succeed<NonceRead>(unread)
-      const read = yield* Effect.fork(
-        ledger.nonceAt(signed.payer, BigInt(signed.nonce)).pipe(
-          Effect.timeout(Duration.millis(ledgerReserveMs)),
-          Effect.catchAll(() => Effect.as(Ref.set(ledgerDownUntil, nowMs + config.ledger.pollIntervalSeconds * 1000), unread))
-        )
-      )
-      return Fiber.join<NonceRead, never>(read)
-    })
-
-  /** Step 9: Spent nonce: what the ledger read refuses before forwarding: a spent nonce (409), an authorisation valid too long (400); null to go on. */
-  const ledgerRefusal = (payment: Payment, read: NonceRead, maxTimeoutSeconds: number | undefined) => {
-    if (read.consumed) {
-      return new NonceAlreadyConsumed({
-        message: `the payer's authorisation nonce ${payment.authorization?.nonce} is already consumed on the ledger: this signed ` +
-          "payment was executed before or its nonce spent otherwise, so it cannot settle; it was not forwarded"
-      })
-    }
-    const expiration = payment.authorization?.expirationLedger
-    const horizon = authorizationHorizon(maxTimeoutSeconds)
-    if (read.latestLedger === null || expiration === undefined || expiration - read.latestLedger <= horizon) return null
-    return new AuthorizationExpiresTooLate({
-      message: `the payer's authorisation is valid until ledger ${expiration}, ${expiration - read.latestLedger} ledgers past the ` +
-        `latest (${read.latestLedger}); for maxTimeoutSeconds ${maxTimeoutSeconds ?? "(none)"} at most ${horizon} are accepted ` +
-        "(one ledger a second, plus 2): sign it to expire sooner; it was not forwarded"
-    })
-  }
 
   /** Step 9: Spent nonce: a reservation released because the ledger refuses the payment; nothing was forwarded, so nothing is charged. */
   const refuseBeforeForwarding = Effect.fn("Settlement.refuseBeforeForwarding")(function* (id: SettlementId, error: NonceAlreadyConsumed | AuthorizationExpiresTooLate) {
@@ -744,25 +571,8 @@ const make = Effect.gen(function* () {
    * the whole set is read, outside it (it can be a thousand resources, too long to hold the writer),
    * and the reservation made after that whole-set judgement passed.
    */
-  const checkAndReserve = Effect.fnUntraced(function* (payment: Payment, input: SettleInput) {
-    // Step 4: Kind.
-    yield* pool.checkKind(payment.terms.network, payment.terms.scheme)
-    const nowMs = yield* Clock.currentTimeMillis
-    const policies = buyerPolicies(payment.terms.policy, input.principal)
-    const option = yield* checkPolicies(payment, policies, nowMs)
-    const shortlisted = Effect.gen(function* () {
-      if (!(yield* checkPayee(payment, policies, option, nowMs))) return yield* new PayeeUndecided()
-      yield* checkTransfer(payment)
-    })
-    return yield* reserve(payment, input.idempotencyKey, nowMs, shortlisted).pipe(
-      Effect.catchTag("PayeeUndecided", () =>
-        Effect.zipRight(
-          Effect.zipRight(checkWholePayee(payment, policies, option, nowMs), checkTransfer(payment)),
-          reserve(payment, input.idempotencyKey, nowMs, Effect.void)
-        )
-      )
-    )
-  })
+  const checkAndReserve = (payment: Payment, input: SettleInput) =>
+    checks.judge(payment, input.principal, (inTransaction, nowMs) => reserve(payment, input.idempotencyKey, nowMs, inTransaction))
 
   /**
    * The settle pipeline, failing closed at each step, numbered as in docs/architecture.md, "The
@@ -776,8 +586,8 @@ const make = Effect.gen(function* () {
    */
   const settle = Effect.fn("Settlement.settle")(function* (input: SettleInput) {
     const startedMs = yield* Clock.currentTimeMillis
-    const payment = yield* readPayment(input)
-    const nonceRead = yield* startNonceCheck(payment)
+    const payment = yield* checks.read(input.request, input.principal)
+    const nonceRead = yield* checks.nonceCheck(payment)
     const reservation = yield* checkAndReserve(payment, input).pipe(
       Effect.catchAll((refusal) => findRepeat(payment, input.idempotencyKey, refusal))
     )

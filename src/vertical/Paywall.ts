@@ -6,6 +6,7 @@ import {
   type ResourceInfo,
   SettleError,
   type SupportedResponse,
+  type SettleResponse,
   VerifyError
 } from "@x402/core/types"
 import { Context, Duration, Effect, Either, Layer, Ref, Schedule, Schema, type Scope } from "effect"
@@ -121,6 +122,14 @@ const displayUrl = (url: string): string => {
     return "the configured facilitator"
   }
 }
+
+/**
+ * Reasons that say the payment's outcome is not known yet: the x402 `unexpected_settle_error` (what
+ * Sextant answers for an indeterminate or in-flight settlement) and 2.27's `settlement_pending`
+ * (broadcast, not confirmed; the stock server retries once before it reaches here).
+ */
+const UNKNOWN_OUTCOME_REASONS = new Set(["unexpected_settle_error", "settlement_pending"])
+const outcomeUnknown = (reason: string | undefined) => reason !== undefined && UNKNOWN_OUTCOME_REASONS.has(reason)
 
 const errorMessage = (e: unknown): string => {
   const cause = e instanceof Error && e.cause instanceof Error ? `: ${e.cause.message}` : ""
@@ -301,6 +310,21 @@ export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallShape, 
         return { payload, requirements: matching }
       })
 
+    const unconfirmed = (detail: string) =>
+      new SettlementUnconfirmed({ message: `the facilitator did not confirm settlement (${detail}); no data was returned` })
+
+    const refused = (answer: SettleResponse) =>
+      new SettlementFailed({
+        message: `settlement failed: ${answer.errorMessage ?? answer.errorReason ?? "refused"}`,
+        paymentResponse: encodePaymentResponseHeader(answer)
+      })
+
+    /**
+     * A facilitator that said no (a SettleError, or `success: false`) is a refusal: nothing moved, and
+     * the buyer gets 402 with the reason. An outcome nobody knows (no answer in time, a 5xx, an answer
+     * that names no usable body, or a reason saying the outcome is not known) is unconfirmed: the
+     * buyer must not read it as unpaid.
+     */
     const settle = ({ payload, requirements }: VerifiedPayment) =>
       Effect.tryPromise({
         try: () => live.settlePayment(payload, requirements, SIGNED_RECEIPTS, receiptContext(payload)),
@@ -308,31 +332,14 @@ export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallShape, 
       }).pipe(
         Effect.timeoutFail({ duration: timeout, onTimeout: () => new Error(`settle did not answer within ${config.timeoutMs} ms`) }),
         Effect.mapError((e) =>
-          e instanceof SettleError
-            ? new SettlementFailed({
-                message: `settlement failed: ${e.errorMessage ?? e.errorReason ?? "refused"}`,
-                paymentResponse: encodePaymentResponseHeader({
-                  success: false,
-                  errorReason: e.errorReason,
-                  errorMessage: e.errorMessage,
-                  payer: e.payer,
-                  transaction: e.transaction,
-                  network: e.network
-                })
-              })
-            : new SettlementUnconfirmed({
-                message: `the facilitator did not confirm settlement (${errorMessage(e)}); no data was returned`
-              })
+          e instanceof SettleError && e.statusCode < 500 && !outcomeUnknown(e.errorReason)
+            ? refused({ success: false, errorReason: e.errorReason, errorMessage: e.errorMessage, payer: e.payer, transaction: e.transaction, network: e.network })
+            : unconfirmed(e instanceof SettleError ? `${e.statusCode} ${e.errorReason ?? "no reason"}: ${e.errorMessage ?? ""}` : errorMessage(e))
         ),
         Effect.flatMap((result) =>
           result.success
             ? Effect.succeed(encodePaymentResponseHeader(result))
-            : Effect.fail(
-                new SettlementFailed({
-                  message: `settlement failed: ${result.errorMessage ?? result.errorReason ?? "refused"}`,
-                  paymentResponse: encodePaymentResponseHeader(result)
-                })
-              )
+            : Effect.fail(outcomeUnknown(result.errorReason) ? unconfirmed(`${result.errorReason}`) : refused(result))
         )
       )
 

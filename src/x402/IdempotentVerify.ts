@@ -1,13 +1,15 @@
 import { Clock, Context, Effect, Either, Layer, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
-import { StellarNetwork } from "../domain/stellar.js"
-import { type AllFacilitatorsFailed, DelegatedCredentialsRefused, IdempotencyKeyReused, InvalidRequest, SourceAccountCredentialsRefused } from "../domain/errors.js"
-import { type FacilitatorRequest, VerifyResponse } from "../domain/x402.js"
+import { type AllFacilitatorsFailed, IdempotencyKeyReused, InvalidRequest } from "../domain/errors.js"
+import type { PrincipalId } from "../domain/ids.js"
+import { describeParseError } from "../domain/issues.js"
+import { type FacilitatorRequest, SettleRequest, VerifyResponse } from "../domain/x402.js"
 import { canonicalize } from "../encoding/canonicalJson.js"
-import { decodePayment } from "../settlement/transfer.js"
+import { mayReserveAgain } from "../domain/settlements.js"
+import { type CheckRefusal, ledgerRefusal, type Payment, PaymentChecks } from "../settlement/PaymentChecks.js"
+import { SettlementJournal } from "../store/SettlementJournal.js"
 import { VerifyAnswersRepo } from "../store/VerifyAnswersRepo.js"
 import { FacilitatorPool, type KindRefusal } from "./FacilitatorPool.js"
-import { PrincipalId } from "../domain/ids.js"
 
 /** How long a verify answer is replayed for its key: a retry comes within minutes, a payment authorisation expires within hours. */
 export const VERIFY_ANSWER_TTL_MS = 24 * 60 * 60 * 1000
@@ -25,7 +27,7 @@ export interface IdempotentVerifyShape {
     input: VerifyInput
   ) => Effect.Effect<
     typeof VerifyResponse.Type,
-    InvalidRequest | KindRefusal | AllFacilitatorsFailed | IdempotencyKeyReused | DelegatedCredentialsRefused | SourceAccountCredentialsRefused
+    InvalidRequest | KindRefusal | AllFacilitatorsFailed | IdempotencyKeyReused | CheckRefusal
   >
 }
 
@@ -38,45 +40,66 @@ export class IdempotentVerify extends Context.Tag("sextant/IdempotentVerify")<Id
   static readonly Live = Layer.effect(IdempotentVerify, Effect.suspend(() => make))
 }
 
-const isNetwork = Schema.is(StellarNetwork)
-
-/** The Stellar payment a verify carries, decoded; null when it names no Stellar network or holds no transaction. */
-const decodedOf = (request: FacilitatorRequest) => {
-  const payload = request.paymentPayload.payload as { readonly transaction?: unknown }
-  const network = request.paymentRequirements.network
-  return typeof payload.transaction !== "string" || !isNetwork(network) ? null : decodePayment(payload.transaction, network)
-}
-
-/**
- * Credential forms settle refuses are refused at verify too, before a backend is asked: a verify
- * that passed would promise a settle that cannot happen. Anything else is the backend's to judge.
- */
-const refusedCredentials = (decoded: ReturnType<typeof decodedOf>) =>
-  decoded !== null && Either.isLeft(decoded) &&
-  (decoded.left instanceof DelegatedCredentialsRefused || decoded.left instanceof SourceAccountCredentialsRefused)
-    ? Effect.fail(decoded.left)
-    : Effect.void
-
-/** Open mode has no principals: the payer stands in, as in settlement, when its signature proved it. */
-const scopeOf = (input: VerifyInput, decoded: ReturnType<typeof decodedOf>) =>
-  input.principal ?? PrincipalId.make(decoded !== null && Either.isRight(decoded) && decoded.right.payerVerified ? decoded.right.transfer.from : "open")
-
 const decodeAnswer = Schema.decodeUnknown(VerifyResponse)
 
 const make = Effect.gen(function* () {
   const pool = yield* FacilitatorPool
   const answers = yield* VerifyAnswersRepo
+  const checks = yield* PaymentChecks
+  const journal = yield* SettlementJournal
+
+  /**
+   * A payment this service settled (or is settling) with the same requirements spent its nonce
+   * itself: settle answers such a repeat from the journal, so verify does not refuse it either.
+   */
+  const journaledRepeat = (payment: Payment) =>
+    Effect.map(
+      journal.find({ principal: payment.principal, idempotencyKey: undefined, paymentId: payment.paymentId }),
+      (earlier) => Option.isSome(earlier) && !mayReserveAgain(earlier.value, payment.requestHash)
+    )
+
+  /**
+   * A verify body read as settle reads its body: the same strict requirements (a Stellar payee, an
+   * amount in base units, a signed transaction), so a verify refuses what settle would refuse. A
+   * body that is not one names its kind first: a kind no backend supports is 422, as the SPEC
+   * says, not a 400 about an EVM payee.
+   */
+  const asSettleRequest = (request: FacilitatorRequest) =>
+    Schema.decodeUnknown(SettleRequest)(request, { errors: "all" }).pipe(
+      Effect.catchAll((e) =>
+        Effect.zipRight(
+          pool.checkKind(request.paymentRequirements.network, request.paymentRequirements.scheme),
+          Effect.fail(new InvalidRequest({ message: describeParseError(e) }))
+        )
+      )
+    )
+
+  /**
+   * Every check settle runs before any backend (docs/architecture.md, "The flow of a settle", steps
+   * 2 and 4 to 7, and the spent nonce), by the same service: a payment settle would refuse is
+   * refused here with the same code, and no backend is asked. No budget is reserved: a verify
+   * moves no money.
+   */
+  const checkLocally = (input: VerifyInput) =>
+    Effect.gen(function* () {
+      const payment = yield* checks.read(yield* asSettleRequest(input.request), input.principal)
+      const nonceRead = yield* checks.nonceCheck(payment)
+      yield* checks.judge(payment, input.principal, (inline) => inline)
+      const refused = ledgerRefusal(payment, yield* nonceRead, input.request.paymentRequirements.maxTimeoutSeconds)
+      if (refused !== null && !(yield* journaledRepeat(payment))) return yield* Effect.fail(refused)
+      return payment
+    })
 
   const verify = Effect.fn("IdempotentVerify.verify")(function* (input: VerifyInput) {
-    const decoded = decodedOf(input.request)
-    yield* refusedCredentials(decoded)
+    const payment = yield* checkLocally(input)
     const key = input.idempotencyKey
     if (key === undefined) return yield* pool.verify(input.request)
     const requestHash = yield* Either.mapBoth(canonicalize(input.request), {
       onLeft: (e) => new InvalidRequest({ message: `the request cannot be hashed: ${e.message}` }),
       onRight: (text) => createHash("sha256").update(text).digest("hex")
     })
-    const scope = scopeOf(input, decoded)
+    // Keys are scoped per principal: in open mode, the payer its signature proved, as settle scopes them.
+    const scope = payment.principal
     const nowMs = yield* Clock.currentTimeMillis
     const sinceMs = nowMs - VERIFY_ANSWER_TTL_MS
     const stored = yield* answers.find(scope, key, sinceMs)

@@ -8,6 +8,8 @@ import { Settlement } from "../../settlement/Settlement.js"
 import { FacilitatorPool } from "../../x402/FacilitatorPool.js"
 import { IdempotentVerify } from "../../x402/IdempotentVerify.js"
 import { SextantApi } from "../../contract/index.js"
+import { settleRefusal, verifyRefusal } from "../../contract/x402.js"
+import { refusalContextOf } from "../x402Refusal.js"
 import { Principal } from "../../contract/auth.js"
 
 /** The bazaar extension's status, answered in `EXTENSION-RESPONSES` (specs/extensions/bazaar.md). */
@@ -61,7 +63,7 @@ export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) 
           yield* admitExtensions(payload)
           const idempotencyKey = yield* idempotencyKeyOf(headers["idempotency-key"], payload)
           return yield* verifier.verify({ request: payload, idempotencyKey, principal: principal.id })
-        })
+        }).pipe(Effect.mapError((error) => verifyRefusal(error, refusalContextOf(payload))))
       )
       .handle("settle", ({ payload, headers }) =>
         Effect.gen(function* () {
@@ -69,7 +71,7 @@ export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) 
           yield* admitExtensions(payload)
           const idempotencyKey = yield* idempotencyKeyOf(headers["idempotency-key"], payload)
           return yield* withBazaar(payload, "/x402/settle", settlement.settleReporting({ request: payload, idempotencyKey, principal: principal.id }))
-        })
+        }).pipe(Effect.mapError((error) => settleRefusal(error, refusalContextOf(payload))))
       )
       .handle("facilitators", () => Effect.map(pool.status, (facilitators) => ({ facilitators })))
       .handle("settlements", ({ urlParams }) =>
