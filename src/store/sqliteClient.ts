@@ -1,24 +1,38 @@
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient, SqlError, Statement } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
-import { Database } from "bun:sqlite"
-import { Effect, FiberRef, Layer, Scope } from "effect"
+import { Database, type Statement as Prepared } from "bun:sqlite"
+import { Effect, FiberRef, Layer, Scope, Stream } from "effect"
 import { commitFlushed } from "./commitDurability.js"
 
 /**
- * The SqlClient on SQLite. A file has two connections: the writer, which runs every transaction
- * and every statement that writes, one at a time, and a reader for SELECTs outside a transaction.
- * In WAL mode the reader sees the last commit and never waits for the writer, so a metrics read
- * does not queue behind a probe batch's transaction. `:memory:` is one database per connection,
- * so there the writer runs everything.
+ * The SqlClient on SQLite: a deliberate fork of `make` in `@effect/sql-sqlite-bun` 0.50.2
+ * (`src/SqliteClient.ts`), typed against `@effect/sql`'s `Connection` so a change of that
+ * interface is a type error here. The library takes neither a compiler nor a second connection,
+ * and keeps its connection inside `make`, so it cannot be wrapped. Followed as upstream has it:
+ * statements through Bun's `db.query` (`all`, or `values` for `executeValues`), every error a
+ * `SqlError`, `executeUnprepared` as `execute`, no streaming, one writer behind a semaphore of one
+ * permit, and a `transactionAcquirer` that holds the permit from BEGIN to COMMIT. What differs:
+ * - every parameter is written `+?` (the compiler below; decisions.md, "Settle overhead");
+ * - a file gets a reader connection beside the writer: in WAL mode the reader sees the last commit
+ *   and never waits for the writer, so a metrics read does not queue behind a probe batch's
+ *   transaction (`readerStatement` says which statements go there). `:memory:` is one database
+ *   per connection, so there the writer runs everything;
+ * - a commit's flush follows the fiber's `commitDurability` (`relaxIfAsked`), and both connections
+ *   wait for a lock (`busy_timeout`) rather than fail;
+ * - left out, as nothing here uses them: the `SqliteClient` tag with `export` and
+ *   `loadExtension`, name transforms, the `SafeIntegers` switch (integers always come back as
+ *   numbers), and the `readonly`, `disableWAL` and span options (always read-write, WAL, and the
+ *   one span attribute `db.system.name`).
+ * Moving to a new upstream version means reading its `SqliteClient.ts` against this list.
  */
 
 /**
  * @effect/sql's SQLite compiler, but every parameter is written `+?` rather than `?`. SQLite marks
  * a statement for recompiling when a bare parameter it planned with (in a join's or a compound
- * select's WHERE, in a LIMIT) is bound again, and Bun binds every parameter on every run: the
- * settle's payee shortlist was compiled anew each time (177 µs; 9 µs as `+?`, same plan). Unary
- * `+` is a no-op on any value, adds no affinity or collation, and keeps the plan's index use.
+ * select's WHERE, in a LIMIT) is bound again, and Bun binds every parameter on every run, so the
+ * settle's payee shortlist was compiled anew each time. Unary `+` is a no-op on any value, adds
+ * no affinity or collation, and keeps the plan's index use.
  */
 export const sqliteCompiler = Statement.makeCompiler({
   dialect: "sqlite",
@@ -28,29 +42,57 @@ export const sqliteCompiler = Statement.makeCompiler({
   onCustom: () => ["", []]
 })
 
-const connectionOn = (db: Database): Connection => {
-  const run = (sql: string, params: ReadonlyArray<unknown> = [], values = false) =>
-    Effect.try({
-      try: () => {
-        const statement = db.query(sql)
-        return (values ? statement.values(...(params as Array<never>)) : statement.all(...(params as Array<never>))) ?? []
-      },
-      catch: (cause) => new SqlError.SqlError({ cause, message: "Failed to execute statement" })
-    })
-  return {
-    execute: (sql, params, transformRows) =>
-      transformRows ? Effect.map(run(sql, params), (rows) => transformRows(rows as never)) : run(sql, params),
-    executeRaw: (sql, params) => run(sql, params),
-    executeValues: (sql, params) => run(sql, params, true) as never,
-    executeUnprepared(sql, params, transformRows) {
-      return this.execute(sql, params, transformRows)
+/** Runs a statement: its rows as objects, or as arrays of values when `values` is set. */
+type Run = (
+  sql: string,
+  params: ReadonlyArray<unknown>,
+  values: boolean
+) => Effect.Effect<ReadonlyArray<any>, SqlError.SqlError>
+
+const rows = (prepare: () => Prepared, params: ReadonlyArray<unknown>, values: boolean) =>
+  Effect.try({
+    try: (): ReadonlyArray<any> => {
+      const statement = prepare()
+      const bound = params as Array<never>
+      return (values ? statement.values(...bound) : statement.all(...bound)) ?? []
     },
-    executeStream: () => Effect.dieMessage("executeStream not implemented")
-  } as Connection
+    catch: (cause) => new SqlError.SqlError({ cause, message: "Failed to execute statement" })
+  })
+
+const connectionOver = (run: Run) => {
+  const execute: Connection["execute"] = (sql, params, transformRows) =>
+    transformRows ? Effect.map(run(sql, params, false), transformRows) : run(sql, params, false)
+  return {
+    execute,
+    executeRaw: (sql, params) => run(sql, params, false),
+    executeValues: (sql, params) => run(sql, params, true),
+    executeUnprepared: execute,
+    executeStream: () => Stream.dieMessage("executeStream not implemented")
+  } satisfies Connection
 }
 
-/** Only a plain SELECT may go to the reader; anything else (PRAGMA, WITH ... INSERT, DML) writes or may. */
-const isRead = (sql: string) => /^\s*SELECT\b/i.test(sql)
+const runOn = (db: Database): Run => (sql, params, values) => rows(() => db.query(sql), params, values)
+
+/** Starts as a query does; a PRAGMA (which reads or sets its connection's own state) does not. */
+const query = /^\s*(?:SELECT|WITH)\b/i
+
+/**
+ * `sql` prepared on the reader, when it may run there: a query that SQLite reports makes no change
+ * to the file (`sqlite3_stmt_readonly`, which a `WITH ... INSERT` is not). Undefined otherwise, and
+ * when the reader cannot prepare it: the writer then runs it and answers its errors, as it does for
+ * every statement inside a transaction. `readonly` alone would not do: SQLite reports it for
+ * PRAGMAs that set the connection, for BEGIN and for ATTACH. A statement that asks the connection
+ * about itself (`last_insert_rowid()`, `changes()`) belongs in a transaction, which the writer runs.
+ */
+const readerStatement = (reader: Database, sql: string): Prepared | undefined => {
+  if (!query.test(sql)) return undefined
+  try {
+    const statement = reader.query(sql)
+    return statement.readonly ? statement : undefined
+  } catch {
+    return undefined
+  }
+}
 
 const open = (filename: string) =>
   Effect.acquireRelease(
@@ -85,22 +127,21 @@ const relaxIfAsked = (db: Database) =>
 const make = (filename: string) =>
   Effect.gen(function* () {
     const writerDb = yield* open(filename)
-    const writer = connectionOn(writerDb)
-    const reader = filename === ":memory:" ? null : connectionOn(yield* open(filename))
+    const onWriter = runOn(writerDb)
+    const writer = connectionOver(onWriter)
+    const readerDb = filename === ":memory:" ? null : yield* open(filename)
     const semaphore = yield* Effect.makeSemaphore(1)
     // A write outside a transaction commits on its own, at the durability its fiber asked for.
     const exclusive = <A, E>(effect: Effect.Effect<A, E>) =>
       semaphore.withPermits(1)(Effect.acquireUseRelease(relaxIfAsked(writerDb), () => effect, (putBack) => putBack))
-    // A plain SELECT goes to the reader (a file's); anything else to the writer, one at a time.
-    const route = <A, E>(sql: string, run: (connection: Connection) => Effect.Effect<A, E>) =>
-      reader !== null && isRead(sql) ? run(reader) : exclusive(run(writer))
-    const routed: Connection = {
-      execute: (sql, params, transformRows) => route(sql, (c) => c.execute(sql, params, transformRows)),
-      executeRaw: (sql, params) => route(sql, (c) => c.executeRaw(sql, params)),
-      executeValues: (sql, params) => route(sql, (c) => c.executeValues(sql, params)),
-      executeUnprepared: (sql, params, transformRows) => route(sql, (c) => c.execute(sql, params, transformRows)),
-      executeStream: () => Effect.dieMessage("executeStream not implemented")
-    } as Connection
+    // Outside a transaction: a query that writes nothing to the reader (a file's), anything else to
+    // the writer, one at a time.
+    const routed = connectionOver((sql, params, values) =>
+      Effect.suspend(() => {
+        const onReader = readerDb === null ? undefined : readerStatement(readerDb, sql)
+        return onReader !== undefined ? rows(() => onReader, params, values) : exclusive(onWriter(sql, params, values))
+      })
+    )
     // A transaction holds the writer (and its permit) from BEGIN to COMMIT, and commits at the
     // durability its fiber asked for.
     const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
