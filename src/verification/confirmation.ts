@@ -27,6 +27,9 @@ const settled = (state: EventResolution["state"], reason: string | null, ledger:
  */
 export const initialResolution = (event: EconomicEvent, nowMs: number): EventResolution => {
   if (!event.success) {
+    if (event.source === "outcome") {
+      return settled("rejected", `a buyer reported ${event.outcome ?? "a failure"}: shown, never counted (only failures this service observed count)`)
+    }
     return event.source === "receipt"
       ? settled("rejected", "a failure a buyer reports is not evidence: only failures this service observed count")
       : settled("failed", event.source === "probe" ? "the probe's payment failed" : "the facilitator answered success: false")
