@@ -37,13 +37,15 @@ const make = Effect.gen(function* () {
   // Check-then-insert per transaction: two reports of one transaction at once store one.
   const once = yield* Effect.makeSemaphore(1)
 
-  const entriesAt = (report: OutcomeReport) =>
-    Effect.flatMap(reads.aroundUrl(report.url, new URL(report.url).origin, [], ENTRIES_READ), (around) => {
+  const entriesAt = (report: OutcomeReport) => {
+    const none = new NotFound({ message: `no catalog entry${report.resourceId === undefined ? "" : ` "${report.resourceId}"`} at ${report.url}` })
+    // The schema's URL pattern lets through strings no URL parser reads; no entry is at one.
+    if (!URL.canParse(report.url)) return Effect.fail(none)
+    return Effect.flatMap(reads.aroundUrl(report.url, new URL(report.url).origin, [], ENTRIES_READ), (around) => {
       const entries = around.filter((r) => r.resource.url === report.url && (report.resourceId === undefined || r.resource.id === report.resourceId))
-      return entries.length > 0
-        ? Effect.succeed(entries)
-        : Effect.fail(new NotFound({ message: `no catalog entry${report.resourceId === undefined ? "" : ` "${report.resourceId}"`} at ${report.url}` }))
+      return entries.length > 0 ? Effect.succeed(entries) : Effect.fail(none)
     })
+  }
 
   const stored = (report: OutcomeReport) =>
     Effect.map(events.reported("outcome", report.transactionHash), Option.getOrThrowWith(() => new Error("an outcome report just stored was not found")))
