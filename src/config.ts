@@ -116,7 +116,7 @@ export type RateLimit = typeof RateLimit.Type
 export const LimitsConfig = Schema.Struct({
   validate: opt(RateLimit, { requests: 60, windowSeconds: 60 }).annotations({ description: "At most `requests` calls of `POST /v1/validate` per principal per `windowSeconds` (each sends traffic to a third party); `null` switches the limit off. Over the limit: 429 `RATE_LIMITED` with `Retry-After`." }),
   register: opt(RateLimit, { requests: 10, windowSeconds: 60 }).annotations({ description: "The same for `POST /v1/resources/register` (each call probes at most 20 routes)." }),
-  receipts: opt(RateLimit, { requests: 300, windowSeconds: 60 }).annotations({ description: "The same for `POST /v1/receipts`." }),
+  receipts: opt(RateLimit, { requests: 300, windowSeconds: 60 }).annotations({ description: "The same for `POST /v1/receipts` and `POST /v1/preflight/outcomes` together (each reads the ledger)." }),
   verify: opt(RateLimit, { requests: 1200, windowSeconds: 60 }).annotations({ description: "The same for `POST /x402/verify`." }),
   settle: opt(RateLimit, { requests: 1200, windowSeconds: 60 }).annotations({ description: "The same for `POST /x402/settle`." }),
   clientAddressHeader: opt(Schema.NullOr(Schema.String.pipe(Schema.pattern(/^[a-z0-9-]+$/, { message: () => "expected a lowercase header name" }))), null).annotations({ description: "Behind a reverse proxy, the header it writes the client's address into; without it every client counts as the proxy. The entry `trustedProxyHops` from the right is used: a proxy appends the address it saw on the right, and what a client sends itself stays on the left. Set it only when your proxy always writes the header.", examples: ["x-forwarded-for"] }),

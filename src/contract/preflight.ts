@@ -1,5 +1,5 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { LedgerNotReadable, NotFound, TransactionNotConfirmed } from "../domain/errors.js"
+import { LedgerNotReadable, NotFound, RateLimited, TransactionNotConfirmed } from "../domain/errors.js"
 import { OutcomeAnswer, OutcomeReport } from "../domain/outcomes.js"
 import { PreflightAnswer, PreflightRequest } from "../domain/preflight.js"
 import { ApiKeyAuth } from "./auth.js"
@@ -22,7 +22,7 @@ export class PreflightApi extends HttpApiGroup.make("preflight").add(
   HttpApiEndpoint.post("outcome", "/v1/preflight/outcomes")
     .setPayload(strict(OutcomeReport))
     .addSuccess(OutcomeAnswer)
-    .pipe(failsWith(NotFound, TransactionNotConfirmed, LedgerNotReadable))
+    .pipe(failsWith(NotFound, TransactionNotConfirmed, RateLimited, LedgerNotReadable))
     .middleware(ApiKeyAuth)
     .annotate(
       OpenApi.Description,
