@@ -7,6 +7,7 @@ import { LedgerReader } from "./ledger/LedgerReader.js"
 import { Lifecycle } from "./lifecycle/Lifecycle.js"
 import { RateLimits } from "./limits/RateLimits.js"
 import { PolicyEngine } from "./policy/PolicyEngine.js"
+import { Outcomes } from "./preflight/Outcomes.js"
 import { Preflight } from "./preflight/Preflight.js"
 import { ReceiptService } from "./receipts/ReceiptService.js"
 import { Signer } from "./receipts/Signer.js"
@@ -82,7 +83,9 @@ export const ServicesLive = (config: Config, role: Role = "local") => {
   const catalog = CatalogLive
   // What the status page and /metrics read, over the same services the JSON API answers from.
   const observability = Layer.mergeAll(StatusReader.Live, Exposition.Live).pipe(Layer.provide(decisions))
-  return Layer.mergeAll(decisions, receipts, catalog, observability, LedgerWatchLive(config, role), EconomicProber.Live, RateLimits.Live).pipe(
+  const ledgerWatch = LedgerWatchLive(config, role)
+  const outcomes = Outcomes.Live.pipe(Layer.provide(ledgerWatch))
+  return Layer.mergeAll(decisions, receipts, catalog, observability, ledgerWatch, outcomes, EconomicProber.Live, RateLimits.Live).pipe(
     Layer.provideMerge(payments),
     Layer.provideMerge(evidence),
     Layer.provideMerge(FoundationLive(config))

@@ -119,7 +119,7 @@ export type RateLimit = typeof RateLimit.Type
 export const LimitsConfig = Schema.Struct({
   validate: opt(RateLimit, { requests: 60, windowSeconds: 60 }).annotations({ description: "At most `requests` calls of `POST /v1/validate` per principal per `windowSeconds` (each sends traffic to a third party); `null` switches the limit off. Over the limit: 429 `RATE_LIMITED` with `Retry-After`." }),
   register: opt(RateLimit, { requests: 10, windowSeconds: 60 }).annotations({ description: "The same for `POST /v1/resources/register` (each call probes at most 20 routes)." }),
-  receipts: opt(RateLimit, { requests: 300, windowSeconds: 60 }).annotations({ description: "The same for `POST /v1/receipts`." }),
+  receipts: opt(RateLimit, { requests: 300, windowSeconds: 60 }).annotations({ description: "The same for `POST /v1/receipts` and `POST /v1/preflight/outcomes` together (each reads the ledger)." }),
   verify: opt(RateLimit, { requests: 1200, windowSeconds: 60 }).annotations({ description: "The same for `POST /x402/verify`." }),
   settle: opt(RateLimit, { requests: 1200, windowSeconds: 60 }).annotations({ description: "The same for `POST /x402/settle`." }),
   search: opt(RateLimit, { requests: 120, windowSeconds: 60 }).annotations({ description: "The same for `POST /v1/search` and `GET /x402/discovery/search` together (the MCP tools `search_resources` and `search_discovery_resources` call them): each search reads the catalog's index." }),

@@ -9,6 +9,7 @@ import { Hono } from "hono"
 import { join } from "node:path"
 import { type GuardDecision, guardClient, type SextantGuardOptions } from "../src/client/index.js"
 import { TESTNET_USDC } from "../src/config.js"
+import type { OutcomeReport } from "../src/domain/outcomes.js"
 import { stellarServerScheme } from "../src/x402/stellarServerScheme.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startHomeDomain, startHorizon } from "./fixtures/horizon.js"
@@ -110,16 +111,21 @@ afterAll(async () => {
 })
 
 describe("the guard on a stock @x402/fetch client", () => {
-  test("buys from the honest provider: preflight ALLOW, one payment, settled, the data returned", async () => {
-    const { pay, decisions } = guarded()
+  test("buys from the honest provider: preflight ALLOW, one payment, settled, the data returned, the outcome reported back", async () => {
+    const reports: Array<{ readonly report: OutcomeReport; readonly result: unknown }> = []
+    const { pay, decisions } = guarded({ reportOutcomes: true, onOutcomeReported: (report, result) => reports.push({ report, result }) })
     const url = inspect(fast, "demo-fast")
     const answer = await post(pay, url)
     expect(answer.status).toBe(200)
     expect(await answer.json()).toMatchObject({ asset: { code: "CLAW" } })
-    expect(decodePaymentResponseHeader(answer.headers.get("payment-response") ?? "")).toMatchObject({ success: true })
+    const settled = decodePaymentResponseHeader(answer.headers.get("payment-response") ?? "")
+    expect(settled).toMatchObject({ success: true })
     expect(decisions).toHaveLength(1)
     expect(decisions[0]).toMatchObject({ _tag: "Verdict", refused: false, answer: { verdict: "ALLOW", rating: "URL" } })
     expect(paidSends(url)).toBe(1)
+    // The stock client's payment-response hook sent the settlement's transaction; the ledger backs it.
+    await pollUntil("the outcome report is answered", async () => reports, (r) => r.length > 0, { timeoutMs: 5_000 })
+    expect(reports).toEqual([{ report: { url, outcome: "settled", transactionHash: settled.transaction.toLowerCase() }, result: { status: 200 } }])
   })
 
   test("refuses the price raiser: DENY with the reason, no payment created, nothing sent to the seller or the facilitator", async () => {

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test"
 import { x402Client } from "@x402/core/client"
 import type { PaymentRequired, PaymentRequirements, SchemeNetworkClient } from "@x402/core/types"
 import { declarePaymentIdentifierExtension, PAYMENT_ID_PATTERN } from "@x402/extensions/payment-identifier"
-import { guardClient, type SextantGuardOptions } from "../src/client/guard.js"
+import { guardClient, outcomeOf, type SextantGuardOptions } from "../src/client/guard.js"
 import { TESTNET_USDC } from "../src/config.js"
 import { payee } from "./fixtures/evidence.js"
 
@@ -95,5 +95,15 @@ describe("guardClient", () => {
     expect(plain.extensions?.["payment-identifier"]).toBeUndefined()
     const off = await clientWith(verdict("ALLOW"), { paymentIdentifier: false }).client.createPaymentPayload(offered)
     expect((off.extensions?.["payment-identifier"] as { info: Record<string, unknown> }).info.id).toBeUndefined()
+  })
+
+  test("reports a paid request's settlement only when it names a transaction and a URL", () => {
+    const paymentPayload = { x402Version: 2, resource: { url: "http://127.0.0.1:9/paid" }, accepted: requirements, payload: {} }
+    const settleResponse = (success: boolean, transaction: string) => ({ success, transaction, network: "stellar:testnet" as const })
+    const hash = "AB".repeat(32)
+    expect(outcomeOf({ paymentPayload, requirements, settleResponse: settleResponse(true, hash) })).toEqual({ url: "http://127.0.0.1:9/paid", outcome: "settled", transactionHash: hash.toLowerCase() })
+    expect(outcomeOf({ paymentPayload, requirements, settleResponse: settleResponse(false, hash) })?.outcome).toBe("refused")
+    expect(outcomeOf({ paymentPayload, requirements, settleResponse: settleResponse(false, "") })).toBeNull()
+    expect(outcomeOf({ paymentPayload, requirements, paymentRequired: challenge() })).toBeNull()
   })
 })

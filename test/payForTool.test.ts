@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Keypair } from "@stellar/stellar-sdk"
+import { declarePaymentIdentifierExtension } from "@x402/extensions/payment-identifier"
 import { Effect, Either } from "effect"
 import { judgePaid } from "../src/client/outcome.js"
 import { loadConfig } from "../src/config.js"
@@ -30,11 +31,12 @@ afterAll(async () => {
   ledger.stop()
 })
 
-const pay = (toolName: string, timeoutMs = 2_000, allowPrivateTargets = true) =>
+const pay = (toolName: string, timeoutMs = 2_000, allowPrivateTargets = true, at: McpSeller = seller, paidTimeoutMs?: number) =>
   Effect.runPromise(
     Effect.either(
       payForTool({
-        url: seller.url,
+        ...(paidTimeoutMs === undefined ? {} : { paidTimeoutMs }),
+        url: at.url,
         toolName,
         arguments: { q: 1 },
         signer: Keypair.random(),
@@ -74,5 +76,27 @@ describe("payForTool", () => {
     const refused = await pay("paid", 2_000, false)
     expect(refused).toEqual(Either.left(expect.objectContaining({ _tag: "TargetRefused" })))
     expect(seller.calls.length).toBe(calls)
+  }, 30_000)
+
+  test("a paid call that gets no answer is resent, the same signed payment with the same identifier, only when the seller offers payment-identifier", async () => {
+    const challenge = JSON.parse(Buffer.from((await fetch(x402.url("/paid"))).headers.get("payment-required")!, "base64").toString("utf8"))
+    const paidMetas = (at: McpSeller) => at.calls.filter((c) => c.tool === "settles" && (c.meta as Record<string, unknown> | undefined)?.[PAYMENT_META] !== undefined).map((c) => (c.meta as Record<string, any>)[PAYMENT_META])
+    const offering = startMcpSeller({ paymentRequired: { ...challenge, extensions: { "payment-identifier": declarePaymentIdentifierExtension(false) } }, extension: false, dropFirstPaid: true })
+    const plain = startMcpSeller({ paymentRequired: challenge, extension: false, dropFirstPaid: true })
+    try {
+      const resent = Either.getOrThrow(await pay("settles", 2_000, true, offering, 400))
+      expect(resent).toMatchObject({ sends: 2, toolError: false, paymentResponse: { success: true } })
+      const [first, second] = paidMetas(offering)
+      expect(paidMetas(offering)).toHaveLength(2)
+      expect(second).toEqual(first)
+      expect(first.extensions["payment-identifier"].info.id).toBe(resent.paymentIdentifier)
+
+      const once = await pay("settles", 2_000, true, plain, 400)
+      expect(once).toEqual(Either.left(expect.objectContaining({ _tag: "PaymentOutcomeUnknown" })))
+      expect(paidMetas(plain)).toHaveLength(1)
+      expect(paidMetas(plain)[0].extensions?.["payment-identifier"]).toBeUndefined()
+    } finally {
+      await Promise.all([offering.stop(), plain.stop()])
+    }
   }, 30_000)
 })

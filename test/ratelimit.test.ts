@@ -23,6 +23,8 @@ describe("rate limit groups and keys (pure)", () => {
     expect(limitedGroupOf("post", "/v1/validate/")).toBe("validate")
     expect(limitedGroupOf("POST", "/v1/resources/register")).toBe("register")
     expect(limitedGroupOf("POST", "/v1/receipts")).toBe("receipts")
+    expect(limitedGroupOf("POST", "/v1/preflight/outcomes")).toBe("receipts")
+    expect(limitedGroupOf("POST", "/v1/preflight")).toBeUndefined()
     expect(limitedGroupOf("POST", "/x402/verify")).toBe("verify")
     expect(limitedGroupOf("POST", "/x402/settle")).toBe("settle")
     expect(limitedGroupOf("POST", "/v1/search")).toBe("search")

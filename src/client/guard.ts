@@ -1,6 +1,8 @@
 import type { x402Client } from "@x402/core/client"
+import type { PaymentResponseContext } from "@x402/core/client"
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types"
 import { PAYMENT_IDENTIFIER, withPaymentIdentifier } from "../extensions/paymentIdentifier.js"
+import type { OutcomeReport } from "../domain/outcomes.js"
 import type { PreflightAnswer, PreflightPolicy } from "../domain/preflight.js"
 
 /**
@@ -28,6 +30,14 @@ export interface SextantGuardOptions {
   readonly fetch?: typeof fetch
   /** Told every decision: the verdict, or why Sextant could not give one. */
   readonly onDecision?: (decision: GuardDecision) => void
+  /**
+   * After each paid request whose answer names a transaction, report the outcome to
+   * `POST /v1/preflight/outcomes` (`settled` when the seller's settlement succeeded, `refused` when
+   * it did not). Default false. The report never holds up or changes what the client returns.
+   */
+  readonly reportOutcomes?: boolean
+  /** Told what became of each outcome report: Sextant's answer status, or why it was not sent. */
+  readonly onOutcomeReported?: (report: OutcomeReport, result: { readonly status: number } | { readonly error: string }) => void
 }
 
 export type GuardDecision =
@@ -72,13 +82,43 @@ const askPreflight = async (options: SextantGuardOptions, paymentRequired: Payme
 }
 
 /**
+ * Sends one outcome report to Sextant within `timeoutMs`: the answer's status, or why none came.
+ * For a caller that knows more than the stock client's hook (that the body it got is what it paid
+ * for: `delivered`, or that it is not: `not_delivered`).
+ */
+export const reportOutcome = async (options: SextantGuardOptions, report: OutcomeReport): Promise<{ readonly status: number } | { readonly error: string }> => {
+  const send = options.fetch ?? fetch
+  try {
+    const response = await send(`${options.service.replace(/\/+$/, "")}/v1/preflight/outcomes`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...(options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` }) },
+      body: JSON.stringify(report),
+      signal: AbortSignal.timeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS)
+    })
+    await response.body?.cancel()
+    return { status: response.status }
+  } catch (e) {
+    return { error: e instanceof Error ? e.message : String(e) }
+  }
+}
+
+/** The report a stock client's paid request makes, from its settlement answer; null when it names no transaction or URL. */
+export const outcomeOf = (context: PaymentResponseContext): OutcomeReport | null => {
+  const settled = context.settleResponse
+  const url = context.paymentPayload.resource?.url ?? context.paymentRequired?.resource?.url
+  if (settled === undefined || settled.transaction === "" || url === undefined) return null
+  return { url, outcome: settled.success ? "settled" : "refused", transactionHash: settled.transaction.toLowerCase() }
+}
+
+/**
  * Registers the guard on `client` (returned for chaining):
  * - before a payment is created, asks `POST /v1/preflight` with the challenge, the chosen option and
  *   the policy; refuses (the client throws "Payment creation aborted: ...", nothing is signed) on
  *   DENY, on WARN when `refuseOnWarn`, and when Sextant gives no verdict within `timeoutMs` unless
  *   `failMode` is `open`;
  * - when the challenge offers the `payment-identifier` extension, adds an identifier to the
- *   payment, so a retry of the same payment can be recognised by the seller's facilitator.
+ *   payment, so a retry of the same payment can be recognised by the seller's facilitator;
+ * - with `reportOutcomes`, reports each paid request's settlement (with its transaction) back.
  */
 export const guardClient = (client: x402Client, options: SextantGuardOptions): x402Client => {
   client.onBeforePaymentCreation(async ({ paymentRequired, selectedRequirements }) => {
@@ -92,6 +132,13 @@ export const guardClient = (client: x402Client, options: SextantGuardOptions): x
     options.onDecision?.({ _tag: "Verdict", answer, refused, requirements: selectedRequirements })
     return refused ? { abort: true, reason: `Sextant preflight ${describeVerdict(answer)}` } : undefined
   })
+  if (options.reportOutcomes === true) {
+    client.onPaymentResponse(async (context) => {
+      const report = outcomeOf(context)
+      // Not awaited: the buyer's answer never waits on Sextant, and a failed report changes nothing.
+      if (report !== null) void reportOutcome(options, report).then((result) => options.onOutcomeReported?.(report, result))
+    })
+  }
   if (options.paymentIdentifier !== false) {
     client.registerExtension({
       key: PAYMENT_IDENTIFIER,

@@ -139,6 +139,9 @@ export class UnsupportedAsset extends ApiError<UnsupportedAsset>()(
 export class NoEligibleProvider extends ApiError<NoEligibleProvider>()(
   "NoEligibleProvider", "NO_ELIGIBLE_PROVIDER", 422, "routing found no eligible provider for the purchase"
 ) {}
+export class TransactionNotConfirmed extends ApiError<TransactionNotConfirmed>()(
+  "TransactionNotConfirmed", "TRANSACTION_NOT_CONFIRMED", 422, "the ledger does not show the reported transaction paying the resource's payee at least its price"
+) {}
 export class PaymentMismatch extends ApiError<PaymentMismatch>()(
   "PaymentMismatch", "PAYMENT_MISMATCH", 422, "the payment does not agree with a payment option of the service"
 ) {}
@@ -169,6 +172,9 @@ export class SettlementIndeterminate extends ApiError<SettlementIndeterminate>()
   "SettlementIndeterminate", "SETTLEMENT_INDETERMINATE", 502, "the facilitator gave no usable answer: the payment may have been submitted"
 ) {}
 
+export class LedgerNotReadable extends ApiError<LedgerNotReadable>()(
+  "LedgerNotReadable", "LEDGER_NOT_READABLE", 503, "the ledger could not be read to check a reported transaction; nothing was recorded"
+) {}
 export class StoreUnavailable extends ApiError<StoreUnavailable>()("StoreUnavailable", "STORE_UNAVAILABLE", 503, "the store could not complete the request") {}
 
 // 503 that pass by themselves: come back after `retryAfterSeconds` (also sent as `Retry-After`).

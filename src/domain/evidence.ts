@@ -1,3 +1,4 @@
+import type { PurchaseOutcome } from "./outcomes.js"
 import { Schema } from "effect"
 import type { ResourceId } from "./ids.js"
 import { emptyMetrics, type ResourceMetrics } from "./metrics.js"
@@ -47,8 +48,8 @@ export const providerEvidenceOf = ({ record, evidence }: PayeeEvidence): Provide
   trusted: record.listing.trusted
 })
 
-/** Who reported a payment: the settle path, a buyer's receipt, or this service's own economic probe. */
-export type EconomicSource = "settlement" | "receipt" | "probe"
+/** Who reported a payment: a settle through this service, a receipt, an economic probe, or a buyer's outcome report. */
+export type EconomicSource = "settlement" | "receipt" | "probe" | "outcome"
 
 /**
  * Where a payment stands as evidence. `pending` until the ledger is read; `confirmed` once its
@@ -90,6 +91,8 @@ export interface EconomicEvent {
   readonly probe?: ProbeDetail
   /** Why it is no evidence whatever the ledger shows (a payment below the resource's price): stored rejected at once. */
   readonly notEvidence?: string
+  /** A buyer's outcome report: what the buyer said became of the purchase. */
+  readonly outcome?: PurchaseOutcome
 }
 
 /** What a resource nobody has probed, or nobody knows, looks like: no evidence at all. */
@@ -148,7 +151,7 @@ const ProbeDetailSchema = Schema.Struct({
 /** One payment as evidence, as `GET /v1/resources/{id}` and `/observations` show it. */
 export const EconomicEvidence = Schema.Struct({
   id: Schema.String,
-  source: Schema.Literal("settlement", "receipt", "probe"),
+  source: Schema.Literal("settlement", "receipt", "probe", "outcome"),
   state: Schema.Literal("pending", "confirmed", "rejected", "failed"),
   /** Why it is in this state (what the ledger showed, or why it cannot count). */
   reason: Schema.NullOr(Schema.String),

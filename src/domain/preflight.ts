@@ -16,7 +16,7 @@ export const PreflightPolicy = Schema.Struct({
 }).annotations({ identifier: "PreflightPolicy" })
 export type PreflightPolicy = typeof PreflightPolicy.Type
 
-const HttpUrl = Schema.String.pipe(
+export const HttpUrl = Schema.String.pipe(
   Schema.maxLength(2048),
   Schema.pattern(/^https?:\/\/[^\s]+$/, { message: () => "expected an http(s) URL" })
 )

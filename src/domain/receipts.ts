@@ -16,7 +16,7 @@ const Hex32 = (what: string) =>
 const Sha256Hex = Hex32("a lowercase hex SHA-256 digest")
 
 /** A Stellar transaction hash as Horizon and the facilitators write it. */
-const TransactionHash = Hex32("a Stellar transaction hash (64 lowercase hex characters)")
+export const TransactionHash = Hex32("a Stellar transaction hash (64 lowercase hex characters)")
 
 export const ReceiptRequest = Schema.Struct({
   capability: Capability,

@@ -16,6 +16,8 @@ const limited = (() => {
   router.on("POST", "/v1/validate", "validate")
   router.on("POST", "/v1/resources/register", "register")
   router.on("POST", "/v1/receipts", "receipts")
+  // An outcome report is buyer evidence read against the ledger, as a receipt is: one budget for both.
+  router.on("POST", "/v1/preflight/outcomes", "receipts")
   router.on("POST", "/x402/verify", "verify")
   router.on("POST", "/x402/settle", "settle")
   router.on("POST", "/v1/search", "search")

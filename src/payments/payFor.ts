@@ -227,21 +227,26 @@ const outcomeUnknownIn = (answer: { readonly status: number; readonly paymentRes
   answer.status >= 500 && answer.paymentResponse?.success !== true
 
 /**
- * Sends the paid request; when the payment carries a payment identifier and its outcome is unknown
- * (no answer in time, a lost connection, a 5xx that settled nothing), sends the same signed
- * payment with the same identifier again, up to RESEND_DELAYS_MS.length times: the seller's
- * facilitator recognises the identifier and answers the first settlement instead of making a
- * second. Without an identifier it is sent once, as a resend could be a second payment.
+ * Sends a payment; when it carries a payment identifier and its outcome is unknown (`send` fails, or
+ * answers what `unknownIn` says settles nothing known), sends the same signed payment with the same
+ * identifier again, up to RESEND_DELAYS_MS.length times: the seller's facilitator recognises the
+ * identifier and answers the first settlement instead of making a second. Without an identifier
+ * it is sent once, as a resend could be a second payment. HTTP (`payFor`) and MCP tools
+ * (`payForTool`) resend by this one rule.
  */
-const sendPayment = (target: Vetted, input: PayForInput, paymentHeaders: Record<string, string>, authorization: Authorization, paymentIdentifier: string | null) =>
+export const sendWithResends = <A, E extends { readonly reason: string }, R>(
+  send: Effect.Effect<A, E, R>,
+  unknownIn: (answer: A) => boolean,
+  authorization: Authorization,
+  paymentIdentifier: string | null
+): Effect.Effect<A & { readonly sends: number }, E | PaymentOutcomeUnknown, R> =>
   Effect.gen(function* () {
-    const send = sendPaid(target, input, paymentHeaders, authorization)
     if (paymentIdentifier === null) return { ...(yield* send), sends: 1 }
     let sends = 0
     for (;;) {
       sends++
       const result = yield* Effect.either(send)
-      const retry = sends <= RESEND_DELAYS_MS.length && (result._tag === "Left" || outcomeUnknownIn(result.right))
+      const retry = sends <= RESEND_DELAYS_MS.length && (result._tag === "Left" || unknownIn(result.right))
       if (!retry) {
         if (result._tag === "Right") return { ...result.right, sends }
         const reason = `${result.left.reason}; sent ${sends} times with payment identifier ${paymentIdentifier}`
@@ -281,6 +286,7 @@ export const payFor = (input: PayForInput): Effect.Effect<PaidAnswer, PayForErro
     const target = yield* vetTarget(answer.url, input.outbound, resolve).pipe(
       Effect.catchTag("DnsFailure", (e: DnsFailure) => new Unreachable({ reason: `cannot resolve ${e.host}: ${e.reason}` }))
     )
-    const paid = yield* sendPayment(target, input, x402.encodePaymentSignatureHeader(paymentPayload), authorization, paymentIdentifier)
+    const send = sendPaid(target, input, x402.encodePaymentSignatureHeader(paymentPayload), authorization)
+    const paid = yield* sendWithResends(send, outcomeUnknownIn, authorization, paymentIdentifier)
     return { url: target.url.href, requirements, amount: requirements.amount, authorization, paymentIdentifier, ...paid }
   })

@@ -12,7 +12,7 @@ import { mcpChallenge, PAYMENT_META, PAYMENT_RESPONSE_META, readToolAnswer, X402
 import { failureOf, guardedFetch } from "../verification/mcpProbe.js"
 import { CALL_REQUESTS, HANDSHAKE_REQUESTS, RequestBudget } from "../verification/mcpWire.js"
 import { type Authorization, NoPaymentRequired, PaymentOutcomeUnknown } from "./errors.js"
-import { type PaidAnswer, type PayForError, type PaymentTerms, sellerReceiptOf, signChosen } from "./payFor.js"
+import { type PaidAnswer, type PayForError, type PaymentTerms, sellerReceiptOf, sendWithResends, signChosen } from "./payFor.js"
 
 export interface PayForToolInput extends PaymentTerms {
   /** The MCP server's Streamable HTTP endpoint. */
@@ -116,8 +116,9 @@ const askPrice = (client: Client, input: PayForToolInput) =>
   )
 
 /**
- * The paid call, sent once. Anything short of a result is PaymentOutcomeUnknown, a JSON-RPC error
- * included: the seller may have settled before failing, so the buyer fails closed.
+ * One send of the paid call. Anything short of a result is PaymentOutcomeUnknown, a JSON-RPC error
+ * included: the seller may have settled before failing, so the buyer fails closed (and resends only
+ * under a payment identifier, `sendWithResends`).
  */
 const sendPaid = (client: Client, input: PayForToolInput, payload: unknown, authorization: Authorization) => {
   const timeoutMs = input.paidTimeoutMs ?? DEFAULT_PAID_TIMEOUT_MS
@@ -132,16 +133,18 @@ const sendPaid = (client: Client, input: PayForToolInput, payload: unknown, auth
  * Pays for one MCP tool call over the x402 MCP transport, as `payFor` pays an HTTP request: the
  * tool called unpaid in a session opened through the outbound guard; the PaymentRequired of
  * either binding read by the HTTP challenge decoder; the option chosen and signed by `signChosen`
- * (the same checks, price limit and timeout cap); the call sent again once with the payload in
- * `params._meta["x402/payment"]`; the settlement read from `result._meta["x402/payment-response"]`.
+ * (the same checks, price limit and timeout cap, a payment identifier when offered); the call sent
+ * again with the payload in `params._meta["x402/payment"]`, resent only as `sendWithResends` allows;
+ * the settlement read from `result._meta["x402/payment-response"]`.
  */
 export const payForTool = (input: PayForToolInput): Effect.Effect<PaidAnswer, PayForError> =>
   Effect.scoped(
     Effect.gen(function* () {
       const client = yield* connect(input, Math.max(input.outbound.timeoutMs, input.paidTimeoutMs ?? DEFAULT_PAID_TIMEOUT_MS))
       const paymentRequired = yield* askPrice(client, input)
-      const { requirements, paymentPayload, authorization } = yield* signChosen(mcpChallenge(paymentRequired), input)
-      const paid = yield* sendPaid(client, input, paymentPayload, authorization)
-      return { url: input.url, requirements, amount: requirements.amount, authorization, ...paid }
+      const { requirements, paymentPayload, authorization, paymentIdentifier } = yield* signChosen(mcpChallenge(paymentRequired), input)
+      // A tool result, even an error, says what happened: only a call that got no result is resent.
+      const paid = yield* sendWithResends(sendPaid(client, input, paymentPayload, authorization), () => false, authorization, paymentIdentifier)
+      return { url: input.url, requirements, amount: requirements.amount, authorization, paymentIdentifier, ...paid }
     })
   ).pipe(Effect.catchTag("AnswerTimeout", (timeout) => new Unreachable({ reason: timeout.reason })))

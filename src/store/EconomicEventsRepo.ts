@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { ResourceId } from "../domain/ids.js"
-import { Context, Effect, Layer, Schema } from "effect"
-import type { EconomicEvent, EconomicEvidence, EconomicState, ExpectedTransfer, ProbeDetail } from "../domain/evidence.js"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import type { EconomicEvent, EconomicEvidence, EconomicSource, EconomicState, ExpectedTransfer, ProbeDetail } from "../domain/evidence.js"
 import { decodeRows, repository, SqlNumber } from "./repository.js"
 
 /** What EconomicEventsRepo offers. */
@@ -24,7 +24,8 @@ export interface EconomicEventsRepoShape {
   readonly resolve: (id: string, resolution: EventResolution, nowMs: number) => Effect.Effect<void>
   /** The newest events about a resource, newest first, as shown with it. */
   readonly recent: (resourceId: ResourceId, payTos: ReadonlyArray<string>, limit: number) => Effect.Effect<Array<EconomicEvidence>>
-
+  /** The first event `source` stored for a transaction (read through the transaction index), if any. */
+  readonly reported: (source: EconomicSource, transactionHash: string) => Effect.Effect<Option.Option<EconomicEvidence>>
 }
 
 export class EconomicEventsRepo extends Context.Tag("sextant/EconomicEventsRepo")<EconomicEventsRepo, EconomicEventsRepoShape>() {
@@ -72,7 +73,7 @@ const ProbeJson = Schema.parseJson(
 
 const EventRow = Schema.Struct({
   id: Schema.String,
-  source: Schema.Literal("settlement", "receipt", "probe"),
+  source: Schema.Literal("settlement", "receipt", "probe", "outcome"),
   resource_id: Schema.NullOr(ResourceId),
   pay_to: Schema.NullOr(Schema.String),
   success: SqlNumber,
@@ -243,5 +244,11 @@ const make = Effect.gen(function* () {
         Effect.flatMap(decodeEvents),
         Effect.map((rows) => rows.map(toPublic))
       ),
+
+    reported: (source: EconomicSource, transactionHash: string) =>
+      sql`SELECT * FROM economic_events WHERE transaction_hash = ${transactionHash} AND source = ${source} ORDER BY id LIMIT 1`.pipe(
+        Effect.flatMap(decodeEvents),
+        Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toPublic)))
+      )
   })
 })

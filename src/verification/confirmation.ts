@@ -29,6 +29,9 @@ export const initialResolution = (event: EconomicEvent, nowMs: number): EventRes
   // Neither a success nor a failure: a payment that does not cost what the resource claims says nothing about it.
   if (event.notEvidence !== undefined) return settled("rejected", event.notEvidence)
   if (!event.success) {
+    if (event.source === "outcome") {
+      return settled("rejected", `a buyer reported ${event.outcome ?? "a failure"}: shown, never counted (only failures this service observed count)`)
+    }
     return event.source === "receipt"
       ? settled("rejected", "a failure a buyer reports is not evidence: only failures this service observed count")
       : settled("failed", event.source === "probe" ? "the probe's payment failed" : "the facilitator answered success: false")
