@@ -43,12 +43,18 @@ export const EmbeddedFacilitator = Schema.Struct({
 export type EmbeddedFacilitator = typeof EmbeddedFacilitator.Type
 
 /** One entry of `facilitators`: an HTTP backend, or the embedded Stellar one. */
-export const FacilitatorEntry = Schema.Union(FacilitatorBackend, EmbeddedFacilitator)
+export const FacilitatorEntry = Schema.Union(EmbeddedFacilitator, FacilitatorBackend)
 export type FacilitatorEntry = typeof FacilitatorEntry.Type
 
 export const isEmbedded = (entry: FacilitatorEntry): entry is EmbeddedFacilitator => "type" in entry && entry.type === "stellar"
 
-/** The bundled default: one embedded backend on testnet, its key created on first start. */
+/**
+ * The bundled default: one embedded backend on the service's network, its key created on first
+ * start. Pubnet's key file is another file: mainnet uses a separate signing account.
+ */
+export const defaultEmbedded = (network: StellarNetwork): EmbeddedFacilitator =>
+  network === "stellar:testnet" ? DEFAULT_EMBEDDED : { ...DEFAULT_EMBEDDED, id: "embedded-pubnet", network, feeAccountKeyFile: "./data/facilitator-pubnet.key" }
+
 export const DEFAULT_EMBEDDED: EmbeddedFacilitator = {
   id: "embedded-testnet",
   type: "stellar",
@@ -400,7 +406,14 @@ const fieldPath = (path: ReadonlyArray<PropertyKey>) =>
 const SECRET_FIELDS = new Set(["apiKey", "hmacSecret", "facilitatorApiKey", "database", "sorobanRpcUrl", "horizonUrl", "otlpEndpoint"])
 
 export const firstIssue = (error: ParseResult.ParseError, prefix = ""): ConfigError => {
-  const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
+  // A union (an HTTP or an embedded facilitator entry) reports each member's issue: the one that
+  // got furthest into the value, and a wrong value before a missing field (the other member's
+  // discriminator), names what the operator got wrong.
+  const rank = (i: ParseResult.ArrayFormatterIssue) => i.path.length * 2 + (i._tag === "Missing" ? 0 : 1)
+  const issue = ParseResult.ArrayFormatter.formatErrorSync(error).reduce<ParseResult.ArrayFormatterIssue | undefined>(
+    (best, next) => (best === undefined || rank(next) > rank(best) ? next : best),
+    undefined
+  )
   const path = issue?.path ?? []
   const field = fieldPath(path)
   const secret = path.some((p) => SECRET_FIELDS.has(String(p)))
@@ -625,6 +638,8 @@ export const verticalEndpoints = (config: Pick<Config, "vertical" | "ledger">) =
   sorobanRpcUrl: config.vertical.sorobanRpcUrl ?? config.ledger.sorobanRpcUrl
 })
 
+const hasField = (raw: unknown, field: string) => typeof raw === "object" && raw !== null && field in raw
+
 /**
  * Reads the file named by `--config` or SEXTANT_CONFIG (embedded defaults without one), applies
  * PORT / HOST / DATABASE_URL, resolves the catalog (a file is loaded at start), resolves the ledger endpoints for the network
@@ -653,6 +668,8 @@ export const loadConfig = (
     if (insecureVertical) return yield* Either.left(insecureVertical)
     const config: Config = {
       ...file,
+      // Absent from the file: the embedded facilitator on the configured network (testnet unless set).
+      facilitators: hasField(raw, "facilitators") ? file.facilitators : [defaultEmbedded(file.network)],
       ledger,
       vertical: { ...file.vertical, ...verticalEndpoints({ vertical: file.vertical, ledger }) },
       probes: { ...file.probes, trustedOrigins: trusting(file.probes.trustedOrigins) },

@@ -204,7 +204,7 @@ export const makeEmbeddedBackend = (entry: EmbeddedFacilitator, index: number, c
       id: entry.id,
       url: `embedded ${entry.network} (fee account ${key.address})`,
       supported: () => Effect.succeed(supported),
-      verify: (body: unknown) => verify(body),
+      verify: (body: unknown, _timeout: Duration.DurationInput) => verify(body),
       settle,
       unhealthyReason: () => {
         const current = Effect.runSync(Ref.get(balance))
