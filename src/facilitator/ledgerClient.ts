@@ -12,7 +12,7 @@ export interface AccountState {
   readonly balanceStroops: bigint
 }
 
-/** Ledgers sampled to measure the close time; a median over this many intervals. */
+/** Ledgers sampled to measure the close time: the mean interval over this many. */
 const CLOSE_SAMPLE = 10
 /** How long a measured close time is used before it is measured again. */
 const CLOSE_TIME_TTL_MS = 60_000
@@ -21,12 +21,6 @@ const CLOSE_TIME_TTL_MS = 60_000
  * was 6 s, testnet's 5 s), never a wider window than the network grants.
  */
 const FALLBACK_LEDGER_SECONDS: Record<StellarNetwork, number> = { "stellar:testnet": 5, "stellar:pubnet": 6 }
-
-const median = (values: ReadonlyArray<number>) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
-}
 
 /**
  * The Soroban RPC calls the embedded facilitator makes, each bounded by `timeoutMs`, over the
@@ -45,13 +39,18 @@ export const makeFacilitatorRpc = (endpoints: LedgerEndpoints, network: StellarN
 
   let measured: { readonly seconds: number; readonly at: number } | null = null
 
-  /** The median close interval of the last ledgers, from their close times (`getLedgers`). */
+  /**
+   * The close interval of the last ledgers, from their close times (`getLedgers`): the span over
+   * the ledgers between, since close times are whole seconds and sub-second ledgers would round.
+   */
   const measureLedgerSeconds = (latest: number) =>
     call("getLedgers", () => soroban.getLedgers({ startLedger: Math.max(1, latest - CLOSE_SAMPLE), pagination: { limit: CLOSE_SAMPLE + 1 } })).pipe(
       Effect.map((answer) => {
-        const times = answer.ledgers.map((l) => Number(l.ledgerCloseTime)).filter(Number.isFinite)
-        const gaps = times.slice(1).map((t, i) => t - times[i]!).filter((gap) => gap > 0)
-        return gaps.length === 0 ? null : median(gaps)
+        const closes = answer.ledgers.map((l) => ({ sequence: l.sequence, at: Number(l.ledgerCloseTime) })).filter((l) => Number.isFinite(l.at))
+        const first = closes[0]
+        const last = closes.at(-1)
+        if (first === undefined || last === undefined || last.sequence <= first.sequence || last.at <= first.at) return null
+        return (last.at - first.at) / (last.sequence - first.sequence)
       })
     )
 
