@@ -96,7 +96,7 @@ export const submit = (
   })
 
 /** The ledger's verdict on a sent transaction by `deadline`: SUCCESS, FAILED, or still unknown. */
-export const follow = (context: SubmitContext, hash: string, deadline: number) =>
+export const follow = (context: Pick<SubmitContext, "rpc" | "pollIntervalMs">, hash: string, deadline: number) =>
   Effect.gen(function* () {
     while (true) {
       const status = yield* Effect.orElseSucceed(context.rpc.status(hash), () => GetStatus.NOT_FOUND)
