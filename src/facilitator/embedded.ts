@@ -63,10 +63,15 @@ export const makeEmbeddedBackend = (entry: EmbeddedFacilitator, index: number, c
     const count = (outcome: keyof SettleCounts, ledgerSeconds: number | null = null) =>
       Effect.zipRight(Ref.update(counts, (c) => ({ ...c, [outcome]: c[outcome] + 1 })), instruments.embeddedSettle(entry.id, outcome, ledgerSeconds))
 
+    const scope = yield* Effect.scope
+    // One read at a time: a burst of settles asks the ledger once, not once each.
+    const reading = yield* Effect.makeSemaphore(1)
     const readBalance = rpc.account(key.address).pipe(
       Effect.flatMap((account) => Ref.set(balance, account?.balanceStroops ?? 0n)),
       Effect.zipRight(Effect.flatMap(Ref.get(balance), (b) => Effect.flatMap(sources.inUse, (n) => instruments.embeddedState(entry.id, b, n)))),
-      Effect.catchAll((e) => Effect.logWarning(`facilitator "${entry.id}": the fee account balance could not be read: ${e.message}`))
+      Effect.catchAll((e) => Effect.logWarning(`facilitator "${entry.id}": the fee account balance could not be read: ${e.message}`)),
+      reading.withPermitsIfAvailable(1),
+      Effect.asVoid
     )
     if (entry.balanceCheckSeconds !== null) {
       yield* readBalance.pipe(Effect.repeat(Schedule.spaced(Duration.seconds(entry.balanceCheckSeconds))), Effect.forkScoped)
@@ -124,7 +129,7 @@ export const makeEmbeddedBackend = (entry: EmbeddedFacilitator, index: number, c
           yield* Deferred.succeed(record.outcome, answer)
           yield* release
           yield* count(status === "SUCCESS" ? "settled" : "failed", seconds)
-          yield* Effect.forkDaemon(readBalance)
+          yield* Effect.forkIn(readBalance, scope)
         }
         return answer
       })
@@ -163,7 +168,7 @@ export const makeEmbeddedBackend = (entry: EmbeddedFacilitator, index: number, c
         // Still in the queue at the deadline: answered pending; followed on until its time bound passed.
         const bound = submission.sentAt + (request.maxTimeoutSeconds + 30) * 1000
         yield* count("pending")
-        yield* conclude(tracked, payment.payer, submission.sentAt, bound, Effect.zipRight(Effect.sync(() => (source.sequence = null)), release)).pipe(Effect.forkDaemon)
+        yield* conclude(tracked, payment.payer, submission.sentAt, bound, Effect.zipRight(Effect.sync(() => (source.sequence = null)), release)).pipe(Effect.forkIn(scope))
         return answer
       })
 
