@@ -22,10 +22,10 @@ const ANSWER_MARGIN_MS = 1_000
 /** Settles remembered by payer and nonce, so a repeat follows the first transaction instead of sending one. */
 const REMEMBERED = 10_000
 
-/** A settle this backend sent (or is sending): its hash and, once known, how it ended. */
+/** A settle of one payment this backend is sending or sent: its hash once built, and how it ended. */
 interface Sent {
-  readonly hash: string
-  readonly outcome: Deferred.Deferred<Settle>
+  hash: string
+  readonly outcome: Deferred.Deferred<Settle, BackendFailure>
 }
 
 /**
@@ -101,17 +101,35 @@ export const makeEmbeddedBackend = (entry: EmbeddedFacilitator, index: number, c
         return Either.isLeft(simulated) ? refusedVerify(simulated.left, checked.right.payer) : ({ isValid: true, payer: checked.right.payer } satisfies Verify)
       }).pipe(Effect.mapError(unreachable), Effect.withSpan("EmbeddedFacilitator.verify"))
 
-    /** A settle already sent for this payment: its outcome, or pending with its hash at the deadline. */
+    /**
+     * A settle of this payment another request owns: its outcome, or at the deadline pending with
+     * its hash (a timeout when nothing was sent yet: the pool then asks the ledger).
+     */
     const awaitSent = (earlier: Sent, payer: string, deadline: number) =>
       Deferred.await(earlier.outcome).pipe(
         Effect.timeoutOption(Math.max(0, deadline - Date.now())),
-        Effect.map(Option.getOrElse(() => pendingAnswer(entry.network, earlier.hash, payer)))
+        Effect.flatMap(
+          Option.match({
+            onSome: Effect.succeed,
+            onNone: () =>
+              earlier.hash === ""
+                ? Effect.fail(new BackendFailure({ backendId: entry.id, kind: "TimedOut", status: null, detail: "the same payment was still being settled by another request at the deadline" }))
+                : Effect.succeed(pendingAnswer(entry.network, earlier.hash, payer))
+          })
+        )
       )
 
-    const remember = (paymentKey: string, record: Sent) =>
+    /**
+     * Claims the payment for this request, in one step with the lookup (no other fiber runs
+     * between), so two settles of one payment never both send: the existing claim, or null.
+     */
+    const claim = (paymentKey: string, record: Sent) =>
       Effect.sync(() => {
+        const earlier = sent.get(paymentKey)
+        if (earlier !== undefined) return earlier
         sent.set(paymentKey, record)
         if (sent.size > REMEMBERED) sent.delete(sent.keys().next().value!)
+        return null
       })
 
     /** Follows a sent transaction to its end, then frees its source and records the balance. */
@@ -134,28 +152,28 @@ export const makeEmbeddedBackend = (entry: EmbeddedFacilitator, index: number, c
         return answer
       })
 
-    const settlePayment = (request: PaymentRequest, payment: CheckedPayment, deadline: number) =>
+    /** Sends the claimed payment from a leased source and follows it until the deadline. */
+    const settlePayment = (request: PaymentRequest, payment: CheckedPayment, record: Sent, deadline: number) =>
       Effect.gen(function* () {
-        const paymentKey = `${payment.payer}:${payment.nonce}`
-        const earlier = sent.get(paymentKey)
-        if (earlier !== undefined) return yield* awaitSent(earlier, payment.payer, deadline)
         const leased = yield* sources.lease(deadline - Date.now())
         if (Option.isNone(leased)) {
           return yield* new BackendFailure({ backendId: entry.id, kind: "Unreachable", status: null, detail: "every sequence source stayed leased until the settle deadline; nothing was sent" })
         }
         const source = leased.value
         const release = sources.release(source)
-        const record: Sent = { hash: "", outcome: yield* Deferred.make<Settle>() }
-        let tracked: Sent = record
+        // Until its transaction left the queue (applied, failed or past its time bound) the source stays leased.
+        const bound = Date.now() + (request.maxTimeoutSeconds + 30) * 1000
+        const followOn = (sentAt: number) =>
+          conclude(record, payment.payer, sentAt, bound, Effect.zipRight(Effect.sync(() => (source.sequence = null)), release)).pipe(Effect.forkIn(scope))
         const submission = yield* submit(
           context, payment, request.terms, source, request.maxTimeoutSeconds, deadline,
-          (hash) => remember(paymentKey, (tracked = { ...record, hash })),
-          () => Effect.sync(() => sent.delete(paymentKey))
+          (hash) => Effect.sync(() => (record.hash = hash)),
+          () => Effect.sync(() => (record.hash = ""))
         ).pipe(
           Effect.catchAll((e) =>
-            Effect.zipRight(release, tracked.hash === ""
-              ? Effect.fail(unreachable(e))
-              : Effect.fail(new BackendFailure({ backendId: entry.id, kind: "Transport", status: null, detail: `sending transaction ${tracked.hash} failed: ${e.message}` })))
+            record.hash === ""
+              ? Effect.zipRight(release, Effect.fail(unreachable(e)))
+              : Effect.zipRight(followOn(Date.now()), Effect.fail(new BackendFailure({ backendId: entry.id, kind: "Transport", status: null, detail: `sending transaction ${record.hash} failed: ${e.message}` })))
           )
         )
         if (submission._tag === "Refused") return yield* Effect.as(Effect.zipRight(release, count("refused")), refusedSettle(entry.network, submission.refusal, payment.payer))
@@ -163,14 +181,30 @@ export const makeEmbeddedBackend = (entry: EmbeddedFacilitator, index: number, c
           yield* release
           return { success: false, errorReason: Reason.submissionFailed, errorMessage: submission.detail, transaction: "", network: entry.network, payer: payment.payer } satisfies Settle
         }
-        const answer = yield* conclude(tracked, payment.payer, submission.sentAt, deadline, release)
+        const answer = yield* conclude(record, payment.payer, submission.sentAt, deadline, release)
         if (answer.success || answer.errorReason !== Reason.pending) return answer
-        // Still in the queue at the deadline: answered pending; followed on until its time bound passed.
-        const bound = submission.sentAt + (request.maxTimeoutSeconds + 30) * 1000
         yield* count("pending")
-        yield* conclude(tracked, payment.payer, submission.sentAt, bound, Effect.zipRight(Effect.sync(() => (source.sequence = null)), release)).pipe(Effect.forkIn(scope))
+        yield* followOn(submission.sentAt)
         return answer
       })
+
+    /** The claimed payment judged, sent and followed; its claim ends with the outcome unless a transaction is still out. */
+    const settleClaimed = (request: PaymentRequest, payment: CheckedPayment, paymentKey: string, record: Sent, deadline: number) =>
+      Effect.gen(function* () {
+        const simulated = yield* simulate(request, payment).pipe(Effect.mapError(unreachable))
+        if (Either.isLeft(simulated)) return yield* Effect.as(count("refused"), refusedSettle(entry.network, simulated.left, payment.payer))
+        return yield* settlePayment(request, payment, record, deadline)
+      }).pipe(
+        Effect.tapBoth({
+          // Nothing sent: the claim ends, and a later settle of the payment may try again.
+          onFailure: (failure) =>
+            record.hash === "" ? Effect.zipRight(Effect.sync(() => sent.delete(paymentKey)), Deferred.fail(record.outcome, failure)) : Effect.void,
+          onSuccess: (answer) =>
+            answer.errorReason === Reason.pending
+              ? Effect.void
+              : Effect.zipRight(Deferred.succeed(record.outcome, answer), answer.transaction === "" ? Effect.sync(() => sent.delete(paymentKey)) : Effect.void)
+        })
+      )
 
     const settle = (body: unknown, timeout: Duration.DurationInput) =>
       Effect.gen(function* () {
@@ -179,11 +213,11 @@ export const makeEmbeddedBackend = (entry: EmbeddedFacilitator, index: number, c
         if (Either.isLeft(request)) return yield* Effect.as(count("refused"), refusedSettle(entry.network, request.left, undefined))
         const checked = yield* check(request.right).pipe(Effect.mapError(unreachable))
         if (Either.isLeft(checked)) return yield* Effect.as(count("refused"), refusedSettle(entry.network, checked.left, undefined))
-        const earlier = sent.get(`${checked.right.payer}:${checked.right.nonce}`)
-        if (earlier !== undefined) return yield* awaitSent(earlier, checked.right.payer, deadline)
-        const simulated = yield* simulate(request.right, checked.right).pipe(Effect.mapError(unreachable))
-        if (Either.isLeft(simulated)) return yield* Effect.as(count("refused"), refusedSettle(entry.network, simulated.left, checked.right.payer))
-        return yield* settlePayment(request.right, checked.right, deadline)
+        const paymentKey = `${checked.right.payer}:${checked.right.nonce}`
+        const record: Sent = { hash: "", outcome: yield* Deferred.make<Settle, BackendFailure>() }
+        const earlier = yield* claim(paymentKey, record)
+        if (earlier !== null) return yield* awaitSent(earlier, checked.right.payer, deadline)
+        return yield* settleClaimed(request.right, checked.right, paymentKey, record, deadline)
       }).pipe(Effect.withSpan("EmbeddedFacilitator.settle"))
 
     const supported: RawSupported = {
