@@ -66,9 +66,11 @@ export const makeEmbeddedBackend = (entry: EmbeddedFacilitator, index: number, c
     const scope = yield* Effect.scope
     // One read at a time: a burst of settles asks the ledger once, not once each.
     const reading = yield* Effect.makeSemaphore(1)
+    /** The balance and lease gauges of `/metrics`, set from what this backend knows now. */
+    const reportState = Effect.flatMap(Ref.get(balance), (b) => Effect.flatMap(sources.inUse, (n) => instruments.embeddedState(entry.id, b, n)))
     const readBalance = rpc.account(key.address).pipe(
       Effect.flatMap((account) => Ref.set(balance, account?.balanceStroops ?? 0n)),
-      Effect.zipRight(Effect.flatMap(Ref.get(balance), (b) => Effect.flatMap(sources.inUse, (n) => instruments.embeddedState(entry.id, b, n)))),
+      Effect.zipRight(reportState),
       Effect.catchAll((e) => Effect.logWarning(`facilitator "${entry.id}": the fee account balance could not be read: ${e.message}`)),
       reading.withPermitsIfAvailable(1),
       Effect.asVoid
@@ -160,7 +162,8 @@ export const makeEmbeddedBackend = (entry: EmbeddedFacilitator, index: number, c
           return yield* new BackendFailure({ backendId: entry.id, kind: "Unreachable", status: null, detail: "every sequence source stayed leased until the settle deadline; nothing was sent" })
         }
         const source = leased.value
-        const release = sources.release(source)
+        yield* reportState
+        const release = Effect.zipRight(sources.release(source), reportState)
         // Until its transaction left the queue (applied, failed or past its time bound) the source stays leased.
         const bound = Date.now() + (request.maxTimeoutSeconds + 30) * 1000
         const followOn = (sentAt: number) =>
