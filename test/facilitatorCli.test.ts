@@ -3,7 +3,6 @@ import { Keypair } from "@stellar/stellar-sdk"
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { channelAction } from "../src/facilitator/cli.js"
 import { channelKeypair } from "../src/facilitator/channels.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { runCli } from "./cliRun.js"
@@ -16,16 +15,6 @@ const configWith = (keyFile: string, channels: number) => {
   writeFileSync(path, JSON.stringify({ facilitators: [{ id: "own", type: "stellar", network: "stellar:testnet", feeAccountKeyFile: keyFile, channels, pollIntervalMs: 50 }], ledger: { sorobanRpcUrl: ledger.rpcUrl, horizonUrl: ledger.horizonUrl } }))
   return path
 }
-
-describe("channelAction", () => {
-  test("creates a missing channel, tops up one below half the target, merges only existing ones", () => {
-    expect(channelAction(null, 50_000_000n, false)).toEqual({ kind: "create", stroops: 50_000_000n })
-    expect(channelAction(20_000_000n, 50_000_000n, false)).toEqual({ kind: "topUp", stroops: 30_000_000n })
-    expect(channelAction(30_000_000n, 50_000_000n, false)).toEqual({ kind: "none" })
-    expect(channelAction(30_000_000n, 50_000_000n, true)).toEqual({ kind: "merge" })
-    expect(channelAction(null, 50_000_000n, true)).toEqual({ kind: "none" })
-  })
-})
 
 describe("sextant keys facilitator-new and sextant facilitator channels", () => {
   test("facilitator-new creates the fee key (0600) and prints only its address; run again, the same address", async () => {
