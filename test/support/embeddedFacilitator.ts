@@ -1,5 +1,5 @@
 import { Keypair } from "@stellar/stellar-sdk"
-import { Effect, Either, Redacted, type Scope } from "effect"
+import { Effect, Either, type Scope } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -49,5 +49,3 @@ export const withEmbedded = <A>(config: Config, use: (backend: Effect.Effect.Suc
       })
     )
   )
-
-export const secretOf = (keypair: Keypair) => Redacted.make(keypair.secret())
