@@ -1,12 +1,12 @@
 import { Deferred, Duration, Effect, Either, Option, Redacted, Ref, Schedule } from "effect"
 import type { Config, EmbeddedFacilitator } from "../config.js"
 import { networkPassphrase } from "../domain/stellar.js"
-import type { SettleResponse, VerifyResponse } from "../domain/x402.js"
+import type { FacilitatorStatus, SettleResponse, VerifyResponse } from "../domain/x402.js"
 import { loadOrCreateFacilitatorKey } from "../keys/stellarKey.js"
 import type { InstrumentsShape } from "../telemetry/Instruments.js"
 import { BackendFailure, type BackendClient, type RawSupported } from "../x402/FacilitatorClient.js"
 import { channelKeypair, makeSourcePool } from "./channels.js"
-import { belowFloor, type EmbeddedStatus, type SettleCounts, stroopsOf } from "./health.js"
+import { belowFloor, type SettleCounts, stroopsOf } from "./health.js"
 import { makeFacilitatorRpc, type RpcUnavailable } from "./ledgerClient.js"
 import { type PaymentRequest, readRequest, rebuild } from "./payment.js"
 import { Reason, type Refusal } from "./reasons.js"
@@ -239,7 +239,7 @@ export const makeEmbeddedBackend = (entry: EmbeddedFacilitator, index: number, c
         channels: channels.length,
         leasesInUse: yield* sources.inUse,
         settles: yield* Ref.get(counts)
-      } satisfies EmbeddedStatus
+      } satisfies FacilitatorStatus["embedded"]
     })
 
     return {

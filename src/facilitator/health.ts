@@ -6,19 +6,6 @@ export interface SettleCounts {
   readonly refused: number
 }
 
-/** What `/x402/facilitators` and `/health/dependencies` show of an embedded backend beside its health. */
-export interface EmbeddedStatus {
-  readonly network: string
-  /** The account to fund (public; the key never leaves the process). */
-  readonly feeAccount: string
-  /** Last balance read (after a settle, or on `balanceCheckSeconds`); null before the first read. */
-  readonly feeBalanceStroops: string | null
-  readonly minFeeBalanceStroops: string
-  readonly channels: number
-  readonly leasesInUse: number
-  readonly settles: SettleCounts
-}
-
 /** XLM (a decimal number from the config) in stroops, rounded down: 7 decimals. */
 export const stroopsOf = (xlm: number): bigint => BigInt(Math.floor(xlm * 1e7))
 

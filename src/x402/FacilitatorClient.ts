@@ -1,7 +1,6 @@
 import { Duration, Effect, Either, Schema } from "effect"
 import type { FacilitatorBackend } from "../config.js"
-import type { EmbeddedStatus } from "../facilitator/health.js"
-import { SettleResponse, VerifyResponse } from "../domain/x402.js"
+import { type FacilitatorStatus, SettleResponse, VerifyResponse } from "../domain/x402.js"
 import type { Redactor } from "../redaction/redact.js"
 
 /**
@@ -181,7 +180,7 @@ export interface BackendClient {
   /** Why it may not be chosen now although its last poll answered (the embedded fee account below its floor); null when it may. */
   readonly unhealthyReason?: () => string | null
   /** The embedded facilitator's money and channels, for status. */
-  readonly embedded?: Effect.Effect<EmbeddedStatus>
+  readonly embedded?: Effect.Effect<NonNullable<FacilitatorStatus["embedded"]>>
 }
 
 /** The URL as an operator configured it, minus any credentials embedded in it. */
