@@ -17,7 +17,8 @@ import { request } from "./support/server.js"
  */
 const KILLS = Number(process.env.EMBEDDED_CRASH_KILLS ?? 5)
 const ledger = startFixtureLedger({ network: { closeEveryMs: 400 } })
-const fee = feeKeyFile(81)
+// Payers are seeds 300 + i (bytes 44-143 for a hundred kills); the fee account is none of them.
+const fee = feeKeyFile(200)
 let stack: SellerProcess
 afterAll(async () => {
   await stack?.stop()
