@@ -27,6 +27,46 @@ export const FacilitatorBackend = Schema.Struct({
 export type FacilitatorBackend = typeof FacilitatorBackend.Type
 
 /**
+ * The embedded Stellar `exact` facilitator (`src/facilitator/`): this service's own fee account
+ * settles payments through the configured `ledger` endpoints, as one more entry of the pool.
+ */
+export const EmbeddedFacilitator = Schema.Struct({
+  id: Schema.propertySignature(Schema.String.pipe(Schema.minLength(1))).annotations({ description: "The backend's name in logs, metrics and `/x402/facilitators`; unique." }),
+  type: Schema.propertySignature(Schema.Literal("stellar")).annotations({ description: "`stellar`: settle in this process with the fee account below (docs/facilitator.md)." }),
+  network: Schema.propertySignature(StellarNetwork).annotations({ description: "The network it settles on; must be the service's `network` (its ledger is `ledger`)." }),
+  feeAccountKeyFile: Schema.propertySignature(Schema.String.pipe(Schema.minLength(1))).annotations({ description: "The fee account's Stellar secret seed, created with mode 0600 when missing; `sextant keys facilitator-new` prints the address to fund." }),
+  channels: opt(Schema.Int.pipe(Schema.between(0, 256)), 0).annotations({ description: "Channel accounts (sequence sources derived from the fee key, each leased to one settle at a time, wrapped in a fee bump paid by the fee account); 0 makes the fee account the only source, about one settle per ledger. `sextant facilitator channels` creates and funds them." }),
+  minFeeBalanceXlm: opt(NonNegativeNumber, 5).annotations({ description: "Below this XLM balance of the fee account the backend is unhealthy (failover moves on)." }),
+  balanceCheckSeconds: opt(Schema.NullOr(Schema.Number.pipe(Schema.positive(), Schema.finite())), null).annotations({ description: "Read the fee account's balance on this schedule too; `null` reads it only after settles (no ledger traffic of its own)." }),
+  pollIntervalMs: opt(PositiveInt, 500).annotations({ description: "How often a submitted settle asks `getTransaction` until `SUCCESS`, `FAILED` or the settle deadline." })
+})
+export type EmbeddedFacilitator = typeof EmbeddedFacilitator.Type
+
+/** One entry of `facilitators`: an HTTP backend, or the embedded Stellar one. */
+export const FacilitatorEntry = Schema.Union(EmbeddedFacilitator, FacilitatorBackend)
+export type FacilitatorEntry = typeof FacilitatorEntry.Type
+
+export const isEmbedded = (entry: FacilitatorEntry): entry is EmbeddedFacilitator => "type" in entry && entry.type === "stellar"
+
+/**
+ * The bundled default: one embedded backend on the service's network, its key created on first
+ * start. Pubnet's key file is another file: mainnet uses a separate signing account.
+ */
+export const defaultEmbedded = (network: StellarNetwork): EmbeddedFacilitator =>
+  network === "stellar:testnet" ? DEFAULT_EMBEDDED : { ...DEFAULT_EMBEDDED, id: "embedded-pubnet", network, feeAccountKeyFile: "./data/facilitator-pubnet.key" }
+
+export const DEFAULT_EMBEDDED: EmbeddedFacilitator = {
+  id: "embedded-testnet",
+  type: "stellar",
+  network: "stellar:testnet",
+  feeAccountKeyFile: "./data/facilitator.key",
+  channels: 0,
+  minFeeBalanceXlm: 5,
+  balanceCheckSeconds: null,
+  pollIntervalMs: 500
+}
+
+/**
  * Another discovery service to import from: a Bazaar-shaped `GET <url>/discovery/resources`
  * (or `url` itself when it already ends so), pulled every `intervalSeconds`. Only items payable on
  * this deployment's network and asset are kept; `networks`, when given, narrows that further.
@@ -310,7 +350,7 @@ export const ConfigFile = Schema.Struct({
   database: opt(Schema.String.pipe(Schema.minLength(1)), "./data/sextant.db").annotations({ description: "SQLite file (parent folder created), `\":memory:\"`, or a `postgres://` URL (`DATABASE_URL` overrides). Not quoted in config errors.", examples: ["./data/sextant.db", "postgres://user:password@127.0.0.1:5432/sextant"] }),
   network: opt(StellarNetwork, "stellar:testnet").annotations({ description: "`stellar:testnet` or `stellar:pubnet`." }),
   asset: opt(SupportedAsset, defaultAsset).annotations({ description: "The SupportedAsset; amounts are in its base units (7 decimals: `\"10000\"` is $0.001)." }),
-  facilitators: opt(Schema.Array(FacilitatorBackend), []).annotations({ description: "`[{id, url, apiKey?}]`: the facilitator backends, tried in this order; `apiKey` is sent as `Authorization: Bearer` to that backend only, and a redirect from it is an error answer, never followed.", examples: [[{ id: "primary", url: "https://facilitator.example.com" }]] }),
+  facilitators: opt(Schema.Array(FacilitatorEntry), [DEFAULT_EMBEDDED]).annotations({ description: "The facilitator backends, tried in this order: `{id, url, apiKey?}` for an HTTP facilitator (`apiKey` is sent as `Authorization: Bearer` to that backend only, and a redirect from it is an error answer, never followed), or `{id, type: \"stellar\", network, feeAccountKeyFile, channels?, minFeeBalanceXlm?, balanceCheckSeconds?, pollIntervalMs?}` for the embedded facilitator (docs/facilitator.md). The default is one embedded backend on testnet with its key in `./data/facilitator.key`; it reads the ledger only when a payment is verified or settled. `[]` configures none.", examples: [[{ id: "primary", url: "https://facilitator.example.com" }], [{ ...DEFAULT_EMBEDDED, id: "own", channels: 8 }]] }),
   facilitatorPollSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 30).annotations({ description: "Seconds between `/supported` polls of every facilitator; also how soon one marked unhealthy is tried again." }),
   settleDeadlineSeconds: opt(Schema.Number.pipe(Schema.positive(), Schema.finite()), 120).annotations({ description: "A settle is answered within this, whatever its backends do: failover (a ledger read, then the next backend) happens only in this time, and what is still unknown at the deadline is 502 `SETTLEMENT_INDETERMINATE`. Each backend gets an even share of the time left, less a ledger read each." }),
   catalog: opt(Schema.NullOr(Schema.Union(Schema.Array(CatalogEntry), Schema.String)), null).annotations({ description: "An array of ResourceRecord, or a path to a JSON file of them (relative to the config file; decoded when the store is open and only when its content differs from what the store loaded last, with the same one-line error and exit 2). `null` is the bundled demo catalog (`src/store/demo-catalog.json`), placed where `vertical` and `demo` listen, without the demo providers when `demo.enabled` is false. `status` and `verificationLevel` may be omitted and are ignored: they are earned. `amountUsd` must equal `amount` at 7 decimals. A resource of type `mcp` has its MCP server's Streamable HTTP endpoint as `url` and needs `resource.mcp`: `{toolName, transport?, inputSchema?, example?}` (`transport`: `streamable-http`, the default, or `sse`); an `http` resource may not have one." }),
@@ -373,7 +413,14 @@ const fieldPath = (path: ReadonlyArray<PropertyKey>) =>
 const SECRET_FIELDS = new Set(["apiKey", "hmacSecret", "facilitatorApiKey", "database", "sorobanRpcUrl", "horizonUrl", "otlpEndpoint"])
 
 export const firstIssue = (error: ParseResult.ParseError, prefix = ""): ConfigError => {
-  const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
+  // A union (an HTTP or an embedded facilitator entry) reports each member's issue: the one that
+  // got furthest into the value, and a wrong value before a missing field (the other member's
+  // discriminator), names what the operator got wrong.
+  const rank = (i: ParseResult.ArrayFormatterIssue) => i.path.length * 2 + (i._tag === "Missing" ? 0 : 1)
+  const issue = ParseResult.ArrayFormatter.formatErrorSync(error).reduce<ParseResult.ArrayFormatterIssue | undefined>(
+    (best, next) => (best === undefined || rank(next) > rank(best) ? next : best),
+    undefined
+  )
   const path = issue?.path ?? []
   const field = fieldPath(path)
   const secret = path.some((p) => SECRET_FIELDS.has(String(p)))
@@ -409,6 +456,9 @@ export const checkConsistency = (config: Config): ConfigError | undefined => {
   for (const [i, f] of config.facilitators.entries()) {
     if (seen.has(f.id)) return new ConfigError(`facilitators[${i}].id`, `duplicate facilitator id "${f.id}"`)
     seen.add(f.id)
+    if (isEmbedded(f) && f.network !== config.network) {
+      return new ConfigError(`facilitators[${i}].network`, `the embedded facilitator settles on ${f.network} but the service runs on ${config.network} (its ledger endpoints are that network's)`)
+    }
   }
   const sourceIds = new Set<string>()
   for (const [i, source] of config.catalogSources.entries()) {
@@ -595,6 +645,8 @@ export const verticalEndpoints = (config: Pick<Config, "vertical" | "ledger">) =
   sorobanRpcUrl: config.vertical.sorobanRpcUrl ?? config.ledger.sorobanRpcUrl
 })
 
+const hasField = (raw: unknown, field: string) => typeof raw === "object" && raw !== null && field in raw
+
 /**
  * Reads the file named by `--config` or SEXTANT_CONFIG (embedded defaults without one), applies
  * PORT / HOST / DATABASE_URL, resolves the catalog (a file is loaded at start), resolves the ledger endpoints for the network
@@ -623,6 +675,8 @@ export const loadConfig = (
     if (insecureVertical) return yield* Either.left(insecureVertical)
     const config: Config = {
       ...file,
+      // Absent from the file: the embedded facilitator on the configured network (testnet unless set).
+      facilitators: hasField(raw, "facilitators") ? file.facilitators : [defaultEmbedded(file.network)],
       ledger,
       vertical: { ...file.vertical, ...verticalEndpoints({ vertical: file.vertical, ledger }) },
       probes: { ...file.probes, trustedOrigins: trusting(file.probes.trustedOrigins) },

@@ -42,7 +42,7 @@ const commands = listedCommands(help).map((c) => c.path)
 describe("the command line's one definition", () => {
   test("lists every command, nested ones by their full path", () => {
     expect([...commands].sort()).toEqual(
-      ["buy", "catalog import", "keys buyer-new", "keys hash", "keys probe-address", "mcp", "probe", "receipt verify", "serve", "vertical"].sort()
+      ["buy", "catalog import", "facilitator channels", "keys buyer-new", "keys facilitator-new", "keys hash", "keys probe-address", "mcp", "probe", "receipt verify", "serve", "vertical"].sort()
     )
   })
 

@@ -72,7 +72,7 @@ describe("config", () => {
       port: 4020,
       database: "./data/sextant.db",
       network: "stellar:testnet",
-      facilitators: [],
+      facilitators: [{ id: "embedded-testnet", type: "stellar", network: "stellar:testnet", feeAccountKeyFile: "./data/facilitator.key", channels: 0 }],
       apiKeys: [],
       signer: { ed25519KeyFile: "./data/signer.key" }
     })
@@ -170,6 +170,13 @@ describe("config", () => {
     const config = Either.getOrThrow(loadConfig(writeConfig("pubnet.json", pubnet), {}))
     expect(config.ledger).toMatchObject({ sorobanRpcUrl: "https://rpc.provider.example/v1/key", horizonUrl: "https://horizon.stellar.org" })
     expect(config.vertical.horizonUrl).toBe("https://horizon.stellar.org")
+    // Mainnet's embedded facilitator signs with its own account, never the testnet key.
+    expect(config.facilitators).toMatchObject([{ type: "stellar", network: "stellar:pubnet", feeAccountKeyFile: "./data/facilitator-pubnet.key" }])
+  })
+
+  test("an embedded facilitator on another network than the service is a config error naming the field", () => {
+    const result = loadConfig(writeConfig("embedded-other.json", { facilitators: [{ id: "e", type: "stellar", network: "stellar:pubnet", feeAccountKeyFile: "./k" }] }), {})
+    expect(Either.isLeft(result) && result.left.line).toStartWith("config error: facilitators[0].network:")
   })
 
   test("a bad ledger URL is named without quoting it: a provider's URL may carry its key", () => {

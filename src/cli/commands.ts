@@ -2,11 +2,12 @@ import { Args, Command, Options } from "@effect/cli"
 import { Effect, Layer, Logger, Option } from "effect"
 import { catalogImportCommand } from "../catalog/cli.js"
 import { buyCommand } from "../client/cli.js"
-import { type Config, loadConfig } from "../config.js"
+import { type Config, DEFAULT_EMBEDDED, isEmbedded, loadConfig } from "../config.js"
+import { channelsCommand } from "../facilitator/cli.js"
 import { ResourceId } from "../domain/ids.js"
 import { OptimizeFor } from "../domain/routes.js"
 import { apiKeyHash } from "../http/authLive.js"
-import { buyerNewCommand, probeAddressCommand } from "../keys/cli.js"
+import { buyerNewCommand, facilitatorNewCommand, probeAddressCommand } from "../keys/cli.js"
 import { installEgressGuard } from "../outbound/egress.js"
 import { configuredEndpoints } from "../outbound/endpoints.js"
 import { type CommandOutput, receiptVerifyCommand } from "../receipts/cli.js"
@@ -143,7 +144,38 @@ const keysBuyerNew = keyAddress("buyer-new", "the buyer's key file (default buye
   Command.withDescription("Create the buyer's key (mode 0600) if missing and print its address (G...) to fund; an existing file is kept.")
 )
 
-const keysCommand = group("keys", "API key hashes and Stellar keys.").pipe(Command.withSubcommands([keysHash, keysProbeAddress, keysBuyerNew]))
+const keysFacilitatorNew = keyAddress(
+  "facilitator-new",
+  "the fee account's key file (default: the first embedded facilitator's feeAccountKeyFile, ./data/facilitator.key)",
+  (c) => c.facilitators.find(isEmbedded)?.feeAccountKeyFile ?? DEFAULT_EMBEDDED.feeAccountKeyFile,
+  facilitatorNewCommand
+).pipe(
+  Command.withDescription(
+    "Create the embedded facilitator's fee account key (mode 0600) if missing and print its address (G...) to fund with XLM; an existing file is kept, the secret never printed."
+  )
+)
+
+const keysCommand = group("keys", "API key hashes and Stellar keys.").pipe(Command.withSubcommands([keysHash, keysProbeAddress, keysBuyerNew, keysFacilitatorNew]))
+
+const facilitatorChannels = Command.make(
+  "channels",
+  {
+    id: text("id", "the embedded facilitator's id (default: the first one configured)"),
+    xlm: Options.float("xlm").pipe(Options.withDescription("the XLM each channel is created with or topped up to"), Options.withDefault(5)),
+    merge: Options.boolean("merge").pipe(Options.withDescription("merge every channel account back into the fee account instead")),
+    config: configFile
+  },
+  (flags) =>
+    Effect.flatMap(config(flags.config), (loaded) =>
+      printing((output) => channelsCommand(loaded, { id: Option.getOrUndefined(flags.id), xlm: flags.xlm, merge: flags.merge }, output))
+    )
+).pipe(
+  Command.withDescription(
+    "Create the embedded facilitator's missing channel accounts and top up low ones (or --merge them back), paid by the fee account: one JSON line per channel and transaction, then a summary; exit 1 if a transaction failed, 2 on a usage or key error."
+  )
+)
+
+const facilitatorCommand = group("facilitator", "The embedded Stellar facilitator.").pipe(Command.withSubcommands([facilitatorChannels]))
 
 const buy = Command.make(
   "buy",
@@ -168,7 +200,7 @@ const buy = Command.make(
 /** `sextant` alone (or with only `--config`) serves, as `sextant serve` does. */
 export const sextant = Command.make("sextant", { config: configFile }, (flags) => Effect.flatMap(config(flags.config), serve)).pipe(
   Command.withDescription("Verification, routing, policy and settlement layer for x402 payments on Stellar."),
-  Command.withSubcommands([serveCommand, mcpCommand, verticalCommand, probeCommand, receiptCommand, catalogCommand, keysCommand, buy])
+  Command.withSubcommands([serveCommand, mcpCommand, verticalCommand, probeCommand, receiptCommand, catalogCommand, keysCommand, facilitatorCommand, buy])
 )
 
 /** Runs the command line (`process.argv`: the runtime and the script come first). */

@@ -158,7 +158,19 @@ export const FacilitatorStatus = Schema.Struct({
   lastCheckedAt: Schema.NullOr(Schema.String),
   lastError: Schema.NullOr(Schema.String),
   capabilityCount: Schema.Int,
-  kinds: Schema.Array(SupportedKind)
+  kinds: Schema.Array(SupportedKind),
+  /** The embedded Stellar facilitator's fee account, balance and channels (docs/facilitator.md); absent for an HTTP backend. */
+  embedded: Schema.optional(
+    Schema.Struct({
+      network: Schema.String,
+      feeAccount: Schema.String,
+      feeBalanceStroops: Schema.NullOr(Schema.String),
+      minFeeBalanceStroops: Schema.String,
+      channels: Schema.Int,
+      leasesInUse: Schema.Int,
+      settles: Schema.Struct({ settled: Schema.Int, failed: Schema.Int, pending: Schema.Int, refused: Schema.Int })
+    })
+  )
 }).annotations({ identifier: "FacilitatorStatus" })
 export type FacilitatorStatus = typeof FacilitatorStatus.Type
 

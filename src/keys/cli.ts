@@ -1,6 +1,6 @@
 import { Effect, Either } from "effect"
 import type { CommandOutput } from "../receipts/cli.js"
-import { type KeyFileError, loadOrCreateBuyerKey, loadOrCreateProbeKey, type StellarKey } from "./stellarKey.js"
+import { type KeyFileError, loadOrCreateBuyerKey, loadOrCreateFacilitatorKey, loadOrCreateProbeKey, type StellarKey } from "./stellarKey.js"
 
 /** What differs between the key commands: the loader and the note for a new file. */
 interface KeyRole {
@@ -16,6 +16,11 @@ const PROBE: KeyRole = {
 const BUYER: KeyRole = {
   load: loadOrCreateBuyerKey,
   createdNote: (key) => `created the buyer key ${key.path} (mode 0600); fund ${key.address} to let sextant buy pay`
+}
+
+const FACILITATOR: KeyRole = {
+  load: (keyFile) => loadOrCreateFacilitatorKey("feeAccountKeyFile", keyFile),
+  createdNote: (key) => `created the fee account key ${key.path} (mode 0600); fund ${key.address} with XLM to let the embedded facilitator settle`
 }
 
 /**
@@ -49,3 +54,9 @@ export const probeAddressCommand = (keyFile: string, output: CommandOutput) => k
  * and prints its address; run again, it prints the existing key's address and changes nothing.
  */
 export const buyerNewCommand = (keyFile: string, output: CommandOutput) => keyAddressCommand(BUYER, keyFile, output)
+
+/**
+ * `sextant keys facilitator-new [--key-file PATH]`: creates the embedded facilitator's fee account
+ * key (the first embedded entry's `feeAccountKeyFile` by default) and prints the address to fund.
+ */
+export const facilitatorNewCommand = (keyFile: string, output: CommandOutput) => keyAddressCommand(FACILITATOR, keyFile, output)

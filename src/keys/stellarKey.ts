@@ -63,6 +63,12 @@ export const loadOrCreateProbeKey = (keyFile: string) => loadOrCreateStellarKey(
  */
 export const loadOrCreateBuyerKey = (keyFile: string) => loadOrCreateStellarKey("buyer.keyFile", keyFile)
 
+/**
+ * The embedded facilitator's fee account: it pays every settle's fee (and, without channels, is
+ * their source). Created on first start like the signer's key; `field` names the config entry.
+ */
+export const loadOrCreateFacilitatorKey = (field: string, keyFile: string) => loadOrCreateStellarKey(field, keyFile)
+
 /** A buyer key that must already exist: `buy` never creates an unfunded key on the way. */
 export const readBuyerKey = (keyFile: string): Effect.Effect<StellarKey, KeyFileError> =>
   existsSync(resolve(keyFile))

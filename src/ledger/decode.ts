@@ -72,11 +72,13 @@ const contractEventsOf = (meta: xdr.TransactionMeta): ReadonlyArray<xdr.Contract
  * what happened, not what the envelope asked for (a call can fail, or move other funds inside).
  */
 export const transfersOfMeta = (meta: xdr.TransactionMeta): ReadonlyArray<LedgerTransfer> =>
-  contractEventsOf(meta).flatMap((event) => {
-    if (event.type.name !== "contract" || event.contractId === null || event.body.type !== "v0") return []
-    const found = transferOfTopics(StrKey.encodeContract(event.contractId.toBytes()), event.body.v0.topics, event.body.v0.data)
-    return found ? [found] : []
-  })
+  contractEventsOf(meta).flatMap((event) => transferOfContractEvent(event) ?? [])
+
+/** A contract event as the SEP-41 transfer it records, or null when it is not a `transfer` event. */
+export const transferOfContractEvent = (event: xdr.ContractEvent): LedgerTransfer | null => {
+  if (event.type.name !== "contract" || event.contractId === null || event.body.type !== "v0") return null
+  return transferOfTopics(StrKey.encodeContract(event.contractId.toBytes()), event.body.v0.topics, event.body.v0.data)
+}
 
 export const TRANSFER_SYMBOL = xdr.ScVal.scvSymbol("transfer")
 

@@ -11,7 +11,7 @@ import { type EgressRule, egressRules } from "./egress.js"
  */
 export const configuredEndpoints = (config: Config, extra: ReadonlyArray<string> = []): ReadonlyArray<EgressRule> =>
   egressRules([
-    ...config.facilitators.map((backend) => backend.url),
+    ...config.facilitators.map((backend) => ("url" in backend ? backend.url : null)),
     config.ledger.sorobanRpcUrl,
     config.ledger.horizonUrl,
     config.vertical.sorobanRpcUrl,

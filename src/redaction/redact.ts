@@ -148,7 +148,7 @@ export type SecretsConfig = Pick<Config, "facilitators" | "signer" | "vertical" 
  * never saw.
  */
 export const secretsOf = (config: SecretsConfig): Array<string> => [
-  ...config.facilitators.flatMap((f) => (f.apiKey === undefined ? [] : [f.apiKey])),
+  ...config.facilitators.flatMap((f) => ("apiKey" in f && f.apiKey !== undefined ? [f.apiKey] : [])),
   ...("hmacSecret" in config.signer ? [config.signer.hmacSecret] : []),
   ...(config.vertical.facilitatorApiKey === null ? [] : [config.vertical.facilitatorApiKey]),
   ...databasePassword(config.database),

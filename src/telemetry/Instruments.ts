@@ -17,6 +17,10 @@ export interface InstrumentsShape {
   readonly settle: (result: SettleResult, code: string, seconds: number) => Effect.Effect<void>
   readonly facilitatorCall: (backend: string, call: FacilitatorCall, result: string) => Effect.Effect<void>
   readonly receiptIssued: Effect.Effect<void>
+  /** An embedded facilitator's settle by outcome (`settled`, `failed`, `pending`, `refused`), with its time from send to ledger when it got there. */
+  readonly embeddedSettle: (backend: string, outcome: string, ledgerSeconds: number | null) => Effect.Effect<void>
+  /** An embedded facilitator's fee account balance (null: not read yet) and the channel leases in use. */
+  readonly embeddedState: (backend: string, balanceStroops: bigint | null, leasesInUse: number) => Effect.Effect<void>
   readonly httpRequest: (method: string, route: string, status: number, seconds: number) => Effect.Effect<void>
   /** The registry `/metrics` exposes; null for the default, which records nothing. */
   readonly registry: Registry | null
@@ -27,6 +31,8 @@ const noop: InstrumentsShape = {
   settle: () => Effect.void,
   facilitatorCall: () => Effect.void,
   receiptIssued: Effect.void,
+  embeddedSettle: () => Effect.void,
+  embeddedState: () => Effect.void,
   httpRequest: () => Effect.void,
   registry: null
 }
@@ -64,6 +70,21 @@ const makeInstruments = (): InstrumentsShape => {
     labelNames: ["backend", "call", "result"],
     registers
   })
+  const embeddedSettles = new Counter({
+    name: "sextant_embedded_settles_total",
+    help: "Settles of the embedded facilitator, by configured backend id and outcome",
+    labelNames: ["backend", "outcome"],
+    registers
+  })
+  const timeToLedger = new Histogram({
+    name: "sextant_embedded_time_to_ledger_seconds",
+    help: "Time from sendTransaction to the ledger's SUCCESS or FAILED, embedded facilitator settles",
+    labelNames: ["backend"],
+    buckets: SECONDS,
+    registers
+  })
+  const feeBalance = new Gauge({ name: "sextant_embedded_fee_account_balance_stroops", help: "Last read XLM balance of the embedded facilitator's fee account", labelNames: ["backend"], registers })
+  const leases = new Gauge({ name: "sextant_embedded_channel_leases_in_use", help: "Sequence sources of the embedded facilitator leased to a settle now", labelNames: ["backend"], registers })
   const receipts = new Counter({ name: "sextant_receipts_issued_total", help: "Signed receipts issued", registers })
   const httpRequests = new Counter({
     name: "sextant_http_requests_total",
@@ -91,6 +112,16 @@ const makeInstruments = (): InstrumentsShape => {
       }),
     facilitatorCall: (backend, call, result) => Effect.sync(() => facilitatorCalls.inc({ backend, call, result })),
     receiptIssued: Effect.sync(() => receipts.inc()),
+    embeddedSettle: (backend, outcome, ledgerSeconds) =>
+      Effect.sync(() => {
+        embeddedSettles.inc({ backend, outcome })
+        if (ledgerSeconds !== null) timeToLedger.observe({ backend }, ledgerSeconds)
+      }),
+    embeddedState: (backend, balanceStroops, leasesInUse) =>
+      Effect.sync(() => {
+        if (balanceStroops !== null) feeBalance.set({ backend }, Number(balanceStroops))
+        leases.set({ backend }, leasesInUse)
+      }),
     httpRequest: (method, route, status, seconds) =>
       Effect.sync(() => {
         httpRequests.inc({ method, route, status: String(status) })

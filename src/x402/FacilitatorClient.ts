@@ -1,6 +1,6 @@
 import { Duration, Effect, Either, Schema } from "effect"
 import type { FacilitatorBackend } from "../config.js"
-import { SettleResponse, VerifyResponse } from "../domain/x402.js"
+import { type FacilitatorStatus, SettleResponse, VerifyResponse } from "../domain/x402.js"
 import type { Redactor } from "../redaction/redact.js"
 
 /**
@@ -103,7 +103,7 @@ const messageOf = (cause: unknown) => (cause instanceof Error ? cause.message : 
  * backend that echoes the request cannot put a key into an answer, the journal or a log. No trace
  * context is sent: a backend is outside this service's traces.
  */
-export const makeBackendClient = (backend: FacilitatorBackend, redactor: Redactor) => {
+export const makeBackendClient = (backend: FacilitatorBackend, redactor: Redactor): BackendClient => {
   const base = backend.url.replace(/\/+$/, "")
   // Redacted before it is cut to an excerpt: a cut could otherwise leave half a key no pattern matches.
   const quote = (text: string) => excerpt(redactor.text(text))
@@ -158,9 +158,39 @@ export const makeBackendClient = (backend: FacilitatorBackend, redactor: Redacto
 
   return {
     id: backend.id,
+    url: displayUrl(backend.url),
     supported: (timeout: Duration.DurationInput) => call(get("/supported"), decodeSupported, timeout, () => false),
     verify: (body: unknown, timeout: Duration.DurationInput) => call(post("/verify", body), decodeVerify, timeout, clientErrorIsAnswer),
     settle: (body: unknown, timeout: Duration.DurationInput) => call(post("/settle", body), decodeSettle, timeout, clientErrorIsAnswer)
+  } satisfies BackendClient
+}
+
+/**
+ * One facilitator backend as the pool sees it: an HTTP facilitator (`makeBackendClient`) or the
+ * embedded Stellar one (`facilitator/embedded.ts`). The pool chooses, fails over, journals and
+ * budgets through these three calls alone, so it does not care which kind it holds.
+ */
+export interface BackendClient {
+  readonly id: string
+  /** How status pages name it: an HTTP backend's URL without credentials, the embedded one's network and fee account. */
+  readonly url: string
+  readonly supported: (timeout: Duration.DurationInput) => Effect.Effect<RawSupported, BackendFailure>
+  readonly verify: (body: unknown, timeout: Duration.DurationInput) => Effect.Effect<typeof VerifyResponse.Type, BackendFailure>
+  readonly settle: (body: unknown, timeout: Duration.DurationInput) => Effect.Effect<typeof SettleResponse.Type, BackendFailure>
+  /** Why it may not be chosen now although its last poll answered (the embedded fee account below its floor); null when it may. */
+  readonly unhealthyReason?: () => string | null
+  /** The embedded facilitator's money and channels, for status. */
+  readonly embedded?: Effect.Effect<NonNullable<FacilitatorStatus["embedded"]>>
+}
+
+/** The URL as an operator configured it, minus any credentials embedded in it. */
+export const displayUrl = (url: string) => {
+  try {
+    const parsed = new URL(url)
+    parsed.username = ""
+    parsed.password = ""
+    return parsed.toString()
+  } catch {
+    return "(unparsable url)"
   }
 }
-export type BackendClient = ReturnType<typeof makeBackendClient>

@@ -1,5 +1,6 @@
 import { Clock, Context, Duration, Effect, Either, Layer, Ref, Schedule } from "effect"
-import { AppConfig, type FacilitatorBackend } from "../config.js"
+import { AppConfig, type FacilitatorEntry, isEmbedded } from "../config.js"
+import { makeEmbeddedBackend } from "../facilitator/embedded.js"
 import { AllFacilitatorsFailed, FacilitatorsNotReady, NoHealthyFacilitator, UnsupportedPaymentKind } from "../domain/errors.js"
 import { SETTLEMENT_PENDING } from "../domain/settlements.js"
 import type { FacilitatorStatus, SettleResponse, SupportedResponse, VerifyResponse } from "../domain/x402.js"
@@ -177,18 +178,6 @@ const unchecked: BackendState = {
   failureStreak: 0
 }
 
-/** The URL as an operator configured it, minus any credentials embedded in it. */
-const displayUrl = (url: string) => {
-  try {
-    const parsed = new URL(url)
-    parsed.username = ""
-    parsed.password = ""
-    return parsed.toString()
-  } catch {
-    return "(unparsable url)"
-  }
-}
-
 const listFailures = (failures: ReadonlyArray<BackendFailure>) => failures.map((f) => f.message).join("; ")
 
 const unsupported = (network: string, scheme: string) =>
@@ -197,8 +186,17 @@ const unsupported = (network: string, scheme: string) =>
   })
 
 interface Backend {
-  readonly config: FacilitatorBackend
+  readonly config: FacilitatorEntry
   readonly client: BackendClient
+}
+
+/**
+ * A backend's state as the pool acts on it: its last poll, unless the backend itself says it may
+ * not be chosen now (the embedded facilitator's fee account below its floor), which counts at once.
+ */
+const effective = (backend: Backend, state: BackendState): BackendState => {
+  const reason = backend.client.unhealthyReason?.() ?? null
+  return reason === null ? state : { ...state, healthy: false, lastError: reason }
 }
 
 /** Each call of a backend counted by its configured id, the call and `ok` or the failure's kind (bounded labels). */
@@ -223,8 +221,13 @@ const make = (options: PoolOptions) =>
     const config = yield* AppConfig
     const instruments = yield* Instruments
     const redactor = redactorFor(config)
-    const backends: ReadonlyArray<Backend> =
-      config.facilitators.map((b) => ({ config: b, client: counted(makeBackendClient(b, redactor), instruments) }))
+    // One interface for both kinds: from here on the pool does not care which it holds.
+    const backends: ReadonlyArray<Backend> = yield* Effect.forEach(config.facilitators, (b, i) =>
+      Effect.map(isEmbedded(b) ? makeEmbeddedBackend(b, i, config, instruments) : Effect.succeed(makeBackendClient(b, redactor)), (client) => ({
+        config: b,
+        client: counted(client, instruments)
+      }))
+    )
     const states = yield* Ref.make<ReadonlyMap<string, BackendState>>(new Map(backends.map((b) => [b.config.id, unchecked])))
 
     const nowIso = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
@@ -297,7 +300,7 @@ const make = (options: PoolOptions) =>
           const progress = progressOf(map)
           return {
             advertised: advertising.length > 0,
-            healthy: advertising.filter((b) => map.get(b.config.id)?.healthy === true),
+            healthy: advertising.filter((b) => effective(b, map.get(b.config.id) ?? unchecked).healthy),
             unknown: kindsIncomplete(progress) ? notReady(progress, `scheme "${scheme}" on network "${network}"`) : null
           }
         })
@@ -407,19 +410,23 @@ const make = (options: PoolOptions) =>
     })
 
     const status = Ref.get(states).pipe(
-      Effect.map((map) =>
-        backends.map((b): FacilitatorStatus => {
-          const s = map.get(b.config.id) ?? unchecked
-          return {
-            id: b.config.id,
-            url: displayUrl(b.config.url),
-            healthy: s.healthy,
-            lastCheckedAt: s.lastCheckedAt,
-            lastError: s.lastError,
-            capabilityCount: s.capabilities.kinds.length,
-            kinds: s.capabilities.kinds
-          }
-        })
+      Effect.flatMap((map) =>
+        Effect.forEach(backends, (b) =>
+          Effect.gen(function* () {
+            const s = effective(b, map.get(b.config.id) ?? unchecked)
+            const embedded = b.client.embedded === undefined ? undefined : yield* b.client.embedded
+            return {
+              id: b.config.id,
+              url: b.client.url,
+              healthy: s.healthy,
+              lastCheckedAt: s.lastCheckedAt,
+              lastError: s.lastError,
+              capabilityCount: s.capabilities.kinds.length,
+              kinds: s.capabilities.kinds,
+              ...(embedded === undefined ? {} : { embedded })
+            } satisfies FacilitatorStatus
+          })
+        )
       )
     )
 
@@ -429,8 +436,8 @@ const make = (options: PoolOptions) =>
         const progress = progressOf(map)
         if (progress.length > 0 && !progress.some((b) => b.answered)) return Effect.fail(notReady(progress, "the supported kinds"))
         return Effect.succeed(mergeSupported(backends.flatMap((b) => {
-          const s = map.get(b.config.id)
-          return s?.healthy === true ? [s.capabilities] : []
+          const s = effective(b, map.get(b.config.id) ?? unchecked)
+          return s.healthy ? [s.capabilities] : []
         })))
       })
     )

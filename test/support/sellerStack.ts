@@ -1,6 +1,6 @@
 import type { Config } from "../../src/config.js"
 import { startFacilitator } from "../fixtures/facilitator.js"
-import { startFixtureLedger } from "../fixtures/ledger.js"
+import { type FixtureLedgerOptions, startFixtureLedger } from "../fixtures/ledger.js"
 import { startPaidResource } from "../fixtures/paidResource.js"
 import { facilitatorsAnswered, ledgerAt, startServer, testConfig } from "./server.js"
 
@@ -10,10 +10,15 @@ export const SELLER_RESOURCE_ID = "seller.rwa.inspect"
 /**
  * A seller's stock x402 resource server using this service as its facilitator, with a fixture
  * facilitator backend settling onto a fixture ledger, all on loopback. `configure` adds to the
- * service's config; `apiKey` is what the seller (and the polls here) send when keys are configured.
+ * service's config (given the fixture ledger, to point an embedded facilitator at it); `apiKey` is
+ * what the seller (and the polls here) send when keys are configured.
  */
-export const startSellerStack = async (configure: (base: Config) => Partial<Config> = () => ({}), apiKey?: string) => {
-  const ledger = startFixtureLedger()
+export const startSellerStack = async (
+  configure: (base: Config, ledger: ReturnType<typeof startFixtureLedger>) => Partial<Config> = () => ({}),
+  apiKey?: string,
+  ledgerOptions: FixtureLedgerOptions = {}
+) => {
+  const ledger = startFixtureLedger(ledgerOptions)
   const backend = startFacilitator({ ledger })
   const resource = startPaidResource({ payTo: SELLER_PAY_TO, amount: "10000" })
   const base = testConfig()
@@ -23,7 +28,7 @@ export const startSellerStack = async (configure: (base: Config) => Partial<Conf
       catalog: [resource.catalogEntry(SELLER_RESOURCE_ID)],
       probes: { ...base.probes, allowPrivateTargets: true },
       ledger: ledgerAt(ledger),
-      ...configure(base)
+      ...configure(base, ledger)
     })
   )
   const headers: Record<string, string> = apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }

@@ -13,7 +13,7 @@ import { LOOPBACK, pollUntil } from "./poll.js"
  */
 export const NO_LEDGER = "http://127.0.0.1:9"
 
-/** The embedded defaults, on an in-memory store, port 0, with nothing started in the background. */
+/** The embedded defaults, on an in-memory store, port 0, no facilitator, with nothing started in the background. */
 export const testConfig = (overrides: Partial<Config> = {}): Config => {
   const base = Either.getOrThrow(loadConfig(undefined, {}))
   return {
@@ -25,6 +25,8 @@ export const testConfig = (overrides: Partial<Config> = {}): Config => {
     // A day's interval keeps the schedule out of the way; tests validate a resource as often as they need (the allowance has its own tests).
     probes: { ...base.probes, intervalSeconds: 86_400, validationsPerInterval: 1_000 },
     ledger: { ...base.ledger, sorobanRpcUrl: NO_LEDGER, horizonUrl: NO_LEDGER, pollIntervalSeconds: 0.2 },
+    // No backend unless a test names one: the bundled embedded facilitator would make a key file.
+    facilitators: [],
     ...overrides
   }
 }
