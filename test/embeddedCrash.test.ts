@@ -46,7 +46,7 @@ describe("embedded facilitator crash injection", () => {
       const child = await stack.launch()
       if (kill === 0) await stack.validate(child)
       const seed = 300 + kill
-      const { requirements, payment } = await signedPayment(SELLER_PAY_TO, { buyer: seededBuyer(seed), validUntilLedger: ledger.latestLedger() + 100 })
+      const { requirements, payment } = await signedPayment(SELLER_PAY_TO, { buyer: seededBuyer(seed), validUntilLedger: ledger.latestLedger() + 50 })
       const body = settleBody(payment, requirements)
       bodies.push({ payer: seededBuyer(seed).publicKey(), body })
       const acceptedBefore = ledger.network.accepted.length

@@ -8,6 +8,8 @@ import { observeMcp } from "../src/verification/mcpProbe.js"
 import { MAX_MCP_SESSIONS, mcpSessions } from "../src/verification/mcpSessions.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
 import { type McpStorm, startMcpStorm } from "./fixtures/mcpStorm.js"
+import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { FIXTURE_AMOUNT, FIXTURE_PAY_TO } from "./fixtures/x402Terms.js"
 import { buildExactPayment, exactRequirements } from "./fixtures/stellarPayment.js"
 import { facilitatorsAnswered, request, startServer, testConfig } from "./support/server.js"
 
@@ -91,10 +93,13 @@ describe("the buyer's paid tool call against a storming server", () => {
 describe("a storm while the service forwards verifies", () => {
   let facilitator: FixtureFacilitator
   let server: Awaited<ReturnType<typeof startServer>>
+  // Verify runs settle's local checks: the payment it forwards pays a payee its probes verified.
+  let seller: X402Fixture
   const TOOLS = 20
 
   beforeAll(async () => {
     facilitator = startFacilitator()
+    seller = await startX402Fixture()
     const option = { network: "stellar:testnet" as const, scheme: "exact" as const, asset: TESTNET_USDC, amount: "10000", amountUsd: 0.001, payTo: PAY_TO }
     const catalog = Either.getOrThrow(
       decodeCatalog(
@@ -102,21 +107,29 @@ describe("a storm while the service forwards verifies", () => {
           resource: { id: `storm.${i}`, type: "mcp", name: `storm ${i}`, description: "storm", url: batch.url("/batch/mcp"), capabilities: ["demo.storm"], mcp: { toolName: `tool-${i}` } },
           provider: { id: "storm", name: "storm" },
           paymentOptions: [option]
-        })),
+        })).concat([
+          {
+            resource: { id: "seller.paid", type: "http", name: "seller", description: "an honest seller", url: seller.url("/paid/storm"), capabilities: ["demo.storm"] },
+            provider: { id: "seller", name: "seller" },
+            paymentOptions: [{ ...option, amount: FIXTURE_AMOUNT, payTo: FIXTURE_PAY_TO }]
+          } as any
+        ]),
         "catalog"
       )
     )
     server = await startServer(testConfig({ catalog, facilitators: [{ id: "a", url: facilitator.url }], probes: { ...config.probes } }))
     await facilitatorsAnswered(server.url)
+    expect((await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "seller.paid" } })).status).toBe(200)
   })
   afterAll(async () => {
     await server.close()
     await facilitator.stop()
+    await seller.stop()
   })
 
   test(`${TOOLS} tools of one storming server validated at once: verify stays fast, the server gets at most the bound per probe`, async () => {
-    const paymentRequirements = exactRequirements({ payTo: PAY_TO })
-    const paymentPayload = await buildExactPayment(exactRequirements({ payTo: PAY_TO }))
+    const paymentRequirements = exactRequirements({ payTo: FIXTURE_PAY_TO })
+    const paymentPayload = await buildExactPayment(exactRequirements({ payTo: FIXTURE_PAY_TO }))
     const verify = async () => {
       const started = performance.now()
       const answer = await request(`${server.url}/x402/verify`, { method: "POST", json: { x402Version: 2, paymentPayload, paymentRequirements } })
