@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test"
 import { leftPad, lineChart } from "../src/status/charts.js"
 import { longValue, withLongValues } from "../src/status/html.js"
+import { embeddedLine, facilitatorsSection, formatXlm } from "../src/status/operations.js"
 
 /** The status page's layout rules that need no browser (test/status.browser.test.ts measures the rest). */
 
@@ -45,5 +46,31 @@ describe("chart labels stay inside the chart (pure)", () => {
     const svg = chart((y) => String(y))
     expect(svg).toMatch(/text-anchor="start">02:37<\/text>/)
     expect(svg).toMatch(/x="588.0" y="212" text-anchor="end">02:37<\/text>/)
+  })
+})
+
+describe("the facilitators section", () => {
+  const embedded = {
+    network: "stellar:testnet",
+    feeAccount: "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464",
+    feeBalanceStroops: "123450000",
+    minFeeBalanceStroops: "50000000",
+    channels: 8,
+    leasesInUse: 3,
+    settles: { settled: 12, failed: 1, pending: 2, refused: 4 }
+  }
+  test("an embedded backend shows its fee balance against the floor, its channel leases and its settles", () => {
+    expect(formatXlm("123450000")).toBe("12.345 XLM")
+    expect(formatXlm("50000000")).toBe("5 XLM")
+    expect(embeddedLine(embedded)).toBe("fee account 12.345 XLM (floor 5 XLM), channels 3/8 leased, settles 12 settled, 2 pending, 1 failed, 4 refused")
+    expect(embeddedLine({ ...embedded, feeBalanceStroops: null })).toStartWith("fee account balance not read yet")
+    const page = String(
+      facilitatorsSection([
+        { id: "embedded", url: "embedded:stellar:testnet", healthy: false, kinds: [], lastCheckedAt: null, lastError: "the fee balance is below the floor", embedded } as any,
+        { id: "http", url: "http://127.0.0.1:1/", healthy: true, kinds: [], lastCheckedAt: null, lastError: null } as any
+      ])
+    )
+    expect(page).toContain("channels 3/8 leased")
+    expect(page.match(/data-embedded/g)).toHaveLength(1)
   })
 })

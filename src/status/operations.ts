@@ -10,6 +10,22 @@ export type Hidden = { readonly hidden: string }
 const STATE_TONE: Record<string, Tone> = { settled: "good", pending: "neutral", failed: "bad", indeterminate: "alarm" }
 const STATES = ["indeterminate", "pending", "settled", "failed"] as const
 
+const STROOPS_PER_XLM = 10_000_000n
+
+/** Stroops as XLM with up to 7 decimals, trailing zeros dropped. */
+export const formatXlm = (stroops: string): string => {
+  const value = BigInt(stroops)
+  const whole = value / STROOPS_PER_XLM
+  const fraction = (value % STROOPS_PER_XLM).toString().padStart(7, "0").replace(/0+$/, "")
+  return `${whole}${fraction === "" ? "" : `.${fraction}`} XLM`
+}
+
+/** An embedded backend's money and sequence sources: what an operator watches to keep it settling. */
+export const embeddedLine = (e: NonNullable<FacilitatorStatus["embedded"]>): string =>
+  `fee account ${e.feeBalanceStroops === null ? "balance not read yet" : formatXlm(e.feeBalanceStroops)} (floor ${formatXlm(e.minFeeBalanceStroops)}), ` +
+  `channels ${e.leasesInUse}/${e.channels} leased, settles ${e.settles.settled} settled, ${e.settles.pending} pending, ` +
+  `${e.settles.failed} failed, ${e.settles.refused} refused`
+
 export const facilitatorsSection = (facilitators: ReadonlyArray<FacilitatorStatus> | Hidden): Html => html`<section id="facilitators">
 <h2>Facilitators</h2>
 ${"hidden" in facilitators
@@ -18,7 +34,7 @@ ${"hidden" in facilitators
     ? html`<p class="muted">No facilitator backend is configured.</p>`
     : html`<div class="scroll"><table class="facilitators"><thead><tr><th>Backend</th><th>Health</th><th>Kinds</th><th>Last checked</th><th>Last error</th></tr></thead>
 <tbody>${facilitators.map(
-        (f) => html`<tr data-backend="${f.id}"><td>${f.id}</td><td>${f.healthy ? chip("healthy", "good") : chip("unhealthy", "bad")}</td>
+        (f) => html`<tr data-backend="${f.id}"><td>${f.id}${f.embedded === undefined ? "" : html`<br><span class="muted" data-embedded>${embeddedLine(f.embedded)}</span>`}</td><td>${f.healthy ? chip("healthy", "good") : chip("unhealthy", "bad")}</td>
   <td class="wrap">${f.kinds.map((k) => `${k.scheme} on ${k.network}`).join(", ") || "–"}</td><td>${formatTime(f.lastCheckedAt)}</td><td class="wrap">${withLongValues(f.lastError ?? "")}</td></tr>`
       )}</tbody></table></div>`}
 </section>`
