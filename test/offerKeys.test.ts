@@ -26,7 +26,8 @@ const start = () =>
     host: "127.0.0.1",
     database: join(keys, "sextant.db"),
     signer: { ed25519KeyFile: join(keys, "signer.key") },
-    probes: { intervalSeconds: 1 },
+    // Each start follows a SIGKILL: claims it held come back after a lease, so keep the lease short.
+    probes: { intervalSeconds: 1, timeoutMs: 1000, leaseSeconds: 2 },
     vertical: { port: vertical, horizonUrl: NO_LEDGER, sorobanRpcUrl: NO_LEDGER },
     ledger: { sorobanRpcUrl: NO_LEDGER, horizonUrl: NO_LEDGER, pollIntervalSeconds: 0.2 },
     demo: { ports: { fast, slow, flaky, raiser }, ...FAST_DEMO }
