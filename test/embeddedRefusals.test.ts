@@ -73,6 +73,7 @@ const cases: ReadonlyArray<readonly [string, () => Promise<unknown>, string]> = 
   ["a channel account as payer", async () => settleBody(await pay({ buyer: fee.channel(1) }), requirements()), "invalid_exact_stellar_payload_facilitator_is_payer"],
   ["the fee account in the auth", async () => settleBody(await withExtraAuth(fee.keypair), requirements()), "invalid_exact_stellar_payload_facilitator_in_auth"],
   ["a channel account in the auth", async () => settleBody(await withExtraAuth(fee.channel(0)), requirements()), "invalid_exact_stellar_payload_facilitator_in_auth"],
+  ["a second authorisation entry of the payer (another nonce, another amount)", async () => settleBody(await pay({ decoyEntry: true }), requirements()), "invalid_exact_stellar_payload_malformed"],
   ["delegated credentials", async () => settleBody(await pay({ form: "addressWithDelegates" }), requirements()), "invalid_exact_stellar_payload_unsupported_credential_type"],
   ["source-account credentials", async () => settleBody(await pay({ form: "sourceAccount" }), requirements()), "invalid_exact_stellar_payload_unsupported_credential_type"]
 ]

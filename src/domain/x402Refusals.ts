@@ -36,7 +36,8 @@ const REASONS: Readonly<Record<string, string>> = {
   TRANSFER_AMOUNT_MISMATCH: "invalid_exact_stellar_payload_wrong_amount",
   AMOUNT_USD_MISMATCH: "invalid_payment_requirements",
   UNSUPPORTED_ASSET: "invalid_payment_requirements",
-  UNSUPPORTED_PAYMENT_KIND: "unsupported_scheme"
+  UNSUPPORTED_PAYMENT_KIND: "unsupported_scheme",
+  AUTHORIZATION_EXPIRES_TOO_LATE: "invalid_exact_stellar_signature_expiration_too_far"
 }
 
 /**

@@ -107,7 +107,7 @@ export const checkPayment = (
   if (facilitatorAccounts.has(from)) return Either.left(refuse(Reason.facilitatorIsPayer, "the payer is one of this facilitator's own accounts"))
   if (to !== terms.payTo) return Either.left(refuse(Reason.wrongRecipient, `the transfer pays ${to}, not the required payTo ${terms.payTo}`))
   if (amount !== terms.amount) return Either.left(refuse(Reason.wrongAmount, `the transfer moves ${amount}, not the required ${terms.amount}`))
-  return Either.flatMap(checkAuth(auth, from, facilitatorAccounts, window, passphrase), (payerEntry) =>
+  return Either.flatMap(checkAuth(auth, from, call, facilitatorAccounts, window, passphrase), (payerEntry) =>
     Either.right({ payer: from, func, auth, nonce: payerEntry.nonce, expirationLedger: payerEntry.signatureExpirationLedger })
   )
 }
@@ -116,6 +116,7 @@ export const checkPayment = (
 const checkAuth = (
   auth: ReadonlyArray<xdr.SorobanAuthorizationEntry>,
   payer: string,
+  call: xdr.InvokeContractArgs,
   facilitatorAccounts: ReadonlySet<string>,
   window: LedgerWindow,
   passphrase: string
@@ -141,7 +142,17 @@ const checkAuth = (
     if (entry.rootInvocation.subInvocations.length > 0) {
       return Either.left(refuse(Reason.hasSubinvocations, "an authorisation entry authorises sub-invocations beyond the transfer"))
     }
-    if (scAddressString(credentials.address) === payer) payerEntry = entry
+    if (scAddressString(credentials.address) === payer) {
+      // One entry of the payer, authorising exactly this transfer: a second one (another nonce)
+      // would make the same payment a new one to claim, and an entry for anything else is not the
+      // one the transfer consumes.
+      const root = entry.rootInvocation.function
+      if (root.type !== "sorobanAuthorizedFunctionTypeContractFn" || root.contractFn.toXdr("base64") !== call.toXdr("base64")) {
+        return Either.left(refuse(Reason.malformed, `an authorisation entry of payer ${payer} authorises something other than this transfer`))
+      }
+      if (payerEntry !== null) return Either.left(refuse(Reason.malformed, `the transaction carries more than one authorisation entry of payer ${payer}`))
+      payerEntry = entry
+    }
   }
   const credentials = payerEntry === null ? null : addressCredentials(payerEntry)
   if (payerEntry === null || credentials === null || credentials.signature.type === "scvVoid") {

@@ -55,7 +55,8 @@ const make = Effect.gen(function* () {
   const journaledRepeat = (payment: Payment) =>
     Effect.map(
       journal.find({ principal: payment.principal, idempotencyKey: undefined, paymentId: payment.paymentId }),
-      (earlier) => Option.isSome(earlier) && !mayReserveAgain(earlier.value, payment.requestHash)
+      (earlier) =>
+        Option.isSome(earlier) && earlier.value.entry.requestHash === payment.requestHash && !mayReserveAgain(earlier.value, payment.requestHash)
     )
 
   /**
