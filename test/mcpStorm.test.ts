@@ -172,6 +172,19 @@ describe("registering an MCP server whose tool name is too long", () => {
   })
 })
 
+describe("redirects", () => {
+  test("a 307 in answer to tools/call is a failure, never a second send of the same call", async () => {
+    const server = startMcpStorm({ pings: 0 })
+    try {
+      const { observation } = await Effect.runPromise(observeMcp(target(server.url("/plain/moved"), "redirect"), config, mcpSessions(config)))
+      expect(observation.outcome).toBe("unreachable")
+      expect(server.calls()).toBe(1)
+    } finally {
+      server.stop()
+    }
+  })
+})
+
 describe("sessions are bounded", () => {
   test("one tool failing retires the shared session without ending another tool's call in it", async () => {
     const server = startMcpStorm({ pings: 0 })

@@ -66,6 +66,9 @@ export const guardedFetch =
     const answerHeaders = new Headers(response.headers)
     answerHeaders.delete("content-length")
     answerHeaders.delete("transfer-encoding")
+    // The SDK follows a same-origin 307/308 itself by sending the same body again: a server could
+    // make it resend a (paid) call. A redirect is a refusal here, never followed.
+    answerHeaders.delete("location")
     // A refusal keeps its status and text (a 404 tells the session is gone); a notification's answer is read no further.
     if (!response.ok) return new Response(response.status === 204 ? null : new Uint8Array(bytes), { status: response.status, headers: answerHeaders })
     if (message.id === null) return new Response(null, { status: 202, headers: answerHeaders })
