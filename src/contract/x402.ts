@@ -58,16 +58,11 @@ const SettlementList = Schema.Struct({ settlements: Schema.Array(SettlementRecor
   identifier: "SettlementList"
 })
 
-/** Every refusal of the settle pipeline, in the order of its steps. */
-const SettleErrors = [
-  MalformedPaymentTransaction,
-  InvalidPayerSignature,
-  DelegatedCredentialsRefused,
-  SourceAccountCredentialsRefused,
-  IdempotencyKeyReused,
-  PaymentAlreadySubmitted,
-  SettlementInProgress,
-  SettlementUnresolved,
+/** Reading the signed payment (step 2): settle and verify alike. */
+const PaymentReadErrors = [MalformedPaymentTransaction, InvalidPayerSignature, DelegatedCredentialsRefused, SourceAccountCredentialsRefused] as const
+
+/** Kind, policy, payee and transfer terms (steps 4 to 7): settle and verify alike (`PaymentChecks`). */
+const PaymentCheckErrors = [
   UnsupportedPaymentKind,
   FacilitatorsNotReady,
   UnsupportedAsset,
@@ -76,36 +71,29 @@ const SettleErrors = [
   TransferAssetMismatch,
   TransferRecipientMismatch,
   TransferAmountMismatch,
-  AmountUsdMismatch,
+  AmountUsdMismatch
+] as const
+
+/** What the ledger read refuses before forwarding (step 9): settle and verify alike. */
+const LedgerCheckErrors = [NonceAlreadyConsumed, AuthorizationExpiresTooLate] as const
+
+/** Every refusal of the settle pipeline, in the order of its steps. */
+const SettleErrors = [
+  ...PaymentReadErrors,
+  IdempotencyKeyReused,
+  PaymentAlreadySubmitted,
+  SettlementInProgress,
+  SettlementUnresolved,
+  ...PaymentCheckErrors,
   FeeBudgetExhausted,
-  NonceAlreadyConsumed,
-  AuthorizationExpiresTooLate,
+  ...LedgerCheckErrors,
   AllFacilitatorsFailed,
   SettlementIndeterminate,
   RateLimited
 ] as const
 
 /** Every refusal of a verify: the checks it shares with settle (no budget, no journal), then forwarding. */
-const VerifyErrors = [
-  MalformedPaymentTransaction,
-  InvalidPayerSignature,
-  DelegatedCredentialsRefused,
-  SourceAccountCredentialsRefused,
-  IdempotencyKeyReused,
-  UnsupportedPaymentKind,
-  FacilitatorsNotReady,
-  UnsupportedAsset,
-  NoHealthyFacilitator,
-  PolicyDenied,
-  TransferAssetMismatch,
-  TransferRecipientMismatch,
-  TransferAmountMismatch,
-  AmountUsdMismatch,
-  NonceAlreadyConsumed,
-  AuthorizationExpiresTooLate,
-  AllFacilitatorsFailed,
-  RateLimited
-] as const
+const VerifyErrors = [...PaymentReadErrors, IdempotencyKeyReused, ...PaymentCheckErrors, ...LedgerCheckErrors, AllFacilitatorsFailed, RateLimited] as const
 
 /**
  * Verify and settle answer every refusal, their own and any request's (auth, body checks, store,

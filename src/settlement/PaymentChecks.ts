@@ -84,7 +84,7 @@ export class PaymentChecks extends Context.Tag("sextant/PaymentChecks")<PaymentC
 const UNVERIFIED_PAYERS = PrincipalId.make("open:unverified-payer")
 
 /** sha256 of the canonical JSON, so key order and whitespace do not make two requests differ. */
-const contentHash = (value: unknown) =>
+export const contentHash = (value: unknown) =>
   Either.mapBoth(canonicalize(value), {
     onLeft: (e) => new InvalidRequest({ message: `the request cannot be hashed: ${e.message}` }),
     onRight: (text) => createHash("sha256").update(text).digest("hex")

@@ -1,12 +1,10 @@
-import { Clock, Context, Effect, Either, Layer, Option, Schema } from "effect"
-import { createHash } from "node:crypto"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { type AllFacilitatorsFailed, IdempotencyKeyReused, InvalidRequest } from "../domain/errors.js"
 import type { PrincipalId } from "../domain/ids.js"
 import { describeParseError } from "../domain/issues.js"
 import { type FacilitatorRequest, SettleRequest, VerifyResponse } from "../domain/x402.js"
-import { canonicalize } from "../encoding/canonicalJson.js"
 import { mayReserveAgain } from "../domain/settlements.js"
-import { type CheckRefusal, ledgerRefusal, type Payment, PaymentChecks } from "../settlement/PaymentChecks.js"
+import { type CheckRefusal, contentHash, ledgerRefusal, type Payment, PaymentChecks } from "../settlement/PaymentChecks.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
 import { VerifyAnswersRepo } from "../store/VerifyAnswersRepo.js"
 import { FacilitatorPool, type KindRefusal } from "./FacilitatorPool.js"
@@ -95,10 +93,7 @@ const make = Effect.gen(function* () {
     const payment = yield* checkLocally(input)
     const key = input.idempotencyKey
     if (key === undefined) return yield* pool.verify(input.request)
-    const requestHash = yield* Either.mapBoth(canonicalize(input.request), {
-      onLeft: (e) => new InvalidRequest({ message: `the request cannot be hashed: ${e.message}` }),
-      onRight: (text) => createHash("sha256").update(text).digest("hex")
-    })
+    const requestHash = yield* contentHash(input.request)
     // Keys are scoped per principal: in open mode, the payer its signature proved, as settle scopes them.
     const scope = payment.principal
     const nowMs = yield* Clock.currentTimeMillis
