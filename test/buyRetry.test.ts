@@ -5,12 +5,20 @@ import { declarePaymentIdentifierExtension } from "@x402/extensions/payment-iden
 import { paymentMiddleware } from "@x402/hono"
 import { Effect, Schema } from "effect"
 import { Hono } from "hono"
-import { createServer, type Server, type Socket } from "node:net"
 import { ProbesConfig, TESTNET_USDC } from "../src/config.js"
 import { payFor } from "../src/payments/payFor.js"
 import { stellarServerScheme } from "../src/x402/stellarServerScheme.js"
+import { startDroppingProxy } from "./fixtures/droppingProxy.js"
 import { SELLER_PAY_TO, SELLER_RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
-import { request } from "./support/server.js"
+import { ledgerAt, request, testConfig } from "./support/server.js"
+import { Buyer, BuyerClientLive } from "../src/client/index.js"
+import { defaultSpendLedgerFile, SpendLedger } from "../src/client/SpendLedger.js"
+import { loadOrCreateBuyerKey } from "../src/keys/stellarKey.js"
+import type { CatalogEntry } from "../src/domain/resources.js"
+import { ResourceId } from "../src/domain/ids.js"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 
 /**
  * Resends that cannot pay twice: stock @x402/hono 2.27 sellers settling through Sextant (a fixture
@@ -20,53 +28,18 @@ import { request } from "./support/server.js"
  */
 let stack: Awaited<ReturnType<typeof startSellerStack>>
 const sellers: Array<ReturnType<typeof Bun.serve>> = []
-const proxies: Array<Server> = []
+const proxies: Array<{ readonly close: () => Promise<void> }> = []
 
-/** A raw HTTP/1.1 front for `upstream` that drops the connection of the first paid request after the seller answered it. */
-const droppingProxy = async (upstream: string) => {
-  const seen = { paid: 0, dropped: 0 }
-  const server = createServer((socket: Socket) => {
-    let buffered = Buffer.alloc(0)
-    socket.on("data", async (chunk: Buffer) => {
-      buffered = Buffer.concat([buffered, chunk])
-      const end = buffered.indexOf("\r\n\r\n")
-      if (end < 0) return
-      const [line, ...headerLines] = buffered.subarray(0, end).toString("latin1").split("\r\n")
-      const headers = new Headers(headerLines.map((h) => [h.slice(0, h.indexOf(":")).trim(), h.slice(h.indexOf(":") + 1).trim()] as [string, string]))
-      const length = Number(headers.get("content-length") ?? 0)
-      if (buffered.length < end + 4 + length) return
-      const body = buffered.subarray(end + 4, end + 4 + length)
-      const [method, path] = line!.split(" ")
-      headers.delete("host")
-      headers.delete("connection")
-      const answer = await fetch(`${upstream}${path}`, { method, headers, ...(length > 0 ? { body } : {}) })
-      const payload = Buffer.from(await answer.arrayBuffer())
-      if (headers.has("payment-signature")) {
-        seen.paid++
-        if (seen.dropped === 0) {
-          seen.dropped++
-          socket.destroy()
-          return
-        }
-      }
-      const head = [`HTTP/1.1 ${answer.status} ${answer.statusText}`]
-      answer.headers.forEach((value, name) => {
-        if (!["content-length", "connection", "transfer-encoding", "content-encoding"].includes(name)) head.push(`${name}: ${value}`)
-      })
-      head.push(`content-length: ${payload.length}`, "connection: close", "", "")
-      socket.end(Buffer.concat([Buffer.from(head.join("\r\n"), "latin1"), payload]))
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  proxies.push(server)
-  const address = server.address()
-  if (address === null || typeof address === "string") throw new Error("no address")
-  return { url: `http://127.0.0.1:${address.port}/weather`, seen }
+/** The seller's front: drops the connection of its first paid request after the seller answered it. */
+const droppingSellerFront = async (upstream: string) => {
+  const front = await startDroppingProxy((_method, _path, headers) => headers.has("payment-signature"), upstream)
+  proxies.push(front)
+  return { url: `${front.url}/weather`, seen: front.seen }
 }
 
 /** A stock seller of GET /weather paying the stack's payee, with or without the payment-identifier extension. */
-const seller = (offersIdentifier: boolean) => {
-  const core = new x402ResourceServer(new HTTPFacilitatorClient({ url: `${stack.server.url}/x402` })).register("stellar:testnet", stellarServerScheme("exact"))
+const stockSeller = (facilitatorUrl: string, offersIdentifier: boolean) => {
+  const core = new x402ResourceServer(new HTTPFacilitatorClient({ url: facilitatorUrl })).register("stellar:testnet", stellarServerScheme("exact"))
   const app = new Hono()
   app.use(
     paymentMiddleware(
@@ -84,17 +57,20 @@ const seller = (offersIdentifier: boolean) => {
   app.get("/weather", (c) => c.json({ tempC: 21 }))
   const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: app.fetch })
   sellers.push(server)
-  return droppingProxy(`http://127.0.0.1:${server.port}`)
+  return `http://127.0.0.1:${server.port}`
 }
 
-const buy = (url: string, buyer: Keypair) =>
+/** A stock seller using the stack's service as its facilitator, behind a front that drops its first paid answer. */
+const seller = (offersIdentifier: boolean) => droppingSellerFront(stockSeller(`${stack.server.url}/x402`, offersIdentifier))
+
+const buy = (url: string, buyer: Keypair, rpcUrl = stack.ledger.rpcUrl) =>
   Effect.runPromise(
     Effect.either(
       payFor({
         url,
         method: "GET",
         signer: buyer,
-        rpcUrl: stack.ledger.rpcUrl,
+        rpcUrl,
         inclusionFeeStroops: 10_000,
         deployment: { network: "stellar:testnet", assetContract: TESTNET_USDC },
         maxPrice: 1_000_000n,
@@ -109,7 +85,7 @@ beforeAll(async () => {
   expect((await request(`${stack.server.url}/v1/validate`, { method: "POST", json: { resourceId: SELLER_RESOURCE_ID } })).body.healthy).toBe(true)
 })
 afterAll(async () => {
-  for (const p of proxies) p.close()
+  for (const p of proxies) await p.close()
   for (const s of sellers) s.stop(true)
   await stack.stop()
 })
@@ -126,7 +102,7 @@ describe("a paid request whose connection drops after the seller settled", () =>
     expect(JSON.parse(paid.body?.toString() ?? "null")).toEqual({ tempC: 21 })
     expect(paid.paymentIdentifier).toMatch(/^sx_[A-Za-z0-9_-]{13,125}$/)
     expect(paid.sends).toBe(2)
-    expect(seen).toEqual({ paid: 2, dropped: 1 })
+    expect(seen).toEqual({ matched: 2, dropped: 1 })
     // One payment on the ledger, one settle forwarded; the resend was answered from Sextant's journal.
     expect(stack.ledger.transfersBetween(buyer.publicKey(), SELLER_PAY_TO)).toBe(1)
     expect(stack.backend.calls("/settle") - settlesBefore).toBe(1)
@@ -141,8 +117,146 @@ describe("a paid request whose connection drops after the seller settled", () =>
     expect(result._tag).toBe("Left")
     if (result._tag === "Right") return
     expect(result.left._tag).toBe("PaymentOutcomeUnknown")
-    expect(seen).toEqual({ paid: 1, dropped: 1 })
+    expect(seen).toEqual({ matched: 1, dropped: 1 })
     // It did settle: exactly why a resend without an identifier could have paid twice.
     expect(stack.ledger.transfersBetween(buyer.publicKey(), SELLER_PAY_TO)).toBe(1)
   })
 })
+
+/**
+ * The seller's facilitator settles and then drops the connection (a loopback front before the
+ * fixture facilitator drops its first settle after the facilitator answered it). A stock seller then
+ * answers its buyer 402 with a failed settle naming the lost connection, which a buyer reading "402
+ * means refused" would take as unpaid, and pay another seller for.
+ */
+describe("a seller whose facilitator settles and then drops the connection", () => {
+  let dropping: Awaited<ReturnType<typeof startSellerStack>>
+  let front: Awaited<ReturnType<typeof startDroppingProxy>>
+  const listed: Array<CatalogEntry> = []
+  const folder = mkdtempSync(join(tmpdir(), "sextant-retry-"))
+
+  beforeAll(async () => {
+    front = await startDroppingProxy((_method, path) => path === "/settle")
+    proxies.push(front)
+    // Two stock sellers settling through that facilitator, listed in the service's catalog for `Buyer.buy` to route to.
+    for (const offersIdentifier of [true, false]) listed.push(retryEntry(stockSeller(front.url, offersIdentifier), offersIdentifier))
+    dropping = await startSellerStack((_base, _ledger, backend) => {
+      front.forwardTo(backend.url)
+      return { facilitators: [{ id: "fixture", url: front.url }], catalog: listed }
+    })
+    for (const id of [SELLER_RESOURCE_ID, ...listed.map((entry) => entry.resource.id)]) {
+      expect((await request(`${dropping.server.url}/v1/validate`, { method: "POST", json: { resourceId: id } })).body.healthy).toBe(true)
+    }
+  })
+  afterAll(async () => {
+    await dropping.stop()
+  })
+  const dropNextSettle = () => {
+    front.seen.dropped = 0
+    front.seen.matched = 0
+  }
+
+  test("with payment-identifier: the same payment is resent under the same identifier, answered from the first settlement; one transfer", async () => {
+    dropNextSettle()
+    const url = `${stockSeller(front.url, true)}/weather`
+    const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 83))
+    const result = await buy(url, buyer, dropping.ledger.rpcUrl)
+    if (result._tag === "Left") throw new Error(`expected a delivered answer, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
+    expect(front.seen).toEqual({ matched: 2, dropped: 1 })
+    expect(result.right.sends).toBe(2)
+    expect(result.right.status).toBe(200)
+    expect(JSON.parse(result.right.body?.toString() ?? "null")).toEqual({ tempC: 21 })
+    const settles = dropping.backend.requests.filter((r) => r.path === "/settle").slice(-2)
+    const identifierOf = (body: unknown) => JSON.stringify((body as { paymentPayload: { extensions?: unknown } }).paymentPayload.extensions)
+    // One signed payment, one identifier, sent twice; one transfer on the ledger.
+    expect(identifierOf(settles[0]?.body)).toBe(identifierOf(settles[1]?.body))
+    expect(identifierOf(settles[0]?.body)).toContain(result.right.paymentIdentifier ?? "missing")
+    expect(dropping.ledger.transfersBetween(buyer.publicKey(), SELLER_PAY_TO)).toBe(1)
+    expect(dropping.ledger.succeeded(result.right.paymentResponse?.transaction ?? "")).toBe(true)
+  })
+
+  test("without it: sent once and reported unknown, never refused (another seller would be a second payment); one transfer", async () => {
+    dropNextSettle()
+    const url = `${stockSeller(front.url, false)}/weather`
+    const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 84))
+    const result = await buy(url, buyer, dropping.ledger.rpcUrl)
+    expect(front.seen).toEqual({ matched: 1, dropped: 1 })
+    if (result._tag === "Right") throw new Error(`expected an unknown outcome, got ${result.right.status} ${JSON.stringify(result.right.paymentResponse)}`)
+    expect(result.left._tag).toBe("PaymentOutcomeUnknown")
+    expect(dropping.ledger.transfersBetween(buyer.publicKey(), SELLER_PAY_TO)).toBe(1)
+  })
+
+  test("with Sextant between the seller and that facilitator, the seller never sees the drop: delivered on the first send, one transfer", async () => {
+    dropNextSettle()
+    const url = `${stockSeller(`${dropping.server.url}/x402`, false)}/weather`
+    const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 85))
+    const result = await buy(url, buyer, dropping.ledger.rpcUrl)
+    if (result._tag === "Left") throw new Error(`expected a delivered answer, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
+    expect(front.seen.dropped).toBe(1)
+    expect(result.right.sends).toBe(1)
+    expect(result.right.status).toBe(200)
+    expect(dropping.ledger.transfersBetween(buyer.publicKey(), SELLER_PAY_TO)).toBe(1)
+  })
+
+  /** `Buyer.buy` (what `sextant buy` runs) for `capability` with a fresh buyer key; its spend ledger read back after. */
+  const buyAs = async (capability: string) => {
+    const keyFile = join(folder, `${capability}.key`)
+    const key = await Effect.runPromise(loadOrCreateBuyerKey(keyFile))
+    const base = testConfig()
+    const config = testConfig({ ledger: ledgerAt(dropping.ledger), buyer: { ...base.buyer, keyFile, allowPrivateTargets: true, maxUsdPerWindow: 0.01, windowSeconds: 3600 } })
+    const result = await Effect.runPromise(
+      Effect.either(Effect.flatMap(Buyer, (buyer) => buyer.buy({ capability, input: {}, policy: { maxPricePerRequestUsd: 0.002 } }))).pipe(
+        Effect.provide(BuyerClientLive(config, { keyFile, service: dropping.server.url }))
+      )
+    )
+    const spend = SpendLedger.layer({ file: defaultSpendLedgerFile(keyFile), windowSeconds: 3600, limit: 100_000n })
+    const [spent, identifiers] = await Effect.runPromise(
+      Effect.flatMap(SpendLedger, (ledger) => Effect.all([ledger.spent(key.address), ledger.identifiers(key.address)])).pipe(Effect.provide(spend))
+    )
+    return { result, spent, identifiers, payer: key.address }
+  }
+
+  test("Buyer.buy: the resend is one purchase, charged once to the spend window under its identifier", async () => {
+    dropNextSettle()
+    const { result, spent, identifiers, payer } = await buyAs("demo.retry.identified")
+    if (result._tag === "Left") throw new Error(`expected a purchase, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
+    expect(result.right.data).toEqual({ tempC: 21 })
+    expect(result.right.attempts.map((a) => [a.outcome, a.sends])).toEqual([["paid", 2]])
+    expect(spent).toBe(10_000n)
+    expect(identifiers).toEqual([result.right.attempts[0]?.paymentIdentifier ?? "missing"])
+    expect(dropping.ledger.transfersBetween(payer, SELLER_PAY_TO)).toBe(1)
+  })
+
+  test("Buyer.buy without the extension: the purchase stops unknown (no other seller tried, nothing resent), charged once", async () => {
+    dropNextSettle()
+    const { result, spent, identifiers, payer } = await buyAs("demo.retry.plain")
+    if (result._tag === "Right") throw new Error("expected an unknown outcome")
+    expect(result.left._tag).toBe("OutcomeUnknown")
+    const attempts = "attempts" in result.left ? result.left.attempts : []
+    expect(attempts.map((a) => a.outcome)).toEqual(["unknown"])
+    expect(attempts[0]?.reason).toContain("not resent")
+    expect(front.seen).toEqual({ matched: 1, dropped: 1 })
+    // Counted once, at the routed ceiling: the most the signed payment can move.
+    expect(spent).toBe(10_000n)
+    expect(identifiers).toEqual([])
+    expect(dropping.ledger.transfersBetween(payer, SELLER_PAY_TO)).toBe(1)
+  })
+})
+
+/** A catalog entry for a stock seller of GET /weather at `origin`, in its own capability. */
+const retryEntry = (origin: string, offersIdentifier: boolean): CatalogEntry => {
+  const id = offersIdentifier ? "retry.identified" : "retry.plain"
+  return {
+    resource: {
+      id: ResourceId.make(id),
+      type: "http",
+      name: "Weather",
+      description: "A stock @x402/hono seller",
+      url: `${origin}/weather`,
+      method: "GET",
+      capabilities: [`demo.${id}`]
+    },
+    provider: { id: id.replace(".", "-"), name: "Retry seller" },
+    paymentOptions: [{ network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: "10000", amountUsd: 0.001, payTo: SELLER_PAY_TO }]
+  }
+}

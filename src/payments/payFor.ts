@@ -22,6 +22,7 @@ import {
   PriceAboveLimit
 } from "./errors.js"
 import { buildExactPayment, refusalOf } from "./exactPayment.js"
+import { unknownOutcomeOf } from "./paidOutcome.js"
 
 /** What a payment may be: who signs, where it is simulated, and what the caller accepts. */
 export interface PaymentTerms {
@@ -211,6 +212,7 @@ const sendPaid = (target: Vetted, input: PayForInput, paymentHeaders: Record<str
     return {
       status: response.status,
       paymentResponse,
+      challenged: header("PAYMENT-REQUIRED") !== undefined,
       sellerReceipt: sellerReceiptOf(paymentResponse),
       latencyMs: Duration.toMillis(elapsed),
       contentType,
@@ -222,35 +224,33 @@ const sendPaid = (target: Vetted, input: PayForInput, paymentHeaders: Record<str
 /** Pauses before each resend of a payment whose outcome is unknown: at most two resends. */
 export const RESEND_DELAYS_MS: ReadonlyArray<number> = [500, 2_000]
 
-/** An answer that says nothing of the payment: a server error without a successful settlement. */
-const outcomeUnknownIn = (answer: { readonly status: number; readonly paymentResponse: SettleAnswer | null }) =>
-  answer.status >= 500 && answer.paymentResponse?.success !== true
-
 /**
- * Sends a payment; when it carries a payment identifier and its outcome is unknown (`send` fails, or
- * answers what `unknownIn` says settles nothing known), sends the same signed payment with the same
- * identifier again, up to RESEND_DELAYS_MS.length times: the seller's facilitator recognises the
- * identifier and answers the first settlement instead of making a second. Without an identifier
- * it is sent once, as a resend could be a second payment. HTTP (`payFor`) and MCP tools
- * (`payForTool`) resend by this one rule.
+ * Sends a payment; while its outcome is unknown (`send` fails, or `unknownIn` finds the answer
+ * leaves it open, a resend's refusal included: see `unknownOutcomeOf`), sends the same signed payment with the same identifier
+ * again, up to RESEND_DELAYS_MS.length times, when it carries a payment identifier: the seller's
+ * facilitator recognises the identifier and answers the first settlement instead of making a second.
+ * Without an identifier it is sent once, as a resend could be a second payment. An outcome still
+ * unknown after the last send is PaymentOutcomeUnknown, never an answer a caller could take for a
+ * refusal and pay another seller after. HTTP (`payFor`) and MCP tools (`payForTool`) resend by this
+ * one rule.
  */
 export const sendWithResends = <A, E extends { readonly reason: string }, R>(
   send: Effect.Effect<A, E, R>,
-  unknownIn: (answer: A) => boolean,
+  unknownIn: (answer: A, resent: boolean) => string | null,
   authorization: Authorization,
   paymentIdentifier: string | null
-): Effect.Effect<A & { readonly sends: number }, E | PaymentOutcomeUnknown, R> =>
+): Effect.Effect<A & { readonly sends: number }, PaymentOutcomeUnknown, R> =>
   Effect.gen(function* () {
-    if (paymentIdentifier === null) return { ...(yield* send), sends: 1 }
+    const resends = paymentIdentifier === null ? 0 : RESEND_DELAYS_MS.length
     let sends = 0
     for (;;) {
       sends++
       const result = yield* Effect.either(send)
-      const retry = sends <= RESEND_DELAYS_MS.length && (result._tag === "Left" || unknownIn(result.right))
-      if (!retry) {
-        if (result._tag === "Right") return { ...result.right, sends }
-        const reason = `${result.left.reason}; sent ${sends} times with payment identifier ${paymentIdentifier}`
-        return yield* new PaymentOutcomeUnknown({ reason, authorization, paymentIdentifier })
+      const unknown = result._tag === "Left" ? result.left.reason : unknownIn(result.right, sends > 1)
+      if (unknown === null && result._tag === "Right") return { ...result.right, sends }
+      if (sends > resends) {
+        const reason = paymentIdentifier === null ? unknown! : `${unknown}; sent ${sends} times with payment identifier ${paymentIdentifier}`
+        return yield* new PaymentOutcomeUnknown({ reason, authorization, ...(paymentIdentifier === null ? {} : { paymentIdentifier }) })
       }
       yield* Effect.sleep(Duration.millis(RESEND_DELAYS_MS[sends - 1]!))
     }
@@ -287,6 +287,6 @@ export const payFor = (input: PayForInput): Effect.Effect<PaidAnswer, PayForErro
       Effect.catchTag("DnsFailure", (e: DnsFailure) => new Unreachable({ reason: `cannot resolve ${e.host}: ${e.reason}` }))
     )
     const send = sendPaid(target, input, x402.encodePaymentSignatureHeader(paymentPayload), authorization)
-    const paid = yield* sendWithResends(send, outcomeUnknownIn, authorization, paymentIdentifier)
+    const paid = yield* sendWithResends(send, unknownOutcomeOf, authorization, paymentIdentifier)
     return { url: target.url.href, requirements, amount: requirements.amount, authorization, paymentIdentifier, ...paid }
   })

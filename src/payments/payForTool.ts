@@ -144,7 +144,7 @@ export const payForTool = (input: PayForToolInput): Effect.Effect<PaidAnswer, Pa
       const paymentRequired = yield* askPrice(client, input)
       const { requirements, paymentPayload, authorization, paymentIdentifier } = yield* signChosen(mcpChallenge(paymentRequired), input)
       // A tool result, even an error, says what happened: only a call that got no result is resent.
-      const paid = yield* sendWithResends(sendPaid(client, input, paymentPayload, authorization), () => false, authorization, paymentIdentifier)
+      const paid = yield* sendWithResends(sendPaid(client, input, paymentPayload, authorization), () => null, authorization, paymentIdentifier)
       return { url: input.url, requirements, amount: requirements.amount, authorization, paymentIdentifier, ...paid }
     })
   ).pipe(Effect.catchTag("AnswerTimeout", (timeout) => new Unreachable({ reason: timeout.reason })))

@@ -10,11 +10,12 @@ export const SELLER_RESOURCE_ID = "seller.rwa.inspect"
 /**
  * A seller's stock x402 resource server using this service as its facilitator, with a fixture
  * facilitator backend settling onto a fixture ledger, all on loopback. `configure` adds to the
- * service's config (given the fixture ledger, to point an embedded facilitator at it); `apiKey` is
+ * service's config (given the fixture ledger and facilitator, to point an embedded facilitator at
+ * the one or put a front before the other; a `catalog` array is listed after the seller's entry); `apiKey` is
  * what the seller (and the polls here) send when keys are configured.
  */
 export const startSellerStack = async (
-  configure: (base: Config, ledger: ReturnType<typeof startFixtureLedger>) => Partial<Config> = () => ({}),
+  configure: (base: Config, ledger: ReturnType<typeof startFixtureLedger>, backend: ReturnType<typeof startFacilitator>) => Partial<Config> = () => ({}),
   apiKey?: string,
   ledgerOptions: FixtureLedgerOptions = {}
 ) => {
@@ -22,13 +23,14 @@ export const startSellerStack = async (
   const backend = startFacilitator({ ledger })
   const resource = startPaidResource({ payTo: SELLER_PAY_TO, amount: "10000" })
   const base = testConfig()
+  const { catalog: more, ...configured } = configure(base, ledger, backend)
   const server = await startServer(
     testConfig({
       facilitators: [{ id: "fixture", url: backend.url }],
-      catalog: [resource.catalogEntry(SELLER_RESOURCE_ID)],
+      catalog: [resource.catalogEntry(SELLER_RESOURCE_ID), ...(Array.isArray(more) ? more : [])],
       probes: { ...base.probes, allowPrivateTargets: true },
       ledger: ledgerAt(ledger),
-      ...configure(base, ledger)
+      ...configured
     })
   )
   const headers: Record<string, string> = apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }
