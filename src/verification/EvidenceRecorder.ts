@@ -77,7 +77,7 @@ const make = Effect.gen(function* () {
       return initial.state === "failed" || initial.state === "confirmed"
     })
 
-  // Transactions of BATCH resources.
+  // BATCH resources per transaction, so a payee with a thousand resources never holds the writer for long.
   const refreshAbout = (about: ReadonlyArray<ResourceRecord>, first: Effect.Effect<void> = Effect.void) => {
     const [head = [], ...rest] = chunksOf(about, BATCH)
     const batch = (chunk: ReadonlyArray<ResourceRecord>, i: number) =>

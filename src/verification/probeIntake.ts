@@ -67,7 +67,6 @@ export const makeProbeIntake = (recording: ProbeRecording) =>
         Effect.flatMap(catalogRecord(resourceId), (record) => recording.probeRecord(record)).pipe(Effect.withSpan("Prober.probeResource")),
       validateResource: (resourceId, method) =>
         Effect.flatMap(catalogRecord(resourceId), (record) => validate(record, method)).pipe(Effect.withSpan("Prober.validateResource")),
-      // A catalog URL is probed as that resource; an unknown one becomes an unlisted resource.
       probeUrl: (rawUrl, method) =>
         Effect.gen(function* () {
           let url: URL
