@@ -2,9 +2,10 @@
  * Lists every function under src/ longer than a limit (default 50 lines), longest first, as
  * `file:line name length`, then how many there are. Functions are declarations, arrows, methods,
  * accessors, constructors and function expressions, `Effect.gen(function* ...)` bodies included;
- * a function nested in another is listed on its own as well.
+ * a function nested in another is listed on its own as well (`--top-level` lists only those no
+ * other function holds). test/codeSize.unit.test.ts holds src/ to its limits with these functions.
  *
- *   npx bun scripts/long-functions.ts [--max-lines N] [folder]
+ *   npx bun scripts/long-functions.ts [--max-lines N] [--top-level] [folder]
  */
 import { readdirSync, readFileSync } from "node:fs"
 import { join, relative, resolve } from "node:path"
@@ -110,22 +111,36 @@ const lineSpan = (node: ts.Node, source: ts.SourceFile) => {
   return { line: first + 1, length: last - first + 1 }
 }
 
-export const longFunctions = (fileName: string, text: string, maxLines: number): ReadonlyArray<LongFunction> => {
+/**
+ * The functions of one file longer than `maxLines`. With `topLevel`, only functions no other
+ * function holds: a service's `make` counts whole, the helpers inside it are not listed again.
+ */
+export const longFunctions = (
+  fileName: string,
+  text: string,
+  maxLines: number,
+  options: { readonly topLevel?: boolean } = {}
+): ReadonlyArray<LongFunction> => {
   const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS)
   const found: Array<LongFunction> = []
   const visit = (node: ts.Node): void => {
     // Overload signatures and abstract members have no body and so no length worth counting.
-    if (isFunction(node) && node.body !== undefined) {
+    const counted = isFunction(node) && node.body !== undefined
+    if (counted) {
       const { line, length } = lineSpan(node, source)
       if (length > maxLines) found.push({ file: fileName, line, name: functionName(node, source), length })
     }
-    ts.forEachChild(node, visit)
+    if (!(counted && options.topLevel === true)) ts.forEachChild(node, visit)
   }
   visit(source)
   return found
 }
 
-const sourceFiles = (folder: string): ReadonlyArray<string> =>
+/** Lines of a file as an editor numbers them: a final newline ends the last line, it opens none. */
+export const lineCount = (text: string) => (text === "" ? 0 : text.replace(/\n$/, "").split("\n").length)
+
+/** Every TypeScript source under `folder` (declaration files aside), as absolute paths in a stable order. */
+export const sourceFiles = (folder: string): ReadonlyArray<string> =>
   readdirSync(folder, { recursive: true, encoding: "utf8" })
     .filter((path) => /\.tsx?$/.test(path) && !path.endsWith(".d.ts"))
     .map((path) => join(folder, path))
@@ -135,26 +150,31 @@ const sourceFiles = (folder: string): ReadonlyArray<string> =>
 export const byLength = (a: LongFunction, b: LongFunction) =>
   b.length - a.length || a.file.localeCompare(b.file) || a.line - b.line
 
+/** A file's path from the repository root, with forward slashes (`src/store/Database.ts`). */
+export const projectPath = (file: string) => relative(ROOT, file).split("\\").join("/")
+
 const parseArgs = (argv: ReadonlyArray<string>) => {
   let maxLines = 50
   let folder = "src"
+  let topLevel = false
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!
-    if (arg === "--max-lines") maxLines = Number(argv[++i])
+    if (arg === "--top-level") topLevel = true
+    else if (arg === "--max-lines") maxLines = Number(argv[++i])
     else if (arg.startsWith("--max-lines=")) maxLines = Number(arg.slice("--max-lines=".length))
     else folder = arg
   }
   if (!Number.isInteger(maxLines) || maxLines < 0) {
-    process.stderr.write("usage: bun scripts/long-functions.ts [--max-lines N] [folder]\n")
+    process.stderr.write("usage: bun scripts/long-functions.ts [--max-lines N] [--top-level] [folder]\n")
     process.exit(2)
   }
-  return { maxLines, folder }
+  return { maxLines, folder, topLevel }
 }
 
 if (import.meta.main) {
-  const { maxLines, folder } = parseArgs(process.argv.slice(2))
+  const { maxLines, folder, topLevel } = parseArgs(process.argv.slice(2))
   const found = sourceFiles(resolve(ROOT, folder))
-    .flatMap((file) => longFunctions(relative(ROOT, file).split("\\").join("/"), readFileSync(file, "utf8"), maxLines))
+    .flatMap((file) => longFunctions(projectPath(file), readFileSync(file, "utf8"), maxLines, { topLevel }))
     .sort(byLength)
   for (const f of found) process.stdout.write(`${f.file}:${f.line} ${f.name} ${f.length}\n`)
   process.stdout.write(`${found.length} function${found.length === 1 ? "" : "s"} longer than ${maxLines} lines in ${folder}/\n`)

@@ -1,31 +1,21 @@
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../config.js"
 import { InvalidRequest, TargetRefused } from "../domain/errors.js"
 import type {
   RegisteredRoute,
-  RegistrationDocument,
   RegistrationRequest,
   RegistrationResponse
 } from "../domain/registration.js"
 import type { HttpMethod } from "../domain/resources.js"
 import { CatalogWritesRepo } from "../store/CatalogWritesRepo.js"
 import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
-import { fetchJson } from "../verification/fetchAnswer.js"
 import { checkUrl, TargetRefused as Refusal } from "../verification/outboundGuard.js"
-import { listMcpTools } from "../verification/mcpProbe.js"
-import { McpTool } from "../domain/mcp.js"
-import { discoveredEntry, discoveredId, discoveredToolId, Prober } from "../verification/Prober.js"
+import { discoveredEntry, discoveredIdOf } from "../verification/discoveredEntry.js"
+import { Prober } from "../verification/Prober.js"
 import { admitted } from "./admitEntries.js"
 import { quotaKeys } from "./ingestionQuota.js"
-import {
-  type FoundRoute,
-  mergeRoutes,
-  OPENAPI_PATHS,
-  PROBED_METHODS,
-  routesFromOpenApi,
-  routesFromWellKnown,
-  WELL_KNOWN_PATH
-} from "./discoveryDocuments.js"
+import { type FoundRoute, OPENAPI_PATHS, PROBED_METHODS } from "./discoveryDocuments.js"
+import { discoverRoutes, mcpToolRoutes } from "./registrationRoutes.js"
 import { registrationOutcome } from "./registrationOutcome.js"
 import { PrincipalId, type ResourceId } from "../domain/ids.js"
 
@@ -36,10 +26,6 @@ import { PrincipalId, type ResourceId } from "../domain/ids.js"
  */
 export const MAX_ROUTES = 20
 export const MAX_REGISTRATION_REQUESTS = OPENAPI_PATHS.length + 1 + MAX_ROUTES
-const isMcpTool = Schema.is(McpTool)
-
-/** Discovery documents are read up to this size; an OpenAPI document outgrows a probe's body cap. */
-const MAX_DOCUMENT_BYTES = 1024 * 1024
 
 export interface RegistrationShape {
   /** Finds a seller's routes from its origin and lists those whose 402 challenge checks out. */
@@ -61,59 +47,6 @@ const make = Effect.gen(function* () {
   const resources = yield* ResourceReadsRepo
   const catalogWrites = yield* CatalogWritesRepo
   const deployment = { network: config.network, assetContract: config.asset.assetContract }
-
-  /** One document: the routes it names, or why it gave none. Never fails: a missing document is an answer. */
-  const read = (url: string, parse: (doc: unknown, origin: string) => ReadonlyArray<FoundRoute> | null, origin: string) =>
-    fetchJson(url, config.probes, MAX_DOCUMENT_BYTES).pipe(
-      Effect.map((answer) => {
-        if (answer.httpStatus < 200 || answer.httpStatus >= 300) {
-          return { doc: { url, routes: null, detail: `answered ${answer.httpStatus}` }, found: [] }
-        }
-        const found = parse(answer.body, origin)
-        return found === null
-          ? { doc: { url, routes: null, detail: "not a document of the expected shape" }, found: [] }
-          : { doc: { url, routes: found.length, detail: null }, found }
-      }),
-      Effect.catchAll((e) => Effect.succeed({ doc: { url, routes: null, detail: e.reason }, found: [] as ReadonlyArray<FoundRoute> }))
-    )
-
-  /** x402scan's order: the first OpenAPI document that reads, then `/.well-known/x402`. */
-  const discover = (origin: string) =>
-    Effect.gen(function* () {
-      const documents: Array<RegistrationDocument> = []
-      let openapi: ReadonlyArray<FoundRoute> = []
-      for (const path of OPENAPI_PATHS) {
-        const { doc, found } = yield* read(`${origin}${path}`, routesFromOpenApi, origin)
-        documents.push(doc)
-        if (doc.routes !== null) {
-          openapi = found
-          break
-        }
-      }
-      const wellKnown = yield* read(`${origin}${WELL_KNOWN_PATH}`, routesFromWellKnown, origin)
-      documents.push(wellKnown.doc)
-      return { documents, routes: mergeRoutes(openapi, wellKnown.found) }
-    })
-
-  /**
-   * An MCP server's tools as routes to probe: one `tools/list` on the registered endpoint, its
-   * tools with their input schema. A server that cannot be listed is reported as one route.
-   */
-  const listTools = (url: string) =>
-    listMcpTools(url, config.probes).pipe(
-      Effect.map((tools) => ({
-        documents: [{ url, routes: tools.length, detail: null }],
-        routes: tools.map((tool): FoundRoute => {
-          const mcp = { toolName: tool.name, transport: "streamable-http" as const, inputSchema: tool.inputSchema }
-          const found = { url, method: "POST" as const, foundIn: "tools/list" as const, description: tool.description ?? null }
-          // A tool a catalog entry cannot hold (a name over 200 characters) is answered as skipped, never as a 500.
-          return isMcpTool(mcp) ? { ...found, skip: null, mcp } : { ...found, skip: `tool "${tool.name.slice(0, 40)}..." is not one a catalog entry can hold (a name of 1-200 characters)` }
-        })
-      })),
-      Effect.catchAll((e) =>
-        Effect.succeed({ documents: [{ url, routes: null, detail: e._tag === "AnswerTimeout" ? `no answer within ${e.afterMs} ms` : e.reason }], routes: [] })
-      )
-    )
 
   const answer = (route: FoundRoute, outcome: RegisteredRoute["outcome"], resourceId: ResourceId | null, detail: string | null): RegisteredRoute => ({
     url: route.url,
@@ -144,7 +77,7 @@ const make = Effect.gen(function* () {
       const { outcome, detail } = observed.observation
       const verdict = registrationOutcome(outcome, observed.options, deployment)
       if (verdict !== "listed") return answer(route, verdict, null, detail)
-      const id = route.mcp === undefined ? discoveredId(url) : discoveredToolId(url, route.mcp.toolName)
+      const id = discoveredIdOf(url, route.mcp)
       const entry = discoveredEntry(id, url, route.method, observed, config, route.mcp)
       const { refused } = yield* admitted(catalogWrites, config.ingestion, "registration", [{ item: entry, keys: quotaKeys(entry, actor) }])
       if (refused[0] !== undefined) return answer(route, "refused", null, `quota: ${refused[0].reason}`)
@@ -186,10 +119,10 @@ const make = Effect.gen(function* () {
       const origin = target.origin
       const found =
         request.type === "mcp"
-          ? yield* listTools(target.href)
+          ? yield* mcpToolRoutes(target.href, config.probes)
           : request.url !== undefined
           ? { documents: [], routes: [{ url: target.href, method: request.method ?? ("GET" as HttpMethod), foundIn: "request" as const, description: null, skip: null }] }
-          : yield* discover(origin)
+          : yield* discoverRoutes(origin, config.probes)
       const capped = found.routes.map((route, i) =>
         i < MAX_ROUTES || route.skip !== null ? route : { ...route, skip: `over the ${MAX_ROUTES} routes probed per registration` }
       )

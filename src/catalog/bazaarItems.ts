@@ -3,7 +3,7 @@ import { type CatalogEntry, ceilingCoversAmount, HttpMethod, ResourceInfo, type 
 import { serviceMetadataOf } from "../domain/serviceMetadata.js"
 import { BaseUnits, baseUnitsToUsd, PaymentScheme, StellarAddress, StellarNetwork } from "../domain/stellar.js"
 import { readMcpTool } from "../domain/mcp.js"
-import { discoveredId, discoveredToolId } from "../verification/Prober.js"
+import { discoveredId, discoveredToolId } from "../verification/discoveredEntry.js"
 
 /**
  * Reading another discovery service's items (x402 v2 §8 and the CDP Bazaar's variant) into

@@ -1,12 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
 import { type CatalogEntry, ListingHold } from "../domain/resources.js"
-import { serviceMetadataOf } from "../domain/serviceMetadata.js"
-import { CatalogChanges, catalogChanged } from "./CatalogChanges.js"
-import { capabilityRows, fingerprint, initialHold, lastBy, lastById, optionRows, resourceRow, WRITE_CHUNK } from "./catalogEntryRows.js"
+import { CatalogChanges } from "./CatalogChanges.js"
+import { StoredRow, writeEntries } from "./catalogEntryWrites.js"
+import { fingerprint, lastById, WRITE_CHUNK } from "./catalogEntryRows.js"
 import { type ListingChange, nowIso, recordListings } from "./listingChanges.js"
 import { chunksOf, decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
-import { writeSearchIndex } from "./searchIndex.js"
+import { countOpen } from "./openCounts.js"
 import { StoreTransactions } from "./StoreTransactions.js"
 import { ResourceId } from "../domain/ids.js"
 
@@ -84,7 +84,6 @@ const SourcedRowSchema = Schema.Struct({
 const decodeSourced = decodeRows(SourcedRowSchema)
 const toSourced = (r: typeof SourcedRowSchema.Type): SourcedRow => ({ id: r.id, url: r.url, source: r.source, listed: r.listed, hold: r.listing_hold })
 
-const StoredRow = Schema.Struct({ id: Schema.String, source: Schema.String, listed: SqlFlag, catalog_hash: Schema.NullOr(Schema.String) })
 const decodeStored = decodeRows(StoredRow)
 
 const decodeLoadMark = decodeRows(Schema.Struct({ content_key: Schema.String, entries: SqlNumber }))
@@ -119,65 +118,10 @@ const make = Effect.gen(function* () {
         // Another source taking over a row the catalog file wrote: the stored mark no longer
         // describes the store, so the next start loads the file in full (and takes the row back).
         if (source !== "config" && changed.some(({ before }) => before?.source === "config")) yield* forgetCatalogLoad
-        if (changed.length > 0) yield* writeEntries(changed, source, listed, change)
+        if (changed.length > 0) yield* writeEntries(sql, { changes, record }, changed, source, listed, change)
         written += changed.length
       }
       return written
-    })
-
-  const writeEntries = (
-    changed: ReadonlyArray<{ entry: CatalogEntry; hash: string; before: typeof StoredRow.Type | undefined }>,
-    source: string,
-    listed: boolean,
-    change: ListingChange
-  ) =>
-    Effect.gen(function* () {
-      const at = yield* nowIso
-      const ids = changed.map(({ entry }) => entry.resource.id)
-      const providers = lastBy(changed.map(({ entry }) => entry.provider), (p) => p.id)
-      yield* sql`INSERT INTO providers ${sql.insert(
-        providers.map((p) => ({ id: p.id, name: p.name, url: p.url ?? null, contact: p.contact ?? null }))
-      )}
-        ON CONFLICT (id) DO UPDATE SET name = excluded.name, url = excluded.url, contact = excluded.contact`
-      const hold = listed ? null : initialHold(source)
-      const metadata = new Map(changed.map(({ entry: { resource } }) => [resource.id, serviceMetadataOf(resource)] as const))
-      const rows = changed.map(({ entry, hash }) =>
-        resourceRow(entry, { hash, source, listed, hold, actor: change.actor, at, metadata: metadata.get(entry.resource.id) ?? {} })
-      )
-      yield* sql`INSERT INTO resources ${sql.insert(rows)}
-        ON CONFLICT (id) DO UPDATE SET provider_id = excluded.provider_id, type = excluded.type,
-          name = excluded.name, description = excluded.description, url = excluded.url,
-          method = excluded.method, mcp_tool = excluded.mcp_tool, updated_at = excluded.updated_at, catalog_hash = excluded.catalog_hash,
-          service_name = excluded.service_name, tags = excluded.tags, icon_url = excluded.icon_url,
-          listed = CASE WHEN resources.source = excluded.source THEN resources.listed ELSE excluded.listed END,
-          listing_hold = CASE WHEN resources.source = excluded.source THEN resources.listing_hold ELSE excluded.listing_hold END,
-          trusted = CASE WHEN excluded.source = 'config' THEN 1 WHEN resources.source = excluded.source THEN resources.trusted ELSE 0 END,
-          origin = excluded.origin,
-          added_by = CASE WHEN resources.source = excluded.source THEN resources.added_by ELSE excluded.added_by END,
-          source = excluded.source`
-      // The listing the statement above left: what the CASE keeps, or `listed`.
-      const moved = changed.flatMap(({ entry, before }) => {
-        const isListed = before !== undefined && before.source === source ? before.listed : listed
-        return before === undefined || before.listed !== isListed ? [{ id: entry.resource.id, listed: isListed }] : []
-      })
-      yield* record(moved, change)
-      yield* sql`DELETE FROM resource_capabilities WHERE ${sql.in("resource_id", ids)}`
-      yield* sql`DELETE FROM payment_options WHERE ${sql.in("resource_id", ids)}`
-      const capabilities = changed.flatMap(({ entry }) => capabilityRows(entry))
-      const options = changed.flatMap(({ entry }) => optionRows(entry))
-      for (const part of chunksOf(capabilities, WRITE_CHUNK)) yield* sql`INSERT INTO resource_capabilities ${sql.insert(part)}`
-      for (const part of chunksOf(options, WRITE_CHUNK)) yield* sql`INSERT INTO payment_options ${sql.insert(part)}`
-      yield* writeSearchIndex(
-        sql,
-        changed.map(({ entry: { resource } }) => ({
-          resourceId: resource.id,
-          name: resource.name,
-          capabilities: resource.capabilities,
-          tags: metadata.get(resource.id)?.tags ?? [],
-          description: resource.description
-        }))
-      )
-      yield* changes.changed(catalogChanged)
     })
 
   const forgetCatalogLoad = sql`DELETE FROM catalog_loads WHERE name = 'config'`
@@ -226,36 +170,7 @@ const make = Effect.gen(function* () {
         Effect.flatMap(decodeSourced),
         Effect.map((rows) => rows.map(toSourced))
       ),
-    openCounts: (
-      source: string,
-      keys: { readonly origins: ReadonlyArray<string>; readonly principals: ReadonlyArray<string>; readonly payees: ReadonlyArray<string> }
-    ) =>
-      Effect.gen(function* () {
-        const open = sql.literal("r.trusted = 0 AND r.source <> 'validate'")
-        const grouped = (column: "origin" | "added_by", values: ReadonlyArray<string>) =>
-          Effect.map(
-            Effect.forEach(chunksOf([...new Set(values)], WRITE_CHUNK), (part) =>
-              sql<{ k: string; n: unknown }>`SELECT r.${sql.literal(column)} AS k, COUNT(*) AS n FROM resources r
-                WHERE ${open} AND ${sql.in(`r.${column}`, part)} GROUP BY r.${sql.literal(column)}`
-            ),
-            (parts) => new Map(parts.flat().map((row) => [row.k, Number(row.n)] as const))
-          )
-        const [row] = yield* sql<{ n: unknown }>`SELECT COUNT(*) AS n FROM resources r WHERE ${open} AND r.source = ${source}`
-        const payees = yield* Effect.map(
-          Effect.forEach(chunksOf([...new Set(keys.payees)], WRITE_CHUNK), (part) =>
-            sql<{ k: string; n: unknown }>`SELECT o.pay_to AS k, COUNT(DISTINCT o.resource_id) AS n
-              FROM payment_options o JOIN resources r ON r.id = o.resource_id
-              WHERE ${open} AND ${sql.in("o.pay_to", part)} GROUP BY o.pay_to`
-          ),
-          (parts) => new Map(parts.flat().map((r) => [r.k, Number(r.n)] as const))
-        )
-        return {
-          source: Number(row?.n ?? 0),
-          origins: yield* grouped("origin", keys.origins),
-          principals: yield* grouped("added_by", keys.principals),
-          payees
-        }
-      })
+    openCounts: (source, keys) => countOpen(sql, source, keys)
   })
   return methods
 })

@@ -3,19 +3,17 @@ import {
   Address,
   BASE_FEE,
   Contract,
-  NotFoundError,
   rpc,
   scValToNative,
   TimeoutInfinite,
   TransactionBuilder,
   xdr
 } from "@stellar/stellar-sdk"
-import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
-import { parse as parseToml } from "smol-toml"
-import { fetchText } from "../verification/fetchAnswer.js"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { describeFailure as describe, type LedgerEndpoints, stellarClients } from "../ledger/clients.js"
 import { UpstreamFailure } from "./errors.js"
-import { homeDomainTarget } from "./homeDomain.js"
+import { readStellarToml } from "./stellarToml.js"
+import { upstreamCalls } from "./upstreamCalls.js"
 import { summarizeEvent, summarizeInstance } from "./sorobanXdr.js"
 import {
   type ContractInstance,
@@ -54,14 +52,6 @@ export interface StellarDataConfig extends LedgerEndpoints {
   readonly allowPrivateHomeDomains: boolean
 }
 
-/** The SDK resolver's own limit on a stellar.toml. */
-const STELLAR_TOML_MAX_BYTES = 100 * 1024
-
-/** A body that is not TOML, kept apart from a missing one. */
-class TomlInvalid {
-  constructor(readonly reason: string) {}
-}
-
 /** About one day of 5-second ledgers; RPC keeps events for a bounded window anyway. */
 const EVENT_WINDOW_LEDGERS = 17_280
 const EVENT_PAGE = 200
@@ -70,48 +60,8 @@ const EVENT_NAMES = ["mint", "burn", "clawback", "set_admin", "set_authorized"] 
 
 export const makeStellarData = (config: StellarDataConfig): StellarDataShape => {
   const { horizon, soroban } = stellarClients(config)
-  const timeout = Duration.millis(config.timeoutMs)
 
-  const bounded =
-    (source: UpstreamFailure["source"], what: string) =>
-    <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | UpstreamFailure> =>
-      Effect.timeoutFail(effect, {
-        duration: timeout,
-        onTimeout: () => new UpstreamFailure({ source, message: `${source} ${what} did not answer within ${config.timeoutMs} ms` })
-      })
-
-  const call = <A>(source: UpstreamFailure["source"], what: string, run: () => Promise<A>) =>
-    Effect.tryPromise({
-      try: run,
-      catch: (e) => new UpstreamFailure({ source, message: `${source} ${what} failed: ${describe(e)}` })
-    }).pipe(bounded(source, what))
-
-  /** Horizon's 404 is an answer (no such account), every other failure is the upstream's. */
-  const horizonCall = <A>(what: string, run: () => Promise<A>) =>
-    Effect.tryPromise({ try: run, catch: (e) => e }).pipe(
-      Effect.map(Option.some),
-      Effect.catchIf(
-        (e) => e instanceof NotFoundError,
-        () => Effect.succeed(Option.none<A>())
-      ),
-      Effect.mapError((e) => new UpstreamFailure({ source: "horizon", message: `horizon ${what} failed: ${describe(e)}` })),
-      bounded("horizon", what)
-    )
-
-  const decode =
-    <A, I>(schema: Schema.Schema<A, I>, source: UpstreamFailure["source"], what: string) =>
-    (value: unknown) =>
-      Schema.decodeUnknown(schema)(value).pipe(
-        Effect.mapError(
-          (e) => new UpstreamFailure({ source, message: `${source} ${what} answered an unexpected shape: ${e.message.split("\n")[0]}` })
-        )
-      )
-
-  const decodeOption = <A, I>(schema: Schema.Schema<A, I>, what: string) => (found: Option.Option<unknown>) =>
-    Option.match(found, {
-      onNone: () => Effect.succeed(Option.none<A>()),
-      onSome: (value) => Effect.map(decode(schema, "horizon", what)(value), Option.some)
-    })
+  const { call, horizonCall, decode, decodeOption } = upstreamCalls(config.timeoutMs)
 
   const instanceKey = (contractId: string) => new Contract(contractId).getFootprint()
 
@@ -152,38 +102,6 @@ export const makeStellarData = (config: StellarDataConfig): StellarDataShape => 
       return typeof value === "bigint" ? Option.some(value) : Option.none<bigint>()
     })
 
-  /**
-   * The issuer's stellar.toml through the Connector, as a probe reaches a resource: the address
-   * checked and pinned, redirects each checked, the SDK's own size limit (100 KiB) and the upstream
-   * timeout. The SDK's resolver would resolve the name again with its own fetch.
-   */
-  const stellarToml = (homeDomain: string): Effect.Effect<TomlLookup> =>
-    Effect.flatMap(homeDomainTarget(homeDomain, config.allowPrivateHomeDomains), (target) => {
-      if ("skip" in target) return Effect.succeed<TomlLookup>({ status: "skipped", reason: target.skip })
-      const url = `${target.allowHttp ? "http" : "https"}://${homeDomain}/.well-known/stellar.toml`
-      const outbound = { allowPrivateTargets: config.allowPrivateHomeDomains, trustedOrigins: [], timeoutMs: config.timeoutMs, maxBodyBytes: STELLAR_TOML_MAX_BYTES }
-      const parsed = (text: string) => {
-        try {
-          return parseToml(text)
-        } catch (e) {
-          return new TomlInvalid(describe(e))
-        }
-      }
-      return fetchText(url, outbound, STELLAR_TOML_MAX_BYTES, parsed).pipe(
-        Effect.mapError((e) => e.reason),
-        Effect.flatMap((answer) => {
-          if (answer.httpStatus < 200 || answer.httpStatus >= 300) return Effect.fail(`HTTP ${answer.httpStatus}`)
-          if (answer.note !== null) return Effect.fail(answer.note)
-          if (answer.body instanceof TomlInvalid) return Effect.fail(`stellar.toml is invalid: ${answer.body.reason}`)
-          return typeof answer.body === "object" && answer.body !== null ? Effect.succeed(answer.body as Record<string, unknown>) : Effect.fail("stellar.toml is empty")
-        }),
-        Effect.match({
-          onFailure: (reason): TomlLookup => ({ status: "unavailable", url, reason }),
-          onSuccess: (document): TomlLookup => ({ status: "published", url, document: { ...document } })
-        })
-      )
-    })
-
   return {
     account: (id) =>
       horizonCall("account", () => horizon.accounts().accountId(id).call()).pipe(
@@ -220,6 +138,6 @@ export const makeStellarData = (config: StellarDataConfig): StellarDataShape => 
       ),
     tokenEvents,
     tokenBalance,
-    stellarToml
+    stellarToml: readStellarToml(config)
   }
 }
