@@ -145,7 +145,12 @@ try {
       VALUES (?, 1, 1, 0, 39, 57, 0.001, 1, 1, 288, ?, ?, 1, 0, ?, ?)`)
     const status = db.query(`UPDATE resources SET status = 'PAYMENT_VERIFIED', verification_level = 2 WHERE id = ?`)
     const last = day[day.length - 1]!.observedAt
-    db.transaction(() => ids.forEach((id) => (metrics.run(id, last, last, windowState, last), status.run(id))))()
+    db.transaction(() => {
+      for (const id of ids) {
+        metrics.run(id, last, last, windowState, last)
+        status.run(id)
+      }
+    })()
     db.close()
   }
   await runtime.runPromise(Effect.flatMap(Prober, (p) => p.syncSchedule))

@@ -82,7 +82,11 @@ describe("connections pinned to the checked address", () => {
 
   test("one lookup per hop: the address checked is the address connected to", async () => {
     const lookups: Array<string> = []
-    const resolve = (host: string) => Effect.sync(() => (lookups.push(host), [PUBLIC]))
+    const resolve = (host: string) =>
+      Effect.sync(() => {
+        lookups.push(host)
+        return [PUBLIC]
+      })
     const before = dialed.length
     const answer = await run(fetchAnswer(`http://api.rebind.test:${internal.port}/x`, "GET", policy), resolve)
     expect(Either.isRight(answer)).toBe(true)
@@ -149,7 +153,10 @@ describe("connections pinned to the checked address", () => {
 describe("the facilitator client and redirects", () => {
   test("a backend's redirect is an error answer: the API key is never sent to where it points", async () => {
     const elsewhere: Array<string | null> = []
-    const thief = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (r) => (elsewhere.push(r.headers.get("authorization")), Response.json({ kinds: [] })) })
+    const thief = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (r) => {
+        elsewhere.push(r.headers.get("authorization"))
+        return Response.json({ kinds: [] })
+      } })
     const redirecting = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => Response.redirect(`http://127.0.0.1:${thief.port}/supported`, 307) })
     try {
       const client = makeBackendClient({ id: "b", url: `http://127.0.0.1:${redirecting.port}`, apiKey: "facilitator-secret-key" }, makeRedactor(["facilitator-secret-key"]))

@@ -281,7 +281,7 @@ describe("e2e: a paid request to the vertical, settled through this service's /x
       ["/verify", `Bearer ${BACKEND_KEY}`],
       ["/settle", `Bearer ${BACKEND_KEY}`]
     ])
-    expect((forwarded[1]?.body as { paymentRequirements: unknown }).paymentRequirements).toMatchObject({
+    expect((forwarded[1]!.body as { paymentRequirements: unknown }).paymentRequirements).toMatchObject({
       payTo: defaults.vertical.payTo,
       amount: defaults.vertical.prices.inspect,
       asset: TESTNET_USDC

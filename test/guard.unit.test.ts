@@ -83,18 +83,18 @@ describe("guardClient", () => {
   test("adds a payment identifier only when the challenge offers the extension, and leaves the challenge as it was", async () => {
     const offered = challenge({ "payment-identifier": declarePaymentIdentifierExtension(false) })
     const paid = await clientWith(verdict("ALLOW")).client.createPaymentPayload(offered)
-    const id = (paid.extensions?.["payment-identifier"] as { info: { id: string; required: boolean } }).info
+    const id = (paid.extensions!["payment-identifier"] as { info: { id: string; required: boolean } }).info
     expect(id.required).toBe(false)
     expect(id.id).toMatch(PAYMENT_ID_PATTERN)
     expect(id.id.length).toBeGreaterThanOrEqual(16)
     expect((offered.extensions!["payment-identifier"] as { info: Record<string, unknown> }).info).toEqual({ required: false })
     // A second payment gets a new identifier: one per payment, not per client.
     const again = await clientWith(verdict("ALLOW")).client.createPaymentPayload(offered)
-    expect((again.extensions?.["payment-identifier"] as { info: { id: string } }).info.id).not.toBe(id.id)
+    expect((again.extensions!["payment-identifier"] as { info: { id: string } }).info.id).not.toBe(id.id)
     const plain = await clientWith(verdict("ALLOW")).client.createPaymentPayload(challenge())
     expect(plain.extensions?.["payment-identifier"]).toBeUndefined()
     const off = await clientWith(verdict("ALLOW"), { paymentIdentifier: false }).client.createPaymentPayload(offered)
-    expect((off.extensions?.["payment-identifier"] as { info: Record<string, unknown> }).info.id).toBeUndefined()
+    expect((off.extensions!["payment-identifier"] as { info: Record<string, unknown> }).info.id).toBeUndefined()
   })
 
   test("reports a paid request's settlement only when it names a transaction and a URL", () => {

@@ -71,13 +71,13 @@ const oasValidator = () => {
 /** JSON pointers (RFC 6901) of every member named `key` whose value is `value`, anywhere in `doc`. */
 const pointersOf = (doc: Json, key: string, value: Json): ReadonlyArray<string> => {
   const found: Array<string> = []
-  const escape = (segment: string) => segment.replace(/~/g, "~0").replace(/\//g, "~1")
+  const escapeSegment = (segment: string) => segment.replace(/~/g, "~0").replace(/\//g, "~1")
   const walk = (node: Json, at: string): void => {
     if (Array.isArray(node)) node.forEach((item, i) => walk(item, `${at}/${i}`))
     else if (typeof node === "object" && node !== null) {
       for (const [k, v] of Object.entries(node)) {
-        if (k === key && v === value) found.push(`${at}/${escape(k)}`)
-        walk(v, `${at}/${escape(k)}`)
+        if (k === key && v === value) found.push(`${at}/${escapeSegment(k)}`)
+        walk(v, `${at}/${escapeSegment(k)}`)
       }
     }
   }

@@ -89,7 +89,10 @@ test("a target never sees more than probes.concurrency probes at once, while oth
       const prober = yield* Prober
       yield* prober.syncSchedule
       const claimed: Array<number> = []
-      for (let n = -1; n !== 0; ) claimed.push((n = yield* prober.runDue("test", 12)))
+      for (let n = yield* prober.runDue("test", 12); ; n = yield* prober.runDue("test", 12)) {
+        claimed.push(n)
+        if (n === 0) break
+      }
       const sql = yield* SqlClient.SqlClient
       const rows = yield* sql<{ n: number }>`SELECT COUNT(DISTINCT resource_id) AS n FROM observations`
       return { claimed, probed: Number(rows[0]?.n) }

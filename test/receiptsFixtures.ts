@@ -74,7 +74,11 @@ export const recordingEvidence = () => {
   // Receipts never probe, curate or confirm: the recorder's other members die if called.
   const layer = makeTestLayer(EvidenceRecorder)({
     recordEconomic: (event) => Effect.sync(() => void events.push(event)),
-    storeEconomic: (event) => Effect.sync(() => (events.push(event), false)),
+    storeEconomic: (event) =>
+      Effect.sync(() => {
+        events.push(event)
+        return false
+      }),
     refreshAbout: () => Effect.void
   })
   return { events, layer }

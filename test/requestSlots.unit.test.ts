@@ -20,7 +20,11 @@ describe("request slots", () => {
     const result = await Effect.runPromise(
       Effect.gen(function* () {
         const ran = { waiter: false }
-        const { slots, hold, holder, waiting: waiter } = yield* heldSlotWith((slots) => slots.run(Effect.sync(() => void (ran.waiter = true))))
+        const { slots, hold, holder, waiting: waiter } = yield* heldSlotWith((slots) => slots.run(
+            Effect.sync(() => {
+              ran.waiter = true
+            })
+          ))
         const started = performance.now()
         yield* Fiber.interrupt(waiter)
         const interruptMs = performance.now() - started

@@ -28,6 +28,7 @@ describe("schema guard (pure)", () => {
       { properties: { a: regex } },
       { items: { anyOf: [true, regex] } },
       { $defs: { unused: regex } },
+      // biome-ignore lint/suspicious/noThenProperty: `then` is a JSON Schema keyword here, not a thenable
       { not: { not: { if: true, then: { prefixItems: [regex] } } } },
       { additionalProperties: { propertyNames: regex } }
     ]

@@ -353,7 +353,7 @@ describe("vertical: paid requests", () => {
       expect(settlement.network).toBe("stellar:testnet")
       expect(settlement.transaction).toMatch(/^[0-9a-f]{64}$/)
       // The provider signs a receipt (offer-receipt, JWS EdDSA) naming the payer and the transaction.
-      const receipt = (settlement.extensions?.["offer-receipt"] as { info: { receipt: JWSSignedReceipt } }).info.receipt
+      const receipt = (settlement.extensions!["offer-receipt"] as { info: { receipt: JWSSignedReceipt } }).info.receipt
       const kid = JSON.parse(Buffer.from(receipt.signature.split(".")[0]!, "base64url").toString()).kid as string
       expect(await verifyReceiptSignatureJWS(receipt, await extractPublicKeyFromKid(kid))).toMatchObject({
         network: "stellar:testnet",
@@ -373,7 +373,7 @@ describe("vertical: paid requests", () => {
       supply: { total: "1000000.0000000" },
       holders: { trustlines: 4 }
     })
-    expect((answers.changes?.changes as ReadonlyArray<{ kind: string }>).map((c) => c.kind)).toEqual([
+    expect((answers.changes!.changes as ReadonlyArray<{ kind: string }>).map((c) => c.kind)).toEqual([
       "burn",
       "trustline_authorization_changed",
       "clawback",

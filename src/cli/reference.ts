@@ -6,6 +6,7 @@ import { capturingConsole } from "./output.js"
 
 // docs/reference/cli.md, written from @effect/cli's own help of the one definition.
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the escape character is what an ANSI colour code starts with
 const ANSI = /\x1b\[[0-9;]*m/g
 
 /** What `sextant ...argv` prints on stdout, without colours. */

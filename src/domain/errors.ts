@@ -14,7 +14,7 @@ const codeOf = <const Code extends string>(code: Code) =>
 
 const ApiError =
   <Self>() =>
-  <const Code extends string, const Fields extends Schema.Struct.Fields = {}>(
+  <const Code extends string, const Fields extends Schema.Struct.Fields = Record<never, never>>(
     identifier: string,
     code: Code,
     status: number,

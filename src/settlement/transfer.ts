@@ -101,8 +101,10 @@ const sha256 = (...parts: ReadonlyArray<Uint8Array>) => {
 const ENVELOPE_TYPE_TX = new Uint8Array([0, 0, 0, 2])
 const networkIds = new Map<StellarNetwork, Uint8Array>()
 const networkId = (network: StellarNetwork) => {
-  let id = networkIds.get(network)
-  if (id === undefined) networkIds.set(network, (id = sha256(new TextEncoder().encode(networkPassphrase(network)))))
+  const known = networkIds.get(network)
+  if (known !== undefined) return known
+  const id = sha256(new TextEncoder().encode(networkPassphrase(network)))
+  networkIds.set(network, id)
   return id
 }
 

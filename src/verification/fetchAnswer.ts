@@ -106,9 +106,9 @@ const send = (target: Vetted, method: HttpMethod, read: BodyRead, deadline: Dead
           void response.body?.cancel().catch(() => undefined)
           return { _tag: "Redirect", next: new URL(location, target.url).href, status: response.status }
         }
-        const { body, note } = read.when(response.status, header)
-          ? await readCapped(response, read.maxBytes, read.decode)
-          : (void response.body?.cancel().catch(() => undefined), { body: undefined, note: null })
+        const keep = read.when(response.status, header)
+        if (!keep) void response.body?.cancel().catch(() => undefined)
+        const { body, note } = keep ? await readCapped(response, read.maxBytes, read.decode) : { body: undefined, note: null }
         return { _tag: "Answer", answer: { url: target.url.href, httpStatus: response.status, header, body, note } }
       },
       catch: (e) => (deadline.signal.aborted ? deadline.timeout() : new Unreachable({ reason: `fetch failed: ${causeOf(e)}` }))

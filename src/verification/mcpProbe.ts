@@ -53,7 +53,9 @@ export const guardedFetch =
       throw e._tag === "TargetRefused" ? new Refused(e) : new Error(`cannot resolve ${e.host}: ${e.reason}`)
     }
     const headers: Record<string, string> = {}
-    new Headers(init?.headers).forEach((value, key) => void (headers[key] = value))
+    new Headers(init?.headers).forEach((value, key) => {
+      headers[key] = value
+    })
     const signal = AbortSignal.any([AbortSignal.timeout(probes.timeoutMs), ...(init?.signal ? [init.signal] : [])])
     const response = await dialPinned(Runtime.runSync(runtime)(Dialer), vetted.right, {
       method,
