@@ -7,6 +7,7 @@ import { StreamableHTTPClientTransport as V1HttpTransport } from "@modelcontextp
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { inspector } from "./support/inspector.js"
 import { TOOL_NAMES } from "./support/mcpTools.js"
 import { recordingFetch } from "./support/mcpWire.js"
 import { request, startServer, testConfig } from "./support/server.js"
@@ -111,5 +112,14 @@ describe("both MCP generations on stdio (sextant mcp)", () => {
     const missing = await client.callTool({ name: "get_resource", arguments: { id: "no.such.resource" } })
     expect(missing).toMatchObject({ isError: true, content: [{ type: "text", text: expect.stringContaining("NOT_FOUND") }] })
     await client.close()
+  })
+})
+
+describe("the MCP Inspector CLI", () => {
+  test("lists Sextant's tools over stdio (sextant mcp)", async () => {
+    // After `--`, the server command: its own --config is not the Inspector's.
+    const listed = await inspector(["--method", "tools/list", "--", process.execPath, "src/main.ts", "mcp", "--config", configPath])
+    expect(listed.exitCode).toBe(0)
+    expect(JSON.parse(listed.stdout).tools.map((t: { name: string }) => t.name).sort()).toEqual(TOOL_NAMES)
   })
 })

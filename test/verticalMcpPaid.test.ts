@@ -9,6 +9,7 @@ import type { FixtureFacilitator } from "./fixtures/facilitator.js"
 import { buildExactPayment } from "./fixtures/stellarPayment.js"
 import { CLAW, GHOST, HOLDER } from "./fixtures/stellarAssets.js"
 import { startVerticalMcp } from "./fixtures/verticalMcp.js"
+import { inspector } from "./support/inspector.js"
 import { recordingFetch } from "./support/mcpWire.js"
 
 const MODERN = "2026-07-28"
@@ -197,5 +198,20 @@ describe("a request that does not advertise the extension is never asked payment
     expect(settles()).toBe(before + 1)
     expect(paid._meta[PAYMENT_RESPONSE_META]).toMatchObject({ success: true })
     await client.close()
+  })
+})
+
+describe("the MCP Inspector CLI against the paid vertical", () => {
+  test("lists the paid tools and resource templates; an unpaid call is the tool-result binding's price", async () => {
+    const tools = await inspector([mcpUrl, "--transport", "http", "--method", "tools/list"])
+    expect(tools.exitCode).toBe(0)
+    expect(JSON.parse(tools.stdout).tools.map((t: { name: string }) => t.name)).toEqual(["inspect", "changes", "compliance", "eligibility"])
+    const templates = await inspector([mcpUrl, "--transport", "http", "--method", "resources/templates/list"])
+    expect(templates.exitCode).toBe(0)
+    expect(JSON.parse(templates.stdout).resourceTemplates).toHaveLength(4)
+    const verifies = fac.calls("/verify")
+    const called = await inspector([mcpUrl, "--transport", "http", "--method", "tools/call", "--tool-name", "inspect", "--tool-arg", `asset=${CLAW}`])
+    expect(JSON.parse(called.stdout)).toMatchObject({ isError: true, structuredContent: { x402Version: 2, accepts: httpChallenge.accepts } })
+    expect(fac.calls("/verify")).toBe(verifies)
   })
 })
