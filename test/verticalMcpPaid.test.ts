@@ -201,6 +201,27 @@ describe("a request that does not advertise the extension is never asked payment
   })
 })
 
+describe("the vertical's MCP endpoint keeps no session", () => {
+  test("GET (a server-to-client stream) and DELETE (a session's end) are 405 with Allow: POST, answered at once", async () => {
+    for (const method of ["GET", "DELETE"]) {
+      const answer = await fetch(mcpUrl, { method, headers: { accept: "application/json, text/event-stream" }, signal: AbortSignal.timeout(5_000) })
+      expect([method, answer.status, answer.headers.get("allow")]).toEqual([method, 405, "POST"])
+      expect(await answer.json()).toMatchObject({ error: { message: expect.stringContaining("POST") } })
+    }
+  })
+
+  test("an initialize is answered without an Mcp-Session-Id", async () => {
+    const answer = await fetch(mcpUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } } })
+    })
+    expect(answer.status).toBe(200)
+    expect(answer.headers.get("mcp-session-id")).toBeNull()
+    expect((await answer.json()).result.protocolVersion).toBe("2025-11-25")
+  })
+})
+
 describe("the MCP Inspector CLI against the paid vertical", () => {
   test("lists the paid tools and resource templates; an unpaid call is the tool-result binding's price", async () => {
     const tools = await inspector([mcpUrl, "--transport", "http", "--method", "tools/list"])

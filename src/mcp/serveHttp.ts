@@ -38,6 +38,14 @@ export const serveMcpHttp = async (
     const refused = hostHeaderValidationResponse(request, hostnames) ?? originValidationResponse(request, hostnames)
     if (refused !== undefined) return refused
   }
+  // No session and no server-to-client stream: a GET stream or a DELETE has nothing to act on,
+  // and Streamable HTTP lets such a server answer 405 (as the SDK's own stateless leg does).
+  if (request.method !== "POST") {
+    return Response.json(
+      { jsonrpc: "2.0", id: null, error: { code: -32000, message: `${request.method} is not allowed: this stateless MCP endpoint takes JSON-RPC over POST only` } },
+      { status: 405, headers: { allow: "POST" } }
+    )
+  }
   const body = parsedBody === undefined ? {} : { parsedBody }
   if (await isLegacyRequest(request, parsedBody)) {
     const server = factory("legacy")
