@@ -222,6 +222,21 @@ describe("the vertical's MCP endpoint keeps no session", () => {
   })
 })
 
+describe("malformed params are the client's error", () => {
+  test("resources/read and prompts/get with params of the wrong type are -32602 naming the field, not -32603", async () => {
+    const post = async (method: string, params: unknown) =>
+      (await (
+        await fetch(mcpUrl, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params })
+        })
+      ).json()) as { error: { code: number; message: string } }
+    expect((await post("resources/read", { uri: 5 })).error).toMatchObject({ code: -32602, message: expect.stringContaining("uri") })
+    expect((await post("prompts/get", { name: "rwa_inspect_review", arguments: { asset: 5 } })).error).toMatchObject({ code: -32602, message: expect.stringContaining("asset") })
+  })
+})
+
 describe("the MCP Inspector CLI against the paid vertical", () => {
   test("lists the paid tools and resource templates; an unpaid call is the tool-result binding's price", async () => {
     const tools = await inspector([mcpUrl, "--transport", "http", "--method", "tools/list"])

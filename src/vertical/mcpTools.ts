@@ -1,6 +1,7 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { inputRequired, ProtocolError, ProtocolErrorCode, Server, type ServerContext } from "@modelcontextprotocol/server"
 import { Effect, Runtime } from "effect"
+import { z } from "zod"
 import { type McpFactory, serveMcpHttp } from "../mcp/serveHttp.js"
 import { toolJsonSchema } from "../mcp/jsonSchema.js"
 import { X402_MCP_EXTENSION } from "../verification/mcpAnswer.js"
@@ -44,6 +45,21 @@ export const readResourceUri = (name: string, endpoints: ReadonlyArray<Endpoint>
   const endpoint = endpoints.find((e) => url.pathname === `/${e}`)
   if (url.protocol !== "rwa:" || url.host !== name || endpoint === undefined) return undefined
   return { endpoint, input: Object.fromEntries(url.searchParams) }
+}
+
+/**
+ * Params as the protocol layer reads them before a handler: any object. The SDK parses a spec
+ * method's params with its own schema and answers a failure -32603 with the validation dump;
+ * reading them here answers malformed params -32602, as MCP asks (`tools/call` has the SDK's own check).
+ */
+const AnyParams = z.looseObject({})
+const ReadParams = z.looseObject({ uri: z.string(), _meta: z.looseObject({}).optional() })
+const PromptParams = z.looseObject({ name: z.string(), arguments: z.record(z.string(), z.string()).optional(), _meta: z.looseObject({}).optional() })
+
+const paramsOf = <T>(schema: z.ZodType<T>, raw: unknown): T => {
+  const parsed = schema.safeParse(raw)
+  if (!parsed.success) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `invalid params: ${parsed.error.issues.map((i) => `${i.path.join(".") || "params"}: ${i.message}`).join("; ")}`)
+  return parsed.data
 }
 
 /** A paid prompt per endpoint: the endpoint's findings, bought, framed for a model to review. */
@@ -181,7 +197,8 @@ export const mcpEndpoint = (settings: McpToolsSettings) => {
         mimeType: "application/json"
       }))
     }))
-    server.setRequestHandler("resources/read", async (request, ctx) => {
+    server.setRequestHandler("resources/read", { params: AnyParams }, async (raw, ctx) => {
+      const request = { params: paramsOf(ReadParams, raw) }
       const named = readResourceUri(settings.name, settings.endpoints, request.params.uri)
       if (named === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no resource "${request.params.uri}"; call resources/templates/list`)
       const answer = await paid(named.endpoint, named.input, request.params._meta, request.params.uri, ctx)
@@ -198,7 +215,8 @@ export const mcpEndpoint = (settings: McpToolsSettings) => {
         arguments: PROMPT_ARGUMENTS(endpoint)
       }))
     }))
-    server.setRequestHandler("prompts/get", async (request, ctx) => {
+    server.setRequestHandler("prompts/get", { params: AnyParams }, async (raw, ctx) => {
+      const request = { params: paramsOf(PromptParams, raw) }
       const endpoint = settings.endpoints.find((e) => promptName(e) === request.params.name)
       if (endpoint === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no prompt "${request.params.name}"; call prompts/list`)
       const answer = await paid(endpoint, { ...request.params.arguments }, request.params._meta, `${url}#prompt/${request.params.name}`, ctx)
