@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import { decodePaymentRequiredHeader } from "@x402/core/http"
 import { Either } from "effect"
 import { loadConfig, TESTNET_USDC } from "../src/config.js"
 import { type DemoServe, EXPECTED_STANDINGS, FAST_DEMO, listed, spawnDemoServe, waitForStandings } from "./support/demoServe.js"
+import { X402_MCP_EXTENSION } from "../src/verification/mcpAnswer.js"
+import { recordingFetch } from "./support/mcpWire.js"
 import { request } from "./support/server.js"
 
 /**
@@ -85,5 +88,21 @@ describe("e2e: the demo providers as npm start runs them", () => {
       expect.objectContaining({ scheme: "exact", network: "stellar:testnet", asset: TESTNET_USDC, payTo: exact!.payTo, amount: exact!.amount }),
       expect.objectContaining({ scheme: "upto", network: "stellar:testnet", asset: TESTNET_USDC, payTo: upto!.payTo, amount: upto!.maxAmount })
     ])
+  })
+
+  test("a demo seller's MCP speaks 2026-07-28: server/discover advertises org.x402/payment, and an advertising call is asked its own price", async () => {
+    const wire = recordingFetch()
+    const client = new Client(
+      { name: "demo-e2e", version: "1.0.0" },
+      { versionNegotiation: { mode: { pin: "2026-07-28" } }, capabilities: { extensions: { [X402_MCP_EXTENSION]: {} } } }
+    )
+    await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${demo.ports.fast}/demo-fast/mcp`), { fetch: wire.fetch }))
+    expect(client.getServerCapabilities()?.extensions?.[X402_MCP_EXTENSION]).toBeDefined()
+    await expect(client.callTool({ name: "inspect", arguments: { asset: "USDC:GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN" } })).rejects.toThrow(/payment_required/)
+    const asked = wire.exchanges.at(-1)!.response.result
+    const [exact] = advertised("demo-fast.mcp.inspect")
+    expect(asked.resultType).toBe("payment_required")
+    expect(asked.paymentRequired.accepts[0]).toMatchObject({ scheme: "exact", payTo: exact!.payTo, amount: exact!.amount })
+    await client.close()
   })
 })

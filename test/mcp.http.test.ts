@@ -2,11 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { apiKeyHash } from "../src/http/authLive.js"
 import { request, startServer, testConfig } from "./support/server.js"
+import { inspector } from "./support/inspector.js"
 import { TOOL_NAMES } from "./support/mcpTools.js"
 
 const KEY = "mcp-http-test-key-0123456789"
@@ -99,22 +97,6 @@ describe("MCP over Streamable HTTP at /mcp", () => {
     await client.close()
   })
 })
-
-/**
- * The MCP Inspector's CLI (a pinned devDependency), run as a user would, against the live port.
- * Asynchronously: the server answering it runs in this process. HOME is a scratch folder, since
- * the CLI keeps a catalog file there.
- */
-const inspector = async (args: ReadonlyArray<string>) => {
-  const run = Bun.spawn(["node_modules/.bin/mcp-inspector", "--cli", ...args], {
-    stdout: "pipe",
-    stderr: "pipe",
-    env: { ...process.env, HOME: mkdtempSync(join(tmpdir(), "inspector-")), MCP_CATALOG_PATH: undefined },
-    timeout: 30_000
-  })
-  const [stdout, stderr, exitCode] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited])
-  return { exitCode, stdout, stderr }
-}
 
 describe("the MCP Inspector CLI over the HTTP transport", () => {
   test("lists and calls Sextant's tools at /mcp", async () => {

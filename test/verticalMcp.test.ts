@@ -41,7 +41,7 @@ afterAll(async () => {
   await stack?.stop()
 })
 
-describe("the vertical as a paid MCP server (official MCP SDK on both sides)", () => {
+describe("the vertical as a paid MCP server to a 2025-11-25 client (official MCP SDK on both sides)", () => {
   test("four tools; unpaid calls ask the HTTP endpoint's price and payee through each binding", async () => {
     const http = await fetch(`${vertical.baseUrl}/inspect`, { method: "POST", body: JSON.stringify({ asset: CLAW }) })
     const httpChallenge = decodePaymentRequiredHeader(http.headers.get("payment-required")!)
@@ -53,10 +53,12 @@ describe("the vertical as a paid MCP server (official MCP SDK on both sides)", (
     expect(viaResult.structuredContent.accepts).toEqual(httpChallenge.accepts)
     expect(JSON.parse(viaResult.content[0].text)).toEqual(viaResult.structuredContent)
 
+    // The extension binding needs a 2026-07-28 request that advertises it: a 2025-era client's
+    // `initialize` capabilities never select it (verticalMcpPaid.test.ts covers the extension).
     const extended = await connect(true)
     const viaExtension = await call(extended, "inspect", { asset: CLAW })
-    expect(viaExtension.resultType).toBe("payment_required")
-    expect(viaExtension.paymentRequired.accepts).toEqual(httpChallenge.accepts)
+    expect(viaExtension.resultType).toBeUndefined()
+    expect(viaExtension.structuredContent.accepts).toEqual(httpChallenge.accepts)
     await plain.close()
     await extended.close()
   })
@@ -93,7 +95,8 @@ describe("the vertical as a paid MCP server (official MCP SDK on both sides)", (
     try {
       const { body } = await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "stellar-intel.mcp.inspect" } })
       expect(body).toMatchObject({ healthy: true, status: "PAYMENT_VERIFIED" })
-      expect(body.observation.method).toBe("tools/call extension")
+      // The binding is the probe's generation's: the tool-result one over 2025-11-25, the extension over 2026-07-28.
+      expect(body.observation.method).toMatch(/^tools\/call (tool-result|extension)$/)
       expect(body.observation).toMatchObject({ payTo: entry.paymentOptions[0]!.payTo, amount: entry.paymentOptions[0]!.amount })
     } finally {
       await server.close()

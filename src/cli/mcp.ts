@@ -3,7 +3,7 @@ import { FoundationLive, ServicesLive } from "../app.js"
 import type { Config } from "../config.js"
 import { localApiHandler } from "../http/server.js"
 import { type BuyToolOptions, makeBuyTool } from "../mcp/buyTool.js"
-import { makeMcpServer } from "../mcp/server.js"
+import { mcpServerFactory, serveMcpStdio } from "../mcp/server.js"
 import pkg from "../../package.json" with { type: "json" }
 import { CliExit, EXIT } from "./exit.js"
 import { stderrLogs } from "./logs.js"
@@ -64,8 +64,10 @@ export const mcp = (config: Config, flags: McpFlags) =>
           (buyer) => Effect.promise(() => buyer.dispose())
         )
     })
-    const { connectStdio, server } = makeMcpServer(api.handler, pkg.version, buyer === null ? [] : [buyer.tool])
-    yield* Effect.addFinalizer(() => Effect.promise(() => server.close()))
-    yield* Effect.promise(connectStdio)
+    const factory = mcpServerFactory(api.handler, pkg.version, buyer === null ? [] : [buyer.tool])
+    yield* Effect.acquireRelease(
+      Effect.sync(() => serveMcpStdio(factory)),
+      (served) => Effect.promise(() => served.close())
+    )
     yield* stdinClosed
   }).pipe(Effect.scoped, Effect.provide(stderrLogs(config)))

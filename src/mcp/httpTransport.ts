@@ -1,5 +1,4 @@
 import { type HttpApi, HttpApiBuilder, type HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import { Effect, Layer, Option, Redacted, Runtime } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import { AppConfig } from "../config.js"
@@ -7,13 +6,8 @@ import { ApiKeyAuth } from "../contract/auth.js"
 import { MethodNotAllowed } from "../domain/errors.js"
 import { ApiKeyAuthLive } from "../http/authLive.js"
 import { clientAddress } from "../limits/groups.js"
-import { makeMcpServer } from "./server.js"
-
-/**
- * The SDK compares `Host` and `Origin` as whole strings: the names this service answers to
- * (`foreignRequestRefusal`), at the port this request was addressed to.
- */
-const hostsAt = (names: ReadonlyArray<string>, port: string) => names.map((name) => (port === "" ? name : `${name}:${port}`))
+import { serveMcpHttp } from "./serveHttp.js"
+import { mcpServerFactory } from "./server.js"
 
 /** Where the service answers MCP over Streamable HTTP, beside the JSON API on the same port. */
 export const MCP_PATH = "/mcp"
@@ -22,7 +16,7 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i
 
 /**
  * `/mcp`: Sextant's MCP server over Streamable HTTP, the tools of `sextant mcp` answered by the
- * API this process serves, in-process. Stateless (a server and a transport per request, JSON
+ * API this process serves, in-process. Stateless in both generations (a server per request, JSON
  * answers, no session id): every tool call is one API request, so there is no state a session
  * would carry, and any instance behind a balancer can answer any request.
  *
@@ -67,12 +61,8 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
       )
 
     const bracketed = (name: string) => (name.includes(":") && !name.startsWith("[") ? `[${name}]` : name)
-    const names = [...new Set(["localhost", "127.0.0.1", "[::1]", ...[config.host, ...config.allowedHosts].map(bracketed)])]
-    const rebindingLists = (host: string | undefined) => {
-      const port = /:(\d+)$/.exec(host ?? "")?.[1] ?? ""
-      const allowedHosts = [...names, ...hostsAt(names, port)]
-      return { allowedHosts, allowedOrigins: ["http", "https"].flatMap((scheme) => allowedHosts.map((host) => `${scheme}://${host}`)) }
-    }
+    // The names this service answers to (`foreignRequestRefusal`); the SDK's checks ignore the port.
+    const hostnames = [...new Set(["localhost", "127.0.0.1", "[::1]", ...[config.host, ...config.allowedHosts].map(bracketed)])]
 
     const answer = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -89,25 +79,12 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
       // The error middleware has read and checked the body already (size, JSON depth); it is cached.
       const body = request.method === "POST" ? yield* Effect.orElseSucceed(request.json, () => undefined) : undefined
       const caller = clientAddress(config.limits, request.headers, Option.getOrUndefined(request.remoteAddress))
-      const { server } = makeMcpServer(inProcess(authorization, caller, request.headers["host"]), pkg.version)
-      const transport = new WebStandardStreamableHTTPServerTransport({
-        sessionIdGenerator: undefined,
-        enableJsonResponse: true,
-        // The MCP specification asks servers to validate Origin. The admission middleware refuses
-        // foreign names first (open mode); the SDK's own check holds the same names here too.
-        ...(apiKeys.length === 0 ? { enableDnsRebindingProtection: true, ...rebindingLists(request.headers["host"]) } : {})
-      })
-      return yield* Effect.acquireUseRelease(
-        Effect.promise(() => server.connect(transport)),
-        () =>
-          Effect.promise(() =>
-            transport.handleRequest(
-              new Request(new URL(request.url, "http://sextant.local"), { method: request.method, headers: new Headers(request.headers) }),
-              body === undefined ? undefined : { parsedBody: body }
-            )
-          ).pipe(Effect.map(HttpServerResponse.fromWeb)),
-        () => Effect.promise(() => server.close())
-      )
+      const factory = mcpServerFactory(inProcess(authorization, caller, request.headers["host"]), pkg.version)
+      const web = new Request(new URL(request.url, "http://sextant.local"), { method: request.method, headers: new Headers(request.headers) })
+      // The MCP specification asks servers to validate Origin. The admission middleware refuses
+      // foreign names first (open mode); the SDK's own check holds the same names here too.
+      const answered = yield* Effect.promise(() => serveMcpHttp(factory, web, body, apiKeys.length === 0 ? { hostnames } : undefined))
+      return HttpServerResponse.fromWeb(answered)
     })
     yield* router.all(MCP_PATH, answer)
   })

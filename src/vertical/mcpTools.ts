@@ -1,23 +1,20 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Server } from "@modelcontextprotocol/sdk/server/index.js"
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
-import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
-import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from "@x402/core/http"
+import { inputRequired, ProtocolError, ProtocolErrorCode, Server, type ServerContext } from "@modelcontextprotocol/server"
 import { Effect, Runtime } from "effect"
-import { randomUUID } from "node:crypto"
+import { z } from "zod"
+import { type McpFactory, serveMcpHttp } from "../mcp/serveHttp.js"
 import { toolJsonSchema } from "../mcp/jsonSchema.js"
-import { PAYMENT_META, PAYMENT_RESPONSE_META, X402_MCP_EXTENSION } from "../verification/mcpAnswer.js"
+import { X402_MCP_EXTENSION } from "../verification/mcpAnswer.js"
 import { AssetBody, EligibilityBody } from "./assetRef.js"
 import type { VerticalError } from "./errors.js"
-import { type Endpoint, Paywall } from "./Paywall.js"
+import { advertisesPayment, canElicit, type Era, type PaidOutcome, paymentOf, requestCapabilities, runPaid, settlementMeta } from "./mcpPayment.js"
+import type { Endpoint, Paywall } from "./Paywall.js"
 import type { IntelSettings } from "./queries.js"
 import type { StellarData } from "./StellarData.js"
 
-/** Where a vertical serves its endpoints as MCP tools: `/<name>/mcp`. */
+/** Where a vertical serves its endpoints over MCP: `/<name>/mcp`. */
 export const mcpPath = (name: string): `/${string}` => `/${name}/mcp`
 
-/** Sessions kept at once; the oldest is dropped beyond it, so idle clients cannot grow memory. */
-const MAX_SESSIONS = 1_000
 /** An MCP message is small; a larger body is refused unread. */
 const MAX_MESSAGE_BYTES = 64 * 1024
 
@@ -34,95 +31,210 @@ export interface McpToolsSettings {
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
 
-const errorResult = (text: string, meta?: Record<string, unknown>): CallToolResult => ({
-  isError: true,
-  content: [{ type: "text", text }],
-  ...(meta ? { _meta: meta } : {})
-})
+/** A paid resource's URI: `rwa://<vertical>/<endpoint>?asset=…[&wallet=…]`; its template lists the parameters. */
+export const resourceTemplate = (name: string, endpoint: Endpoint) => `rwa://${name}/${endpoint}{?asset${endpoint === "eligibility" ? ",wallet" : ""}}`
+
+/** The endpoint and input a paid resource URI names, or undefined when it names none of this vertical's. */
+export const readResourceUri = (name: string, endpoints: ReadonlyArray<Endpoint>, uri: string): { endpoint: Endpoint; input: Record<string, string> } | undefined => {
+  let url: URL
+  try {
+    url = new URL(uri)
+  } catch {
+    return undefined
+  }
+  const endpoint = endpoints.find((e) => url.pathname === `/${e}`)
+  if (url.protocol !== "rwa:" || url.host !== name || endpoint === undefined) return undefined
+  return { endpoint, input: Object.fromEntries(url.searchParams) }
+}
 
 /**
- * The vertical's four endpoints as paid MCP tools over Streamable HTTP (the x402 MCP transport),
- * with the same prices, payee, paywall and answers as the HTTP endpoints. An unpaid call is
- * answered through the extension binding (`resultType: "payment_required"`) when the client
- * advertised `org.x402/payment` at `initialize`, else through the tool-result binding (`isError`
- * with the PaymentRequired). A call with `_meta["x402/payment"]` follows the HTTP order: input
- * checked, payment verified, data fetched, then settled, and the data leaves only with
- * `_meta["x402/payment-response"]`. Sessions are kept so the binding follows the client's
- * `initialize`.
+ * Params as the protocol layer reads them before a handler: any object. The SDK parses a spec
+ * method's params with its own schema and answers a failure -32603 with the validation dump;
+ * reading them here answers malformed params -32602, as MCP asks (`tools/call` has the SDK's own check).
+ */
+const AnyParams = z.looseObject({})
+const ReadParams = z.looseObject({ uri: z.string(), _meta: z.looseObject({}).optional() })
+const PromptParams = z.looseObject({ name: z.string(), arguments: z.record(z.string(), z.string()).optional(), _meta: z.looseObject({}).optional() })
+
+const paramsOf = <T>(schema: z.ZodType<T>, raw: unknown): T => {
+  const parsed = schema.safeParse(raw)
+  if (!parsed.success) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `invalid params: ${parsed.error.issues.map((i) => `${i.path.join(".") || "params"}: ${i.message}`).join("; ")}`)
+  return parsed.data
+}
+
+/** A paid prompt per endpoint: the endpoint's findings, bought, framed for a model to review. */
+export const promptName = (endpoint: Endpoint) => `rwa_${endpoint}_review`
+
+const PROMPT_ARGUMENTS = (endpoint: Endpoint) => [
+  { name: "asset", description: "CODE:ISSUER, a token contract C…, or XLM", required: true },
+  ...(endpoint === "eligibility" ? [{ name: "wallet", description: "The G… account that would hold the asset", required: true }] : [])
+]
+
+/**
+ * The wallet an eligibility check lacks, asked of the client as an `input_required` round
+ * (2026-07-28's multi-round-trip request) when the request declared elicitation; the retried
+ * request carries the answer in `inputResponses`, which is untrusted: the endpoint's own input
+ * schema judges it. A 2025-era request, or one that cannot elicit, is refused as the HTTP endpoint
+ * refuses a body without a wallet.
+ */
+const WALLET_REQUEST = inputRequired.elicit({
+  message: "Which Stellar account (G…) should be checked for this asset?",
+  requestedSchema: { type: "object", properties: { wallet: { type: "string", description: "A G… account id" } }, required: ["wallet"] }
+})
+
+const elicitedWallet = (inputResponses: Record<string, unknown> | undefined): string | undefined => {
+  const answer = inputResponses?.["wallet"]
+  const content = isObject(answer) && answer["action"] === "accept" ? answer["content"] : undefined
+  return isObject(content) && typeof content["wallet"] === "string" ? content["wallet"] : undefined
+}
+
+/** The input with any elicited wallet, or undefined when a wallet must be asked first. */
+const completeInput = (endpoint: Endpoint, input: unknown, ctx: ServerContext, capabilities: Record<string, unknown>, era: Era) => {
+  if (endpoint !== "eligibility" || !isObject(input) || input["wallet"] !== undefined) return input
+  const wallet = elicitedWallet(ctx.mcpReq.inputResponses)
+  if (wallet !== undefined) return { ...input, wallet }
+  return era === "modern" && canElicit(capabilities) ? undefined : input
+}
+
+/** An outcome's wire form for a method that has no tool-result binding (resources/read, prompts/get). */
+const nonToolAnswer = <R>(outcome: PaidOutcome<unknown>, extension: boolean, deliver: (data: unknown) => R): R => {
+  switch (outcome._tag) {
+    case "Delivered":
+      return { ...deliver(outcome.data), ...settlementMeta(outcome.settlement) } as R
+    case "PaymentAsked":
+      if (extension) return { resultType: "payment_required", paymentRequired: outcome.paymentRequired, ...settlementMeta(outcome.settlement) } as unknown as R
+      // x402's MCP transport has no payment request for these methods outside the extension.
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidRequest,
+        `payment required: this is paid, and a payment can be asked only of a 2026-07-28 request that advertises the ${X402_MCP_EXTENSION} extension in its client capabilities (or call the matching tool); nothing was run or charged`,
+        settlementMeta(outcome.settlement)
+      )
+    case "Refused":
+      throw new ProtocolError(
+        outcome.error.startsWith("INVALID") || outcome.error.startsWith("BODY") ? ProtocolErrorCode.InvalidParams : ProtocolErrorCode.InternalError,
+        `${outcome.error}: ${outcome.message}`,
+        settlementMeta(outcome.settlement)
+      )
+  }
+}
+
+const toolAnswer = (outcome: PaidOutcome<unknown>, extension: boolean) => {
+  const json = (value: unknown) => [{ type: "text" as const, text: JSON.stringify(value) }]
+  switch (outcome._tag) {
+    case "Delivered":
+      return { structuredContent: outcome.data as Record<string, unknown>, content: json(outcome.data), ...settlementMeta(outcome.settlement) }
+    case "PaymentAsked":
+      return (
+        extension
+          ? { content: [], resultType: "payment_required", paymentRequired: outcome.paymentRequired, ...settlementMeta(outcome.settlement) }
+          : { isError: true, structuredContent: outcome.paymentRequired as unknown as Record<string, unknown>, content: json(outcome.paymentRequired), ...settlementMeta(outcome.settlement) }
+      )
+    case "Refused":
+      return { isError: true, content: [{ type: "text" as const, text: `${outcome.error}: ${outcome.message}` }], ...settlementMeta(outcome.settlement) }
+  }
+}
+
+/**
+ * The vertical's four endpoints over MCP, paid with x402 (the x402 MCP transport), at the HTTP
+ * endpoints' prices, payee and paywall: each as a tool, as a resource read (`rwa://…`, listed as
+ * templates) and as a prompt that frames the bought findings for review. Both generations are
+ * served statelessly. The binding is decided per request: a 2026-07-28 request that advertises
+ * `org.x402/payment` is asked with `resultType: "payment_required"` (the server advertises the
+ * extension in `server/discover`); any other tool call gets the tool-result binding (`isError` with
+ * the PaymentRequired); a resource read or prompt outside the extension gets a JSON-RPC error and
+ * nothing runs. A request with `_meta["x402/payment"]` is served in the HTTP order (`runPaid`).
  */
 export const mcpEndpoint = (settings: McpToolsSettings) => {
-  const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>()
   const url = `${settings.origin}${mcpPath(settings.name)}`
+  const schemaOf = (endpoint: Endpoint) => (endpoint === "eligibility" ? EligibilityBody : AssetBody)
+  const tools = settings.endpoints.map((endpoint) => ({
+    name: endpoint,
+    description: `${settings.descriptions[endpoint]} Paid per call with x402 on Stellar.`,
+    inputSchema: toolJsonSchema(schemaOf(endpoint))
+  }))
 
-  const serverFor = (runtime: Runtime.Runtime<Paywall | StellarData>) => {
-    const server = new Server({ name: settings.name, version: "1.0.0" }, { capabilities: { tools: {} } })
+  const serverFor = (runtime: Runtime.Runtime<Paywall | StellarData>, era: Era): Server => {
+    const server = new Server(
+      { name: settings.name, version: "1.0.0" },
+      { capabilities: { tools: {}, resources: {}, prompts: {}, ...(era === "modern" ? { extensions: { [X402_MCP_EXTENSION]: {} } } : {}) } }
+    )
     const run = Runtime.runPromise(runtime)
 
-    const paymentRequired = (endpoint: Endpoint, reason: string) =>
-      Effect.gen(function* () {
-        const paywall = yield* Paywall
-        const header = yield* paywall.challenge(endpoint, { url: `${url}#${endpoint}`, description: settings.descriptions[endpoint], mimeType: "application/json" }, reason)
-        const required = decodePaymentRequiredHeader(header)
-        const advertised = server.getClientCapabilities()?.extensions?.[X402_MCP_EXTENSION] !== undefined
-        return (
-          advertised
-            ? { content: [], resultType: "payment_required", paymentRequired: required }
-            : { isError: true, structuredContent: required as unknown as Record<string, unknown>, content: [{ type: "text", text: JSON.stringify(required) }] }
-        ) as CallToolResult
-      })
-
-    const paid = (endpoint: Endpoint, input: unknown, payment: unknown) =>
-      Effect.gen(function* () {
-        const paywall = yield* Paywall
-        const query = yield* settings.queryFor(endpoint, input, settings.intel)
-        const verified = yield* paywall.verify(endpoint, encodePaymentSignatureHeader(payment as Parameters<typeof encodePaymentSignatureHeader>[0]))
-        // Rendered before settling, so nothing that can fail stands between the charge and the answer.
-        const answer = yield* query
-        const settled = decodePaymentResponseHeader(yield* paywall.settle(verified))
-        return {
-          structuredContent: answer as Record<string, unknown>,
-          content: [{ type: "text", text: JSON.stringify(answer) }],
-          _meta: { [PAYMENT_RESPONSE_META]: settled }
-        } satisfies CallToolResult
-      })
-
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({
-      tools: settings.endpoints.map((endpoint) => ({
-        name: endpoint,
-        description: `${settings.descriptions[endpoint]} Paid per call with x402 on Stellar.`,
-        inputSchema: toolJsonSchema(endpoint === "eligibility" ? EligibilityBody : AssetBody)
-      }))
-    }))
-
-    server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
-      const endpoint = settings.endpoints.find((e) => e === request.params.name)
-      if (endpoint === undefined) return errorResult(`unknown tool "${request.params.name}"; call tools/list`)
-      const payment = request.params._meta?.[PAYMENT_META]
-      const answer = isObject(payment)
-        ? paid(endpoint, request.params.arguments ?? {}, payment)
-        : paymentRequired(endpoint, "Payment required")
-      return run(
-        answer.pipe(
-          Effect.catchAll((e: VerticalError) => {
-            if (e._tag === "PaymentRequired") return paymentRequired(endpoint, e.reason ?? "Payment required")
-            const { error, message, headers } = settings.errorAnswer(e)
-            const response = headers["PAYMENT-RESPONSE"]
-            return Effect.succeed(errorResult(`${error}: ${message}`, response ? { [PAYMENT_RESPONSE_META]: decodePaymentResponseHeader(response) } : undefined))
-          })
+    /** One paid operation of `endpoint` for this request, or an `input_required` round asking for what it lacks. */
+    const paid = async (endpoint: Endpoint, input: unknown, meta: unknown, resourceUrl: string, ctx: ServerContext) => {
+      const capabilities = requestCapabilities(era, ctx.mcpReq.envelope)
+      const payment = paymentOf(meta)
+      const complete = payment === undefined ? input : completeInput(endpoint, input, ctx, capabilities, era)
+      if (complete === undefined) return { _tag: "InputRequired", result: inputRequired({ inputRequests: { wallet: WALLET_REQUEST } }) } as const
+      const outcome = await run(
+        runPaid(
+          {
+            endpoint,
+            resource: { url: resourceUrl, description: settings.descriptions[endpoint], mimeType: "application/json" },
+            payment,
+            query: settings.queryFor(endpoint, complete, settings.intel)
+          },
+          settings.errorAnswer
         )
       )
+      return { _tag: "Outcome", outcome, extension: advertisesPayment(capabilities) } as const
+    }
+
+    server.setRequestHandler("tools/list", async () => ({ tools }))
+    server.setRequestHandler("tools/call", async (request, ctx) => {
+      const endpoint = settings.endpoints.find((e) => e === request.params.name)
+      if (endpoint === undefined) return { isError: true, content: [{ type: "text" as const, text: `unknown tool "${request.params.name}"; call tools/list` }] }
+      const answer = await paid(endpoint, request.params.arguments ?? {}, request.params._meta, `${url}#${endpoint}`, ctx)
+      return answer._tag === "InputRequired" ? answer.result : toolAnswer(answer.outcome, answer.extension)
+    })
+
+    server.setRequestHandler("resources/list", async () => ({ resources: [] }))
+    server.setRequestHandler("resources/templates/list", async () => ({
+      resourceTemplates: settings.endpoints.map((endpoint) => ({
+        uriTemplate: resourceTemplate(settings.name, endpoint),
+        name: endpoint,
+        description: `${settings.descriptions[endpoint]} Paid per read with x402 on Stellar.`,
+        mimeType: "application/json"
+      }))
+    }))
+    server.setRequestHandler("resources/read", { params: AnyParams }, async (raw, ctx) => {
+      const request = { params: paramsOf(ReadParams, raw) }
+      const named = readResourceUri(settings.name, settings.endpoints, request.params.uri)
+      if (named === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no resource "${request.params.uri}"; call resources/templates/list`)
+      const answer = await paid(named.endpoint, named.input, request.params._meta, request.params.uri, ctx)
+      if (answer._tag === "InputRequired") return answer.result
+      return nonToolAnswer(answer.outcome, answer.extension, (data) => ({
+        contents: [{ uri: request.params.uri, mimeType: "application/json", text: JSON.stringify(data) }]
+      }))
+    })
+
+    server.setRequestHandler("prompts/list", async () => ({
+      prompts: settings.endpoints.map((endpoint) => ({
+        name: promptName(endpoint),
+        description: `A review of the ${endpoint} findings for an asset, bought with x402 on Stellar at the ${endpoint} price.`,
+        arguments: PROMPT_ARGUMENTS(endpoint)
+      }))
+    }))
+    server.setRequestHandler("prompts/get", { params: AnyParams }, async (raw, ctx) => {
+      const request = { params: paramsOf(PromptParams, raw) }
+      const endpoint = settings.endpoints.find((e) => promptName(e) === request.params.name)
+      if (endpoint === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no prompt "${request.params.name}"; call prompts/list`)
+      const answer = await paid(endpoint, { ...request.params.arguments }, request.params._meta, `${url}#prompt/${request.params.name}`, ctx)
+      if (answer._tag === "InputRequired") return answer.result
+      return nonToolAnswer(answer.outcome, answer.extension, (data) => ({
+        description: `${settings.descriptions[endpoint]}`,
+        messages: [
+          {
+            role: "user" as const,
+            content: {
+              type: "text" as const,
+              text: `Review these ${endpoint} findings from ${settings.name} (observed on-ledger facts, not legal advice) and say what they mean for a holder:\n\n${JSON.stringify(data, null, 2)}`
+            }
+          }
+        ]
+      }))
     })
     return server
-  }
-
-  const remember = (id: string, transport: WebStandardStreamableHTTPServerTransport) => {
-    sessions.set(id, transport)
-    if (sessions.size <= MAX_SESSIONS) return
-    const oldest = sessions.keys().next().value
-    if (oldest !== undefined) {
-      void sessions.get(oldest)?.close()
-      sessions.delete(oldest)
-    }
   }
 
   return Effect.gen(function* () {
@@ -139,16 +251,7 @@ export const mcpEndpoint = (settings: McpToolsSettings) => {
       return HttpServerResponse.unsafeJson({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error" } }, { status: 400 })
     }
     const web = new Request(new URL(request.url, settings.origin), { method: request.method, headers: new Headers(request.headers) })
-    const options = body === undefined ? undefined : { parsedBody: body }
-    const known = sessions.get(request.headers["mcp-session-id"] ?? "")
-    if (known !== undefined) return HttpServerResponse.fromWeb(yield* Effect.promise(() => known.handleRequest(web, options)))
-    const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      enableJsonResponse: true,
-      onsessioninitialized: (id): void => remember(id, transport),
-      onsessionclosed: (id) => void sessions.delete(id)
-    })
-    yield* Effect.promise(() => serverFor(runtime).connect(transport))
-    return HttpServerResponse.fromWeb(yield* Effect.promise(() => transport.handleRequest(web, options)))
+    const factory: McpFactory = (era) => serverFor(runtime, era)
+    return HttpServerResponse.fromWeb(yield* Effect.promise(() => serveMcpHttp(factory, web, body)))
   })
 }

@@ -1,0 +1,54 @@
+import { describe, expect, test } from "bun:test"
+import { X402_MCP_EXTENSION } from "../src/verification/mcpAnswer.js"
+import { advertisesPayment, canElicit, CLIENT_CAPABILITIES_META, paymentOf, requestCapabilities } from "../src/vertical/mcpPayment.js"
+import { readResourceUri, resourceTemplate } from "../src/vertical/mcpTools.js"
+import { ENDPOINTS } from "../src/vertical/VerticalApp.js"
+
+const envelope = (capabilities: unknown) => ({ [CLIENT_CAPABILITIES_META]: capabilities })
+
+describe("which x402 MCP binding a request gets (pure)", () => {
+  test("only a 2026-07-28 request's own capabilities can select the extension", () => {
+    const declared = envelope({ extensions: { [X402_MCP_EXTENSION]: {} } })
+    expect(advertisesPayment(requestCapabilities("modern", declared))).toBe(true)
+    // A 2025-era request has no per-request capabilities: whatever its envelope-like _meta says.
+    expect(advertisesPayment(requestCapabilities("legacy", declared))).toBe(false)
+    expect(advertisesPayment(requestCapabilities("modern", envelope({ extensions: {} })))).toBe(false)
+    expect(advertisesPayment(requestCapabilities("modern", envelope({ extensions: ["org.x402/payment"] })))).toBe(false)
+    expect(advertisesPayment(requestCapabilities("modern", undefined))).toBe(false)
+  })
+
+  test("elicitation is asked only of a request that declared it", () => {
+    expect(canElicit(requestCapabilities("modern", envelope({ elicitation: { form: {} } })))).toBe(true)
+    expect(canElicit(requestCapabilities("modern", envelope({})))).toBe(false)
+    expect(canElicit(requestCapabilities("legacy", envelope({ elicitation: {} })))).toBe(false)
+  })
+
+  test("a payment is an object under x402/payment; anything else is no payment", () => {
+    expect(paymentOf({ "x402/payment": { x402Version: 2 } })).toEqual({ x402Version: 2 })
+    expect(paymentOf({ "x402/payment": "base64" })).toBeUndefined()
+    expect(paymentOf({ "x402/payment": [1] })).toBeUndefined()
+    expect(paymentOf(undefined)).toBeUndefined()
+  })
+})
+
+describe("paid resource URIs (pure)", () => {
+  test("each endpoint's template names its parameters", () => {
+    expect(ENDPOINTS.map((e) => resourceTemplate("stellar-intel", e))).toEqual([
+      "rwa://stellar-intel/inspect{?asset}",
+      "rwa://stellar-intel/changes{?asset}",
+      "rwa://stellar-intel/compliance{?asset}",
+      "rwa://stellar-intel/eligibility{?asset,wallet}"
+    ])
+  })
+
+  test("a URI names an endpoint and its input only under this vertical's name and scheme", () => {
+    expect(readResourceUri("stellar-intel", ENDPOINTS, "rwa://stellar-intel/eligibility?asset=CLAW%3AGABC&wallet=GXYZ")).toEqual({
+      endpoint: "eligibility",
+      input: { asset: "CLAW:GABC", wallet: "GXYZ" }
+    })
+    expect(readResourceUri("stellar-intel", ENDPOINTS, "rwa://demo-fast/inspect?asset=X")).toBeUndefined()
+    expect(readResourceUri("stellar-intel", ENDPOINTS, "https://stellar-intel/inspect?asset=X")).toBeUndefined()
+    expect(readResourceUri("stellar-intel", ENDPOINTS, "rwa://stellar-intel/status")).toBeUndefined()
+    expect(readResourceUri("stellar-intel", ENDPOINTS, "not a uri")).toBeUndefined()
+  })
+})
