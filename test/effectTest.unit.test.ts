@@ -95,3 +95,35 @@ describe("runScoped", () => {
     expect(closed).toEqual(["Success", "Failure"])
   })
 })
+
+const T0 = Date.UTC(2020, 0, 1)
+
+layer(Layer.empty, { testClock: "suite" })("a suite on one TestClock", (it) => {
+  it.effect("a time one test sets", () => TestClock.setTime(T0))
+
+  it.effect("holds in the next", () =>
+    Effect.gen(function* () {
+      expect(yield* Clock.currentTimeMillis).toBe(T0)
+    })
+  )
+
+  it.live("and it.live still reads the real clock", () =>
+    Effect.gen(function* () {
+      expect(Math.abs((yield* Clock.currentTimeMillis) - Date.now())).toBeLessThan(60_000)
+    })
+  )
+})
+
+describe("each it.effect outside such a suite", () => {
+  it.effect("starts on its own TestClock at zero", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+    })
+  )
+
+  it.effect("so no time leaks from the test before", () =>
+    Effect.gen(function* () {
+      expect(yield* Clock.currentTimeMillis).toBe(0)
+    })
+  )
+})

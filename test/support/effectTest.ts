@@ -4,7 +4,7 @@
  * runner has no such package, so this is the small part of it the suites use.
  */
 import { afterAll, describe, test } from "bun:test"
-import { Cause, Chunk, Effect, Exit, Inspectable, Layer, ManagedRuntime, type Scope, TestContext, type TestServices } from "effect"
+import { Cause, Chunk, Effect, Exit, Inspectable, Layer, ManagedRuntime, type Scope, TestContext, TestServices } from "effect"
 
 /** A test body: an Effect, or a function making one (so each run starts fresh). */
 export type TestBody<A, E, R> = Effect.Effect<A, E, R> | (() => Effect.Effect<A, E, R>)
@@ -59,24 +59,37 @@ const tester = <R, ER, RT>(
   return Object.assign(register(test), { fails: register(test.failing) })
 }
 
-const methods = <R, ER>(runtime: ManagedRuntime.ManagedRuntime<R, ER>): Methods<R> => ({
-  effect: tester(runtime, (effect) => Effect.provide(effect, TestContext.TestContext)),
-  live: tester(runtime, (effect) => effect),
+const methods = <R, ER>(runtime: ManagedRuntime.ManagedRuntime<R, ER>, suiteClock: boolean): Methods<R> => ({
+  // In a suite on one TestClock the runtime holds the test services, which the types do not see.
+  effect: tester(runtime, (effect) =>
+    suiteClock ? (effect as Effect.Effect<Effect.Effect.Success<typeof effect>, Effect.Effect.Error<typeof effect>, R | Scope.Scope>) : Effect.provide(effect, TestContext.TestContext)
+  ),
+  live: tester(runtime, (effect) => (suiteClock ? TestServices.provideLive(effect) : effect)),
   run: (effect) => runScoped(runtime, effect)
 })
 
 /** Tests needing no service but their own scope. */
-export const it: Methods<never> = methods(ManagedRuntime.make(Layer.empty))
+export const it: Methods<never> = methods(ManagedRuntime.make(Layer.empty), false)
+
+export interface SuiteOptions {
+  /**
+   * One TestClock for the whole suite, the layer built on it: a time one test sets holds in the
+   * next, and the services' own timers wait for `TestClock.adjust`. Without it each `it.effect`
+   * gets a fresh TestClock and the services run on the real clock, as a suite over real I/O needs.
+   */
+  readonly testClock?: "suite" | "test"
+}
 
 /**
  * A suite whose tests share the services of `layer`: built once, on the first test that runs, and
  * released (its scope closed: servers stopped, files closed) after the suite's last test.
  */
 export const layer =
-  <R, E>(layer: Layer.Layer<R, E>) =>
+  <R, E>(layer: Layer.Layer<R, E>, options: SuiteOptions = {}) =>
   (name: string, body: (it: Methods<R>) => void) =>
     describe(name, () => {
-      const runtime = ManagedRuntime.make(layer)
+      const suiteClock = options.testClock === "suite"
+      const runtime = ManagedRuntime.make(suiteClock ? Layer.provideMerge(layer, TestContext.TestContext) : layer)
       afterAll(() => runtime.dispose())
-      body(methods(runtime))
+      body(methods(runtime, suiteClock))
     })
