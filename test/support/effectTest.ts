@@ -73,9 +73,10 @@ export const it: Methods<never> = methods(ManagedRuntime.make(Layer.empty), fals
 
 export interface SuiteOptions {
   /**
-   * One TestClock for the whole suite, the layer built on it: a time one test sets holds in the
-   * next, and the services' own timers wait for `TestClock.adjust`. Without it each `it.effect`
-   * gets a fresh TestClock and the services run on the real clock, as a suite over real I/O needs.
+   * `"suite"`: one TestClock for the whole suite, so a time one test sets holds in the next. The
+   * layer is still built on the real clock (a service that waits while starting would otherwise
+   * wait for ever); what the tests run reads the TestClock. `"test"` (the default): each `it.effect`
+   * starts on a fresh TestClock.
    */
   readonly testClock?: "suite" | "test"
 }
@@ -89,7 +90,7 @@ export const layer =
   (name: string, body: (it: Methods<R>) => void) =>
     describe(name, () => {
       const suiteClock = options.testClock === "suite"
-      const runtime = ManagedRuntime.make(suiteClock ? Layer.provideMerge(layer, TestContext.TestContext) : layer)
+      const runtime = ManagedRuntime.make(suiteClock ? Layer.merge(layer, TestContext.TestContext) : layer)
       afterAll(() => runtime.dispose())
       body(methods(runtime, suiteClock))
     })
