@@ -145,9 +145,9 @@ layer(receiptServiceLayer(join(folder, "sextant.db"), Signer.ed25519(keyFile), e
         bodySha256: new Bun.CryptoHasher("sha256").update('{"issuer":"GA..."}').digest("hex")
       })
       const [row] = yield* Effect.flatMap(
-          SqlClient.SqlClient,
-          (sql) => sql<{ receipt: string; resource_id: string }>`SELECT receipt, resource_id FROM receipts WHERE id = ${receipt.receiptId}`
-        )
+        SqlClient.SqlClient,
+        (sql) => sql<{ receipt: string; resource_id: string }>`SELECT receipt, resource_id FROM receipts WHERE id = ${receipt.receiptId}`
+      )
       expect(row?.resource_id).toBe("meridian-rwa.rwa.inspect")
       expect(JSON.parse(row!.receipt)).toEqual(receipt)
       const fetched = yield* Effect.flatMap(ReceiptService, (s) => s.get(receipt.receiptId))
@@ -241,15 +241,15 @@ layer(receiptServiceLayer(join(folder, "sextant.db"), Signer.ed25519(keyFile), e
       const [before] = yield* receiptCount()
       const eventsBefore = events.length
       const mismatches = yield* Effect.forEach(
-          [
-            meridian({ network: "stellar:pubnet", scheme: "upto", asset: TESTNET_USDC, amount: "5000", transactionHash: "1".repeat(64) }),
-            meridian({ network: "stellar:testnet", scheme: "upto", asset: "EURC", amount: "5000" }),
-            meridian({ network: "stellar:testnet", scheme: "exact", asset: "USDC", amount: "12001" }),
-            meridian({ network: "stellar:testnet", scheme: "upto", asset: "USDC", amount: "5000", maxAmount: "30001" }),
-            meridian({ network: "stellar:testnet", scheme: "exact", asset: "USDC", amount: "12000" }, { schemes: ["upto"] })
-          ],
-          (request) => Effect.flip(Effect.flatMap(ReceiptService, (s) => s.create(request)))
-        )
+        [
+          meridian({ network: "stellar:pubnet", scheme: "upto", asset: TESTNET_USDC, amount: "5000", transactionHash: "1".repeat(64) }),
+          meridian({ network: "stellar:testnet", scheme: "upto", asset: "EURC", amount: "5000" }),
+          meridian({ network: "stellar:testnet", scheme: "exact", asset: "USDC", amount: "12001" }),
+          meridian({ network: "stellar:testnet", scheme: "upto", asset: "USDC", amount: "5000", maxAmount: "30001" }),
+          meridian({ network: "stellar:testnet", scheme: "exact", asset: "USDC", amount: "12000" }, { schemes: ["upto"] })
+        ],
+        (request) => Effect.flip(Effect.flatMap(ReceiptService, (s) => s.create(request)))
+      )
 
       for (const error of mismatches) {
         expect(error).toBeInstanceOf(PaymentMismatch)
@@ -286,9 +286,9 @@ layer(receiptServiceLayer(join(folder, "sextant.db"), Signer.ed25519(keyFile), e
       expect(new Set([first.receiptId, second.receiptId, third.receiptId]).size).toBe(3)
       for (const r of [first, second, third]) expect(verifyReceipt(r).valid).toBe(true)
       const stored = yield* Effect.flatMap(
-          SqlClient.SqlClient,
-          (sql) => sql<{ n: number }>`SELECT COUNT(*) AS n FROM receipts WHERE transaction_hash = ${hash}`
-        )
+        SqlClient.SqlClient,
+        (sql) => sql<{ n: number }>`SELECT COUNT(*) AS n FROM receipts WHERE transaction_hash = ${hash}`
+      )
       expect(Number(stored[0]?.n)).toBe(3)
       expect(events.slice(before).map((e) => [e.resourceId, e.transactionHash, e.success])).toEqual([
         ["meridian-rwa.rwa.inspect", hash, true]
