@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test"
 import { Clock, Context, Data, Effect, Fiber, Layer, ManagedRuntime, Option, Ref, TestClock } from "effect"
-import { EffectTestFailure, it, layer, runScoped } from "./support/effectTest.js"
+import { EffectTestFailure, it, layer, runScoped, runWith } from "./support/effectTest.js"
 
 class Refused extends Data.TaggedError("Refused")<{ readonly reason: string }> {}
 
@@ -126,4 +126,21 @@ describe("each it.effect outside such a suite", () => {
       expect(yield* Clock.currentTimeMillis).toBe(0)
     })
   )
+})
+
+describe("runWith", () => {
+  test("runs once on a layer built for it, released after, whether the effect succeeds or fails", async () => {
+    const log: Array<string> = []
+    const counted = Layer.scoped(
+      Resource,
+      Effect.acquireRelease(
+        Effect.sync(() => (log.push("opened"), { opened: log.length })),
+        () => Effect.sync(() => log.push("closed"))
+      )
+    )
+    expect(await runWith(counted, Effect.map(Resource, (r) => r.opened))).toBe(1)
+    const failed = await runWith(counted, Effect.fail(new Refused({ reason: "seed refused" }))).catch((e: unknown) => e)
+    expect(failed).toBeInstanceOf(EffectTestFailure)
+    expect(log).toEqual(["opened", "closed", "opened", "closed"])
+  })
 })

@@ -48,6 +48,19 @@ export const runScoped = async <A, E, R, ER>(runtime: ManagedRuntime.ManagedRunt
   return exit.value
 }
 
+/**
+ * Runs `effect` once on `layer`, built for it and released after: for seeding a store before a
+ * suite starts its server (a `beforeAll`), where no test is running yet.
+ */
+export const runWith = async <A, E, R, ER>(layer: Layer.Layer<R, ER>, effect: Effect.Effect<A, E, R | Scope.Scope>) => {
+  const runtime = ManagedRuntime.make(layer)
+  try {
+    return await runScoped(runtime, effect)
+  } finally {
+    await runtime.dispose()
+  }
+}
+
 const tester = <R, ER, RT>(
   runtime: ManagedRuntime.ManagedRuntime<R, ER>,
   around: <A, E>(effect: Effect.Effect<A, E, RT | Scope.Scope>) => Effect.Effect<A, E, R | Scope.Scope>
