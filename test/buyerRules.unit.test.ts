@@ -14,6 +14,7 @@ import { paidToolAnswer } from "../src/payments/payForTool.js"
 import { placeInput } from "../src/client/input.js"
 import { SpendLedger } from "../src/client/SpendLedger.js"
 import { fitsWindow, windowStart } from "../src/client/spendWindow.js"
+import { it } from "./support/effectTest.js"
 import { TESTNET_USDC } from "../src/config.js"
 import { emptyMetrics } from "../src/domain/metrics.js"
 import type { RankedCandidate } from "../src/domain/routes.js"
@@ -137,6 +138,9 @@ describe("what an answer means for the purchase", () => {
   })
 })
 
+/** The buyer's spend ledger on `file`: 100 units a minute. */
+const spendLedger = (file: string) => SpendLedger.layer({ file, windowSeconds: 60, limit: 100n })
+
 describe("the local spend window", () => {
   test("rules: the window starts windowSeconds back; an amount fits when the sum stays within the limit", () => {
     expect(windowStart(10_000, 3)).toBe(7_000)
@@ -145,16 +149,11 @@ describe("the local spend window", () => {
   })
 
   const PAYER = "GPAYER"
-  const run = <A, E>(file: string, program: Effect.Effect<A, E, SpendLedger>) =>
-    Effect.runPromise(
-      program.pipe(Effect.provide(Layer.merge(SpendLedger.layer({ file, windowSeconds: 60, limit: 100n }), TestContext.TestContext)))
-    )
 
-  test("reserve before signing, release when nothing left, commit at the signed amount; it rolls and survives a reopen", async () => {
-    const file = join(mkdtempSync(join(tmpdir(), "sextant-spend-")), "nested", "buyer.key.spend.db")
-    await run(
-      file,
-      Effect.gen(function* () {
+  it.effect("reserve before signing, release when nothing left, commit at the signed amount; it rolls and survives a reopen", () =>
+    Effect.gen(function* () {
+      const file = join(mkdtempSync(join(tmpdir(), "sextant-spend-")), "nested", "buyer.key.spend.db")
+      yield* Effect.gen(function* () {
         const ledger = yield* SpendLedger
         yield* TestClock.adjust("100 seconds")
         const a = yield* ledger.reserve(PAYER, 60n, "r1")
@@ -165,12 +164,9 @@ describe("the local spend window", () => {
         const b = yield* ledger.reserve(PAYER, 60n, "r2")
         yield* ledger.release(b)
         expect(yield* ledger.spent(PAYER)).toBe(40n)
-      })
-    )
-    // A new process on the same file (the TestClock starts at 0 again: the entry at 100 s is in its window).
-    await run(
-      file,
-      Effect.gen(function* () {
+      }).pipe(Effect.provide(spendLedger(file)))
+      // A new process on the same file, on its own TestClock from 0 again: the entry at 100 s is in its window.
+      yield* Effect.gen(function* () {
         const ledger = yield* SpendLedger
         yield* TestClock.adjust("100 seconds")
         expect(yield* ledger.spent(PAYER)).toBe(40n)
@@ -180,23 +176,23 @@ describe("the local spend window", () => {
         yield* TestClock.adjust("60 seconds")
         expect(yield* ledger.spent(PAYER)).toBe(0n)
         yield* ledger.reserve(PAYER, 100n, "r3")
-      })
-    )
-  })
+      }).pipe(Effect.provide(Layer.merge(spendLedger(file), TestContext.TestContext)))
+    })
+  )
 })
 
 describe("a payment resent under its payment identifier", () => {
   const PAYER = "GPAYER"
-  test("counts once, at the amount signed, with its identifier recorded; a ledger file from before identifiers gets the column", async () => {
-    const file = join(mkdtempSync(join(tmpdir(), "sextant-spend-")), "buyer.key.spend.db")
-    // A ledger written before identifiers were recorded: the old table, one payment in it.
-    const old = new Database(file, { create: true })
-    old.exec(`CREATE TABLE spends (id INTEGER PRIMARY KEY AUTOINCREMENT, payer TEXT NOT NULL, amount TEXT NOT NULL, at_ms INTEGER NOT NULL,
-      state TEXT NOT NULL CHECK (state IN ('reserved', 'sent')), resource_id TEXT NOT NULL)`)
-    old.exec(`INSERT INTO spends (payer, amount, at_ms, state, resource_id) VALUES ('${PAYER}', '10', 50000, 'sent', 'r0')`)
-    old.close()
-    await Effect.runPromise(
-      Effect.gen(function* () {
+  it.effect("counts once, at the amount signed, with its identifier recorded; a ledger file from before identifiers gets the column", () =>
+    Effect.gen(function* () {
+      const file = join(mkdtempSync(join(tmpdir(), "sextant-spend-")), "buyer.key.spend.db")
+      // A ledger written before identifiers were recorded: the old table, one payment in it.
+      const old = new Database(file, { create: true })
+      old.exec(`CREATE TABLE spends (id INTEGER PRIMARY KEY AUTOINCREMENT, payer TEXT NOT NULL, amount TEXT NOT NULL, at_ms INTEGER NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('reserved', 'sent')), resource_id TEXT NOT NULL)`)
+      old.exec(`INSERT INTO spends (payer, amount, at_ms, state, resource_id) VALUES ('${PAYER}', '10', 50000, 'sent', 'r0')`)
+      old.close()
+      yield* Effect.gen(function* () {
         const ledger = yield* SpendLedger
         yield* TestClock.adjust("100 seconds")
         const reservation = yield* ledger.reserve(PAYER, 60n, "r1")
@@ -204,9 +200,9 @@ describe("a payment resent under its payment identifier", () => {
         yield* ledger.commit(reservation, 40n, "sx_0123456789abcdef")
         expect(yield* ledger.spent(PAYER)).toBe(50n)
         expect(yield* ledger.identifiers(PAYER)).toEqual(["sx_0123456789abcdef"])
-      }).pipe(Effect.provide(Layer.merge(SpendLedger.layer({ file, windowSeconds: 60, limit: 100n }), TestContext.TestContext)))
-    )
-  })
+      }).pipe(Effect.provide(spendLedger(file)))
+    })
+  )
 
   test("an unknown outcome says whether it was resent: never without an identifier", () => {
     const authorization = { payer: "G", nonce: "1", expirationLedger: 10 } as never

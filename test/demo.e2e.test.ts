@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import { decodePaymentRequiredHeader } from "@x402/core/http"
-import { Either } from "effect"
+import { Effect, Either } from "effect"
 import { loadConfig, TESTNET_USDC } from "../src/config.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { type DemoServe, EXPECTED_STANDINGS, FAST_DEMO, listed, spawnDemoServe, waitForStandings } from "./support/demoServe.js"
 import { X402_MCP_EXTENSION } from "../src/verification/mcpAnswer.js"
 import { recordingFetch } from "./support/mcpWire.js"
-import { request } from "./support/server.js"
+import { type TypedClient, typedClient } from "./support/server.js"
 
 /**
  * A first run as a new user makes it: `serve` with no catalog configured starts the demo
@@ -19,10 +20,11 @@ const advertised = (id: string) => bundled.find((e) => e.resource.id === id)!.pa
 
 describe("e2e: the demo providers as npm start runs them", () => {
   let demo: DemoServe
-  const url = (path: string) => `${demo.service.url}${path}`
+  let client: TypedClient
 
   beforeAll(async () => {
     demo = await spawnDemoServe()
+    client = await typedClient(demo.service.url)
   })
   afterAll(() => demo?.service.stop())
 
@@ -34,8 +36,8 @@ describe("e2e: the demo providers as npm start runs them", () => {
     expect([...byProvider.keys()].sort()).toEqual(Object.keys(EXPECTED_STANDINGS).sort())
     for (const [id, name] of byProvider) if (id.startsWith("demo-")) expect(name).toStartWith("Demo ")
     // The quarantine says why: the challenge asks twice the advertised price.
-    const raiser = await request(url("/v1/resources/demo-raiser.rwa.inspect"))
-    expect(raiser.body.transitions[0]).toMatchObject({
+    const raiser = await Effect.runPromise(client.resources.get({ path: { id: ResourceId.make("demo-raiser.rwa.inspect") } }))
+    expect(raiser.transitions[0]).toMatchObject({
       to: "QUARANTINED",
       reason: expect.stringContaining("price above the advertised 5000 base units")
     })
@@ -43,13 +45,16 @@ describe("e2e: the demo providers as npm start runs them", () => {
 
   test("their metrics diverge: the slow one's latency, the flaky one's reliability, the raiser's observed price", async () => {
     await waitForStandings(demo.service)
-    const metrics = async (id: string) => (await request(url(`/v1/resources/${id}/metrics`))).body
-    const [fast, slow, flaky, raiser] = await Promise.all(
-      ["demo-fast", "demo-slow", "demo-flaky", "demo-raiser"].map((p) => metrics(`${p}.rwa.inspect`))
-    )
+    const metrics = (id: string) => Effect.runPromise(client.verification.metrics({ path: { id: ResourceId.make(id) } }))
+    const [fast, slow, flaky, raiser] = await Promise.all([
+      metrics("demo-fast.rwa.inspect"),
+      metrics("demo-slow.rwa.inspect"),
+      metrics("demo-flaky.rwa.inspect"),
+      metrics("demo-raiser.rwa.inspect")
+    ])
     expect(fast).toMatchObject({ reliability: 1, priceConsistency: 1, observedPriceUsd: 0.0012 })
     expect(slow.p50LatencyMs).toBeGreaterThanOrEqual(FAST_DEMO.slowDelayMs)
-    expect(slow.p50LatencyMs).toBeGreaterThan(fast.p50LatencyMs)
+    expect(slow.p50LatencyMs).toBeGreaterThan(fast.p50LatencyMs!)
     expect(flaky.availability24h).toBe(1)
     expect(flaky.reliability).toBeGreaterThan(0)
     expect(flaky.reliability).toBeLessThan(0.8)
@@ -59,20 +64,20 @@ describe("e2e: the demo providers as npm start runs them", () => {
 
   test("routes choose differently: cheapest takes the flaky provider, reliable a fully reliable one; the raiser is rejected as QUARANTINED", async () => {
     await waitForStandings(demo.service)
-    const route = async (optimizeFor: string) =>
-      (await request(url("/v1/routes"), { method: "POST", json: { capability: "rwa.inspect", optimizeFor } })).body
+    const route = (optimizeFor: "cheapest" | "reliable") =>
+      Effect.runPromise(client.policy.route({ payload: { capability: "rwa.inspect", optimizeFor } }))
     const cheapest = await route("cheapest")
     const reliable = await route("reliable")
-    expect(cheapest.selected.resourceId).toBe("demo-flaky.rwa.inspect")
-    expect(reliable.selected.resourceId).not.toBe(cheapest.selected.resourceId)
-    expect(reliable.selected.metrics.reliability).toBe(1)
+    expect(cheapest.selected?.resourceId).toBe<unknown>("demo-flaky.rwa.inspect")
+    expect(reliable.selected?.resourceId).not.toBe(cheapest.selected?.resourceId)
+    expect(reliable.selected?.metrics.reliability).toBe(1)
     for (const decision of [cheapest, reliable]) {
-      expect(decision.rejected.map((r: { resourceId: string; codes: unknown }) => [r.resourceId, r.codes])).toEqual([
+      expect(decision.rejected.map((r) => [r.resourceId, r.codes])).toEqual<unknown>([
         ["demo-raiser.rwa.inspect", ["QUARANTINED"]]
       ])
       // Three HTTP endpoints and two MCP tools (the vertical's and demo-fast's) behind the selection.
       expect(decision.fallbacks.length).toBe(5)
-      const ranked = [decision.selected, ...decision.fallbacks].map((c: { resourceId: string }) => c.resourceId)
+      const ranked = [decision.selected, ...decision.fallbacks].map((c) => c?.resourceId)
       expect(ranked).toEqual(expect.arrayContaining(["demo-fast.mcp.inspect", "stellar-intel.mcp.inspect", "demo-fast.rwa.inspect"]))
     }
   })

@@ -1,13 +1,15 @@
 import { afterAll, describe, expect, test } from "bun:test"
 import { decodePaymentRequiredHeader } from "@x402/core/http"
+import { Effect } from "effect"
 import { generateKeyPairSync } from "node:crypto"
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { ResourceId } from "../src/domain/ids.js"
 import { judgeOffers } from "../src/extensions/offerReceipt.js"
 import { FAST_DEMO } from "./support/demoServe.js"
 import { pollUntil } from "./support/poll.js"
-import { NO_LEDGER, request } from "./support/server.js"
+import { NO_LEDGER, typedClient } from "./support/server.js"
 import { freePorts, spawnServe } from "./support/serveProcess.js"
 
 /**
@@ -44,17 +46,17 @@ const signerAt = async (url: string) => {
 const fastInspect = `http://127.0.0.1:${fast}/demo-fast/v1/rwa/inspect`
 const verticalInspect = `http://127.0.0.1:${vertical}/stellar-intel/v1/rwa/inspect`
 
-interface Transition {
-  readonly from: string
-  readonly to: string
-  readonly reason: string
-}
+/** The service's view of resource `id`, through the typed client. */
+const detailAt = async (url: string, id: string) =>
+  Effect.runPromise((await typedClient(url)).resources.get({ path: { id: ResourceId.make(id) } }))
 
 /** Waits until a probe of demo-fast's inspect recorded an offer signed by `kid`. */
 const probedWith = (url: string, kid: string) =>
   pollUntil(
     `a probe saw offers signed by ${kid.slice(0, 24)}…`,
-    async () => (await request(`${url}/v1/resources/demo-fast.rwa.inspect/observations?limit=5`)).body.observations as Array<{ detail: string | null }>,
+    async () =>
+      (await Effect.runPromise((await typedClient(url)).verification.observations({ path: { id: ResourceId.make("demo-fast.rwa.inspect") }, urlParams: { limit: 5 } })))
+        .observations,
     (observations) => observations.some((o) => o.detail?.includes(`offer signed by ${kid}`) === true),
     { timeoutMs: 20_000, everyMs: 100 }
   )
@@ -84,8 +86,8 @@ describe("offer signing keys across restarts", () => {
       expect(await signerAt(fastInspect)).toBe(first.fast)
       expect(await signerAt(verticalInspect)).toBe(first.vertical)
       await probedWith(service.url, first.fast)
-      const detail = (await request(`${service.url}/v1/resources/demo-fast.rwa.inspect`)).body
-      expect((detail.transitions as Array<Transition>).filter((t) => t.reason.includes("offer signing key"))).toEqual([])
+      const detail = await detailAt(service.url, "demo-fast.rwa.inspect")
+      expect(detail.transitions.filter((t) => t.reason.includes("offer signing key"))).toEqual([])
     } finally {
       await service.stop()
     }
@@ -101,10 +103,7 @@ describe("offer signing keys across restarts", () => {
       expect(await signerAt(verticalInspect)).toBe(first.vertical)
       const note = await pollUntil(
         "the key change is in the resource's transitions",
-        async () =>
-          ((await request(`${service.url}/v1/resources/demo-fast.rwa.inspect`)).body.transitions as Array<Transition>).find((t) =>
-            t.reason.includes("offer signing key changed")
-          ),
+        async () => (await detailAt(service.url, "demo-fast.rwa.inspect")).transitions.find((t) => t.reason.includes("offer signing key changed")),
         (found) => found !== undefined,
         { timeoutMs: 20_000, everyMs: 100 }
       )
@@ -115,7 +114,7 @@ describe("offer signing keys across restarts", () => {
       const page = await fetch(`${service.url}/status/resources/demo-fast.rwa.inspect`).then((r) => r.text())
       expect(page).toMatch(new RegExp(`<dd class="signer">.*title="${replaced.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}"`))
       // The vertical kept its key: nothing is noted on its resources.
-      const other = (await request(`${service.url}/v1/resources/stellar-intel.rwa.inspect`)).body.transitions as Array<Transition>
+      const other = (await detailAt(service.url, "stellar-intel.rwa.inspect")).transitions
       expect(other.filter((t) => t.reason.includes("offer signing key"))).toEqual([])
     } finally {
       await service.stop()

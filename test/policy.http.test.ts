@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect, ManagedRuntime, Option } from "effect"
+import { Effect, Option } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -8,6 +8,7 @@ import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { uptoOption, option, payee, record } from "./fixtures/evidence.js"
 import { observation } from "./fixtures/observations.js"
+import { runWith } from "./support/effectTest.js"
 import { request, startServer, testConfig } from "./support/server.js"
 import { ResourceId } from "../src/domain/ids.js"
 
@@ -22,9 +23,9 @@ const catalog = [
 ]
 
 /** Records a healthy probe of alpha through the real recorder, into the store the server then opens. */
-const seedAlpha = async (database: string) => {
-  const services = ManagedRuntime.make(ServicesLive(testConfig({ catalog, database })))
-  await services.runPromise(
+const seedAlpha = (database: string) =>
+  runWith(
+    ServicesLive(testConfig({ catalog, database })),
     Effect.gen(function* () {
       const alpha = Option.getOrThrow(yield* Effect.flatMap(ResourceReadsRepo, (repo) => repo.get(ResourceId.make("alpha.inspect"))))
       const recorder = yield* EvidenceRecorder
@@ -34,8 +35,6 @@ const seedAlpha = async (database: string) => {
       )
     })
   )
-  await services.dispose()
-}
 
 const folder = mkdtempSync(join(tmpdir(), "sextant-policy-http-"))
 let server: Awaited<ReturnType<typeof startServer>>

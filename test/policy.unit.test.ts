@@ -1,5 +1,5 @@
-import { afterAll, describe, expect, test } from "bun:test"
-import { Effect, Either, Layer, ManagedRuntime, TestClock, TestContext } from "effect"
+import { describe, expect, test } from "bun:test"
+import { Effect, Either, Layer, TestClock } from "effect"
 import { AppConfig, loadConfig, TESTNET_USDC } from "../src/config.js"
 import type { ResourceEvidence } from "../src/domain/evidence.js"
 import type { AgentPolicy, PolicyEvaluateRequest } from "../src/domain/policy.js"
@@ -11,6 +11,7 @@ import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { evidence, option, payee, record, uptoOption } from "./fixtures/evidence.js"
 import { ResourceId } from "../src/domain/ids.js"
+import { layer } from "./support/effectTest.js"
 
 const config = Either.getOrThrow(loadConfig(undefined, {}))
 const now = new Date("2025-06-01T12:00:00.000Z")
@@ -261,68 +262,68 @@ describe("evaluatePolicy: limits and precedence", () => {
   })
 })
 
-describe("PolicyEngine over the catalog store", () => {
-  const catalog = [
-    record("acme.multi", [option({ network: "stellar:pubnet" }), uptoOption(0.001, 0.01), option({ amountUsd: 0.002, amount: "20000" })]),
-    record("acme.none", []),
-    record("acme.unprobed")
-  ]
-  const layer = PolicyEngine.Live.pipe(
-    Layer.provideMerge(StoreTest),
-    Layer.provide(EvidenceReader.Test(catalog, [evidence("acme.multi", now)])),
-    Layer.provide(Layer.succeed(AppConfig, config))
-  )
-  const runtime = ManagedRuntime.make(Layer.merge(layer, TestContext.TestContext))
-  const seeded = runtime.runPromise(Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(catalog)))
-  afterAll(() => runtime.dispose())
-  const evaluate = async (request: PolicyEvaluateRequest) => {
-    await seeded
-    return runtime.runPromise(
-      Effect.gen(function* () {
-        yield* TestClock.setTime(now.getTime())
-        return yield* Effect.either(Effect.flatMap(PolicyEngine, (engine) => engine.evaluate(request)))
+const catalog = [
+  record("acme.multi", [option({ network: "stellar:pubnet" }), uptoOption(0.001, 0.01), option({ amountUsd: 0.002, amount: "20000" })]),
+  record("acme.none", []),
+  record("acme.unprobed")
+]
+const engineLayer = PolicyEngine.Live.pipe(
+  Layer.provideMerge(StoreTest),
+  Layer.provide(EvidenceReader.Test(catalog, [evidence("acme.multi", now)])),
+  Layer.provide(Layer.succeed(AppConfig, config))
+)
+const seededLayer = Layer.effectDiscard(Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(catalog))).pipe(Layer.provideMerge(engineLayer))
+/** The engine's answer at `now` on the test's clock. */
+const evaluate = (request: PolicyEvaluateRequest) =>
+  Effect.zipRight(TestClock.setTime(now.getTime()), Effect.either(Effect.flatMap(PolicyEngine, (engine) => engine.evaluate(request))))
+
+layer(seededLayer)("PolicyEngine over the catalog store", (it) => {
+  it.effect("an explicit option is judged on its own, with the evaluation time from the clock", () =>
+    Effect.gen(function* () {
+      const result = yield* evaluate({ policy: { networks: ["stellar:testnet"] }, resourceId: ResourceId.make("acme.multi"), optionIndex: 0 })
+      expect(Either.getOrThrow(result)).toEqual<unknown>({
+        decision: "DENY",
+        reasons: [{ code: "NETWORK_NOT_ALLOWED", message: "network stellar:pubnet is not among the allowed networks: stellar:testnet" }],
+        resourceId: "acme.multi",
+        optionIndex: 0,
+        evaluatedAt: now.toISOString()
       })
-    )
-  }
-
-  test("an explicit option is judged on its own, with the evaluation time from the clock", async () => {
-    const result = await evaluate({ policy: { networks: ["stellar:testnet"] }, resourceId: ResourceId.make("acme.multi"), optionIndex: 0 })
-    expect(Either.getOrThrow(result)).toEqual<unknown>({
-      decision: "DENY",
-      reasons: [{ code: "NETWORK_NOT_ALLOWED", message: "network stellar:pubnet is not among the allowed networks: stellar:testnet" }],
-      resourceId: "acme.multi",
-      optionIndex: 0,
-      evaluatedAt: now.toISOString()
     })
-  })
+  )
 
-  test("without an option index the first allowed option answers", async () => {
-    const result = await evaluate({ policy: { networks: ["stellar:testnet"], maxPricePerRequestUsd: 0.005 }, resourceId: ResourceId.make("acme.multi") })
-    expect(Either.getOrThrow(result)).toMatchObject({ decision: "ALLOW", optionIndex: 2, reasons: [] })
-  })
+  it.effect("without an option index the first allowed option answers", () =>
+    Effect.gen(function* () {
+      const result = yield* evaluate({ policy: { networks: ["stellar:testnet"], maxPricePerRequestUsd: 0.005 }, resourceId: ResourceId.make("acme.multi") })
+      expect(Either.getOrThrow(result)).toMatchObject({ decision: "ALLOW", optionIndex: 2, reasons: [] })
+    })
+  )
 
-  test("a catalog resource without probes is INSUFFICIENT_DATA", async () => {
-    const result = await evaluate({ policy: {}, resourceId: ResourceId.make("acme.unprobed") })
-    expect(Either.getOrThrow(result)).toMatchObject({
-      decision: "INSUFFICIENT_DATA",
-      reasons: [{ code: "NO_VERIFICATION_EVIDENCE" }]
+  it.effect("a catalog resource without probes is INSUFFICIENT_DATA", () =>
+    Effect.gen(function* () {
+      const result = yield* evaluate({ policy: {}, resourceId: ResourceId.make("acme.unprobed") })
+      expect(Either.getOrThrow(result)).toMatchObject({
+        decision: "INSUFFICIENT_DATA",
+        reasons: [{ code: "NO_VERIFICATION_EVIDENCE" }]
+      })
     })
-  })
+  )
 
-  test("an unknown resource is NotFound, an option out of range InvalidRequest, a resource without options DENY NO_PAYMENT_OPTION", async () => {
-    const missing = await evaluate({ policy: {}, resourceId: ResourceId.make("nope") })
-    expect(Either.flip(missing).pipe(Either.getOrThrow)).toMatchObject({ error: "NOT_FOUND", message: 'no resource with id "nope"' })
-    const outOfRange = await evaluate({ policy: {}, resourceId: ResourceId.make("acme.multi"), optionIndex: 3 })
-    expect(Either.flip(outOfRange).pipe(Either.getOrThrow)).toMatchObject({
-      error: "INVALID_REQUEST",
-      message: 'optionIndex 3 is out of range: resource "acme.multi" has 3 payment option(s), indexes 0 to 2'
+  it.effect("an unknown resource is NotFound, an option out of range InvalidRequest, a resource without options DENY NO_PAYMENT_OPTION", () =>
+    Effect.gen(function* () {
+      const missing = yield* evaluate({ policy: {}, resourceId: ResourceId.make("nope") })
+      expect(Either.flip(missing).pipe(Either.getOrThrow)).toMatchObject({ error: "NOT_FOUND", message: 'no resource with id "nope"' })
+      const outOfRange = yield* evaluate({ policy: {}, resourceId: ResourceId.make("acme.multi"), optionIndex: 3 })
+      expect(Either.flip(outOfRange).pipe(Either.getOrThrow)).toMatchObject({
+        error: "INVALID_REQUEST",
+        message: 'optionIndex 3 is out of range: resource "acme.multi" has 3 payment option(s), indexes 0 to 2'
+      })
+      const none = yield* evaluate({ policy: {}, resourceId: ResourceId.make("acme.none") })
+      expect(Either.getOrThrow(none)).toMatchObject({
+        decision: "DENY",
+        reasons: [{ code: "NO_PAYMENT_OPTION" }],
+        resourceId: "acme.none",
+        optionIndex: null
+      })
     })
-    const none = await evaluate({ policy: {}, resourceId: ResourceId.make("acme.none") })
-    expect(Either.getOrThrow(none)).toMatchObject({
-      decision: "DENY",
-      reasons: [{ code: "NO_PAYMENT_OPTION" }],
-      resourceId: "acme.none",
-      optionIndex: null
-    })
-  })
+  )
 })

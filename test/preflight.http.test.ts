@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { encodePaymentRequiredHeader } from "@x402/core/http"
 import type { PaymentRequired } from "@x402/core/types"
-import { Effect, ManagedRuntime, Option } from "effect"
+import { Effect, Option } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -12,6 +12,7 @@ import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { option, payee, record } from "./fixtures/evidence.js"
 import { observation } from "./fixtures/observations.js"
+import { runWith } from "./support/effectTest.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 /**
@@ -27,15 +28,13 @@ const catalog = [
 ]
 const alphaUrl = catalog[0]!.resource.url
 
-const seedAlpha = async (database: string) => {
-  const services = ManagedRuntime.make(ServicesLive(testConfig({ catalog, database })))
+const seedAlpha = (database: string) => {
   const probed = (id: string, payTo: string) =>
     Effect.gen(function* () {
       const entry = Option.getOrThrow(yield* Effect.flatMap(ResourceReadsRepo, (repo) => repo.get(ResourceId.make(id))))
       yield* (yield* EvidenceRecorder).recordObservation(entry, observation(Date.now() - 60_000, { resourceId: entry.resource.id, url: entry.resource.url, payTo }))
     })
-  await services.runPromise(Effect.zipRight(probed("alpha.inspect", payee(1)), probed("zeta.inspect", payee(3))))
-  await services.dispose()
+  return runWith(ServicesLive(testConfig({ catalog, database })), Effect.zipRight(probed("alpha.inspect", payee(1)), probed("zeta.inspect", payee(3))))
 }
 
 const folder = mkdtempSync(join(tmpdir(), "sextant-preflight-http-"))

@@ -1,5 +1,5 @@
-import { afterAll, describe, expect, test } from "bun:test"
-import { Effect, Either, Layer, ManagedRuntime, Schema, TestClock, TestContext } from "effect"
+import { describe, expect, test } from "bun:test"
+import { Effect, Either, Layer, Schema, TestClock } from "effect"
 import { AppConfig, loadConfig } from "../src/config.js"
 import type { ResourceEvidence } from "../src/domain/evidence.js"
 import type { ResourceRecord } from "../src/domain/resources.js"
@@ -11,6 +11,7 @@ import { StoreTest } from "../src/store/Store.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { evidence, option, record, uptoOption } from "./fixtures/evidence.js"
+import { layer } from "./support/effectTest.js"
 
 const config = Either.getOrThrow(loadConfig(undefined, {}))
 const now = new Date("2025-06-01T12:00:00.000Z")
@@ -182,41 +183,33 @@ describe("rejections", () => {
   })
 })
 
-describe("Router over the catalog store and the evidence reader", () => {
-  const catalog = [
-    record("stellar-intel.inspect", [priced(0.001)]),
-    record("atlas.inspect", [priced(0.0005)]),
-    record("meridian.inspect", [uptoOption(0.0001, 0.02)]),
-    record("other.changes", [priced(0.0001)], { capabilities: ["rwa.changes"] })
-  ]
-  const layer = Router.Live.pipe(
-    Layer.provideMerge(StoreTest),
-    Layer.provide(EvidenceReader.Test(catalog, catalog.filter((r) => r.resource.id !== "atlas.inspect").map((r) => evidence(r.resource.id, now)))),
-    Layer.provide(Layer.succeed(AppConfig, config))
+const catalog = [
+  record("stellar-intel.inspect", [priced(0.001)]),
+  record("atlas.inspect", [priced(0.0005)]),
+  record("meridian.inspect", [uptoOption(0.0001, 0.02)]),
+  record("other.changes", [priced(0.0001)], { capabilities: ["rwa.changes"] })
+]
+const routerLayer = Router.Live.pipe(
+  Layer.provideMerge(StoreTest),
+  Layer.provide(EvidenceReader.Test(catalog, catalog.filter((r) => r.resource.id !== "atlas.inspect").map((r) => evidence(r.resource.id, now)))),
+  Layer.provide(Layer.succeed(AppConfig, config))
+)
+const seededLayer = Layer.effectDiscard(Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(catalog))).pipe(Layer.provideMerge(routerLayer))
+layer(seededLayer)("Router over the catalog store and the evidence reader", (it) => {
+  it.effect("candidates come from the store by capability, evidence from the reader", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(now.getTime())
+      const router = yield* Router
+      const decision = yield* router.route({ capability: "rwa.inspect", optimizeFor: "cheapest", constraints: { maxPricePerRequestUsd: 0.01 } })
+      expect(decision.selected).toMatchObject({ resourceId: "stellar-intel.inspect", optionIndex: 0, worstCaseUsd: 0.001 })
+      expect(decision.fallbacks).toEqual([])
+      expect(decision.rejected.map((r) => [r.resourceId, r.codes])).toEqual<unknown>([
+        ["atlas.inspect", ["INSUFFICIENT_DATA", "NO_VERIFICATION_EVIDENCE"]],
+        ["meridian.inspect", ["PRICE_EXCEEDS_LIMIT"]]
+      ])
+      expect(decision.metricsSnapshotAt).toBe(now.toISOString())
+    })
   )
-  const runtime = ManagedRuntime.make(Layer.merge(layer, TestContext.TestContext))
-  const seeded = runtime.runPromise(Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(catalog)))
-  afterAll(() => runtime.dispose())
-  const routeLive = async (request: RouteRequest) => {
-    await seeded
-    return runtime.runPromise(
-      Effect.gen(function* () {
-        yield* TestClock.setTime(now.getTime())
-        return yield* Effect.flatMap(Router, (router) => router.route(request))
-      })
-    )
-  }
-
-  test("candidates come from the store by capability, evidence from the reader", async () => {
-    const decision = await routeLive({ capability: "rwa.inspect", optimizeFor: "cheapest", constraints: { maxPricePerRequestUsd: 0.01 } })
-    expect(decision.selected).toMatchObject({ resourceId: "stellar-intel.inspect", optionIndex: 0, worstCaseUsd: 0.001 })
-    expect(decision.fallbacks).toEqual([])
-    expect(decision.rejected.map((r) => [r.resourceId, r.codes])).toEqual<unknown>([
-      ["atlas.inspect", ["INSUFFICIENT_DATA", "NO_VERIFICATION_EVIDENCE"]],
-      ["meridian.inspect", ["PRICE_EXCEEDS_LIMIT"]]
-    ])
-    expect(decision.metricsSnapshotAt).toBe(now.toISOString())
-  })
 })
 
 describe("a bounded answer", () => {

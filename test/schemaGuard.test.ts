@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test"
 import { Effect, Either } from "effect"
 import { ALLOWED_KEYWORDS, MAX_EXPANDED_NODES, schemaRefusal } from "../src/extensions/schemaGuard.js"
 import { SchemaValidator, schemaHash } from "../src/extensions/SchemaValidator.js"
+import { it } from "./support/effectTest.js"
 
 /** `levels` definitions, each referring to the next `fanOut` times: fanOut^levels paths in a few KB. */
 const fanned = (levels: number, fanOut: number) => ({
@@ -63,35 +64,31 @@ describe("schema guard (pure)", () => {
 })
 
 describe("SchemaValidator (a Bun Worker under a time budget)", () => {
-  const run = <A>(budgetMs: number, use: (v: SchemaValidator["Type"]) => Effect.Effect<A>) =>
-    Effect.runPromise(Effect.scoped(Effect.flatMap(SchemaValidator, use)).pipe(Effect.provide(SchemaValidator.layer(budgetMs))))
-
-  test("validates, reports the first failure, and a compile error", async () => {
-    const results = await run(2_000, (v) =>
-      Effect.all([
+  it.live("validates, reports the first failure, and a compile error", () =>
+    Effect.gen(function* () {
+      const v = yield* SchemaValidator
+      const results = yield* Effect.all([
         v.validate({ a: "x" }, { type: "object", properties: { a: { type: "string" } } }),
         v.validate({ a: 1 }, { type: "object", properties: { a: { type: "string" } } }),
         v.validate({}, { type: "strin" })
       ])
-    )
-    expect(Either.isRight(results[0])).toBe(true)
-    expect(Either.isLeft(results[1]) && results[1].left).toBe("info failed schema validation: /a must be string")
-    expect(Either.isLeft(results[2]) && results[2].left).toStartWith("schema could not be compiled")
-  })
+      expect(Either.isRight(results[0])).toBe(true)
+      expect(Either.isLeft(results[1]) && results[1].left).toBe("info failed schema validation: /a must be string")
+      expect(Either.isLeft(results[2]) && results[2].left).toStartWith("schema could not be compiled")
+    }).pipe(Effect.provide(SchemaValidator.layer(2_000)))
+  )
 
-  test("a validation over the budget answers at the budget, and the next one runs on a fresh worker", async () => {
-    const slow = { allOf: Array.from({ length: 200 }, () => ({ type: "array", uniqueItems: true })) }
-    const list = Array.from({ length: 2_400 }, (_, i) => [i])
-    const [over, elapsed, next] = await run(300, (v) =>
-      Effect.gen(function* () {
-        const started = performance.now()
-        const over = yield* v.validate(list, slow)
-        const elapsed = performance.now() - started
-        return [over, elapsed, yield* v.validate("x", { type: "string" })] as const
-      })
-    )
-    expect(Either.isLeft(over) && over.left).toBe("schema validation ran over its budget of 300 ms")
-    expect(elapsed).toBeLessThan(1_500)
-    expect(next).toEqual(Either.right(undefined))
-  })
+  it.live("a validation over the budget answers at the budget, and the next one runs on a fresh worker", () =>
+    Effect.gen(function* () {
+      const v = yield* SchemaValidator
+      const slow = { allOf: Array.from({ length: 200 }, () => ({ type: "array", uniqueItems: true })) }
+      const list = Array.from({ length: 2_400 }, (_, i) => [i])
+      const started = performance.now()
+      const over = yield* v.validate(list, slow)
+      const elapsed = performance.now() - started
+      expect(Either.isLeft(over) && over.left).toBe("schema validation ran over its budget of 300 ms")
+      expect(elapsed).toBeLessThan(1_500)
+      expect(yield* v.validate("x", { type: "string" })).toEqual(Either.right(undefined))
+    }).pipe(Effect.provide(SchemaValidator.layer(300)))
+  )
 })

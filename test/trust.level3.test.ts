@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Effect } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -73,8 +74,8 @@ const receipt = (resourceId: string, transactionHash: string) =>
       response: { status: 200, body: '{"ok":true}' }
     }
   })
-const detail = async (id: string) => (await request(`${server.url}/v1/resources/${id}`)).body
-const evidenceOf = (body: { economicEvidence: ReadonlyArray<{ transactionHash: string | null; state: string; reason: string }> }, hash: string) =>
+const detail = (id: string) => Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
+const evidenceOf = (body: Awaited<ReturnType<typeof detail>>, hash: string) =>
   body.economicEvidence.find((e) => e.transactionHash === hash)
 const settled = (id: string, hash: string) =>
   pollUntil("the payment's evidence leaves pending", () => detail(id), (body) => !["pending", undefined].includes(evidenceOf(body, hash)?.state), {
@@ -115,7 +116,7 @@ describe("level 3 bound to real buyers", () => {
     // The same transaction claimed for the payee's other resource is no evidence about it.
     expect((await receipt("two", first)).status).toBe(200)
     const claimed = await settled("two", first)
-    expect(claimed.economicEvidence.find((e: { transactionHash: string; state: string }) => e.transactionHash === first && e.state === "rejected")?.reason).toContain(
+    expect(claimed.economicEvidence.find((e) => e.transactionHash === first && e.state === "rejected")?.reason).toContain(
       "already counts for resource one"
     )
 

@@ -20,6 +20,7 @@ import { percentile, summarizeWindow } from "./support/referenceWindow.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
 import { FIXTURE_PAY_TO, OTHER_ASSET, OTHER_PAY_TO } from "./fixtures/x402Terms.js"
 import { ResourceId } from "../src/domain/ids.js"
+import { it } from "./support/effectTest.js"
 
 const config = Either.getOrThrow(loadConfig(undefined, {}))
 const verification = config.verification
@@ -104,28 +105,30 @@ describe("outbound guard (pure; nothing here connects anywhere)", () => {
     expect(checkAddresses(new URL("http://127.0.0.1:4022/x"), ["127.0.0.1"], trusted)).toBeInstanceOf(TargetRefused)
   })
 
-  test("hostnames are resolved before connecting, with the resolver swapped for a table", async () => {
-    const looked: Array<string> = []
-    const table: Record<string, Array<string>> = { "internal.example": ["192.168.0.10"], "public.example": ["93.184.216.34"] }
-    const resolve = (host: string) =>
-      Effect.suspend(() => {
-        looked.push(host)
-        const found = table[host]
-        return found ? Effect.succeed(found) : Effect.fail(new DnsFailure({ host, reason: "ENOTFOUND" }))
-      })
-    const run = (raw: string, policy = closed) => Effect.runPromise(Effect.either(guardTarget(raw, policy, resolve)))
-    const internal = await run("https://internal.example/paid")
-    expect(Either.isLeft(internal) && internal.left._tag).toBe("TargetRefused")
-    expect(Either.isRight(await run("https://public.example/paid"))).toBe(true)
-    const missing = await run("https://missing.example/")
-    expect(Either.isLeft(missing) && missing.left._tag).toBe("DnsFailure")
-    expect(looked).toEqual(["internal.example", "public.example", "missing.example"])
-    await run("http://10.1.2.3/")
-    expect(looked).toHaveLength(3)
-    // A private-allowed target is resolved all the same: its connection is pinned to that answer.
-    expect(Either.isRight(await run("https://internal.example/", { ...closed, allowPrivateTargets: true }))).toBe(true)
-    expect(looked).toHaveLength(4)
-  })
+  it.effect("hostnames are resolved before connecting, with the resolver swapped for a table", () =>
+    Effect.gen(function* () {
+      const looked: Array<string> = []
+      const table: Record<string, Array<string>> = { "internal.example": ["192.168.0.10"], "public.example": ["93.184.216.34"] }
+      const resolve = (host: string) =>
+        Effect.suspend(() => {
+          looked.push(host)
+          const found = table[host]
+          return found ? Effect.succeed(found) : Effect.fail(new DnsFailure({ host, reason: "ENOTFOUND" }))
+        })
+      const guard = (raw: string, policy = closed) => Effect.either(guardTarget(raw, policy, resolve))
+      const internal = yield* guard("https://internal.example/paid")
+      expect(Either.isLeft(internal) && internal.left._tag).toBe("TargetRefused")
+      expect(Either.isRight(yield* guard("https://public.example/paid"))).toBe(true)
+      const missing = yield* guard("https://missing.example/")
+      expect(Either.isLeft(missing) && missing.left._tag).toBe("DnsFailure")
+      expect(looked).toEqual(["internal.example", "public.example", "missing.example"])
+      yield* guard("http://10.1.2.3/")
+      expect(looked).toHaveLength(3)
+      // A private-allowed target is resolved all the same: its connection is pinned to that answer.
+      expect(Either.isRight(yield* guard("https://internal.example/", { ...closed, allowPrivateTargets: true }))).toBe(true)
+      expect(looked).toHaveLength(4)
+    })
+  )
 })
 
 const v2Challenge = (accepts: Array<Partial<PaymentRequirements>>): PaymentRequired => ({
