@@ -34,7 +34,7 @@ const seller = startMcpSeller({ paymentRequired, extension: true })
 const httpEntries = Array.from({ length: ENDPOINTS }, (_, i) => entry(`http-${i}`, fixture.url(`/paid/${i}`)))
 const mcpEntries = Array.from({ length: ENDPOINTS }, (_, i): CatalogEntry => {
   const base = entry(`mcp-${i}`, seller.url)
-  return { ...base, resource: { ...base.resource, type: "mcp", method: "POST", mcp: { toolName: "paid", transport: "streamable-http" } } }
+  return { ...base, resource: { ...base.resource, type: "mcp", method: "POST", mcp: { kind: "tool", toolName: "paid", transport: "streamable-http" } } }
 })
 
 const stack = async (entries: ReadonlyArray<CatalogEntry>) => {

@@ -30,7 +30,7 @@ const target = (url: string, toolName = "storm") => ({
   url,
   method: "POST" as const,
   advertised: [],
-  mcp: { toolName, transport: "streamable-http" as const }
+  mcp: { kind: "tool" as const, toolName, transport: "streamable-http" as const }
 })
 
 let batch: McpStorm
