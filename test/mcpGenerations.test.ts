@@ -7,7 +7,7 @@ import { ResourcePaymentOption } from "../src/domain/resources.js"
 import { ResourceId } from "../src/domain/ids.js"
 import type { McpKind } from "../src/domain/mcp.js"
 import { payForTool } from "../src/payments/payForTool.js"
-import { observeMcp } from "../src/verification/mcpProbe.js"
+import { listMcpTools, observeMcp } from "../src/verification/mcpProbe.js"
 import { mcpSessions } from "../src/verification/mcpSessions.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
@@ -131,5 +131,16 @@ describe("probing each generation", () => {
     expect(legacy.counts.initializes).toBe(before + 1)
     expect(sessions.size()).toBe(1)
     await sessions.closeAll()
+  }, 60_000)
+})
+
+describe("registration of each generation", () => {
+  test("a 2026-07-28 server's tools are listed statelessly; a 2025 server's in a session", async () => {
+    const before = { modern: { ...modern.counts }, legacy: legacy.counts.initializes }
+    const outbound = { ...probeConfig.probes }
+    expect((await Effect.runPromise(listMcpTools(modern.url, outbound))).map((t) => t.name)).toEqual([QUOTE.tool])
+    expect(modern.counts).toEqual(before.modern)
+    await Effect.runPromise(listMcpTools(legacy.url, outbound))
+    expect(legacy.counts.initializes).toBe(before.legacy + 1)
   }, 60_000)
 })
