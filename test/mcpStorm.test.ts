@@ -229,6 +229,38 @@ describe("sessions are bounded", () => {
   }, 120_000)
 })
 
+describe("a 2026-07-28 server storming its client", () => {
+  test("stateless probes and purchases keep the guards: a batch refused, pings dropped unanswered, discover and one call at most", async () => {
+    const [batchBefore, streamBefore] = [batch.requests(), stream.requests()]
+    const refused = await Effect.runPromise(observeMcp(target(batch.url("/modern/batch/mcp")), config, mcpSessions(config)))
+    expect(refused.observation.outcome).toBe("unreachable")
+    expect(refused.observation.detail).toContain("batch")
+    const dropped = await Effect.runPromise(observeMcp(target(stream.url("/modern/sse/mcp")), config, mcpSessions(config)))
+    expect(dropped.observation.outcome).toBe("executed_unpaid")
+    const bought = await Effect.runPromise(
+      Effect.either(
+        payForTool({
+          url: batch.url("/modern/batch/buy"),
+          toolName: "storm",
+          arguments: {},
+          signer: Keypair.random(),
+          rpcUrl: "http://127.0.0.1:9",
+          inclusionFeeStroops: 10_000,
+          deployment: { network: config.network, assetContract: config.asset.assetContract },
+          maxPrice: 1_000_000n,
+          outbound: { ...config.buyer, allowPrivateTargets: true, trustedOrigins: [], timeoutMs: 3000 }
+        })
+      )
+    )
+    expect(bought).toEqual(Either.left(expect.objectContaining({ _tag: "Unreachable" })))
+    await Bun.sleep(300)
+    expect(batch.pingAnswers() + stream.pingAnswers()).toBe(0)
+    // A probe and a purchase of the batch server, a probe of the stream server: discover and the call each.
+    expect(batch.requests() - batchBefore).toBe(4)
+    expect(stream.requests() - streamBefore).toBe(2)
+  })
+})
+
 describe("2026-07-28 servers keep nothing", () => {
   test("2,000 MCP servers of 2026-07-28 probed: no session opened or kept, two requests each, memory within the stated bound", async () => {
     const modern = startMcpStorm({ pings: 0 })
