@@ -36,10 +36,11 @@ afterAll(async () => {
   ledger.stop()
 })
 
-const buy = (at: GenerationSeller, kind: McpKind) =>
+const buy = (at: GenerationSeller, kind: McpKind, paidTimeoutMs?: number) =>
   Effect.runPromise(
     Effect.either(
       payForTool({
+        ...(paidTimeoutMs === undefined ? {} : { paidTimeoutMs }),
         url: at.url,
         kind,
         toolName: QUOTE[kind],
@@ -105,6 +106,22 @@ describe("buying each kind over each generation", () => {
     const paid = Either.getOrThrow(await buy(toolResultOnly, "tool"))
     expect(paid).toMatchObject({ toolError: false, paymentResponse: { success: true } })
     expect(toolResultOnly.settles.count).toBe(1)
+  }, 60_000)
+})
+
+describe("the resend rule over 2026-07-28", () => {
+  test("a paid read that got no answer is resent with the same payment and identifier; the seller answers its one settlement", async () => {
+    const dropping = await startModernSeller(facilitator.url, { identified: true, dropFirstPaid: true })
+    try {
+      const settles = facilitator.calls("/settle")
+      const paid = Either.getOrThrow(await buy(dropping, "resource", 1_500))
+      expect(paid).toMatchObject({ sends: 2, toolError: false, paymentResponse: { success: true } })
+      expect(paid.paymentIdentifier).toEqual(expect.any(String))
+      expect(dropping.settles.count).toBe(1)
+      expect(facilitator.calls("/settle")).toBe(settles + 1)
+    } finally {
+      await dropping.stop()
+    }
   }, 60_000)
 })
 
