@@ -1,125 +1,163 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Client as V2Client, StreamableHTTPClientTransport as V2HttpTransport } from "@modelcontextprotocol/client"
-import { StdioClientTransport as V2StdioTransport } from "@modelcontextprotocol/client/stdio"
-import { Client as V1Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StdioClientTransport as V1StdioTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { StreamableHTTPClientTransport as V1HttpTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { inspector } from "./support/inspector.js"
-import { TOOL_NAMES } from "./support/mcpTools.js"
-import { recordingFetch } from "./support/mcpWire.js"
-import { request, startServer, testConfig } from "./support/server.js"
+import { Keypair } from "@stellar/stellar-sdk"
+import { Effect, Either, Schema } from "effect"
+import { judgePaid } from "../src/client/outcome.js"
+import { loadConfig, TESTNET_USDC } from "../src/config.js"
+import { ResourcePaymentOption } from "../src/domain/resources.js"
+import { ResourceId } from "../src/domain/ids.js"
+import type { McpKind } from "../src/domain/mcp.js"
+import { payForTool } from "../src/payments/payForTool.js"
+import { listMcpTools, observeMcp } from "../src/verification/mcpProbe.js"
+import { mcpSessions } from "../src/verification/mcpSessions.js"
+import { startFacilitator } from "./fixtures/facilitator.js"
+import { startFixtureLedger } from "./fixtures/ledger.js"
+import { type GenerationSeller, QUOTE, startLegacySeller, startModernSeller } from "./fixtures/mcpGenerations.js"
+import { FIXTURE_AMOUNT, FIXTURE_PAY_TO } from "./fixtures/x402Terms.js"
 
-const MODERN = "2026-07-28"
-let http: Awaited<ReturnType<typeof startServer>>
-let configPath: string
-
-const v2 = () => new V2Client({ name: "generations-test", version: "1.0.0" }, { versionNegotiation: { mode: { pin: MODERN } } })
-const v1 = () => new V1Client({ name: "generations-test", version: "1.0.0" })
-const stdioParams = () => ({ command: process.execPath, args: ["src/main.ts", "mcp", "--config", configPath], stderr: "ignore" as const })
+/**
+ * Both MCP generations, probed and bought: a 2026-07-28 seller (the official v2 SDK, stateless)
+ * and a 2025-11-25 seller (the official 1.x SDK, sessions), each selling a tool, a resource and a
+ * prompt that verify and settle through the fixture facilitator on the fixture ledger.
+ */
+const config = Either.getOrThrow(loadConfig(undefined, {}))
+const ledger = startFixtureLedger()
+const facilitator = startFacilitator({ ledger })
+let modern: GenerationSeller
+let legacy: GenerationSeller
+let toolResultOnly: GenerationSeller
 
 beforeAll(async () => {
-  const dir = mkdtempSync(join(tmpdir(), "sextant-mcp-gen-"))
-  configPath = join(dir, "config.json")
-  writeFileSync(
-    configPath,
-    JSON.stringify({ database: join(dir, "sextant.db"), signer: { ed25519KeyFile: join(dir, "signer.key") }, vertical: { enabled: false }, facilitators: [] })
-  )
-  http = await startServer(testConfig())
+  ;[modern, legacy, toolResultOnly] = await Promise.all([startModernSeller(facilitator.url), startLegacySeller(facilitator.url), startLegacySeller(facilitator.url, false)])
 })
 
 afterAll(async () => {
-  await http?.close()
+  await Promise.all([modern?.stop(), legacy?.stop(), toolResultOnly?.stop()])
+  await facilitator.stop()
+  ledger.stop()
 })
 
-/** The catalog's first resource, as the HTTP API answers it: the tool must answer the same body. */
-const firstResource = async (url: string) => {
-  const { body } = await request(`${url}/v1/search`, { method: "POST", json: {} })
-  return body.resources[0].resource.id as string
-}
+const buy = (at: GenerationSeller, kind: McpKind, paidTimeoutMs?: number) =>
+  Effect.runPromise(
+    Effect.either(
+      payForTool({
+        ...(paidTimeoutMs === undefined ? {} : { paidTimeoutMs }),
+        url: at.url,
+        kind,
+        toolName: QUOTE[kind],
+        arguments: {},
+        signer: Keypair.random(),
+        rpcUrl: ledger.rpcUrl,
+        inclusionFeeStroops: 10_000,
+        deployment: { network: config.network, assetContract: config.asset.assetContract },
+        maxPrice: 1_000_000n,
+        outbound: { ...config.buyer, allowPrivateTargets: true, timeoutMs: 5_000 }
+      })
+    )
+  )
 
-describe("both MCP generations at /mcp", () => {
-  test("a 2026-07-28 client lists and calls statelessly: no initialize, no session, resultType, ttlMs and the method headers", async () => {
-    const wire = recordingFetch()
-    const client = v2()
-    await client.connect(new V2HttpTransport(new URL(`${http.url}/mcp`), { fetch: wire.fetch }))
-    expect(client.getNegotiatedProtocolVersion()).toBe(MODERN)
-    const { tools } = await client.listTools()
-    expect(tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
-    const id = await firstResource(http.url)
-    const called = await client.callTool({ name: "get_resource", arguments: { id } })
-    const direct = await request(`${http.url}/v1/resources/${encodeURIComponent(id)}`)
-    expect(called.structuredContent).toEqual(direct.body)
-
-    const methods = wire.exchanges.map((e) => e.request?.method)
-    expect(methods).not.toContain("initialize")
-    expect(methods).toContain("server/discover")
-    const list = wire.exchanges.find((e) => e.request?.method === "tools/list")!
-    expect(list.response.result).toMatchObject({ resultType: "complete", ttlMs: expect.any(Number), cacheScope: expect.any(String) })
-    const call = wire.exchanges.find((e) => e.request?.method === "tools/call")!
-    expect(call.headers.get("mcp-method")).toBe("tools/call")
-    expect(call.headers.get("mcp-name")).toBe("get_resource")
-    expect(call.response.result.resultType).toBe("complete")
-    expect(wire.exchanges.every((e) => !e.headers.has("mcp-session-id"))).toBe(true)
-    await client.close()
-  })
-
-  test("a 2025-11-25 client (the 1.x SDK) still initializes and calls the same tools", async () => {
-    const client = v1()
-    await client.connect(new V1HttpTransport(new URL(`${http.url}/mcp`)))
-    expect(client.getServerVersion()?.name).toBe("sextant")
-    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
-    const id = await firstResource(http.url)
-    const called = await client.callTool({ name: "get_resource", arguments: { id } })
-    expect(called.structuredContent).toEqual((await request(`${http.url}/v1/resources/${encodeURIComponent(id)}`)).body)
-    expect((called as Record<string, unknown>)["resultType"]).toBeUndefined()
-    await client.close()
-  })
-
-  test("server/discover advertises 2026-07-28 and the tools capability", async () => {
-    const answer = await request(`${http.url}/mcp`, {
-      method: "POST",
-      headers: { accept: "application/json, text/event-stream", "mcp-protocol-version": MODERN, "mcp-method": "server/discover" },
-      json: {
-        jsonrpc: "2.0",
-        id: 1,
-        method: "server/discover",
-        params: { _meta: { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}, "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" } } }
-      }
-    })
-    expect(answer.status).toBe(200)
-    expect(answer.body.result).toMatchObject({ resultType: "complete", supportedVersions: expect.arrayContaining([MODERN]), capabilities: { tools: {} } })
-  })
+const option = Schema.decodeUnknownSync(ResourcePaymentOption)({
+  network: "stellar:testnet",
+  scheme: "exact",
+  asset: TESTNET_USDC,
+  amount: FIXTURE_AMOUNT,
+  amountUsd: Number(FIXTURE_AMOUNT) / 1e7,
+  payTo: FIXTURE_PAY_TO
 })
 
-describe("both MCP generations on stdio (sextant mcp)", () => {
-  test("a 2026-07-28 client lists and calls the tools", async () => {
-    const client = v2()
-    await client.connect(new V2StdioTransport(stdioParams()))
-    expect(client.getNegotiatedProtocolVersion()).toBe(MODERN)
-    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
-    const missing = await client.callTool({ name: "get_resource", arguments: { id: "no.such.resource" } })
-    expect(missing).toMatchObject({ isError: true, content: [{ type: "text", text: expect.stringContaining("NOT_FOUND") }] })
-    await client.close()
+const probeConfig = { ...config, probes: { ...config.probes, allowPrivateTargets: true, timeoutMs: 5_000, intervalSeconds: 300 } }
+
+const probe = (at: GenerationSeller, kind: McpKind, sessions: ReturnType<typeof mcpSessions>) =>
+  Effect.runPromise(
+    observeMcp(
+      {
+        resourceId: ResourceId.make(`mcp.${kind}`),
+        url: at.url,
+        method: "POST",
+        advertised: [option],
+        mcp: { kind, toolName: QUOTE[kind], transport: "streamable-http" }
+      },
+      probeConfig,
+      sessions
+    )
+  )
+
+describe("buying each kind over each generation", () => {
+  for (const [generation, seller] of [["2026-07-28", () => modern], ["2025-11-25", () => legacy]] as const) {
+    for (const kind of ["tool", "resource", "prompt"] as const) {
+      test(`a ${kind} of a ${generation} seller: paid once, one settle, the result delivered`, async () => {
+        const at = seller()
+        const [settles, facilitatorSettles] = [at.settles.count, facilitator.calls("/settle")]
+        const paid = Either.getOrThrow(await buy(at, kind))
+        expect(paid).toMatchObject({ amount: FIXTURE_AMOUNT, toolError: false, sends: 1, paymentResponse: { success: true } })
+        expect(paid.paymentResponse?.transaction).toMatch(/^[0-9a-f]{64}$/)
+        expect(judgePaid(paid)._tag).toBe("Delivered")
+        expect(JSON.parse(paid.body!.toString("utf8"))).toMatchObject(kind === "tool" ? { structuredContent: { quote: 42 } } : kind === "resource" ? { contents: [{ uri: QUOTE.resource }] } : { messages: [expect.anything()] })
+        expect(at.settles.count).toBe(settles + 1)
+        expect(facilitator.calls("/settle")).toBe(facilitatorSettles + 1)
+      }, 60_000)
+    }
+  }
+
+  test("a 2026-07-28 purchase opens no session: no initialize, no Mcp-Session-Id", () => {
+    expect(modern.counts).toEqual({ initializes: 0, sessionRequests: 0 })
   })
 
-  test("a 2025-11-25 client (the 1.x SDK) lists and calls the same tools", async () => {
-    const client = v1()
-    await client.connect(new V1StdioTransport(stdioParams()))
-    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
-    const missing = await client.callTool({ name: "get_resource", arguments: { id: "no.such.resource" } })
-    expect(missing).toMatchObject({ isError: true, content: [{ type: "text", text: expect.stringContaining("NOT_FOUND") }] })
-    await client.close()
-  })
+  test("a 2025 seller that knows only the tool-result binding is paid for its tool the same way", async () => {
+    const paid = Either.getOrThrow(await buy(toolResultOnly, "tool"))
+    expect(paid).toMatchObject({ toolError: false, paymentResponse: { success: true } })
+    expect(toolResultOnly.settles.count).toBe(1)
+  }, 60_000)
 })
 
-describe("the MCP Inspector CLI", () => {
-  test("lists Sextant's tools over stdio (sextant mcp)", async () => {
-    // After `--`, the server command: its own --config is not the Inspector's.
-    const listed = await inspector(["--method", "tools/list", "--", process.execPath, "src/main.ts", "mcp", "--config", configPath])
-    expect(listed.exitCode).toBe(0)
-    expect(JSON.parse(listed.stdout).tools.map((t: { name: string }) => t.name).sort()).toEqual(TOOL_NAMES)
-  })
+describe("the resend rule over 2026-07-28", () => {
+  test("a paid read that got no answer is resent with the same payment and identifier; the seller answers its one settlement", async () => {
+    const dropping = await startModernSeller(facilitator.url, { identified: true, dropFirstPaid: true })
+    try {
+      const settles = facilitator.calls("/settle")
+      const paid = Either.getOrThrow(await buy(dropping, "resource", 1_500))
+      expect(paid).toMatchObject({ sends: 2, toolError: false, paymentResponse: { success: true } })
+      expect(paid.paymentIdentifier).toEqual(expect.any(String))
+      expect(dropping.settles.count).toBe(1)
+      expect(facilitator.calls("/settle")).toBe(settles + 1)
+    } finally {
+      await dropping.stop()
+    }
+  }, 60_000)
+})
+
+describe("probing each generation", () => {
+  test("probes of a 2026-07-28 seller: stateless, no initialize, nothing kept; each kind's challenge read", async () => {
+    const sessions = mcpSessions(probeConfig)
+    const before = { ...modern.counts }
+    for (const kind of ["tool", "resource", "prompt"] as const) {
+      const observed = await probe(modern, kind, sessions)
+      expect(observed.observation).toMatchObject({ outcome: "healthy", method: `${kind === "tool" ? "tools/call" : kind === "resource" ? "resources/read" : "prompts/get"} extension` })
+    }
+    expect(modern.counts).toEqual(before)
+    expect(modern.counts.initializes).toBe(0)
+    expect(sessions.size()).toBe(0)
+  }, 60_000)
+
+  test("probes of a 2025 seller within one interval: one initialize, the session reused", async () => {
+    const sessions = mcpSessions(probeConfig)
+    const before = legacy.counts.initializes
+    for (const kind of ["tool", "resource", "prompt", "tool"] as const) {
+      const observed = await probe(legacy, kind, sessions)
+      expect(observed.observation.outcome).toBe("healthy")
+    }
+    expect(legacy.counts.initializes).toBe(before + 1)
+    expect(sessions.size()).toBe(1)
+    await sessions.closeAll()
+  }, 60_000)
+})
+
+describe("registration of each generation", () => {
+  test("a 2026-07-28 server's tools are listed statelessly; a 2025 server's in a session", async () => {
+    const before = { modern: { ...modern.counts }, legacy: legacy.counts.initializes }
+    const outbound = { ...probeConfig.probes }
+    expect((await Effect.runPromise(listMcpTools(modern.url, outbound))).map((t) => t.name)).toEqual([QUOTE.tool])
+    expect(modern.counts).toEqual(before.modern)
+    await Effect.runPromise(listMcpTools(legacy.url, outbound))
+    expect(legacy.counts.initializes).toBe(before.legacy + 1)
+  }, 60_000)
 })

@@ -26,7 +26,7 @@ describe("signed offers over MCP", () => {
           url: vertical.mcpUrl,
           method: "POST",
           advertised: [],
-          mcp: { toolName: "inspect", transport: "streamable-http", example: { asset: CLAW } }
+          mcp: { kind: "tool", toolName: "inspect", transport: "streamable-http", example: { asset: CLAW } }
         },
         config,
         mcpSessions(config)

@@ -21,17 +21,17 @@ const mcpEntry = (id: string, mcp: unknown) => ({
 describe("the MCP fields (pure)", () => {
   test("toolName (or the older tool), transport defaulting to streamable-http, object schema and example", () => {
     expect(readMcpTool({ toolName: "inspect", inputSchema: INPUT_SCHEMA, example: EXAMPLE })).toEqual(
-      Either.right({ toolName: "inspect", transport: "streamable-http", inputSchema: INPUT_SCHEMA, example: EXAMPLE })
+      Either.right({ kind: "tool", toolName: "inspect", transport: "streamable-http", inputSchema: INPUT_SCHEMA, example: EXAMPLE })
     )
-    expect(readMcpTool({ tool: "inspect", transport: "sse", example: "not an object" })).toEqual(Either.right({ toolName: "inspect", transport: "sse" }))
+    expect(readMcpTool({ tool: "inspect", transport: "sse", example: "not an object" })).toEqual(Either.right({ kind: "tool", toolName: "inspect", transport: "sse" }))
     expect(Either.isLeft(readMcpTool({ inputSchema: INPUT_SCHEMA }))).toBe(true)
     expect(Either.isLeft(readMcpTool({ toolName: "inspect", transport: "websocket" }))).toBe(true)
   })
 
   test("an mcp resource needs its tool and an http one may not have one", () => {
     expect(mcpFieldsRefusal({ type: "mcp" })).toContain("toolName")
-    expect(mcpFieldsRefusal({ type: "http", mcp: { toolName: "x", transport: "streamable-http" } })).toContain("only for resources of type mcp")
-    expect(mcpFieldsRefusal({ type: "mcp", mcp: { toolName: "x", transport: "streamable-http" } })).toBeNull()
+    expect(mcpFieldsRefusal({ type: "http", mcp: { kind: "tool", toolName: "x", transport: "streamable-http" } })).toContain("only for resources of type mcp")
+    expect(mcpFieldsRefusal({ type: "mcp", mcp: { kind: "tool", toolName: "x", transport: "streamable-http" } })).toBeNull()
     const decoded = Either.getOrThrow(decodeCatalog([mcpEntry("no-tool", undefined)], "catalog"))
     expect(checkCatalog(decoded, 7)?.line).toBe("config error: catalog[0].resource.mcp: an mcp resource needs resource.mcp.toolName")
   })
@@ -66,7 +66,7 @@ describe("the MCP fields (pure)", () => {
     )
     const none = readItem({ resource: "https://tools.example/mcp", type: "mcp", x402Version: 2, accepts }, "s", deployment)
     if (flat._tag !== "Kept" || nested._tag !== "Kept") throw new Error("expected both kept")
-    expect(flat.entry.resource.mcp).toEqual({ toolName: "inspect", transport: "streamable-http", inputSchema: INPUT_SCHEMA })
+    expect(flat.entry.resource.mcp).toEqual({ kind: "tool", toolName: "inspect", transport: "streamable-http", inputSchema: INPUT_SCHEMA })
     expect(nested.entry.resource.mcp?.toolName).toBe("changes")
     expect(flat.entry.resource.id).not.toBe(nested.entry.resource.id)
     expect(none).toEqual({ _tag: "Invalid", reason: "toolName is required for an MCP tool" })

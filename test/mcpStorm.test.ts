@@ -19,8 +19,8 @@ import { facilitatorsAnswered, request, startServer, testConfig } from "./suppor
  * is refused, and a probe sends at most PROBE_REQUEST_BOUND requests (docs/trust.md).
  */
 
-/** `initialize`, `notifications/initialized`, `tools/call` and a cancellation when it times out. */
-const PROBE_REQUEST_BOUND = 4
+/** `server/discover`, `initialize`, `notifications/initialized`, `tools/call` and a cancellation when it times out. */
+const PROBE_REQUEST_BOUND = 5
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
 
 const base = testConfig()
@@ -30,7 +30,7 @@ const target = (url: string, toolName = "storm") => ({
   url,
   method: "POST" as const,
   advertised: [],
-  mcp: { toolName, transport: "streamable-http" as const }
+  mcp: { kind: "tool" as const, toolName, transport: "streamable-http" as const }
 })
 
 let batch: McpStorm
@@ -225,6 +225,64 @@ describe("sessions are bounded", () => {
       await sessions.closeAll()
     } finally {
       plain.stop()
+    }
+  }, 120_000)
+})
+
+describe("a 2026-07-28 server storming its client", () => {
+  test("stateless probes and purchases keep the guards: a batch refused, pings dropped unanswered, discover and one call at most", async () => {
+    const [batchBefore, streamBefore] = [batch.requests(), stream.requests()]
+    const refused = await Effect.runPromise(observeMcp(target(batch.url("/modern/batch/mcp")), config, mcpSessions(config)))
+    expect(refused.observation.outcome).toBe("unreachable")
+    expect(refused.observation.detail).toContain("batch")
+    const dropped = await Effect.runPromise(observeMcp(target(stream.url("/modern/sse/mcp")), config, mcpSessions(config)))
+    expect(dropped.observation.outcome).toBe("executed_unpaid")
+    const bought = await Effect.runPromise(
+      Effect.either(
+        payForTool({
+          url: batch.url("/modern/batch/buy"),
+          toolName: "storm",
+          arguments: {},
+          signer: Keypair.random(),
+          rpcUrl: "http://127.0.0.1:9",
+          inclusionFeeStroops: 10_000,
+          deployment: { network: config.network, assetContract: config.asset.assetContract },
+          maxPrice: 1_000_000n,
+          outbound: { ...config.buyer, allowPrivateTargets: true, trustedOrigins: [], timeoutMs: 3000 }
+        })
+      )
+    )
+    expect(bought).toEqual(Either.left(expect.objectContaining({ _tag: "Unreachable" })))
+    await Bun.sleep(300)
+    expect(batch.pingAnswers() + stream.pingAnswers()).toBe(0)
+    // A probe and a purchase of the batch server, a probe of the stream server: discover and the call each.
+    expect(batch.requests() - batchBefore).toBe(4)
+    expect(stream.requests() - streamBefore).toBe(2)
+  })
+})
+
+describe("2026-07-28 servers keep nothing", () => {
+  test("2,000 MCP servers of 2026-07-28 probed: no session opened or kept, two requests each, memory within the stated bound", async () => {
+    const modern = startMcpStorm({ pings: 0 })
+    try {
+      const sessions = mcpSessions(config)
+      Bun.gc(true)
+      const rssBefore = process.memoryUsage().rss
+      const urls = Array.from({ length: 2000 }, (_, i) => modern.url(`/modern/${i}`))
+      for (let i = 0; i < urls.length; i += 50) {
+        const outcomes = await Promise.all(urls.slice(i, i + 50).map((url) => Effect.runPromise(observeMcp(target(url), config, sessions))))
+        expect(outcomes.every((o) => o.observation.outcome === "executed_unpaid")).toBe(true)
+        expect(sessions.size()).toBe(0)
+      }
+      Bun.gc(true)
+      const grownMb = (process.memoryUsage().rss - rssBefore) / 1024 / 1024
+      console.log(`rss grew ${grownMb.toFixed(1)} MB over 2,000 MCP servers of 2026-07-28`)
+      // server/discover and tools/call: nothing else, no initialize.
+      expect(modern.requests()).toBe(2 * urls.length)
+      expect(modern.calls()).toBe(urls.length)
+      expect(grownMb).toBeLessThan(MCP_RSS_BOUND_MB)
+    } finally {
+      modern.stop()
     }
   }, 120_000)
 })

@@ -68,7 +68,7 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       if (route.skip !== null) return answer(route, "skipped", null, route.skip)
       const url = new URL(route.url)
-      const known = yield* resources.findByUrl(route.url, route.mcp?.toolName)
+      const known = yield* resources.findByUrl(route.url, route.mcp?.toolName, route.mcp?.kind)
       // A URL only ever probed through /v1/validate is not in the catalog yet: registration may take it up.
       if (Option.isSome(known) && known.value.listing.source !== "validate") {
         return answer(route, "already-cataloged", known.value.resource.id, `in the catalog from ${known.value.listing.source}`)

@@ -62,7 +62,7 @@ export const mcpToolRoutes = (url: string, probes: ProbesConfig) =>
     Effect.map((tools) => ({
       documents: [{ url, routes: tools.length, detail: null }],
       routes: tools.map((tool): FoundRoute => {
-        const mcp = { toolName: tool.name, transport: "streamable-http" as const, inputSchema: tool.inputSchema }
+        const mcp = { kind: "tool" as const, toolName: tool.name, transport: "streamable-http" as const, inputSchema: tool.inputSchema }
         const found = { url, method: "POST" as const, foundIn: "tools/list" as const, description: tool.description ?? null }
         // A tool a catalog entry cannot hold (a name over 200 characters) is answered as skipped, never as a 500.
         return isMcpTool(mcp) ? { ...found, skip: null, mcp } : { ...found, skip: `tool "${tool.name.slice(0, 40)}..." is not one a catalog entry can hold (a name of 1-200 characters)` }

@@ -2,6 +2,7 @@ import { Context, Effect, Layer, Redacted, Ref } from "effect"
 import { createHash } from "node:crypto"
 import type { BuyAttempt, BuyRequest, BuyResult } from "../domain/buy.js"
 import type { AgentPolicy } from "../domain/policy.js"
+import type { McpKind } from "../domain/mcp.js"
 import type { ResourceInfo } from "../domain/resources.js"
 import type { RankedCandidate } from "../domain/routes.js"
 import { baseUnitsToUsd, usdFloorUnits } from "../domain/stellar.js"
@@ -120,8 +121,8 @@ interface Plan {
   readonly rank: number
   readonly resource: Resource
   readonly placement: Placement
-  /** For an `mcp` resource: the tool called at `placement.url` and its arguments. */
-  readonly tool?: { readonly toolName: string; readonly arguments: Readonly<Record<string, unknown>> }
+  /** For an `mcp` resource: what is read at `placement.url` (a tool, a resource or a prompt, by name) and its arguments. */
+  readonly tool?: { readonly kind: McpKind; readonly toolName: string; readonly arguments: Readonly<Record<string, unknown>> }
   /** The most the buyer signs for it (base units). */
   readonly ceiling: bigint
 }
@@ -178,7 +179,7 @@ const planFor = (client: SextantClientShape, settings: BuyerSettings, candidate:
     if (resource.mcp !== undefined) {
       const args = toolArguments(input)
       if (args._tag === "Left") return attemptOf(candidate, rank, "refused", args.left)
-      return { candidate, rank, resource, placement: { url: resource.url }, tool: { toolName: resource.mcp.toolName, arguments: args.right }, ceiling } satisfies Plan
+      return { candidate, rank, resource, placement: { url: resource.url }, tool: { kind: resource.mcp.kind, toolName: resource.mcp.toolName, arguments: args.right }, ceiling } satisfies Plan
     }
     const placement = placeInput(resource.url, resource.method, input)
     if (placement._tag === "Left") return attemptOf(candidate, rank, "refused", placement.left)

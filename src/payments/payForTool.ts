@@ -4,21 +4,26 @@ import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
 import { Duration, Effect, Either, Option, Schema } from "effect"
 import { z } from "zod"
 import pkg from "../../package.json" with { type: "json" }
+import { type McpKind, mcpRequestOf } from "../domain/mcp.js"
 import { SettleResponse } from "../domain/x402.js"
 import { canonicalBytes } from "../encoding/canonicalJson.js"
 import type { OutboundRequests } from "../verification/fetchAnswer.js"
 import { Unreachable } from "../verification/fetchAnswer.js"
 import { mcpChallenge, PAYMENT_META, PAYMENT_RESPONSE_META, readToolAnswer, X402_MCP_EXTENSION } from "../verification/mcpAnswer.js"
 import { failureOf, guardedFetch } from "../verification/mcpProbe.js"
-import { CALL_REQUESTS, HANDSHAKE_REQUESTS, RequestBudget } from "../verification/mcpWire.js"
+import { discover, McpAnswerError, type McpGeneration, statelessRequest } from "../verification/mcpStateless.js"
+import { CALL_REQUESTS, HANDSHAKE_REQUESTS, RequestBudget, STATELESS_REQUESTS } from "../verification/mcpWire.js"
 import { type Authorization, NoPaymentRequired, PaymentOutcomeUnknown } from "./errors.js"
-import { type PaidAnswer, type PayForError, type PaymentTerms, sellerReceiptOf, sendWithResends, signChosen } from "./payFor.js"
+import { type PaidAnswer, type PayForError, type PaymentTerms, RESEND_DELAYS_MS, sellerReceiptOf, sendWithResends, signChosen } from "./payFor.js"
 
 export interface PayForToolInput extends PaymentTerms {
   /** The MCP server's Streamable HTTP endpoint. */
   readonly url: string
+  /** What is bought: a tool (the default), a resource or a prompt. */
+  readonly kind?: McpKind
+  /** The tool's or prompt's name, the resource's URI. */
   readonly toolName: string
-  /** The tool's arguments, sent with both calls. */
+  /** The tool's (or prompt's) arguments, sent with both calls. */
   readonly arguments: Readonly<Record<string, unknown>>
   /** The outbound guard's policy, the unpaid call's timeout and the answer cap. */
   readonly outbound: OutboundRequests
@@ -61,44 +66,65 @@ export const paidToolAnswer = (result: ToolResult, maxBodyBytes: number) => {
   }
 }
 
+/** One read of what is bought, in whichever generation the server speaks; `meta` rides in `params._meta`. */
+interface Caller {
+  readonly generation: McpGeneration
+  readonly call: (input: PayForToolInput, timeoutMs: number, meta?: Record<string, unknown>) => Effect.Effect<ToolResult, unknown>
+}
+
+const CLIENT_NAME = "sextant-buyer"
+
+/**
+ * Asks `server/discover` first. A 2026-07-28 server is called statelessly: each call one request
+ * with the extension advertised in its `_meta`. A 2025-era server gets a session (the x402
+ * extension advertised at `initialize`), closed after. Every request passes the outbound guard and
+ * takes from one budget, whose size is what the purchase needs: nothing else leaves, whatever the
+ * server asks. The fetch bound is the paid call's; each call sets its own.
+ */
 const connect = (input: PayForToolInput, fetchTimeoutMs: number) =>
   Effect.acquireRelease(
     Effect.gen(function* () {
       const runtime = yield* Effect.runtime<never>()
       return yield* Effect.tryPromise({
-        try: async (signal) => {
-          const client = new Client({ name: "sextant-buyer", version: pkg.version }, { capabilities: { extensions: { [X402_MCP_EXTENSION]: {} } } })
-          // Every request passes the outbound guard; the fetch bound is the paid call's, each call sets its own.
-          // The handshake, the unpaid call and the paid one: nothing else leaves, whatever the server asks.
-          const budget = new RequestBudget(HANDSHAKE_REQUESTS + 2 * CALL_REQUESTS)
+        try: async (signal): Promise<{ readonly caller: Caller; readonly close: () => Promise<void> }> => {
+          const budget = new RequestBudget(STATELESS_REQUESTS)
           const fetch = guardedFetch({ ...input.outbound, timeoutMs: fetchTimeoutMs }, runtime, budget)
+          const found = await discover(fetch, input.url, CLIENT_NAME, AbortSignal.any([signal, AbortSignal.timeout(input.outbound.timeoutMs)]))
+          if (found.generation === "2026-07-28") {
+            // The unpaid call, the paid one and its resends under a payment identifier.
+            budget.grant(STATELESS_REQUESTS * (2 + RESEND_DELAYS_MS.length))
+            const call: Caller["call"] = (input, timeoutMs, meta) =>
+              Effect.tryPromise({
+                try: (signal) =>
+                  statelessRequest(fetch, input.url, mcpRequestOf(input.kind ?? "tool", input.toolName, input.arguments, meta), CLIENT_NAME, AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)])),
+                catch: (error) => error
+              })
+            return { caller: { generation: found.generation, call }, close: async () => undefined }
+          }
+          // The handshake, the unpaid call and the paid one.
+          budget.grant(HANDSHAKE_REQUESTS + 2 * CALL_REQUESTS)
+          const client = new Client({ name: CLIENT_NAME, version: pkg.version }, { capabilities: { extensions: { [X402_MCP_EXTENSION]: {} } } })
           await client.connect(new StreamableHTTPClientTransport(new URL(input.url), { fetch }), { signal, timeout: input.outbound.timeoutMs })
-          return client
+          const call: Caller["call"] = (input, timeoutMs, meta) =>
+            Effect.tryPromise({
+              try: (signal) => client.request(mcpRequestOf(input.kind ?? "tool", input.toolName, input.arguments, meta) as never, AnyResult, { signal, timeout: timeoutMs }),
+              catch: (error) => error
+            })
+          return { caller: { generation: found.generation, call }, close: () => client.close().catch(() => undefined) }
         },
         catch: (error) => failureOf(error, NOT_ABORTED, input.outbound.timeoutMs)
       })
     }),
-    (client) => Effect.promise(() => client.close().catch(() => undefined))
-  )
-
-const callTool = (client: Client, input: PayForToolInput, timeoutMs: number, meta?: Record<string, unknown>) =>
-  Effect.tryPromise({
-    try: (signal) =>
-      client.request(
-        { method: "tools/call", params: { name: input.toolName, arguments: input.arguments, ...(meta === undefined ? {} : { _meta: meta }) } },
-        AnyResult,
-        { signal, timeout: timeoutMs }
-      ),
-    catch: (error) => error
-  })
+    (connection) => Effect.promise(connection.close)
+  ).pipe(Effect.map((connection) => connection.caller))
 
 /** A JSON-RPC error the server sent, not one the SDK raised for a timeout or a lost connection. */
-const answeredError = (error: unknown): error is McpError =>
-  error instanceof McpError && error.code !== ErrorCode.RequestTimeout && error.code !== ErrorCode.ConnectionClosed
+const answeredError = (error: unknown): error is Error =>
+  error instanceof McpAnswerError || (error instanceof McpError && error.code !== ErrorCode.RequestTimeout && error.code !== ErrorCode.ConnectionClosed)
 
 /** The unpaid call: its PaymentRequired, or why there is nothing to pay. */
-const askPrice = (client: Client, input: PayForToolInput) =>
-  callTool(client, input, input.outbound.timeoutMs).pipe(
+const askPrice = (caller: Caller, input: PayForToolInput) =>
+  caller.call(input, input.outbound.timeoutMs).pipe(
     Effect.mapError((error) =>
       answeredError(error) ? new NoPaymentRequired({ httpStatus: 200, toolAnswer: `a JSON-RPC error (${error.message.slice(0, 200)})` }) : failureOf(error, NOT_ABORTED, input.outbound.timeoutMs)
     ),
@@ -120,9 +146,9 @@ const askPrice = (client: Client, input: PayForToolInput) =>
  * included: the seller may have settled before failing, so the buyer fails closed (and resends only
  * under a payment identifier, `sendWithResends`).
  */
-const sendPaid = (client: Client, input: PayForToolInput, payload: unknown, authorization: Authorization) => {
+const sendPaid = (caller: Caller, input: PayForToolInput, payload: unknown, authorization: Authorization) => {
   const timeoutMs = input.paidTimeoutMs ?? DEFAULT_PAID_TIMEOUT_MS
-  return callTool(client, input, timeoutMs, { [PAYMENT_META]: payload }).pipe(
+  return caller.call(input, timeoutMs, { [PAYMENT_META]: payload }).pipe(
     Effect.timed,
     Effect.mapError((error) => new PaymentOutcomeUnknown({ reason: error instanceof Error ? error.message : String(error), authorization })),
     Effect.map(([elapsed, result]) => ({ latencyMs: Duration.toMillis(elapsed), ...paidToolAnswer(result, input.outbound.maxBodyBytes) }))
@@ -130,9 +156,11 @@ const sendPaid = (client: Client, input: PayForToolInput, payload: unknown, auth
 }
 
 /**
- * Pays for one MCP tool call over the x402 MCP transport, as `payFor` pays an HTTP request: the
- * tool called unpaid in a session opened through the outbound guard; the PaymentRequired of
- * either binding read by the HTTP challenge decoder; the option chosen and signed by `signChosen`
+ * Pays for one MCP tool call, resource read or prompt over the x402 MCP transport, as `payFor`
+ * pays an HTTP request: `server/discover` first, then the call made unpaid (statelessly for a
+ * 2026-07-28 server, in a session for a 2025-era one), every request through the outbound guard;
+ * the PaymentRequired of either binding (the extension's `payment_required` result, or a tool's
+ * error result) read by the HTTP challenge decoder; the option chosen and signed by `signChosen`
  * (the same checks, price limit and timeout cap, a payment identifier when offered); the call sent
  * again with the payload in `params._meta["x402/payment"]`, resent only as `sendWithResends` allows;
  * the settlement read from `result._meta["x402/payment-response"]`.
@@ -140,11 +168,11 @@ const sendPaid = (client: Client, input: PayForToolInput, payload: unknown, auth
 export const payForTool = (input: PayForToolInput): Effect.Effect<PaidAnswer, PayForError> =>
   Effect.scoped(
     Effect.gen(function* () {
-      const client = yield* connect(input, Math.max(input.outbound.timeoutMs, input.paidTimeoutMs ?? DEFAULT_PAID_TIMEOUT_MS))
-      const paymentRequired = yield* askPrice(client, input)
+      const caller = yield* connect(input, Math.max(input.outbound.timeoutMs, input.paidTimeoutMs ?? DEFAULT_PAID_TIMEOUT_MS))
+      const paymentRequired = yield* askPrice(caller, input)
       const { requirements, paymentPayload, authorization, paymentIdentifier } = yield* signChosen(mcpChallenge(paymentRequired), input)
       // A tool result, even an error, says what happened: only a call that got no result is resent.
-      const paid = yield* sendWithResends(sendPaid(client, input, paymentPayload, authorization), () => null, authorization, paymentIdentifier)
+      const paid = yield* sendWithResends(sendPaid(caller, input, paymentPayload, authorization), () => null, authorization, paymentIdentifier)
       return { url: input.url, requirements, amount: requirements.amount, authorization, paymentIdentifier, ...paid }
     })
   ).pipe(Effect.catchTag("AnswerTimeout", (timeout) => new Unreachable({ reason: timeout.reason })))

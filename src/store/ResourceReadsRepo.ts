@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { ResourceRecord } from "../domain/resources.js"
+import type { McpKind } from "../domain/mcp.js"
 import { decodeRows, repository } from "./repository.js"
 import { LISTED_ONLY, PROBE_TARGET_RULE, recordsLoader } from "./resourceRows.js"
 import { rankPage, SearchTuning, type SearchPosition, textQuery } from "./searchIndex.js"
@@ -63,8 +64,11 @@ export interface ResourceReadsRepoShape {
   ) => Effect.Effect<ReadonlyArray<{ readonly id: ResourceId; readonly relevance: number }>>
   /** One page of listed resources, by id, with the total matching the filters (x402 discovery). */
   readonly listedPage: (query: ListedPageQuery) => Effect.Effect<{ readonly records: Array<ResourceRecord>; readonly total: number }>
-  /** The resource at `url` (with `toolName`: the one selling that MCP tool there; one server's tools share its URL), if any. */
-  readonly findByUrl: (url: string, toolName?: string) => Effect.Effect<Option.Option<ResourceRecord>>
+  /**
+   * The resource at `url` (with `toolName`: the one selling that MCP tool, or with `kind` that
+   * resource or prompt, there; one server's tools, resources and prompts share its URL), if any.
+   */
+  readonly findByUrl: (url: string, toolName?: string, kind?: McpKind) => Effect.Effect<Option.Option<ResourceRecord>>
   readonly byCapability: (capability: string) => Effect.Effect<Array<ResourceRecord>>
   /**
    * The resources that are evidence about a payee: the listed ones paying it, and any an operator
@@ -174,8 +178,13 @@ const make = Effect.gen(function* () {
         const records = yield* load(where, { offset: query.offset, limit: query.limit })
         return { records, total: Number(count?.n ?? 0) }
       }),
-    findByUrl: (url: string, toolName?: string) =>
-      load(toolName === undefined ? sql`r.url = ${url}` : sql`r.url = ${url} AND json_extract(r.mcp_tool, '$.toolName') = ${toolName}`).pipe(
+    findByUrl: (url: string, toolName?: string, kind: McpKind = "tool") =>
+      load(
+        toolName === undefined
+          ? sql`r.url = ${url}`
+          : // A row stored before kinds existed has none: it is a tool.
+            sql`r.url = ${url} AND json_extract(r.mcp_tool, '$.toolName') = ${toolName} AND COALESCE(json_extract(r.mcp_tool, '$.kind'), 'tool') = ${kind}`
+      ).pipe(
         Effect.map((rows) => Option.fromNullable(rows[0]))
       ),
     aroundUrl: (url: string, origin: string, payTos: ReadonlyArray<string>, limit: number) =>

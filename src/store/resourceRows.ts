@@ -69,7 +69,9 @@ export const toOption = (row: Omit<typeof OptionRow.Type, "resource_id">): Resou
 })
 
 export const decodeResources = decodeRows(ResourceRow)
-export const encodeMcpTool = Schema.encodeSync(Schema.parseJson(McpTool))
+const encodeMcpToolJson = Schema.encodeSync(Schema.parseJson(McpTool))
+/** `resource.mcp` as stored; one built before kinds existed (no `kind`) is a tool, as decoding it would say. */
+export const encodeMcpTool = (mcp: Omit<McpTool, "kind"> & { readonly kind?: McpTool["kind"] | undefined }) => encodeMcpToolJson({ ...mcp, kind: mcp.kind ?? "tool" })
 export const decodeCapabilities = decodeRows(CapabilityRow)
 export const decodeOptions = decodeRows(OptionRow)
 

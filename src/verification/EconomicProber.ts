@@ -108,7 +108,7 @@ const make = Effect.gen(function* () {
       // An MCP tool is paid with the arguments its probes call it with.
       const attempt = yield* (resource.mcp === undefined
         ? payFor({ ...terms, method: resource.method })
-        : payForTool({ ...terms, toolName: resource.mcp.toolName, arguments: resource.mcp.example ?? {} })
+        : payForTool({ ...terms, kind: resource.mcp.kind, toolName: resource.mcp.toolName, arguments: resource.mcp.example ?? {} })
       ).pipe(Effect.either)
       if (attempt._tag === "Left") {
         const error = attempt.left

@@ -111,6 +111,11 @@ export const mcpSessions = (config: Config) => {
       open.set(url, entry)
       return entry
     },
+    /** Whether a session with `url` is open within its interval: the server is known to speak 2025-era MCP. */
+    has: (url: string, nowMs: number) => {
+      const known = open.get(url)
+      return known !== undefined && !known.retired && nowMs - known.openedAtMs < intervalMs
+    },
     /** The session is not used again; it is closed once its calls in flight settle. */
     forget: (url: string, session: McpSession) => retire(url, session as Entry),
     /** Open sessions (for the bound's test). */

@@ -8,8 +8,23 @@
  * the SDK.
  */
 
-/** The messages these clients send: the handshake, the calls they make, and the SDK's cancellation of a call that timed out. */
-const CLIENT_METHODS = new Set(["initialize", "notifications/initialized", "tools/call", "tools/list", "notifications/cancelled"])
+/**
+ * The messages these clients send: `server/discover` (which generation a server speaks), the
+ * 2025 handshake, the reads they make of a tool, resource or prompt and their lists, and the
+ * SDK's cancellation of a call that timed out.
+ */
+const CLIENT_METHODS = new Set([
+  "server/discover",
+  "initialize",
+  "notifications/initialized",
+  "tools/call",
+  "tools/list",
+  "resources/read",
+  "resources/list",
+  "prompts/get",
+  "prompts/list",
+  "notifications/cancelled"
+])
 
 type JsonRpcId = string | number
 
@@ -101,3 +116,5 @@ export class RequestBudget {
 export const HANDSHAKE_REQUESTS = 2
 /** One call: the request, and the cancellation the SDK sends when it times out. */
 export const CALL_REQUESTS = 2
+/** One stateless (2026-07-28) request: nothing precedes or cancels it. */
+export const STATELESS_REQUESTS = 1
