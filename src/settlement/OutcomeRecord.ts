@@ -25,7 +25,7 @@ export interface OutcomeRecordShape {
    */
   readonly record: (id: SettlementId, payment: Payment, decide: Effect.Effect<SettleOutcome>) => Effect.Effect<SettleAnswer, ForwardRefusal>
   /** Step 9, Spent nonce: releases a reservation the ledger refuses before anything was forwarded, and fails with the refusal. */
-  readonly release: <E extends NonceAlreadyConsumed | AuthorizationExpiresTooLate>(id: SettlementId, error: E) => Effect.Effect<never, E>
+  readonly refuseBeforeForwarding: <E extends NonceAlreadyConsumed | AuthorizationExpiresTooLate>(id: SettlementId, error: E) => Effect.Effect<never, E>
 }
 
 export class OutcomeRecord extends Context.Tag("sextant/OutcomeRecord")<OutcomeRecord, OutcomeRecordShape>() {
@@ -97,7 +97,7 @@ const make = Effect.gen(function* () {
     return lifecycle.forkTracked(run).pipe(Effect.flatMap(Fiber.join), Effect.flatten)
   }
 
-  const release = Effect.fn("Settlement.refuseBeforeForwarding")(function* <E extends NonceAlreadyConsumed | AuthorizationExpiresTooLate>(
+  const refuseBeforeForwarding = Effect.fn("Settlement.refuseBeforeForwarding")(function* <E extends NonceAlreadyConsumed | AuthorizationExpiresTooLate>(
     id: SettlementId,
     error: E
   ) {
@@ -105,5 +105,5 @@ const make = Effect.gen(function* () {
     return yield* Effect.fail(error)
   })
 
-  return { record, release } satisfies OutcomeRecordShape
+  return { record, refuseBeforeForwarding } satisfies OutcomeRecordShape
 })

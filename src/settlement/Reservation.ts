@@ -68,7 +68,7 @@ const make = Effect.gen(function* () {
   })
 
   /** Step 8, Reserve: repeats again (for those that raced), spend window, fee budget and the `pending` entry, in one transaction. */
-  const reserveEntry = Effect.fn("Settlement.reserve")(function* <E>(
+  const reserve = Effect.fn("Settlement.reserve")(function* <E>(
     payment: Payment,
     idempotencyKey: string | undefined,
     nowMs: number,
@@ -82,7 +82,7 @@ const make = Effect.gen(function* () {
 
   return {
     reserve: (payment, idempotencyKey, principal) =>
-      checks.judge(payment, principal, (inTransaction, nowMs) => reserveEntry(payment, idempotencyKey, nowMs, inTransaction)).pipe(
+      checks.judge(payment, principal, (inTransaction, nowMs) => reserve(payment, idempotencyKey, nowMs, inTransaction)).pipe(
         Effect.catchAll((refusal) => findRepeat(payment, idempotencyKey, refusal))
       )
   } satisfies SettleReservationShape

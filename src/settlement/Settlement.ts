@@ -148,7 +148,7 @@ const make = Effect.gen(function* () {
       case "Reserved":
         // Step 9: Spent nonce.
         const refused = ledgerRefusal(payment, yield* nonceRead, input.request.paymentRequirements.maxTimeoutSeconds)
-        if (refused !== null) return yield* outcomes.release(reservation.id, refused)
+        if (refused !== null) return yield* outcomes.refuseBeforeForwarding(reservation.id, refused)
         // Steps 10 and 11: Forward with failover, Outcome.
         return { answer: yield* forwarding.forward(reservation.id, input.request, payment, startedMs), settledNow: true, payer }
     }
