@@ -91,7 +91,7 @@ export const makeEmbeddedBackend = (entry: EmbeddedFacilitator, index: number, c
         return Either.isLeft(simulated) ? refusedVerify(simulated.left, checked.right.payer) : ({ isValid: true, payer: checked.right.payer } satisfies Verify)
       }).pipe(Effect.mapError(unreachable), Effect.withSpan("EmbeddedFacilitator.verify"))
 
-    const settle = makeEmbeddedSettle({ entry, context, sources, check, simulate, count, readBalance, reportState, scope })
+    const settle = makeEmbeddedSettle({ entry, context, sources, check, simulate, unreachable, count, readBalance, reportState, scope })
 
     const supported: RawSupported = {
       kinds: [{ x402Version: 2, scheme: "exact", network: entry.network, extra: { areFeesSponsored: true } }],

@@ -32,6 +32,8 @@ export interface EmbeddedSettleParts {
   readonly check: (request: PaymentRequest) => Effect.Effect<Either.Either<CheckedPayment, Refusal>, RpcUnavailable>
   /** The simulation rules, run with the fee account as source. */
   readonly simulate: (request: PaymentRequest, payment: CheckedPayment) => Effect.Effect<Either.Either<unknown, Refusal>, RpcUnavailable>
+  /** A ledger that could not be read, as the pool's failure: nothing was sent. */
+  readonly unreachable: (e: RpcUnavailable) => BackendFailure
   readonly count: (outcome: keyof SettleCounts, ledgerSeconds?: number | null) => Effect.Effect<void>
   /** Reads the fee account's balance, after a settle ends. */
   readonly readBalance: Effect.Effect<void>
@@ -46,9 +48,8 @@ export interface EmbeddedSettleParts {
  * so two settles of one payment never both send, simulated, sent from a leased sequence source and
  * followed until the deadline (then answered pending with its hash, and followed on).
  */
-export const makeEmbeddedSettle = ({ entry, context, sources, check, simulate, count, readBalance, reportState, scope }: EmbeddedSettleParts) => {
+export const makeEmbeddedSettle = ({ entry, context, sources, check, simulate, unreachable, count, readBalance, reportState, scope }: EmbeddedSettleParts) => {
   const sent = new Map<string, Sent>()
-  const unreachable = (e: RpcUnavailable) => new BackendFailure({ backendId: entry.id, kind: "Unreachable", status: null, detail: e.message })
 
   /**
    * A settle of this payment another request owns: its outcome, or at the deadline pending with

@@ -97,7 +97,7 @@ export interface SettlementShape {
 /**
  * The steps of a settle, one hop from `make` each: checks and reservation, forwarding (guarded by
  * the ledger) and the journal record of its outcome. Provided here, so the app's layer graph
- * sees one settlement service; a test may provide its own in their place.
+ * sees one settlement service over the same dependencies as before the steps were apart.
  */
 const StepsLive = Layer.mergeAll(SettleReservation.Live, Forwarding.Live).pipe(
   Layer.provideMerge(Layer.mergeAll(LedgerGuard.Live, OutcomeRecord.Live))
