@@ -5,10 +5,10 @@ import { AllFacilitatorsFailed, FacilitatorsNotReady, NoHealthyFacilitator, Unsu
 import type { FacilitatorStatus, SettleResponse, SupportedResponse, VerifyResponse } from "../domain/x402.js"
 import { redactorFor } from "../redaction/redact.js"
 import { Instruments } from "../telemetry/Instruments.js"
-import { type Backend, counted, makeBackendStates, statusOf } from "./backendStates.js"
-import { advertises, mergeSupported } from "./capabilities.js"
+import { type Backend, counted, eligibleIn, makeBackendStates, notReady, statusOf } from "./backendStates.js"
+import { mergeSupported } from "./capabilities.js"
 import { type BackendFailure, makeBackendClient } from "./FacilitatorClient.js"
-import { type BackendProgress, kindsIncomplete, notKnownRetryAfter, type PoolReadiness, poolReadiness } from "./readiness.js"
+import { type PoolReadiness, poolReadiness } from "./readiness.js"
 import { type SettleGuard, type SettleOutcome, settleWithFailover } from "./settleFailover.js"
 
 export { BREAKER_THRESHOLD, healthAfterFailure } from "./backendStates.js"
@@ -113,25 +113,7 @@ const make = (options: PoolOptions) =>
     )
 
     const pollSeconds = Duration.toSeconds(options.pollInterval)
-    const notReady = (progress: ReadonlyArray<BackendProgress>, what: string) =>
-      new FacilitatorsNotReady({
-        message: `${what}: not every configured facilitator has answered /supported yet, so whether one supports it is not known; retry shortly`,
-        retryAfterSeconds: notKnownRetryAfter(progress, pollSeconds)
-      })
-
-    /**
-     * Backends to try for a kind, in config order: healthy ones that advertise it. `unknown` is the
-     * 503 to answer when none advertises it while some backend has not said yet what it supports.
-     */
-    const eligible = (network: string, scheme: string) =>
-      Effect.map(states.view, ({ of, progress }) => {
-        const advertising = backends.filter((b) => advertises(of(b).capabilities, network, scheme))
-        return {
-          advertised: advertising.length > 0,
-          healthy: advertising.filter((b) => of(b).healthy),
-          unknown: kindsIncomplete(progress) ? notReady(progress, `scheme "${scheme}" on network "${network}"`) : null
-        }
-      })
+    const eligible = (network: string, scheme: string) => Effect.map(states.view, (view) => eligibleIn(backends, view, network, scheme, pollSeconds))
 
     /**
      * The healthy backends for a kind; 503 when none advertises it yet but some backend has not
@@ -190,7 +172,7 @@ const make = (options: PoolOptions) =>
 
     const supported: Effect.Effect<SupportedResponse, FacilitatorsNotReady> = Effect.flatMap(states.view, ({ of, progress }) =>
       progress.length > 0 && !progress.some((b) => b.answered)
-        ? Effect.fail(notReady(progress, "the supported kinds"))
+        ? Effect.fail(notReady(progress, "the supported kinds", pollSeconds))
         : Effect.succeed(mergeSupported(backends.flatMap((b) => (of(b).healthy ? [of(b).capabilities] : []))))
     )
 

@@ -1,10 +1,11 @@
 import { Clock, Effect, Ref } from "effect"
 import type { FacilitatorEntry } from "../config.js"
+import { FacilitatorsNotReady } from "../domain/errors.js"
 import type { FacilitatorStatus } from "../domain/x402.js"
 import type { InstrumentsShape } from "../telemetry/Instruments.js"
-import { type Capabilities, capabilitiesOf } from "./capabilities.js"
+import { advertises, type Capabilities, capabilitiesOf } from "./capabilities.js"
 import type { BackendClient, BackendFailure, RawSupported } from "./FacilitatorClient.js"
-import type { BackendProgress } from "./readiness.js"
+import { type BackendProgress, kindsIncomplete, notKnownRetryAfter } from "./readiness.js"
 
 /** One configured backend as the pool holds it: HTTP or embedded, behind one interface. */
 export interface Backend {
@@ -99,6 +100,26 @@ export interface StatesView {
   readonly of: (backend: Backend) => BackendState
   /** Each backend's progress toward its first answer, for readiness and the not-ready 503. */
   readonly progress: ReadonlyArray<BackendProgress>
+}
+
+/** The 503 for a question some backend has not answered yet: when to retry comes from the poll interval. */
+export const notReady = (progress: ReadonlyArray<BackendProgress>, what: string, pollSeconds: number) =>
+  new FacilitatorsNotReady({
+    message: `${what}: not every configured facilitator has answered /supported yet, so whether one supports it is not known; retry shortly`,
+    retryAfterSeconds: notKnownRetryAfter(progress, pollSeconds)
+  })
+
+/**
+ * Backends to try for a kind, in config order: healthy ones that advertise it. `unknown` is the
+ * 503 to answer when none advertises it while some backend has not said yet what it supports.
+ */
+export const eligibleIn = (backends: ReadonlyArray<Backend>, { of, progress }: StatesView, network: string, scheme: string, pollSeconds: number) => {
+  const advertising = backends.filter((b) => advertises(of(b).capabilities, network, scheme))
+  return {
+    advertised: advertising.length > 0,
+    healthy: advertising.filter((b) => of(b).healthy),
+    unknown: kindsIncomplete(progress) ? notReady(progress, `scheme "${scheme}" on network "${network}"`, pollSeconds) : null
+  }
 }
 
 /** The pool's record of its backends' health: polls, the circuit breaker's streaks, and views of them. */
