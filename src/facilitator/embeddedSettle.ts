@@ -44,43 +44,43 @@ export interface EmbeddedSettleParts {
 }
 
 /**
+ * A settle of this payment another request owns: its outcome, or at the deadline pending with
+ * its hash (a timeout when nothing was sent yet: the pool then asks the ledger).
+ */
+const awaitSent = (entry: EmbeddedFacilitator, earlier: Sent, payer: string, deadline: number) =>
+  Deferred.await(earlier.outcome).pipe(
+    Effect.timeoutOption(Math.max(0, deadline - Date.now())),
+    Effect.flatMap(
+      Option.match({
+        onSome: Effect.succeed,
+        onNone: () =>
+          earlier.hash === ""
+            ? Effect.fail(new BackendFailure({ backendId: entry.id, kind: "TimedOut", status: null, detail: "the same payment was still being settled by another request at the deadline" }))
+            : Effect.succeed(pendingAnswer(entry.network, earlier.hash, payer))
+      })
+    )
+  )
+
+/**
+ * Claims the payment for this request, in one step with the lookup (no other fiber runs
+ * between), so two settles of one payment never both send: the existing claim, or null.
+ */
+const claim = (sent: Map<string, Sent>, paymentKey: string, record: Sent) =>
+  Effect.sync(() => {
+    const earlier = sent.get(paymentKey)
+    if (earlier !== undefined) return earlier
+    sent.set(paymentKey, record)
+    if (sent.size > REMEMBERED) sent.delete(sent.keys().next().value!)
+    return null
+  })
+
+/**
  * The embedded facilitator's `/settle`: the payment read and checked, claimed by payer and nonce
  * so two settles of one payment never both send, simulated, sent from a leased sequence source and
  * followed until the deadline (then answered pending with its hash, and followed on).
  */
 export const makeEmbeddedSettle = ({ entry, context, sources, check, simulate, unreachable, count, readBalance, reportState, scope }: EmbeddedSettleParts) => {
   const sent = new Map<string, Sent>()
-
-  /**
-   * A settle of this payment another request owns: its outcome, or at the deadline pending with
-   * its hash (a timeout when nothing was sent yet: the pool then asks the ledger).
-   */
-  const awaitSent = (earlier: Sent, payer: string, deadline: number) =>
-    Deferred.await(earlier.outcome).pipe(
-      Effect.timeoutOption(Math.max(0, deadline - Date.now())),
-      Effect.flatMap(
-        Option.match({
-          onSome: Effect.succeed,
-          onNone: () =>
-            earlier.hash === ""
-              ? Effect.fail(new BackendFailure({ backendId: entry.id, kind: "TimedOut", status: null, detail: "the same payment was still being settled by another request at the deadline" }))
-              : Effect.succeed(pendingAnswer(entry.network, earlier.hash, payer))
-        })
-      )
-    )
-
-  /**
-   * Claims the payment for this request, in one step with the lookup (no other fiber runs
-   * between), so two settles of one payment never both send: the existing claim, or null.
-   */
-  const claim = (paymentKey: string, record: Sent) =>
-    Effect.sync(() => {
-      const earlier = sent.get(paymentKey)
-      if (earlier !== undefined) return earlier
-      sent.set(paymentKey, record)
-      if (sent.size > REMEMBERED) sent.delete(sent.keys().next().value!)
-      return null
-    })
 
   /** Follows a sent transaction to its end, then frees its source and records the balance. */
   const conclude = (record: Sent, payer: string, sentAt: number, until: number, release: Effect.Effect<void>) =>
@@ -166,8 +166,8 @@ export const makeEmbeddedSettle = ({ entry, context, sources, check, simulate, u
       if (Either.isLeft(checked)) return yield* Effect.as(count("refused"), refusedSettle(entry.network, checked.left, undefined))
       const paymentKey = `${checked.right.payer}:${checked.right.nonce}`
       const record: Sent = { hash: "", outcome: yield* Deferred.make<Settle, BackendFailure>() }
-      const earlier = yield* claim(paymentKey, record)
-      if (earlier !== null) return yield* awaitSent(earlier, checked.right.payer, deadline)
+      const earlier = yield* claim(sent, paymentKey, record)
+      if (earlier !== null) return yield* awaitSent(entry, earlier, checked.right.payer, deadline)
       return yield* settleClaimed(request.right, checked.right, paymentKey, record, deadline)
     }).pipe(Effect.withSpan("EmbeddedFacilitator.settle"))
 
