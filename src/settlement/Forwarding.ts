@@ -10,12 +10,12 @@ import { OutcomeRecord } from "./OutcomeRecord.js"
 import { ledgerReserveMsOf, type Payment } from "./PaymentChecks.js"
 import { decodeAnswer } from "./replay.js"
 
-/** Step 10, Forward with failover, of a reserved settlement, and the resolution of a pending one; each ends in its journal record. */
+/** Step 10: Forward with failover, of a reserved settlement, and the resolution of a pending one; each ends in its journal record. */
 export interface ForwardingShape {
   /** The stock body to the pool, guarded by the ledger and the budgets, within the settle deadline from `startedMs`. */
   readonly forward: (id: SettlementId, request: SettleRequest, payment: Payment, startedMs: number) => Effect.Effect<SettleAnswer, ForwardRefusal>
   /**
-   * Step 3, Repeats, of an entry a backend answered `settlement_pending` for: the outcome when its
+   * Step 3: Repeats, of an entry a backend answered `settlement_pending` for: the outcome when its
    * payment is sent again: the ledger's, when the backend's transaction is there, successful and
    * carrying this payment's authorisation; else the same backend's answer to the same payload (it
    * reconciles its own broadcast), never another backend's, which could submit it a second time.

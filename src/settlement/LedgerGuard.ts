@@ -9,7 +9,7 @@ import { carriesAuthorization, findExecution } from "./execution.js"
 import { authorizedPayment, ledgerReserveMsOf, type Payment } from "./PaymentChecks.js"
 
 /**
- * Step 10, Forward with failover: the ledger reads and the journal's fee judgement that make
+ * Step 10: Forward with failover: the ledger reads and the journal's fee judgement that make
  * settle failover safe (docs/decisions.md, settle failover), handed to `FacilitatorPool.settle`
  * as its `SettleGuard`, and the ledger check of a pending answer's transaction.
  */

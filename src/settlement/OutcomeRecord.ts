@@ -13,7 +13,7 @@ import type { SettleOutcome } from "../x402/FacilitatorPool.js"
 import { conclude, type EvidenceSubject, evidenceOf, type ForwardRefusal, refusedBeforeForwarding, type SettleAnswer } from "./outcome.js"
 import type { Payment } from "./PaymentChecks.js"
 
-/** Step 11, Outcome: the journal record of how a reserved settlement ended, with its evidence, in one commit. */
+/** Step 11: Outcome: the journal record of how a reserved settlement ended, with its evidence, in one commit. */
 export interface OutcomeRecordShape {
   /**
    * Journals and answers what `decide` comes to (a forwarding, or the resolution of a pending
@@ -24,7 +24,7 @@ export interface OutcomeRecordShape {
    * shutdown waits for its outcome to be journaled.
    */
   readonly record: (id: SettlementId, payment: Payment, decide: Effect.Effect<SettleOutcome>) => Effect.Effect<SettleAnswer, ForwardRefusal>
-  /** Step 9, Spent nonce: releases a reservation the ledger refuses before anything was forwarded, and fails with the refusal. */
+  /** Step 9: Spent nonce: releases a reservation the ledger refuses before anything was forwarded, and fails with the refusal. */
   readonly refuseBeforeForwarding: <E extends NonceAlreadyConsumed | AuthorizationExpiresTooLate>(id: SettlementId, error: E) => Effect.Effect<never, E>
 }
 

@@ -58,7 +58,7 @@ const make = Effect.gen(function* () {
   const journal = yield* SettlementJournal
   const checks = yield* PaymentChecks
 
-  /** Step 3, Repeats, when a check refuses: the journaled entry this request repeats, else the refusal. */
+  /** Step 3: Repeats, when a check refuses: the journaled entry this request repeats, else the refusal. */
   const findRepeat = Effect.fn("Settlement.findRepeat")(function* <E>(payment: Payment, idempotencyKey: string | undefined, refusal: E) {
     const earlier = yield* journal.find({ principal: payment.principal, idempotencyKey, paymentId: payment.paymentId })
     if (Option.isSome(earlier) && !mayReserveAgain(earlier.value, payment.requestHash)) {
@@ -67,7 +67,7 @@ const make = Effect.gen(function* () {
     return yield* Effect.fail(refusal)
   })
 
-  /** Step 8, Reserve: repeats again (for those that raced), spend window, fee budget and the `pending` entry, in one transaction. */
+  /** Step 8: Reserve: repeats again (for those that raced), spend window, fee budget and the `pending` entry, in one transaction. */
   const reserve = Effect.fn("Settlement.reserve")(function* <E>(
     payment: Payment,
     idempotencyKey: string | undefined,

@@ -138,7 +138,7 @@ const make = Effect.gen(function* () {
     const payer = payment.transfer.from
     switch (reservation._tag) {
       case "Existing":
-        // Step 3: a repeat, answered from the journal (or resolved, when a backend left it pending).
+        // Step 3: Repeats: answered from the journal (or resolved, when a backend left it pending).
         if (awaitsConfirmation(reservation.entry) && reservation.entry.requestHash === payment.requestHash) {
           return { answer: yield* forwarding.resolvePending(reservation.entry, input.request, payment), settledNow: true, payer }
         }

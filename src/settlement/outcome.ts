@@ -57,7 +57,7 @@ const refusedCompletion = (
   answer: { status, body: { error: error.error, message: error.message } }
 })
 
-/** Step 9, Spent nonce: the completion of a reservation released before forwarding; nothing was sent, so nothing is charged. */
+/** Step 9: Spent nonce: the completion of a reservation released before forwarding; nothing was sent, so nothing is charged. */
 export const refusedBeforeForwarding = (error: NonceAlreadyConsumed | AuthorizationExpiresTooLate): Completion =>
   refusedCompletion("failed", error, error instanceof NonceAlreadyConsumed ? 409 : 400, null, false, [])
 
@@ -93,7 +93,7 @@ const answered = (response: SettleAnswer, backendId: string, errors: Completion[
   }
 }
 
-/** Step 11, Outcome: how a forwarding outcome is journaled and answered; `network` and `payer` fill a success the ledger proved. */
+/** Step 11: Outcome: how a forwarding outcome is journaled and answered; `network` and `payer` fill a success the ledger proved. */
 export const conclude = (
   id: SettlementId,
   outcome: SettleOutcome,

@@ -16,7 +16,7 @@ const naming = (entry: JournalEntry, principal: PrincipalId) =>
 /** The stored answer of a refusal is never replayed (a refused payment is released and retried); a 200 is. */
 export const decodeAnswer = Schema.decodeUnknown(SettleResponse)
 
-/** Step 3, Repeats: a repeat of a journaled request gets the stored answer, or 409 when there is none to give. */
+/** Step 3: Repeats: a repeat of a journaled request gets the stored answer, or 409 when there is none to give. */
 export const replay = ({ entry, byKey }: FoundEntry, requestHash: string, principal: PrincipalId) => {
   const { entry: named, record } = naming(entry, principal)
   if (entry.requestHash !== requestHash) {
