@@ -82,7 +82,17 @@ describe("the settle flow's step numbers", () => {
   const architecture = readFileSync(join(ROOT, "docs/architecture.md"), "utf8")
   const flow = architecture.slice(architecture.indexOf("## The flow of a settle"))
   const steps = new Map([...flow.matchAll(/^(\d+)\. \*\*([^*]+?)\.?\*\*/gm)].map((m) => [Number(m[1]), m[2]!]))
-  const code = ["src/settlement/Settlement.ts", "src/settlement/PaymentChecks.ts", "src/settlement/execution.ts"].flatMap((file) =>
+  const code = [
+    "src/settlement/Settlement.ts",
+    "src/settlement/PaymentChecks.ts",
+    "src/settlement/execution.ts",
+    "src/settlement/Reservation.ts",
+    "src/settlement/LedgerGuard.ts",
+    "src/settlement/Forwarding.ts",
+    "src/settlement/OutcomeRecord.ts",
+    "src/settlement/outcome.ts",
+    "src/settlement/replay.ts"
+  ].flatMap((file) =>
     [...readFileSync(join(ROOT, file), "utf8").matchAll(/Step (\d+): ([A-Z][a-z]+(?: [a-z]+)*)/g)].map((m) => ({ file, step: Number(m[1]), name: m[2]! }))
   )
 

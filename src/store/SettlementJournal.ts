@@ -1,122 +1,27 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { FeeBudgetExhausted, PolicyDenied } from "../domain/errors.js"
-import type {
-  Completion,
-  FoundEntry,
-  JournalEntry,
-  NewEntry,
-  ReconcileOutcome,
-  Reservation,
-  SettlementTransition,
-  WindowUsage
+import { PrincipalId, type SettlementId } from "../domain/ids.js"
+import {
+  type Completion,
+  type FoundEntry,
+  type JournalEntry,
+  mayReserveAgain,
+  type NewEntry,
+  type ReconcileOutcome,
+  type Reservation,
+  type SettlementTransition,
+  type WindowUsage
 } from "../domain/settlements.js"
-import { mayReserveAgain } from "../domain/settlements.js"
-import { SettlementState } from "../domain/x402.js"
-import { PaymentId, PrincipalId, SettlementId } from "../domain/ids.js"
-import { atBoundary, decodeRows, repository, SqlBigInt, SqlNumber } from "./repository.js"
+import { decodeJournal, decodeTransitions, storedKey, toEntry, transition } from "./journalRows.js"
+import { takeBudgetLock, usageSince, writeReservation } from "./journalBudget.js"
+import { reconcilerQueries } from "./journalReconcile.js"
+import { atBoundary, decodeRows, repository, SqlBigInt } from "./repository.js"
 import { sortableId } from "./sortableId.js"
 import { StoreTransactions } from "./StoreTransactions.js"
 
-/**
- * Idempotency keys belong to a principal: the same key from two principals is two requests. The
- * unique `idempotency_key` column holds a client's key as the JSON pair [principal, key]; a
- * request without one is keyed by its payment alone, as [paymentId] (payment ids are unique
- * across principals anyway), which no client key can collide with.
- */
-const storedKey = (entry: Pick<NewEntry, "principal" | "idempotencyKey" | "paymentId">) =>
-  JSON.stringify(entry.idempotencyKey === undefined ? [entry.paymentId] : [entry.principal, entry.idempotencyKey])
-
-/** The key as the client knows it (the payment id when it sent none); anything else is shown as stored. */
-const clientKey = (stored: string): string => {
-  try {
-    const parts: unknown = JSON.parse(stored)
-    const key: unknown = Array.isArray(parts) ? parts.at(-1) : undefined
-    if (typeof key === "string") return key
-  } catch {
-    // not a stored pair
-  }
-  return stored
-}
-
-const BackendErrorsJson = Schema.parseJson(Schema.Array(Schema.Struct({ backendId: Schema.String, error: Schema.String })))
-
-const JournalRow = Schema.Struct({
-  id: SettlementId,
-  idempotency_key: Schema.String,
-  payment_hash: PaymentId,
-  request_hash: Schema.String,
-  state: SettlementState,
-  principal: PrincipalId,
-  payer: Schema.NullOr(Schema.String),
-  network: Schema.String,
-  scheme: Schema.String,
-  asset: Schema.String,
-  pay_to: Schema.String,
-  amount: Schema.String,
-  worst_case_units: SqlBigInt,
-  fee_stroops: SqlBigInt,
-  backend_id: Schema.NullOr(Schema.String),
-  transaction_hash: Schema.NullOr(Schema.String),
-  errors_json: BackendErrorsJson,
-  answer_status: Schema.NullOr(SqlNumber),
-  answer_json: Schema.NullOr(Schema.parseJson()),
-  auth_nonce: Schema.NullOr(Schema.String),
-  auth_expiration_ledger: Schema.NullOr(SqlNumber),
-  created_at_ms: SqlNumber,
-  updated_at_ms: SqlNumber
-})
-type JournalRow = typeof JournalRow.Type
-
-const toEntry = (row: JournalRow): JournalEntry => ({
-  id: row.id,
-  idempotencyKey: clientKey(row.idempotency_key),
-  paymentId: row.payment_hash,
-  requestHash: row.request_hash,
-  state: row.state,
-  principal: row.principal,
-  payer: row.payer,
-  network: row.network,
-  scheme: row.scheme,
-  asset: row.asset,
-  payTo: row.pay_to,
-  amount: row.amount,
-  worstCaseUnits: row.worst_case_units,
-  feeStroops: row.fee_stroops,
-  backendId: row.backend_id,
-  transaction: row.transaction_hash,
-  errors: row.errors_json,
-  answer: row.answer_status === null ? null : { status: row.answer_status, body: row.answer_json },
-  authorization:
-    row.auth_nonce === null || row.auth_expiration_ledger === null
-      ? null
-      : { nonce: row.auth_nonce, expirationLedger: row.auth_expiration_ledger },
-  createdAtMs: row.created_at_ms,
-  updatedAtMs: row.updated_at_ms
-})
-
-const decodeJournal = decodeRows(JournalRow)
-const decodeIds = decodeRows(Schema.Struct({ id: SettlementId }))
-
-const TransitionRow = Schema.Struct({
-  from_state: Schema.NullOr(SettlementState),
-  to_state: SettlementState,
-  reason: Schema.String,
-  at_ms: SqlNumber
-})
-const decodeTransitions = decodeRows(TransitionRow)
-
 /** What the budgets refuse with: the spend window (403) or a fee budget (429). */
 type BudgetRefusal = PolicyDenied | FeeBudgetExhausted
-
-const UsageRow = Schema.Struct({
-  spend: Schema.NullOr(SqlBigInt),
-  global_fee: Schema.NullOr(SqlBigInt),
-  principal_fee: Schema.NullOr(SqlBigInt),
-  oldest_global: Schema.NullOr(SqlNumber),
-  oldest_principal: Schema.NullOr(SqlNumber)
-})
-const decodeUsage = decodeRows(UsageRow)
 
 /** The durable settlement journal and the budget reservations it carries. */
 export interface SettlementJournalShape {
@@ -205,13 +110,6 @@ export class SettlementJournal extends Context.Tag("sextant/SettlementJournal")<
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const { transaction } = yield* StoreTransactions
-  /** Entries whose outcome the ledger settles: `indeterminate`, and `pending` on a backend's pending answer (`awaitsConfirmation`). */
-  const UNRESOLVED = sql.literal("(state = 'indeterminate' OR (state = 'pending' AND transaction_hash IS NOT NULL))")
-
-  /** Stores one change of an entry's state; every write of a state goes through here too. */
-  const transition = (id: SettlementId, from: SettlementTransition["from"], to: SettlementTransition["to"], reason: string, atMs: number) =>
-    sql`INSERT INTO settlement_transitions (id, settlement_id, from_state, to_state, reason, at_ms)
-      VALUES (${sortableId("st", atMs)}, ${id}, ${from}, ${to}, ${reason}, ${atMs})`
 
   const find = (entry: Pick<NewEntry, "principal" | "idempotencyKey" | "paymentId">) =>
     Effect.gen(function* () {
@@ -224,24 +122,6 @@ const make = Effect.gen(function* () {
       return row === undefined ? Option.none<FoundEntry>() : Option.some<FoundEntry>({ entry: toEntry(row), byKey: byKey !== undefined })
     })
 
-  const usageSince = (principal: PrincipalId, sinceMs: number) =>
-    sql`SELECT
-        SUM(CASE WHEN principal = ${principal} AND state <> 'failed' THEN worst_case_units ELSE 0 END) AS spend,
-        SUM(fee_stroops) AS global_fee,
-        SUM(CASE WHEN principal = ${principal} THEN fee_stroops ELSE 0 END) AS principal_fee,
-        MIN(CASE WHEN fee_stroops > 0 THEN created_at_ms END) AS oldest_global,
-        MIN(CASE WHEN principal = ${principal} AND fee_stroops > 0 THEN created_at_ms END) AS oldest_principal
-      FROM settlements WHERE created_at_ms > ${sinceMs}`.pipe(
-      Effect.flatMap(decodeUsage),
-      Effect.map(([usage]): WindowUsage => ({
-        principalSpendUnits: usage?.spend ?? 0n,
-        globalFeeStroops: usage?.global_fee ?? 0n,
-        principalFeeStroops: usage?.principal_fee ?? 0n,
-        oldestGlobalMs: usage?.oldest_global ?? null,
-        oldestPrincipalMs: usage?.oldest_principal ?? null
-      }))
-    )
-
   const reserve = <E, R>(
     entry: NewEntry,
     sinceMs: number,
@@ -251,39 +131,17 @@ const make = Effect.gen(function* () {
   ) =>
     atBoundary("SettlementJournal.reserve", transaction(
       Effect.gen(function* () {
-        yield* sql`UPDATE settlement_budget_lock SET version = version + 1 WHERE id = 1`
+        yield* takeBudgetLock(sql)
         const existing = yield* find(entry)
         if (Option.isSome(existing) && !mayReserveAgain(existing.value, entry.requestHash)) {
           return { _tag: "Existing", ...existing.value } satisfies Reservation<BudgetRefusal>
         }
         yield* checks
-        const refusal = judge(yield* usageSince(entry.principal, sinceMs))
+        const refusal = judge(yield* usageSince(sql, entry.principal, sinceMs))
         if (refusal !== undefined) return { _tag: "Refused", error: refusal } satisfies Reservation<BudgetRefusal>
 
-        if (Option.isSome(existing)) {
-          // A released entry is taken up again as this request's: its earlier attempt sent nothing.
-          const id = existing.value.entry.id
-          yield* sql`UPDATE settlements SET idempotency_key = ${storedKey(entry)}, request_hash = ${entry.requestHash},
-              state = 'pending', principal = ${entry.principal}, payer = ${entry.payer}, network = ${entry.network},
-              scheme = ${entry.scheme}, asset = ${entry.asset}, pay_to = ${entry.payTo}, amount = ${entry.amount},
-              worst_case_units = ${Number(entry.worstCaseUnits)}, fee_stroops = ${Number(entry.feeStroops)},
-              backend_id = NULL, transaction_hash = NULL, errors_json = '[]', answer_status = NULL, answer_json = NULL,
-              auth_nonce = ${entry.authorization?.nonce ?? null},
-              auth_expiration_ledger = ${entry.authorization?.expirationLedger ?? null},
-              created_at_ms = ${nowMs}, updated_at_ms = ${nowMs}
-            WHERE id = ${id}`
-          yield* transition(id, "failed", "pending", "reserved again: the earlier attempt is known not to have paid", nowMs)
-          return { _tag: "Reserved", id } satisfies Reservation<BudgetRefusal>
-        }
-        yield* sql`INSERT INTO settlements (id, idempotency_key, payment_hash, request_hash, state, principal, payer,
-            network, scheme, asset, pay_to, amount, worst_case_units, fee_stroops, errors_json, auth_nonce,
-            auth_expiration_ledger, created_at_ms, updated_at_ms)
-          VALUES (${entry.id}, ${storedKey(entry)}, ${entry.paymentId}, ${entry.requestHash}, 'pending',
-            ${entry.principal}, ${entry.payer}, ${entry.network}, ${entry.scheme}, ${entry.asset}, ${entry.payTo},
-            ${entry.amount}, ${Number(entry.worstCaseUnits)}, ${Number(entry.feeStroops)}, '[]',
-            ${entry.authorization?.nonce ?? null}, ${entry.authorization?.expirationLedger ?? null}, ${nowMs}, ${nowMs})`
-        yield* transition(entry.id, null, "pending", "reserved: budgets passed, about to forward", nowMs)
-        return { _tag: "Reserved", id: entry.id } satisfies Reservation<BudgetRefusal>
+        const id = yield* writeReservation(sql, entry, Option.map(existing, (e) => e.entry.id), nowMs)
+        return { _tag: "Reserved", id } satisfies Reservation<BudgetRefusal>
       })
     ))
 
@@ -311,37 +169,16 @@ const make = Effect.gen(function* () {
     ) =>
       Effect.gen(function* () {
         // The lock row first, as a reservation takes it: the sums judged are not stale.
-        yield* sql`UPDATE settlement_budget_lock SET version = version + 1 WHERE id = 1`
+        yield* takeBudgetLock(sql)
         const [row] = yield* sql<{ principal: string }>`SELECT principal FROM settlements WHERE id = ${id} AND state = 'pending'`
         if (row === undefined) return { _tag: "NotPending" } as const
-        const refusal = judge(yield* usageSince(PrincipalId.make(row.principal), sinceMs))
+        const refusal = judge(yield* usageSince(sql, PrincipalId.make(row.principal), sinceMs))
         if (refusal !== undefined) return { _tag: "Refused", error: refusal } as const
         yield* sql`UPDATE settlements SET fee_stroops = fee_stroops + ${Number(feeStroops)}, updated_at_ms = ${nowMs} WHERE id = ${id}`
-        yield* transition(id, "pending", "pending", reason, nowMs)
+        yield* transition(sql, id, "pending", "pending", reason, nowMs)
         return { _tag: "Charged" } as const
       }).pipe(transaction),
-    reconcile: (id: SettlementId, outcome: ReconcileOutcome, nowMs: number) =>
-      Effect.gen(function* () {
-        yield* sql`INSERT INTO settlement_transitions (id, settlement_id, from_state, to_state, reason, at_ms)
-          SELECT ${sortableId("st", nowMs)}, id, state, ${outcome._tag === "Settled" ? "settled" : "failed"}, ${outcome.reason}, ${nowMs}
-          FROM settlements WHERE id = ${id} AND ${UNRESOLVED}`
-        const updated =
-          outcome._tag === "Settled"
-            ? yield* sql<{ id: string }>`UPDATE settlements SET state = 'settled',
-                transaction_hash = COALESCE(${outcome.transaction}, transaction_hash), answer_status = 200,
-                answer_json = ${JSON.stringify(outcome.answer)}, updated_at_ms = ${nowMs}
-              WHERE id = ${id} AND ${UNRESOLVED} RETURNING id`
-            : yield* sql<{ id: string }>`UPDATE settlements SET state = 'failed', fee_stroops = 0, answer_status = NULL,
-                answer_json = NULL, updated_at_ms = ${nowMs}
-              WHERE id = ${id} AND ${UNRESOLVED} RETURNING id`
-        return updated.length > 0
-      }).pipe(transaction),
-    unresolved: (limit: number, afterId: SettlementId | null) =>
-      sql`SELECT * FROM settlements WHERE ${UNRESOLVED} AND auth_nonce IS NOT NULL
-        ${afterId === null ? sql`` : sql`AND id > ${afterId}`} ORDER BY id LIMIT ${limit}`.pipe(
-        Effect.flatMap(decodeJournal),
-        Effect.map((rows) => rows.map(toEntry))
-      ),
+    ...reconcilerQueries(sql, transaction),
     history: (id: SettlementId) =>
       sql`SELECT from_state, to_state, reason, at_ms FROM settlement_transitions WHERE settlement_id = ${id}
         ORDER BY at_ms, id`.pipe(
@@ -373,16 +210,7 @@ const make = Effect.gen(function* () {
         FROM settlements WHERE created_at_ms > ${sinceMs}`.pipe(
         Effect.flatMap(decodeRows(Schema.Struct({ global_fee: Schema.NullOr(SqlBigInt), spend: Schema.NullOr(SqlBigInt) }))),
         Effect.map(([row]) => ({ feeStroops: row?.global_fee ?? 0n, spendUnits: row?.spend ?? 0n }))
-      ),
-    recoverPending: (nowMs: number) =>
-      Effect.gen(function* () {
-        const rows = yield* sql`UPDATE settlements SET state = 'indeterminate', updated_at_ms = ${nowMs}
-          WHERE state = 'pending' AND transaction_hash IS NULL RETURNING id`.pipe(Effect.flatMap(decodeIds))
-        for (const { id } of rows) {
-          yield* transition(id, "pending", "indeterminate", "interrupted by a restart before its outcome was recorded", nowMs)
-        }
-        return rows.map((r) => r.id)
-      }).pipe(transaction)
+      )
   })
   return { ...methods, reserve }
 })
