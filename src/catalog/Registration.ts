@@ -11,7 +11,7 @@ import type { HttpMethod } from "../domain/resources.js"
 import { CatalogWritesRepo } from "../store/CatalogWritesRepo.js"
 import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { fetchJson } from "../verification/fetchAnswer.js"
-import { checkUrl, TargetRefused as Refusal } from "../verification/outboundGuard.js"
+import { checkUrl, OutboundTargetRefused } from "../verification/outboundGuard.js"
 import { listMcpTools } from "../verification/mcpProbe.js"
 import { McpTool } from "../domain/mcp.js"
 import { discoveredEntry, discoveredId, discoveredToolId, Prober } from "../verification/Prober.js"
@@ -158,12 +158,12 @@ const make = Effect.gen(function* () {
         route.mcp
       )
       return answer(route, "listed", result.resourceId, null)
-    }).pipe(Effect.catchTag("TargetRefused", (e) => Effect.succeed(answer(route, "refused", null, e.reason))))
+    }).pipe(Effect.catchTag("OutboundTargetRefused", (e) => Effect.succeed(answer(route, "refused", null, e.reason))))
 
   /** The origin of the request, or a refusal; the guard's checks that need no network run here. */
   const originOf = (raw: string) => {
     const checked = checkUrl(raw, config.probes)
-    if (checked instanceof Refusal) return Effect.fail(new TargetRefused({ message: `target refused: ${checked.reason}` }))
+    if (checked instanceof OutboundTargetRefused) return Effect.fail(new TargetRefused({ message: `target refused: ${checked.reason}` }))
     return Effect.succeed(checked)
   }
 

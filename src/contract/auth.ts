@@ -1,6 +1,6 @@
 import { HttpApiMiddleware, HttpApiSecurity } from "@effect/platform"
 import { Context, Effect } from "effect"
-import { OperatorOnly, Unauthorized } from "../domain/errors.js"
+import { OperatorOnly, Unauthorized, wire } from "../domain/errors.js"
 import type { PrincipalId } from "../domain/ids.js"
 
 /**
@@ -29,7 +29,7 @@ export const operatorPrincipal = Effect.flatMap(Principal, (principal) =>
  * configured (the default local mode); otherwise 401 without a key whose sha256 is listed.
  */
 export class ApiKeyAuth extends HttpApiMiddleware.Tag<ApiKeyAuth>()("ApiKeyAuth", {
-  failure: Unauthorized,
+  failure: wire(Unauthorized),
   provides: Principal,
   security: { bearer: HttpApiSecurity.bearer }
 }) {}

@@ -2,6 +2,7 @@ import { HttpApiBuilder, HttpApiError, HttpApiSchema, HttpApp, HttpServerRequest
 import { RouteNotFound } from "@effect/platform/HttpServerError"
 import { Cause, Effect, Option, type Schema } from "effect"
 import {
+  type ApiErrorClass,
   HeadersTooLarge,
   InternalError,
   InvalidRequest,
@@ -11,7 +12,8 @@ import {
   NotFound,
   PayloadTooLarge,
   StoreUnavailable,
-  UnsupportedMediaType
+  UnsupportedMediaType,
+  wire
 } from "../domain/errors.js"
 import { describeIssues } from "../domain/issues.js"
 import { SextantApi } from "../contract/index.js"
@@ -45,8 +47,8 @@ const refailWithHeader = <E>(cause: Cause.Cause<E>, name: string, value: string)
  * not). Neither is an endpoint's answer, so neither is in the API's error union: they are encoded
  * here, each from its own schema and status.
  */
-const answer = <A, I>(schema: Schema.Schema<A, I>, error: A, headers: Record<string, string> = {}) =>
-  HttpServerResponse.schemaJson(schema)(error, { status: HttpApiSchema.getStatusError(schema), headers }).pipe(Effect.orDie)
+const answer = <C extends ApiErrorClass>(errorClass: C, error: Schema.Schema.Type<C>, headers: Record<string, string> = {}) =>
+  HttpServerResponse.schemaJson(wire(errorClass))(error, { status: HttpApiSchema.getStatusError(errorClass), headers }).pipe(Effect.orDie)
 
 const notRouted = (request: HttpServerRequest.HttpServerRequest) => {
   const path = new URL(request.url, "http://localhost").pathname

@@ -21,7 +21,7 @@ import type { ListingChange } from "../store/listingChanges.js"
 import { isAcceptable } from "./challenge.js"
 import { Instruments } from "../telemetry/Instruments.js"
 import { EvidenceRecorder, type ProbeBookkeeping } from "./EvidenceRecorder.js"
-import { guardTarget, TargetRefused } from "./outboundGuard.js"
+import { guardTarget, OutboundTargetRefused } from "./outboundGuard.js"
 import { observeMcp } from "./mcpProbe.js"
 import { mcpSessions } from "./mcpSessions.js"
 import type { McpTool } from "../domain/mcp.js"
@@ -50,7 +50,7 @@ export interface CycleReport {
 /** Probes: the catalog on its schedule, one resource or URL on demand, and retention. */
 export interface ProberShape {
   /** Ingestion's first step for a URL the catalog does not list: probed, nothing stored; a refused target fails before any traffic. */
-  readonly observeNewUrl: (url: URL, method: HttpMethod, mcp?: McpTool) => Effect.Effect<Observed, TargetRefused>
+  readonly observeNewUrl: (url: URL, method: HttpMethod, mcp?: McpTool) => Effect.Effect<Observed, OutboundTargetRefused>
   /** Ingestion's second step: the row for the URL from what its probe saw (listed or not, from `source`), then the observation. */
   readonly adopt: (
     url: URL,
@@ -69,7 +69,7 @@ export interface ProberShape {
    */
   readonly validateResource: (resourceId: ResourceId, method?: HttpMethod) => Effect.Effect<ProbeResult, NotFound | InvalidRequest | RateLimited>
   /** Probes any URL (`/v1/validate`); an unknown one becomes an unlisted resource (source "validate"). */
-  readonly probeUrl: (rawUrl: string, method?: HttpMethod) => Effect.Effect<ProbeResult, TargetRefused | InvalidRequest | RateLimited>
+  readonly probeUrl: (rawUrl: string, method?: HttpMethod) => Effect.Effect<ProbeResult, OutboundTargetRefused | InvalidRequest | RateLimited>
   /** Applies retention: old observations and rollups, stale unlisted resources and retired entries deleted. */
   readonly prune: Effect.Effect<Pick<CycleReport, "pruned" | "prunedUnlisted" | "retired">>
   /** Gives every probe target a due time and forgets resources that stopped being targets. */
@@ -400,15 +400,15 @@ const make = Effect.gen(function* () {
 
     /**
      * Probes any URL (`/v1/validate`): a catalog URL is probed as that resource; an unknown one
-     * becomes an unlisted resource (source "validate"). Fails with TargetRefused for a URL the outbound guard forbids.
+     * becomes an unlisted resource (source "validate"). Fails with OutboundTargetRefused for a URL the outbound guard forbids.
      */
-    probeUrl: (rawUrl: string, method?: HttpMethod): Effect.Effect<ProbeResult, TargetRefused | InvalidRequest | RateLimited> =>
+    probeUrl: (rawUrl: string, method?: HttpMethod): Effect.Effect<ProbeResult, OutboundTargetRefused | InvalidRequest | RateLimited> =>
       Effect.gen(function* () {
         let url: URL
         try {
           url = new URL(rawUrl)
         } catch {
-          return yield* new TargetRefused({ reason: `"${rawUrl}" is not an absolute URL` })
+          return yield* new OutboundTargetRefused({ reason: `"${rawUrl}" is not an absolute URL` })
         }
         const known = yield* reads.findByUrl(url.href)
         if (Option.isSome(known)) return yield* probeAdHoc(known.value, method)

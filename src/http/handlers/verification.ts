@@ -49,7 +49,7 @@ export const VerificationHandlers = HttpApiBuilder.group(SextantApi, "verificati
       if (resourceId !== undefined) return Effect.flatMap(prober.validateResource(resourceId, method), refusalOf)
       if (url !== undefined) {
         return prober.probeUrl(url, method).pipe(
-          Effect.catchTag("TargetRefused", (e) => Effect.fail(refused(e.reason))),
+          Effect.catchTag("OutboundTargetRefused", (e) => Effect.fail(refused(e.reason))),
           Effect.flatMap(refusalOf)
         )
       }
