@@ -121,7 +121,7 @@ const checked = (
 ) =>
     Effect.gen(function* () {
       if (headerBytes(request.method, request.url, request.headers) > MAX_HEADER_BYTES) {
-        return yield* Effect.fail(new HeadersTooLarge({ message: `the request line and headers together are limited to ${MAX_HEADER_BYTES} bytes` }))
+        return yield* new HeadersTooLarge({ message: `the request line and headers together are limited to ${MAX_HEADER_BYTES} bytes` })
       }
       const length = Number(request.headers["content-length"] ?? 0)
       if (length > MAX_BODY_BYTES) return yield* Effect.fail(tooLarge)
@@ -139,7 +139,7 @@ const checked = (
       if (hasBody) {
         // Read once here (the request caches it for the handler): a chunked body has no length to check up front.
         const text = yield* Effect.either(request.text)
-        if (text._tag === "Left" && length > 0) return yield* Effect.fail(new MalformedBody({ message: "the request body could not be read" }))
+        if (text._tag === "Left" && length > 0) return yield* new MalformedBody({ message: "the request body could not be read" })
         if (text._tag === "Left" || Buffer.byteLength(text.right) > MAX_BODY_BYTES) return yield* Effect.fail(tooLarge)
         read.body = text.right
         if (jsonDepth(text.right) > MAX_JSON_DEPTH) {
@@ -148,7 +148,7 @@ const checked = (
           )
         }
         if (hasProtoMember(text.right)) {
-          return yield* Effect.fail(new InvalidRequest({ message: "request bodies may not hold a member named __proto__" }))
+          return yield* new InvalidRequest({ message: "request bodies may not hold a member named __proto__" })
         }
       }
       return yield* app.pipe(

@@ -19,9 +19,9 @@ export const HealthHandlers = HttpApiBuilder.group(SextantApi, "health", (handle
      * has begun. Otherwise 503 with the reason, so a load balancer sends traffic elsewhere.
      */
     const ready = Effect.gen(function* () {
-      if (yield* lifecycle.draining) return yield* Effect.fail(new NotReady({ message: "shutting down: finishing the requests in flight" }))
+      if (yield* lifecycle.draining) return yield* new NotReady({ message: "shutting down: finishing the requests in flight" })
       const facilitators = yield* pool.readiness
-      if (!facilitators.ready) return yield* Effect.fail(new NotReady({ message: facilitators.reason }))
+      if (!facilitators.ready) return yield* new NotReady({ message: facilitators.reason })
       return { status: "ok" as const, network: config.network, asset: config.asset }
     })
     return handlers
