@@ -26,7 +26,10 @@ export interface EconomicCycleReport {
 }
 
 export interface EconomicProberShape {
-  /** Pays each due target within the price cap and the daily budget, recording what it saw. */
+  /**
+   * One pass: pays each due target, in id order and one at a time, within the price cap, until the
+   * day's budget runs out, recording what it saw.
+   */
   readonly runCycle: Effect.Effect<EconomicCycleReport, KeyFileError>
 }
 
@@ -126,7 +129,6 @@ const make = Effect.gen(function* () {
       return { _tag: "Paid", resourceId, transaction: event.transactionHash, success: event.success } satisfies ProbeOutcome
     })
 
-  /** One pass: the targets in id order, one at a time, until the day's budget runs out. */
   const runCycle = Effect.gen(function* () {
     const listed = yield* resources.list()
     const evidence = yield* reader.forResources(listed.map((r) => r.resource.id))
