@@ -83,7 +83,7 @@ const searchPosition = (kind: string, cursor: string | undefined, scope: string)
     ? Effect.succeed<SearchPosition | null>(null)
     : Effect.flatMap(readCursor(kind, cursor), (position) =>
         position.scope !== scope || position.relevance === undefined
-          ? Effect.fail(new InvalidRequest({ message: "cursor: it belongs to a search with other filters" }))
+          ? new InvalidRequest({ message: "cursor: it belongs to a search with other filters" })
           : Effect.succeed<SearchPosition | null>({ relevance: position.relevance, id: position.id })
       )
 

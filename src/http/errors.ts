@@ -156,10 +156,10 @@ const checked = (
           // A failure or a defect: HttpApi raises unknown routes and unreadable bodies either way.
           const problem: unknown = Cause.squash(cause)
           if (problem instanceof HttpApiError.HttpApiDecodeError) {
-            return Effect.fail(new InvalidRequest({ message: describeIssues(problem.issues) }))
+            return new InvalidRequest({ message: describeIssues(problem.issues) })
           }
           if (problem instanceof RouteNotFound) return notRouted(request)
-          if (hasTag(problem, "RequestError")) return Effect.fail(new MalformedBody({ message: "the request body is not valid JSON" }))
+          if (hasTag(problem, "RequestError")) return new MalformedBody({ message: "the request body is not valid JSON" })
           // Any other failure is an endpoint's declared error: HttpApi encodes it with its status.
           if (Option.isSome(Cause.failureOption(cause))) {
             const retryAfter = retryAfterOf(problem)
@@ -167,11 +167,11 @@ const checked = (
           }
           if (hasTag(problem, "SqlError")) {
             return Effect.logError("store failure", cause).pipe(
-              Effect.zipRight(Effect.fail(new StoreUnavailable({ message: "the store could not complete the request; retry later" })))
+              Effect.zipRight(new StoreUnavailable({ message: "the store could not complete the request; retry later" }))
             )
           }
           return Effect.logError("unhandled request failure", cause).pipe(
-            Effect.zipRight(Effect.fail(new InternalError({ message: "the request failed unexpectedly; it has been logged" })))
+            Effect.zipRight(new InternalError({ message: "the request failed unexpectedly; it has been logged" }))
           )
         })
       )
