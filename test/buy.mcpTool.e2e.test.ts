@@ -14,7 +14,7 @@ import { payForTool } from "../src/payments/payForTool.js"
 import { EconomicProber } from "../src/verification/EconomicProber.js"
 import { Prober } from "../src/verification/Prober.js"
 import { VerticalServer, type VerticalServerShape } from "../src/vertical/VerticalServer.js"
-import type { OfferKeyError } from "../src/vertical/offerKey.js"
+import type { KeyFileError } from "../src/keys/keyFileError.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startHomeDomain, startHorizon } from "./fixtures/horizon.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
@@ -48,7 +48,7 @@ const folder = mkdtempSync(join(tmpdir(), "sextant-buy-tool-"))
 const configFile = join(folder, "config.json")
 const keyFile = join(folder, "buyer.key")
 const receiptFile = join(folder, "receipt.json")
-let vertical: ManagedRuntime.ManagedRuntime<VerticalServer, OfferKeyError>
+let vertical: ManagedRuntime.ManagedRuntime<VerticalServer, KeyFileError>
 let api: VerticalServerShape
 let service: Awaited<ReturnType<typeof startServer>>
 let mcpUrl: string

@@ -72,9 +72,9 @@ describe("connections pinned to the checked address", () => {
     expect(seenHosts.at(-1)).toBe(`rebind.test:${internal.port}`)
     // The name now resolves to loopback: the guard refuses before any connection.
     const second = await run(fetchAnswer(url, "POST", policy, "{}"), resolve)
-    expect(Either.isLeft(second) && second.left._tag).toBe("TargetRefused")
+    expect(Either.isLeft(second) && second.left._tag).toBe("OutboundTargetRefused")
     const document = await run(fetchJson(url, policy, 1024), resolve)
-    expect(Either.isLeft(document) && document.left._tag).toBe("TargetRefused")
+    expect(Either.isLeft(document) && document.left._tag).toBe("OutboundTargetRefused")
     expect(asked).toEqual(["rebind.test", "rebind.test", "rebind.test"])
     expect(internal.requests()).toBe(0)
     expect(dialed.filter((address) => address === "127.0.0.1")).toEqual([])

@@ -74,7 +74,7 @@ describe("discovery", () => {
     expect(body.metrics).toMatchObject({ resourceId: "stellar-intel.rwa.inspect", confidence: 0, observationCount: 0 })
     expect(body.transitions).toEqual([])
     const missing = await refusal(server.client.resources.get({ path: { id: ResourceId.make("no-such-thing") } }))
-    expect({ ...missing }).toEqual({ error: "NOT_FOUND", message: 'no resource with id "no-such-thing"' })
+    expect("error" in missing && { _tag: missing._tag, error: missing.error, message: missing.message }).toEqual({ _tag: "NotFound", error: "NOT_FOUND", message: 'no resource with id "no-such-thing"' })
   })
 
   test("search ranks text matches by relevance and filters on worst-case price", async () => {

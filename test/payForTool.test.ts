@@ -74,7 +74,7 @@ describe("payForTool", () => {
   test("a seller on a private address is refused by the outbound guard before any call", async () => {
     const calls = seller.calls.length
     const refused = await pay("paid", 2_000, false)
-    expect(refused).toEqual(Either.left(expect.objectContaining({ _tag: "TargetRefused" })))
+    expect(refused).toEqual(Either.left(expect.objectContaining({ _tag: "OutboundTargetRefused" })))
     expect(seller.calls.length).toBe(calls)
   }, 30_000)
 

@@ -309,7 +309,7 @@ describe("payFor against a stock x402 resource server and a fixture facilitator"
 
   test("the probes' outbound guard applies: an untrusted loopback target is refused before any request", async () => {
     const result = await pay({ url: seller.url, outbound: probesTrusting() })
-    expect(Either.isLeft(result) && result.left._tag).toBe("TargetRefused")
+    expect(Either.isLeft(result) && result.left._tag).toBe("OutboundTargetRefused")
     expect(facilitator.requests).toHaveLength(0)
     expect(rpc.calls).toHaveLength(0)
   })
@@ -380,7 +380,7 @@ describe("payFor refuses to pay what it should not", () => {
           )
         )
       )
-      expect(Either.isLeft(result) && result.left._tag).toBe("TargetRefused")
+      expect(Either.isLeft(result) && result.left._tag).toBe("OutboundTargetRefused")
       expect(lookups).toBe(2)
       expect(dialed).toEqual([PUBLIC])
       expect(seller.payments).toHaveLength(0)

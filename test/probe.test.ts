@@ -239,8 +239,8 @@ describe("outbound safety on real probes (loopback only)", () => {
         return { refused, badScheme, rows: yield* (yield* ResourceReadsRepo).list() }
       })
     )
-    expect(Either.isLeft(result.refused) && "_tag" in result.refused.left && result.refused.left._tag).toBe("TargetRefused")
-    expect(Either.isLeft(result.badScheme) && "_tag" in result.badScheme.left && result.badScheme.left.reason).toContain(
+    expect(Either.isLeft(result.refused) && "_tag" in result.refused.left && result.refused.left._tag).toBe("OutboundTargetRefused")
+    expect(Either.isLeft(result.badScheme) && result.badScheme.left._tag === "OutboundTargetRefused" && result.badScheme.left.reason).toContain(
       "only http and https"
     )
     expect(result.rows).toEqual([])

@@ -129,7 +129,7 @@ describe("receipts over HTTP", () => {
     ]
     for (const [change, message] of cases) {
       const refused = await refusal(create({ ...purchase, payment: { ...purchase.payment, ...change, transactionHash: hash } }))
-      expect({ ...refused }).toEqual({ error: "PAYMENT_MISMATCH", message })
+      expect("error" in refused && { _tag: refused._tag, error: refused.error, message: refused.message }).toEqual({ _tag: "PaymentMismatch", error: "PAYMENT_MISMATCH", message })
     }
     expect(rowsFor(hash)).toEqual({ receipts: 0, events: 0 })
     expect((await detail()).resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
@@ -218,7 +218,7 @@ describe("receipts over HTTP", () => {
   test("unknown receipts are 404 {error, message} on read and verify", async () => {
     const id = { path: { id: ReceiptId.make("rcpt_missing") } }
     for (const missing of await Promise.all([refusal(buyer.receipts.get(id)), refusal(buyer.receipts.verify(id))])) {
-      expect({ ...missing }).toEqual({ error: "NOT_FOUND", message: 'no receipt with id "rcpt_missing"' })
+      expect("error" in missing && { _tag: missing._tag, error: missing.error, message: missing.message }).toEqual({ _tag: "NotFound", error: "NOT_FOUND", message: 'no receipt with id "rcpt_missing"' })
     }
   })
 

@@ -13,7 +13,7 @@ import {
   DnsFailure,
   guardTarget,
   isPublicAddress,
-  TargetRefused
+  OutboundTargetRefused
 } from "../src/verification/outboundGuard.js"
 import { deriveStanding, quarantineLifted, statusRules } from "../src/verification/status.js"
 import { percentile, summarizeWindow } from "./support/referenceWindow.js"
@@ -68,11 +68,11 @@ describe("outbound guard (pure; nothing here connects anywhere)", () => {
 
   test("only absolute http(s) URLs without credentials pass the shape check", () => {
     for (const raw of ["ftp://example.com/x", "file:///etc/passwd", "gopher://example.com", "not a url", "/relative"]) {
-      expect(checkUrl(raw, closed)).toBeInstanceOf(TargetRefused)
+      expect(checkUrl(raw, closed)).toBeInstanceOf(OutboundTargetRefused)
     }
     const withCredentials = checkUrl("https://user:secret@example.com/", closed)
-    expect(withCredentials).toBeInstanceOf(TargetRefused)
-    expect((withCredentials as TargetRefused).reason).not.toContain("secret")
+    expect(withCredentials).toBeInstanceOf(OutboundTargetRefused)
+    expect((withCredentials as OutboundTargetRefused).reason).not.toContain("secret")
     expect(checkUrl("https://example.com/paid", closed)).toBeInstanceOf(URL)
   })
 
@@ -87,8 +87,8 @@ describe("outbound guard (pure; nothing here connects anywhere)", () => {
       "http://[fe80::1]/"
     ]) {
       const result = checkUrl(raw, closed)
-      expect(result).toBeInstanceOf(TargetRefused)
-      expect((result as TargetRefused).reason).toContain("non-public")
+      expect(result).toBeInstanceOf(OutboundTargetRefused)
+      expect((result as OutboundTargetRefused).reason).toContain("non-public")
     }
   })
 
@@ -102,7 +102,7 @@ describe("outbound guard (pure; nothing here connects anywhere)", () => {
     expect(checkAddresses(url, ["10.0.0.5"], { ...closed, allowPrivateTargets: true })).toBeNull()
     const trusted = { ...closed, trustedOrigins: ["http://127.0.0.1:4021"] }
     expect(checkAddresses(new URL("http://127.0.0.1:4021/stellar-intel/v1/rwa/inspect"), ["127.0.0.1"], trusted)).toBeNull()
-    expect(checkAddresses(new URL("http://127.0.0.1:4022/x"), ["127.0.0.1"], trusted)).toBeInstanceOf(TargetRefused)
+    expect(checkAddresses(new URL("http://127.0.0.1:4022/x"), ["127.0.0.1"], trusted)).toBeInstanceOf(OutboundTargetRefused)
   })
 
   it.effect("hostnames are resolved before connecting, with the resolver swapped for a table", () =>
@@ -117,7 +117,7 @@ describe("outbound guard (pure; nothing here connects anywhere)", () => {
         })
       const guard = (raw: string, policy = closed) => Effect.either(guardTarget(raw, policy, resolve))
       const internal = yield* guard("https://internal.example/paid")
-      expect(Either.isLeft(internal) && internal.left._tag).toBe("TargetRefused")
+      expect(Either.isLeft(internal) && internal.left._tag).toBe("OutboundTargetRefused")
       expect(Either.isRight(yield* guard("https://public.example/paid"))).toBe(true)
       const missing = yield* guard("https://missing.example/")
       expect(Either.isLeft(missing) && missing.left._tag).toBe("DnsFailure")

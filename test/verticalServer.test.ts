@@ -10,7 +10,7 @@ import { Effect, Either, ManagedRuntime, TestClock, TestContext } from "effect"
 import { type Config, loadConfig, TESTNET_USDC, type VerticalConfig } from "../src/config.js"
 import { exactOffers, Paywall } from "../src/vertical/Paywall.js"
 import { VerticalServer, type VerticalServerShape } from "../src/vertical/VerticalServer.js"
-import type { OfferKeyError } from "../src/vertical/offerKey.js"
+import type { KeyFileError } from "../src/keys/keyFileError.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
 import { type FixtureHorizon, startHomeDomain, startHorizon } from "./fixtures/horizon.js"
 import { type FixtureSorobanRpc, NATIVE_SAC, RWAB_SAC, startSorobanRpc } from "./fixtures/sorobanRpc.js"
@@ -51,7 +51,7 @@ afterAll(async () => {
   await Promise.all([home.stop(), horizon.stop(), soroban.stop()])
 })
 
-const runtimes: Array<ManagedRuntime.ManagedRuntime<VerticalServer, OfferKeyError>> = []
+const runtimes: Array<ManagedRuntime.ManagedRuntime<VerticalServer, KeyFileError>> = []
 const facilitators: Array<FixtureFacilitator> = []
 afterEach(async () => {
   horizon.release()

@@ -97,7 +97,7 @@ describe("x402 endpoints over HTTP", () => {
       refusal(anonymous.x402.facilitators()),
       refusal(anonymous.x402.settlement({ path: { id: SettlementId.make("x") } }))
     ])
-    for (const e of refused) expect({ ...e }).toMatchObject({ error: "UNAUTHORIZED", message: expect.any(String) })
+    for (const e of refused) expect("error" in e && { error: e.error, message: e.message }).toMatchObject({ error: "UNAUTHORIZED", message: expect.any(String) })
     // Verify and settle say it as x402 refusals too, so a stock facilitator client reads the reason.
     expect(refused[0]).toMatchObject({ isValid: false, invalidReason: "unauthorized" })
     expect(refused[1]).toMatchObject({ success: false, errorReason: "unauthorized", transaction: "", network: "stellar:testnet" })

@@ -59,7 +59,11 @@ const decodePage = Schema.decodeUnknownEither(DiscoveryPage)
 export type OnProgress = (read: number, total: number | null) => void
 
 export interface ImporterShape {
-  /** Reads every page of one source, catalogues what it may and delists what it no longer lists. */
+  /**
+   * One pull of a source: reads every item, keeps those payable here, upserts them unlisted (source
+   * `import:<id>`) and delists what this source listed before and no longer does. A pull that
+   * fails part-way writes nothing and delists nothing.
+   */
   readonly pull: (spec: ImportSourceSpec, onProgress?: OnProgress) => Effect.Effect<ImportSummary, ImportFailed>
 }
 
@@ -135,11 +139,6 @@ const make = Effect.gen(function* () {
       return { items, pages }
     })
 
-  /**
-   * One pull: read every item, keep those payable here, upsert them unlisted (source
-   * `import:<id>`) and delist what this source listed before and no longer does. A pull that
-   * fails part-way writes nothing and delists nothing.
-   */
   const pull = (spec: ImportSourceSpec, onProgress: OnProgress = () => {}) =>
     Effect.gen(function* () {
       const source = importSource(spec.id)

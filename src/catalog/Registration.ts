@@ -9,7 +9,7 @@ import type {
 import type { HttpMethod } from "../domain/resources.js"
 import { CatalogWritesRepo } from "../store/CatalogWritesRepo.js"
 import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
-import { checkUrl, TargetRefused as Refusal } from "../verification/outboundGuard.js"
+import { checkUrl, OutboundTargetRefused } from "../verification/outboundGuard.js"
 import { discoveredEntry, discoveredIdOf } from "../verification/discoveredEntry.js"
 import { Prober } from "../verification/Prober.js"
 import { admitted } from "./admitEntries.js"
@@ -91,12 +91,12 @@ const make = Effect.gen(function* () {
         route.mcp
       )
       return answer(route, "listed", result.resourceId, null)
-    }).pipe(Effect.catchTag("TargetRefused", (e) => Effect.succeed(answer(route, "refused", null, e.reason))))
+    }).pipe(Effect.catchTag("OutboundTargetRefused", (e) => Effect.succeed(answer(route, "refused", null, e.reason))))
 
   /** The origin of the request, or a refusal; the guard's checks that need no network run here. */
   const originOf = (raw: string) => {
     const checked = checkUrl(raw, config.probes)
-    if (checked instanceof Refusal) return Effect.fail(new TargetRefused({ message: `target refused: ${checked.reason}` }))
+    if (checked instanceof OutboundTargetRefused) return Effect.fail(new TargetRefused({ message: `target refused: ${checked.reason}` }))
     return Effect.succeed(checked)
   }
 

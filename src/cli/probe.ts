@@ -1,7 +1,6 @@
 import { Console, Effect, Option } from "effect"
 import { ServicesLive } from "../app.js"
 import type { Config } from "../config.js"
-import { NotFound } from "../domain/errors.js"
 import type { ResourceId } from "../domain/ids.js"
 import { Prober } from "../verification/Prober.js"
 import { CliExit, EXIT } from "./exit.js"
@@ -20,10 +19,7 @@ export const probe = (config: Config, resourceId: Option.Option<ResourceId>) =>
     yield* Console.log(JSON.stringify(result))
     if (!result.healthy) return yield* new CliExit({ code: EXIT.failed })
   }).pipe(
-    Effect.catchIf(
-      (e): e is NotFound => e instanceof NotFound,
-      (e) => Effect.fail(new CliExit({ code: EXIT.usage, message: e.message }))
-    ),
+    Effect.catchTag("NotFound", (e) => new CliExit({ code: EXIT.usage, message: e.message })),
     Effect.provide(ServicesLive(config)),
     Effect.provide(stderrLogs(config))
   )

@@ -39,9 +39,9 @@ type Resource = typeof ResourceInfo.Type
 
 export interface BuyerShape {
   /**
-   * One purchase: route, then for the selection and each fallback in order, check, pay and read
-   * the answer, stopping at the first success (or the first payment that may have settled); then
-   * ask the service for a receipt. Fails with a BuyError that carries every attempt.
+   * One purchase, as README "Buying" numbers it: route, then for the selection and each fallback in
+   * order, check, pay and read the answer, stopping at the first success (or the first payment that
+   * may have settled); then ask the service for a receipt. Fails with a BuyError that carries every attempt.
    */
   readonly buy: (request: BuyRequest) => Effect.Effect<BuyResult, BuyError>
 }
@@ -296,7 +296,6 @@ const make = (settings: BuyerSettings) =>
     const sessionCap = settings.sessionCapUsd === undefined ? null : usdFloorUnits(settings.sessionCapUsd, settings.decimals)
     const guard = yield* makeSpendGuard(yield* SpendLedger, settings.key.address, sessionCap)
 
-    /** The purchase as README "Buying" numbers it. */
     const buy = (request: BuyRequest) =>
       Effect.gen(function* () {
         const policy = effectivePolicy(request)

@@ -1,6 +1,6 @@
 import { HttpApiMiddleware, HttpApiSecurity } from "@effect/platform"
 import { Context, Effect } from "effect"
-import { OperatorOnly, Unauthorized } from "../domain/errors.js"
+import { OperatorOnly, Unauthorized, wire } from "../domain/errors.js"
 import type { PrincipalId } from "../domain/ids.js"
 
 /**
@@ -18,9 +18,9 @@ export class Principal extends Context.Tag("sextant/Principal")<
  */
 export const operatorPrincipal = Effect.flatMap(Principal, (principal) =>
   principal.id === null
-    ? Effect.fail(new OperatorOnly({ message: "curation needs an operator API key, and no API keys are configured (open mode): add an apiKeys entry with role \"operator\"" }))
+    ? new OperatorOnly({ message: "curation needs an operator API key, and no API keys are configured (open mode): add an apiKeys entry with role \"operator\"" })
     : principal.role !== "operator"
-      ? Effect.fail(new OperatorOnly({ message: `principal "${principal.id}" has role ${principal.role}; curation needs an API key whose role is operator` }))
+      ? new OperatorOnly({ message: `principal "${principal.id}" has role ${principal.role}; curation needs an API key whose role is operator` })
       : Effect.succeed(principal.id)
 )
 
@@ -29,7 +29,7 @@ export const operatorPrincipal = Effect.flatMap(Principal, (principal) =>
  * configured (the default local mode); otherwise 401 without a key whose sha256 is listed.
  */
 export class ApiKeyAuth extends HttpApiMiddleware.Tag<ApiKeyAuth>()("ApiKeyAuth", {
-  failure: Unauthorized,
+  failure: wire(Unauthorized),
   provides: Principal,
   security: { bearer: HttpApiSecurity.bearer }
 }) {}

@@ -1,4 +1,5 @@
 import { HttpApi, OpenApi } from "@effect/platform"
+import { wire } from "../domain/errors.js"
 import { API_WIDE_ERRORS } from "./apiErrors.js"
 
 const [InvalidRequest, HeadersTooLarge, MalformedBody, NestingTooDeep, PayloadTooLarge, UnsupportedMediaType, InternalError, StoreUnavailable, ShuttingDown, ForeignOrigin] =
@@ -83,17 +84,17 @@ export class SextantApi extends HttpApi.make("sextant")
   .add(DiscoveryApi)
   .add(ReceiptsApi)
   // API_WIDE_ERRORS (apiErrors.ts says why each is there), one by one so the API's error type names each.
-  .addError(InvalidRequest)
-  .addError(HeadersTooLarge)
-  .addError(MalformedBody)
-  .addError(NestingTooDeep)
-  .addError(PayloadTooLarge)
-  .addError(UnsupportedMediaType)
+  .addError(wire(InvalidRequest))
+  .addError(wire(HeadersTooLarge))
+  .addError(wire(MalformedBody))
+  .addError(wire(NestingTooDeep))
+  .addError(wire(PayloadTooLarge))
+  .addError(wire(UnsupportedMediaType))
   // Without API keys, a request addressed to a foreign name or from a foreign page (http/openMode.ts).
-  .addError(ForeignOrigin)
-  .addError(InternalError)
-  .addError(StoreUnavailable)
-  .addError(ShuttingDown)
+  .addError(wire(ForeignOrigin))
+  .addError(wire(InternalError))
+  .addError(wire(StoreUnavailable))
+  .addError(wire(ShuttingDown))
   .annotate(OpenApi.Title, "Sextant")
   .annotate(OpenApi.Version, "0.1.0")
   .annotate(OpenApi.License, { name: "Apache-2.0", url: "https://www.apache.org/licenses/LICENSE-2.0" })

@@ -1,5 +1,6 @@
 import type { HttpApiEndpoint } from "@effect/platform"
 import { Schema } from "effect"
+import { type ApiErrorClass, wire } from "../domain/errors.js"
 
 /**
  * Request bodies report every failing field and reject unknown ones (HttpApi defaults to the first
@@ -18,9 +19,15 @@ export const allIssues = <S extends Schema.Schema.Any>(schema: S): S =>
 
 /**
  * Declares what an endpoint can fail with: HttpApi encodes each error with the status its class
- * carries, and the OpenAPI document lists every code under its status.
+ * carries (its body without the tag, `wire`), and the OpenAPI document lists every code under its status.
  */
 export const failsWith =
+  <const Errors extends ReadonlyArray<ApiErrorClass>>(...errors: Errors) =>
+  <Endpoint extends HttpApiEndpoint.HttpApiEndpoint.Any>(endpoint: Endpoint): HttpApiEndpoint.HttpApiEndpoint.AddError<Endpoint, Schema.Schema.Type<Errors[number]>, never> =>
+    failsWithBodies(...errors.map(wire))(endpoint) as any
+
+/** Declares error bodies that are schemas of their own (the x402 endpoints' combined refusals). */
+export const failsWithBodies =
   <const Errors extends ReadonlyArray<Schema.Schema.Any>>(...errors: Errors) =>
   <Endpoint extends HttpApiEndpoint.HttpApiEndpoint.Any>(
     endpoint: Endpoint

@@ -42,7 +42,7 @@ import {
   VerifyResponse
 } from "../domain/x402.js"
 import { ApiKeyAuth } from "./auth.js"
-import { allIssues, failsWith, queryDateTime, queryInt } from "./parse.js"
+import { allIssues, failsWith, failsWithBodies, queryDateTime, queryInt } from "./parse.js"
 
 /** Verify and settle take the same optional key; without it, the payment-identifier extension's id is the key. */
 const IdempotencyHeaders = Schema.Struct({ "idempotency-key": Schema.optional(IdempotencyKey) })
@@ -151,7 +151,7 @@ export class X402Api extends HttpApiGroup.make("x402")
       .setPayload(allIssues(FacilitatorRequest))
       .setHeaders(IdempotencyHeaders)
       .addSuccess(VerifyResponse)
-      .pipe(failsWith(...VerifyRefusals))
+      .pipe(failsWithBodies(...VerifyRefusals))
       .middleware(ApiKeyAuth)
   )
   .add(
@@ -159,7 +159,7 @@ export class X402Api extends HttpApiGroup.make("x402")
       .setPayload(allIssues(SettleRequest))
       .setHeaders(IdempotencyHeaders)
       .addSuccess(SettleResponse)
-      .pipe(failsWith(...SettleRefusals))
+      .pipe(failsWithBodies(...SettleRefusals))
       .middleware(ApiKeyAuth)
   )
   .add(

@@ -1,7 +1,8 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Context, Duration, Effect, Layer, Ref } from "effect"
 import { bundledCatalog, type Config, DEMO_BEHAVIOURS, type DemoBehaviour, demoOrigin, demoProviderId } from "../config.js"
-import { demoOfferKey, type OfferKeyError } from "../vertical/offerKey.js"
+import { demoOfferKey } from "../vertical/offerKey.js"
+import type { KeyFileError } from "../keys/keyFileError.js"
 import type { VerticalHttpApp } from "../vertical/VerticalApp.js"
 import { VerticalServer, verticalLayer } from "../vertical/VerticalServer.js"
 import { answerFor, priceFactorAt, scaleOffers, type Seller, sellerFrom } from "./behaviour.js"
@@ -27,7 +28,7 @@ export interface DemoProvidersShape {
  * stops them.
  */
 export class DemoProviders extends Context.Tag("sextant/demo/DemoProviders")<DemoProviders, DemoProvidersShape>() {
-  static readonly layer = (config: Config): Layer.Layer<DemoProviders, OfferKeyError> => Layer.scoped(DemoProviders, start(config))
+  static readonly layer = (config: Config): Layer.Layer<DemoProviders, KeyFileError> => Layer.scoped(DemoProviders, start(config))
 }
 
 /**

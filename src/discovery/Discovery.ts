@@ -36,9 +36,12 @@ export interface DiscoveryShape {
   readonly get: (id: ResourceId) => Effect.Effect<ResourceDetail, NotFound>
   /** One page of search hits, filtered on quality with each hit's current metrics. */
   readonly search: (request: ResourceSearchRequest) => Effect.Effect<typeof SearchResponse.Type, InvalidRequest>
-  /** `GET /discovery/resources`: the x402 Bazaar listing, offset-paged. */
+  /** `GET /discovery/resources`: the x402 Bazaar listing of the listed catalog, ordered by resource id, offset-paged. */
   readonly x402Page: (query: DiscoveryQuery) => Effect.Effect<DiscoveryResponse>
-  /** The x402 Bazaar search, cursor-paged. */
+  /**
+   * The x402 Bazaar search: the listed catalog ranked by the full-text index (relevance, then id),
+   * with the x402 filters, in cursor pages; `partialResults` says more matches follow this page.
+   */
   readonly x402Search: (query: DiscoverySearchQuery) => Effect.Effect<DiscoverySearchResponse, InvalidRequest>
 }
 
@@ -80,7 +83,7 @@ const searchPosition = (kind: string, cursor: string | undefined, scope: string)
     ? Effect.succeed<SearchPosition | null>(null)
     : Effect.flatMap(readCursor(kind, cursor), (position) =>
         position.scope !== scope || position.relevance === undefined
-          ? Effect.fail(new InvalidRequest({ message: "cursor: it belongs to a search with other filters" }))
+          ? new InvalidRequest({ message: "cursor: it belongs to a search with other filters" })
           : Effect.succeed<SearchPosition | null>({ relevance: position.relevance, id: position.id })
       )
 
@@ -109,7 +112,6 @@ const make = Effect.gen(function* () {
       })
     })
 
-  /** One page of the listed catalog in the x402 discovery shape, ordered by resource id. */
   const x402Page = (query: DiscoveryQuery) =>
     Effect.gen(function* () {
       const limit = query.limit ?? DISCOVERY_DEFAULT_LIMIT
@@ -119,10 +121,6 @@ const make = Effect.gen(function* () {
       return { x402Version: 2, items, pagination: { limit, offset, total } } satisfies DiscoveryResponse
     })
 
-  /**
-   * Bazaar search: the listed catalog ranked by the full-text index (relevance, then id), with the
-   * x402 filters, in cursor pages. `partialResults` says more matches follow this page.
-   */
   const x402Search = (query: DiscoverySearchQuery) =>
     Effect.gen(function* () {
       const limit = query.limit ?? DISCOVERY_SEARCH_DEFAULT_LIMIT
@@ -152,7 +150,6 @@ const make = Effect.gen(function* () {
       return { ...record, metrics, transitions, economicEvidence, curation } satisfies ResourceDetail
     }).pipe(Effect.withSpan("Discovery.get"))
 
-  /** One page of the listed catalog in id order; `nextCursor` while more follow. */
   const list = (page: PageRequest) =>
     Effect.gen(function* () {
       const limit = page.limit ?? PAGE_LIMITS.resources.default

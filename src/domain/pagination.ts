@@ -47,7 +47,7 @@ export const decodeCursor = (kind: string, cursor: string): Option.Option<Positi
 /** The position of a cursor a client sent: a cursor of another listing, or no cursor at all, is the caller's mistake (400). */
 export const readCursor = (kind: string, cursor: string): Effect.Effect<Position, InvalidRequest> =>
   Option.match(decodeCursor(kind, cursor), {
-    onNone: () => Effect.fail(new InvalidRequest({ message: "cursor: not a cursor of this listing (pass nextCursor unchanged)" })),
+    onNone: () => new InvalidRequest({ message: "cursor: not a cursor of this listing (pass nextCursor unchanged)" }),
     onSome: Effect.succeed
   })
 

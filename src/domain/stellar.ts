@@ -15,7 +15,7 @@ export type PaymentScheme = typeof PaymentScheme.Type
 
 /**
  * Remembers strings already checked: a route answer re-encodes the same few payees hundreds of
- * times, and a strkey check (base32 + CRC16) costs ~14 µs. Bounded, so a flood of distinct
+ * times, and a strkey check (base32 + CRC16) is not free. Bounded, so a flood of distinct
  * inputs cannot grow it without limit.
  */
 const memoized = (check: (s: string) => boolean, limit = 10_000) => {

@@ -1,5 +1,6 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
+import { type ApiErrorClass, wireFields } from "./errors.js"
 
 /**
  * A refusal of `/x402/verify` or `/x402/settle` in one body that two kinds of client read: this
@@ -119,12 +120,6 @@ const x402Fields = {
   }
 } as const
 
-/** An error class of `domain/errors.ts`: its fields and the status and description annotated on it. */
-export interface ErrorClassLike {
-  readonly identifier: string
-  readonly fields: Schema.Struct.Fields
-  readonly ast: Schema.Schema.AnyNoContext["ast"]
-}
 
 interface OwnExtension {
   readonly extensions: { readonly [SEXTANT_EXTENSION]: SextantErrorBody }
@@ -155,16 +150,16 @@ export type SettleRefusalBody = SextantErrorBody & OwnExtension & {
  * refusal with. Typed as the body every refusal of the operation shares: which code it is, the
  * class said.
  */
-const refusalSchema = (operation: X402Operation, errorClass: ErrorClassLike): Schema.Schema.Any =>
-  Schema.Struct({ ...errorClass.fields, ...x402Fields[operation] } as Schema.Struct.Fields).annotations({
+const refusalSchema = (operation: X402Operation, errorClass: ApiErrorClass): Schema.Schema.Any =>
+  Schema.Struct({ ...wireFields(errorClass), ...x402Fields[operation] } as Schema.Struct.Fields).annotations({
     identifier: `${operation === "verify" ? "VerifyRefusal" : "SettleRefusal"}${errorClass.identifier}`,
     description: `${errorClass.identifier} on /x402/${operation}: this service's {error, message} and the x402 ` +
       `${operation === "verify" ? "VerifyResponse" : "SettleResponse"} in one body`,
     ...HttpApiSchema.annotations({ status: HttpApiSchema.getStatusErrorAST(errorClass.ast) })
   })
 
-export const verifyRefusalSchema = (errorClass: ErrorClassLike) =>
+export const verifyRefusalSchema = (errorClass: ApiErrorClass) =>
   refusalSchema("verify", errorClass) as unknown as Schema.Schema<VerifyRefusalBody>
 
-export const settleRefusalSchema = (errorClass: ErrorClassLike) =>
+export const settleRefusalSchema = (errorClass: ApiErrorClass) =>
   refusalSchema("settle", errorClass) as unknown as Schema.Schema<SettleRefusalBody>

@@ -26,7 +26,8 @@ export interface SettledPayment {
 export interface BazaarIngestShape {
   /**
    * The bazaar status for a settle request (`settled` null when it was refused or failed); null
-   * when it carries no bazaar extension. Never fails.
+   * when it carries no bazaar extension. Never fails. The catalog write runs in its own fiber,
+   * awaited at most CATALOG_WAIT.
    */
   readonly respond: (
     request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown },
@@ -73,11 +74,6 @@ const make = Effect.gen(function* () {
       return { status: "success" } satisfies BazaarStatus
     })
 
-  /**
-   * The bazaar status for a settle request (`settled` null when it was refused or failed); null
-   * when it carries no bazaar extension. The catalog write runs in its own fiber, awaited at most
-   * CATALOG_WAIT.
-   */
   const respond = (request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown }, settled: SettledPayment | null, path: string) =>
     Effect.gen(function* () {
       if (!hasBazaar(request.paymentPayload)) return null

@@ -54,7 +54,7 @@ export const AdmissionMiddlewareLive = HttpApiBuilder.middleware(
         }
         if (path !== "/health/live" && path !== "/health/ready") {
           const foreign = foreignRequestRefusal(config, request.headers)
-          if (foreign !== undefined) return yield* Effect.fail(new ForeignOrigin({ message: foreign }))
+          if (foreign !== undefined) return yield* new ForeignOrigin({ message: foreign })
         }
         const group = limitedGroupOf(request.method, request.url)
         if (group !== undefined) {

@@ -2,6 +2,7 @@ import { HttpApiBuilder, HttpApiError, HttpApiSchema, HttpApp, HttpServerRequest
 import { RouteNotFound } from "@effect/platform/HttpServerError"
 import { Cause, Effect, Option, type Schema } from "effect"
 import {
+  type ApiErrorClass,
   HeadersTooLarge,
   InternalError,
   InvalidRequest,
@@ -11,7 +12,8 @@ import {
   NotFound,
   PayloadTooLarge,
   StoreUnavailable,
-  UnsupportedMediaType
+  UnsupportedMediaType,
+  wire
 } from "../domain/errors.js"
 import { describeIssues } from "../domain/issues.js"
 import { SextantApi } from "../contract/index.js"
@@ -45,8 +47,8 @@ const refailWithHeader = <E>(cause: Cause.Cause<E>, name: string, value: string)
  * not). Neither is an endpoint's answer, so neither is in the API's error union: they are encoded
  * here, each from its own schema and status.
  */
-const answer = <A, I>(schema: Schema.Schema<A, I>, error: A, headers: Record<string, string> = {}) =>
-  HttpServerResponse.schemaJson(schema)(error, { status: HttpApiSchema.getStatusError(schema), headers }).pipe(Effect.orDie)
+const answer = <C extends ApiErrorClass>(errorClass: C, error: Schema.Schema.Type<C>, headers: Record<string, string> = {}) =>
+  HttpServerResponse.schemaJson(wire(errorClass))(error, { status: HttpApiSchema.getStatusError(errorClass), headers }).pipe(Effect.orDie)
 
 const notRouted = (request: HttpServerRequest.HttpServerRequest) => {
   const path = new URL(request.url, "http://localhost").pathname
@@ -119,7 +121,7 @@ const checked = (
 ) =>
     Effect.gen(function* () {
       if (headerBytes(request.method, request.url, request.headers) > MAX_HEADER_BYTES) {
-        return yield* Effect.fail(new HeadersTooLarge({ message: `the request line and headers together are limited to ${MAX_HEADER_BYTES} bytes` }))
+        return yield* new HeadersTooLarge({ message: `the request line and headers together are limited to ${MAX_HEADER_BYTES} bytes` })
       }
       const length = Number(request.headers["content-length"] ?? 0)
       if (length > MAX_BODY_BYTES) return yield* Effect.fail(tooLarge)
@@ -137,7 +139,7 @@ const checked = (
       if (hasBody) {
         // Read once here (the request caches it for the handler): a chunked body has no length to check up front.
         const text = yield* Effect.either(request.text)
-        if (text._tag === "Left" && length > 0) return yield* Effect.fail(new MalformedBody({ message: "the request body could not be read" }))
+        if (text._tag === "Left" && length > 0) return yield* new MalformedBody({ message: "the request body could not be read" })
         if (text._tag === "Left" || Buffer.byteLength(text.right) > MAX_BODY_BYTES) return yield* Effect.fail(tooLarge)
         read.body = text.right
         if (jsonDepth(text.right) > MAX_JSON_DEPTH) {
@@ -146,7 +148,7 @@ const checked = (
           )
         }
         if (hasProtoMember(text.right)) {
-          return yield* Effect.fail(new InvalidRequest({ message: "request bodies may not hold a member named __proto__" }))
+          return yield* new InvalidRequest({ message: "request bodies may not hold a member named __proto__" })
         }
       }
       return yield* app.pipe(
@@ -154,10 +156,10 @@ const checked = (
           // A failure or a defect: HttpApi raises unknown routes and unreadable bodies either way.
           const problem: unknown = Cause.squash(cause)
           if (problem instanceof HttpApiError.HttpApiDecodeError) {
-            return Effect.fail(new InvalidRequest({ message: describeIssues(problem.issues) }))
+            return new InvalidRequest({ message: describeIssues(problem.issues) })
           }
           if (problem instanceof RouteNotFound) return notRouted(request)
-          if (hasTag(problem, "RequestError")) return Effect.fail(new MalformedBody({ message: "the request body is not valid JSON" }))
+          if (hasTag(problem, "RequestError")) return new MalformedBody({ message: "the request body is not valid JSON" })
           // Any other failure is an endpoint's declared error: HttpApi encodes it with its status.
           if (Option.isSome(Cause.failureOption(cause))) {
             const retryAfter = retryAfterOf(problem)
@@ -165,11 +167,11 @@ const checked = (
           }
           if (hasTag(problem, "SqlError")) {
             return Effect.logError("store failure", cause).pipe(
-              Effect.zipRight(Effect.fail(new StoreUnavailable({ message: "the store could not complete the request; retry later" })))
+              Effect.zipRight(new StoreUnavailable({ message: "the store could not complete the request; retry later" }))
             )
           }
           return Effect.logError("unhandled request failure", cause).pipe(
-            Effect.zipRight(Effect.fail(new InternalError({ message: "the request failed unexpectedly; it has been logged" })))
+            Effect.zipRight(new InternalError({ message: "the request failed unexpectedly; it has been logged" }))
           )
         })
       )

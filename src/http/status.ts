@@ -1,7 +1,6 @@
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Redacted } from "effect"
 import { AppConfig } from "../config.js"
-import { NotFound } from "../domain/errors.js"
 import { type Reader, sectionAccess } from "../status/access.js"
 import { html } from "../status/html.js"
 import { CONTENT_SECURITY_POLICY, layout, STYLE_PATH } from "../status/layout.js"
@@ -67,9 +66,8 @@ export const StatusRoutesLive = HttpApiBuilder.Router.use((router) =>
       const { id } = yield* HttpRouter.params
       return page(resourcePage(yield* reader.resource(ResourceId.make(id ?? ""))))
     }).pipe(
-      Effect.catchIf(
-        (e): e is NotFound => e instanceof NotFound,
-        (e) => Effect.succeed(page(layout("Not found", html`<h1>Not found</h1><p>${e.message}</p><p><a href="/status">Back to the status page</a></p>`), 404))
+      Effect.catchTag("NotFound", (e) =>
+        Effect.succeed(page(layout("Not found", html`<h1>Not found</h1><p>${e.message}</p><p><a href="/status">Back to the status page</a></p>`), 404))
       )
     )
 

@@ -1,6 +1,7 @@
 import { Effect, Either } from "effect"
 import type { CommandOutput } from "../receipts/cli.js"
-import { type KeyFileError, loadOrCreateBuyerKey, loadOrCreateFacilitatorKey, loadOrCreateProbeKey, type StellarKey } from "./stellarKey.js"
+import type { KeyFileError } from "./keyFileError.js"
+import { loadOrCreateBuyerKey, loadOrCreateFacilitatorKey, loadOrCreateProbeKey, type StellarKey } from "./stellarKey.js"
 
 /** What differs between the key commands: the loader and the note for a new file. */
 interface KeyRole {

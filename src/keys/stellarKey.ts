@@ -1,23 +1,9 @@
 import { Keypair } from "@stellar/stellar-sdk"
-import { Data, Effect, Redacted } from "effect"
+import { Effect, Redacted } from "effect"
 import { existsSync } from "node:fs"
 import { resolve } from "node:path"
+import { KeyFileError } from "./keyFileError.js"
 import { loadOrCreateSecretFile } from "./secretFile.js"
-
-/**
- * A Stellar key file could not be read, created or understood. Names the config field and the
- * file, never its content.
- */
-export class KeyFileError extends Data.TaggedError("KeyFileError")<{
-  /** The config field the path came from (`economicProbes.payerKeyFile`, `buyer.keyFile`). */
-  readonly field: string
-  readonly path: string
-  readonly reason: string
-}> {
-  override get message() {
-    return `${this.field}: ${this.path}: ${this.reason}`
-  }
-}
 
 /** A Stellar account this process signs payments with: the operator's probe key or a buyer's key. */
 export interface StellarKey {

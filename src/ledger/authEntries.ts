@@ -20,7 +20,7 @@ export interface AddressAuthorization {
 /**
  * The strkey of an address (G, C, M...). Accounts and contracts are encoded straight from their
  * bytes: stellar-sdk 17's `Address.fromScAddress(a).toString()` encodes, decodes and encodes again
- * (about 16 µs against 4), and every settle reads five addresses. The rarer forms go through it.
+ * (several times the work), and every settle reads five addresses. The rarer forms go through it.
  */
 export const scAddressString = (address: xdr.ScAddress): string => {
   switch (address.type) {

@@ -14,7 +14,10 @@ export interface LifecycleShape {
   readonly track: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** Forks `self` as a daemon that outlives its caller (a settle's forwarding), counted until it ends. */
   readonly forkTracked: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<Fiber.RuntimeFiber<A, E>, never, R>
-  /** Stops taking new work and waits up to `grace`; false when the grace ran out first. */
+  /**
+   * Stops taking new work and waits up to `grace` for the work in flight: true when everything
+   * finished, false when the grace ran out first (the caller then exits as a crash would).
+   */
   readonly drain: (grace: Duration.DurationInput) => Effect.Effect<boolean>
 }
 
@@ -29,25 +32,16 @@ const make = Effect.gen(function* () {
   const enter = SubscriptionRef.update(inFlight, (n) => n + 1)
   const leave = SubscriptionRef.update(inFlight, (n) => n - 1)
 
-  /** Counts `self` as in flight for as long as it runs, however it ends (a request). */
   const track = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.acquireUseRelease(enter, () => self, () => leave)
 
-  /**
-   * Forks `self` as a daemon (it outlives a caller that goes away, as a settle's forwarding must)
-   * and counts it from before the fork until it ends, so no moment exists in which a drain could
-   * see it as finished before it started.
-   */
+  // Counted from before the fork, so no moment exists in which a drain could see it as finished before it started.
   const forkTracked = <A, E, R>(self: Effect.Effect<A, E, R>) =>
     Effect.uninterruptible(Effect.zipRight(enter, Effect.forkDaemon(Effect.ensuring(Effect.interruptible(self), leave))))
 
   /** Resolves when nothing is in flight (at once if nothing is). */
   const idle = inFlight.changes.pipe(Stream.filter((n) => n === 0), Stream.runHead, Effect.asVoid)
 
-  /**
-   * Stops taking new work and waits up to `grace` for the work in flight. True when everything
-   * finished, false when the grace ran out first (the caller then exits as a crash would).
-   */
   const drain = (grace: Duration.DurationInput) =>
     Effect.gen(function* () {
       yield* Ref.set(draining, true)
@@ -64,9 +58,7 @@ const make = Effect.gen(function* () {
     })
 
   return {
-    /** True once a shutdown has begun: readiness answers 503, new requests are turned away. */
     draining: Ref.get(draining),
-    /** Requests and settles currently counted. */
     inFlight: SubscriptionRef.get(inFlight),
     track,
     forkTracked,

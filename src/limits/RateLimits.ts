@@ -6,7 +6,10 @@ import { RateLimitStore } from "../store/RateLimitStore.js"
 import type { LimitedGroup } from "./groups.js"
 
 export interface RateLimitsShape {
-  /** Takes one request from `key`'s allowance in `group`; fails RateLimited when it is used up. */
+  /**
+   * Takes one request from `key`'s allowance in `group`: 429 RATE_LIMITED with the seconds until
+   * the window ends when it is used up. A group whose limit is null is not counted.
+   */
   readonly admit: (group: LimitedGroup, key: string) => Effect.Effect<void, RateLimited>
 }
 
@@ -23,10 +26,6 @@ const make = Effect.gen(function* () {
   const store = yield* RateLimitStore
   const limiter = yield* RateLimiter.make.pipe(Effect.provideService(RateLimiter.RateLimiterStore, store))
 
-  /**
-   * Takes one request from `key`'s allowance in `group`: 429 RATE_LIMITED with the seconds until
-   * the window ends when it is used up. A group whose limit is null is not counted.
-   */
   const admit = (group: LimitedGroup, key: string): Effect.Effect<void, RateLimited> => {
     const limit = config.limits[group]
     if (limit === null) return Effect.void

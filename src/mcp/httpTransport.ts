@@ -3,7 +3,7 @@ import { Effect, Layer, Option, Redacted, Runtime } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import { AppConfig } from "../config.js"
 import { ApiKeyAuth } from "../contract/auth.js"
-import { MethodNotAllowed } from "../domain/errors.js"
+import { MethodNotAllowed, wire } from "../domain/errors.js"
 import { ApiKeyAuthLive } from "../http/authLive.js"
 import { clientAddress } from "../limits/groups.js"
 import { serveMcpHttp } from "./serveHttp.js"
@@ -69,7 +69,7 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
       // Stateless: no stream to open with GET, no session to end with DELETE. MCP's Streamable HTTP
       // lets a server without the GET stream answer 405; every other method is refused alike.
       if (request.method !== "POST") {
-        return yield* HttpServerResponse.schemaJson(MethodNotAllowed)(
+        return yield* HttpServerResponse.schemaJson(wire(MethodNotAllowed))(
           new MethodNotAllowed({ message: `${request.method} is not allowed on ${MCP_PATH}: this stateless endpoint takes JSON-RPC over POST only` }),
           { status: 405, headers: { allow: "POST" } }
         ).pipe(Effect.orDie)

@@ -11,7 +11,7 @@ import { withPaymentIdentifier } from "../extensions/paymentIdentifier.js"
 import { type ChallengeReading, type Deployment, readChallenge } from "../verification/challenge.js"
 import { Dialer, dialPinned, readUpTo, Resolver } from "../verification/Connector.js"
 import { fetchAnswer, type OutboundRequests, resourceRequest, Unreachable } from "../verification/fetchAnswer.js"
-import { type DnsFailure, type TargetRefused, vetTarget, type Vetted } from "../verification/outboundGuard.js"
+import { type DnsFailure, type OutboundTargetRefused, vetTarget, type Vetted } from "../verification/outboundGuard.js"
 import {
   type Authorization,
   type BuildPaymentError,
@@ -89,7 +89,7 @@ export interface PaidAnswer {
 }
 
 export type PayForError =
-  | TargetRefused
+  | OutboundTargetRefused
   | Unreachable
   | NoPaymentRequired
   | ChallengeUnreadable

@@ -57,7 +57,7 @@ const make = Effect.gen(function* () {
         Effect.mapError((e) => new LedgerNotReadable({ message: `the ledger could not be read, so transaction ${report.transactionHash} cannot be checked: ${e.message}` }))
       )
       const paid = paidEntry(entries, Option.getOrNull(found), report.transactionHash, deployment)
-      if (Either.isLeft(paid)) return yield* Effect.fail(new TransactionNotConfirmed({ message: paid.left }))
+      if (Either.isLeft(paid)) return yield* new TransactionNotConfirmed({ message: paid.left })
       const tx = Option.getOrThrow(found)
       return yield* once.withPermits(1)(
         Effect.gen(function* () {

@@ -32,7 +32,7 @@ export class Preflight extends Context.Tag("sextant/Preflight")<Preflight, Prefl
  */
 export const ENTRIES_READ = 5
 
-const invalid = (message: string) => Effect.fail(new InvalidRequest({ message }))
+const invalid = (message: string) => new InvalidRequest({ message })
 const isBaseUnits = Schema.is(BaseUnits)
 
 /** The challenge the request carries, decoded; null when it carries none. */

@@ -88,7 +88,7 @@ const make = Effect.gen(function* () {
       const { sellerReceipt } = request
       // Checked before routing: a key id that would need a lookup is refused before anything else runs.
       const seller = sellerReceipt === undefined ? undefined : yield* Effect.promise(() => verifySellerReceipt(sellerReceipt))
-      if (seller !== undefined && "refusal" in seller) return yield* Effect.fail(new InvalidRequest({ message: `sellerReceipt: ${seller.refusal}` }))
+      if (seller !== undefined && "refusal" in seller) return yield* new InvalidRequest({ message: `sellerReceipt: ${seller.refusal}` })
       const bodySha256 = yield* responseDigest(request.response)
       const { capability, constraints, optimizeFor } = request.request
       const decision = yield* router.route({ capability, constraints, optimizeFor })
@@ -108,7 +108,7 @@ const make = Effect.gen(function* () {
         seller === undefined
           ? null
           : sellerReceiptMismatch(seller.payload, seller.kid, { transactionHash: payment.transactionHash, network: payment.network, resourceUrl: resource.resource.url, offerSigner })
-      if (mismatch !== null) return yield* Effect.fail(new InvalidRequest({ message: `sellerReceipt: ${mismatch}` }))
+      if (mismatch !== null) return yield* new InvalidRequest({ message: `sellerReceipt: ${mismatch}` })
       const now = new Date(yield* Clock.currentTimeMillis)
       const paid = yield* paidOption(payment, resource, chosen, decision.policy, policyContext(config, now))
       const timestamp = now.toISOString()

@@ -25,7 +25,7 @@ export interface ReconcileReport {
 }
 
 export interface ReconcilerShape {
-  /** Resolves the next batch of unresolved settlements against the ledger (after the previous batch's last). */
+  /** One pass: resolves the next batch of unresolved settlements against the ledger (after the previous batch's last). */
   readonly reconcileOnce: Effect.Effect<ReconcileReport>
 }
 
@@ -111,7 +111,6 @@ const make = Effect.gen(function* () {
   /** Where the next pass starts: after the last entry the previous pass looked at; null from the first. */
   const cursor = yield* Ref.make<SettlementId | null>(null)
 
-  /** One pass over the next batch of unresolved entries. */
   const reconcileOnce = Effect.gen(function* () {
     const entries = yield* journal.unresolved(BATCH, yield* Ref.get(cursor))
     yield* Ref.set(cursor, entries.length < BATCH ? null : entries[entries.length - 1]!.id)

@@ -36,7 +36,7 @@ const LEVELS = [...new Set(HITS.map((h) => h.value))].sort((a, b) => b - a)
  * The index's tokens starting with a tagged term ("ninsp": ["ninspect"]), by tagged term; a
  * tagged term missing here has too many to list and is queried as a prefix. Listed tokens are
  * queried one by one: FTS5 merges every token of a prefix query into one list before it can
- * skip through it, which made a band of "oracle forecast 4217" cost 20-80 ms, and a listed token
+ * skip through it, which made a band of "oracle forecast 4217" slow on a large catalog, and a listed token
  * that does not exist drops its branch altogether.
  */
 export type Vocabulary = ReadonlyMap<string, ReadonlyArray<string>>

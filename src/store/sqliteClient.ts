@@ -53,8 +53,7 @@ const rows = (prepare: () => Prepared, params: ReadonlyArray<unknown>, values: b
   Effect.try({
     try: (): ReadonlyArray<any> => {
       const statement = prepare()
-      const bound = params as Array<never>
-      return (values ? statement.values(...bound) : statement.all(...bound)) ?? []
+      return (values ? statement.values(...params) : statement.all(...params)) ?? []
     },
     catch: (cause) => new SqlError.SqlError({ cause, message: "Failed to execute statement" })
   })

@@ -52,7 +52,6 @@ const make = Effect.gen(function* () {
 
   return {
     contentType: registry.contentType,
-    /** The text exposition of every instrument and gauge. */
     text: Effect.zipRight(refresh, Effect.promise(() => registry.metrics())).pipe(Effect.withSpan("Exposition.text"))
   } satisfies ExpositionShape
 })

@@ -2,7 +2,8 @@ import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import { AppConfig } from "../config.js"
 import type { EconomicEvent } from "../domain/evidence.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
-import { type KeyFileError, loadOrCreateProbeKey } from "../keys/stellarKey.js"
+import type { KeyFileError } from "../keys/keyFileError.js"
+import { loadOrCreateProbeKey } from "../keys/stellarKey.js"
 import { repeatedPass } from "../lifecycle/repeatedPass.js"
 import type { PaymentRequirements } from "@x402/core/types"
 import { payFor, type PaidAnswer } from "../payments/payFor.js"
@@ -25,7 +26,10 @@ export interface EconomicCycleReport {
 }
 
 export interface EconomicProberShape {
-  /** Pays each due target within the price cap and the daily budget, recording what it saw. */
+  /**
+   * One pass: pays each due target, in id order and one at a time, within the price cap, until the
+   * day's budget runs out, recording what it saw.
+   */
   readonly runCycle: Effect.Effect<EconomicCycleReport, KeyFileError>
 }
 
@@ -125,7 +129,6 @@ const make = Effect.gen(function* () {
       return { _tag: "Paid", resourceId, transaction: event.transactionHash, success: event.success } satisfies ProbeOutcome
     })
 
-  /** One pass: the targets in id order, one at a time, until the day's budget runs out. */
   const runCycle = Effect.gen(function* () {
     const listed = yield* resources.list()
     const evidence = yield* reader.forResources(listed.map((r) => r.resource.id))

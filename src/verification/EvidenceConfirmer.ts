@@ -16,7 +16,7 @@ export interface ConfirmReport {
 }
 
 export interface EvidenceConfirmerShape {
-  /** Judges one batch of pending payments against the ledger. */
+  /** One pass: judges the pending payments that are due against the ledger. */
   readonly confirmOnce: Effect.Effect<ConfirmReport>
 }
 
@@ -83,7 +83,6 @@ const make = Effect.gen(function* () {
       )
     )
 
-  /** One pass over the pending payments that are due. */
   const confirmOnce = Effect.gen(function* () {
     const due = yield* events.due(yield* Clock.currentTimeMillis, BATCH)
     const states = yield* Effect.forEach(due, confirmEvent)

@@ -7,7 +7,7 @@ import type { HttpMethod } from "../domain/resources.js"
 import type { ListingChange } from "../store/listingChanges.js"
 import type { ProbeLane } from "../store/ProbeScheduleRepo.js"
 import type { Observed } from "./observe.js"
-import type { TargetRefused } from "./outboundGuard.js"
+import type { OutboundTargetRefused } from "./outboundGuard.js"
 import { makeProbeIntake } from "./probeIntake.js"
 import { makeProbeRecording } from "./probeRecording.js"
 import { makeProbeScheduling } from "./probeScheduling.js"
@@ -38,7 +38,7 @@ export interface ProberShape {
    * Ingestion's first step for a URL the catalog does not list (registration): probed once under
    * its future id, nothing stored; a refused target fails before any traffic.
    */
-  readonly observeNewUrl: (url: URL, method: HttpMethod, mcp?: McpTool) => Effect.Effect<Observed, TargetRefused>
+  readonly observeNewUrl: (url: URL, method: HttpMethod, mcp?: McpTool) => Effect.Effect<Observed, OutboundTargetRefused>
   /**
    * Ingestion's second step, if the caller keeps the URL: the row for it from what its probe saw
    * (listed or not, from `source`), then the observation recorded against it.
@@ -63,9 +63,9 @@ export interface ProberShape {
   /**
    * Probes any URL (`/v1/validate`): a catalog URL is probed as that resource (as
    * `validateResource`); an unknown one becomes an unlisted resource (source "validate"). Fails
-   * with TargetRefused for a URL the outbound guard forbids, before any row exists.
+   * with OutboundTargetRefused for a URL the outbound guard forbids, before any row exists.
    */
-  readonly probeUrl: (rawUrl: string, method?: HttpMethod) => Effect.Effect<ProbeResult, TargetRefused | InvalidRequest | RateLimited>
+  readonly probeUrl: (rawUrl: string, method?: HttpMethod) => Effect.Effect<ProbeResult, OutboundTargetRefused | InvalidRequest | RateLimited>
   /** Applies retention: old observations and rollups, stale unlisted resources and retired entries deleted, in small statements. */
   readonly prune: Effect.Effect<Pick<CycleReport, "pruned" | "prunedUnlisted" | "retired">>
   /**

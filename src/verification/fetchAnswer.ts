@@ -2,7 +2,7 @@ import { Data, Effect } from "effect"
 import type { ProbesConfig } from "../config.js"
 import type { HttpMethod } from "../domain/resources.js"
 import { Dialer, dialPinned, readUpTo, Resolver } from "./Connector.js"
-import { type OutboundPolicy, type TargetRefused, vetTarget, type Vetted } from "./outboundGuard.js"
+import { type OutboundPolicy, type OutboundTargetRefused, vetTarget, type Vetted } from "./outboundGuard.js"
 
 /** Redirects followed before a probe gives up; each hop is checked like the first. */
 const MAX_REDIRECTS = 5
@@ -151,7 +151,7 @@ const hop = (
   read: BodyRead,
   deadline: Deadline,
   requestBody?: string
-): Effect.Effect<Answer, TargetRefused | Unreachable | AnswerTimeout> =>
+): Effect.Effect<Answer, OutboundTargetRefused | Unreachable | AnswerTimeout> =>
   Effect.gen(function* () {
     const resolve = yield* Resolver
     const target = yield* vetTarget(url, probes, (host) => within(resolve(host), deadline)).pipe(

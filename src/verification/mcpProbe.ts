@@ -10,7 +10,7 @@ import { Dialer, dialPinned, readUpTo, Resolver } from "./Connector.js"
 import { asHttpChallenge, readToolAnswer } from "./mcpAnswer.js"
 import { blank, failureObservation, type Observed, observationOf, type ProbeTarget, withOfferVerdict } from "./observe.js"
 import { AnswerTimeout, type OutboundRequests, Unreachable } from "./fetchAnswer.js"
-import { TargetRefused, vetTarget } from "./outboundGuard.js"
+import { OutboundTargetRefused, vetTarget } from "./outboundGuard.js"
 import type { McpSession, McpSessions } from "./mcpSessions.js"
 import { CALL_REQUESTS, HANDSHAKE_REQUESTS, incoming, outgoing, RequestBudget, STATELESS_REQUESTS } from "./mcpWire.js"
 import { discover, McpAnswerError, statelessRequest } from "./mcpStateless.js"
@@ -21,11 +21,11 @@ import { judgeOffers } from "../extensions/offerReceipt.js"
 const AnyResult = z.looseObject({})
 
 /** An MCP request's failure as the probe outcomes name them. */
-type Failure = TargetRefused | Unreachable | AnswerTimeout
+type Failure = OutboundTargetRefused | Unreachable | AnswerTimeout
 
 /** Thrown inside the transport's fetch, so the probe can tell the guard's refusal from a dead server. */
 export class Refused extends Error {
-  constructor(readonly refusal: TargetRefused) {
+  constructor(readonly refusal: OutboundTargetRefused) {
     super(refusal.reason)
   }
 }
@@ -52,7 +52,7 @@ export const guardedFetch =
     const vetted = await Runtime.runPromise(runtime)(Effect.either(vetTarget(url, probes, resolve)))
     if (Either.isLeft(vetted)) {
       const e = vetted.left
-      throw e._tag === "TargetRefused" ? new Refused(e) : new Error(`cannot resolve ${e.host}: ${e.reason}`)
+      throw e._tag === "OutboundTargetRefused" ? new Refused(e) : new Error(`cannot resolve ${e.host}: ${e.reason}`)
     }
     const headers: Record<string, string> = {}
     new Headers(init?.headers).forEach((value, key) => {

@@ -16,7 +16,7 @@ import {
   readChallenge
 } from "./challenge.js"
 import { type Answer, type AnswerTimeout, fetchAnswer, type Unreachable } from "./fetchAnswer.js"
-import type { TargetRefused } from "./outboundGuard.js"
+import type { OutboundTargetRefused } from "./outboundGuard.js"
 import type { RecordedObservation } from "../domain/observations.js"
 import { judgeOffers, offerNote, type OfferVerdict } from "../extensions/offerReceipt.js"
 import type { ResourceId } from "../domain/ids.js"
@@ -31,7 +31,7 @@ export interface ProbeTarget {
   readonly mcp?: McpTool | undefined
 }
 
-export type ProbeFailure = TargetRefused | Unreachable | AnswerTimeout
+export type ProbeFailure = OutboundTargetRefused | Unreachable | AnswerTimeout
 
 export interface Observed {
   readonly observation: RecordedObservation
@@ -63,7 +63,7 @@ export const blank = (target: ProbeTarget, startMs: number) => ({
 
 export const failureObservation = (target: ProbeTarget, startMs: number, failure: ProbeFailure): RecordedObservation => {
   switch (failure._tag) {
-    case "TargetRefused":
+    case "OutboundTargetRefused":
       return { ...blank(target, startMs), outcome: "refused_target", detail: failure.reason }
     case "Unreachable":
       return { ...blank(target, startMs), outcome: "unreachable", detail: failure.reason }

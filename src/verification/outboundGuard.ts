@@ -13,7 +13,7 @@ export interface OutboundPolicy {
   readonly trustedOrigins: ReadonlyArray<string>
 }
 
-export class TargetRefused extends Data.TaggedError("TargetRefused")<{ readonly reason: string }> {}
+export class OutboundTargetRefused extends Data.TaggedError("OutboundTargetRefused")<{ readonly reason: string }> {}
 export class DnsFailure extends Data.TaggedError("DnsFailure")<{ readonly host: string; readonly reason: string }> {}
 
 /** Special-purpose ranges (IANA registries); anything inside is not a public internet host. */
@@ -80,18 +80,18 @@ const isTrusted = (url: URL, policy: OutboundPolicy) =>
 export const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, "$1")
 
 /** Checks that need no network: scheme, credentials, and a literal address when the host is one. */
-export const checkUrl = (raw: string, policy: OutboundPolicy): URL | TargetRefused => {
+export const checkUrl = (raw: string, policy: OutboundPolicy): URL | OutboundTargetRefused => {
   let url: URL
   try {
     url = new URL(raw)
   } catch {
-    return new TargetRefused({ reason: `"${raw}" is not an absolute URL` })
+    return new OutboundTargetRefused({ reason: `"${raw}" is not an absolute URL` })
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    return new TargetRefused({ reason: `only http and https targets are probed, not ${url.protocol.slice(0, -1)}` })
+    return new OutboundTargetRefused({ reason: `only http and https targets are probed, not ${url.protocol.slice(0, -1)}` })
   }
   if (url.username !== "" || url.password !== "") {
-    return new TargetRefused({ reason: "URLs with embedded credentials are not probed" })
+    return new OutboundTargetRefused({ reason: "URLs with embedded credentials are not probed" })
   }
   const host = hostOf(url)
   if (isIP(host) !== 0) return checkAddresses(url, [host], policy) ?? url
@@ -103,13 +103,13 @@ export const checkAddresses = (
   url: URL,
   addresses: ReadonlyArray<string>,
   policy: OutboundPolicy
-): TargetRefused | null => {
+): OutboundTargetRefused | null => {
   if (policy.allowPrivateTargets || isTrusted(url, policy)) return null
   const denied = addresses.find((address) => !isPublicAddress(address))
   if (denied === undefined) return null
   // The address itself is not named: it would tell the caller what an internal name resolves to.
   const via = denied === hostOf(url) ? "" : ` (${hostOf(url)} resolves to a non-public address)`
-  return new TargetRefused({
+  return new OutboundTargetRefused({
     reason: `${url.origin} is a loopback, private, link-local or otherwise non-public address${via}; probes only reach public hosts`
   })
 }
@@ -131,10 +131,10 @@ export const vetTarget = <E = never>(
   raw: string,
   policy: OutboundPolicy,
   resolve: (host: string) => Effect.Effect<ReadonlyArray<string>, DnsFailure | E> = resolveHost
-): Effect.Effect<Vetted, TargetRefused | DnsFailure | E> =>
+): Effect.Effect<Vetted, OutboundTargetRefused | DnsFailure | E> =>
   Effect.gen(function* () {
     const checked = checkUrl(raw, policy)
-    if (checked instanceof TargetRefused) return yield* checked
+    if (checked instanceof OutboundTargetRefused) return yield* checked
     const host = hostOf(checked)
     if (isIP(host) !== 0) return { url: checked, addresses: [host] }
     const addresses = yield* resolve(host)
@@ -150,7 +150,7 @@ export const guardTarget = <E = never>(
   raw: string,
   policy: OutboundPolicy,
   resolve: (host: string) => Effect.Effect<ReadonlyArray<string>, DnsFailure | E> = resolveHost
-): Effect.Effect<URL, TargetRefused | DnsFailure | E> => Effect.map(vetTarget(raw, policy, resolve), (vetted) => vetted.url)
+): Effect.Effect<URL, OutboundTargetRefused | DnsFailure | E> => Effect.map(vetTarget(raw, policy, resolve), (vetted) => vetted.url)
 
 export const resolveHost = (host: string): Effect.Effect<ReadonlyArray<string>, DnsFailure> =>
   Effect.tryPromise({

@@ -9,7 +9,7 @@ import type { ListingChange } from "../store/listingChanges.js"
 import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { discoveredEntry, discoveredIdOf } from "./discoveredEntry.js"
 import type { Observed } from "./observe.js"
-import { guardTarget, TargetRefused } from "./outboundGuard.js"
+import { guardTarget, OutboundTargetRefused } from "./outboundGuard.js"
 import type { ProberShape } from "./Prober.js"
 import type { ProbeRecording } from "./probeRecording.js"
 import { makeProbeValidation } from "./probeValidation.js"
@@ -73,7 +73,7 @@ export const makeProbeIntake = (recording: ProbeRecording) =>
           try {
             url = new URL(rawUrl)
           } catch {
-            return yield* new TargetRefused({ reason: `"${rawUrl}" is not an absolute URL` })
+            return yield* new OutboundTargetRefused({ reason: `"${rawUrl}" is not an absolute URL` })
           }
           const known = yield* reads.findByUrl(url.href)
           if (Option.isSome(known)) return yield* validate(known.value, method)

@@ -15,7 +15,7 @@ import { stellarServerScheme } from "../x402/stellarServerScheme.js"
 import { ed25519Issuer, newProviderKey } from "../extensions/offerReceipt.js"
 import { createOfferReceiptExtension, declareOfferReceiptExtension, type OfferReceiptIssuer } from "@x402/extensions/offer-receipt"
 import type { KeyObject } from "node:crypto"
-import { FacilitatorUnavailable, InvalidRequest, PaymentRequired, SettlementFailed, SettlementUnconfirmed } from "./errors.js"
+import { FacilitatorUnavailable, MalformedPaidRequest, PaymentRequired, SettlementFailed, SettlementUnconfirmed } from "./errors.js"
 
 export type Endpoint = "inspect" | "changes" | "compliance" | "eligibility"
 
@@ -74,7 +74,7 @@ export interface PaywallShape {
   readonly verify: (
     endpoint: Endpoint,
     paymentSignature: string
-  ) => Effect.Effect<VerifiedPayment, InvalidRequest | PaymentRequired | FacilitatorUnavailable>
+  ) => Effect.Effect<VerifiedPayment, MalformedPaidRequest | PaymentRequired | FacilitatorUnavailable>
   /** Settles and returns the PAYMENT-RESPONSE header value. */
   readonly settle: (payment: VerifiedPayment) => Effect.Effect<string, SettlementFailed | SettlementUnconfirmed>
 }
@@ -96,9 +96,9 @@ const PaymentSignature = Schema.Struct({
   payload: Schema.Record({ key: Schema.String, value: Schema.Unknown })
 })
 
-const decodePayment = (header: string): Either.Either<PaymentPayload, InvalidRequest> => {
+const decodePayment = (header: string): Either.Either<PaymentPayload, MalformedPaidRequest> => {
   const invalid = (detail: string) =>
-    new InvalidRequest({ error: "INVALID_PAYMENT", message: `PAYMENT-SIGNATURE is not a usable x402 payment: ${detail}` })
+    new MalformedPaidRequest({ error: "INVALID_PAYMENT", message: `PAYMENT-SIGNATURE is not a usable x402 payment: ${detail}` })
   let decoded: unknown
   try {
     decoded = decodePaymentSignatureHeader(header)

@@ -3,7 +3,7 @@ import { Cause, Effect, Schema } from "effect"
 import { describeParseError } from "../domain/issues.js"
 import { logFailure } from "../lifecycle/interruption.js"
 import { AssetBody, EligibilityBody } from "./assetRef.js"
-import { BodyTooLarge, InvalidRequest, PaymentRequired, type VerticalError } from "./errors.js"
+import { BodyTooLarge, MalformedPaidRequest, PaymentRequired, type VerticalError } from "./errors.js"
 import { mcpEndpoint, mcpPath } from "./mcpTools.js"
 import { type Endpoint, type Offer, Paywall } from "./Paywall.js"
 import * as Queries from "./queries.js"
@@ -42,18 +42,18 @@ const readJson = Effect.gen(function* () {
   const tooLarge = new BodyTooLarge({ message: `the body is larger than ${MAX_BODY_BYTES} bytes` })
   if (Number(request.headers["content-length"] ?? 0) > MAX_BODY_BYTES) return yield* tooLarge
   const text = yield* request.text.pipe(
-    Effect.mapError(() => new InvalidRequest({ error: "INVALID_JSON", message: "the body could not be read" }))
+    Effect.mapError(() => new MalformedPaidRequest({ error: "INVALID_JSON", message: "the body could not be read" }))
   )
   if (text.length > MAX_BODY_BYTES) return yield* tooLarge
   return yield* Effect.try({
     try: (): unknown => JSON.parse(text),
-    catch: () => new InvalidRequest({ error: "INVALID_JSON", message: 'the body must be JSON, e.g. {"asset": "CODE:ISSUER"}' })
+    catch: () => new MalformedPaidRequest({ error: "INVALID_JSON", message: 'the body must be JSON, e.g. {"asset": "CODE:ISSUER"}' })
   })
 })
 
 const decodeInput = <A, I>(schema: Schema.Schema<A, I>, input: unknown) =>
   Schema.decodeUnknown(schema)(input, decodeOptions).pipe(
-    Effect.mapError((e) => new InvalidRequest({ error: "INVALID_BODY", message: describeParseError(e) }))
+    Effect.mapError((e) => new MalformedPaidRequest({ error: "INVALID_BODY", message: describeParseError(e) }))
   )
 
 const describeOffer = (offer: Offer) => (offer.scheme === "exact" ? offer.amount : `up to ${offer.amount}`)
@@ -63,7 +63,7 @@ export const queryFor = (
   endpoint: Endpoint,
   input: unknown,
   settings: Queries.IntelSettings
-): Effect.Effect<Effect.Effect<unknown, Queries.QueryError, StellarData>, InvalidRequest> => {
+): Effect.Effect<Effect.Effect<unknown, Queries.QueryError, StellarData>, MalformedPaidRequest> => {
   switch (endpoint) {
     case "inspect":
       return Effect.map(decodeInput(AssetBody, input), (body) => Queries.inspect(body.asset, settings))
@@ -117,13 +117,13 @@ const paidEndpoint = (endpoint: Endpoint, settings: VerticalAppSettings) => {
 export const errorAnswer = (e: Exclude<VerticalError, PaymentRequired>) => {
   const answer = (status: number, error: string, message: string, headers: Record<string, string> = {}) => ({ status, error, message, headers })
   switch (e._tag) {
-    case "InvalidRequest":
+    case "MalformedPaidRequest":
       return answer(400, e.error, e.message)
     case "BodyTooLarge":
       return answer(413, "BODY_TOO_LARGE", e.message)
     case "AssetNotFound":
       return answer(404, "ASSET_NOT_FOUND", `${e.message}; nothing was charged`)
-    case "UnsupportedAsset":
+    case "AssetNotDescribed":
       return answer(422, "UNSUPPORTED_ASSET", `${e.message}; nothing was charged`)
     case "UpstreamFailure":
       return answer(502, "UPSTREAM_UNAVAILABLE", `${e.message}; nothing was charged`)

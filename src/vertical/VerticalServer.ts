@@ -4,7 +4,8 @@ import { Context, Effect, Layer } from "effect"
 import type { KeyObject } from "node:crypto"
 import { type Config, reachableHost, verticalEndpoints } from "../config.js"
 import { networkPassphrase } from "../domain/stellar.js"
-import { loadOfferKey, type OfferKeyError, type OfferKeyFile, verticalOfferKey } from "./offerKey.js"
+import { loadOfferKey, type OfferKeyFile, verticalOfferKey } from "./offerKey.js"
+import type { KeyFileError } from "../keys/keyFileError.js"
 import { exactOffers, type Offers, Paywall, type PaymentsStatus } from "./Paywall.js"
 import { StellarData } from "./StellarData.js"
 import { verticalApp, type VerticalHttpApp } from "./VerticalApp.js"
@@ -19,7 +20,7 @@ export interface VerticalServerShape {
 
 /** The paid reference vertical on `vertical.host` / `vertical.port`, selling `vertical.prices` as `exact`. */
 export class VerticalServer extends Context.Tag("sextant/vertical/VerticalServer")<VerticalServer, VerticalServerShape>() {
-  static readonly layer = (config: Config): Layer.Layer<VerticalServer, OfferKeyError> =>
+  static readonly layer = (config: Config): Layer.Layer<VerticalServer, KeyFileError> =>
     verticalLayer(config, {
       name: config.vertical.name,
       host: config.vertical.host,
@@ -92,7 +93,7 @@ const serve = (config: Config, instance: VerticalInstance) =>
  * them, signing with the instance's key file (read, or created on first start). Closing the scope
  * stops the server and the retry loop.
  */
-export const verticalLayer = (config: Config, instance: VerticalInstance): Layer.Layer<VerticalServer, OfferKeyError> =>
+export const verticalLayer = (config: Config, instance: VerticalInstance): Layer.Layer<VerticalServer, KeyFileError> =>
   Layer.unwrapEffect(Effect.map(loadOfferKey(instance.offerKey), (signingKey) => servedWith(config, instance, signingKey)))
 
 const servedWith = (config: Config, instance: VerticalInstance, signingKey: KeyObject) =>

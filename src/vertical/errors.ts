@@ -6,7 +6,7 @@ import { Data } from "effect"
  */
 
 /** 400: malformed JSON, a body that fails its schema, or an unreadable PAYMENT-SIGNATURE. */
-export class InvalidRequest extends Data.TaggedError("InvalidRequest")<{
+export class MalformedPaidRequest extends Data.TaggedError("MalformedPaidRequest")<{
   readonly error: "INVALID_JSON" | "INVALID_BODY" | "INVALID_PAYMENT"
   readonly message: string
 }> {}
@@ -18,7 +18,7 @@ export class BodyTooLarge extends Data.TaggedError("BodyTooLarge")<{ readonly me
 export class AssetNotFound extends Data.TaggedError("AssetNotFound")<{ readonly message: string }> {}
 
 /** 422: a real asset this service does not describe (the native XLM contract). */
-export class UnsupportedAsset extends Data.TaggedError("UnsupportedAsset")<{ readonly message: string }> {}
+export class AssetNotDescribed extends Data.TaggedError("AssetNotDescribed")<{ readonly message: string }> {}
 
 /** 502: Horizon or Soroban RPC failed, timed out or answered an unexpected shape. */
 export class UpstreamFailure extends Data.TaggedError("UpstreamFailure")<{
@@ -45,10 +45,10 @@ export class SettlementFailed extends Data.TaggedError("SettlementFailed")<{
 export class SettlementUnconfirmed extends Data.TaggedError("SettlementUnconfirmed")<{ readonly message: string }> {}
 
 export type VerticalError =
-  | InvalidRequest
+  | MalformedPaidRequest
   | BodyTooLarge
   | AssetNotFound
-  | UnsupportedAsset
+  | AssetNotDescribed
   | UpstreamFailure
   | PaymentRequired
   | FacilitatorUnavailable

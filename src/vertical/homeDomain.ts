@@ -24,7 +24,7 @@ export const homeDomainTarget = (
     Effect.match({
       onSuccess: (): HomeDomainTarget => ({ allowHttp: false }),
       onFailure: (e): HomeDomainTarget =>
-        e._tag === "TargetRefused"
+        e._tag === "OutboundTargetRefused"
           ? { skip: `home domain "${domain}" is not a public host; not fetched` }
           : { skip: `home domain "${domain}" does not resolve (${e.reason})` }
     })

@@ -1,25 +1,15 @@
-import { Data, Effect } from "effect"
+import { Effect } from "effect"
 import type { KeyObject } from "node:crypto"
 import { dirname, join } from "node:path"
 import type { Config } from "../config.js"
 import { loadOrCreateEd25519Key } from "../keys/ed25519KeyFile.js"
+import { KeyFileError } from "../keys/keyFileError.js"
 
 /**
  * Where a seller run by this process (the vertical, each demo provider) keeps the key it signs
  * offers and receipts with: a file created once and read at every start, so the `did:jwk` signer
  * a buyer sees stays the same across restarts. The files sit beside the receipt signer's key.
  */
-
-/** A seller's key file could not be read, created or understood. Names the field and file, never the content. */
-export class OfferKeyError extends Data.TaggedError("OfferKeyError")<{
-  readonly field: string
-  readonly path: string
-  readonly reason: string
-}> {
-  override get message() {
-    return `${this.field}: ${this.path}: ${this.reason}`
-  }
-}
 
 /** A seller's key file and the config field that names it, for errors. */
 export interface OfferKeyFile {
@@ -41,9 +31,9 @@ export const demoOfferKey = (config: Pick<Config, "signer" | "demo">, providerId
 })
 
 /** Reads a seller's key, creating it on first start; logs the file's path, never the key. */
-export const loadOfferKey = (key: OfferKeyFile): Effect.Effect<KeyObject, OfferKeyError> =>
+export const loadOfferKey = (key: OfferKeyFile): Effect.Effect<KeyObject, KeyFileError> =>
   Effect.gen(function* () {
-    const loaded = yield* loadOrCreateEd25519Key(key.file, (path, reason) => new OfferKeyError({ field: key.field, path, reason }))
+    const loaded = yield* loadOrCreateEd25519Key(key.file, (path, reason) => new KeyFileError({ field: key.field, path, reason }))
     if (loaded.created) yield* Effect.logInfo(`generated a new offer signing key at ${loaded.path}`)
     if (loaded.exposed) yield* Effect.logWarning(`${loaded.path} is readable by group or others; chmod 600 it`)
     return loaded.privateKey

@@ -4,7 +4,7 @@ import { type AssetRef, formatAssetRef } from "./assetRef.js"
 import { type ChangesAnswer, classicChanges, contractChanges, formatThreshold, largeThreshold } from "./changes.js"
 import { type ComplianceAnswer, complianceClassic, complianceContract } from "./compliance.js"
 import { type EligibilityAnswer, eligibilityClassic, eligibilityContract } from "./eligibility.js"
-import { AssetNotFound, UnsupportedAsset, type UpstreamFailure } from "./errors.js"
+import { AssetNotFound, AssetNotDescribed, type UpstreamFailure } from "./errors.js"
 import { type AssetIdentity, type ClassicIdentity, classicIdentity, instanceFacts, sacClassicAsset } from "./identity.js"
 import { type InspectAnswer, inspectClassic, inspectContract, supplyTotal } from "./inspect.js"
 import { StellarData } from "./StellarData.js"
@@ -30,7 +30,7 @@ type Resolved =
     }
   | { readonly kind: "contract"; readonly identity: AssetIdentity; readonly instance: ContractInstance }
 
-export type QueryError = AssetNotFound | UnsupportedAsset | UpstreamFailure
+export type QueryError = AssetNotFound | AssetNotDescribed | UpstreamFailure
 
 const resolve = (ref: AssetRef, settings: IntelSettings): Effect.Effect<Resolved, QueryError, StellarData> =>
   Effect.gen(function* () {
@@ -52,7 +52,7 @@ const resolve = (ref: AssetRef, settings: IntelSettings): Effect.Effect<Resolved
     if (instance.executable.type === "stellar_asset") {
       const asset = sacClassicAsset(ref.contractId, facts, settings.networkPassphrase)
       if (!asset) {
-        return yield* new UnsupportedAsset({
+        return yield* new AssetNotDescribed({
           message: "this Stellar Asset Contract wraps native XLM (or does not name its asset), which has no issuer to describe"
         })
       }

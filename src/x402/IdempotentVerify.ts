@@ -68,7 +68,7 @@ const make = Effect.gen(function* () {
       Effect.catchAll((e) =>
         Effect.zipRight(
           pool.checkKind(request.paymentRequirements.network, request.paymentRequirements.scheme),
-          Effect.fail(new InvalidRequest({ message: describeParseError(e) }))
+          new InvalidRequest({ message: describeParseError(e) })
         )
       )
     )

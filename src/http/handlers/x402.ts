@@ -26,7 +26,7 @@ const asRecord = (value: unknown): Record<string, unknown> =>
 /** A bazaar schema this service would never evaluate (schemaGuard) is refused before any payment is made. */
 const admitExtensions = (payload: { readonly paymentPayload: unknown }) => {
   const refused = bazaarSchemaRefusal(payload.paymentPayload)
-  return refused === null ? Effect.void : Effect.fail(new InvalidRequest({ message: refused }))
+  return refused === null ? Effect.void : new InvalidRequest({ message: refused })
 }
 
 export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) =>
