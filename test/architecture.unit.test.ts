@@ -7,14 +7,9 @@ import { describe, expect, test } from "bun:test"
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { join, posix, relative, resolve } from "node:path"
 import ts from "typescript"
+import { describeTangles, type Edge, folderGraph } from "./support/folderGraph.js"
 
 const ROOT = resolve(import.meta.dir, "..")
-
-/** One import of a project module: both ends as project paths (`src/store/ResourceReadsRepo.ts`). */
-interface Edge {
-  readonly from: string
-  readonly to: string
-}
 
 interface Violation extends Edge {
   readonly rule: 1 | 2 | 3 | 4 | 5
@@ -229,6 +224,54 @@ describe("the rule function", () => {
     expect(violations([{ from: "src/store/MetricsRepo.ts", to: "src/verification/metrics.ts" }]).map(describeViolation)).toEqual([
       "rule 2: src/store/MetricsRepo.ts imports src/verification/metrics.ts",
       "rule 4: src/store/MetricsRepo.ts imports src/verification/metrics.ts"
+    ])
+  })
+})
+
+describe("the folder graph", () => {
+  const edge = (from: string, to: string): Edge => ({ from, to })
+
+  test("a layered graph has no tangle; files directly under src/ and imports inside a folder make no arrow", () => {
+    const layered = [
+      edge("src/client/Buyer.ts", "src/payments/payFor.ts"),
+      edge("src/payments/payFor.ts", "src/outbound/Connector.ts"),
+      edge("src/verification/Prober.ts", "src/outbound/Connector.ts"),
+      edge("src/http/handlers/x402.ts", "src/http/errors.ts"),
+      edge("src/outbound/endpoints.ts", "src/config.ts"),
+      edge("src/config.ts", "src/domain/x402.ts"),
+      edge("src/domain/x402.ts", "src/config.ts")
+    ]
+    expect(describeTangles(layered)).toEqual([])
+    expect([...folderGraph(layered).keys()].sort()).toEqual(["client", "payments", "verification"])
+  })
+
+  test("two folders importing each other are named with the file import behind each arrow", () => {
+    expect(
+      describeTangles([
+        edge("src/payments/payFor.ts", "src/verification/challenge.ts"),
+        edge("src/verification/EconomicProber.ts", "src/payments/payFor.ts"),
+        edge("src/verification/EconomicProber.ts", "src/store/Database.ts")
+      ])
+    ).toEqual([
+      "{payments, verification}: payments -> verification -> payments " +
+        "(src/payments/payFor.ts imports src/verification/challenge.ts; src/verification/EconomicProber.ts imports src/payments/payFor.ts)"
+    ])
+  })
+
+  test("a loop round three folders is found, and separate tangles are listed apart", () => {
+    const found = describeTangles([
+      edge("src/outbound/endpoints.ts", "src/vertical/VerticalServer.ts"),
+      edge("src/vertical/homeDomain.ts", "src/verification/outboundGuard.ts"),
+      edge("src/verification/Prober.ts", "src/outbound/egress.ts"),
+      edge("src/http/server.ts", "src/mcp/httpTransport.ts"),
+      edge("src/mcp/httpTransport.ts", "src/http/authLive.ts"),
+      edge("src/cli/serve.ts", "src/http/server.ts")
+    ])
+    expect(found).toEqual([
+      "{http, mcp}: http -> mcp -> http (src/http/server.ts imports src/mcp/httpTransport.ts; src/mcp/httpTransport.ts imports src/http/authLive.ts)",
+      "{outbound, verification, vertical}: outbound -> vertical -> verification -> outbound " +
+        "(src/outbound/endpoints.ts imports src/vertical/VerticalServer.ts; src/vertical/homeDomain.ts imports " +
+        "src/verification/outboundGuard.ts; src/verification/Prober.ts imports src/outbound/egress.ts)"
     ])
   })
 })
