@@ -4,7 +4,7 @@ import type { Runtime } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import type { Config } from "../config.js"
 import { X402_MCP_EXTENSION } from "./mcpAnswer.js"
-import { guardedFetch } from "./mcpProbe.js"
+import { guardedFetch } from "./mcpFetch.js"
 import { CALL_REQUESTS, HANDSHAKE_REQUESTS, RequestBudget } from "./mcpWire.js"
 
 /** Open MCP sessions one process keeps at most; the least recently used is closed first. */
