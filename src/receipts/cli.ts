@@ -2,17 +2,7 @@ import { Either } from "effect"
 import { readFile } from "node:fs/promises"
 import { parsePublicKey } from "./ed25519.js"
 import { verifyReceipt } from "./receipt.js"
-
-export interface CommandOutput {
-  readonly out: (line: string) => void
-  readonly err: (line: string) => void
-}
-
-/** The process's own streams, one line per call. */
-export const processOutput: CommandOutput = {
-  out: (line) => void process.stdout.write(`${line}\n`),
-  err: (line) => void process.stderr.write(`${line}\n`)
-}
+import { type CommandOutput, processOutput } from "./commandOutput.js"
 
 const readReceipt = async (file: string): Promise<Either.Either<unknown, string>> => {
   let text: string
