@@ -44,7 +44,7 @@ interface Ports {
 
 /**
  * Ports for one run. The service binds port 0 unless `fixedService`: the vertical beside it sends
- * its payments to `http://<host>:<port>/x402` (VerticalServer `facilitatorUrlFor`), built from the
+ * its payments to `http://<host>:<port>/x402` (`facilitatorUrlFor` in src/outbound/endpoints.ts), built from the
  * config before the service listens, so where payments must go through the service its port is
  * chosen ahead too.
  */

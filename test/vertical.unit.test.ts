@@ -13,7 +13,7 @@ import { homeDomainTarget } from "../src/vertical/homeDomain.js"
 import { type AssetIdentity, classicIdentity, instanceFacts, sacClassicAsset } from "../src/vertical/identity.js"
 import { currencyEntry, inspectClassic, issuerSignals } from "../src/vertical/inspect.js"
 import { summarizeEvent, summarizeInstance } from "../src/vertical/sorobanXdr.js"
-import { facilitatorUrlFor } from "../src/vertical/VerticalServer.js"
+import { facilitatorUrlFor } from "../src/outbound/endpoints.js"
 import { type ContractInstance, HorizonAccount, HorizonAssetStats, HorizonOperation } from "../src/vertical/upstream.js"
 import {
   accounts,

@@ -1,6 +1,9 @@
-import type { Config } from "../config.js"
-import { facilitatorUrlFor } from "../vertical/VerticalServer.js"
+import { type Config, reachableHost } from "../config.js"
 import { type EgressRule, egressRules } from "./egress.js"
+
+/** Null in config means this service's own facilitator endpoints, on the service's host and port. */
+export const facilitatorUrlFor = (config: Pick<Config, "host" | "port" | "vertical">): string =>
+  config.vertical.facilitatorUrl ?? `http://${reachableHost(config.host)}:${config.port}/x402`
 
 /**
  * The endpoints a configuration names, where the process may send HTTP without the Connector:

@@ -4,6 +4,7 @@ import { Context, Effect, Layer } from "effect"
 import type { KeyObject } from "node:crypto"
 import { type Config, reachableHost, verticalEndpoints } from "../config.js"
 import { networkPassphrase } from "../domain/stellar.js"
+import { facilitatorUrlFor } from "../outbound/endpoints.js"
 import { loadOfferKey, type OfferKeyFile, verticalOfferKey } from "./offerKey.js"
 import type { KeyFileError } from "../keys/keyFileError.js"
 import { exactOffers, type Offers, Paywall, type PaymentsStatus } from "./Paywall.js"
@@ -38,10 +39,6 @@ export class VerticalServer extends Context.Tag("sextant/vertical/VerticalServer
  * buyer has paid. 255 is Bun's maximum.
  */
 const IDLE_TIMEOUT_SECONDS = 255
-
-/** Null in config means this service's own facilitator endpoints, on the service's host and port. */
-export const facilitatorUrlFor = (config: Pick<Config, "host" | "port" | "vertical">): string =>
-  config.vertical.facilitatorUrl ?? `http://${reachableHost(config.host)}:${config.port}/x402`
 
 /**
  * One running copy of the vertical's app: the reference vertical itself, or a demo provider
