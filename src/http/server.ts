@@ -62,7 +62,7 @@ export const localApiHandler = <E>(services: Layer.Layer<Layer.Layer.Context<typ
 export const HttpLive = HttpApiBuilder.serve(httpMetrics).pipe(
   Layer.provide(StatusRoutesLive),
   Layer.provide(MetricsRouteLive),
-  Layer.provide(McpRouteLive),
+  Layer.provide(McpRouteLive.pipe(Layer.provide(ApiKeyAuthLive))),
   Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
   Layer.provide(ErrorMiddlewareLive),

@@ -4,7 +4,6 @@ import pkg from "../../package.json" with { type: "json" }
 import { AppConfig } from "../config.js"
 import { ApiKeyAuth } from "../contract/auth.js"
 import { MethodNotAllowed, wire } from "../domain/errors.js"
-import { ApiKeyAuthLive } from "../http/authLive.js"
 import { clientAddress } from "../limits/groups.js"
 import { serveMcpHttp } from "./serveHttp.js"
 import { mcpServerFactory } from "./server.js"
@@ -24,7 +23,9 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i
  * otherwise), and each tool's API request carries the caller's header and address, so keyed
  * endpoints, roles and rate limits judge the MCP caller as they judge a direct one (behind a proxy,
  * the caller's address is read from `limits.clientAddressHeader`, as for any request). No
- * `buy_resource` here: a remote caller must never spend the operator's buyer key.
+ * `buy_resource` here: a remote caller must never spend the operator's buyer key. The key check
+ * (`ApiKeyAuth`) is given by the HTTP server that mounts the route, so this folder never imports
+ * the server's code back.
  */
 export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function* () {
@@ -88,4 +89,4 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
     })
     yield* router.all(MCP_PATH, answer)
   })
-).pipe(Layer.provide([HttpApiBuilder.Middleware.layer, HttpApiBuilder.Router.Live, ApiKeyAuthLive]))
+).pipe(Layer.provide([HttpApiBuilder.Middleware.layer, HttpApiBuilder.Router.Live]))
