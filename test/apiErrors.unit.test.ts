@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs"
 import { Arbitrary, Effect, FastCheck, Schema } from "effect"
 import * as Errors from "../src/domain/errors.js"
 import { type ApiErrorClass, NotFound, RateLimited, TargetRefused, wire } from "../src/domain/errors.js"
-import { OutboundTargetRefused } from "../src/verification/outboundGuard.js"
+import { OutboundTargetRefused } from "../src/outbound/outboundGuard.js"
 
 /**
  * API errors are tagged errors: code fails with them by `yield*` and matches them by tag, while

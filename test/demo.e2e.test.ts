@@ -5,7 +5,7 @@ import { Effect, Either } from "effect"
 import { loadConfig, TESTNET_USDC } from "../src/config.js"
 import { ResourceId } from "../src/domain/ids.js"
 import { type DemoServe, EXPECTED_STANDINGS, FAST_DEMO, listed, spawnDemoServe, waitForStandings } from "./support/demoServe.js"
-import { X402_MCP_EXTENSION } from "../src/verification/mcpAnswer.js"
+import { X402_MCP_EXTENSION } from "../src/x402/mcpAnswer.js"
 import { recordingFetch } from "./support/mcpWire.js"
 import { type TypedClient, typedClient } from "./support/server.js"
 

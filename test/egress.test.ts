@@ -4,8 +4,8 @@ import { Effect } from "effect"
 import { createPublicKey, sign } from "node:crypto"
 import { didJwkOf, newProviderKey } from "../src/extensions/offerReceipt.js"
 import { egressRules, installEgressGuard } from "../src/outbound/egress.js"
-import { Dialer } from "../src/verification/Connector.js"
-import { fetchAnswer } from "../src/verification/fetchAnswer.js"
+import { Dialer } from "../src/outbound/Connector.js"
+import { fetchAnswer } from "../src/outbound/fetchAnswer.js"
 import { countingServer } from "./support/countingServer.js"
 
 /**

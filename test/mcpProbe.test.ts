@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Either } from "effect"
 import { decodeCatalog } from "../src/config.js"
-import { mcpChallenge, readToolAnswer } from "../src/verification/mcpAnswer.js"
+import { mcpChallenge, readToolAnswer } from "../src/x402/mcpAnswer.js"
 import { type McpSeller, startMcpSeller } from "./fixtures/mcpSeller.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { request, startServer, testConfig } from "./support/server.js"

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test"
-import { incoming, outgoing, RequestBudget, sseMessages } from "../src/verification/mcpWire.js"
+import { incoming, outgoing, RequestBudget, sseMessages } from "../src/outbound/mcpWire.js"
 
 const response = (id: number | string, result: unknown = {}) => ({ jsonrpc: "2.0", id, result })
 

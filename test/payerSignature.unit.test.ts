@@ -4,7 +4,7 @@ import { Either } from "effect"
 import { networkPassphrase } from "../src/domain/stellar.js"
 import { addressAuthorization } from "../src/ledger/authEntries.js"
 import { transferTransaction } from "../src/payments/transferCall.js"
-import { decodePayment } from "../src/settlement/transfer.js"
+import { decodePayment } from "../src/ledger/transfer.js"
 import { buildExactPayment, exactRequirements, seededBuyer } from "./fixtures/stellarPayment.js"
 
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"

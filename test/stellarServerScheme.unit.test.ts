@@ -4,7 +4,7 @@ import type { Network, Price } from "@x402/core/types"
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar"
 import { ExactStellarScheme } from "@x402/stellar/exact/server"
 import { TESTNET_USDC } from "../src/config.js"
-import { classify, readChallenge } from "../src/verification/challenge.js"
+import { classify, readChallenge } from "../src/x402/challenge.js"
 import { PUBNET_USDC, stellarServerScheme } from "../src/x402/stellarServerScheme.js"
 import { adapter, FIXTURE_PAY_TO } from "./fixtures/x402Terms.js"
 

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test"
 import { Either, Schema } from "effect"
 import { EconomicProbesConfig, loadConfig } from "../src/config.js"
 import { policyContext } from "../src/policy/evaluate.js"
-import { economicTargets } from "../src/verification/economicTargets.js"
+import { economicTargets } from "../src/economic/economicTargets.js"
 import { evidence, option, payee, record } from "./fixtures/evidence.js"
 
 /**

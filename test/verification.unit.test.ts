@@ -4,7 +4,7 @@ import type { PaymentRequired, PaymentRequirements } from "@x402/core/types"
 import { Effect, Either } from "effect"
 import { loadConfig, TESTNET_USDC } from "../src/config.js"
 import { contradiction, representativeOption } from "../src/verification/catalogMatch.js"
-import { type ChallengeOption, classify, MAX_CHALLENGE_OPTIONS, readChallenge } from "../src/verification/challenge.js"
+import { type ChallengeOption, classify, MAX_CHALLENGE_OPTIONS, readChallenge } from "../src/x402/challenge.js"
 import { confidence, currentMetrics, snapshotFrom } from "../src/verification/metrics.js"
 import { validationRetryAfter } from "../src/verification/probeSlots.js"
 import {
@@ -14,7 +14,7 @@ import {
   guardTarget,
   isPublicAddress,
   OutboundTargetRefused
-} from "../src/verification/outboundGuard.js"
+} from "../src/outbound/outboundGuard.js"
 import { deriveStanding, quarantineLifted, statusRules } from "../src/verification/status.js"
 import { percentile, summarizeWindow } from "./support/referenceWindow.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"

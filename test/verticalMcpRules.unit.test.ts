@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test"
-import { X402_MCP_EXTENSION } from "../src/verification/mcpAnswer.js"
+import { X402_MCP_EXTENSION } from "../src/x402/mcpAnswer.js"
 import { advertisesPayment, canElicit, CLIENT_CAPABILITIES_META, paymentOf, requestCapabilities } from "../src/vertical/mcpPayment.js"
 import { readResourceUri, resourceTemplate } from "../src/vertical/mcpTools.js"
 import { ENDPOINTS } from "../src/vertical/VerticalApp.js"

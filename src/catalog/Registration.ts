@@ -9,7 +9,7 @@ import type {
 import type { HttpMethod } from "../domain/resources.js"
 import { CatalogWritesRepo } from "../store/CatalogWritesRepo.js"
 import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
-import { checkUrl, OutboundTargetRefused } from "../verification/outboundGuard.js"
+import { checkUrl, OutboundTargetRefused } from "../outbound/outboundGuard.js"
 import { discoveredEntry, discoveredIdOf } from "../verification/discoveredEntry.js"
 import { Prober } from "../verification/Prober.js"
 import { admitted } from "./admitEntries.js"

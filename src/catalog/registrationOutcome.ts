@@ -1,6 +1,6 @@
 import type { ProbeOutcome } from "../domain/observations.js"
 import type { RegistrationOutcome } from "../domain/registration.js"
-import type { ChallengeOption, Deployment } from "../verification/challenge.js"
+import type { ChallengeOption, Deployment } from "../x402/challenge.js"
 
 /**
  * A probe's outcome as registration reports it. A challenge without an acceptable option is told

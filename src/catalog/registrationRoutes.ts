@@ -2,7 +2,7 @@ import { Effect, Schema } from "effect"
 import type { ProbesConfig } from "../config.js"
 import { McpTool } from "../domain/mcp.js"
 import type { RegistrationDocument } from "../domain/registration.js"
-import { fetchJson } from "../verification/fetchAnswer.js"
+import { fetchJson } from "../outbound/fetchAnswer.js"
 import { listMcpTools } from "../verification/mcpProbe.js"
 import {
   type FoundRoute,

@@ -10,7 +10,7 @@ import { apiKeyHash } from "../http/authLive.js"
 import { buyerNewCommand, facilitatorNewCommand, probeAddressCommand } from "../keys/cli.js"
 import { installEgressGuard } from "../outbound/egress.js"
 import { configuredEndpoints } from "../outbound/endpoints.js"
-import type { CommandOutput } from "../receipts/commandOutput.js"
+import type { CommandOutput } from "../lifecycle/commandOutput.js"
 import { receiptVerifyCommand } from "../receipts/cli.js"
 import { VerticalServer } from "../vertical/VerticalServer.js"
 import pkg from "../../package.json" with { type: "json" }

@@ -1,5 +1,5 @@
 import { Console, Context, Effect } from "effect"
-import { type CommandOutput, processOutput } from "../receipts/commandOutput.js"
+import { type CommandOutput, processOutput } from "../lifecycle/commandOutput.js"
 
 /** Where the commands print their lines: the process's streams, or a test's capture. */
 export class CliOutput extends Context.Reference<CliOutput>()("sextant/CliOutput", { defaultValue: (): CommandOutput => processOutput }) {}

@@ -7,7 +7,7 @@ import { openModeRefusal } from "../http/openMode.js"
 import { BunServerLive, HttpLive } from "../http/server.js"
 import { Lifecycle } from "../lifecycle/Lifecycle.js"
 import { processLogger, TelemetryLive } from "../telemetry/Telemetry.js"
-import { EconomicProber } from "../verification/EconomicProber.js"
+import { EconomicProber } from "../economic/EconomicProber.js"
 import { ProbeSchedulerLive } from "../verification/ProbeScheduler.js"
 import { VerticalServer } from "../vertical/VerticalServer.js"
 import pkg from "../../package.json" with { type: "json" }

@@ -10,8 +10,8 @@ import type { Config } from "../config.js"
 import { readBuyerKey, type StellarKey } from "../keys/stellarKey.js"
 import { isJsonType, type PaidAnswer, payFor } from "../payments/payFor.js"
 import { payForTool } from "../payments/payForTool.js"
-import type { Deployment } from "../verification/challenge.js"
-import type { OutboundRequests } from "../verification/fetchAnswer.js"
+import type { Deployment } from "../x402/challenge.js"
+import type { OutboundRequests } from "../outbound/fetchAnswer.js"
 import { candidateRefusal, challengeRefusal, priceCeiling } from "./candidate.js"
 import {
   AllProvidersFailed,

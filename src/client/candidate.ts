@@ -2,7 +2,7 @@ import type { AgentPolicy } from "../domain/policy.js"
 import type { ResourcePaymentOption } from "../domain/resources.js"
 import type { RankedCandidate } from "../domain/routes.js"
 import { usdFloorUnits } from "../domain/stellar.js"
-import type { Deployment } from "../verification/challenge.js"
+import type { Deployment } from "../x402/challenge.js"
 
 /** The routed worst case of an option in base units: the most any challenge for it may ask. */
 export const routedCeiling = (option: ResourcePaymentOption): bigint =>

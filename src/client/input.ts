@@ -1,6 +1,6 @@
 import { Either } from "effect"
 import type { HttpMethod } from "../domain/resources.js"
-import { sendsBody } from "../verification/fetchAnswer.js"
+import { sendsBody } from "../outbound/fetchAnswer.js"
 
 /** Where a buyer's input goes: the URL (with a query string) and, for body methods, the JSON body. */
 export interface Placement {

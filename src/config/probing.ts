@@ -19,7 +19,7 @@ export const CatalogSource = Schema.Struct({
 export type CatalogSource = typeof CatalogSource.Type
 
 /**
- * The outbound guard's fields (`verification/outboundGuard.ts`), shared by probes and the buyer:
+ * The outbound guard's fields (`outbound/outboundGuard.ts`), shared by probes and the buyer:
  * both send requests to URLs a catalog named, which must not reach private networks unless trusted.
  */
 export const outboundGuardFields = {

@@ -1,7 +1,7 @@
 import { encodeMuxedAccountToAddress, extractBaseAddress, scValToNative, xdr } from "@stellar/stellar-sdk"
 import { Either } from "effect"
 import { addressCredentials, credentialForm, scAddressString, scValAddress } from "../ledger/authEntries.js"
-import { payerSignature } from "../settlement/payerSignature.js"
+import { payerSignature } from "../ledger/payerSignature.js"
 import { Reason, type Refusal, refuse } from "./reasons.js"
 
 /** What the payment must be, from the paymentRequirements. */

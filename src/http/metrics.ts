@@ -1,6 +1,6 @@
 import { HttpApi, HttpApiBuilder, HttpMiddleware, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Exit } from "effect"
-import { Exposition } from "../telemetry/Exposition.js"
+import { Exposition } from "./Exposition.js"
 import { Instruments } from "../telemetry/Instruments.js"
 import { measured, methodLabel, routeMatcher } from "../telemetry/labels.js"
 import { SextantApi } from "../contract/index.js"

@@ -2,7 +2,7 @@ import { Either, Schema } from "effect"
 import { StrKey } from "@stellar/stellar-sdk"
 import { StellarNetwork } from "../domain/stellar.js"
 import type { RefusalContext } from "../domain/x402Refusals.js"
-import { decodePayment } from "../settlement/transfer.js"
+import { decodePayment } from "../ledger/transfer.js"
 
 const isNetwork = Schema.is(StellarNetwork)
 

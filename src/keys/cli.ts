@@ -1,5 +1,5 @@
 import { Effect, Either } from "effect"
-import type { CommandOutput } from "../receipts/commandOutput.js"
+import type { CommandOutput } from "../lifecycle/commandOutput.js"
 import type { KeyFileError } from "./keyFileError.js"
 import { loadOrCreateBuyerKey, loadOrCreateFacilitatorKey, loadOrCreateProbeKey, type StellarKey } from "./stellarKey.js"
 

@@ -4,7 +4,7 @@ import type { PaymentPayload, PaymentRequirements, ResourceInfo } from "@x402/co
 import { Duration, Effect, Schema } from "effect"
 import { BaseUnits } from "../domain/stellar.js"
 import { addressAuthorization } from "../ledger/authEntries.js"
-import type { Deployment } from "../verification/challenge.js"
+import type { Deployment } from "../x402/challenge.js"
 import {
   type Authorization,
   type BuildPaymentError,

@@ -8,10 +8,10 @@ import { SellerReceipt } from "../domain/receipts.js"
 import { SettleResponse } from "../domain/x402.js"
 import { receiptInAnswer } from "../extensions/offerReceipt.js"
 import { withPaymentIdentifier } from "../extensions/paymentIdentifier.js"
-import { type ChallengeReading, type Deployment, readChallenge } from "../verification/challenge.js"
-import { Dialer, dialPinned, readUpTo, Resolver } from "../verification/Connector.js"
-import { fetchAnswer, type OutboundRequests, resourceRequest, Unreachable } from "../verification/fetchAnswer.js"
-import { type DnsFailure, type OutboundTargetRefused, vetTarget, type Vetted } from "../verification/outboundGuard.js"
+import { type ChallengeReading, type Deployment, readChallenge } from "../x402/challenge.js"
+import { Dialer, dialPinned, readUpTo, Resolver } from "../outbound/Connector.js"
+import { fetchAnswer, type OutboundRequests, resourceRequest, Unreachable } from "../outbound/fetchAnswer.js"
+import { type DnsFailure, type OutboundTargetRefused, vetTarget, type Vetted } from "../outbound/outboundGuard.js"
 import {
   type Authorization,
   type BuildPaymentError,

@@ -12,7 +12,7 @@ import type { ResourcePaymentOption } from "../domain/resources.js"
 import type { ResourceId } from "../domain/ids.js"
 import { evaluatePolicy, type PolicyContext } from "../policy/evaluate.js"
 import { advertisedPrice, exceeds } from "../verification/catalogMatch.js"
-import type { Deployment } from "../verification/challenge.js"
+import type { Deployment } from "../x402/challenge.js"
 
 /** What a verdict needs from the deployment besides the policy context. */
 export interface PreflightContext extends PolicyContext {

@@ -2,7 +2,7 @@ import { Either } from "effect"
 import { readFile } from "node:fs/promises"
 import { parsePublicKey } from "./ed25519.js"
 import { verifyReceipt } from "./receipt.js"
-import { type CommandOutput, processOutput } from "./commandOutput.js"
+import { type CommandOutput, processOutput } from "../lifecycle/commandOutput.js"
 
 const readReceipt = async (file: string): Promise<Either.Either<unknown, string>> => {
   let text: string

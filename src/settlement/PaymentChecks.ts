@@ -15,7 +15,7 @@ import type { AuthorizedPayment } from "./execution.js"
 import { authorizationHorizon } from "./reconcile.js"
 import { type NamedPolicy, paidUrlOf, paymentDenial, paymentOption, payeeDenial, type SettleTerms, transferMismatch, worstCaseUnits } from "./rules.js"
 import { termsOf } from "./terms.js"
-import { decodePayment, type PayerAuthorization, type Transfer } from "./transfer.js"
+import { decodePayment, type PayerAuthorization, type Transfer } from "../ledger/transfer.js"
 
 /** The payment a settle or a verify carries, read from its signed transaction rather than from what the body says. */
 export interface Payment {

@@ -10,7 +10,7 @@ import type { AgentPolicy, PolicyCode, PolicyReason } from "../domain/policy.js"
 import type { ResourcePaymentOption } from "../domain/resources.js"
 import { baseUnitsToUsd, type PaymentScheme, type StellarNetwork, usdMatchesBaseUnits } from "../domain/stellar.js"
 import { evaluatePolicy, OPTION_CODES, type PolicyContext } from "../policy/evaluate.js"
-import type { Transfer } from "./transfer.js"
+import type { Transfer } from "../ledger/transfer.js"
 
 /** What a settle asks to pay, read from its paymentRequirements once their shape is checked. */
 export interface SettleTerms {

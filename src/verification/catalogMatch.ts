@@ -1,7 +1,7 @@
 import type { ResourcePaymentOption } from "../domain/resources.js"
 import { BaseUnits } from "../domain/stellar.js"
 import { Schema } from "effect"
-import { type ChallengeOption, type Deployment, isAcceptable } from "./challenge.js"
+import { type ChallengeOption, type Deployment, isAcceptable } from "../x402/challenge.js"
 
 /** What a price is compared on: the ceiling for `upto`, the fixed amount otherwise. */
 export const advertisedPrice = (option: ResourcePaymentOption) =>

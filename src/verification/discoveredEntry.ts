@@ -6,7 +6,7 @@ import type { McpTool } from "../domain/mcp.js"
 import { type CatalogEntry, type HttpMethod, ResourcePaymentOption } from "../domain/resources.js"
 import { serviceMetadataOf } from "../domain/serviceMetadata.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
-import { isAcceptable } from "./challenge.js"
+import { isAcceptable } from "../x402/challenge.js"
 import type { Observed } from "./observe.js"
 
 const isPaymentOption = Schema.is(ResourcePaymentOption)

@@ -3,9 +3,9 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Runtime } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import type { Config } from "../config.js"
-import { X402_MCP_EXTENSION } from "./mcpAnswer.js"
-import { guardedFetch } from "./mcpFetch.js"
-import { CALL_REQUESTS, HANDSHAKE_REQUESTS, RequestBudget } from "./mcpWire.js"
+import { X402_MCP_EXTENSION } from "../x402/mcpAnswer.js"
+import { guardedFetch } from "../outbound/mcpFetch.js"
+import { CALL_REQUESTS, HANDSHAKE_REQUESTS, RequestBudget } from "../outbound/mcpWire.js"
 
 /** Open MCP sessions one process keeps at most; the least recently used is closed first. */
 export const MAX_MCP_SESSIONS = 64

@@ -14,9 +14,9 @@ import {
   isAcceptable,
   MAX_CHALLENGE_HEADER_BYTES,
   readChallenge
-} from "./challenge.js"
-import { type Answer, type AnswerTimeout, fetchAnswer, type Unreachable } from "./fetchAnswer.js"
-import type { OutboundTargetRefused } from "./outboundGuard.js"
+} from "../x402/challenge.js"
+import { type Answer, type AnswerTimeout, fetchAnswer, type Unreachable } from "../outbound/fetchAnswer.js"
+import type { OutboundTargetRefused } from "../outbound/outboundGuard.js"
 import type { RecordedObservation } from "../domain/observations.js"
 import { judgeOffers, offerNote, type OfferVerdict } from "../extensions/offerReceipt.js"
 import type { ResourceId } from "../domain/ids.js"

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { type DnsFailure, guardTarget, resolveHost } from "../verification/outboundGuard.js"
+import { type DnsFailure, guardTarget, resolveHost } from "../outbound/outboundGuard.js"
 
 /**
  * Where the vertical may fetch an issuer's stellar.toml from. Anyone can set an account's home

@@ -1,7 +1,7 @@
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from "@x402/core/http"
 import type { PaymentRequired } from "@x402/core/types"
 import { Effect } from "effect"
-import { PAYMENT_META, PAYMENT_RESPONSE_META, X402_MCP_EXTENSION } from "../verification/mcpAnswer.js"
+import { PAYMENT_META, PAYMENT_RESPONSE_META, X402_MCP_EXTENSION } from "../x402/mcpAnswer.js"
 import type { VerticalError } from "./errors.js"
 import { type Endpoint, Paywall } from "./Paywall.js"
 import type { StellarData } from "./StellarData.js"

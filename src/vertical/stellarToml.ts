@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { parse as parseToml } from "smol-toml"
 import { describeFailure as describe } from "../ledger/clients.js"
-import { fetchText } from "../verification/fetchAnswer.js"
+import { fetchText } from "../outbound/fetchAnswer.js"
 import { homeDomainTarget } from "./homeDomain.js"
 import type { StellarDataConfig } from "./StellarData.js"
 import type { TomlLookup } from "./upstream.js"

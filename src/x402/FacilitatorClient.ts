@@ -167,7 +167,7 @@ export const makeBackendClient = (backend: FacilitatorBackend, redactor: Redacto
 
 /**
  * One facilitator backend as the pool sees it: an HTTP facilitator (`makeBackendClient`) or the
- * embedded Stellar one (`facilitator/embedded.ts`). The pool chooses, fails over, journals and
+ * embedded Stellar one (`x402/embedded.ts`). The pool chooses, fails over, journals and
  * budgets through these three calls alone, so it does not care which kind it holds.
  */
 export interface BackendClient {

@@ -1,6 +1,6 @@
 import { Context, Duration, Effect, Either, Layer, Schedule } from "effect"
 import { AppConfig, isEmbedded } from "../config.js"
-import { makeEmbeddedBackend } from "../facilitator/embedded.js"
+import { makeEmbeddedBackend } from "./embedded.js"
 import { AllFacilitatorsFailed, FacilitatorsNotReady, NoHealthyFacilitator, UnsupportedPaymentKind } from "../domain/errors.js"
 import type { FacilitatorStatus, SettleResponse, SupportedResponse, VerifyResponse } from "../domain/x402.js"
 import { redactorFor } from "../redaction/redact.js"

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type Config, DEFAULT_EMBEDDED, type EmbeddedFacilitator, type FacilitatorEntry, loadConfig } from "../../src/config.js"
 import { channelKeypair } from "../../src/facilitator/channels.js"
-import { makeEmbeddedBackend } from "../../src/facilitator/embedded.js"
+import { makeEmbeddedBackend } from "../../src/x402/embedded.js"
 import { Instruments } from "../../src/telemetry/Instruments.js"
 import type { FixtureLedger } from "../fixtures/ledger.js"
 

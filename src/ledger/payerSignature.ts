@@ -1,6 +1,6 @@
 import { buildAuthorizationEntryPreimage, StrKey, type xdr } from "@stellar/stellar-sdk"
 import { createHash, createPublicKey, verify } from "node:crypto"
-import { addressCredentials } from "../ledger/authEntries.js"
+import { addressCredentials } from "./authEntries.js"
 
 /** DER prefix of an Ed25519 SubjectPublicKeyInfo: node:crypto verifies far faster than a JS Ed25519 (docs/performance.md, Ed25519). */
 const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex")

@@ -4,10 +4,10 @@ import type { PrincipalId } from "../domain/ids.js"
 import { describeParseError } from "../domain/issues.js"
 import { type FacilitatorRequest, SettleRequest, VerifyResponse } from "../domain/x402.js"
 import { mayReserveAgain } from "../domain/settlements.js"
-import { type CheckRefusal, contentHash, ledgerRefusal, type Payment, PaymentChecks } from "../settlement/PaymentChecks.js"
+import { type CheckRefusal, contentHash, ledgerRefusal, type Payment, PaymentChecks } from "./PaymentChecks.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
 import { VerifyAnswersRepo } from "../store/VerifyAnswersRepo.js"
-import { FacilitatorPool, type KindRefusal } from "./FacilitatorPool.js"
+import { FacilitatorPool, type KindRefusal } from "../x402/FacilitatorPool.js"
 
 /** How long a verify answer is replayed for its key: a retry comes within minutes, a payment authorisation expires within hours. */
 export const VERIFY_ANSWER_TTL_MS = 24 * 60 * 60 * 1000

@@ -1,11 +1,11 @@
 import { Context, Duration, Effect, Either, Fiber, Layer } from "effect"
-import { admitted } from "../catalog/admitEntries.js"
-import { quotaKeys } from "../catalog/ingestionQuota.js"
+import { admitted } from "./admitEntries.js"
+import { quotaKeys } from "./ingestionQuota.js"
 import { AppConfig } from "../config.js"
 import type { CatalogEntry } from "../domain/resources.js"
 import { CatalogWritesRepo } from "../store/CatalogWritesRepo.js"
-import { type BazaarStatus, hasBazaar, readBazaar, rejected } from "./bazaar.js"
-import { SchemaValidator } from "./SchemaValidator.js"
+import { type BazaarStatus, hasBazaar, readBazaar, rejected } from "../extensions/bazaar.js"
+import { SchemaValidator } from "../extensions/SchemaValidator.js"
 import { PrincipalId } from "../domain/ids.js"
 
 /**

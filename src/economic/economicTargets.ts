@@ -2,7 +2,7 @@ import type { EconomicProbesConfig } from "../config.js"
 import type { ResourceEvidence } from "../domain/evidence.js"
 import type { ResourcePaymentOption, ResourceRecord } from "../domain/resources.js"
 import { evaluatePolicy, type PolicyContext } from "../policy/evaluate.js"
-import type { Deployment } from "./challenge.js"
+import type { Deployment } from "../x402/challenge.js"
 
 /** A resource an economic probe pays, through the option it pays. */
 export interface EconomicTarget {

@@ -6,7 +6,7 @@ import { CatalogTableRepo } from "../store/CatalogTableRepo.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
 import { SettlementState } from "../domain/x402.js"
 import { FacilitatorPool } from "../x402/FacilitatorPool.js"
-import { Instruments, stateGauges } from "./Instruments.js"
+import { Instruments, stateGauges } from "../telemetry/Instruments.js"
 
 export interface ExpositionShape {
   readonly contentType: string

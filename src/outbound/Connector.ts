@@ -1,6 +1,6 @@
 import { Context, Effect } from "effect"
 import { isIP } from "node:net"
-import { unguardedFetch } from "../outbound/egress.js"
+import { unguardedFetch } from "./egress.js"
 import { type DnsFailure, hostOf, resolveHost, type Vetted } from "./outboundGuard.js"
 
 /**

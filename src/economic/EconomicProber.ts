@@ -13,8 +13,8 @@ import { ProbeSpendRepo } from "../store/ProbeSpendRepo.js"
 import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { economicTargets, type EconomicTarget, type Skipped } from "./economicTargets.js"
 import { usdFloorUnits } from "../domain/stellar.js"
-import { EvidenceReader } from "./EvidenceReader.js"
-import { EvidenceRecorder } from "./EvidenceRecorder.js"
+import { EvidenceReader } from "../verification/EvidenceReader.js"
+import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 import type { ResourceId } from "../domain/ids.js"
 
 /** What one cycle of economic probes did. */

@@ -3,7 +3,7 @@ import { Either } from "effect"
 import { createHash } from "node:crypto"
 import { DelegatedCredentialsRefused, InvalidPayerSignature, MalformedPaymentTransaction, SourceAccountCredentialsRefused } from "../domain/errors.js"
 import { networkPassphrase, type StellarNetwork } from "../domain/stellar.js"
-import { addressAuthorization, refusedForm, scAddressString, scValAddress } from "../ledger/authEntries.js"
+import { addressAuthorization, refusedForm, scAddressString, scValAddress } from "./authEntries.js"
 import { payerSignature } from "./payerSignature.js"
 import { PaymentId } from "../domain/ids.js"
 
