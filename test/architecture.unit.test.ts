@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test"
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { join, posix, relative, resolve } from "node:path"
 import ts from "typescript"
-import { describeTangles, type Edge, folderGraph } from "./support/folderGraph.js"
+import { describeTangles, type Edge, folderGraph, folderOf } from "./support/folderGraph.js"
 
 const ROOT = resolve(import.meta.dir, "..")
 
@@ -112,6 +112,17 @@ const projectEdges = (): ReadonlyArray<Edge> =>
     })
   })
 
+/** The floors drawn in docs/architecture.md ("### Floors"): each folder with the number of its floor, 1 at the bottom. */
+const drawnFloors = (markdown: string): ReadonlyMap<string, number> => {
+  const section = markdown.split("### Floors")[1]?.split("\n## ")[0] ?? ""
+  const floors = new Map<string, number>()
+  for (const line of section.split("\n")) {
+    const floor = /^(\d+)\. ((?:`[a-z0-9]+`(?:, )?)+)/.exec(line)
+    if (floor !== null) for (const [, folder] of floor[2]!.matchAll(/`([a-z0-9]+)`/g)) floors.set(folder!, Number(floor[1]))
+  }
+  return floors
+}
+
 const describeViolation = ({ from, to, rule }: Violation) => `rule ${rule}: ${from} imports ${to}`
 
 describe("import rules on src/", () => {
@@ -144,6 +155,26 @@ describe("import rules on src/", () => {
 
   test("5. src/contract/ imports only src/domain/ and itself", () => {
     expect(ofRule(5)).toEqual([])
+  })
+
+  test("6. the capability folders form a DAG: no folder imports one that imports it back, directly or round a loop", () => {
+    expect(describeTangles(edges)).toEqual([])
+  })
+
+  test("the floors drawn in docs/architecture.md name every folder, and every import runs down them", () => {
+    const floors = drawnFloors(readFileSync(join(ROOT, "docs/architecture.md"), "utf8"))
+    const folders = [...new Set(sourceFiles(join(ROOT, "src")).flatMap((file) => folderOf(toPosix(relative(ROOT, file))) ?? []))].sort()
+    expect(folders.filter((folder) => !floors.has(folder))).toEqual([])
+    expect([...floors.keys()].filter((folder) => !folders.includes(folder))).toEqual([])
+    const upward = edges.filter(({ from, to }) => {
+      const [below, above] = [folderOf(from), folderOf(to)]
+      return below !== null && above !== null && below !== above && floors.get(above)! >= floors.get(below)!
+    })
+    expect(upward.map(({ from, to }) => `${from} (floor ${floors.get(folderOf(from)!)}) imports ${to} (floor ${floors.get(folderOf(to)!)})`)).toEqual([])
+  })
+
+  test("the buyer's client imports nothing from verification/: the outbound layer and the decoders sit below both", () => {
+    expect(edges.filter((e) => under(e.from, "src/client") && under(e.to, "src/verification")).map((e) => `${e.from} imports ${e.to}`)).toEqual([])
   })
 
   test("the contract is shared: the server, the MCP server and the client all import it", () => {

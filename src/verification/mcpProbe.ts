@@ -12,7 +12,7 @@ import type { OutboundRequests } from "../outbound/fetchAnswer.js"
 import { failureOf, guardedFetch } from "../outbound/mcpFetch.js"
 import type { McpSession, McpSessions } from "./mcpSessions.js"
 import { CALL_REQUESTS, HANDSHAKE_REQUESTS, RequestBudget, STATELESS_REQUESTS } from "../outbound/mcpWire.js"
-import { discover, McpAnswerError, statelessRequest } from "./mcpStateless.js"
+import { discover, McpAnswerError, statelessRequest } from "../x402/mcpStateless.js"
 import { type McpKind, mcpRequestOf } from "../domain/mcp.js"
 import { judgeOffers } from "../extensions/offerReceipt.js"
 

@@ -11,7 +11,7 @@ import { makeFacilitatorRpc, type RpcUnavailable } from "../facilitator/ledgerCl
 import { type PaymentRequest, readRequest, rebuild } from "../facilitator/payment.js"
 import type { Refusal } from "../facilitator/reasons.js"
 import { judgeSimulation } from "../facilitator/simulation.js"
-import { makeEmbeddedSettle } from "../facilitator/embeddedSettle.js"
+import { makeEmbeddedSettle } from "./embeddedSettle.js"
 import type { SubmitContext } from "../facilitator/submit.js"
 import { type CheckedPayment, checkPayment, expirationWindow } from "../facilitator/verifyRules.js"
 

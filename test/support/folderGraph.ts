@@ -10,7 +10,7 @@ export interface Edge {
 }
 
 /** The capability folder of a project path (`src/http/handlers/x402.ts` is `http`); a file directly under src/ has none. */
-const folderOf = (path: string): string | null => {
+export const folderOf = (path: string): string | null => {
   const parts = path.split("/")
   return parts.length > 2 && parts[0] === "src" ? parts[1]! : null
 }

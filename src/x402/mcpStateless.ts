@@ -1,5 +1,5 @@
 import pkg from "../../package.json" with { type: "json" }
-import { X402_MCP_EXTENSION } from "../x402/mcpAnswer.js"
+import { X402_MCP_EXTENSION } from "./mcpAnswer.js"
 
 /**
  * The MCP client side of the 2026-07-28 revision, as plain requests: no `initialize`, no

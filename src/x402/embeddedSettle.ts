@@ -1,14 +1,14 @@
 import { Deferred, Duration, Effect, Either, Option, type Scope } from "effect"
 import type { EmbeddedFacilitator } from "../config.js"
 import type { SettleResponse } from "../domain/x402.js"
-import { BackendFailure } from "../x402/FacilitatorClient.js"
-import type { SourcePool } from "./channels.js"
-import type { SettleCounts } from "./health.js"
-import type { RpcUnavailable } from "./ledgerClient.js"
-import { type PaymentRequest, readRequest } from "./payment.js"
-import { Reason, type Refusal } from "./reasons.js"
-import { follow, type SubmitContext, submit } from "./submit.js"
-import type { CheckedPayment } from "./verifyRules.js"
+import { BackendFailure } from "./FacilitatorClient.js"
+import type { SourcePool } from "../facilitator/channels.js"
+import type { SettleCounts } from "../facilitator/health.js"
+import type { RpcUnavailable } from "../facilitator/ledgerClient.js"
+import { type PaymentRequest, readRequest } from "../facilitator/payment.js"
+import { Reason, type Refusal } from "../facilitator/reasons.js"
+import { follow, type SubmitContext, submit } from "../facilitator/submit.js"
+import type { CheckedPayment } from "../facilitator/verifyRules.js"
 
 type Settle = typeof SettleResponse.Type
 
