@@ -44,7 +44,7 @@ describe("API errors", () => {
           const body = Schema.encodeSync(schema)(error) as Record<string, unknown>
           expect(Object.keys(body).filter((key) => body[key] !== undefined).sort()).toEqual(expectedKeys)
           const read = Schema.decodeUnknownSync(schema)(body)
-          expect(read).toBeInstanceOf(errorClass as unknown as Function)
+          expect(read).toBeInstanceOf(errorClass as unknown as new (...args: Array<never>) => unknown)
           expect(read._tag).toBe(errorClass._tag)
         }),
         { numRuns: 5 }

@@ -134,7 +134,10 @@ describe("runWith", () => {
     const counted = Layer.scoped(
       Resource,
       Effect.acquireRelease(
-        Effect.sync(() => (log.push("opened"), { opened: log.length })),
+        Effect.sync(() => {
+          log.push("opened")
+          return { opened: log.length }
+        }),
         () => Effect.sync(() => log.push("closed"))
       )
     )
