@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test"
 import { Keypair } from "@stellar/stellar-sdk"
 import { Effect, Either } from "effect"
 import { createHash } from "node:crypto"
@@ -13,6 +13,7 @@ import { canonicalize } from "../src/encoding/canonicalJson.js"
 import { payForTool } from "../src/payments/payForTool.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startLegacyFront } from "./fixtures/legacyFront.js"
+import { QUOTE, startModernSeller } from "./fixtures/mcpGenerations.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { CLAW } from "./fixtures/stellarAssets.js"
 import { startVerticalMcp } from "./fixtures/verticalMcp.js"
@@ -76,7 +77,13 @@ beforeAll(async () => {
       ]
     }))
   )
-  writeBuyerConfig(configFile, folder, ledger, entries, { allowPrivateTargets: true, maxUsdPerWindow: 1, windowSeconds: 3600 })
+  // One capability from two providers: the vertical directly and behind its front.
+  const fallback = GENERATIONS.map((generation) => ({
+    ...entries.find((e) => e.resource.id === idOf(generation, "tool"))!,
+    resource: { ...entries.find((e) => e.resource.id === idOf(generation, "tool"))!.resource, id: `fallback${generation}.tool`, capabilities: ["rwa.fallback"] },
+    provider: { id: `fallback${generation}`, name: `fallback ${generation}` }
+  }))
+  writeBuyerConfig(configFile, folder, ledger, [...entries, ...fallback], { allowPrivateTargets: true, maxUsdPerWindow: 1, windowSeconds: 3600 })
   const config: Config = Either.getOrThrow(loadConfig(configFile, {}))
   service = await startServer({ ...config, host: "127.0.0.1", port: 0 })
   expect((await sextant("keys", "buyer-new", "--key-file", keyFile)).code).toBe(0)
@@ -90,14 +97,14 @@ afterAll(async () => {
   ledger.stop()
 })
 
-const buy = (generation: (typeof GENERATIONS)[number], kind: McpKind) =>
+const buy = (generation: (typeof GENERATIONS)[number], kind: McpKind, at: { url: string; name: string; arguments: Record<string, unknown> } = { url: urlOf(generation), ...SOLD[kind] }) =>
   Effect.runPromise(
     Effect.either(
       payForTool({
-        url: urlOf(generation),
+        url: at.url,
         kind,
-        toolName: SOLD[kind].name,
-        arguments: SOLD[kind].arguments,
+        toolName: at.name,
+        arguments: at.arguments,
         signer: Keypair.random(),
         rpcUrl: ledger.rpcUrl,
         inclusionFeeStroops: 10_000,
@@ -148,4 +155,53 @@ describe("sextant buy buys the vertical over both generations, receipted by the 
       }, 60_000)
     }
   }
+})
+
+describe("a paid MCP answer that leaves the money's fate unknown is never a refusal", () => {
+  afterEach(() => fac.setMode("succeed"))
+
+  for (const mode of ["settleDown", "settlePending"] as const) {
+    test(`the vertical in ${mode}: tool, resource and prompt are PaymentOutcomeUnknown, each sent once (the vertical offers no payment identifier)`, async () => {
+      fac.setMode(mode)
+      for (const generation of GENERATIONS) {
+        for (const kind of KINDS) {
+          const settles = fac.calls("/settle")
+          const answer = await buy(generation, kind)
+          expect([generation, kind, Either.isLeft(answer) ? answer.left._tag : "delivered"]).toEqual([generation, kind, "PaymentOutcomeUnknown"])
+          expect(Either.isLeft(answer) && (answer.left as { paymentIdentifier?: string }).paymentIdentifier).toBeUndefined()
+          expect(fac.calls("/settle")).toBeGreaterThan(settles)
+        }
+      }
+    }, 60_000)
+  }
+
+  test("a settle answered settlement_pending by a seller offering payment-identifier: resent with the same payment and identifier, still unknown", async () => {
+    const seller = await startModernSeller(fac.url, { identified: true })
+    try {
+      fac.setMode("settlePending")
+      const answer = await buy("2026", "tool", { url: seller.url, name: QUOTE.tool, arguments: {} })
+      expect(Either.isLeft(answer) && answer.left._tag).toBe("PaymentOutcomeUnknown")
+      const unknown = Either.isLeft(answer) ? (answer.left as { reason: string; paymentIdentifier?: string }) : null
+      expect(unknown?.paymentIdentifier).toEqual(expect.any(String))
+      expect(unknown?.reason).toContain("settlement_pending")
+      expect(unknown?.reason).toMatch(/sent [2-9] times with payment identifier/)
+    } finally {
+      await seller.stop()
+    }
+  }, 60_000)
+
+  test("sextant buy stops at the unknown answer: the next provider of the capability is never tried", async () => {
+    for (const generation of GENERATIONS) {
+      const probed = await Effect.runPromise(service.client.verification.validate({ payload: { resourceId: ResourceId.make(`fallback${generation}.tool`) } }))
+      expect(probed.status).toBe("PAYMENT_VERIFIED")
+    }
+    fac.setMode("settleDown")
+    const settles = fac.calls("/settle")
+    const run = await sextant("buy", "rwa.fallback", "--input", JSON.stringify(SOLD.tool.arguments), "--key-file", keyFile, "--service", service.url, "--max-usd", "0.1")
+    expect(run.code).not.toBe(0)
+    const report = JSON.parse(run.stderr.trim().split("\n").at(-1) ?? "{}")
+    expect(report.error).toBe("OUTCOME_UNKNOWN")
+    expect(report.attempts).toEqual([expect.objectContaining({ outcome: "unknown" })])
+    expect(fac.calls("/settle")).toBe(settles + 1)
+  }, 60_000)
 })
