@@ -135,9 +135,9 @@ describe("payForTool buys the vertical's tool, resource and prompt over both gen
   }
 })
 
-describe("sextant buy buys the vertical over both generations, receipted by the service", () => {
+describe("sextant buy buys the vertical's tool, resource and prompt over both generations, receipted by the service", () => {
   for (const generation of GENERATIONS) {
-    for (const kind of ["resource", "prompt"] as const) {
+    for (const kind of KINDS) {
       test(`a ${kind} over ${generation}: probed as paid, one settle, a receipt that verifies offline`, async () => {
         const probed = await Effect.runPromise(service.client.verification.validate({ payload: { resourceId: ResourceId.make(idOf(generation, kind)) } }))
         expect(probed.status).toBe("PAYMENT_VERIFIED")
