@@ -197,6 +197,10 @@ describe("a request that does not advertise the extension is never asked payment
     const paid = (await client.callTool({ name: "inspect", arguments: { asset: CLAW }, _meta: { [PAYMENT_META]: await pay(answer.structuredContent) } })) as Record<string, any>
     expect(settles()).toBe(before + 1)
     expect(paid._meta[PAYMENT_RESPONSE_META]).toMatchObject({ success: true })
+    // A resource read is asked only of a request advertising the extension in its own _meta, never from initialize.
+    const verifies = fac.calls("/verify")
+    await expect(client.readResource({ uri: `rwa://stellar-intel/inspect?asset=${encodeURIComponent(CLAW)}` })).rejects.toThrow(new RegExp(X402_MCP_EXTENSION))
+    expect(fac.calls("/verify")).toBe(verifies)
     await client.close()
   })
 })

@@ -1,26 +1,28 @@
 import { describe, expect, test } from "bun:test"
 import { X402_MCP_EXTENSION } from "../src/x402/mcpAnswer.js"
-import { advertisesPayment, canElicit, CLIENT_CAPABILITIES_META, paymentOf, requestCapabilities } from "../src/vertical/mcpPayment.js"
+import { advertisesPayment, canElicit, CLIENT_CAPABILITIES_META, extensionBinding, type PaidKind, paymentOf, requestCapabilities } from "../src/vertical/mcpPayment.js"
 import { readResourceUri, resourceTemplate } from "../src/vertical/mcpTools.js"
 import { ENDPOINTS } from "../src/vertical/VerticalApp.js"
 
 const envelope = (capabilities: unknown) => ({ [CLIENT_CAPABILITIES_META]: capabilities })
 
 describe("which x402 MCP binding a request gets (pure)", () => {
-  test("only a 2026-07-28 request's own capabilities can select the extension", () => {
-    const declared = envelope({ extensions: { [X402_MCP_EXTENSION]: {} } })
-    expect(advertisesPayment(requestCapabilities("modern", declared))).toBe(true)
-    // A 2025-era request has no per-request capabilities: whatever its envelope-like _meta says.
-    expect(advertisesPayment(requestCapabilities("legacy", declared))).toBe(false)
-    expect(advertisesPayment(requestCapabilities("modern", envelope({ extensions: {} })))).toBe(false)
-    expect(advertisesPayment(requestCapabilities("modern", envelope({ extensions: ["org.x402/payment"] })))).toBe(false)
-    expect(advertisesPayment(requestCapabilities("modern", undefined))).toBe(false)
+  test("a request's own _meta capabilities select the extension: every method in 2026-07-28, resources and prompts in 2025", () => {
+    const declared = requestCapabilities(envelope({ extensions: { [X402_MCP_EXTENSION]: {} } }))
+    expect(advertisesPayment(declared)).toBe(true)
+    expect(["tool", "resource", "prompt"].map((kind) => extensionBinding("modern", kind as PaidKind, declared))).toEqual([true, true, true])
+    // The x402 transport has only the tool-result binding before 2026-07-28: a 2025-era tool keeps it.
+    expect(["tool", "resource", "prompt"].map((kind) => extensionBinding("legacy", kind as PaidKind, declared))).toEqual([false, true, true])
+    for (const era of ["modern", "legacy"] as const) {
+      expect(extensionBinding(era, "resource", requestCapabilities(envelope({ extensions: {} })))).toBe(false)
+      expect(extensionBinding(era, "resource", requestCapabilities(envelope({ extensions: ["org.x402/payment"] })))).toBe(false)
+      expect(extensionBinding(era, "prompt", requestCapabilities(undefined))).toBe(false)
+    }
   })
 
-  test("elicitation is asked only of a request that declared it", () => {
-    expect(canElicit(requestCapabilities("modern", envelope({ elicitation: { form: {} } })))).toBe(true)
-    expect(canElicit(requestCapabilities("modern", envelope({})))).toBe(false)
-    expect(canElicit(requestCapabilities("legacy", envelope({ elicitation: {} })))).toBe(false)
+  test("elicitation is read from the request's own capabilities", () => {
+    expect(canElicit(requestCapabilities(envelope({ elicitation: { form: {} } })))).toBe(true)
+    expect(canElicit(requestCapabilities(envelope({})))).toBe(false)
   })
 
   test("a payment is an object under x402/payment; anything else is no payment", () => {

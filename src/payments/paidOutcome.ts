@@ -10,6 +10,7 @@
  * without a `PAYMENT-RESPONSE`: verify precedes settle, so nothing was submitted. The stock flow
  * settles after the handler and never when it fails, so the resource's own 500 settled nothing; a
  * 502, 503 or 504 may be a gateway that gave up, or the middleware's unreadable facilitator reply.
+ * A paid MCP answer is read into the same shape (`mcpPaidReply`), so one rule judges both transports.
  */
 export interface PaidReply {
   readonly status: number

@@ -9,11 +9,12 @@ import { SettleResponse } from "../domain/x402.js"
 import { canonicalBytes } from "../encoding/canonicalJson.js"
 import type { OutboundRequests } from "../outbound/fetchAnswer.js"
 import { Unreachable } from "../outbound/fetchAnswer.js"
-import { mcpChallenge, PAYMENT_META, PAYMENT_RESPONSE_META, readToolAnswer, X402_MCP_EXTENSION } from "../x402/mcpAnswer.js"
+import { mcpChallenge, PAYMENT_META, PAYMENT_RESPONSE_META, readToolAnswer } from "../x402/mcpAnswer.js"
 import { failureOf, guardedFetch } from "../outbound/mcpFetch.js"
-import { discover, McpAnswerError, type McpGeneration, statelessRequest } from "../x402/mcpStateless.js"
+import { CLIENT_CAPABILITIES, discover, McpAnswerError, type McpGeneration, sessionRequestMeta, statelessRequest } from "../x402/mcpStateless.js"
 import { CALL_REQUESTS, HANDSHAKE_REQUESTS, RequestBudget, STATELESS_REQUESTS } from "../outbound/mcpWire.js"
 import { type Authorization, NoPaymentRequired, PaymentOutcomeUnknown } from "./errors.js"
+import { type PaidReply, unknownOutcomeOf } from "./paidOutcome.js"
 import { type PaidAnswer, type PayForError, type PaymentTerms, RESEND_DELAYS_MS, sellerReceiptOf, sendWithResends, signChosen } from "./payFor.js"
 
 export interface PayForToolInput extends PaymentTerms {
@@ -66,6 +67,27 @@ export const paidToolAnswer = (result: ToolResult, maxBodyBytes: number) => {
   }
 }
 
+/** An error answer's code saying the seller tried to settle and nobody confirmed it (the vertical's `SETTLEMENT_UNCONFIRMED`). */
+const UNCONFIRMED_SETTLE = /^SETTLEMENT_UNCONFIRMED\b/
+
+/**
+ * A paid MCP result as the HTTP rule (`unknownOutcomeOf`) reads a paid reply, so one rule judges
+ * both transports: a result that is not an error was delivered (a 2xx); a new payment request is a
+ * 402 with a challenge; an error result whose code says nobody confirmed the settle is a gateway's
+ * 502 (money may have moved); any other error result is the handler's own failure (a 500: the order
+ * of the x402 transport settles only after the work succeeded). The SettlementResponse in `_meta`
+ * is the `PAYMENT-RESPONSE`.
+ */
+export const mcpPaidReply = (result: ToolResult): PaidReply => {
+  const paymentResponse = toolPaymentResponse(result)
+  const answer = readToolAnswer(result)
+  if (answer._tag === "PaymentRequired") return { status: 402, paymentResponse, challenged: true }
+  if (answer._tag === "Executed") return { status: 200, paymentResponse, challenged: false }
+  const first = Array.isArray(result.content) ? result.content[0] : undefined
+  const text = isObject(first) && typeof first.text === "string" ? first.text : ""
+  return { status: UNCONFIRMED_SETTLE.test(text) ? 502 : 500, paymentResponse, challenged: false }
+}
+
 /** One read of what is bought, in whichever generation the server speaks; `meta` rides in `params._meta`. */
 interface Caller {
   readonly generation: McpGeneration
@@ -103,11 +125,11 @@ const connect = (input: PayForToolInput, fetchTimeoutMs: number) =>
           }
           // The handshake, the unpaid call and the paid one.
           budget.grant(HANDSHAKE_REQUESTS + 2 * CALL_REQUESTS)
-          const client = new Client({ name: CLIENT_NAME, version: pkg.version }, { capabilities: { extensions: { [X402_MCP_EXTENSION]: {} } } })
+          const client = new Client({ name: CLIENT_NAME, version: pkg.version }, { capabilities: CLIENT_CAPABILITIES })
           await client.connect(new StreamableHTTPClientTransport(new URL(input.url), { fetch }), { signal, timeout: input.outbound.timeoutMs })
           const call: Caller["call"] = (input, timeoutMs, meta) =>
             Effect.tryPromise({
-              try: (signal) => client.request(mcpRequestOf(input.kind ?? "tool", input.toolName, input.arguments, meta) as never, AnyResult, { signal, timeout: timeoutMs }),
+              try: (signal) => client.request(mcpRequestOf(input.kind ?? "tool", input.toolName, input.arguments, sessionRequestMeta(meta)) as never, AnyResult, { signal, timeout: timeoutMs }),
               catch: (error) => error
             })
           return { caller: { generation: found.generation, call }, close: () => client.close().catch(() => undefined) }
@@ -144,14 +166,14 @@ const askPrice = (caller: Caller, input: PayForToolInput) =>
 /**
  * One send of the paid call. Anything short of a result is PaymentOutcomeUnknown, a JSON-RPC error
  * included: the seller may have settled before failing, so the buyer fails closed (and resends only
- * under a payment identifier, `sendWithResends`).
+ * under a payment identifier, `sendWithResends`). A result carries its reading as a paid reply.
  */
 const sendPaid = (caller: Caller, input: PayForToolInput, payload: unknown, authorization: Authorization) => {
   const timeoutMs = input.paidTimeoutMs ?? DEFAULT_PAID_TIMEOUT_MS
   return caller.call(input, timeoutMs, { [PAYMENT_META]: payload }).pipe(
     Effect.timed,
     Effect.mapError((error) => new PaymentOutcomeUnknown({ reason: error instanceof Error ? error.message : String(error), authorization })),
-    Effect.map(([elapsed, result]) => ({ latencyMs: Duration.toMillis(elapsed), ...paidToolAnswer(result, input.outbound.maxBodyBytes) }))
+    Effect.map(([elapsed, result]) => ({ latencyMs: Duration.toMillis(elapsed), ...paidToolAnswer(result, input.outbound.maxBodyBytes), reply: mcpPaidReply(result) }))
   )
 }
 
@@ -171,8 +193,13 @@ export const payForTool = (input: PayForToolInput): Effect.Effect<PaidAnswer, Pa
       const caller = yield* connect(input, Math.max(input.outbound.timeoutMs, input.paidTimeoutMs ?? DEFAULT_PAID_TIMEOUT_MS))
       const paymentRequired = yield* askPrice(caller, input)
       const { requirements, paymentPayload, authorization, paymentIdentifier } = yield* signChosen(mcpChallenge(paymentRequired), input)
-      // A tool result, even an error, says what happened: only a call that got no result is resent.
-      const paid = yield* sendWithResends(sendPaid(caller, input, paymentPayload, authorization), () => null, authorization, paymentIdentifier)
+      // A result leaving the money's fate unknown is never a refusal: the buyer would pay the next seller too.
+      const { reply: _reply, ...paid } = yield* sendWithResends(
+        sendPaid(caller, input, paymentPayload, authorization),
+        (answer, resent) => unknownOutcomeOf(answer.reply, resent),
+        authorization,
+        paymentIdentifier
+      )
       return { url: input.url, requirements, amount: requirements.amount, authorization, paymentIdentifier, ...paid }
     })
   ).pipe(Effect.catchTag("AnswerTimeout", (timeout) => new Unreachable({ reason: timeout.reason })))

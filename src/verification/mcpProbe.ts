@@ -12,7 +12,7 @@ import type { OutboundRequests } from "../outbound/fetchAnswer.js"
 import { failureOf, guardedFetch } from "../outbound/mcpFetch.js"
 import type { McpSession, McpSessions } from "./mcpSessions.js"
 import { CALL_REQUESTS, HANDSHAKE_REQUESTS, RequestBudget, STATELESS_REQUESTS } from "../outbound/mcpWire.js"
-import { discover, McpAnswerError, statelessRequest } from "../x402/mcpStateless.js"
+import { discover, McpAnswerError, sessionRequestMeta, statelessRequest } from "../x402/mcpStateless.js"
 import { type McpKind, mcpRequestOf } from "../domain/mcp.js"
 import { judgeOffers } from "../extensions/offerReceipt.js"
 
@@ -82,7 +82,9 @@ export const observeMcp = (target: ProbeTarget & { readonly mcp: McpTool }, conf
     const startMs = yield* Clock.currentTimeMillis
     const timeoutMs = config.probes.timeoutMs
     const kind: McpKind = target.mcp.kind ?? "tool"
-    const request = mcpRequestOf(kind, target.mcp.toolName, target.mcp.example ?? {})
+    // The capabilities ride in `_meta` in either generation: a 2025-era server that reads the
+    // extension per request can ask payment of a resource or prompt only so.
+    const request = mcpRequestOf(kind, target.mcp.toolName, target.mcp.example ?? {}, sessionRequestMeta())
     const outcome = yield* Effect.promise(async (interrupted) => {
       const deadline = AbortSignal.any([AbortSignal.timeout(timeoutMs), interrupted])
       if (sessions.has(target.url, startMs)) return inSession(target, request, sessions, startMs, runtime, deadline, timeoutMs)

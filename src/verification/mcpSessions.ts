@@ -3,7 +3,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Runtime } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import type { Config } from "../config.js"
-import { X402_MCP_EXTENSION } from "../x402/mcpAnswer.js"
+import { CLIENT_CAPABILITIES } from "../x402/mcpStateless.js"
 import { guardedFetch } from "../outbound/mcpFetch.js"
 import { CALL_REQUESTS, HANDSHAKE_REQUESTS, RequestBudget } from "../outbound/mcpWire.js"
 
@@ -62,7 +62,7 @@ export const mcpSessions = (config: Config) => {
   }
 
   const connect = async (url: string, budget: RequestBudget, runtime: Runtime.Runtime<never>, signal: AbortSignal) => {
-    const client = new Client({ name: "sextant-probe", version: pkg.version }, { capabilities: { extensions: { [X402_MCP_EXTENSION]: {} } } })
+    const client = new Client({ name: "sextant-probe", version: pkg.version }, { capabilities: CLIENT_CAPABILITIES })
     const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: guardedFetch(config.probes, runtime, budget) })
     await client.connect(transport, { signal, timeout: config.probes.timeoutMs })
     return client

@@ -20,21 +20,34 @@ export type Era = "legacy" | "modern"
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
 
-/** The capabilities this request declared (2026-07-28 only: a 2025-era request declares none of its own). */
-export const requestCapabilities = (era: Era, envelope: unknown): Record<string, unknown> => {
-  const declared = era === "modern" && isObject(envelope) ? envelope[CLIENT_CAPABILITIES_META] : undefined
+/**
+ * The capabilities this request declared in its own `_meta` (the SDK's envelope of the request, in
+ * either generation: a 2025 client may repeat its capabilities there); what a client said at
+ * `initialize` never counts, as a stateless server remembers no handshake.
+ */
+export const requestCapabilities = (meta: unknown): Record<string, unknown> => {
+  const declared = isObject(meta) ? meta[CLIENT_CAPABILITIES_META] : undefined
   return isObject(declared) ? declared : {}
 }
 
-/**
- * Whether this request may be answered `payment_required`: only a 2026-07-28 request whose own
- * capabilities name `org.x402/payment`. What a client said at `initialize` never counts: the
- * extension binding needs 2026-07-28, and a stateless server remembers no handshake.
- */
+/** Whether these capabilities name `org.x402/payment`. */
 export const advertisesPayment = (capabilities: Record<string, unknown>): boolean => {
   const extensions = capabilities["extensions"]
   return isObject(extensions) && extensions[X402_MCP_EXTENSION] !== undefined
 }
+
+/** What is sold: a tool call, a resource read or a prompt. */
+export type PaidKind = "tool" | "resource" | "prompt"
+
+/**
+ * Whether this request may be answered `payment_required`: it advertised `org.x402/payment` in its
+ * own capabilities, and it is 2026-07-28, or a 2025-era resource read or prompt. A 2025-era tool
+ * call keeps the x402 transport's tool-result binding (the only one before 2026-07-28); a resource
+ * or prompt has no binding there at all, so one advertised per request is asked in the extension's
+ * form rather than never sold.
+ */
+export const extensionBinding = (era: Era, kind: PaidKind, capabilities: Record<string, unknown>): boolean =>
+  advertisesPayment(capabilities) && (era === "modern" || kind !== "tool")
 
 /** Whether the client can answer an embedded elicitation (an `input_required` round). */
 export const canElicit = (capabilities: Record<string, unknown>): boolean => isObject(capabilities["elicitation"])

@@ -7,7 +7,7 @@ import { toolJsonSchema } from "../mcp/jsonSchema.js"
 import { X402_MCP_EXTENSION } from "../x402/mcpAnswer.js"
 import { AssetBody, EligibilityBody } from "./assetRef.js"
 import type { VerticalError } from "./errors.js"
-import { advertisesPayment, canElicit, type Era, type PaidOutcome, paymentOf, requestCapabilities, runPaid, settlementMeta } from "./mcpPayment.js"
+import { canElicit, type Era, extensionBinding, type PaidKind, type PaidOutcome, paymentOf, requestCapabilities, runPaid, settlementMeta } from "./mcpPayment.js"
 import type { Endpoint, Paywall } from "./Paywall.js"
 import type { IntelSettings } from "./queries.js"
 import type { StellarData } from "./StellarData.js"
@@ -106,7 +106,7 @@ const nonToolAnswer = <R>(outcome: PaidOutcome<unknown>, extension: boolean, del
       // x402's MCP transport has no payment request for these methods outside the extension.
       throw new ProtocolError(
         ProtocolErrorCode.InvalidRequest,
-        `payment required: this is paid, and a payment can be asked only of a 2026-07-28 request that advertises the ${X402_MCP_EXTENSION} extension in its client capabilities (or call the matching tool); nothing was run or charged`,
+        `payment required: this is paid, and a payment can be asked only of a request that advertises the ${X402_MCP_EXTENSION} extension in its own _meta client capabilities (io.modelcontextprotocol/clientCapabilities), or call the matching tool; nothing was run or charged`,
         settlementMeta(outcome.settlement)
       )
     case "Refused":
@@ -138,10 +138,12 @@ const toolAnswer = (outcome: PaidOutcome<unknown>, extension: boolean) => {
  * The vertical's four endpoints over MCP, paid with x402 (the x402 MCP transport), at the HTTP
  * endpoints' prices, payee and paywall: each as a tool, as a resource read (`rwa://…`, listed as
  * templates) and as a prompt that frames the bought findings for review. Both generations are
- * served statelessly. The binding is decided per request: a 2026-07-28 request that advertises
- * `org.x402/payment` is asked with `resultType: "payment_required"` (the server advertises the
- * extension in `server/discover`); any other tool call gets the tool-result binding (`isError` with
- * the PaymentRequired); a resource read or prompt outside the extension gets a JSON-RPC error and
+ * served statelessly. The binding is decided per request (`extensionBinding`): a request that
+ * advertises `org.x402/payment` in its own `_meta` client capabilities is asked with `resultType:
+ * "payment_required"` (2026-07-28 for every method, 2025-era for resource reads and prompts; the
+ * server advertises the extension in `server/discover`); any other tool call gets the tool-result
+ * binding (`isError` with the PaymentRequired); a resource read or prompt outside the extension gets
+ * a JSON-RPC error and
  * nothing runs. A request with `_meta["x402/payment"]` is served in the HTTP order (`runPaid`).
  */
 export const mcpEndpoint = (settings: McpToolsSettings) => {
@@ -161,8 +163,9 @@ export const mcpEndpoint = (settings: McpToolsSettings) => {
     const run = Runtime.runPromise(runtime)
 
     /** One paid operation of `endpoint` for this request, or an `input_required` round asking for what it lacks. */
-    const paid = async (endpoint: Endpoint, input: unknown, meta: unknown, resourceUrl: string, ctx: ServerContext) => {
-      const capabilities = requestCapabilities(era, ctx.mcpReq.envelope)
+    const paid = async (kind: PaidKind, endpoint: Endpoint, input: unknown, meta: unknown, resourceUrl: string, ctx: ServerContext) => {
+      // The SDK lifts the reserved `io.modelcontextprotocol/*` keys of this request's `_meta` into its envelope, in either generation.
+      const capabilities = requestCapabilities(ctx.mcpReq.envelope)
       const payment = paymentOf(meta)
       const complete = payment === undefined ? input : completeInput(endpoint, input, ctx, capabilities, era)
       if (complete === undefined) return { _tag: "InputRequired", result: inputRequired({ inputRequests: { wallet: WALLET_REQUEST } }) } as const
@@ -177,14 +180,14 @@ export const mcpEndpoint = (settings: McpToolsSettings) => {
           settings.errorAnswer
         )
       )
-      return { _tag: "Outcome", outcome, extension: advertisesPayment(capabilities) } as const
+      return { _tag: "Outcome", outcome, extension: extensionBinding(era, kind, capabilities) } as const
     }
 
     server.setRequestHandler("tools/list", async () => ({ tools }))
     server.setRequestHandler("tools/call", async (request, ctx) => {
       const endpoint = settings.endpoints.find((e) => e === request.params.name)
       if (endpoint === undefined) return { isError: true, content: [{ type: "text" as const, text: `unknown tool "${request.params.name}"; call tools/list` }] }
-      const answer = await paid(endpoint, request.params.arguments ?? {}, request.params._meta, `${url}#${endpoint}`, ctx)
+      const answer = await paid("tool", endpoint, request.params.arguments ?? {}, request.params._meta, `${url}#${endpoint}`, ctx)
       return answer._tag === "InputRequired" ? answer.result : toolAnswer(answer.outcome, answer.extension)
     })
 
@@ -201,7 +204,9 @@ export const mcpEndpoint = (settings: McpToolsSettings) => {
       const request = { params: paramsOf(ReadParams, raw) }
       const named = readResourceUri(settings.name, settings.endpoints, request.params.uri)
       if (named === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no resource "${request.params.uri}"; call resources/templates/list`)
-      const answer = await paid(named.endpoint, named.input, request.params._meta, request.params.uri, ctx)
+      // Charged as this endpoint's resource (its origin and path), as tools and prompts are: a seller
+      // receipt about the bare `rwa://` URI would not be about the server the buyer paid.
+      const answer = await paid("resource", named.endpoint, named.input, request.params._meta, `${url}#resource/${request.params.uri}`, ctx)
       if (answer._tag === "InputRequired") return answer.result
       return nonToolAnswer(answer.outcome, answer.extension, (data) => ({
         contents: [{ uri: request.params.uri, mimeType: "application/json", text: JSON.stringify(data) }]
@@ -219,7 +224,7 @@ export const mcpEndpoint = (settings: McpToolsSettings) => {
       const request = { params: paramsOf(PromptParams, raw) }
       const endpoint = settings.endpoints.find((e) => promptName(e) === request.params.name)
       if (endpoint === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no prompt "${request.params.name}"; call prompts/list`)
-      const answer = await paid(endpoint, { ...request.params.arguments }, request.params._meta, `${url}#prompt/${request.params.name}`, ctx)
+      const answer = await paid("prompt", endpoint, { ...request.params.arguments }, request.params._meta, `${url}#prompt/${request.params.name}`, ctx)
       if (answer._tag === "InputRequired") return answer.result
       return nonToolAnswer(answer.outcome, answer.extension, (data) => ({
         description: `${settings.descriptions[endpoint]}`,

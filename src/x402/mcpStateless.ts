@@ -47,11 +47,21 @@ export class McpHttpRefusal extends Error {
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
 
+/** The capabilities Sextant's MCP clients declare: the x402 extension, so a seller may ask `payment_required`. */
+export const CLIENT_CAPABILITIES = { extensions: { [X402_MCP_EXTENSION]: {} } }
+
+/**
+ * The `_meta` a 2025-era request in a session carries: the client capabilities again, with no
+ * protocol version claim (the request stays 2025-era). A server that reads the extension per
+ * request, never from `initialize`, can then ask payment of a resource read or a prompt.
+ */
+export const sessionRequestMeta = (meta?: Readonly<Record<string, unknown>>): Record<string, unknown> => ({ [CLIENT_CAPABILITIES_META]: CLIENT_CAPABILITIES, ...meta })
+
 /** The `_meta` every 2026-07-28 request carries. */
 export const requestEnvelope = (clientName: string): Record<string, unknown> => ({
   [PROTOCOL_VERSION_META]: MODERN_PROTOCOL_VERSION,
   [CLIENT_INFO_META]: { name: clientName, version: pkg.version },
-  [CLIENT_CAPABILITIES_META]: { extensions: { [X402_MCP_EXTENSION]: {} } }
+  [CLIENT_CAPABILITIES_META]: CLIENT_CAPABILITIES
 })
 
 /** What `Mcp-Name` carries: the tool's or prompt's name, the resource's URI; none when it is not a plain header value. */
