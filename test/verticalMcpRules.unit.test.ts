@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test"
 import { X402_MCP_EXTENSION } from "../src/x402/mcpAnswer.js"
 import { advertisesPayment, canElicit, CLIENT_CAPABILITIES_META, extensionBinding, type PaidKind, paymentOf, requestCapabilities } from "../src/vertical/mcpPayment.js"
-import { readResourceUri, resourceTemplate } from "../src/vertical/mcpTools.js"
+import { readResourceUri, resourceTemplate } from "../src/vertical/mcpReads.js"
 import { ENDPOINTS } from "../src/vertical/VerticalApp.js"
 
 const envelope = (capabilities: unknown) => ({ [CLIENT_CAPABILITIES_META]: capabilities })
