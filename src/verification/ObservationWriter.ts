@@ -71,6 +71,9 @@ const make = Effect.gen(function* () {
         yield* Queue.offer(queue, { record, observation, bookkeeping, done })
         return yield* Deferred.await(done)
       }),
+    // The transaction's generic error and context pass through unchanged, which tsc checks; the
+    // language service cannot follow the generic `transaction` here.
+    // @effect-diagnostics-next-line missingEffectContext:off missingEffectError:off
     serialized: (effect) => lock.withPermits(1)(transaction(effect))
   } satisfies ObservationWriterShape
 })

@@ -72,6 +72,9 @@ const tester = <R, ER, RT>(
   return Object.assign(register(test), { fails: register(test.failing) })
 }
 
+// The tester's generic error passes through unchanged (tsc checks it); the language service cannot
+// follow a generic `E` through the tester's callbacks.
+// @effect-diagnostics missingEffectError:off
 const methods = <R, ER>(runtime: ManagedRuntime.ManagedRuntime<R, ER>, suiteClock: boolean): Methods<R> => ({
   // In a suite on one TestClock the runtime holds the test services, which the types do not see.
   effect: tester(runtime, (effect) =>
@@ -80,6 +83,7 @@ const methods = <R, ER>(runtime: ManagedRuntime.ManagedRuntime<R, ER>, suiteCloc
   live: tester(runtime, (effect) => (suiteClock ? TestServices.provideLive(effect) : effect)),
   run: (effect) => runScoped(runtime, effect)
 })
+// @effect-diagnostics missingEffectError:error
 
 /** Tests needing no service but their own scope. */
 export const it: Methods<never> = methods(ManagedRuntime.make(Layer.empty), false)
