@@ -1,16 +1,15 @@
 import { Clock, Context, Data, Effect, Layer } from "effect"
 import { AppConfig } from "../config.js"
 import type { AuthorizationExpiresTooLate, NonceAlreadyConsumed, PolicyDenied } from "../domain/errors.js"
-import { type ProviderEvidence, providerEvidenceOf } from "../domain/evidence.js"
 import type { PrincipalId } from "../domain/ids.js"
 import type { AgentPolicy } from "../domain/policy.js"
 import type { SettleRequest } from "../domain/x402.js"
 import { policyContext } from "../policy/evaluate.js"
-import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { FacilitatorPool } from "../x402/FacilitatorPool.js"
 import { makeNonceCheck, type NonceRead } from "./nonceCheck.js"
+import { makePayeeChecks } from "./payeeChecks.js"
 import { type Payment, paymentOf } from "./readPayment.js"
-import { type NamedPolicy, paymentDenial, paymentOption, payeeDenial, transferMismatch, worstCaseUnits } from "./rules.js"
+import { type NamedPolicy, paymentDenial, paymentOption, transferMismatch, worstCaseUnits } from "./rules.js"
 
 /** The payee's shortlist did not show a pass: the whole set decides, outside the reservation's transaction. */
 export class PayeeUndecided extends Data.TaggedError("PayeeUndecided") {}
@@ -55,7 +54,7 @@ export class PaymentChecks extends Context.Tag("sextant/PaymentChecks")<PaymentC
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
   const pool = yield* FacilitatorPool
-  const reader = yield* EvidenceReader
+  const { checkPayee, checkWholePayee } = yield* makePayeeChecks
   const nonceCheck = yield* makeNonceCheck
   const { decimals, assetContract } = config.asset
 
@@ -81,37 +80,6 @@ const make = Effect.gen(function* () {
     const denial = paymentDenial(policies, option, policyContext(config, new Date(nowMs)))
     if (denial) return yield* Effect.fail(denial)
     return option
-  })
-
-  /**
-   * Step 6: Payee evidence: the payee's listed resources and their evidence, in two parts. The shortlist holds a
-   * quarantined resource and one of a denied provider when the whole set has one (the rules about
-   * "any" resource), and a few that could pass (the rule about "some"): if they pass, the whole set
-   * passes too (docs/decisions.md, Settlement pipeline). `checkPayee` answers whether
-   * they do; `checkWholePayee` judges the whole set, for a refusal's exact reason or a payee whose
-   * passing resources were not among the few.
-   */
-  const payeeJudge = (payment: Payment, policies: ReadonlyArray<NamedPolicy>, option: ReturnType<typeof paymentOption>, nowMs: number) =>
-    (payees: ReadonlyArray<ProviderEvidence>) => payeeDenial(policies, option, payees, policyContext(config, new Date(nowMs)), payment.paidUrl, config.ingestion.untrustedPayeeStanding)
-
-  const checkPayee = Effect.fn("Settlement.checkPayee")(function* (
-    payment: Payment,
-    policies: ReadonlyArray<NamedPolicy>,
-    option: ReturnType<typeof paymentOption>,
-    nowMs: number
-  ) {
-    const deniedProviders = policies.flatMap(({ policy }) => policy.denyProviders ?? [])
-    return payeeJudge(payment, policies, option, nowMs)(yield* reader.payeeShortlist(payment.terms.payTo, deniedProviders, payment.paidUrl)) === undefined
-  })
-
-  const checkWholePayee = Effect.fn("Settlement.checkWholePayee")(function* (
-    payment: Payment,
-    policies: ReadonlyArray<NamedPolicy>,
-    option: ReturnType<typeof paymentOption>,
-    nowMs: number
-  ) {
-    const refusal = payeeJudge(payment, policies, option, nowMs)((yield* reader.forPayee(payment.terms.payTo)).map(providerEvidenceOf))
-    if (refusal) return yield* Effect.fail(refusal)
   })
 
   /** Step 7: Transfer: the signed transfer pays what the requirements say. */
