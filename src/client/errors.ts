@@ -70,3 +70,13 @@ export const buyErrorMessage = (error: BuyError): string => {
 
 /** The attempts a failure carries, for reports. */
 export const attemptsOf = (error: BuyError): ReadonlyArray<BuyAttempt> => ("attempts" in error ? error.attempts : [])
+
+/**
+ * A failed call as a line: the service's error code (`{error, message}` answers) or the client's
+ * own tag (an unreachable service, an answer that does not decode), then the message.
+ */
+export const describeFailure = (e: unknown) => {
+  const { error, _tag, message } = (typeof e === "object" && e !== null ? e : {}) as { error?: unknown; _tag?: unknown; message?: unknown }
+  const code = typeof error === "string" ? error : typeof _tag === "string" ? _tag : "Error"
+  return typeof message === "string" && message !== "" ? `${code}: ${message}` : typeof e === "object" ? code : String(e)
+}

@@ -7,7 +7,8 @@ import { FacilitatorPool } from "../x402/FacilitatorPool.js"
 import { LedgerGuard } from "./LedgerGuard.js"
 import { type ForwardRefusal, type SettleAnswer, stockBody } from "./outcome.js"
 import { OutcomeRecord } from "./OutcomeRecord.js"
-import { ledgerReserveMsOf, type Payment } from "./PaymentChecks.js"
+import { ledgerReserveMsOf } from "./nonceCheck.js"
+import type { Payment } from "./readPayment.js"
 import { decodeAnswer } from "./replay.js"
 
 /** Step 10: Forward with failover, of a reserved settlement, and the resolution of a pending one; each ends in its journal record. */

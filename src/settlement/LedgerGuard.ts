@@ -6,7 +6,8 @@ import { SettlementJournal } from "../store/SettlementJournal.js"
 import type { LedgerVerdict, SettleGuard } from "../x402/FacilitatorPool.js"
 import { judgeBudgets } from "./budgets.js"
 import { carriesAuthorization, findExecution } from "./execution.js"
-import { authorizedPayment, ledgerReserveMsOf, type Payment } from "./PaymentChecks.js"
+import { ledgerReserveMsOf } from "./nonceCheck.js"
+import { authorizedPayment, type Payment } from "./readPayment.js"
 
 /**
  * Step 10: Forward with failover: the ledger reads and the journal's fee judgement that make

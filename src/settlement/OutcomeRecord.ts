@@ -11,7 +11,7 @@ import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 import type { SettleOutcome } from "../x402/FacilitatorPool.js"
 import { conclude, type EvidenceSubject, evidenceOf, type ForwardRefusal, refusedBeforeForwarding, type SettleAnswer } from "./outcome.js"
-import type { Payment } from "./PaymentChecks.js"
+import type { Payment } from "./readPayment.js"
 
 /** Step 11: Outcome: the journal record of how a reserved settlement ended, with its evidence, in one commit. */
 export interface OutcomeRecordShape {

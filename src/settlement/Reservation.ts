@@ -6,7 +6,8 @@ import { type PrincipalId, SettlementId } from "../domain/ids.js"
 import { mayReserveAgain, type NewEntry, type Reservation } from "../domain/settlements.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
 import { judgeBudgets } from "./budgets.js"
-import { type CheckRefusal, type Payment, PaymentChecks } from "./PaymentChecks.js"
+import { type CheckRefusal, PaymentChecks } from "./PaymentChecks.js"
+import type { Payment } from "./readPayment.js"
 import { worstCaseUnits } from "./rules.js"
 
 /** What the budgets refuse with: the spend window (403) or a fee budget (429). */

@@ -13,7 +13,7 @@ import type { ResourceId, SettlementId } from "../domain/ids.js"
 import { type Completion, isPendingAnswer, SETTLEMENT_PENDING } from "../domain/settlements.js"
 import type { SettleRequest, SettleResponse } from "../domain/x402.js"
 import type { SettleOutcome } from "../x402/FacilitatorPool.js"
-import type { Payment } from "./PaymentChecks.js"
+import type { Payment } from "./readPayment.js"
 
 export type SettleAnswer = typeof SettleResponse.Type
 
