@@ -33,9 +33,25 @@ const run = async (channels: number, count: number, concurrent: boolean) => {
   const config = configFor(ledger, [embeddedEntry(fee.path, { channels, pollIntervalMs: POLL_MS })])
   const requirements = exactRequirements({ payTo: PAY_TO })
   const bodies = await Promise.all(
-    Array.from({ length: count }, async (_, i) => settleBody(await buildExactPayment(requirements, { buyer: seededBuyer(1000 + i), validUntilLedger: ledger.latestLedger() + 60 }), requirements))
+    Array.from({ length: count }, async (_, i) =>
+      settleBody(
+        await buildExactPayment(requirements, {
+          buyer: seededBuyer(1000 + i),
+          validUntilLedger: ledger.latestLedger() + 60
+        }),
+        requirements
+      )
+    )
   )
-  const timed = (backend: { readonly settle: (body: unknown, timeout: Duration.DurationInput) => Effect.Effect<{ readonly success: boolean; readonly transaction: string }, unknown> }, body: unknown) =>
+  const timed = (
+    backend: {
+      readonly settle: (
+        body: unknown,
+        timeout: Duration.DurationInput
+      ) => Effect.Effect<{ readonly success: boolean; readonly transaction: string }, unknown>
+    },
+    body: unknown
+  ) =>
     Effect.gen(function* () {
       const start = performance.now()
       const answer = yield* backend.settle(body, Duration.seconds(120))
@@ -46,20 +62,29 @@ const run = async (channels: number, count: number, concurrent: boolean) => {
   )
   ledger.stop()
   const failed = results.filter((r) => !r.answer.success).length
-  if (failed > 0) throw new Error(`${failed} settles failed: ${JSON.stringify(results.find((r) => !r.answer.success)?.answer)}`)
+  if (failed > 0)
+    throw new Error(`${failed} settles failed: ${JSON.stringify(results.find((r) => !r.answer.success)?.answer)}`)
   const applied = results.map((r) => ledger.ledgerOf(r.answer.transaction)!)
   const span = Math.max(...applied) - Math.min(...applied) + 1
-  const ledgerMs = new Map(ledger.network.accepted.map((a) => [a.hash, (ledger.network.appliedAt.get(a.hash) ?? a.at) - a.at]))
+  const ledgerMs = new Map(
+    ledger.network.accepted.map((a) => [a.hash, (ledger.network.appliedAt.get(a.hash) ?? a.at) - a.at])
+  )
   const own = results.map((r) => r.ms - (ledgerMs.get(r.answer.transaction) ?? 0))
   return { perLedger: count / span, span, own }
 }
 
-console.log(`embedded facilitator, fixture ledger closing every ${LEDGER_MS} ms, ${SETTLES_PER_CHANNEL} settles per channel sent at once`)
+console.log(
+  `embedded facilitator, fixture ledger closing every ${LEDGER_MS} ms, ${SETTLES_PER_CHANNEL} settles per channel sent at once`
+)
 console.log("channels | settles | ledgers | settles/ledger | ratio to limit")
 for (const channels of [1, 4, 16]) {
   const { perLedger, span } = await run(channels, channels * SETTLES_PER_CHANNEL, true)
-  console.log(`${String(channels).padStart(8)} | ${String(channels * SETTLES_PER_CHANNEL).padStart(7)} | ${String(span).padStart(7)} | ${perLedger.toFixed(2).padStart(14)} | ${(perLedger / channels).toFixed(2)}`)
+  console.log(
+    `${String(channels).padStart(8)} | ${String(channels * SETTLES_PER_CHANNEL).padStart(7)} | ${String(span).padStart(7)} | ${perLedger.toFixed(2).padStart(14)} | ${(perLedger / channels).toFixed(2)}`
+  )
 }
 const { own } = await run(16, SEQUENTIAL, false)
-console.log(`Sextant's own time per settle (one at a time, ${SEQUENTIAL} settles): p50 ${quantile(own, 0.5).toFixed(1)} ms, p95 ${quantile(own, 0.95).toFixed(1)} ms`)
+console.log(
+  `Sextant's own time per settle (one at a time, ${SEQUENTIAL} settles): p50 ${quantile(own, 0.5).toFixed(1)} ms, p95 ${quantile(own, 0.95).toFixed(1)} ms`
+)
 process.exit(0)

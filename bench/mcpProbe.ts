@@ -12,10 +12,11 @@
  * All serve challenges made by @x402/core + @x402/stellar. Rounds alternate so load from other
  * processes hits all alike; medians are printed with the ratios mcp / http.
  */
-import { Effect, ManagedRuntime } from "effect"
+
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Effect, ManagedRuntime } from "effect"
 import type { CatalogEntry } from "../src/domain/resources.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { Prober } from "../src/verification/Prober.js"
@@ -42,17 +43,36 @@ const modern = await startModernSeller(facilitator.url)
 const httpEntries = Array.from({ length: ENDPOINTS }, (_, i) => entry(`http-${i}`, fixture.url(`/paid/${i}`)))
 const mcpEntries = Array.from({ length: ENDPOINTS }, (_, i): CatalogEntry => {
   const base = entry(`mcp-${i}`, seller.url)
-  return { ...base, resource: { ...base.resource, type: "mcp", method: "POST", mcp: { kind: "tool", toolName: "paid", transport: "streamable-http" } } }
+  return {
+    ...base,
+    resource: {
+      ...base.resource,
+      type: "mcp",
+      method: "POST",
+      mcp: { kind: "tool", toolName: "paid", transport: "streamable-http" }
+    }
+  }
 })
 
 const modernEntries = Array.from({ length: ENDPOINTS }, (_, i): CatalogEntry => {
   const base = entry(`mcp2026-${i}`, modern.url)
-  return { ...base, resource: { ...base.resource, type: "mcp", method: "POST", mcp: { kind: "tool", toolName: QUOTE.tool, transport: "streamable-http" } } }
+  return {
+    ...base,
+    resource: {
+      ...base.resource,
+      type: "mcp",
+      method: "POST",
+      mcp: { kind: "tool", toolName: QUOTE.tool, transport: "streamable-http" }
+    }
+  }
 })
 
 const stack = async (entries: ReadonlyArray<CatalogEntry>) => {
   const config = {
-    ...verificationConfig({ trustedOrigins: [fixture.origin, new URL(seller.url).origin, new URL(modern.url).origin], concurrency: CONCURRENCY }),
+    ...verificationConfig({
+      trustedOrigins: [fixture.origin, new URL(seller.url).origin, new URL(modern.url).origin],
+      concurrency: CONCURRENCY
+    }),
     database: join(mkdtempSync(join(tmpdir(), "sextant-bench-mcp-")), "sextant.db")
   }
   const runtime = ManagedRuntime.make(verificationStack(config))
@@ -60,7 +80,11 @@ const stack = async (entries: ReadonlyArray<CatalogEntry>) => {
   const cycle = () =>
     runtime.runPromise(
       Effect.flatMap(Prober, (p) => p.runCycle).pipe(
-        Effect.tap((report) => (report.healthy === ENDPOINTS ? Effect.void : Effect.die(new Error(`${report.healthy} of ${ENDPOINTS} healthy`))))
+        Effect.tap((report) =>
+          report.healthy === ENDPOINTS
+            ? Effect.void
+            : Effect.die(new Error(`${report.healthy} of ${ENDPOINTS} healthy`))
+        )
       )
     )
   return { runtime, cycle }
@@ -88,8 +112,12 @@ const m = median(mcpRates)
 const n = median(modernRates)
 console.log(`resources ${ENDPOINTS} per catalog, concurrency ${CONCURRENCY}, ${ROUNDS} rounds of ${ROUND_MS} ms each`)
 console.log(`http probes:     ${h.toFixed(0)} probes/s`)
-console.log(`mcp 2025 probes: ${m.toFixed(0)} probes/s (one server, ${seller.initializes()} initialize for ${seller.calls.length} tools/call)`)
-console.log(`mcp 2026 probes: ${n.toFixed(0)} probes/s (one server, ${modern.counts.initializes} initialize, ${modern.counts.sessionRequests} requests with a session)`)
+console.log(
+  `mcp 2025 probes: ${m.toFixed(0)} probes/s (one server, ${seller.initializes()} initialize for ${seller.calls.length} tools/call)`
+)
+console.log(
+  `mcp 2026 probes: ${n.toFixed(0)} probes/s (one server, ${modern.counts.initializes} initialize, ${modern.counts.sessionRequests} requests with a session)`
+)
 console.log(`ratio mcp 2025 / http: ${(m / h).toFixed(2)}`)
 console.log(`ratio mcp 2026 / http: ${(n / h).toFixed(2)}`)
 

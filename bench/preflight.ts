@@ -10,11 +10,11 @@
  * Env: BENCH_N (100000), BENCH_SECONDS (10 per measurement), BENCH_CONCURRENCY (4).
  */
 import { Database } from "bun:sqlite"
-import { HttpServer } from "@effect/platform"
-import { Effect, Either, Fiber, Layer, ManagedRuntime } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { HttpServer } from "@effect/platform"
+import { Effect, Either, Fiber, Layer, ManagedRuntime } from "effect"
 import { ServicesLive } from "../src/app.js"
 import { type Config, loadConfig, TESTNET_USDC } from "../src/config.js"
 import { noEvidence, type PayeeEvidence } from "../src/domain/evidence.js"
@@ -45,11 +45,24 @@ interface LoadResult {
 
 const requestFor = (origin: string, i: number): PreflightRequest => ({
   url: `${origin}/paid/${i}`,
-  requirements: { scheme: "exact", network: "stellar:testnet", asset: TESTNET_USDC, amount: FIXTURE_AMOUNT, payTo: FIXTURE_PAY_TO, maxTimeoutSeconds: 60 }
+  requirements: {
+    scheme: "exact",
+    network: "stellar:testnet",
+    asset: TESTNET_USDC,
+    amount: FIXTURE_AMOUNT,
+    payTo: FIXTURE_PAY_TO,
+    maxTimeoutSeconds: 60
+  }
 })
 
 /** The load generator: `concurrency` keep-alive clients, each request for a random one of `n` resources. */
-const generateLoad = async (url: string, origin: string, n: number, seconds: number, concurrency: number): Promise<LoadResult> => {
+const generateLoad = async (
+  url: string,
+  origin: string,
+  n: number,
+  seconds: number,
+  concurrency: number
+): Promise<LoadResult> => {
   const latencies: Array<number> = []
   let failed = 0
   const start = performance.now()
@@ -66,7 +79,8 @@ const generateLoad = async (url: string, origin: string, n: number, seconds: num
   }
   await Promise.all(Array.from({ length: concurrency }, client))
   latencies.sort((a, b) => a - b)
-  const at = (q: number) => Number((latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)] ?? 0).toFixed(2))
+  const at = (q: number) =>
+    Number((latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)] ?? 0).toFixed(2))
   return { ok: latencies.length, failed, seconds: (performance.now() - start) / 1000, p50Ms: at(0.5), p99Ms: at(0.99) }
 }
 
@@ -80,7 +94,10 @@ const N = Number(process.env.BENCH_N ?? 100_000)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 4)
 
-const target = Bun.spawn([process.execPath, join(import.meta.dir, "scaleTarget.ts")], { stdout: "pipe", stderr: "inherit" })
+const target = Bun.spawn([process.execPath, join(import.meta.dir, "scaleTarget.ts")], {
+  stdout: "pipe",
+  stderr: "inherit"
+})
 const origin = await (async () => {
   const reader = target.stdout.getReader()
   let text = ""
@@ -94,10 +111,13 @@ const origin = await (async () => {
 })()
 
 const measure = async (url: string, concurrency = CONCURRENCY): Promise<LoadResult> => {
-  const child = Bun.spawn([process.execPath, import.meta.path, "--load", url, origin, String(N), String(SECONDS), String(concurrency)], {
-    stdout: "pipe",
-    stderr: "inherit"
-  })
+  const child = Bun.spawn(
+    [process.execPath, import.meta.path, "--load", url, origin, String(N), String(SECONDS), String(concurrency)],
+    {
+      stdout: "pipe",
+      stderr: "inherit"
+    }
+  )
   const output = await new Response(child.stdout).text()
   if ((await child.exited) !== 0) throw new Error(`load generator failed for ${url}`)
   return JSON.parse(output.trim().split("\n").pop()!) as LoadResult
@@ -134,12 +154,15 @@ try {
   // Every resource with a full day at the cadence, as the recorder keeps it between probes
   // (bench/scale.ts fills the same way), then each due at its own slot of the interval.
   const nowMs = Date.now()
-  const day = Array.from({ length: 288 }, (_, k) => observation(nowMs - (288 - k) * 300_000, { latencyMs: 20 + (k % 40) }))
+  const day = Array.from({ length: 288 }, (_, k) =>
+    observation(nowMs - (288 - k) * 300_000, { latencyMs: 20 + (k % 40) })
+  )
   const windowState = encodeWindow(windowOf(day, [advertised], config.verification))
   {
     const db = new Database(config.database)
     db.run("PRAGMA busy_timeout = 5000")
-    const metrics = db.query(`INSERT OR REPLACE INTO resource_metrics (resource_id, availability, payment_interface_success_rate,
+    const metrics =
+      db.query(`INSERT OR REPLACE INTO resource_metrics (resource_id, availability, payment_interface_success_rate,
         transaction_success_rate, p50_latency_ms, p95_latency_ms, observed_price_usd, price_consistency, reliability,
         observation_count, last_verified, last_observed_at, valid_challenge_seen, transaction_verified, window_state, updated_at)
       VALUES (?, 1, 1, 0, 39, 57, 0.001, 1, 1, 288, ?, ?, 1, 0, ?, ?)`)
@@ -158,7 +181,9 @@ try {
     const db = new Database(config.database)
     db.run("PRAGMA busy_timeout = 5000")
     const intervalMs = config.probes.intervalSeconds * 1000
-    const due = db.query("UPDATE probe_schedule SET due_ms = ?, lease_owner = NULL, lease_until_ms = 0 WHERE resource_id = ?")
+    const due = db.query(
+      "UPDATE probe_schedule SET due_ms = ?, lease_owner = NULL, lease_until_ms = 0 WHERE resource_id = ?"
+    )
     const at = Date.now()
     db.transaction(() => ids.forEach((id) => due.run(nextDue(id, at - intervalMs / 2, intervalMs), id)))()
     db.close()
@@ -173,7 +198,11 @@ try {
       for (let i = 0; i < N; i += 5000) {
         const records = yield* repo.getMany(ids.slice(i, i + 5000))
         const found = yield* reader.forResources(records.map((r) => r.resource.id))
-        for (const record of records) byUrl.set(record.resource.url, { record, evidence: found.get(record.resource.id) ?? noEvidence(record.resource.id) })
+        for (const record of records)
+          byUrl.set(record.resource.url, {
+            record,
+            evidence: found.get(record.resource.id) ?? noEvidence(record.resource.id)
+          })
       }
       return byUrl
     })
@@ -189,17 +218,35 @@ try {
       const atUrl = at === undefined ? [] : [at]
       const atOrigin = originFirst.filter((e) => e !== at).slice(0, ENTRIES_READ)
       const r = request.requirements!
-      const option = { optionIndex: null, scheme: r.scheme, network: r.network, asset: r.asset, payTo: r.payTo, amount: r.amount, maxAmount: null, amountUsd: Number(r.amount) / 1e7 }
+      const option = {
+        optionIndex: null,
+        scheme: r.scheme,
+        network: r.network,
+        asset: r.asset,
+        payTo: r.payTo,
+        amount: r.amount,
+        maxAmount: null,
+        amountUsd: Number(r.amount) / 1e7
+      }
       const now = new Date()
       const context = { ...policyContext(config, now), deployment, priceTolerance: config.probes.priceTolerance }
       const verdict = preflightVerdict({ option, atUrl, atOrigin, policy: {}, context })
       const { maxAmount: _, ...judged } = option
-      const answer = { ...verdict, url: request.url, origin, judged, evidence: evidenceOf(atUrl, atOrigin), evaluatedAt: now.toISOString() }
+      const answer = {
+        ...verdict,
+        url: request.url,
+        origin,
+        judged,
+        evidence: evidenceOf(atUrl, atOrigin),
+        evaluatedAt: now.toISOString()
+      }
       return new Response(JSON.stringify(answer), { headers: { "content-type": "application/json" } })
     }
   })
   const bareUrl = `http://127.0.0.1:${bare.port}/`
-  console.log(`${N.toLocaleString("en")} resources on one origin, served, filled and held in ${((performance.now() - fillStart) / 1000).toFixed(0)} s`)
+  console.log(
+    `${N.toLocaleString("en")} resources on one origin, served, filled and held in ${((performance.now() - fillStart) / 1000).toFixed(0)} s`
+  )
 
   // What one request costs with nothing else running: the reference for what probing adds.
   const quiet = await measure(preflightUrl, 1)
@@ -213,7 +260,9 @@ try {
   const seconds = (Date.now() - started) / 1000
   const counted = (() => {
     const db = new Database(config.database, { readonly: true })
-    const row = db.query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM observations WHERE observed_at_ms >= ?").get(started)
+    const row = db
+      .query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM observations WHERE observed_at_ms >= ?")
+      .get(started)
     db.close()
     return row?.n ?? 0
   })()
@@ -223,13 +272,19 @@ try {
   const rps = (r: LoadResult) => r.ok / r.seconds
   const line = (name: string, r: LoadResult) =>
     `${name.padEnd(52)} ${rps(r).toFixed(1).padStart(8)} req/s   p50 ${String(r.p50Ms).padStart(7)} ms   p99 ${String(r.p99Ms).padStart(7)} ms   failed ${r.failed}`
-  console.log(`probing during the measurements: ${(counted / seconds).toFixed(0)} probes/s (the cadence needs ${(N / config.probes.intervalSeconds).toFixed(0)})`)
+  console.log(
+    `probing during the measurements: ${(counted / seconds).toFixed(0)} probes/s (the cadence needs ${(N / config.probes.intervalSeconds).toFixed(0)})`
+  )
   console.log(line("POST /v1/preflight, one client, no probing", quiet))
   console.log(line("POST /v1/preflight, one client", alone))
   console.log(line(`POST /v1/preflight, ${CONCURRENCY} clients`, loaded))
   console.log(line(`bare handler from memory, ${CONCURRENCY} clients`, baseline))
-  console.log(`ratio preflight / bare: throughput ${(rps(loaded) / rps(baseline)).toFixed(3)}, p99 ${(loaded.p99Ms / baseline.p99Ms).toFixed(2)}x`)
-  console.log(`target p99 under 100 ms at ${N.toLocaleString("en")} resources while probing: ${Math.max(alone.p99Ms, loaded.p99Ms) < 100 ? "met" : "missed"}`)
+  console.log(
+    `ratio preflight / bare: throughput ${(rps(loaded) / rps(baseline)).toFixed(3)}, p99 ${(loaded.p99Ms / baseline.p99Ms).toFixed(2)}x`
+  )
+  console.log(
+    `target p99 under 100 ms at ${N.toLocaleString("en")} resources while probing: ${Math.max(alone.p99Ms, loaded.p99Ms) < 100 ? "met" : "missed"}`
+  )
   if (alone.failed + loaded.failed + baseline.failed > 0) process.exitCode = 1
 } finally {
   await runtime.dispose()

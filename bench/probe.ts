@@ -9,10 +9,11 @@
  * Rounds alternate so load from other processes hits both alike; medians are printed with the
  * ratio prober / baseline. `BENCH_DB=:memory:` measures without the store file's fsyncs.
  */
-import { Effect, ManagedRuntime } from "effect"
+
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Effect, ManagedRuntime } from "effect"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { Prober } from "../src/verification/Prober.js"
 import { entry, verificationConfig, verificationStack } from "../test/fixtures/verificationStack.js"
@@ -32,7 +33,8 @@ const bareCycle = async () => {
   const worker = async () => {
     while (next < urls.length) {
       const response = await fetch(urls[next++]!, { redirect: "manual", signal: AbortSignal.timeout(5000) })
-      if (response.status !== 402 || !response.headers.get("payment-required")) throw new Error("fixture did not answer 402")
+      if (response.status !== 402 || !response.headers.get("payment-required"))
+        throw new Error("fixture did not answer 402")
       await response.body?.cancel()
     }
   }
@@ -50,7 +52,9 @@ await runtime.runPromise(
 const proberCycle = () =>
   runtime.runPromise(
     Effect.flatMap(Prober, (p) => p.runCycle).pipe(
-      Effect.tap((report) => (report.healthy === ENDPOINTS ? Effect.void : Effect.die(new Error("a probe was not healthy"))))
+      Effect.tap((report) =>
+        report.healthy === ENDPOINTS ? Effect.void : Effect.die(new Error("a probe was not healthy"))
+      )
     )
   )
 

@@ -8,16 +8,17 @@
  *    (the fixed catalog router of the tests, so routing cost stays out), build, canonicalise,
  *    sign, store durably. Printed as a ratio to raw node:crypto signing measured in the same run.
  */
-import * as noble from "@noble/ed25519"
-import { Effect, Either, ManagedRuntime } from "effect"
+
 import { createHash, generateKeyPairSync, sign, verify } from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import * as noble from "@noble/ed25519"
+import { Effect, Either, ManagedRuntime } from "effect"
 import type { CreateReceiptRequest } from "../src/domain/receipts.js"
 import { canonicalBytes } from "../src/encoding/canonicalJson.js"
-import { signedBody } from "../src/receipts/receipt.js"
 import { ReceiptService } from "../src/receipts/ReceiptService.js"
+import { signedBody } from "../src/receipts/receipt.js"
 import { Signer } from "../src/receipts/Signer.js"
 import { receiptServiceLayer, recordingEvidence } from "../test/receiptsFixtures.js"
 
@@ -45,7 +46,10 @@ const runtime = ManagedRuntime.make(
 const purchase: CreateReceiptRequest = {
   request: { capability: "rwa.inspect", optimizeFor: "cheapest", intent: "inspect an RWA issuer before buying" },
   payment: { network: "stellar:testnet", scheme: "exact", asset: "USDC", amount: "5000" },
-  response: { status: 200, body: JSON.stringify({ issuer: "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464" }) }
+  response: {
+    status: 200,
+    body: JSON.stringify({ issuer: "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464" })
+  }
 }
 const create = () => runtime.runPromise(Effect.flatMap(ReceiptService, (s) => s.create(purchase)))
 
@@ -66,7 +70,8 @@ const signers: ReadonlyArray<readonly [string, () => Uint8Array | Promise<ArrayB
   ["@noble/ed25519", () => noble.sign(message, seed)]
 ]
 for (const [name, op] of signers) {
-  if (!verify(null, message, publicKey, new Uint8Array(await op()))) throw new Error(`${name} signature does not verify`)
+  if (!verify(null, message, publicKey, new Uint8Array(await op())))
+    throw new Error(`${name} signature does not verify`)
 }
 
 const rounds = new Map<string, Array<number>>(signers.map(([name]) => [name, []]))

@@ -9,30 +9,30 @@
  * Env: BENCH_RESOURCES (1000), BENCH_PROBES_PER_DAY (24), BENCH_SECONDS (3 per measurement),
  * BENCH_CONCURRENCY (16). Runtime stays bounded: seeding, then six timed runs.
  */
-import { HttpServer } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
-import { Effect, Either, Layer, ManagedRuntime } from "effect"
+
 import { createHash } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { HttpServer } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
 import { StrKey } from "@stellar/stellar-sdk"
+import { Effect, Either, Layer, ManagedRuntime } from "effect"
 import { ServicesLive } from "../src/app.js"
-import { type Config, loadConfig, TESTNET_USDC } from "../src/config.js"
+import { AppConfig, type Config, loadConfig, TESTNET_USDC } from "../src/config.js"
+import { ResourceId } from "../src/domain/ids.js"
+import type { RecordedObservation } from "../src/domain/observations.js"
 import type { CatalogEntry, ResourcePaymentOption } from "../src/domain/resources.js"
 import type { RouteDecision, RouteRequest } from "../src/domain/routes.js"
 import { BunServerLive, HttpLive } from "../src/http/server.js"
-import { TelemetryLive } from "../src/telemetry/Telemetry.js"
+import { policyContext } from "../src/policy/evaluate.js"
+import { decideRoute } from "../src/routing/rank.js"
 import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { sortableId } from "../src/store/sortableId.js"
-import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
-import type { RecordedObservation } from "../src/domain/observations.js"
-import { AppConfig } from "../src/config.js"
-import { policyContext } from "../src/policy/evaluate.js"
-import { decideRoute } from "../src/routing/rank.js"
+import { TelemetryLive } from "../src/telemetry/Telemetry.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
-import { ResourceId } from "../src/domain/ids.js"
+import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 
 interface LoadResult {
   readonly ok: number
@@ -59,7 +59,8 @@ const generateLoad = async (url: string, body: string, seconds: number, concurre
   }
   await Promise.all(Array.from({ length: concurrency }, client))
   latencies.sort((a, b) => a - b)
-  const at = (q: number) => Number((latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0).toFixed(2))
+  const at = (q: number) =>
+    Number((latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0).toFixed(2))
   return { ok: latencies.length, failed, seconds: (performance.now() - start) / 1000, p50Ms: at(0.5), p99Ms: at(0.99) }
 }
 
@@ -80,10 +81,13 @@ const DAY_MS = 86_400_000
 
 /** Runs the load generator in a child process and reads its one-line JSON report. */
 const measure = async (url: string, body: string, concurrency = CONCURRENCY): Promise<LoadResult> => {
-  const child = Bun.spawn([process.execPath, import.meta.path, "--load", url, body, String(SECONDS), String(concurrency)], {
-    stdout: "pipe",
-    stderr: "inherit"
-  })
+  const child = Bun.spawn(
+    [process.execPath, import.meta.path, "--load", url, body, String(SECONDS), String(concurrency)],
+    {
+      stdout: "pipe",
+      stderr: "inherit"
+    }
+  )
   const output = await new Response(child.stdout).text()
   if ((await child.exited) !== 0) throw new Error(`load generator failed for ${url}`)
   return JSON.parse(output.trim().split("\n").pop()!) as LoadResult
@@ -143,11 +147,34 @@ const observationOf = (entry: CatalogEntry, i: number, n: number, nowMs: number)
     contradiction: null
   }
   return failed
-    ? { ...base, httpStatus: null, latencyMs: null, outcome: "timeout", x402Version: null, scheme: null, network: null,
-        asset: null, payTo: null, amount: null, maxAmount: null, priceUsd: null }
-    : { ...base, httpStatus: 402, latencyMs: 40 + (i % 300) + (n % 17), outcome: "healthy", x402Version: 2,
-        scheme: option.scheme, network: option.network, asset: option.asset, payTo: option.payTo, amount: option.amount,
-        maxAmount: null, priceUsd: option.amountUsd }
+    ? {
+        ...base,
+        httpStatus: null,
+        latencyMs: null,
+        outcome: "timeout",
+        x402Version: null,
+        scheme: null,
+        network: null,
+        asset: null,
+        payTo: null,
+        amount: null,
+        maxAmount: null,
+        priceUsd: null
+      }
+    : {
+        ...base,
+        httpStatus: 402,
+        latencyMs: 40 + (i % 300) + (n % 17),
+        outcome: "healthy",
+        x402Version: 2,
+        scheme: option.scheme,
+        network: option.network,
+        asset: option.asset,
+        payTo: option.payTo,
+        amount: option.amount,
+        maxAmount: null,
+        priceUsd: option.amountUsd
+      }
 }
 
 const folder = mkdtempSync(join(tmpdir(), "sextant-bench-route-"))
@@ -185,13 +212,23 @@ try {
       // All but the last probe of the day go straight into the table; the last goes through the
       // recorder, which derives each resource's maintained metrics row and status from the window.
       yield* sql.withTransaction(
-        Effect.forEach(catalog, (entry, i) =>
-          observations.insert(Array.from({ length: PROBES_PER_DAY - 1 }, (_, n) => observationOf(entry, i, n, nowMs))), { discard: true })
+        Effect.forEach(
+          catalog,
+          (entry, i) =>
+            observations.insert(
+              Array.from({ length: PROBES_PER_DAY - 1 }, (_, n) => observationOf(entry, i, n, nowMs))
+            ),
+          { discard: true }
+        )
       )
       const records = new Map((yield* resources.byCapability(CAPABILITY)).map((r) => [r.resource.id, r]))
       yield* Effect.forEach(
         catalog,
-        (entry, i) => recorder.recordObservation(records.get(entry.resource.id)!, observationOf(entry, i, PROBES_PER_DAY - 1, nowMs)),
+        (entry, i) =>
+          recorder.recordObservation(
+            records.get(entry.resource.id)!,
+            observationOf(entry, i, PROBES_PER_DAY - 1, nowMs)
+          ),
         { discard: true }
       )
     })
@@ -235,7 +272,13 @@ try {
       const request = (await req.json()) as RouteRequest
       const { catalog, evidence } = inMemory.get(request.capability)!
       const now = new Date()
-      const decision = decideRoute({ request, catalog, evidence, context: policyContext(appConfig, now), metricsSnapshotAt: now.toISOString() })
+      const decision = decideRoute({
+        request,
+        catalog,
+        evidence,
+        context: policyContext(appConfig, now),
+        metricsSnapshotAt: now.toISOString()
+      })
       return new Response(JSON.stringify(decision), { headers: { "content-type": "application/json" } })
     }
   })
@@ -254,7 +297,8 @@ try {
     const first = await fetch(routeUrl, { method: "POST", body, headers: { "content-type": "application/json" } })
     const answer = await first.text()
     const decision = JSON.parse(answer) as RouteDecision
-    if (first.status !== 200 || decision.selected === null) throw new Error(`the route did not select anything: ${answer.slice(0, 300)}`)
+    if (first.status !== 200 || decision.selected === null)
+      throw new Error(`the route did not select anything: ${answer.slice(0, 300)}`)
     const size = (inMemory.get(capability)?.catalog.length ?? 0).toLocaleString("en")
     const alone = await measure(routeUrl, body, 1)
     const route = await measure(routeUrl, body)

@@ -22,24 +22,24 @@
  * RSS, and bytes on disk per resource-day. Loopback only.
  */
 import { Database } from "bun:sqlite"
-import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Either, Layer, ManagedRuntime } from "effect"
 import { mkdtempSync, readdirSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { SqlClient } from "@effect/sql"
+import { Duration, Effect, Either, Layer, ManagedRuntime } from "effect"
 import { loadConfig } from "../src/config.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { Prober } from "../src/verification/Prober.js"
-import { probeStep } from "../src/verification/probeStep.js"
 import { ProbeSchedulerLive } from "../src/verification/ProbeScheduler.js"
 import { nextDue } from "../src/verification/probeSlots.js"
+import { probeStep } from "../src/verification/probeStep.js"
 import { encodeWindow, windowOf } from "../src/verification/rollingWindow.js"
 import { advertised, observation } from "../test/fixtures/observations.js"
 import { entry, verificationStack } from "../test/fixtures/verificationStack.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 const N = Number(process.env.BENCH_N ?? 100_000)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30)
@@ -50,7 +50,10 @@ const HOUR = 3_600_000
 let peakRss = 0
 const sampleRss = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100)
 
-const target = Bun.spawn([process.execPath, join(import.meta.dir, "scaleTarget.ts")], { stdout: "pipe", stderr: "inherit" })
+const target = Bun.spawn([process.execPath, join(import.meta.dir, "scaleTarget.ts")], {
+  stdout: "pipe",
+  stderr: "inherit"
+})
 const firstLine = async () => {
   const reader = target.stdout.getReader()
   let text = ""
@@ -81,12 +84,16 @@ const runtime = ManagedRuntime.make(verificationStack(config))
 const CHUNK = 5000
 for (let i = 0; i < N; i += CHUNK) {
   await runtime.runPromise(
-    Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(ids.slice(i, i + CHUNK).map((id, j) => entry(id, urlOf(i + j)))))
+    Effect.flatMap(CatalogWritesRepo, (repo) =>
+      repo.upsertCatalog(ids.slice(i, i + CHUNK).map((id, j) => entry(id, urlOf(i + j))))
+    )
   )
 }
 const nowMs = Date.now()
 // A day at the 5-minute cadence, healthy, as the recorder keeps it between probes.
-const day = Array.from({ length: 288 }, (_, k) => observation(nowMs - (288 - k) * 300_000, { latencyMs: 20 + (k % 40) }))
+const day = Array.from({ length: 288 }, (_, k) =>
+  observation(nowMs - (288 - k) * 300_000, { latencyMs: 20 + (k % 40) })
+)
 const windowState = encodeWindow(windowOf(day, [advertised], config.verification))
 const rawKept = day.filter((o) => Date.parse(o.observedAt) >= nowMs - config.probes.rawRetentionHours * HOUR)
 const hours = config.probes.retentionDays * 24
@@ -99,10 +106,12 @@ const hours = config.probes.retentionDays * 24
       observation_count, last_verified, last_observed_at, valid_challenge_seen, transaction_verified, window_state, updated_at)
     VALUES (?, 1, 1, 0, 39, 57, 0.001, 1, 1, 288, ?, ?, 1, 0, ?, ?)`)
   const status = db.query(`UPDATE resources SET status = 'PAYMENT_VERIFIED', verification_level = 2 WHERE id = ?`)
-  const raw = db.query(`INSERT INTO observations (id, resource_id, observed_at, observed_at_ms, method, url, http_status,
+  const raw =
+    db.query(`INSERT INTO observations (id, resource_id, observed_at, observed_at_ms, method, url, http_status,
       latency_ms, outcome, x402_version, scheme, network, asset, pay_to, amount, max_amount, price_usd, detail, contradiction)
     VALUES (?, ?, ?, ?, 'GET', ?, 402, ?, 'healthy', 2, 'exact', 'stellar:testnet', ?, ?, ?, NULL, 0.001, NULL, NULL)`)
-  const rollup = db.query(`INSERT INTO observation_rollups (resource_id, hour_ms, probes, answered, healthy, price_matches,
+  const rollup =
+    db.query(`INSERT INTO observation_rollups (resource_id, hour_ms, probes, answered, healthy, price_matches,
       connect_failures, first_healthy_ms, latency_bins) VALUES (?, ?, 12, 12, 12, 12, 0, ?, '[20,3,31,3,45,3,58,3]')`)
   const last = day[day.length - 1]!.observedAt
   const fill = db.transaction((from: number, to: number) => {
@@ -110,7 +119,18 @@ const hours = config.probes.retentionDays * 24
       const id = ids[i]!
       metrics.run(id, last, last, windowState, last)
       status.run(id)
-      for (const o of rawKept) raw.run(`${o.id}_${i}`, id, o.observedAt, Date.parse(o.observedAt), urlOf(i), o.latencyMs, o.asset, o.payTo, o.amount)
+      for (const o of rawKept)
+        raw.run(
+          `${o.id}_${i}`,
+          id,
+          o.observedAt,
+          Date.parse(o.observedAt),
+          urlOf(i),
+          o.latencyMs,
+          o.asset,
+          o.payTo,
+          o.amount
+        )
       const firstHour = Math.floor(nowMs / HOUR) * HOUR - hours * HOUR
       for (let h = 0; h < hours; h++) rollup.run(id, firstHour + h * HOUR, firstHour + h * HOUR + 60_000)
     }
@@ -121,7 +141,9 @@ const hours = config.probes.retentionDays * 24
 }
 const bytesOnDisk = () => readdirSync(folder).reduce((sum, f) => sum + statSync(join(folder, f)).size, 0)
 const filledBytes = bytesOnDisk()
-console.log(`pre-filled ${N} resources (${config.probes.retentionDays} days of hourly rollups, ${config.probes.rawRetentionHours} h raw, a full 24 h window each) in ${((performance.now() - fillStart) / 1000).toFixed(0)} s`)
+console.log(
+  `pre-filled ${N} resources (${config.probes.retentionDays} days of hourly rollups, ${config.probes.rawRetentionHours} h raw, a full 24 h window each) in ${((performance.now() - fillStart) / 1000).toFixed(0)} s`
+)
 
 /**
  * Metrics reads due every 10 ms while `during` runs, each timed from when it was due, not from when
@@ -164,17 +186,24 @@ const intervalMs = config.probes.intervalSeconds * 1000
   const db = new Database(config.database)
   db.run("PRAGMA busy_timeout = 5000")
   const nowMs = Date.now()
-  const due = db.query("UPDATE probe_schedule SET due_ms = ?, lease_owner = NULL, lease_until_ms = 0 WHERE resource_id = ?")
+  const due = db.query(
+    "UPDATE probe_schedule SET due_ms = ?, lease_owner = NULL, lease_until_ms = 0 WHERE resource_id = ?"
+  )
   // Steady state: every resource's next slot from now on, so the interval's probes spread over it.
   db.transaction(() => ids.forEach((id) => due.run(nextDue(id, nowMs - intervalMs / 2, intervalMs), id)))()
   db.close()
 }
 const cadenceStart = Date.now()
 const cadence = await readsDuring(() =>
-  runtime.runPromise(Effect.scoped(Effect.zipRight(Layer.build(ProbeSchedulerLive), Effect.sleep(Duration.seconds(SECONDS)))))
+  runtime.runPromise(
+    Effect.scoped(Effect.zipRight(Layer.build(ProbeSchedulerLive), Effect.sleep(Duration.seconds(SECONDS))))
+  )
 )
 const cadenceProbes = await runtime.runPromise(
-  Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: number }>`SELECT COUNT(*) AS n FROM observations WHERE observed_at_ms >= ${cadenceStart}`)
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<{ n: number }>`SELECT COUNT(*) AS n FROM observations WHERE observed_at_ms >= ${cadenceStart}`
+  )
 )
 const cadenceRate = Number(cadenceProbes[0]?.n) / ((Date.now() - cadenceStart) / 1000)
 // The service's own figure: the step and store phases below race garbage out faster than a service does.
@@ -214,7 +243,12 @@ await runtime.runPromise(
       const records = yield* resources.getMany(chunk)
       yield* Effect.forEach(
         records,
-        (record) => recorder.recordObservation(record, observation(Date.now(), { resourceId: record.resource.id, url: record.resource.url }), { listing: true }),
+        (record) =>
+          recorder.recordObservation(
+            record,
+            observation(Date.now(), { resourceId: record.resource.id, url: record.resource.url }),
+            { listing: true }
+          ),
         // Enough waiting to fill the writer's batches (256): the store's best rate, so the bound it gives is generous.
         { concurrency: CONCURRENCY * 4, discard: true }
       )
@@ -229,8 +263,12 @@ await runtime.dispose()
 const baselineDb = new Database(join(folder, "baseline.db"))
 baselineDb.run("PRAGMA journal_mode = WAL")
 baselineDb.run("PRAGMA synchronous = FULL")
-baselineDb.run("CREATE TABLE results (id INTEGER PRIMARY KEY, url TEXT, status INTEGER, latency_ms INTEGER, challenge TEXT, at_ms INTEGER)")
-const append = baselineDb.query("INSERT INTO results (url, status, latency_ms, challenge, at_ms) VALUES (?, ?, ?, ?, ?)")
+baselineDb.run(
+  "CREATE TABLE results (id INTEGER PRIMARY KEY, url TEXT, status INTEGER, latency_ms INTEGER, challenge TEXT, at_ms INTEGER)"
+)
+const append = baselineDb.query(
+  "INSERT INTO results (url, status, latency_ms, challenge, at_ms) VALUES (?, ?, ?, ?, ?)"
+)
 const flush = baselineDb.transaction((rows: Array<[string, number, number, string | null, number]>) => {
   for (const row of rows) append.run(...row)
 })
@@ -258,7 +296,8 @@ baselineDb.close()
 clearInterval(sampleRss)
 target.kill()
 
-const pct = (sorted: ReadonlyArray<number>, q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN
+const pct = (sorted: ReadonlyArray<number>, q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN
 const readFigures = (sorted: ReadonlyArray<number>) =>
   `p50 ${pct(sorted, 0.5).toFixed(2)} ms, p99 ${pct(sorted, 0.99).toFixed(2)} ms (${sorted.length} reads, each timed from when it was due)`
 const days = config.probes.retentionDays
@@ -270,17 +309,23 @@ console.log(
   `probe step alone (guard, request, official decoder, classification, redaction; nothing stored): ${stepRate.toFixed(0)} probes/s,` +
     ` ratio ${(stepRate / baselineRate).toFixed(2)} to the baseline`
 )
-console.log(`store alone (EvidenceRecorder batches, no request, no schedule): ${storeRate.toFixed(0)} probes/s, ratio ${(storeRate / baselineRate).toFixed(2)}`)
+console.log(
+  `store alone (EvidenceRecorder batches, no request, no schedule): ${storeRate.toFixed(0)} probes/s, ratio ${(storeRate / baselineRate).toFixed(2)}`
+)
 // One thread runs both: a probe costs at least the step's time plus the store's.
 const ceiling = 1 / (1 / stepRate + 1 / storeRate)
-console.log(`ceiling of the prober on one thread (step + store): ${ceiling.toFixed(0)} probes/s, ratio ${(ceiling / baselineRate).toFixed(2)}`)
+console.log(
+  `ceiling of the prober on one thread (step + store): ${ceiling.toFixed(0)} probes/s, ratio ${(ceiling / baselineRate).toFixed(2)}`
+)
 console.log(`metrics reads while probing at capacity: ${readFigures(capacity.latencies)}`)
 console.log(
   `at the ${config.probes.intervalSeconds / 60}-minute cadence (ProbeSchedulerLive, each resource at its own slot, ${SECONDS} s):` +
     ` ${cadenceRate.toFixed(0)} probes/s (the cadence needs ${(N / config.probes.intervalSeconds).toFixed(0)}); metrics reads ${readFigures(cadence.latencies)}`
 )
-console.log(`peak RSS (pre-fill and probing): ${(proberPeakRss / 2 ** 20).toFixed(0)} MiB; over the whole run: ${(peakRss / 2 ** 20).toFixed(0)} MiB`)
+console.log(
+  `peak RSS (pre-fill and probing): ${(proberPeakRss / 2 ** 20).toFixed(0)} MiB; over the whole run: ${(peakRss / 2 ** 20).toFixed(0)} MiB`
+)
 console.log(
   `on disk: ${(filledBytes / 2 ** 30).toFixed(2)} GiB for ${N} resources x ${days} days = ${(filledBytes / (N * days)).toFixed(0)} bytes per resource-day` +
-    ` (${((filledBytes / N) * 100_000 / 2 ** 30).toFixed(2)} GiB at 100k)`
+    ` (${(((filledBytes / N) * 100_000) / 2 ** 30).toFixed(2)} GiB at 100k)`
 )

@@ -15,6 +15,7 @@ if (challenge === null) throw new Error("the fixture did not answer a challenge"
 const server = Bun.serve({
   hostname: "127.0.0.1",
   port: 0,
-  fetch: () => new Response("{}", { status: 402, headers: { "content-type": "application/json", "PAYMENT-REQUIRED": challenge } })
+  fetch: () =>
+    new Response("{}", { status: 402, headers: { "content-type": "application/json", "PAYMENT-REQUIRED": challenge } })
 })
 console.log(`http://127.0.0.1:${server.port}`)

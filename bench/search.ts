@@ -7,11 +7,12 @@
  *
  * Env: BENCH_RESOURCES (100000), BENCH_REQUESTS (60 per query and page).
  */
-import { HttpServer } from "@effect/platform"
-import { Effect, Either, Layer, ManagedRuntime } from "effect"
+
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { HttpServer } from "@effect/platform"
+import { Effect, Either, Layer, ManagedRuntime } from "effect"
 import { ServicesLive } from "../src/app.js"
 import { type Config, loadConfig } from "../src/config.js"
 import { search } from "../src/discovery/search.js"
@@ -31,7 +32,8 @@ const QUERIES = [
   { query: "oracle forecast 4217", note: "three terms, one very rare" }
 ]
 
-const percentile = (sorted: ReadonlyArray<number>, q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0
+const percentile = (sorted: ReadonlyArray<number>, q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0
 const timed = async (n: number, run: () => Promise<unknown>) => {
   const samples: Array<number> = []
   for (let i = 0; i < n; i++) {
@@ -48,12 +50,21 @@ const database = join(folder, "sextant.db")
 const catalog = syntheticCatalog(RESOURCES)
 const base = Either.getOrThrow(loadConfig(undefined, {}))
 // An empty configured catalog: the resources are written once below, as an import would.
-const config: Config = { ...base, host: "127.0.0.1", port: 0, database, catalog: [], vertical: { ...base.vertical, enabled: false } }
+const config: Config = {
+  ...base,
+  host: "127.0.0.1",
+  port: 0,
+  database,
+  catalog: [],
+  vertical: { ...base.vertical, enabled: false }
+}
 
 const loadStart = performance.now()
 const store = ManagedRuntime.make(StoreLive(database))
 await store.runPromise(
-  Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertImported(catalog, "import:bench", { actor: "bench", reason: "seed" }))
+  Effect.flatMap(CatalogWritesRepo, (repo) =>
+    repo.upsertImported(catalog, "import:bench", { actor: "bench", reason: "seed" })
+  )
 )
 await store.runPromise(Effect.flatMap(CatalogWritesRepo, (repo) => repo.bySource("import:bench")).pipe(Effect.asVoid))
 await store.dispose()
@@ -64,21 +75,33 @@ raw.run("UPDATE resources SET listed = 1, listing_hold = NULL")
 raw.close()
 const loadSeconds = (performance.now() - loadStart) / 1000
 
-const runtime = ManagedRuntime.make(HttpLive.pipe(Layer.provide(ServicesLive(config)), Layer.provideMerge(BunServerLive({ host: "127.0.0.1", port: 0 }))))
+const runtime = ManagedRuntime.make(
+  HttpLive.pipe(Layer.provide(ServicesLive(config)), Layer.provideMerge(BunServerLive({ host: "127.0.0.1", port: 0 })))
+)
 try {
   const server = await runtime.runPromise(HttpServer.HttpServer)
   if (server.address._tag !== "TcpAddress") throw new Error("expected a TCP address")
   const url = `http://127.0.0.1:${server.address.port}/v1/search`
   const post = async (body: unknown) => {
-    const response = await fetch(url, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })
+    const response = await fetch(url, {
+      method: "POST",
+      body: JSON.stringify(body),
+      headers: { "content-type": "application/json" }
+    })
     if (response.status !== 200) throw new Error(`search answered ${response.status}: ${await response.text()}`)
     return (await response.json()) as { resources: Array<unknown>; nextCursor: string | null }
   }
   const records = catalog.map((e) => ({
-    record: { ...e, resource: { ...e.resource, status: "DISCOVERED" as const, verificationLevel: 0 }, listing: { listed: true, source: "import:bench", trusted: false } },
+    record: {
+      ...e,
+      resource: { ...e.resource, status: "DISCOVERED" as const, verificationLevel: 0 },
+      listing: { listed: true, source: "import:bench", trusted: false }
+    },
     metrics: emptyMetrics(e.resource.id)
   }))
-  console.log(`catalog: ${RESOURCES.toLocaleString("en")} listed resources, written in ${loadSeconds.toFixed(1)} s; pages of ${PAGE}, one client, ${REQUESTS} requests each`)
+  console.log(
+    `catalog: ${RESOURCES.toLocaleString("en")} listed resources, written in ${loadSeconds.toFixed(1)} s; pages of ${PAGE}, one client, ${REQUESTS} requests each`
+  )
   const firstPages: Array<number> = []
   for (const { query, note } of QUERIES) {
     const first = await post({ query, limit: PAGE })
@@ -87,11 +110,15 @@ try {
     for (let i = 0; i < 4 && cursor !== null; i++) cursor = (await post({ query, limit: PAGE, cursor })).nextCursor
     const firstPage = await timed(REQUESTS, () => post({ query, limit: PAGE }))
     const laterPage = cursor === null ? null : await timed(REQUESTS, () => post({ query, limit: PAGE, cursor }))
-    const inMemory = await timed(Math.max(3, Math.floor(REQUESTS / 10)), async () => search(records, { query }).slice(0, PAGE))
+    const inMemory = await timed(Math.max(3, Math.floor(REQUESTS / 10)), async () =>
+      search(records, { query }).slice(0, PAGE)
+    )
     firstPages.push(firstPage.p50)
     console.log(
       `"${query}" (${note}): first page p50 ${firstPage.p50.toFixed(2)} ms p99 ${firstPage.p99.toFixed(2)} ms; ` +
-        (laterPage ? `6th page p50 ${laterPage.p50.toFixed(2)} ms p99 ${laterPage.p99.toFixed(2)} ms; ` : "one page only; ") +
+        (laterPage
+          ? `6th page p50 ${laterPage.p50.toFixed(2)} ms p99 ${laterPage.p99.toFixed(2)} ms; `
+          : "one page only; ") +
         `in-memory rule p50 ${inMemory.p50.toFixed(1)} ms; ratio in-memory / indexed ${(inMemory.p50 / firstPage.p50).toFixed(1)}`
     )
   }

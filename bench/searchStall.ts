@@ -9,12 +9,13 @@
  *
  * Env: BENCH_RESOURCES (100000), BENCH_ROUNDS (3 rounds of the three searches).
  */
-import { HttpServer } from "@effect/platform"
-import { Effect, Either, Layer, ManagedRuntime } from "effect"
+
 import { Database } from "bun:sqlite"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { HttpServer } from "@effect/platform"
+import { Effect, Either, Layer, ManagedRuntime } from "effect"
 import { ServicesLive } from "../src/app.js"
 import { type Config, loadConfig } from "../src/config.js"
 import { BunServerLive, HttpLive } from "../src/http/server.js"
@@ -26,28 +27,46 @@ const RESOURCES = Number(process.env.BENCH_RESOURCES ?? 100_000)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const WORST = "dat ser api sta fas num age for"
 
-const percentile = (sorted: ReadonlyArray<number>, q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0
+const percentile = (sorted: ReadonlyArray<number>, q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0
 const summary = (samples: Array<number>) => {
   const sorted = [...samples].sort((a, b) => a - b)
-  return { n: sorted.length, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: sorted[sorted.length - 1] ?? 0 }
+  return {
+    n: sorted.length,
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    max: sorted[sorted.length - 1] ?? 0
+  }
 }
-const fmt = (s: ReturnType<typeof summary>) => `n=${s.n} p50 ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms, slowest ${s.max.toFixed(1)} ms`
+const fmt = (s: ReturnType<typeof summary>) =>
+  `n=${s.n} p50 ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms, slowest ${s.max.toFixed(1)} ms`
 
 const folder = mkdtempSync(join(tmpdir(), "sextant-bench-stall-"))
 const database = join(folder, "sextant.db")
 const base = Either.getOrThrow(loadConfig(undefined, {}))
-const config: Config = { ...base, host: "127.0.0.1", port: 0, database, catalog: [], vertical: { ...base.vertical, enabled: false } }
+const config: Config = {
+  ...base,
+  host: "127.0.0.1",
+  port: 0,
+  database,
+  catalog: [],
+  vertical: { ...base.vertical, enabled: false }
+}
 
 const store = ManagedRuntime.make(StoreLive(database))
 await store.runPromise(
-  Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertImported(syntheticCatalog(RESOURCES), "import:bench", { actor: "bench", reason: "seed" }))
+  Effect.flatMap(CatalogWritesRepo, (repo) =>
+    repo.upsertImported(syntheticCatalog(RESOURCES), "import:bench", { actor: "bench", reason: "seed" })
+  )
 )
 await store.dispose()
 const raw = new Database(database)
 raw.run("UPDATE resources SET listed = 1, listing_hold = NULL")
 raw.close()
 
-const runtime = ManagedRuntime.make(HttpLive.pipe(Layer.provide(ServicesLive(config)), Layer.provideMerge(BunServerLive({ host: "127.0.0.1", port: 0 }))))
+const runtime = ManagedRuntime.make(
+  HttpLive.pipe(Layer.provide(ServicesLive(config)), Layer.provideMerge(BunServerLive({ host: "127.0.0.1", port: 0 })))
+)
 try {
   const server = await runtime.runPromise(HttpServer.HttpServer)
   if (server.address._tag !== "TcpAddress") throw new Error("expected a TCP address")
@@ -77,7 +96,11 @@ try {
     durations.set(label, [...(durations.get(label) ?? []), performance.now() - started])
   }
   const post = (body: unknown) => () =>
-    fetch(`${url}/v1/search`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })
+    fetch(`${url}/v1/search`, {
+      method: "POST",
+      body: JSON.stringify(body),
+      headers: { "content-type": "application/json" }
+    })
   // Warm: the first search starts the search thread.
   await post({ query: "data", limit: 1 })()
   const idle = await healthWhile(Bun.sleep(3000))
@@ -86,8 +109,16 @@ try {
     (async () => {
       for (let round = 0; round < ROUNDS; round++) {
         await timed("POST /v1/search, 8 prefixes, limit 20", post({ query: WORST, limit: 20 }), durations)
-        await timed("POST /v1/search, 8 prefixes, minimumReliability 1", post({ query: WORST, minimumReliability: 1 }), durations)
-        await timed("GET /x402/discovery/search, 8 prefixes, limit 20", () => fetch(`${url}/x402/discovery/search?query=${encodeURIComponent(WORST)}&limit=20`), durations)
+        await timed(
+          "POST /v1/search, 8 prefixes, minimumReliability 1",
+          post({ query: WORST, minimumReliability: 1 }),
+          durations
+        )
+        await timed(
+          "GET /x402/discovery/search, 8 prefixes, limit 20",
+          () => fetch(`${url}/x402/discovery/search?query=${encodeURIComponent(WORST)}&limit=20`),
+          durations
+        )
       }
     })()
   )

@@ -15,7 +15,14 @@
  * `startServer`, the verification stack's `entry`), as every commit since 002766d has them.
  */
 import { resolve } from "node:path"
-import { interleavedRounds, p50, payments, type PaymentKit, type ServiceKit, settlingService } from "./support/settleRig.js"
+import {
+  interleavedRounds,
+  type PaymentKit,
+  p50,
+  payments,
+  type ServiceKit,
+  settlingService
+} from "./support/settleRig.js"
 
 const SETTLES = Number(process.env.BENCH_SETTLES ?? 400)
 const ROUNDS = 8
@@ -51,13 +58,21 @@ const setUp = async (side: keyof typeof sides, payees: number) => ({
 
 const cases = [await setUp("other", 1), await setUp("this", 1), await setUp("other", 1000), await setUp("this", 1000)]
 const directBodies = await payments(payment, FIXTURE_PAY_TO, SETTLES + WARM_UP, 500_000, true)
-const direct = await interleavedRounds(facilitator.url, directBodies, cases, { settles: SETTLES, rounds: ROUNDS, warmUp: WARM_UP })
+const direct = await interleavedRounds(facilitator.url, directBodies, cases, {
+  settles: SETTLES,
+  rounds: ROUNDS,
+  warmUp: WARM_UP
+})
 
-console.log(`${SETTLES} settles each way, ${ROUNDS} interleaved rounds, fixtures of ${fixtureRoot}; direct p50 ${p50(direct).toFixed(2)} ms`)
+console.log(
+  `${SETTLES} settles each way, ${ROUNDS} interleaved rounds, fixtures of ${fixtureRoot}; direct p50 ${p50(direct).toFixed(2)} ms`
+)
 const added = new Map(cases.map((c) => [c.label, p50(c.through) - p50(direct)]))
 for (const c of cases) console.log(`${c.label.padEnd(11)} added p50 ${added.get(c.label)!.toFixed(2)} ms`)
 for (const payees of [1, 1000]) {
-  console.log(`${String(payees).padStart(5)} resources paying the payee: this / other ${(added.get(`this ${payees}`)! / added.get(`other ${payees}`)!).toFixed(3)}`)
+  console.log(
+    `${String(payees).padStart(5)} resources paying the payee: this / other ${(added.get(`this ${payees}`)! / added.get(`other ${payees}`)!).toFixed(3)}`
+  )
 }
 for (const c of cases) await c.server.close()
 await facilitator.stop()

@@ -26,16 +26,24 @@ const target = await startX402Fixture()
 
 const setUp = async (payees: number) => ({
   payees,
-  server: await settlingService({ testConfig, startServer, entry }, payees, facilitator.url, (i) => target.url(`/paid/${i}`)),
+  server: await settlingService({ testConfig, startServer, entry }, payees, facilitator.url, (i) =>
+    target.url(`/paid/${i}`)
+  ),
   bodies: await payments(Payments, FIXTURE_PAY_TO, SETTLES + WARM_UP, 1_000_000 + payees * 10_000),
   through: [] as Array<number>
 })
 
 const cases = [await setUp(1), await setUp(1000)]
 const directBodies = await payments(Payments, FIXTURE_PAY_TO, SETTLES + WARM_UP, 500_000)
-const direct = await interleavedRounds(facilitator.url, directBodies, cases, { settles: SETTLES, rounds: ROUNDS, warmUp: WARM_UP })
+const direct = await interleavedRounds(facilitator.url, directBodies, cases, {
+  settles: SETTLES,
+  rounds: ROUNDS,
+  warmUp: WARM_UP
+})
 
-console.log(`${SETTLES} settles each way, one client, ${ROUNDS} alternating rounds; direct p50 ${p50(direct).toFixed(2)} ms`)
+console.log(
+  `${SETTLES} settles each way, one client, ${ROUNDS} alternating rounds; direct p50 ${p50(direct).toFixed(2)} ms`
+)
 for (const { payees, through, server } of cases) {
   console.log(
     `${String(payees).padStart(5)} resources paying the payee: through /x402/settle p50 ${p50(through).toFixed(2)} ms, added p50 ${(p50(through) - p50(direct)).toFixed(2)} ms`

@@ -39,7 +39,9 @@ await stack.validate(child)
 const pid = child.child.pid
 
 const rssMiB = () => {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"))
+  const line = readFileSync(`/proc/${pid}/status`, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("VmRSS:"))
   return Number(/(\d+)/.exec(line ?? "")?.[1] ?? 0) / 1024
 }
 const fds = () => readdirSync(`/proc/${pid}/fd`).length
@@ -52,7 +54,11 @@ const walMiB = () => {
 }
 
 const post = (path: string, json: unknown) =>
-  fetch(`${child.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(json) })
+  fetch(`${child.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(json)
+  })
 const get = (path: string) => fetch(`${child.url}${path}`)
 
 const repeated = await stack.settleBodyFor(1)
@@ -117,7 +123,11 @@ const report = (elapsedSeconds: number) => {
     "rss MiB": Number(rssMiB().toFixed(1)),
     fds: fds(),
     "wal MiB": Number(walMiB().toFixed(2)),
-    statuses: [...statuses.entries()].sort(([a], [b]) => a - b).map(([s, n]) => `${s}:${n}`).join(" ") + (failures > 0 ? ` errors:${failures}` : "")
+    statuses:
+      [...statuses.entries()]
+        .sort(([a], [b]) => a - b)
+        .map(([s, n]) => `${s}:${n}`)
+        .join(" ") + (failures > 0 ? ` errors:${failures}` : "")
   }
   rows.push(row)
   process.stdout.write(`${JSON.stringify(row)}\n`)
@@ -126,7 +136,9 @@ const report = (elapsedSeconds: number) => {
   failures = 0
 }
 
-process.stdout.write(`soak: ${minutes} min, ${concurrency} clients, a line every ${periodSeconds} s (pid ${pid}, store ${stack.database})\n`)
+process.stdout.write(
+  `soak: ${minutes} min, ${concurrency} clients, a line every ${periodSeconds} s (pid ${pid}, store ${stack.database})\n`
+)
 const started = Date.now()
 const ticker = setInterval(() => report((Date.now() - started) / 1000), periodSeconds * 1000)
 await Promise.all(Array.from({ length: concurrency }, client))

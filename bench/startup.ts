@@ -40,14 +40,21 @@ writeFileSync(
 
 /** Peak resident set size of a process so far, in MiB (Linux: VmHWM). */
 const peakRssMiB = (pid: number) => {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmHWM:"))
+  const line = readFileSync(`/proc/${pid}/status`, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("VmHWM:"))
   return Number(line?.match(/(\d+)/)?.[1] ?? 0) / 1024
 }
 
 /** Spawns `argv`, waits for the port it prints (and a 200 from `path` unless null), and answers seconds and peak RSS then. */
 const start = async (argv: ReadonlyArray<string>, path: string | null, portPattern: RegExp) => {
   const began = performance.now()
-  const child = Bun.spawn([...argv], { cwd: ROOT, stdout: "pipe", stderr: "pipe", env: { PATH: process.env.PATH ?? "", PORT: "0" } })
+  const child = Bun.spawn([...argv], {
+    cwd: ROOT,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { PATH: process.env.PATH ?? "", PORT: "0" }
+  })
   let output = ""
   const reader = (stream: ReadableStream<Uint8Array>) =>
     (async () => {
@@ -65,10 +72,12 @@ const start = async (argv: ReadonlyArray<string>, path: string | null, portPatte
     for (;;) {
       if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${output.slice(-2000)}`)
       const port = output.match(portPattern)?.[1]
-      if (port !== undefined && path === null) return { seconds: (performance.now() - began) / 1000, rssMiB: peakRssMiB(child.pid) }
+      if (port !== undefined && path === null)
+        return { seconds: (performance.now() - began) / 1000, rssMiB: peakRssMiB(child.pid) }
       if (port !== undefined) {
         const answer = await fetch(`http://127.0.0.1:${port}${path}`).catch(() => null)
-        if (answer?.status === 200) return { seconds: (performance.now() - began) / 1000, rssMiB: peakRssMiB(child.pid) }
+        if (answer?.status === 200)
+          return { seconds: (performance.now() - began) / 1000, rssMiB: peakRssMiB(child.pid) }
       }
       if (performance.now() - began > 300_000) throw new Error(`not ready after 300 s: ${output.slice(-2000)}`)
       await Bun.sleep(5)
@@ -83,7 +92,8 @@ const start = async (argv: ReadonlyArray<string>, path: string | null, portPatte
 // layer is built. The first probe cycle starts right after and is not start-up: with every resource
 // due at once it keeps even /health/live waiting for minutes at 100,000 resources (the probe path's
 // own issue, spread by due times there).
-const serve = () => start([process.execPath, "src/main.ts", "serve", "--config", configFile], null, /Listening on http:\/\/\S+:(\d+)/)
+const serve = () =>
+  start([process.execPath, "src/main.ts", "serve", "--config", configFile], null, /Listening on http:\/\/\S+:(\d+)/)
 const bareScript = join(folder, "bare.ts")
 writeFileSync(
   bareScript,
@@ -99,8 +109,12 @@ const bare = () => start([process.execPath, bareScript], "/", /bare listening on
 
 try {
   const first = await serve()
-  console.log(`catalog: ${RESOURCES.toLocaleString("en")} resources in a ${(readFileSync(catalogFile).length / 1e6).toFixed(0)} MB file`)
-  console.log(`first start (writes every entry): ready in ${first.seconds.toFixed(2)} s, peak RSS ${first.rssMiB.toFixed(0)} MiB`)
+  console.log(
+    `catalog: ${RESOURCES.toLocaleString("en")} resources in a ${(readFileSync(catalogFile).length / 1e6).toFixed(0)} MB file`
+  )
+  console.log(
+    `first start (writes every entry): ready in ${first.seconds.toFixed(2)} s, peak RSS ${first.rssMiB.toFixed(0)} MiB`
+  )
   const unchanged = []
   const baselines = []
   for (let i = 0; i < RUNS; i++) {
@@ -115,7 +129,9 @@ try {
     `unchanged catalog, ${RUNS} starts: ready in ${best.seconds.toFixed(2)}-${worst.seconds.toFixed(2)} s, ` +
       `peak RSS ${Math.min(...unchanged.map((r) => r.rssMiB)).toFixed(0)}-${Math.max(...unchanged.map((r) => r.rssMiB)).toFixed(0)} MiB`
   )
-  console.log(`bare Bun (parse the catalog file, open the store, serve): ready in ${bareBest.seconds.toFixed(2)} s, peak RSS ${bareBest.rssMiB.toFixed(0)} MiB`)
+  console.log(
+    `bare Bun (parse the catalog file, open the store, serve): ready in ${bareBest.seconds.toFixed(2)} s, peak RSS ${bareBest.rssMiB.toFixed(0)} MiB`
+  )
   console.log(`ratio bare / sextant start-up time: ${(bareBest.seconds / best.seconds).toFixed(3)}`)
 } finally {
   rmSync(folder, { recursive: true, force: true })

@@ -1,6 +1,6 @@
-import { Option, Schema, SchemaAST } from "effect"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Option, Schema, SchemaAST } from "effect"
 import { ApiKeyEntry, CatalogSource, ConfigFile, FacilitatorBackend } from "../src/config.js"
 
 /**
@@ -55,7 +55,11 @@ const fieldOf = (property: SchemaAST.PropertySignature, path: string, value: unk
  * The schemas of the lists of structs, whose item fields get rows of their own
  * (`facilitators[].url`). The config's type side has lost their defaults, so they are read here.
  */
-const LIST_ITEMS: Record<string, Schema.Schema.Any> = { facilitators: FacilitatorBackend, catalogSources: CatalogSource, apiKeys: ApiKeyEntry }
+const LIST_ITEMS: Record<string, Schema.Schema.Any> = {
+  facilitators: FacilitatorBackend,
+  catalogSources: CatalogSource,
+  apiKeys: ApiKeyEntry
+}
 
 /** An item field's `optionalWith` default, if it has one. */
 const itemDefault = (item: SchemaAST.AST, name: string): unknown => {
@@ -68,10 +72,15 @@ const elementFields = (path: string): ReadonlyArray<Field> => {
   const item = LIST_ITEMS[path]
   const fields = item === undefined ? undefined : typeLiteral(item.ast)
   if (item === undefined || !isSection(fields)) return []
-  return fields.propertySignatures.map((p) => fieldOf(p, `${path}[].${String(p.name)}`, itemDefault(item.ast, String(p.name))))
+  return fields.propertySignatures.map((p) =>
+    fieldOf(p, `${path}[].${String(p.name)}`, itemDefault(item.ast, String(p.name)))
+  )
 }
 
-const walk = (ast: SchemaAST.AST, defaults: Record<string, unknown>): { readonly top: ReadonlyArray<Field>; readonly sections: ReadonlyArray<Section> } => {
+const walk = (
+  ast: SchemaAST.AST,
+  defaults: Record<string, unknown>
+): { readonly top: ReadonlyArray<Field>; readonly sections: ReadonlyArray<Section> } => {
   const root = typeLiteral(ast)
   if (root === undefined) throw new Error("the config schema is not a struct")
   const top: Array<Field> = []
@@ -103,7 +112,8 @@ const row = (field: Field) => {
   return `| \`${field.path}\` | ${cell(fallback)} | ${cell(field.description + examples)} |`
 }
 
-const table = (fields: ReadonlyArray<Field>) => ["| field | default | meaning |", "|---|---|---|", ...fields.map(row)].join("\n")
+const table = (fields: ReadonlyArray<Field>) =>
+  ["| field | default | meaning |", "|---|---|---|", ...fields.map(row)].join("\n")
 
 const PREAMBLE = `# Configuration
 

@@ -74,7 +74,8 @@ const functionName = (node: FunctionNode, source: ts.SourceFile): string => {
     const prefix = ts.isGetAccessorDeclaration(node) ? "get " : ts.isSetAccessorDeclaration(node) ? "set " : ""
     return `${prefix}${owner !== undefined ? `${owner}.` : ""}${textOf(node.name, source)}`
   }
-  if ((ts.isFunctionDeclaration(node) || ts.isFunctionExpression(node)) && node.name !== undefined) return node.name.text
+  if ((ts.isFunctionDeclaration(node) || ts.isFunctionExpression(node)) && node.name !== undefined)
+    return node.name.text
   if (ts.isFunctionDeclaration(node)) return "default" // `export default function () {}`, the only unnamed declaration
   const own = holderName(node, source)
   if (own !== undefined) return own
@@ -177,5 +178,7 @@ if (import.meta.main) {
     .flatMap((file) => longFunctions(projectPath(file), readFileSync(file, "utf8"), maxLines, { topLevel }))
     .sort(byLength)
   for (const f of found) process.stdout.write(`${f.file}:${f.line} ${f.name} ${f.length}\n`)
-  process.stdout.write(`${found.length} function${found.length === 1 ? "" : "s"} longer than ${maxLines} lines in ${folder}/\n`)
+  process.stdout.write(
+    `${found.length} function${found.length === 1 ? "" : "s"} longer than ${maxLines} lines in ${folder}/\n`
+  )
 }

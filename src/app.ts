@@ -3,6 +3,8 @@ import { CatalogLive } from "./catalog/CatalogLive.js"
 import { CatalogLoad } from "./catalog/CatalogLoad.js"
 import { AppConfig, type Config } from "./config.js"
 import { Discovery } from "./discovery/Discovery.js"
+import { EconomicProber } from "./economic/EconomicProber.js"
+import { Exposition } from "./http/Exposition.js"
 import { LedgerReader } from "./ledger/LedgerReader.js"
 import { Lifecycle } from "./lifecycle/Lifecycle.js"
 import { RateLimits } from "./limits/RateLimits.js"
@@ -12,14 +14,12 @@ import { Preflight } from "./preflight/Preflight.js"
 import { ReceiptService } from "./receipts/ReceiptService.js"
 import { Signer } from "./receipts/Signer.js"
 import { Router } from "./routing/Router.js"
-import { Reconciler } from "./settlement/Reconciler.js"
 import { PaymentChecks } from "./settlement/PaymentChecks.js"
+import { Reconciler } from "./settlement/Reconciler.js"
 import { Settlement } from "./settlement/Settlement.js"
-import { StoreLive } from "./store/Store.js"
 import { StatusReader } from "./status/StatusReader.js"
-import { Exposition } from "./http/Exposition.js"
+import { StoreLive } from "./store/Store.js"
 import { Instruments } from "./telemetry/Instruments.js"
-import { EconomicProber } from "./economic/EconomicProber.js"
 import { EvidenceConfirmer } from "./verification/EvidenceConfirmer.js"
 import type { EvidenceReader } from "./verification/EvidenceReader.js"
 import type { EvidenceRecorder } from "./verification/EvidenceRecorder.js"
@@ -67,7 +67,9 @@ const LedgerWatchLive = (config: Config, role: Role) => {
   const services = Layer.mergeAll(EvidenceConfirmer.Live, Reconciler.Live)
   const interval = Duration.seconds(config.ledger.pollIntervalSeconds)
   const schedules =
-    role === "server" ? Layer.mergeAll(EvidenceConfirmer.schedule(interval), Reconciler.schedule(interval)) : Layer.empty
+    role === "server"
+      ? Layer.mergeAll(EvidenceConfirmer.schedule(interval), Reconciler.schedule(interval))
+      : Layer.empty
   return schedules.pipe(Layer.provideMerge(services), Layer.provideMerge(LedgerReader.Live))
 }
 
@@ -85,9 +87,14 @@ export const ServicesLive = (config: Config, role: Role = "local") => {
   const observability = Layer.mergeAll(StatusReader.Live, Exposition.Live).pipe(Layer.provide(decisions))
   const ledgerWatch = LedgerWatchLive(config, role)
   const outcomes = Outcomes.Live.pipe(Layer.provide(ledgerWatch))
-  return Layer.mergeAll(decisions, receipts, catalog, observability, ledgerWatch, outcomes, EconomicProber.Live, RateLimits.Live).pipe(
-    Layer.provideMerge(payments),
-    Layer.provideMerge(evidence),
-    Layer.provideMerge(FoundationLive(config))
-  )
+  return Layer.mergeAll(
+    decisions,
+    receipts,
+    catalog,
+    observability,
+    ledgerWatch,
+    outcomes,
+    EconomicProber.Live,
+    RateLimits.Live
+  ).pipe(Layer.provideMerge(payments), Layer.provideMerge(evidence), Layer.provideMerge(FoundationLive(config)))
 }

@@ -10,7 +10,11 @@ import { OutboundTargetRefused } from "../src/outbound/outboundGuard.js"
  * the body on the wire stays `{error, message}` (and the class's own fields) without the tag.
  */
 const apiErrorClasses = (Object.values(Errors) as ReadonlyArray<unknown>).filter(
-  (value): value is ApiErrorClass => typeof value === "function" && "_tag" in value && "fields" in value && "error" in (value as unknown as ApiErrorClass).fields
+  (value): value is ApiErrorClass =>
+    typeof value === "function" &&
+    "_tag" in value &&
+    "fields" in value &&
+    "error" in (value as unknown as ApiErrorClass).fields
 )
 
 describe("API errors", () => {
@@ -38,11 +42,17 @@ describe("API errors", () => {
   test("every class's body on the wire is its fields without the tag, and reads back as the class", () => {
     for (const errorClass of apiErrorClasses) {
       const schema = wire(errorClass)
-      const expectedKeys = Object.keys(errorClass.fields).filter((key) => key !== "_tag").sort()
+      const expectedKeys = Object.keys(errorClass.fields)
+        .filter((key) => key !== "_tag")
+        .sort()
       FastCheck.assert(
         FastCheck.property(Arbitrary.make(errorClass), (error) => {
           const body = Schema.encodeSync(schema)(error) as Record<string, unknown>
-          expect(Object.keys(body).filter((key) => body[key] !== undefined).sort()).toEqual(expectedKeys)
+          expect(
+            Object.keys(body)
+              .filter((key) => body[key] !== undefined)
+              .sort()
+          ).toEqual(expectedKeys)
           const read = Schema.decodeUnknownSync(schema)(body)
           expect(read).toBeInstanceOf(errorClass as unknown as new (...args: Array<never>) => unknown)
           expect(read._tag).toBe(errorClass._tag)
@@ -53,8 +63,13 @@ describe("API errors", () => {
   })
 
   test("a body keeps its code and fields exactly", () => {
-    expect(Schema.encodeSync(wire(NotFound))(new NotFound({ message: "no such thing" }))).toEqual({ error: "NOT_FOUND", message: "no such thing" })
-    expect(Schema.encodeSync(wire(RateLimited))(new RateLimited({ message: "slow down", retryAfterSeconds: 3 }))).toEqual({
+    expect(Schema.encodeSync(wire(NotFound))(new NotFound({ message: "no such thing" }))).toEqual({
+      error: "NOT_FOUND",
+      message: "no such thing"
+    })
+    expect(
+      Schema.encodeSync(wire(RateLimited))(new RateLimited({ message: "slow down", retryAfterSeconds: 3 }))
+    ).toEqual({
       error: "RATE_LIMITED",
       message: "slow down",
       retryAfterSeconds: 3

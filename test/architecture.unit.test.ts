@@ -26,7 +26,8 @@ const importSpecifiers = (fileName: string, text: string): ReadonlyArray<string>
     if (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) literal(node.moduleSpecifier)
     else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) {
       literal(node.moduleReference.expression)
-    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) literal(node.arguments[0])
+    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword)
+      literal(node.arguments[0])
     else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) literal(node.argument.literal)
     ts.forEachChild(node, visit)
   }
@@ -41,19 +42,10 @@ const toPosix = (path: string) => path.split("\\").join("/")
  * tsconfig.json finds it (`./x.js` is `./x.ts`; a folder is its `index.ts`). Package and `node:`
  * specifiers are not project modules: null.
  */
-const resolveSpecifier = (
-  from: string,
-  specifier: string,
-  exists: (projectPath: string) => boolean
-): string | null => {
+const resolveSpecifier = (from: string, specifier: string, exists: (projectPath: string) => boolean): string | null => {
   if (!specifier.startsWith("./") && !specifier.startsWith("../")) return null
   const target = posix.normalize(posix.join(posix.dirname(from), specifier))
-  const candidates = [
-    target.replace(/\.(m|c)?js$/, ".$1ts"),
-    target,
-    `${target}.ts`,
-    `${target}/index.ts`
-  ]
+  const candidates = [target.replace(/\.(m|c)?js$/, ".$1ts"), target, `${target}.ts`, `${target}/index.ts`]
   return candidates.find(exists) ?? target
 }
 
@@ -77,7 +69,13 @@ const violations = (edges: ReadonlyArray<Edge>): ReadonlyArray<Violation> =>
     // the buyer's client derives its typed client from the contract (src/contract/), never from the server.
     if (
       under(to, "src/http") &&
-      !(under(from, "src/http") || from === "src/main.ts" || under(from, "src/cli") || from === "src/app.ts" || under(from, "src/mcp"))
+      !(
+        under(from, "src/http") ||
+        from === "src/main.ts" ||
+        under(from, "src/cli") ||
+        from === "src/app.ts" ||
+        under(from, "src/mcp")
+      )
     ) {
       broken.push(3)
     }
@@ -118,7 +116,8 @@ const drawnFloors = (markdown: string): ReadonlyMap<string, number> => {
   const floors = new Map<string, number>()
   for (const line of section.split("\n")) {
     const floor = /^(\d+)\. ((?:`[a-z0-9]+`(?:, )?)+)/.exec(line)
-    if (floor !== null) for (const [, folder] of floor[2]!.matchAll(/`([a-z0-9]+)`/g)) floors.set(folder!, Number(floor[1]))
+    if (floor !== null)
+      for (const [, folder] of floor[2]!.matchAll(/`([a-z0-9]+)`/g)) floors.set(folder!, Number(floor[1]))
   }
   return floors
 }
@@ -163,18 +162,29 @@ describe("import rules on src/", () => {
 
   test("the floors drawn in docs/architecture.md name every folder, and every import runs down them", () => {
     const floors = drawnFloors(readFileSync(join(ROOT, "docs/architecture.md"), "utf8"))
-    const folders = [...new Set(sourceFiles(join(ROOT, "src")).flatMap((file) => folderOf(toPosix(relative(ROOT, file))) ?? []))].sort()
+    const folders = [
+      ...new Set(sourceFiles(join(ROOT, "src")).flatMap((file) => folderOf(toPosix(relative(ROOT, file))) ?? []))
+    ].sort()
     expect(folders.filter((folder) => !floors.has(folder))).toEqual([])
     expect([...floors.keys()].filter((folder) => !folders.includes(folder))).toEqual([])
     const upward = edges.filter(({ from, to }) => {
       const [below, above] = [folderOf(from), folderOf(to)]
       return below !== null && above !== null && below !== above && floors.get(above)! >= floors.get(below)!
     })
-    expect(upward.map(({ from, to }) => `${from} (floor ${floors.get(folderOf(from)!)}) imports ${to} (floor ${floors.get(folderOf(to)!)})`)).toEqual([])
+    expect(
+      upward.map(
+        ({ from, to }) =>
+          `${from} (floor ${floors.get(folderOf(from)!)}) imports ${to} (floor ${floors.get(folderOf(to)!)})`
+      )
+    ).toEqual([])
   })
 
   test("the buyer's client imports nothing from verification/: the outbound layer and the decoders sit below both", () => {
-    expect(edges.filter((e) => under(e.from, "src/client") && under(e.to, "src/verification")).map((e) => `${e.from} imports ${e.to}`)).toEqual([])
+    expect(
+      edges
+        .filter((e) => under(e.from, "src/client") && under(e.to, "src/verification"))
+        .map((e) => `${e.from} imports ${e.to}`)
+    ).toEqual([])
   })
 
   test("the contract is shared: the server, the MCP server and the client all import it", () => {
@@ -252,7 +262,9 @@ describe("the rule function", () => {
   })
 
   test("a violation names the importing file and the imported path", () => {
-    expect(violations([{ from: "src/store/MetricsRepo.ts", to: "src/verification/metrics.ts" }]).map(describeViolation)).toEqual([
+    expect(
+      violations([{ from: "src/store/MetricsRepo.ts", to: "src/verification/metrics.ts" }]).map(describeViolation)
+    ).toEqual([
       "rule 2: src/store/MetricsRepo.ts imports src/verification/metrics.ts",
       "rule 4: src/store/MetricsRepo.ts imports src/verification/metrics.ts"
     ])
@@ -337,10 +349,17 @@ describe("reading and resolving imports", () => {
   })
 
   test("relative specifiers resolve to project paths; packages and node: builtins are not project modules", () => {
-    const files = new Set(["src/store/Database.ts", "src/store/migrations/index.ts", "src/domain/index.ts", "src/store/demo-catalog.json"])
+    const files = new Set([
+      "src/store/Database.ts",
+      "src/store/migrations/index.ts",
+      "src/domain/index.ts",
+      "src/store/demo-catalog.json"
+    ])
     const exists = (path: string) => files.has(path)
     expect(resolveSpecifier("src/store/ResourceReadsRepo.ts", "./Database.js", exists)).toBe("src/store/Database.ts")
-    expect(resolveSpecifier("src/store/Database.ts", "./migrations/index.js", exists)).toBe("src/store/migrations/index.ts")
+    expect(resolveSpecifier("src/store/Database.ts", "./migrations/index.js", exists)).toBe(
+      "src/store/migrations/index.ts"
+    )
     expect(resolveSpecifier("src/http/handlers/x402.ts", "../../domain", exists)).toBe("src/domain/index.ts")
     expect(resolveSpecifier("src/config.ts", "./store/demo-catalog.json", exists)).toBe("src/store/demo-catalog.json")
     expect(resolveSpecifier("src/config.ts", "effect", exists)).toBeNull()

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { mkdtempSync, readdirSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import pkg from "../package.json" with { type: "json" }
+import { TOOL_NAMES } from "./support/mcpTools.js"
 import { pollUntil } from "./support/poll.js"
 import { freePorts, launchServe, type ServeChild } from "./support/serveProcess.js"
-import { TOOL_NAMES } from "./support/mcpTools.js"
 
 /**
  * The single binary: built with `bun build --compile` (what `npm run build` runs) and started in an
@@ -24,7 +24,8 @@ let server: ServeChild | undefined
 beforeAll(async () => {
   // Exactly what `npm run build` runs (its runtime flags included), with the output redirected.
   const script = pkg.scripts.build.split(" ")
-  if (script[0] !== "bun" || script.at(-2) !== "--outfile") throw new Error(`unexpected build script: ${pkg.scripts.build}`)
+  if (script[0] !== "bun" || script.at(-2) !== "--outfile")
+    throw new Error(`unexpected build script: ${pkg.scripts.build}`)
   const build = Bun.spawn([process.execPath, ...script.slice(1, -1), binary], {
     cwd: root,
     stdout: "ignore",
@@ -70,7 +71,8 @@ describe("single binary", () => {
     const openapi = (await (await fetch(`http://127.0.0.1:${port}/openapi.json`)).json()) as any
     expect(openapi.info.version).toBe("0.1.0")
     // The status page and /metrics are served from inside the binary too (stylesheet, renderers, prom-client).
-    for (const path of ["/status", "/status/style.css", "/metrics"]) expect((await fetch(`http://127.0.0.1:${port}${path}`)).status).toBe(200)
+    for (const path of ["/status", "/status/style.css", "/metrics"])
+      expect((await fetch(`http://127.0.0.1:${port}${path}`)).status).toBe(200)
     const resources = (await (await fetch(`http://127.0.0.1:${port}/v1/resources`)).json()) as any
     expect(resources.resources.length).toBeGreaterThan(0)
     expect(readdirSync(join(workDir, "data"))).toContain("sextant.db")
@@ -79,7 +81,9 @@ describe("single binary", () => {
     // and the binary's own `receipt verify` checks that receipt offline.
     const status = await pollUntil(
       "the bundled vertical is probed PAYMENT_VERIFIED",
-      async () => ((await (await fetch(`http://127.0.0.1:${port}/v1/resources/stellar-intel.rwa.inspect`)).json()) as any).resource.status,
+      async () =>
+        ((await (await fetch(`http://127.0.0.1:${port}/v1/resources/stellar-intel.rwa.inspect`)).json()) as any)
+          .resource.status,
       (found) => found === "PAYMENT_VERIFIED",
       { timeoutMs: 10_000, everyMs: 50 }
     )
@@ -92,7 +96,12 @@ describe("single binary", () => {
         request: { capability: "rwa.inspect" },
         // Named, since the demo providers beside it compete for the route.
         resourceId: "stellar-intel.rwa.inspect",
-        payment: { network: "stellar:testnet", scheme: "exact", asset: "CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA", amount: "10000" },
+        payment: {
+          network: "stellar:testnet",
+          scheme: "exact",
+          asset: "CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA",
+          amount: "10000"
+        },
         response: { status: 200, body: "{}" }
       })
     })
@@ -100,7 +109,8 @@ describe("single binary", () => {
     const receipt = (await created.json()) as any
     const receiptFile = join(configDir, "receipt.json")
     writeFileSync(receiptFile, JSON.stringify(receipt))
-    const verify = (file: string) => Bun.spawn([binary, "receipt", "verify", file], { cwd: workDir, stdout: "pipe", stderr: "ignore" })
+    const verify = (file: string) =>
+      Bun.spawn([binary, "receipt", "verify", file], { cwd: workDir, stdout: "pipe", stderr: "ignore" })
     const valid = verify(receiptFile)
     expect(await valid.exited).toBe(0)
     expect(JSON.parse(await new Response(valid.stdout).text())).toMatchObject({ valid: true, algorithm: "ed25519" })

@@ -1,22 +1,22 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Keypair } from "@stellar/stellar-sdk"
-import { Effect, Either } from "effect"
-import { Buyer, BuyerClientLive, makeSextantClient } from "../src/client/index.js"
-import { loadConfig } from "../src/config.js"
-import { NotFound } from "../src/domain/errors.js"
-import { FetchHttpClient } from "@effect/platform"
 import { createHash } from "node:crypto"
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { FetchHttpClient } from "@effect/platform"
+import { Keypair } from "@stellar/stellar-sdk"
+import { verifyReceiptSignatureJWS } from "@x402/extensions/offer-receipt"
+import { Effect, Either } from "effect"
+import { Buyer, BuyerClientLive, makeSextantClient } from "../src/client/index.js"
+import { loadConfig } from "../src/config.js"
+import { NotFound } from "../src/domain/errors.js"
+import { ReceiptId, ResourceId } from "../src/domain/ids.js"
+import { newProviderKey } from "../src/extensions/offerReceipt.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
 import { settledCredentialForms } from "./fixtures/stellarPayment.js"
 import { ledgerAt, startServer, testConfig } from "./support/server.js"
-import { verifyReceiptSignatureJWS } from "@x402/extensions/offer-receipt"
-import { newProviderKey } from "../src/extensions/offerReceipt.js"
-import { ReceiptId, ResourceId } from "../src/domain/ids.js"
 
 /**
  * `sextant buy` end to end on loopback: the service, four stock x402 resource servers, a fixture
@@ -31,9 +31,21 @@ const MAIN = join(import.meta.dir, "..", "src", "main.ts")
 const ledger = startFixtureLedger()
 const facilitator = startFacilitator({ ledger })
 // Same capability: the cheaper fails after its payment is verified (so it never settles), the other is healthy.
-const cheap = startPaidResource({ payTo: CHEAP_PAYEE, amount: "10000", method: "POST", capability: "demo.buy", failAfterVerify: true })
+const cheap = startPaidResource({
+  payTo: CHEAP_PAYEE,
+  amount: "10000",
+  method: "POST",
+  capability: "demo.buy",
+  failAfterVerify: true
+})
 // The healthy provider signs its receipts (offer-receipt): Sextant's receipt carries them.
-const good = startPaidResource({ payTo: GOOD_PAYEE, amount: "20000", method: "POST", capability: "demo.buy", receiptKey: newProviderKey() })
+const good = startPaidResource({
+  payTo: GOOD_PAYEE,
+  amount: "20000",
+  method: "POST",
+  capability: "demo.buy",
+  receiptKey: newProviderKey()
+})
 // Another capability: honest while probed, then a higher price and another payee in their 402s.
 const pricier = startPaidResource({ payTo: CHEAP_PAYEE, amount: "10000", capability: "demo.switch" })
 const otherPayee = startPaidResource({ payTo: GOOD_PAYEE, amount: "10000", capability: "demo.switch" })
@@ -60,7 +72,11 @@ const sextant = async (...args: Array<string>) => {
     stdout: "pipe",
     stderr: "pipe"
   })
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited
+  ])
   outputs.push(stdout, stderr)
   return { code, stdout, stderr }
 }
@@ -84,7 +100,12 @@ beforeAll(async () => {
     testConfig({
       database: join(folder, "sextant.db"),
       signer: { ed25519KeyFile: join(folder, "signer.key") },
-      catalog: [cheap.catalogEntry("cheap.data"), good.catalogEntry("good.data"), pricier.catalogEntry("pricier.data"), otherPayee.catalogEntry("payee.data")],
+      catalog: [
+        cheap.catalogEntry("cheap.data"),
+        good.catalogEntry("good.data"),
+        pricier.catalogEntry("pricier.data"),
+        otherPayee.catalogEntry("payee.data")
+      ],
       probes: { ...base.probes, allowPrivateTargets: true },
       ledger: ledgerAt(ledger)
     })
@@ -101,12 +122,17 @@ beforeAll(async () => {
         headers: { "content-type": request.headers.get("content-type") ?? "application/json" },
         ...(body === "" ? {} : { body })
       })
-      return new Response(await answer.arrayBuffer(), { status: answer.status, headers: { "content-type": answer.headers.get("content-type") ?? "" } })
+      return new Response(await answer.arrayBuffer(), {
+        status: answer.status,
+        headers: { "content-type": answer.headers.get("content-type") ?? "" }
+      })
     }
   })
   // The service's own probes verify each payment interface, so the route lists them.
   for (const id of ["cheap.data", "good.data", "pricier.data", "payee.data"]) {
-    const probed = await Effect.runPromise(service.client.verification.validate({ payload: { resourceId: ResourceId.make(id) } }))
+    const probed = await Effect.runPromise(
+      service.client.verification.validate({ payload: { resourceId: ResourceId.make(id) } })
+    )
     expect(probed.status).toBe("PAYMENT_VERIFIED")
   }
   configFile = join(folder, "config.json")
@@ -134,12 +160,29 @@ afterAll(async () => {
 
 describe("sextant buy", () => {
   test("the cheaper provider fails after verify without being paid; the healthy one is paid exactly once; the receipt verifies offline", async () => {
-    const { code, stdout, summary } = await buy("demo.buy", "--input", '{"symbol":"USDC","depth":2}', "--max-usd", "0.01", "--optimize-for", "cheapest", "--receipt-file", receiptFile)
+    const { code, stdout, summary } = await buy(
+      "demo.buy",
+      "--input",
+      '{"symbol":"USDC","depth":2}',
+      "--max-usd",
+      "0.01",
+      "--optimize-for",
+      "cheapest",
+      "--receipt-file",
+      receiptFile
+    )
     expect(code).toBe(0)
     // The data on stdout: the healthy resource's answer, which echoes the input it got as a JSON body (its method is POST).
     expect(JSON.parse(stdout)).toEqual({ data: "paid content", input: { body: { symbol: "USDC", depth: 2 } } })
     expect(summary.attempts).toEqual([
-      expect.objectContaining({ rank: 1, resourceId: "cheap.data", outcome: "failed", amount: "10000", httpStatus: 500, transactionHash: null }),
+      expect.objectContaining({
+        rank: 1,
+        resourceId: "cheap.data",
+        outcome: "failed",
+        amount: "10000",
+        httpStatus: 500,
+        transactionHash: null
+      }),
       expect.objectContaining({ rank: 2, resourceId: "good.data", outcome: "paid", amount: "20000", httpStatus: 200 })
     ])
     expect(summary.attempts[0].reason).toContain("answered 500 without settling")
@@ -200,13 +243,18 @@ describe("sextant buy", () => {
     expect(byId["payee.data"]).toMatchObject({ outcome: "refused", amount: null })
     expect(byId["payee.data"].reason).toContain(`payee ${SWITCHED_PAYEE} is not the routed payee ${GOOD_PAYEE}`)
     // Nothing was signed: no paid request reached either, and the facilitator heard nothing.
-    for (const seller of [pricier, otherPayee]) expect(seller.requests.some((r) => r.headers["payment-signature"] !== undefined)).toBe(false)
+    for (const seller of [pricier, otherPayee])
+      expect(seller.requests.some((r) => r.headers["payment-signature"] !== undefined)).toBe(false)
     expect(facilitator.requests.length).toBe(requestsBefore)
   }, 30_000)
 
   test("from TypeScript: the typed client answers every endpoint with its own errors, and Buyer.buy returns data, receipt, provider, paid and attempts", async () => {
-    const client = await Effect.runPromise(makeSextantClient({ baseUrl: proxy.url.origin }).pipe(Effect.provide(FetchHttpClient.layer)))
-    const missing = await Effect.runPromise(Effect.flip(client.resources.get({ path: { id: ResourceId.make("no.such") } })))
+    const client = await Effect.runPromise(
+      makeSextantClient({ baseUrl: proxy.url.origin }).pipe(Effect.provide(FetchHttpClient.layer))
+    )
+    const missing = await Effect.runPromise(
+      Effect.flip(client.resources.get({ path: { id: ResourceId.make("no.such") } }))
+    )
     expect(missing).toBeInstanceOf(NotFound)
     expect((await Effect.runPromise(client.receipts.signer())).offlineVerifiable).toBe(true)
 
@@ -214,23 +262,32 @@ describe("sextant buy", () => {
     expect((await sextant("keys", "buyer-new", "--key-file", tsKey)).code).toBe(0)
     const config = Either.getOrThrow(loadConfig(configFile, {}))
     const result = await Effect.runPromise(
-      Effect.flatMap(Buyer, (buyer) => buyer.buy({ capability: "demo.buy", input: { symbol: "EURC" }, policy: { maxPricePerRequestUsd: 0.01 }, optimizeFor: "cheapest" })).pipe(
-        Effect.provide(BuyerClientLive(config, { keyFile: tsKey, service: proxy.url.origin }))
-      )
+      Effect.flatMap(Buyer, (buyer) =>
+        buyer.buy({
+          capability: "demo.buy",
+          input: { symbol: "EURC" },
+          policy: { maxPricePerRequestUsd: 0.01 },
+          optimizeFor: "cheapest"
+        })
+      ).pipe(Effect.provide(BuyerClientLive(config, { keyFile: tsKey, service: proxy.url.origin })))
     )
     expect(result.data).toEqual({ data: "paid content", input: { body: { symbol: "EURC" } } })
     expect(result.provider.resourceId).toBe<unknown>("good.data")
     expect(result.attempts.map((a) => a.outcome)).toEqual(["failed", "paid"])
     const receiptId = result.receipt?.receiptId ?? ""
     expect(receiptId).toMatch(/^rcpt_/)
-    expect((await Effect.runPromise(client.receipts.verify({ path: { id: ReceiptId.make(receiptId) } }))).valid).toBe(true)
+    expect((await Effect.runPromise(client.receipts.verify({ path: { id: ReceiptId.make(receiptId) } }))).valid).toBe(
+      true
+    )
     // The seller's signed receipt, read from its paid answer, is carried and names this payment.
     const sellerReceipt = result.receipt?.sellerReceipt
     expect(sellerReceipt?.format).toBe("jws")
-    expect(await verifyReceiptSignatureJWS({ format: "jws", signature: sellerReceipt?.signature ?? "" })).toMatchObject({
-      transaction: result.paid.transactionHash,
-      network: "stellar:testnet"
-    })
+    expect(await verifyReceiptSignatureJWS({ format: "jws", signature: sellerReceipt?.signature ?? "" })).toMatchObject(
+      {
+        transaction: result.paid.transactionHash,
+        network: "stellar:testnet"
+      }
+    )
   }, 30_000)
 
   test("nothing eligible, a missing key and a bad command line have their own exit codes", async () => {
@@ -239,7 +296,10 @@ describe("sextant buy", () => {
     expect(none.summary.error).toBe("NOTHING_ELIGIBLE")
     const missing = await buyWith(join(folder, "absent.key"), "demo.buy", "--max-usd", "1")
     expect(missing.code).toBe(2)
-    expect(missing.summary).toMatchObject({ error: "KEY_FILE", message: expect.stringContaining("create it with sextant keys buyer-new") })
+    expect(missing.summary).toMatchObject({
+      error: "KEY_FILE",
+      message: expect.stringContaining("create it with sextant keys buyer-new")
+    })
     expect(existsSync(join(folder, "absent.key"))).toBe(false)
     const usage = await sextant("buy", "demo.buy")
     expect(usage.code).toBe(2)
@@ -260,7 +320,14 @@ describe("sextant buy", () => {
     ].join("\n")
     expect(sent.length).toBeGreaterThan(0)
     // Every file the buyer and the service wrote, but the key file.
-    const files = ["sextant.db", "sextant.db-wal", "buyer.key.spend.db", "buyer.key.spend.db-wal", "receipt.json", "config.json"]
+    const files = [
+      "sextant.db",
+      "sextant.db-wal",
+      "buyer.key.spend.db",
+      "buyer.key.spend.db-wal",
+      "receipt.json",
+      "config.json"
+    ]
       .map((name) => join(folder, name))
       .filter(existsSync)
       .map((path) => readFileSync(path).toString("latin1"))

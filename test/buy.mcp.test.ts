@@ -1,20 +1,20 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { Keypair } from "@stellar/stellar-sdk"
 import { Effect, Either } from "effect"
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { loadConfig } from "../src/config.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { loadOrCreateBuyerKey } from "../src/keys/stellarKey.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
-import { settledCredentialForms } from "./fixtures/stellarPayment.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
+import { settledCredentialForms } from "./fixtures/stellarPayment.js"
 import { writeBuyerConfig } from "./support/buyerConfig.js"
 import { startServer } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 const PAYEE = Keypair.random().publicKey()
 const ledger = startFixtureLedger()
@@ -34,7 +34,11 @@ type ToolAnswer = { structuredContent?: any; isError?: boolean; content: Array<{
 const connect = async (...extra: Array<string>) => {
   const client = new Client({ name: "sextant-buyer-test", version: "1.0.0" })
   await client.connect(
-    new StdioClientTransport({ command: process.execPath, args: ["src/main.ts", "mcp", "--config", configPath, ...extra], stderr: "ignore" })
+    new StdioClientTransport({
+      command: process.execPath,
+      args: ["src/main.ts", "mcp", "--config", configPath, ...extra],
+      stderr: "ignore"
+    })
   )
   clients.push(client)
   return client
@@ -42,9 +46,14 @@ const connect = async (...extra: Array<string>) => {
 
 beforeAll(async () => {
   await seller.useFacilitator(facilitator.url)
-  writeBuyerConfig(configPath, folder, ledger, [seller.catalogEntry("seller.mcp")], { allowPrivateTargets: true, maxUsdPerWindow: 1 })
+  writeBuyerConfig(configPath, folder, ledger, [seller.catalogEntry("seller.mcp")], {
+    allowPrivateTargets: true,
+    maxUsdPerWindow: 1
+  })
   http = await startServer({ ...Either.getOrThrow(loadConfig(configPath, {})), host: "127.0.0.1", port: 0 })
-  const probed = await Effect.runPromise(http.client.verification.validate({ payload: { resourceId: ResourceId.make("seller.mcp") } }))
+  const probed = await Effect.runPromise(
+    http.client.verification.validate({ payload: { resourceId: ResourceId.make("seller.mcp") } })
+  )
   expect(probed.status).toBe("PAYMENT_VERIFIED")
   await Effect.runPromise(loadOrCreateBuyerKey(keyFile))
 }, 30_000)
@@ -71,7 +80,10 @@ describe("MCP buyer mode", () => {
     const tools = (await client.listTools()).tools
     expect(tools.find((t) => t.name === "buy_resource")?.description).toContain("0.0015 USD")
 
-    const bought = (await client.callTool({ name: "buy_resource", arguments: { capability: "demo.mcp", input: { symbol: "USDC" }, maxUsd: 0.01 } })) as ToolAnswer
+    const bought = (await client.callTool({
+      name: "buy_resource",
+      arguments: { capability: "demo.mcp", input: { symbol: "USDC" }, maxUsd: 0.01 }
+    })) as ToolAnswer
     expect(bought.isError).toBeFalsy()
     const result = bought.structuredContent
     // Read before any toMatchObject: bun's matcher writes its asymmetric matchers into the received object.
@@ -94,7 +106,10 @@ describe("MCP buyer mode", () => {
     expect(facilitator.calls("/settle")).toBe(1)
     expect(settledCredentialForms(facilitator.requests)).toEqual(["addressV2"])
 
-    const again = (await client.callTool({ name: "buy_resource", arguments: { capability: "demo.mcp", maxUsd: 0.01 } })) as ToolAnswer
+    const again = (await client.callTool({
+      name: "buy_resource",
+      arguments: { capability: "demo.mcp", maxUsd: 0.01 }
+    })) as ToolAnswer
     expect(again.isError).toBe(true)
     expect(again.content[0]?.text).toContain("SPEND_LIMIT_REACHED")
     expect(again.content[0]?.text).toContain('"outcome": "over_budget"')
@@ -102,11 +117,14 @@ describe("MCP buyer mode", () => {
   }, 30_000)
 
   test("a bad buyer key file stops the MCP server at start", async () => {
-    const child = Bun.spawn([process.execPath, "src/main.ts", "mcp", "--config", configPath, "--buyer-key-file", join(folder, "absent.key")], {
-      stdin: "pipe",
-      stderr: "pipe",
-      stdout: "pipe"
-    })
+    const child = Bun.spawn(
+      [process.execPath, "src/main.ts", "mcp", "--config", configPath, "--buyer-key-file", join(folder, "absent.key")],
+      {
+        stdin: "pipe",
+        stderr: "pipe",
+        stdout: "pipe"
+      }
+    )
     expect(await child.exited).toBe(2)
     expect(await new Response(child.stderr).text()).toContain("create it with sextant keys buyer-new")
   }, 30_000)

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect, Either } from "effect"
 import { createHash } from "node:crypto"
 import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Effect, Either } from "effect"
 import { type Config, loadConfig, TESTNET_USDC } from "../src/config.js"
 import { ResourceId } from "../src/domain/ids.js"
 import { canonicalize } from "../src/encoding/canonicalJson.js"
@@ -34,8 +34,17 @@ let service: Awaited<ReturnType<typeof startServer>>
 let config: Config
 
 const sextant = async (...args: Array<string>) => {
-  const child = Bun.spawn([process.execPath, MAIN, ...args, "--config", configFile], { cwd: folder, env: { ...process.env, SEXTANT_CONFIG: "" }, stdout: "pipe", stderr: "pipe" })
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  const child = Bun.spawn([process.execPath, MAIN, ...args, "--config", configFile], {
+    cwd: folder,
+    env: { ...process.env, SEXTANT_CONFIG: "" },
+    stdout: "pipe",
+    stderr: "pipe"
+  })
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited
+  ])
   return { code, stdout, stderr }
 }
 
@@ -56,15 +65,30 @@ beforeAll(async () => {
         mcp: { kind, toolName: QUOTE[kind] }
       },
       provider: { id: `seller${generation}`, name: `seller ${generation}` },
-      paymentOptions: [{ network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: FIXTURE_AMOUNT, amountUsd: Number(FIXTURE_AMOUNT) / 1e7, payTo: FIXTURE_PAY_TO }]
+      paymentOptions: [
+        {
+          network: "stellar:testnet",
+          scheme: "exact",
+          asset: TESTNET_USDC,
+          amount: FIXTURE_AMOUNT,
+          amountUsd: Number(FIXTURE_AMOUNT) / 1e7,
+          payTo: FIXTURE_PAY_TO
+        }
+      ]
     }))
   )
-  writeBuyerConfig(configFile, folder, ledger, entries, { allowPrivateTargets: true, maxUsdPerWindow: 1, windowSeconds: 3600 })
+  writeBuyerConfig(configFile, folder, ledger, entries, {
+    allowPrivateTargets: true,
+    maxUsdPerWindow: 1,
+    windowSeconds: 3600
+  })
   config = Either.getOrThrow(loadConfig(configFile, {}))
   service = await startServer({ ...config, host: "127.0.0.1", port: 0 })
   for (const generation of GENERATIONS) {
     for (const kind of KINDS) {
-      const probed = await Effect.runPromise(service.client.verification.validate({ payload: { resourceId: ResourceId.make(idOf(generation, kind)) } }))
+      const probed = await Effect.runPromise(
+        service.client.verification.validate({ payload: { resourceId: ResourceId.make(idOf(generation, kind)) } })
+      )
       expect(probed.status).toBe("PAYMENT_VERIFIED")
     }
   }
@@ -84,16 +108,34 @@ describe("sextant buy pays every MCP kind over both generations", () => {
       test(`a ${kind} of a ${generation} seller: one settle, the result on stdout, a receipt that verifies offline`, async () => {
         const receiptFile = join(folder, `receipt-${generation}-${kind}.json`)
         const settles = facilitator.calls("/settle")
-        const run = await sextant("buy", `quote.${generation}.${kind}`, "--key-file", keyFile, "--service", service.url, "--max-usd", "0.1", "--receipt-file", receiptFile)
+        const run = await sextant(
+          "buy",
+          `quote.${generation}.${kind}`,
+          "--key-file",
+          keyFile,
+          "--service",
+          service.url,
+          "--max-usd",
+          "0.1",
+          "--receipt-file",
+          receiptFile
+        )
         expect(run.code).toBe(0)
         const result = JSON.parse(run.stdout)
-        const digest = createHash("sha256").update(Either.getOrThrow(canonicalize(result))).digest("hex")
+        const digest = createHash("sha256")
+          .update(Either.getOrThrow(canonicalize(result)))
+          .digest("hex")
         expect(result._meta["x402/payment-response"].success).toBe(true)
         expect(facilitator.calls("/settle")).toBe(settles + 1)
         const summary = JSON.parse(run.stderr.trim().split("\n")[0] ?? "{}")
-        expect(summary.attempts).toEqual([expect.objectContaining({ resourceId: idOf(generation, kind), outcome: "paid", amount: FIXTURE_AMOUNT })])
+        expect(summary.attempts).toEqual([
+          expect.objectContaining({ resourceId: idOf(generation, kind), outcome: "paid", amount: FIXTURE_AMOUNT })
+        ])
         const receipt = JSON.parse(readFileSync(receiptFile, "utf8"))
-        expect(receipt).toMatchObject({ payment: { amount: FIXTURE_AMOUNT }, response: { status: 200, bodySha256: digest } })
+        expect(receipt).toMatchObject({
+          payment: { amount: FIXTURE_AMOUNT },
+          response: { status: 200, bodySha256: digest }
+        })
         expect((await sextant("receipt", "verify", receiptFile)).code).toBe(0)
       }, 60_000)
     }

@@ -1,29 +1,29 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { Keypair } from "@stellar/stellar-sdk"
-import { Effect, Either, ManagedRuntime } from "effect"
 import { createHash } from "node:crypto"
 import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { Keypair } from "@stellar/stellar-sdk"
+import { Effect, Either, ManagedRuntime } from "effect"
 import { ServicesLive } from "../src/app.js"
 import { type Config, loadConfig } from "../src/config.js"
-import { canonicalize } from "../src/encoding/canonicalJson.js"
-import { payForTool } from "../src/payments/payForTool.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { EconomicProber } from "../src/economic/EconomicProber.js"
+import { canonicalize } from "../src/encoding/canonicalJson.js"
+import type { KeyFileError } from "../src/keys/keyFileError.js"
+import { payForTool } from "../src/payments/payForTool.js"
 import { Prober } from "../src/verification/Prober.js"
 import { VerticalServer, type VerticalServerShape } from "../src/vertical/VerticalServer.js"
-import type { KeyFileError } from "../src/keys/keyFileError.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startHomeDomain, startHorizon } from "./fixtures/horizon.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { startSorobanRpc } from "./fixtures/sorobanRpc.js"
 import { CLAW, clawToml } from "./fixtures/stellarAssets.js"
-import { LOOPBACK, pollUntil } from "./support/poll.js"
 import { writeBuyerConfig } from "./support/buyerConfig.js"
+import { LOOPBACK, pollUntil } from "./support/poll.js"
 import { startServer } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * Buying an MCP tool end to end on loopback: the reference vertical's `inspect` tool (the official
@@ -55,13 +55,32 @@ let mcpUrl: string
 let config: Config
 
 const sextant = async (...args: Array<string>) => {
-  const child = Bun.spawn([process.execPath, MAIN, ...args, "--config", configFile], { cwd: folder, env: { ...process.env, SEXTANT_CONFIG: "" }, stdout: "pipe", stderr: "pipe" })
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  const child = Bun.spawn([process.execPath, MAIN, ...args, "--config", configFile], {
+    cwd: folder,
+    env: { ...process.env, SEXTANT_CONFIG: "" },
+    stdout: "pipe",
+    stderr: "pipe"
+  })
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited
+  ])
   return { code, stdout, stderr }
 }
 
 const buy = async (...args: Array<string>) => {
-  const run = await sextant("buy", capability, "--input", JSON.stringify({ asset: CLAW }), "--key-file", keyFile, "--service", service.url, ...args)
+  const run = await sextant(
+    "buy",
+    capability,
+    "--input",
+    JSON.stringify({ asset: CLAW }),
+    "--key-file",
+    keyFile,
+    "--service",
+    service.url,
+    ...args
+  )
   return { ...run, summary: JSON.parse(run.stderr.trim().split("\n")[0] ?? "{}") }
 }
 
@@ -71,22 +90,47 @@ beforeAll(async () => {
   vertical = ManagedRuntime.make(
     VerticalServer.layer({
       ...defaults,
-      vertical: { ...defaults.vertical, port: 0, horizonUrl: horizon.url, sorobanRpcUrl: soroban.url, facilitatorUrl: facilitator.url, allowPrivateHomeDomains: true }
+      vertical: {
+        ...defaults.vertical,
+        port: 0,
+        horizonUrl: horizon.url,
+        sorobanRpcUrl: soroban.url,
+        facilitatorUrl: facilitator.url,
+        allowPrivateHomeDomains: true
+      }
     })
   )
   api = await vertical.runPromise(VerticalServer)
-  await pollUntil("the vertical's payments are ready", () => vertical.runPromise(api.payments), (s) => s.ready, LOOPBACK)
+  await pollUntil(
+    "the vertical's payments are ready",
+    () => vertical.runPromise(api.payments),
+    (s) => s.ready,
+    LOOPBACK
+  )
   mcpUrl = `${api.origin}/${defaults.vertical.name}/mcp`
   const entry = {
-    resource: { ...inspect.resource, id: "intel.mcp.inspect", type: "mcp", url: mcpUrl, method: "POST", mcp: { toolName: "inspect", example: { asset: CLAW } } },
+    resource: {
+      ...inspect.resource,
+      id: "intel.mcp.inspect",
+      type: "mcp",
+      url: mcpUrl,
+      method: "POST",
+      mcp: { toolName: "inspect", example: { asset: CLAW } }
+    },
     provider: inspect.provider,
     paymentOptions: inspect.paymentOptions
   }
   // Room for exactly one purchase at the tool's price.
-  writeBuyerConfig(configFile, folder, ledger, [entry], { allowPrivateTargets: true, maxUsdPerWindow: option.amountUsd * 1.5, windowSeconds: 3600 })
+  writeBuyerConfig(configFile, folder, ledger, [entry], {
+    allowPrivateTargets: true,
+    maxUsdPerWindow: option.amountUsd * 1.5,
+    windowSeconds: 3600
+  })
   config = Either.getOrThrow(loadConfig(configFile, {}))
   service = await startServer({ ...config, host: "127.0.0.1", port: 0 })
-  const probed = await Effect.runPromise(service.client.verification.validate({ payload: { resourceId: ResourceId.make("intel.mcp.inspect") } }))
+  const probed = await Effect.runPromise(
+    service.client.verification.validate({ payload: { resourceId: ResourceId.make("intel.mcp.inspect") } })
+  )
   expect(probed.status).toBe("PAYMENT_VERIFIED")
   expect((await sextant("keys", "buyer-new", "--key-file", keyFile)).code).toBe(0)
 }, 60_000)
@@ -106,7 +150,9 @@ describe("buying an MCP tool", () => {
     const result = JSON.parse(stdout)
     // Read before any toMatchObject: bun's matcher writes its asymmetric matchers into the received object.
     // The digest covers the tool result's canonical JSON.
-    const digest = createHash("sha256").update(Either.getOrThrow(canonicalize(result))).digest("hex")
+    const digest = createHash("sha256")
+      .update(Either.getOrThrow(canonicalize(result)))
+      .digest("hex")
     expect(result.isError).toBeFalsy()
     expect(result.structuredContent).toMatchObject({ asset: expect.anything() })
     expect(result._meta["x402/payment-response"]).toMatchObject({ success: true })
@@ -114,9 +160,15 @@ describe("buying an MCP tool", () => {
     const { receiptId } = summary
     const transactionHash = summary.paid.transactionHash
     expect(transactionHash).toMatch(/^[0-9a-f]{64}$/)
-    expect(summary.attempts).toEqual([expect.objectContaining({ resourceId: "intel.mcp.inspect", outcome: "paid", amount: option.amount })])
+    expect(summary.attempts).toEqual([
+      expect.objectContaining({ resourceId: "intel.mcp.inspect", outcome: "paid", amount: option.amount })
+    ])
     const receipt = JSON.parse(readFileSync(receiptFile, "utf8"))
-    expect(receipt).toMatchObject({ receiptId, payment: { amount: option.amount, transactionHash }, response: { status: 200, bodySha256: digest } })
+    expect(receipt).toMatchObject({
+      receiptId,
+      payment: { amount: option.amount, transactionHash },
+      response: { status: 200, bodySha256: digest }
+    })
     expect((await sextant("receipt", "verify", receiptFile)).code).toBe(0)
   }, 60_000)
 
@@ -149,8 +201,12 @@ describe("buying an MCP tool", () => {
           })
         )
       )
-    expect(await pay(BigInt(option.amount) - 1n)).toEqual(Either.left(expect.objectContaining({ _tag: "PriceAboveLimit", cheapest: option.amount })))
-    expect(await pay(BigInt(option.amount), () => "not the routed payee")).toEqual(Either.left(expect.objectContaining({ _tag: "NoAcceptableOption" })))
+    expect(await pay(BigInt(option.amount) - 1n)).toEqual(
+      Either.left(expect.objectContaining({ _tag: "PriceAboveLimit", cheapest: option.amount }))
+    )
+    expect(await pay(BigInt(option.amount), () => "not the routed payee")).toEqual(
+      Either.left(expect.objectContaining({ _tag: "NoAcceptableOption" }))
+    )
     // A tool that is not the vertical's answers a JSON-RPC error: nothing to pay.
     const unknown = await pay(1_000_000n, undefined, "no-such-tool")
     expect(unknown).toEqual(Either.left(expect.objectContaining({ _tag: "NoPaymentRequired" })))
@@ -163,11 +219,18 @@ describe("buying an MCP tool", () => {
     expect((await sextant("keys", "buyer-new", "--key-file", fresh)).code).toBe(0)
     const client = new Client({ name: "sextant-buyer-test", version: "1.0.0" })
     await client.connect(
-      new StdioClientTransport({ command: process.execPath, args: [MAIN, "mcp", "--config", configFile, "--buyer-key-file", fresh, "--session-cap-usd", "0.1"], stderr: "ignore" })
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [MAIN, "mcp", "--config", configFile, "--buyer-key-file", fresh, "--session-cap-usd", "0.1"],
+        stderr: "ignore"
+      })
     )
     try {
       const settles = facilitator.calls("/settle")
-      const bought = (await client.callTool({ name: "buy_resource", arguments: { capability, input: { asset: CLAW }, maxUsd: 0.1 } })) as {
+      const bought = (await client.callTool({
+        name: "buy_resource",
+        arguments: { capability, input: { asset: CLAW }, maxUsd: 0.1 }
+      })) as {
         isError?: boolean
         structuredContent: any
       }
@@ -175,7 +238,9 @@ describe("buying an MCP tool", () => {
       const { receiptId } = bought.structuredContent.receipt
       expect(receiptId).toMatch(/^rcpt_/)
       expect(bought.structuredContent.data.structuredContent).toMatchObject({ asset: expect.anything() })
-      expect(bought.structuredContent.attempts).toEqual([expect.objectContaining({ resourceId: "intel.mcp.inspect", outcome: "paid" })])
+      expect(bought.structuredContent.attempts).toEqual([
+        expect.objectContaining({ resourceId: "intel.mcp.inspect", outcome: "paid" })
+      ])
       expect(facilitator.calls("/settle")).toBe(settles + 1)
     } finally {
       await client.close()
@@ -202,10 +267,14 @@ describe("buying an MCP tool", () => {
       )
     )
     try {
-      const probed = await runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("intel.mcp.inspect"))))
+      const probed = await runtime.runPromise(
+        Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("intel.mcp.inspect")))
+      )
       expect(probed.status).toBe("PAYMENT_VERIFIED")
       const report = await runtime.runPromise(Effect.flatMap(EconomicProber, (p) => p.runCycle))
-      expect(report.paid).toEqual<unknown>([{ resourceId: "intel.mcp.inspect", transaction: expect.stringMatching(/^[0-9a-f]{64}$/), success: true }])
+      expect(report.paid).toEqual<unknown>([
+        { resourceId: "intel.mcp.inspect", transaction: expect.stringMatching(/^[0-9a-f]{64}$/), success: true }
+      ])
       expect(facilitator.calls("/settle")).toBe(settles + 1)
     } finally {
       await runtime.dispose()

@@ -1,20 +1,20 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test"
-import { Keypair } from "@stellar/stellar-sdk"
-import { Effect, Either } from "effect"
 import { createHash } from "node:crypto"
 import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Keypair } from "@stellar/stellar-sdk"
+import { Effect, Either } from "effect"
 import { judgePaid } from "../src/client/outcome.js"
 import { type Config, loadConfig, TESTNET_USDC } from "../src/config.js"
-import type { McpKind } from "../src/domain/mcp.js"
 import { ResourceId } from "../src/domain/ids.js"
+import type { McpKind } from "../src/domain/mcp.js"
 import { canonicalize } from "../src/encoding/canonicalJson.js"
 import { payForTool } from "../src/payments/payForTool.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
+import { startFixtureLedger } from "./fixtures/ledger.js"
 import { startLegacyFront } from "./fixtures/legacyFront.js"
 import { QUOTE, startModernSeller } from "./fixtures/mcpGenerations.js"
-import { startFixtureLedger } from "./fixtures/ledger.js"
 import { CLAW } from "./fixtures/stellarAssets.js"
 import { startVerticalMcp } from "./fixtures/verticalMcp.js"
 import { writeBuyerConfig } from "./support/buyerConfig.js"
@@ -41,9 +41,16 @@ let front: ReturnType<typeof startLegacyFront>
 let service: Awaited<ReturnType<typeof startServer>>
 
 const GENERATIONS = ["2026", "2025"] as const
-const SOLD: Record<McpKind, { readonly name: string; readonly arguments: Record<string, unknown>; readonly price: string }> = {
+const SOLD: Record<
+  McpKind,
+  { readonly name: string; readonly arguments: Record<string, unknown>; readonly price: string }
+> = {
   tool: { name: "inspect", arguments: { asset: CLAW }, price: defaults.vertical.prices.inspect },
-  resource: { name: `rwa://stellar-intel/compliance?asset=${encodeURIComponent(CLAW)}`, arguments: {}, price: defaults.vertical.prices.compliance },
+  resource: {
+    name: `rwa://stellar-intel/compliance?asset=${encodeURIComponent(CLAW)}`,
+    arguments: {},
+    price: defaults.vertical.prices.compliance
+  },
   prompt: { name: "rwa_changes_review", arguments: { asset: CLAW }, price: defaults.vertical.prices.changes }
 }
 const KINDS = Object.keys(SOLD) as Array<McpKind>
@@ -51,8 +58,17 @@ const urlOf = (generation: (typeof GENERATIONS)[number]) => (generation === "202
 const idOf = (generation: string, kind: string) => `vertical${generation}.${kind}`
 
 const sextant = async (...args: Array<string>) => {
-  const child = Bun.spawn([process.execPath, MAIN, ...args, "--config", configFile], { cwd: folder, env: { ...process.env, SEXTANT_CONFIG: "" }, stdout: "pipe", stderr: "pipe" })
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  const child = Bun.spawn([process.execPath, MAIN, ...args, "--config", configFile], {
+    cwd: folder,
+    env: { ...process.env, SEXTANT_CONFIG: "" },
+    stdout: "pipe",
+    stderr: "pipe"
+  })
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited
+  ])
   return { code, stdout, stderr }
 }
 
@@ -73,17 +89,32 @@ beforeAll(async () => {
       },
       provider: { id: `vertical${generation}`, name: `vertical ${generation}` },
       paymentOptions: [
-        { network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: SOLD[kind].price, amountUsd: Number(SOLD[kind].price) / 1e7, payTo: defaults.vertical.payTo }
+        {
+          network: "stellar:testnet",
+          scheme: "exact",
+          asset: TESTNET_USDC,
+          amount: SOLD[kind].price,
+          amountUsd: Number(SOLD[kind].price) / 1e7,
+          payTo: defaults.vertical.payTo
+        }
       ]
     }))
   )
   // One capability from two providers: the vertical directly and behind its front.
   const fallback = GENERATIONS.map((generation) => ({
     ...entries.find((e) => e.resource.id === idOf(generation, "tool"))!,
-    resource: { ...entries.find((e) => e.resource.id === idOf(generation, "tool"))!.resource, id: `fallback${generation}.tool`, capabilities: ["rwa.fallback"] },
+    resource: {
+      ...entries.find((e) => e.resource.id === idOf(generation, "tool"))!.resource,
+      id: `fallback${generation}.tool`,
+      capabilities: ["rwa.fallback"]
+    },
     provider: { id: `fallback${generation}`, name: `fallback ${generation}` }
   }))
-  writeBuyerConfig(configFile, folder, ledger, [...entries, ...fallback], { allowPrivateTargets: true, maxUsdPerWindow: 1, windowSeconds: 3600 })
+  writeBuyerConfig(configFile, folder, ledger, [...entries, ...fallback], {
+    allowPrivateTargets: true,
+    maxUsdPerWindow: 1,
+    windowSeconds: 3600
+  })
   const config: Config = Either.getOrThrow(loadConfig(configFile, {}))
   service = await startServer({ ...config, host: "127.0.0.1", port: 0 })
   expect((await sextant("keys", "buyer-new", "--key-file", keyFile)).code).toBe(0)
@@ -97,7 +128,11 @@ afterAll(async () => {
   ledger.stop()
 })
 
-const buy = (generation: (typeof GENERATIONS)[number], kind: McpKind, at: { url: string; name: string; arguments: Record<string, unknown> } = { url: urlOf(generation), ...SOLD[kind] }) =>
+const buy = (
+  generation: (typeof GENERATIONS)[number],
+  kind: McpKind,
+  at: { url: string; name: string; arguments: Record<string, unknown> } = { url: urlOf(generation), ...SOLD[kind] }
+) =>
   Effect.runPromise(
     Effect.either(
       payForTool({
@@ -124,7 +159,12 @@ describe("payForTool buys the vertical's tool, resource and prompt over both gen
         const either = await buy(generation, kind)
         const answer = Either.getOrThrow(either)
         expect(fac.calls("/settle")).toBe(settles + 1)
-        expect(answer).toMatchObject({ amount: SOLD[kind].price, sends: 1, toolError: false, paymentResponse: { success: true } })
+        expect(answer).toMatchObject({
+          amount: SOLD[kind].price,
+          sends: 1,
+          toolError: false,
+          paymentResponse: { success: true }
+        })
         expect(ledger.succeeded(answer.paymentResponse!.transaction)).toBe(true)
         expect(judgePaid(answer)._tag).toBe("Delivered")
         expect(answer.body!.toString("utf8")).toContain(kind === "prompt" ? "Review these changes findings" : "CLAW")
@@ -139,18 +179,38 @@ describe("sextant buy buys the vertical's tool, resource and prompt over both ge
   for (const generation of GENERATIONS) {
     for (const kind of KINDS) {
       test(`a ${kind} over ${generation}: probed as paid, one settle, a receipt that verifies offline`, async () => {
-        const probed = await Effect.runPromise(service.client.verification.validate({ payload: { resourceId: ResourceId.make(idOf(generation, kind)) } }))
+        const probed = await Effect.runPromise(
+          service.client.verification.validate({ payload: { resourceId: ResourceId.make(idOf(generation, kind)) } })
+        )
         expect(probed.status).toBe("PAYMENT_VERIFIED")
         const receiptFile = join(folder, `receipt-${generation}-${kind}.json`)
         const settles = fac.calls("/settle")
-        const run = await sextant("buy", `rwa.${generation}.${kind}`, "--input", JSON.stringify(SOLD[kind].arguments), "--key-file", keyFile, "--service", service.url, "--max-usd", "0.1", "--receipt-file", receiptFile)
+        const run = await sextant(
+          "buy",
+          `rwa.${generation}.${kind}`,
+          "--input",
+          JSON.stringify(SOLD[kind].arguments),
+          "--key-file",
+          keyFile,
+          "--service",
+          service.url,
+          "--max-usd",
+          "0.1",
+          "--receipt-file",
+          receiptFile
+        )
         expect(run.code).toBe(0)
         expect(fac.calls("/settle")).toBe(settles + 1)
         const result = JSON.parse(run.stdout)
         expect(result._meta["x402/payment-response"].success).toBe(true)
-        const digest = createHash("sha256").update(Either.getOrThrow(canonicalize(result))).digest("hex")
+        const digest = createHash("sha256")
+          .update(Either.getOrThrow(canonicalize(result)))
+          .digest("hex")
         const receipt = JSON.parse(readFileSync(receiptFile, "utf8"))
-        expect(receipt).toMatchObject({ payment: { amount: SOLD[kind].price }, response: { status: 200, bodySha256: digest } })
+        expect(receipt).toMatchObject({
+          payment: { amount: SOLD[kind].price },
+          response: { status: 200, bodySha256: digest }
+        })
         expect((await sextant("receipt", "verify", receiptFile)).code).toBe(0)
       }, 60_000)
     }
@@ -167,8 +227,14 @@ describe("a paid MCP answer that leaves the money's fate unknown is never a refu
         for (const kind of KINDS) {
           const settles = fac.calls("/settle")
           const answer = await buy(generation, kind)
-          expect([generation, kind, Either.isLeft(answer) ? answer.left._tag : "delivered"]).toEqual([generation, kind, "PaymentOutcomeUnknown"])
-          expect(Either.isLeft(answer) && (answer.left as { paymentIdentifier?: string }).paymentIdentifier).toBeUndefined()
+          expect([generation, kind, Either.isLeft(answer) ? answer.left._tag : "delivered"]).toEqual([
+            generation,
+            kind,
+            "PaymentOutcomeUnknown"
+          ])
+          expect(
+            Either.isLeft(answer) && (answer.left as { paymentIdentifier?: string }).paymentIdentifier
+          ).toBeUndefined()
           expect(fac.calls("/settle")).toBeGreaterThan(settles)
         }
       }
@@ -192,12 +258,25 @@ describe("a paid MCP answer that leaves the money's fate unknown is never a refu
 
   test("sextant buy stops at the unknown answer: the next provider of the capability is never tried", async () => {
     for (const generation of GENERATIONS) {
-      const probed = await Effect.runPromise(service.client.verification.validate({ payload: { resourceId: ResourceId.make(`fallback${generation}.tool`) } }))
+      const probed = await Effect.runPromise(
+        service.client.verification.validate({ payload: { resourceId: ResourceId.make(`fallback${generation}.tool`) } })
+      )
       expect(probed.status).toBe("PAYMENT_VERIFIED")
     }
     fac.setMode("settleDown")
     const settles = fac.calls("/settle")
-    const run = await sextant("buy", "rwa.fallback", "--input", JSON.stringify(SOLD.tool.arguments), "--key-file", keyFile, "--service", service.url, "--max-usd", "0.1")
+    const run = await sextant(
+      "buy",
+      "rwa.fallback",
+      "--input",
+      JSON.stringify(SOLD.tool.arguments),
+      "--key-file",
+      keyFile,
+      "--service",
+      service.url,
+      "--max-usd",
+      "0.1"
+    )
     expect(run.code).not.toBe(0)
     const report = JSON.parse(run.stderr.trim().split("\n").at(-1) ?? "{}")
     expect(report.error).toBe("OUTCOME_UNKNOWN")

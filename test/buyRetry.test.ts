@@ -1,24 +1,24 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { Keypair } from "@stellar/stellar-sdk"
 import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server"
 import { declarePaymentIdentifierExtension } from "@x402/extensions/payment-identifier"
 import { paymentMiddleware } from "@x402/hono"
 import { Effect, Schema } from "effect"
 import { Hono } from "hono"
+import { Buyer, BuyerClientLive } from "../src/client/index.js"
+import { defaultSpendLedgerFile, SpendLedger } from "../src/client/SpendLedger.js"
 import { ProbesConfig, TESTNET_USDC } from "../src/config.js"
+import { ResourceId } from "../src/domain/ids.js"
+import type { CatalogEntry } from "../src/domain/resources.js"
+import { loadOrCreateBuyerKey } from "../src/keys/stellarKey.js"
 import { payFor } from "../src/payments/payFor.js"
 import { stellarServerScheme } from "../src/x402/stellarServerScheme.js"
 import { startDroppingProxy } from "./fixtures/droppingProxy.js"
 import { SELLER_PAY_TO, SELLER_RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
 import { ledgerAt, request, testConfig } from "./support/server.js"
-import { Buyer, BuyerClientLive } from "../src/client/index.js"
-import { defaultSpendLedgerFile, SpendLedger } from "../src/client/SpendLedger.js"
-import { loadOrCreateBuyerKey } from "../src/keys/stellarKey.js"
-import type { CatalogEntry } from "../src/domain/resources.js"
-import { ResourceId } from "../src/domain/ids.js"
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 
 /**
  * Resends that cannot pay twice: stock @x402/hono 2.27 sellers settling through Sextant (a fixture
@@ -39,16 +39,26 @@ const droppingSellerFront = async (upstream: string) => {
 
 /** A stock seller of GET /weather paying the stack's payee, with or without the payment-identifier extension. */
 const stockSeller = (facilitatorUrl: string, offersIdentifier: boolean) => {
-  const core = new x402ResourceServer(new HTTPFacilitatorClient({ url: facilitatorUrl })).register("stellar:testnet", stellarServerScheme("exact"))
+  const core = new x402ResourceServer(new HTTPFacilitatorClient({ url: facilitatorUrl })).register(
+    "stellar:testnet",
+    stellarServerScheme("exact")
+  )
   const app = new Hono()
   app.use(
     paymentMiddleware(
       {
         "GET /weather": {
-          accepts: { scheme: "exact", network: "stellar:testnet", payTo: SELLER_PAY_TO, price: { asset: TESTNET_USDC, amount: "10000" } },
+          accepts: {
+            scheme: "exact",
+            network: "stellar:testnet",
+            payTo: SELLER_PAY_TO,
+            price: { asset: TESTNET_USDC, amount: "10000" }
+          },
           description: "Weather",
           mimeType: "application/json",
-          ...(offersIdentifier ? { extensions: { "payment-identifier": declarePaymentIdentifierExtension(false) } } : {})
+          ...(offersIdentifier
+            ? { extensions: { "payment-identifier": declarePaymentIdentifierExtension(false) } }
+            : {})
         }
       },
       core
@@ -61,7 +71,8 @@ const stockSeller = (facilitatorUrl: string, offersIdentifier: boolean) => {
 }
 
 /** A stock seller using the stack's service as its facilitator, behind a front that drops its first paid answer. */
-const seller = (offersIdentifier: boolean) => droppingSellerFront(stockSeller(`${stack.server.url}/x402`, offersIdentifier))
+const seller = (offersIdentifier: boolean) =>
+  droppingSellerFront(stockSeller(`${stack.server.url}/x402`, offersIdentifier))
 
 const buy = (url: string, buyer: Keypair, rpcUrl = stack.ledger.rpcUrl) =>
   Effect.runPromise(
@@ -82,7 +93,10 @@ const buy = (url: string, buyer: Keypair, rpcUrl = stack.ledger.rpcUrl) =>
 beforeAll(async () => {
   stack = await startSellerStack()
   // Settlement pays a payee with verification evidence: the stack's resource has the same payee.
-  expect((await request(`${stack.server.url}/v1/validate`, { method: "POST", json: { resourceId: SELLER_RESOURCE_ID } })).body.healthy).toBe(true)
+  expect(
+    (await request(`${stack.server.url}/v1/validate`, { method: "POST", json: { resourceId: SELLER_RESOURCE_ID } }))
+      .body.healthy
+  ).toBe(true)
 })
 afterAll(async () => {
   for (const p of proxies) await p.close()
@@ -96,7 +110,8 @@ describe("a paid request whose connection drops after the seller settled", () =>
     const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 81))
     const settlesBefore = stack.backend.calls("/settle")
     const result = await buy(url, buyer)
-    if (result._tag === "Left") throw new Error(`expected a delivered answer, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
+    if (result._tag === "Left")
+      throw new Error(`expected a delivered answer, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
     const paid = result.right
     expect(paid.status).toBe(200)
     expect(JSON.parse(paid.body?.toString() ?? "null")).toEqual({ tempC: 21 })
@@ -139,13 +154,16 @@ describe("a seller whose facilitator settles and then drops the connection", () 
     front = await startDroppingProxy((_method, path) => path === "/settle")
     proxies.push(front)
     // Two stock sellers settling through that facilitator, listed in the service's catalog for `Buyer.buy` to route to.
-    for (const offersIdentifier of [true, false]) listed.push(retryEntry(stockSeller(front.url, offersIdentifier), offersIdentifier))
+    for (const offersIdentifier of [true, false])
+      listed.push(retryEntry(stockSeller(front.url, offersIdentifier), offersIdentifier))
     dropping = await startSellerStack((_base, _ledger, backend) => {
       front.forwardTo(backend.url)
       return { facilitators: [{ id: "fixture", url: front.url }], catalog: listed }
     })
     for (const id of [SELLER_RESOURCE_ID, ...listed.map((entry) => entry.resource.id)]) {
-      expect((await request(`${dropping.server.url}/v1/validate`, { method: "POST", json: { resourceId: id } })).body.healthy).toBe(true)
+      expect(
+        (await request(`${dropping.server.url}/v1/validate`, { method: "POST", json: { resourceId: id } })).body.healthy
+      ).toBe(true)
     }
   })
   afterAll(async () => {
@@ -161,13 +179,15 @@ describe("a seller whose facilitator settles and then drops the connection", () 
     const url = `${stockSeller(front.url, true)}/weather`
     const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 83))
     const result = await buy(url, buyer, dropping.ledger.rpcUrl)
-    if (result._tag === "Left") throw new Error(`expected a delivered answer, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
+    if (result._tag === "Left")
+      throw new Error(`expected a delivered answer, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
     expect(front.seen).toEqual({ matched: 2, dropped: 1 })
     expect(result.right.sends).toBe(2)
     expect(result.right.status).toBe(200)
     expect(JSON.parse(result.right.body?.toString() ?? "null")).toEqual({ tempC: 21 })
     const settles = dropping.backend.requests.filter((r) => r.path === "/settle").slice(-2)
-    const identifierOf = (body: unknown) => JSON.stringify((body as { paymentPayload: { extensions?: unknown } }).paymentPayload.extensions)
+    const identifierOf = (body: unknown) =>
+      JSON.stringify((body as { paymentPayload: { extensions?: unknown } }).paymentPayload.extensions)
     // One signed payment, one identifier, sent twice; one transfer on the ledger.
     expect(identifierOf(settles[0]?.body)).toBe(identifierOf(settles[1]?.body))
     expect(identifierOf(settles[0]?.body)).toContain(result.right.paymentIdentifier ?? "missing")
@@ -181,7 +201,10 @@ describe("a seller whose facilitator settles and then drops the connection", () 
     const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 84))
     const result = await buy(url, buyer, dropping.ledger.rpcUrl)
     expect(front.seen).toEqual({ matched: 1, dropped: 1 })
-    if (result._tag === "Right") throw new Error(`expected an unknown outcome, got ${result.right.status} ${JSON.stringify(result.right.paymentResponse)}`)
+    if (result._tag === "Right")
+      throw new Error(
+        `expected an unknown outcome, got ${result.right.status} ${JSON.stringify(result.right.paymentResponse)}`
+      )
     expect(result.left._tag).toBe("PaymentOutcomeUnknown")
     expect(dropping.ledger.transfersBetween(buyer.publicKey(), SELLER_PAY_TO)).toBe(1)
   })
@@ -191,7 +214,8 @@ describe("a seller whose facilitator settles and then drops the connection", () 
     const url = `${stockSeller(`${dropping.server.url}/x402`, false)}/weather`
     const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 85))
     const result = await buy(url, buyer, dropping.ledger.rpcUrl)
-    if (result._tag === "Left") throw new Error(`expected a delivered answer, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
+    if (result._tag === "Left")
+      throw new Error(`expected a delivered answer, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
     expect(front.seen.dropped).toBe(1)
     expect(result.right.sends).toBe(1)
     expect(result.right.status).toBe(200)
@@ -203,15 +227,20 @@ describe("a seller whose facilitator settles and then drops the connection", () 
     const keyFile = join(folder, `${capability}.key`)
     const key = await Effect.runPromise(loadOrCreateBuyerKey(keyFile))
     const base = testConfig()
-    const config = testConfig({ ledger: ledgerAt(dropping.ledger), buyer: { ...base.buyer, keyFile, allowPrivateTargets: true, maxUsdPerWindow: 0.01, windowSeconds: 3600 } })
+    const config = testConfig({
+      ledger: ledgerAt(dropping.ledger),
+      buyer: { ...base.buyer, keyFile, allowPrivateTargets: true, maxUsdPerWindow: 0.01, windowSeconds: 3600 }
+    })
     const result = await Effect.runPromise(
-      Effect.either(Effect.flatMap(Buyer, (buyer) => buyer.buy({ capability, input: {}, policy: { maxPricePerRequestUsd: 0.002 } }))).pipe(
-        Effect.provide(BuyerClientLive(config, { keyFile, service: dropping.server.url }))
-      )
+      Effect.either(
+        Effect.flatMap(Buyer, (buyer) => buyer.buy({ capability, input: {}, policy: { maxPricePerRequestUsd: 0.002 } }))
+      ).pipe(Effect.provide(BuyerClientLive(config, { keyFile, service: dropping.server.url })))
     )
     const spend = SpendLedger.layer({ file: defaultSpendLedgerFile(keyFile), windowSeconds: 3600, limit: 100_000n })
     const [spent, identifiers] = await Effect.runPromise(
-      Effect.flatMap(SpendLedger, (ledger) => Effect.all([ledger.spent(key.address), ledger.identifiers(key.address)])).pipe(Effect.provide(spend))
+      Effect.flatMap(SpendLedger, (ledger) =>
+        Effect.all([ledger.spent(key.address), ledger.identifiers(key.address)])
+      ).pipe(Effect.provide(spend))
     )
     return { result, spent, identifiers, payer: key.address }
   }
@@ -219,7 +248,8 @@ describe("a seller whose facilitator settles and then drops the connection", () 
   test("Buyer.buy: the resend is one purchase, charged once to the spend window under its identifier", async () => {
     dropNextSettle()
     const { result, spent, identifiers, payer } = await buyAs("demo.retry.identified")
-    if (result._tag === "Left") throw new Error(`expected a purchase, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
+    if (result._tag === "Left")
+      throw new Error(`expected a purchase, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
     expect(result.right.data).toEqual({ tempC: 21 })
     expect(result.right.attempts.map((a) => [a.outcome, a.sends])).toEqual([["paid", 2]])
     expect(spent).toBe(10_000n)
@@ -257,6 +287,15 @@ const retryEntry = (origin: string, offersIdentifier: boolean): CatalogEntry => 
       capabilities: [`demo.${id}`]
     },
     provider: { id: id.replace(".", "-"), name: "Retry seller" },
-    paymentOptions: [{ network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: "10000", amountUsd: 0.001, payTo: SELLER_PAY_TO }]
+    paymentOptions: [
+      {
+        network: "stellar:testnet",
+        scheme: "exact",
+        asset: TESTNET_USDC,
+        amount: "10000",
+        amountUsd: 0.001,
+        payTo: SELLER_PAY_TO
+      }
+    ]
   }
 }

@@ -138,7 +138,7 @@ describe("canonical JSON (RFC 8785)", () => {
       for (let i = 0; i < levels; i++) v = i % 2 === 0 ? { k: v } : [v]
       return v
     }
-    expect(ok(nested(64))).toBe(`${"[{\"k\":".repeat(32)}"leaf"${"}]".repeat(32)}`)
+    expect(ok(nested(64))).toBe(`${'[{"k":'.repeat(32)}"leaf"${"}]".repeat(32)}`)
     const refusal = refused(nested(65))
     expect(refusal.reason).toBe("nested deeper than 64 levels")
     // The path leads to the 65th container: 64 steps through the 64 levels around it.

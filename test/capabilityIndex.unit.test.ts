@@ -1,17 +1,23 @@
 import { describe, expect, test } from "bun:test"
 import { Clock, Deferred, Effect, Fiber } from "effect"
+import { ResourceId } from "../src/domain/ids.js"
 import { catalogChanged, resourcesChanged } from "../src/store/CatalogChanges.js"
 import type { RecordWithStanding } from "../src/store/RouteCandidatesRepo.js"
-import { type CapabilityRead, CapabilityIndex, heldReads } from "../src/verification/capabilityIndex.js"
+import { CapabilityIndex, type CapabilityRead, heldReads } from "../src/verification/capabilityIndex.js"
 import { record } from "./fixtures/evidence.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 const TTL = 1_000
 const readOf = (ids: ReadonlyArray<string>, readAtMs = 0): CapabilityRead => ({
   candidates: ids.map(
     (id): RecordWithStanding => ({
       record: record(id),
-      standing: { resourceId: ResourceId.make(id), status: "DISCOVERED", level: 0, snapshot: null, operatorQuarantine: null }
+      standing: {
+        resourceId: ResourceId.make(id),
+        status: "DISCOVERED",
+        level: 0,
+        snapshot: null,
+        operatorQuarantine: null
+      }
     })
   ),
   readAtMs
@@ -57,7 +63,11 @@ describe("what the capability index holds", () => {
 
   test("the oldest capability goes first when the index is full", () => {
     const index = indexWith({ a: ["r1"], b: ["r2"], c: ["r3"] }, 2)
-    expect([index.current("a", 0), index.current("b", 0), index.current("c", 0)].map((r) => r !== undefined)).toEqual([false, true, true])
+    expect([index.current("a", 0), index.current("b", 0), index.current("c", 0)].map((r) => r !== undefined)).toEqual([
+      false,
+      true,
+      true
+    ])
   })
 })
 
@@ -109,7 +119,10 @@ describe("reads through the index", () => {
       Effect.gen(function* () {
         const gate = yield* Deferred.make<void>()
         const rows = heldReads(index, () =>
-          Effect.sync(() => storeReads++).pipe(Effect.zipRight(Deferred.await(gate)), Effect.as(readOf(["r1"]).candidates))
+          Effect.sync(() => storeReads++).pipe(
+            Effect.zipRight(Deferred.await(gate)),
+            Effect.as(readOf(["r1"]).candidates)
+          )
         )
         const first = yield* Effect.fork(rows("a", 0))
         const second = yield* Effect.fork(rows("a", 0))

@@ -9,7 +9,11 @@ import { StoreTransactions } from "../src/store/StoreTransactions.js"
 import { entry } from "./fixtures/verificationStack.js"
 
 /** Runs `body` over a fresh in-memory store with a listener recording every delivered change. */
-const withListener = <A>(body: (heard: Array<CatalogChange>) => Effect.Effect<A, never, CatalogWritesRepo | ResourceListingRepo | StoreTransactions>) =>
+const withListener = <A>(
+  body: (
+    heard: Array<CatalogChange>
+  ) => Effect.Effect<A, never, CatalogWritesRepo | ResourceListingRepo | StoreTransactions>
+) =>
   Effect.runPromise(
     Effect.gen(function* () {
       const heard: Array<CatalogChange> = []
@@ -48,7 +52,9 @@ describe("catalog changes through StoreTransactions", () => {
         const repo = yield* ResourceListingRepo
         yield* repo.setVouched(ResourceId.make("a"), true)
         const alone = heard.length
-        const failed = yield* Effect.either(transaction(Effect.zipRight(repo.setStatus(ResourceId.make("a"), "LIVE", 1), Effect.fail("stop"))))
+        const failed = yield* Effect.either(
+          transaction(Effect.zipRight(repo.setStatus(ResourceId.make("a"), "LIVE", 1), Effect.fail("stop")))
+        )
         return { alone, failed: failed._tag, after: heard.length }
       })
     )

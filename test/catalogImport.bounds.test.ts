@@ -12,11 +12,22 @@ const item = (i: number, more: Record<string, unknown> = {}) => ({
   resource: `http://127.0.0.1:9/paid/bound-${i}`,
   type: "http",
   x402Version: 2,
-  accepts: [{ scheme: "exact", network: "stellar:testnet", amount: FIXTURE_AMOUNT, asset: TESTNET_USDC, payTo: FIXTURE_PAY_TO, maxTimeoutSeconds: 60, extra: {} }],
+  accepts: [
+    {
+      scheme: "exact",
+      network: "stellar:testnet",
+      amount: FIXTURE_AMOUNT,
+      asset: TESTNET_USDC,
+      payTo: FIXTURE_PAY_TO,
+      maxTimeoutSeconds: 60,
+      extra: {}
+    }
+  ],
   lastUpdated: 1_764_000_000,
   ...more
 })
-const page = (items: Array<unknown>) => Response.json({ x402Version: 2, items, pagination: { limit: 100, offset: 0, total: items.length } })
+const page = (items: Array<unknown>) =>
+  Response.json({ x402Version: 2, items, pagination: { limit: 100, offset: 0, total: items.length } })
 
 /** A private service the source tries to make this one reach; every request to it is counted. */
 const internal = countingServer(() => page([item(0)]))
@@ -27,7 +38,8 @@ const hostile = Bun.serve({
   port: 0,
   fetch: (request) => {
     const path = new URL(request.url).pathname
-    if (path.startsWith("/redirect/")) return Response.redirect(`http://127.0.0.1:${internal.port}/discovery/resources`, 302)
+    if (path.startsWith("/redirect/"))
+      return Response.redirect(`http://127.0.0.1:${internal.port}/discovery/resources`, 302)
     if (path.startsWith("/wide/")) return page(Array.from({ length: 101 }, (_, i) => item(i)))
     if (path.startsWith("/huge/")) return page([item(0, { description: "x".repeat(5 * 1024 * 1024) })])
     return page([item(1)])
@@ -37,7 +49,12 @@ const hostile = Bun.serve({
 let runtime: ManagedRuntime.ManagedRuntime<Importer, unknown>
 beforeAll(() => {
   runtime = ManagedRuntime.make(
-    ServicesLive(testConfig({ catalog: [], catalogSources: [{ id: "hostile", url: `http://127.0.0.1:${hostile.port}`, intervalSeconds: 600 }] }))
+    ServicesLive(
+      testConfig({
+        catalog: [],
+        catalogSources: [{ id: "hostile", url: `http://127.0.0.1:${hostile.port}`, intervalSeconds: 600 }]
+      })
+    )
   ) as unknown as ManagedRuntime.ManagedRuntime<Importer, unknown>
 })
 afterAll(async () => {
@@ -72,7 +89,11 @@ describe("catalog imports are bounded like probes", () => {
 
   test("field lengths: names and descriptions are cut, an over-long URL makes the item invalid", () => {
     const deployment = { network: "stellar:testnet", assetContract: TESTNET_USDC, decimals: 7, networks: undefined }
-    const long = readItem(item(2, { description: "d".repeat(50_000), metadata: { name: "n".repeat(5_000), provider: "p".repeat(5_000) } }), "s", deployment)
+    const long = readItem(
+      item(2, { description: "d".repeat(50_000), metadata: { name: "n".repeat(5_000), provider: "p".repeat(5_000) } }),
+      "s",
+      deployment
+    )
     if (long._tag !== "Kept") throw new Error(long._tag)
     expect(long.entry.resource.description).toHaveLength(MAX_DESCRIPTION_LENGTH)
     expect(long.entry.resource.name).toHaveLength(MAX_NAME_LENGTH)

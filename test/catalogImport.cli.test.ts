@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { isKept, ITEM_COUNT, startDiscoveryService, type DiscoveryServiceFixture } from "./fixtures/discoveryService.js"
+import { type DiscoveryServiceFixture, ITEM_COUNT, isKept, startDiscoveryService } from "./fixtures/discoveryService.js"
 import { childEnv } from "./support/serveProcess.js"
 
 const ROOT = resolve(import.meta.dir, "..")
@@ -39,13 +39,19 @@ const cli = async (...args: Array<string>) => {
     stdout: "pipe",
     stderr: "pipe"
   })
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited
+  ])
   return { code, stdout, stderr }
 }
 
 const importedCount = (source: string) => {
   const db = new Database(join(dir, "sextant.db"), { readonly: true })
-  const row = db.query("SELECT COUNT(*) AS n FROM resources WHERE source = ? AND listed = 0").get(source) as { n: number }
+  const row = db.query("SELECT COUNT(*) AS n FROM resources WHERE source = ? AND listed = 0").get(source) as {
+    n: number
+  }
   db.close()
   return row.n
 }

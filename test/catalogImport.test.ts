@@ -10,7 +10,13 @@ import { ResourceListingRepo } from "../src/store/ResourceListingRepo.js"
 import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { discoveredId } from "../src/verification/discoveredEntry.js"
 import { Prober } from "../src/verification/Prober.js"
-import { isKept, ITEM_COUNT, itemUrl, startDiscoveryService, type DiscoveryServiceFixture } from "./fixtures/discoveryService.js"
+import {
+  type DiscoveryServiceFixture,
+  ITEM_COUNT,
+  isKept,
+  itemUrl,
+  startDiscoveryService
+} from "./fixtures/discoveryService.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { testConfig } from "./support/server.js"
 
@@ -29,8 +35,14 @@ const listed = () => run(Effect.flatMap(Discovery, (d) => d.x402Page({ limit: 10
 const probe = (i: number) => run(Effect.flatMap(Prober, (p) => p.probeResource(idOf(i))))
 const listingChanges = (i: number) =>
   run(
-    Effect.flatMap(SqlClient.SqlClient, (sql) =>
-      sql<{ listed: number; actor: string; reason: string }>`SELECT listed, actor, reason FROM listing_changes WHERE resource_id = ${idOf(i)} ORDER BY id`
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) =>
+        sql<{
+          listed: number
+          actor: string
+          reason: string
+        }>`SELECT listed, actor, reason FROM listing_changes WHERE resource_id = ${idOf(i)} ORDER BY id`
     )
   )
 
@@ -85,7 +97,12 @@ describe("imports from a Bazaar-shaped discovery service", () => {
     const found = await run(Effect.flatMap(ResourceReadsRepo, (repo) => repo.get(idOf(10))))
     if (found._tag !== "Some") throw new Error("item 10 not imported")
     expect(found.value).toMatchObject({
-      resource: { url: itemUrl(resources.origin, 10), method: "GET", description: "imported item 10", status: "DISCOVERED" },
+      resource: {
+        url: itemUrl(resources.origin, 10),
+        method: "GET",
+        description: "imported item 10",
+        status: "DISCOVERED"
+      },
       provider: { id: `host:${new URL(resources.origin).host}`, url: resources.origin },
       paymentOptions: [{ network: "stellar:testnet", scheme: "exact", amount: "10000", amountUsd: 0.001 }],
       listing: { listed: false, source: "import:fixture", trusted: false }
@@ -110,7 +127,11 @@ describe("imports from a Bazaar-shaped discovery service", () => {
     expect(summary.delisted).toBe(3)
     expect(summary.kept).toBe(KEPT.length - 3)
     expect((await listed()).items.map((i) => i.resource)).toEqual([itemUrl(resources.origin, 15)])
-    expect((await listingChanges(0)).at(-1)).toMatchObject({ listed: 0, actor: "import:fixture", reason: "no longer listed by source fixture" })
+    expect((await listingChanges(0)).at(-1)).toMatchObject({
+      listed: 0,
+      actor: "import:fixture",
+      reason: "no longer listed by source fixture"
+    })
     const targets = await run(Effect.flatMap(ResourceReadsRepo, (repo) => repo.probeTargets()))
     const targetIds = new Set(targets.map((r) => r.resource.id))
     for (const i of [0, 5, 9]) expect(targetIds.has(idOf(i))).toBe(false)
@@ -128,7 +149,11 @@ describe("imports from a Bazaar-shaped discovery service", () => {
   })
 
   test("an operator's unlisting survives healthy probes and later pulls", async () => {
-    await run(Effect.flatMap(ResourceListingRepo, (repo) => repo.setListed(idOf(15), false, { actor: "ops", reason: "curated out" })))
+    await run(
+      Effect.flatMap(ResourceListingRepo, (repo) =>
+        repo.setListed(idOf(15), false, { actor: "ops", reason: "curated out" })
+      )
+    )
     expect((await probe(15)).healthy).toBe(true)
     await pull()
     expect((await listed()).items.map((i) => i.resource)).not.toContain(itemUrl(resources.origin, 15))
@@ -144,7 +169,9 @@ describe("imports from a Bazaar-shaped discovery service", () => {
     service.vanished.clear()
     expect(failed._tag === "Left" && failed.left.reason).toContain("offset=1000")
     expect(failed._tag === "Left" && failed.left.reason).toContain("answered 500")
-    const wrong = await run(Effect.either(Effect.flatMap(Importer, (i) => i.pull({ id: "fixture", location: `${resources.origin}/free` }))))
+    const wrong = await run(
+      Effect.either(Effect.flatMap(Importer, (i) => i.pull({ id: "fixture", location: `${resources.origin}/free` })))
+    )
     expect(wrong._tag === "Left" && wrong.left.reason).toContain("is not a discovery page")
     expect(await rowsOfSource()).toEqual(before)
   })

@@ -4,13 +4,14 @@
  * takes the full load; a file that does not decode stops start-up with its config error.
  */
 import { describe, expect, test } from "bun:test"
-import { SqlClient } from "@effect/sql"
-import { Effect, Exit, Layer } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { SqlClient } from "@effect/sql"
+import { Effect, Exit, Layer } from "effect"
 import { CatalogLoad } from "../src/catalog/CatalogLoad.js"
 import { AppConfig, ConfigError } from "../src/config.js"
+import { ResourceId } from "../src/domain/ids.js"
 import type { CatalogEntry } from "../src/domain/resources.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { CurationRepo } from "../src/store/CurationRepo.js"
@@ -18,11 +19,11 @@ import { ResourceListingRepo } from "../src/store/ResourceListingRepo.js"
 import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { StoreLive } from "../src/store/Store.js"
 import { entry } from "./fixtures/verificationStack.js"
-import { testConfig } from "./support/server.js"
 import { serveUntilExit } from "./support/serveProcess.js"
-import { ResourceId } from "../src/domain/ids.js"
+import { testConfig } from "./support/server.js"
 
-const catalogOf = (n: number): Array<CatalogEntry> => Array.from({ length: n }, (_, i) => entry(`c${i}`, `http://127.0.0.1:9/c${i}`))
+const catalogOf = (n: number): Array<CatalogEntry> =>
+  Array.from({ length: n }, (_, i) => entry(`c${i}`, `http://127.0.0.1:9/c${i}`))
 
 /** A store file and a catalog file beside it, and a start-up (the catalog load over the store) against them. */
 const setup = () => {
@@ -33,9 +34,18 @@ const setup = () => {
   const write = (catalog: unknown) => writeFileSync(file, JSON.stringify(catalog, null, 2))
   /** One start-up: the store opened and the catalog loaded, then closed, as `serve` does before listening. */
   const start = () =>
-    Effect.runPromiseExit(Effect.scoped(Layer.build(CatalogLoad.pipe(Layer.provideMerge(store), Layer.provide(Layer.succeed(AppConfig, config))))))
-  const run = <A>(effect: Effect.Effect<A, never, CatalogWritesRepo | ResourceListingRepo | ResourceReadsRepo | CurationRepo | SqlClient.SqlClient>) =>
-    Effect.runPromise(Effect.provide(effect, store))
+    Effect.runPromiseExit(
+      Effect.scoped(
+        Layer.build(CatalogLoad.pipe(Layer.provideMerge(store), Layer.provide(Layer.succeed(AppConfig, config))))
+      )
+    )
+  const run = <A>(
+    effect: Effect.Effect<
+      A,
+      never,
+      CatalogWritesRepo | ResourceListingRepo | ResourceReadsRepo | CurationRepo | SqlClient.SqlClient
+    >
+  ) => Effect.runPromise(Effect.provide(effect, store))
   /** Every stored trace of the catalog: rows with their times and hashes, capabilities, options, search words, listing changes, the mark. */
   const snapshot = () =>
     run(
@@ -45,7 +55,8 @@ const setup = () => {
           resources: yield* sql`SELECT * FROM resources ORDER BY id`,
           capabilities: yield* sql`SELECT * FROM resource_capabilities ORDER BY resource_id, capability`,
           options: yield* sql`SELECT * FROM payment_options ORDER BY resource_id, option_index`,
-          search: yield* sql`SELECT resource_id, name_words, capability_words, description_words FROM resource_search ORDER BY resource_id`,
+          search:
+            yield* sql`SELECT resource_id, name_words, capability_words, description_words FROM resource_search ORDER BY resource_id`,
           listings: yield* sql`SELECT resource_id, listed, actor FROM listing_changes ORDER BY id`,
           mark: yield* sql`SELECT * FROM catalog_loads`
         }
@@ -77,7 +88,12 @@ describe("catalog load at start", () => {
     expect(rowOf(after, "c3")).toMatchObject({ listed: 0, listing_hold: "operator" })
     expect(rowOf(after, "c4")).toMatchObject({ quarantined_by: "op" })
     const listed = await s.run(Effect.flatMap(ResourceReadsRepo, (repo) => repo.list()))
-    expect(listed.map((r) => r.resource.id).sort()).toEqual(catalogOf(20).map((e) => e.resource.id).filter((id) => id !== "c3").sort())
+    expect(listed.map((r) => r.resource.id).sort()).toEqual(
+      catalogOf(20)
+        .map((e) => e.resource.id)
+        .filter((id) => id !== "c3")
+        .sort()
+    )
   })
 
   test("editing one entry between starts writes exactly that entry, and keeps its operator unlisting", async () => {
@@ -85,11 +101,17 @@ describe("catalog load at start", () => {
     const catalog = catalogOf(20)
     s.write(catalog)
     await s.start()
-    await s.run(Effect.flatMap(ResourceListingRepo, (repo) => repo.setListed(ResourceId.make("c7"), false, { actor: "op", reason: "paused", hold: "operator" })))
+    await s.run(
+      Effect.flatMap(ResourceListingRepo, (repo) =>
+        repo.setListed(ResourceId.make("c7"), false, { actor: "op", reason: "paused", hold: "operator" })
+      )
+    )
     const before = await s.snapshot()
     await Bun.sleep(5) // so a rewritten row's updated_at would differ
     const edited = catalog.map((e) =>
-      e.resource.id === "c7" ? { ...e, resource: { ...e.resource, name: "renamed", capabilities: ["fixture.other"] } } : e
+      e.resource.id === "c7"
+        ? { ...e, resource: { ...e.resource, name: "renamed", capabilities: ["fixture.other"] } }
+        : e
     )
     s.write(edited)
     expect(Exit.isSuccess(await s.start())).toBe(true)
@@ -97,8 +119,12 @@ describe("catalog load at start", () => {
     const changed = after.resources.filter((row, i) => JSON.stringify(row) !== JSON.stringify(before.resources[i]))
     expect(changed.map((r: any) => r.id)).toEqual(["c7"])
     expect(rowOf(after, "c7")).toMatchObject({ name: "renamed", listed: 0, listing_hold: "operator", source: "config" })
-    expect(after.capabilities.filter((c: any) => c.resource_id === "c7")).toEqual([{ resource_id: "c7", capability: "fixture.other" }])
-    expect(after.capabilities.filter((c: any) => c.resource_id !== "c7")).toEqual(before.capabilities.filter((c: any) => c.resource_id !== "c7"))
+    expect(after.capabilities.filter((c: any) => c.resource_id === "c7")).toEqual([
+      { resource_id: "c7", capability: "fixture.other" }
+    ])
+    expect(after.capabilities.filter((c: any) => c.resource_id !== "c7")).toEqual(
+      before.capabilities.filter((c: any) => c.resource_id !== "c7")
+    )
     expect(after.options).toEqual(before.options)
     expect(after.listings).toEqual(before.listings)
     expect(after.mark[0]!.content_key).not.toBe(before.mark[0]!.content_key)
@@ -116,10 +142,15 @@ describe("catalog load at start", () => {
     // The store refuses one row of the next file part-way through its load.
     await s.run(
       Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql`CREATE TRIGGER refuse_boom BEFORE INSERT ON resources WHEN NEW.id = 'boom' BEGIN SELECT RAISE(ABORT, 'boom refused'); END`.pipe(Effect.orDie)
+        sql`CREATE TRIGGER refuse_boom BEFORE INSERT ON resources WHEN NEW.id = 'boom' BEGIN SELECT RAISE(ABORT, 'boom refused'); END`.pipe(
+          Effect.orDie
+        )
       )
     )
-    const next = [...catalog.map((e) => ({ ...e, resource: { ...e.resource, description: "changed" } })), entry("boom", "http://127.0.0.1:9/boom")]
+    const next = [
+      ...catalog.map((e) => ({ ...e, resource: { ...e.resource, description: "changed" } })),
+      entry("boom", "http://127.0.0.1:9/boom")
+    ]
     s.write(next)
     expect(Exit.isFailure(await s.start())).toBe(true)
     expect(await s.snapshot()).toEqual(before)
@@ -127,7 +158,9 @@ describe("catalog load at start", () => {
     expect(Exit.isSuccess(await s.start())).toBe(true)
     const after = await s.snapshot()
     expect(after.resources.map((r: any) => [r.id, r.description])).toEqual(
-      [...next].sort((a, b) => a.resource.id.localeCompare(b.resource.id)).map((e) => [e.resource.id, e.resource.description])
+      [...next]
+        .sort((a, b) => a.resource.id.localeCompare(b.resource.id))
+        .map((e) => [e.resource.id, e.resource.description])
     )
     expect(after.mark).toHaveLength(1)
   })
@@ -139,7 +172,10 @@ describe("catalog load at start", () => {
     // Rows as an interrupted or older writer could have left them, and no mark.
     await s.run(
       Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        Effect.all([sql`UPDATE resources SET name = 'stale', catalog_hash = NULL WHERE id = 'c2'`, sql`DELETE FROM catalog_loads`]).pipe(Effect.orDie)
+        Effect.all([
+          sql`UPDATE resources SET name = 'stale', catalog_hash = NULL WHERE id = 'c2'`,
+          sql`DELETE FROM catalog_loads`
+        ]).pipe(Effect.orDie)
       )
     )
     expect(Exit.isSuccess(await s.start())).toBe(true)
@@ -154,7 +190,10 @@ describe("catalog load at start", () => {
     await s.start()
     await s.run(
       Effect.flatMap(CatalogWritesRepo, (repo) =>
-        repo.upsertListed(entry("c1", "http://127.0.0.1:9/elsewhere"), "registration", { actor: "someone", reason: "registered" })
+        repo.upsertListed(entry("c1", "http://127.0.0.1:9/elsewhere"), "registration", {
+          actor: "someone",
+          reason: "registered"
+        })
       )
     )
     expect((await s.snapshot()).mark).toHaveLength(0)
@@ -176,15 +215,20 @@ describe("catalog load at start", () => {
     expect(await s.snapshot()).toEqual(before)
     writeFileSync(s.file, "[not json")
     const notJson = await s.start()
-    expect(Exit.isFailure(notJson) && notJson.cause._tag === "Fail" && (notJson.cause.error as ConfigError).line).toStartWith(
-      `config error: catalog: ${s.file} is not valid JSON:`
-    )
+    expect(
+      Exit.isFailure(notJson) && notJson.cause._tag === "Fail" && (notJson.cause.error as ConfigError).line
+    ).toStartWith(`config error: catalog: ${s.file} is not valid JSON:`)
     // Through `sextant serve`: exit 2 and exactly the one line, before anything listens.
     s.write(invalid)
     const configFile = join(resolve(s.file, ".."), "config.json")
     writeFileSync(
       configFile,
-      JSON.stringify({ database: s.config.database, catalog: "catalog.json", vertical: { enabled: false }, ledger: { sorobanRpcUrl: "http://127.0.0.1:9", horizonUrl: "http://127.0.0.1:9" } })
+      JSON.stringify({
+        database: s.config.database,
+        catalog: "catalog.json",
+        vertical: { enabled: false },
+        ledger: { sorobanRpcUrl: "http://127.0.0.1:9", horizonUrl: "http://127.0.0.1:9" }
+      })
     )
     const { code, stderr } = await serveUntilExit(configFile)
     expect(code).toBe(2)

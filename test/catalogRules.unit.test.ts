@@ -12,13 +12,17 @@ describe("listingAfterProbe (pure)", () => {
   const listed = { listed: true, hold: null, unhealthySinceMs: null } as const
   test("a healthy probe lists what waits for one, never what an operator, a source or validate unlisted", () => {
     for (const hold of ["awaiting_probe", "unhealthy"] as const) {
-      expect(listingAfterProbe({ listed: false, hold, unhealthySinceMs: 5 }, { healthy: true, atMs: 10 }, 72)).toMatchObject({
+      expect(
+        listingAfterProbe({ listed: false, hold, unhealthySinceMs: 5 }, { healthy: true, atMs: 10 }, 72)
+      ).toMatchObject({
         unhealthySinceMs: null,
         change: { listed: true, hold: null }
       })
     }
     for (const hold of ["operator", "source", "validate"] as const) {
-      expect(listingAfterProbe({ listed: false, hold, unhealthySinceMs: null }, { healthy: true, atMs: 10 }, 72).change).toBeNull()
+      expect(
+        listingAfterProbe({ listed: false, hold, unhealthySinceMs: null }, { healthy: true, atMs: 10 }, 72).change
+      ).toBeNull()
     }
     expect(listingAfterProbe(listed, { healthy: true, atMs: 10 }, 72)).toEqual({ unhealthySinceMs: null, change: null })
   })
@@ -27,14 +31,22 @@ describe("listingAfterProbe (pure)", () => {
     const first = listingAfterProbe(listed, { healthy: false, atMs: 1000 }, 72)
     expect(first).toEqual({ unhealthySinceMs: 1000, change: null })
     const { unhealthySinceMs } = first
-    expect(listingAfterProbe({ ...listed, unhealthySinceMs }, { healthy: false, atMs: 1000 + 72 * HOUR - 1 }, 72).change).toBeNull()
-    expect(listingAfterProbe({ ...listed, unhealthySinceMs }, { healthy: false, atMs: 1000 + 72 * HOUR }, 72)).toMatchObject({
+    expect(
+      listingAfterProbe({ ...listed, unhealthySinceMs }, { healthy: false, atMs: 1000 + 72 * HOUR - 1 }, 72).change
+    ).toBeNull()
+    expect(
+      listingAfterProbe({ ...listed, unhealthySinceMs }, { healthy: false, atMs: 1000 + 72 * HOUR }, 72)
+    ).toMatchObject({
       unhealthySinceMs: 1000,
       change: { listed: false, hold: "unhealthy" }
     })
     // Unlisted resources keep counting but nothing moves.
     expect(
-      listingAfterProbe({ listed: false, hold: "operator", unhealthySinceMs: 1000 }, { healthy: false, atMs: 1000 + 500 * HOUR }, 72)
+      listingAfterProbe(
+        { listed: false, hold: "operator", unhealthySinceMs: 1000 },
+        { healthy: false, atMs: 1000 + 500 * HOUR },
+        72
+      )
     ).toEqual({ unhealthySinceMs: 1000, change: null })
   })
 })
@@ -72,7 +84,14 @@ describe("reading discovery items (pure)", () => {
     expect(readItem(item([requirement("stellar:testnet", OTHER_ASSET)]), "s", deployment)._tag).toBe("OtherNetwork")
     const mixed = readItem(item([requirement("eip155:8453", "0xabc"), requirement("stellar:testnet")]), "s", deployment)
     expect(mixed._tag === "Kept" && mixed.entry.paymentOptions).toEqual([
-      { network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: "10000", amountUsd: 0.001, payTo: FIXTURE_PAY_TO }
+      {
+        network: "stellar:testnet",
+        scheme: "exact",
+        asset: TESTNET_USDC,
+        amount: "10000",
+        amountUsd: 0.001,
+        payTo: FIXTURE_PAY_TO
+      }
     ])
   })
 
@@ -96,7 +115,12 @@ describe("reading discovery items (pure)", () => {
       _tag: "Kept",
       lastUpdatedMs: Date.parse("2026-01-01T00:00:00Z"),
       entry: {
-        resource: { url: "https://api.example.com/data", method: "POST", description: "v1 description", name: "api.example.com/data" },
+        resource: {
+          url: "https://api.example.com/data",
+          method: "POST",
+          description: "v1 description",
+          name: "api.example.com/data"
+        },
         provider: { id: "host:api.example.com", name: "api.example.com", url: "https://api.example.com" },
         paymentOptions: [{ amount: "20000", amountUsd: 0.002 }]
       }
@@ -111,8 +135,12 @@ describe("reading discovery items (pure)", () => {
 
   test("items that are not items, or whose resource is no http(s) URL, are invalid", () => {
     expect(readItem({ nope: 1 }, "s", deployment)._tag).toBe("Invalid")
-    expect(readItem({ ...item([requirement("stellar:testnet")]), resource: "mcp://tool" }, "s", deployment)._tag).toBe("Invalid")
-    expect(readItem({ ...item([requirement("stellar:testnet")]), type: "carrier-pigeon" }, "s", deployment)._tag).toBe("Invalid")
+    expect(readItem({ ...item([requirement("stellar:testnet")]), resource: "mcp://tool" }, "s", deployment)._tag).toBe(
+      "Invalid"
+    )
+    expect(readItem({ ...item([requirement("stellar:testnet")]), type: "carrier-pigeon" }, "s", deployment)._tag).toBe(
+      "Invalid"
+    )
   })
 })
 
@@ -143,7 +171,10 @@ describe("an origin's discovery documents (pure)", () => {
   })
 
   test("/.well-known/x402: version 1 resources on the origin; other origins are skipped, never contacted", () => {
-    const routes = routesFromWellKnown({ version: 1, resources: ["/x", `${origin}/y`, "https://elsewhere.example/z", 7] }, origin)
+    const routes = routesFromWellKnown(
+      { version: 1, resources: ["/x", `${origin}/y`, "https://elsewhere.example/z", 7] },
+      origin
+    )
     expect(routes?.map((r) => [r.url, r.skip === null])).toEqual([
       [`${origin}/x`, true],
       [`${origin}/y`, true],
@@ -177,11 +208,15 @@ describe("registrationOutcome (pure)", () => {
     expect(registrationOutcome("healthy", [], deployment)).toBe("listed")
     expect(registrationOutcome("http_status", [], deployment)).toBe("not-402")
     expect(registrationOutcome("no_challenge", [], deployment)).toBe("invalid-challenge")
-    expect(registrationOutcome("no_acceptable_option", [option("stellar:pubnet", TESTNET_USDC)], deployment)).toBe("wrong-network")
-    expect(registrationOutcome("no_acceptable_option", [option("stellar:testnet", OTHER_ASSET)], deployment)).toBe("wrong-asset")
-    expect(registrationOutcome("no_acceptable_option", [option("stellar:testnet", TESTNET_USDC, "stream")], deployment)).toBe(
-      "invalid-challenge"
+    expect(registrationOutcome("no_acceptable_option", [option("stellar:pubnet", TESTNET_USDC)], deployment)).toBe(
+      "wrong-network"
     )
+    expect(registrationOutcome("no_acceptable_option", [option("stellar:testnet", OTHER_ASSET)], deployment)).toBe(
+      "wrong-asset"
+    )
+    expect(
+      registrationOutcome("no_acceptable_option", [option("stellar:testnet", TESTNET_USDC, "stream")], deployment)
+    ).toBe("invalid-challenge")
     expect(registrationOutcome("timeout", [], deployment)).toBe("unreachable")
     expect(registrationOutcome("refused_target", [], deployment)).toBe("refused")
   })

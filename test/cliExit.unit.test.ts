@@ -15,14 +15,29 @@ describe("the exit code of the command line, from one mapping", () => {
   })
 
   test("a command line the definition refuses is 2, with a USAGE line last on stderr and nothing on stdout", async () => {
-    for (const argv of [["keys", "hash"], ["nope"], ["buy", "x"], ["keys", "buyer-new", "extra"], ["mcp", "--session-cap-usd", "lots"]]) {
+    for (const argv of [
+      ["keys", "hash"],
+      ["nope"],
+      ["buy", "x"],
+      ["keys", "buyer-new", "extra"],
+      ["mcp", "--session-cap-usd", "lots"]
+    ]) {
       const { code, out, err } = await runCli(...argv)
-      expect({ argv, code, out, error: JSON.parse(err.at(-1)!).error }).toEqual({ argv, code: 2, out: [], error: "USAGE" })
+      expect({ argv, code, out, error: JSON.parse(err.at(-1)!).error }).toEqual({
+        argv,
+        code: 2,
+        out: [],
+        error: "USAGE"
+      })
     }
   })
 
   test("a config error stops a command with 2 and its one line", async () => {
     const { code, out, err } = await runCli("keys", "buyer-new", "--config", "/nonexistent/sextant.json")
-    expect({ code, out, err }).toEqual({ code: 2, out: [], err: ["config error: config file: cannot read /nonexistent/sextant.json: ENOENT"] })
+    expect({ code, out, err }).toEqual({
+      code: 2,
+      out: [],
+      err: ["config error: config file: cannot read /nonexistent/sextant.json: ENOENT"]
+    })
   })
 })

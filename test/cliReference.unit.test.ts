@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test"
-import { Effect } from "effect"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
+import { Effect } from "effect"
 import { listedCommands, renderReference } from "../src/cli/reference.js"
 import { runCli } from "./cliRun.js"
 
@@ -32,7 +32,9 @@ const tableProblems = (markdown: string, commands: ReadonlyArray<string>) => {
   const named = tableCommands(markdown)
   return [
     ...commands.filter((c) => !named.includes(c)).map((c) => `missing: sextant ${c}`),
-    ...named.filter((n) => n === null || (n !== "" && !commands.includes(n))).map((n) => `not a command: ${n ?? "(no sextant)"}`)
+    ...named
+      .filter((n) => n === null || (n !== "" && !commands.includes(n)))
+      .map((n) => `not a command: ${n ?? "(no sextant)"}`)
   ]
 }
 
@@ -42,7 +44,20 @@ const commands = listedCommands(help).map((c) => c.path)
 describe("the command line's one definition", () => {
   test("lists every command, nested ones by their full path", () => {
     expect([...commands].sort()).toEqual(
-      ["buy", "catalog import", "facilitator channels", "keys buyer-new", "keys facilitator-new", "keys hash", "keys probe-address", "mcp", "probe", "receipt verify", "serve", "vertical"].sort()
+      [
+        "buy",
+        "catalog import",
+        "facilitator channels",
+        "keys buyer-new",
+        "keys facilitator-new",
+        "keys hash",
+        "keys probe-address",
+        "mcp",
+        "probe",
+        "receipt verify",
+        "serve",
+        "vertical"
+      ].sort()
     )
   })
 
@@ -64,14 +79,24 @@ describe("the command line's one definition", () => {
   })
 
   test("the table check fails on a missing command and on a row naming no command", () => {
-    const readme = (rows: ReadonlyArray<string>) => ["# x", "## Commands", "", "| command | what |", "|---|---|", ...rows, "", "## Next", "| `sextant nope` | |"].join("\n")
+    const readme = (rows: ReadonlyArray<string>) =>
+      [
+        "# x",
+        "## Commands",
+        "",
+        "| command | what |",
+        "|---|---|",
+        ...rows,
+        "",
+        "## Next",
+        "| `sextant nope` | |"
+      ].join("\n")
     const all = commands.map((c) => `| \`sextant ${c} <x>\` | does |`)
     expect(tableProblems(readme(all), commands)).toEqual([])
     expect(tableProblems(readme(all.slice(1)), commands)).toEqual([`missing: sextant ${commands[0]}`])
-    expect(tableProblems(readme([...all, "| `sextant keys rotate` | |", "| `bun src/main.ts` | |"]), commands)).toEqual([
-      "not a command: keys rotate",
-      "not a command: (no sextant)"
-    ])
+    expect(tableProblems(readme([...all, "| `sextant keys rotate` | |", "| `bun src/main.ts` | |"]), commands)).toEqual(
+      ["not a command: keys rotate", "not a command: (no sextant)"]
+    )
     expect(tableProblems("# no table", commands)).toHaveLength(commands.length)
   })
 })

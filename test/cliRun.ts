@@ -2,7 +2,7 @@ import { BunContext } from "@effect/platform-bun"
 import { Effect } from "effect"
 import { cli } from "../src/cli/commands.js"
 import { exitCodeOf, reportFailure } from "../src/cli/exit.js"
-import { capturingConsole, CliOutput } from "../src/cli/output.js"
+import { CliOutput, capturingConsole } from "../src/cli/output.js"
 import { removeEgressGuard } from "../src/outbound/egress.js"
 
 /**

@@ -22,7 +22,13 @@ const exempt = (path: string, text: string) =>
   path.startsWith("src/store/migrations/") || /^\s*\/[/*].*@generated/.test(text.split("\n", 1)[0] ?? "")
 
 type Breach =
-  | { readonly rule: "function"; readonly file: string; readonly line: number; readonly name: string; readonly length: number }
+  | {
+      readonly rule: "function"
+      readonly file: string
+      readonly line: number
+      readonly name: string
+      readonly length: number
+    }
   | { readonly rule: "file" | "store file"; readonly file: string; readonly length: number }
 
 /** What breaks the rules among `files` (project paths and their text). */
@@ -31,8 +37,12 @@ const breaches = (files: ReadonlyArray<{ readonly path: string; readonly text: s
     if (exempt(path, text)) return []
     const lines = lineCount(text)
     const fileRule = path.startsWith("src/store/")
-      ? lines > LIMITS.storeFileLines ? [{ rule: "store file" as const, file: path, length: lines }] : []
-      : lines > LIMITS.fileLines ? [{ rule: "file" as const, file: path, length: lines }] : []
+      ? lines > LIMITS.storeFileLines
+        ? [{ rule: "store file" as const, file: path, length: lines }]
+        : []
+      : lines > LIMITS.fileLines
+        ? [{ rule: "file" as const, file: path, length: lines }]
+        : []
     const functions = longFunctions(path, text, LIMITS.functionLines, { topLevel: true }).map(
       (f): Breach => ({ rule: "function", ...f })
     )
@@ -49,7 +59,10 @@ const fn = (name: string, bodyLines: number) => `export const ${name} = () => {\
 
 describe("code size rules", () => {
   test("src/ keeps them", () => {
-    const files = sourceFiles(resolve(ROOT, "src")).map((file) => ({ path: projectPath(file), text: readFileSync(file, "utf8") }))
+    const files = sourceFiles(resolve(ROOT, "src")).map((file) => ({
+      path: projectPath(file),
+      text: readFileSync(file, "utf8")
+    }))
     expect(files.length).toBeGreaterThan(100)
     expect(breaches(files).map(describeBreach)).toEqual([])
   })

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test"
-import { Either } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
+import { Either } from "effect"
 import { loadConfig, plainHttpOffLoopback } from "../src/config.js"
 import { serveUntilExit } from "./support/serveProcess.js"
 
@@ -37,15 +37,53 @@ const entry = (amount: string, amountUsd: number) => ({
 
 const BAD_CONFIGS: ReadonlyArray<readonly [string, unknown, string]> = [
   ["unknown network", { network: "stellar:futurenet" }, "network"],
-  ["malformed asset contract", { asset: { network: "stellar:testnet", assetContract: "CNOTACONTRACT", symbol: "USDC", decimals: 7, minimumAmount: "1", maximumAmount: "10" } }, "asset.assetContract"],
-  ["duplicate facilitator id", { facilitators: [{ id: "a", url: "http://127.0.0.1:1" }, { id: "a", url: "http://127.0.0.1:2" }] }, "facilitators[1].id"],
-  ["amount and amountUsd disagree at 7 decimals", { catalog: [entry("10000", 0.01)] }, "catalog[0].paymentOptions[0].amountUsd"],
+  [
+    "malformed asset contract",
+    {
+      asset: {
+        network: "stellar:testnet",
+        assetContract: "CNOTACONTRACT",
+        symbol: "USDC",
+        decimals: 7,
+        minimumAmount: "1",
+        maximumAmount: "10"
+      }
+    },
+    "asset.assetContract"
+  ],
+  [
+    "duplicate facilitator id",
+    {
+      facilitators: [
+        { id: "a", url: "http://127.0.0.1:1" },
+        { id: "a", url: "http://127.0.0.1:2" }
+      ]
+    },
+    "facilitators[1].id"
+  ],
+  [
+    "amount and amountUsd disagree at 7 decimals",
+    { catalog: [entry("10000", 0.01)] },
+    "catalog[0].paymentOptions[0].amountUsd"
+  ],
   ["unknown field", { prot: 1 }, "prot"],
   ["pubnet without a Soroban RPC URL (it has no public one)", { network: "stellar:pubnet" }, "ledger.sorobanRpcUrl"],
   ["a ledger URL that is not http(s)", { ledger: { horizonUrl: "ftp://horizon.example" } }, "ledger.horizonUrl"],
-  ["a ledger RPC over plain http off loopback", { ledger: { sorobanRpcUrl: "http://rpc.provider.example" } }, "ledger.sorobanRpcUrl"],
-  ["a Horizon over plain http on a private address", { ledger: { horizonUrl: "http://10.0.0.1:8000" } }, "ledger.horizonUrl"],
-  ["the vertical's own RPC over plain http off loopback", { vertical: { sorobanRpcUrl: "http://169.254.169.254" } }, "vertical.sorobanRpcUrl"],
+  [
+    "a ledger RPC over plain http off loopback",
+    { ledger: { sorobanRpcUrl: "http://rpc.provider.example" } },
+    "ledger.sorobanRpcUrl"
+  ],
+  [
+    "a Horizon over plain http on a private address",
+    { ledger: { horizonUrl: "http://10.0.0.1:8000" } },
+    "ledger.horizonUrl"
+  ],
+  [
+    "the vertical's own RPC over plain http off loopback",
+    { vertical: { sorobanRpcUrl: "http://169.254.169.254" } },
+    "vertical.sorobanRpcUrl"
+  ],
   ["unparsable file", "{ not json", "config file"],
   ["two demo providers on one port", { demo: { ports: { fast: 5100, slow: 5100 } } }, "demo.ports.slow"],
   ["a demo provider on the vertical's port", { demo: { ports: { raiser: 4021 } } }, "demo.ports.raiser"],
@@ -55,10 +93,23 @@ const BAD_CONFIGS: ReadonlyArray<readonly [string, unknown, string]> = [
 
 describe("ledger endpoints must be https off loopback", () => {
   test("a pure judgement over addresses: loopback may be plain http, anything else may not", () => {
-    for (const url of ["http://127.0.0.1:8000", "http://127.9.9.9", "http://localhost:8000/rpc", "http://[::1]:8000", "https://10.0.0.1", "https://rpc.example"]) {
+    for (const url of [
+      "http://127.0.0.1:8000",
+      "http://127.9.9.9",
+      "http://localhost:8000/rpc",
+      "http://[::1]:8000",
+      "https://10.0.0.1",
+      "https://rpc.example"
+    ]) {
       expect(plainHttpOffLoopback(url)).toBe(false)
     }
-    for (const url of ["http://10.0.0.1:8000", "http://169.254.169.254/latest", "http://rpc.example", "http://[fe80::1]", "http://127.0.0.1.evil.example"]) {
+    for (const url of [
+      "http://10.0.0.1:8000",
+      "http://169.254.169.254/latest",
+      "http://rpc.example",
+      "http://[fe80::1]",
+      "http://127.0.0.1.evil.example"
+    ]) {
       expect(plainHttpOffLoopback(url)).toBe(true)
     }
   })
@@ -72,7 +123,15 @@ describe("config", () => {
       port: 4020,
       database: "./data/sextant.db",
       network: "stellar:testnet",
-      facilitators: [{ id: "embedded-testnet", type: "stellar", network: "stellar:testnet", feeAccountKeyFile: "./data/facilitator.key", channels: 0 }],
+      facilitators: [
+        {
+          id: "embedded-testnet",
+          type: "stellar",
+          network: "stellar:testnet",
+          feeAccountKeyFile: "./data/facilitator.key",
+          channels: 0
+        }
+      ],
       apiKeys: [],
       signer: { ed25519KeyFile: "./data/signer.key" }
     })
@@ -130,7 +189,10 @@ describe("config", () => {
     const badUrl = loadConfig(undefined, { DATABASE_URL: "postgres://user:SuperSecretPw@host:99999/db" })
     expect(Either.isLeft(badUrl) && badUrl.left.line).toStartWith("config error: database:")
     expect(JSON.stringify(badUrl)).not.toContain("SuperSecretPw")
-    const badKey = loadConfig(writeConfig("key.json", { facilitators: [{ id: "a", url: "http://127.0.0.1:1", apiKey: 12345 }] }), {})
+    const badKey = loadConfig(
+      writeConfig("key.json", { facilitators: [{ id: "a", url: "http://127.0.0.1:1", apiKey: 12345 }] }),
+      {}
+    )
     expect(Either.isLeft(badKey) && badKey.left.line).toStartWith("config error: facilitators[0].apiKey:")
     expect(JSON.stringify(badKey)).not.toContain("12345")
   })
@@ -145,16 +207,37 @@ describe("config", () => {
       inclusionFeeStroops: 10_000,
       pollIntervalSeconds: 5
     })
-    expect(config.vertical).toMatchObject({ sorobanRpcUrl: "https://soroban-testnet.stellar.org", horizonUrl: "https://horizon-testnet.stellar.org" })
+    expect(config.vertical).toMatchObject({
+      sorobanRpcUrl: "https://soroban-testnet.stellar.org",
+      horizonUrl: "https://horizon-testnet.stellar.org"
+    })
   })
 
   test("the vertical follows a configured ledger unless it names its own endpoints", () => {
-    const ledger = { sorobanRpcUrl: "http://127.0.0.1:7001", horizonUrl: "http://127.0.0.1:7002", confirmTimeoutSeconds: 30 }
+    const ledger = {
+      sorobanRpcUrl: "http://127.0.0.1:7001",
+      horizonUrl: "http://127.0.0.1:7002",
+      confirmTimeoutSeconds: 30
+    }
     const following = Either.getOrThrow(loadConfig(writeConfig("ledger.json", { ledger }), {}))
-    expect(following.ledger).toEqual({ ...ledger, timeoutMs: 8000, inclusionFeeStroops: 10_000, pollIntervalSeconds: 5 })
-    expect(following.vertical).toMatchObject({ sorobanRpcUrl: "http://127.0.0.1:7001", horizonUrl: "http://127.0.0.1:7002" })
+    expect(following.ledger).toEqual({
+      ...ledger,
+      timeoutMs: 8000,
+      inclusionFeeStroops: 10_000,
+      pollIntervalSeconds: 5
+    })
+    expect(following.vertical).toMatchObject({
+      sorobanRpcUrl: "http://127.0.0.1:7001",
+      horizonUrl: "http://127.0.0.1:7002"
+    })
     const own = Either.getOrThrow(
-      loadConfig(writeConfig("ledger-own.json", { ledger, vertical: { horizonUrl: "http://127.0.0.1:7003", sorobanRpcUrl: null } }), {})
+      loadConfig(
+        writeConfig("ledger-own.json", {
+          ledger,
+          vertical: { horizonUrl: "http://127.0.0.1:7003", sorobanRpcUrl: null }
+        }),
+        {}
+      )
     )
     expect(own.vertical).toMatchObject({ horizonUrl: "http://127.0.0.1:7003", sorobanRpcUrl: "http://127.0.0.1:7001" })
     expect(own.ledger.horizonUrl).toBe("http://127.0.0.1:7002")
@@ -163,24 +246,44 @@ describe("config", () => {
   test("pubnet defaults Horizon to SDF's and takes the operator's RPC", () => {
     const pubnet = {
       network: "stellar:pubnet",
-      asset: { network: "stellar:pubnet", assetContract: "CCW67TSZV3SSS2HXMBQ5JFGCKJNXKZM7UQUWUZPUTHXSTZLEO7SJMI75", symbol: "USDC", decimals: 7, minimumAmount: "1", maximumAmount: "10000000000" },
+      asset: {
+        network: "stellar:pubnet",
+        assetContract: "CCW67TSZV3SSS2HXMBQ5JFGCKJNXKZM7UQUWUZPUTHXSTZLEO7SJMI75",
+        symbol: "USDC",
+        decimals: 7,
+        minimumAmount: "1",
+        maximumAmount: "10000000000"
+      },
       catalog: [],
       ledger: { sorobanRpcUrl: "https://rpc.provider.example/v1/key" }
     }
     const config = Either.getOrThrow(loadConfig(writeConfig("pubnet.json", pubnet), {}))
-    expect(config.ledger).toMatchObject({ sorobanRpcUrl: "https://rpc.provider.example/v1/key", horizonUrl: "https://horizon.stellar.org" })
+    expect(config.ledger).toMatchObject({
+      sorobanRpcUrl: "https://rpc.provider.example/v1/key",
+      horizonUrl: "https://horizon.stellar.org"
+    })
     expect(config.vertical.horizonUrl).toBe("https://horizon.stellar.org")
     // Mainnet's embedded facilitator signs with its own account, never the testnet key.
-    expect(config.facilitators).toMatchObject([{ type: "stellar", network: "stellar:pubnet", feeAccountKeyFile: "./data/facilitator-pubnet.key" }])
+    expect(config.facilitators).toMatchObject([
+      { type: "stellar", network: "stellar:pubnet", feeAccountKeyFile: "./data/facilitator-pubnet.key" }
+    ])
   })
 
   test("an embedded facilitator on another network than the service is a config error naming the field", () => {
-    const result = loadConfig(writeConfig("embedded-other.json", { facilitators: [{ id: "e", type: "stellar", network: "stellar:pubnet", feeAccountKeyFile: "./k" }] }), {})
+    const result = loadConfig(
+      writeConfig("embedded-other.json", {
+        facilitators: [{ id: "e", type: "stellar", network: "stellar:pubnet", feeAccountKeyFile: "./k" }]
+      }),
+      {}
+    )
     expect(Either.isLeft(result) && result.left.line).toStartWith("config error: facilitators[0].network:")
   })
 
   test("a bad ledger URL is named without quoting it: a provider's URL may carry its key", () => {
-    const result = loadConfig(writeConfig("ledger-secret.json", { ledger: { sorobanRpcUrl: "wss://rpc.example/KEY-SECRET-987" } }), {})
+    const result = loadConfig(
+      writeConfig("ledger-secret.json", { ledger: { sorobanRpcUrl: "wss://rpc.example/KEY-SECRET-987" } }),
+      {}
+    )
     expect(Either.isLeft(result) && result.left.line).toStartWith("config error: ledger.sorobanRpcUrl:")
     expect(JSON.stringify(result)).not.toContain("KEY-SECRET-987")
   })

@@ -15,7 +15,7 @@ describe("configuration reference", () => {
 
   test("it lists defaults as the schema decodes them, and the fields of lists of structs", () => {
     expect(committed).toContain("| `probes.intervalSeconds` | `60` |")
-    expect(committed).toContain("| `limits.validate` | `{\"requests\":60,\"windowSeconds\":60}` |")
+    expect(committed).toContain('| `limits.validate` | `{"requests":60,"windowSeconds":60}` |')
     expect(committed).toContain("| `catalogSources[].intervalSeconds` | `3600` |")
     expect(committed).toContain("| `facilitators[].url` | required |")
     expect(committed).toContain("| `apiKeys[].role` | absent |")

@@ -5,9 +5,9 @@ import { Effect, Either } from "effect"
 import { type Dial, Dialer, dialPinned, pinnedUrl, Resolver } from "../src/outbound/Connector.js"
 import { fetchAnswer, fetchJson, type OutboundRequests } from "../src/outbound/fetchAnswer.js"
 import { makeRedactor } from "../src/redaction/redact.js"
+import { makeBackendClient } from "../src/x402/FacilitatorClient.js"
 import { countingServer } from "./support/countingServer.js"
 import { freePorts } from "./support/serveProcess.js"
-import { makeBackendClient } from "../src/x402/FacilitatorClient.js"
 
 /** What a rebinding attacker wants reached: a service on this host. Every request to it is counted. */
 const internal = countingServer(() => Response.json({ secret: "internal" }))
@@ -31,7 +31,12 @@ afterAll(() => {
 })
 
 const PUBLIC = "93.184.216.34"
-const policy: OutboundRequests = { allowPrivateTargets: false, trustedOrigins: [], timeoutMs: 2_000, maxBodyBytes: 65_536 }
+const policy: OutboundRequests = {
+  allowPrivateTargets: false,
+  trustedOrigins: [],
+  timeoutMs: 2_000,
+  maxBodyBytes: 65_536
+}
 
 /** Every address the code under test asked to connect to. */
 const dialed: Array<string> = []
@@ -59,7 +64,9 @@ const rebinding = () => {
 }
 
 const run = <A, E>(effect: Effect.Effect<A, E>, resolve: (host: string) => Effect.Effect<ReadonlyArray<string>>) =>
-  Effect.runPromise(Effect.either(effect.pipe(Effect.provideService(Resolver, resolve), Effect.provideService(Dialer, dial))))
+  Effect.runPromise(
+    Effect.either(effect.pipe(Effect.provideService(Resolver, resolve), Effect.provideService(Dialer, dial)))
+  )
 
 describe("connections pinned to the checked address", () => {
   test("DNS rebinding: a name that answers public, then loopback, never reaches loopback", async () => {
@@ -102,8 +109,16 @@ describe("connections pinned to the checked address", () => {
       return new Response("{}")
     }
     const signal = new AbortController().signal
-    await dialPinned(record, { url: new URL("https://api.example.com:8443/p?q=1"), addresses: ["93.184.216.34"] }, { method: "GET", headers: {}, signal })
-    await dialPinned(record, { url: new URL("http://[2001:4860::1]/p"), addresses: ["2001:4860::1"] }, { method: "GET", headers: {}, signal })
+    await dialPinned(
+      record,
+      { url: new URL("https://api.example.com:8443/p?q=1"), addresses: ["93.184.216.34"] },
+      { method: "GET", headers: {}, signal }
+    )
+    await dialPinned(
+      record,
+      { url: new URL("http://[2001:4860::1]/p"), addresses: ["2001:4860::1"] },
+      { method: "GET", headers: {}, signal }
+    )
     expect(inits[0]!.url).toBe("https://93.184.216.34:8443/p?q=1")
     expect(inits[0]!.init.headers).toEqual({ host: "api.example.com:8443" })
     expect(inits[0]!.init.tls?.serverName).toBe("api.example.com")
@@ -118,15 +133,29 @@ describe("connections pinned to the checked address", () => {
     // A self-signed certificate for pinned.test (test/fixtures/tls), trusted by the dialer below.
     const read = (name: string) => readFileSync(join(import.meta.dir, "fixtures", "tls", name), "utf8")
     const cert = read("pinned.test.cert.pem")
-    const tlsServer = Bun.serve({ hostname: "127.0.0.1", port: 0, tls: { cert, key: read("pinned.test.key.pem") }, fetch: (r) => new Response(r.headers.get("host")) })
+    const tlsServer = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      tls: { cert, key: read("pinned.test.key.pem") },
+      fetch: (r) => new Response(r.headers.get("host"))
+    })
     const trusting: Dial = (url, init) => fetch(url, { ...init, tls: { ...init.tls, ca: cert } })
     const send = (name: string) =>
-      dialPinned(trusting, { url: new URL(`https://${name}:${tlsServer.port}/`), addresses: ["127.0.0.1"] }, { method: "GET", headers: {}, signal: AbortSignal.timeout(2_000) })
+      dialPinned(
+        trusting,
+        { url: new URL(`https://${name}:${tlsServer.port}/`), addresses: ["127.0.0.1"] },
+        { method: "GET", headers: {}, signal: AbortSignal.timeout(2_000) }
+      )
     try {
       const answer = await send("pinned.test")
       expect(await answer.text()).toBe(`pinned.test:${tlsServer.port}`)
       // The same address under another name: the certificate does not match, so no answer.
-      expect(await send("other.test").then(() => "answered", (e: { code?: string }) => e.code)).toBe("ERR_TLS_CERT_ALTNAME_INVALID")
+      expect(
+        await send("other.test").then(
+          () => "answered",
+          (e: { code?: string }) => e.code
+        )
+      ).toBe("ERR_TLS_CERT_ALTNAME_INVALID")
     } finally {
       tlsServer.stop(true)
     }
@@ -137,13 +166,29 @@ describe("connections pinned to the checked address", () => {
     const [closedPort] = freePorts(1)
     try {
       // ::1 first, where nothing listens on this port; 127.0.0.1 answers.
-      const vetted = { url: new URL(`http://localhost.test:${listening.port}/x`), addresses: ["::1", "127.0.0.1"] as const }
-      const response = await dialPinned((url, init) => fetch(url, init), vetted, { method: "GET", headers: {}, signal: AbortSignal.timeout(2_000) })
+      const vetted = {
+        url: new URL(`http://localhost.test:${listening.port}/x`),
+        addresses: ["::1", "127.0.0.1"] as const
+      }
+      const response = await dialPinned((url, init) => fetch(url, init), vetted, {
+        method: "GET",
+        headers: {},
+        signal: AbortSignal.timeout(2_000)
+      })
       expect(response.status).toBe(200)
       expect(listening.requests()).toBe(1)
       // A refusal on the only address is the caller's failure.
-      const refused = dialPinned((url, init) => fetch(url, init), { url: new URL(`http://x.test:${closedPort}/`), addresses: ["127.0.0.1"] }, { method: "GET", headers: {}, signal: AbortSignal.timeout(2_000) })
-      expect(await refused.then(() => "answered", (e: { code?: string }) => e.code)).toBe("ECONNREFUSED")
+      const refused = dialPinned(
+        (url, init) => fetch(url, init),
+        { url: new URL(`http://x.test:${closedPort}/`), addresses: ["127.0.0.1"] },
+        { method: "GET", headers: {}, signal: AbortSignal.timeout(2_000) }
+      )
+      expect(
+        await refused.then(
+          () => "answered",
+          (e: { code?: string }) => e.code
+        )
+      ).toBe("ECONNREFUSED")
     } finally {
       listening.stop()
     }
@@ -153,15 +198,29 @@ describe("connections pinned to the checked address", () => {
 describe("the facilitator client and redirects", () => {
   test("a backend's redirect is an error answer: the API key is never sent to where it points", async () => {
     const elsewhere: Array<string | null> = []
-    const thief = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (r) => {
+    const thief = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: (r) => {
         elsewhere.push(r.headers.get("authorization"))
         return Response.json({ kinds: [] })
-      } })
-    const redirecting = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => Response.redirect(`http://127.0.0.1:${thief.port}/supported`, 307) })
+      }
+    })
+    const redirecting = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () => Response.redirect(`http://127.0.0.1:${thief.port}/supported`, 307)
+    })
     try {
-      const client = makeBackendClient({ id: "b", url: `http://127.0.0.1:${redirecting.port}`, apiKey: "facilitator-secret-key" }, makeRedactor(["facilitator-secret-key"]))
+      const client = makeBackendClient(
+        { id: "b", url: `http://127.0.0.1:${redirecting.port}`, apiKey: "facilitator-secret-key" },
+        makeRedactor(["facilitator-secret-key"])
+      )
       const supported = await Effect.runPromise(Effect.either(client.supported("2 seconds")))
-      expect(Either.isLeft(supported) && { kind: supported.left.kind, status: supported.left.status }).toEqual({ kind: "HttpStatus", status: 307 })
+      expect(Either.isLeft(supported) && { kind: supported.left.kind, status: supported.left.status }).toEqual({
+        kind: "HttpStatus",
+        status: 307
+      })
       const verified = await Effect.runPromise(Effect.either(client.verify({}, "2 seconds")))
       expect(Either.isLeft(verified) && verified.left.status).toBe(307)
       expect(elsewhere).toEqual([])

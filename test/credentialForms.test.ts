@@ -1,21 +1,31 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Transaction } from "@stellar/stellar-sdk"
 import { Effect } from "effect"
+import { ResourceId } from "../src/domain/ids.js"
 import { networkPassphrase } from "../src/domain/stellar.js"
-import { buildExactPayment, credentialFormsOf as formOf, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
+import {
+  buildExactPayment,
+  exactRequirements,
+  credentialFormsOf as formOf,
+  seededBuyer,
+  settleBody
+} from "./fixtures/stellarPayment.js"
 import { pollUntil } from "./support/poll.js"
 import { SELLER_PAY_TO as PAY_TO, SELLER_RESOURCE_ID as RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
 import { refusal } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 type Stack = Awaited<ReturnType<typeof startSellerStack>>
 type SettleRequest = Parameters<Stack["server"]["client"]["x402"]["settle"]>[0]["payload"]
 /** The calls these tests make, all well-formed: each refusal is the service's judgement, decoded as its error class. */
 const callsOf = (stack: () => Stack) => ({
-  validate: () => Effect.runPromise(stack().server.client.verification.validate({ payload: { resourceId: ResourceId.make(RESOURCE_ID) } })),
+  validate: () =>
+    Effect.runPromise(
+      stack().server.client.verification.validate({ payload: { resourceId: ResourceId.make(RESOURCE_ID) } })
+    ),
   verify: (payload: SettleRequest) => stack().server.client.x402.verify({ payload, headers: {} }),
   settle: (payload: SettleRequest) => stack().server.client.x402.settle({ payload, headers: {} }),
-  settlements: (state?: "failed") => Effect.runPromise(stack().server.client.x402.settlements({ urlParams: state ? { state } : {} }))
+  settlements: (state?: "failed") =>
+    Effect.runPromise(stack().server.client.x402.settlements({ urlParams: state ? { state } : {} }))
 })
 
 /**
@@ -30,7 +40,8 @@ describe.each([
   let stack: Awaited<ReturnType<typeof startSellerStack>>
   const buyer = seededBuyer(seed)
   const requirements = exactRequirements({ payTo: PAY_TO })
-  const pay = (validUntilLedger: number) => buildExactPayment(requirements, { buyer, form, validUntilLedger: stack.ledger.latestLedger() + validUntilLedger })
+  const pay = (validUntilLedger: number) =>
+    buildExactPayment(requirements, { buyer, form, validUntilLedger: stack.ledger.latestLedger() + validUntilLedger })
   const { validate, verify, settle, settlements } = callsOf(() => stack)
 
   beforeAll(async () => {
@@ -54,7 +65,9 @@ describe.each([
     expect(backend.calls("/verify")).toBe(1)
 
     // Policy refuses with its own code (403), before any backend call and before the payment is read as anything else.
-    const refused = await refusal(settle(settleBody(payment, requirements, { servicePolicy: { maxPricePerRequestUsd: 0.0001 } })))
+    const refused = await refusal(
+      settle(settleBody(payment, requirements, { servicePolicy: { maxPricePerRequestUsd: 0.0001 } }))
+    )
     expect(refused).toMatchObject({ error: "POLICY_DENIED", code: "PRICE_EXCEEDS_LIMIT" })
     expect(backend.calls("/settle")).toBe(0)
 
@@ -79,7 +92,13 @@ describe.each([
       stack.server.client.receipts.create({
         payload: {
           request: { capability: "rwa.inspect", optimizeFor: "cheapest" },
-          payment: { network: "stellar:testnet", scheme: "exact", asset: requirements.asset, amount: requirements.amount, transactionHash: settled.transaction },
+          payment: {
+            network: "stellar:testnet",
+            scheme: "exact",
+            asset: requirements.asset,
+            amount: requirements.amount,
+            transactionHash: settled.transaction
+          },
           response: { status: 200, body: "{}" }
         }
       })
@@ -106,7 +125,9 @@ describe("refused credential forms and spent nonces never reach a backend", () =
   const { validate, verify, settle, settlements } = callsOf(() => stack)
   beforeAll(async () => {
     // A global fee budget of three settles: bogus payments must not spend it.
-    stack = await startSellerStack((base) => ({ budgets: { ...base.budgets, feeCeilingStroops: 1_000, globalFeeStroops: 3_000 } }))
+    stack = await startSellerStack((base) => ({
+      budgets: { ...base.budgets, feeCeilingStroops: 1_000, globalFeeStroops: 3_000 }
+    }))
     expect((await validate()).healthy).toBe(true)
   })
   afterAll(() => stack.stop())
@@ -114,16 +135,22 @@ describe("refused credential forms and spent nonces never reach a backend", () =
   test.each([
     ["addressWithDelegates", "DELEGATED_CREDENTIALS_REFUSED", "SOROBAN_CREDENTIALS_ADDRESS_WITH_DELEGATES"],
     ["sourceAccount", "SOURCE_ACCOUNT_CREDENTIALS_REFUSED", "SOROBAN_CREDENTIALS_SOURCE_ACCOUNT"]
-  ] as const)("%s credentials: 422 %s at verify and settle, and the facilitator records no call", async (form, code, named) => {
-    const payment = await buildExactPayment(requirements, { buyer: seededBuyer(form === "sourceAccount" ? 61 : 62), form })
-    expect(formOf(payment)).toEqual([form])
-    const body = settleBody(payment, requirements)
-    const before = stack.backend.requests.length
-    for (const answer of [await refusal(verify(body)), await refusal(settle(body))]) {
-      expect(answer).toMatchObject({ error: code, message: expect.stringContaining(named) })
+  ] as const)(
+    "%s credentials: 422 %s at verify and settle, and the facilitator records no call",
+    async (form, code, named) => {
+      const payment = await buildExactPayment(requirements, {
+        buyer: seededBuyer(form === "sourceAccount" ? 61 : 62),
+        form
+      })
+      expect(formOf(payment)).toEqual([form])
+      const body = settleBody(payment, requirements)
+      const before = stack.backend.requests.length
+      for (const answer of [await refusal(verify(body)), await refusal(settle(body))]) {
+        expect(answer).toMatchObject({ error: code, message: expect.stringContaining(named) })
+      }
+      expect(stack.backend.requests.slice(before).filter((r) => r.path !== "/supported")).toEqual([])
     }
-    expect(stack.backend.requests.slice(before).filter((r) => r.path !== "/supported")).toEqual([])
-  })
+  )
 
   test("a payment whose nonce is already consumed on the ledger is refused 409 NONCE_ALREADY_CONSUMED before forwarding, and released", async () => {
     const buyer = seededBuyer(63)
@@ -147,13 +174,22 @@ describe("refused credential forms and spent nonces never reach a backend", () =
     const settlesBefore = stack.backend.calls("/settle")
     // maxTimeoutSeconds 60 allows ceil(60 / 1 s) + 2 = 62 ledgers; this one is valid for a million.
     for (let seed = 80; seed < 85; seed++) {
-      const payment = await buildExactPayment(requirements, { buyer: seededBuyer(seed), validUntilLedger: stack.ledger.latestLedger() + 1_000_000 })
+      const payment = await buildExactPayment(requirements, {
+        buyer: seededBuyer(seed),
+        validUntilLedger: stack.ledger.latestLedger() + 1_000_000
+      })
       const answer = await refusal(settle(settleBody(payment, requirements)))
-      expect(answer).toMatchObject({ error: "AUTHORIZATION_EXPIRES_TOO_LATE", message: expect.stringContaining("at most 62") })
+      expect(answer).toMatchObject({
+        error: "AUTHORIZATION_EXPIRES_TOO_LATE",
+        message: expect.stringContaining("at most 62")
+      })
     }
     expect(stack.backend.calls("/settle")).toBe(settlesBefore)
     // At the bound it is forwarded: five refusals spent none of the three-settle fee budget.
-    const atBound = await buildExactPayment(requirements, { buyer: seededBuyer(85), validUntilLedger: stack.ledger.latestLedger() + 62 })
+    const atBound = await buildExactPayment(requirements, {
+      buyer: seededBuyer(85),
+      validUntilLedger: stack.ledger.latestLedger() + 62
+    })
     expect(await Effect.runPromise(settle(settleBody(atBound, requirements)))).toMatchObject({ success: true })
   })
 
@@ -161,10 +197,15 @@ describe("refused credential forms and spent nonces never reach a backend", () =
     const settlesBefore = stack.backend.calls("/settle")
     for (let seed = 100; seed < 300; seed++) {
       const payment = await buildExactPayment(requirements, { buyer: seededBuyer(seed), bogusSignature: true })
-      expect(await refusal(settle(settleBody(payment, requirements)))).toMatchObject({ error: "INVALID_PAYER_SIGNATURE" })
+      expect(await refusal(settle(settleBody(payment, requirements)))).toMatchObject({
+        error: "INVALID_PAYER_SIGNATURE"
+      })
     }
     expect(stack.backend.calls("/settle")).toBe(settlesBefore)
-    const genuine = await buildExactPayment(requirements, { buyer: seededBuyer(300), validUntilLedger: stack.ledger.latestLedger() + 50 })
+    const genuine = await buildExactPayment(requirements, {
+      buyer: seededBuyer(300),
+      validUntilLedger: stack.ledger.latestLedger() + 50
+    })
     expect(await Effect.runPromise(settle(settleBody(genuine, requirements)))).toMatchObject({ success: true })
   })
 })
@@ -174,10 +215,20 @@ describe("a settle the backend refuses without submitting", () => {
   const requirements = exactRequirements({ payTo: PAY_TO })
   const { validate, settle, settlements } = callsOf(() => stack)
   const settleAs = async (seed: number) =>
-    settle(settleBody(await buildExactPayment(requirements, { buyer: seededBuyer(seed), validUntilLedger: stack.ledger.latestLedger() + 50 }), requirements))
+    settle(
+      settleBody(
+        await buildExactPayment(requirements, {
+          buyer: seededBuyer(seed),
+          validUntilLedger: stack.ledger.latestLedger() + 50
+        }),
+        requirements
+      )
+    )
   beforeAll(async () => {
     // A global fee budget of two settles.
-    stack = await startSellerStack((base) => ({ budgets: { ...base.budgets, feeCeilingStroops: 1_000, globalFeeStroops: 2_000 } }))
+    stack = await startSellerStack((base) => ({
+      budgets: { ...base.budgets, feeCeilingStroops: 1_000, globalFeeStroops: 2_000 }
+    }))
     expect((await validate()).healthy).toBe(true)
   })
   afterAll(() => stack.stop())
@@ -202,20 +253,33 @@ describe("a payment signed by another key than its payer's", () => {
   const victim = seededBuyer(71)
   beforeAll(async () => {
     // Room for one sponsored fee per principal: whoever is keyed on the victim holds the victim's whole budget.
-    stack = await startSellerStack((base) => ({ budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 } }))
+    stack = await startSellerStack((base) => ({
+      budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 }
+    }))
     expect((await validate()).healthy).toBe(true)
   })
   afterAll(() => stack.stop())
 
   test("is not payer-verified: keyed on the shared unverified principal, so the payer's own settle is not starved while it waits", async () => {
-    const forged = await buildExactPayment(requirements, { buyer: victim, signer: seededBuyer(72), validUntilLedger: stack.ledger.latestLedger() + 50 })
+    const forged = await buildExactPayment(requirements, {
+      buyer: victim,
+      signer: seededBuyer(72),
+      validUntilLedger: stack.ledger.latestLedger() + 50
+    })
     // The forged settle waits on a slow backend, holding its reservation (a fee charged once submitted, either way).
     stack.backend.setSettleDelay(1_500)
     const inFlight = Effect.runPromise(Effect.either(settle(settleBody(forged, requirements))))
-    await pollUntil("the forged settle is reserved", () => settlements(), (s) => s.settlements.length === 1)
+    await pollUntil(
+      "the forged settle is reserved",
+      () => settlements(),
+      (s) => s.settlements.length === 1
+    )
     const [reserved] = (await settlements()).settlements
     expect(reserved).toMatchObject({ state: "pending", principal: "open:unverified-payer", payer: victim.publicKey() })
-    const genuine = await buildExactPayment(requirements, { buyer: victim, validUntilLedger: stack.ledger.latestLedger() + 50 })
+    const genuine = await buildExactPayment(requirements, {
+      buyer: victim,
+      validUntilLedger: stack.ledger.latestLedger() + 50
+    })
     const own = await Effect.runPromise(Effect.either(settle(settleBody(genuine, requirements))))
     expect(own._tag === "Right" ? own.right : own.left).toMatchObject({ success: true, payer: victim.publicKey() })
     expect(await inFlight).toMatchObject({ _tag: "Right" })

@@ -1,9 +1,9 @@
-import { apiKeyHash } from "../src/http/authLive.js"
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { apiKeyHash } from "../src/http/authLive.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
@@ -68,9 +68,11 @@ beforeAll(async () => {
   await resource.useFacilitator(`${server.url}/x402`, BUYER_KEY)
   await validated.useFacilitator(`${server.url}/x402`, BUYER_KEY)
   const first = await probe(RESOURCE_ID)
-  if (first.body.healthy !== true) throw new Error(`the seller's resource did not probe healthy: ${JSON.stringify(first.body)}`)
+  if (first.body.healthy !== true)
+    throw new Error(`the seller's resource did not probe healthy: ${JSON.stringify(first.body)}`)
   const other = await call("POST", "/v1/validate", operator, { url: validated.url })
-  if (other.body.healthy !== true) throw new Error(`the validated resource did not probe healthy: ${JSON.stringify(other.body)}`)
+  if (other.body.healthy !== true)
+    throw new Error(`the validated resource did not probe healthy: ${JSON.stringify(other.body)}`)
   validatedId = other.body.resourceId
 })
 afterAll(async () => {
@@ -85,7 +87,12 @@ describe("operator curation refuses anyone but an operator", () => {
   test("a buyer key gets 403 OPERATOR_ONLY, no key or an unknown key 401, and nothing changes", async () => {
     for (const [method, path, json] of operatorCalls(RESOURCE_ID)) {
       const asBuyer = await call(method, path, buyer, json)
-      expect({ path, method, status: asBuyer.status, error: asBuyer.body.error }).toEqual({ path, method, status: 403, error: "OPERATOR_ONLY" })
+      expect({ path, method, status: asBuyer.status, error: asBuyer.body.error }).toEqual({
+        path,
+        method,
+        status: 403,
+        error: "OPERATOR_ONLY"
+      })
       expect(asBuyer.body.message).toContain("agent-1")
       const anonymous = await call(method, path, {}, json)
       expect(anonymous.status).toBe(401)
@@ -103,7 +110,12 @@ describe("operator curation refuses anyone but an operator", () => {
     try {
       for (const [method, path, json] of operatorCalls("anything")) {
         const answer = await request(`${open.url}${path}`, { method, ...(json === undefined ? {} : { json }) })
-        expect({ path, method, status: answer.status, error: answer.body.error }).toEqual({ path, method, status: 403, error: "OPERATOR_ONLY" })
+        expect({ path, method, status: answer.status, error: answer.body.error }).toEqual({
+          path,
+          method,
+          status: 403,
+          error: "OPERATOR_ONLY"
+        })
         expect(answer.body.message).toContain("open mode")
       }
     } finally {
@@ -128,9 +140,16 @@ describe("an operator quarantine", () => {
     const before = await route()
     expect(before.body.selected?.resourceId).toBe(RESOURCE_ID)
 
-    const put = await call("POST", `/v1/resources/${RESOURCE_ID}/quarantine`, operator, { reason: "payee reported compromised" })
+    const put = await call("POST", `/v1/resources/${RESOURCE_ID}/quarantine`, operator, {
+      reason: "payee reported compromised"
+    })
     expect(put.status).toBe(200)
-    expect(put.body.action).toMatchObject({ resourceId: RESOURCE_ID, action: "quarantine", actor: "ops", reason: "payee reported compromised" })
+    expect(put.body.action).toMatchObject({
+      resourceId: RESOURCE_ID,
+      action: "quarantine",
+      actor: "ops",
+      reason: "payee reported compromised"
+    })
     expect(put.body.resource).toMatchObject({
       status: "QUARANTINED",
       verificationLevel: 2,
@@ -139,7 +158,9 @@ describe("an operator quarantine", () => {
 
     const routed = await route()
     expect(routed.body.selected).toBeNull()
-    expect(routed.body.rejected.find((r: { resourceId: string }) => r.resourceId === RESOURCE_ID)?.codes).toContain("QUARANTINED")
+    expect(routed.body.rejected.find((r: { resourceId: string }) => r.resourceId === RESOURCE_ID)?.codes).toContain(
+      "QUARANTINED"
+    )
 
     const settlesBefore = backend.calls("/settle")
     const refused = await settle()
@@ -153,14 +174,25 @@ describe("an operator quarantine", () => {
     const shown = await detail(RESOURCE_ID)
     expect(shown.body.resource.status).toBe("QUARANTINED")
     expect(shown.body.curation.quarantine).toMatchObject({ actor: "ops", reason: "payee reported compromised" })
-    expect(shown.body.transitions[0]).toMatchObject({ to: "QUARANTINED", reason: "quarantined by operator ops: payee reported compromised" })
+    expect(shown.body.transitions[0]).toMatchObject({
+      to: "QUARANTINED",
+      reason: "quarantined by operator ops: payee reported compromised"
+    })
     expect((await route()).body.selected).toBeNull()
   })
 
   test("lifting it restores the earned status, routes and settles", async () => {
-    const lifted = await call("DELETE", `/v1/resources/${RESOURCE_ID}/quarantine?reason=cleared%20by%20the%20provider`, operator)
+    const lifted = await call(
+      "DELETE",
+      `/v1/resources/${RESOURCE_ID}/quarantine?reason=cleared%20by%20the%20provider`,
+      operator
+    )
     expect(lifted.status).toBe(200)
-    expect(lifted.body.action).toMatchObject({ action: "unquarantine", actor: "ops", reason: "cleared by the provider" })
+    expect(lifted.body.action).toMatchObject({
+      action: "unquarantine",
+      actor: "ops",
+      reason: "cleared by the provider"
+    })
     expect(lifted.body.resource).toMatchObject({ status: "PAYMENT_VERIFIED", curation: { quarantine: null } })
     expect((await route()).body.selected?.resourceId).toBe(RESOURCE_ID)
     const settlesBefore = backend.calls("/settle")
@@ -172,19 +204,29 @@ describe("an operator quarantine", () => {
 
 describe("listing and deletion", () => {
   test("unlist hides the resource from discovery and routes; list brings it back; both stored with the operator", async () => {
-    const unlisted = await call("POST", `/v1/resources/${RESOURCE_ID}/unlist`, operator, { reason: "provider asked for a pause" })
+    const unlisted = await call("POST", `/v1/resources/${RESOURCE_ID}/unlist`, operator, {
+      reason: "provider asked for a pause"
+    })
     expect(unlisted.status).toBe(200)
     expect(unlisted.body.resource.listing).toEqual({ listed: false, source: "config", trusted: true })
     const listing = await call("GET", "/v1/resources")
     expect(listing.body.resources.map((r: { resource: { id: string } }) => r.resource.id)).not.toContain(RESOURCE_ID)
     expect((await route()).body.selected).toBeNull()
     const shown = await detail(RESOURCE_ID)
-    expect(shown.body.curation.lastListingChange).toMatchObject({ listed: false, actor: "ops", reason: "provider asked for a pause" })
+    expect(shown.body.curation.lastListingChange).toMatchObject({
+      listed: false,
+      actor: "ops",
+      reason: "provider asked for a pause"
+    })
 
     const listed = await call("POST", `/v1/resources/${RESOURCE_ID}/list`, operator, {})
     expect(listed.status).toBe(200)
     expect(listed.body.resource.listing).toEqual({ listed: true, source: "config", trusted: true })
-    expect(listed.body.resource.curation.lastListingChange).toMatchObject({ listed: true, actor: "ops", reason: "listed by an operator" })
+    expect(listed.body.resource.curation.lastListingChange).toMatchObject({
+      listed: true,
+      actor: "ops",
+      reason: "listed by an operator"
+    })
     expect((await route()).body.selected?.resourceId).toBe(RESOURCE_ID)
   })
 
@@ -197,12 +239,17 @@ describe("listing and deletion", () => {
     expect((await detail(validatedId)).body.listing.source).toBe("validate")
     const deleted = await call("DELETE", `/v1/resources/${validatedId}?reason=duplicate%20entry`, operator)
     expect(deleted.status).toBe(200)
-    expect(deleted.body).toMatchObject({ action: { resourceId: validatedId, action: "delete", actor: "ops", reason: "duplicate entry" }, resource: null })
+    expect(deleted.body).toMatchObject({
+      action: { resourceId: validatedId, action: "delete", actor: "ops", reason: "duplicate entry" },
+      resource: null
+    })
     expect((await detail(validatedId)).status).toBe(404)
 
     const store = new Database(database, { readonly: true })
     const actions = (id: string) =>
-      store.query("SELECT action, actor, reason FROM operator_actions WHERE resource_id = ? ORDER BY id DESC").all(id) as Array<{
+      store
+        .query("SELECT action, actor, reason FROM operator_actions WHERE resource_id = ? ORDER BY id DESC")
+        .all(id) as Array<{
         action: string
         actor: string
         reason: string
@@ -214,7 +261,9 @@ describe("listing and deletion", () => {
       ["quarantine", "ops"]
     ])
     expect(actions(validatedId)).toEqual([{ action: "delete", actor: "ops", reason: "duplicate entry" }])
-    const listingLog = store.query("SELECT listed, actor, reason FROM listing_changes WHERE resource_id = ? ORDER BY id DESC LIMIT 1").get(RESOURCE_ID)
+    const listingLog = store
+      .query("SELECT listed, actor, reason FROM listing_changes WHERE resource_id = ? ORDER BY id DESC LIMIT 1")
+      .get(RESOURCE_ID)
     expect(listingLog).toEqual({ listed: 1, actor: "ops", reason: "listed by an operator" })
     store.close()
   })

@@ -4,8 +4,15 @@ import { decodePaymentRequiredHeader } from "@x402/core/http"
 import { Effect, Either } from "effect"
 import { loadConfig, TESTNET_USDC } from "../src/config.js"
 import { ResourceId } from "../src/domain/ids.js"
-import { type DemoServe, EXPECTED_STANDINGS, FAST_DEMO, listed, spawnDemoServe, waitForStandings } from "./support/demoServe.js"
 import { X402_MCP_EXTENSION } from "../src/x402/mcpAnswer.js"
+import {
+  type DemoServe,
+  EXPECTED_STANDINGS,
+  FAST_DEMO,
+  listed,
+  spawnDemoServe,
+  waitForStandings
+} from "./support/demoServe.js"
 import { recordingFetch } from "./support/mcpWire.js"
 import { type TypedClient, typedClient } from "./support/server.js"
 
@@ -36,7 +43,9 @@ describe("e2e: the demo providers as npm start runs them", () => {
     expect([...byProvider.keys()].sort()).toEqual(Object.keys(EXPECTED_STANDINGS).sort())
     for (const [id, name] of byProvider) if (id.startsWith("demo-")) expect(name).toStartWith("Demo ")
     // The quarantine says why: the challenge asks twice the advertised price.
-    const raiser = await Effect.runPromise(client.resources.get({ path: { id: ResourceId.make("demo-raiser.rwa.inspect") } }))
+    const raiser = await Effect.runPromise(
+      client.resources.get({ path: { id: ResourceId.make("demo-raiser.rwa.inspect") } })
+    )
     expect(raiser.transitions[0]).toMatchObject({
       to: "QUARANTINED",
       reason: expect.stringContaining("price above the advertised 5000 base units")
@@ -45,7 +54,8 @@ describe("e2e: the demo providers as npm start runs them", () => {
 
   test("their metrics diverge: the slow one's latency, the flaky one's reliability, the raiser's observed price", async () => {
     await waitForStandings(demo.service)
-    const metrics = (id: string) => Effect.runPromise(client.verification.metrics({ path: { id: ResourceId.make(id) } }))
+    const metrics = (id: string) =>
+      Effect.runPromise(client.verification.metrics({ path: { id: ResourceId.make(id) } }))
     const [fast, slow, flaky, raiser] = await Promise.all([
       metrics("demo-fast.rwa.inspect"),
       metrics("demo-slow.rwa.inspect"),
@@ -78,7 +88,9 @@ describe("e2e: the demo providers as npm start runs them", () => {
       // Three HTTP endpoints and two MCP tools (the vertical's and demo-fast's) behind the selection.
       expect(decision.fallbacks.length).toBe(5)
       const ranked = [decision.selected, ...decision.fallbacks].map((c) => c?.resourceId)
-      expect(ranked).toEqual(expect.arrayContaining(["demo-fast.mcp.inspect", "stellar-intel.mcp.inspect", "demo-fast.rwa.inspect"]))
+      expect(ranked).toEqual(
+        expect.arrayContaining(["demo-fast.mcp.inspect", "stellar-intel.mcp.inspect", "demo-fast.rwa.inspect"])
+      )
     }
   })
 
@@ -90,8 +102,20 @@ describe("e2e: the demo providers as npm start runs them", () => {
     expect(challenge.resource.url).toBe(inspect)
     const [exact, upto] = advertised("demo-fast.rwa.inspect")
     expect(challenge.accepts).toEqual([
-      expect.objectContaining({ scheme: "exact", network: "stellar:testnet", asset: TESTNET_USDC, payTo: exact!.payTo, amount: exact!.amount }),
-      expect.objectContaining({ scheme: "upto", network: "stellar:testnet", asset: TESTNET_USDC, payTo: upto!.payTo, amount: upto!.maxAmount })
+      expect.objectContaining({
+        scheme: "exact",
+        network: "stellar:testnet",
+        asset: TESTNET_USDC,
+        payTo: exact!.payTo,
+        amount: exact!.amount
+      }),
+      expect.objectContaining({
+        scheme: "upto",
+        network: "stellar:testnet",
+        asset: TESTNET_USDC,
+        payTo: upto!.payTo,
+        amount: upto!.maxAmount
+      })
     ])
   })
 
@@ -99,15 +123,31 @@ describe("e2e: the demo providers as npm start runs them", () => {
     const wire = recordingFetch()
     const client = new Client(
       { name: "demo-e2e", version: "1.0.0" },
-      { versionNegotiation: { mode: { pin: "2026-07-28" } }, capabilities: { extensions: { [X402_MCP_EXTENSION]: {} } } }
+      {
+        versionNegotiation: { mode: { pin: "2026-07-28" } },
+        capabilities: { extensions: { [X402_MCP_EXTENSION]: {} } }
+      }
     )
-    await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${demo.ports.fast}/demo-fast/mcp`), { fetch: wire.fetch }))
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${demo.ports.fast}/demo-fast/mcp`), {
+        fetch: wire.fetch
+      })
+    )
     expect(client.getServerCapabilities()?.extensions?.[X402_MCP_EXTENSION]).toBeDefined()
-    await expect(client.callTool({ name: "inspect", arguments: { asset: "USDC:GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN" } })).rejects.toThrow(/payment_required/)
+    await expect(
+      client.callTool({
+        name: "inspect",
+        arguments: { asset: "USDC:GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN" }
+      })
+    ).rejects.toThrow(/payment_required/)
     const asked = wire.exchanges.at(-1)!.response.result
     const [exact] = advertised("demo-fast.mcp.inspect")
     expect(asked.resultType).toBe("payment_required")
-    expect(asked.paymentRequired.accepts[0]).toMatchObject({ scheme: "exact", payTo: exact!.payTo, amount: exact!.amount })
+    expect(asked.paymentRequired.accepts[0]).toMatchObject({
+      scheme: "exact",
+      payTo: exact!.payTo,
+      amount: exact!.amount
+    })
     await client.close()
   })
 })

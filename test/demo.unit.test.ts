@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test"
-import { Either } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Either } from "effect"
 import { bundledCatalog, DEMO_BEHAVIOURS, demoProviderId, loadConfig } from "../src/config.js"
-import { worstCaseUsd } from "../src/domain/resources.js"
 import { answerFor, failsAt, priceFactorAt, scaleAmount, scaleOffers, sellerFrom } from "../src/demo/behaviour.js"
+import { worstCaseUsd } from "../src/domain/resources.js"
 import { contradiction } from "../src/verification/catalogMatch.js"
 import { ENDPOINTS } from "../src/vertical/VerticalApp.js"
 
@@ -44,7 +44,8 @@ describe("demo behaviours (pure)", () => {
     const after = demo.priceRaiseAfterSeconds * 1000
     expect(priceFactorAt("raiser", after - 1, demo)).toBe(1)
     expect(priceFactorAt("raiser", after, demo)).toBe(demo.priceRaiseFactor)
-    for (const behaviour of ["fast", "slow", "flaky"] as const) expect(priceFactorAt(behaviour, after * 10, demo)).toBe(1)
+    for (const behaviour of ["fast", "slow", "flaky"] as const)
+      expect(priceFactorAt(behaviour, after * 10, demo)).toBe(1)
   })
 
   test("scaled amounts are exact base units, rounded up so a raise is never rounded away", () => {
@@ -93,7 +94,9 @@ describe("the bundled catalog as the demo providers' price list", () => {
   test("for every capability the flaky provider is the cheapest and the steady one the dearest, so cheapest and reliable disagree", () => {
     for (const endpoint of ENDPOINTS) {
       const worst = (providerId: string) =>
-        Math.min(...catalog.find((e) => e.resource.id === `${providerId}.rwa.${endpoint}`)!.paymentOptions.map(worstCaseUsd))
+        Math.min(
+          ...catalog.find((e) => e.resource.id === `${providerId}.rwa.${endpoint}`)!.paymentOptions.map(worstCaseUsd)
+        )
       const order = ["demo-flaky", "demo-raiser", "demo-slow", "stellar-intel", "demo-fast"].map(worst)
       expect(order).toEqual([...order].sort((a, b) => a - b))
       expect(new Set(order).size).toBe(order.length)
@@ -115,20 +118,29 @@ describe("the bundled catalog as the demo providers' price list", () => {
     for (const endpoint of ENDPOINTS) {
       const entry = catalog.find((e) => e.resource.id === `demo-raiser.rwa.${endpoint}`)!
       expect(contradiction(challengeOf(1, endpoint), entry.paymentOptions, defaults.probes.priceTolerance)).toBeNull()
-      expect(contradiction(challengeOf(demo.priceRaiseFactor, endpoint), entry.paymentOptions, defaults.probes.priceTolerance)).toStartWith(
-        "price above the advertised"
-      )
+      expect(
+        contradiction(
+          challengeOf(demo.priceRaiseFactor, endpoint),
+          entry.paymentOptions,
+          defaults.probes.priceTolerance
+        )
+      ).toStartWith("price above the advertised")
     }
   })
 })
 
 describe("config demo.*", () => {
   test("on by default with no catalog: the providers are listed at 4022-4025 and their origins probed", () => {
-    expect(demo).toMatchObject({ enabled: true, host: "127.0.0.1", ports: { fast: 4022, slow: 4023, flaky: 4024, raiser: 4025 } })
+    expect(demo).toMatchObject({
+      enabled: true,
+      host: "127.0.0.1",
+      ports: { fast: 4022, slow: 4023, flaky: 4024, raiser: 4025 }
+    })
     expect(defaults.catalog.find((e) => e.resource.id === "demo-slow.rwa.changes")?.resource.url).toBe(
       "http://127.0.0.1:4023/demo-slow/v1/rwa/changes"
     )
-    for (const port of [4022, 4023, 4024, 4025]) expect(defaults.probes.trustedOrigins).toContain(`http://127.0.0.1:${port}`)
+    for (const port of [4022, 4023, 4024, 4025])
+      expect(defaults.probes.trustedOrigins).toContain(`http://127.0.0.1:${port}`)
   })
 
   test("moved ports move the catalog's URLs and the trusted origins with them", () => {
@@ -137,7 +149,9 @@ describe("config demo.*", () => {
     expect(flaky.resource.url).toBe("http://127.0.0.1:6124/demo-flaky/v1/rwa/inspect")
     expect(flaky.provider.url).toBe("http://127.0.0.1:6124")
     expect(config.probes.trustedOrigins).toContain("http://127.0.0.1:6124")
-    expect(config.catalog.find((e) => e.resource.id === "demo-fast.rwa.inspect")!.resource.url).toStartWith("http://127.0.0.1:4022/")
+    expect(config.catalog.find((e) => e.resource.id === "demo-fast.rwa.inspect")!.resource.url).toStartWith(
+      "http://127.0.0.1:4022/"
+    )
   })
 
   test("turned off, nothing lists them: the bundled catalog is the vertical's alone", () => {

@@ -3,10 +3,10 @@ import { HTTPFacilitatorClient } from "@x402/core/http"
 import { withBazaar } from "@x402/extensions/bazaar"
 import { Effect } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
-import { request, startServer, testConfig } from "./support/server.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
-import { ResourceId } from "../src/domain/ids.js"
+import { request, startServer, testConfig } from "./support/server.js"
 
 /** 23 listed resources (a prime, so no page size divides it), plus one unlisted URL found by /v1/validate. */
 const LISTED = 23
@@ -18,12 +18,19 @@ beforeAll(async () => {
   const base = testConfig()
   server = await startServer(
     testConfig({
-      catalog: Array.from({ length: LISTED }, (_, i) => entry(`r${String(i).padStart(2, "0")}`, fixture.url(`/paid/${i}`))),
+      catalog: Array.from({ length: LISTED }, (_, i) =>
+        entry(`r${String(i).padStart(2, "0")}`, fixture.url(`/paid/${i}`))
+      ),
       probes: { ...base.probes, trustedOrigins: [fixture.origin], timeoutMs: 2000 }
     })
   )
   // Unlisted: a URL someone validated never shows in discovery.
-  const validate = (payload: { url: string } | { resourceId: string }) => Effect.runPromise(server.client.verification.validate({ payload: "resourceId" in payload ? { resourceId: ResourceId.make(payload.resourceId) } : payload }))
+  const validate = (payload: { url: string } | { resourceId: string }) =>
+    Effect.runPromise(
+      server.client.verification.validate({
+        payload: "resourceId" in payload ? { resourceId: ResourceId.make(payload.resourceId) } : payload
+      })
+    )
   expect((await validate({ url: fixture.url("/paid/unlisted") })).discovered).toBe(true)
   expect((await validate({ resourceId: "r03" })).healthy).toBe(true)
 })
@@ -58,14 +65,25 @@ describe("GET /x402/discovery/resources through the stock bazaar client", () => 
           extra: { areFeesSponsored: true }
         }
       ],
-      metadata: { status: "DISCOVERED", verificationLevel: 0, reliability: 0, p95LatencyMs: null, confidence: 0, lastVerified: null }
+      metadata: {
+        status: "DISCOVERED",
+        verificationLevel: 0,
+        reliability: 0,
+        p95LatencyMs: null,
+        confidence: 0,
+        lastVerified: null
+      }
     })
     expect(typeof unprobed.lastUpdated).toBe("number")
     const probed = page.items.find((i: any) => i.metadata.resourceId === "r03")!
     expect(probed.metadata).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2, reliability: 1 })
     expect(probed.metadata.lastVerified).toEqual(expect.any(String))
     expect(probed.metadata.confidence).toBeGreaterThan(0)
-    expect(probed.accepts[0]).toMatchObject({ payTo: FIXTURE_PAY_TO, amount: FIXTURE_AMOUNT, network: "stellar:testnet" })
+    expect(probed.accepts[0]).toMatchObject({
+      payTo: FIXTURE_PAY_TO,
+      amount: FIXTURE_AMOUNT,
+      network: "stellar:testnet"
+    })
   })
 
   test("paging with the stock client covers every listed resource exactly once", async () => {
@@ -86,9 +104,10 @@ describe("GET /x402/discovery/resources through the stock bazaar client", () => 
     const client = stockClient()
     expect((await client.extensions.bazaar.listResources({ type: "mcp" })).pagination.total).toBe(0)
     expect((await client.extensions.bazaar.listResources({ network: "eip155:8453" })).items).toEqual([])
-    expect((await client.extensions.bazaar.listResources({ network: "stellar:testnet", payTo: FIXTURE_PAY_TO })).pagination.total).toBe(
-      LISTED
-    )
+    expect(
+      (await client.extensions.bazaar.listResources({ network: "stellar:testnet", payTo: FIXTURE_PAY_TO })).pagination
+        .total
+    ).toBe(LISTED)
   })
 
   test("a bad limit or offset is INVALID_REQUEST naming the parameter, never a 500", async () => {

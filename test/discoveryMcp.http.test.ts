@@ -6,7 +6,12 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { HTTPFacilitatorClient } from "@x402/core/http"
-import { type DiscoveryExtension, type DiscoveryResource, validateDiscoveryExtension, withBazaar } from "@x402/extensions/bazaar"
+import {
+  type DiscoveryExtension,
+  type DiscoveryResource,
+  validateDiscoveryExtension,
+  withBazaar
+} from "@x402/extensions/bazaar"
 import demoCatalog from "../src/store/demo-catalog.json" with { type: "json" }
 import { startServer, testConfig } from "./support/server.js"
 
@@ -26,7 +31,12 @@ const toolOf = (item: DiscoveryResource) => {
   const extension = item.extensions?.bazaar as DiscoveryExtension | undefined
   expect(extension).toBeDefined()
   expect(validateDiscoveryExtension(extension!)).toEqual({ valid: true })
-  const input = extension!.info.input as { type: string; toolName: string; transport?: string; inputSchema: Record<string, unknown> }
+  const input = extension!.info.input as {
+    type: string
+    toolName: string
+    transport?: string
+    inputSchema: Record<string, unknown>
+  }
   expect(input).toMatchObject({ type: "mcp", transport: "streamable-http", inputSchema: { type: "object" } })
   return { url: item.resource, toolName: input.toolName }
 }

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { HTTPFacilitatorClient } from "@x402/core/http"
 import { withBazaar } from "@x402/extensions/bazaar"
 import type { CatalogEntry } from "../src/domain/resources.js"
-import { request, startServer, testConfig } from "./support/server.js"
 import { advertised } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { OTHER_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { request, startServer, testConfig } from "./support/server.js"
 
 /**
  * The catalog searched: 17 weather resources (a prime, so no page size divides it), three of
@@ -16,7 +16,11 @@ let fixture: X402Fixture
 let server: Awaited<ReturnType<typeof startServer>>
 
 const weather = (i: number): CatalogEntry => {
-  const base = entry(`w${String(i).padStart(2, "0")}`, fixture.url(`/paid/w${i}`), i % 6 === 1 ? [{ ...advertised, payTo: OTHER_PAY_TO }] : [advertised])
+  const base = entry(
+    `w${String(i).padStart(2, "0")}`,
+    fixture.url(`/paid/w${i}`),
+    i % 6 === 1 ? [{ ...advertised, payTo: OTHER_PAY_TO }] : [advertised]
+  )
   return {
     ...base,
     resource: {
@@ -112,7 +116,9 @@ describe("GET /x402/discovery/search through the stock 2.27 bazaar client", () =
 
   test("type, payTo, network, scheme and extensions filters hold", async () => {
     const match = async (params: Omit<Search, "query">) =>
-      (await allPages({ query: "weather", limit: 200, ...params })).flatMap((p) => p.resources.map((r) => (r as any).metadata.resourceId as string))
+      (await allPages({ query: "weather", limit: 200, ...params })).flatMap((p) =>
+        p.resources.map((r) => (r as any).metadata.resourceId as string)
+      )
     expect(await match({ type: "mcp" })).toEqual(["w04"])
     expect((await match({ type: "http" })).length).toBe(WEATHER - 1)
     expect(await match({ payTo: OTHER_PAY_TO })).toEqual(["w01", "w07", "w13"])

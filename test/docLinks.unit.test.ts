@@ -34,9 +34,15 @@ export const citedHeadings = (source: string): ReadonlyArray<string> =>
   [...folded(source).matchAll(/docs\/decisions\.md(?:, | ")([^;.:)"]+)/g)].map((m) => m[1]!.trim())
 
 describe("references into docs/decisions.md from the code", () => {
-  const headings = new Set(headingsOf(readFileSync(join(ROOT, "docs/decisions.md"), "utf8")).map((h) => h.toLowerCase()))
-  const sources = [...filesUnder(join(ROOT, "src"), ".ts"), ...filesUnder(join(ROOT, "test"), ".ts")].filter((f) => f !== import.meta.path)
-  const cited = sources.flatMap((file) => citedHeadings(readFileSync(file, "utf8")).map((heading) => ({ file: relative(ROOT, file), heading })))
+  const headings = new Set(
+    headingsOf(readFileSync(join(ROOT, "docs/decisions.md"), "utf8")).map((h) => h.toLowerCase())
+  )
+  const sources = [...filesUnder(join(ROOT, "src"), ".ts"), ...filesUnder(join(ROOT, "test"), ".ts")].filter(
+    (f) => f !== import.meta.path
+  )
+  const cited = sources.flatMap((file) =>
+    citedHeadings(readFileSync(file, "utf8")).map((heading) => ({ file: relative(ROOT, file), heading }))
+  )
 
   test("the code cites records by heading", () => {
     expect(cited.length).toBeGreaterThan(10)
@@ -47,7 +53,9 @@ describe("references into docs/decisions.md from the code", () => {
   })
 
   test("a wrapped comment reference is read whole", () => {
-    expect(citedHeadings("/**\n * as failover does (docs/decisions.md, settle\n * failover). Then")).toEqual(["settle failover"])
+    expect(citedHeadings("/**\n * as failover does (docs/decisions.md, settle\n * failover). Then")).toEqual([
+      "settle failover"
+    ])
     expect(citedHeadings('// see docs/decisions.md "Settle overhead": the shortlist')).toEqual(["Settle overhead"])
   })
 })
@@ -93,7 +101,11 @@ describe("the settle flow's step numbers", () => {
     "src/settlement/outcome.ts",
     "src/settlement/replay.ts"
   ].flatMap((file) =>
-    [...readFileSync(join(ROOT, file), "utf8").matchAll(/Step (\d+): ([A-Z][a-z]+(?: [a-z]+)*)/g)].map((m) => ({ file, step: Number(m[1]), name: m[2]! }))
+    [...readFileSync(join(ROOT, file), "utf8").matchAll(/Step (\d+): ([A-Z][a-z]+(?: [a-z]+)*)/g)].map((m) => ({
+      file,
+      step: Number(m[1]),
+      name: m[2]!
+    }))
   )
 
   test("docs/architecture.md numbers the steps 1 to N", () => {

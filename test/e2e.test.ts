@@ -1,23 +1,23 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
-import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http"
-import { Either, Schema } from "effect"
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { readFileSync } from "node:fs"
 import { join, resolve } from "node:path"
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http"
+import { Either, Schema } from "effect"
 import { loadConfig, TESTNET_USDC } from "../src/config.js"
 import { SellerReceipt } from "../src/domain/receipts.js"
 import { receiptInAnswer } from "../src/extensions/offerReceipt.js"
 import { verifyReceipt } from "../src/receipts/receipt.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
-import { startFixtureLedger } from "./fixtures/ledger.js"
 import { startHomeDomain, startHorizon } from "./fixtures/horizon.js"
+import { startFixtureLedger } from "./fixtures/ledger.js"
 import { payFor } from "./fixtures/paidResource.js"
 import { startSorobanRpc } from "./fixtures/sorobanRpc.js"
 import { CLAW, CLAW_ISSUER, clawToml } from "./fixtures/stellarAssets.js"
 import { buildExactPayment, testBuyer } from "./fixtures/stellarPayment.js"
-import { request } from "./support/server.js"
 import { pollUntil } from "./support/poll.js"
 import { freePorts, type ServeProcess, spawnServe } from "./support/serveProcess.js"
+import { request } from "./support/server.js"
 
 /**
  * The whole system as an operator runs it: `sextant serve` in its own process with the reference
@@ -29,7 +29,9 @@ const defaults = Either.getOrThrow(loadConfig(undefined, {}))
 const VERTICAL = defaults.vertical.name
 const INTEL_IDS = ["inspect", "changes", "compliance", "eligibility"].map((e) => `${VERTICAL}.rwa.${e}`)
 /** The demo providers' inspect resources; with a catalog file they are listed but not started (demo.enabled defaults to false). */
-const OTHER_INSPECTORS = ["demo-fast.mcp", "demo-fast.rwa", "demo-flaky.rwa", "demo-raiser.rwa", "demo-slow.rwa"].map((p) => `${p}.inspect`)
+const OTHER_INSPECTORS = ["demo-fast.mcp", "demo-fast.rwa", "demo-flaky.rwa", "demo-raiser.rwa", "demo-slow.rwa"].map(
+  (p) => `${p}.inspect`
+)
 
 interface Ports {
   /** 0 where the service may bind any port and report it (spawnServe reads it back). */
@@ -49,7 +51,15 @@ interface Ports {
  * chosen ahead too.
  */
 const allocatePorts = ({ fixedService }: { fixedService: boolean }): Ports => {
-  const [vertical, nowhere, a, b, c, d, service = 0] = freePorts(fixedService ? 7 : 6) as [number, number, number, number, number, number, number?]
+  const [vertical, nowhere, a, b, c, d, service = 0] = freePorts(fixedService ? 7 : 6) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number?
+  ]
   return { service, vertical, demo: [a, b, c, d], nowhere }
 }
 
@@ -59,7 +69,10 @@ const origin = (port: number) => `http://127.0.0.1:${port}`
 const demoCatalogOn = (ports: Ports) =>
   ports.demo.reduce(
     (text, port, i) => text.replaceAll(origin(4022 + i), origin(port)),
-    readFileSync(resolve(import.meta.dir, "../src/store/demo-catalog.json"), "utf8").replaceAll(origin(4021), origin(ports.vertical))
+    readFileSync(resolve(import.meta.dir, "../src/store/demo-catalog.json"), "utf8").replaceAll(
+      origin(4021),
+      origin(ports.vertical)
+    )
   )
 
 /**
@@ -70,7 +83,11 @@ const demoCatalogOn = (ports: Ports) =>
 const serveConfig = (
   ports: Ports,
   dir: string,
-  extra: { facilitators?: unknown; vertical?: Record<string, unknown>; ledger?: { rpcUrl: string; horizonUrl: string } } = {}
+  extra: {
+    facilitators?: unknown
+    vertical?: Record<string, unknown>
+    ledger?: { rpcUrl: string; horizonUrl: string }
+  } = {}
 ) => ({
   host: "127.0.0.1",
   port: ports.service,
@@ -103,7 +120,11 @@ const statusesOf = async (service: ServeProcess, ids: ReadonlyArray<string>) => 
 }
 
 const waitForStatus = (service: ServeProcess, ids: ReadonlyArray<string>, status: string) =>
-  pollUntil(`${ids.join(", ")} reach ${status}`, () => statusesOf(service, ids), (found) => found.every((s) => s === status))
+  pollUntil(
+    `${ids.join(", ")} reach ${status}`,
+    () => statusesOf(service, ids),
+    (found) => found.every((s) => s === status)
+  )
 
 const catalogPrice = (id: string) => {
   const entry = defaults.catalog.find((e) => e.resource.id === id)
@@ -122,7 +143,9 @@ describe("e2e: the service and the vertical, with a catalog file whose other pro
       (dir) =>
         // No facilitator configured, as on a fresh machine. Horizon and Soroban RPC point at a dead
         // loopback port, so whatever happens nothing leaves this machine.
-        serveConfig(ports, dir, { vertical: { horizonUrl: origin(ports.nowhere), sorobanRpcUrl: origin(ports.nowhere) } }),
+        serveConfig(ports, dir, {
+          vertical: { horizonUrl: origin(ports.nowhere), sorobanRpcUrl: origin(ports.nowhere) }
+        }),
       { "catalog.json": demoCatalogOn(ports) }
     )
   })
@@ -170,12 +193,19 @@ describe("e2e: the service and the vertical, with a catalog file whose other pro
     await waitForStatus(service, OTHER_INSPECTORS, "OFFLINE")
     const route = await request(`${service.url}/v1/routes`, { method: "POST", json: { capability: "rwa.inspect" } })
     expect(route.status).toBe(200)
-    expect(route.body.selected).toMatchObject({ resourceId: `${VERTICAL}.rwa.inspect`, providerId: VERTICAL, optionIndex: 0 })
+    expect(route.body.selected).toMatchObject({
+      resourceId: `${VERTICAL}.rwa.inspect`,
+      providerId: VERTICAL,
+      optionIndex: 0
+    })
     // The vertical's MCP tool competes in the same route.
     expect(route.body.fallbacks.map((f: { resourceId: string }) => f.resourceId)).toEqual([`${VERTICAL}.mcp.inspect`])
-    expect(route.body.rejected.map((r: { resourceId: string; codes: unknown }) => ({ resourceId: r.resourceId, codes: r.codes }))).toEqual(
-      OTHER_INSPECTORS.map((resourceId) => ({ resourceId, codes: ["SERVICE_OFFLINE", "PAYEE_NOT_VERIFIED"] }))
-    )
+    expect(
+      route.body.rejected.map((r: { resourceId: string; codes: unknown }) => ({
+        resourceId: r.resourceId,
+        codes: r.codes
+      }))
+    ).toEqual(OTHER_INSPECTORS.map((resourceId) => ({ resourceId, codes: ["SERVICE_OFFLINE", "PAYEE_NOT_VERIFIED"] })))
   })
 })
 
@@ -217,18 +247,25 @@ describe("e2e: a paid request to the vertical, settled through this service's /x
   })
 
   const post = (body: unknown, headers: Record<string, string> = {}) =>
-    fetch(inspectUrl, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) })
+    fetch(inspectUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify(body)
+    })
 
   /** Requests the service forwarded to its backend since `from`, leaving out its /supported polls. */
   const forwardedSince = (from: number) => facilitator.requests.slice(from).filter((r) => r.path !== "/supported")
 
-  const signedPayment = async () => (await payFor((await post({ asset: CLAW })).headers.get("PAYMENT-REQUIRED") ?? "", buildExactPayment)).header
+  const signedPayment = async () =>
+    (await payFor((await post({ asset: CLAW })).headers.get("PAYMENT-REQUIRED") ?? "", buildExactPayment)).header
 
   test("the vertical's payments go through this service, whose own /x402/supported lists the fixture's kind", async () => {
     const status = await request(`${origin(ports.vertical)}/${VERTICAL}/v1/status`)
     expect(status.body.payments).toEqual({ ready: true, detail: `payments go through ${service.url}/x402` })
     const supported = await request(`${service.url}/x402/supported`)
-    expect(supported.body.kinds).toContainEqual(expect.objectContaining({ x402Version: 2, scheme: "exact", network: "stellar:testnet" }))
+    expect(supported.body.kinds).toContainEqual(
+      expect.objectContaining({ x402Version: 2, scheme: "exact", network: "stellar:testnet" })
+    )
   })
 
   test("an unpaid request is 402 with a PAYMENT-REQUIRED challenge for the inspect price", async () => {
@@ -255,7 +292,10 @@ describe("e2e: a paid request to the vertical, settled through this service's /x
     const from = facilitator.requests.length
     const refused = await post({ asset: "USDC" }, { "PAYMENT-SIGNATURE": signature })
     expect(refused.status).toBe(400)
-    expect(await refused.json()).toMatchObject({ error: "INVALID_BODY", message: expect.stringContaining("CODE:ISSUER") })
+    expect(await refused.json()).toMatchObject({
+      error: "INVALID_BODY",
+      message: expect.stringContaining("CODE:ISSUER")
+    })
     expect(refused.headers.get("PAYMENT-RESPONSE")).toBeNull()
     expect(forwardedSince(from)).toEqual([])
   })
@@ -289,7 +329,9 @@ describe("e2e: a paid request to the vertical, settled through this service's /x
 
     // The settle answer carries no journal id, so the journal row is read from the store itself.
     const store = new Database(join(service.dir, "sextant.db"), { readonly: true })
-    const rows = store.query("SELECT id, state, backend_id, transaction_hash, pay_to, amount, payer FROM settlements").all()
+    const rows = store
+      .query("SELECT id, state, backend_id, transaction_hash, pay_to, amount, payer FROM settlements")
+      .all()
     store.close()
     expect(rows).toEqual([
       {
@@ -342,7 +384,13 @@ describe("e2e: a paid request to the vertical, settled through this service's /x
         json: {
           request: { capability: "rwa.inspect", optimizeFor: "reliable" },
           resourceId: INTEL_IDS[0],
-          payment: { network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: defaults.vertical.prices.inspect, transactionHash: settlement.transaction },
+          payment: {
+            network: "stellar:testnet",
+            scheme: "exact",
+            asset: TESTNET_USDC,
+            amount: defaults.vertical.prices.inspect,
+            transactionHash: settlement.transaction
+          },
           response: { status: 200, body },
           sellerReceipt: carried
         }
@@ -353,11 +401,15 @@ describe("e2e: a paid request to the vertical, settled through this service's /x
     const { publicKey } = (await request(`${service.url}/v1/receipts/signer`)).body
     expect(verifyReceipt(created.body, { publicKey })).toMatchObject({ valid: true })
     // The seller's receipt is part of what the service signed: swapping it out breaks the signature.
-    expect(verifyReceipt({ ...created.body, sellerReceipt: { format: "jws", signature: "x" } }, { publicKey }).valid).toBe(false)
+    expect(
+      verifyReceipt({ ...created.body, sellerReceipt: { format: "jws", signature: "x" } }, { publicKey }).valid
+    ).toBe(false)
 
     // A seller receipt whose signature does not verify is refused, not carried.
     const [header, payload, signature] = sellerReceipt.signature.split(".") as [string, string, string]
-    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, "base64url").toString()), payer: "GFORGED" })).toString("base64url")
+    const forged = Buffer.from(
+      JSON.stringify({ ...JSON.parse(Buffer.from(payload, "base64url").toString()), payer: "GFORGED" })
+    ).toString("base64url")
     const tampered = await create({ format: "jws", signature: `${header}.${forged}.${signature}` })
     expect(tampered).toMatchObject({ status: 400, body: { error: "INVALID_REQUEST" } })
     expect(tampered.body.message).toContain("does not verify")

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect, ManagedRuntime } from "effect"
 import { mkdtempSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Effect, ManagedRuntime } from "effect"
 import { ServicesLive } from "../src/app.js"
 import type { Config } from "../src/config.js"
 import { Discovery } from "../src/discovery/Discovery.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { EconomicProber } from "../src/economic/EconomicProber.js"
 import { Prober } from "../src/verification/Prober.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
@@ -14,7 +15,6 @@ import { startPaidResource } from "./fixtures/paidResource.js"
 import { settledCredentialForms } from "./fixtures/stellarPayment.js"
 import { pollUntil } from "./support/poll.js"
 import { ledgerAt, testConfig } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
 const ledger = startFixtureLedger()
@@ -54,8 +54,10 @@ const configFor = (folder: string, economic: Partial<Config["economicProbes"]> =
 /** The service graph as `serve` builds it (ledger confirmation running), on the folder's SQLite file. */
 const servicesOn = (config: Config) => ManagedRuntime.make(ServicesLive(config, "server"))
 
-const cycle = (runtime: ReturnType<typeof servicesOn>) => runtime.runPromise(Effect.flatMap(EconomicProber, (p) => p.runCycle))
-const detail = (runtime: ReturnType<typeof servicesOn>) => runtime.runPromise(Effect.flatMap(Discovery, (d) => d.get(ResourceId.make("seller.paid"))))
+const cycle = (runtime: ReturnType<typeof servicesOn>) =>
+  runtime.runPromise(Effect.flatMap(EconomicProber, (p) => p.runCycle))
+const detail = (runtime: ReturnType<typeof servicesOn>) =>
+  runtime.runPromise(Effect.flatMap(Discovery, (d) => d.get(ResourceId.make("seller.paid"))))
 
 describe("economic probes", () => {
   test("the probe pays once through the seller's facilitator, the ledger confirms it, and the daily budget holds across a restart", async () => {
@@ -63,11 +65,15 @@ describe("economic probes", () => {
     const config = configFor(folder)
     const first = servicesOn(config)
     // An ordinary probe first: the operator's policy wants current evidence of a payment interface.
-    const probed = await first.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("seller.paid"))))
+    const probed = await first.runPromise(
+      Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("seller.paid")))
+    )
     expect(probed.status).toBe("PAYMENT_VERIFIED")
 
     const report = await cycle(first)
-    expect(report.paid).toEqual<unknown>([{ resourceId: "seller.paid", transaction: expect.stringMatching(/^[0-9a-f]{64}$/), success: true }])
+    expect(report.paid).toEqual<unknown>([
+      { resourceId: "seller.paid", transaction: expect.stringMatching(/^[0-9a-f]{64}$/), success: true }
+    ])
     expect(facilitator.calls("/settle")).toBe(1)
     // The probe signed what simulation on a Protocol 28 network records: ADDRESS_V2.
     expect(settledCredentialForms(facilitator.requests)).toEqual(["addressV2"])

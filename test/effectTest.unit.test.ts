@@ -69,9 +69,12 @@ describe("runScoped", () => {
   const runtime = ManagedRuntime.make(Layer.empty)
 
   test("a failure rejects with the whole Cause, every failure and defect in it named", async () => {
-    const failing = Effect.all([Effect.fail(new Refused({ reason: "over budget" })), Effect.die(new Error("broken invariant"))], {
-      concurrency: 2
-    })
+    const failing = Effect.all(
+      [Effect.fail(new Refused({ reason: "over budget" })), Effect.die(new Error("broken invariant"))],
+      {
+        concurrency: 2
+      }
+    )
     const rejected = await runScoped(runtime, failing).then(
       () => Option.none(),
       (error: unknown) => Option.some(error)
@@ -141,7 +144,12 @@ describe("runWith", () => {
         () => Effect.sync(() => log.push("closed"))
       )
     )
-    expect(await runWith(counted, Effect.map(Resource, (r) => r.opened))).toBe(1)
+    expect(
+      await runWith(
+        counted,
+        Effect.map(Resource, (r) => r.opened)
+      )
+    ).toBe(1)
     const failed = await runWith(counted, Effect.fail(new Refused({ reason: "seed refused" }))).catch((e: unknown) => e)
     expect(failed).toBeInstanceOf(EffectTestFailure)
     expect(log).toEqual(["opened", "closed", "opened", "closed"])

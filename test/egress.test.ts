@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { createPublicKey, sign } from "node:crypto"
 import { createReceiptJWS, verifyReceiptSignatureJWS } from "@x402/extensions/offer-receipt"
 import { Effect } from "effect"
-import { createPublicKey, sign } from "node:crypto"
 import { didJwkOf, newProviderKey } from "../src/extensions/offerReceipt.js"
-import { egressRules, installEgressGuard } from "../src/outbound/egress.js"
 import { Dialer } from "../src/outbound/Connector.js"
+import { egressRules, installEgressGuard } from "../src/outbound/egress.js"
 import { fetchAnswer } from "../src/outbound/fetchAnswer.js"
 import { countingServer } from "./support/countingServer.js"
 
@@ -15,7 +15,12 @@ import { countingServer } from "./support/countingServer.js"
  */
 
 const key = newProviderKey()
-const signer = (kid: string) => ({ kid, format: "jws" as const, algorithm: "EdDSA", sign: async (bytes: Uint8Array) => sign(null, bytes, key).toString("base64url") })
+const signer = (kid: string) => ({
+  kid,
+  format: "jws" as const,
+  algorithm: "EdDSA",
+  sign: async (bytes: Uint8Array) => sign(null, bytes, key).toString("base64url")
+})
 
 let unlisted: ReturnType<typeof countingServer>
 let configured: ReturnType<typeof countingServer>
@@ -24,7 +29,9 @@ let resource: ReturnType<typeof countingServer>
 beforeAll(() => {
   unlisted = countingServer(() => Response.json({ id: "did:web:attacker" }))
   resource = countingServer(() => new Response("paid", { status: 402 }))
-  configured = countingServer(() => new Response(null, { status: 302, headers: { location: `http://127.0.0.1:${unlisted.port}/admin` } }))
+  configured = countingServer(
+    () => new Response(null, { status: 302, headers: { location: `http://127.0.0.1:${unlisted.port}/admin` } })
+  )
 })
 afterAll(() => {
   unlisted.stop()
@@ -76,7 +83,12 @@ describe("the egress guard", () => {
     const before = resource.requests()
     const answer = await guarded([], () =>
       Effect.runPromise(
-        fetchAnswer(`http://127.0.0.1:${resource.port}/paid`, "GET", { allowPrivateTargets: true, trustedOrigins: [], timeoutMs: 2000, maxBodyBytes: 65536 }).pipe(
+        fetchAnswer(`http://127.0.0.1:${resource.port}/paid`, "GET", {
+          allowPrivateTargets: true,
+          trustedOrigins: [],
+          timeoutMs: 2000,
+          maxBodyBytes: 65536
+        }).pipe(
           Effect.provideService(Dialer, (url, init) => globalThis.fetch(url, init)),
           Effect.either
         )
@@ -85,7 +97,14 @@ describe("the egress guard", () => {
     // Through the global fetch the probe is refused...
     expect(answer._tag).toBe("Left")
     const dialed = await guarded([], () =>
-      Effect.runPromise(fetchAnswer(`http://127.0.0.1:${resource.port}/paid`, "GET", { allowPrivateTargets: true, trustedOrigins: [], timeoutMs: 2000, maxBodyBytes: 65536 }))
+      Effect.runPromise(
+        fetchAnswer(`http://127.0.0.1:${resource.port}/paid`, "GET", {
+          allowPrivateTargets: true,
+          trustedOrigins: [],
+          timeoutMs: 2000,
+          maxBodyBytes: 65536
+        })
+      )
     )
     // ...through the Connector's own dialer it is answered.
     expect(dialed.httpStatus).toBe(402)

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test"
-import { egressAllowed, egressRules } from "../src/outbound/egress.js"
-import { configuredEndpoints } from "../src/outbound/endpoints.js"
 import { Either } from "effect"
 import { type Config, loadConfig } from "../src/config.js"
+import { egressAllowed, egressRules } from "../src/outbound/egress.js"
+import { configuredEndpoints } from "../src/outbound/endpoints.js"
 
 const defaults = Either.getOrThrow(loadConfig(undefined, {}))
 const testConfig = (overrides: Partial<Config> = {}): Config => ({ ...defaults, ...overrides })
@@ -39,7 +39,9 @@ describe("the egress rule (pure)", () => {
     const config = testConfig({
       facilitators: [{ id: "a", url: "https://facilitator.example.com/x402" }],
       telemetry: { ...base.telemetry, otlpEndpoint: "http://127.0.0.1:4318" },
-      catalogSources: [{ id: "bazaar", url: "https://bazaar.example.com", intervalSeconds: 3600 }] as unknown as typeof base.catalogSources,
+      catalogSources: [
+        { id: "bazaar", url: "https://bazaar.example.com", intervalSeconds: 3600 }
+      ] as unknown as typeof base.catalogSources,
       vertical: { ...base.vertical, horizonUrl: "https://horizon.example.net" }
     })
     const rules = configuredEndpoints(config, ["http://127.0.0.1:5000"])

@@ -17,11 +17,17 @@ afterAll(() => ledger.stop())
 describe("the bundled embedded facilitator", () => {
   test("is listed healthy, advertises exact on testnet with fees sponsored, creates its key 0600, and reads nothing from the ledger", async () => {
     const keyFile = join(mkdtempSync(join(tmpdir(), "sextant-default-")), "data", "facilitator.key")
-    const server = await startServer(testConfig({ facilitators: [{ ...DEFAULT_EMBEDDED, feeAccountKeyFile: keyFile }], ledger: ledgerAt(ledger) }))
+    const server = await startServer(
+      testConfig({ facilitators: [{ ...DEFAULT_EMBEDDED, feeAccountKeyFile: keyFile }], ledger: ledgerAt(ledger) })
+    )
     try {
       const facilitators = (await request(`${server.url}/x402/facilitators`)).body.facilitators
       expect(facilitators).toMatchObject([
-        { id: "embedded-testnet", healthy: true, kinds: [{ x402Version: 2, scheme: "exact", network: "stellar:testnet", extra: { areFeesSponsored: true } }] }
+        {
+          id: "embedded-testnet",
+          healthy: true,
+          kinds: [{ x402Version: 2, scheme: "exact", network: "stellar:testnet", extra: { areFeesSponsored: true } }]
+        }
       ])
       expect((await request(`${server.url}/x402/supported`)).body.kinds).toEqual([
         { x402Version: 2, scheme: "exact", network: "stellar:testnet", extra: { areFeesSponsored: true } }

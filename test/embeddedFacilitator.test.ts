@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test"
 import { Duration, Effect } from "effect"
-import { startFixtureLedger, type FixtureLedger } from "./fixtures/ledger.js"
+import { type FixtureLedger, startFixtureLedger } from "./fixtures/ledger.js"
 import { buildExactPayment, exactRequirements, settleBody, testBuyer } from "./fixtures/stellarPayment.js"
 import { configFor, embeddedEntry, feeKeyFile, withEmbedded } from "./support/embeddedFacilitator.js"
 
@@ -20,7 +20,9 @@ describe("embedded Stellar facilitator", () => {
     const config = configFor(ledger, [embeddedEntry(fee.path, { channels: 2 })])
     const requirements = exactRequirements({ payTo: PAY_TO })
     const payment = await buildExactPayment(requirements, { validUntilLedger: ledger.latestLedger() + 5 })
-    const answer = await withEmbedded(config, (backend) => backend.settle(settleBody(payment, requirements), Duration.seconds(20)))
+    const answer = await withEmbedded(config, (backend) =>
+      backend.settle(settleBody(payment, requirements), Duration.seconds(20))
+    )
     expect(answer).toMatchObject({ success: true, network: "stellar:testnet", payer: testBuyer.publicKey() })
     expect(ledger.transfersBetween(testBuyer.publicKey(), PAY_TO)).toBe(1)
     const sent = ledger.network.accepted
@@ -34,9 +36,14 @@ describe("embedded Stellar facilitator", () => {
     const fee = feeKeyFile(25)
     const config = configFor(ledger, [embeddedEntry(fee.path, { channels: 4 })])
     const requirements = exactRequirements({ payTo: PAY_TO })
-    const body = settleBody(await buildExactPayment(requirements, { validUntilLedger: ledger.latestLedger() + 20 }), requirements)
+    const body = settleBody(
+      await buildExactPayment(requirements, { validUntilLedger: ledger.latestLedger() + 20 }),
+      requirements
+    )
     const answers = await withEmbedded(config, (backend) =>
-      Effect.all([backend.settle(body, Duration.seconds(20)), backend.settle(body, Duration.seconds(20))], { concurrency: "unbounded" })
+      Effect.all([backend.settle(body, Duration.seconds(20)), backend.settle(body, Duration.seconds(20))], {
+        concurrency: "unbounded"
+      })
     )
     expect(answers.map((a) => a.success)).toEqual([true, true])
     expect(answers[0]!.transaction).toBe(answers[1]!.transaction)
@@ -49,7 +56,10 @@ describe("embedded Stellar facilitator", () => {
     const fee = feeKeyFile(27)
     const config = configFor(ledger, [embeddedEntry(fee.path, { channels: 1 })])
     const requirements = exactRequirements({ payTo: PAY_TO })
-    const body = settleBody(await buildExactPayment(requirements, { validUntilLedger: ledger.latestLedger() + 10 }), requirements)
+    const body = settleBody(
+      await buildExactPayment(requirements, { validUntilLedger: ledger.latestLedger() + 10 }),
+      requirements
+    )
     const [first, repeat] = await withEmbedded(config, (backend) =>
       Effect.gen(function* () {
         const first = yield* backend.settle(body, Duration.millis(1_300))

@@ -20,11 +20,25 @@ describe("the embedded facilitator's fee account floor", () => {
     ledger.network.setAccount(fee.keypair.publicKey(), { sequence: 10n, balance: 200_000_000n })
     const { b, server, settle } = await twoBackendService(shared, (config) => ({
       ...config,
-      facilitators: [embeddedEntry(fee.path, { id: "embedded", channels: 1, minFeeBalanceXlm: 50, balanceCheckSeconds: 0.2 }), config.facilitators[1]!]
+      facilitators: [
+        embeddedEntry(fee.path, { id: "embedded", channels: 1, minFeeBalanceXlm: 50, balanceCheckSeconds: 0.2 }),
+        config.facilitators[1]!
+      ]
     }))
-    const embedded = async () => (await request(`${server.url}/x402/facilitators`)).body.facilitators.find((f: { id: string }) => f.id === "embedded")
-    const unhealthy = await pollUntil("the balance schedule read the fee account", embedded, (f) => f.embedded.feeBalanceStroops !== null, { timeoutMs: 5000, everyMs: 50 })
-    expect(unhealthy).toMatchObject({ healthy: false, embedded: { feeBalanceStroops: "200000000", minFeeBalanceStroops: "500000000" } })
+    const embedded = async () =>
+      (await request(`${server.url}/x402/facilitators`)).body.facilitators.find(
+        (f: { id: string }) => f.id === "embedded"
+      )
+    const unhealthy = await pollUntil(
+      "the balance schedule read the fee account",
+      embedded,
+      (f) => f.embedded.feeBalanceStroops !== null,
+      { timeoutMs: 5000, everyMs: 50 }
+    )
+    expect(unhealthy).toMatchObject({
+      healthy: false,
+      embedded: { feeBalanceStroops: "200000000", minFeeBalanceStroops: "500000000" }
+    })
     expect(unhealthy.lastError).toContain("below the floor")
 
     const dependencies = (await request(`${server.url}/health/dependencies`)).body
@@ -56,7 +70,12 @@ describe("the embedded facilitator's fee account floor", () => {
     ledger.network.setAccount(fee.keypair.publicKey(), { sequence: 10n, balance: 400_000_000n })
     const { body } = await ledgerPayment(shared, 122, 10)
     expect((await settle(body)).body).toMatchObject({ success: true })
-    const after = await pollUntil("the settle read the balance", embedded, (f) => f.embedded.feeBalanceStroops !== null, { timeoutMs: 5000, everyMs: 50 })
+    const after = await pollUntil(
+      "the settle read the balance",
+      embedded,
+      (f) => f.embedded.feeBalanceStroops !== null,
+      { timeoutMs: 5000, everyMs: 50 }
+    )
     expect(after.healthy).toBe(false)
     expect(after.embedded.settles.settled).toBe(1)
   }, 30_000)

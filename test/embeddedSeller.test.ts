@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Keypair } from "@stellar/stellar-sdk"
 import { decodePaymentResponseHeader } from "@x402/core/http"
 import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server"
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch"
 import { paymentMiddleware } from "@x402/hono"
-import { Keypair } from "@stellar/stellar-sdk"
 import { Effect, Schema } from "effect"
 import { Hono } from "hono"
 import { ProbesConfig, TESTNET_USDC } from "../src/config.js"
@@ -26,19 +26,38 @@ let seller: ReturnType<typeof Bun.serve>
 let url: string
 
 beforeAll(async () => {
-  stack = await startSellerStack(() => ({ facilitators: [embeddedEntry(fee.path, { channels: 2 })] }), undefined, { network: { closeEveryMs: 200 } })
-  const core = new x402ResourceServer(new HTTPFacilitatorClient({ url: `${stack.server.url}/x402` })).register("stellar:testnet", stellarServerScheme("exact"))
+  stack = await startSellerStack(() => ({ facilitators: [embeddedEntry(fee.path, { channels: 2 })] }), undefined, {
+    network: { closeEveryMs: 200 }
+  })
+  const core = new x402ResourceServer(new HTTPFacilitatorClient({ url: `${stack.server.url}/x402` })).register(
+    "stellar:testnet",
+    stellarServerScheme("exact")
+  )
   const app = new Hono()
   app.use(
     paymentMiddleware(
-      { "GET /weather": { accepts: { scheme: "exact", network: "stellar:testnet", payTo: SELLER_PAY_TO, price: { asset: TESTNET_USDC, amount: "10000" } }, description: "Weather", mimeType: "application/json" } },
+      {
+        "GET /weather": {
+          accepts: {
+            scheme: "exact",
+            network: "stellar:testnet",
+            payTo: SELLER_PAY_TO,
+            price: { asset: TESTNET_USDC, amount: "10000" }
+          },
+          description: "Weather",
+          mimeType: "application/json"
+        }
+      },
       core
     )
   )
   app.get("/weather", (c) => c.json({ tempC: 21 }))
   seller = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: app.fetch })
   url = `http://127.0.0.1:${seller.port}/weather`
-  expect((await request(`${stack.server.url}/v1/validate`, { method: "POST", json: { resourceId: SELLER_RESOURCE_ID } })).body.healthy).toBe(true)
+  expect(
+    (await request(`${stack.server.url}/v1/validate`, { method: "POST", json: { resourceId: SELLER_RESOURCE_ID } }))
+      .body.healthy
+  ).toBe(true)
 })
 afterAll(async () => {
   seller.stop(true)
@@ -55,11 +74,16 @@ describe("a stock seller whose one facilitator is Sextant's embedded backend", (
   test("a stock @x402/fetch client signing with stellar-sdk 17 buys once: one transfer, from a channel, fee from the fee account", async () => {
     const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 61))
     const before = stack.ledger.transfersBetween(buyer.publicKey(), SELLER_PAY_TO)
-    const paying = wrapFetchWithPayment(fetch, x402Client.fromConfig({
-      schemes: [{ network: "stellar:testnet", client: stockStellarClient(buyer, stack.ledger.rpcUrl) }],
-      // Testnet USDC is no default asset of the stock client: allowed here, capped at $0.01.
-      spendControls: { allowedAssets: [{ network: "stellar:testnet", asset: TESTNET_USDC, maxAmountPerPayment: "100000" }] }
-    }))
+    const paying = wrapFetchWithPayment(
+      fetch,
+      x402Client.fromConfig({
+        schemes: [{ network: "stellar:testnet", client: stockStellarClient(buyer, stack.ledger.rpcUrl) }],
+        // Testnet USDC is no default asset of the stock client: allowed here, capped at $0.01.
+        spendControls: {
+          allowedAssets: [{ network: "stellar:testnet", asset: TESTNET_USDC, maxAmountPerPayment: "100000" }]
+        }
+      })
+    )
     const paid = await paying(url)
     expect(paid.status).toBe(200)
     expect(await paid.json()).toEqual({ tempC: 21 })

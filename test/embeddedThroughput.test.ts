@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test"
 import { Duration, Effect } from "effect"
-import { startFixtureLedger, type FixtureLedger } from "./fixtures/ledger.js"
+import { type FixtureLedger, startFixtureLedger } from "./fixtures/ledger.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
 import { configFor, embeddedEntry, feeKeyFile, withEmbedded } from "./support/embeddedFacilitator.js"
 
@@ -18,11 +18,26 @@ const settleMany = async (count: number, channels: number) => {
   const config = configFor(ledger, [embeddedEntry(fee.path, { channels })])
   const requirements = exactRequirements({ payTo: PAY_TO })
   const bodies = await Promise.all(
-    Array.from({ length: count }, async (_, i) => settleBody(await buildExactPayment(requirements, { buyer: seededBuyer(100 + i), validUntilLedger: ledger.latestLedger() + 60 }), requirements))
+    Array.from({ length: count }, async (_, i) =>
+      settleBody(
+        await buildExactPayment(requirements, {
+          buyer: seededBuyer(100 + i),
+          validUntilLedger: ledger.latestLedger() + 60
+        }),
+        requirements
+      )
+    )
   )
-  const answers = await withEmbedded(config, (backend) => Effect.forEach(bodies, (body) => backend.settle(body, Duration.seconds(50)), { concurrency: "unbounded" }))
+  const answers = await withEmbedded(config, (backend) =>
+    Effect.forEach(bodies, (body) => backend.settle(body, Duration.seconds(50)), { concurrency: "unbounded" })
+  )
   const appliedIn = answers.map((a) => ledger.ledgerOf(a.transaction))
-  return { ledger, answers, ledgersUsed: new Set(appliedIn).size, sources: new Set(ledger.network.accepted.map((a) => a.source)) }
+  return {
+    ledger,
+    answers,
+    ledgersUsed: new Set(appliedIn).size,
+    sources: new Set(ledger.network.accepted.map((a) => a.source))
+  }
 }
 
 describe("embedded facilitator throughput", () => {
@@ -50,7 +65,8 @@ describe("embedded facilitator throughput", () => {
     const fee = feeKeyFile(33)
     const config = configFor(ledger, [embeddedEntry(fee.path, { channels: 1 })])
     const requirements = exactRequirements({ payTo: PAY_TO })
-    const pay = (seed: number) => buildExactPayment(requirements, { buyer: seededBuyer(seed), validUntilLedger: ledger.latestLedger() + 60 })
+    const pay = (seed: number) =>
+      buildExactPayment(requirements, { buyer: seededBuyer(seed), validUntilLedger: ledger.latestLedger() + 60 })
     const [first, second] = await Promise.all([pay(201), pay(202)])
     const answers = await withEmbedded(config, (backend) =>
       Effect.gen(function* () {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect } from "effect"
+import { ResourceId } from "../src/domain/ids.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { seededBuyer, settleBody, signedPayment } from "./fixtures/stellarPayment.js"
@@ -7,7 +8,6 @@ import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { pollUntil } from "./support/poll.js"
 import { facilitatorsAnswered, ledgerAt, refusal, startServer, testConfig } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * What an outsider could once do to the evidence, tried over HTTP: lift a payee with one anonymous
@@ -19,7 +19,10 @@ const backend = startFacilitator({ ledger })
 let seller: X402Fixture
 let server: Awaited<ReturnType<typeof startServer>>
 
-const withProvider = (id: string, provider: string, url: string) => ({ ...entry(id, url), provider: { id: provider, name: provider } })
+const withProvider = (id: string, provider: string, url: string) => ({
+  ...entry(id, url),
+  provider: { id: provider, name: provider }
+})
 
 beforeAll(async () => {
   seller = await startX402Fixture()
@@ -28,7 +31,10 @@ beforeAll(async () => {
     testConfig({
       facilitators: [{ id: "a", url: backend.url }],
       // Two listed entries of two providers pay the fixture's payee; nothing in the catalog pays anyone else.
-      catalog: [withProvider("prov-c.paid", "prov-c", seller.url("/paid")), withProvider("prov-d.alias", "prov-d", seller.url("/paid/alias"))],
+      catalog: [
+        withProvider("prov-c.paid", "prov-c", seller.url("/paid")),
+        withProvider("prov-d.alias", "prov-d", seller.url("/paid/alias"))
+      ],
       probes: { ...base.probes, allowPrivateTargets: true },
       ledger: ledgerAt(ledger),
       // One buyer's payments are the evidence under test here (trust.level3.test.ts covers the threshold).
@@ -44,12 +50,20 @@ afterAll(async () => {
   ledger.stop()
 })
 
-const validate = (payload: { resourceId: string } | { url: string }) => Effect.runPromise(server.client.verification.validate({ payload: "resourceId" in payload ? { resourceId: ResourceId.make(payload.resourceId) } : payload }))
+const validate = (payload: { resourceId: string } | { url: string }) =>
+  Effect.runPromise(
+    server.client.verification.validate({
+      payload: "resourceId" in payload ? { resourceId: ResourceId.make(payload.resourceId) } : payload
+    })
+  )
 const settle = async (seed: number, servicePolicy?: Record<string, unknown>) => {
   const { payment, requirements } = await signedPayment(FIXTURE_PAY_TO, { buyer: seededBuyer(seed) })
   // The payment names what it pays for, so its evidence is about that one resource.
   const named = { ...payment, resource: { url: seller.url("/paid") } }
-  return server.client.x402.settle({ payload: settleBody(named, requirements, servicePolicy ? { servicePolicy } : {}), headers: {} })
+  return server.client.x402.settle({
+    payload: settleBody(named, requirements, servicePolicy ? { servicePolicy } : {}),
+    headers: {}
+  })
 }
 
 describe("evidence no caller can forge", () => {
@@ -78,9 +92,14 @@ describe("evidence no caller can forge", () => {
   })
 
   test("denyProviders fails closed: a second listed entry paying the same address does not launder a denied provider", async () => {
-    for (const resourceId of ["prov-c.paid", "prov-d.alias"]) expect((await validate({ resourceId })).healthy).toBe(true)
+    for (const resourceId of ["prov-c.paid", "prov-d.alias"])
+      expect((await validate({ resourceId })).healthy).toBe(true)
     const denied = await refusal(await settle(82, { denyProviders: ["prov-c"] }))
-    expect(denied).toMatchObject({ error: "POLICY_DENIED", code: "PROVIDER_DENIED", message: expect.stringContaining('provider "prov-c"') })
+    expect(denied).toMatchObject({
+      error: "POLICY_DENIED",
+      code: "PROVIDER_DENIED",
+      message: expect.stringContaining('provider "prov-c"')
+    })
     expect(backend.calls("/settle")).toBe(0)
     // Without the denial the same payee is paid.
     expect(await Effect.runPromise(await settle(83))).toMatchObject({ success: true })
@@ -88,8 +107,13 @@ describe("evidence no caller can forge", () => {
   })
 
   test("a settle the facilitator answers success: false counts against the transaction success rate", async () => {
-    const metrics = () => Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make("prov-c.paid") } }))
-    const confirmed = await pollUntil("the earlier settlement is confirmed", metrics, (d) => d.economicEvidence?.[0]?.state === "confirmed")
+    const metrics = () =>
+      Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make("prov-c.paid") } }))
+    const confirmed = await pollUntil(
+      "the earlier settlement is confirmed",
+      metrics,
+      (d) => d.economicEvidence?.[0]?.state === "confirmed"
+    )
     expect(confirmed.metrics.transactionSuccessRate).toBe(1)
     backend.setMode("invalid")
     expect(await Effect.runPromise(await settle(84))).toMatchObject({ success: false })

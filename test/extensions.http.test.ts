@@ -1,13 +1,13 @@
-import { apiKeyHash } from "../src/http/authLive.js"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
+import { Effect, Either } from "effect"
+import { ResourceId } from "../src/domain/ids.js"
 import { bazaarId } from "../src/extensions/bazaar.js"
+import { apiKeyHash } from "../src/http/authLive.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
 import { LOOPBACK, pollUntil } from "./support/poll.js"
 import { SELLER_PAY_TO, SELLER_RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
-import { Effect, Either } from "effect"
 import { refusal, request, typedClient } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 const KEY_ONE = "agent-one-secret-key"
 const KEY_TWO = "agent-two-secret-key"
@@ -26,19 +26,29 @@ const payment = async (extensions?: Record<string, unknown>) => {
   const signed = await buildExactPayment(requirements, { buyer: seededBuyer(seed++) })
   return { requirements, payment: { ...signed, ...(extensions === undefined ? {} : { extensions }) } as PaymentPayload }
 }
-const body = (p: { payment: PaymentPayload; requirements: PaymentRequirements }) => settleBody(p.payment, p.requirements)
+const body = (p: { payment: PaymentPayload; requirements: PaymentRequirements }) =>
+  settleBody(p.payment, p.requirements)
 /** Settles stay raw: these tests read the extension answers in the response headers. */
 const post = (path: string, json: unknown, headers: Record<string, string> = one) =>
   request(`${server.url}${path}`, { method: "POST", headers, json })
 /** The journal as agent one reads it, through the typed client. */
-const journalOfOne = async () => Effect.runPromise((await typedClient(server.url, one)).x402.settlements({ urlParams: {} }))
+const journalOfOne = async () =>
+  Effect.runPromise((await typedClient(server.url, one)).x402.settlements({ urlParams: {} }))
 const detailOf = (id: string) => Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
 /** The resource once ingestion has catalogued it. */
 const catalogued = async (label: string, id: string) =>
-  (await pollUntil(label, () => Effect.runPromise(Effect.either(server.client.resources.get({ path: { id: ResourceId.make(id) } }))), Either.isRight, LOOPBACK)).pipe(
-    Either.getOrThrow
-  )
-const notCatalogued = async (id: string) => expect(await refusal(server.client.resources.get({ path: { id: ResourceId.make(id) } }))).toMatchObject({ error: "NOT_FOUND" })
+  (
+    await pollUntil(
+      label,
+      () => Effect.runPromise(Effect.either(server.client.resources.get({ path: { id: ResourceId.make(id) } }))),
+      Either.isRight,
+      LOOPBACK
+    )
+  ).pipe(Either.getOrThrow)
+const notCatalogued = async (id: string) =>
+  expect(await refusal(server.client.resources.get({ path: { id: ResourceId.make(id) } }))).toMatchObject({
+    error: "NOT_FOUND"
+  })
 
 /** The payment-identifier extension as a client echoes it with its id (specs/extensions/payment_identifier.md). */
 const identifier = (id: unknown, required = false) => ({
@@ -56,7 +66,10 @@ const identifier = (id: unknown, required = false) => ({
 /** Backend calls of `path` that carried this signed transaction. */
 const backendCalls = (path: string, p: { payment: PaymentPayload }) =>
   backend.requests.filter(
-    (r) => r.path === path && (r.body as { paymentPayload?: { payload?: { transaction?: string } } })?.paymentPayload?.payload?.transaction === p.payment.payload.transaction
+    (r) =>
+      r.path === path &&
+      (r.body as { paymentPayload?: { payload?: { transaction?: string } } })?.paymentPayload?.payload?.transaction ===
+        p.payment.payload.transaction
   ).length
 
 beforeAll(async () => {
@@ -71,7 +84,8 @@ beforeAll(async () => {
   )
   ;({ server, backend } = stack)
   const probe = await post("/v1/validate", { resourceId: SELLER_RESOURCE_ID })
-  if (probe.body.healthy !== true) throw new Error(`the seller's resource did not probe healthy: ${JSON.stringify(probe.body)}`)
+  if (probe.body.healthy !== true)
+    throw new Error(`the seller's resource did not probe healthy: ${JSON.stringify(probe.body)}`)
 })
 afterAll(() => stack.stop())
 
@@ -116,7 +130,12 @@ describe("payment-identifier on /x402/settle", () => {
       const p = await payment(identifier(bad))
       for (const path of ["/x402/settle", "/x402/verify"]) {
         const refused = await post(path, body(p))
-        expect({ bad, path, status: refused.status, error: refused.body.error }).toEqual({ bad, path, status: 400, error: "INVALID_REQUEST" })
+        expect({ bad, path, status: refused.status, error: refused.body.error }).toEqual({
+          bad,
+          path,
+          status: 400,
+          error: "INVALID_REQUEST"
+        })
         expect(refused.body.message).toContain("payment-identifier")
       }
       expect(backendCalls("/settle", p) + backendCalls("/verify", p)).toBe(0)
@@ -128,7 +147,9 @@ describe("payment-identifier on /x402/settle", () => {
       expect(refused.body.message).toContain("required")
     }
     // Required and present is fine.
-    expect((await post("/x402/verify", body(await payment(identifier("pay_required_0123456789ab", true))))).status).toBe(200)
+    expect(
+      (await post("/x402/verify", body(await payment(identifier("pay_required_0123456789ab", true))))).status
+    ).toBe(200)
   })
 })
 
@@ -180,17 +201,27 @@ const bazaar = (info: Record<string, unknown>, schemaOverride?: Record<string, u
           required: ["type", "method"],
           additionalProperties: false
         },
-        output: { type: "object", properties: { type: { type: "string" }, example: { type: "object" } }, required: ["type"] }
+        output: {
+          type: "object",
+          properties: { type: { type: "string" }, example: { type: "object" } },
+          required: ["type"]
+        }
       },
       required: ["input"]
     }
   }
 })
-const weatherInfo = { input: { type: "http", method: "GET", queryParams: { city: "Lisbon" } }, output: { type: "json", example: { weather: "sunny" } } }
+const weatherInfo = {
+  input: { type: "http", method: "GET", queryParams: { city: "Lisbon" } },
+  output: { type: "json", example: { weather: "sunny" } }
+}
 /** Where the paid resource says it lives: loopback, never contacted (no probe cycle runs in these tests). */
 const withResource = (p: { payment: PaymentPayload; requirements: PaymentRequirements }, url: string) => ({
   ...p,
-  payment: { ...p.payment, resource: { url, description: "Weather by city", mimeType: "application/json", serviceName: "Weather Co" } }
+  payment: {
+    ...p.payment,
+    resource: { url, description: "Weather by city", mimeType: "application/json", serviceName: "Weather Co" }
+  }
 })
 const extensionResponses = (headers: Headers) => {
   const value = headers.get("extension-responses")
@@ -208,13 +239,30 @@ describe("bazaar extension ingestion", () => {
 
     const id = bazaarId(url, PAYEE)
     const detail = await catalogued("the ingested resource is catalogued", id)
-    expect(detail.resource).toMatchObject({ id, type: "http", url, method: "GET", name: "Weather Co", description: "Weather by city", status: "DISCOVERED" })
+    expect(detail.resource).toMatchObject({
+      id,
+      type: "http",
+      url,
+      method: "GET",
+      name: "Weather Co",
+      description: "Weather by city",
+      status: "DISCOVERED"
+    })
     expect(detail.listing).toEqual({ listed: false, source: "bazaar", trusted: false })
     expect(detail.paymentOptions).toEqual([
-      expect.objectContaining({ network: "stellar:testnet", scheme: "exact", amount: "10000", amountUsd: 0.001, payTo: PAYEE })
+      expect.objectContaining({
+        network: "stellar:testnet",
+        scheme: "exact",
+        amount: "10000",
+        amountUsd: 0.001,
+        payTo: PAYEE
+      })
     ])
     // The payer is who added it: the principal its ingestion quota counts.
-    expect(detail.curation.lastListingChange).toMatchObject({ listed: false, actor: expect.stringMatching(/^G[A-Z2-7]{55}$/) })
+    expect(detail.curation.lastListingChange).toMatchObject({
+      listed: false,
+      actor: expect.stringMatching(/^G[A-Z2-7]{55}$/)
+    })
     const listed = await Effect.runPromise(server.client.resources.list({ urlParams: {} }))
     expect(listed.resources.map((r) => r.resource.id)).not.toContain(id)
   })
@@ -232,17 +280,26 @@ describe("bazaar extension ingestion", () => {
     expect(original.resource.name).toBe("Weather Co")
 
     const rival = await payment(bazaar(weatherInfo))
-    const rewrite = { ...rival, payment: { ...rival.payment, resource: { url, description: "now mine", serviceName: "Evil Co" } } }
+    const rewrite = {
+      ...rival,
+      payment: { ...rival.payment, resource: { url, description: "now mine", serviceName: "Evil Co" } }
+    }
     const second = await post("/x402/settle", body(rewrite), two)
     expect(second.body.success).toBe(true)
-    expect(extensionResponses(second.headers).bazaar).toEqual({ status: "rejected", rejectedReason: "an entry for this URL and payee is catalogued already; it is not rewritten" })
+    expect(extensionResponses(second.headers).bazaar).toEqual({
+      status: "rejected",
+      rejectedReason: "an entry for this URL and payee is catalogued already; it is not rewritten"
+    })
     const after = await detailOf(id)
     expect(after.resource).toMatchObject({ name: "Weather Co", description: "Weather by city" })
 
     const replayUrl = "http://127.0.0.1:9/replayed"
     const replay = await post("/x402/settle", body(withResource(first, replayUrl)), two)
     expect(replay.body.success).toBe(true)
-    expect(extensionResponses(replay.headers).bazaar).toEqual({ status: "rejected", rejectedReason: "this payment was settled before; a payment catalogs once" })
+    expect(extensionResponses(replay.headers).bazaar).toEqual({
+      status: "rejected",
+      rejectedReason: "this payment was settled before; a payment catalogs once"
+    })
     expect(backendCalls("/settle", first)).toBe(1)
     await notCatalogued(bazaarId(replayUrl, PAYEE))
 
@@ -272,8 +329,15 @@ describe("bazaar extension ingestion", () => {
     // Under `dependencies`, which the old keyword walker did not enter.
     const hidden = { type: "object", dependencies: { input: { properties: { method: { pattern: "^(a+)+$" } } } } }
     const remote = { type: "object", properties: { input: { $ref: "https://127.0.0.1:9/schema.json" } } }
-    const huge = { type: "object", properties: Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`field${i}`, { type: "string" }])) }
-    const cycle = { type: "object", $defs: { a: { properties: { next: { $ref: "#/$defs/a" } } } }, properties: { input: { $ref: "#/$defs/a" } } }
+    const huge = {
+      type: "object",
+      properties: Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`field${i}`, { type: "string" }]))
+    }
+    const cycle = {
+      type: "object",
+      $defs: { a: { properties: { next: { $ref: "#/$defs/a" } } } },
+      properties: { input: { $ref: "#/$defs/a" } }
+    }
     const cases: Array<[Record<string, unknown>, string]> = [
       [evil, '"pattern" is not among the keywords'],
       [hidden, '"dependencies" is not among the keywords'],
@@ -283,11 +347,18 @@ describe("bazaar extension ingestion", () => {
       [{ type: "object", examplez: 1 }, '"examplez" is not among the keywords']
     ]
     for (const [schema, reason] of cases) {
-      const p = withResource(await payment(bazaar({ input: { type: "http", method: `${"a".repeat(40)}!` } }, schema)), "http://127.0.0.1:9/evil")
+      const p = withResource(
+        await payment(bazaar({ input: { type: "http", method: `${"a".repeat(40)}!` } }, schema)),
+        "http://127.0.0.1:9/evil"
+      )
       const started = Date.now()
       const settled = await post("/x402/settle", body(p))
       expect(Date.now() - started).toBeLessThan(2_000)
-      expect({ status: settled.status, error: settled.body.error, reason: settled.body.message.includes(reason) }).toEqual({ status: 400, error: "INVALID_REQUEST", reason: true })
+      expect({
+        status: settled.status,
+        error: settled.body.error,
+        reason: settled.body.message.includes(reason)
+      }).toEqual({ status: 400, error: "INVALID_REQUEST", reason: true })
       expect(settled.body.message).toStartWith("paymentPayload.extensions.bazaar.")
       expect(backendCalls("/settle", p)).toBe(0)
     }
@@ -311,7 +382,12 @@ describe("bazaar extension ingestion", () => {
   test("a 40-level anyOf/$ref schema (3 KB, 2^40 paths) in a settle leaves /health/live answering within 100 ms and is refused", async () => {
     const levels = 40
     const $defs = Object.fromEntries(
-      Array.from({ length: levels }, (_, i) => [`d${i}`, i === levels - 1 ? { type: "string" } : { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] }])
+      Array.from({ length: levels }, (_, i) => [
+        `d${i}`,
+        i === levels - 1
+          ? { type: "string" }
+          : { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] }
+      ])
     )
     const schema = { type: "object", $defs, properties: { input: { $ref: "#/$defs/d0" } } }
     expect(JSON.stringify(schema).length).toBeLessThan(4_000)
@@ -326,7 +402,13 @@ describe("bazaar extension ingestion", () => {
 
   test("an allowed schema whose validation runs long is ended at the time budget, off the request thread; the payment still settles once", async () => {
     // 100 uniqueItems checks over 2,400 distinct arrays: seconds of Ajv work, every keyword allowed.
-    const schema = { type: "object", properties: { input: { type: "object" }, list: { allOf: Array.from({ length: 100 }, () => ({ type: "array", uniqueItems: true })) } } }
+    const schema = {
+      type: "object",
+      properties: {
+        input: { type: "object" },
+        list: { allOf: Array.from({ length: 100 }, () => ({ type: "array", uniqueItems: true })) }
+      }
+    }
     const list: Array<Array<number>> = []
     const info = { ...weatherInfo, list }
     while (JSON.stringify(info).length < 15_500) list.push([list.length])
@@ -339,7 +421,10 @@ describe("bazaar extension ingestion", () => {
     expect(settled.status).toBe(200)
     expect(settled.body.success).toBe(true)
     expect(backendCalls("/settle", p)).toBe(1)
-    expect(extensionResponses(settled.headers).bazaar).toEqual({ status: "rejected", rejectedReason: "schema validation ran over its budget of 500 ms" })
+    expect(extensionResponses(settled.headers).bazaar).toEqual({
+      status: "rejected",
+      rejectedReason: "schema validation ran over its budget of 500 ms"
+    })
     await notCatalogued(bazaarId(url, PAYEE))
     // The next extension is validated by a fresh worker.
     const next = "http://127.0.0.1:9/after-slow"
@@ -362,7 +447,10 @@ describe("bazaar extension ingestion", () => {
       const refusedUrl = "http://127.0.0.1:9/unpaid"
       const declined = await post("/x402/settle", body(withResource(await payment(bazaar(weatherInfo)), refusedUrl)))
       expect(declined.body.success).toBe(false)
-      expect(extensionResponses(declined.headers).bazaar).toEqual({ status: "rejected", rejectedReason: "the payment was not settled, so nothing was catalogued" })
+      expect(extensionResponses(declined.headers).bazaar).toEqual({
+        status: "rejected",
+        rejectedReason: "the payment was not settled, so nothing was catalogued"
+      })
       await notCatalogued(bazaarId(refusedUrl, PAYEE))
     } finally {
       backend.setMode("succeed")

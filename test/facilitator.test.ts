@@ -1,9 +1,15 @@
 import { afterEach, describe, expect, test } from "bun:test"
 import { Duration, Effect, Either, Exit, Fiber, Layer, TestClock, TestContext } from "effect"
 import { AppConfig, type FacilitatorBackend, loadConfig } from "../src/config.js"
-import { BREAKER_THRESHOLD, FacilitatorPool, type PoolOptions, type SettleGuard, settleMayFallThrough } from "../src/x402/FacilitatorPool.js"
-import { BackendFailure } from "../src/x402/FacilitatorClient.js"
 import { mergeSupported } from "../src/x402/capabilities.js"
+import { BackendFailure } from "../src/x402/FacilitatorClient.js"
+import {
+  BREAKER_THRESHOLD,
+  FacilitatorPool,
+  type PoolOptions,
+  type SettleGuard,
+  settleMayFallThrough
+} from "../src/x402/FacilitatorPool.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
 import { buildExactPayment, exactRequirements } from "./fixtures/stellarPayment.js"
 import { LOOPBACK, pollUntilEffect } from "./support/poll.js"
@@ -32,7 +38,9 @@ const poolLayer = (backends: ReadonlyArray<FacilitatorBackend>) => {
 
 /** Runs with a TestClock: the poll schedule and timeouts move only when the test moves time. */
 const run = <A, E>(backends: ReadonlyArray<FacilitatorBackend>, program: Effect.Effect<A, E, FacilitatorPool>) =>
-  Effect.runPromise(program.pipe(Effect.provide(poolLayer(backends)), Effect.provide(TestContext.TestContext), Effect.scoped))
+  Effect.runPromise(
+    program.pipe(Effect.provide(poolLayer(backends)), Effect.provide(TestContext.TestContext), Effect.scoped)
+  )
 
 const verifyBody = async (network = "stellar:testnet", scheme = "exact") => {
   const requirements = exactRequirements({ payTo: PAY_TO, network: network as "stellar:testnet", scheme })
@@ -51,14 +59,20 @@ describe("FacilitatorPool", () => {
       ]
     })
     const { supported, status } = await run(
-      [{ id: "a", url: a.url, apiKey: "secret-key-a" }, { id: "b", url: b.url }],
+      [
+        { id: "a", url: a.url, apiKey: "secret-key-a" },
+        { id: "b", url: b.url }
+      ],
       Effect.gen(function* () {
         const pool = yield* FacilitatorPool
         yield* pool.refresh
         return { supported: yield* pool.supported, status: yield* pool.status }
       })
     )
-    expect(supported.kinds.map((k) => `${k.network} ${k.scheme}`)).toEqual(["stellar:testnet exact", "stellar:pubnet exact"])
+    expect(supported.kinds.map((k) => `${k.network} ${k.scheme}`)).toEqual([
+      "stellar:testnet exact",
+      "stellar:pubnet exact"
+    ])
     expect(supported.kinds[0]?.extra).toEqual({ areFeesSponsored: true })
     expect(supported.signers).toEqual({ "stellar:*": ["GCHEI4PQEKE2TOQR5BLFE4GEWFNXOSCMKG4WCM4ZQGJYOJ7DCCAZGWTB"] })
     expect(status.map((s) => [s.id, s.healthy, s.capabilityCount, s.lastError])).toEqual([
@@ -77,14 +91,22 @@ describe("FacilitatorPool", () => {
     const b = fixture()
     const body = await verifyBody()
     await run(
-      [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      [
+        { id: "a", url: a.url },
+        { id: "b", url: b.url }
+      ],
       Effect.gen(function* () {
         const pool = yield* FacilitatorPool
         // The first poll runs at once.
         yield* pollUntilEffect("every backend polled healthy", pool.status, (s) => s.every((x) => x.healthy), LOOPBACK)
         yield* Effect.promise(() => a.refuse())
         yield* TestClock.adjust(Duration.seconds(30))
-        const down = yield* pollUntilEffect("backend a polled down", pool.status, (s) => s[0]?.healthy === false, LOOPBACK)
+        const down = yield* pollUntilEffect(
+          "backend a polled down",
+          pool.status,
+          (s) => s[0]?.healthy === false,
+          LOOPBACK
+        )
         expect(down[0]?.lastError).toContain("cannot connect")
         expect((yield* pool.supported).kinds).toHaveLength(1)
         expect(yield* pool.verify(body)).toMatchObject({ isValid: true })
@@ -92,7 +114,12 @@ describe("FacilitatorPool", () => {
 
         a.listen()
         yield* TestClock.adjust(Duration.seconds(30))
-        const up = yield* pollUntilEffect("backend a polled up again", pool.status, (s) => s[0]?.healthy === true, LOOPBACK)
+        const up = yield* pollUntilEffect(
+          "backend a polled up again",
+          pool.status,
+          (s) => s[0]?.healthy === true,
+          LOOPBACK
+        )
         expect(up[0]?.lastError).toBeNull()
         yield* pool.verify(body)
         expect(a.calls("/verify")).toBe(1)
@@ -106,7 +133,10 @@ describe("FacilitatorPool", () => {
     const b = fixture()
     const body = await verifyBody()
     await run(
-      [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      [
+        { id: "a", url: a.url },
+        { id: "b", url: b.url }
+      ],
       Effect.gen(function* () {
         const pool = yield* FacilitatorPool
         yield* pool.refresh
@@ -122,7 +152,10 @@ describe("FacilitatorPool", () => {
         // Failures of BREAKER_THRESHOLD requests in a row, with no success between, do.
         a.setMode("fail500")
         for (let i = 0; i < BREAKER_THRESHOLD; i++) yield* pool.verify(body)
-        expect((yield* pool.status)[0]).toMatchObject({ healthy: false, lastError: expect.stringContaining("answered 500") })
+        expect((yield* pool.status)[0]).toMatchObject({
+          healthy: false,
+          lastError: expect.stringContaining("answered 500")
+        })
       })
     )
   })
@@ -132,7 +165,10 @@ describe("FacilitatorPool", () => {
     const b = fixture()
     const body = await verifyBody()
     const answer = await run(
-      [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      [
+        { id: "a", url: a.url },
+        { id: "b", url: b.url }
+      ],
       Effect.flatMap(FacilitatorPool, (pool) => Effect.zipRight(pool.refresh, pool.verify(body)))
     )
     expect(answer).toMatchObject({ isValid: false, invalidReason: "invalid_exact_stellar_payload_wrong_amount" })
@@ -145,7 +181,10 @@ describe("FacilitatorPool", () => {
     const pubnet = await verifyBody("stellar:pubnet")
     const testnet = await verifyBody()
     const exits = await run(
-      [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      [
+        { id: "a", url: a.url },
+        { id: "b", url: b.url }
+      ],
       Effect.gen(function* () {
         const pool = yield* FacilitatorPool
         yield* pool.refresh
@@ -176,7 +215,10 @@ describe("FacilitatorPool", () => {
     const b = fixture()
     const body = await verifyBody()
     await run(
-      [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      [
+        { id: "a", url: a.url },
+        { id: "b", url: b.url }
+      ],
       Effect.gen(function* () {
         const pool = yield* FacilitatorPool
         yield* pool.refresh
@@ -189,7 +231,12 @@ describe("FacilitatorPool", () => {
         yield* pool.refresh
         a.setMode("hang")
         const fiber = yield* Effect.fork(pool.settle(body, "stellar:testnet", "exact", unreadLedger))
-        yield* pollUntilEffect("backend a holds the settle", Effect.sync(() => a.calls("/settle")), (n) => n === 1, LOOPBACK)
+        yield* pollUntilEffect(
+          "backend a holds the settle",
+          Effect.sync(() => a.calls("/settle")),
+          (n) => n === 1,
+          LOOPBACK
+        )
         yield* TestClock.adjust(Duration.seconds(60))
         const outcome = yield* Fiber.join(fiber)
         expect(outcome).toMatchObject({ _tag: "Indeterminate", backendId: "a" })
@@ -203,7 +250,10 @@ describe("FacilitatorPool", () => {
     const b = fixture()
     const body = await verifyBody()
     const outcome = await run(
-      [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      [
+        { id: "a", url: a.url },
+        { id: "b", url: b.url }
+      ],
       Effect.gen(function* () {
         const pool = yield* FacilitatorPool
         yield* pool.refresh
@@ -212,7 +262,9 @@ describe("FacilitatorPool", () => {
       })
     )
     expect(outcome).toMatchObject({ _tag: "Indeterminate", backendId: "a" })
-    expect(outcome._tag !== "Unsupported" && outcome.failures.map((f) => f.detail)).toEqual([expect.stringContaining("answered 502")])
+    expect(outcome._tag !== "Unsupported" && outcome.failures.map((f) => f.detail)).toEqual([
+      expect.stringContaining("answered 502")
+    ])
     expect([a.calls("/settle"), b.calls("/settle")]).toEqual([1, 0])
   })
 
@@ -230,8 +282,16 @@ describe("FacilitatorPool", () => {
 
   test("merging merges signer lists and extensions, first advertiser's kind wins", () => {
     const merged = mergeSupported([
-      { kinds: [{ x402Version: 2, scheme: "exact", network: "stellar:testnet", extra: { n: 1 } }], extensions: ["bazaar"], signers: { "stellar:*": ["G1"] } },
-      { kinds: [{ x402Version: 2, scheme: "exact", network: "stellar:testnet", extra: { n: 2 } }], extensions: ["bazaar", "x"], signers: { "stellar:*": ["G2", "G1"] } }
+      {
+        kinds: [{ x402Version: 2, scheme: "exact", network: "stellar:testnet", extra: { n: 1 } }],
+        extensions: ["bazaar"],
+        signers: { "stellar:*": ["G1"] }
+      },
+      {
+        kinds: [{ x402Version: 2, scheme: "exact", network: "stellar:testnet", extra: { n: 2 } }],
+        extensions: ["bazaar", "x"],
+        signers: { "stellar:*": ["G2", "G1"] }
+      }
     ])
     expect(merged).toEqual({
       kinds: [{ x402Version: 2, scheme: "exact", network: "stellar:testnet", extra: { n: 1 } }],

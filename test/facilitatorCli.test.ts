@@ -1,18 +1,33 @@
 import { afterAll, describe, expect, test } from "bun:test"
-import { Keypair } from "@stellar/stellar-sdk"
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Keypair } from "@stellar/stellar-sdk"
 import { channelKeypair } from "../src/facilitator/channels.js"
-import { startFixtureLedger } from "./fixtures/ledger.js"
 import { runCli } from "./cliRun.js"
+import { startFixtureLedger } from "./fixtures/ledger.js"
 
 const ledger = startFixtureLedger({ network: { closeEveryMs: 100 } })
 afterAll(() => ledger.stop())
 
 const configWith = (keyFile: string, channels: number) => {
   const path = join(mkdtempSync(join(tmpdir(), "sextant-fcli-")), "config.json")
-  writeFileSync(path, JSON.stringify({ facilitators: [{ id: "own", type: "stellar", network: "stellar:testnet", feeAccountKeyFile: keyFile, channels, pollIntervalMs: 50 }], ledger: { sorobanRpcUrl: ledger.rpcUrl, horizonUrl: ledger.horizonUrl } }))
+  writeFileSync(
+    path,
+    JSON.stringify({
+      facilitators: [
+        {
+          id: "own",
+          type: "stellar",
+          network: "stellar:testnet",
+          feeAccountKeyFile: keyFile,
+          channels,
+          pollIntervalMs: 50
+        }
+      ],
+      ledger: { sorobanRpcUrl: ledger.rpcUrl, horizonUrl: ledger.horizonUrl }
+    })
+  )
   return path
 }
 
@@ -47,7 +62,13 @@ describe("sextant keys facilitator-new and sextant facilitator channels", () => 
       { channel: channels[1], action: "topUp", xlm: "4.0000000" },
       { channel: channels[2], action: "create", xlm: "5.0000000" }
     ])
-    expect(lines.at(-1)).toMatchObject({ facilitator: "own", feeAccount: fee.publicKey(), channels: 3, changed: 3, failed: 0 })
+    expect(lines.at(-1)).toMatchObject({
+      facilitator: "own",
+      feeAccount: fee.publicKey(),
+      channels: 3,
+      changed: 3,
+      failed: 0
+    })
     for (const channel of channels) expect(ledger.network.account(channel)?.balance).toBe(50_000_000n)
     expect(ledger.network.accepted.at(-1)).toMatchObject({ source: fee.publicKey(), feeSource: fee.publicKey() })
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test"
-import { Either } from "effect"
 import { Networks } from "@stellar/stellar-sdk"
+import { Either } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
 import { channelKeypair } from "../src/facilitator/channels.js"
 import { channelAction } from "../src/facilitator/cli.js"
@@ -22,7 +22,14 @@ describe("the embedded facilitator's pure rules", () => {
   test("checkPayment accepts the window's edge plus the reference's tolerance, and refuses one ledger more", async () => {
     const window = expirationWindow(1000, 60, 5)
     const at = async (ledger: number) =>
-      checkPayment((await buildExactPayment(exactRequirements({ payTo: PAY_TO }), { validUntilLedger: ledger })).payload.transaction, terms, new Set(), window, Networks.TESTNET)
+      checkPayment(
+        (await buildExactPayment(exactRequirements({ payTo: PAY_TO }), { validUntilLedger: ledger })).payload
+          .transaction,
+        terms,
+        new Set(),
+        window,
+        Networks.TESTNET
+      )
     const edge = await at(window.maxLedger + EXPIRATION_TOLERANCE_LEDGERS)
     expect(Either.isRight(edge) && edge.right.payer).toBe(testBuyer.publicKey())
     const past = await at(window.maxLedger + EXPIRATION_TOLERANCE_LEDGERS + 1)
@@ -31,7 +38,13 @@ describe("the embedded facilitator's pure rules", () => {
 
   test("a payment signed for another network fails its signature check here, as the host's simulation would", async () => {
     const payment = await buildExactPayment(exactRequirements({ payTo: PAY_TO }), { validUntilLedger: 1005 })
-    const judged = checkPayment(payment.payload.transaction, terms, new Set(), expirationWindow(1000, 60, 5), Networks.PUBLIC)
+    const judged = checkPayment(
+      payment.payload.transaction,
+      terms,
+      new Set(),
+      expirationWindow(1000, 60, 5),
+      Networks.PUBLIC
+    )
     expect(Either.isLeft(judged) && judged.left.reason).toBe("invalid_exact_stellar_payload_simulation_failed")
   })
 

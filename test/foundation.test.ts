@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect } from "effect"
-import { type Config } from "../src/config.js"
-import { refusal, request, startServer, testConfig, typedClient } from "./support/server.js"
+import type { Config } from "../src/config.js"
 import { ResourceId } from "../src/domain/ids.js"
+import { refusal, request, startServer, testConfig, typedClient } from "./support/server.js"
 
 const SPEC_ENDPOINTS: ReadonlyArray<readonly [string, string]> = [
   ["get", "/health/live"],
@@ -69,12 +69,18 @@ describe("discovery", () => {
   })
 
   test("a resource comes with its metrics; an unknown id is 404 {error, message}", async () => {
-    const body = await Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make("stellar-intel.rwa.inspect") } }))
+    const body = await Effect.runPromise(
+      server.client.resources.get({ path: { id: ResourceId.make("stellar-intel.rwa.inspect") } })
+    )
     expect(body.resource.capabilities).toEqual(["rwa.inspect"])
     expect(body.metrics).toMatchObject({ resourceId: "stellar-intel.rwa.inspect", confidence: 0, observationCount: 0 })
     expect(body.transitions).toEqual([])
     const missing = await refusal(server.client.resources.get({ path: { id: ResourceId.make("no-such-thing") } }))
-    expect("error" in missing && { _tag: missing._tag, error: missing.error, message: missing.message }).toEqual({ _tag: "NotFound", error: "NOT_FOUND", message: 'no resource with id "no-such-thing"' })
+    expect("error" in missing && { _tag: missing._tag, error: missing.error, message: missing.message }).toEqual({
+      _tag: "NotFound",
+      error: "NOT_FOUND",
+      message: 'no resource with id "no-such-thing"'
+    })
   })
 
   test("search ranks text matches by relevance and filters on worst-case price", async () => {
@@ -139,7 +145,11 @@ describe("errors", () => {
       expect(big.body.error).toBe("PAYLOAD_TOO_LARGE")
     }
     // A path the router cannot take (an over-long or badly escaped id) is a 404 for the right method, not a 405.
-    for (const path of [`/v1/resources/${"a".repeat(150)}`, "/v1/resources/%ZZ", `/v1/receipts/${"b".repeat(150)}/verify`]) {
+    for (const path of [
+      `/v1/resources/${"a".repeat(150)}`,
+      "/v1/resources/%ZZ",
+      `/v1/receipts/${"b".repeat(150)}/verify`
+    ]) {
       const missing = await request(`${server.url}${path}`)
       expect(missing.status).toBe(404)
       expect(missing.body.error).toBe("NOT_FOUND")
@@ -157,7 +167,8 @@ describe("errors", () => {
     const chunks = (text: string) =>
       new ReadableStream({
         start(controller) {
-          for (let i = 0; i < text.length; i += 65536) controller.enqueue(new TextEncoder().encode(text.slice(i, i + 65536)))
+          for (let i = 0; i < text.length; i += 65536)
+            controller.enqueue(new TextEncoder().encode(text.slice(i, i + 65536)))
           controller.close()
         }
       })
@@ -180,7 +191,10 @@ describe("errors", () => {
   })
 
   test("a JSON body sent without a content type is 415, as a web page's cross-site Blob would be", async () => {
-    const res = await fetch(`${server.url}/v1/search`, { method: "POST", body: new Blob([JSON.stringify({ query: "compliance" })]) })
+    const res = await fetch(`${server.url}/v1/search`, {
+      method: "POST",
+      body: new Blob([JSON.stringify({ query: "compliance" })])
+    })
     expect(res.status).toBe(415)
     const body = (await res.json()) as any
     expect(body.error).toBe("UNSUPPORTED_MEDIA_TYPE")

@@ -2,12 +2,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect, ManagedRuntime, TestClock, TestContext } from "effect"
 import { ServicesLive } from "../src/app.js"
 import { Discovery } from "../src/discovery/Discovery.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { Router } from "../src/routing/Router.js"
 import { Prober } from "../src/verification/Prober.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { testConfig } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * verification.delistAfterHours (72 by default) on a controllable clock: probes are real requests
@@ -59,7 +59,13 @@ const at = (hours: number) => runtime.runPromise(probeAt(hours).pipe(Effect.prov
 
 describe("delisting after verification.delistAfterHours of unhealthy probes", () => {
   test("a resource unhealthy for 72 h leaves discovery, search and routes, keeps its history, and returns when healthy", async () => {
-    expect(await at(0)).toMatchObject({ healthy: true, listed: true, inDiscovery: true, inSearch: true, inRoutes: true })
+    expect(await at(0)).toMatchObject({
+      healthy: true,
+      listed: true,
+      inDiscovery: true,
+      inSearch: true,
+      inRoutes: true
+    })
     fixture.down.add("/paid/fresh")
     // Unhealthy from hour 1: still listed at hour 72 (71 h of failures)...
     expect(await at(1)).toMatchObject({ healthy: false, listed: true, inDiscovery: true })
@@ -76,7 +82,13 @@ describe("delisting after verification.delistAfterHours of unhealthy probes", ()
       reason: "probes unhealthy for 72 h or more (since 2026-11-01T01:00:00.000Z); listed again after a healthy probe"
     })
     fixture.down.delete("/paid/fresh")
-    expect(await at(74)).toMatchObject({ healthy: true, listed: true, inDiscovery: true, inSearch: true, inRoutes: true })
+    expect(await at(74)).toMatchObject({
+      healthy: true,
+      listed: true,
+      inDiscovery: true,
+      inSearch: true,
+      inRoutes: true
+    })
   })
 
   test("a healthy probe in between restarts the count", async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { join } from "node:path"
 import { Keypair } from "@stellar/stellar-sdk"
 import { x402Client } from "@x402/core/client"
 import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server"
@@ -6,7 +7,6 @@ import type { PaymentRequirements, SchemeNetworkClient } from "@x402/core/types"
 import { decodePaymentResponseHeader, wrapFetchWithPayment } from "@x402/fetch"
 import { paymentMiddleware } from "@x402/hono"
 import { Hono } from "hono"
-import { join } from "node:path"
 import { type GuardDecision, guardClient, type SextantGuardOptions } from "../src/client/index.js"
 import { TESTNET_USDC } from "../src/config.js"
 import type { OutcomeReport } from "../src/domain/outcomes.js"
@@ -33,7 +33,15 @@ const home = startHomeDomain(clawToml)
 const horizon = startHorizon({ clawHomeDomain: home.domain })
 const soroban = startSorobanRpc()
 // The providers pay through the service's /x402 at its configured port, so that port is fixed.
-const [port, vertical, fast, slow, flaky, raiser, nowhere] = freePorts(7) as [number, number, number, number, number, number, number]
+const [port, vertical, fast, slow, flaky, raiser, nowhere] = freePorts(7) as [
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number
+]
 let service: ServeProcess
 let stranger: ReturnType<typeof Bun.serve>
 
@@ -80,22 +88,42 @@ beforeAll(async () => {
     probes: { intervalSeconds: 1 },
     facilitators: [{ id: "fixture", url: facilitator.url }],
     vertical: { port: vertical, horizonUrl: horizon.url, sorobanRpcUrl: soroban.url, allowPrivateHomeDomains: true },
-    ledger: { sorobanRpcUrl: ledger.rpcUrl, horizonUrl: ledger.horizonUrl, pollIntervalSeconds: 0.2, confirmTimeoutSeconds: 10 },
+    ledger: {
+      sorobanRpcUrl: ledger.rpcUrl,
+      horizonUrl: ledger.horizonUrl,
+      pollIntervalSeconds: 0.2,
+      confirmTimeoutSeconds: 10
+    },
     demo: { ports: { fast, slow, flaky, raiser }, ...FAST_DEMO }
   }))
   await waitForStandings(service, 40_000)
   await pollUntil(
     "the demo provider's payments are ready through the service",
-    async () => (await fetch(`http://127.0.0.1:${fast}/demo-fast/v1/status`).then((r) => r.json())) as { payments?: { ready?: boolean } },
+    async () =>
+      (await fetch(`http://127.0.0.1:${fast}/demo-fast/v1/status`).then((r) => r.json())) as {
+        payments?: { ready?: boolean }
+      },
     (status) => status.payments?.ready === true,
     { timeoutMs: 20_000 }
   )
   // A stock seller no probe ever saw, naming its own payee, settling through the same service.
-  const core = new x402ResourceServer(new HTTPFacilitatorClient({ url: `${service.url}/x402` })).register("stellar:testnet", stellarServerScheme("exact"))
+  const core = new x402ResourceServer(new HTTPFacilitatorClient({ url: `${service.url}/x402` })).register(
+    "stellar:testnet",
+    stellarServerScheme("exact")
+  )
   const app = new Hono()
   app.use(
     paymentMiddleware(
-      { "POST /inspect": { accepts: { scheme: "exact", network: "stellar:testnet", payTo: Keypair.random().publicKey(), price: { asset: TESTNET_USDC, amount: "10000" } } } },
+      {
+        "POST /inspect": {
+          accepts: {
+            scheme: "exact",
+            network: "stellar:testnet",
+            payTo: Keypair.random().publicKey(),
+            price: { asset: TESTNET_USDC, amount: "10000" }
+          }
+        }
+      },
       core
     )
   )
@@ -113,7 +141,10 @@ afterAll(async () => {
 describe("the guard on a stock @x402/fetch client", () => {
   test("buys from the honest provider: preflight ALLOW, one payment, settled, the data returned, the outcome reported back", async () => {
     const reports: Array<{ readonly report: OutcomeReport; readonly result: unknown }> = []
-    const { pay, decisions } = guarded({ reportOutcomes: true, onOutcomeReported: (report, result) => reports.push({ report, result }) })
+    const { pay, decisions } = guarded({
+      reportOutcomes: true,
+      onOutcomeReported: (report, result) => reports.push({ report, result })
+    })
     const url = inspect(fast, "demo-fast")
     const answer = await post(pay, url)
     expect(answer.status).toBe(200)
@@ -124,8 +155,18 @@ describe("the guard on a stock @x402/fetch client", () => {
     expect(decisions[0]).toMatchObject({ _tag: "Verdict", refused: false, answer: { verdict: "ALLOW", rating: "URL" } })
     expect(paidSends(url)).toBe(1)
     // The stock client's payment-response hook sent the settlement's transaction; the ledger backs it.
-    await pollUntil("the outcome report is answered", async () => reports, (r) => r.length > 0, { timeoutMs: 5_000 })
-    expect(reports).toEqual([{ report: { url, outcome: "settled", transactionHash: settled.transaction.toLowerCase() }, result: { status: 200 } }])
+    await pollUntil(
+      "the outcome report is answered",
+      async () => reports,
+      (r) => r.length > 0,
+      { timeoutMs: 5_000 }
+    )
+    expect(reports).toEqual([
+      {
+        report: { url, outcome: "settled", transactionHash: settled.transaction.toLowerCase() },
+        result: { status: 200 }
+      }
+    ])
   })
 
   test("refuses the price raiser: DENY with the reason, no payment created, nothing sent to the seller or the facilitator", async () => {
@@ -153,7 +194,11 @@ describe("the guard on a stock @x402/fetch client", () => {
       (e: Error) => e
     )
     expect(refused?.message).toContain("PAYEE_NOT_OBSERVED")
-    expect(decisions[0]).toMatchObject({ _tag: "Verdict", refused: true, answer: { verdict: "DENY", rating: "UNRATED" } })
+    expect(decisions[0]).toMatchObject({
+      _tag: "Verdict",
+      refused: true,
+      answer: { verdict: "DENY", rating: "UNRATED" }
+    })
     expect(paidSends(url)).toBe(0)
     expect(forwarded()).toBe(before)
   })

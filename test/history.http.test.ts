@@ -6,10 +6,11 @@
  * refusals: 400 {error, message} for a bad span or date, 404 for an unknown resource.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect, Option } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Effect, Option } from "effect"
+import { ResourceId } from "../src/domain/ids.js"
 import type { RecordedObservation } from "../src/domain/observations.js"
 import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
@@ -18,7 +19,6 @@ import { advertised, answeredWithout, observation, timedOut } from "./fixtures/o
 import { entry } from "./fixtures/verificationStack.js"
 import { referenceHour } from "./support/referenceWindow.js"
 import { request, startServer, testConfig } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
@@ -58,9 +58,7 @@ const reference = (fromMs: number, toMs: number) => {
     if (o.outcome === "refused_target" || h < fromMs || h >= toMs) continue
     byHour.set(h, [...(byHour.get(h) ?? []), o])
   }
-  return [...byHour.entries()]
-    .sort(([a], [b]) => a - b)
-    .map(([h, inHour]) => referenceHour(h, inHour, [advertised]))
+  return [...byHour.entries()].sort(([a], [b]) => a - b).map(([h, inHour]) => referenceHour(h, inHour, [advertised]))
 }
 
 type Hour = ReturnType<typeof reference>[number]
@@ -112,7 +110,9 @@ describe("GET /v1/resources/{id}/history", () => {
     expect(expected.map((h) => h.startAt)).toEqual([5, 4, 3, 1, 0].map((h) => iso(currentHour - h * HOUR)))
     expectHours(body.hours, expected)
     // The open hour has no rollup yet: it came from the rolling window; the closed ones from the rollups table.
-    const stored = await server.runtime.runPromise(Effect.flatMap(ObservationsRepo, (repo) => repo.rollups(ID, now - 4 * DAY, now + HOUR)))
+    const stored = await server.runtime.runPromise(
+      Effect.flatMap(ObservationsRepo, (repo) => repo.rollups(ID, now - 4 * DAY, now + HOUR))
+    )
     expect(stored.map((r) => iso(r.startMs))).toEqual([72, 5, 4, 3, 1].map((h) => iso(currentHour - h * HOUR)))
     expect(body.hours[body.hours.length - 1].startAt).toBe(iso(currentHour))
   })
@@ -164,7 +164,9 @@ describe("GET /v1/resources/{id}/history", () => {
     }
     const exactlySeven = await history(`?from=${iso(now - 7 * DAY)}&to=${iso(now)}`)
     expect(exactlySeven.status).toBe(200)
-    const offset = await history(`?from=${encodeURIComponent(new Date(now - 2 * HOUR).toISOString().replace("Z", "+00:00"))}`)
+    const offset = await history(
+      `?from=${encodeURIComponent(new Date(now - 2 * HOUR).toISOString().replace("Z", "+00:00"))}`
+    )
     expect(offset.status).toBe(200)
     const unknown = await history("", "no-such-resource")
     expect(unknown.status).toBe(404)
@@ -175,7 +177,11 @@ describe("GET /v1/resources/{id}/history", () => {
   test("/openapi.json documents the endpoint, its span parameters and its answers", async () => {
     const { body } = await request(`${server.url}/openapi.json`)
     const operation = body.paths["/v1/resources/{id}/history"].get
-    expect(operation.parameters.filter((p: { in: string }) => p.in === "query").map((p: { name: string; schema: unknown }) => [p.name, p.schema])).toEqual([
+    expect(
+      operation.parameters
+        .filter((p: { in: string }) => p.in === "query")
+        .map((p: { name: string; schema: unknown }) => [p.name, p.schema])
+    ).toEqual([
       ["from", { type: "string", format: "date-time" }],
       ["to", { type: "string", format: "date-time" }]
     ])

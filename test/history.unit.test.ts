@@ -9,8 +9,8 @@ import { Either } from "effect"
 import fc from "fast-check"
 import { loadConfig } from "../src/config.js"
 import type { HistoryHour, HourlyRollup, RecordedObservation } from "../src/domain/observations.js"
-import { addSample } from "../src/verification/latencySketch.js"
 import { historyHours, historyRange } from "../src/verification/history.js"
+import { addSample } from "../src/verification/latencySketch.js"
 import { addObservation, decodeWindow, emptyWindow, encodeWindow } from "../src/verification/rollingWindow.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
 import { referenceHour } from "./support/referenceWindow.js"
@@ -49,7 +49,9 @@ describe("historyRange", () => {
     expect(historyRange({ from: at(now), to: at(now) }, now, 7)).toEqual(Either.left("from must be before to"))
     expect(historyRange({ from: at(now + 1), to: at(now) }, now, 7)).toEqual(Either.left("from must be before to"))
     expect(historyRange({ from: at(now + HOUR) }, now, 7)).toEqual(Either.left("from must be before to"))
-    expect(historyRange({ from: at(now - 7 * DAY) }, now, 7)).toEqual(Either.right({ fromMs: now - 7 * DAY, toMs: now }))
+    expect(historyRange({ from: at(now - 7 * DAY) }, now, 7)).toEqual(
+      Either.right({ fromMs: now - 7 * DAY, toMs: now })
+    )
     const tooLong = historyRange({ from: at(now - 7 * DAY - 1) }, now, 7)
     expect(Either.isLeft(tooLong) && tooLong.left).toContain("retentionDays (7)")
     expect(Either.isRight(historyRange({ from: at(now - 2 * DAY) }, now, 2))).toBe(true)
@@ -59,7 +61,13 @@ describe("historyRange", () => {
   test("the longest span holds at most retentionDays x 24 hours, wherever it starts", () => {
     const every = Array.from({ length: 24 * 9 }, (_, i) => hour(T0 + i * HOUR))
     for (const offset of [0, 1, 30 * 60_000, HOUR - 1]) {
-      const range = Either.getOrThrow(historyRange({ from: new Date(T0 + offset).toISOString(), to: new Date(T0 + offset + 7 * DAY).toISOString() }, T0, 7))
+      const range = Either.getOrThrow(
+        historyRange(
+          { from: new Date(T0 + offset).toISOString(), to: new Date(T0 + offset + 7 * DAY).toISOString() },
+          T0,
+          7
+        )
+      )
       const hours = historyHours(every, [], range)
       // A half-open span of 168 hours holds exactly 168 hour starts.
       expect(hours).toHaveLength(7 * 24)
@@ -73,7 +81,10 @@ describe("historyHours", () => {
 
   test("an hour of both the rollups and the window appears once, as the window's bucket", () => {
     const stored = [hour(T0), hour(T0 + HOUR, { probes: 2, answered: 2, healthy: 2 })]
-    const window = [hour(T0 + HOUR, { probes: 5, answered: 4, healthy: 1 }), hour(T0 + 2 * HOUR, { probes: 1, answered: 1, healthy: 1 })]
+    const window = [
+      hour(T0 + HOUR, { probes: 5, answered: 4, healthy: 1 }),
+      hour(T0 + 2 * HOUR, { probes: 1, answered: 1, healthy: 1 })
+    ]
     const hours = historyHours(stored, window, all)
     expect(hours.map((h) => [h.startAt, h.probes])).toEqual([
       [new Date(T0).toISOString(), 4],
@@ -86,7 +97,10 @@ describe("historyHours", () => {
     let latency: ReadonlyArray<number> = []
     for (const ms of [30, 10, 20, 400, 50]) latency = addSample(latency, ms)
     const hours = historyHours(
-      [hour(T0, { probes: 8, answered: 5, healthy: 4, priceMatches: 3, connectFailures: 2, latency }), hour(T0 + HOUR, { probes: 0, answered: 0, healthy: 0, latency: [] })],
+      [
+        hour(T0, { probes: 8, answered: 5, healthy: 4, priceMatches: 3, connectFailures: 2, latency }),
+        hour(T0 + HOUR, { probes: 0, answered: 0, healthy: 0, latency: [] })
+      ],
       [hour(T0 + 2 * HOUR, { probes: 3, answered: 0, healthy: 0, priceMatches: 0, connectFailures: 3, latency: [] })],
       all
     )
@@ -124,7 +138,8 @@ describe("historyHours", () => {
   test("an hour counts when it starts inside [from, to), oldest first", () => {
     const window = [hour(T0 + 3 * HOUR), hour(T0 + HOUR)]
     const stored = [hour(T0), hour(T0 + 2 * HOUR)]
-    const starts = (fromMs: number, toMs: number) => historyHours(stored, window, { fromMs, toMs }).map((h) => Date.parse(h.startAt))
+    const starts = (fromMs: number, toMs: number) =>
+      historyHours(stored, window, { fromMs, toMs }).map((h) => Date.parse(h.startAt))
     expect(starts(T0 - DAY, T0 + DAY)).toEqual([T0, T0 + HOUR, T0 + 2 * HOUR, T0 + 3 * HOUR])
     expect(starts(T0 + 1, T0 + 3 * HOUR)).toEqual([T0 + HOUR, T0 + 2 * HOUR])
     expect(starts(T0 + HOUR, T0 + 3 * HOUR + 1)).toEqual([T0 + HOUR, T0 + 2 * HOUR, T0 + 3 * HOUR])
@@ -199,7 +214,9 @@ describe("history against the observations it was folded from", () => {
           const h = Math.floor(Date.parse(o.observedAt) / HOUR) * HOUR
           byHour.set(h, [...(byHour.get(h) ?? []), o])
         }
-        const expected = [...byHour.entries()].sort(([a], [b]) => a - b).map(([h, os]) => referenceHour(h, os, [advertised]))
+        const expected = [...byHour.entries()]
+          .sort(([a], [b]) => a - b)
+          .map(([h, os]) => referenceHour(h, os, [advertised]))
         const withoutLatency = ({ p50LatencyMs: _a, p95LatencyMs: _b, ...rest }: HistoryHour) => rest
         expect(got.map(withoutLatency)).toEqual(expected.map(withoutLatency))
         got.forEach((hourGot, i) => {

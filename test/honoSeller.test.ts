@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Keypair } from "@stellar/stellar-sdk"
 import { decodePaymentResponseHeader } from "@x402/core/http"
 import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server"
 import { paymentMiddleware } from "@x402/hono"
-import { Keypair } from "@stellar/stellar-sdk"
 import { Effect, Schema } from "effect"
 import { Hono } from "hono"
-import { ProbesConfig } from "../src/config.js"
+import { ProbesConfig, TESTNET_USDC } from "../src/config.js"
 import { payFor as buyerPayFor } from "../src/payments/payFor.js"
-import { TESTNET_USDC } from "../src/config.js"
 import { stellarServerScheme } from "../src/x402/stellarServerScheme.js"
 import { payFor } from "./fixtures/paidResource.js"
 import { buildExactPayment } from "./fixtures/stellarPayment.js"
@@ -34,7 +33,12 @@ beforeAll(async () => {
     paymentMiddleware(
       {
         "GET /weather": {
-          accepts: { scheme: "exact", network: "stellar:testnet", payTo: SELLER_PAY_TO, price: { asset: TESTNET_USDC, amount: "10000" } },
+          accepts: {
+            scheme: "exact",
+            network: "stellar:testnet",
+            payTo: SELLER_PAY_TO,
+            price: { asset: TESTNET_USDC, amount: "10000" }
+          },
           description: "Weather by city",
           mimeType: "application/json"
         }
@@ -54,10 +58,15 @@ afterAll(async () => {
 describe("a stock @x402/hono 2.27 seller with Sextant as its facilitator", () => {
   test("answers 402 with its challenge, is paid, settles once through Sextant and serves the data", async () => {
     // Settlement pays a payee with verification evidence: the stack's resource has the same payee.
-    expect((await request(`${stack.server.url}/v1/validate`, { method: "POST", json: { resourceId: SELLER_RESOURCE_ID } })).body.healthy).toBe(true)
+    expect(
+      (await request(`${stack.server.url}/v1/validate`, { method: "POST", json: { resourceId: SELLER_RESOURCE_ID } }))
+        .body.healthy
+    ).toBe(true)
     const unpaid = await fetch(url)
     expect(unpaid.status).toBe(402)
-    const { header } = await payFor(unpaid.headers.get("payment-required") ?? "", (requirements) => buildExactPayment(requirements))
+    const { header } = await payFor(unpaid.headers.get("payment-required") ?? "", (requirements) =>
+      buildExactPayment(requirements)
+    )
     const paid = await fetch(url, { headers: { "payment-signature": header } })
     expect(paid.status).toBe(200)
     expect(await paid.json()).toEqual({ tempC: 21 })
@@ -72,7 +81,9 @@ describe("a stock @x402/hono 2.27 seller with Sextant as its facilitator", () =>
     try {
       const settlesBefore = stack.backend.calls("/settle")
       const unpaid = await fetch(url)
-      const { header } = await payFor(unpaid.headers.get("payment-required") ?? "", (requirements) => buildExactPayment(requirements))
+      const { header } = await payFor(unpaid.headers.get("payment-required") ?? "", (requirements) =>
+        buildExactPayment(requirements)
+      )
       const paid = await fetch(url, { headers: { "payment-signature": header } })
       expect(paid.status).toBe(200)
       const settlement = decodePaymentResponseHeader(paid.headers.get("payment-response") ?? "")

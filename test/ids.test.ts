@@ -1,5 +1,5 @@
-import { OpenApi } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { OpenApi } from "@effect/platform"
 import { type Context, Either, Schema } from "effect"
 import { SextantApi } from "../src/contract/index.js"
 import { ResourceIdPath } from "../src/contract/resources.js"
@@ -57,7 +57,15 @@ describe("branded ids at compile time (tsc checks every @ts-expect-error below)"
       "agent-1",
       "a".repeat(64)
     ])
-    expect([settlementAsResource, resourceAsSettlement, paymentAsSettlement, principalAsReceipt, settlementAsPrincipal, identifierAsPayment, plainResource]).toHaveLength(7)
+    expect([
+      settlementAsResource,
+      resourceAsSettlement,
+      paymentAsSettlement,
+      principalAsReceipt,
+      settlementAsPrincipal,
+      identifierAsPayment,
+      plainResource
+    ]).toHaveLength(7)
   })
 
   test("a path decoded by the contract hands the handler a ResourceId", () => {
@@ -89,11 +97,17 @@ describe("branded ids at run time", () => {
   test("the payment identifier is the one id with an enforced format: 16 to 128 of [A-Za-z0-9_-]", () => {
     const decode = Schema.decodeUnknownEither(PaymentIdentifier)
     expect(Either.isRight(decode("a".repeat(16)))).toBe(true)
-    expect(Either.isRight(decode("A-z_0".repeat(25) + "abc"))).toBe(true)
-    for (const bad of ["a".repeat(15), "a".repeat(129), "sixteen chars ok", "sixteen.chars.ok"]) expect(Either.isLeft(decode(bad))).toBe(true)
+    expect(Either.isRight(decode(`${"A-z_0".repeat(25)}abc`))).toBe(true)
+    for (const bad of ["a".repeat(15), "a".repeat(129), "sixteen chars ok", "sixteen.chars.ok"])
+      expect(Either.isLeft(decode(bad))).toBe(true)
 
-    const withId = (id: unknown) => ({ paymentPayload: { extensions: { "payment-identifier": { info: { required: false, id } } } }, paymentRequirements: {} })
-    expect(paymentIdentifierOf(withId("order-2026-11-27-0001"))).toEqual(Either.right(PaymentIdentifier.make("order-2026-11-27-0001")))
+    const withId = (id: unknown) => ({
+      paymentPayload: { extensions: { "payment-identifier": { info: { required: false, id } } } },
+      paymentRequirements: {}
+    })
+    expect(paymentIdentifierOf(withId("order-2026-11-27-0001"))).toEqual(
+      Either.right(PaymentIdentifier.make("order-2026-11-27-0001"))
+    )
     const refused = paymentIdentifierOf(withId("short"))
     expect(Either.isLeft(refused) && refused.left.message).toContain("16 to 128 characters")
   })
@@ -102,7 +116,12 @@ describe("branded ids at run time", () => {
     const spec = OpenApi.fromApi(SextantApi)
     const idParameter = (path: string, method: "get" | "delete") =>
       (spec.paths[path]?.[method]?.parameters ?? []).find((p) => p.name === "id" && p.in === "path")?.schema
-    for (const path of ["/v1/resources/{id}", "/v1/receipts/{id}", "/x402/settlements/{id}", "/v1/resources/{id}/history"]) {
+    for (const path of [
+      "/v1/resources/{id}",
+      "/v1/receipts/{id}",
+      "/x402/settlements/{id}",
+      "/v1/resources/{id}/history"
+    ]) {
       expect(idParameter(path, "get")).toEqual({ type: "string" })
     }
     expect(idParameter("/v1/resources/{id}", "delete")).toEqual({ type: "string" })
@@ -125,7 +144,11 @@ describe("ids in paths over HTTP", () => {
       "/x402/settlements/not-a-uuid"
     ]) {
       const { status, body } = await request(`${server.url}${path}`)
-      expect({ path, status, error: (body as { error?: unknown }).error }).toEqual({ path, status: 404, error: "NOT_FOUND" })
+      expect({ path, status, error: (body as { error?: unknown }).error }).toEqual({
+        path,
+        status: 404,
+        error: "NOT_FOUND"
+      })
       expect(typeof (body as { message?: unknown }).message).toBe("string")
     }
   })

@@ -7,7 +7,11 @@ import { it } from "./support/effectTest.js"
 const levels = (effect: Effect.Effect<unknown>) => {
   const seen: Array<string> = []
   const capture = Logger.make(({ logLevel }) => void seen.push(logLevel.label))
-  return effect.pipe(Effect.provide(Logger.replace(Logger.defaultLogger, capture)), Logger.withMinimumLogLevel(LogLevel.All), Effect.as(seen))
+  return effect.pipe(
+    Effect.provide(Logger.replace(Logger.defaultLogger, capture)),
+    Logger.withMinimumLogLevel(LogLevel.All),
+    Effect.as(seen)
+  )
 }
 
 describe("logFailure", () => {

@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test"
-import { Keypair, StrKey } from "@stellar/stellar-sdk"
-import { Effect, Redacted } from "effect"
 import { chmodSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { inspect } from "node:util"
+import { Keypair, StrKey } from "@stellar/stellar-sdk"
+import { Effect, Redacted } from "effect"
 import { loadOrCreateProbeKey } from "../src/keys/stellarKey.js"
 import { runCli } from "./cliRun.js"
 
@@ -47,7 +47,12 @@ describe("loadOrCreateProbeKey", () => {
     const secret = readFileSync(path, "utf8").trim()
     // A bare Keypair would leak its raw seed: as a byte array in JSON, as hex bytes when inspected.
     const raw = Buffer.from(Keypair.fromSecret(secret).rawSecretKey())
-    const forms = [secret, JSON.stringify([...raw]).slice(1, -1), raw.toString("hex").match(/../g)!.join(" "), raw.toString("hex")]
+    const forms = [
+      secret,
+      JSON.stringify([...raw]).slice(1, -1),
+      raw.toString("hex").match(/../g)!.join(" "),
+      raw.toString("hex")
+    ]
     for (const shown of [JSON.stringify(key), String(key.signer), inspect(key, { depth: 10 }), `${key.signer}`]) {
       for (const form of forms) expect(shown).not.toContain(form)
     }
@@ -100,7 +105,9 @@ describe("sextant keys probe-address", () => {
     const own = Keypair.random()
     writeFileSync(join(dir, "mine.key"), own.secret(), { mode: 0o600 })
     expect((await run(join(dir, "configured.key"), "--key-file", join(dir, "mine.key"))).out).toEqual([own.publicKey()])
-    expect((await run(join(dir, "configured.key"), `--key-file=${join(dir, "mine.key")}`)).out).toEqual([own.publicKey()])
+    expect((await run(join(dir, "configured.key"), `--key-file=${join(dir, "mine.key")}`)).out).toEqual([
+      own.publicKey()
+    ])
   })
 
   test("bad arguments and an unusable key file exit 2 with nothing on stdout", async () => {
@@ -117,7 +124,10 @@ describe("sextant keys probe-address", () => {
   test("the sextant binary entry point: `keys probe-address` in a fresh folder creates ./data/probe.key and prints its address only", async () => {
     const dir = folder()
     const main = join(import.meta.dir, "..", "src", "main.ts")
-    const child = Bun.spawnSync([process.execPath, main, "keys", "probe-address"], { cwd: dir, env: { ...process.env, SEXTANT_CONFIG: "" } })
+    const child = Bun.spawnSync([process.execPath, main, "keys", "probe-address"], {
+      cwd: dir,
+      env: { ...process.env, SEXTANT_CONFIG: "" }
+    })
     const stdout = child.stdout.toString()
     const stderr = child.stderr.toString()
     expect(child.exitCode).toBe(0)

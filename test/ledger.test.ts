@@ -1,9 +1,23 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test"
-import { authorizeEntry, Contract, Keypair, nativeToScVal, Networks, Operation, rpc, TransactionBuilder } from "@stellar/stellar-sdk"
+import {
+  authorizeEntry,
+  Contract,
+  Keypair,
+  Networks,
+  nativeToScVal,
+  Operation,
+  rpc,
+  TransactionBuilder
+} from "@stellar/stellar-sdk"
 import { Effect, Either, Option } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
-import { LedgerReader, type LedgerReaderShape, type LedgerTransfer, LedgerUnavailable } from "../src/ledger/LedgerReader.js"
 import { addressAuthorization } from "../src/ledger/authEntries.js"
+import {
+  LedgerReader,
+  type LedgerReaderShape,
+  type LedgerTransfer,
+  LedgerUnavailable
+} from "../src/ledger/LedgerReader.js"
 import type { LedgerReaderOptions } from "../src/ledger/read.js"
 import { type FixtureLedger, settlePayment, startFixtureLedger } from "./fixtures/ledger.js"
 import { buildExactPayment, exactRequirements, seededBuyer } from "./fixtures/stellarPayment.js"
@@ -14,18 +28,37 @@ const payer = seededBuyer(21).publicKey()
 const payee = seededBuyer(22).publicKey()
 const stranger = seededBuyer(23).publicKey()
 const OTHER_TOKEN = "CDLZFC3SYJYDZT7K67VZ75HPJVIEUVNIXF47ZG2FB2RMQQVU2HHGCYSC"
-const usdc = (from: string, to: string, amount: bigint): LedgerTransfer => ({ contract: TESTNET_USDC, from, to, amount })
+const usdc = (from: string, to: string, amount: bigint): LedgerTransfer => ({
+  contract: TESTNET_USDC,
+  from,
+  to,
+  amount
+})
 
 let fixture: FixtureLedger
 
 const readerOver = (f: FixtureLedger, options: Partial<LedgerReaderOptions> = {}) =>
   Effect.runSync(
-    Effect.provide(LedgerReader, LedgerReader.layer({ sorobanRpcUrl: f.rpcUrl, horizonUrl: f.horizonUrl, network: "stellar:testnet", timeoutMs: 2000, ...options }))
+    Effect.provide(
+      LedgerReader,
+      LedgerReader.layer({
+        sorobanRpcUrl: f.rpcUrl,
+        horizonUrl: f.horizonUrl,
+        network: "stellar:testnet",
+        timeoutMs: 2000,
+        ...options
+      })
+    )
   )
-const run = <A>(read: (reader: LedgerReaderShape) => Effect.Effect<A, LedgerUnavailable>, options: Partial<LedgerReaderOptions> = {}) =>
-  Effect.runPromise(read(readerOver(fixture, options)))
+const run = <A>(
+  read: (reader: LedgerReaderShape) => Effect.Effect<A, LedgerUnavailable>,
+  options: Partial<LedgerReaderOptions> = {}
+) => Effect.runPromise(read(readerOver(fixture, options)))
 /** The read's failure; throws when it succeeded. */
-const failure = async (read: (reader: LedgerReaderShape) => Effect.Effect<unknown, LedgerUnavailable>, options: Partial<LedgerReaderOptions> = {}) => {
+const failure = async (
+  read: (reader: LedgerReaderShape) => Effect.Effect<unknown, LedgerUnavailable>,
+  options: Partial<LedgerReaderOptions> = {}
+) => {
   const result = await Effect.runPromise(Effect.either(read(readerOver(fixture, options))))
   if (Either.isRight(result)) throw new Error(`expected LedgerUnavailable, got ${String(result.right)}`)
   expect(result.left).toBeInstanceOf(LedgerUnavailable)
@@ -199,7 +232,13 @@ describe("transferEvents", () => {
     f.emitTransfer({ ...usdc(payer, payee, 5n), ledger: from + 4 })
     f.emitTransfer({ ...usdc(payer, payee, 6n), ledger: from + 5 })
   }
-  const query = (from: number, to: number) => ({ contract: TESTNET_USDC, from: payer, to: payee, startLedger: from, endLedger: to })
+  const query = (from: number, to: number) => ({
+    contract: TESTNET_USDC,
+    from: payer,
+    to: payee,
+    startLedger: from,
+    endLedger: to
+  })
 
   test("only the contract's transfers from `from` to `to` in [startLedger, endLedger], across pages", async () => {
     const start = fixture.latestLedger() - 100
@@ -222,7 +261,8 @@ describe("transferEvents", () => {
   test("a range longer than RPC scans per request is read to its end", async () => {
     const wide = startFixtureLedger({ latestLedger: 10_000, eventScanLimit: 10 })
     try {
-      for (let ledger = 9_900; ledger <= 9_990; ledger += 15) wide.emitTransfer({ ...usdc(payer, payee, BigInt(ledger)), ledger })
+      for (let ledger = 9_900; ledger <= 9_990; ledger += 15)
+        wide.emitTransfer({ ...usdc(payer, payee, BigInt(ledger)), ledger })
       const reader = readerOver(wide)
       const found = await Effect.runPromise(reader.transferEvents(query(9_900, 9_990)))
       expect(found.map((e) => e.ledger)).toEqual([9_900, 9_915, 9_930, 9_945, 9_960, 9_975, 9_990])
@@ -233,7 +273,9 @@ describe("transferEvents", () => {
   })
 
   test("an empty range is empty; a start before RPC's retention is LedgerUnavailable, never an empty answer", async () => {
-    expect(await run((r) => r.transferEvents(query(fixture.latestLedger() - 5, fixture.latestLedger() - 6)))).toEqual([])
+    expect(await run((r) => r.transferEvents(query(fixture.latestLedger() - 5, fixture.latestLedger() - 6)))).toEqual(
+      []
+    )
     const error = await failure((r) => r.transferEvents(query(fixture.oldestRpcLedger() - 1, fixture.latestLedger())))
     expect(error.message).toContain("startLedger must be within the ledger range")
   })
@@ -267,7 +309,13 @@ describe("a settled x402 payment on the fixture ledger", () => {
     expect(tx).toMatchObject({ successful: true, transfers: [expected] })
     expect(await run((r) => r.nonceConsumed(buyer.publicKey(), nonce))).toBe(true)
     const events = await run((r) =>
-      r.transferEvents({ contract: TESTNET_USDC, from: buyer.publicKey(), to: payee, startLedger: fixture.latestLedger() - 1, endLedger: fixture.latestLedger() })
+      r.transferEvents({
+        contract: TESTNET_USDC,
+        from: buyer.publicKey(),
+        to: payee,
+        startLedger: fixture.latestLedger() - 1,
+        endLedger: fixture.latestLedger()
+      })
     )
     expect(events).toEqual([{ ...expected, ledger: tx.ledger, transactionHash: settled.hash, closedAt: tx.closedAt }])
 
@@ -275,31 +323,46 @@ describe("a settled x402 payment on the fixture ledger", () => {
     expect(await run((r) => r.nonceConsumed(buyer.publicKey(), nonce))).toBe(false)
   })
 
-  test.each(["address", "addressV2"] as const)("its %s authorisation is read from the envelope, and the same authorisation cannot execute twice", async (form) => {
-    const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, form === "address" ? 33 : 34))
-    const payment = await buildExactPayment(exactRequirements({ payTo: payee }), { buyer, form, validUntilLedger: fixture.latestLedger() + 50 })
-    const settled = settlePayment(fixture, payment)
-    const { nonce, expirationLedger } = settled.nonces[0]!
-    const tx = Option.getOrThrow(await run((r) => r.transaction(settled.hash)))
-    expect(tx.authorizations).toEqual([{ form, address: buyer.publicKey(), nonce, expirationLedger }])
-    // Submitted again (another facilitator holding the same payload): it fails and moves nothing.
-    const again = settlePayment(fixture, payment)
-    expect(again.successful).toBe(false)
-    expect(Option.getOrThrow(await run((r) => r.transaction(again.hash)))).toMatchObject({ successful: false, transfers: [] })
-  })
+  test.each(["address", "addressV2"] as const)(
+    "its %s authorisation is read from the envelope, and the same authorisation cannot execute twice",
+    async (form) => {
+      const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, form === "address" ? 33 : 34))
+      const payment = await buildExactPayment(exactRequirements({ payTo: payee }), {
+        buyer,
+        form,
+        validUntilLedger: fixture.latestLedger() + 50
+      })
+      const settled = settlePayment(fixture, payment)
+      const { nonce, expirationLedger } = settled.nonces[0]!
+      const tx = Option.getOrThrow(await run((r) => r.transaction(settled.hash)))
+      expect(tx.authorizations).toEqual([{ form, address: buyer.publicKey(), nonce, expirationLedger }])
+      // Submitted again (another facilitator holding the same payload): it fails and moves nothing.
+      const again = settlePayment(fixture, payment)
+      expect(again.successful).toBe(false)
+      expect(Option.getOrThrow(await run((r) => r.transaction(again.hash)))).toMatchObject({
+        successful: false,
+        transfers: []
+      })
+    }
+  )
 
   test("a Horizon that skips transaction meta (as SDF's does) yields no transfers for an old transaction, never the envelope's", async () => {
     const bare = startFixtureLedger({ latestLedger: 500_000, horizonMeta: false })
     try {
       const hash = bare.addTransaction({ transfer: usdc(payer, payee, 70_000n), ledger: bare.oldestRpcLedger() - 10 })
-      expect(Option.getOrThrow(await Effect.runPromise(readerOver(bare).transaction(hash)))).toMatchObject({ successful: true, transfers: [] })
+      expect(Option.getOrThrow(await Effect.runPromise(readerOver(bare).transaction(hash)))).toMatchObject({
+        successful: true,
+        transfers: []
+      })
     } finally {
       bare.stop()
     }
   })
 
   test("a facilitator that paid someone else: the transaction shows the other payee", async () => {
-    const payment = await buildExactPayment(exactRequirements({ payTo: payee }), { validUntilLedger: fixture.latestLedger() + 50 })
+    const payment = await buildExactPayment(exactRequirements({ payTo: payee }), {
+      validUntilLedger: fixture.latestLedger() + 50
+    })
     const settled = settlePayment(fixture, payment, { pays: { to: stranger } })
     expect(Option.getOrThrow(await run((r) => r.transaction(settled.hash))).transfers[0]!.to).toBe(stranger)
   })
@@ -329,7 +392,11 @@ describe("a buyer-side build against the fixture RPC", () => {
     const signedEntry = await authorizeEntry(entry!, buyer, validUntil, Networks.TESTNET)
     const assembled = rpc.assembleTransaction(tx, simulation).build()
     const op = assembled.operations[0] as Operation.InvokeHostFunction
-    const final = new TransactionBuilder(source, { fee: assembled.fee, networkPassphrase: Networks.TESTNET, sorobanData: simulation.transactionData.build() })
+    const final = new TransactionBuilder(source, {
+      fee: assembled.fee,
+      networkPassphrase: Networks.TESTNET,
+      sorobanData: simulation.transactionData.build()
+    })
       .addOperation(Operation.invokeHostFunction({ func: op.func, auth: [signedEntry] }))
       .setTimeout(60)
       .build()

@@ -3,9 +3,9 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
 import { apiKeyHash } from "../src/http/authLive.js"
-import { request, startServer, testConfig } from "./support/server.js"
 import { inspector } from "./support/inspector.js"
 import { TOOL_NAMES } from "./support/mcpTools.js"
+import { request, startServer, testConfig } from "./support/server.js"
 
 const KEY = "mcp-http-test-key-0123456789"
 
@@ -20,7 +20,11 @@ const connect = async (url: string, headers: Record<string, string> = {}) => {
 }
 
 const callTool = async (client: Client, name: string, args: Record<string, unknown>) =>
-  (await client.callTool({ name, arguments: args })) as { structuredContent?: any; isError?: boolean; content: Array<{ text: string }> }
+  (await client.callTool({ name, arguments: args })) as {
+    structuredContent?: any
+    isError?: boolean
+    content: Array<{ text: string }>
+  }
 
 beforeAll(async () => {
   open = await startServer(testConfig())
@@ -56,7 +60,11 @@ describe("MCP over Streamable HTTP at /mcp", () => {
     }
     const headers = { accept: "application/json, text/event-stream" }
     for (const extra of [{}, { authorization: "Bearer wrong-key" }] as Array<Record<string, string>>) {
-      const answer = await request(`${keyed.url}/mcp`, { method: "POST", json: initialize, headers: { ...headers, ...extra } })
+      const answer = await request(`${keyed.url}/mcp`, {
+        method: "POST",
+        json: initialize,
+        headers: { ...headers, ...extra }
+      })
       expect(answer.status).toBe(401)
       expect(answer.body).toEqual({ error: "UNAUTHORIZED", message: expect.any(String) })
     }
@@ -75,7 +83,10 @@ describe("MCP over Streamable HTTP at /mcp", () => {
 
   test("GET, DELETE and any method but POST on the stateless /mcp are 405 with Allow: POST, not an empty event stream", async () => {
     for (const method of ["GET", "DELETE", "PUT", "PATCH"]) {
-      const answer = await request(`${open.url}/mcp`, { method, headers: { accept: "text/event-stream, application/json" } })
+      const answer = await request(`${open.url}/mcp`, {
+        method,
+        headers: { accept: "text/event-stream, application/json" }
+      })
       expect([method, answer.status, answer.headers.get("allow")]).toEqual([method, 405, "POST"])
       expect(answer.body).toMatchObject({ error: "METHOD_NOT_ALLOWED", message: expect.stringContaining("POST") })
     }
@@ -85,11 +96,19 @@ describe("MCP over Streamable HTTP at /mcp", () => {
     const client = await connect(open.url)
     const unknown = await client.callTool({ name: "no_such_tool", arguments: {} }).catch((e: unknown) => e)
     expect(unknown).toBeInstanceOf(McpError)
-    expect(unknown).toMatchObject({ code: ErrorCode.InvalidParams, message: expect.stringContaining('unknown tool "no_such_tool"') })
-    const array = await client.request(
-      { method: "tools/call", params: { name: "search_resources", arguments: [1, 2] as unknown as Record<string, unknown> } },
-      CallToolResultSchema
-    ).catch((e: unknown) => e)
+    expect(unknown).toMatchObject({
+      code: ErrorCode.InvalidParams,
+      message: expect.stringContaining('unknown tool "no_such_tool"')
+    })
+    const array = await client
+      .request(
+        {
+          method: "tools/call",
+          params: { name: "search_resources", arguments: [1, 2] as unknown as Record<string, unknown> }
+        },
+        CallToolResultSchema
+      )
+      .catch((e: unknown) => e)
     expect(array).toBeInstanceOf(McpError)
     expect(array).toMatchObject({ code: ErrorCode.InvalidParams })
     // Arguments that are an object but fail the tool's schema stay a tool result the model can read (MCP 2025-11-25).
@@ -105,22 +124,60 @@ describe("the MCP Inspector CLI over the HTTP transport", () => {
     const names = (JSON.parse(listed.stdout).tools as Array<{ name: string }>).map((t) => t.name)
     expect(names).toContain("route_resource")
     expect(names).toHaveLength(TOOL_NAMES.length)
-    const called = await inspector([`${open.url}/mcp`, "--transport", "http", "--method", "tools/call", "--tool-name", "search_resources", "--tool-arg", "query=inspect"])
+    const called = await inspector([
+      `${open.url}/mcp`,
+      "--transport",
+      "http",
+      "--method",
+      "tools/call",
+      "--tool-name",
+      "search_resources",
+      "--tool-arg",
+      "query=inspect"
+    ])
     expect(called.exitCode).toBe(0)
     const viaHttp = await request(`${open.url}/v1/search`, { method: "POST", json: { query: "inspect" } })
     expect(JSON.parse(called.stdout).structuredContent).toEqual(viaHttp.body)
     // A tool's error answer is the inspector's "tool_is_error" (its exit code 5), with the API's message.
-    const missing = await inspector([`${open.url}/mcp`, "--transport", "http", "--method", "tools/call", "--tool-name", "get_resource", "--tool-arg", "id=no-such-resource"])
+    const missing = await inspector([
+      `${open.url}/mcp`,
+      "--transport",
+      "http",
+      "--method",
+      "tools/call",
+      "--tool-name",
+      "get_resource",
+      "--tool-arg",
+      "id=no-such-resource"
+    ])
     expect(missing.exitCode).toBe(5)
-    expect(JSON.parse(missing.stdout)).toMatchObject({ isError: true, content: [{ type: "text", text: expect.stringContaining("NOT_FOUND") }] })
+    expect(JSON.parse(missing.stdout)).toMatchObject({
+      isError: true,
+      content: [{ type: "text", text: expect.stringContaining("NOT_FOUND") }]
+    })
   })
 
   test("without a key on a keyed server it fails, and with one it lists", async () => {
     // A 401 is where an MCP client would start OAuth; the inspector is told not to, and reports it.
-    const refused = await inspector([`${keyed.url}/mcp`, "--transport", "http", "--method", "tools/list", "--stored-auth-only"])
+    const refused = await inspector([
+      `${keyed.url}/mcp`,
+      "--transport",
+      "http",
+      "--method",
+      "tools/list",
+      "--stored-auth-only"
+    ])
     expect(refused.exitCode).not.toBe(0)
     expect(JSON.parse(refused.stderr).error.code).toBe("auth_required")
-    const listed = await inspector([`${keyed.url}/mcp`, "--transport", "http", "--method", "tools/list", "--header", `Authorization: Bearer ${KEY}`])
+    const listed = await inspector([
+      `${keyed.url}/mcp`,
+      "--transport",
+      "http",
+      "--method",
+      "tools/list",
+      "--header",
+      `Authorization: Bearer ${KEY}`
+    ])
     expect(listed.exitCode).toBe(0)
     expect(JSON.parse(listed.stdout).tools).toHaveLength(TOOL_NAMES.length)
   })

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { Either } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { Either } from "effect"
 import { loadConfig } from "../src/config.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { TOOL_NAMES } from "./support/mcpTools.js"
@@ -100,8 +100,16 @@ describe("mcp over stdio", () => {
       ["search_resources", { query: "fixture" }, "/v1/search", { query: "fixture" }],
       ["get_resource", { id: "fixture.paid" }, "/v1/resources/fixture.paid"],
       ["get_resource_metrics", { id: "fixture.paid" }, "/v1/resources/fixture.paid/metrics"],
-      ["get_resource_history", { id: "fixture.paid", from, to }, `/v1/resources/fixture.paid/history?from=${from}&to=${to}`],
-      ["list_discovery_resources", { limit: 5, offset: 0, type: "http" }, "/x402/discovery/resources?limit=5&offset=0&type=http"],
+      [
+        "get_resource_history",
+        { id: "fixture.paid", from, to },
+        `/v1/resources/fixture.paid/history?from=${from}&to=${to}`
+      ],
+      [
+        "list_discovery_resources",
+        { limit: 5, offset: 0, type: "http" },
+        "/x402/discovery/resources?limit=5&offset=0&type=http"
+      ],
       ["search_discovery_resources", { query: "fixture", limit: 5 }, "/x402/discovery/search?query=fixture&limit=5"]
     ]
     for (const [tool, args, path, body] of pairs) {
@@ -119,7 +127,14 @@ describe("mcp over stdio", () => {
     const option = detail.paymentOptions[0] as { network: string; asset: string; amount: string; payTo: string }
     const input = {
       url: paid,
-      requirements: { scheme: "exact", network: option.network, asset: option.asset, amount: option.amount, payTo: option.payTo, maxTimeoutSeconds: 60 }
+      requirements: {
+        scheme: "exact",
+        network: option.network,
+        asset: option.asset,
+        amount: option.amount,
+        payTo: option.payTo,
+        maxTimeoutSeconds: 60
+      }
     }
     const viaMcp = await callTool("preflight_payment", input)
     const viaHttp = await request(`${http.url}/v1/preflight`, { method: "POST", json: input })
@@ -133,8 +148,14 @@ describe("mcp over stdio", () => {
   test("get_resource_history passes its span: the probe's hour by default, nothing in a past day", async () => {
     const recent = await callTool("get_resource_history", { id: "fixture.paid" })
     expect(recent.structuredContent.hours.length).toBeGreaterThan(0)
-    expect(recent.structuredContent.hours.reduce((n: number, h: { probes: number }) => n + h.probes, 0)).toBeGreaterThan(0)
-    const past = await callTool("get_resource_history", { id: "fixture.paid", from: "2025-01-01T00:00:00Z", to: "2025-01-02T00:00:00Z" })
+    expect(
+      recent.structuredContent.hours.reduce((n: number, h: { probes: number }) => n + h.probes, 0)
+    ).toBeGreaterThan(0)
+    const past = await callTool("get_resource_history", {
+      id: "fixture.paid",
+      from: "2025-01-01T00:00:00Z",
+      to: "2025-01-02T00:00:00Z"
+    })
     expect(past.structuredContent).toEqual({ resourceId: "fixture.paid", hours: [] })
   })
 
@@ -166,7 +187,11 @@ describe("mcp over stdio", () => {
     const unknown = await callTool("get_resource_metrics", { id: "no-such-resource" })
     expect(unknown.isError).toBe(true)
     expect(unknown.content[0]!.text).toContain("no-such-resource")
-    const span = await callTool("get_resource_history", { id: "fixture.paid", from: "2025-01-02T00:00:00Z", to: "2025-01-01T00:00:00Z" })
+    const span = await callTool("get_resource_history", {
+      id: "fixture.paid",
+      from: "2025-01-02T00:00:00Z",
+      to: "2025-01-01T00:00:00Z"
+    })
     expect(span.isError).toBe(true)
     expect(span.content[0]!.text).toBe("INVALID_REQUEST: from must be before to")
     const date = await callTool("get_resource_history", { id: "fixture.paid", from: "yesterday" })

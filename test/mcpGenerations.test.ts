@@ -3,9 +3,9 @@ import { Keypair } from "@stellar/stellar-sdk"
 import { Effect, Either, Schema } from "effect"
 import { judgePaid } from "../src/client/outcome.js"
 import { loadConfig, TESTNET_USDC } from "../src/config.js"
-import { ResourcePaymentOption } from "../src/domain/resources.js"
 import { ResourceId } from "../src/domain/ids.js"
 import type { McpKind } from "../src/domain/mcp.js"
+import { ResourcePaymentOption } from "../src/domain/resources.js"
 import { payForTool } from "../src/payments/payForTool.js"
 import { listMcpTools, observeMcp } from "../src/verification/mcpProbe.js"
 import { mcpSessions } from "../src/verification/mcpSessions.js"
@@ -27,7 +27,11 @@ let legacy: GenerationSeller
 let toolResultOnly: GenerationSeller
 
 beforeAll(async () => {
-  ;[modern, legacy, toolResultOnly] = await Promise.all([startModernSeller(facilitator.url), startLegacySeller(facilitator.url), startLegacySeller(facilitator.url, false)])
+  ;[modern, legacy, toolResultOnly] = await Promise.all([
+    startModernSeller(facilitator.url),
+    startLegacySeller(facilitator.url),
+    startLegacySeller(facilitator.url, false)
+  ])
 })
 
 afterAll(async () => {
@@ -64,7 +68,10 @@ const option = Schema.decodeUnknownSync(ResourcePaymentOption)({
   payTo: FIXTURE_PAY_TO
 })
 
-const probeConfig = { ...config, probes: { ...config.probes, allowPrivateTargets: true, timeoutMs: 5_000, intervalSeconds: 300 } }
+const probeConfig = {
+  ...config,
+  probes: { ...config.probes, allowPrivateTargets: true, timeoutMs: 5_000, intervalSeconds: 300 }
+}
 
 const probe = (at: GenerationSeller, kind: McpKind, sessions: ReturnType<typeof mcpSessions>) =>
   Effect.runPromise(
@@ -82,16 +89,30 @@ const probe = (at: GenerationSeller, kind: McpKind, sessions: ReturnType<typeof 
   )
 
 describe("buying each kind over each generation", () => {
-  for (const [generation, seller] of [["2026-07-28", () => modern], ["2025-11-25", () => legacy]] as const) {
+  for (const [generation, seller] of [
+    ["2026-07-28", () => modern],
+    ["2025-11-25", () => legacy]
+  ] as const) {
     for (const kind of ["tool", "resource", "prompt"] as const) {
       test(`a ${kind} of a ${generation} seller: paid once, one settle, the result delivered`, async () => {
         const at = seller()
         const [settles, facilitatorSettles] = [at.settles.count, facilitator.calls("/settle")]
         const paid = Either.getOrThrow(await buy(at, kind))
-        expect(paid).toMatchObject({ amount: FIXTURE_AMOUNT, toolError: false, sends: 1, paymentResponse: { success: true } })
+        expect(paid).toMatchObject({
+          amount: FIXTURE_AMOUNT,
+          toolError: false,
+          sends: 1,
+          paymentResponse: { success: true }
+        })
         expect(paid.paymentResponse?.transaction).toMatch(/^[0-9a-f]{64}$/)
         expect(judgePaid(paid)._tag).toBe("Delivered")
-        expect(JSON.parse(paid.body!.toString("utf8"))).toMatchObject(kind === "tool" ? { structuredContent: { quote: 42 } } : kind === "resource" ? { contents: [{ uri: QUOTE.resource }] } : { messages: [expect.anything()] })
+        expect(JSON.parse(paid.body!.toString("utf8"))).toMatchObject(
+          kind === "tool"
+            ? { structuredContent: { quote: 42 } }
+            : kind === "resource"
+              ? { contents: [{ uri: QUOTE.resource }] }
+              : { messages: [expect.anything()] }
+        )
         expect(at.settles.count).toBe(settles + 1)
         expect(facilitator.calls("/settle")).toBe(facilitatorSettles + 1)
       }, 60_000)
@@ -131,7 +152,10 @@ describe("probing each generation", () => {
     const before = { ...modern.counts }
     for (const kind of ["tool", "resource", "prompt"] as const) {
       const observed = await probe(modern, kind, sessions)
-      expect(observed.observation).toMatchObject({ outcome: "healthy", method: `${kind === "tool" ? "tools/call" : kind === "resource" ? "resources/read" : "prompts/get"} extension` })
+      expect(observed.observation).toMatchObject({
+        outcome: "healthy",
+        method: `${kind === "tool" ? "tools/call" : kind === "resource" ? "resources/read" : "prompts/get"} extension`
+      })
     }
     expect(modern.counts).toEqual(before)
     expect(modern.counts.initializes).toBe(0)

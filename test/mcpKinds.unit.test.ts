@@ -1,12 +1,12 @@
 import { describe, expect, test } from "bun:test"
-import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type { CatalogEntry } from "../src/domain/resources.js"
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
 import { ResourceId } from "../src/domain/ids.js"
 import type { McpKind } from "../src/domain/mcp.js"
+import type { CatalogEntry } from "../src/domain/resources.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { StoreLive } from "../src/store/Store.js"
@@ -19,7 +19,15 @@ import { entry } from "./fixtures/verificationStack.js"
 const URL_ = "http://127.0.0.1:9/mcp"
 const mcpEntry = (id: string, kind: McpKind, name: string): CatalogEntry => {
   const base = entry(id, URL_)
-  return { ...base, resource: { ...base.resource, type: "mcp", method: "POST", mcp: { kind, toolName: name, transport: "streamable-http" } } }
+  return {
+    ...base,
+    resource: {
+      ...base.resource,
+      type: "mcp",
+      method: "POST",
+      mcp: { kind, toolName: name, transport: "streamable-http" }
+    }
+  }
 }
 
 describe("MCP entries keyed by URL, kind and name", () => {
@@ -29,8 +37,14 @@ describe("MCP entries keyed by URL, kind and name", () => {
       const writes = yield* CatalogWritesRepo
       const reads = yield* ResourceReadsRepo
       const sql = yield* SqlClient.SqlClient
-      yield* writes.upsertCatalog([mcpEntry("s.tool", "tool", "quote"), mcpEntry("s.prompt", "prompt", "quote"), mcpEntry("s.resource", "resource", "data://quote"), mcpEntry("s.old", "tool", "old")])
-      const idOf = (found: Option.Option<{ readonly resource: { readonly id: string } }>) => Option.getOrNull(Option.map(found, (r) => r.resource.id))
+      yield* writes.upsertCatalog([
+        mcpEntry("s.tool", "tool", "quote"),
+        mcpEntry("s.prompt", "prompt", "quote"),
+        mcpEntry("s.resource", "resource", "data://quote"),
+        mcpEntry("s.old", "tool", "old")
+      ])
+      const idOf = (found: Option.Option<{ readonly resource: { readonly id: string } }>) =>
+        Option.getOrNull(Option.map(found, (r) => r.resource.id))
       const tool = idOf(yield* reads.findByUrl(URL_, "quote"))
       const prompt = idOf(yield* reads.findByUrl(URL_, "quote", "prompt"))
       const resource = idOf(yield* reads.findByUrl(URL_, "data://quote", "resource"))

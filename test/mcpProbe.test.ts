@@ -16,9 +16,26 @@ let server: Awaited<ReturnType<typeof startServer>>
 let guarded: Awaited<ReturnType<typeof startServer>>
 
 const entry = (id: string, url: string, toolName: string) => ({
-  resource: { id, type: "mcp", name: id, description: "an MCP tool", url, capabilities: ["demo.mcp"], mcp: { toolName } },
+  resource: {
+    id,
+    type: "mcp",
+    name: id,
+    description: "an MCP tool",
+    url,
+    capabilities: ["demo.mcp"],
+    mcp: { toolName }
+  },
   provider: { id: "mcp-seller", name: "MCP seller" },
-  paymentOptions: [{ network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: FIXTURE_AMOUNT, amountUsd: 0.001, payTo: FIXTURE_PAY_TO }]
+  paymentOptions: [
+    {
+      network: "stellar:testnet",
+      scheme: "exact",
+      asset: TESTNET_USDC,
+      amount: FIXTURE_AMOUNT,
+      amountUsd: 0.001,
+      payTo: FIXTURE_PAY_TO
+    }
+  ]
 })
 
 const validate = async (target: Awaited<ReturnType<typeof startServer>>, resourceId: string) => {
@@ -39,19 +56,41 @@ beforeAll(async () => {
       [
         entry("mcp.tool-result", toolResult.url, "paid"),
         entry("mcp.extension", extension.url, "paid"),
-        ...["free", "garbage", "undecodable", "hang", "unknown"].map((tool) => entry(`mcp.${tool}`, toolResult.url, tool)),
+        ...["free", "garbage", "undecodable", "hang", "unknown"].map((tool) =>
+          entry(`mcp.${tool}`, toolResult.url, tool)
+        ),
         // An HTTP seller of the same capability at the same price: a competitor of the MCP tools.
         {
-          resource: { id: "http.paid", type: "http", name: "http.paid", description: "an HTTP resource", url: x402.url("/paid"), capabilities: ["demo.mcp"] },
+          resource: {
+            id: "http.paid",
+            type: "http",
+            name: "http.paid",
+            description: "an HTTP resource",
+            url: x402.url("/paid"),
+            capabilities: ["demo.mcp"]
+          },
           provider: { id: "http-seller", name: "HTTP seller" },
-          paymentOptions: [{ network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: FIXTURE_AMOUNT, amountUsd: 0.001, payTo: FIXTURE_PAY_TO }]
+          paymentOptions: [
+            {
+              network: "stellar:testnet",
+              scheme: "exact",
+              asset: TESTNET_USDC,
+              amount: FIXTURE_AMOUNT,
+              amountUsd: 0.001,
+              payTo: FIXTURE_PAY_TO
+            }
+          ]
         }
       ],
       "catalog"
     )
   )
   const base = testConfig()
-  server = await startServer({ ...base, catalog, probes: { ...base.probes, allowPrivateTargets: true, timeoutMs: 1_000 } })
+  server = await startServer({
+    ...base,
+    catalog,
+    probes: { ...base.probes, allowPrivateTargets: true, timeoutMs: 1_000 }
+  })
   guarded = await startServer({ ...base, catalog: catalog.slice(0, 1) })
 })
 
@@ -70,7 +109,9 @@ describe("reading an MCP tool's answer (pure)", () => {
       binding: "extension",
       paymentRequired: { x402Version: 2 }
     })
-    expect(readToolAnswer({ isError: true, content: [{ type: "text", text: '{"x402Version":2,"accepts":[]}' }] })).toMatchObject({ binding: "tool-result" })
+    expect(
+      readToolAnswer({ isError: true, content: [{ type: "text", text: '{"x402Version":2,"accepts":[]}' }] })
+    ).toMatchObject({ binding: "tool-result" })
     expect(readToolAnswer({ content: [{ type: "text", text: "data" }] })).toEqual({ _tag: "Executed" })
     expect(readToolAnswer({ isError: true, content: [{ type: "text", text: "nope" }] })._tag).toBe("NoChallenge")
   })
@@ -85,7 +126,12 @@ describe("probes of mcp resources over Streamable HTTP", () => {
   test("each binding reaches PAYMENT_VERIFIED, and the observation names the binding", async () => {
     const viaResult = await validate(server, "mcp.tool-result")
     expect(viaResult).toMatchObject({ healthy: true, outcome: "healthy", status: "PAYMENT_VERIFIED" })
-    expect(viaResult.observation).toMatchObject({ method: "tools/call tool-result", payTo: FIXTURE_PAY_TO, amount: FIXTURE_AMOUNT, httpStatus: null })
+    expect(viaResult.observation).toMatchObject({
+      method: "tools/call tool-result",
+      payTo: FIXTURE_PAY_TO,
+      amount: FIXTURE_AMOUNT,
+      httpStatus: null
+    })
     const viaExtension = await validate(server, "mcp.extension")
     expect(viaExtension).toMatchObject({ healthy: true, outcome: "healthy", status: "PAYMENT_VERIFIED" })
     expect(viaExtension.observation.method).toBe("tools/call extension")
@@ -135,7 +181,10 @@ describe("probes of mcp resources over Streamable HTTP", () => {
     const before = toolResult.initializes()
     const calls = toolResult.calls.length
     // Recorded as a refused_target observation, and answered as the refusal it is.
-    const refused = await request(`${guarded.url}/v1/validate`, { method: "POST", json: { resourceId: "mcp.tool-result" } })
+    const refused = await request(`${guarded.url}/v1/validate`, {
+      method: "POST",
+      json: { resourceId: "mcp.tool-result" }
+    })
     expect(refused.status).toBe(400)
     expect(refused.body).toMatchObject({ error: "TARGET_REFUSED", message: expect.stringContaining("target refused") })
     const stored = await request(`${guarded.url}/v1/resources/mcp.tool-result/observations?limit=1`)
@@ -149,19 +198,28 @@ describe("routing over http and mcp sellers of one capability", () => {
   test("both kinds are ranked in one route under the same rules, and the policy judges them alike", async () => {
     await validate(server, "http.paid")
     for (const id of ["mcp.tool-result", "mcp.extension"]) await validate(server, id)
-    const { status, body } = await request(`${server.url}/v1/routes`, { method: "POST", json: { capability: "demo.mcp", optimizeFor: "cheapest" } })
+    const { status, body } = await request(`${server.url}/v1/routes`, {
+      method: "POST",
+      json: { capability: "demo.mcp", optimizeFor: "cheapest" }
+    })
     expect(status).toBe(200)
     const ranked = [body.selected, ...body.fallbacks].map((c: { resourceId: string }) => c.resourceId)
     expect(ranked.sort()).toEqual(["http.paid", "mcp.extension", "mcp.tool-result"])
     // The unhealthy MCP tools are rejected with the codes an unhealthy HTTP resource gets.
     const rejectedIds = body.rejected.map((r: { resourceId: string }) => r.resourceId)
-    expect(rejectedIds).toEqual(expect.arrayContaining(["mcp.free", "mcp.garbage", "mcp.undecodable", "mcp.hang", "mcp.unknown"]))
+    expect(rejectedIds).toEqual(
+      expect.arrayContaining(["mcp.free", "mcp.garbage", "mcp.undecodable", "mcp.hang", "mcp.unknown"])
+    )
     // A provider denied by policy is denied whatever its transport.
     const denied = await request(`${server.url}/v1/routes`, {
       method: "POST",
       json: { capability: "demo.mcp", constraints: { denyProviders: ["mcp-seller"] } }
     })
-    expect({ status: denied.status, selected: denied.body.selected?.resourceId, body: denied.status === 200 ? null : denied.body }).toEqual({ status: 200, selected: "http.paid", body: null })
+    expect({
+      status: denied.status,
+      selected: denied.body.selected?.resourceId,
+      body: denied.status === 200 ? null : denied.body
+    }).toEqual({ status: 200, selected: "http.paid", body: null })
     expect(denied.body.fallbacks).toEqual([])
   })
 })

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { Client as V2Client, StreamableHTTPClientTransport as V2HttpTransport } from "@modelcontextprotocol/client"
 import { StdioClientTransport as V2StdioTransport } from "@modelcontextprotocol/client/stdio"
 import { Client as V1Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport as V1StdioTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport as V1HttpTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { inspector } from "./support/inspector.js"
 import { TOOL_NAMES } from "./support/mcpTools.js"
 import { recordingFetch } from "./support/mcpWire.js"
@@ -16,16 +16,26 @@ const MODERN = "2026-07-28"
 let http: Awaited<ReturnType<typeof startServer>>
 let configPath: string
 
-const v2 = () => new V2Client({ name: "generations-test", version: "1.0.0" }, { versionNegotiation: { mode: { pin: MODERN } } })
+const v2 = () =>
+  new V2Client({ name: "generations-test", version: "1.0.0" }, { versionNegotiation: { mode: { pin: MODERN } } })
 const v1 = () => new V1Client({ name: "generations-test", version: "1.0.0" })
-const stdioParams = () => ({ command: process.execPath, args: ["src/main.ts", "mcp", "--config", configPath], stderr: "ignore" as const })
+const stdioParams = () => ({
+  command: process.execPath,
+  args: ["src/main.ts", "mcp", "--config", configPath],
+  stderr: "ignore" as const
+})
 
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), "sextant-mcp-gen-"))
   configPath = join(dir, "config.json")
   writeFileSync(
     configPath,
-    JSON.stringify({ database: join(dir, "sextant.db"), signer: { ed25519KeyFile: join(dir, "signer.key") }, vertical: { enabled: false }, facilitators: [] })
+    JSON.stringify({
+      database: join(dir, "sextant.db"),
+      signer: { ed25519KeyFile: join(dir, "signer.key") },
+      vertical: { enabled: false },
+      facilitators: []
+    })
   )
   http = await startServer(testConfig())
 })
@@ -57,7 +67,11 @@ describe("both MCP generations at /mcp", () => {
     expect(methods).not.toContain("initialize")
     expect(methods).toContain("server/discover")
     const list = wire.exchanges.find((e) => e.request?.method === "tools/list")!
-    expect(list.response.result).toMatchObject({ resultType: "complete", ttlMs: expect.any(Number), cacheScope: expect.any(String) })
+    expect(list.response.result).toMatchObject({
+      resultType: "complete",
+      ttlMs: expect.any(Number),
+      cacheScope: expect.any(String)
+    })
     const call = wire.exchanges.find((e) => e.request?.method === "tools/call")!
     expect(call.headers.get("mcp-method")).toBe("tools/call")
     expect(call.headers.get("mcp-name")).toBe("get_resource")
@@ -74,23 +88,37 @@ describe("both MCP generations at /mcp", () => {
     const id = await firstResource(http.url)
     const called = await client.callTool({ name: "get_resource", arguments: { id } })
     expect(called.structuredContent).toEqual((await request(`${http.url}/v1/resources/${encodeURIComponent(id)}`)).body)
-    expect((called as Record<string, unknown>)["resultType"]).toBeUndefined()
+    expect((called as Record<string, unknown>).resultType).toBeUndefined()
     await client.close()
   })
 
   test("server/discover advertises 2026-07-28 and the tools capability", async () => {
     const answer = await request(`${http.url}/mcp`, {
       method: "POST",
-      headers: { accept: "application/json, text/event-stream", "mcp-protocol-version": MODERN, "mcp-method": "server/discover" },
+      headers: {
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": MODERN,
+        "mcp-method": "server/discover"
+      },
       json: {
         jsonrpc: "2.0",
         id: 1,
         method: "server/discover",
-        params: { _meta: { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}, "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" } } }
+        params: {
+          _meta: {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" }
+          }
+        }
       }
     })
     expect(answer.status).toBe(200)
-    expect(answer.body.result).toMatchObject({ resultType: "complete", supportedVersions: expect.arrayContaining([MODERN]), capabilities: { tools: {} } })
+    expect(answer.body.result).toMatchObject({
+      resultType: "complete",
+      supportedVersions: expect.arrayContaining([MODERN]),
+      capabilities: { tools: {} }
+    })
   })
 })
 
@@ -101,7 +129,10 @@ describe("both MCP generations on stdio (sextant mcp)", () => {
     expect(client.getNegotiatedProtocolVersion()).toBe(MODERN)
     expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
     const missing = await client.callTool({ name: "get_resource", arguments: { id: "no.such.resource" } })
-    expect(missing).toMatchObject({ isError: true, content: [{ type: "text", text: expect.stringContaining("NOT_FOUND") }] })
+    expect(missing).toMatchObject({
+      isError: true,
+      content: [{ type: "text", text: expect.stringContaining("NOT_FOUND") }]
+    })
     await client.close()
   })
 
@@ -110,7 +141,10 @@ describe("both MCP generations on stdio (sextant mcp)", () => {
     await client.connect(new V1StdioTransport(stdioParams()))
     expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
     const missing = await client.callTool({ name: "get_resource", arguments: { id: "no.such.resource" } })
-    expect(missing).toMatchObject({ isError: true, content: [{ type: "text", text: expect.stringContaining("NOT_FOUND") }] })
+    expect(missing).toMatchObject({
+      isError: true,
+      content: [{ type: "text", text: expect.stringContaining("NOT_FOUND") }]
+    })
     await client.close()
   })
 })
@@ -118,8 +152,21 @@ describe("both MCP generations on stdio (sextant mcp)", () => {
 describe("the MCP Inspector CLI", () => {
   test("lists Sextant's tools over stdio (sextant mcp)", async () => {
     // After `--`, the server command: its own --config is not the Inspector's.
-    const listed = await inspector(["--method", "tools/list", "--", process.execPath, "src/main.ts", "mcp", "--config", configPath])
+    const listed = await inspector([
+      "--method",
+      "tools/list",
+      "--",
+      process.execPath,
+      "src/main.ts",
+      "mcp",
+      "--config",
+      configPath
+    ])
     expect(listed.exitCode).toBe(0)
-    expect(JSON.parse(listed.stdout).tools.map((t: { name: string }) => t.name).sort()).toEqual(TOOL_NAMES)
+    expect(
+      JSON.parse(listed.stdout)
+        .tools.map((t: { name: string }) => t.name)
+        .sort()
+    ).toEqual(TOOL_NAMES)
   })
 })

@@ -1,16 +1,16 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect, Either } from "effect"
-import { ResourceId } from "../src/domain/ids.js"
-import { decodeCatalog, TESTNET_USDC } from "../src/config.js"
 import { Keypair } from "@stellar/stellar-sdk"
+import { Effect, Either } from "effect"
+import { decodeCatalog, TESTNET_USDC } from "../src/config.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { payForTool } from "../src/payments/payForTool.js"
 import { observeMcp } from "../src/verification/mcpProbe.js"
 import { MAX_MCP_SESSIONS, mcpSessions } from "../src/verification/mcpSessions.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
 import { type McpStorm, startMcpStorm } from "./fixtures/mcpStorm.js"
+import { buildExactPayment, exactRequirements } from "./fixtures/stellarPayment.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO } from "./fixtures/x402Terms.js"
-import { buildExactPayment, exactRequirements } from "./fixtures/stellarPayment.js"
 import { facilitatorsAnswered, request, startServer, testConfig } from "./support/server.js"
 
 /**
@@ -100,16 +100,38 @@ describe("a storm while the service forwards verifies", () => {
   beforeAll(async () => {
     facilitator = startFacilitator()
     seller = await startX402Fixture()
-    const option = { network: "stellar:testnet" as const, scheme: "exact" as const, asset: TESTNET_USDC, amount: "10000", amountUsd: 0.001, payTo: PAY_TO }
+    const option = {
+      network: "stellar:testnet" as const,
+      scheme: "exact" as const,
+      asset: TESTNET_USDC,
+      amount: "10000",
+      amountUsd: 0.001,
+      payTo: PAY_TO
+    }
     const catalog = Either.getOrThrow(
       decodeCatalog(
         Array.from({ length: TOOLS }, (_, i) => ({
-          resource: { id: `storm.${i}`, type: "mcp", name: `storm ${i}`, description: "storm", url: batch.url("/batch/mcp"), capabilities: ["demo.storm"], mcp: { toolName: `tool-${i}` } },
+          resource: {
+            id: `storm.${i}`,
+            type: "mcp",
+            name: `storm ${i}`,
+            description: "storm",
+            url: batch.url("/batch/mcp"),
+            capabilities: ["demo.storm"],
+            mcp: { toolName: `tool-${i}` }
+          },
           provider: { id: "storm", name: "storm" },
           paymentOptions: [option]
         })).concat([
           {
-            resource: { id: "seller.paid", type: "http", name: "seller", description: "an honest seller", url: seller.url("/paid/storm"), capabilities: ["demo.storm"] },
+            resource: {
+              id: "seller.paid",
+              type: "http",
+              name: "seller",
+              description: "an honest seller",
+              url: seller.url("/paid/storm"),
+              capabilities: ["demo.storm"]
+            },
             provider: { id: "seller", name: "seller" },
             paymentOptions: [{ ...option, amount: FIXTURE_AMOUNT, payTo: FIXTURE_PAY_TO }]
           } as any
@@ -117,9 +139,13 @@ describe("a storm while the service forwards verifies", () => {
         "catalog"
       )
     )
-    server = await startServer(testConfig({ catalog, facilitators: [{ id: "a", url: facilitator.url }], probes: { ...config.probes } }))
+    server = await startServer(
+      testConfig({ catalog, facilitators: [{ id: "a", url: facilitator.url }], probes: { ...config.probes } })
+    )
     await facilitatorsAnswered(server.url)
-    expect((await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "seller.paid" } })).status).toBe(200)
+    expect(
+      (await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "seller.paid" } })).status
+    ).toBe(200)
   })
   afterAll(async () => {
     await server.close()
@@ -132,11 +158,16 @@ describe("a storm while the service forwards verifies", () => {
     const paymentPayload = await buildExactPayment(exactRequirements({ payTo: FIXTURE_PAY_TO }))
     const verify = async () => {
       const started = performance.now()
-      const answer = await request(`${server.url}/x402/verify`, { method: "POST", json: { x402Version: 2, paymentPayload, paymentRequirements } })
+      const answer = await request(`${server.url}/x402/verify`, {
+        method: "POST",
+        json: { x402Version: 2, paymentPayload, paymentRequirements }
+      })
       return { status: answer.status, ms: performance.now() - started }
     }
     const before = batch.requests()
-    const validations = Array.from({ length: TOOLS }, (_, i) => request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: `storm.${i}` } }))
+    const validations = Array.from({ length: TOOLS }, (_, i) =>
+      request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: `storm.${i}` } })
+    )
     const during = await Promise.all([verify(), verify(), verify()])
     const answers = await Promise.all(validations)
     expect(answers.map((a) => a.status)).toEqual(Array(TOOLS).fill(200))
@@ -153,7 +184,10 @@ describe("registering an MCP server whose tool name is too long", () => {
   test("that tool is skipped with its reason; the registration is answered, never a 500", async () => {
     const server = await startServer(testConfig({ probes: { ...config.probes } }))
     try {
-      const { status, body } = await request(`${server.url}/v1/resources/register`, { method: "POST", json: { url: stream.url("/plain/register"), type: "mcp" } })
+      const { status, body } = await request(`${server.url}/v1/resources/register`, {
+        method: "POST",
+        json: { url: stream.url("/plain/register"), type: "mcp" }
+      })
       expect(status).toBe(200)
       const routes = body.routes as ReadonlyArray<{ outcome: string; toolName?: string; detail: string | null }>
       expect(routes.map((r) => r.outcome)).toContain("skipped")
@@ -161,7 +195,10 @@ describe("registering an MCP server whose tool name is too long", () => {
       expect(routes.find((r) => r.toolName === "plain")).toBeDefined()
       // The same listing in a batch of pings: the registration reports it, and answers no ping.
       const answers = batch.pingAnswers()
-      const stormed = await request(`${server.url}/v1/resources/register`, { method: "POST", json: { url: batch.url("/batch/register"), type: "mcp" } })
+      const stormed = await request(`${server.url}/v1/resources/register`, {
+        method: "POST",
+        json: { url: batch.url("/batch/register"), type: "mcp" }
+      })
       expect(stormed.status).toBe(200)
       expect(stormed.body.documents[0].detail).toContain("batch")
       await Bun.sleep(300)
@@ -176,7 +213,9 @@ describe("redirects", () => {
   test("a 307 in answer to tools/call is a failure, never a second send of the same call", async () => {
     const server = startMcpStorm({ pings: 0 })
     try {
-      const { observation } = await Effect.runPromise(observeMcp(target(server.url("/plain/moved"), "redirect"), config, mcpSessions(config)))
+      const { observation } = await Effect.runPromise(
+        observeMcp(target(server.url("/plain/moved"), "redirect"), config, mcpSessions(config))
+      )
       expect(observation.outcome).toBe("unreachable")
       expect(server.calls()).toBe(1)
     } finally {
@@ -213,7 +252,9 @@ describe("sessions are bounded", () => {
       const heapBefore = process.memoryUsage().heapUsed
       const urls = Array.from({ length: 2000 }, (_, i) => plain.url(`/plain/${i}`))
       for (let i = 0; i < urls.length; i += 50) {
-        const outcomes = await Promise.all(urls.slice(i, i + 50).map((url) => Effect.runPromise(observeMcp(target(url), config, sessions))))
+        const outcomes = await Promise.all(
+          urls.slice(i, i + 50).map((url) => Effect.runPromise(observeMcp(target(url), config, sessions)))
+        )
         expect(outcomes.every((o) => o.observation.outcome === "executed_unpaid")).toBe(true)
         expect(sessions.size()).toBeLessThanOrEqual(MAX_MCP_SESSIONS)
       }
@@ -232,10 +273,14 @@ describe("sessions are bounded", () => {
 describe("a 2026-07-28 server storming its client", () => {
   test("stateless probes and purchases keep the guards: a batch refused, pings dropped unanswered, discover and one call at most", async () => {
     const [batchBefore, streamBefore] = [batch.requests(), stream.requests()]
-    const refused = await Effect.runPromise(observeMcp(target(batch.url("/modern/batch/mcp")), config, mcpSessions(config)))
+    const refused = await Effect.runPromise(
+      observeMcp(target(batch.url("/modern/batch/mcp")), config, mcpSessions(config))
+    )
     expect(refused.observation.outcome).toBe("unreachable")
     expect(refused.observation.detail).toContain("batch")
-    const dropped = await Effect.runPromise(observeMcp(target(stream.url("/modern/sse/mcp")), config, mcpSessions(config)))
+    const dropped = await Effect.runPromise(
+      observeMcp(target(stream.url("/modern/sse/mcp")), config, mcpSessions(config))
+    )
     expect(dropped.observation.outcome).toBe("executed_unpaid")
     const bought = await Effect.runPromise(
       Effect.either(
@@ -270,7 +315,9 @@ describe("2026-07-28 servers keep nothing", () => {
       const rssBefore = process.memoryUsage().rss
       const urls = Array.from({ length: 2000 }, (_, i) => modern.url(`/modern/${i}`))
       for (let i = 0; i < urls.length; i += 50) {
-        const outcomes = await Promise.all(urls.slice(i, i + 50).map((url) => Effect.runPromise(observeMcp(target(url), config, sessions))))
+        const outcomes = await Promise.all(
+          urls.slice(i, i + 50).map((url) => Effect.runPromise(observeMcp(target(url), config, sessions)))
+        )
         expect(outcomes.every((o) => o.observation.outcome === "executed_unpaid")).toBe(true)
         expect(sessions.size()).toBe(0)
       }

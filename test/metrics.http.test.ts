@@ -91,7 +91,13 @@ describe("GET /metrics", () => {
       method: "POST",
       json: {
         request: { capability: "rwa.inspect", optimizeFor: "cheapest" },
-        payment: { network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: "10000", transactionHash: settled.body.transaction },
+        payment: {
+          network: "stellar:testnet",
+          scheme: "exact",
+          asset: TESTNET_USDC,
+          amount: "10000",
+          transactionHash: settled.body.transaction
+        },
         response: { status: 200, body: "{}" }
       }
     })
@@ -104,7 +110,8 @@ describe("GET /metrics", () => {
       (r) => r.body.economicEvidence?.some((e: { state: string }) => e.state === "confirmed") === true
     )
     const after = await scrape()
-    const moved = (name: string, labels: Record<string, string> = {}) => after.value(name, labels) - before.value(name, labels)
+    const moved = (name: string, labels: Record<string, string> = {}) =>
+      after.value(name, labels) - before.value(name, labels)
     expect(moved("sextant_probes_total", { outcome: "healthy" })).toBe(1)
     expect(moved("sextant_probe_duration_seconds_count")).toBe(1)
     expect(moved("sextant_settle_requests_total", { result: "settled", code: "OK" })).toBe(1)
@@ -117,7 +124,9 @@ describe("GET /metrics", () => {
       expect(moved("sextant_http_requests_total", { method: "POST", route: "/x402/settle", status })).toBe(1)
     }
     expect(moved("sextant_http_requests_total", { method: "POST", route: "/v1/validate", status: "200" })).toBe(1)
-    expect(after.value("sextant_http_requests_total", { method: "GET", route: "/metrics", status: "200" })).toBeGreaterThanOrEqual(1)
+    expect(
+      after.value("sextant_http_requests_total", { method: "GET", route: "/metrics", status: "200" })
+    ).toBeGreaterThanOrEqual(1)
 
     // State gauges, read from the store and the pool at scrape time.
     expect(after.value("sextant_settlement_journal_entries", { state: "settled" })).toBe(1)
@@ -136,7 +145,8 @@ describe("GET /metrics", () => {
     await fetch(`${server.url}/v1/resources/some-other-id`)
     await fetch(`${server.url}/no/such/path`)
     const { value, text } = await scrape()
-    const moved = (labels: Record<string, string>) => value("sextant_http_requests_total", labels) - before.value("sextant_http_requests_total", labels)
+    const moved = (labels: Record<string, string>) =>
+      value("sextant_http_requests_total", labels) - before.value("sextant_http_requests_total", labels)
     expect(moved({ route: "/v1/resources/:id", status: "200" })).toBe(1)
     expect(moved({ route: "/v1/resources/:id", status: "404" })).toBe(1)
     expect(moved({ route: "unmatched", status: "404" })).toBe(1)

@@ -1,16 +1,16 @@
 import { afterAll, describe, expect, test } from "bun:test"
-import { decodePaymentRequiredHeader } from "@x402/core/http"
-import { Effect } from "effect"
 import { generateKeyPairSync } from "node:crypto"
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { decodePaymentRequiredHeader } from "@x402/core/http"
+import { Effect } from "effect"
 import { ResourceId } from "../src/domain/ids.js"
 import { judgeOffers } from "../src/extensions/offerReceipt.js"
 import { FAST_DEMO } from "./support/demoServe.js"
 import { pollUntil } from "./support/poll.js"
-import { NO_LEDGER, typedClient } from "./support/server.js"
 import { freePorts, spawnServe } from "./support/serveProcess.js"
+import { NO_LEDGER, typedClient } from "./support/server.js"
 
 /**
  * The sellers `serve` runs (the vertical, the demo providers) sign their offers with keys kept in
@@ -37,9 +37,16 @@ const start = () =>
 
 /** The key that signed the offers of a seller's unpaid answer, read as a buyer reads it. */
 const signerAt = async (url: string) => {
-  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ asset: "USDC" }) })
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ asset: "USDC" })
+  })
   expect(response.status).toBe(402)
-  const verdict = await judgeOffers(decodePaymentRequiredHeader(response.headers.get("payment-required")!) as Parameters<typeof judgeOffers>[0], { nowMs: Date.now(), probedUrl: url })
+  const verdict = await judgeOffers(
+    decodePaymentRequiredHeader(response.headers.get("payment-required")!) as Parameters<typeof judgeOffers>[0],
+    { nowMs: Date.now(), probedUrl: url }
+  )
   if (verdict._tag !== "signed") throw new Error(`offers not signed as expected: ${JSON.stringify(verdict)}`)
   return verdict.kid
 }
@@ -55,8 +62,16 @@ const probedWith = (url: string, kid: string) =>
   pollUntil(
     `a probe saw offers signed by ${kid.slice(0, 24)}…`,
     async () =>
-      (await Effect.runPromise((await typedClient(url)).verification.observations({ path: { id: ResourceId.make("demo-fast.rwa.inspect") }, urlParams: { limit: 5 } })))
-        .observations,
+      (
+        await Effect.runPromise(
+          (
+            await typedClient(url)
+          ).verification.observations({
+            path: { id: ResourceId.make("demo-fast.rwa.inspect") },
+            urlParams: { limit: 5 }
+          })
+        )
+      ).observations,
     (observations) => observations.some((o) => o.detail?.includes(`offer signed by ${kid}`) === true),
     { timeoutMs: 20_000, everyMs: 100 }
   )
@@ -73,7 +88,13 @@ describe("offer signing keys across restarts", () => {
     } finally {
       await service.stop()
     }
-    for (const name of ["offer-stellar-intel.key", "offer-demo-fast.key", "offer-demo-slow.key", "offer-demo-flaky.key", "offer-demo-raiser.key"]) {
+    for (const name of [
+      "offer-stellar-intel.key",
+      "offer-demo-fast.key",
+      "offer-demo-slow.key",
+      "offer-demo-flaky.key",
+      "offer-demo-raiser.key"
+    ]) {
       const path = join(keys, name)
       expect(statSync(path).mode & 0o777).toBe(0o600)
       expect(readFileSync(path, "utf8")).toStartWith("-----BEGIN PRIVATE KEY-----")
@@ -94,7 +115,11 @@ describe("offer signing keys across restarts", () => {
   }, 60_000)
 
   test("a replaced key file signs from the next start, and the resource records the change naming both keys", async () => {
-    writeFileSync(join(keys, "offer-demo-fast.key"), generateKeyPairSync("ed25519").privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 })
+    writeFileSync(
+      join(keys, "offer-demo-fast.key"),
+      generateKeyPairSync("ed25519").privateKey.export({ format: "pem", type: "pkcs8" }),
+      { mode: 0o600 }
+    )
     const service = await start()
     try {
       const replaced = await signerAt(fastInspect)
@@ -103,7 +128,10 @@ describe("offer signing keys across restarts", () => {
       expect(await signerAt(verticalInspect)).toBe(first.vertical)
       const note = await pollUntil(
         "the key change is in the resource's transitions",
-        async () => (await detailAt(service.url, "demo-fast.rwa.inspect")).transitions.find((t) => t.reason.includes("offer signing key changed")),
+        async () =>
+          (await detailAt(service.url, "demo-fast.rwa.inspect")).transitions.find((t) =>
+            t.reason.includes("offer signing key changed")
+          ),
         (found) => found !== undefined,
         { timeoutMs: 20_000, everyMs: 100 }
       )
@@ -112,7 +140,9 @@ describe("offer signing keys across restarts", () => {
       expect(note!.from).toBe(note!.to)
       // The status page shows the current signer.
       const page = await fetch(`${service.url}/status/resources/demo-fast.rwa.inspect`).then((r) => r.text())
-      expect(page).toMatch(new RegExp(`<dd class="signer">.*title="${replaced.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}"`))
+      expect(page).toMatch(
+        new RegExp(`<dd class="signer">.*title="${replaced.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}"`)
+      )
       // The vertical kept its key: nothing is noted on its resources.
       const other = (await detailAt(service.url, "stellar-intel.rwa.inspect")).transitions
       expect(other.filter((t) => t.reason.includes("offer signing key"))).toEqual([])

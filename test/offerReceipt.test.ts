@@ -1,22 +1,28 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { decodePaymentRequiredHeader, encodePaymentRequiredHeader } from "@x402/core/http"
-import { extractOffersFromPaymentRequired, verifyOfferSignatureJWS, extractPublicKeyFromKid, type JWSSignedOffer } from "@x402/extensions/offer-receipt"
+import {
+  extractOffersFromPaymentRequired,
+  extractPublicKeyFromKid,
+  type JWSSignedOffer,
+  verifyOfferSignatureJWS
+} from "@x402/extensions/offer-receipt"
 import { Effect, Exit, Scope } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { ed25519Issuer, judgeOffers, newProviderKey } from "../src/extensions/offerReceipt.js"
 import { exactOffers, makePaywall, type PaywallShape } from "../src/vertical/Paywall.js"
 import { advertised } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
 import { request, startServer, testConfig } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * A seller built from the vertical's own paywall (upstream's offer-receipt extension, the
  * provider's Ed25519 key), serving its challenges as they are, with another price than it signed,
  * and with a forged signature.
  */
-const prices = (amount: string) => exactOffers({ inspect: amount, changes: amount, compliance: amount, eligibility: amount })
+const prices = (amount: string) =>
+  exactOffers({ inspect: amount, changes: amount, compliance: amount, eligibility: amount })
 const scope = Effect.runSync(Scope.make())
 const honestKey = newProviderKey()
 const paywallAt = (amount: string, signingKey = newProviderKey()) =>
@@ -44,8 +50,14 @@ const challengeOf = async (paywall: PaywallShape, url: string) =>
   decodePaymentRequiredHeader(await Effect.runPromise(paywall.challenge("inspect", { url })))
 
 /** The probe's verdict on a challenge as the core decoder typed it (the schema's type is its encoded twin). */
-const judge = (challenge: Awaited<ReturnType<typeof challengeOf>>, context: { nowMs?: number; probedUrl?: string | null } = {}) =>
-  judgeOffers(challenge as Parameters<typeof judgeOffers>[0], { nowMs: context.nowMs ?? Date.now(), probedUrl: context.probedUrl ?? null })
+const judge = (
+  challenge: Awaited<ReturnType<typeof challengeOf>>,
+  context: { nowMs?: number; probedUrl?: string | null } = {}
+) =>
+  judgeOffers(challenge as Parameters<typeof judgeOffers>[0], {
+    nowMs: context.nowMs ?? Date.now(),
+    probedUrl: context.probedUrl ?? null
+  })
 
 /** Flips one character in the middle of the signature part of a JWS. */
 const forge = (jws: string) => {
@@ -69,7 +81,10 @@ beforeAll(async () => {
         const offers = extractOffersFromPaymentRequired(challenge) as Array<JWSSignedOffer>
         offers[0]!.signature = forge(offers[0]!.signature)
       }
-      return new Response("{}", { status: 402, headers: { "PAYMENT-REQUIRED": encodePaymentRequiredHeader(challenge), "content-type": "application/json" } })
+      return new Response("{}", {
+        status: 402,
+        headers: { "PAYMENT-REQUIRED": encodePaymentRequiredHeader(challenge), "content-type": "application/json" }
+      })
     }
   })
   const origin = `http://127.0.0.1:${seller.port}`
@@ -96,14 +111,20 @@ describe("signed offers (offer-receipt, JWS EdDSA, did:jwk)", () => {
     const kid = JSON.parse(Buffer.from(offer!.signature.split(".")[0]!, "base64url").toString()).kid as string
     expect(kid).toStartWith("did:jwk:")
     const payload = await verifyOfferSignatureJWS(offer!, await extractPublicKeyFromKid(kid))
-    expect(payload).toMatchObject({ resourceUrl: "http://127.0.0.1/inspect", amount: advertised.amount, payTo: FIXTURE_PAY_TO, asset: TESTNET_USDC })
+    expect(payload).toMatchObject({
+      resourceUrl: "http://127.0.0.1/inspect",
+      amount: advertised.amount,
+      payTo: FIXTURE_PAY_TO,
+      asset: TESTNET_USDC
+    })
     expect(await judge(challenge)).toEqual({ _tag: "signed", kid })
     // Two providers, two keys.
     const other = await challengeOf(cheapSigner, "http://127.0.0.1/inspect")
     expect(((await judge(other)) as { kid: string }).kid).not.toBe(kid)
   })
 
-  const validate = (resourceId: string) => Effect.runPromise(server.client.verification.validate({ payload: { resourceId: ResourceId.make(resourceId) } }))
+  const validate = (resourceId: string) =>
+    Effect.runPromise(server.client.verification.validate({ payload: { resourceId: ResourceId.make(resourceId) } }))
   const detailOf = (id: string) => Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
 
   test("a probe records who signed the terms", async () => {
@@ -134,7 +155,9 @@ describe("signed offers (offer-receipt, JWS EdDSA, did:jwk)", () => {
 
   test("a seller asking another price than it signed is recorded against it", async () => {
     const probe = await validate("contradicted")
-    expect(probe.observation?.detail).toContain("the challenge contradicts its signed offer: amount 5000 signed, 10000 asked")
+    expect(probe.observation?.detail).toContain(
+      "the challenge contradicts its signed offer: amount 5000 signed, 10000 asked"
+    )
     // The contradiction is the evidence a catalog contradiction is: the seller is quarantined, the honest one is not.
     const detail = await detailOf("contradicted")
     expect(detail.resource.status).toBe("QUARANTINED")

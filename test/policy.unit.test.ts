@@ -2,15 +2,15 @@ import { describe, expect, test } from "bun:test"
 import { Effect, Either, Layer, TestClock } from "effect"
 import { AppConfig, loadConfig, TESTNET_USDC } from "../src/config.js"
 import type { ResourceEvidence } from "../src/domain/evidence.js"
+import { ResourceId } from "../src/domain/ids.js"
 import type { AgentPolicy, PolicyEvaluateRequest } from "../src/domain/policy.js"
 import type { ResourcePaymentOption } from "../src/domain/resources.js"
 import { evaluatePolicy, policyContext } from "../src/policy/evaluate.js"
 import { PolicyEngine } from "../src/policy/PolicyEngine.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { StoreTest } from "../src/store/Store.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
-import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { evidence, option, payee, record, uptoOption } from "./fixtures/evidence.js"
-import { ResourceId } from "../src/domain/ids.js"
 import { layer } from "./support/effectTest.js"
 
 const config = Either.getOrThrow(loadConfig(undefined, {}))
@@ -122,7 +122,11 @@ describe("evaluatePolicy: one table row per code", () => {
     {
       name: "a resource the reader knows but never probed",
       policy: { minProviderReliability: 0.5, minConfidence: 0.5 },
-      evidence: evidence("acme.r", now, { lastObservedAt: null, validChallengeSeen: false, metrics: { reliability: 0, confidence: 0 } }),
+      evidence: evidence("acme.r", now, {
+        lastObservedAt: null,
+        validChallengeSeen: false,
+        metrics: { reliability: 0, confidence: 0 }
+      }),
       decision: "INSUFFICIENT_DATA",
       code: "NO_VERIFICATION_EVIDENCE",
       message: "no probe evidence exists for this resource"
@@ -177,8 +181,14 @@ describe("evaluatePolicy: one table row per code", () => {
   ]
   for (const c of cases) {
     test(`${c.name} -> ${c.decision} ${c.code}`, () => {
-      const verdict = judge(c.policy, { ...(c.option ? { option: c.option } : {}), ...("evidence" in c ? { evidence: c.evidence } : {}) })
-      expect(verdict).toEqual({ decision: c.decision as never, reasons: [{ code: c.code as never, message: c.message }] })
+      const verdict = judge(c.policy, {
+        ...(c.option ? { option: c.option } : {}),
+        ...("evidence" in c ? { evidence: c.evidence } : {})
+      })
+      expect(verdict).toEqual({
+        decision: c.decision as never,
+        reasons: [{ code: c.code as never, message: c.message }]
+      })
     })
   }
 })
@@ -200,8 +210,12 @@ describe("evaluatePolicy: limits and precedence", () => {
 
   test("a policy cannot loosen the configured evidence age limit", () => {
     const stale = evidence("acme.r", now, { ageSeconds: limitSeconds + 10 })
-    expect(codes(judge({ maxVerificationAgeSeconds: limitSeconds * 10 }, { evidence: stale }))).toEqual(["VERIFICATION_TOO_OLD"])
-    expect(judge({ maxVerificationAgeSeconds: 600 }, { evidence: evidence("acme.r", now, { ageSeconds: 599 }) }).decision).toBe("ALLOW")
+    expect(codes(judge({ maxVerificationAgeSeconds: limitSeconds * 10 }, { evidence: stale }))).toEqual([
+      "VERIFICATION_TOO_OLD"
+    ])
+    expect(
+      judge({ maxVerificationAgeSeconds: 600 }, { evidence: evidence("acme.r", now, { ageSeconds: 599 }) }).decision
+    ).toBe("ALLOW")
   })
 
   test("every failing rule is listed, not only the first", () => {
@@ -240,7 +254,11 @@ describe("evaluatePolicy: limits and precedence", () => {
   })
 
   test("stale evidence is not measured: INSUFFICIENT_DATA rather than a DENY on old figures", () => {
-    const stale = evidence("acme.r", now, { ageSeconds: limitSeconds + 1, status: "OFFLINE", metrics: { reliability: 0.1 } })
+    const stale = evidence("acme.r", now, {
+      ageSeconds: limitSeconds + 1,
+      status: "OFFLINE",
+      metrics: { reliability: 0.1 }
+    })
     const verdict = judge({ minProviderReliability: 0.9 }, { evidence: stale })
     expect(verdict.decision).toBe("INSUFFICIENT_DATA")
     expect(codes(verdict)).toEqual(["VERIFICATION_TOO_OLD"])
@@ -263,7 +281,11 @@ describe("evaluatePolicy: limits and precedence", () => {
 })
 
 const catalog = [
-  record("acme.multi", [option({ network: "stellar:pubnet" }), uptoOption(0.001, 0.01), option({ amountUsd: 0.002, amount: "20000" })]),
+  record("acme.multi", [
+    option({ network: "stellar:pubnet" }),
+    uptoOption(0.001, 0.01),
+    option({ amountUsd: 0.002, amount: "20000" })
+  ]),
   record("acme.none", []),
   record("acme.unprobed")
 ]
@@ -272,18 +294,32 @@ const engineLayer = PolicyEngine.Live.pipe(
   Layer.provide(EvidenceReader.Test(catalog, [evidence("acme.multi", now)])),
   Layer.provide(Layer.succeed(AppConfig, config))
 )
-const seededLayer = Layer.effectDiscard(Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(catalog))).pipe(Layer.provideMerge(engineLayer))
+const seededLayer = Layer.effectDiscard(Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(catalog))).pipe(
+  Layer.provideMerge(engineLayer)
+)
 /** The engine's answer at `now` on the test's clock. */
 const evaluate = (request: PolicyEvaluateRequest) =>
-  Effect.zipRight(TestClock.setTime(now.getTime()), Effect.either(Effect.flatMap(PolicyEngine, (engine) => engine.evaluate(request))))
+  Effect.zipRight(
+    TestClock.setTime(now.getTime()),
+    Effect.either(Effect.flatMap(PolicyEngine, (engine) => engine.evaluate(request)))
+  )
 
 layer(seededLayer)("PolicyEngine over the catalog store", (it) => {
   it.effect("an explicit option is judged on its own, with the evaluation time from the clock", () =>
     Effect.gen(function* () {
-      const result = yield* evaluate({ policy: { networks: ["stellar:testnet"] }, resourceId: ResourceId.make("acme.multi"), optionIndex: 0 })
+      const result = yield* evaluate({
+        policy: { networks: ["stellar:testnet"] },
+        resourceId: ResourceId.make("acme.multi"),
+        optionIndex: 0
+      })
       expect(Either.getOrThrow(result)).toEqual<unknown>({
         decision: "DENY",
-        reasons: [{ code: "NETWORK_NOT_ALLOWED", message: "network stellar:pubnet is not among the allowed networks: stellar:testnet" }],
+        reasons: [
+          {
+            code: "NETWORK_NOT_ALLOWED",
+            message: "network stellar:pubnet is not among the allowed networks: stellar:testnet"
+          }
+        ],
         resourceId: "acme.multi",
         optionIndex: 0,
         evaluatedAt: now.toISOString()
@@ -293,7 +329,10 @@ layer(seededLayer)("PolicyEngine over the catalog store", (it) => {
 
   it.effect("without an option index the first allowed option answers", () =>
     Effect.gen(function* () {
-      const result = yield* evaluate({ policy: { networks: ["stellar:testnet"], maxPricePerRequestUsd: 0.005 }, resourceId: ResourceId.make("acme.multi") })
+      const result = yield* evaluate({
+        policy: { networks: ["stellar:testnet"], maxPricePerRequestUsd: 0.005 },
+        resourceId: ResourceId.make("acme.multi")
+      })
       expect(Either.getOrThrow(result)).toMatchObject({ decision: "ALLOW", optionIndex: 2, reasons: [] })
     })
   )
@@ -308,22 +347,27 @@ layer(seededLayer)("PolicyEngine over the catalog store", (it) => {
     })
   )
 
-  it.effect("an unknown resource is NotFound, an option out of range InvalidRequest, a resource without options DENY NO_PAYMENT_OPTION", () =>
-    Effect.gen(function* () {
-      const missing = yield* evaluate({ policy: {}, resourceId: ResourceId.make("nope") })
-      expect(Either.flip(missing).pipe(Either.getOrThrow)).toMatchObject({ error: "NOT_FOUND", message: 'no resource with id "nope"' })
-      const outOfRange = yield* evaluate({ policy: {}, resourceId: ResourceId.make("acme.multi"), optionIndex: 3 })
-      expect(Either.flip(outOfRange).pipe(Either.getOrThrow)).toMatchObject({
-        error: "INVALID_REQUEST",
-        message: 'optionIndex 3 is out of range: resource "acme.multi" has 3 payment option(s), indexes 0 to 2'
+  it.effect(
+    "an unknown resource is NotFound, an option out of range InvalidRequest, a resource without options DENY NO_PAYMENT_OPTION",
+    () =>
+      Effect.gen(function* () {
+        const missing = yield* evaluate({ policy: {}, resourceId: ResourceId.make("nope") })
+        expect(Either.flip(missing).pipe(Either.getOrThrow)).toMatchObject({
+          error: "NOT_FOUND",
+          message: 'no resource with id "nope"'
+        })
+        const outOfRange = yield* evaluate({ policy: {}, resourceId: ResourceId.make("acme.multi"), optionIndex: 3 })
+        expect(Either.flip(outOfRange).pipe(Either.getOrThrow)).toMatchObject({
+          error: "INVALID_REQUEST",
+          message: 'optionIndex 3 is out of range: resource "acme.multi" has 3 payment option(s), indexes 0 to 2'
+        })
+        const none = yield* evaluate({ policy: {}, resourceId: ResourceId.make("acme.none") })
+        expect(Either.getOrThrow(none)).toMatchObject({
+          decision: "DENY",
+          reasons: [{ code: "NO_PAYMENT_OPTION" }],
+          resourceId: "acme.none",
+          optionIndex: null
+        })
       })
-      const none = yield* evaluate({ policy: {}, resourceId: ResourceId.make("acme.none") })
-      expect(Either.getOrThrow(none)).toMatchObject({
-        decision: "DENY",
-        reasons: [{ code: "NO_PAYMENT_OPTION" }],
-        resourceId: "acme.none",
-        optionIndex: null
-      })
-    })
   )
 })

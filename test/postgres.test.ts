@@ -1,18 +1,19 @@
-import { migrationCount } from "../src/store/migrations/index.js"
-import { SqlClient } from "@effect/sql"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
 import type { Config } from "../src/config.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { verifyReceipt } from "../src/receipts/receipt.js"
-import { MetricsRepo } from "../src/store/MetricsRepo.js"
-import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { commitWithoutFlush } from "../src/store/commitDurability.js"
+import { MetricsRepo } from "../src/store/MetricsRepo.js"
+import { migrationCount } from "../src/store/migrations/index.js"
+import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { StoreLive } from "../src/store/Store.js"
 import { StoreTransactions } from "../src/store/StoreTransactions.js"
-import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { Prober } from "../src/verification/Prober.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
@@ -21,11 +22,10 @@ import { advertised } from "./fixtures/observations.js"
 import { seededBuyer, settleBody, signedPayment } from "./fixtures/stellarPayment.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
-import { type PostgresCluster, pgQuery, startPostgres } from "./support/postgres.js"
 import { pollUntil } from "./support/poll.js"
+import { type PostgresCluster, pgQuery, startPostgres } from "./support/postgres.js"
 import { spawnServe } from "./support/serveProcess.js"
 import { ledgerAt, NO_LEDGER, request, startServer, testConfig } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * The service on a real PostgreSQL server: the same migrations and repositories SQLite runs, and
@@ -139,7 +139,10 @@ describe("the service on PostgreSQL", () => {
 
   test("a live probe is stored: observation, metrics and PAYMENT_VERIFIED read back", async () => {
     const { server, validated } = await probedServer(await cluster.createDatabase("verification"))
-    expect(validated).toMatchObject({ status: 200, body: { outcome: "healthy", status: "PAYMENT_VERIFIED", verificationLevel: 2 } })
+    expect(validated).toMatchObject({
+      status: 200,
+      body: { outcome: "healthy", status: "PAYMENT_VERIFIED", verificationLevel: 2 }
+    })
 
     const resource = await request(`${server.url}/v1/resources/fixture.paid`)
     expect(resource.body.resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
@@ -150,21 +153,39 @@ describe("the service on PostgreSQL", () => {
     const metrics = await request(`${server.url}/v1/resources/fixture.paid/metrics`)
     expect(metrics).toMatchObject({
       status: 200,
-      body: { resourceId: "fixture.paid", observationCount: 1, availability24h: 1, paymentInterfaceSuccessRate: 1, observedPriceUsd: 0.001 }
+      body: {
+        resourceId: "fixture.paid",
+        observationCount: 1,
+        availability24h: 1,
+        paymentInterfaceSuccessRate: 1,
+        observedPriceUsd: 0.001
+      }
     })
     expect(metrics.body.p50LatencyMs).toBeNumber()
     const observations = await request(`${server.url}/v1/resources/fixture.paid/observations`)
     expect(observations.body.observations).toEqual([
-      expect.objectContaining({ id: validated.body.observation.id, outcome: "healthy", httpStatus: 402, x402Version: 2, payTo: FIXTURE_PAY_TO })
+      expect.objectContaining({
+        id: validated.body.observation.id,
+        outcome: "healthy",
+        httpStatus: 402,
+        x402Version: 2,
+        payTo: FIXTURE_PAY_TO
+      })
     ])
 
     // A second probe (the schedule's: a caller's validation within the interval is not recorded):
     // the window counts both, and pages go newest first through the cursor.
-    const again = { body: await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("fixture.paid")))) }
+    const again = {
+      body: await server.runtime.runPromise(
+        Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("fixture.paid")))
+      )
+    }
     expect((await request(`${server.url}/v1/resources/fixture.paid/metrics`)).body.observationCount).toBe(2)
     const newest = await request(`${server.url}/v1/resources/fixture.paid/observations?limit=1`)
     expect(newest.body.observations.map((o: { id: string }) => o.id)).toEqual([again.body.observation.id])
-    const older = await request(`${server.url}/v1/resources/fixture.paid/observations?limit=1&before=${newest.body.nextBefore}`)
+    const older = await request(
+      `${server.url}/v1/resources/fixture.paid/observations?limit=1&before=${newest.body.nextBefore}`
+    )
     expect(older.body).toEqual({
       resourceId: "fixture.paid",
       observations: [expect.objectContaining({ id: validated.body.observation.id })],
@@ -174,7 +195,18 @@ describe("the service on PostgreSQL", () => {
     })
 
     // The status page's table sorts and filters in SQL (dates, exp, power): every key works on Postgres too.
-    for (const sort of ["provider", "resource", "capability", "price", "status", "level", "availability", "p95", "confidence", "lastVerified"]) {
+    for (const sort of [
+      "provider",
+      "resource",
+      "capability",
+      "price",
+      "status",
+      "level",
+      "availability",
+      "p95",
+      "confidence",
+      "lastVerified"
+    ]) {
       const page = await request(`${server.url}/status?sort=${sort}&dir=desc&status=PAYMENT_VERIFIED`)
       expect([sort, page.status]).toEqual([sort, 200])
       expect(page.body).toContain('data-id="fixture.paid"')
@@ -193,7 +225,10 @@ describe("the service on PostgreSQL", () => {
         budgets: { ...testConfig().budgets, feeCeilingStroops: 1_000, globalFeeStroops: 10_000 }
       }
       // Started together on an empty database, as replicas are: both migrate and load the catalog.
-      const [a, b] = await Promise.all([start(fixtureConfig(database, overrides)), start(fixtureConfig(database, overrides))])
+      const [a, b] = await Promise.all([
+        start(fixtureConfig(database, overrides)),
+        start(fixtureConfig(database, overrides))
+      ])
       expect((await probe(a)).body.status).toBe("PAYMENT_VERIFIED")
       for (const server of [a, b]) {
         await pollUntil(
@@ -204,10 +239,15 @@ describe("the service on PostgreSQL", () => {
       }
 
       // One buyer per payment, so each settle is its own principal and only the global fee budget binds.
-      const payments = await Promise.all(Array.from({ length: 40 }, (_, i) => signedPayment(FIXTURE_PAY_TO, { buyer: seededBuyer(i + 1) })))
+      const payments = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => signedPayment(FIXTURE_PAY_TO, { buyer: seededBuyer(i + 1) }))
+      )
       const answers = await Promise.all(
         payments.map((p, i) =>
-          request(`${(i % 2 === 0 ? a : b).url}/x402/settle`, { method: "POST", json: settleBody(p.payment, p.requirements) })
+          request(`${(i % 2 === 0 ? a : b).url}/x402/settle`, {
+            method: "POST",
+            json: settleBody(p.payment, p.requirements)
+          })
         )
       )
       const settled = answers.filter((r) => r.status === 200)
@@ -233,7 +273,12 @@ describe("the service on PostgreSQL", () => {
       expect(journal).toHaveLength(10)
       expect(journal.every((r) => r.state === "settled" && Number(r.fee_stroops) === 1_000)).toBe(true)
       const record = await request(`${a.url}/x402/settlements/${journal[0]!.id}`)
-      expect(record.body).toMatchObject({ state: "settled", worstCaseUsd: 0.001, payTo: FIXTURE_PAY_TO, backendId: "a" })
+      expect(record.body).toMatchObject({
+        state: "settled",
+        worstCaseUsd: 0.001,
+        payTo: FIXTURE_PAY_TO,
+        backendId: "a"
+      })
       // A settlement the ledger confirms is transaction evidence: both instances read level 3 from the shared store.
       const resource = await pollUntil(
         "the settlements are confirmed on the ledger",
@@ -257,7 +302,9 @@ describe("the service on PostgreSQL", () => {
     const b = await start(fixtureConfig(database, { limits: limited }))
     // An empty body: each admitted request is refused 400 after it was counted, so nothing else is needed.
     const answers = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => request(`${(i % 2 === 0 ? a : b).url}/x402/verify`, { method: "POST", json: {} }))
+      Array.from({ length: 40 }, (_, i) =>
+        request(`${(i % 2 === 0 ? a : b).url}/x402/verify`, { method: "POST", json: {} })
+      )
     )
     expect(answers.filter((r) => r.status === 400)).toHaveLength(10)
     const refused = answers.filter((r) => r.status === 429)
@@ -268,15 +315,28 @@ describe("the service on PostgreSQL", () => {
   test("receipts: created, read back unchanged and verified", async () => {
     // One buyer's receipt is the evidence under test (trust.level3.test.ts covers the distinct-payer threshold).
     const database = await cluster.createDatabase("receipts")
-    const server = await start(fixtureConfig(database, { verification: { ...testConfig().verification, minDistinctPayers: 1 } }))
+    const server = await start(
+      fixtureConfig(database, { verification: { ...testConfig().verification, minDistinctPayers: 1 } })
+    )
     await probe(server)
     const transactionHash = ledger.addTransaction({
-      transfer: { contract: advertised.asset, from: seededBuyer(60).publicKey(), to: FIXTURE_PAY_TO, amount: BigInt(advertised.amount) },
+      transfer: {
+        contract: advertised.asset,
+        from: seededBuyer(60).publicKey(),
+        to: FIXTURE_PAY_TO,
+        amount: BigInt(advertised.amount)
+      },
       closedAt: new Date()
     })
     const purchase = {
       request: { capability: "fixture.probe", intent: "issuer check" },
-      payment: { network: advertised.network, scheme: "exact", asset: advertised.asset, amount: advertised.amount, transactionHash },
+      payment: {
+        network: advertised.network,
+        scheme: "exact",
+        asset: advertised.asset,
+        amount: advertised.amount,
+        transactionHash
+      },
       response: { status: 200, body: '{"issuer":"ok"}' }
     }
     const created = await request(`${server.url}/v1/receipts`, { method: "POST", json: purchase })
@@ -300,7 +360,10 @@ describe("the service on PostgreSQL", () => {
   })
   test("a probe batch's multi-row writes, its relaxed commit and rollup retention run on Postgres's SQL", async () => {
     const HOUR = 3_600_000
-    const config = { ...verificationConfig({ trustedOrigins: [fixture.origin] }), database: await cluster.createDatabase("probe_batches") }
+    const config = {
+      ...verificationConfig({ trustedOrigins: [fixture.origin] }),
+      database: await cluster.createDatabase("probe_batches")
+    }
     const ids = ["pg-a", "pg-b", "pg-c"].map((id) => ResourceId.make(id))
     const out = await Effect.runPromise(
       Effect.gen(function* () {
@@ -314,12 +377,27 @@ describe("the service on PostgreSQL", () => {
         )
         const cutoff = Date.now() - config.probes.retentionDays * 24 * HOUR
         const observations = yield* ObservationsRepo
-        yield* observations.upsertRollups(ids.flatMap((resourceId) => [-2, -1, 0, 1].map((h) => ({
-          resourceId,
-          rollup: { startMs: Math.floor(cutoff / HOUR) * HOUR + h * HOUR, probes: 1, answered: 1, healthy: 1, priceMatches: 1, connectFailures: 0, firstHealthyMs: null, latency: [20, 1] }
-        }))))
+        yield* observations.upsertRollups(
+          ids.flatMap((resourceId) =>
+            [-2, -1, 0, 1].map((h) => ({
+              resourceId,
+              rollup: {
+                startMs: Math.floor(cutoff / HOUR) * HOUR + h * HOUR,
+                probes: 1,
+                answered: 1,
+                healthy: 1,
+                priceMatches: 1,
+                connectFailures: 0,
+                firstHealthyMs: null,
+                latency: [20, 1]
+              }
+            }))
+          )
+        )
         yield* prober.prune
-        const left = yield* Effect.forEach(ids, (id) => Effect.map(observations.rollups(ResourceId.make(id), 0, Number.MAX_SAFE_INTEGER), (rows) => rows.length))
+        const left = yield* Effect.forEach(ids, (id) =>
+          Effect.map(observations.rollups(ResourceId.make(id), 0, Number.MAX_SAFE_INTEGER), (rows) => rows.length)
+        )
         const metrics = yield* (yield* EvidenceReader).forResources(ids)
         return { claimed, schedule, left, levels: ids.map((id) => metrics.get(id)?.verificationLevel) }
       }).pipe(Effect.provide(verificationStack(config)))
@@ -334,7 +412,8 @@ describe("the service on PostgreSQL", () => {
 
   test("a commit without a flush turns synchronous_commit off for its transaction only", async () => {
     const database = await cluster.createDatabase("commit_flush")
-    const show = (sql: SqlClient.SqlClient) => Effect.map(sql<{ synchronous_commit: string }>`SHOW synchronous_commit`, ([row]) => row?.synchronous_commit)
+    const show = (sql: SqlClient.SqlClient) =>
+      Effect.map(sql<{ synchronous_commit: string }>`SHOW synchronous_commit`, ([row]) => row?.synchronous_commit)
     const out = await Effect.runPromise(
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
@@ -348,12 +427,18 @@ describe("the service on PostgreSQL", () => {
   })
 
   test("the payee shortlist's parts (a quarantined one, a denied provider's one, the first that could pass) run on Postgres's SQL", async () => {
-    const config = { ...verificationConfig({ trustedOrigins: [fixture.origin] }), database: await cluster.createDatabase("payee_shortlist") }
+    const config = {
+      ...verificationConfig({ trustedOrigins: [fixture.origin] }),
+      database: await cluster.createDatabase("payee_shortlist")
+    }
     const ids = ["pg-p-a", "pg-p-b", "pg-p-other", "pg-p-quarantined"]
     const out = await Effect.runPromise(
       Effect.gen(function* () {
         yield* (yield* CatalogWritesRepo).upsertCatalog(
-          ids.map((id) => ({ ...entry(id, fixture.url(`/paid/${id}`)), provider: { id: id === "pg-p-other" ? "other" : "fixture", name: id } }))
+          ids.map((id) => ({
+            ...entry(id, fixture.url(`/paid/${id}`)),
+            provider: { id: id === "pg-p-other" ? "other" : "fixture", name: id }
+          }))
         )
         const prober = yield* Prober
         yield* prober.syncSchedule
@@ -362,8 +447,13 @@ describe("the service on PostgreSQL", () => {
         yield* sql`UPDATE resources SET status = 'QUARANTINED', quarantined_by = 'op' WHERE id = 'pg-p-quarantined'`
         const metrics = yield* MetricsRepo
         const shortlist = (deniedProviders: ReadonlyArray<string>) =>
-          Effect.map(metrics.payeeShortlist(advertised.payTo, { limit: 1, deniedProviders, observedSince: "2000-01-01T00:00:00.000Z" }), (rows) =>
-            rows.map((r) => `${r.standing.resourceId}/${r.providerId}`).sort()
+          Effect.map(
+            metrics.payeeShortlist(advertised.payTo, {
+              limit: 1,
+              deniedProviders,
+              observedSince: "2000-01-01T00:00:00.000Z"
+            }),
+            (rows) => rows.map((r) => `${r.standing.resourceId}/${r.providerId}`).sort()
           )
         return { plain: yield* shortlist([]), denied: yield* shortlist(["other"]) }
       }).pipe(Effect.provide(verificationStack(config)))
@@ -380,14 +470,22 @@ describe("the service on PostgreSQL", () => {
     // How late a probe may run behind its slot and keep it (probeSlots.ts: half an interval): on a
     // busy 2-core machine both instances, Postgres and the target share two cores.
     const LAG_MS = INTERVAL_MS / 2
-    const catalog = Array.from({ length: RESOURCES }, (_, i) => entry(`shared-${String(i).padStart(4, "0")}`, fixture.url(`/paid/${i}`)))
+    const catalog = Array.from({ length: RESOURCES }, (_, i) =>
+      entry(`shared-${String(i).padStart(4, "0")}`, fixture.url(`/paid/${i}`))
+    )
     const instance = () =>
       spawnServe(
         (dir) => ({
           database,
           catalog: "catalog.json",
           vertical: { enabled: false },
-          probes: { intervalSeconds: INTERVAL_MS / 1000, leaseSeconds: LEASE_MS / 1000, timeoutMs: 1000, concurrency: 32, allowPrivateTargets: true },
+          probes: {
+            intervalSeconds: INTERVAL_MS / 1000,
+            leaseSeconds: LEASE_MS / 1000,
+            timeoutMs: 1000,
+            concurrency: 32,
+            allowPrivateTargets: true
+          },
           ledger: { sorobanRpcUrl: NO_LEDGER, horizonUrl: NO_LEDGER },
           signer: { ed25519KeyFile: join(dir, "signer.key") }
         }),
@@ -421,7 +519,11 @@ describe("the service on PostgreSQL", () => {
       // All new resources are due at once; once every one was probed twice, each is in its slot.
       await pollUntil(
         "every resource probed twice",
-        () => pgQuery<{ n: string }>(database, "SELECT COUNT(*) AS n FROM (SELECT resource_id FROM observations GROUP BY resource_id HAVING COUNT(*) >= 2) t"),
+        () =>
+          pgQuery<{ n: string }>(
+            database,
+            "SELECT COUNT(*) AS n FROM (SELECT resource_id FROM observations GROUP BY resource_id HAVING COUNT(*) >= 2) t"
+          ),
         (rows) => Number(rows[0]?.n) === RESOURCES,
         { timeoutMs: 60_000, everyMs: 500 }
       )

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { encodePaymentRequiredHeader } from "@x402/core/http"
-import type { PaymentRequired } from "@x402/core/types"
-import { Effect, Option } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { encodePaymentRequiredHeader } from "@x402/core/http"
+import type { PaymentRequired } from "@x402/core/types"
+import { Effect, Option } from "effect"
 import { ServicesLive } from "../src/app.js"
 import { TESTNET_USDC } from "../src/config.js"
 import { ResourceId } from "../src/domain/ids.js"
@@ -23,7 +23,9 @@ const catalog = [
   record("alpha.inspect", [option({ amountUsd: 0.001, amount: "10000", payTo: payee(1) })], { provider: "alpha" }),
   record("beta.inspect", [option({ payTo: payee(2) })], { provider: "beta" }),
   // More of the origin than a preflight reads by id, and after them one paying payee 3, probed.
-  ...["c1", "c2", "c3", "c4", "c5"].map((id) => record(`${id}.inspect`, [option({ payTo: payee(2) })], { provider: id })),
+  ...["c1", "c2", "c3", "c4", "c5"].map((id) =>
+    record(`${id}.inspect`, [option({ payTo: payee(2) })], { provider: id })
+  ),
   record("zeta.inspect", [option({ payTo: payee(3) })], { provider: "zeta" })
 ]
 const alphaUrl = catalog[0]!.resource.url
@@ -32,9 +34,15 @@ const seedAlpha = (database: string) => {
   const probed = (id: string, payTo: string) =>
     Effect.gen(function* () {
       const entry = Option.getOrThrow(yield* Effect.flatMap(ResourceReadsRepo, (repo) => repo.get(ResourceId.make(id))))
-      yield* (yield* EvidenceRecorder).recordObservation(entry, observation(Date.now() - 60_000, { resourceId: entry.resource.id, url: entry.resource.url, payTo }))
+      yield* (yield* EvidenceRecorder).recordObservation(
+        entry,
+        observation(Date.now() - 60_000, { resourceId: entry.resource.id, url: entry.resource.url, payTo })
+      )
     })
-  return runWith(ServicesLive(testConfig({ catalog, database })), Effect.zipRight(probed("alpha.inspect", payee(1)), probed("zeta.inspect", payee(3))))
+  return runWith(
+    ServicesLive(testConfig({ catalog, database })),
+    Effect.zipRight(probed("alpha.inspect", payee(1)), probed("zeta.inspect", payee(3)))
+  )
 }
 
 const folder = mkdtempSync(join(tmpdir(), "sextant-preflight-http-"))
@@ -53,17 +61,43 @@ afterAll(async () => {
 const challenge = (url: string, payTo: string, amount = "10000"): PaymentRequired => ({
   x402Version: 2,
   resource: { url, description: "inspect", mimeType: "application/json" },
-  accepts: [{ scheme: "exact", network: "stellar:testnet", asset: TESTNET_USDC, amount, payTo, maxTimeoutSeconds: 60, extra: { areFeesSponsored: true } }]
+  accepts: [
+    {
+      scheme: "exact",
+      network: "stellar:testnet",
+      asset: TESTNET_USDC,
+      amount,
+      payTo,
+      maxTimeoutSeconds: 60,
+      extra: { areFeesSponsored: true }
+    }
+  ]
 })
 
 const preflight = (json: unknown) => request(`${server.url}/v1/preflight`, { method: "POST", json })
 
 describe("POST /v1/preflight", () => {
   test("the raw PAYMENT-REQUIRED header of the probed URL paying the observed payee: ALLOW, with the evidence read, no API key", async () => {
-    const { status, body } = await preflight({ paymentRequiredHeader: encodePaymentRequiredHeader(challenge(alphaUrl, payee(1))) })
+    const { status, body } = await preflight({
+      paymentRequiredHeader: encodePaymentRequiredHeader(challenge(alphaUrl, payee(1)))
+    })
     expect(status).toBe(200)
-    expect(body).toMatchObject({ verdict: "ALLOW", reasons: [], url: alphaUrl, origin: "http://127.0.0.1:9", rating: "URL" })
-    expect(body.judged).toEqual({ optionIndex: 0, scheme: "exact", network: "stellar:testnet", asset: TESTNET_USDC, payTo: payee(1), amount: "10000", amountUsd: 0.001 })
+    expect(body).toMatchObject({
+      verdict: "ALLOW",
+      reasons: [],
+      url: alphaUrl,
+      origin: "http://127.0.0.1:9",
+      rating: "URL"
+    })
+    expect(body.judged).toEqual({
+      optionIndex: 0,
+      scheme: "exact",
+      network: "stellar:testnet",
+      asset: TESTNET_USDC,
+      payTo: payee(1),
+      amount: "10000",
+      amountUsd: 0.001
+    })
     // The URL's entry, then the origin's first five by id (none pays payee 1 but alpha).
     expect(body.evidence.map((e: { resourceId: string; match: string }) => [e.resourceId, e.match])).toEqual([
       ["alpha.inspect", "url"],
@@ -89,7 +123,11 @@ describe("POST /v1/preflight", () => {
       policy: { maxPricePerRequestUsd: 0.0015 }
     })
     expect(body.verdict).toBe("DENY")
-    expect(body.reasons.map((r: { code: string }) => r.code)).toEqual(["PRICE_ABOVE_ADVERTISED", "PRICE_ABOVE_OBSERVED", "PRICE_EXCEEDS_LIMIT"])
+    expect(body.reasons.map((r: { code: string }) => r.code)).toEqual([
+      "PRICE_ABOVE_ADVERTISED",
+      "PRICE_ABOVE_OBSERVED",
+      "PRICE_EXCEEDS_LIMIT"
+    ])
     expect(body.judged.optionIndex).toBeNull()
   })
 
@@ -97,11 +135,17 @@ describe("POST /v1/preflight", () => {
     const sameOrigin = await preflight({ paymentRequired: challenge("http://127.0.0.1:9/new", payee(1)) })
     expect(sameOrigin.status).toBe(200)
     expect(sameOrigin.body).toMatchObject({ verdict: "WARN", rating: "ORIGIN" })
-    expect(sameOrigin.body.reasons[0]).toMatchObject({ code: "PAYEE_OBSERVED_AT_ORIGIN_ONLY", resourceId: "alpha.inspect" })
+    expect(sameOrigin.body.reasons[0]).toMatchObject({
+      code: "PAYEE_OBSERVED_AT_ORIGIN_ONLY",
+      resourceId: "alpha.inspect"
+    })
     const unknown = await preflight({ paymentRequired: challenge("http://127.0.0.1:8/elsewhere", payee(1)) })
     expect(unknown.status).toBe(200)
     expect(unknown.body).toMatchObject({ verdict: "DENY", rating: "UNRATED", evidence: [] })
-    const allowed = await preflight({ paymentRequired: challenge("http://127.0.0.1:8/elsewhere", payee(1)), policy: { allowUnknownSellers: true } })
+    const allowed = await preflight({
+      paymentRequired: challenge("http://127.0.0.1:8/elsewhere", payee(1)),
+      policy: { allowUnknownSellers: true }
+    })
     expect(allowed.body).toMatchObject({ verdict: "WARN", rating: "UNRATED" })
   })
 

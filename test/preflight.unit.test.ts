@@ -29,7 +29,12 @@ const paying = (payTo: string, amount = "10000", more: Partial<Judged> = {}): Ju
   ...more
 })
 
-const entry = (id: string, payTo: string, more: Partial<Omit<ResourceEvidence, "metrics">> & { metrics?: Partial<ResourceEvidence["metrics"]> } = {}, at?: string): PayeeEvidence => {
+const entry = (
+  id: string,
+  payTo: string,
+  more: Partial<Omit<ResourceEvidence, "metrics">> & { metrics?: Partial<ResourceEvidence["metrics"]> } = {},
+  at?: string
+): PayeeEvidence => {
   const r: ResourceRecord = record(id, [option({ payTo })])
   return {
     record: at === undefined ? r : { ...r, resource: { ...r.resource, url: at } },
@@ -37,8 +42,12 @@ const entry = (id: string, payTo: string, more: Partial<Omit<ResourceEvidence, "
   }
 }
 
-const judge = (option: Judged, atUrl: ReadonlyArray<PayeeEvidence>, atOrigin: ReadonlyArray<PayeeEvidence> = [], policy: PreflightPolicy = {}) =>
-  preflightVerdict({ option, atUrl, atOrigin, policy, context })
+const judge = (
+  option: Judged,
+  atUrl: ReadonlyArray<PayeeEvidence>,
+  atOrigin: ReadonlyArray<PayeeEvidence> = [],
+  policy: PreflightPolicy = {}
+) => preflightVerdict({ option, atUrl, atOrigin, policy, context })
 
 const codes = (v: ReturnType<typeof judge>) => v.reasons.map((r) => `${r.severity} ${r.code}`)
 
@@ -100,23 +109,42 @@ describe("preflightVerdict", () => {
   })
 
   test("a quarantined URL is DENY; an operator's quarantine of another entry paying the payee too", () => {
-    expect(codes(judge(paying(payee(1)), [entry("shop.inspect", payee(1), { status: "QUARANTINED" })]))).toContain("DENY QUARANTINED")
-    const elsewhere = judge(paying(payee(1)), [entry("shop.inspect", payee(1))], [entry("shop.old", payee(1), { status: "QUARANTINED", operatorQuarantined: true })])
+    expect(codes(judge(paying(payee(1)), [entry("shop.inspect", payee(1), { status: "QUARANTINED" })]))).toContain(
+      "DENY QUARANTINED"
+    )
+    const elsewhere = judge(
+      paying(payee(1)),
+      [entry("shop.inspect", payee(1))],
+      [entry("shop.old", payee(1), { status: "QUARANTINED", operatorQuarantined: true })]
+    )
     expect(elsewhere.verdict).toBe("DENY")
     expect(elsewhere.reasons).toContainEqual(expect.objectContaining({ code: "QUARANTINED", resourceId: "shop.old" }))
   })
 
   test("standing: DEGRADED warns, OFFLINE denies, stale evidence warns", () => {
-    expect(codes(judge(paying(payee(1)), [entry("shop.inspect", payee(1), { status: "DEGRADED" })]))).toEqual(["WARN DEGRADED"])
-    expect(codes(judge(paying(payee(1)), [entry("shop.inspect", payee(1), { status: "OFFLINE" })]))).toContain("DENY SERVICE_OFFLINE")
-    const stale = judge(paying(payee(1)), [{ ...entry("shop.inspect", payee(1)), evidence: evidence("shop.inspect", now, { ageSeconds: context.maxEvidenceAgeSeconds + 60 }) }])
+    expect(codes(judge(paying(payee(1)), [entry("shop.inspect", payee(1), { status: "DEGRADED" })]))).toEqual([
+      "WARN DEGRADED"
+    ])
+    expect(codes(judge(paying(payee(1)), [entry("shop.inspect", payee(1), { status: "OFFLINE" })]))).toContain(
+      "DENY SERVICE_OFFLINE"
+    )
+    const stale = judge(paying(payee(1)), [
+      {
+        ...entry("shop.inspect", payee(1)),
+        evidence: evidence("shop.inspect", now, { ageSeconds: context.maxEvidenceAgeSeconds + 60 })
+      }
+    ])
     expect(stale.verdict).toBe("WARN")
     expect(codes(stale)).toEqual(["WARN VERIFICATION_TOO_OLD"])
   })
 
   test("the buyer's policy limits, as policy evaluation judges them: price cap, reliability, denied providers", () => {
     const shop = [entry("shop.inspect", payee(1), { metrics: { reliability: 0.5, observedPriceUsd: 0.001 } })]
-    const v = judge(paying(payee(1)), shop, [], { maxPricePerRequestUsd: 0.0005, minProviderReliability: 0.9, denyProviders: ["shop"] })
+    const v = judge(paying(payee(1)), shop, [], {
+      maxPricePerRequestUsd: 0.0005,
+      minProviderReliability: 0.9,
+      denyProviders: ["shop"]
+    })
     expect(v.verdict).toBe("DENY")
     expect(codes(v)).toEqual(["DENY PRICE_EXCEEDS_LIMIT", "DENY PROVIDER_DENIED", "DENY RELIABILITY_LIMIT"])
   })

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Fiber, ManagedRuntime, Option, Schedule } from "effect"
-import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
+import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { Prober } from "../src/verification/Prober.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 let fixture: X402Fixture
 beforeAll(async () => {
@@ -20,7 +20,11 @@ const CONCURRENCY = 16
 const TIMEOUT_MS = 500
 
 test("200 endpoints at concurrency 16, 20 of them hanging: the cycle ends within the timeout bound and reads stay served", async () => {
-  const config = verificationConfig({ trustedOrigins: [fixture.origin], concurrency: CONCURRENCY, timeoutMs: TIMEOUT_MS })
+  const config = verificationConfig({
+    trustedOrigins: [fixture.origin],
+    concurrency: CONCURRENCY,
+    timeoutMs: TIMEOUT_MS
+  })
   const runtime = ManagedRuntime.make(verificationStack(config))
   // Every tenth endpoint hangs, so hanging probes are spread through the whole cycle.
   const entries = Array.from({ length: ENDPOINTS }, (_, i) =>
@@ -33,7 +37,9 @@ test("200 endpoints at concurrency 16, 20 of them hanging: the cycle ends within
       const started = performance.now()
       const cycle = yield* Effect.fork((yield* Prober).runCycle)
       // Wait (polling the store) until most answers are in while hanging probes still hold slots.
-      const recorded = sql<{ n: number }>`SELECT COUNT(*) AS n FROM observations`.pipe(Effect.map((r) => Number(r[0]?.n)))
+      const recorded = sql<{ n: number }>`SELECT COUNT(*) AS n FROM observations`.pipe(
+        Effect.map((r) => Number(r[0]?.n))
+      )
       yield* Effect.repeat(recorded, { until: (n) => n >= 120, schedule: Schedule.spaced(Duration.millis(5)) })
       const reader = yield* EvidenceReader
       const evidence = yield* reader.forResource(ResourceId.make("e000"))
@@ -76,7 +82,10 @@ test("a target never sees more than probes.concurrency probes at once, while oth
       most = Math.max(most, ++inFlight)
       await Bun.sleep(20)
       inFlight--
-      return new Response("{}", { status: 402, headers: { "content-type": "application/json", "PAYMENT-REQUIRED": challenge } })
+      return new Response("{}", {
+        status: 402,
+        headers: { "content-type": "application/json", "PAYMENT-REQUIRED": challenge }
+      })
     }
   })
   const origin = `http://127.0.0.1:${slow.port}`

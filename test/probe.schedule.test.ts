@@ -1,22 +1,35 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
-import { Clock, Duration, Effect, Exit, Layer, ManagedRuntime, Option, Queue, Ref, Scope, TestClock, TestContext } from "effect"
+import {
+  Clock,
+  Duration,
+  Effect,
+  Exit,
+  Layer,
+  ManagedRuntime,
+  Option,
+  Queue,
+  Ref,
+  Scope,
+  TestClock,
+  TestContext
+} from "effect"
+import fc from "fast-check"
 import { AppConfig } from "../src/config.js"
-import { ObservationsRepo, observationCursor } from "../src/store/ObservationsRepo.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
+import { ObservationsRepo, observationCursor } from "../src/store/ObservationsRepo.js"
 import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { TransitionsRepo } from "../src/store/TransitionsRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { Prober } from "../src/verification/Prober.js"
-import { nextDue, phaseOf } from "../src/verification/probeSlots.js"
-import fc from "fast-check"
 import { ProbeSchedulerLive } from "../src/verification/ProbeScheduler.js"
+import { nextDue, phaseOf } from "../src/verification/probeSlots.js"
 import { observation, timedOut } from "./fixtures/observations.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { makeTestLayer } from "./support/testLayer.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 let fixture: X402Fixture
 beforeAll(async () => {
@@ -38,20 +51,26 @@ const scheduler = (due: Effect.Effect<number>, upkeep: Effect.Effect<void> = Eff
     Layer.provide(Layer.succeed(AppConfig, verificationConfig({ intervalSeconds: 60, concurrency: 2 })))
   )
 
-const runTest = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(Effect.provide(effect, TestContext.TestContext))
+const runTest = <A, E>(effect: Effect.Effect<A, E>) =>
+  Effect.runPromise(Effect.provide(effect, TestContext.TestContext))
 
 describe("probe slots (pure)", () => {
   const interval = 300_000
   test("on schedule, a resource's probes are exactly one interval apart, in its own phase", () => {
     fc.assert(
-      fc.property(fc.string({ minLength: 1, maxLength: 40 }), fc.integer({ min: 0, max: 2 ** 40 }), fc.integer({ min: 0, max: interval / 2 - 1 }), (id, start, lag) => {
-        const first = nextDue(id, start, interval)
-        expect(first - start).toBeGreaterThanOrEqual(interval / 2)
-        expect(first - start).toBeLessThan(interval * 1.5)
-        expect(first % interval).toBe(phaseOf(id, interval))
-        // Probed up to half an interval late, the next slot is still exactly one interval on.
-        expect(nextDue(id, first + lag, interval)).toBe(first + interval)
-      })
+      fc.property(
+        fc.string({ minLength: 1, maxLength: 40 }),
+        fc.integer({ min: 0, max: 2 ** 40 }),
+        fc.integer({ min: 0, max: interval / 2 - 1 }),
+        (id, start, lag) => {
+          const first = nextDue(id, start, interval)
+          expect(first - start).toBeGreaterThanOrEqual(interval / 2)
+          expect(first - start).toBeLessThan(interval * 1.5)
+          expect(first % interval).toBe(phaseOf(id, interval))
+          // Probed up to half an interval late, the next slot is still exactly one interval on.
+          expect(nextDue(id, first + lag, interval)).toBe(first + interval)
+        }
+      )
     )
   })
 
@@ -69,9 +88,18 @@ describe("probe loop (TestClock)", () => {
         const claims = yield* Ref.make(0)
         const upkeeps = yield* Ref.make(0)
         // The first two claims come back full (limit = concurrency x 4 = 8), then nothing is due.
-        const due = Effect.map(Ref.getAndUpdate(claims, (n) => n + 1), (n) => (n < 2 ? 8 : 0))
+        const due = Effect.map(
+          Ref.getAndUpdate(claims, (n) => n + 1),
+          (n) => (n < 2 ? 8 : 0)
+        )
         const scope = yield* Scope.make()
-        yield* Layer.buildWithScope(scheduler(due, Ref.update(upkeeps, (n) => n + 1)), scope)
+        yield* Layer.buildWithScope(
+          scheduler(
+            due,
+            Ref.update(upkeeps, (n) => n + 1)
+          ),
+          scope
+        )
         yield* TestClock.adjust(Duration.millis(1))
         const atStart = { claims: yield* Ref.get(claims), upkeeps: yield* Ref.get(upkeeps) }
         yield* TestClock.adjust(Duration.seconds(10))
@@ -95,7 +123,9 @@ describe("probe loop (TestClock)", () => {
         const started = yield* Queue.unbounded<number>()
         const flag = yield* Ref.make(false)
         const scope = yield* Scope.make()
-        const hanging = Effect.zipRight(Queue.offer(started, 0), Effect.never).pipe(Effect.onInterrupt(() => Ref.set(flag, true)))
+        const hanging = Effect.zipRight(Queue.offer(started, 0), Effect.never).pipe(
+          Effect.onInterrupt(() => Ref.set(flag, true))
+        )
         yield* Layer.buildWithScope(scheduler(hanging), scope)
         yield* Queue.take(started)
         yield* Scope.close(scope, Exit.void)
@@ -110,7 +140,10 @@ const T0 = 1_700_000_000_000
 const MINUTE = 60_000
 
 /** The real verification stack on an in-memory store, its clock a TestClock set to T0, with `r1` in the catalog. */
-const withStore = <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<ReturnType<typeof verificationStack>>>, url = "http://127.0.0.1:1/unused") => {
+const withStore = <A, E>(
+  effect: Effect.Effect<A, E, Layer.Layer.Success<ReturnType<typeof verificationStack>>>,
+  url = "http://127.0.0.1:1/unused"
+) => {
   const config = verificationConfig({ trustedOrigins: [fixture.origin] })
   return runTest(
     Effect.gen(function* () {
@@ -147,7 +180,10 @@ describe("metric windows and confidence over time (TestClock, real store)", () =
         const stale = yield* reader.forResource(ResourceId.make("r1"))
         // The window is counted in whole hours (the hour holding now - 24 h onwards): a probe one
         // hour after the window's end still sees the old probes of that hour...
-        const rollingHour = Effect.flatMap(recordNow((ms) => timedOut(ms)), () => reader.forResource(ResourceId.make("r1")))
+        const rollingHour = Effect.flatMap(
+          recordNow((ms) => timedOut(ms)),
+          () => reader.forResource(ResourceId.make("r1"))
+        )
         const withinHour = yield* rollingHour
         // ... and a probe after a silence of the window plus that hour sees only the probes since.
         yield* TestClock.adjust(Duration.hours(1))
@@ -160,7 +196,11 @@ describe("metric windows and confidence over time (TestClock, real store)", () =
     for (let i = 1; i < out.confidenceAfter.length; i++) {
       expect(out.confidenceAfter[i]!).toBeGreaterThan(out.confidenceAfter[i - 1]!)
     }
-    expect(out.fresh.metrics).toMatchObject({ observationCount: 12, availability24h: 1, paymentInterfaceSuccessRate: 1 })
+    expect(out.fresh.metrics).toMatchObject({
+      observationCount: 12,
+      availability24h: 1,
+      paymentInterfaceSuccessRate: 1
+    })
     expect(out.fresh.metrics.confidence).toBe(Math.round((1 - Math.exp(-1)) * 1000) / 1000)
     expect(out.hourLater.metrics.confidence).toBeCloseTo(out.fresh.metrics.confidence / 2, 3)
     expect(out.stale.metrics).toMatchObject({ confidence: 0, observationCount: 0, availability24h: 0 })
@@ -213,7 +253,16 @@ describe("metric windows and confidence over time (TestClock, real store)", () =
 
   test("rollups past retentionDays are pruned resource by resource in bounded batches; recent hours and other resources stay", async () => {
     const HOUR = 3_600_000
-    const hourOf = (startMs: number) => ({ startMs, probes: 12, answered: 12, healthy: 12, priceMatches: 12, connectFailures: 0, firstHealthyMs: startMs, latency: [20, 12] })
+    const hourOf = (startMs: number) => ({
+      startMs,
+      probes: 12,
+      answered: 12,
+      healthy: 12,
+      priceMatches: 12,
+      connectFailures: 0,
+      firstHealthyMs: startMs,
+      latency: [20, 12]
+    })
     const out = await withStore(
       Effect.gen(function* () {
         const repo = yield* ObservationsRepo
@@ -223,7 +272,10 @@ describe("metric windows and confidence over time (TestClock, real store)", () =
         // Every resource: 5 hours before the cutoff and 3 after it.
         yield* repo.upsertRollups(
           ["r1", ...ids].flatMap((resourceId) =>
-            [-5, -4, -3, -2, -1, 0, 1, 2].map((h) => ({ resourceId: ResourceId.make(resourceId), rollup: hourOf(cutoff + h * HOUR) }))
+            [-5, -4, -3, -2, -1, 0, 1, 2].map((h) => ({
+              resourceId: ResourceId.make(resourceId),
+              rollup: hourOf(cutoff + h * HOUR)
+            }))
           )
         )
         // Two resources and three rows per statement: a resource's backlog takes several batches.
@@ -234,11 +286,17 @@ describe("metric windows and confidence over time (TestClock, real store)", () =
           batches.push(batch)
           next = batch.next
         }
-        const left = yield* Effect.forEach(["r1", ...ids], (id) => Effect.map(repo.rollups(ResourceId.make(id), 0, Number.MAX_SAFE_INTEGER), (rows) => rows.map((r) => r.startMs - cutoff)))
+        const left = yield* Effect.forEach(["r1", ...ids], (id) =>
+          Effect.map(repo.rollups(ResourceId.make(id), 0, Number.MAX_SAFE_INTEGER), (rows) =>
+            rows.map((r) => r.startMs - cutoff)
+          )
+        )
         // Through the scheduled path too: a cycle 8 days on prunes every hour above (the newest is 2 h past the cutoff).
         yield* TestClock.adjust(Duration.days(8))
         yield* (yield* Prober).runCycle
-        const afterCycle = yield* Effect.forEach(["r1", ...ids], (id) => repo.rollups(ResourceId.make(id), 0, Number.MAX_SAFE_INTEGER))
+        const afterCycle = yield* Effect.forEach(["r1", ...ids], (id) =>
+          repo.rollups(ResourceId.make(id), 0, Number.MAX_SAFE_INTEGER)
+        )
         return { batches, left, afterCycle }
       })
     )
@@ -257,14 +315,19 @@ describe("schedule sync (real store)", () => {
         const ids = Array.from({ length: 2_500 }, (_, i) => `t${String(i).padStart(5, "0")}`)
         // Resources that stop being probe targets: before the first, inside the first and second pages, after the last.
         const stale = ["a-before", "t00500x", "t01700x", "zz-after"]
-        yield* (yield* CatalogWritesRepo).upsertCatalog([...ids, ...stale].map((id) => entry(id, fixture.url(`/paid/${id}`))))
+        yield* (yield* CatalogWritesRepo).upsertCatalog(
+          [...ids, ...stale].map((id) => entry(id, fixture.url(`/paid/${id}`)))
+        )
         const prober = yield* Prober
         const first = yield* prober.syncSchedule
         const sql = yield* SqlClient.SqlClient
         yield* sql`UPDATE resources SET listed = 0, listing_hold = NULL, source = 'validate' WHERE ${sql.in("id", stale)}`
         const second = yield* prober.syncSchedule
         const third = yield* prober.syncSchedule
-        const rows = yield* sql<{ resource_id: string; due_ms: number }>`SELECT resource_id, due_ms FROM probe_schedule ORDER BY resource_id`
+        const rows = yield* sql<{
+          resource_id: string
+          due_ms: number
+        }>`SELECT resource_id, due_ms FROM probe_schedule ORDER BY resource_id`
         return { ids, first, second, third, rows, nowMs: yield* Clock.currentTimeMillis }
       })
     )

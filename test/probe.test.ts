@@ -1,18 +1,18 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect, Either, type Layer, ManagedRuntime, Option } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
+import { ResourceId } from "../src/domain/ids.js"
 import type { ProbeOutcome } from "../src/domain/observations.js"
-import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
+import { EconomicEventsRepo } from "../src/store/EconomicEventsRepo.js"
+import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { TransitionsRepo } from "../src/store/TransitionsRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
-import { EconomicEventsRepo } from "../src/store/EconomicEventsRepo.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { Prober } from "../src/verification/Prober.js"
-import { FIXTURE_PAY_TO, OTHER_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
-import { ResourceId } from "../src/domain/ids.js"
+import { FIXTURE_PAY_TO, OTHER_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 
 let fixture: X402Fixture
 let other: X402Fixture
@@ -35,7 +35,10 @@ const TIMEOUT_MS = 300
 /** A runtime over a fresh in-memory store holding `entries`, trusting only the first fixture's origin. */
 const stack = (entries: Parameters<typeof entry>[], probes = {}) => {
   // One buyer's payment is the evidence under test here (trust.level3.test.ts covers the distinct-payer threshold).
-  const config = verificationConfig({ trustedOrigins: [fixture.origin], timeoutMs: TIMEOUT_MS, ...probes }, { minDistinctPayers: 1 })
+  const config = verificationConfig(
+    { trustedOrigins: [fixture.origin], timeoutMs: TIMEOUT_MS, ...probes },
+    { minDistinctPayers: 1 }
+  )
   const runtime = ManagedRuntime.make(verificationStack(config))
   return {
     runtime,
@@ -67,20 +70,33 @@ describe("probe outcomes against the fixture server", () => {
       ["redirected", `/redirect?to=${encodeURIComponent("/paid")}`, "healthy"],
       ["loop", "/loop", "http_status"]
     ]
-    const { runtime, run } = stack([
-      ...expected.map(([id, path]) => [id, fixture.url(path), undefined, id === "paid-post" ? "POST" : "GET"] as Parameters<typeof entry>),
-      ["closed", `http://127.0.0.1:${closedPort}/paid`]
-    ], { trustedOrigins: [fixture.origin, `http://127.0.0.1:${closedPort}`] })
+    const { runtime, run } = stack(
+      [
+        ...expected.map(
+          ([id, path]) =>
+            [id, fixture.url(path), undefined, id === "paid-post" ? "POST" : "GET"] as Parameters<typeof entry>
+        ),
+        ["closed", `http://127.0.0.1:${closedPort}/paid`]
+      ],
+      { trustedOrigins: [fixture.origin, `http://127.0.0.1:${closedPort}`] }
+    )
     const results = await run(
       Effect.gen(function* () {
         const prober = yield* Prober
-        return yield* Effect.forEach([...expected.map(([id]) => id), "closed"], (id) => prober.probeResource(ResourceId.make(id)), {
-          concurrency: "unbounded"
-        })
+        return yield* Effect.forEach(
+          [...expected.map(([id]) => id), "closed"],
+          (id) => prober.probeResource(ResourceId.make(id)),
+          {
+            concurrency: "unbounded"
+          }
+        )
       })
     )
     const outcomes = Object.fromEntries(results.map((r) => [r.resourceId, r.outcome]))
-    expect(outcomes).toEqual({ ...Object.fromEntries(expected.map(([id, , outcome]) => [id, outcome])), closed: "unreachable" })
+    expect(outcomes).toEqual({
+      ...Object.fromEntries(expected.map(([id, , outcome]) => [id, outcome])),
+      closed: "unreachable"
+    })
 
     const byId = Object.fromEntries(results.map((r) => [r.resourceId, r]))
     expect(byId.paid?.observation).toMatchObject({
@@ -101,7 +117,11 @@ describe("probe outcomes against the fixture server", () => {
     expect(byId.paid?.challenge).toMatchObject({ x402Version: 2, accepts: [{ payTo: FIXTURE_PAY_TO }] })
     expect(byId.v1?.observation).toMatchObject({ x402Version: 1, amount: "10000" })
     expect(byId.free?.observation).toMatchObject({ httpStatus: 200, detail: "answered 200 instead of 402" })
-    expect(byId.hang?.observation).toMatchObject({ httpStatus: null, latencyMs: null, detail: `no answer within ${TIMEOUT_MS} ms` })
+    expect(byId.hang?.observation).toMatchObject({
+      httpStatus: null,
+      latencyMs: null,
+      detail: `no answer within ${TIMEOUT_MS} ms`
+    })
     expect(byId["huge-v1"]?.observation.detail).toContain("body over 65536 bytes was not read")
     expect(byId.loop?.observation.detail).toContain("stopped after 5 redirects")
     expect(byId.pubnet?.observation).toMatchObject({ network: "stellar:pubnet", priceUsd: null })
@@ -109,7 +129,9 @@ describe("probe outcomes against the fixture server", () => {
     expect(byId.closed?.observation.detail).toContain("ECONNREFUSED")
 
     // What was answered is what is stored, newest first.
-    const stored = await runtime.runPromise(Effect.flatMap(ObservationsRepo, (repo) => repo.page(ResourceId.make("paid"), 10, null)))
+    const stored = await runtime.runPromise(
+      Effect.flatMap(ObservationsRepo, (repo) => repo.page(ResourceId.make("paid"), 10, null))
+    )
     expect(stored.observations).toEqual([byId.paid!.observation])
     await runtime.dispose()
   })
@@ -124,7 +146,9 @@ describe("probe outcomes against the fixture server", () => {
     const results = await run(
       Effect.gen(function* () {
         const prober = yield* Prober
-        return yield* Effect.forEach(["paid", "pricey", "other-payee", "other-asset"], (id) => prober.probeResource(ResourceId.make(id)))
+        return yield* Effect.forEach(["paid", "pricey", "other-payee", "other-asset"], (id) =>
+          prober.probeResource(ResourceId.make(id))
+        )
       })
     )
     expect(results.map((r) => [r.resourceId, r.status, r.verificationLevel])).toEqual<unknown>([
@@ -168,7 +192,10 @@ describe("probe outcomes against the fixture server", () => {
   })
 
   test("a settled payment lifts a payment-verified resource to TRANSACTION_VERIFIED only once the ledger confirms it", async () => {
-    const { runtime, run } = stack([["paid", fixture.url("/paid")], ["free", fixture.url("/free")]])
+    const { runtime, run } = stack([
+      ["paid", fixture.url("/paid")],
+      ["free", fixture.url("/free")]
+    ])
     const evidence = await run(
       Effect.gen(function* () {
         const prober = yield* Prober
@@ -182,24 +209,47 @@ describe("probe outcomes against the fixture server", () => {
         const expected = { payTo: FIXTURE_PAY_TO, amount: "10000", scheme: "exact" as const }
         const transactionHash = "ab".repeat(32)
         yield* recorder.recordEconomic(
-          { source: "settlement", resourceId: ResourceId.make("paid"), payTo: FIXTURE_PAY_TO, success: true, transactionHash, at, payer: OTHER_PAY_TO, expected },
+          {
+            source: "settlement",
+            resourceId: ResourceId.make("paid"),
+            payTo: FIXTURE_PAY_TO,
+            success: true,
+            transactionHash,
+            at,
+            payer: OTHER_PAY_TO,
+            expected
+          },
           payees.map((p) => p.record)
         )
         const pending = yield* reader.forResource(ResourceId.make("paid"))
         const [due] = yield* (yield* EconomicEventsRepo).due(Date.now(), 10)
-        yield* recorder.resolveEconomic(due!, { state: "confirmed", reason: "confirmed in ledger 7", ledger: 7, nextCheckMs: null })
+        yield* recorder.resolveEconomic(due!, {
+          state: "confirmed",
+          reason: "confirmed in ledger 7",
+          ledger: 7,
+          nextCheckMs: null
+        })
         const after = (yield* reader.forPayee(FIXTURE_PAY_TO)).map((p) => p.evidence)
         return { before, pending, after, unknown: yield* reader.forResource(ResourceId.make("nope")) }
       })
     )
     expect(evidence.pending).toMatchObject({ verificationLevel: 2, transactionVerified: false })
     expect(evidence.pending.metrics.transactionSuccessRate).toBe(0)
-    expect(evidence.before).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2, transactionVerified: false, validChallengeSeen: true })
+    expect(evidence.before).toMatchObject({
+      status: "PAYMENT_VERIFIED",
+      verificationLevel: 2,
+      transactionVerified: false,
+      validChallengeSeen: true
+    })
     expect(evidence.before.metrics.transactionSuccessRate).toBe(0)
     expect(evidence.before.metrics.confidence).toBeGreaterThan(0)
     // Both resources pay the fixture payee; the settle named "paid", the only one it counts for (and the only one with a valid challenge).
     const after = Object.fromEntries(evidence.after.map((e) => [e.resourceId, e]))
-    expect(after.paid).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3, transactionVerified: true })
+    expect(after.paid).toMatchObject({
+      status: "TRANSACTION_VERIFIED",
+      verificationLevel: 3,
+      transactionVerified: true
+    })
     expect(after.paid?.metrics.transactionSuccessRate).toBe(1)
     expect(after.free).toMatchObject({ status: "LIVE", verificationLevel: 1 })
     expect(evidence.unknown).toMatchObject({ status: "DISCOVERED", verificationLevel: 0, metrics: { confidence: 0 } })
@@ -239,10 +289,14 @@ describe("outbound safety on real probes (loopback only)", () => {
         return { refused, badScheme, rows: yield* (yield* ResourceReadsRepo).list() }
       })
     )
-    expect(Either.isLeft(result.refused) && "_tag" in result.refused.left && result.refused.left._tag).toBe("OutboundTargetRefused")
-    expect(Either.isLeft(result.badScheme) && result.badScheme.left._tag === "OutboundTargetRefused" && result.badScheme.left.reason).toContain(
-      "only http and https"
+    expect(Either.isLeft(result.refused) && "_tag" in result.refused.left && result.refused.left._tag).toBe(
+      "OutboundTargetRefused"
     )
+    expect(
+      Either.isLeft(result.badScheme) &&
+        result.badScheme.left._tag === "OutboundTargetRefused" &&
+        result.badScheme.left.reason
+    ).toContain("only http and https")
     expect(result.rows).toEqual([])
     await runtime.dispose()
   })
@@ -262,13 +316,31 @@ describe("on-demand validation", () => {
         return { first, again, known, record, transitions }
       })
     )
-    expect(out.first).toMatchObject({ discovered: true, healthy: true, outcome: "healthy", status: "PAYMENT_VERIFIED", verificationLevel: 2 })
+    expect(out.first).toMatchObject({
+      discovered: true,
+      healthy: true,
+      outcome: "healthy",
+      status: "PAYMENT_VERIFIED",
+      verificationLevel: 2
+    })
     expect(out.first.observation.method).toBe("POST")
     expect(out.again).toMatchObject({ discovered: false, resourceId: out.first.resourceId })
     expect(out.known).toMatchObject({ discovered: false, resourceId: "paid" })
-    expect(out.record.resource).toMatchObject({ url: fixture.url("/paid/new"), method: "POST", status: "PAYMENT_VERIFIED", capabilities: [] })
+    expect(out.record.resource).toMatchObject({
+      url: fixture.url("/paid/new"),
+      method: "POST",
+      status: "PAYMENT_VERIFIED",
+      capabilities: []
+    })
     expect(out.record.paymentOptions).toEqual([
-      { network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: "10000", amountUsd: 0.001, payTo: FIXTURE_PAY_TO }
+      {
+        network: "stellar:testnet",
+        scheme: "exact",
+        asset: TESTNET_USDC,
+        amount: "10000",
+        amountUsd: 0.001,
+        payTo: FIXTURE_PAY_TO
+      }
     ])
     expect(out.transitions.map((t) => [t.from, t.to])).toEqual([["DISCOVERED", "PAYMENT_VERIFIED"]])
     await runtime.dispose()

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect, ManagedRuntime } from "effect"
+import { ResourceId } from "../src/domain/ids.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { TransitionsRepo } from "../src/store/TransitionsRepo.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { Prober } from "../src/verification/Prober.js"
-import { ResourceId } from "../src/domain/ids.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
 import { FIXTURE_AMOUNT, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 
@@ -27,10 +27,16 @@ const RAISED = String(Number(FIXTURE_AMOUNT) * 2)
 const INTERVAL_SECONDS = 1
 
 const stack = (ids: ReadonlyArray<string>) => {
-  const config = verificationConfig({ trustedOrigins: [fixture.origin], intervalSeconds: INTERVAL_SECONDS, leaseSeconds: 10 })
+  const config = verificationConfig({
+    trustedOrigins: [fixture.origin],
+    intervalSeconds: INTERVAL_SECONDS,
+    leaseSeconds: 10
+  })
   const runtime = ManagedRuntime.make(verificationStack(config))
   const ready = runtime.runPromise(
-    Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(ids.map((id) => entry(id, fixture.url(`/switching/${id}`)))))
+    Effect.flatMap(CatalogWritesRepo, (repo) =>
+      repo.upsertCatalog(ids.map((id) => entry(id, fixture.url(`/switching/${id}`))))
+    )
   )
   const probe = async (id: string) => {
     await ready
@@ -98,7 +104,7 @@ describe("an automatic quarantine does not flicker", () => {
     const needed = config.verification.quarantineReleaseChallenges
     const statuses = [await probe("patient")]
     for (let i = 0; i < needed; i++) {
-      await sleep(((INTERVAL_SECONDS * 1000) / (needed - 1)) + 50)
+      await sleep((INTERVAL_SECONDS * 1000) / (needed - 1) + 50)
       statuses.push(await probe("patient"))
     }
     expect(statuses).toEqual([...Array(needed).fill("QUARANTINED"), "PAYMENT_VERIFIED"])

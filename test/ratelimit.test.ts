@@ -1,21 +1,21 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { SqlClient } from "@effect/sql"
-import { Effect, ManagedRuntime } from "effect"
 import { createHash } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { SqlClient } from "@effect/sql"
+import { Effect, ManagedRuntime } from "effect"
 import type { Config } from "../src/config.js"
+import { PrincipalId, ResourceId } from "../src/domain/ids.js"
 import { clientAddress, limitedGroupOf, limitKey } from "../src/limits/groups.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
+import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { ResourceListingRepo } from "../src/store/ResourceListingRepo.js"
 import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
-import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { StoreLive, StoreTest } from "../src/store/Store.js"
 import { observation } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { request, startServer, testConfig } from "./support/server.js"
-import { PrincipalId, ResourceId } from "../src/domain/ids.js"
 
 describe("rate limit groups and keys (pure)", () => {
   test("only the endpoints that cost real work are limited", () => {
@@ -75,7 +75,9 @@ describe("rate limit groups and keys (pure)", () => {
     expect(clientAddress(proxied(1), { "x-forwarded-for": "198.51.100.9, 192.0.2.50" }, "10.0.0.1")).toBe("192.0.2.50")
     expect(clientAddress(proxied(1), { "x-forwarded-for": "192.0.2.50" }, "10.0.0.1")).toBe("192.0.2.50")
     // Two proxies: a CDN appended the client, the load balancer the CDN's edge.
-    expect(clientAddress(proxied(2), { "x-forwarded-for": "198.51.100.9, 192.0.2.50, 203.0.113.4" }, "10.0.0.1")).toBe("192.0.2.50")
+    expect(clientAddress(proxied(2), { "x-forwarded-for": "198.51.100.9, 192.0.2.50, 203.0.113.4" }, "10.0.0.1")).toBe(
+      "192.0.2.50"
+    )
     expect(clientAddress(proxied(2), { "x-forwarded-for": "192.0.2.50" }, "10.0.0.1")).toBe("192.0.2.50")
   })
 })
@@ -88,7 +90,9 @@ const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
 const servers: Array<Awaited<ReturnType<typeof startServer>>> = []
 const start = async (overrides: Partial<Config>) => {
   const base = testConfig()
-  const server = await startServer(testConfig({ probes: { ...base.probes, allowPrivateTargets: true, timeoutMs: 2_000 }, ...overrides }))
+  const server = await startServer(
+    testConfig({ probes: { ...base.probes, allowPrivateTargets: true, timeoutMs: 2_000 }, ...overrides })
+  )
   servers.push(server)
   return server
 }
@@ -119,7 +123,9 @@ describe("POST /v1/validate under abuse", () => {
     const scheduledBefore = (await targets()).length
     const answers: Array<Awaited<ReturnType<typeof validate>>> = []
     for (let batch = 0; batch < 30; batch++) {
-      answers.push(...(await Promise.all(Array.from({ length: 10 }, (_, i) => validate(server.url, `new-${batch}-${i}`)))))
+      answers.push(
+        ...(await Promise.all(Array.from({ length: 10 }, (_, i) => validate(server.url, `new-${batch}-${i}`))))
+      )
     }
     expect(answers.filter((a) => a.status === 200)).toHaveLength(20)
     const limited = answers.filter((a) => a.status === 429)
@@ -134,7 +140,10 @@ describe("POST /v1/validate under abuse", () => {
     }
     // The 20 admitted URLs are stored, unlisted, and none of them joins the probe schedule.
     const stored = await store.runPromise(
-      Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: number }>`SELECT COUNT(*) AS n FROM resources WHERE source = 'validate' AND listed = 0`)
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql<{ n: number }>`SELECT COUNT(*) AS n FROM resources WHERE source = 'validate' AND listed = 0`
+      )
     )
     expect(Number(stored[0]?.n)).toBe(20)
     expect((await targets()).length).toBe(scheduledBefore)
@@ -169,15 +178,22 @@ describe("limits per principal", () => {
     const base = testConfig()
     const server = await start({ limits: { ...base.limits, validate: { requests: 2, windowSeconds: 60 } } })
     const post = (path: string, i: number) =>
-      request(`${server.url}${path}`, { method: "POST", json: { url: `http://127.0.0.1:${target.port}/spelling-${i}` } }).then((a) => a.status)
-    expect([await post("/v1/validate", 1), await post("/v1/validate", 2), await post("/v1/validate", 3)]).toEqual([200, 200, 429])
+      request(`${server.url}${path}`, {
+        method: "POST",
+        json: { url: `http://127.0.0.1:${target.port}/spelling-${i}` }
+      }).then((a) => a.status)
+    expect([await post("/v1/validate", 1), await post("/v1/validate", 2), await post("/v1/validate", 3)]).toEqual([
+      200, 200, 429
+    ])
     const spelled = ["/V1/VALIDATE", "//v1/validate", "/v1/%76alidate", "/v1//validate/"]
     expect(await Promise.all(spelled.map((path, i) => post(path, 10 + i)))).toEqual([429, 429, 429, 429])
   }, 15_000)
 
   test("rotating the client's own x-forwarded-for entry does not reset its allowance", async () => {
     const base = testConfig()
-    const server = await start({ limits: { ...base.limits, validate: { requests: 2, windowSeconds: 60 }, clientAddressHeader: "x-forwarded-for" } })
+    const server = await start({
+      limits: { ...base.limits, validate: { requests: 2, windowSeconds: 60 }, clientAddressHeader: "x-forwarded-for" }
+    })
     const statuses: Array<number> = []
     for (let n = 1; n <= 5; n++) {
       const headers = { "x-forwarded-for": `198.51.100.${n}, 192.0.2.50` }
@@ -191,7 +207,9 @@ describe("limits per principal", () => {
   test("a limit set to null is not counted", async () => {
     const base = testConfig()
     const server = await start({ limits: { ...base.limits, validate: null } })
-    const statuses = await Promise.all(Array.from({ length: 80 }, (_, i) => validate(server.url, `free-${i}`).then((a) => a.status)))
+    const statuses = await Promise.all(
+      Array.from({ length: 80 }, (_, i) => validate(server.url, `free-${i}`).then((a) => a.status))
+    )
     expect(statuses.every((s) => s === 200)).toBe(true)
   }, 15_000)
 })
@@ -208,18 +226,37 @@ describe("unlisted retention (verification.unlistedRetentionHours)", () => {
         const reads = yield* ResourceReadsRepo
         const observations = yield* ObservationsRepo
         yield* catalogWrites.upsertCatalog([entry("config.kept", "http://127.0.0.1:9/config")])
-        yield* catalogWrites.insertUnlisted(entry("discovered-stale", "http://127.0.0.1:9/stale"), "validate", validated)
-        yield* catalogWrites.insertUnlisted(entry("discovered-fresh", "http://127.0.0.1:9/fresh"), "validate", validated)
-        yield* catalogWrites.upsertListed(entry("registered.kept", "http://127.0.0.1:9/registered"), "registration", validated)
+        yield* catalogWrites.insertUnlisted(
+          entry("discovered-stale", "http://127.0.0.1:9/stale"),
+          "validate",
+          validated
+        )
+        yield* catalogWrites.insertUnlisted(
+          entry("discovered-fresh", "http://127.0.0.1:9/fresh"),
+          "validate",
+          validated
+        )
+        yield* catalogWrites.upsertListed(
+          entry("registered.kept", "http://127.0.0.1:9/registered"),
+          "registration",
+          validated
+        )
         // Validated again after the cutoff: kept.
         yield* observations.insert([
-          observation(nowMs + 600_000, { resourceId: ResourceId.make("discovered-fresh"), url: "http://127.0.0.1:9/fresh" }),
-          observation(nowMs - 600_000, { resourceId: ResourceId.make("discovered-stale"), url: "http://127.0.0.1:9/stale" })
+          observation(nowMs + 600_000, {
+            resourceId: ResourceId.make("discovered-fresh"),
+            url: "http://127.0.0.1:9/fresh"
+          }),
+          observation(nowMs - 600_000, {
+            resourceId: ResourceId.make("discovered-stale"),
+            url: "http://127.0.0.1:9/stale"
+          })
         ])
         const pruned = yield* listings.pruneUnlisted(nowMs + 300_000)
         expect(pruned).toBe(1)
-        const ids = yield* Effect.forEach(["config.kept", "discovered-stale", "discovered-fresh", "registered.kept"], (id) =>
-          Effect.map(reads.get(ResourceId.make(id)), (found) => (found._tag === "Some" ? id : null))
+        const ids = yield* Effect.forEach(
+          ["config.kept", "discovered-stale", "discovered-fresh", "registered.kept"],
+          (id) => Effect.map(reads.get(ResourceId.make(id)), (found) => (found._tag === "Some" ? id : null))
         )
         return ids.filter((id) => id !== null)
       })

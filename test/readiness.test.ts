@@ -1,18 +1,26 @@
 import { afterAll, describe, expect, test } from "bun:test"
+import { Effect } from "effect"
 import { kindsIncomplete, notKnownRetryAfter, poolReadiness } from "../src/x402/readiness.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
 import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
 import { pollUntil } from "./support/poll.js"
-import { Effect } from "effect"
 import { refusal, request, startServer, testConfig } from "./support/server.js"
 
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
 
 describe("pool readiness (pure)", () => {
-  const backend = (id: string, polled: boolean, answered: boolean, lastError: string | null = null) => ({ id, polled, answered, lastError })
+  const backend = (id: string, polled: boolean, answered: boolean, lastError: string | null = null) => ({
+    id,
+    polled,
+    answered,
+    lastError
+  })
 
   test("not ready while a first poll is under way, or while no backend has ever answered", () => {
-    expect(poolReadiness([backend("a", false, false)])).toEqual({ ready: false, reason: 'waiting for the first /supported answer of facilitator(s) "a"' })
+    expect(poolReadiness([backend("a", false, false)])).toEqual({
+      ready: false,
+      reason: 'waiting for the first /supported answer of facilitator(s) "a"'
+    })
     expect(poolReadiness([backend("a", true, false, "cannot connect")])).toEqual({
       ready: false,
       reason: 'no facilitator has answered /supported yet ("a": cannot connect)'
@@ -41,7 +49,9 @@ afterAll(async () => {
 })
 
 const start = async (backendUrl: string) => {
-  const server = await startServer(testConfig({ facilitators: [{ id: "slow", url: backendUrl }], facilitatorPollSeconds: 0.5 }))
+  const server = await startServer(
+    testConfig({ facilitators: [{ id: "slow", url: backendUrl }], facilitatorPollSeconds: 0.5 })
+  )
   servers.push(server)
   return server
 }
@@ -62,15 +72,30 @@ describe("a slow start is not a refusal", () => {
     // Raw where the test reads the Retry-After header; the typed client elsewhere.
     const settle = await request(`${server.url}/x402/settle`, { method: "POST", json: body })
     expect(settle.status).toBe(503)
-    expect(settle.body).toMatchObject({ error: "FACILITATORS_NOT_READY", message: expect.stringContaining("exact"), retryAfterSeconds: 1 })
+    expect(settle.body).toMatchObject({
+      error: "FACILITATORS_NOT_READY",
+      message: expect.stringContaining("exact"),
+      retryAfterSeconds: 1
+    })
     expect(settle.headers.get("retry-after")).toBe("1")
     const { x402, health } = server.client
-    expect(await refusal(x402.verify({ payload: body, headers: {} }))).toMatchObject({ error: "FACILITATORS_NOT_READY" })
+    expect(await refusal(x402.verify({ payload: body, headers: {} }))).toMatchObject({
+      error: "FACILITATORS_NOT_READY"
+    })
     expect(await refusal(x402.supported())).toMatchObject({ error: "FACILITATORS_NOT_READY" })
     const ready = await refusal(health.ready())
-    expect("error" in ready && { _tag: ready._tag, error: ready.error, message: ready.message }).toEqual({ _tag: "NotReady", error: "NOT_READY", message: 'waiting for the first /supported answer of facilitator(s) "slow"' })
+    expect("error" in ready && { _tag: ready._tag, error: ready.error, message: ready.message }).toEqual({
+      _tag: "NotReady",
+      error: "NOT_READY",
+      message: 'waiting for the first /supported answer of facilitator(s) "slow"'
+    })
 
-    await pollUntil("readiness recovers", async () => (await request(`${server.url}/health/ready`)).status, (s) => s === 200, { timeoutMs: 6_000 })
+    await pollUntil(
+      "readiness recovers",
+      async () => (await request(`${server.url}/health/ready`)).status,
+      (s) => s === 200,
+      { timeoutMs: 6_000 }
+    )
     expect((await Effect.runPromise(x402.supported())).kinds).toHaveLength(1)
     // Now known: this payee has no evidence, so the settle goes on to the policy step (403), not 503.
     const after = await refusal(x402.settle({ payload: body, headers: {} }))
@@ -78,7 +103,9 @@ describe("a slow start is not a refusal", () => {
     // 422 stays for a kind the backend, having answered, does not support.
     const pubnet = exactRequirements({ payTo: PAY_TO, network: "stellar:pubnet" })
     const paymentPayload = await buildExactPayment(pubnet)
-    const unsupported = await refusal(x402.verify({ payload: { x402Version: 2, paymentPayload, paymentRequirements: pubnet }, headers: {} }))
+    const unsupported = await refusal(
+      x402.verify({ payload: { x402Version: 2, paymentPayload, paymentRequirements: pubnet }, headers: {} })
+    )
     expect(unsupported).toMatchObject({ error: "UNSUPPORTED_PAYMENT_KIND" })
   }, 15_000)
 
@@ -87,14 +114,24 @@ describe("a slow start is not a refusal", () => {
     fixtures.push(backend)
     await backend.refuse()
     const server = await start(backend.url)
-    await pollUntil("the first poll fails", async () => (await request(`${server.url}/health/ready`)).body.message ?? "", (m) => m.startsWith("no facilitator"), { timeoutMs: 3_000, everyMs: 20 })
+    await pollUntil(
+      "the first poll fails",
+      async () => (await request(`${server.url}/health/ready`)).body.message ?? "",
+      (m) => m.startsWith("no facilitator"),
+      { timeoutMs: 3_000, everyMs: 20 }
+    )
     const ready = await refusal(server.client.health.ready())
     expect(ready).toMatchObject({ error: "NOT_READY", message: expect.stringContaining('"slow": cannot connect') })
     const settle = await refusal(server.client.x402.settle({ payload: await settleOf(), headers: {} }))
     expect(settle).toMatchObject({ error: "FACILITATORS_NOT_READY", retryAfterSeconds: 1 })
 
     backend.listen()
-    await pollUntil("readiness recovers", async () => (await request(`${server.url}/health/ready`)).status, (s) => s === 200, { timeoutMs: 5_000 })
+    await pollUntil(
+      "readiness recovers",
+      async () => (await request(`${server.url}/health/ready`)).status,
+      (s) => s === 200,
+      { timeoutMs: 5_000 }
+    )
     const after = await refusal(server.client.x402.settle({ payload: await settleOf(), headers: {} }))
     expect(after).toMatchObject({ error: "POLICY_DENIED" })
   }, 15_000)

@@ -1,18 +1,18 @@
-import { apiKeyHash } from "../src/http/authLive.js"
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Effect } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
+import { ReceiptId, ResourceId } from "../src/domain/ids.js"
+import { apiKeyHash } from "../src/http/authLive.js"
 import { verifyReceipt } from "../src/receipts/receipt.js"
 import { type FixtureLedger, startFixtureLedger } from "./fixtures/ledger.js"
 import { seededBuyer } from "./fixtures/stellarPayment.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { pollUntil } from "./support/poll.js"
-import { Effect } from "effect"
-import { ledgerAt, refusal, request, startServer, testConfig, typedClient, type TypedClient } from "./support/server.js"
-import { ReceiptId, ResourceId } from "../src/domain/ids.js"
+import { ledgerAt, refusal, request, startServer, type TypedClient, testConfig, typedClient } from "./support/server.js"
 
 const API_KEY = "receipts-test-key"
 
@@ -51,7 +51,15 @@ const catalogFor = (fixture: X402Fixture) => {
     payTo: FIXTURE_PAY_TO
   }
   const entry = (id: string, url: string) => ({
-    resource: { id: ResourceId.make(id), type: "http" as const, name: id, description: "paid demo", url, method: "GET" as const, capabilities: ["demo.paid"] },
+    resource: {
+      id: ResourceId.make(id),
+      type: "http" as const,
+      name: id,
+      description: "paid demo",
+      url,
+      method: "GET" as const,
+      capabilities: ["demo.paid"]
+    },
     provider: { id: `${id}-provider`, name: id },
     paymentOptions: [option]
   })
@@ -60,7 +68,13 @@ const catalogFor = (fixture: X402Fixture) => {
 
 const purchase = {
   request: { capability: "demo.paid", optimizeFor: "cheapest", intent: "issuer check" },
-  payment: { network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: FIXTURE_AMOUNT, transactionHash: "d".repeat(64) },
+  payment: {
+    network: "stellar:testnet",
+    scheme: "exact",
+    asset: TESTNET_USDC,
+    amount: FIXTURE_AMOUNT,
+    transactionHash: "d".repeat(64)
+  },
   response: { status: 200, body: '{"issuer":"ok"}' }
 } as const
 
@@ -81,8 +95,12 @@ describe("receipts over HTTP", () => {
   })
   /** Rows naming a transaction, read from the service's own SQLite file. */
   const rowsFor = (hash: string) => ({
-    receipts: store.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM receipts WHERE transaction_hash = ?").get(hash)?.n,
-    events: store.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM economic_events WHERE transaction_hash = ?").get(hash)?.n
+    receipts: store
+      .query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM receipts WHERE transaction_hash = ?")
+      .get(hash)?.n,
+    events: store
+      .query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM economic_events WHERE transaction_hash = ?")
+      .get(hash)?.n
   })
   beforeAll(async () => {
     const folder = mkdtempSync(join(tmpdir(), "sextant-receipts-http-"))
@@ -101,7 +119,9 @@ describe("receipts over HTTP", () => {
     )
     // Real evidence: a live probe of the fixture's x402 challenge makes it eligible.
     buyer = await typedClient(server.url, keyed)
-    const probed = await Effect.runPromise(buyer.verification.validate({ payload: { resourceId: ResourceId.make("fixture.paid") } }))
+    const probed = await Effect.runPromise(
+      buyer.verification.validate({ payload: { resourceId: ResourceId.make("fixture.paid") } })
+    )
     expect(probed.outcome).toBe("healthy")
     store = new Database(join(folder, "sextant.db"), { readonly: true })
   })
@@ -122,21 +142,35 @@ describe("receipts over HTTP", () => {
     const hash = "9".repeat(64)
     const cases: ReadonlyArray<readonly [Record<string, string>, string]> = [
       [forged, "payment.network stellar:pubnet disagrees with fixture.paid option 0, whose network is stellar:testnet"],
-      [{ asset: "NOT-AN-ASSET" }, `payment.asset NOT-AN-ASSET disagrees with fixture.paid option 0, whose asset is ${TESTNET_USDC} (USDC)`],
+      [
+        { asset: "NOT-AN-ASSET" },
+        `payment.asset NOT-AN-ASSET disagrees with fixture.paid option 0, whose asset is ${TESTNET_USDC} (USDC)`
+      ],
       [{ scheme: "upto" }, "payment.scheme upto disagrees with fixture.paid option 0, whose scheme is exact"],
       [{ amount: "10001" }, "payment.amount 10001 disagrees with fixture.paid option 0, which charges at most 10000"],
-      [{ maxAmount: "10001" }, "payment.maxAmount 10001 disagrees with fixture.paid option 0, which charges at most 10000"]
+      [
+        { maxAmount: "10001" },
+        "payment.maxAmount 10001 disagrees with fixture.paid option 0, which charges at most 10000"
+      ]
     ]
     for (const [change, message] of cases) {
-      const refused = await refusal(create({ ...purchase, payment: { ...purchase.payment, ...change, transactionHash: hash } }))
-      expect("error" in refused && { _tag: refused._tag, error: refused.error, message: refused.message }).toEqual({ _tag: "PaymentMismatch", error: "PAYMENT_MISMATCH", message })
+      const refused = await refusal(
+        create({ ...purchase, payment: { ...purchase.payment, ...change, transactionHash: hash } })
+      )
+      expect("error" in refused && { _tag: refused._tag, error: refused.error, message: refused.message }).toEqual({
+        _tag: "PaymentMismatch",
+        error: "PAYMENT_MISMATCH",
+        message
+      })
     }
     expect(rowsFor(hash)).toEqual({ receipts: 0, events: 0 })
     expect((await detail()).resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
 
     // The configured symbol names the configured contract, and a lower amount fits an exact price.
     const { transactionHash: _none, ...unhashed } = purchase.payment
-    const bySymbol = await Effect.runPromise(create({ ...purchase, payment: { ...unhashed, asset: "USDC", amount: "9000" } }))
+    const bySymbol = await Effect.runPromise(
+      create({ ...purchase, payment: { ...unhashed, asset: "USDC", amount: "9000" } })
+    )
     expect(bySymbol.payment).toMatchObject({ asset: "USDC", amount: "9000", maxAmount: "9000", transactionHash: null })
   })
 
@@ -168,14 +202,23 @@ describe("receipts over HTTP", () => {
 
   const detail = () => Effect.runPromise(buyer.resources.get({ path: { id: ResourceId.make("fixture.paid") } }))
   const evidenceOf = (body: { economicEvidence: ReadonlyArray<{ transactionHash: string | null }> }, hash: string) =>
-    body.economicEvidence.find((e) => e.transactionHash === hash) as { state: string; reason: string; ledger: number | null } | undefined
+    body.economicEvidence.find((e) => e.transactionHash === hash) as
+      | { state: string; reason: string; ledger: number | null }
+      | undefined
   const settledEvidence = (hash: string) =>
-    pollUntil("the payment's evidence leaves pending", detail, (body) => !["pending", undefined].includes(evidenceOf(body, hash)?.state), {
-      timeoutMs: (CONFIRM_TIMEOUT_SECONDS + 4) * 1000
-    })
+    pollUntil(
+      "the payment's evidence leaves pending",
+      detail,
+      (body) => !["pending", undefined].includes(evidenceOf(body, hash)?.state),
+      {
+        timeoutMs: (CONFIRM_TIMEOUT_SECONDS + 4) * 1000
+      }
+    )
 
   const routeNeedingTransactions = () =>
-    Effect.runPromise(buyer.policy.route({ payload: { capability: "demo.paid", constraints: { requireTransactionVerified: true } } }))
+    Effect.runPromise(
+      buyer.policy.route({ payload: { capability: "demo.paid", constraints: { requireTransactionVerified: true } } })
+    )
 
   test("a made-up transaction hash is pending, then rejected with its reason, and never lifts the resource", async () => {
     const hash = "d".repeat(64)
@@ -188,7 +231,9 @@ describe("receipts over HTTP", () => {
     expect(after.metrics.transactionSuccessRate).toBe(0)
     // A route that needs transaction evidence still does not select it.
     expect((await routeNeedingTransactions()).selected).toBeNull()
-    const observations = await Effect.runPromise(buyer.verification.observations({ path: { id: ResourceId.make("fixture.paid") }, urlParams: {} }))
+    const observations = await Effect.runPromise(
+      buyer.verification.observations({ path: { id: ResourceId.make("fixture.paid") }, urlParams: {} })
+    )
     expect(observations.economic.find((e) => e.transactionHash === hash)?.state).toBe("rejected")
   }, 20_000)
 
@@ -197,7 +242,9 @@ describe("receipts over HTTP", () => {
     await Effect.runPromise(create(paidWith(hash)))
     const after = await settledEvidence(hash)
     expect(evidenceOf(after, hash)?.state).toBe("rejected")
-    expect(evidenceOf(after, hash)?.reason).toContain(`does not pay ${FIXTURE_AMOUNT} of ${TESTNET_USDC} to ${FIXTURE_PAY_TO}`)
+    expect(evidenceOf(after, hash)?.reason).toContain(
+      `does not pay ${FIXTURE_AMOUNT} of ${TESTNET_USDC} to ${FIXTURE_PAY_TO}`
+    )
     expect(after.resource.verificationLevel).toBe(2)
   }, 20_000)
 
@@ -218,12 +265,18 @@ describe("receipts over HTTP", () => {
   test("unknown receipts are 404 {error, message} on read and verify", async () => {
     const id = { path: { id: ReceiptId.make("rcpt_missing") } }
     for (const missing of await Promise.all([refusal(buyer.receipts.get(id)), refusal(buyer.receipts.verify(id))])) {
-      expect("error" in missing && { _tag: missing._tag, error: missing.error, message: missing.message }).toEqual({ _tag: "NotFound", error: "NOT_FOUND", message: 'no receipt with id "rcpt_missing"' })
+      expect("error" in missing && { _tag: missing._tag, error: missing.error, message: missing.message }).toEqual({
+        _tag: "NotFound",
+        error: "NOT_FOUND",
+        message: 'no receipt with id "rcpt_missing"'
+      })
     }
   })
 
   test("receipts naming one transaction are each signed and stored, but the transaction counts once", async () => {
-    const metrics = async () => (await Effect.runPromise(buyer.verification.metrics({ path: { id: ResourceId.make("fixture.paid") } }))).transactionSuccessRate
+    const metrics = async () =>
+      (await Effect.runPromise(buyer.verification.metrics({ path: { id: ResourceId.make("fixture.paid") } })))
+        .transactionSuccessRate
     const paid = (hash: string, status: number) => Effect.runPromise(create(paidWith(hash, { status, body: "x" })))
     const hash = paidOnLedger()
     const first = await paid(hash, 200)

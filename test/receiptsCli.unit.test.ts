@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test"
-import { StrKey } from "@stellar/stellar-sdk"
-import { Effect } from "effect"
 import { generateKeyPairSync } from "node:crypto"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { StrKey } from "@stellar/stellar-sdk"
+import { Effect } from "effect"
 import { ReceiptService } from "../src/receipts/ReceiptService.js"
 import { Signer } from "../src/receipts/Signer.js"
 import { runCli } from "./cliRun.js"
@@ -16,10 +16,20 @@ const receipt = await Effect.runPromise(
   Effect.flatMap(ReceiptService, (s) =>
     s.create({
       request: { capability: "rwa.eligibility", intent: "can this wallet hold the asset?" },
-      payment: { network: "stellar:testnet", scheme: "exact", asset: "USDC", amount: "5000", transactionHash: "c".repeat(64) },
+      payment: {
+        network: "stellar:testnet",
+        scheme: "exact",
+        asset: "USDC",
+        amount: "5000",
+        transactionHash: "c".repeat(64)
+      },
       response: { status: 200, body: '{"eligible":true}' }
     })
-  ).pipe(Effect.provide(receiptServiceLayer(":memory:", Signer.ed25519(join(folder, "signer.key")), recordingEvidence().layer)))
+  ).pipe(
+    Effect.provide(
+      receiptServiceLayer(":memory:", Signer.ed25519(join(folder, "signer.key")), recordingEvidence().layer)
+    )
+  )
 )
 
 const file = (name: string, content: string) => {
@@ -79,7 +89,10 @@ describe("sextant receipt verify", () => {
     const wrongKey = await run(valid, "--public-key", otherKey.toString("base64"))
     expect(wrongKey.code).toBe(1)
     expect(wrongKey.result.reason).toContain("not the expected signer")
-    const relabelled = file("relabelled.json", JSON.stringify({ ...receipt, serviceSigner: otherKey.toString("base64") }))
+    const relabelled = file(
+      "relabelled.json",
+      JSON.stringify({ ...receipt, serviceSigner: otherKey.toString("base64") })
+    )
     expect((await run(relabelled, "--public-key", otherKey.toString("base64"))).code).toBe(1)
   })
 
@@ -88,11 +101,19 @@ describe("sextant receipt verify", () => {
     expect(missing).toMatchObject({ code: 2, result: { error: "UNREADABLE" } })
     expect(String(missing.result.message)).toContain("ENOENT")
     expect((await run(file("text.json", "receipt?"))).result).toMatchObject({ error: "UNREADABLE" })
-    expect(await run(valid, "--public-key", "abc")).toMatchObject({ code: 2, result: { error: "USAGE", message: expect.stringContaining("--public-key") } })
+    expect(await run(valid, "--public-key", "abc")).toMatchObject({
+      code: 2,
+      result: { error: "USAGE", message: expect.stringContaining("--public-key") }
+    })
     // A command line the definition refuses: nothing verified, nothing on stdout, one USAGE line last on stderr.
     for (const argv of [[], [valid, valid], [valid, "--public-key"], [valid, "--verbose"]]) {
       const { code, out, err } = await runCli("receipt", "verify", ...argv)
-      expect({ argv, code, out, error: JSON.parse(err.at(-1)!).error }).toEqual({ argv, code: 2, out: [], error: "USAGE" })
+      expect({ argv, code, out, error: JSON.parse(err.at(-1)!).error }).toEqual({
+        argv,
+        code: 2,
+        out: [],
+        error: "USAGE"
+      })
     }
   })
 })

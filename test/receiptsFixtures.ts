@@ -7,8 +7,8 @@ import type { RankedCandidate, RouteDecision, RouteRequest } from "../src/domain
 import { ReceiptService } from "../src/receipts/ReceiptService.js"
 import type { Signer } from "../src/receipts/Signer.js"
 import { Router } from "../src/routing/Router.js"
-import { StoreLive } from "../src/store/Store.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
+import { StoreLive } from "../src/store/Store.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { OTHER_PROVIDERS } from "./fixtures/otherProviders.js"
 import { makeTestLayer } from "./support/testLayer.js"
@@ -17,7 +17,10 @@ import { makeTestLayer } from "./support/testLayer.js"
 
 const defaults = Either.getOrThrow(loadConfig(undefined, {}))
 /** The reference vertical's entries and two other providers with fixed prices (not the demo providers, whose prices are the demo's). */
-export const receiptsCatalog = [...defaults.catalog.filter((e) => e.provider.id === "stellar-intel"), ...OTHER_PROVIDERS]
+export const receiptsCatalog = [
+  ...defaults.catalog.filter((e) => e.provider.id === "stellar-intel"),
+  ...OTHER_PROVIDERS
+]
 
 /**
  * A small, predictable router over a catalog: every resource with the capability is a candidate,
@@ -32,7 +35,9 @@ export const catalogRouter = (catalog: ReadonlyArray<CatalogEntry>) =>
         const ranked = offering
           .filter((e) => !denied.has(e.provider.id))
           .map((e) => ({ entry: e, option: e.paymentOptions[0]! }))
-          .sort((a, b) => a.option.amountUsd - b.option.amountUsd || a.entry.resource.id.localeCompare(b.entry.resource.id))
+          .sort(
+            (a, b) => a.option.amountUsd - b.option.amountUsd || a.entry.resource.id.localeCompare(b.entry.resource.id)
+          )
           .map(
             ({ entry, option }, i): RankedCandidate => ({
               rank: i + 1,
@@ -84,7 +89,9 @@ export const recordingEvidence = () => {
   return { events, layer }
 }
 
-const seededCatalog = Layer.effectDiscard(Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(receiptsCatalog)))
+const seededCatalog = Layer.effectDiscard(
+  Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(receiptsCatalog))
+)
 
 /**
  * ReceiptService.Live on a real SQLite store holding the demo catalog, with the default config
@@ -98,7 +105,13 @@ export const receiptServiceLayer = (
   const store = StoreLive(database)
   return ReceiptService.Live.pipe(
     Layer.provide(
-      Layer.mergeAll(Layer.succeed(AppConfig, defaults), catalogRouter(receiptsCatalog), evidence, signer, seededCatalog)
+      Layer.mergeAll(
+        Layer.succeed(AppConfig, defaults),
+        catalogRouter(receiptsCatalog),
+        evidence,
+        signer,
+        seededCatalog
+      )
     ),
     Layer.provideMerge(store)
   )

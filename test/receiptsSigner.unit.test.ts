@@ -1,13 +1,13 @@
 import { describe, expect } from "bun:test"
-import { StrKey } from "@stellar/stellar-sdk"
-import { Effect, Either, Exit, Layer, Logger } from "effect"
 import { generateKeyPairSync } from "node:crypto"
 import { chmodSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { StrKey } from "@stellar/stellar-sdk"
+import { Effect, Either, Exit, Layer, Logger } from "effect"
 import { AppConfig, loadConfig } from "../src/config.js"
-import { verifyReceipt } from "../src/receipts/receipt.js"
 import { ReceiptService } from "../src/receipts/ReceiptService.js"
+import { verifyReceipt } from "../src/receipts/receipt.js"
 import { Signer } from "../src/receipts/Signer.js"
 import { receiptServiceLayer, recordingEvidence } from "./receiptsFixtures.js"
 import { it } from "./support/effectTest.js"
@@ -62,7 +62,10 @@ describe("Signer", () => {
     Effect.gen(function* () {
       const folder = temp()
       const rsa = join(folder, "rsa.key")
-      const rsaPem = generateKeyPairSync("rsa", { modulusLength: 1024 }).privateKey.export({ format: "pem", type: "pkcs8" })
+      const rsaPem = generateKeyPairSync("rsa", { modulusLength: 1024 }).privateKey.export({
+        format: "pem",
+        type: "pkcs8"
+      })
       writeFileSync(rsa, rsaPem)
       const garbage = join(folder, "garbage.key")
       writeFileSync(garbage, "not a key at all")
@@ -84,8 +87,14 @@ describe("Signer", () => {
     Effect.gen(function* () {
       const base = Either.getOrThrow(loadConfig(undefined, {}))
       const keyFile = join(temp(), "k.key")
-      const ed = yield* signerOf(Signer.fromConfig.pipe(Layer.provide(Layer.succeed(AppConfig, { ...base, signer: { ed25519KeyFile: keyFile } }))))
-      const hmac = yield* signerOf(Signer.fromConfig.pipe(Layer.provide(Layer.succeed(AppConfig, { ...base, signer: { hmacSecret: SECRET } }))))
+      const ed = yield* signerOf(
+        Signer.fromConfig.pipe(
+          Layer.provide(Layer.succeed(AppConfig, { ...base, signer: { ed25519KeyFile: keyFile } }))
+        )
+      )
+      const hmac = yield* signerOf(
+        Signer.fromConfig.pipe(Layer.provide(Layer.succeed(AppConfig, { ...base, signer: { hmacSecret: SECRET } })))
+      )
       expect([ed.algorithm, hmac.algorithm]).toEqual(["ed25519", "hmac-sha256"])
       expect(statSync(keyFile).isFile()).toBe(true)
       expect(hmac.publicKey).toBeNull()
@@ -103,7 +112,9 @@ describe("signer modes through ReceiptService", () => {
         Effect.provide(receiptServiceLayer(":memory:", Signer.ed25519(keyFile), recordingEvidence().layer))
       )
       expect(disclosure).toMatchObject({ mode: "ed25519", algorithm: "ed25519", offlineVerifiable: true })
-      expect(Buffer.from(StrKey.decodeEd25519PublicKey(disclosure.stellarPublicKey!)).toString("base64")).toBe(disclosure.publicKey!)
+      expect(Buffer.from(StrKey.decodeEd25519PublicKey(disclosure.stellarPublicKey!)).toString("base64")).toBe(
+        disclosure.publicKey!
+      )
       expect(disclosure.serviceSigner).toBe(disclosure.publicKey!)
     })
   )
@@ -115,7 +126,10 @@ describe("signer modes through ReceiptService", () => {
         const receipt = yield* service.create(purchase)
         return { receipt, check: yield* service.verify(receipt.receiptId), disclosure: yield* service.signer() }
       })
-      const { receipt, check, disclosure } = yield* Effect.provide(program, receiptServiceLayer(":memory:", Signer.hmac(SECRET), recordingEvidence().layer))
+      const { receipt, check, disclosure } = yield* Effect.provide(
+        program,
+        receiptServiceLayer(":memory:", Signer.hmac(SECRET), recordingEvidence().layer)
+      )
       expect(receipt.signatureAlgorithm).toBe("hmac-sha256")
       expect(receipt.serviceSigner).toMatch(/^hmac-sha256:[0-9a-f]{16}$/)
       expect(check).toMatchObject({ valid: true, algorithm: "hmac-sha256", signer: receipt.serviceSigner })
@@ -133,7 +147,9 @@ describe("signer modes through ReceiptService", () => {
       expect(offline).toMatchObject({ valid: false, algorithm: "hmac-sha256" })
       expect(offline.reason).toContain("only the issuing service can check")
       expect(verifyReceipt(receipt, { hmacSecret: SECRET }).valid).toBe(true)
-      expect(verifyReceipt({ ...receipt, timestamp: "2020-01-01T00:00:00.000Z" }, { hmacSecret: SECRET }).valid).toBe(false)
+      expect(verifyReceipt({ ...receipt, timestamp: "2020-01-01T00:00:00.000Z" }, { hmacSecret: SECRET }).valid).toBe(
+        false
+      )
       const otherSecret = verifyReceipt(receipt, { hmacSecret: `${SECRET}!` })
       expect(otherSecret.valid).toBe(false)
       expect(otherSecret.reason).toContain("not the expected signer")
@@ -150,7 +166,11 @@ describe("signer modes through ReceiptService", () => {
       const check = yield* Effect.flatMap(ReceiptService, (s) => s.verify(made.receiptId)).pipe(
         Effect.provide(receiptServiceLayer(database, Signer.hmac(SECRET), recordingEvidence().layer))
       )
-      expect(check).toMatchObject({ valid: false, algorithm: "ed25519", reason: "signed with ed25519, expected hmac-sha256" })
+      expect(check).toMatchObject({
+        valid: false,
+        algorithm: "ed25519",
+        reason: "signed with ed25519, expected hmac-sha256"
+      })
     })
   )
 })

@@ -23,7 +23,19 @@ const ledger = makeTestLayer(LedgerReader)({
   nonceConsumed: () => Effect.succeed(true),
   transferEvents: ({ from }) =>
     Effect.succeed(
-      from === PAID ? [{ contract: ASSET, from, to: PAY_TO, amount: 100n, ledger: LATEST - 1, transactionHash: "ab".repeat(32), closedAt: new Date(0).toISOString() }] : []
+      from === PAID
+        ? [
+            {
+              contract: ASSET,
+              from,
+              to: PAY_TO,
+              amount: 100n,
+              ledger: LATEST - 1,
+              transactionHash: "ab".repeat(32),
+              closedAt: new Date(0).toISOString()
+            }
+          ]
+        : []
     ),
   transaction: (hash) =>
     Effect.succeed(
@@ -70,7 +82,16 @@ const indeterminate = (n: number, payer: string, nonce: string) =>
     expect(reserved._tag).toBe("Reserved")
     yield* journal.complete(
       id,
-      { state: "indeterminate", reason: "the backend went silent", submitted: true, backendId: "a", transaction: null, payer: null, errors: [], answer: { status: 502, body: {} } },
+      {
+        state: "indeterminate",
+        reason: "the backend went silent",
+        submitted: true,
+        backendId: "a",
+        transaction: null,
+        payer: null,
+        errors: [],
+        answer: { status: 502, body: {} }
+      },
       n
     )
     return id

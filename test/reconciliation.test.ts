@@ -3,8 +3,8 @@ import { startFacilitator } from "./fixtures/facilitator.js"
 import { settlePayment } from "./fixtures/ledger.js"
 import { authNonces, hostCallOf } from "./fixtures/ledgerXdr.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
-import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
 import { entry } from "./fixtures/verificationStack.js"
+import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
 import { sharedLedgerAndSeller } from "./support/ledgerSeller.js"
 import { pollUntil } from "./support/poll.js"
 import { facilitatorsAnswered, ledgerAt, request, startServer, testConfig } from "./support/server.js"
@@ -31,7 +31,9 @@ const setup = async () => {
   running.push(server, { close: async () => backend.stop() })
   await facilitatorsAnswered(server.url)
   // Settlement pays only a payee with probe evidence.
-  expect((await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "fixture.paid" } })).body.outcome).toBe("healthy")
+  expect(
+    (await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "fixture.paid" } })).body.outcome
+  ).toBe("healthy")
   const settle = (body: unknown) => request(`${server.url}/x402/settle`, { method: "POST", json: body })
   const record = async (id: string) => (await request(`${server.url}/x402/settlements/${id}`)).body
   /** The journal entry a 502 SETTLEMENT_INDETERMINATE names. */
@@ -42,20 +44,33 @@ const setup = async () => {
     expect(id).toBeDefined()
     return id!
   }
-  const resolved = (id: string) => pollUntil(`settlement ${id} is reconciled`, () => record(id), (r) => r.state !== "indeterminate")
+  const resolved = (id: string) =>
+    pollUntil(
+      `settlement ${id} is reconciled`,
+      () => record(id),
+      (r) => r.state !== "indeterminate"
+    )
   const backendHealthy = () =>
-    pollUntil("the backend is healthy again", async () => (await request(`${server.url}/x402/facilitators`)).body.facilitators, (f) => f?.[0]?.healthy === true)
+    pollUntil(
+      "the backend is healthy again",
+      async () => (await request(`${server.url}/x402/facilitators`)).body.facilitators,
+      (f) => f?.[0]?.healthy === true
+    )
   return { backend, settle, record, indeterminate, resolved, backendHealthy }
 }
 
 /** A payment by its own buyer, authorised until `ledgers` past the fixture's latest ledger. */
 const payment = async (seed: number, ledgers = 50) => {
   const requirements = exactRequirements({ payTo: FIXTURE_PAY_TO })
-  const signed = await buildExactPayment(requirements, { buyer: seededBuyer(seed), validUntilLedger: ledger.latestLedger() + ledgers })
+  const signed = await buildExactPayment(requirements, {
+    buyer: seededBuyer(seed),
+    validUntilLedger: ledger.latestLedger() + ledgers
+  })
   return { signed, body: settleBody(signed, requirements) }
 }
 
-const transitions = (r: { history: ReadonlyArray<{ from: string | null; to: string }> }) => r.history.map((h) => [h.from, h.to])
+const transitions = (r: { history: ReadonlyArray<{ from: string | null; to: string }> }) =>
+  r.history.map((h) => [h.from, h.to])
 
 describe("indeterminate settlements resolve themselves from the ledger", () => {
   test("a settle the backend answered 500 is indeterminate, a retry is 409, and once the transfer shows on the ledger it is settled", async () => {
@@ -77,7 +92,10 @@ describe("indeterminate settlements resolve themselves from the ledger", () => {
     expect(after.history[2].reason).toContain(onLedger.hash)
     // The retry now gets the settlement, not 409 forever, and nothing is sent again.
     const retry = await settle(body)
-    expect(retry).toMatchObject({ status: 200, body: { success: true, transaction: onLedger.hash, network: "stellar:testnet" } })
+    expect(retry).toMatchObject({
+      status: 200,
+      body: { success: true, transaction: onLedger.hash, network: "stellar:testnet" }
+    })
     expect(backend.calls("/settle")).toBe(1)
   }, 20_000)
 

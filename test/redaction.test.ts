@@ -1,11 +1,11 @@
 import { afterAll, describe, expect, test } from "bun:test"
-import { Effect, Logger } from "effect"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
-import { makeRedactor, REDACTED, secretsOf } from "../src/redaction/redact.js"
+import { Effect, Logger } from "effect"
 import { redacting } from "../src/redaction/RedactingLogger.js"
-import { type SellerProcess, startSellerProcess } from "./support/sellerProcess.js"
+import { makeRedactor, REDACTED, secretsOf } from "../src/redaction/redact.js"
 import { pollUntil } from "./support/poll.js"
+import { type SellerProcess, startSellerProcess } from "./support/sellerProcess.js"
 import { request, testConfig } from "./support/server.js"
 
 const FACILITATOR_KEY = "fk_live_Zq81xWm2Lp0aQ7rT"
@@ -14,7 +14,9 @@ describe("the redactor (pure)", () => {
   const redactor = makeRedactor([FACILITATOR_KEY, "short"])
 
   test("a configured secret is replaced in every form it is echoed in; short ones are not searched for", () => {
-    expect(redactor.text(`key=${FACILITATOR_KEY} and "${encodeURIComponent(FACILITATOR_KEY)}"`)).toBe(`key=${REDACTED} and "${REDACTED}"`)
+    expect(redactor.text(`key=${FACILITATOR_KEY} and "${encodeURIComponent(FACILITATOR_KEY)}"`)).toBe(
+      `key=${REDACTED} and "${REDACTED}"`
+    )
     expect(redactor.text("a short answer")).toBe("a short answer")
   })
 
@@ -31,9 +33,11 @@ describe("the redactor (pure)", () => {
   })
 
   test("ordinary text (payer addresses, transaction hashes, reasons) is left as it is", () => {
-    const text = "invalid_exact_stellar_payload_wrong_amount: GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464 tx " + "ab".repeat(32)
+    const text = `invalid_exact_stellar_payload_wrong_amount: GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464 tx ${"ab".repeat(32)}`
     expect(redactor.text(text)).toBe(text)
-    expect(redactor.text("basic checks passed; token transfer failed")).toBe("basic checks passed; token transfer failed")
+    expect(redactor.text("basic checks passed; token transfer failed")).toBe(
+      "basic checks passed; token transfer failed"
+    )
   })
 
   test("values keep their shape, errors their class; every string inside is redacted", () => {
@@ -55,7 +59,9 @@ describe("the redactor (pure)", () => {
       signer: { hmacSecret: "hmac-secret-0123456789" },
       database: "postgres://u:pg-password-123@127.0.0.1:5432/db"
     })
-    expect(secretsOf({ ...config, vertical: { ...config.vertical, facilitatorApiKey: "vertical-key-123" } }).sort()).toEqual(
+    expect(
+      secretsOf({ ...config, vertical: { ...config.vertical, facilitatorApiKey: "vertical-key-123" } }).sort()
+    ).toEqual(
       [FACILITATOR_KEY, "hmac-secret-0123456789", "pg-password-123", "pg-password-123", "vertical-key-123"].sort()
     )
   })
@@ -64,9 +70,10 @@ describe("the redactor (pure)", () => {
     const lines: Array<string> = []
     const capture = Logger.map(Logger.logfmtLogger, (line) => void lines.push(line))
     await Effect.runPromise(
-      Effect.logError(`backend said Authorization: Bearer ${FACILITATOR_KEY}`, new Error(`cause quoting ${FACILITATOR_KEY}`)).pipe(
-        Effect.provide(Logger.replace(Logger.defaultLogger, redacting(capture, redactor)))
-      )
+      Effect.logError(
+        `backend said Authorization: Bearer ${FACILITATOR_KEY}`,
+        new Error(`cause quoting ${FACILITATOR_KEY}`)
+      ).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, redacting(capture, redactor))))
     )
     expect(lines).toHaveLength(1)
     expect(lines[0]).not.toContain(FACILITATOR_KEY)
@@ -126,7 +133,10 @@ describe("a facilitator that echoes the request headers in its 500 body", () => 
     await child.kill()
     for (const file of readdirSync(stack.dir)) {
       if (file === "config.json") continue
-      expect({ file, leaks: readFileSync(join(stack.dir, file)).includes(FACILITATOR_KEY) }).toEqual({ file, leaks: false })
+      expect({ file, leaks: readFileSync(join(stack.dir, file)).includes(FACILITATOR_KEY) }).toEqual({
+        file,
+        leaks: false
+      })
     }
   }, 30_000)
 })

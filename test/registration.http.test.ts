@@ -1,15 +1,15 @@
-import { apiKeyHash } from "../src/http/authLive.js"
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
-import { refusal, request, startServer, testConfig, typedClient } from "./support/server.js"
-import { entry } from "./fixtures/verificationStack.js"
-import { EXPECTED_OUTCOMES, startRegistrationOrigin } from "./fixtures/registrationOrigin.js"
-import type { X402Fixture } from "./fixtures/x402Resource.js"
 import { ResourceId } from "../src/domain/ids.js"
+import { apiKeyHash } from "../src/http/authLive.js"
+import { EXPECTED_OUTCOMES, startRegistrationOrigin } from "./fixtures/registrationOrigin.js"
+import { entry } from "./fixtures/verificationStack.js"
+import type { X402Fixture } from "./fixtures/x402Resource.js"
+import { refusal, request, startServer, testConfig, typedClient } from "./support/server.js"
 
 const KEY = "registration-test-key"
 let origin: X402Fixture
@@ -50,12 +50,16 @@ type Server = Awaited<ReturnType<typeof startServer>>
 /** Well-formed registrations through the typed client; `registerRaw` for the bad requests and the missing key. */
 const register = (server: Server, payload: Parameters<Server["client"]["registration"]["register"]>[0]["payload"]) =>
   Effect.runPromise(server.client.registration.register({ payload }))
-const registerRaw = (server: { url: string }, json: unknown) => request(`${server.url}/v1/resources/register`, { method: "POST", json })
-const detailOf = (server: Server, id: string) => Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
+const registerRaw = (server: { url: string }, json: unknown) =>
+  request(`${server.url}/v1/resources/register`, { method: "POST", json })
+const detailOf = (server: Server, id: string) =>
+  Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
 
 const pathOf = (url: string) => new URL(url).pathname
 const discoveredUrls = async (server: Server) =>
-  (await Effect.runPromise(server.client.discovery.resources({ urlParams: {} }))).items.map((i) => pathOf(i.resource)).sort()
+  (await Effect.runPromise(server.client.discovery.resources({ urlParams: {} }))).items
+    .map((i) => pathOf(i.resource))
+    .sort()
 
 describe("POST /v1/resources/register {origin}", () => {
   test("reads the OpenAPI document then /.well-known/x402, probes every route and lists exactly those answering a valid 402", async () => {
@@ -92,7 +96,9 @@ describe("POST /v1/resources/register {origin}", () => {
   test("the listing change names the caller (anonymous in open mode) and the reason", () => {
     const db = new Database(openDb, { readonly: true })
     const changes = db
-      .query("SELECT r.url, c.actor, c.reason FROM listing_changes c JOIN resources r ON r.id = c.resource_id WHERE r.source = 'registration'")
+      .query(
+        "SELECT r.url, c.actor, c.reason FROM listing_changes c JOIN resources r ON r.id = c.resource_id WHERE r.source = 'registration'"
+      )
       .all() as Array<{ url: string; actor: string; reason: string }>
     db.close()
     expect(changes.map((c) => pathOf(c.url)).sort()).toEqual(["/paid/openapi", "/paid/post", "/paid/well-known"])
@@ -124,7 +130,9 @@ describe("POST /v1/resources/register {origin}", () => {
 
 describe("POST /v1/resources/register {url}", () => {
   test("a URL only ever validated is taken up by registration: listed, source registration", async () => {
-    const validated = await Effect.runPromise(open.client.verification.validate({ payload: { url: origin.url("/paid/validated") } }))
+    const validated = await Effect.runPromise(
+      open.client.verification.validate({ payload: { url: origin.url("/paid/validated") } })
+    )
     expect(validated.healthy).toBe(true)
     const before = await detailOf(open, validated.resourceId)
     expect(before.listing).toEqual({ listed: false, source: "validate", trusted: false })
@@ -173,7 +181,9 @@ describe("registration and API keys", () => {
     const body = await Effect.runPromise(ops.registration.register({ payload }))
     expect(body.routes[0]?.outcome).toBe("listed")
     const db = new Database(keyedDb, { readonly: true })
-    const change = db.query("SELECT actor FROM listing_changes WHERE resource_id = ?").get(body.routes[0]?.resourceId ?? "") as { actor: string }
+    const change = db
+      .query("SELECT actor FROM listing_changes WHERE resource_id = ?")
+      .get(body.routes[0]?.resourceId ?? "") as { actor: string }
     db.close()
     expect(change.actor).toBe("ops")
   })

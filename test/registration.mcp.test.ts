@@ -18,20 +18,41 @@ let trusting: Awaited<ReturnType<typeof startServer>>
 let guarded: Awaited<ReturnType<typeof startServer>>
 let quota: Awaited<ReturnType<typeof startServer>>
 
-const register = (server: { url: string }, json: unknown) => request(`${server.url}/v1/resources/register`, { method: "POST", json })
+const register = (server: { url: string }, json: unknown) =>
+  request(`${server.url}/v1/resources/register`, { method: "POST", json })
 
 beforeAll(async () => {
   stack = await startVerticalMcp()
   ;({ vertical, mcpUrl } = stack)
   x402 = await startX402Fixture()
   const answer = await fetch(x402.url("/paid"))
-  seller = startMcpSeller({ paymentRequired: JSON.parse(Buffer.from(answer.headers.get("payment-required")!, "base64").toString("utf8")), extension: false })
+  seller = startMcpSeller({
+    paymentRequired: JSON.parse(Buffer.from(answer.headers.get("payment-required")!, "base64").toString("utf8")),
+    extension: false
+  })
   const base = testConfig()
   // The catalog file already sells the vertical's inspect tool, under its own id.
   const inspect = {
-    resource: { id: "catalog.inspect", type: "mcp", name: "inspect", description: "inspect over MCP", url: mcpUrl, capabilities: ["demo.mcp"], mcp: { toolName: "inspect" } },
+    resource: {
+      id: "catalog.inspect",
+      type: "mcp",
+      name: "inspect",
+      description: "inspect over MCP",
+      url: mcpUrl,
+      capabilities: ["demo.mcp"],
+      mcp: { toolName: "inspect" }
+    },
     provider: { id: "vertical", name: "vertical" },
-    paymentOptions: [{ network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: FIXTURE_AMOUNT, amountUsd: 0.001, payTo: FIXTURE_PAY_TO }]
+    paymentOptions: [
+      {
+        network: "stellar:testnet",
+        scheme: "exact",
+        asset: TESTNET_USDC,
+        amount: FIXTURE_AMOUNT,
+        amountUsd: 0.001,
+        payTo: FIXTURE_PAY_TO
+      }
+    ]
   }
   trusting = await startServer({
     ...base,
@@ -70,12 +91,22 @@ describe("registering an MCP server (tools/list, then an unpaid tools/call per t
     for (const route of body.routes.filter((r: any) => r.outcome === "listed")) {
       const detail = await request(`${trusting.url}/v1/resources/${route.resourceId}`)
       expect(detail.body.listing).toEqual({ listed: true, source: "registration", trusted: false })
-      expect(detail.body.resource).toMatchObject({ type: "mcp", url: mcpUrl, status: "PAYMENT_VERIFIED", mcp: { toolName: route.toolName, transport: "streamable-http" } })
+      expect(detail.body.resource).toMatchObject({
+        type: "mcp",
+        url: mcpUrl,
+        status: "PAYMENT_VERIFIED",
+        mcp: { toolName: route.toolName, transport: "streamable-http" }
+      })
       expect(detail.body.resource.mcp.inputSchema.type).toBe("object")
     }
     // A second registration finds them in the catalog and leaves them alone.
     const again = await register(trusting, { url: mcpUrl, type: "mcp" })
-    expect(again.body.routes.map((r: any) => r.outcome)).toEqual(["already-cataloged", "already-cataloged", "already-cataloged", "already-cataloged"])
+    expect(again.body.routes.map((r: any) => r.outcome)).toEqual([
+      "already-cataloged",
+      "already-cataloged",
+      "already-cataloged",
+      "already-cataloged"
+    ])
   })
 
   test("a tool that runs unpaid is reported and not catalogued; a paid one beside it is", async () => {
@@ -87,7 +118,9 @@ describe("registering an MCP server (tools/list, then an unpaid tools/call per t
     expect(byTool.paid.outcome).toBe("listed")
     expect(byTool.garbage.outcome).toBe("invalid-challenge")
     const listed = await request(`${trusting.url}/v1/resources?limit=100`)
-    const names = listed.body.resources.filter((r: any) => r.resource.url === seller.url).map((r: any) => r.resource.mcp.toolName)
+    const names = listed.body.resources
+      .filter((r: any) => r.resource.url === seller.url)
+      .map((r: any) => r.resource.mcp.toolName)
     // `settles` asks for payment unpaid, as `paid` does (the fixture's paid-call resend tool).
     expect(names.sort()).toEqual(["paid", "settles"])
   })
@@ -101,7 +134,9 @@ describe("registering an MCP server (tools/list, then an unpaid tools/call per t
 
   test("the ingestion quotas bound an MCP server's tools as they bound an origin's routes", async () => {
     const { body } = await register(quota, { url: mcpUrl, type: "mcp" })
-    const outcomes = body.routes.map((r: any) => [r.outcome, r.outcome === "refused" ? r.detail.startsWith("quota:") : null]).sort()
+    const outcomes = body.routes
+      .map((r: any) => [r.outcome, r.outcome === "refused" ? r.detail.startsWith("quota:") : null])
+      .sort()
     expect(outcomes).toEqual([
       ["listed", null],
       ["listed", null],
@@ -111,7 +146,10 @@ describe("registering an MCP server (tools/list, then an unpaid tools/call per t
   })
 
   test("type mcp takes a url and no method", async () => {
-    for (const json of [{ origin: vertical.origin, type: "mcp" }, { url: mcpUrl, type: "mcp", method: "GET" }]) {
+    for (const json of [
+      { origin: vertical.origin, type: "mcp" },
+      { url: mcpUrl, type: "mcp", method: "GET" }
+    ]) {
       const { status, body } = await register(trusting, json)
       expect([status, body.error]).toEqual([400, "INVALID_REQUEST"])
     }

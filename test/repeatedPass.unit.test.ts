@@ -8,8 +8,9 @@ describe("repeatedPass", () => {
     Effect.gen(function* () {
       const count = yield* Ref.make(0)
       // Every pass but the first fails or dies: the schedule must go on regardless.
-      const pass = Effect.flatMap(Ref.updateAndGet(count, (n) => n + 1), (n) =>
-        n === 1 ? Effect.void : n % 2 === 0 ? Effect.fail("refused") : Effect.die("broken")
+      const pass = Effect.flatMap(
+        Ref.updateAndGet(count, (n) => n + 1),
+        (n) => (n === 1 ? Effect.void : n % 2 === 0 ? Effect.fail("refused") : Effect.die("broken"))
       )
       yield* Effect.scoped(
         Effect.gen(function* () {

@@ -20,11 +20,18 @@ describe("request slots", () => {
     const result = await Effect.runPromise(
       Effect.gen(function* () {
         const ran = { waiter: false }
-        const { slots, hold, holder, waiting: waiter } = yield* heldSlotWith((slots) => slots.run(
+        const {
+          slots,
+          hold,
+          holder,
+          waiting: waiter
+        } = yield* heldSlotWith((slots) =>
+          slots.run(
             Effect.sync(() => {
               ran.waiter = true
             })
-          ))
+          )
+        )
         const started = performance.now()
         yield* Fiber.interrupt(waiter)
         const interruptMs = performance.now() - started
@@ -62,10 +69,16 @@ describe("request slots", () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 4 }),
-        fc.array(fc.record({ work: fc.integer({ min: 0, max: 3 }), interruptAfter: fc.option(fc.integer({ min: 0, max: 4 })) }), {
-          minLength: 1,
-          maxLength: 30
-        }),
+        fc.array(
+          fc.record({
+            work: fc.integer({ min: 0, max: 3 }),
+            interruptAfter: fc.option(fc.integer({ min: 0, max: 4 }))
+          }),
+          {
+            minLength: 1,
+            maxLength: 30
+          }
+        ),
         async (n, jobs) => {
           const { free, peak } = await Effect.runPromise(
             Effect.gen(function* () {

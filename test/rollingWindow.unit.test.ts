@@ -2,14 +2,22 @@ import { describe, expect, test } from "bun:test"
 import { Either } from "effect"
 import fc from "fast-check"
 import { loadConfig } from "../src/config.js"
+import { ResourceId } from "../src/domain/ids.js"
 import type { RecordedObservation } from "../src/domain/observations.js"
 import { binOf, valueOfBin } from "../src/verification/latencySketch.js"
 import { snapshotFrom } from "../src/verification/metrics.js"
-import { addObservation, decodeWindow, emptyWindow, encodeWindow, signerChange, statsAt, windowStartMs } from "../src/verification/rollingWindow.js"
+import {
+  addObservation,
+  decodeWindow,
+  emptyWindow,
+  encodeWindow,
+  signerChange,
+  statsAt,
+  windowStartMs
+} from "../src/verification/rollingWindow.js"
 import { deriveStanding, statusRules } from "../src/verification/status.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
 import { summarizeWindow } from "./support/referenceWindow.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 const config = Either.getOrThrow(loadConfig(undefined, {}))
 const verification = config.verification
@@ -61,11 +69,15 @@ describe("rolling window against the reference computation (full scan of the sam
     fc.assert(
       fc.property(probes, fc.integer({ min: 0, max: 4 * HOUR }), fc.boolean(), (generated, readAfter, tx) => {
         const observations = generated
-          .map((g, i) => ({ ...anyObservation(T0 + g.offsetMs, g.kind, g.latency, g.price), id: `obs_${String(g.offsetMs).padStart(12, "0")}_${i}` }))
+          .map((g, i) => ({
+            ...anyObservation(T0 + g.offsetMs, g.kind, g.latency, g.price),
+            id: `obs_${String(g.offsetMs).padStart(12, "0")}_${i}`
+          }))
           .sort((a, b) => Date.parse(a.observedAt) - Date.parse(b.observedAt) || (a.id < b.id ? -1 : 1))
         // Through the stored form, as the recorder keeps it between probes.
         let window = emptyWindow
-        for (const o of observations) window = decodeWindow(encodeWindow(addObservation(window, o, [advertised], verification).window))!
+        for (const o of observations)
+          window = decodeWindow(encodeWindow(addObservation(window, o, [advertised], verification).window))!
         const last = observations[observations.length - 1]
         const nowMs = (last ? Date.parse(last.observedAt) : T0) + readAfter
         const economic = { total: 3, successes: 2 }
@@ -79,13 +91,24 @@ describe("rolling window against the reference computation (full scan of the sam
         const { p50LatencyMs, p95LatencyMs, ...counts } = rolling
         const { p50LatencyMs: r50, p95LatencyMs: r95, ...referenceCounts } = reference
         expect(counts).toEqual(referenceCounts)
-        for (const [got, exact] of [[p50LatencyMs, r50], [p95LatencyMs, r95]] as const) {
+        for (const [got, exact] of [
+          [p50LatencyMs, r50],
+          [p95LatencyMs, r95]
+        ] as const) {
           if (exact === null) expect(got).toBeNull()
           else expect(Math.abs(got! - exact)).toBeLessThanOrEqual(exact < 128 ? 0 : exact / 128)
         }
         expect(deriveStanding(rolling, tx, nowMs, rules)).toEqual(deriveStanding(reference, tx, nowMs, rules))
-        const { p50LatencyMs: _a, p95LatencyMs: _b, ...snapshot } = snapshotFrom(ResourceId.make("r1"), rolling, null, tx)
-        const { p50LatencyMs: _c, p95LatencyMs: _d, ...referenceSnapshot } = snapshotFrom(ResourceId.make("r1"), reference, null, tx)
+        const {
+          p50LatencyMs: _a,
+          p95LatencyMs: _b,
+          ...snapshot
+        } = snapshotFrom(ResourceId.make("r1"), rolling, null, tx)
+        const {
+          p50LatencyMs: _c,
+          p95LatencyMs: _d,
+          ...referenceSnapshot
+        } = snapshotFrom(ResourceId.make("r1"), reference, null, tx)
         expect(snapshot).toEqual(referenceSnapshot)
       }),
       { numRuns: 300 }
@@ -111,15 +134,23 @@ describe("rolling window against the reference computation (full scan of the sam
 
   test("an open hour that a probe long after pushes out of every window still closes", () => {
     const first = addObservation(emptyWindow, observation(T0), [advertised], verification)
-    const later = addObservation(first.window, observation(T0 + (verification.windowHours + 6) * HOUR), [advertised], verification)
-    expect(later.window.buckets.map((b) => b.startMs)).toEqual([Math.floor((T0 + (verification.windowHours + 6) * HOUR) / HOUR) * HOUR])
+    const later = addObservation(
+      first.window,
+      observation(T0 + (verification.windowHours + 6) * HOUR),
+      [advertised],
+      verification
+    )
+    expect(later.window.buckets.map((b) => b.startMs)).toEqual([
+      Math.floor((T0 + (verification.windowHours + 6) * HOUR) / HOUR) * HOUR
+    ])
     expect(later.closed).toEqual(first.window.buckets)
   })
 })
 
 describe("the seller's offer signing key in the window (pure)", () => {
   const signed = (ms: number, kid: string | null) => observation(ms, { offerSigner: kid })
-  const add = (w: typeof emptyWindow, o: RecordedObservation) => decodeWindow(encodeWindow(addObservation(w, o, [advertised], verification).window))!
+  const add = (w: typeof emptyWindow, o: RecordedObservation) =>
+    decodeWindow(encodeWindow(addObservation(w, o, [advertised], verification).window))!
 
   test("the first key seen is no change; a different key is, naming both; unsigned challenges keep the key", () => {
     const first = add(emptyWindow, signed(T0, "did:jwk:A#0"))

@@ -10,9 +10,9 @@ import fc from "fast-check"
 import { loadConfig, TESTNET_USDC } from "../src/config.js"
 import type { ResourceEvidence } from "../src/domain/evidence.js"
 import type { AgentPolicy } from "../src/domain/policy.js"
-import type { PaymentScheme, StellarNetwork } from "../src/domain/stellar.js"
 import type { ResourcePaymentOption, ResourceRecord, ServiceStatus } from "../src/domain/resources.js"
 import type { OptimizeFor, RouteDecision } from "../src/domain/routes.js"
+import type { PaymentScheme, StellarNetwork } from "../src/domain/stellar.js"
 import { policyContext } from "../src/policy/evaluate.js"
 import { decideRoute } from "../src/routing/rank.js"
 import { evidence, option, payee, record } from "./fixtures/evidence.js"
@@ -28,7 +28,14 @@ const schemes: ReadonlyArray<PaymentScheme> = ["exact", "upto"]
 const assets = [TESTNET_USDC, OTHER_ASSET]
 const providers = ["p1", "p2", "p3"]
 const payees = [payee(1), payee(2), payee(3)]
-const statuses: ReadonlyArray<ServiceStatus> = ["LIVE", "PAYMENT_VERIFIED", "CONTINUOUSLY_VERIFIED", "DEGRADED", "OFFLINE", "QUARANTINED"]
+const statuses: ReadonlyArray<ServiceStatus> = [
+  "LIVE",
+  "PAYMENT_VERIFIED",
+  "CONTINUOUSLY_VERIFIED",
+  "DEGRADED",
+  "OFFLINE",
+  "QUARANTINED"
+]
 const usd = fc.integer({ min: 0, max: 60 }).map((n) => n / 10_000)
 const ratio = fc.integer({ min: 0, max: 100 }).map((n) => n / 100)
 /** Mostly-true flags and mostly-healthy statuses, so that plenty of candidates survive a policy. */
@@ -145,7 +152,10 @@ const decide = (world: World, policy: AgentPolicy, optimizeFor: OptimizeFor, cat
 /** The constraints written out independently of the implementation: what "allowed" must mean. */
 const breaks = (policy: AgentPolicy, r: ResourceRecord, o: ResourcePaymentOption, e: ResourceEvidence | undefined) => {
   const worst = o.scheme === "upto" ? (o.maxAmountUsd ?? Number.POSITIVE_INFINITY) : o.amountUsd
-  const maxAge = Math.min(config.verification.maxEvidenceAgeSeconds, policy.maxVerificationAgeSeconds ?? Number.POSITIVE_INFINITY)
+  const maxAge = Math.min(
+    config.verification.maxEvidenceAgeSeconds,
+    policy.maxVerificationAgeSeconds ?? Number.POSITIVE_INFINITY
+  )
   const assetNames = o.asset === TESTNET_USDC ? [o.asset, "USDC"] : [o.asset]
   return (
     (policy.maxPricePerRequestUsd !== undefined && worst > policy.maxPricePerRequestUsd) ||

@@ -5,11 +5,11 @@ import type { ResourceEvidence } from "../src/domain/evidence.js"
 import type { ResourceRecord } from "../src/domain/resources.js"
 import { RouteDecision, type RouteRequest } from "../src/domain/routes.js"
 import { policyContext } from "../src/policy/evaluate.js"
-import { BALANCED_WEIGHTS, decideRoute } from "../src/routing/rank.js"
 import { Router } from "../src/routing/Router.js"
+import { BALANCED_WEIGHTS, decideRoute } from "../src/routing/rank.js"
+import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { StoreTest } from "../src/store/Store.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
-import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { evidence, option, record, uptoOption } from "./fixtures/evidence.js"
 import { layer } from "./support/effectTest.js"
 
@@ -90,7 +90,12 @@ describe("ranking by optimizeFor", () => {
 
   test("a resource is ranked once, by its best allowed option; ties break by id then option index", () => {
     const decision = route({ optimizeFor: "cheapest", constraints: { networks: ["stellar:testnet"] } }, [
-      record("b.multi", [option({ network: "stellar:pubnet", amountUsd: 0, amount: "0" }), priced(0.003), priced(0.001), priced(0.001)]),
+      record("b.multi", [
+        option({ network: "stellar:pubnet", amountUsd: 0, amount: "0" }),
+        priced(0.003),
+        priced(0.001),
+        priced(0.001)
+      ]),
       record("a.single", [priced(0.001)])
     ])
     expect(order(decision)).toEqual(["a.single#0", "b.multi#2"])
@@ -152,7 +157,11 @@ describe("rejections", () => {
   })
 
   test("candidates with no evidence, or only stale evidence, are INSUFFICIENT_DATA, and the message says nothing could be judged", () => {
-    const decision = route({}, [record("a.never"), record("b.stale")], [evidence("b.stale", now, { ageSeconds: 90_000 })])
+    const decision = route(
+      {},
+      [record("a.never"), record("b.stale")],
+      [evidence("b.stale", now, { ageSeconds: 90_000 })]
+    )
     expect(decision.selected).toBeNull()
     expect(decision.rejected.map((r) => [r.resourceId, r.decision, r.codes])).toEqual<unknown>([
       ["a.never", "INSUFFICIENT_DATA", ["INSUFFICIENT_DATA", "NO_VERIFICATION_EVIDENCE"]],
@@ -191,17 +200,32 @@ const catalog = [
 ]
 const routerLayer = Router.Live.pipe(
   Layer.provideMerge(StoreTest),
-  Layer.provide(EvidenceReader.Test(catalog, catalog.filter((r) => r.resource.id !== "atlas.inspect").map((r) => evidence(r.resource.id, now)))),
+  Layer.provide(
+    EvidenceReader.Test(
+      catalog,
+      catalog.filter((r) => r.resource.id !== "atlas.inspect").map((r) => evidence(r.resource.id, now))
+    )
+  ),
   Layer.provide(Layer.succeed(AppConfig, config))
 )
-const seededLayer = Layer.effectDiscard(Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(catalog))).pipe(Layer.provideMerge(routerLayer))
+const seededLayer = Layer.effectDiscard(Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertCatalog(catalog))).pipe(
+  Layer.provideMerge(routerLayer)
+)
 layer(seededLayer)("Router over the catalog store and the evidence reader", (it) => {
   it.effect("candidates come from the store by capability, evidence from the reader", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(now.getTime())
       const router = yield* Router
-      const decision = yield* router.route({ capability: "rwa.inspect", optimizeFor: "cheapest", constraints: { maxPricePerRequestUsd: 0.01 } })
-      expect(decision.selected).toMatchObject({ resourceId: "stellar-intel.inspect", optionIndex: 0, worstCaseUsd: 0.001 })
+      const decision = yield* router.route({
+        capability: "rwa.inspect",
+        optimizeFor: "cheapest",
+        constraints: { maxPricePerRequestUsd: 0.01 }
+      })
+      expect(decision.selected).toMatchObject({
+        resourceId: "stellar-intel.inspect",
+        optionIndex: 0,
+        worstCaseUsd: 0.001
+      })
       expect(decision.fallbacks).toEqual([])
       expect(decision.rejected.map((r) => [r.resourceId, r.codes])).toEqual<unknown>([
         ["atlas.inspect", ["INSUFFICIENT_DATA", "NO_VERIFICATION_EVIDENCE"]],
@@ -213,7 +237,9 @@ layer(seededLayer)("Router over the catalog store and the evidence reader", (it)
 })
 
 describe("a bounded answer", () => {
-  const many = Array.from({ length: 30 }, (_, i) => record(`r${String(i).padStart(2, "0")}.x`, [priced(i < 25 ? 0.001 : 0.5)]))
+  const many = Array.from({ length: 30 }, (_, i) =>
+    record(`r${String(i).padStart(2, "0")}.x`, [priced(i < 25 ? 0.001 : 0.5)])
+  )
 
   test("at most `limit` fallbacks and rejections (default 20), the rest counted in omitted; the message counts all", () => {
     const capped = route({ constraints: { maxPricePerRequestUsd: 0.01 } }, many)

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test"
 import { Effect, Either } from "effect"
-import { ALLOWED_KEYWORDS, MAX_EXPANDED_NODES, schemaRefusal } from "../src/extensions/schemaGuard.js"
 import { SchemaValidator, schemaHash } from "../src/extensions/SchemaValidator.js"
+import { ALLOWED_KEYWORDS, MAX_EXPANDED_NODES, schemaRefusal } from "../src/extensions/schemaGuard.js"
 import { it } from "./support/effectTest.js"
 
 /** `levels` definitions, each referring to the next `fanOut` times: fanOut^levels paths in a few KB. */
@@ -10,7 +10,9 @@ const fanned = (levels: number, fanOut: number) => ({
   $defs: Object.fromEntries(
     Array.from({ length: levels }, (_, i) => [
       `d${i}`,
-      i === levels - 1 ? { type: "string" } : { anyOf: Array.from({ length: fanOut }, () => ({ $ref: `#/$defs/d${i + 1}` })) }
+      i === levels - 1
+        ? { type: "string" }
+        : { anyOf: Array.from({ length: fanOut }, () => ({ $ref: `#/$defs/d${i + 1}` })) }
     ])
   ),
   properties: { input: { $ref: "#/$defs/d0" } }
@@ -18,7 +20,21 @@ const fanned = (levels: number, fanOut: number) => ({
 
 describe("schema guard (pure)", () => {
   test("the allow-list: no regex, dependency, dynamic-scope or id keyword is allowed", () => {
-    for (const keyword of ["pattern", "patternProperties", "dependencies", "dependentSchemas", "$id", "$anchor", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems", "contentSchema", "additionalItems"]) {
+    for (const keyword of [
+      "pattern",
+      "patternProperties",
+      "dependencies",
+      "dependentSchemas",
+      "$id",
+      "$anchor",
+      "$dynamicRef",
+      "$dynamicAnchor",
+      "$recursiveRef",
+      "unevaluatedProperties",
+      "unevaluatedItems",
+      "contentSchema",
+      "additionalItems"
+    ]) {
       expect(ALLOWED_KEYWORDS.has(keyword)).toBe(false)
     }
   })
@@ -35,16 +51,28 @@ describe("schema guard (pure)", () => {
     ]
     for (const schema of places) expect(schemaRefusal(schema, {})).toContain('"pattern" is not among the keywords')
     // A property named like a keyword is a name, not a keyword.
-    expect(schemaRefusal({ type: "object", properties: { pattern: { type: "string" }, dependencies: { type: "array" } } }, {})).toBeNull()
+    expect(
+      schemaRefusal(
+        { type: "object", properties: { pattern: { type: "string" }, dependencies: { type: "array" } } },
+        {}
+      )
+    ).toBeNull()
   })
 
   test("references: local only, resolving, no cycles, fan-out bounded", () => {
     expect(schemaRefusal({ $ref: "other.json" }, {})).toContain("only local references")
     expect(schemaRefusal({ $ref: "#/$defs/missing" }, {})).toContain("does not resolve")
-    expect(schemaRefusal({ $defs: { a: { items: { $ref: "#/$defs/a" } } }, $ref: "#/$defs/a" }, {})).toContain("a cycle")
+    expect(schemaRefusal({ $defs: { a: { items: { $ref: "#/$defs/a" } } }, $ref: "#/$defs/a" }, {})).toContain(
+      "a cycle"
+    )
     expect(schemaRefusal({ properties: { self: { $ref: "#" } } }, {})).toContain("a cycle")
     // The same definition used twice, not inside itself: fine.
-    expect(schemaRefusal({ $defs: { s: { type: "string" } }, properties: { a: { $ref: "#/$defs/s" }, b: { $ref: "#/$defs/s" } } }, {})).toBeNull()
+    expect(
+      schemaRefusal(
+        { $defs: { s: { type: "string" } }, properties: { a: { $ref: "#/$defs/s" }, b: { $ref: "#/$defs/s" } } },
+        {}
+      )
+    ).toBeNull()
     expect(schemaRefusal(fanned(5, 2), {})).toBeNull()
     expect(schemaRefusal(fanned(12, 2), {})).toContain(`expands to more than ${MAX_EXPANDED_NODES} subschemas`)
     expect(schemaRefusal(fanned(40, 2), {})).toMatch(/expands to more than|nested deeper than/)

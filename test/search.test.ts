@@ -11,15 +11,15 @@ import fc from "fast-check"
 import { AppConfig, loadConfig, TESTNET_USDC } from "../src/config.js"
 import { Discovery } from "../src/discovery/Discovery.js"
 import { search } from "../src/discovery/search.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { emptyMetrics } from "../src/domain/metrics.js"
 import type { CatalogEntry, ResourcePaymentOption, ResourceSearchRequest } from "../src/domain/resources.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
-import { SearchTuning } from "../src/store/searchIndex.js"
 import { StoreLive } from "../src/store/Store.js"
+import { SearchTuning } from "../src/store/searchIndex.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
 import { fcSeed } from "./support/fcSeed.js"
 import { type PostgresCluster, startPostgres } from "./support/postgres.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 const PAY_TO = "GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5"
 /** Words that are prefixes of one another, so exact and prefix hits compete within and across fields. */
@@ -39,12 +39,16 @@ const optionArb: fc.Arbitrary<ResourcePaymentOption> = fc
     asset: TESTNET_USDC,
     amount: String(units * 1000),
     amountUsd: (units * 1000) / 1e7,
-    ...(scheme === "upto" ? { maxAmount: String(units * 1000 * ceiling), maxAmountUsd: (units * 1000 * ceiling) / 1e7 } : {}),
+    ...(scheme === "upto"
+      ? { maxAmount: String(units * 1000 * ceiling), maxAmountUsd: (units * 1000 * ceiling) / 1e7 }
+      : {}),
     payTo: PAY_TO
   }))
 
 const text = (max: number) =>
-  fc.array(fc.constantFrom(...WORDS, "plain", "Inspect-LEDGER!"), { minLength: 1, maxLength: max }).map((w) => w.join(" "))
+  fc
+    .array(fc.constantFrom(...WORDS, "plain", "Inspect-LEDGER!"), { minLength: 1, maxLength: max })
+    .map((w) => w.join(" "))
 
 const catalogArb = fc
   .array(
@@ -78,10 +82,13 @@ const catalogArb = fc
 const sometimes = <A>(arb: fc.Arbitrary<A>) => fc.option(arb, { freq: 4, nil: undefined }).map((a) => a)
 const requestArb: fc.Arbitrary<ResourceSearchRequest> = fc
   .record({
-    query: fc.option(fc.array(fc.constantFrom(...WORDS, "i", "d", "zzz", "LED", "  ", "-"), { maxLength: 3 }).map((w) => w.join(" ")), {
-      freq: 5,
-      nil: undefined
-    }),
+    query: fc.option(
+      fc.array(fc.constantFrom(...WORDS, "i", "d", "zzz", "LED", "  ", "-"), { maxLength: 3 }).map((w) => w.join(" ")),
+      {
+        freq: 5,
+        nil: undefined
+      }
+    ),
     capability: sometimes(fc.constantFrom(...CAPABILITIES)),
     scheme: sometimes(fc.constantFrom("exact" as const, "upto" as const)),
     network: sometimes(fc.constantFrom("stellar:testnet" as const, "stellar:pubnet" as const)),
@@ -123,7 +130,11 @@ const harness = (database: string, tuning: typeof SearchTuning.Service = SearchT
   const expected = (catalog: ReadonlyArray<CatalogEntry>, request: ResourceSearchRequest) =>
     search(
       catalog.map((e) => ({
-        record: { ...e, resource: { ...e.resource, status: "DISCOVERED", verificationLevel: 0 }, listing: { listed: true, source: "config", trusted: true } },
+        record: {
+          ...e,
+          resource: { ...e.resource, status: "DISCOVERED", verificationLevel: 0 },
+          listing: { listed: true, source: "config", trusted: true }
+        },
         metrics: emptyMetrics(e.resource.id)
       })),
       request
@@ -146,9 +157,26 @@ const harness = (database: string, tuning: typeof SearchTuning.Service = SearchT
 
 /** A resource of the band cases: only the text varies. */
 const entry = (id: string, name: string, capabilities: ReadonlyArray<string>, description: string): CatalogEntry => ({
-  resource: { id: ResourceId.make(id), type: "http", name, description, url: `http://127.0.0.1:9/${id}`, method: "GET", capabilities },
+  resource: {
+    id: ResourceId.make(id),
+    type: "http",
+    name,
+    description,
+    url: `http://127.0.0.1:9/${id}`,
+    method: "GET",
+    capabilities
+  },
   provider: { id: "p", name: "provider" },
-  paymentOptions: [{ network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: "1000", amountUsd: 0.0001, payTo: PAY_TO }]
+  paymentOptions: [
+    {
+      network: "stellar:testnet",
+      scheme: "exact",
+      asset: TESTNET_USDC,
+      amount: "1000",
+      amountUsd: 0.0001,
+      payTo: PAY_TO
+    }
+  ]
 })
 
 describe("relevance bands", () => {
@@ -174,17 +202,20 @@ describe("relevance bands", () => {
   test.each([
     ["ranked from the index", SearchTuning.defaultValue()],
     ["read in id order", { denseBand: 1, scanBudget: 1, bandTerms: 3, listedTokens: 16 }]
-  ])("a description hit comes after name hits, ties go by id, and a cursor inside a band resumes there (%s)", async (_, tuning) => {
-    const store = harness(":memory:", tuning)
-    try {
-      // Pages of one and of two: cursors land inside the bands of 3 and of 1, and at their edges.
-      expect(await store.pages(catalog, { query: "ledger" }, 1)).toEqual(order)
-      expect(await store.pages(catalog, { query: "ledger" }, 2)).toEqual(order)
-      expect(await store.pages(catalog, { query: "ledger", capability: "ledger.read" }, 1)).toEqual(order.slice(1, 3))
-    } finally {
-      await store.close()
+  ])(
+    "a description hit comes after name hits, ties go by id, and a cursor inside a band resumes there (%s)",
+    async (_, tuning) => {
+      const store = harness(":memory:", tuning)
+      try {
+        // Pages of one and of two: cursors land inside the bands of 3 and of 1, and at their edges.
+        expect(await store.pages(catalog, { query: "ledger" }, 1)).toEqual(order)
+        expect(await store.pages(catalog, { query: "ledger" }, 2)).toEqual(order)
+        expect(await store.pages(catalog, { query: "ledger", capability: "ledger.read" }, 1)).toEqual(order.slice(1, 3))
+      } finally {
+        await store.close()
+      }
     }
-  })
+  )
 })
 
 describe("paged search equals the ranking rule", () => {
@@ -205,14 +236,18 @@ describe("paged search equals the ranking rule", () => {
     ["bands read in id order, budget of 2", { denseBand: 1, scanBudget: 2, bandTerms: 3, listedTokens: 16 }],
     ["bands read in id order, whole catalog", { denseBand: 1, scanBudget: 1000, bandTerms: 3, listedTokens: 0 }],
     ["one statement beyond one term", { denseBand: 1000, scanBudget: 4000, bandTerms: 1, listedTokens: 16 }]
-  ])("on SQLite, %s", async (_, tuning) => {
-    const sqlite = harness(":memory:", tuning)
-    try {
-      await sqlite.property(60)
-    } finally {
-      await sqlite.close()
-    }
-  }, 120_000)
+  ])(
+    "on SQLite, %s",
+    async (_, tuning) => {
+      const sqlite = harness(":memory:", tuning)
+      try {
+        await sqlite.property(60)
+      } finally {
+        await sqlite.close()
+      }
+    },
+    120_000
+  )
 
   let cluster: PostgresCluster | undefined
   afterAll(async () => {

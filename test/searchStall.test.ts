@@ -8,26 +8,29 @@
  * (docs/performance.md). Queries beyond the bounds (500 characters of 166 two-letter words, 900
  * words) are refused with 400 naming the bound.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect } from "effect"
+
 import { Database } from "bun:sqlite"
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { Effect, ManagedRuntime } from "effect"
+import { syntheticCatalog } from "../bench/support/syntheticCatalog.js"
 import { MAX_QUERY_CHARACTERS, MAX_QUERY_TERMS } from "../src/domain/searchText.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { StoreLive } from "../src/store/Store.js"
-import { ManagedRuntime } from "effect"
-import { syntheticCatalog } from "../bench/support/syntheticCatalog.js"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 const RESOURCES = 20_000
 const HEALTH_BOUND_MS = 100
 
 /** 166 distinct two-letter words, padded to 500 characters. */
-const TWO_LETTER_500 = Array.from({ length: 166 }, (_, i) => `${String.fromCharCode(97 + (i % 26))}${String.fromCharCode(97 + Math.floor(i / 26))}`)
+const TWO_LETTER_500 = Array.from(
+  { length: 166 },
+  (_, i) => `${String.fromCharCode(97 + (i % 26))}${String.fromCharCode(97 + Math.floor(i / 26))}`
+)
   .join(" ")
   .padEnd(500, " x")
 /** 900 distinct words. */
@@ -44,7 +47,9 @@ beforeAll(async () => {
   const database = join(folder, "sextant.db")
   const store = ManagedRuntime.make(StoreLive(database))
   await store.runPromise(
-    Effect.flatMap(CatalogWritesRepo, (repo) => repo.upsertImported(syntheticCatalog(RESOURCES), "import:test", { actor: "test", reason: "seed" }))
+    Effect.flatMap(CatalogWritesRepo, (repo) =>
+      repo.upsertImported(syntheticCatalog(RESOURCES), "import:test", { actor: "test", reason: "seed" })
+    )
   )
   await store.dispose()
   // Imported entries wait for a healthy probe; list them all at once, as probes would.
@@ -95,7 +100,10 @@ describe("a search never holds the request thread", () => {
       await request(`${server.url}/v1/search`, { method: "POST", json: { query: NINE_HUNDRED_WORDS } }),
       await request(`${server.url}/v1/search`, { method: "POST", json: { query: WORST_ADMITTED, limit: 20 } }),
       await request(`${server.url}/x402/discovery/search?query=${encodeURIComponent(WORST_ADMITTED)}&limit=20`),
-      await request(`${server.url}/v1/search`, { method: "POST", json: { query: WORST_ADMITTED, minimumReliability: 1 } })
+      await request(`${server.url}/v1/search`, {
+        method: "POST",
+        json: { query: WORST_ADMITTED, minimumReliability: 1 }
+      })
     ])()
     const { slowest, asked } = await healthDuring(searches)
     const [twoLetter, nineHundred, ranked, bazaar, unmatched] = await searches

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { createReceiptJWS } from "@x402/extensions/offer-receipt"
 import { createPublicKey, sign } from "node:crypto"
+import { createReceiptJWS } from "@x402/extensions/offer-receipt"
 import { TESTNET_USDC } from "../src/config.js"
-import { didJwkOf, newProviderKey } from "../src/extensions/offerReceipt.js"
 import { ResourceId } from "../src/domain/ids.js"
+import { didJwkOf, newProviderKey } from "../src/extensions/offerReceipt.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { countingServer } from "./support/countingServer.js"
 import { request, startServer, testConfig } from "./support/server.js"
@@ -19,14 +19,36 @@ const key = newProviderKey()
 const jws = (kid: string, input: { resourceUrl: string; network: string; transaction?: string }) =>
   createReceiptJWS(
     { payer: "GPAYER", ...input },
-    { kid, format: "jws", algorithm: "EdDSA", sign: async (bytes: Uint8Array) => sign(null, bytes, key).toString("base64url") }
+    {
+      kid,
+      format: "jws",
+      algorithm: "EdDSA",
+      sign: async (bytes: Uint8Array) => sign(null, bytes, key).toString("base64url")
+    }
   )
 
 const catalogAt = (url: string) => [
   {
-    resource: { id: ResourceId.make("seller.paid"), type: "http" as const, name: "paid", description: "paid", url, method: "GET" as const, capabilities: ["demo.paid"] },
+    resource: {
+      id: ResourceId.make("seller.paid"),
+      type: "http" as const,
+      name: "paid",
+      description: "paid",
+      url,
+      method: "GET" as const,
+      capabilities: ["demo.paid"]
+    },
     provider: { id: "seller", name: "seller" },
-    paymentOptions: [{ network: "stellar:testnet" as const, scheme: "exact" as const, asset: TESTNET_USDC, amount: FIXTURE_AMOUNT, amountUsd: 0.001, payTo: FIXTURE_PAY_TO }]
+    paymentOptions: [
+      {
+        network: "stellar:testnet" as const,
+        scheme: "exact" as const,
+        asset: TESTNET_USDC,
+        amount: FIXTURE_AMOUNT,
+        amountUsd: 0.001,
+        payTo: FIXTURE_PAY_TO
+      }
+    ]
   }
 ]
 
@@ -39,9 +61,13 @@ beforeAll(async () => {
   seller = await startX402Fixture()
   RESOURCE_URL = seller.url("/paid")
   const base = testConfig()
-  server = await startServer(testConfig({ catalog: catalogAt(RESOURCE_URL), probes: { ...base.probes, allowPrivateTargets: true } }))
+  server = await startServer(
+    testConfig({ catalog: catalogAt(RESOURCE_URL), probes: { ...base.probes, allowPrivateTargets: true } })
+  )
   // One probe: the resource has evidence, so the purchase routes to it.
-  expect((await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "seller.paid" } })).status).toBe(200)
+  expect(
+    (await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "seller.paid" } })).status
+  ).toBe(200)
 })
 afterAll(async () => {
   await server.close()
@@ -63,7 +89,10 @@ const create = (sellerReceipt: unknown) =>
 
 describe("seller receipts", () => {
   test("a did:web key id is 400 and the host it names gets no connection", async () => {
-    const receipt = await jws(`did:web:127.0.0.1%3A${didHost.port}:admin:secret`, { resourceUrl: RESOURCE_URL, network: "stellar:testnet" })
+    const receipt = await jws(`did:web:127.0.0.1%3A${didHost.port}:admin:secret`, {
+      resourceUrl: RESOURCE_URL,
+      network: "stellar:testnet"
+    })
     const answer = await create(receipt)
     expect(answer).toMatchObject({ status: 400, body: { error: "INVALID_REQUEST" } })
     expect(answer.body.message).toContain("not a did:jwk or did:key")
@@ -72,7 +101,9 @@ describe("seller receipts", () => {
 
   test("a receipt about another resource or another network is refused, whoever signed it", async () => {
     const kid = didJwkOf(createPublicKey(key))
-    const elsewhere = await create(await jws(kid, { resourceUrl: "https://other.example/thing", network: "stellar:testnet" }))
+    const elsewhere = await create(
+      await jws(kid, { resourceUrl: "https://other.example/thing", network: "stellar:testnet" })
+    )
     expect(elsewhere).toMatchObject({ status: 400, body: { error: "INVALID_REQUEST" } })
     expect(elsewhere.body.message).toContain("not the resource paid")
     const otherNetwork = await create(await jws(kid, { resourceUrl: RESOURCE_URL, network: "stellar:pubnet" }))

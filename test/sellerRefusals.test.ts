@@ -38,12 +38,28 @@ let inspectUrl: string
 
 beforeAll(async () => {
   stack = await startSellerStack()
-  expect((await request(`${stack.server.url}/v1/validate`, { method: "POST", json: { resourceId: SELLER_RESOURCE_ID } })).body.healthy).toBe(true)
-  const core = new x402ResourceServer(new HTTPFacilitatorClient({ url: `${stack.server.url}/x402` })).register("stellar:testnet", stellarServerScheme("exact"))
+  expect(
+    (await request(`${stack.server.url}/v1/validate`, { method: "POST", json: { resourceId: SELLER_RESOURCE_ID } }))
+      .body.healthy
+  ).toBe(true)
+  const core = new x402ResourceServer(new HTTPFacilitatorClient({ url: `${stack.server.url}/x402` })).register(
+    "stellar:testnet",
+    stellarServerScheme("exact")
+  )
   const app = new Hono()
   app.use(
     paymentMiddleware(
-      { "GET /weather": { accepts: { scheme: "exact", network: "stellar:testnet", payTo: SELLER_PAY_TO, price: { asset: TESTNET_USDC, amount: "10000" } }, description: "Weather" } },
+      {
+        "GET /weather": {
+          accepts: {
+            scheme: "exact",
+            network: "stellar:testnet",
+            payTo: SELLER_PAY_TO,
+            price: { asset: TESTNET_USDC, amount: "10000" }
+          },
+          description: "Weather"
+        }
+      },
       core
     )
   )
@@ -69,7 +85,12 @@ beforeAll(async () => {
     })
   )
   const server = await vertical.runPromise(VerticalServer)
-  await pollUntil("the vertical's payments are ready", () => vertical.runPromise(server.payments), (s) => s.ready, LOOPBACK)
+  await pollUntil(
+    "the vertical's payments are ready",
+    () => vertical.runPromise(server.payments),
+    (s) => s.ready,
+    LOOPBACK
+  )
   inspectUrl = `${server.baseUrl}/inspect`
 })
 afterAll(async () => {
@@ -89,7 +110,11 @@ const honoPaid = async (sign: Sign) => {
 
 const verticalPaid = async (sign: Sign) => {
   const post = (headers: Record<string, string>) =>
-    fetch(inspectUrl, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ asset: CLAW }) })
+    fetch(inspectUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify({ asset: CLAW })
+    })
   const [requirements] = decodePaymentRequiredHeader((await post({})).headers.get("PAYMENT-REQUIRED") ?? "").accepts
   return post({ "PAYMENT-SIGNATURE": encodePaymentSignatureHeader(await sign(requirements!)) })
 }
@@ -101,8 +126,14 @@ const reasonOf = (response: Response) => {
   return decodePaymentRequiredHeader(response.headers.get("payment-required") ?? "").error
 }
 
-const underpaid = (seed: number): Sign => (r) => buildExactPayment(r, { buyer: seededBuyer(seed), transfer: { amount: String(BigInt(r.amount) - 1n) } })
-const fromPayer = (seed: number): Sign => (r) => buildExactPayment(r, { buyer: seededBuyer(seed), validUntilLedger: stack.ledger.latestLedger() + 50 })
+const underpaid =
+  (seed: number): Sign =>
+  (r) =>
+    buildExactPayment(r, { buyer: seededBuyer(seed), transfer: { amount: String(BigInt(r.amount) - 1n) } })
+const fromPayer =
+  (seed: number): Sign =>
+  (r) =>
+    buildExactPayment(r, { buyer: seededBuyer(seed), validUntilLedger: stack.ledger.latestLedger() + 50 })
 
 describe.each([
   ["the stock @x402/hono seller", honoPaid, 91],
@@ -134,7 +165,12 @@ describe("an outcome nobody knows", () => {
     const verifies = stack.backend.calls("/verify")
     horizon.hold()
     const pending = verticalPaid(fromPayer(93))
-    await pollUntil("the payment is verified and Horizon held", async () => stack.backend.calls("/verify") > verifies && horizon.waiting() > 0, Boolean, LOOPBACK)
+    await pollUntil(
+      "the payment is verified and Horizon held",
+      async () => stack.backend.calls("/verify") > verifies && horizon.waiting() > 0,
+      Boolean,
+      LOOPBACK
+    )
     stack.backend.setMode("settleHang")
     horizon.release()
     const response = await pending

@@ -4,8 +4,8 @@ import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { isLoopbackHost, openModeRefusal } from "../src/http/openMode.js"
 import { pollUntil } from "./support/poll.js"
-import { NO_LEDGER } from "./support/server.js"
 import { childEnv, freePorts, launchServe, serveArgv, serveUntilExit } from "./support/serveProcess.js"
+import { NO_LEDGER } from "./support/server.js"
 
 const dir = mkdtempSync(join(tmpdir(), "sextant-start-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -15,15 +15,24 @@ const writeConfig = (name: string, fields: Record<string, unknown>) => {
   const path = join(dir, `${name}.json`)
   writeFileSync(
     path,
-    JSON.stringify({ port: 0, database: join(dir, `${name}.db`), signer: { hmacSecret: "a-test-secret-of-16+" }, vertical: { enabled: false }, demo: { enabled: false }, ...fields })
+    JSON.stringify({
+      port: 0,
+      database: join(dir, `${name}.db`),
+      signer: { hmacSecret: "a-test-secret-of-16+" },
+      vertical: { enabled: false },
+      demo: { enabled: false },
+      ...fields
+    })
   )
   return path
 }
 
 describe("open mode stays on loopback (pure)", () => {
   test("loopback hosts", () => {
-    for (const host of ["127.0.0.1", "127.8.9.10", "::1", "[::1]", "localhost", "LOCALHOST"]) expect(isLoopbackHost(host)).toBe(true)
-    for (const host of ["0.0.0.0", "::", "", "10.0.0.1", "192.168.1.2", "example.com", "::ffff:10.0.0.1"]) expect(isLoopbackHost(host)).toBe(false)
+    for (const host of ["127.0.0.1", "127.8.9.10", "::1", "[::1]", "localhost", "LOCALHOST"])
+      expect(isLoopbackHost(host)).toBe(true)
+    for (const host of ["0.0.0.0", "::", "", "10.0.0.1", "192.168.1.2", "example.com", "::ffff:10.0.0.1"])
+      expect(isLoopbackHost(host)).toBe(false)
   })
 
   test("no keys and a non-loopback host is refused unless openMode says so", () => {
@@ -59,9 +68,17 @@ describe("sextant serve, started as a process", () => {
 
   test("`bun src/main.ts serve` (no runtime flags): openMode on 0.0.0.0 starts, and headers between 16 and 64 KiB get the JSON 431", async () => {
     const config = writeConfig("open-mode", { host: "0.0.0.0", openMode: true })
-    const child = await launchServe([process.execPath, "src/main.ts", "serve", "--config", config], { logFile: join(dir, "open-mode.log"), cwd: resolve(import.meta.dir, "..") })
+    const child = await launchServe([process.execPath, "src/main.ts", "serve", "--config", config], {
+      logFile: join(dir, "open-mode.log"),
+      cwd: resolve(import.meta.dir, "..")
+    })
     try {
-      const live = await pollUntil("/health/live", () => fetch(`${child.url}/health/live`).catch(() => null), (r) => r?.status === 200, { timeoutMs: 15_000, everyMs: 50 })
+      const live = await pollUntil(
+        "/health/live",
+        () => fetch(`${child.url}/health/live`).catch(() => null),
+        (r) => r?.status === 200,
+        { timeoutMs: 15_000, everyMs: 50 }
+      )
       expect(live?.status).toBe(200)
       const large = await fetch(`${child.url}/v1/resources?q=${"a".repeat(27_000)}`)
       expect(large.status).toBe(431)
@@ -83,7 +100,14 @@ const LOG_LINE = /^\[\d{2}:\d{2}:\d{2}\.\d{3}\] (TRACE|DEBUG|INFO|WARN|ERROR|FAT
  * facilitator at least once, then gets SIGINT as on Ctrl-C: its exit code and each stream's lines.
  */
 const startAndInterrupt = async (name: string, vertical: Record<string, unknown> = {}) => {
-  const [port, verticalPort, fast, slow, flaky, raiser] = freePorts(6) as [number, number, number, number, number, number]
+  const [port, verticalPort, fast, slow, flaky, raiser] = freePorts(6) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number
+  ]
   const path = join(dir, `${name}.json`)
   writeFileSync(
     path,
@@ -97,13 +121,25 @@ const startAndInterrupt = async (name: string, vertical: Record<string, unknown>
     })
   )
   const [stdoutFile, stderrFile] = [join(dir, `${name}.stdout`), join(dir, `${name}.stderr`)]
-  const child = Bun.spawn(serveArgv(path), { cwd: resolve(import.meta.dir, ".."), env: childEnv(), stdout: Bun.file(stdoutFile), stderr: Bun.file(stderrFile) })
+  const child = Bun.spawn(serveArgv(path), {
+    cwd: resolve(import.meta.dir, ".."),
+    env: childEnv(),
+    stdout: Bun.file(stdoutFile),
+    stderr: Bun.file(stderrFile)
+  })
   try {
     const status = `http://127.0.0.1:${verticalPort}/stellar-intel/v1/status`
-    await pollUntil("the service listens and the demo providers serve", async () => readFileSync(stdoutFile, "utf8"), (out) => /Listening on/.test(out) && /demo: demo-fast/.test(out))
+    await pollUntil(
+      "the service listens and the demo providers serve",
+      async () => readFileSync(stdoutFile, "utf8"),
+      (out) => /Listening on/.test(out) && /demo: demo-fast/.test(out)
+    )
     // Some traffic, as a first look at the demo makes: the catalog, an unpaid call to the vertical.
     expect((await fetch(`http://127.0.0.1:${port}/v1/resources`)).status).toBe(200)
-    expect((await fetch(`http://127.0.0.1:${verticalPort}/stellar-intel/v1/rwa/inspect`, { method: "POST", body: "{}" })).status).toBe(402)
+    expect(
+      (await fetch(`http://127.0.0.1:${verticalPort}/stellar-intel/v1/rwa/inspect`, { method: "POST", body: "{}" }))
+        .status
+    ).toBe(402)
     await pollUntil(
       "the vertical has asked its facilitator",
       async () => ((await (await fetch(status)).json()) as { payments: { detail: string } }).payments.detail,
@@ -113,7 +149,10 @@ const startAndInterrupt = async (name: string, vertical: Record<string, unknown>
     child.kill("SIGINT")
   }
   const code = await child.exited
-  const lines = (file: string) => readFileSync(file, "utf8").split("\n").filter((l) => l !== "")
+  const lines = (file: string) =>
+    readFileSync(file, "utf8")
+      .split("\n")
+      .filter((l) => l !== "")
   return { code, stdout: lines(stdoutFile), stderr: lines(stderrFile) }
 }
 

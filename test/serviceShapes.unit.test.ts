@@ -21,7 +21,9 @@ describe("service surfaces", () => {
   })
 
   test("no Tag infers its shape from make", () => {
-    const inferred = services.filter(({ text }) => /Context\.Tag\([^)]*\)<\s*\w+,\s*Effect\.Effect\.Success</.test(text))
+    const inferred = services.filter(({ text }) =>
+      /Context\.Tag\([^)]*\)<\s*\w+,\s*Effect\.Effect\.Success</.test(text)
+    )
     expect(inferred.map((s) => s.path)).toEqual([])
   })
 

@@ -1,5 +1,5 @@
-import { afterAll, describe, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
+import { afterAll, describe, expect, test } from "bun:test"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -7,8 +7,8 @@ import { startFacilitator } from "./fixtures/facilitator.js"
 import { payFor, startPaidResource } from "./fixtures/paidResource.js"
 import { buildExactPayment, settleBody } from "./fixtures/stellarPayment.js"
 import { LOOPBACK, pollUntil } from "./support/poll.js"
-import { launchServe, serveArgv, type ServeChild } from "./support/serveProcess.js"
 import { forwardedPayments, type SellerProcess, startSellerProcess } from "./support/sellerProcess.js"
+import { launchServe, type ServeChild, serveArgv } from "./support/serveProcess.js"
 import { facilitatorsAnswered, request } from "./support/server.js"
 
 /** The journal as the store holds it, read straight from the SQLite file. */
@@ -26,7 +26,8 @@ const journalRows = (database: string) => {
 }
 
 /** The signed transaction (base64 XDR) a settle body carries, as `forwardedPayments` reads it. */
-const transactionOf = (body: unknown) => String((body as { paymentPayload: { payload: { transaction: string } } }).paymentPayload.payload.transaction)
+const transactionOf = (body: unknown) =>
+  String((body as { paymentPayload: { payload: { transaction: string } } }).paymentPayload.payload.transaction)
 
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
 const RESOURCE_ID = "seller.rwa.inspect"
@@ -83,7 +84,12 @@ describe("crash recovery", () => {
 
     backend.setMode("hang")
     const inFlight = request(`${first.url}/x402/settle`, { method: "POST", json: body }).catch((e: unknown) => e)
-    await pollUntil("the backend holds a settle", async () => backend.calls("/settle"), (n) => n > 0, LOOPBACK)
+    await pollUntil(
+      "the backend holds a settle",
+      async () => backend.calls("/settle"),
+      (n) => n > 0,
+      LOOPBACK
+    )
     expect(backend.calls("/settle")).toBe(1)
     await first.kill()
     expect(await inFlight).toBeInstanceOf(Error)
@@ -141,7 +147,10 @@ describe("crash injection", () => {
       if (iteration === 0) await stack.validate(child)
       stack.backend.setSettleDelay(Math.floor(random() * 150))
       const fresh = await Promise.all(
-        Array.from({ length: NEW_PER_ITERATION }, async (_, i) => ({ body: await stack.settleBodyFor(100 + iteration * NEW_PER_ITERATION + i), answers: [] as Array<Answer> }))
+        Array.from({ length: NEW_PER_ITERATION }, async (_, i) => ({
+          body: await stack.settleBodyFor(100 + iteration * NEW_PER_ITERATION + i),
+          answers: [] as Array<Answer>
+        }))
       )
       sent.push(...fresh)
       // The last batch again (a client retrying after the crash), and the new payments, all at once.
@@ -159,7 +168,8 @@ describe("crash injection", () => {
 
     const final = await stack.launch()
     const replies: Array<{ status: number; body: any }> = []
-    for (const entry of sent) replies.push(await request(`${final.url}/x402/settle`, { method: "POST", json: entry.body }))
+    for (const entry of sent)
+      replies.push(await request(`${final.url}/x402/settle`, { method: "POST", json: entry.body }))
 
     // 1. No payment reached the facilitator twice, across every crash, restart and replay.
     const forwarded = forwardedPayments(stack.backend)

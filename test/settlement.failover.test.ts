@@ -50,12 +50,18 @@ describe("settle failover, made safe by the payer's single-use nonce", () => {
     const [found] = await journal()
     const settled = await record(found!.id as string)
     expect(settled).toMatchObject({ state: "settled", backendId: "b", transaction: answer.body.transaction })
-    const attempt = settled.history.find((h: { from: string | null; to: string }) => h.from === "pending" && h.to === "pending")
+    const attempt = settled.history.find(
+      (h: { from: string | null; to: string }) => h.from === "pending" && h.to === "pending"
+    )
     expect(attempt.reason).toContain('forwarded again, to facilitator "b"')
     expect(attempt.reason).toContain("unconsumed")
     // B, told the same payload again (as A might submit it late), cannot execute it a second time.
     b.setMode("succeed")
-    const replayAtB = await fetch(`${b.url}/settle`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })
+    const replayAtB = await fetch(`${b.url}/settle`, {
+      method: "POST",
+      body: JSON.stringify(body),
+      headers: { "content-type": "application/json" }
+    })
     expect((await replayAtB.json()).success).toBe(false)
     expect(ledger.transfersBetween(payer, FIXTURE_PAY_TO)).toBe(1)
   }, 30_000)
@@ -97,7 +103,11 @@ describe("settle failover, made safe by the payer's single-use nonce", () => {
     expect(answer.body.message).toContain("the ledger could not be read")
     expect(settleCalls(a, b)).toEqual([1, 0])
     const id = /Settlement (\S+) is journaled/.exec(answer.body.message)?.[1]
-    const resolved = await pollUntil(`settlement ${id} is reconciled`, () => record(id!), (r) => r.state !== "indeterminate")
+    const resolved = await pollUntil(
+      `settlement ${id} is reconciled`,
+      () => record(id!),
+      (r) => r.state !== "indeterminate"
+    )
     expect(resolved.state).toBe("settled")
     expect(ledger.succeeded(resolved.transaction)).toBe(true)
     expect(ledger.transfersBetween(payer, FIXTURE_PAY_TO)).toBe(1)
@@ -119,7 +129,11 @@ describe("failover never answers a refusal it cannot prove", () => {
     expect(settleCalls(a, b)).toEqual([1, 1])
     const id = /Settlement (\S+) is journaled/.exec(answer.body.message)?.[1]
     expect(await record(id!)).toMatchObject({ state: "indeterminate" })
-    const resolved = await pollUntil(`settlement ${id} is reconciled`, () => record(id!), (r) => r.state !== "indeterminate")
+    const resolved = await pollUntil(
+      `settlement ${id} is reconciled`,
+      () => record(id!),
+      (r) => r.state !== "indeterminate"
+    )
     expect(resolved.state).toBe("settled")
     expect(ledger.succeeded(resolved.transaction)).toBe(true)
     expect(ledger.transfersBetween(payer, FIXTURE_PAY_TO)).toBe(1)
@@ -137,6 +151,8 @@ describe("failover never answers a refusal it cannot prove", () => {
     expect(settleCalls(a, b)).toEqual([1, 0])
     const id = /Settlement (\S+) is journaled/.exec(answer.body.message)?.[1]
     const { history } = await record(id!)
-    expect(history.filter((h: { from: string | null; to: string }) => h.from === "pending" && h.to === "pending")).toEqual([])
+    expect(
+      history.filter((h: { from: string | null; to: string }) => h.from === "pending" && h.to === "pending")
+    ).toEqual([])
   }, 30_000)
 })

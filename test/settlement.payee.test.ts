@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect } from "effect"
+import { ResourceId } from "../src/domain/ids.js"
+import type { AgentPolicy } from "../src/domain/policy.js"
 import { apiKeyHash } from "../src/http/authLive.js"
 import { Prober } from "../src/verification/Prober.js"
-import type { AgentPolicy } from "../src/domain/policy.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture } from "./fixtures/x402Resource.js"
 import { request, startServer, testConfig } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * The payee check on the stored evidence (the live reader's shortlist query), with more resources
@@ -60,7 +60,8 @@ beforeAll(async () => {
   )
   for (const e of catalog) await probe(e.resource.id)
   // More probes than a caller's validations may record (one per interval): the schedule's own.
-  for (let i = 0; i < 3; i++) await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("z-sure"))))
+  for (let i = 0; i < 3; i++)
+    await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("z-sure"))))
 })
 
 afterAll(async () => {

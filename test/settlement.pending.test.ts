@@ -5,8 +5,8 @@ import { join } from "node:path"
 import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
 import { sharedLedgerAndSeller } from "./support/ledgerSeller.js"
 import { pollUntil } from "./support/poll.js"
-import { ledgerPayment, twoBackendService } from "./support/twoBackends.js"
 import { request } from "./support/server.js"
+import { ledgerPayment, twoBackendService } from "./support/twoBackends.js"
 
 /**
  * A backend's `settlement_pending` answer (x402 2.20+) on the nonce-enforcing fixture ledger, with
@@ -18,7 +18,11 @@ const { ledger } = shared
 
 /** `reconcileSeconds`: how often the reconciler runs (long keeps it out of the retry's way). */
 const setup = async (reconcileSeconds: number, database = ":memory:") => {
-  const service = await twoBackendService(shared, (config) => ({ ...config, database, ledger: { ...config.ledger, pollIntervalSeconds: reconcileSeconds } }))
+  const service = await twoBackendService(shared, (config) => ({
+    ...config,
+    database,
+    ledger: { ...config.ledger, pollIntervalSeconds: reconcileSeconds }
+  }))
   const only = async () => service.record((await service.journal())[0]!.id as string)
   const settles = () => [service.a.calls("/settle"), service.b.calls("/settle")]
   return { ...service, only, settles }
@@ -30,12 +34,19 @@ describe("settlement_pending: broadcast, not declined", () => {
   test("the entry is pending with the transaction; the ledger confirms it and the retry gets the settlement with no second forward", async () => {
     const { a, settle, only, settles, server } = await setup(60)
     const settlementEvidence = async () =>
-      ((await request(`${server.url}/v1/resources/fixture.paid`)).body.economicEvidence as Array<{ source: string }>).filter((e) => e.source === "settlement")
+      (
+        (await request(`${server.url}/v1/resources/fixture.paid`)).body.economicEvidence as Array<{ source: string }>
+      ).filter((e) => e.source === "settlement")
     a.setMode("settlePending")
     const { payer, body } = await payment(131)
     const first = await settle(body)
     expect(first.status).toBe(200)
-    expect(first.body).toMatchObject({ success: false, errorReason: "settlement_pending", network: "stellar:testnet", payer })
+    expect(first.body).toMatchObject({
+      success: false,
+      errorReason: "settlement_pending",
+      network: "stellar:testnet",
+      payer
+    })
     const transaction = first.body.transaction as string
     expect(ledger.succeeded(transaction)).toBe(true)
     const pending = await only()

@@ -1,15 +1,22 @@
 import { afterEach, describe, expect, test } from "bun:test"
-import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Either, Fiber, Layer, Schema, TestClock, TestContext } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { type BudgetsConfig, type Config, decodeConfigFile, type FacilitatorBackend, loadConfig } from "../src/config.js"
+import { SqlClient } from "@effect/sql"
+import { Duration, Effect, Either, Fiber, Layer, Schema, TestClock, TestContext } from "effect"
+import { FoundationLive, PaymentsLive } from "../src/app.js"
+import {
+  type BudgetsConfig,
+  type Config,
+  decodeConfigFile,
+  type FacilitatorBackend,
+  loadConfig
+} from "../src/config.js"
+import { InvalidRequest } from "../src/domain/errors.js"
+import { PrincipalId, ResourceId, SettlementId } from "../src/domain/ids.js"
+import { describeParseError } from "../src/domain/issues.js"
 import type { AgentPolicy } from "../src/domain/policy.js"
 import type { FacilitatorRequest } from "../src/domain/x402.js"
-import { FoundationLive, PaymentsLive } from "../src/app.js"
-import { describeParseError } from "../src/domain/issues.js"
-import { InvalidRequest } from "../src/domain/errors.js"
 import { IdempotencyKey, SettleRequest } from "../src/domain/x402.js"
 import { Settlement } from "../src/settlement/Settlement.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
@@ -17,9 +24,8 @@ import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { FacilitatorPool } from "../src/x402/FacilitatorPool.js"
 import { evidence, option, payee, record } from "./fixtures/evidence.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
-import { seededBuyer, settleBody, type SignedPayment, signedPayment } from "./fixtures/stellarPayment.js"
+import { type SignedPayment, seededBuyer, settleBody, signedPayment } from "./fixtures/stellarPayment.js"
 import { LOOPBACK, pollUntilEffect } from "./support/poll.js"
-import { PrincipalId, ResourceId, SettlementId } from "../src/domain/ids.js"
 
 const NOW = Date.parse("2025-06-01T12:00:00.000Z")
 const VERIFIED = payee(1)
@@ -61,7 +67,9 @@ const layerFor = (config: Config, database: string, evidenceLayer: EvidenceLayer
     settleTimeout: Duration.seconds(60)
   })
   // Built as `serve` builds it: crash recovery runs before the pipeline takes a request.
-  return PaymentsLive(evidenceLayer, pool, "server").pipe(Layer.provideMerge(FoundationLive({ ...config, catalog, database })))
+  return PaymentsLive(evidenceLayer, pool, "server").pipe(
+    Layer.provideMerge(FoundationLive({ ...config, catalog, database }))
+  )
 }
 
 type Services = Layer.Layer.Success<ReturnType<typeof layerFor>>
@@ -82,7 +90,12 @@ const run = <A, E>(
     evidence?: EvidenceLayer
   } = {}
 ) => {
-  const config: Config = { ...baseConfig, facilitators: backends, budgets: { ...baseConfig.budgets, ...budgets }, apiKeys }
+  const config: Config = {
+    ...baseConfig,
+    facilitators: backends,
+    budgets: { ...baseConfig.budgets, ...budgets },
+    apiKeys
+  }
   const withServices = Effect.gen(function* () {
     yield* Effect.flatMap(FacilitatorPool, (p) => p.refresh)
     return yield* program
@@ -93,35 +106,40 @@ const run = <A, E>(
   )
 }
 
-const body = (
-  { requirements, payment }: SignedPayment,
-  extras: Parameters<typeof settleBody>[2] = {}
-) => settleBody(payment, requirements, extras) as unknown as FacilitatorRequest
+const body = ({ requirements, payment }: SignedPayment, extras: Parameters<typeof settleBody>[2] = {}) =>
+  settleBody(payment, requirements, extras) as unknown as FacilitatorRequest
 
 /** The body and key decoded as the HTTP layer decodes them (its 400s named the same way), then settled. */
 const settle = (b: FacilitatorRequest, idempotencyKey?: string, principal: string | null = null) =>
   Effect.either(
     Effect.gen(function* () {
       const decoded = yield* Effect.mapError(
-        Effect.all([Schema.decodeUnknown(SettleRequest)(b, { errors: "all" }), Schema.decodeUnknown(Schema.UndefinedOr(IdempotencyKey))(idempotencyKey)]),
+        Effect.all([
+          Schema.decodeUnknown(SettleRequest)(b, { errors: "all" }),
+          Schema.decodeUnknown(Schema.UndefinedOr(IdempotencyKey))(idempotencyKey)
+        ]),
         (e) => new InvalidRequest({ message: describeParseError(e) })
       )
       const [request, key] = decoded
-      return yield* Effect.flatMap(Settlement, (s) => s.settle({ request, idempotencyKey: key, principal: principal === null ? null : PrincipalId.make(principal) }))
+      return yield* Effect.flatMap(Settlement, (s) =>
+        s.settle({ request, idempotencyKey: key, principal: principal === null ? null : PrincipalId.make(principal) })
+      )
     })
   )
 
-const rows = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  sql<{
-    id: string
-    state: string
-    backend_id: string | null
-    transaction_hash: string | null
-    payer: string | null
-    errors_json: string
-    principal: string
-    fee_stroops: number
-  }>`SELECT id, state, backend_id, transaction_hash, payer, errors_json, principal, fee_stroops FROM settlements ORDER BY rowid`
+const rows = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) =>
+    sql<{
+      id: string
+      state: string
+      backend_id: string | null
+      transaction_hash: string | null
+      payer: string | null
+      errors_json: string
+      principal: string
+      fee_stroops: number
+    }>`SELECT id, state, backend_id, transaction_hash, payer, errors_json, principal, fee_stroops FROM settlements ORDER BY rowid`
 )
 
 const errorOf = <A, E>(result: Either.Either<A, E>) => (Either.isLeft(result) ? result.left : undefined)
@@ -150,7 +168,9 @@ interface BudgetJob {
  * on stdin and settles that round's payments all at once; finally prints how each settle ended.
  */
 const runBudgetWorker = async (job: BudgetJob) => {
-  const payments = await Promise.all(job.buyerSeeds.map((seed) => signedPayment(VERIFIED, { buyer: seededBuyer(seed) })))
+  const payments = await Promise.all(
+    job.buyerSeeds.map((seed) => signedPayment(VERIFIED, { buyer: seededBuyer(seed) }))
+  )
   const perRound = payments.length / job.principals.length
   const stdin = console[Symbol.asyncIterator]()
   const outcomes = await run(
@@ -166,7 +186,12 @@ const runBudgetWorker = async (job: BudgetJob) => {
           return stdin.next()
         })
         const batch = payments.slice(round * perRound, (round + 1) * perRound)
-        results.push(...(yield* Effect.all(batch.map((p) => settle(body(p), undefined, principal)), { concurrency: "unbounded" })))
+        results.push(
+          ...(yield* Effect.all(
+            batch.map((p) => settle(body(p), undefined, principal)),
+            { concurrency: "unbounded" }
+          ))
+        )
       }
       return results
     }),
@@ -196,7 +221,8 @@ const startBudgetWorker = (job: BudgetJob) => {
         continue
       }
       const read = await reader.read()
-      if (read.done) throw new Error(`budget worker ended before "${prefix}": ${await new Response(child.stderr).text()}`)
+      if (read.done)
+        throw new Error(`budget worker ended before "${prefix}": ${await new Response(child.stderr).text()}`)
       buffered += decoder.decode(read.value, { stream: true })
     }
   }
@@ -226,20 +252,35 @@ describe("settlement pipeline", () => {
     const a = fixture()
     const p = await signedPayment(VERIFIED)
     const other = await signedPayment(VERIFIED)
-    const out = await run([{ id: "a", url: a.url }], Effect.gen(function* () {
-      const first = yield* settle(body(p, { amountUsd: 0.001 }), "client-key-1")
-      const again = yield* settle(body(p, { amountUsd: 0.001 }), "client-key-1")
-      // Without a key the payment's hash is the key: the same signed payment finds the same entry.
-      const unkeyed = yield* settle(body(p, { amountUsd: 0.001 }))
-      const reusedKey = yield* settle(body(other), "client-key-1")
-      const changedRequirements = yield* settle(body(p, { servicePolicy: { maxPricePerRequestUsd: 1 } }))
-      // A check that refuses now (this price limit) does not hide that the payment was submitted.
-      const refusedByPolicyNow = yield* settle(body(p, { servicePolicy: { maxPricePerRequestUsd: 0.0001 } }))
-      const journal = yield* rows
-      const record = yield* Effect.flatMap(Settlement, (s) => s.get(SettlementId.make(journal[0]!.id), null))
-      const evidenceAfter = yield* Effect.flatMap(EvidenceReader, (r) => r.forResource(ResourceId.make("alpha.rwa.inspect")))
-      return { first, again, unkeyed, reusedKey, changedRequirements, refusedByPolicyNow, journal, record, evidenceAfter }
-    }))
+    const out = await run(
+      [{ id: "a", url: a.url }],
+      Effect.gen(function* () {
+        const first = yield* settle(body(p, { amountUsd: 0.001 }), "client-key-1")
+        const again = yield* settle(body(p, { amountUsd: 0.001 }), "client-key-1")
+        // Without a key the payment's hash is the key: the same signed payment finds the same entry.
+        const unkeyed = yield* settle(body(p, { amountUsd: 0.001 }))
+        const reusedKey = yield* settle(body(other), "client-key-1")
+        const changedRequirements = yield* settle(body(p, { servicePolicy: { maxPricePerRequestUsd: 1 } }))
+        // A check that refuses now (this price limit) does not hide that the payment was submitted.
+        const refusedByPolicyNow = yield* settle(body(p, { servicePolicy: { maxPricePerRequestUsd: 0.0001 } }))
+        const journal = yield* rows
+        const record = yield* Effect.flatMap(Settlement, (s) => s.get(SettlementId.make(journal[0]!.id), null))
+        const evidenceAfter = yield* Effect.flatMap(EvidenceReader, (r) =>
+          r.forResource(ResourceId.make("alpha.rwa.inspect"))
+        )
+        return {
+          first,
+          again,
+          unkeyed,
+          reusedKey,
+          changedRequirements,
+          refusedByPolicyNow,
+          journal,
+          record,
+          evidenceAfter
+        }
+      })
+    )
     expect(out.first).toEqual(Either.right(expect.objectContaining({ success: true, network: "stellar:testnet" })))
     const answer = Either.getOrThrow(out.first)
     expect(out.again).toEqual(Either.right(answer))
@@ -264,7 +305,9 @@ describe("settlement pipeline", () => {
     // A settle answer alone lifts nothing: only the ledger confirms a payment (in-memory evidence has none).
     expect(out.evidenceAfter.transactionVerified).toBe(false)
     // The backend gets the stock body: this service's own fields are not forwarded.
-    const forwarded = a.requests.find((r) => r.path === "/settle")?.body as { paymentRequirements: Record<string, unknown> }
+    const forwarded = a.requests.find((r) => r.path === "/settle")?.body as {
+      paymentRequirements: Record<string, unknown>
+    }
     expect(forwarded.paymentRequirements.amountUsd).toBeUndefined()
     expect(forwarded.paymentRequirements.payTo).toBe(VERIFIED)
   })
@@ -272,21 +315,27 @@ describe("settlement pipeline", () => {
   test("one signed transaction is one payment whatever wrapper carries it: forwarded once, every wrapper answered alike", async () => {
     const a = fixture()
     const p = await signedPayment(VERIFIED)
-    const signed = body(p) as unknown as { paymentPayload: Record<string, unknown> & { payload: { transaction: string } } }
-    const rewrap = (payload: Record<string, unknown>) => ({ ...signed, paymentPayload: { ...signed.paymentPayload, ...payload } }) as unknown as FacilitatorRequest
+    const signed = body(p) as unknown as {
+      paymentPayload: Record<string, unknown> & { payload: { transaction: string } }
+    }
+    const rewrap = (payload: Record<string, unknown>) =>
+      ({ ...signed, paymentPayload: { ...signed.paymentPayload, ...payload } }) as unknown as FacilitatorRequest
     const wrappers = [
       signed as unknown as FacilitatorRequest,
       rewrap({ resource: { url: "http://127.0.0.1:9/elsewhere" } }),
       rewrap({ extensions: {} }),
       rewrap({ payload: { transaction: `${signed.paymentPayload.payload.transaction}\n ` } })
     ]
-    const out = await run([{ id: "a", url: a.url }], Effect.gen(function* () {
-      const answers = []
-      for (const wrapper of wrappers) answers.push(yield* settle(wrapper))
-      // Under an Idempotency-Key too: the key is new, the payment is not.
-      answers.push(yield* settle(wrappers[1]!, "fresh-key"))
-      return { answers, journal: yield* rows }
-    }))
+    const out = await run(
+      [{ id: "a", url: a.url }],
+      Effect.gen(function* () {
+        const answers = []
+        for (const wrapper of wrappers) answers.push(yield* settle(wrapper))
+        // Under an Idempotency-Key too: the key is new, the payment is not.
+        answers.push(yield* settle(wrappers[1]!, "fresh-key"))
+        return { answers, journal: yield* rows }
+      })
+    )
     const first = Either.getOrThrow(out.answers[0]!)
     expect(first).toMatchObject({ success: true })
     for (const answer of out.answers) expect(answer).toEqual(Either.right(first))
@@ -297,7 +346,11 @@ describe("settlement pipeline", () => {
   test("Idempotency-Key: 1 to 200 characters, scoped per principal; no answer names another principal's settlement", async () => {
     const a = fixture()
     const buyer = (n: number) => ({ buyer: seededBuyer(100 + n) })
-    const [p1, p2, p3] = [await signedPayment(VERIFIED, buyer(1)), await signedPayment(VERIFIED, buyer(2)), await signedPayment(VERIFIED, buyer(3))]
+    const [p1, p2, p3] = [
+      await signedPayment(VERIFIED, buyer(1)),
+      await signedPayment(VERIFIED, buyer(2)),
+      await signedPayment(VERIFIED, buyer(3))
+    ]
     const apiKeys = ["agent-1", "agent-2"].map((principal, i) => ({ principal, sha256: String(i).repeat(64) }))
     const out = await run(
       [{ id: "a", url: a.url }],
@@ -308,25 +361,52 @@ describe("settlement pipeline", () => {
         // The same key from another principal is another request.
         const otherPrincipal = yield* settle(body(p2), "order-1", "agent-2")
         const reusedOwn = yield* settle(body(p3), "order-1", "agent-1")
-        const foreignPayment = yield* settle(body(p1, { servicePolicy: { maxPricePerRequestUsd: 1 } }), undefined, "agent-2")
+        const foreignPayment = yield* settle(
+          body(p1, { servicePolicy: { maxPricePerRequestUsd: 1 } }),
+          undefined,
+          "agent-2"
+        )
         const journal = yield* rows
         const id = journal[0]!.id
-        const get = (principal: PrincipalId | null) => Effect.flatMap(Settlement, (s) => Effect.either(s.get(SettlementId.make(id), principal)))
-        return { empty, tooLong, first, otherPrincipal, reusedOwn, foreignPayment, journal, own: yield* get(PrincipalId.make("agent-1")), stranger: yield* get(PrincipalId.make("agent-2")), open: yield* get(null) }
+        const get = (principal: PrincipalId | null) =>
+          Effect.flatMap(Settlement, (s) => Effect.either(s.get(SettlementId.make(id), principal)))
+        return {
+          empty,
+          tooLong,
+          first,
+          otherPrincipal,
+          reusedOwn,
+          foreignPayment,
+          journal,
+          own: yield* get(PrincipalId.make("agent-1")),
+          stranger: yield* get(PrincipalId.make("agent-2")),
+          open: yield* get(null)
+        }
       }),
       { apiKeys }
     )
-    expect(errorOf(out.empty)).toMatchObject({ error: "INVALID_REQUEST", message: expect.stringContaining("Idempotency-Key") })
-    expect(errorOf(out.tooLong)).toMatchObject({ error: "INVALID_REQUEST", message: expect.stringContaining("Idempotency-Key") })
+    expect(errorOf(out.empty)).toMatchObject({
+      error: "INVALID_REQUEST",
+      message: expect.stringContaining("Idempotency-Key")
+    })
+    expect(errorOf(out.tooLong)).toMatchObject({
+      error: "INVALID_REQUEST",
+      message: expect.stringContaining("Idempotency-Key")
+    })
     expect(Either.isRight(out.first) && Either.isRight(out.otherPrincipal)).toBe(true)
     expect(out.journal.map((r) => r.principal)).toEqual(["agent-1", "agent-2"])
     const id = out.journal[0]!.id
-    expect(errorOf(out.reusedOwn)).toMatchObject({ error: "IDEMPOTENCY_KEY_REUSED", message: expect.stringContaining(id) })
+    expect(errorOf(out.reusedOwn)).toMatchObject({
+      error: "IDEMPOTENCY_KEY_REUSED",
+      message: expect.stringContaining(id)
+    })
     expect(errorOf(out.foreignPayment)).toMatchObject({ error: "PAYMENT_ALREADY_SUBMITTED" })
     expect(errorOf(out.foreignPayment)?.message).not.toContain(id)
     expect(a.calls("/settle")).toBe(2)
     // An API-key principal reads only its own settlements; the open mode reads any.
-    expect(out.own).toEqual(Either.right(expect.objectContaining({ id, idempotencyKey: "order-1", principal: "agent-1" })))
+    expect(out.own).toEqual(
+      Either.right(expect.objectContaining({ id, idempotencyKey: "order-1", principal: "agent-1" }))
+    )
     expect(errorOf(out.stranger)).toMatchObject({ error: "NOT_FOUND" })
     expect(Either.isRight(out.open)).toBe(true)
   })
@@ -337,7 +417,10 @@ describe("settlement pipeline", () => {
     // The evidence store breaks after the payee was judged: only recording fails.
     const unrecordable = Layer.effect(
       EvidenceRecorder,
-      Effect.map(EvidenceRecorder, (recorder) => ({ ...recorder, recordEconomic: () => Effect.die(new Error("the evidence store is unavailable")) }))
+      Effect.map(EvidenceRecorder, (recorder) => ({
+        ...recorder,
+        recordEconomic: () => Effect.die(new Error("the evidence store is unavailable"))
+      }))
     ).pipe(Layer.provideMerge(knownEvidenceLayer))
     const out = await run(
       [{ id: "a", url: a.url }],
@@ -357,17 +440,23 @@ describe("settlement pipeline", () => {
     const otherPayee = await signedPayment(VERIFIED, { transfer: { to: payee(6) } })
     const otherAsset = await signedPayment(VERIFIED, { transfer: { asset: OTHER_ASSET } })
     const fine = await signedPayment(VERIFIED)
-    const out = await run([{ id: "a", url: a.url }], Effect.gen(function* () {
-      return {
-        overAmount: yield* settle(body(overAmount)),
-        overLimit: yield* settle(body(overAmount, { servicePolicy: { maxPricePerRequestUsd: 0.0015 } })),
-        otherPayee: yield* settle(body(otherPayee)),
-        otherAsset: yield* settle(body(otherAsset)),
-        usdMismatch: yield* settle(body(fine, { amountUsd: 0.01 })),
-        garbled: yield* settle({ ...body(fine), paymentPayload: { ...fine.payment, payload: { transaction: "AAAA" } } } as FacilitatorRequest),
-        journal: yield* rows
-      }
-    }))
+    const out = await run(
+      [{ id: "a", url: a.url }],
+      Effect.gen(function* () {
+        return {
+          overAmount: yield* settle(body(overAmount)),
+          overLimit: yield* settle(body(overAmount, { servicePolicy: { maxPricePerRequestUsd: 0.0015 } })),
+          otherPayee: yield* settle(body(otherPayee)),
+          otherAsset: yield* settle(body(otherAsset)),
+          usdMismatch: yield* settle(body(fine, { amountUsd: 0.01 })),
+          garbled: yield* settle({
+            ...body(fine),
+            paymentPayload: { ...fine.payment, payload: { transaction: "AAAA" } }
+          } as FacilitatorRequest),
+          journal: yield* rows
+        }
+      })
+    )
     expect(errorOf(out.overAmount)).toMatchObject({ error: "TRANSFER_AMOUNT_MISMATCH" })
     expect(errorOf(out.overAmount)?.message).toContain("20000")
     // The policy is judged on what the transaction would really move, not on what the requirements claim.
@@ -393,22 +482,25 @@ describe("settlement pipeline", () => {
       upto: await signedPayment(VERIFIED, {}, { payTo: VERIFIED, scheme: "upto" }),
       otherAssetRequired: await signedPayment(VERIFIED, {}, { payTo: VERIFIED, asset: OTHER_ASSET })
     }
-    const out = await run([{ id: "a", url: a.url }], Effect.gen(function* () {
-      return {
-        price: yield* settle(body(payments.cheap, { servicePolicy: { maxPricePerRequestUsd: 0.0005 } })),
-        scheme: yield* settle(body(payments.cheap, { servicePolicy: { schemes: ["upto"] } })),
-        denied: yield* settle(body(payments.cheap, { servicePolicy: { denyProviders: ["alpha"] } })),
-        badPolicy: yield* settle(body(payments.cheap, { servicePolicy: { maxPricePerRequestUsd: -1 } })),
-        misspelledPolicy: yield* settle(body(payments.cheap, { servicePolicy: { maxPriceperRequestUsd: 0.0005 } })),
-        neverProbed: yield* settle(body(payments.neverProbed)),
-        unknownPayee: yield* settle(body(payments.unknownPayee)),
-        noChallenge: yield* settle(body(payments.noChallenge)),
-        quarantined: yield* settle(body(payments.quarantined)),
-        upto: yield* settle(body(payments.upto)),
-        otherAssetRequired: yield* settle(body(payments.otherAssetRequired)),
-        journal: yield* rows
-      }
-    }))
+    const out = await run(
+      [{ id: "a", url: a.url }],
+      Effect.gen(function* () {
+        return {
+          price: yield* settle(body(payments.cheap, { servicePolicy: { maxPricePerRequestUsd: 0.0005 } })),
+          scheme: yield* settle(body(payments.cheap, { servicePolicy: { schemes: ["upto"] } })),
+          denied: yield* settle(body(payments.cheap, { servicePolicy: { denyProviders: ["alpha"] } })),
+          badPolicy: yield* settle(body(payments.cheap, { servicePolicy: { maxPricePerRequestUsd: -1 } })),
+          misspelledPolicy: yield* settle(body(payments.cheap, { servicePolicy: { maxPriceperRequestUsd: 0.0005 } })),
+          neverProbed: yield* settle(body(payments.neverProbed)),
+          unknownPayee: yield* settle(body(payments.unknownPayee)),
+          noChallenge: yield* settle(body(payments.noChallenge)),
+          quarantined: yield* settle(body(payments.quarantined)),
+          upto: yield* settle(body(payments.upto)),
+          otherAssetRequired: yield* settle(body(payments.otherAssetRequired)),
+          journal: yield* rows
+        }
+      })
+    )
     expect(errorOf(out.price)).toMatchObject({ error: "POLICY_DENIED", code: "PRICE_EXCEEDS_LIMIT" })
     expect(errorOf(out.price)?.message).toContain("worst-case spend 0.001 USD exceeds the limit 0.0005 USD")
     expect(errorOf(out.scheme)).toMatchObject({ error: "POLICY_DENIED", code: "SCHEME_NOT_ALLOWED" })
@@ -431,15 +523,27 @@ describe("settlement pipeline", () => {
   test("an API-key principal's configured policy applies with servicePolicy: both must pass, the tighter limit refuses and is named", async () => {
     const a = fixture()
     const p = await signedPayment(VERIFIED)
-    const key = (principal: string, policy?: AgentPolicy) => ({ principal, sha256: "0".repeat(64), ...(policy ? { policy } : {}) })
-    const apiKeys = [key("agent-1", { maxPricePerRequestUsd: 0.0008 }), key("agent-2", { denyProviders: ["alpha"] }), key("agent-3")]
+    const key = (principal: string, policy?: AgentPolicy) => ({
+      principal,
+      sha256: "0".repeat(64),
+      ...(policy ? { policy } : {})
+    })
+    const apiKeys = [
+      key("agent-1", { maxPricePerRequestUsd: 0.0008 }),
+      key("agent-2", { denyProviders: ["alpha"] }),
+      key("agent-3")
+    ]
     const out = await run(
       [{ id: "a", url: a.url }],
       Effect.gen(function* () {
         return {
           principalOnly: yield* settle(body(p), undefined, "agent-1"),
           looserService: yield* settle(body(p, { servicePolicy: { maxPricePerRequestUsd: 1 } }), undefined, "agent-1"),
-          tighterService: yield* settle(body(p, { servicePolicy: { maxPricePerRequestUsd: 0.0005 } }), undefined, "agent-1"),
+          tighterService: yield* settle(
+            body(p, { servicePolicy: { maxPricePerRequestUsd: 0.0005 } }),
+            undefined,
+            "agent-1"
+          ),
           providerDenied: yield* settle(body(p), undefined, "agent-2"),
           noPolicy: yield* settle(body(p), undefined, "agent-3")
         }
@@ -453,12 +557,17 @@ describe("settlement pipeline", () => {
     expect(errorOf(out.tighterService)).toMatchObject({ code: "PRICE_EXCEEDS_LIMIT" })
     expect(errorOf(out.tighterService)?.message).toContain("servicePolicy")
     expect(errorOf(out.tighterService)?.message).toContain("the limit 0.0005 USD")
-    expect(errorOf(out.providerDenied)).toMatchObject({ code: "PROVIDER_DENIED", message: expect.stringContaining('principal "agent-2"') })
+    expect(errorOf(out.providerDenied)).toMatchObject({
+      code: "PROVIDER_DENIED",
+      message: expect.stringContaining('principal "agent-2"')
+    })
     expect(Either.isRight(out.noPolicy)).toBe(true)
     expect(a.calls("/settle")).toBe(1)
     // The policy is part of the config file's apiKeys entry, decoded as strictly as the rest.
     const entry = { principal: "agent-1", sha256: "0".repeat(64) }
-    expect(Either.isRight(decodeConfigFile({ apiKeys: [{ ...entry, policy: { maxPricePerRequestUsd: 0.01 } }] }))).toBe(true)
+    expect(Either.isRight(decodeConfigFile({ apiKeys: [{ ...entry, policy: { maxPricePerRequestUsd: 0.01 } }] }))).toBe(
+      true
+    )
     const misspelled = decodeConfigFile({ apiKeys: [{ ...entry, policy: { maxPriceperRequestUsd: 0.01 } }] })
     expect(Either.isLeft(misspelled) && misspelled.left.line).toContain("apiKeys[0].policy.maxPriceperRequestUsd")
   })
@@ -497,7 +606,10 @@ describe("settlement pipeline", () => {
     const out = await run(
       [{ id: "a", url: a.url }],
       Effect.gen(function* () {
-        const results = yield* Effect.all(payments.map((p) => settle(body(p))), { concurrency: "unbounded" })
+        const results = yield* Effect.all(
+          payments.map((p) => settle(body(p))),
+          { concurrency: "unbounded" }
+        )
         return { results, journal: yield* rows }
       }),
       { budgets: { feeCeilingStroops: 1_000, globalFeeStroops: 10_000, perPrincipalFeeStroops: 5_000 }, database }
@@ -572,7 +684,10 @@ describe("settlement pipeline", () => {
     const first = await signedPayment(VERIFIED)
     const second = await signedPayment(VERIFIED)
     const out = await run(
-      [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      [
+        { id: "a", url: a.url },
+        { id: "b", url: b.url }
+      ],
       Effect.gen(function* () {
         // Both were healthy at the last poll; a goes away afterwards.
         yield* Effect.promise(() => a.refuse())
@@ -586,17 +701,24 @@ describe("settlement pipeline", () => {
     )
     expect(out.failedOver).toEqual(Either.right(expect.objectContaining({ success: true })))
     expect(out.journal[0]).toMatchObject({ state: "settled", backend_id: "b" })
-    expect(JSON.parse(out.journal[0]!.errors_json)).toEqual([{ backendId: "a", error: expect.stringContaining("cannot connect") }])
+    expect(JSON.parse(out.journal[0]!.errors_json)).toEqual([
+      { backendId: "a", error: expect.stringContaining("cannot connect") }
+    ])
     expect(errorOf(out.gateway)).toMatchObject({ error: "SETTLEMENT_INDETERMINATE" })
     expect(errorOf(out.retry)).toMatchObject({ error: "SETTLEMENT_UNRESOLVED" })
     expect(out.journal[1]).toMatchObject({ state: "indeterminate", backend_id: "b" })
-    expect(JSON.parse(out.journal[1]!.errors_json)).toEqual([{ backendId: "b", error: expect.stringContaining("answered 502") }])
+    expect(JSON.parse(out.journal[1]!.errors_json)).toEqual([
+      { backendId: "b", error: expect.stringContaining("answered 502") }
+    ])
     expect(b.calls("/settle")).toBe(2)
 
     const c = fixture()
     const d = fixture()
     const allFailed = await run(
-      [{ id: "c", url: c.url }, { id: "d", url: d.url }],
+      [
+        { id: "c", url: c.url },
+        { id: "d", url: d.url }
+      ],
       Effect.gen(function* () {
         yield* Effect.promise(() => Promise.all([c.refuse(), d.refuse()]))
         return { first: yield* settle(body(second)), journal: yield* rows }
@@ -606,7 +728,10 @@ describe("settlement pipeline", () => {
     expect(errorOf(allFailed.first)?.message).toMatch(/c: cannot connect.*d: cannot connect/)
     expect(allFailed.journal).toHaveLength(1)
     expect(allFailed.journal[0]?.state).toBe("failed")
-    expect(JSON.parse(allFailed.journal[0]!.errors_json).map((e: { backendId: string }) => e.backendId)).toEqual(["c", "d"])
+    expect(JSON.parse(allFailed.journal[0]!.errors_json).map((e: { backendId: string }) => e.backendId)).toEqual([
+      "c",
+      "d"
+    ])
   })
 
   test("a backend's refusal (success:false) is the answer: journaled failed, not tried elsewhere", async () => {
@@ -614,12 +739,19 @@ describe("settlement pipeline", () => {
     const b = fixture()
     const p = await signedPayment(VERIFIED)
     const out = await run(
-      [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      [
+        { id: "a", url: a.url },
+        { id: "b", url: b.url }
+      ],
       Effect.gen(function* () {
         return { answer: yield* settle(body(p)), journal: yield* rows }
       })
     )
-    expect(out.answer).toEqual(Either.right(expect.objectContaining({ success: false, errorReason: "invalid_exact_stellar_payload_simulation_failed" })))
+    expect(out.answer).toEqual(
+      Either.right(
+        expect.objectContaining({ success: false, errorReason: "invalid_exact_stellar_payload_simulation_failed" })
+      )
+    )
     // The refusal names no transaction: nothing was submitted, so the fee reservation is released.
     expect(out.journal[0]).toMatchObject({ state: "failed", backend_id: "a", transaction_hash: null, fee_stroops: 0 })
     expect(b.calls("/settle")).toBe(0)
@@ -627,7 +759,9 @@ describe("settlement pipeline", () => {
 
   test("a settlement that never reached a backend releases its fee, and the same signed payload may be retried", async () => {
     const a = fixture()
-    const payments = await Promise.all([1, 2, 3, 4].map((n) => signedPayment(VERIFIED, { buyer: seededBuyer(150 + n) })))
+    const payments = await Promise.all(
+      [1, 2, 3, 4].map((n) => signedPayment(VERIFIED, { buyer: seededBuyer(150 + n) }))
+    )
     const [p1, p2, p3, p4] = payments.map((p) => body(p))
     const out = await run(
       [{ id: "a", url: a.url }],
@@ -654,7 +788,12 @@ describe("settlement pipeline", () => {
     expect(a.calls("/settle")).toBe(3)
     // The retry re-entered the pipeline on the same journal entry.
     expect(out.journal).toHaveLength(3)
-    expect(out.journal[0]).toMatchObject({ id: out.afterFailure[0]!.id, state: "settled", backend_id: "a", fee_stroops: 1_000 })
+    expect(out.journal[0]).toMatchObject({
+      id: out.afterFailure[0]!.id,
+      state: "settled",
+      backend_id: "a",
+      fee_stroops: 1_000
+    })
   })
 
   test("a settle that times out is indeterminate: no second backend, and a retry is refused with 409", async () => {
@@ -662,11 +801,19 @@ describe("settlement pipeline", () => {
     const b = fixture()
     const p = await signedPayment(VERIFIED)
     const out = await run(
-      [{ id: "a", url: a.url }, { id: "b", url: b.url }],
+      [
+        { id: "a", url: a.url },
+        { id: "b", url: b.url }
+      ],
       Effect.gen(function* () {
         a.setMode("hang")
         const fiber = yield* Effect.fork(settle(body(p)))
-        yield* pollUntilEffect("backend a holds the settle", Effect.sync(() => a.calls("/settle")), (n) => n > 0, LOOPBACK)
+        yield* pollUntilEffect(
+          "backend a holds the settle",
+          Effect.sync(() => a.calls("/settle")),
+          (n) => n > 0,
+          LOOPBACK
+        )
         yield* TestClock.adjust(Duration.seconds(60))
         const first = yield* Fiber.join(fiber)
         const retry = yield* settle(body(p))
@@ -678,7 +825,11 @@ describe("settlement pipeline", () => {
     expect(errorOf(out.first)).toMatchObject({ error: "SETTLEMENT_INDETERMINATE" })
     expect(errorOf(out.first)?.message).toContain(out.record.id)
     expect(errorOf(out.retry)).toMatchObject({ error: "SETTLEMENT_UNRESOLVED" })
-    expect(out.record).toMatchObject({ state: "indeterminate", backendId: "a", errors: [{ backendId: "a", error: expect.stringContaining("no answer within") }] })
+    expect(out.record).toMatchObject({
+      state: "indeterminate",
+      backendId: "a",
+      errors: [{ backendId: "a", error: expect.stringContaining("no answer within") }]
+    })
     expect([a.calls("/settle"), b.calls("/settle")]).toEqual([1, 0])
   })
 
@@ -688,8 +839,10 @@ describe("settlement pipeline", () => {
     // A run that crashed after journaling: the entry is pending, as the pipeline leaves it before forwarding.
     await run(
       [{ id: "a", url: a.url }],
-      Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql`INSERT INTO settlements (id, idempotency_key, payment_hash, request_hash, state, principal, payer, network,
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) =>
+          sql`INSERT INTO settlements (id, idempotency_key, payment_hash, request_hash, state, principal, payer, network,
             scheme, asset, pay_to, amount, worst_case_units, fee_stroops, errors_json, created_at_ms, updated_at_ms)
           VALUES ('crashed-1', 'k', 'p', 'r', 'pending', 'x', 'x', 'stellar:testnet', 'exact', 'a', 'b', '1', 1, 1, '[]', 1, 1)`
       ),
@@ -705,7 +858,10 @@ describe("settlement pipeline", () => {
   })
 
   test("an unknown settlement id is 404", async () => {
-    const result = await run([], Effect.flatMap(Settlement, (s) => Effect.either(s.get(SettlementId.make("nope"), null))))
+    const result = await run(
+      [],
+      Effect.flatMap(Settlement, (s) => Effect.either(s.get(SettlementId.make("nope"), null)))
+    )
     expect(errorOf(result)).toMatchObject({ error: "NOT_FOUND" })
   })
 })

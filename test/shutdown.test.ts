@@ -1,5 +1,5 @@
-import { afterAll, describe, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
+import { afterAll, describe, expect, test } from "bun:test"
 import { LOOPBACK, pollUntil } from "./support/poll.js"
 import { type SellerProcess, startSellerProcess } from "./support/sellerProcess.js"
 import { request } from "./support/server.js"
@@ -12,19 +12,28 @@ afterAll(async () => {
 const journal = (database: string) => {
   const db = new Database(database, { readonly: true })
   try {
-    return db.query("SELECT state, transaction_hash FROM settlements").all() as Array<{ state: string; transaction_hash: string | null }>
+    return db.query("SELECT state, transaction_hash FROM settlements").all() as Array<{
+      state: string
+      transaction_hash: string | null
+    }>
   } finally {
     db.close()
   }
 }
 
-const settle = (url: string, body: unknown) => request(`${url}/x402/settle`, { method: "POST", json: body }).catch((e: Error) => e)
+const settle = (url: string, body: unknown) =>
+  request(`${url}/x402/settle`, { method: "POST", json: body }).catch((e: Error) => e)
 
 /**
  * A serving process with `count` settles held at a facilitator taking `settleDelayMs`, then
  * SIGTERM: the moment of the signal and the buyers' answers still to come.
  */
-const signalWithSettlesInFlight = async (shutdownGraceSeconds: number, count: number, firstBuyer: number, settleDelayMs: number) => {
+const signalWithSettlesInFlight = async (
+  shutdownGraceSeconds: number,
+  count: number,
+  firstBuyer: number,
+  settleDelayMs: number
+) => {
   const stack = await startSellerProcess({ shutdownGraceSeconds })
   stacks.push(stack)
   const child = await stack.launch()
@@ -32,7 +41,12 @@ const signalWithSettlesInFlight = async (shutdownGraceSeconds: number, count: nu
   const bodies = await Promise.all(Array.from({ length: count }, (_, i) => stack.settleBodyFor(firstBuyer + i)))
   stack.backend.setSettleDelay(settleDelayMs)
   const answers = bodies.map((body) => settle(child.url, body))
-  await pollUntil(`the facilitator holds ${count} settle(s)`, async () => stack.backend.calls("/settle"), (n) => n === count, LOOPBACK)
+  await pollUntil(
+    `the facilitator holds ${count} settle(s)`,
+    async () => stack.backend.calls("/settle"),
+    (n) => n === count,
+    LOOPBACK
+  )
   const signalledAt = Date.now()
   child.child.kill("SIGTERM")
   return { stack, child, bodies, answers, signalledAt }
@@ -44,7 +58,12 @@ describe("graceful shutdown (SIGTERM)", () => {
 
     // While it drains (from a moment after the signal, once the schedules stopped): readiness is
     // 503 with the reason, and a new request is turned away.
-    const ready = await pollUntil("readiness turns 503", () => request(`${child.url}/health/ready`), (r) => r.status === 503, LOOPBACK)
+    const ready = await pollUntil(
+      "readiness turns 503",
+      () => request(`${child.url}/health/ready`),
+      (r) => r.status === 503,
+      LOOPBACK
+    )
     expect(ready.body).toEqual({ error: "NOT_READY", message: expect.stringContaining("shutting down") })
     const turnedAway = await request(`${child.url}/v1/resources`)
     expect(turnedAway.status).toBe(503)
@@ -85,7 +104,12 @@ describe("graceful shutdown (SIGTERM)", () => {
 
   test("a second signal exits at once without waiting for the grace", async () => {
     const { child, answers, signalledAt } = await signalWithSettlesInFlight(30, 1, 40, 10_000)
-    await pollUntil("the drain began", async () => child.output(), (out) => out.includes("shutting down: waiting"), LOOPBACK)
+    await pollUntil(
+      "the drain began",
+      async () => child.output(),
+      (out) => out.includes("shutting down: waiting"),
+      LOOPBACK
+    )
     child.child.kill("SIGINT")
     expect(await child.child.exited).toBe(1)
     expect(Date.now() - signalledAt).toBeLessThan(3_000)

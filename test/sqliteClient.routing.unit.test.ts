@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, test } from "bun:test"
-import { SqlClient, SqlError } from "@effect/sql"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { SqlClient, SqlError } from "@effect/sql"
 import { Deferred, Effect, Fiber } from "effect"
 import { sqliteClientLayer } from "../src/store/sqliteClient.js"
 
@@ -34,12 +34,14 @@ const holdWriter = (sql: SqlClient.SqlClient, release: Deferred.Deferred<void>, 
   Effect.gen(function* () {
     const holding = yield* Deferred.make<void>()
     const fiber = yield* Effect.fork(
-      sql.withTransaction(
-        Effect.zipRight(
-          Effect.zipRight(sql`INSERT INTO t VALUES (2)`, Deferred.succeed(holding, undefined)),
-          Deferred.await(release)
+      sql
+        .withTransaction(
+          Effect.zipRight(
+            Effect.zipRight(sql`INSERT INTO t VALUES (2)`, Deferred.succeed(holding, undefined)),
+            Deferred.await(release)
+          )
         )
-      ).pipe(Effect.tap(() => Effect.sync(committed)))
+        .pipe(Effect.tap(() => Effect.sync(committed)))
     )
     yield* Deferred.await(holding)
     return fiber
@@ -67,14 +69,20 @@ describe("the SQLite client's reader and writer", () => {
       })
     )
     expect(seen.during).toEqual([[1], [1]])
-    expect(seen.afterCommit).toEqual([[1, 2], [1, 2]])
+    expect(seen.afterCommit).toEqual([
+      [1, 2],
+      [1, 2]
+    ])
   })
 
   test("a query inside a transaction sees the transaction's own uncommitted writes", async () => {
     const seen = await onFile((sql) =>
       sql.withTransaction(Effect.zipRight(sql`INSERT INTO t VALUES (2)`, Effect.all([readT(sql), readTWith(sql)])))
     )
-    expect(seen).toEqual([[1, 2], [1, 2]])
+    expect(seen).toEqual([
+      [1, 2],
+      [1, 2]
+    ])
   })
 
   test("a WITH ... INSERT waits for the transaction holding the writer, then commits after it", async () => {

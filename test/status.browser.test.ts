@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect, Option } from "effect"
 import { mkdirSync } from "node:fs"
 import { join, resolve } from "node:path"
+import { Effect, Option } from "effect"
 import type { Browser, Page } from "playwright-core"
+import { ResourceId } from "../src/domain/ids.js"
 import type { RecordedObservation } from "../src/domain/observations.js"
 import type { CatalogEntry } from "../src/domain/resources.js"
 import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
@@ -12,7 +13,6 @@ import { advertised, answeredWithout, observation, timedOut } from "./fixtures/o
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
 import { launchChromium } from "./support/browser.js"
 import { facilitatorsAnswered, request, startServer, testConfig } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 /** Screenshots land here (ignored by git), kept as the run's artefacts. */
 const ARTIFACTS = resolve(import.meta.dir, "..", "test-artifacts", "status")
@@ -22,7 +22,13 @@ const HOUR = 3_600_000
 /** A seller's offer key id as probes record it: a long unbroken word, as real ones are. */
 const LONG_KID = `did:jwk:${Buffer.from(JSON.stringify({ kty: "OKP", crv: "Ed25519", x: "q".repeat(43), alg: "EdDSA" })).toString("base64url")}#0`
 
-const entry = (id: string, provider: string, capability: string, payTo = advertised.payTo, providerName = provider): CatalogEntry => ({
+const entry = (
+  id: string,
+  provider: string,
+  capability: string,
+  payTo = advertised.payTo,
+  providerName = provider
+): CatalogEntry => ({
   resource: {
     id: ResourceId.make(id),
     type: "http",
@@ -42,7 +48,13 @@ const CATALOG = [
   entry("alpha.inspect", "Alpha", "rwa.inspect"),
   entry("bravo.compliance", "Bravo", "rwa.compliance", OTHER_PAYEE),
   entry("charlie.inspect", "Charlie", "rwa.inspect", OTHER_PAYEE),
-  entry("delta.eligibility", "Delta", "rwa.eligibility", OTHER_PAYEE, "Delta Price Raiser (asks more than it advertises after a while)")
+  entry(
+    "delta.eligibility",
+    "Delta",
+    "rwa.eligibility",
+    OTHER_PAYEE,
+    "Delta Price Raiser (asks more than it advertises after a while)"
+  )
 ]
 
 /** Hours ago, in the middle of an hour bucket, so each lands in its own bucket of the 24 h chart. */
@@ -53,19 +65,30 @@ const histories = (now: number): Record<string, ReadonlyArray<RecordedObservatio
   // 12 healthy probes, one an hour, latencies 100..210 ms.
   // The newest names the key that signed its offers, as a probe's note does.
   "alpha.inspect": Array.from({ length: 12 }, (_, i) =>
-    observation(hoursAgo(now, 11 - i), { latencyMs: 100 + i * 10, ...(i === 11 ? { detail: `offer signed by ${LONG_KID}` } : {}) })
+    observation(hoursAgo(now, 11 - i), {
+      latencyMs: 100 + i * 10,
+      ...(i === 11 ? { detail: `offer signed by ${LONG_KID}` } : {})
+    })
   ),
   // Half the probes time out, the newest answers: degraded, not offline.
   "bravo.compliance": Array.from({ length: 8 }, (_, i) =>
     i % 2 === 1 ? observation(hoursAgo(now, 7 - i), { payTo: OTHER_PAYEE }) : timedOut(hoursAgo(now, 7 - i))
   ),
   // Healthy once, then three timeouts in a row: offline.
-  "charlie.inspect": [observation(hoursAgo(now, 4), { payTo: OTHER_PAYEE }), ...[3, 2, 1].map((h) => timedOut(hoursAgo(now, h)))],
+  "charlie.inspect": [
+    observation(hoursAgo(now, 4), { payTo: OTHER_PAYEE }),
+    ...[3, 2, 1].map((h) => timedOut(hoursAgo(now, h)))
+  ],
   // The challenge asks five times the advertised price: quarantined, whatever its availability (3 of 4).
   "delta.eligibility": [
     timedOut(hoursAgo(now, 3)),
     observation(hoursAgo(now, 2), { payTo: OTHER_PAYEE }),
-    observation(hoursAgo(now, 1), { payTo: OTHER_PAYEE, amount: "50000", priceUsd: 0.005, contradiction: "price 0.005 USD is above the advertised 0.001 USD" }),
+    observation(hoursAgo(now, 1), {
+      payTo: OTHER_PAYEE,
+      amount: "50000",
+      priceUsd: 0.005,
+      contradiction: "price 0.005 USD is above the advertised 0.001 USD"
+    }),
     answeredWithout(hoursAgo(now, 0.2), 402, { contradiction: null })
   ]
 })
@@ -84,7 +107,8 @@ const seed = (now: number) =>
     const repo = yield* ResourceReadsRepo
     for (const [id, observations] of Object.entries(histories(now))) {
       const record = Option.getOrThrow(yield* repo.get(ResourceId.make(id)))
-      for (const o of observations) yield* recorder.recordObservation(record, { ...o, resourceId: ResourceId.make(id), url: record.resource.url })
+      for (const o of observations)
+        yield* recorder.recordObservation(record, { ...o, resourceId: ResourceId.make(id), url: record.resource.url })
     }
   })
 
@@ -120,15 +144,16 @@ const open = async (path: string, viewport = { width: 1280, height: 800 }): Prom
   return tab
 }
 
-const rowIds = (page: Page) => page.locator("table.catalog tbody tr").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-id")))
+const rowIds = (page: Page) =>
+  page.locator("table.catalog tbody tr").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-id")))
 
 describe("the status page in a browser", () => {
   test("the catalog table shows every listed resource with its status chip coloured by status", async () => {
     const page = await open("/status")
     expect(await rowIds(page)).toEqual(["alpha.inspect", "bravo.compliance", "charlie.inspect", "delta.eligibility"])
-    const chips = await page.locator("table.catalog tbody tr td:nth-child(5) .chip").evaluateAll((chips) =>
-      chips.map((c) => [c.textContent, getComputedStyle(c).backgroundColor])
-    )
+    const chips = await page
+      .locator("table.catalog tbody tr td:nth-child(5) .chip")
+      .evaluateAll((chips) => chips.map((c) => [c.textContent, getComputedStyle(c).backgroundColor]))
     expect(chips).toEqual([
       ["PAYMENT_VERIFIED", "rgb(209, 242, 219)"],
       ["DEGRADED", "rgb(255, 236, 179)"],
@@ -202,7 +227,10 @@ describe("the status page in a browser", () => {
     await page.screenshot({ path: join(ARTIFACTS, "status-390.png"), fullPage: true })
     const resource = await open("/status/resources/alpha.inspect", phone)
     expect(await resource.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
-    const chartWidth = await resource.locator("svg.chart").first().evaluate((svg) => svg.getBoundingClientRect().width)
+    const chartWidth = await resource
+      .locator("svg.chart")
+      .first()
+      .evaluate((svg) => svg.getBoundingClientRect().width)
     expect(chartWidth).toBeGreaterThan(300)
     expect(chartWidth).toBeLessThanOrEqual(390)
     await resource.screenshot({ path: join(ARTIFACTS, "resource-390.png"), fullPage: true })
@@ -222,7 +250,8 @@ describe("the status page in a browser", () => {
  * inside its card (a phone's) are left out.
  */
 const overflowing = (scrollingTables: boolean) => {
-  const describe = (el: Element) => `${el.tagName.toLowerCase()}${el.getAttribute("class") ? `.${el.getAttribute("class")!.split(" ").join(".")}` : ""} "${(el.textContent ?? "").trim().slice(0, 30)}"`
+  const describe = (el: Element) =>
+    `${el.tagName.toLowerCase()}${el.getAttribute("class") ? `.${el.getAttribute("class")!.split(" ").join(".")}` : ""} "${(el.textContent ?? "").trim().slice(0, 30)}"`
   const viewport = document.documentElement.clientWidth
   const found: Array<string> = []
   for (const card of Array.from(document.querySelectorAll("section"))) {
@@ -232,18 +261,24 @@ const overflowing = (scrollingTables: boolean) => {
       if (r.width === 0 && r.height === 0) continue
       // On a phone a table scrolls sideways inside its card: only what is outside such a box counts.
       if (scrollingTables && el.closest(".scroll") !== null) continue
-      if (r.left < c.left - 0.5 || r.right > c.right + 0.5) found.push(`${describe(el)} leaves its card (${Math.round(r.left)}-${Math.round(r.right)} in ${Math.round(c.left)}-${Math.round(c.right)})`)
-      else if (r.right > viewport + 0.5) found.push(`${describe(el)} leaves the viewport (${Math.round(r.right)} > ${viewport})`)
+      if (r.left < c.left - 0.5 || r.right > c.right + 0.5)
+        found.push(
+          `${describe(el)} leaves its card (${Math.round(r.left)}-${Math.round(r.right)} in ${Math.round(c.left)}-${Math.round(c.right)})`
+        )
+      else if (r.right > viewport + 0.5)
+        found.push(`${describe(el)} leaves the viewport (${Math.round(r.right)} > ${viewport})`)
     }
   }
   for (const svg of Array.from(document.querySelectorAll("svg.chart"))) {
     const s = svg.getBoundingClientRect()
     for (const label of Array.from(svg.querySelectorAll("text"))) {
       const r = label.getBoundingClientRect()
-      if (r.left < s.left - 0.5 || r.right > s.right + 0.5 || r.top < s.top - 0.5 || r.bottom > s.bottom + 0.5) found.push(`chart label ${describe(label)} is cut by its chart`)
+      if (r.left < s.left - 0.5 || r.right > s.right + 0.5 || r.top < s.top - 0.5 || r.bottom > s.bottom + 0.5)
+        found.push(`chart label ${describe(label)} is cut by its chart`)
     }
   }
-  if (document.documentElement.scrollWidth > viewport) found.push(`the page scrolls sideways (${document.documentElement.scrollWidth} > ${viewport})`)
+  if (document.documentElement.scrollWidth > viewport)
+    found.push(`the page scrolls sideways (${document.documentElement.scrollWidth} > ${viewport})`)
   return found
 }
 
@@ -252,10 +287,22 @@ describe("the status page fits screens from 1280 to 1920 wide", () => {
     test(`at ${width} px every catalog column is on screen and nothing leaves its card`, async () => {
       const page = await open("/status", { width, height: 900 })
       const headers = await page.locator("table.catalog thead th").evaluateAll((ths) =>
-        ths.map((th) => ({ label: th.textContent?.replace(/[▲▼]/g, "").trim(), right: th.getBoundingClientRect().right }))
+        ths.map((th) => ({
+          label: th.textContent?.replace(/[▲▼]/g, "").trim(),
+          right: th.getBoundingClientRect().right
+        }))
       )
       expect(headers.map((h) => h.label)).toEqual([
-        "Provider", "Resource", "Capability", "Price (worst case)", "Status", "Level", "Availability", "p95 latency", "Confidence", "Last verified"
+        "Provider",
+        "Resource",
+        "Capability",
+        "Price (worst case)",
+        "Status",
+        "Level",
+        "Availability",
+        "p95 latency",
+        "Confidence",
+        "Last verified"
       ])
       for (const h of headers) expect(h.right).toBeLessThanOrEqual(width)
       expect(await page.evaluate(overflowing, false)).toEqual([])

@@ -1,21 +1,21 @@
-import { apiKeyHash } from "../src/http/authLive.js"
 import { describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect, Exit } from "effect"
 import { FeeBudgetExhausted, NotFound, PolicyDenied, SettlementIndeterminate } from "../src/domain/errors.js"
-import { CatalogTableRepo, type TableClock } from "../src/store/CatalogTableRepo.js"
-import { StoreTest } from "../src/store/Store.js"
+import { ResourceId } from "../src/domain/ids.js"
+import { apiKeyHash } from "../src/http/authLive.js"
 import { sectionAccess } from "../src/status/access.js"
 import { catalogSection } from "../src/status/catalogPage.js"
 import { lineChart } from "../src/status/charts.js"
 import { html } from "../src/status/html.js"
-import { windowSeries } from "../src/status/series.js"
 import { parseCatalogQuery } from "../src/status/StatusReader.js"
+import { windowSeries } from "../src/status/series.js"
+import { CatalogTableRepo, type TableClock } from "../src/store/CatalogTableRepo.js"
+import { StoreTest } from "../src/store/Store.js"
 import { routeMatcher, settleLabels } from "../src/telemetry/labels.js"
 import { confidence } from "../src/verification/metrics.js"
 import { advertised, observation, timedOut } from "./fixtures/observations.js"
 import { request, startServer, testConfig } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 const HOUR = 3_600_000
 
@@ -84,14 +84,20 @@ describe("rendering (pure)", () => {
   })
 
   test("the table's query string is read leniently", () => {
-    expect(parseCatalogQuery(new URLSearchParams("sort=p95&dir=desc&page=3&status=OFFLINE&capability=rwa.inspect"))).toEqual({
+    expect(
+      parseCatalogQuery(new URLSearchParams("sort=p95&dir=desc&page=3&status=OFFLINE&capability=rwa.inspect"))
+    ).toEqual({
       sort: "p95",
       descending: true,
       page: 3,
       status: "OFFLINE",
       capability: "rwa.inspect"
     })
-    expect(parseCatalogQuery(new URLSearchParams("sort=drop%20table&page=-1&status=nope"))).toEqual({ sort: "provider", descending: false, page: 1 })
+    expect(parseCatalogQuery(new URLSearchParams("sort=drop%20table&page=-1&status=nope"))).toEqual({
+      sort: "provider",
+      descending: false,
+      page: 1
+    })
   })
 
   test("who sees facilitators and the journal", () => {
@@ -124,7 +130,13 @@ const observationMetrics = {
 
 describe("labels (pure)", () => {
   test("a path becomes its route template; literal routes win over parameters; unknown paths share one label", () => {
-    const route = routeMatcher(["/v1/resources/:id", "/v1/resources/search", "/status/resources/:id", "/status/style.css", "/status"])
+    const route = routeMatcher([
+      "/v1/resources/:id",
+      "/v1/resources/search",
+      "/status/resources/:id",
+      "/status/style.css",
+      "/status"
+    ])
     expect(route("/v1/resources/abc.def")).toBe("/v1/resources/:id")
     expect(route("/v1/resources/search")).toBe("/v1/resources/search")
     expect(route("/status/style.css")).toBe("/status/style.css")
@@ -134,20 +146,34 @@ describe("labels (pure)", () => {
 
   test("a settle's result and code: settled, pending, declined, refused (4xx codes), error (5xx, defects)", () => {
     expect(settleLabels(Exit.succeed({ success: true, transaction: "ab" }))).toEqual({ result: "settled", code: "OK" })
-    expect(settleLabels(Exit.succeed({ success: false, transaction: "" }))).toEqual({ result: "declined", code: "DECLINED" })
-    expect(settleLabels(Exit.succeed({ success: false, errorReason: "settlement_pending", transaction: "ab" }))).toEqual({
+    expect(settleLabels(Exit.succeed({ success: false, transaction: "" }))).toEqual({
+      result: "declined",
+      code: "DECLINED"
+    })
+    expect(
+      settleLabels(Exit.succeed({ success: false, errorReason: "settlement_pending", transaction: "ab" }))
+    ).toEqual({
       result: "pending",
       code: "SETTLEMENT_PENDING"
     })
     // Pending without a transaction names nothing to follow: an ordinary decline.
-    expect(settleLabels(Exit.succeed({ success: false, errorReason: "settlement_pending", transaction: "" }))).toEqual({ result: "declined", code: "DECLINED" })
-    expect(settleLabels(Exit.fail(new PolicyDenied({ message: "no", code: "PRICE_EXCEEDS_LIMIT" })))).toEqual({ result: "refused", code: "POLICY_DENIED" })
+    expect(settleLabels(Exit.succeed({ success: false, errorReason: "settlement_pending", transaction: "" }))).toEqual({
+      result: "declined",
+      code: "DECLINED"
+    })
+    expect(settleLabels(Exit.fail(new PolicyDenied({ message: "no", code: "PRICE_EXCEEDS_LIMIT" })))).toEqual({
+      result: "refused",
+      code: "POLICY_DENIED"
+    })
     expect(settleLabels(Exit.fail(new FeeBudgetExhausted({ message: "no", retryAfterSeconds: 1 })))).toEqual({
       result: "refused",
       code: "FEE_BUDGET_EXHAUSTED"
     })
     expect(settleLabels(Exit.fail(new NotFound({ message: "no" })))).toEqual({ result: "refused", code: "NOT_FOUND" })
-    expect(settleLabels(Exit.fail(new SettlementIndeterminate({ message: "?" })))).toEqual({ result: "error", code: "SETTLEMENT_INDETERMINATE" })
+    expect(settleLabels(Exit.fail(new SettlementIndeterminate({ message: "?" })))).toEqual({
+      result: "error",
+      code: "SETTLEMENT_INDETERMINATE"
+    })
     expect(settleLabels(Exit.die(new Error("boom")))).toEqual({ result: "error", code: "INTERNAL" })
     expect(settleLabels(Exit.fail({ error: "free text from somewhere" }))).toEqual({ result: "error", code: "OTHER" })
   })
@@ -192,10 +218,25 @@ describe("the catalog table in the store", () => {
       const started = performance.now()
       const first = yield* table.page({ sort: "confidence", descending: true, offset: 0, limit: 50, clock })
       const elapsedMs = performance.now() - started
-      const filtered = yield* table.page({ sort: "p95", descending: false, offset: 100, limit: 50, clock, status: "OFFLINE", capability: "b" })
+      const filtered = yield* table.page({
+        sort: "p95",
+        descending: false,
+        offset: 100,
+        limit: 50,
+        clock,
+        status: "OFFLINE",
+        capability: "b"
+      })
       const sql = yield* SqlClient.SqlClient
-      const rows = yield* sql<{ id: string; n: number; at: string }>`SELECT resource_id AS id, observation_count AS n, last_observed_at AS at
-        FROM resource_metrics WHERE ${sql.in("resource_id", first.rows.map((r) => r.id))}`
+      const rows = yield* sql<{
+        id: string
+        n: number
+        at: string
+      }>`SELECT resource_id AS id, observation_count AS n, last_observed_at AS at
+        FROM resource_metrics WHERE ${sql.in(
+          "resource_id",
+          first.rows.map((r) => r.id)
+        )}`
       return { first, filtered, elapsedMs, rows, counts: yield* table.counts() }
     })
     const { first, filtered, elapsedMs, rows, counts } = await Effect.runPromise(Effect.provide(program, StoreTest))

@@ -30,7 +30,9 @@ describe("chart labels stay inside the chart (pure)", () => {
       startMs: Date.parse("2026-11-28T02:37:00Z"),
       endMs: Date.parse("2026-11-29T02:37:00Z"),
       formatY,
-      series: [{ name: "p", label: "p", color: "#000", points: [{ t: Date.parse("2026-11-29T01:00:00Z"), y: 0.00057 }] }]
+      series: [
+        { name: "p", label: "p", color: "#000", points: [{ t: Date.parse("2026-11-29T01:00:00Z"), y: 0.00057 }] }
+      ]
     }).value
 
   test("the y axis is as wide as its longest label", () => {
@@ -62,12 +64,29 @@ describe("the facilitators section", () => {
   test("an embedded backend shows its fee balance against the floor, its channel leases and its settles", () => {
     expect(formatXlm("123450000")).toBe("12.345 XLM")
     expect(formatXlm("50000000")).toBe("5 XLM")
-    expect(embeddedLine(embedded)).toBe("fee account 12.345 XLM (floor 5 XLM), channels 3/8 leased, settles 12 settled, 2 pending, 1 failed, 4 refused")
+    expect(embeddedLine(embedded)).toBe(
+      "fee account 12.345 XLM (floor 5 XLM), channels 3/8 leased, settles 12 settled, 2 pending, 1 failed, 4 refused"
+    )
     expect(embeddedLine({ ...embedded, feeBalanceStroops: null })).toStartWith("fee account balance not read yet")
     const page = String(
       facilitatorsSection([
-        { id: "embedded", url: "embedded:stellar:testnet", healthy: false, kinds: [], lastCheckedAt: null, lastError: "the fee balance is below the floor", embedded } as any,
-        { id: "http", url: "http://127.0.0.1:1/", healthy: true, kinds: [], lastCheckedAt: null, lastError: null } as any
+        {
+          id: "embedded",
+          url: "embedded:stellar:testnet",
+          healthy: false,
+          kinds: [],
+          lastCheckedAt: null,
+          lastError: "the fee balance is below the floor",
+          embedded
+        } as any,
+        {
+          id: "http",
+          url: "http://127.0.0.1:1/",
+          healthy: true,
+          kinds: [],
+          lastCheckedAt: null,
+          lastError: null
+        } as any
       ])
     )
     expect(page).toContain("channels 3/8 leased")

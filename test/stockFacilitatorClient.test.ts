@@ -23,9 +23,13 @@ const requirements = exactRequirements({ payTo: PAY_TO })
 
 beforeAll(async () => {
   // Room for one sponsored fee per payer in the window: a payer's second settle meets the budget.
-  stack = await startSellerStack((base) => ({ budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 } }))
+  stack = await startSellerStack((base) => ({
+    budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 }
+  }))
   client = new HTTPFacilitatorClient({ url: `${stack.server.url}/x402` })
-  const probe = await Effect.runPromise(stack.server.client.verification.validate({ payload: { resourceId: ResourceId.make(RESOURCE_ID) } }))
+  const probe = await Effect.runPromise(
+    stack.server.client.verification.validate({ payload: { resourceId: ResourceId.make(RESOURCE_ID) } })
+  )
   if (probe.healthy !== true) throw new Error(`the seller did not probe healthy: ${JSON.stringify(probe)}`)
 })
 afterAll(() => stack.stop())
@@ -62,7 +66,13 @@ describe("the stock HTTPFacilitatorClient reads every refusal", () => {
     const payment = await buildExactPayment(requirements, { buyer, transfer: { amount: "9999" } })
     const before = backendCalls()
     const { error, raw } = await settleRefused(payment, requirements)
-    expect(error).toMatchObject({ statusCode: 400, errorReason: "invalid_exact_stellar_payload_wrong_amount", payer: buyer.publicKey(), transaction: "", network: "stellar:testnet" })
+    expect(error).toMatchObject({
+      statusCode: 400,
+      errorReason: "invalid_exact_stellar_payload_wrong_amount",
+      payer: buyer.publicKey(),
+      transaction: "",
+      network: "stellar:testnet"
+    })
     expect(error.errorMessage).toContain("9999")
     expect(raw.status).toBe(400)
     expect(raw.body).toMatchObject({
@@ -86,7 +96,11 @@ describe("the stock HTTPFacilitatorClient reads every refusal", () => {
     const payment = await buildExactPayment(unlisted, { buyer: seededBuyer(73) })
     const { error, raw } = await settleRefused(payment, unlisted)
     expect(error).toMatchObject({ statusCode: 403, errorReason: "policy_denied" })
-    expect(raw.body).toMatchObject({ error: "POLICY_DENIED", code: "NO_VERIFICATION_EVIDENCE", extensions: { sextant: { code: "NO_VERIFICATION_EVIDENCE" } } })
+    expect(raw.body).toMatchObject({
+      error: "POLICY_DENIED",
+      code: "NO_VERIFICATION_EVIDENCE",
+      extensions: { sextant: { code: "NO_VERIFICATION_EVIDENCE" } }
+    })
   })
 
   test("a buyer's price limit: 403 policy_denied with PRICE_EXCEEDS_LIMIT", async () => {
@@ -100,16 +114,26 @@ describe("the stock HTTPFacilitatorClient reads every refusal", () => {
   test("a bogus payer signature: 400 invalid_exact_stellar_payload_missing_payer_signature, no payer claimed", async () => {
     const payment = await buildExactPayment(requirements, { buyer: seededBuyer(75), bogusSignature: true })
     const { error, raw } = await settleRefused(payment, requirements)
-    expect(error).toMatchObject({ statusCode: 400, errorReason: "invalid_exact_stellar_payload_missing_payer_signature", payer: undefined })
+    expect(error).toMatchObject({
+      statusCode: 400,
+      errorReason: "invalid_exact_stellar_payload_missing_payer_signature",
+      payer: undefined
+    })
     expect(raw.body).toMatchObject({ error: "INVALID_PAYER_SIGNATURE" })
   })
 
   test("delegated credentials: 422 invalid_exact_stellar_payload_unsupported_credential_type at verify and settle", async () => {
     const payment = await buildExactPayment(requirements, { buyer: seededBuyer(76), form: "addressWithDelegates" })
     const { error } = await settleRefused(payment, requirements)
-    expect(error).toMatchObject({ statusCode: 422, errorReason: "invalid_exact_stellar_payload_unsupported_credential_type" })
+    expect(error).toMatchObject({
+      statusCode: 422,
+      errorReason: "invalid_exact_stellar_payload_unsupported_credential_type"
+    })
     const refused = await verifyRefused(payment, requirements)
-    expect(refused).toMatchObject({ statusCode: 422, invalidReason: "invalid_exact_stellar_payload_unsupported_credential_type" })
+    expect(refused).toMatchObject({
+      statusCode: 422,
+      invalidReason: "invalid_exact_stellar_payload_unsupported_credential_type"
+    })
   })
 
   test("a nonce already spent on the ledger: 409 nonce_already_consumed", async () => {
@@ -126,7 +150,8 @@ describe("the stock HTTPFacilitatorClient reads every refusal", () => {
 
   test("a payer's sponsored-fee budget spent: 429 fee_budget_exhausted, retryAfterSeconds kept", async () => {
     const buyer = seededBuyer(78)
-    const pay = async () => buildExactPayment(requirements, { buyer, validUntilLedger: stack.ledger.latestLedger() + 50 })
+    const pay = async () =>
+      buildExactPayment(requirements, { buyer, validUntilLedger: stack.ledger.latestLedger() + 50 })
     expect(await client.settle(await pay(), requirements)).toMatchObject({ success: true, payer: buyer.publicKey() })
     const { error, raw } = await settleRefused(await pay(), requirements)
     expect(error).toMatchObject({ statusCode: 429, errorReason: "fee_budget_exhausted", payer: buyer.publicKey() })
@@ -148,25 +173,39 @@ describe("verify runs settle's own checks before any backend", () => {
       payer: seededBuyer(81).publicKey()
     })
     const forged = await buildExactPayment(requirements, { buyer: seededBuyer(82), bogusSignature: true })
-    expect(await verifyRefused(forged, requirements)).toMatchObject({ statusCode: 400, invalidReason: "invalid_exact_stellar_payload_missing_payer_signature" })
-    const raw = await request(`${stack.server.url}/x402/verify`, { method: "POST", json: settleBody(forged, requirements) })
+    expect(await verifyRefused(forged, requirements)).toMatchObject({
+      statusCode: 400,
+      invalidReason: "invalid_exact_stellar_payload_missing_payer_signature"
+    })
+    const raw = await request(`${stack.server.url}/x402/verify`, {
+      method: "POST",
+      json: settleBody(forged, requirements)
+    })
     expect(raw.body).toMatchObject({ isValid: false, error: "INVALID_PAYER_SIGNATURE", message: expect.any(String) })
     expect(verifyCalls()).toBe(before)
     // The same backend calls a sound payment valid: it checks nothing of the above.
-    expect(await client.verify(await buildExactPayment(requirements, { buyer: seededBuyer(83) }), requirements)).toMatchObject({ isValid: true })
+    expect(
+      await client.verify(await buildExactPayment(requirements, { buyer: seededBuyer(83) }), requirements)
+    ).toMatchObject({ isValid: true })
     expect(verifyCalls()).toBe(before + 1)
   })
 
   test("an unverified payee and a spent nonce are refused at verify as at settle", async () => {
     const before = verifyCalls()
     const unlisted = exactRequirements({ payTo: UNLISTED_PAYEE })
-    expect(await verifyRefused(await buildExactPayment(unlisted, { buyer: seededBuyer(84) }), unlisted)).toMatchObject({ statusCode: 403, invalidReason: "policy_denied" })
+    expect(await verifyRefused(await buildExactPayment(unlisted, { buyer: seededBuyer(84) }), unlisted)).toMatchObject({
+      statusCode: 403,
+      invalidReason: "policy_denied"
+    })
     const buyer = seededBuyer(85)
     const payment = await buildExactPayment(requirements, { buyer, validUntilLedger: stack.ledger.latestLedger() + 50 })
     const op = new Transaction(payment.payload.transaction, networkPassphrase("stellar:testnet")).operations[0]
     if (op?.type !== "invokeHostFunction") throw new Error("not an InvokeHostFunction")
     stack.ledger.submit({ func: op.func, auth: op.auth ?? [] }, {})
-    expect(await verifyRefused(payment, requirements)).toMatchObject({ statusCode: 409, invalidReason: "nonce_already_consumed" })
+    expect(await verifyRefused(payment, requirements)).toMatchObject({
+      statusCode: 409,
+      invalidReason: "nonce_already_consumed"
+    })
     expect(verifyCalls()).toBe(before)
   })
 })

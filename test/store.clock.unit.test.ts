@@ -17,7 +17,10 @@ describe("the store follows the Clock", () => {
   it.effect("an unlisted validation is pruned by its age on the TestClock, not the wall clock", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(T0)
-      yield* (yield* CatalogWritesRepo).insertUnlisted(entry("v1", "http://127.0.0.1:9/v1"), "validate", { actor: "someone", reason: "validated" })
+      yield* (yield* CatalogWritesRepo).insertUnlisted(entry("v1", "http://127.0.0.1:9/v1"), "validate", {
+        actor: "someone",
+        reason: "validated"
+      })
       const listings = yield* ResourceListingRepo
       yield* TestClock.adjust(2 * HOUR)
       // Written at T0: a cutoff before T0 keeps it, one after T0 takes it.
@@ -38,8 +41,13 @@ describe("the store follows the Clock", () => {
       yield* listings.setStatus(ResourceId.make("c1"), "LIVE", 1)
       const action = yield* (yield* CurationRepo).quarantine(ResourceId.make("c1"), { actor: "op", reason: "held" })
       const sql = yield* SqlClient.SqlClient
-      const changes = yield* sql<{ at_ms: unknown }>`SELECT at_ms FROM listing_changes WHERE resource_id = 'c1' ORDER BY at_ms`
-      const [row] = yield* sql<{ created_at: string; updated_at: string }>`SELECT created_at, updated_at FROM resources WHERE id = 'c1'`
+      const changes = yield* sql<{
+        at_ms: unknown
+      }>`SELECT at_ms FROM listing_changes WHERE resource_id = 'c1' ORDER BY at_ms`
+      const [row] = yield* sql<{
+        created_at: string
+        updated_at: string
+      }>`SELECT created_at, updated_at FROM resources WHERE id = 'c1'`
       expect(changes.map((c) => Number(c.at_ms))).toEqual([T0, T0 + HOUR])
       expect(row).toEqual({ created_at: new Date(T0).toISOString(), updated_at: new Date(T0 + 2 * HOUR).toISOString() })
       expect(action._tag === "Some" ? action.value.at : null).toBe(new Date(T0 + 2 * HOUR).toISOString())

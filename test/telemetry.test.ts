@@ -1,11 +1,12 @@
-import { apiKeyHash } from "../src/http/authLive.js"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect, Layer } from "effect"
+import { apiKeyHash } from "../src/http/authLive.js"
 import { TelemetryLive } from "../src/telemetry/Telemetry.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
 import { pollUntil } from "./support/poll.js"
 import { SELLER_PAY_TO as PAY_TO, SELLER_RESOURCE_ID as RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
 import { request, testConfig } from "./support/server.js"
+
 const API_KEY = "telemetry-test-secret-key"
 /** The steps of a settle that passes every check (`Settlement.findRepeat` runs only when one refuses). */
 const STEPS = [
@@ -39,9 +40,9 @@ const startCollector = () => {
   })
   const spans = () =>
     bodies.flatMap((body) =>
-      (JSON.parse(body) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<OtlpSpan> }> }> }).resourceSpans.flatMap((r) =>
-        r.scopeSpans.flatMap((s) => s.spans)
-      )
+      (
+        JSON.parse(body) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<OtlpSpan> }> }> }
+      ).resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans))
     )
   return { url: `http://127.0.0.1:${server.port}`, bodies, spans, stop: () => server.stop(true) }
 }
@@ -68,7 +69,11 @@ afterAll(async () => {
 
 describe("traces over OTLP (telemetry.otlpEndpoint)", () => {
   test("a settle exports its steps as spans parented under the HTTP request's server span, with no key in any attribute", async () => {
-    const probe = await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: RESOURCE_ID }, headers: keyed })
+    const probe = await request(`${server.url}/v1/validate`, {
+      method: "POST",
+      json: { resourceId: RESOURCE_ID },
+      headers: keyed
+    })
     expect(probe.body.healthy).toBe(true)
     const requirements = exactRequirements({ payTo: PAY_TO })
     const body = settleBody(await buildExactPayment(requirements, { buyer: seededBuyer(81) }), requirements)
@@ -87,7 +92,11 @@ describe("traces over OTLP (telemetry.otlpEndpoint)", () => {
     /** The chain of parents of a span, up to the root of what was exported. */
     const ancestors = (span: OtlpSpan) => {
       const chain: Array<string> = []
-      for (let at = span.parentSpanId ? byId.get(span.parentSpanId) : undefined; at; at = at.parentSpanId ? byId.get(at.parentSpanId) : undefined) {
+      for (
+        let at = span.parentSpanId ? byId.get(span.parentSpanId) : undefined;
+        at;
+        at = at.parentSpanId ? byId.get(at.parentSpanId) : undefined
+      ) {
         chain.push(at.name)
       }
       return chain
@@ -126,7 +135,11 @@ describe("logFormat", () => {
       console.log = original
     }
     const entry = JSON.parse(lines.find((l) => l.includes("hello from the test")) ?? "{}")
-    expect(entry).toMatchObject({ message: "hello from the test", logLevel: "INFO", annotations: { component: "telemetry-test" } })
+    expect(entry).toMatchObject({
+      message: "hello from the test",
+      logLevel: "INFO",
+      annotations: { component: "telemetry-test" }
+    })
   })
 
   test("telemetry is off by default: no otlpEndpoint, text logs", () => {

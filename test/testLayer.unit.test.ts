@@ -33,14 +33,20 @@ describe("makeTestLayer", () => {
 
   it.effect("an unstubbed method dies naming the service and the method", () =>
     Effect.gen(function* () {
-      const exit = yield* exitWith(Effect.flatMap(Counter, (c) => c.reset(0)), { add: (n) => Effect.succeed(n) })
+      const exit = yield* exitWith(
+        Effect.flatMap(Counter, (c) => c.reset(0)),
+        { add: (n) => Effect.succeed(n) }
+      )
       expect(defectMessage(exit)).toEqual(Option.some("test/Counter.reset was called but the test did not stub it"))
     })
   )
 
   it.effect("an unstubbed Effect member dies the same way", () =>
     Effect.gen(function* () {
-      const exit = yield* exitWith(Effect.flatMap(Counter, (c) => c.current), { add: (n) => Effect.succeed(n) })
+      const exit = yield* exitWith(
+        Effect.flatMap(Counter, (c) => c.current),
+        { add: (n) => Effect.succeed(n) }
+      )
       expect(defectMessage(exit)).toEqual(Option.some("test/Counter.current was called but the test did not stub it"))
     })
   )

@@ -52,13 +52,15 @@ const parse = (file: string) => {
     } else if (kind === K.TemplateHead) templates.push(depth)
     else if (kind === K.OpenBraceToken) depth++
     else if (kind === K.CloseBraceToken) depth--
-    if (kind === K.SingleLineCommentTrivia || kind === K.MultiLineCommentTrivia) comments.push([scanner.getTokenStart(), scanner.getTokenEnd()])
+    if (kind === K.SingleLineCommentTrivia || kind === K.MultiLineCommentTrivia)
+      comments.push([scanner.getTokenStart(), scanner.getTokenEnd()])
     else tokens.push({ kind, text: scanner.getTokenValue() })
   }
   const code = comments.reduceRight((rest, [from, to]) => rest.slice(0, from) + rest.slice(to), text)
   const specifiers = tokens.flatMap((token, i) => {
     const next = tokens[i + 1]
-    const typeOnly = next?.text === "type" && ![K.FromKeyword, K.CommaToken, K.EqualsToken].includes(tokens[i + 2]?.kind ?? K.Unknown)
+    const typeOnly =
+      next?.text === "type" && ![K.FromKeyword, K.CommaToken, K.EqualsToken].includes(tokens[i + 2]?.kind ?? K.Unknown)
     if (typeOnly) return []
     // `import ... "x"` and `export {...} from "x"` / `export * from "x"`: the first string after `from` (or right after import).
     if (token.kind === K.ImportKeyword && next?.kind !== K.OpenParenToken && next?.kind !== K.DotToken) {
@@ -68,7 +70,9 @@ const parse = (file: string) => {
     if (token.kind === K.ExportKeyword && (next?.kind === K.OpenBraceToken || next?.kind === K.AsteriskToken)) {
       const from = tokens.slice(i + 1).findIndex((t) => t.kind === K.FromKeyword || t.kind === K.SemicolonToken)
       const literal = tokens[i + 2 + from]
-      return from >= 0 && tokens[i + 1 + from]?.kind === K.FromKeyword && literal?.kind === K.StringLiteral ? [literal.text] : []
+      return from >= 0 && tokens[i + 1 + from]?.kind === K.FromKeyword && literal?.kind === K.StringLiteral
+        ? [literal.text]
+        : []
     }
     return []
   })
@@ -108,10 +112,14 @@ describe("the unit suite", () => {
     const misnamed = testFiles.flatMap((name) => {
       // This file names the slow code it looks for.
       const slow = SLOW_WITHOUT_IO[name]
-      const reasons = name === "testSuites.unit.test.ts" ? [] : [...slowReasons(join(TEST, name)), ...(slow === undefined ? [] : [slow])]
+      const reasons =
+        name === "testSuites.unit.test.ts"
+          ? []
+          : [...slowReasons(join(TEST, name)), ...(slow === undefined ? [] : [slow])]
       const unit = name.endsWith(".unit.test.ts")
       if (unit && reasons.length > 0) return [`${name} is not a unit test: ${reasons.join("; ")}`]
-      if (!unit && reasons.length === 0) return [`${name} starts nothing slow: name it ${name.replace(/\.test\.ts$/, ".unit.test.ts")}`]
+      if (!unit && reasons.length === 0)
+        return [`${name} starts nothing slow: name it ${name.replace(/\.test\.ts$/, ".unit.test.ts")}`]
       return []
     })
     expect(misnamed).toEqual([])
@@ -119,22 +127,36 @@ describe("the unit suite", () => {
   })
 
   test("the rule sees slow code through the test modules a file imports", () => {
-    expect(slowReasons(join(TEST, "support", "serveProcess.ts"))).toContain("test/support/serveProcess.ts starts a process")
-    expect(slowReasons(join(TEST, "fixtures", "paidResource.ts"))).toContain("test/fixtures/x402Resource.ts starts a server")
+    expect(slowReasons(join(TEST, "support", "serveProcess.ts"))).toContain(
+      "test/support/serveProcess.ts starts a process"
+    )
+    expect(slowReasons(join(TEST, "fixtures", "paidResource.ts"))).toContain(
+      "test/fixtures/x402Resource.ts starts a server"
+    )
     expect(slowReasons(join(TEST, "fixtures", "observations.ts"))).toEqual([])
   })
 
   test("npm run test:unit selects the unit files and npm test every file", () => {
-    const { scripts } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }
+    const { scripts } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
+      scripts: Record<string, string>
+    }
     expect(scripts["test:unit"]).toBe("bun test --timeout 5000 .unit.test.ts")
     expect(scripts.test).toBe("bun test --timeout 60000")
   })
 
   test("every test file the code and the docs name exists, so a renamed test leaves no stale pointer", () => {
-    const naming = [...filesUnder(join(ROOT, "src"), [".ts"]), ...filesUnder(join(ROOT, "docs"), [".md"]), ...filesUnder(TEST, [".ts"])]
+    const naming = [
+      ...filesUnder(join(ROOT, "src"), [".ts"]),
+      ...filesUnder(join(ROOT, "docs"), [".md"]),
+      ...filesUnder(TEST, [".ts"])
+    ]
     const stale = [...naming, join(ROOT, "README.md"), join(ROOT, "CONTRIBUTING.md")]
       .filter(existsSync)
-      .flatMap((file) => [...readFileSync(file, "utf8").matchAll(/test\/[\w./-]+\.test\.ts/g)].map((m) => [relative(ROOT, file), m[0]] as const))
+      .flatMap((file) =>
+        [...readFileSync(file, "utf8").matchAll(/test\/[\w./-]+\.test\.ts/g)].map(
+          (m) => [relative(ROOT, file), m[0]] as const
+        )
+      )
       .filter(([, named]) => !existsSync(join(ROOT, named)))
     expect(stale).toEqual([])
   })
@@ -155,7 +177,9 @@ describe("a fresh machine", () => {
   test("no test file or test module skips tests or depends on a system binary", () => {
     const modules = [...filesUnder(TEST, [".ts"])].filter((f) => !f.endsWith("testSuites.unit.test.ts"))
     const found = modules.flatMap((file) =>
-      SYSTEM_DEPENDENCE.filter(([, pattern]) => pattern.test(parse(file).code)).map(([what]) => `${relative(ROOT, file)} ${what}`)
+      SYSTEM_DEPENDENCE.filter(([, pattern]) => pattern.test(parse(file).code)).map(
+        ([what]) => `${relative(ROOT, file)} ${what}`
+      )
     )
     expect(found).toEqual([])
   })
@@ -163,7 +187,9 @@ describe("a fresh machine", () => {
   test("the rule catches a skipped suite and a system browser", () => {
     const hits = (code: string) => SYSTEM_DEPENDENCE.filter(([, p]) => p.test(code)).map(([what]) => what)
     expect(hits(`describe.skipIf(!available)("on Postgres", () => {})`)).toEqual(["skips tests"])
-    expect(hits(`chromium.launch({ executablePath: "/usr/bin/chromium" })`)).toEqual(["runs a binary from a system folder"])
+    expect(hits(`chromium.launch({ executablePath: "/usr/bin/chromium" })`)).toEqual([
+      "runs a binary from a system folder"
+    ])
     expect(hits(`const onPath = Bun.which("initdb")`)).toEqual(["looks a binary up on PATH"])
     expect(hits(`test("a skip is counted", () => {})`)).toEqual([])
   })

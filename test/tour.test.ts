@@ -2,7 +2,13 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { DEMO_RESOURCES, type DemoServe, EXPECTED_STANDINGS, spawnDemoServe, waitForStandings } from "./support/demoServe.js"
+import {
+  DEMO_RESOURCES,
+  type DemoServe,
+  EXPECTED_STANDINGS,
+  spawnDemoServe,
+  waitForStandings
+} from "./support/demoServe.js"
 import { installJq } from "./support/jqCli.js"
 import { childEnv } from "./support/serveProcess.js"
 
@@ -34,12 +40,18 @@ export const tourCommands = (readme: string): ReadonlyArray<string> => {
  * `receipt.json` lands there and not in the repository).
  */
 const localise = (command: string, port: number) =>
-  command.replaceAll("localhost:4020", `127.0.0.1:${port}`).replaceAll("npx bun src/main.ts", `${process.execPath} ${join(ROOT, "src/main.ts")}`)
+  command
+    .replaceAll("localhost:4020", `127.0.0.1:${port}`)
+    .replaceAll("npx bun src/main.ts", `${process.execPath} ${join(ROOT, "src/main.ts")}`)
 
 const run = async (command: string, cwd: string) => {
   const env = { ...childEnv(), PATH: `${installJq(join(cwd, "bin"))}:${process.env.PATH ?? ""}` }
   const child = Bun.spawn(["sh", "-c", command], { cwd, env, stdout: "pipe", stderr: "pipe" })
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited
+  ])
   return { stdout, stderr, code }
 }
 
@@ -77,7 +89,10 @@ describe("README tour", () => {
   })
 
   test("1. the catalog shows every provider at its standing, with its level", () => {
-    const rows = outputs[0]!.stdout.trim().split("\n").map((line) => line.split("\t"))
+    const rows = outputs[0]!.stdout
+      .trim()
+      .split("\n")
+      .map((line) => line.split("\t"))
     expect(rows.length).toBe(DEMO_RESOURCES)
     for (const [id, status, level] of rows) {
       expect(status).toBe(EXPECTED_STANDINGS[id!.split(".")[0] as keyof typeof EXPECTED_STANDINGS])
@@ -88,7 +103,9 @@ describe("README tour", () => {
   test("2. the metrics of the five inspect providers diverge", () => {
     const byId = new Map(jsonLines(outputs[1]!.stdout).map((m) => [m.resourceId, m]))
     expect(byId.size).toBe(5)
-    expect(byId.get("demo-slow.rwa.inspect").p95LatencyMs).toBeGreaterThan(byId.get("demo-fast.rwa.inspect").p95LatencyMs)
+    expect(byId.get("demo-slow.rwa.inspect").p95LatencyMs).toBeGreaterThan(
+      byId.get("demo-fast.rwa.inspect").p95LatencyMs
+    )
     expect(byId.get("demo-flaky.rwa.inspect").reliability).toBeLessThan(0.8)
     expect(byId.get("demo-raiser.rwa.inspect").priceConsistency).toBeLessThan(1)
     expect(byId.get("stellar-intel.rwa.inspect")).toMatchObject({ reliability: 1, priceConsistency: 1 })
@@ -99,7 +116,13 @@ describe("README tour", () => {
     expect(cheapest).toMatchObject({ optimizeFor: "cheapest", selected: "demo-flaky.rwa.inspect" })
     expect(reliable.optimizeFor).toBe("reliable")
     // HTTP endpoints and MCP tools compete in one route: any fully reliable seller of either kind.
-    expect(["demo-fast.rwa.inspect", "demo-slow.rwa.inspect", "stellar-intel.rwa.inspect", "demo-fast.mcp.inspect", "stellar-intel.mcp.inspect"]).toContain(reliable.selected)
+    expect([
+      "demo-fast.rwa.inspect",
+      "demo-slow.rwa.inspect",
+      "stellar-intel.rwa.inspect",
+      "demo-fast.mcp.inspect",
+      "stellar-intel.mcp.inspect"
+    ]).toContain(reliable.selected)
     for (const decision of [cheapest, reliable]) {
       expect(decision.rejected).toEqual([
         { resourceId: "demo-raiser.rwa.inspect", codes: ["QUARANTINED"], why: expect.stringContaining("QUARANTINED") }
@@ -122,7 +145,8 @@ describe("README tour", () => {
 
 describe("tourCommands", () => {
   test("reads only the Tour section's sh blocks, joining continuations and dropping comments", () => {
-    const readme = "# X\n\n## Tour\n\ntext\n\n```sh\n# a comment\ncurl a \\\n  -d b\n\nnpx bun src/main.ts x\n```\n\n## Next\n\n```sh\nnot this\n```\n"
+    const readme =
+      "# X\n\n## Tour\n\ntext\n\n```sh\n# a comment\ncurl a \\\n  -d b\n\nnpx bun src/main.ts x\n```\n\n## Next\n\n```sh\nnot this\n```\n"
     expect(tourCommands(readme)).toEqual(["curl a -d b", "npx bun src/main.ts x"])
   })
 })

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test"
 import { Either, Schema } from "effect"
 import { EconomicProbesConfig, loadConfig } from "../src/config.js"
-import { policyContext } from "../src/policy/evaluate.js"
 import { economicTargets } from "../src/economic/economicTargets.js"
+import { policyContext } from "../src/policy/evaluate.js"
 import { evidence, option, payee, record } from "./fixtures/evidence.js"
 
 /**
@@ -26,7 +26,11 @@ const untrusted = (id: string, source: string, payTo: string) => ({
 
 describe("economic probe targets", () => {
   const operatorOwn = record("aaa.config", [option({ payTo: payee(1) })])
-  const strangers = [untrusted("aab.registered", "registration", payee(66)), untrusted("aac.bazaar", "bazaar", payee(67)), untrusted("aad.imported", "import:x", payee(68))]
+  const strangers = [
+    untrusted("aab.registered", "registration", payee(66)),
+    untrusted("aac.bazaar", "bazaar", payee(67)),
+    untrusted("aad.imported", "import:x", payee(68))
+  ]
   const listed = [operatorOwn, ...strangers]
   const seen = new Map(listed.map((r) => [r.resource.id, evidence(r.resource.id, now)]))
 
@@ -40,12 +44,27 @@ describe("economic probe targets", () => {
   })
 
   test("per-payee and per-provider caps and a minimum history", () => {
-    const samePayee = ["p.one", "p.two", "p.three"].map((id) => record(id, [option({ payTo: payee(5) })], { provider: `prov-${id}` }))
-    const sameProvider = ["q.one", "q.two", "q.three"].map((id, i) => record(id, [option({ payTo: payee(10 + i) })], { provider: "q" }))
+    const samePayee = ["p.one", "p.two", "p.three"].map((id) =>
+      record(id, [option({ payTo: payee(5) })], { provider: `prov-${id}` })
+    )
+    const sameProvider = ["q.one", "q.two", "q.three"].map((id, i) =>
+      record(id, [option({ payTo: payee(10 + i) })], { provider: "q" })
+    )
     const young = record("r.young", [option({ payTo: payee(20) })])
     const all = [...samePayee, ...sameProvider, young]
-    const history = new Map(all.map((r) => [r.resource.id, evidence(r.resource.id, now, r === young ? { metrics: { observationCount: 2 } } : {})]))
-    const { targets, skipped } = economicTargets(all, history, settings({ maxPerPayee: 1, maxPerProvider: 2, minObservations: 3 }), deployment, context)
+    const history = new Map(
+      all.map((r) => [
+        r.resource.id,
+        evidence(r.resource.id, now, r === young ? { metrics: { observationCount: 2 } } : {})
+      ])
+    )
+    const { targets, skipped } = economicTargets(
+      all,
+      history,
+      settings({ maxPerPayee: 1, maxPerProvider: 2, minObservations: 3 }),
+      deployment,
+      context
+    )
     expect(targets.map((t) => t.record.resource.id)).toEqual<unknown>(["p.one", "q.one", "q.two"])
     expect(skipped.map((s) => [s.resourceId, s.reason.split(" (")[0]])).toEqual([
       ["p.two", `payee ${payee(5)} was paid for 1 resources this cycle`],

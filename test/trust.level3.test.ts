@@ -1,16 +1,16 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Effect } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { apiKeyHash } from "../src/http/authLive.js"
 import { type FixtureLedger, startFixtureLedger } from "./fixtures/ledger.js"
 import { seededBuyer } from "./fixtures/stellarPayment.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { pollUntil } from "./support/poll.js"
 import { ledgerAt, request, startServer, testConfig } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * Level 3 bought for the price of a self-payment, on the rules before the trust model: receipt
@@ -26,9 +26,24 @@ let fixture: X402Fixture
 let ledger: FixtureLedger
 let server: Awaited<ReturnType<typeof startServer>>
 
-const option = { network: "stellar:testnet" as const, scheme: "exact" as const, asset: TESTNET_USDC, amount: FIXTURE_AMOUNT, amountUsd: 0.001, payTo: FIXTURE_PAY_TO }
+const option = {
+  network: "stellar:testnet" as const,
+  scheme: "exact" as const,
+  asset: TESTNET_USDC,
+  amount: FIXTURE_AMOUNT,
+  amountUsd: 0.001,
+  payTo: FIXTURE_PAY_TO
+}
 const entry = (id: string, url: string) => ({
-  resource: { id: ResourceId.make(id), type: "http" as const, name: id, description: "paid demo", url, method: "GET" as const, capabilities: [`demo.${id}`] },
+  resource: {
+    id: ResourceId.make(id),
+    type: "http" as const,
+    name: id,
+    description: "paid demo",
+    url,
+    method: "GET" as const,
+    capabilities: [`demo.${id}`]
+  },
   provider: { id: `${id}-provider`, name: id },
   paymentOptions: [option]
 })
@@ -49,7 +64,11 @@ beforeAll(async () => {
     })
   )
   for (const id of ["one", "two"]) {
-    const probed = await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: id }, headers: keyed })
+    const probed = await request(`${server.url}/v1/validate`, {
+      method: "POST",
+      json: { resourceId: id },
+      headers: keyed
+    })
     expect(probed.body.outcome).toBe("healthy")
   }
 })
@@ -61,7 +80,10 @@ afterAll(async () => {
 
 /** A transfer of the fixture price on the ledger, now. */
 const pays = (from: string, to = FIXTURE_PAY_TO) =>
-  ledger.addTransaction({ transfer: { contract: TESTNET_USDC, from, to, amount: BigInt(FIXTURE_AMOUNT) }, closedAt: new Date() })
+  ledger.addTransaction({
+    transfer: { contract: TESTNET_USDC, from, to, amount: BigInt(FIXTURE_AMOUNT) },
+    closedAt: new Date()
+  })
 /** The buyer's receipt of a paid call to `resourceId` in that transaction. */
 const receipt = (resourceId: string, transactionHash: string) =>
   request(`${server.url}/v1/receipts`, {
@@ -70,7 +92,13 @@ const receipt = (resourceId: string, transactionHash: string) =>
     json: {
       request: { capability: `demo.${resourceId}`, optimizeFor: "cheapest", intent: "a paid call" },
       resourceId,
-      payment: { network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: FIXTURE_AMOUNT, transactionHash },
+      payment: {
+        network: "stellar:testnet",
+        scheme: "exact",
+        asset: TESTNET_USDC,
+        amount: FIXTURE_AMOUNT,
+        transactionHash
+      },
       response: { status: 200, body: '{"ok":true}' }
     }
   })
@@ -78,9 +106,14 @@ const detail = (id: string) => Effect.runPromise(server.client.resources.get({ p
 const evidenceOf = (body: Awaited<ReturnType<typeof detail>>, hash: string) =>
   body.economicEvidence.find((e) => e.transactionHash === hash)
 const settled = (id: string, hash: string) =>
-  pollUntil("the payment's evidence leaves pending", () => detail(id), (body) => !["pending", undefined].includes(evidenceOf(body, hash)?.state), {
-    timeoutMs: 10_000
-  })
+  pollUntil(
+    "the payment's evidence leaves pending",
+    () => detail(id),
+    (body) => !["pending", undefined].includes(evidenceOf(body, hash)?.state),
+    {
+      timeoutMs: 10_000
+    }
+  )
 
 describe("level 3 bound to real buyers", () => {
   test("a payment from the payee to itself earns nothing", async () => {
@@ -116,15 +149,19 @@ describe("level 3 bound to real buyers", () => {
     // The same transaction claimed for the payee's other resource is no evidence about it.
     expect((await receipt("two", first)).status).toBe(200)
     const claimed = await settled("two", first)
-    expect(claimed.economicEvidence.find((e) => e.transactionHash === first && e.state === "rejected")?.reason).toContain(
-      "already counts for resource one"
-    )
+    expect(
+      claimed.economicEvidence.find((e) => e.transactionHash === first && e.state === "rejected")?.reason
+    ).toContain("already counts for resource one")
 
     const second = pays(seededBuyer(92).publicKey())
     expect((await receipt("one", second)).status).toBe(200)
     const twice = await settled("one", second)
     expect(evidenceOf(twice, second)?.state).toBe("confirmed")
-    const lifted = await pollUntil("the resource reaches level 3", () => detail("one"), (d) => d.resource.verificationLevel === 3)
+    const lifted = await pollUntil(
+      "the resource reaches level 3",
+      () => detail("one"),
+      (d) => d.resource.verificationLevel === 3
+    )
     expect(lifted.resource.status).toBe("TRANSACTION_VERIFIED")
     expect(lifted.metrics.transactionSuccessRate).toBe(1)
     expect((await detail("two")).resource.verificationLevel).toBe(2)

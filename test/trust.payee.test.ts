@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Effect } from "effect"
 import { Importer } from "../src/catalog/Importer.js"
 import { TESTNET_USDC } from "../src/config.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { Prober } from "../src/verification/Prober.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
@@ -12,7 +13,6 @@ import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/ste
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture } from "./fixtures/x402Resource.js"
 import { facilitatorsAnswered, request, startServer, testConfig } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * A stranger turning a quarantine against someone else's payee. On the rules before the trust
@@ -43,7 +43,8 @@ const settle = async (paidUrl?: string) => {
   return request(`${server.url}/x402/settle`, { method: "POST", json: settleBody(named, requirements) })
 }
 
-const probe = (resourceId: string) => server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make(resourceId))))
+const probe = (resourceId: string) =>
+  server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make(resourceId))))
 
 beforeAll(async () => {
   const base = testConfig()
@@ -69,11 +70,28 @@ describe("a stranger's quarantine against another's payee", () => {
     raised = false
     const file = join(mkdtempSync(join(tmpdir(), "sextant-trust-import-")), "items.json")
     const url = `http://127.0.0.1:${attacker.port}/imported`
-    const accepts = [{ scheme: "exact", network: "stellar:testnet", amount: FIXTURE_AMOUNT, asset: TESTNET_USDC, payTo: FIXTURE_PAY_TO, maxTimeoutSeconds: 60, extra: {} }]
-    writeFileSync(file, JSON.stringify({ items: [{ resource: url, type: "http", x402Version: 2, accepts, lastUpdated: 1_764_000_000 }] }))
-    const summary = await server.runtime.runPromise(Effect.flatMap(Importer, (i) => i.pull({ id: "public-bazaar", location: file })))
+    const accepts = [
+      {
+        scheme: "exact",
+        network: "stellar:testnet",
+        amount: FIXTURE_AMOUNT,
+        asset: TESTNET_USDC,
+        payTo: FIXTURE_PAY_TO,
+        maxTimeoutSeconds: 60,
+        extra: {}
+      }
+    ]
+    writeFileSync(
+      file,
+      JSON.stringify({ items: [{ resource: url, type: "http", x402Version: 2, accepts, lastUpdated: 1_764_000_000 }] })
+    )
+    const summary = await server.runtime.runPromise(
+      Effect.flatMap(Importer, (i) => i.pull({ id: "public-bazaar", location: file }))
+    )
     expect(summary).toMatchObject({ added: 1 })
-    const [imported] = await server.runtime.runPromise(Effect.flatMap(CatalogWritesRepo, (r) => r.bySource("import:public-bazaar")))
+    const [imported] = await server.runtime.runPromise(
+      Effect.flatMap(CatalogWritesRepo, (r) => r.bySource("import:public-bazaar"))
+    )
     expect((await probe(imported!.id)).healthy).toBe(true)
     raised = true
     expect((await probe(imported!.id)).status).toBe("QUARANTINED")
@@ -84,7 +102,10 @@ describe("a stranger's quarantine against another's payee", () => {
 
   test("the attacker's registered entry naming the victim's payTo is quarantined; the victim's settles still pass", async () => {
     raised = false
-    const registered = await request(`${server.url}/v1/resources/register`, { method: "POST", json: { url: attackUrl } })
+    const registered = await request(`${server.url}/v1/resources/register`, {
+      method: "POST",
+      json: { url: attackUrl }
+    })
     expect(registered.status).toBe(200)
     expect(registered.body.routes[0]).toMatchObject({ outcome: "listed" })
     const attackId: string = registered.body.routes[0].resourceId
@@ -129,7 +150,10 @@ describe("a stranger's registration never opens settles to a payee", () => {
     return request(`${service.url}/x402/settle`, { method: "POST", json: settleBody(payment, requirements) })
   }
   const register = async (service: Awaited<ReturnType<typeof startServer>>, path: string) => {
-    const registered = await request(`${service.url}/v1/resources/register`, { method: "POST", json: { url: target.url(path) } })
+    const registered = await request(`${service.url}/v1/resources/register`, {
+      method: "POST",
+      json: { url: target.url(path) }
+    })
     expect(registered.status).toBe(200)
     expect(registered.body.routes[0]).toMatchObject({ outcome: "listed" })
     const stored = await request(`${service.url}/v1/resources/${registered.body.routes[0].resourceId}`)
@@ -143,7 +167,11 @@ describe("a stranger's registration never opens settles to a payee", () => {
       await register(service, "/paid/registered")
       const after = await settleOn(service)
       expect(after.status).toBe(403)
-      expect(after.body).toMatchObject({ error: "POLICY_DENIED", code: "NO_VERIFICATION_EVIDENCE", message: expect.stringContaining("trusted") })
+      expect(after.body).toMatchObject({
+        error: "POLICY_DENIED",
+        code: "NO_VERIFICATION_EVIDENCE",
+        message: expect.stringContaining("trusted")
+      })
     } finally {
       await service.close()
     }

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import { MAX_REGISTRATION_REQUESTS, MAX_ROUTES } from "../src/catalog/Registration.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { Prober } from "../src/verification/Prober.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { request, startServer, testConfig } from "./support/server.js"
-import { ResourceId } from "../src/domain/ids.js"
 
 /**
  * Probes a caller could bend, on the rules before the trust model:
@@ -37,7 +37,9 @@ beforeAll(async () => {
         openapi: "3.1.0",
         info: { title: "a hundred routes", version: "1" },
         paths: {
-          ...Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`/paid/r${i}`, { get: paidOperation(`route ${i}`) }])),
+          ...Object.fromEntries(
+            Array.from({ length: 100 }, (_, i) => [`/paid/r${i}`, { get: paidOperation(`route ${i}`) }])
+          ),
           "/paid/wipe": { delete: paidOperation("a DELETE") },
           "/paid/replace": { put: paidOperation("a PUT") },
           "/paid/amend": { patch: paidOperation("a PATCH") },
@@ -67,17 +69,24 @@ afterAll(async () => {
 describe("probes no caller can bend", () => {
   test("200 hostile validations with DELETE (and 200 more with the catalog method, each recorded or 429) leave a competitor PAYMENT_VERIFIED on the schedule's evidence", async () => {
     for (let i = 0; i < 200; i++) {
-      const hostileCall = await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "competitor", method: "DELETE" } })
+      const hostileCall = await request(`${server.url}/v1/validate`, {
+        method: "POST",
+        json: { resourceId: "competitor", method: "DELETE" }
+      })
       expect(hostileCall.status).toBe(400)
       expect(hostileCall.body.error).toBe("INVALID_REQUEST")
     }
-    const byUrl = await request(`${server.url}/v1/validate`, { method: "POST", json: { url: target.url("/paid/competitor"), method: "PUT" } })
+    const byUrl = await request(`${server.url}/v1/validate`, {
+      method: "POST",
+      json: { url: target.url("/paid/competitor"), method: "PUT" }
+    })
     expect(byUrl.status).toBe(400)
     const { verification, resources } = server.client
     // Every validation answered 200 is recorded; beyond the allowance (one beside the schedule's
     // probe per interval) it is 429 with Retry-After, never answered and silently dropped.
     const answers = []
-    for (let i = 0; i < 200; i++) answers.push(await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "competitor" } }))
+    for (let i = 0; i < 200; i++)
+      answers.push(await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "competitor" } }))
     const recorded = answers.filter((a) => a.status === 200).length
     expect(recorded).toBe(1)
     for (const refused of answers.filter((a) => a.status !== 200)) {
@@ -96,7 +105,9 @@ describe("probes no caller can bend", () => {
     const count = async () => (await request(`${server.url}/v1/resources/busy/metrics`)).body.observationCount as number
     const before = await count()
     const answers = await Promise.all(
-      Array.from({ length: 10 }, () => request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "busy" } }))
+      Array.from({ length: 10 }, () =>
+        request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "busy" } })
+      )
     )
     const ok = answers.filter((a) => a.status === 200)
     for (const a of answers.filter((x) => x.status !== 200)) {
@@ -111,17 +122,25 @@ describe("probes no caller can bend", () => {
 
   test("a registration naming 100 routes, write methods and //victim path keys sends at most the stated requests, none off the origin", async () => {
     const before = hitsOf(hostile)
-    const registered = await Effect.runPromise(server.client.registration.register({ payload: { origin: hostile.origin } }))
+    const registered = await Effect.runPromise(
+      server.client.registration.register({ payload: { origin: hostile.origin } })
+    )
     const sent = hitsOf(hostile) - before
     expect(sent).toBeLessThanOrEqual(MAX_REGISTRATION_REQUESTS)
     expect(hitsOf(victim)).toBe(0)
     const routes = registered.routes
     expect(routes.filter((r) => r.outcome === "listed")).toHaveLength(MAX_ROUTES)
     for (const method of ["DELETE", "PUT", "PATCH"]) {
-      expect(routes.find((r) => r.method === method)).toMatchObject({ outcome: "skipped", detail: `${method}: registration probes only GET, HEAD and POST routes` })
+      expect(routes.find((r) => r.method === method)).toMatchObject({
+        outcome: "skipped",
+        detail: `${method}: registration probes only GET, HEAD and POST routes`
+      })
     }
     expect(routes.filter((r) => r.detail?.includes("is not a path on") === true)).toHaveLength(2)
-    const one = await request(`${server.url}/v1/resources/register`, { method: "POST", json: { url: hostile.url("/paid/x"), method: "DELETE" } })
+    const one = await request(`${server.url}/v1/resources/register`, {
+      method: "POST",
+      json: { url: hostile.url("/paid/x"), method: "DELETE" }
+    })
     expect(one.status).toBe(400)
   })
 })

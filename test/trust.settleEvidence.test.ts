@@ -29,13 +29,21 @@ const service = async () => {
   )
   running.push(server, { close: () => backend.stop() })
   await facilitatorsAnswered(server.url)
-  expect((await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "fixture.paid" } })).body.outcome).toBe("healthy")
+  expect(
+    (await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "fixture.paid" } })).body.outcome
+  ).toBe("healthy")
   const detail = async () => (await request(`${server.url}/v1/resources/fixture.paid`)).body
   /** A settle by a fresh payer of `amount` to the fixture payee, naming the resource's URL. */
   const settleAs = async (seed: number, amount: string) => {
     const requirements = exactRequirements({ payTo: FIXTURE_PAY_TO, amount })
-    const payment = await buildExactPayment(requirements, { buyer: seededBuyer(seed), validUntilLedger: ledger.latestLedger() + 12 })
-    const body = settleBody({ ...payment, resource: { ...payment.resource!, url: seller().url("/paid") } }, requirements)
+    const payment = await buildExactPayment(requirements, {
+      buyer: seededBuyer(seed),
+      validUntilLedger: ledger.latestLedger() + 12
+    })
+    const body = settleBody(
+      { ...payment, resource: { ...payment.resource!, url: seller().url("/paid") } },
+      requirements
+    )
     const answer = await request(`${server.url}/x402/settle`, { method: "POST", json: body })
     expect(answer).toMatchObject({ status: 200, body: { success: true } })
     return answer.body.transaction as string
@@ -45,7 +53,12 @@ const service = async () => {
     pollUntil(
       "the settles' evidence is judged",
       detail,
-      (body) => hashes.every((h) => body.economicEvidence.some((e: { transactionHash: string; state: string }) => e.transactionHash === h && e.state !== "pending")),
+      (body) =>
+        hashes.every((h) =>
+          body.economicEvidence.some(
+            (e: { transactionHash: string; state: string }) => e.transactionHash === h && e.state !== "pending"
+          )
+        ),
       { timeoutMs: 10_000 }
     )
   return { settleAs, judged }
@@ -59,7 +72,10 @@ describe("evidence costs what it claims", () => {
     expect(after.resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
     for (const hash of hashes) {
       const evidence = after.economicEvidence.find((e: { transactionHash: string }) => e.transactionHash === hash)
-      expect(evidence).toMatchObject({ state: "rejected", reason: expect.stringContaining(`asks at least ${FIXTURE_AMOUNT}`) })
+      expect(evidence).toMatchObject({
+        state: "rejected",
+        reason: expect.stringContaining(`asks at least ${FIXTURE_AMOUNT}`)
+      })
     }
     expect(after.metrics.transactionSuccessRate).toBe(0)
   }, 30_000)

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect } from "effect"
-import { Prober } from "../src/verification/Prober.js"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { refusal, request, startServer, testConfig } from "./support/server.js"
+import { Effect } from "effect"
+import { ResourceId } from "../src/domain/ids.js"
+import { Prober } from "../src/verification/Prober.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
-import { ResourceId } from "../src/domain/ids.js"
+import { refusal, request, startServer, testConfig } from "./support/server.js"
 
 let fixture: X402Fixture
 let untrusted: X402Fixture
@@ -56,7 +56,10 @@ describe("POST /v1/validate", () => {
   })
 
   test("a price above the catalog's quarantines the resource, visible with the resource", async () => {
-    expect(await Effect.runPromise(validate({ resourceId: ResourceId.make("pricey") }))).toMatchObject({ outcome: "healthy", status: "QUARANTINED" })
+    expect(await Effect.runPromise(validate({ resourceId: ResourceId.make("pricey") }))).toMatchObject({
+      outcome: "healthy",
+      status: "QUARANTINED"
+    })
     const detail = await detailOf("pricey")
     expect(detail.resource.status).toBe("QUARANTINED")
     expect(detail.transitions[0]).toMatchObject({ from: "VALIDATING", to: "QUARANTINED" })
@@ -69,9 +72,7 @@ describe("POST /v1/validate", () => {
     const detail = await detailOf(body.resourceId)
     expect(detail.resource).toMatchObject({ url: fixture.url("/paid/elsewhere"), method: "POST" })
     expect(detail.metrics.observationCount).toBe(1)
-    expect(detail.transitions.map((t) => [t.from, t.to])).toEqual([
-      ["DISCOVERED", "PAYMENT_VERIFIED"]
-    ])
+    expect(detail.transitions.map((t) => [t.from, t.to])).toEqual([["DISCOVERED", "PAYMENT_VERIFIED"]])
   })
 
   test("bad requests: unknown resource 404, neither or both fields 400, refused targets 400 with the reason", async () => {
@@ -96,18 +97,28 @@ describe("GET metrics and observations", () => {
   test("metrics come from the recorded probes; an unknown resource is 404", async () => {
     await Effect.runPromise(validate({ resourceId: ResourceId.make("paid") }))
     const body = await Effect.runPromise(server.client.verification.metrics({ path: { id: ResourceId.make("paid") } }))
-    expect(body).toMatchObject({ resourceId: "paid", availability24h: 1, paymentInterfaceSuccessRate: 1, reliability: 1, transactionSuccessRate: 0 })
+    expect(body).toMatchObject({
+      resourceId: "paid",
+      availability24h: 1,
+      paymentInterfaceSuccessRate: 1,
+      reliability: 1,
+      transactionSuccessRate: 0
+    })
     expect(body.observationCount).toBeGreaterThanOrEqual(1)
     expect(body.confidence).toBeGreaterThan(0)
     expect(body.observedPriceUsd).toBe(0.001)
-    expect(await refusal(server.client.verification.metrics({ path: { id: ResourceId.make("nope") } }))).toMatchObject({ error: "NOT_FOUND" })
+    expect(await refusal(server.client.verification.metrics({ path: { id: ResourceId.make("nope") } }))).toMatchObject({
+      error: "NOT_FOUND"
+    })
   })
 
   test("observations page newest first with limit and before; bad cursors are 400", async () => {
     // A second observation within the interval: the schedule's (a caller's validation would not be recorded).
     await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("paid"))))
-    const observations = (id: string, urlParams: Parameters<typeof server.client.verification.observations>[0]["urlParams"]) =>
-      server.client.verification.observations({ path: { id: ResourceId.make(id) }, urlParams })
+    const observations = (
+      id: string,
+      urlParams: Parameters<typeof server.client.verification.observations>[0]["urlParams"]
+    ) => server.client.verification.observations({ path: { id: ResourceId.make(id) }, urlParams })
     const first = await Effect.runPromise(observations("paid", { limit: 1 }))
     expect(first.observations).toHaveLength(1)
     expect(first.nextBefore).toBe(first.observations[0]!.id)

@@ -3,10 +3,7 @@ import { encodePaymentRequiredHeader } from "@x402/core/http"
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types"
 import { Effect, Either } from "effect"
 import { loadConfig, TESTNET_USDC } from "../src/config.js"
-import { contradiction, representativeOption } from "../src/verification/catalogMatch.js"
-import { type ChallengeOption, classify, MAX_CHALLENGE_OPTIONS, readChallenge } from "../src/x402/challenge.js"
-import { confidence, currentMetrics, snapshotFrom } from "../src/verification/metrics.js"
-import { validationRetryAfter } from "../src/verification/probeSlots.js"
+import { ResourceId } from "../src/domain/ids.js"
 import {
   checkAddresses,
   checkUrl,
@@ -15,12 +12,15 @@ import {
   isPublicAddress,
   OutboundTargetRefused
 } from "../src/outbound/outboundGuard.js"
+import { contradiction, representativeOption } from "../src/verification/catalogMatch.js"
+import { confidence, currentMetrics, snapshotFrom } from "../src/verification/metrics.js"
+import { validationRetryAfter } from "../src/verification/probeSlots.js"
 import { deriveStanding, quarantineLifted, statusRules } from "../src/verification/status.js"
-import { percentile, summarizeWindow } from "./support/referenceWindow.js"
+import { type ChallengeOption, classify, MAX_CHALLENGE_OPTIONS, readChallenge } from "../src/x402/challenge.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
 import { FIXTURE_PAY_TO, OTHER_ASSET, OTHER_PAY_TO } from "./fixtures/x402Terms.js"
-import { ResourceId } from "../src/domain/ids.js"
 import { it } from "./support/effectTest.js"
+import { percentile, summarizeWindow } from "./support/referenceWindow.js"
 
 const config = Either.getOrThrow(loadConfig(undefined, {}))
 const verification = config.verification
@@ -62,9 +62,12 @@ describe("outbound guard (pure; nothing here connects anywhere)", () => {
     expect(isPublicAddress(address)).toBe(false)
   })
 
-  test.each(["8.8.8.8", "1.1.1.1", "93.184.216.34", "2606:4700:4700::1111", "::ffff:8.8.8.8"])("%s is public", (address) => {
-    expect(isPublicAddress(address)).toBe(true)
-  })
+  test.each(["8.8.8.8", "1.1.1.1", "93.184.216.34", "2606:4700:4700::1111", "::ffff:8.8.8.8"])(
+    "%s is public",
+    (address) => {
+      expect(isPublicAddress(address)).toBe(true)
+    }
+  )
 
   test("only absolute http(s) URLs without credentials pass the shape check", () => {
     for (const raw of ["ftp://example.com/x", "file:///etc/passwd", "gopher://example.com", "not a url", "/relative"]) {
@@ -101,14 +104,21 @@ describe("outbound guard (pure; nothing here connects anywhere)", () => {
     expect(checkAddresses(url, ["93.184.216.34"], closed)).toBeNull()
     expect(checkAddresses(url, ["10.0.0.5"], { ...closed, allowPrivateTargets: true })).toBeNull()
     const trusted = { ...closed, trustedOrigins: ["http://127.0.0.1:4021"] }
-    expect(checkAddresses(new URL("http://127.0.0.1:4021/stellar-intel/v1/rwa/inspect"), ["127.0.0.1"], trusted)).toBeNull()
-    expect(checkAddresses(new URL("http://127.0.0.1:4022/x"), ["127.0.0.1"], trusted)).toBeInstanceOf(OutboundTargetRefused)
+    expect(
+      checkAddresses(new URL("http://127.0.0.1:4021/stellar-intel/v1/rwa/inspect"), ["127.0.0.1"], trusted)
+    ).toBeNull()
+    expect(checkAddresses(new URL("http://127.0.0.1:4022/x"), ["127.0.0.1"], trusted)).toBeInstanceOf(
+      OutboundTargetRefused
+    )
   })
 
   it.effect("hostnames are resolved before connecting, with the resolver swapped for a table", () =>
     Effect.gen(function* () {
       const looked: Array<string> = []
-      const table: Record<string, Array<string>> = { "internal.example": ["192.168.0.10"], "public.example": ["93.184.216.34"] }
+      const table: Record<string, Array<string>> = {
+        "internal.example": ["192.168.0.10"],
+        "public.example": ["93.184.216.34"]
+      }
       const resolve = (host: string) =>
         Effect.suspend(() => {
           looked.push(host)
@@ -125,36 +135,45 @@ describe("outbound guard (pure; nothing here connects anywhere)", () => {
       yield* guard("http://10.1.2.3/")
       expect(looked).toHaveLength(3)
       // A private-allowed target is resolved all the same: its connection is pinned to that answer.
-      expect(Either.isRight(yield* guard("https://internal.example/", { ...closed, allowPrivateTargets: true }))).toBe(true)
+      expect(Either.isRight(yield* guard("https://internal.example/", { ...closed, allowPrivateTargets: true }))).toBe(
+        true
+      )
       expect(looked).toHaveLength(4)
     })
   )
 })
 
 const v2Challenge = (accepts: Array<Partial<PaymentRequirements>>): PaymentRequired => ({
-    x402Version: 2,
-    resource: { url: "https://example.com/paid" },
-    accepts: accepts.map((a) => ({
-      scheme: "exact",
-      network: "stellar:testnet",
-      amount: "10000",
-      asset: TESTNET_USDC,
-      payTo: FIXTURE_PAY_TO,
-      maxTimeoutSeconds: 60,
-      extra: {},
-      ...a
-    }))
-  })
+  x402Version: 2,
+  resource: { url: "https://example.com/paid" },
+  accepts: accepts.map((a) => ({
+    scheme: "exact",
+    network: "stellar:testnet",
+    amount: "10000",
+    asset: TESTNET_USDC,
+    payTo: FIXTURE_PAY_TO,
+    maxTimeoutSeconds: 60,
+    extra: {},
+    ...a
+  }))
+})
 
 const headers = (entries: Record<string, string>) => (name: string) =>
   Object.entries(entries).find(([k]) => k.toLowerCase() === name.toLowerCase())?.[1]
 
 describe("challenge decoding", () => {
   test("a v2 PAYMENT-REQUIRED header with an acceptable option is healthy", () => {
-    const reading = readChallenge(headers({ "PAYMENT-REQUIRED": encodePaymentRequiredHeader(v2Challenge([{}])) }), undefined)
+    const reading = readChallenge(
+      headers({ "PAYMENT-REQUIRED": encodePaymentRequiredHeader(v2Challenge([{}])) }),
+      undefined
+    )
     expect(reading._tag).toBe("Decoded")
     expect(classify(402, reading, deployment)).toBe("healthy")
-    expect(reading._tag === "Decoded" && reading.options[0]).toMatchObject({ x402Version: 2, amount: "10000", maxAmount: null })
+    expect(reading._tag === "Decoded" && reading.options[0]).toMatchObject({
+      x402Version: 2,
+      amount: "10000",
+      maxAmount: null
+    })
   })
 
   test("a challenge is bounded like a body: a header over the cap, or too many options, is malformed and not decoded", () => {
@@ -164,9 +183,25 @@ describe("challenge decoding", () => {
     const huge = readChallenge(headers({ "PAYMENT-REQUIRED": many }), undefined, 65_536)
     expect(huge).toMatchObject({ _tag: "Malformed" })
     expect(huge._tag === "Malformed" && huge.reason).toContain("65536-byte bound")
-    const options = readChallenge(headers({ "PAYMENT-REQUIRED": encodePaymentRequiredHeader(v2Challenge(Array.from({ length: MAX_CHALLENGE_OPTIONS + 1 }, () => ({})))) }), undefined)
+    const options = readChallenge(
+      headers({
+        "PAYMENT-REQUIRED": encodePaymentRequiredHeader(
+          v2Challenge(Array.from({ length: MAX_CHALLENGE_OPTIONS + 1 }, () => ({})))
+        )
+      }),
+      undefined
+    )
     expect(options._tag === "Malformed" && options.reason).toContain(`${MAX_CHALLENGE_OPTIONS + 1} payment options`)
-    expect(readChallenge(headers({ "PAYMENT-REQUIRED": encodePaymentRequiredHeader(v2Challenge(Array.from({ length: MAX_CHALLENGE_OPTIONS }, () => ({})))) }), undefined)._tag).toBe("Decoded")
+    expect(
+      readChallenge(
+        headers({
+          "PAYMENT-REQUIRED": encodePaymentRequiredHeader(
+            v2Challenge(Array.from({ length: MAX_CHALLENGE_OPTIONS }, () => ({})))
+          )
+        }),
+        undefined
+      )._tag
+    ).toBe("Decoded")
   })
 
   test("a v1 body is read, with maxAmountRequired as the amount", () => {
@@ -200,16 +235,29 @@ describe("challenge decoding", () => {
     const badSchema = readChallenge(header(btoa(JSON.stringify({ x402Version: 2, accepts: "nope" }))), undefined)
     expect(badSchema._tag === "Malformed" && badSchema.reason).toContain("x402 schema")
     // A body that claims x402 v2 without the header is a broken challenge, not an absent one.
-    expect(classify(402, readChallenge(headers({}), { x402Version: 2, accepts: [] }), deployment)).toBe("malformed_challenge")
-    const encode = (accepts: Array<Partial<PaymentRequirements>>) => header(encodePaymentRequiredHeader(v2Challenge(accepts)))
-    expect(classify(402, readChallenge(encode([{ network: "stellar:pubnet" }]), undefined), deployment)).toBe("no_acceptable_option")
-    expect(classify(402, readChallenge(encode([{ asset: OTHER_ASSET }]), undefined), deployment)).toBe("no_acceptable_option")
-    expect(classify(402, readChallenge(encode([{ scheme: "stream" }]), undefined), deployment)).toBe("no_acceptable_option")
-    expect(classify(402, readChallenge(encode([{ amount: "0.001" }]), undefined), deployment)).toBe("no_acceptable_option")
+    expect(classify(402, readChallenge(headers({}), { x402Version: 2, accepts: [] }), deployment)).toBe(
+      "malformed_challenge"
+    )
+    const encode = (accepts: Array<Partial<PaymentRequirements>>) =>
+      header(encodePaymentRequiredHeader(v2Challenge(accepts)))
+    expect(classify(402, readChallenge(encode([{ network: "stellar:pubnet" }]), undefined), deployment)).toBe(
+      "no_acceptable_option"
+    )
+    expect(classify(402, readChallenge(encode([{ asset: OTHER_ASSET }]), undefined), deployment)).toBe(
+      "no_acceptable_option"
+    )
+    expect(classify(402, readChallenge(encode([{ scheme: "stream" }]), undefined), deployment)).toBe(
+      "no_acceptable_option"
+    )
+    expect(classify(402, readChallenge(encode([{ amount: "0.001" }]), undefined), deployment)).toBe(
+      "no_acceptable_option"
+    )
     // The x402 schema itself requires at least one option.
     expect(classify(402, readChallenge(encode([]), undefined), deployment)).toBe("malformed_challenge")
     // One acceptable option among others is enough.
-    expect(classify(402, readChallenge(encode([{ network: "stellar:pubnet" }, {}]), undefined), deployment)).toBe("healthy")
+    expect(classify(402, readChallenge(encode([{ network: "stellar:pubnet" }, {}]), undefined), deployment)).toBe(
+      "healthy"
+    )
   })
 
   test("an upto option's amount is its ceiling", () => {
@@ -217,7 +265,11 @@ describe("challenge decoding", () => {
       headers({ "PAYMENT-REQUIRED": encodePaymentRequiredHeader(v2Challenge([{ scheme: "upto", amount: "50000" }])) }),
       undefined
     )
-    expect(reading._tag === "Decoded" && reading.options[0]).toMatchObject({ scheme: "upto", amount: "50000", maxAmount: "50000" })
+    expect(reading._tag === "Decoded" && reading.options[0]).toMatchObject({
+      scheme: "upto",
+      amount: "50000",
+      maxAmount: "50000"
+    })
   })
 })
 
@@ -238,7 +290,9 @@ describe("challenge against the catalog", () => {
     expect(contradiction([offered({ payTo: OTHER_PAY_TO })], [advertised], 0.05)).toContain("payTo changed")
     expect(contradiction([offered({ asset: OTHER_ASSET })], [advertised], 0.05)).toContain("asset changed")
     expect(contradiction([offered({ amount: "10500" })], [advertised], 0.05)).toBeNull()
-    expect(contradiction([offered({ amount: "10501" })], [advertised], 0.05)).toContain("price above the advertised 10000")
+    expect(contradiction([offered({ amount: "10501" })], [advertised], 0.05)).toContain(
+      "price above the advertised 10000"
+    )
     // Cheaper is no contradiction; options of a kind the catalog does not list are not judged.
     expect(contradiction([offered({ amount: "5000" })], [advertised], 0.05)).toBeNull()
     expect(contradiction([offered({ network: "stellar:pubnet", payTo: OTHER_PAY_TO })], [advertised], 0.05)).toBeNull()
@@ -248,7 +302,9 @@ describe("challenge against the catalog", () => {
   test("upto ceilings are compared with the advertised ceiling", () => {
     const upto = { ...advertised, scheme: "upto" as const, maxAmount: "50000", maxAmountUsd: 0.005 }
     expect(contradiction([offered({ scheme: "upto", amount: "50000", maxAmount: "50000" })], [upto], 0)).toBeNull()
-    expect(contradiction([offered({ scheme: "upto", amount: "60000", maxAmount: "60000" })], [upto], 0)).toContain("price")
+    expect(contradiction([offered({ scheme: "upto", amount: "60000", maxAmount: "60000" })], [upto], 0)).toContain(
+      "price"
+    )
   })
 
   test("the recorded option is the catalog's when offered, else an acceptable one", () => {
@@ -266,7 +322,12 @@ describe("metrics (pure)", () => {
     expect(percentile([], 0.5)).toBeNull()
     expect(percentile([7], 0.95)).toBe(7)
     expect(percentile([10, 20, 30, 40], 0.5)).toBe(20)
-    expect(percentile(Array.from({ length: 100 }, (_, i) => i + 1), 0.95)).toBe(95)
+    expect(
+      percentile(
+        Array.from({ length: 100 }, (_, i) => i + 1),
+        0.95
+      )
+    ).toBe(95)
   })
 
   test("window figures follow DESIGN: answered/probes, valid/answered, their product, prices", () => {
@@ -297,7 +358,10 @@ describe("metrics (pure)", () => {
   test("transaction success rate comes from economic outcomes only", () => {
     const stats = summarizeWindow([observation(0)], { total: 2, successes: 1 }, [advertised])
     expect(snapshotFrom(ResourceId.make("r1"), stats, null, true).transactionSuccessRate).toBe(0.5)
-    expect(snapshotFrom(ResourceId.make("r1"), summarizeWindow([observation(0)], noPayments, [advertised]), null, false).transactionSuccessRate).toBe(0)
+    expect(
+      snapshotFrom(ResourceId.make("r1"), summarizeWindow([observation(0)], noPayments, [advertised]), null, false)
+        .transactionSuccessRate
+    ).toBe(0)
   })
 
   test("confidence: 0 without evidence, grows with probes, halves per half-life, 0 outside the window", () => {
@@ -315,14 +379,23 @@ describe("metrics (pure)", () => {
 
   test("a snapshot whose newest probe left the window reads as no current evidence", () => {
     const t = 1_700_000_000_000
-    const snapshot = snapshotFrom(ResourceId.make("r1"), summarizeWindow([observation(t)], noPayments, [advertised]), null, false)
+    const snapshot = snapshotFrom(
+      ResourceId.make("r1"),
+      summarizeWindow([observation(t)], noPayments, [advertised]),
+      null,
+      false
+    )
     const fresh = currentMetrics(ResourceId.make("r1"), snapshot, t + 1000, verification)
     expect(fresh.confidence).toBeGreaterThan(0)
     expect(fresh.availability24h).toBe(1)
     const stale = currentMetrics(ResourceId.make("r1"), snapshot, t + verification.windowHours * HOUR + 1, verification)
     expect(stale).toMatchObject({ confidence: 0, availability24h: 0, observationCount: 0, p50LatencyMs: null })
     expect(stale.lastVerified).toBe(new Date(t).toISOString())
-    expect(currentMetrics(ResourceId.make("r2"), null, t, verification)).toMatchObject({ resourceId: "r2", confidence: 0, lastVerified: null })
+    expect(currentMetrics(ResourceId.make("r2"), null, t, verification)).toMatchObject({
+      resourceId: "r2",
+      confidence: 0,
+      lastVerified: null
+    })
   })
 })
 
@@ -361,7 +434,13 @@ describe("status machine (pure)", () => {
     const failures = Array.from({ length: n }, (_, i) => timedOut(t + (i + 1) * 1000))
     expect(standing([observation(t), ...failures])).toMatchObject({ status: "OFFLINE", level: 2 })
     expect(standing([observation(t), ...failures.slice(1)])).toMatchObject({ status: "DEGRADED", level: 2 })
-    const mixed = [observation(t), observation(t + 1), observation(t + 2), answeredWithout(t + 3, 402), answeredWithout(t + 4, 402)]
+    const mixed = [
+      observation(t),
+      observation(t + 1),
+      observation(t + 2),
+      answeredWithout(t + 3, 402),
+      answeredWithout(t + 4, 402)
+    ]
     const degraded = standing(mixed)
     expect(degraded).toMatchObject({ status: "DEGRADED", level: 2 })
     expect(degraded.reason).toContain("3 of 5")
@@ -380,9 +459,17 @@ describe("status machine (pure)", () => {
   describe("an automatic quarantine lifts after enough agreeing challenges, spread over a probe interval", () => {
     const interval = rules.probeIntervalSeconds * 1000
     const needed = rules.quarantineReleaseChallenges
-    const raised = (ms: number) => observation(ms, { amount: "20000", priceUsd: 0.002, contradiction: "price 0.002 USD is above the advertised 0.001 USD" })
+    const raised = (ms: number) =>
+      observation(ms, {
+        amount: "20000",
+        priceUsd: 0.002,
+        contradiction: "price 0.002 USD is above the advertised 0.001 USD"
+      })
     /** The contradiction at t, then agreeing challenges one interval apart. */
-    const honestAfter = (n: number) => [raised(t), ...Array.from({ length: n }, (_, i) => observation(t + (i + 1) * interval))]
+    const honestAfter = (n: number) => [
+      raised(t),
+      ...Array.from({ length: n }, (_, i) => observation(t + (i + 1) * interval))
+    ]
     const at = (probes: ReturnType<typeof honestAfter>) => Date.parse(probes[probes.length - 1]!.observedAt) + 1000
 
     test("the default is stated: three in a row", () => {
@@ -399,7 +486,9 @@ describe("status machine (pure)", () => {
     })
 
     test("a seller alternating its price is quarantined after every probe", () => {
-      const probes = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? raised(t + i * interval) : observation(t + i * interval)))
+      const probes = Array.from({ length: 40 }, (_, i) =>
+        i % 2 === 0 ? raised(t + i * interval) : observation(t + i * interval)
+      )
       for (let n = 1; n <= probes.length; n++) {
         const seen = probes.slice(0, n)
         expect(standing(seen, false, at(seen)).status).toBe("QUARANTINED")
@@ -414,11 +503,22 @@ describe("status machine (pure)", () => {
     })
 
     test("probes without a challenge neither count nor break the run; a new contradiction starts it again", () => {
-      const withTimeouts = [raised(t), observation(t + interval), timedOut(t + interval + 1), observation(t + 2 * interval), timedOut(t + 2 * interval + 1), observation(t + 3 * interval)]
+      const withTimeouts = [
+        raised(t),
+        observation(t + interval),
+        timedOut(t + interval + 1),
+        observation(t + 2 * interval),
+        timedOut(t + 2 * interval + 1),
+        observation(t + 3 * interval)
+      ]
       // Lifted: what remains is the earned status under its other conditions (3 healthy of 6 probes).
       expect(standing(withTimeouts, false, at(withTimeouts)).status).toBe("DEGRADED")
       expect(standing(withTimeouts.slice(0, -1), false, at(withTimeouts)).status).toBe("QUARANTINED")
-      const relapse = [...honestAfter(needed - 1), raised(t + needed * interval), observation(t + (needed + 1) * interval)]
+      const relapse = [
+        ...honestAfter(needed - 1),
+        raised(t + needed * interval),
+        observation(t + (needed + 1) * interval)
+      ]
       expect(standing(relapse, false, at(relapse)).status).toBe("QUARANTINED")
     })
 
@@ -427,13 +527,17 @@ describe("status machine (pure)", () => {
       expect(quarantineLifted(run, rules)).toBe(true)
       expect(quarantineLifted({ ...run, agreeing: needed - 1 }, rules)).toBe(false)
       expect(quarantineLifted({ ...run, lastAgreeingMs: 1000 + interval - 1 }, rules)).toBe(false)
-      expect(quarantineLifted({ ...run, agreeing: needed }, { ...rules, quarantineReleaseChallenges: needed + 1 })).toBe(false)
+      expect(
+        quarantineLifted({ ...run, agreeing: needed }, { ...rules, quarantineReleaseChallenges: needed + 1 })
+      ).toBe(false)
     })
 
     test("an operator's quarantine is not lifted by agreeing challenges", () => {
       const probes = honestAfter(needed * 2)
       const operator = { actor: "ops", reason: "held for review", at: new Date(t).toISOString() }
-      expect(deriveStanding(summarizeWindow(probes, noPayments, [advertised]), false, at(probes), rules, operator)).toMatchObject({
+      expect(
+        deriveStanding(summarizeWindow(probes, noPayments, [advertised]), false, at(probes), rules, operator)
+      ).toMatchObject({
         status: "QUARANTINED",
         reason: "quarantined by operator ops: held for review"
       })

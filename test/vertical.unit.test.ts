@@ -1,19 +1,18 @@
 import { describe, expect, test } from "bun:test"
-import { Effect } from "effect"
-import { Address, Asset, Contract, nativeToScVal, Networks, xdr } from "@stellar/stellar-sdk"
-import { Either, Schema } from "effect"
+import { Address, Asset, Contract, Networks, nativeToScVal, xdr } from "@stellar/stellar-sdk"
+import { Effect, Either, Schema } from "effect"
 import { loadConfig } from "../src/config.js"
+import { facilitatorUrlFor } from "../src/outbound/endpoints.js"
+import { DnsFailure } from "../src/outbound/outboundGuard.js"
 import { formatUnits, fromStroops, sumAmounts, toStroops } from "../src/vertical/amounts.js"
 import { EligibilityBody, parseAssetRef } from "../src/vertical/assetRef.js"
 import { classicChanges, contractChanges, largeThreshold, ledgerOfPagingToken } from "../src/vertical/changes.js"
 import { complianceClassic, complianceContract, NO_LEGAL_CONCLUSION } from "../src/vertical/compliance.js"
 import { eligibilityClassic, eligibilityContract } from "../src/vertical/eligibility.js"
-import { DnsFailure } from "../src/outbound/outboundGuard.js"
 import { homeDomainTarget } from "../src/vertical/homeDomain.js"
 import { type AssetIdentity, classicIdentity, instanceFacts, sacClassicAsset } from "../src/vertical/identity.js"
 import { currencyEntry, inspectClassic, issuerSignals } from "../src/vertical/inspect.js"
 import { summarizeEvent, summarizeInstance } from "../src/vertical/sorobanXdr.js"
-import { facilitatorUrlFor } from "../src/outbound/endpoints.js"
 import { type ContractInstance, HorizonAccount, HorizonAssetStats, HorizonOperation } from "../src/vertical/upstream.js"
 import {
   accounts,
@@ -35,9 +34,18 @@ const passphrase = Networks.TESTNET
 const horizonAccount = (id: string) => Schema.decodeUnknownSync(HorizonAccount)(accounts(HOME).get(id))
 const stats = (code: string) => Schema.decodeUnknownSync(HorizonAssetStats)(assets.find((a) => a.asset_code === code))
 const operations = Schema.decodeUnknownSync(Schema.Array(HorizonOperation))(clawOperations(HOME))
-const claw = classicIdentity(`CLAW:${CLAW_ISSUER}`, "stellar:testnet", "classic", { code: "CLAW", issuer: CLAW_ISSUER }, passphrase)
+const claw = classicIdentity(
+  `CLAW:${CLAW_ISSUER}`,
+  "stellar:testnet",
+  "classic",
+  { code: "CLAW", issuer: CLAW_ISSUER },
+  passphrase
+)
 
-const instance = (storage: ReadonlyArray<readonly [unknown, unknown]>, executable: ContractInstance["executable"] = { type: "stellar_asset" }): ContractInstance => ({
+const instance = (
+  storage: ReadonlyArray<readonly [unknown, unknown]>,
+  executable: ContractInstance["executable"] = { type: "stellar_asset" }
+): ContractInstance => ({
   executable,
   storage,
   lastModifiedLedger: 1_201_500,
@@ -46,13 +54,21 @@ const instance = (storage: ReadonlyArray<readonly [unknown, unknown]>, executabl
 
 describe("asset references", () => {
   test("CODE:ISSUER and contract ids parse; everything else says what was expected", () => {
-    expect(parseAssetRef(`CLAW:${CLAW_ISSUER}`)).toEqual(Either.right({ kind: "classic", code: "CLAW", issuer: CLAW_ISSUER }))
+    expect(parseAssetRef(`CLAW:${CLAW_ISSUER}`)).toEqual(
+      Either.right({ kind: "classic", code: "CLAW", issuer: CLAW_ISSUER })
+    )
     expect(parseAssetRef(TTF_CONTRACT)).toEqual(Either.right({ kind: "contract", contractId: TTF_CONTRACT }))
-    expect(parseAssetRef("XLM")).toEqual(Either.left("expected CODE:ISSUER (e.g. USDC:GBBD...) or a contract id (C...)"))
+    expect(parseAssetRef("XLM")).toEqual(
+      Either.left("expected CODE:ISSUER (e.g. USDC:GBBD...) or a contract id (C...)")
+    )
     expect(parseAssetRef(`CLAW:${CLAW_ISSUER}:x`)._tag).toBe("Left")
-    expect(parseAssetRef(`TOOLONGCODE123:${CLAW_ISSUER}`)).toEqual(Either.left("the asset code must be 1 to 12 letters or digits"))
+    expect(parseAssetRef(`TOOLONGCODE123:${CLAW_ISSUER}`)).toEqual(
+      Either.left("the asset code must be 1 to 12 letters or digits")
+    )
     expect(parseAssetRef(`CL-W:${CLAW_ISSUER}`)._tag).toBe("Left")
-    expect(parseAssetRef(`CLAW:${CLAW_ISSUER.slice(0, -1)}A`)).toEqual(Either.left("the issuer is not a valid Stellar account (G...)"))
+    expect(parseAssetRef(`CLAW:${CLAW_ISSUER.slice(0, -1)}A`)).toEqual(
+      Either.left("the issuer is not a valid Stellar account (G...)")
+    )
     expect(parseAssetRef(`${TTF_CONTRACT.slice(0, -1)}A`)._tag).toBe("Left")
   })
 
@@ -95,13 +111,24 @@ describe("home domains", () => {
   }
   const resolve = (host: string) =>
     dns[host] ? Effect.succeed(dns[host]!) : Effect.fail(new DnsFailure({ host, reason: "ENOTFOUND" }))
-  const target = (domain: string, allowPrivate: boolean) => Effect.runSync(homeDomainTarget(domain, allowPrivate, resolve))
+  const target = (domain: string, allowPrivate: boolean) =>
+    Effect.runSync(homeDomainTarget(domain, allowPrivate, resolve))
 
   test("public domains are fetched over https; private, loopback and metadata ones only when allowed, over http", () => {
     expect(target("centre.io", false)).toEqual({ allowHttp: false })
     expect(target("Anchor.Example.com:8443", false)).toEqual({ allowHttp: false })
-    const hostile = ["127.0.0.1:8000", "localhost", "10.1.2.3", "192.168.0.1", "172.20.0.5", "169.254.169.254", "svc.internal",
-      "2130706433", "0x7f.0.0.1", "rebind.example.com"]
+    const hostile = [
+      "127.0.0.1:8000",
+      "localhost",
+      "10.1.2.3",
+      "192.168.0.1",
+      "172.20.0.5",
+      "169.254.169.254",
+      "svc.internal",
+      "2130706433",
+      "0x7f.0.0.1",
+      "rebind.example.com"
+    ]
     for (const domain of hostile) {
       expect(target(domain, false)).toHaveProperty("skip")
       expect(target(domain, true)).toEqual({ allowHttp: true })
@@ -118,9 +145,13 @@ describe("facilitator", () => {
     const { vertical } = Either.getOrThrow(loadConfig(undefined, {}))
     expect(facilitatorUrlFor({ host: "127.0.0.1", port: 4020, vertical })).toBe("http://127.0.0.1:4020/x402")
     expect(facilitatorUrlFor({ host: "0.0.0.0", port: 8080, vertical })).toBe("http://127.0.0.1:8080/x402")
-    expect(facilitatorUrlFor({ host: "0.0.0.0", port: 8080, vertical: { ...vertical, facilitatorUrl: "https://f.example/x402" } })).toBe(
-      "https://f.example/x402"
-    )
+    expect(
+      facilitatorUrlFor({
+        host: "0.0.0.0",
+        port: 8080,
+        vertical: { ...vertical, facilitatorUrl: "https://f.example/x402" }
+      })
+    ).toBe("https://f.example/x402")
   })
 })
 
@@ -138,7 +169,14 @@ describe("identity", () => {
   })
 
   test("instance facts ignore storage that does not follow the common layouts", () => {
-    expect(instanceFacts(instance([["Admin", "not an address"], ["METADATA", "text"]]))).toEqual({
+    expect(
+      instanceFacts(
+        instance([
+          ["Admin", "not an address"],
+          ["METADATA", "text"]
+        ])
+      )
+    ).toEqual({
       name: null,
       symbol: null,
       decimals: null,
@@ -157,12 +195,21 @@ describe("identity", () => {
         val: xdr.ScVal.scvContractInstance(
           new xdr.ScContractInstance({
             executable: xdr.ContractExecutable.contractExecutableWasm(Buffer.alloc(32, 1)),
-            storage: [new xdr.ScMapEntry({ key: xdr.ScVal.scvVec([xdr.ScVal.scvSymbol("Admin")]), val: new Address(TTF_ADMIN).toScVal() })]
+            storage: [
+              new xdr.ScMapEntry({
+                key: xdr.ScVal.scvVec([xdr.ScVal.scvSymbol("Admin")]),
+                val: new Address(TTF_ADMIN).toScVal()
+              })
+            ]
           })
         )
       })
     )
-    const summary = summarizeInstance({ key: new Contract(TTF_CONTRACT).getFootprint(), val: entry, lastModifiedLedgerSeq: 7 })
+    const summary = summarizeInstance({
+      key: new Contract(TTF_CONTRACT).getFootprint(),
+      val: entry,
+      lastModifiedLedgerSeq: 7
+    })
     expect(summary).toEqual({
       executable: { type: "wasm", wasmHash: "01".repeat(32) },
       storage: [[["Admin"], TTF_ADMIN]],
@@ -181,7 +228,14 @@ describe("identity", () => {
       topic: [xdr.ScVal.scvSymbol("mint"), new Address(HOLDER).toScVal(), xdr.ScVal.scvString("TTF")],
       value: nativeToScVal({ amount: 5n }, { type: { amount: ["symbol", "i128"] } })
     })
-    expect(event).toEqual({ name: "mint", addresses: [HOLDER], value: { amount: 5n }, ledger: 9, time: "2025-06-02T00:00:00Z", transaction: "ab" })
+    expect(event).toEqual({
+      name: "mint",
+      addresses: [HOLDER],
+      value: { amount: 5n },
+      ledger: 9,
+      time: "2025-06-02T00:00:00Z",
+      transaction: "ab"
+    })
   })
 })
 
@@ -196,15 +250,33 @@ describe("inspect", () => {
     })
     expect(answer.supply).toMatchObject({ total: "1000000.0000000", claimableBalances: "5.0000000" })
     expect(answer.holders).toMatchObject({ trustlines: 4, authorized: 3, authorizedToMaintainLiabilities: 1 })
-    expect(answer.issuer?.flags).toEqual({ authRequired: false, authRevocable: true, authClawbackEnabled: true, authImmutable: false })
+    expect(answer.issuer?.flags).toEqual({
+      authRequired: false,
+      authRevocable: true,
+      authClawbackEnabled: true,
+      authImmutable: false
+    })
     expect(answer.technical).toEqual({
       issued: true,
-      contract: { deployed: false, executable: null, wasmHash: null, admin: null, lastModifiedLedger: null, liveUntilLedger: null }
+      contract: {
+        deployed: false,
+        executable: null,
+        wasmHash: null,
+        admin: null,
+        lastModifiedLedger: null,
+        liveUntilLedger: null
+      }
     })
   })
 
   test("an asset with no trustline yet has zero supply and holders, and says so", () => {
-    const answer = inspectClassic({ identity: claw, issuer: horizonAccount(CLAW_ISSUER), stats: null, sac: null, toml: { status: "skipped", reason: "x" } })
+    const answer = inspectClassic({
+      identity: claw,
+      issuer: horizonAccount(CLAW_ISSUER),
+      stats: null,
+      sac: null,
+      toml: { status: "skipped", reason: "x" }
+    })
     expect(answer.supply?.total).toBe("0.0000000")
     expect(answer.holders?.trustlines).toBe(0)
     expect(answer.technical.issued).toBe(false)
@@ -214,18 +286,38 @@ describe("inspect", () => {
   test("an issuer whose signers cannot reach the medium threshold can no longer issue", () => {
     const account = horizonAccount(CLAW_ISSUER)
     expect(issuerSignals(account).issuanceLocked).toBe(false)
-    expect(issuerSignals({ ...account, signers: [{ key: CLAW_ISSUER, weight: 0, type: "ed25519_public_key" }] }).issuanceLocked).toBe(true)
-    expect(issuerSignals({ ...account, thresholds: { low_threshold: 1, med_threshold: 5, high_threshold: 5 } }).issuanceLocked).toBe(true)
+    expect(
+      issuerSignals({ ...account, signers: [{ key: CLAW_ISSUER, weight: 0, type: "ed25519_public_key" }] })
+        .issuanceLocked
+    ).toBe(true)
+    expect(
+      issuerSignals({ ...account, thresholds: { low_threshold: 1, med_threshold: 5, high_threshold: 5 } })
+        .issuanceLocked
+    ).toBe(true)
   })
 
   test("the stellar.toml currency entry is the one for this code and issuer, limited to SEP-1 fields", () => {
     const document = {
       CURRENCIES: [
         { code: "CLAW", issuer: RWAB_ISSUER, name: "impostor" },
-        { code: "CLAW", issuer: CLAW_ISSUER, name: "Claw", is_asset_anchored: true, display_decimals: 2, secret: "x", nested: { a: 1 } }
+        {
+          code: "CLAW",
+          issuer: CLAW_ISSUER,
+          name: "Claw",
+          is_asset_anchored: true,
+          display_decimals: 2,
+          secret: "x",
+          nested: { a: 1 }
+        }
       ]
     }
-    expect(currencyEntry(document, "CLAW", CLAW_ISSUER)).toEqual({ code: "CLAW", issuer: CLAW_ISSUER, name: "Claw", is_asset_anchored: true, display_decimals: 2 })
+    expect(currencyEntry(document, "CLAW", CLAW_ISSUER)).toEqual({
+      code: "CLAW",
+      issuer: CLAW_ISSUER,
+      name: "Claw",
+      is_asset_anchored: true,
+      display_decimals: 2
+    })
     expect(currencyEntry(document, "OTHR", CLAW_ISSUER)).toBeNull()
     expect(currencyEntry({ CURRENCIES: "nope" }, "CLAW", CLAW_ISSUER)).toBeNull()
   })
@@ -233,7 +325,11 @@ describe("inspect", () => {
 
 describe("changes", () => {
   test("the issuer's operations become dated changes: flags, home domain, large mints and burns, clawbacks, deauthorisations", () => {
-    const changes = classicChanges({ code: "CLAW", issuer: CLAW_ISSUER }, operations, largeThreshold("1000000.0000000", 0.01))
+    const changes = classicChanges(
+      { code: "CLAW", issuer: CLAW_ISSUER },
+      operations,
+      largeThreshold("1000000.0000000", 0.01)
+    )
     expect(changes.map((c) => [c.kind, c.ledger])).toEqual([
       ["burn", 1_203_200],
       ["trustline_authorization_changed", 1_203_100],
@@ -242,33 +338,74 @@ describe("changes", () => {
       ["home_domain_changed", 1_201_010],
       ["issuer_flags_changed", 1_201_010]
     ])
-    expect(changes[1]?.details).toEqual({ trustor: FROZEN_HOLDER, set: ["authorized_to_maintain_liabilities"], cleared: ["authorized"] })
+    expect(changes[1]?.details).toEqual({
+      trustor: FROZEN_HOLDER,
+      set: ["authorized_to_maintain_liabilities"],
+      cleared: ["authorized"]
+    })
     expect(changes[5]?.details).toEqual({ set: ["auth_revocable", "auth_clawback_enabled"], cleared: [] })
     expect(changes[3]?.time).toBe("2025-06-02T03:28:20Z")
   })
 
   test("without a supply every mint and burn is listed; failed transactions and other assets never are", () => {
     const changes = classicChanges({ code: "CLAW", issuer: CLAW_ISSUER }, operations, null)
-    expect(changes.filter((c) => c.kind === "mint").map((c) => c.details.amount)).toEqual(["10.0000000", "50000.0000000"])
+    expect(changes.filter((c) => c.kind === "mint").map((c) => c.details.amount)).toEqual([
+      "10.0000000",
+      "50000.0000000"
+    ])
     expect(changes.some((c) => c.details.amount === "90000.0000000")).toBe(false)
     expect(changes.filter((c) => c.kind === "issuer_flags_changed")).toHaveLength(1)
   })
 
   test("SAC balance changes in contract invocations and allow_trust count as changes of the classic asset", () => {
     const [base] = operations
-    const op = (fields: Partial<HorizonOperation>): HorizonOperation => ({ ...(base as HorizonOperation), transaction_successful: true, ...fields })
+    const op = (fields: Partial<HorizonOperation>): HorizonOperation => ({
+      ...(base as HorizonOperation),
+      transaction_successful: true,
+      ...fields
+    })
     const changes = classicChanges(
       { code: "CLAW", issuer: CLAW_ISSUER },
       [
         op({
           type: "invoke_host_function",
           asset_balance_changes: [
-            { type: "mint", from: CLAW_ISSUER, to: TTF_CONTRACT, amount: "20000.0000000", asset_type: "credit_alphanum4", asset_code: "CLAW", asset_issuer: CLAW_ISSUER },
-            { type: "transfer", from: HOLDER, to: TTF_CONTRACT, amount: "20000.0000000", asset_type: "credit_alphanum4", asset_code: "CLAW", asset_issuer: CLAW_ISSUER },
-            { type: "clawback", from: HOLDER, amount: "1.0000000", asset_type: "credit_alphanum4", asset_code: "CLAW", asset_issuer: CLAW_ISSUER }
+            {
+              type: "mint",
+              from: CLAW_ISSUER,
+              to: TTF_CONTRACT,
+              amount: "20000.0000000",
+              asset_type: "credit_alphanum4",
+              asset_code: "CLAW",
+              asset_issuer: CLAW_ISSUER
+            },
+            {
+              type: "transfer",
+              from: HOLDER,
+              to: TTF_CONTRACT,
+              amount: "20000.0000000",
+              asset_type: "credit_alphanum4",
+              asset_code: "CLAW",
+              asset_issuer: CLAW_ISSUER
+            },
+            {
+              type: "clawback",
+              from: HOLDER,
+              amount: "1.0000000",
+              asset_type: "credit_alphanum4",
+              asset_code: "CLAW",
+              asset_issuer: CLAW_ISSUER
+            }
           ]
         }),
-        op({ type: "allow_trust", asset_code: "CLAW", asset_issuer: CLAW_ISSUER, trustor: HOLDER, authorize: false, authorize_to_maintain_liabilities: false })
+        op({
+          type: "allow_trust",
+          asset_code: "CLAW",
+          asset_issuer: CLAW_ISSUER,
+          trustor: HOLDER,
+          authorize: false,
+          authorize_to_maintain_liabilities: false
+        })
       ],
       10000_0000000n
     )
@@ -288,9 +425,30 @@ describe("changes", () => {
         toLedger: 100,
         events: [
           { name: "mint", addresses: [TTF_ADMIN, HOLDER], value: 15n, ledger: 10, time: "t10", transaction: "a" },
-          { name: "mint", addresses: [HOLDER], value: { amount: 5n, to_muxed_id: 7n }, ledger: 20, time: "t20", transaction: "b" },
-          { name: "set_authorized", addresses: [TTF_ADMIN, FROZEN_HOLDER], value: false, ledger: 30, time: "t30", transaction: "c" },
-          { name: "transfer", addresses: [HOLDER, FROZEN_HOLDER], value: 1n, ledger: 40, time: "t40", transaction: "d" },
+          {
+            name: "mint",
+            addresses: [HOLDER],
+            value: { amount: 5n, to_muxed_id: 7n },
+            ledger: 20,
+            time: "t20",
+            transaction: "b"
+          },
+          {
+            name: "set_authorized",
+            addresses: [TTF_ADMIN, FROZEN_HOLDER],
+            value: false,
+            ledger: 30,
+            time: "t30",
+            transaction: "c"
+          },
+          {
+            name: "transfer",
+            addresses: [HOLDER, FROZEN_HOLDER],
+            value: 1n,
+            ledger: 40,
+            time: "t40",
+            transaction: "d"
+          },
           { name: "burn", addresses: [HOLDER], value: "not an amount", ledger: 50, time: "t50", transaction: "e" }
         ]
       },
@@ -314,7 +472,12 @@ describe("compliance", () => {
   const identity: AssetIdentity = { ...claw }
 
   test("restrictions mirror the issuer's flags and the SAC admin, with the fixed no-legal-conclusion statement", () => {
-    const answer = complianceClassic(identity, horizonAccount(RWAB_ISSUER), { name: null, symbol: null, decimals: null, admin: RWAB_ISSUER })
+    const answer = complianceClassic(identity, horizonAccount(RWAB_ISSUER), {
+      name: null,
+      symbol: null,
+      decimals: null,
+      admin: RWAB_ISSUER
+    })
     expect(answer.restrictions.map((r) => [r.name, r.present])).toEqual([
       ["authorization_required", true],
       ["clawback_enabled", false],
@@ -323,7 +486,12 @@ describe("compliance", () => {
     ])
     expect(answer.admin).toBe(RWAB_ISSUER)
     expect(answer.statement).toBe(NO_LEGAL_CONCLUSION)
-    expect(complianceClassic(identity, horizonAccount(CLAW_ISSUER), null).restrictions.map((r) => r.present)).toEqual([false, true, true, false])
+    expect(complianceClassic(identity, horizonAccount(CLAW_ISSUER), null).restrictions.map((r) => r.present)).toEqual([
+      false,
+      true,
+      true,
+      false
+    ])
   })
 
   test("a custom token's flags are unknown rather than absent", () => {
@@ -337,12 +505,20 @@ describe("eligibility", () => {
   test("an authorised trustline with room is eligible; each failing signal is named", () => {
     const ok = eligibilityClassic(claw, HOLDER, horizonAccount(HOLDER))
     expect(ok.eligible).toBe(true)
-    expect(ok.signals.map((s) => s.name)).toEqual(["account_exists", "trustline_present", "trustline_authorized", "limit_headroom"])
+    expect(ok.signals.map((s) => s.name)).toEqual([
+      "account_exists",
+      "trustline_present",
+      "trustline_authorized",
+      "limit_headroom"
+    ])
     const frozen = eligibilityClassic(claw, FROZEN_HOLDER, horizonAccount(FROZEN_HOLDER))
     expect(frozen.eligible).toBe(false)
     expect(frozen.signals.find((s) => !s.ok)?.detail).toContain("maintain liabilities")
     const noTrustline = eligibilityClassic(claw, TTF_ADMIN, horizonAccount(TTF_ADMIN))
-    expect(noTrustline.signals.map((s) => [s.name, s.ok])).toEqual([["account_exists", true], ["trustline_present", false]])
+    expect(noTrustline.signals.map((s) => [s.name, s.ok])).toEqual([
+      ["account_exists", true],
+      ["trustline_present", false]
+    ])
     const missing = eligibilityClassic(claw, MISSING_WALLET, null)
     expect(missing).toMatchObject({ eligible: false, balance: null, signals: [{ name: "account_exists", ok: false }] })
     const issuer = eligibilityClassic(claw, CLAW_ISSUER, horizonAccount(CLAW_ISSUER))
@@ -359,8 +535,18 @@ describe("eligibility", () => {
   })
 
   test("a contract token needs no trustline; its balance() answering is the evidence", () => {
-    const token: AssetIdentity = { input: TTF_CONTRACT, network: "stellar:testnet", type: "contract_token", code: "TTF", issuer: null, contractId: TTF_CONTRACT }
-    expect(eligibilityContract(token, HOLDER, horizonAccount(HOLDER), 12_345n, 2)).toMatchObject({ eligible: true, balance: "123.45" })
+    const token: AssetIdentity = {
+      input: TTF_CONTRACT,
+      network: "stellar:testnet",
+      type: "contract_token",
+      code: "TTF",
+      issuer: null,
+      contractId: TTF_CONTRACT
+    }
+    expect(eligibilityContract(token, HOLDER, horizonAccount(HOLDER), 12_345n, 2)).toMatchObject({
+      eligible: true,
+      balance: "123.45"
+    })
     expect(eligibilityContract(token, HOLDER, horizonAccount(HOLDER), null, 2).eligible).toBe(false)
     expect(eligibilityContract(token, MISSING_WALLET, null, 0n, 2).eligible).toBe(false)
   })

@@ -5,13 +5,12 @@ import { decodePaymentRequiredHeader } from "@x402/core/http"
 import type { PaymentRequired } from "@x402/core/types"
 import { Either } from "effect"
 import { z } from "zod"
-import { loadConfig } from "../src/config.js"
-import { decodeCatalog } from "../src/config.js"
-import { PAYMENT_META, PAYMENT_RESPONSE_META, X402_MCP_EXTENSION } from "../src/x402/mcpAnswer.js"
+import { decodeCatalog, loadConfig } from "../src/config.js"
 import type { VerticalServerShape } from "../src/vertical/VerticalServer.js"
+import { PAYMENT_META, PAYMENT_RESPONSE_META, X402_MCP_EXTENSION } from "../src/x402/mcpAnswer.js"
 import type { FixtureFacilitator } from "./fixtures/facilitator.js"
-import { buildExactPayment } from "./fixtures/stellarPayment.js"
 import { CLAW } from "./fixtures/stellarAssets.js"
+import { buildExactPayment } from "./fixtures/stellarPayment.js"
 import { startVerticalMcp } from "./fixtures/verticalMcp.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
@@ -24,13 +23,19 @@ let vertical: VerticalServerShape
 let mcpUrl: string
 
 const connect = async (extension: boolean) => {
-  const client = new Client({ name: "vertical-test", version: "1.0.0" }, extension ? { capabilities: { extensions: { [X402_MCP_EXTENSION]: {} } } } : {})
+  const client = new Client(
+    { name: "vertical-test", version: "1.0.0" },
+    extension ? { capabilities: { extensions: { [X402_MCP_EXTENSION]: {} } } } : {}
+  )
   await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl)))
   return client
 }
 
 const call = (client: Client, name: string, args: unknown, meta?: Record<string, unknown>) =>
-  client.request({ method: "tools/call", params: { name, arguments: args, ...(meta ? { _meta: meta } : {}) } }, LooseResult) as Promise<Record<string, any>>
+  client.request(
+    { method: "tools/call", params: { name, arguments: args, ...(meta ? { _meta: meta } : {}) } },
+    LooseResult
+  ) as Promise<Record<string, any>>
 
 beforeAll(async () => {
   stack = await startVerticalMcp()
@@ -47,7 +52,12 @@ describe("the vertical as a paid MCP server to a 2025-11-25 client (official MCP
     const httpChallenge = decodePaymentRequiredHeader(http.headers.get("payment-required")!)
 
     const plain = await connect(false)
-    expect((await plain.listTools()).tools.map((t) => t.name)).toEqual(["inspect", "changes", "compliance", "eligibility"])
+    expect((await plain.listTools()).tools.map((t) => t.name)).toEqual([
+      "inspect",
+      "changes",
+      "compliance",
+      "eligibility"
+    ])
     const viaResult = await call(plain, "inspect", { asset: CLAW })
     expect(viaResult.isError).toBe(true)
     expect(viaResult.structuredContent.accepts).toEqual(httpChallenge.accepts)
@@ -68,14 +78,24 @@ describe("the vertical as a paid MCP server to a 2025-11-25 client (official MCP
     const unpaid = await call(client, "inspect", { asset: CLAW })
     const required = unpaid.structuredContent as PaymentRequired
     const settlesBefore = fac.calls("/settle")
-    const paid = await call(client, "inspect", { asset: CLAW }, { [PAYMENT_META]: await buildExactPayment(required.accepts[0]!) })
+    const paid = await call(
+      client,
+      "inspect",
+      { asset: CLAW },
+      { [PAYMENT_META]: await buildExactPayment(required.accepts[0]!) }
+    )
     expect(paid.isError).toBeFalsy()
     expect(paid._meta[PAYMENT_RESPONSE_META]).toMatchObject({ success: true, network: "stellar:testnet" })
     expect(fac.calls("/settle")).toBe(settlesBefore + 1)
     expect(paid.structuredContent).toMatchObject({ asset: expect.anything() })
     expect(JSON.parse(paid.content[0].text)).toEqual(paid.structuredContent)
     // A bad input with a payment is refused before the payment is verified: nothing settled.
-    const refused = await call(client, "inspect", { asset: "not an asset" }, { [PAYMENT_META]: await buildExactPayment(required.accepts[0]!) })
+    const refused = await call(
+      client,
+      "inspect",
+      { asset: "not an asset" },
+      { [PAYMENT_META]: await buildExactPayment(required.accepts[0]!) }
+    )
     expect(refused.isError).toBe(true)
     expect(refused.content[0].text).toStartWith("INVALID_BODY:")
     expect(fac.calls("/settle")).toBe(settlesBefore + 1)
@@ -86,18 +106,36 @@ describe("the vertical as a paid MCP server to a 2025-11-25 client (official MCP
     const entry = defaults.catalog.find((e) => e.resource.id === "stellar-intel.rwa.inspect")!
     const catalog = Either.getOrThrow(
       decodeCatalog(
-        [{ ...entry, resource: { ...entry.resource, id: "stellar-intel.mcp.inspect", type: "mcp", url: mcpUrl, method: "POST", mcp: { toolName: "inspect", example: { asset: CLAW } } } }],
+        [
+          {
+            ...entry,
+            resource: {
+              ...entry.resource,
+              id: "stellar-intel.mcp.inspect",
+              type: "mcp",
+              url: mcpUrl,
+              method: "POST",
+              mcp: { toolName: "inspect", example: { asset: CLAW } }
+            }
+          }
+        ],
         "catalog"
       )
     )
     const base = testConfig()
     const server = await startServer({ ...base, catalog, probes: { ...base.probes, allowPrivateTargets: true } })
     try {
-      const { body } = await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "stellar-intel.mcp.inspect" } })
+      const { body } = await request(`${server.url}/v1/validate`, {
+        method: "POST",
+        json: { resourceId: "stellar-intel.mcp.inspect" }
+      })
       expect(body).toMatchObject({ healthy: true, status: "PAYMENT_VERIFIED" })
       // The binding is the probe's generation's: the tool-result one over 2025-11-25, the extension over 2026-07-28.
       expect(body.observation.method).toMatch(/^tools\/call (tool-result|extension)$/)
-      expect(body.observation).toMatchObject({ payTo: entry.paymentOptions[0]!.payTo, amount: entry.paymentOptions[0]!.amount })
+      expect(body.observation).toMatchObject({
+        payTo: entry.paymentOptions[0]!.payTo,
+        amount: entry.paymentOptions[0]!.amount
+      })
     } finally {
       await server.close()
     }

@@ -6,8 +6,8 @@ import { decodePaymentRequiredHeader } from "@x402/core/http"
 import type { PaymentRequired } from "@x402/core/types"
 import { PAYMENT_META, PAYMENT_RESPONSE_META, X402_MCP_EXTENSION } from "../src/x402/mcpAnswer.js"
 import type { FixtureFacilitator } from "./fixtures/facilitator.js"
-import { buildExactPayment } from "./fixtures/stellarPayment.js"
 import { CLAW, GHOST, HOLDER } from "./fixtures/stellarAssets.js"
+import { buildExactPayment } from "./fixtures/stellarPayment.js"
 import { startVerticalMcp } from "./fixtures/verticalMcp.js"
 import { inspector } from "./support/inspector.js"
 import { recordingFetch } from "./support/mcpWire.js"
@@ -25,12 +25,18 @@ const connect = async (options: { extension: boolean; elicit?: (params: unknown)
     { name: "paid-mcp-test", version: "1.0.0" },
     {
       versionNegotiation: { mode: { pin: MODERN } },
-      capabilities: { ...(options.extension ? { extensions: { [X402_MCP_EXTENSION]: {} } } : {}), ...(options.elicit ? { elicitation: { form: {} } } : {}) }
+      capabilities: {
+        ...(options.extension ? { extensions: { [X402_MCP_EXTENSION]: {} } } : {}),
+        ...(options.elicit ? { elicitation: { form: {} } } : {})
+      }
     }
   )
   if (options.elicit) {
     const elicit = options.elicit
-    client.setRequestHandler("elicitation/create", async (request) => ({ action: "accept", content: elicit(request.params) as Record<string, string> }))
+    client.setRequestHandler("elicitation/create", async (request) => ({
+      action: "accept",
+      content: elicit(request.params) as Record<string, string>
+    }))
   }
   await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), { fetch: wire.fetch }))
   return { client, wire, last: () => wire.exchanges.at(-1)!.response }
@@ -42,7 +48,10 @@ const pay = (required: PaymentRequired) => buildExactPayment(required.accepts[0]
 beforeAll(async () => {
   stack = await startVerticalMcp()
   ;({ fac, mcpUrl } = stack)
-  const http = await fetch(`${stack.vertical.baseUrl}/inspect`, { method: "POST", body: JSON.stringify({ asset: CLAW }) })
+  const http = await fetch(`${stack.vertical.baseUrl}/inspect`, {
+    method: "POST",
+    body: JSON.stringify({ asset: CLAW })
+  })
   httpChallenge = decodePaymentRequiredHeader(http.headers.get("payment-required")!)
 })
 
@@ -57,8 +66,15 @@ describe("the vertical's paid MCP over 2026-07-28 (org.x402/payment extension)",
     const { client } = await connect({ extension: true })
     expect(client.getNegotiatedProtocolVersion()).toBe(MODERN)
     expect(client.getServerCapabilities()?.extensions?.[X402_MCP_EXTENSION]).toBeDefined()
-    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["inspect", "changes", "compliance", "eligibility"])
-    expect((await client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate)).toContain("rwa://stellar-intel/inspect{?asset}")
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual([
+      "inspect",
+      "changes",
+      "compliance",
+      "eligibility"
+    ])
+    expect((await client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate)).toContain(
+      "rwa://stellar-intel/inspect{?asset}"
+    )
     expect((await client.listPrompts()).prompts.map((p) => p.name)).toContain("rwa_compliance_review")
     await client.close()
   })
@@ -70,7 +86,11 @@ describe("the vertical's paid MCP over 2026-07-28 (org.x402/payment extension)",
     expect(asked.resultType).toBe("payment_required")
     expect(asked.paymentRequired.accepts).toEqual(httpChallenge.accepts)
     const before = settles()
-    const paid = await client.callTool({ name: "inspect", arguments: { asset: CLAW }, _meta: { [PAYMENT_META]: await pay(asked.paymentRequired) } })
+    const paid = await client.callTool({
+      name: "inspect",
+      arguments: { asset: CLAW },
+      _meta: { [PAYMENT_META]: await pay(asked.paymentRequired) }
+    })
     expect(settles()).toBe(before + 1)
     expect(last().result.resultType).toBe("complete")
     expect(paid.isError).toBeFalsy()
@@ -96,13 +116,22 @@ describe("the vertical's paid MCP over 2026-07-28 (org.x402/payment extension)",
 
   test("a paid prompt: asked, then one settle and the findings framed for review", async () => {
     const { client, last } = await connect({ extension: true })
-    await expect(client.getPrompt({ name: "rwa_inspect_review", arguments: { asset: CLAW } })).rejects.toThrow(/payment_required/)
+    await expect(client.getPrompt({ name: "rwa_inspect_review", arguments: { asset: CLAW } })).rejects.toThrow(
+      /payment_required/
+    )
     const asked = last().result
     expect(asked.resultType).toBe("payment_required")
     const before = settles()
-    const prompt = await client.getPrompt({ name: "rwa_inspect_review", arguments: { asset: CLAW }, _meta: { [PAYMENT_META]: await pay(asked.paymentRequired) } })
+    const prompt = await client.getPrompt({
+      name: "rwa_inspect_review",
+      arguments: { asset: CLAW },
+      _meta: { [PAYMENT_META]: await pay(asked.paymentRequired) }
+    })
     expect(settles()).toBe(before + 1)
-    expect(prompt.messages[0]!.content).toMatchObject({ type: "text", text: expect.stringContaining(CLAW.split(":")[0]!) })
+    expect(prompt.messages[0]!.content).toMatchObject({
+      type: "text",
+      text: expect.stringContaining(CLAW.split(":")[0]!)
+    })
     expect(prompt._meta?.[PAYMENT_RESPONSE_META]).toMatchObject({ success: true })
     await client.close()
   })
@@ -117,10 +146,18 @@ describe("the vertical's paid MCP over 2026-07-28 (org.x402/payment extension)",
         return { wallet: HOLDER }
       }
     })
-    await expect(client.callTool({ name: "eligibility", arguments: { asset: CLAW } })).rejects.toThrow(/payment_required/)
+    await expect(client.callTool({ name: "eligibility", arguments: { asset: CLAW } })).rejects.toThrow(
+      /payment_required/
+    )
     const asked = wire.exchanges.at(-1)!.response.result
-    const paid = await client.callTool({ name: "eligibility", arguments: { asset: CLAW }, _meta: { [PAYMENT_META]: await pay(asked.paymentRequired) } })
-    const results = wire.exchanges.filter((e) => e.request?.method === "tools/call").map((e) => e.response.result.resultType)
+    const paid = await client.callTool({
+      name: "eligibility",
+      arguments: { asset: CLAW },
+      _meta: { [PAYMENT_META]: await pay(asked.paymentRequired) }
+    })
+    const results = wire.exchanges
+      .filter((e) => e.request?.method === "tools/call")
+      .map((e) => e.response.result.resultType)
     expect(results).toEqual(["payment_required", "input_required", "complete"])
     expect(settlesWhileAsked).toBe(before)
     expect(settles()).toBe(before + 1)
@@ -131,7 +168,11 @@ describe("the vertical's paid MCP over 2026-07-28 (org.x402/payment extension)",
   test("a tool error settles nothing: a paid call for an asset that does not exist", async () => {
     const { client, last } = await connect({ extension: true })
     const before = settles()
-    const answer = await client.callTool({ name: "inspect", arguments: { asset: GHOST }, _meta: { [PAYMENT_META]: await pay(httpChallenge) } })
+    const answer = await client.callTool({
+      name: "inspect",
+      arguments: { asset: GHOST },
+      _meta: { [PAYMENT_META]: await pay(httpChallenge) }
+    })
     expect(answer.isError).toBe(true)
     expect(answer.content[0]).toMatchObject({ type: "text", text: expect.stringContaining("ASSET_NOT_FOUND:") })
     expect(last().result.resultType).toBe("complete")
@@ -143,10 +184,19 @@ describe("the vertical's paid MCP over 2026-07-28 (org.x402/payment extension)",
     const { client, last } = await connect({ extension: true })
     fac.setMode("settleRefused")
     const before = settles()
-    await expect(client.callTool({ name: "inspect", arguments: { asset: CLAW }, _meta: { [PAYMENT_META]: await pay(httpChallenge) } })).rejects.toThrow(/payment_required/)
+    await expect(
+      client.callTool({
+        name: "inspect",
+        arguments: { asset: CLAW },
+        _meta: { [PAYMENT_META]: await pay(httpChallenge) }
+      })
+    ).rejects.toThrow(/payment_required/)
     const asked = last().result
     expect(settles()).toBe(before + 1)
-    expect(asked).toMatchObject({ resultType: "payment_required", paymentRequired: { error: expect.stringContaining("Settlement failed") } })
+    expect(asked).toMatchObject({
+      resultType: "payment_required",
+      paymentRequired: { error: expect.stringContaining("Settlement failed") }
+    })
     expect(asked._meta[PAYMENT_RESPONSE_META]).toMatchObject({ success: false })
     expect(asked.structuredContent).toBeUndefined()
     expect(asked.content ?? []).toEqual([])
@@ -156,14 +206,26 @@ describe("the vertical's paid MCP over 2026-07-28 (org.x402/payment extension)",
   test("a settlement nobody confirmed withholds the result: tool, resource and prompt", async () => {
     const { client, last } = await connect({ extension: true })
     fac.setMode("settleDown")
-    const tool = await client.callTool({ name: "inspect", arguments: { asset: CLAW }, _meta: { [PAYMENT_META]: await pay(httpChallenge) } })
+    const tool = await client.callTool({
+      name: "inspect",
+      arguments: { asset: CLAW },
+      _meta: { [PAYMENT_META]: await pay(httpChallenge) }
+    })
     expect(tool.isError).toBe(true)
     expect(tool.content[0]).toMatchObject({ type: "text", text: expect.stringContaining("SETTLEMENT_UNCONFIRMED") })
     expect(tool.structuredContent).toBeUndefined()
     const uri = `rwa://stellar-intel/inspect?asset=${encodeURIComponent(CLAW)}`
-    await expect(client.readResource({ uri, _meta: { [PAYMENT_META]: await pay(httpChallenge) } })).rejects.toThrow(/SETTLEMENT_UNCONFIRMED/)
+    await expect(client.readResource({ uri, _meta: { [PAYMENT_META]: await pay(httpChallenge) } })).rejects.toThrow(
+      /SETTLEMENT_UNCONFIRMED/
+    )
     expect(last().result).toBeUndefined()
-    await expect(client.getPrompt({ name: "rwa_inspect_review", arguments: { asset: CLAW }, _meta: { [PAYMENT_META]: await pay(httpChallenge) } })).rejects.toThrow(/SETTLEMENT_UNCONFIRMED/)
+    await expect(
+      client.getPrompt({
+        name: "rwa_inspect_review",
+        arguments: { asset: CLAW },
+        _meta: { [PAYMENT_META]: await pay(httpChallenge) }
+      })
+    ).rejects.toThrow(/SETTLEMENT_UNCONFIRMED/)
     expect(last().result).toBeUndefined()
     expect(fac.calls("/settle")).toBeGreaterThan(0)
     await client.close()
@@ -179,27 +241,40 @@ describe("a request that does not advertise the extension is never asked payment
     expect(last().result.resultType).toBe("complete")
     expect(tool.isError).toBe(true)
     expect((tool.structuredContent as unknown as PaymentRequired).accepts).toEqual(httpChallenge.accepts)
-    await expect(client.readResource({ uri: `rwa://stellar-intel/inspect?asset=${encodeURIComponent(CLAW)}` })).rejects.toThrow(new RegExp(X402_MCP_EXTENSION))
+    await expect(
+      client.readResource({ uri: `rwa://stellar-intel/inspect?asset=${encodeURIComponent(CLAW)}` })
+    ).rejects.toThrow(new RegExp(X402_MCP_EXTENSION))
     expect(last().error).toMatchObject({ code: -32600 })
-    await expect(client.getPrompt({ name: "rwa_inspect_review", arguments: { asset: CLAW } })).rejects.toThrow(new RegExp(X402_MCP_EXTENSION))
+    await expect(client.getPrompt({ name: "rwa_inspect_review", arguments: { asset: CLAW } })).rejects.toThrow(
+      new RegExp(X402_MCP_EXTENSION)
+    )
     expect(fac.calls("/verify")).toBe(verifies)
     await client.close()
   })
 
   test("a 2025-11-25 client that advertised it at initialize gets the tool-result binding: the extension is read per request", async () => {
-    const client = new V1Client({ name: "legacy-test", version: "1.0.0" }, { capabilities: { extensions: { [X402_MCP_EXTENSION]: {} } } })
+    const client = new V1Client(
+      { name: "legacy-test", version: "1.0.0" },
+      { capabilities: { extensions: { [X402_MCP_EXTENSION]: {} } } }
+    )
     await client.connect(new V1Transport(new URL(mcpUrl)))
     const answer = (await client.callTool({ name: "inspect", arguments: { asset: CLAW } })) as Record<string, any>
     expect(answer.resultType).toBeUndefined()
     expect(answer.isError).toBe(true)
     expect(answer.structuredContent.accepts).toEqual(httpChallenge.accepts)
     const before = settles()
-    const paid = (await client.callTool({ name: "inspect", arguments: { asset: CLAW }, _meta: { [PAYMENT_META]: await pay(answer.structuredContent) } })) as Record<string, any>
+    const paid = (await client.callTool({
+      name: "inspect",
+      arguments: { asset: CLAW },
+      _meta: { [PAYMENT_META]: await pay(answer.structuredContent) }
+    })) as Record<string, any>
     expect(settles()).toBe(before + 1)
     expect(paid._meta[PAYMENT_RESPONSE_META]).toMatchObject({ success: true })
     // A resource read is asked only of a request advertising the extension in its own _meta, never from initialize.
     const verifies = fac.calls("/verify")
-    await expect(client.readResource({ uri: `rwa://stellar-intel/inspect?asset=${encodeURIComponent(CLAW)}` })).rejects.toThrow(new RegExp(X402_MCP_EXTENSION))
+    await expect(
+      client.readResource({ uri: `rwa://stellar-intel/inspect?asset=${encodeURIComponent(CLAW)}` })
+    ).rejects.toThrow(new RegExp(X402_MCP_EXTENSION))
     expect(fac.calls("/verify")).toBe(verifies)
     await client.close()
   })
@@ -208,7 +283,11 @@ describe("a request that does not advertise the extension is never asked payment
 describe("the vertical's MCP endpoint keeps no session", () => {
   test("GET (a server-to-client stream) and DELETE (a session's end) are 405 with Allow: POST, answered at once", async () => {
     for (const method of ["GET", "DELETE"]) {
-      const answer = await fetch(mcpUrl, { method, headers: { accept: "application/json, text/event-stream" }, signal: AbortSignal.timeout(5_000) })
+      const answer = await fetch(mcpUrl, {
+        method,
+        headers: { accept: "application/json, text/event-stream" },
+        signal: AbortSignal.timeout(5_000)
+      })
       expect([method, answer.status, answer.headers.get("allow")]).toEqual([method, 405, "POST"])
       expect(await answer.json()).toMatchObject({ error: { message: expect.stringContaining("POST") } })
     }
@@ -218,7 +297,12 @@ describe("the vertical's MCP endpoint keeps no session", () => {
     const answer = await fetch(mcpUrl, {
       method: "POST",
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } } })
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } }
+      })
     })
     expect(answer.status).toBe(200)
     expect(answer.headers.get("mcp-session-id")).toBeNull()
@@ -236,8 +320,14 @@ describe("malformed params are the client's error", () => {
           body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params })
         })
       ).json()) as { error: { code: number; message: string } }
-    expect((await post("resources/read", { uri: 5 })).error).toMatchObject({ code: -32602, message: expect.stringContaining("uri") })
-    expect((await post("prompts/get", { name: "rwa_inspect_review", arguments: { asset: 5 } })).error).toMatchObject({ code: -32602, message: expect.stringContaining("asset") })
+    expect((await post("resources/read", { uri: 5 })).error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining("uri")
+    })
+    expect((await post("prompts/get", { name: "rwa_inspect_review", arguments: { asset: 5 } })).error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining("asset")
+    })
   })
 })
 
@@ -245,13 +335,31 @@ describe("the MCP Inspector CLI against the paid vertical", () => {
   test("lists the paid tools and resource templates; an unpaid call is the tool-result binding's price", async () => {
     const tools = await inspector([mcpUrl, "--transport", "http", "--method", "tools/list"])
     expect(tools.exitCode).toBe(0)
-    expect(JSON.parse(tools.stdout).tools.map((t: { name: string }) => t.name)).toEqual(["inspect", "changes", "compliance", "eligibility"])
+    expect(JSON.parse(tools.stdout).tools.map((t: { name: string }) => t.name)).toEqual([
+      "inspect",
+      "changes",
+      "compliance",
+      "eligibility"
+    ])
     const templates = await inspector([mcpUrl, "--transport", "http", "--method", "resources/templates/list"])
     expect(templates.exitCode).toBe(0)
     expect(JSON.parse(templates.stdout).resourceTemplates).toHaveLength(4)
     const verifies = fac.calls("/verify")
-    const called = await inspector([mcpUrl, "--transport", "http", "--method", "tools/call", "--tool-name", "inspect", "--tool-arg", `asset=${CLAW}`])
-    expect(JSON.parse(called.stdout)).toMatchObject({ isError: true, structuredContent: { x402Version: 2, accepts: httpChallenge.accepts } })
+    const called = await inspector([
+      mcpUrl,
+      "--transport",
+      "http",
+      "--method",
+      "tools/call",
+      "--tool-name",
+      "inspect",
+      "--tool-arg",
+      `asset=${CLAW}`
+    ])
+    expect(JSON.parse(called.stdout)).toMatchObject({
+      isError: true,
+      structuredContent: { x402Version: 2, accepts: httpChallenge.accepts }
+    })
     expect(fac.calls("/verify")).toBe(verifies)
   })
 })

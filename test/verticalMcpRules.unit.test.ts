@@ -1,8 +1,16 @@
 import { describe, expect, test } from "bun:test"
-import { X402_MCP_EXTENSION } from "../src/x402/mcpAnswer.js"
-import { advertisesPayment, canElicit, CLIENT_CAPABILITIES_META, extensionBinding, type PaidKind, paymentOf, requestCapabilities } from "../src/vertical/mcpPayment.js"
+import {
+  advertisesPayment,
+  CLIENT_CAPABILITIES_META,
+  canElicit,
+  extensionBinding,
+  type PaidKind,
+  paymentOf,
+  requestCapabilities
+} from "../src/vertical/mcpPayment.js"
 import { readResourceUri, resourceTemplate } from "../src/vertical/mcpReads.js"
 import { ENDPOINTS } from "../src/vertical/VerticalApp.js"
+import { X402_MCP_EXTENSION } from "../src/x402/mcpAnswer.js"
 
 const envelope = (capabilities: unknown) => ({ [CLIENT_CAPABILITIES_META]: capabilities })
 
@@ -10,12 +18,18 @@ describe("which x402 MCP binding a request gets (pure)", () => {
   test("a request's own _meta capabilities select the extension: every method in 2026-07-28, resources and prompts in 2025", () => {
     const declared = requestCapabilities(envelope({ extensions: { [X402_MCP_EXTENSION]: {} } }))
     expect(advertisesPayment(declared)).toBe(true)
-    expect(["tool", "resource", "prompt"].map((kind) => extensionBinding("modern", kind as PaidKind, declared))).toEqual([true, true, true])
+    expect(
+      ["tool", "resource", "prompt"].map((kind) => extensionBinding("modern", kind as PaidKind, declared))
+    ).toEqual([true, true, true])
     // The x402 transport has only the tool-result binding before 2026-07-28: a 2025-era tool keeps it.
-    expect(["tool", "resource", "prompt"].map((kind) => extensionBinding("legacy", kind as PaidKind, declared))).toEqual([false, true, true])
+    expect(
+      ["tool", "resource", "prompt"].map((kind) => extensionBinding("legacy", kind as PaidKind, declared))
+    ).toEqual([false, true, true])
     for (const era of ["modern", "legacy"] as const) {
       expect(extensionBinding(era, "resource", requestCapabilities(envelope({ extensions: {} })))).toBe(false)
-      expect(extensionBinding(era, "resource", requestCapabilities(envelope({ extensions: ["org.x402/payment"] })))).toBe(false)
+      expect(
+        extensionBinding(era, "resource", requestCapabilities(envelope({ extensions: ["org.x402/payment"] })))
+      ).toBe(false)
       expect(extensionBinding(era, "prompt", requestCapabilities(undefined))).toBe(false)
     }
   })
@@ -44,7 +58,9 @@ describe("paid resource URIs (pure)", () => {
   })
 
   test("a URI names an endpoint and its input only under this vertical's name and scheme", () => {
-    expect(readResourceUri("stellar-intel", ENDPOINTS, "rwa://stellar-intel/eligibility?asset=CLAW%3AGABC&wallet=GXYZ")).toEqual({
+    expect(
+      readResourceUri("stellar-intel", ENDPOINTS, "rwa://stellar-intel/eligibility?asset=CLAW%3AGABC&wallet=GXYZ")
+    ).toEqual({
       endpoint: "eligibility",
       input: { asset: "CLAW:GABC", wallet: "GXYZ" }
     })

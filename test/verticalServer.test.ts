@@ -1,21 +1,19 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test"
-import {
-  decodePaymentRequiredHeader,
-  decodePaymentResponseHeader,
-  encodePaymentSignatureHeader
-} from "@x402/core/http"
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from "@x402/core/http"
 import type { PaymentRequired } from "@x402/core/types"
-import { extractPublicKeyFromKid, type JWSSignedReceipt, verifyReceiptSignatureJWS } from "@x402/extensions/offer-receipt"
+import {
+  extractPublicKeyFromKid,
+  type JWSSignedReceipt,
+  verifyReceiptSignatureJWS
+} from "@x402/extensions/offer-receipt"
 import { Effect, Either, ManagedRuntime, TestClock, TestContext } from "effect"
 import { type Config, loadConfig, TESTNET_USDC, type VerticalConfig } from "../src/config.js"
+import type { KeyFileError } from "../src/keys/keyFileError.js"
 import { exactOffers, Paywall } from "../src/vertical/Paywall.js"
 import { VerticalServer, type VerticalServerShape } from "../src/vertical/VerticalServer.js"
-import type { KeyFileError } from "../src/keys/keyFileError.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
 import { type FixtureHorizon, startHomeDomain, startHorizon } from "./fixtures/horizon.js"
 import { type FixtureSorobanRpc, NATIVE_SAC, RWAB_SAC, startSorobanRpc } from "./fixtures/sorobanRpc.js"
-import { buildExactPayment } from "./fixtures/stellarPayment.js"
-import { LOOPBACK, pollUntil, pollUntilEffect } from "./support/poll.js"
 import {
   CLAW,
   CLAW_ISSUER,
@@ -28,6 +26,8 @@ import {
   TTF_CONTRACT,
   TTF_NEW_ADMIN
 } from "./fixtures/stellarAssets.js"
+import { buildExactPayment } from "./fixtures/stellarPayment.js"
+import { LOOPBACK, pollUntil, pollUntilEffect } from "./support/poll.js"
 
 const ENDPOINTS = ["inspect", "changes", "compliance", "eligibility"] as const
 type Endpoint = (typeof ENDPOINTS)[number]
@@ -177,7 +177,12 @@ describe("vertical: challenges", () => {
     const fac = facilitator()
     await fac.refuse()
     const server = await startVertical(fac.url)
-    await pollUntil("the vertical reports its facilitator not ready", server.payments, (s) => s.detail.includes("not ready"), LOOPBACK)
+    await pollUntil(
+      "the vertical reports its facilitator not ready",
+      server.payments,
+      (s) => s.detail.includes("not ready"),
+      LOOPBACK
+    )
     for (const endpoint of ENDPOINTS) {
       const unpaid = await post(`${server.baseUrl}/${endpoint}`, validBody[endpoint])
       expect(unpaid.status).toBe(402)
@@ -204,7 +209,12 @@ describe("vertical: challenges", () => {
   test("a facilitator that lists no Stellar kind leaves payments unavailable but challenges served", async () => {
     const fac = facilitator({ kinds: [{ x402Version: 2, scheme: "exact", network: "eip155:84532" }] })
     const server = await startVertical(fac.url)
-    const status = await pollUntil("the vertical reports no exact kind", server.payments, (s) => s.detail.includes("no exact kind"), LOOPBACK)
+    const status = await pollUntil(
+      "the vertical reports no exact kind",
+      server.payments,
+      (s) => s.detail.includes("no exact kind"),
+      LOOPBACK
+    )
     expect(status.ready).toBe(false)
     const statusPage = await fetch(`${server.origin}/stellar-intel/v1/status`)
     expect(statusPage.status).toBe(200)
@@ -252,9 +262,15 @@ describe("vertical: refusals before any charge", () => {
       expect(answer.error).toBe(error)
       expect(answer.message).toContain(mentions)
     }
-    const huge = await post(`${server.baseUrl}/inspect`, { asset: CLAW, pad: "x".repeat(20_000) }, { "PAYMENT-SIGNATURE": signature })
+    const huge = await post(
+      `${server.baseUrl}/inspect`,
+      { asset: CLAW, pad: "x".repeat(20_000) },
+      { "PAYMENT-SIGNATURE": signature }
+    )
     expect(huge.status).toBe(413)
-    const badSignature = await post(`${server.baseUrl}/inspect`, validBody.inspect, { "PAYMENT-SIGNATURE": "%%%not-base64" })
+    const badSignature = await post(`${server.baseUrl}/inspect`, validBody.inspect, {
+      "PAYMENT-SIGNATURE": "%%%not-base64"
+    })
     expect(badSignature.status).toBe(400)
     expect(await badSignature.json()).toMatchObject({ error: "INVALID_PAYMENT" })
     expect(fac.calls("/verify") + fac.calls("/settle")).toBe(0)
@@ -368,8 +384,17 @@ describe("vertical: paid requests", () => {
     }
     expect(answers.inspect).toMatchObject({
       asset: { type: "classic", code: "CLAW", issuer: CLAW_ISSUER },
-      issuer: { flags: { authClawbackEnabled: true, authRevocable: true, authRequired: false }, homeDomain: home.domain },
-      metadata: { stellarToml: { status: "published", organization: "Claw Capital Testnet", currency: { name: "Claw Capital Note" } } },
+      issuer: {
+        flags: { authClawbackEnabled: true, authRevocable: true, authRequired: false },
+        homeDomain: home.domain
+      },
+      metadata: {
+        stellarToml: {
+          status: "published",
+          organization: "Claw Capital Testnet",
+          currency: { name: "Claw Capital Note" }
+        }
+      },
       supply: { total: "1000000.0000000" },
       holders: { trustlines: 4 }
     })
@@ -398,14 +423,27 @@ describe("vertical: paid requests", () => {
     const rwabBySac = (await (await pay(server, "compliance", { asset: RWAB_SAC })).json()) as Record<string, unknown>
     expect(rwabBySac).toMatchObject({
       asset: { type: "stellar_asset_contract", code: "RWAB", contractId: RWAB_SAC },
-      restrictions: [{ name: "authorization_required", present: true }, {}, {}, { name: "contract_admin", present: true }]
+      restrictions: [
+        { name: "authorization_required", present: true },
+        {},
+        {},
+        { name: "contract_admin", present: true }
+      ]
     })
-    const unauthorised = (await (await pay(server, "eligibility", { asset: RWAB, wallet: HOLDER })).json()) as Record<string, unknown>
+    const unauthorised = (await (await pay(server, "eligibility", { asset: RWAB, wallet: HOLDER })).json()) as Record<
+      string,
+      unknown
+    >
     expect(unauthorised).toMatchObject({ eligible: false })
     expect(unauthorised.signals).toContainEqual(expect.objectContaining({ name: "trustline_authorized", ok: false }))
-    const frozen = (await (await pay(server, "eligibility", { asset: CLAW, wallet: FROZEN_HOLDER })).json()) as Record<string, unknown>
+    const frozen = (await (await pay(server, "eligibility", { asset: CLAW, wallet: FROZEN_HOLDER })).json()) as Record<
+      string,
+      unknown
+    >
     expect(frozen).toMatchObject({ eligible: false, balance: "40.0000000" })
-    const missing = (await (await pay(server, "eligibility", { asset: CLAW, wallet: MISSING_WALLET })).json()) as Record<string, unknown>
+    const missing = (await (
+      await pay(server, "eligibility", { asset: CLAW, wallet: MISSING_WALLET })
+    ).json()) as Record<string, unknown>
     expect(missing).toMatchObject({ eligible: false, signals: [{ name: "account_exists", ok: false }] })
     const token = (await (await pay(server, "inspect", { asset: TTF_CONTRACT })).json()) as Record<string, unknown>
     expect(token).toMatchObject({
@@ -414,7 +452,9 @@ describe("vertical: paid requests", () => {
       technical: { contract: { deployed: true, executable: "wasm", admin: TTF_NEW_ADMIN } },
       supply: null
     })
-    const tokenChanges = (await (await pay(server, "changes", { asset: TTF_CONTRACT })).json()) as { changes: ReadonlyArray<{ kind: string }> }
+    const tokenChanges = (await (await pay(server, "changes", { asset: TTF_CONTRACT })).json()) as {
+      changes: ReadonlyArray<{ kind: string }>
+    }
     expect(tokenChanges.changes.map((c) => c.kind)).toEqual([
       "trustline_authorization_changed",
       "contract_admin_changed",
@@ -422,7 +462,9 @@ describe("vertical: paid requests", () => {
       "burn",
       "mint"
     ])
-    const tokenHolder = (await (await pay(server, "eligibility", { asset: TTF_CONTRACT, wallet: HOLDER })).json()) as Record<string, unknown>
+    const tokenHolder = (await (
+      await pay(server, "eligibility", { asset: TTF_CONTRACT, wallet: HOLDER })
+    ).json()) as Record<string, unknown>
     expect(tokenHolder).toMatchObject({ eligible: true, balance: "997.5000000" })
   })
 
@@ -430,7 +472,12 @@ describe("vertical: paid requests", () => {
     const { fac, server } = await startReady()
     horizon.hold()
     const pending = pay(server, "inspect", validBody.inspect)
-    await pollUntil("the payment is verified and Horizon held", async () => fac.calls("/verify") === 1 && horizon.waiting() > 0, Boolean, LOOPBACK)
+    await pollUntil(
+      "the payment is verified and Horizon held",
+      async () => fac.calls("/verify") === 1 && horizon.waiting() > 0,
+      Boolean,
+      LOOPBACK
+    )
     fac.setMode("invalid")
     horizon.release()
     const response = await pending
@@ -445,7 +492,12 @@ describe("vertical: paid requests", () => {
     const { fac, server } = await startReady()
     horizon.hold()
     const pending = pay(server, "changes", validBody.changes)
-    await pollUntil("the payment is verified and Horizon held", async () => fac.calls("/verify") === 1 && horizon.waiting() > 0, Boolean, LOOPBACK)
+    await pollUntil(
+      "the payment is verified and Horizon held",
+      async () => fac.calls("/verify") === 1 && horizon.waiting() > 0,
+      Boolean,
+      LOOPBACK
+    )
     fac.setMode("fail500")
     horizon.release()
     const response = await pending
@@ -468,12 +520,22 @@ describe("vertical: paywall readiness", () => {
     await fac.refuse()
     const program = Effect.gen(function* () {
       const paywall = yield* Paywall
-      yield* pollUntilEffect("the paywall reports its facilitator not ready", paywall.status, (s) => s.detail.includes("not ready"), LOOPBACK)
+      yield* pollUntilEffect(
+        "the paywall reports its facilitator not ready",
+        paywall.status,
+        (s) => s.detail.includes("not ready"),
+        LOOPBACK
+      )
       fac.listen()
       yield* Effect.promise(() => Bun.sleep(50))
       const beforeClock = fac.calls("/supported")
       yield* TestClock.adjust("1 second")
-      const ready = yield* pollUntilEffect("the paywall is ready after the backoff", paywall.status, (s) => s.ready, LOOPBACK)
+      const ready = yield* pollUntilEffect(
+        "the paywall is ready after the backoff",
+        paywall.status,
+        (s) => s.ready,
+        LOOPBACK
+      )
       return { beforeClock, ready }
     })
     const { beforeClock, ready } = await Effect.runPromise(

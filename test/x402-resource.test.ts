@@ -31,7 +31,9 @@ describe("a stock x402 resource server using this service as its facilitator", (
 
     const unpaid = await fetch(resource.url)
     expect(unpaid.status).toBe(402)
-    const { header } = await payFor(unpaid.headers.get("payment-required") ?? "", (requirements) => buildExactPayment(requirements))
+    const { header } = await payFor(unpaid.headers.get("payment-required") ?? "", (requirements) =>
+      buildExactPayment(requirements)
+    )
 
     const paid = await fetch(resource.url, { headers: { "payment-signature": header } })
     expect(paid.status).toBe(200)
@@ -45,7 +47,9 @@ describe("a stock x402 resource server using this service as its facilitator", (
     // The same signed payment presented again is answered from the journal, not settled twice.
     const replay = await fetch(resource.url, { headers: { "payment-signature": header } })
     expect(replay.status).toBe(200)
-    expect(decodePaymentResponseHeader(replay.headers.get("payment-response") ?? "").transaction).toBe(receipt.transaction)
+    expect(decodePaymentResponseHeader(replay.headers.get("payment-response") ?? "").transaction).toBe(
+      receipt.transaction
+    )
     expect(backend.calls("/settle")).toBe(1)
 
     // The settlement is economic evidence for the payee's resource once the ledger confirms it.
@@ -77,8 +81,13 @@ describe("a stock x402 resource server using this service as its facilitator", (
   test("a transfer to someone other than payTo is refused with 400 before any backend call", async () => {
     const settlesBefore = backend.calls("/settle")
     const requirements = exactRequirements({ payTo: PAY_TO })
-    const payment = await buildExactPayment(requirements, { transfer: { to: "GDVEU3DD4KOFECV66VIHWEZOYX4ZKR3WV27L464SIIPOU2IUI3JCZA57" } })
-    const { status, body } = await request(`${server.url}/x402/settle`, { method: "POST", json: settleBody(payment, requirements) })
+    const payment = await buildExactPayment(requirements, {
+      transfer: { to: "GDVEU3DD4KOFECV66VIHWEZOYX4ZKR3WV27L464SIIPOU2IUI3JCZA57" }
+    })
+    const { status, body } = await request(`${server.url}/x402/settle`, {
+      method: "POST",
+      json: settleBody(payment, requirements)
+    })
     expect(status).toBe(400)
     expect(body).toMatchObject({ error: "TRANSFER_RECIPIENT_MISMATCH" })
     expect(backend.calls("/settle")).toBe(settlesBefore)

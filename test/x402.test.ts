@@ -1,13 +1,21 @@
-import { apiKeyHash } from "../src/http/authLive.js"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { HTTPFacilitatorClient } from "@x402/core/server"
 import { Keypair } from "@stellar/stellar-sdk"
+import { HTTPFacilitatorClient } from "@x402/core/server"
 import { Effect } from "effect"
-import { facilitatorsAnswered, refusal, request, startServer, testConfig, typedClient, type TypedClient } from "./support/server.js"
+import { ResourceId, SettlementId } from "../src/domain/ids.js"
+import { apiKeyHash } from "../src/http/authLive.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
 import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
-import { ResourceId, SettlementId } from "../src/domain/ids.js"
+import {
+  facilitatorsAnswered,
+  refusal,
+  request,
+  startServer,
+  type TypedClient,
+  testConfig,
+  typedClient
+} from "./support/server.js"
 
 const API_KEY = "agent-one-secret-key"
 const OTHER_KEY = "agent-two-secret-key"
@@ -56,9 +64,15 @@ beforeAll(async () => {
   )
   // The pool polls at start; wait for that answer to land.
   await facilitatorsAnswered(server.url)
-  ;[agent1, agent2, anonymous] = await Promise.all([typedClient(server.url, auth), typedClient(server.url, otherAuth), typedClient(server.url)])
+  ;[agent1, agent2, anonymous] = await Promise.all([
+    typedClient(server.url, auth),
+    typedClient(server.url, otherAuth),
+    typedClient(server.url)
+  ])
   await resource.useFacilitator(`${server.url}/x402`, API_KEY)
-  const probe = await Effect.runPromise(agent1.verification.validate({ payload: { resourceId: ResourceId.make(RESOURCE_ID) } }))
+  const probe = await Effect.runPromise(
+    agent1.verification.validate({ payload: { resourceId: ResourceId.make(RESOURCE_ID) } })
+  )
   if (probe.healthy !== true) throw new Error(`the seller's resource did not probe healthy: ${JSON.stringify(probe)}`)
 })
 afterAll(async () => {
@@ -97,20 +111,47 @@ describe("x402 endpoints over HTTP", () => {
       refusal(anonymous.x402.facilitators()),
       refusal(anonymous.x402.settlement({ path: { id: SettlementId.make("x") } }))
     ])
-    for (const e of refused) expect("error" in e && { error: e.error, message: e.message }).toMatchObject({ error: "UNAUTHORIZED", message: expect.any(String) })
+    for (const e of refused)
+      expect("error" in e && { error: e.error, message: e.message }).toMatchObject({
+        error: "UNAUTHORIZED",
+        message: expect.any(String)
+      })
     // Verify and settle say it as x402 refusals too, so a stock facilitator client reads the reason.
     expect(refused[0]).toMatchObject({ isValid: false, invalidReason: "unauthorized" })
-    expect(refused[1]).toMatchObject({ success: false, errorReason: "unauthorized", transaction: "", network: "stellar:testnet" })
+    expect(refused[1]).toMatchObject({
+      success: false,
+      errorReason: "unauthorized",
+      transaction: "",
+      network: "stellar:testnet"
+    })
   })
 
   test("422 for a kind no backend supports", async () => {
     const requirements = exactRequirements({ payTo: NOT_IN_CATALOG, network: "stellar:pubnet" })
     const payment = await buildExactPayment(requirements)
-    const error = await refusal(agent1.x402.verify({ payload: { x402Version: 2, paymentPayload: payment, paymentRequirements: requirements }, headers: {} }))
-    expect(error).toMatchObject({ error: "UNSUPPORTED_PAYMENT_KIND", message: expect.stringContaining("stellar:pubnet") })
+    const error = await refusal(
+      agent1.x402.verify({
+        payload: { x402Version: 2, paymentPayload: payment, paymentRequirements: requirements },
+        headers: {}
+      })
+    )
+    expect(error).toMatchObject({
+      error: "UNSUPPORTED_PAYMENT_KIND",
+      message: expect.stringContaining("stellar:pubnet")
+    })
     // A payment of another chain altogether: 422 too, not a 400 about its payee's address form.
-    const evm = { ...requirements, network: "eip155:8453", payTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C", asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" }
-    const other = await refusal(agent1.x402.verify({ payload: { x402Version: 2, paymentPayload: payment, paymentRequirements: evm }, headers: {} }))
+    const evm = {
+      ...requirements,
+      network: "eip155:8453",
+      payTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
+      asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+    }
+    const other = await refusal(
+      agent1.x402.verify({
+        payload: { x402Version: 2, paymentPayload: payment, paymentRequirements: evm },
+        headers: {}
+      })
+    )
     expect(other).toMatchObject({ error: "UNSUPPORTED_PAYMENT_KIND", invalidReason: "unsupported_scheme" })
   })
 
@@ -135,16 +176,28 @@ describe("x402 endpoints over HTTP", () => {
 
   test("a malformed servicePolicy is a 400 naming the field", async () => {
     const requirements = exactRequirements({ payTo: NOT_IN_CATALOG })
-    const body = settleBody(await buildExactPayment(requirements), requirements, { servicePolicy: { maxPricePerRequestUsd: "cheap" } })
-    const { status, body: error } = await request(`${server.url}/x402/settle`, { method: "POST", headers: auth, json: body })
+    const body = settleBody(await buildExactPayment(requirements), requirements, {
+      servicePolicy: { maxPricePerRequestUsd: "cheap" }
+    })
+    const { status, body: error } = await request(`${server.url}/x402/settle`, {
+      method: "POST",
+      headers: auth,
+      json: body
+    })
     expect(status).toBe(400)
     expect(error.message).toContain("maxPricePerRequestUsd")
   })
 
   test("an unknown servicePolicy field is a 400 naming it, not a limit silently dropped", async () => {
     const requirements = exactRequirements({ payTo: NOT_IN_CATALOG })
-    const body = settleBody(await buildExactPayment(requirements), requirements, { servicePolicy: { maxPriceperRequestUsd: 0.0001 } })
-    const { status, body: error } = await request(`${server.url}/x402/settle`, { method: "POST", headers: auth, json: body })
+    const body = settleBody(await buildExactPayment(requirements), requirements, {
+      servicePolicy: { maxPriceperRequestUsd: 0.0001 }
+    })
+    const { status, body: error } = await request(`${server.url}/x402/settle`, {
+      method: "POST",
+      headers: auth,
+      json: body
+    })
     expect(status).toBe(400)
     expect(error.message).toContain("maxPriceperRequestUsd")
   })
@@ -166,21 +219,35 @@ describe("x402 endpoints over HTTP", () => {
   })
 
   test("an unknown settlement is 404", async () => {
-    expect(await refusal(agent1.x402.settlement({ path: { id: SettlementId.make("nope") } }))).toMatchObject({ error: "NOT_FOUND" })
+    expect(await refusal(agent1.x402.settlement({ path: { id: SettlementId.make("nope") } }))).toMatchObject({
+      error: "NOT_FOUND"
+    })
   })
 
   test("Idempotency-Key: empty is 400; the same key from two principals is two requests; a principal reads only its own settlements", async () => {
     const requirements = exactRequirements({ payTo: VERIFIED_PAYEE })
-    const payments = await Promise.all([1, 2, 3].map((n) => buildExactPayment(requirements, { buyer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, 60 + n)) })))
+    const payments = await Promise.all(
+      [1, 2, 3].map((n) =>
+        buildExactPayment(requirements, { buyer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, 60 + n)) })
+      )
+    )
     const [first, second, third] = payments.map((p) => settleBody(p, requirements))
     // An empty key and an unknown state break the contract: those two go raw.
-    const empty = await request(`${server.url}/x402/settle`, { method: "POST", headers: { ...auth, "idempotency-key": "" }, json: first })
+    const empty = await request(`${server.url}/x402/settle`, {
+      method: "POST",
+      headers: { ...auth, "idempotency-key": "" },
+      json: first
+    })
     expect(empty.status).toBe(400)
     expect(empty.body.message).toContain("idempotency-key")
 
     const orderOne = { "idempotency-key": "order-1" }
-    expect(await Effect.runPromise(agent1.x402.settle({ payload: first!, headers: orderOne }))).toMatchObject({ success: true })
-    expect(await Effect.runPromise(agent2.x402.settle({ payload: second!, headers: orderOne }))).toMatchObject({ success: true })
+    expect(await Effect.runPromise(agent1.x402.settle({ payload: first!, headers: orderOne }))).toMatchObject({
+      success: true
+    })
+    expect(await Effect.runPromise(agent2.x402.settle({ payload: second!, headers: orderOne }))).toMatchObject({
+      success: true
+    })
     const reused = await refusal(agent1.x402.settle({ payload: third!, headers: orderOne }))
     expect(reused).toMatchObject({ error: "IDEMPOTENCY_KEY_REUSED" })
     const id = /settlement ([0-9a-f-]{36})/.exec(reused.message)?.[1] ?? ""
@@ -200,7 +267,9 @@ describe("x402 endpoints over HTTP", () => {
     expect<unknown>(theirs.settlements.map((r) => r.principal)).toEqual(["agent-2"])
     const none = await Effect.runPromise(agent1.x402.settlements({ urlParams: { state: "indeterminate" } }))
     expect(none.settlements).toEqual([])
-    const older = await Effect.runPromise(agent1.x402.settlements({ urlParams: { before: mine.settlements[0]!.createdAt } }))
+    const older = await Effect.runPromise(
+      agent1.x402.settlements({ urlParams: { before: mine.settlements[0]!.createdAt } })
+    )
     expect(older.settlements).toEqual([])
     const bad = await request(`${server.url}/x402/settlements?state=lost&limit=0`, { headers: auth })
     expect(bad.status).toBe(400)

@@ -36,8 +36,16 @@ describe("x402 refusal bodies (pure)", () => {
   })
 
   test("a verify refusal is a VerifyResponse; no payer is claimed when none was proved", () => {
-    const body = x402Refusal("verify", new FeeBudgetExhausted({ message: "wait", retryAfterSeconds: 60 }), { payer: undefined, network: "" })
-    expect(body).toMatchObject({ isValid: false, invalidReason: "fee_budget_exhausted", invalidMessage: "wait", retryAfterSeconds: 60 })
+    const body = x402Refusal("verify", new FeeBudgetExhausted({ message: "wait", retryAfterSeconds: 60 }), {
+      payer: undefined,
+      network: ""
+    })
+    expect(body).toMatchObject({
+      isValid: false,
+      invalidReason: "fee_budget_exhausted",
+      invalidMessage: "wait",
+      retryAfterSeconds: 60
+    })
     expect("payer" in body).toBe(false)
     expect("success" in body).toBe(false)
     expect(Schema.is(verifyRefusalSchema(FeeBudgetExhausted))(body)).toBe(true)

@@ -1,11 +1,11 @@
-import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type * as Server from "../../test/support/server.js"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
 import type * as Payments from "../../test/fixtures/stellarPayment.js"
 import type * as Stack from "../../test/fixtures/verificationStack.js"
+import type * as Server from "../../test/support/server.js"
 
 /** What `bench:settle` and `bench:settle:ab` share: the client, the p50, payments and a service ready to settle them. */
 
@@ -14,7 +14,11 @@ export const p50 = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[
 /** Milliseconds from sending `body` to reading the whole 200 answer; anything else stops the bench. */
 export const post = async (url: string, body: unknown) => {
   const start = performance.now()
-  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body)
+  })
   const text = await response.text()
   if (response.status !== 200) throw new Error(`${url}: ${response.status} ${text}`)
   return performance.now() - start
@@ -32,7 +36,9 @@ export const payments = (kit: PaymentKit, payTo: string, count: number, from: nu
   const requirements = kit.exactRequirements({ payTo })
   const form = legacyForm ? { form: "address" as const } : {}
   return Promise.all(
-    Array.from({ length: count }, async (_, i) => kit.settleBody(await kit.buildExactPayment(requirements, { validUntilLedger: from + i, ...form }), requirements))
+    Array.from({ length: count }, async (_, i) =>
+      kit.settleBody(await kit.buildExactPayment(requirements, { validUntilLedger: from + i, ...form }), requirements)
+    )
   )
 }
 
@@ -48,7 +54,12 @@ export interface ServiceKit {
  * catalog has `payees` resources at `paidUrl(i)` paying the payee, each probed healthy once, with
  * nothing due in the probe schedule: the rounds time settles, not the first probe pass beside them.
  */
-export const settlingService = async (kit: ServiceKit, payees: number, facilitatorUrl: string, paidUrl: (i: number) => string) => {
+export const settlingService = async (
+  kit: ServiceKit,
+  payees: number,
+  facilitatorUrl: string,
+  paidUrl: (i: number) => string
+) => {
   const base = kit.testConfig()
   const config = kit.testConfig({
     database: join(mkdtempSync(join(tmpdir(), "sextant-bench-settle-")), "sextant.db"),
@@ -62,12 +73,18 @@ export const settlingService = async (kit: ServiceKit, payees: number, facilitat
   })
   const server = await kit.startServer(config)
   for (let i = 0; i < payees; i += 32) {
-    await Promise.all(config.catalog.slice(i, i + 32).map((e) => post(`${server.url}/v1/validate`, { resourceId: e.resource.id })))
+    await Promise.all(
+      config.catalog.slice(i, i + 32).map((e) => post(`${server.url}/v1/validate`, { resourceId: e.resource.id }))
+    )
   }
   const waiting = () =>
     server.runtime.runPromise(
-      Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql<{ n: number }>`SELECT COUNT(*) AS n FROM probe_schedule WHERE due_ms <= ${Date.now()} OR lease_owner IS NOT NULL`
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) =>
+          sql<{
+            n: number
+          }>`SELECT COUNT(*) AS n FROM probe_schedule WHERE due_ms <= ${Date.now()} OR lease_owner IS NOT NULL`
       )
     )
   while (Number((await waiting())[0]?.n) > 0) await new Promise((resolve) => setTimeout(resolve, 100))
@@ -104,7 +121,8 @@ export const interleavedRounds = async (
     const from = warmUp + round * perRound
     for (let i = from; i < from + perRound; i++) direct.push(await post(`${facilitatorUrl}/settle`, directBodies[i]))
     for (const c of round % 2 === 0 ? cases : [...cases].reverse()) {
-      for (let i = from; i < from + perRound; i++) c.through.push(await post(`${c.server.url}/x402/settle`, c.bodies[i]))
+      for (let i = from; i < from + perRound; i++)
+        c.through.push(await post(`${c.server.url}/x402/settle`, c.bodies[i]))
     }
   }
   return direct

@@ -1,14 +1,34 @@
 import { TESTNET_USDC } from "../../src/config.js"
-import type { CatalogEntry } from "../../src/domain/resources.js"
 import { ResourceId } from "../../src/domain/ids.js"
+import type { CatalogEntry } from "../../src/domain/resources.js"
 
 /**
  * A large catalog with text that behaves like a real one: a few hundred capabilities, names and
  * descriptions drawn from a vocabulary where some words are common ("data": one resource in
  * three) and most are rare, so a text search meets both selective and broad terms.
  */
-const NOUNS = ["ledger", "asset", "payment", "account", "price", "oracle", "weather", "compliance", "identity", "invoice",
-  "shipment", "credit", "bond", "token", "market", "news", "translation", "image", "search", "route"]
+const NOUNS = [
+  "ledger",
+  "asset",
+  "payment",
+  "account",
+  "price",
+  "oracle",
+  "weather",
+  "compliance",
+  "identity",
+  "invoice",
+  "shipment",
+  "credit",
+  "bond",
+  "token",
+  "market",
+  "news",
+  "translation",
+  "image",
+  "search",
+  "route"
+]
 const VERBS = ["inspect", "verify", "lookup", "stream", "convert", "score", "summarise", "forecast", "index", "audit"]
 const FILLER = ["data", "fast", "stellar", "api", "service", "realtime", "historical", "batch", "premium", "open"]
 const PAY_TO = "GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5"
@@ -32,9 +52,17 @@ export const syntheticEntry = (i: number): CatalogEntry => {
     },
     provider: { id: `provider-${i % 500}`, name: `Provider ${i % 500}` },
     paymentOptions: [
-      { network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: String(units), amountUsd: units / 1e7, payTo: PAY_TO }
+      {
+        network: "stellar:testnet",
+        scheme: "exact",
+        asset: TESTNET_USDC,
+        amount: String(units),
+        amountUsd: units / 1e7,
+        payTo: PAY_TO
+      }
     ]
   }
 }
 
-export const syntheticCatalog = (size: number): Array<CatalogEntry> => Array.from({ length: size }, (_, i) => syntheticEntry(i))
+export const syntheticCatalog = (size: number): Array<CatalogEntry> =>
+  Array.from({ length: size }, (_, i) => syntheticEntry(i))

@@ -1,12 +1,12 @@
 import { Context, Duration, Effect, Either, Fiber, Layer } from "effect"
-import { admitted } from "./admitEntries.js"
-import { quotaKeys } from "./ingestionQuota.js"
 import { AppConfig } from "../config.js"
+import { PrincipalId } from "../domain/ids.js"
 import type { CatalogEntry } from "../domain/resources.js"
-import { CatalogWritesRepo } from "../store/CatalogWritesRepo.js"
 import { type BazaarStatus, hasBazaar, readBazaar, rejected } from "../extensions/bazaar.js"
 import { SchemaValidator } from "../extensions/SchemaValidator.js"
-import { PrincipalId } from "../domain/ids.js"
+import { CatalogWritesRepo } from "../store/CatalogWritesRepo.js"
+import { admitted } from "./admitEntries.js"
+import { quotaKeys } from "./ingestionQuota.js"
 
 /**
  * How long the answer of a paid request waits for the catalog write of its bazaar extension
@@ -46,7 +46,10 @@ export interface BazaarIngestShape {
  * name what gets catalogued.
  */
 export class BazaarIngest extends Context.Tag("sextant/BazaarIngest")<BazaarIngest, BazaarIngestShape>() {
-  static readonly Live = Layer.effect(BazaarIngest, Effect.suspend(() => make)).pipe(Layer.provide(SchemaValidator.Live))
+  static readonly Live = Layer.effect(
+    BazaarIngest,
+    Effect.suspend(() => make)
+  ).pipe(Layer.provide(SchemaValidator.Live))
 }
 
 const make = Effect.gen(function* () {
@@ -63,9 +66,13 @@ const make = Effect.gen(function* () {
   const catalog = (entry: CatalogEntry, payer: string, path: string) =>
     Effect.gen(function* () {
       const atUrl = yield* resources.byUrls([entry.resource.url])
-      if (atUrl.some((r) => r.source !== "bazaar" && r.source !== "validate")) return rejected("the URL is catalogued by another source")
-      if (atUrl.some((r) => r.id === entry.resource.id)) return rejected("an entry for this URL and payee is catalogued already; it is not rewritten")
-      const { refused } = yield* admitted(resources, config.ingestion, "bazaar", [{ item: entry, keys: quotaKeys(entry, PrincipalId.make(payer)) }])
+      if (atUrl.some((r) => r.source !== "bazaar" && r.source !== "validate"))
+        return rejected("the URL is catalogued by another source")
+      if (atUrl.some((r) => r.id === entry.resource.id))
+        return rejected("an entry for this URL and payee is catalogued already; it is not rewritten")
+      const { refused } = yield* admitted(resources, config.ingestion, "bazaar", [
+        { item: entry, keys: quotaKeys(entry, PrincipalId.make(payer)) }
+      ])
       if (refused[0] !== undefined) return rejected(`quota: ${refused[0].reason}`)
       yield* resources.insertUnlisted(entry, "bazaar", {
         actor: payer,
@@ -74,10 +81,15 @@ const make = Effect.gen(function* () {
       return { status: "success" } satisfies BazaarStatus
     })
 
-  const respond = (request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown }, settled: SettledPayment | null, path: string) =>
+  const respond = (
+    request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown },
+    settled: SettledPayment | null,
+    path: string
+  ) =>
     Effect.gen(function* () {
       if (!hasBazaar(request.paymentPayload)) return null
-      if (settled === null || !settled.success) return rejected("the payment was not settled, so nothing was catalogued")
+      if (settled === null || !settled.success)
+        return rejected("the payment was not settled, so nothing was catalogued")
       if (!settled.settledNow) return rejected("this payment was settled before; a payment catalogs once")
       const reading = yield* Effect.try(() => readBazaar(request, config.asset)).pipe(
         Effect.orElseSucceed(() => ({ _tag: "Rejected", reason: "the extension could not be read" }) as const)
@@ -89,7 +101,10 @@ const make = Effect.gen(function* () {
       const write = yield* Effect.forkDaemon(
         catalog(reading.entry, settled.payer, path).pipe(
           Effect.catchAllCause((cause) =>
-            Effect.as(Effect.logWarning("bazaar ingestion failed", cause), rejected("the resource could not be catalogued: store failure"))
+            Effect.as(
+              Effect.logWarning("bazaar ingestion failed", cause),
+              rejected("the resource could not be catalogued: store failure")
+            )
           )
         )
       )

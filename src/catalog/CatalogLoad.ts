@@ -25,7 +25,9 @@ export const CatalogLoad = Layer.effectDiscard(
     }
     const read = yield* readCatalogFile(repo, file, config.asset.decimals)
     if (read._tag === "Unchanged") {
-      yield* Effect.logInfo(`catalog loaded: ${read.entries} resources, file unchanged since the last load, nothing written`)
+      yield* Effect.logInfo(
+        `catalog loaded: ${read.entries} resources, file unchanged since the last load, nothing written`
+      )
       return
     }
     const written = yield* repo.upsertCatalog(read.entries, read.key)

@@ -1,12 +1,12 @@
-import { Context, Data, Effect, Either, Layer, Schema } from "effect"
 import { readFile } from "node:fs/promises"
+import { Context, Data, Effect, Either, Layer, Schema } from "effect"
 import { AppConfig } from "../config.js"
 import { type CatalogEntry, importSource, probeMayList } from "../domain/resources.js"
+import { fetchJson, type OutboundRequests } from "../outbound/fetchAnswer.js"
 import { CatalogWritesRepo } from "../store/CatalogWritesRepo.js"
 import { ResourceListingRepo } from "../store/ResourceListingRepo.js"
-import { fetchJson, type OutboundRequests } from "../outbound/fetchAnswer.js"
-import { DiscoveryPage, type ImportDeployment, readItem } from "./bazaarItems.js"
 import { admitted } from "./admitEntries.js"
+import { DiscoveryPage, type ImportDeployment, readItem } from "./bazaarItems.js"
 import { quotaKeys } from "./ingestionQuota.js"
 
 /**
@@ -47,7 +47,10 @@ export interface ImportSummary {
   readonly newestLastUpdated: string | null
 }
 
-export class ImportFailed extends Data.TaggedError("ImportFailed")<{ readonly source: string; readonly reason: string }> {}
+export class ImportFailed extends Data.TaggedError("ImportFailed")<{
+  readonly source: string
+  readonly reason: string
+}> {}
 
 /** `<url>/discovery/resources`, unless the URL already names that endpoint. */
 export const discoveryEndpoint = (url: string) =>
@@ -69,7 +72,10 @@ export interface ImporterShape {
 
 /** Imports from other discovery services (config `catalogSources`, `sextant catalog import`). */
 export class Importer extends Context.Tag("sextant/Importer")<Importer, ImporterShape>() {
-  static readonly Live = Layer.effect(Importer, Effect.suspend(() => make))
+  static readonly Live = Layer.effect(
+    Importer,
+    Effect.suspend(() => make)
+  )
 }
 
 const make = Effect.gen(function* () {
@@ -97,11 +103,19 @@ const make = Effect.gen(function* () {
       const answer = yield* fetchJson(url.href, outbound, MAX_PAGE_BYTES).pipe(
         Effect.mapError((e) => new ImportFailed({ source, reason: e.reason }))
       )
-      if (answer.httpStatus !== 200) return yield* new ImportFailed({ source, reason: `${url.href} answered ${answer.httpStatus}` })
+      if (answer.httpStatus !== 200)
+        return yield* new ImportFailed({ source, reason: `${url.href} answered ${answer.httpStatus}` })
       const page = decodePage(answer.body)
-      if (Either.isLeft(page)) return yield* new ImportFailed({ source, reason: `${url.href} is not a discovery page${answer.note === null ? "" : ` (${answer.note})`}` })
+      if (Either.isLeft(page))
+        return yield* new ImportFailed({
+          source,
+          reason: `${url.href} is not a discovery page${answer.note === null ? "" : ` (${answer.note})`}`
+        })
       if (page.right.items.length > PAGE_SIZE) {
-        return yield* new ImportFailed({ source, reason: `${url.href} answered ${page.right.items.length} items where at most ${PAGE_SIZE} were asked` })
+        return yield* new ImportFailed({
+          source,
+          reason: `${url.href} answered ${page.right.items.length} items where at most ${PAGE_SIZE} were asked`
+        })
       }
       return page.right
     })
@@ -112,15 +126,18 @@ const make = Effect.gen(function* () {
       if (!/^https?:\/\//.test(spec.location)) {
         const text = yield* Effect.tryPromise({
           try: () => readFile(spec.location, "utf8"),
-          catch: (e) => new ImportFailed({ source: spec.id, reason: `cannot read ${spec.location}: ${(e as Error).message}` })
+          catch: (e) =>
+            new ImportFailed({ source: spec.id, reason: `cannot read ${spec.location}: ${(e as Error).message}` })
         })
         const json = yield* Effect.try({
           try: () => JSON.parse(text) as unknown,
           catch: () => new ImportFailed({ source: spec.id, reason: `${spec.location} is not JSON` })
         })
         const page = decodePage(Array.isArray(json) ? { items: json } : json)
-        if (Either.isLeft(page)) return yield* new ImportFailed({ source: spec.id, reason: `${spec.location} holds no items` })
-        if (page.right.items.length > MAX_ITEMS) return yield* new ImportFailed({ source: spec.id, reason: `more than ${MAX_ITEMS} items` })
+        if (Either.isLeft(page))
+          return yield* new ImportFailed({ source: spec.id, reason: `${spec.location} holds no items` })
+        if (page.right.items.length > MAX_ITEMS)
+          return yield* new ImportFailed({ source: spec.id, reason: `more than ${MAX_ITEMS} items` })
         onProgress(page.right.items.length, page.right.items.length)
         return { items: page.right.items, pages: 1 }
       }
@@ -133,7 +150,8 @@ const make = Effect.gen(function* () {
         items.push(...page.items)
         const total = page.pagination?.total ?? null
         onProgress(items.length, total)
-        if (items.length > MAX_ITEMS) return yield* new ImportFailed({ source: spec.id, reason: `more than ${MAX_ITEMS} items` })
+        if (items.length > MAX_ITEMS)
+          return yield* new ImportFailed({ source: spec.id, reason: `more than ${MAX_ITEMS} items` })
         if (page.items.length === 0 || total === null || items.length >= total) break
       }
       return { items, pages }
@@ -159,7 +177,8 @@ const make = Effect.gen(function* () {
         else if (reading._tag === "Invalid") invalid++
         else {
           kept.set(reading.entry.resource.url, reading.entry)
-          if (reading.lastUpdatedMs !== null && (newest === null || reading.lastUpdatedMs > newest)) newest = reading.lastUpdatedMs
+          if (reading.lastUpdatedMs !== null && (newest === null || reading.lastUpdatedMs > newest))
+            newest = reading.lastUpdatedMs
         }
       }
       // A URL another source brought in stays theirs; one only ever validated is taken up.
@@ -184,7 +203,12 @@ const make = Effect.gen(function* () {
       )
       yield* Effect.forEach(
         vanished,
-        (r) => listings.setListed(r.id, false, { actor: source, reason: `no longer listed by source ${spec.id}`, hold: "source" }),
+        (r) =>
+          listings.setListed(r.id, false, {
+            actor: source,
+            reason: `no longer listed by source ${spec.id}`,
+            hold: "source"
+          }),
         { discard: true }
       )
       return {

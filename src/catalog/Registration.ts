@@ -1,23 +1,19 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../config.js"
 import { InvalidRequest, TargetRefused } from "../domain/errors.js"
-import type {
-  RegisteredRoute,
-  RegistrationRequest,
-  RegistrationResponse
-} from "../domain/registration.js"
+import { PrincipalId, type ResourceId } from "../domain/ids.js"
+import type { RegisteredRoute, RegistrationRequest, RegistrationResponse } from "../domain/registration.js"
 import type { HttpMethod } from "../domain/resources.js"
+import { checkUrl, OutboundTargetRefused } from "../outbound/outboundGuard.js"
 import { CatalogWritesRepo } from "../store/CatalogWritesRepo.js"
 import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
-import { checkUrl, OutboundTargetRefused } from "../outbound/outboundGuard.js"
 import { discoveredEntry, discoveredIdOf } from "../verification/discoveredEntry.js"
 import { Prober } from "../verification/Prober.js"
 import { admitted } from "./admitEntries.js"
-import { quotaKeys } from "./ingestionQuota.js"
 import { type FoundRoute, OPENAPI_PATHS, PROBED_METHODS } from "./discoveryDocuments.js"
-import { discoverRoutes, mcpToolRoutes } from "./registrationRoutes.js"
+import { quotaKeys } from "./ingestionQuota.js"
 import { registrationOutcome } from "./registrationOutcome.js"
-import { PrincipalId, type ResourceId } from "../domain/ids.js"
+import { discoverRoutes, mcpToolRoutes } from "./registrationRoutes.js"
 
 /**
  * Routes probed per registration at most: one request should not turn the service into a crawler.
@@ -29,7 +25,10 @@ export const MAX_REGISTRATION_REQUESTS = OPENAPI_PATHS.length + 1 + MAX_ROUTES
 
 export interface RegistrationShape {
   /** Finds a seller's routes from its origin and lists those whose 402 challenge checks out. */
-  readonly register: (request: RegistrationRequest, principal: PrincipalId | null) => Effect.Effect<RegistrationResponse, InvalidRequest | TargetRefused>
+  readonly register: (
+    request: RegistrationRequest,
+    principal: PrincipalId | null
+  ) => Effect.Effect<RegistrationResponse, InvalidRequest | TargetRefused>
 }
 
 /**
@@ -38,7 +37,10 @@ export interface RegistrationShape {
  * routes that answer a valid 402 for this deployment's network and asset.
  */
 export class Registration extends Context.Tag("sextant/Registration")<Registration, RegistrationShape>() {
-  static readonly Live = Layer.effect(Registration, Effect.suspend(() => make))
+  static readonly Live = Layer.effect(
+    Registration,
+    Effect.suspend(() => make)
+  )
 }
 
 const make = Effect.gen(function* () {
@@ -48,7 +50,12 @@ const make = Effect.gen(function* () {
   const catalogWrites = yield* CatalogWritesRepo
   const deployment = { network: config.network, assetContract: config.asset.assetContract }
 
-  const answer = (route: FoundRoute, outcome: RegisteredRoute["outcome"], resourceId: ResourceId | null, detail: string | null): RegisteredRoute => ({
+  const answer = (
+    route: FoundRoute,
+    outcome: RegisteredRoute["outcome"],
+    resourceId: ResourceId | null,
+    detail: string | null
+  ): RegisteredRoute => ({
     url: route.url,
     method: route.method,
     foundIn: route.foundIn,
@@ -71,7 +78,12 @@ const make = Effect.gen(function* () {
       const known = yield* resources.findByUrl(route.url, route.mcp?.toolName, route.mcp?.kind)
       // A URL only ever probed through /v1/validate is not in the catalog yet: registration may take it up.
       if (Option.isSome(known) && known.value.listing.source !== "validate") {
-        return answer(route, "already-cataloged", known.value.resource.id, `in the catalog from ${known.value.listing.source}`)
+        return answer(
+          route,
+          "already-cataloged",
+          known.value.resource.id,
+          `in the catalog from ${known.value.listing.source}`
+        )
       }
       const observed = yield* prober.observeNewUrl(url, route.method, route.mcp)
       const { outcome, detail } = observed.observation
@@ -79,7 +91,9 @@ const make = Effect.gen(function* () {
       if (verdict !== "listed") return answer(route, verdict, null, detail)
       const id = discoveredIdOf(url, route.mcp)
       const entry = discoveredEntry(id, url, route.method, observed, config, route.mcp)
-      const { refused } = yield* admitted(catalogWrites, config.ingestion, "registration", [{ item: entry, keys: quotaKeys(entry, actor) }])
+      const { refused } = yield* admitted(catalogWrites, config.ingestion, "registration", [
+        { item: entry, keys: quotaKeys(entry, actor) }
+      ])
       if (refused[0] !== undefined) return answer(route, "refused", null, `quota: ${refused[0].reason}`)
       const result = yield* prober.adopt(
         url,
@@ -87,7 +101,10 @@ const make = Effect.gen(function* () {
         observed,
         "registration",
         true,
-        { actor, reason: `registered through /v1/resources/register (found in ${route.foundIn}); answered a valid 402 on ${config.network}` },
+        {
+          actor,
+          reason: `registered through /v1/resources/register (found in ${route.foundIn}); answered a valid 402 on ${config.network}`
+        },
         route.mcp
       )
       return answer(route, "listed", result.resourceId, null)
@@ -96,7 +113,8 @@ const make = Effect.gen(function* () {
   /** The origin of the request, or a refusal; the guard's checks that need no network run here. */
   const originOf = (raw: string) => {
     const checked = checkUrl(raw, config.probes)
-    if (checked instanceof OutboundTargetRefused) return Effect.fail(new TargetRefused({ message: `target refused: ${checked.reason}` }))
+    if (checked instanceof OutboundTargetRefused)
+      return Effect.fail(new TargetRefused({ message: `target refused: ${checked.reason}` }))
     return Effect.succeed(checked)
   }
 
@@ -104,16 +122,30 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const actor = principal ?? PrincipalId.make("anonymous")
       if ((request.origin === undefined) === (request.url === undefined)) {
-        return yield* Effect.fail(new InvalidRequest({ message: "pass either origin (to read its discovery documents) or url (one route), not both" }))
+        return yield* Effect.fail(
+          new InvalidRequest({
+            message: "pass either origin (to read its discovery documents) or url (one route), not both"
+          })
+        )
       }
       if (request.method !== undefined && !PROBED_METHODS.has(request.method)) {
-        return yield* Effect.fail(new InvalidRequest({ message: `method: registration probes only GET, HEAD and POST routes, not ${request.method}` }))
+        return yield* Effect.fail(
+          new InvalidRequest({
+            message: `method: registration probes only GET, HEAD and POST routes, not ${request.method}`
+          })
+        )
       }
       if (request.type === "mcp" && (request.url === undefined || request.method !== undefined)) {
-        return yield* Effect.fail(new InvalidRequest({ message: "type mcp: pass the server's endpoint as url, without method (tools are called with tools/call)" }))
+        return yield* Effect.fail(
+          new InvalidRequest({
+            message: "type mcp: pass the server's endpoint as url, without method (tools are called with tools/call)"
+          })
+        )
       }
       if (request.origin !== undefined && request.method !== undefined) {
-        return yield* Effect.fail(new InvalidRequest({ message: "method: only with url; an origin's documents name each route's method" }))
+        return yield* Effect.fail(
+          new InvalidRequest({ message: "method: only with url; an origin's documents name each route's method" })
+        )
       }
       const target = yield* originOf(request.origin ?? request.url!)
       const origin = target.origin
@@ -121,10 +153,23 @@ const make = Effect.gen(function* () {
         request.type === "mcp"
           ? yield* mcpToolRoutes(target.href, config.probes)
           : request.url !== undefined
-          ? { documents: [], routes: [{ url: target.href, method: request.method ?? ("GET" as HttpMethod), foundIn: "request" as const, description: null, skip: null }] }
-          : yield* discoverRoutes(origin, config.probes)
+            ? {
+                documents: [],
+                routes: [
+                  {
+                    url: target.href,
+                    method: request.method ?? ("GET" as HttpMethod),
+                    foundIn: "request" as const,
+                    description: null,
+                    skip: null
+                  }
+                ]
+              }
+            : yield* discoverRoutes(origin, config.probes)
       const capped = found.routes.map((route, i) =>
-        i < MAX_ROUTES || route.skip !== null ? route : { ...route, skip: `over the ${MAX_ROUTES} routes probed per registration` }
+        i < MAX_ROUTES || route.skip !== null
+          ? route
+          : { ...route, skip: `over the ${MAX_ROUTES} routes probed per registration` }
       )
       const routes = yield* Effect.forEach(capped, (route) => registerRoute(route, actor), {
         concurrency: config.probes.concurrency

@@ -1,8 +1,14 @@
 import { Either, Schema } from "effect"
-import { type CatalogEntry, ceilingCoversAmount, HttpMethod, ResourceInfo, type ResourcePaymentOption } from "../domain/resources.js"
+import { readMcpTool } from "../domain/mcp.js"
+import {
+  type CatalogEntry,
+  ceilingCoversAmount,
+  HttpMethod,
+  ResourceInfo,
+  type ResourcePaymentOption
+} from "../domain/resources.js"
 import { serviceMetadataOf } from "../domain/serviceMetadata.js"
 import { BaseUnits, baseUnitsToUsd, PaymentScheme, StellarAddress, StellarNetwork } from "../domain/stellar.js"
-import { readMcpTool } from "../domain/mcp.js"
 import { discoveredId, discoveredToolId } from "../verification/discoveredEntry.js"
 
 /**
@@ -30,7 +36,11 @@ type Item = typeof Item.Type
 export const DiscoveryPage = Schema.Struct({
   items: Schema.Array(Schema.Unknown),
   pagination: Schema.optional(
-    Schema.Struct({ limit: Schema.optional(Schema.Number), offset: Schema.optional(Schema.Number), total: Schema.Number })
+    Schema.Struct({
+      limit: Schema.optional(Schema.Number),
+      offset: Schema.optional(Schema.Number),
+      total: Schema.Number
+    })
   )
 })
 export type DiscoveryPage = typeof DiscoveryPage.Type
@@ -76,7 +86,8 @@ export const MAX_URL_LENGTH = 2048
 export const MAX_NAME_LENGTH = 200
 export const MAX_DESCRIPTION_LENGTH = 1000
 
-const text = (value: unknown, max = MAX_NAME_LENGTH): string | null => (typeof value === "string" && value !== "" ? value.slice(0, max) : null)
+const text = (value: unknown, max = MAX_NAME_LENGTH): string | null =>
+  typeof value === "string" && value !== "" ? value.slice(0, max) : null
 
 /** A requirement (v2 `amount`, v1 `maxAmountRequired`) as a catalog option, when this deployment can pay it. */
 const optionOf = (raw: unknown, deployment: ImportDeployment): ResourcePaymentOption | null => {
@@ -96,10 +107,16 @@ const optionOf = (raw: unknown, deployment: ImportDeployment): ResourcePaymentOp
 const methodOf = (item: Item): HttpMethod => {
   const candidates: Array<unknown> = []
   for (const raw of item.accepts) {
-    if (isObject(raw) && isObject(raw.outputSchema) && isObject(raw.outputSchema.input)) candidates.push(raw.outputSchema.input.method)
+    if (isObject(raw) && isObject(raw.outputSchema) && isObject(raw.outputSchema.input))
+      candidates.push(raw.outputSchema.input.method)
   }
   const extensions = isObject(item) ? (item as Record<string, unknown>).extensions : undefined
-  if (isObject(extensions) && isObject(extensions.bazaar) && isObject(extensions.bazaar.info) && isObject(extensions.bazaar.info.input)) {
+  if (
+    isObject(extensions) &&
+    isObject(extensions.bazaar) &&
+    isObject(extensions.bazaar.info) &&
+    isObject(extensions.bazaar.info.input)
+  ) {
     candidates.push(extensions.bazaar.info.input.method)
   }
   const method = candidates.map((m) => (typeof m === "string" ? m.toUpperCase() : m)).find(isMethod)
@@ -108,8 +125,15 @@ const methodOf = (item: Item): HttpMethod => {
 
 const describe = (item: Item, sourceId: string): string => {
   const metadata = isObject(item.metadata) ? item.metadata : {}
-  const fromAccepts = item.accepts.map((a) => (isObject(a) ? text(a.description, MAX_DESCRIPTION_LENGTH) : null)).find((d) => d !== null)
-  return text(item.description, MAX_DESCRIPTION_LENGTH) ?? text(metadata.description, MAX_DESCRIPTION_LENGTH) ?? fromAccepts ?? `Imported from ${sourceId}`
+  const fromAccepts = item.accepts
+    .map((a) => (isObject(a) ? text(a.description, MAX_DESCRIPTION_LENGTH) : null))
+    .find((d) => d !== null)
+  return (
+    text(item.description, MAX_DESCRIPTION_LENGTH) ??
+    text(metadata.description, MAX_DESCRIPTION_LENGTH) ??
+    fromAccepts ??
+    `Imported from ${sourceId}`
+  )
 }
 
 /**
@@ -129,18 +153,28 @@ export const readItem = (raw: unknown, sourceId: string, deployment: ImportDeplo
   if (Either.isLeft(decoded)) return { _tag: "Invalid", reason: "not a discovery item (resource, accepts)" }
   const item = decoded.right
   const allowed = deployment.networks === undefined || deployment.networks.includes(deployment.network)
-  const options = allowed ? item.accepts.map((a) => optionOf(a, deployment)).filter((o) => o !== null).filter(ceilingCoversAmount) : []
+  const options = allowed
+    ? item.accepts
+        .map((a) => optionOf(a, deployment))
+        .filter((o) => o !== null)
+        .filter(ceilingCoversAmount)
+    : []
   if (options.length === 0) return { _tag: "OtherNetwork" }
-  if (item.resource.length > MAX_URL_LENGTH) return { _tag: "Invalid", reason: `resource URL is longer than ${MAX_URL_LENGTH} characters` }
-  if (!isResourceUrl(item.resource)) return { _tag: "Invalid", reason: `resource is not an http(s) URL: ${item.resource.slice(0, 100)}` }
-  if (item.type !== "http" && item.type !== "mcp") return { _tag: "Invalid", reason: `unknown resource type "${item.type}"` }
+  if (item.resource.length > MAX_URL_LENGTH)
+    return { _tag: "Invalid", reason: `resource URL is longer than ${MAX_URL_LENGTH} characters` }
+  if (!isResourceUrl(item.resource))
+    return { _tag: "Invalid", reason: `resource is not an http(s) URL: ${item.resource.slice(0, 100)}` }
+  if (item.type !== "http" && item.type !== "mcp")
+    return { _tag: "Invalid", reason: `unknown resource type "${item.type}"` }
   const mcp = item.type === "mcp" ? readMcpTool(mcpFieldsOf(raw)) : undefined
   if (mcp !== undefined && Either.isLeft(mcp)) return { _tag: "Invalid", reason: mcp.left }
   const tool = mcp?.right
   const url = new URL(item.resource)
   const metadata = isObject(item.metadata) ? item.metadata : {}
   // A 2.27 bazaar item carries the service metadata beside `resource`; Item's decoding drops it.
-  const service = isObject(raw) ? serviceMetadataOf({ url: url.href, serviceName: raw.serviceName, tags: raw.tags, iconUrl: raw.iconUrl }) : {}
+  const service = isObject(raw)
+    ? serviceMetadataOf({ url: url.href, serviceName: raw.serviceName, tags: raw.tags, iconUrl: raw.iconUrl })
+    : {}
   return {
     _tag: "Kept",
     lastUpdatedMs: lastUpdatedMs(item.lastUpdated),

@@ -1,7 +1,7 @@
-import { Either, Schema } from "effect"
 import { createHash } from "node:crypto"
+import { Either, Schema } from "effect"
 import pkg from "../../package.json" with { type: "json" }
-import { checkCatalog, type ConfigError, decodeCatalog, parseJson } from "../config.js"
+import { type ConfigError, checkCatalog, decodeCatalog, parseJson } from "../config.js"
 import { CatalogEntry } from "../domain/resources.js"
 
 /**

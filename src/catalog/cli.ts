@@ -8,10 +8,15 @@ import { Importer, type ImportSourceSpec } from "./Importer.js"
  * The source an import from the command line writes as: `--id`, else the configured source with
  * that URL (so a manual pull and the schedule agree on what the source lists), else "cli".
  */
-export const cliSource = (config: Config, location: string, idFlag: Option.Option<string>): ImportSourceSpec | string => {
+export const cliSource = (
+  config: Config,
+  location: string,
+  idFlag: Option.Option<string>
+): ImportSourceSpec | string => {
   const id = Option.getOrUndefined(idFlag)
   const configured = config.catalogSources.find((s) => (id !== undefined ? s.id === id : s.url === location))
-  if (id !== undefined && !/^[a-z0-9][a-z0-9._-]{0,63}$/.test(id)) return `--id: expected a lowercase id such as "cdp-bazaar"`
+  if (id !== undefined && !/^[a-z0-9][a-z0-9._-]{0,63}$/.test(id))
+    return `--id: expected a lowercase id such as "cdp-bazaar"`
   return { id: id ?? configured?.id ?? "cli", location, networks: configured?.networks }
 }
 

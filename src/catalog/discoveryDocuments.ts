@@ -1,6 +1,6 @@
 import type { McpTool } from "../domain/mcp.js"
-import type { HttpMethod } from "../domain/resources.js"
 import type { RouteOrigin } from "../domain/registration.js"
+import type { HttpMethod } from "../domain/resources.js"
 
 /**
  * Reading an origin's discovery documents, in x402scan's order: the OpenAPI document
@@ -63,7 +63,9 @@ export const routesFromOpenApi = (doc: unknown, origin: string): ReadonlyArray<F
     for (const method of METHODS) {
       const operation = item[method.toLowerCase()]
       if (!isObject(operation) || !("x-payment-info" in operation) || !has402(operation)) continue
-      const description = [operation.summary, operation.description].find((d): d is string => typeof d === "string" && d !== "")
+      const description = [operation.summary, operation.description].find(
+        (d): d is string => typeof d === "string" && d !== ""
+      )
       // A path key is a path: `//victim.example/x` would resolve to another origin.
       const url = path.startsWith("/") && !path.startsWith("//") ? onOrigin(`${base}${path}`, origin) : null
       routes.push({

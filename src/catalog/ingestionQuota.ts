@@ -1,6 +1,6 @@
 import type { IngestionConfig } from "../config.js"
-import type { CatalogEntry } from "../domain/resources.js"
 import type { PrincipalId } from "../domain/ids.js"
+import type { CatalogEntry } from "../domain/resources.js"
 
 /**
  * Ingestion quotas (docs/trust.md): how many untrusted entries one source, origin, principal and
@@ -46,8 +46,16 @@ export const admit = <A>(
   counts: QuotaCounts,
   limits: Limits,
   source: string
-): { readonly admitted: ReadonlyArray<A>; readonly refused: ReadonlyArray<{ readonly item: A; readonly reason: string }> } => {
-  const running = { source: counts.source, origins: new Map(counts.origins), principals: new Map(counts.principals), payees: new Map(counts.payees) }
+): {
+  readonly admitted: ReadonlyArray<A>
+  readonly refused: ReadonlyArray<{ readonly item: A; readonly reason: string }>
+} => {
+  const running = {
+    source: counts.source,
+    origins: new Map(counts.origins),
+    principals: new Map(counts.principals),
+    payees: new Map(counts.payees)
+  }
   const bump = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1)
   const admitted: Array<A> = []
   const refused: Array<{ item: A; reason: string }> = []

@@ -21,7 +21,12 @@ const isMcpTool = Schema.is(McpTool)
 const MAX_DOCUMENT_BYTES = 1024 * 1024
 
 /** One document: the routes it names, or why it gave none. Never fails: a missing document is an answer. */
-const read = (url: string, parse: (doc: unknown, origin: string) => ReadonlyArray<FoundRoute> | null, origin: string, probes: ProbesConfig) =>
+const read = (
+  url: string,
+  parse: (doc: unknown, origin: string) => ReadonlyArray<FoundRoute> | null,
+  origin: string,
+  probes: ProbesConfig
+) =>
   fetchJson(url, probes, MAX_DOCUMENT_BYTES).pipe(
     Effect.map((answer) => {
       if (answer.httpStatus < 200 || answer.httpStatus >= 300) {
@@ -32,7 +37,9 @@ const read = (url: string, parse: (doc: unknown, origin: string) => ReadonlyArra
         ? { doc: { url, routes: null, detail: "not a document of the expected shape" }, found: [] }
         : { doc: { url, routes: found.length, detail: null }, found }
     }),
-    Effect.catchAll((e) => Effect.succeed({ doc: { url, routes: null, detail: e.reason }, found: [] as ReadonlyArray<FoundRoute> }))
+    Effect.catchAll((e) =>
+      Effect.succeed({ doc: { url, routes: null, detail: e.reason }, found: [] as ReadonlyArray<FoundRoute> })
+    )
   )
 
 /** x402scan's order: the first OpenAPI document that reads, then `/.well-known/x402`. */
@@ -62,13 +69,33 @@ export const mcpToolRoutes = (url: string, probes: ProbesConfig) =>
     Effect.map((tools) => ({
       documents: [{ url, routes: tools.length, detail: null }],
       routes: tools.map((tool): FoundRoute => {
-        const mcp = { kind: "tool" as const, toolName: tool.name, transport: "streamable-http" as const, inputSchema: tool.inputSchema }
-        const found = { url, method: "POST" as const, foundIn: "tools/list" as const, description: tool.description ?? null }
+        const mcp = {
+          kind: "tool" as const,
+          toolName: tool.name,
+          transport: "streamable-http" as const,
+          inputSchema: tool.inputSchema
+        }
+        const found = {
+          url,
+          method: "POST" as const,
+          foundIn: "tools/list" as const,
+          description: tool.description ?? null
+        }
         // A tool a catalog entry cannot hold (a name over 200 characters) is answered as skipped, never as a 500.
-        return isMcpTool(mcp) ? { ...found, skip: null, mcp } : { ...found, skip: `tool "${tool.name.slice(0, 40)}..." is not one a catalog entry can hold (a name of 1-200 characters)` }
+        return isMcpTool(mcp)
+          ? { ...found, skip: null, mcp }
+          : {
+              ...found,
+              skip: `tool "${tool.name.slice(0, 40)}..." is not one a catalog entry can hold (a name of 1-200 characters)`
+            }
       })
     })),
     Effect.catchAll((e) =>
-      Effect.succeed({ documents: [{ url, routes: null, detail: e._tag === "AnswerTimeout" ? `no answer within ${e.afterMs} ms` : e.reason }], routes: [] })
+      Effect.succeed({
+        documents: [
+          { url, routes: null, detail: e._tag === "AnswerTimeout" ? `no answer within ${e.afterMs} ms` : e.reason }
+        ],
+        routes: []
+      })
     )
   )

@@ -1,19 +1,19 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Layer, Logger, Option } from "effect"
+import pkg from "../../package.json" with { type: "json" }
 import { catalogImportCommand } from "../catalog/cli.js"
 import { buyCommand } from "../client/cli.js"
 import { type Config, DEFAULT_EMBEDDED, isEmbedded, loadConfig } from "../config.js"
-import { channelsCommand } from "../facilitator/cli.js"
 import { ResourceId } from "../domain/ids.js"
 import { OptimizeFor } from "../domain/routes.js"
+import { channelsCommand } from "../facilitator/cli.js"
 import { apiKeyHash } from "../http/authLive.js"
 import { buyerNewCommand, facilitatorNewCommand, probeAddressCommand } from "../keys/cli.js"
+import type { CommandOutput } from "../lifecycle/commandOutput.js"
 import { installEgressGuard } from "../outbound/egress.js"
 import { configuredEndpoints } from "../outbound/endpoints.js"
-import type { CommandOutput } from "../lifecycle/commandOutput.js"
 import { receiptVerifyCommand } from "../receipts/cli.js"
 import { VerticalServer } from "../vertical/VerticalServer.js"
-import pkg from "../../package.json" with { type: "json" }
 import { exitWith } from "./exit.js"
 import { stderrLogs } from "./logs.js"
 import { mcp } from "./mcp.js"
@@ -35,23 +35,30 @@ const configFile = Options.file("config").pipe(
  * through the Connector or nowhere (the egress rule, docs/decisions.md).
  */
 export const config = (flag: Option.Option<string>, extra: ReadonlyArray<string> = []) =>
-  Effect.suspend(() => loadConfig(Option.getOrElse(flag, () => process.env.SEXTANT_CONFIG || undefined), process.env)).pipe(
-    Effect.tap((loaded) => Effect.sync(() => installEgressGuard(configuredEndpoints(loaded, extra))))
-  )
+  Effect.suspend(() =>
+    loadConfig(
+      Option.getOrElse(flag, () => process.env.SEXTANT_CONFIG || undefined),
+      process.env
+    )
+  ).pipe(Effect.tap((loaded) => Effect.sync(() => installEgressGuard(configuredEndpoints(loaded, extra)))))
 
 /** An optional text option. */
-const text = (name: string, description: string) => Options.text(name).pipe(Options.withDescription(description), Options.optional)
+const text = (name: string, description: string) =>
+  Options.text(name).pipe(Options.withDescription(description), Options.optional)
 
 const keyFile = (description: string) => text("key-file", description)
 
 /** A command that only groups others (`keys hash`, `keys buyer-new`, ...). */
-const group = <Name extends string>(name: Name, description: string) => Command.make(name).pipe(Command.withDescription(description))
+const group = <Name extends string>(name: Name, description: string) =>
+  Command.make(name).pipe(Command.withDescription(description))
 
 /** A command that answers its exit code, given where to print. */
 const printing = (run: (output: CommandOutput) => Promise<number>) =>
   Effect.flatMap(CliOutput, (output) => Effect.promise(() => run(output))).pipe(Effect.flatMap(exitWith))
 
-const serveCommand = Command.make("serve", { config: configFile }, (flags) => Effect.flatMap(config(flags.config), serve)).pipe(
+const serveCommand = Command.make("serve", { config: configFile }, (flags) =>
+  Effect.flatMap(config(flags.config), serve)
+).pipe(
   Command.withDescription(
     "Run the HTTP service (:4020), the reference vertical (:4021), the demo providers (:4022-4025, when demo.enabled) and the probe and import schedules."
   )
@@ -61,9 +68,14 @@ const mcpCommand = Command.make(
   "mcp",
   {
     config: configFile,
-    buyerKeyFile: text("buyer-key-file", "with a buyer key, the MCP server also offers buy_resource (nothing else turns it on)"),
+    buyerKeyFile: text(
+      "buyer-key-file",
+      "with a buyer key, the MCP server also offers buy_resource (nothing else turns it on)"
+    ),
     sessionCapUsd: Options.float("session-cap-usd").pipe(
-      Options.withDescription("the most buy_resource may spend in this session, in USD (default buyer.mcpSessionCapUsd)"),
+      Options.withDescription(
+        "the most buy_resource may spend in this session, in USD (default buyer.mcpSessionCapUsd)"
+      ),
       Options.optional
     )
   },
@@ -71,12 +83,17 @@ const mcpCommand = Command.make(
 ).pipe(Command.withDescription("MCP server on stdio: tools mirror the HTTP API; logs go to stderr."))
 
 const verticalCommand = Command.make("vertical", { config: configFile }, (flags) =>
-  Effect.flatMap(config(flags.config), (loaded) => Layer.launch(VerticalServer.layer(loaded))).pipe(Effect.provide(Logger.pretty))
+  Effect.flatMap(config(flags.config), (loaded) => Layer.launch(VerticalServer.layer(loaded))).pipe(
+    Effect.provide(Logger.pretty)
+  )
 ).pipe(Command.withDescription("The paid reference vertical alone."))
 
 const probeCommand = Command.make(
   "probe",
-  { config: configFile, resourceId: Args.text({ name: "resource-id" }).pipe(Args.withSchema(ResourceId), Args.optional) },
+  {
+    config: configFile,
+    resourceId: Args.text({ name: "resource-id" }).pipe(Args.withSchema(ResourceId), Args.optional)
+  },
   (flags) => Effect.flatMap(config(flags.config), (loaded) => probe(loaded, flags.resourceId))
 ).pipe(
   Command.withDescription(
@@ -100,13 +117,16 @@ const catalogImport = Command.make(
   "import",
   {
     location: Args.text({ name: "url|file" }),
-    id: text("id", "the source id to import as (lowercase, e.g. cdp-bazaar); default: the configured source with this URL, else cli"),
+    id: text(
+      "id",
+      "the source id to import as (lowercase, e.g. cdp-bazaar); default: the configured source with this URL, else cli"
+    ),
     config: configFile
   },
   (flags) =>
-    Effect.flatMap(config(flags.config), (loaded) => catalogImportCommand(loaded, flags.location, flags.id).pipe(Effect.provide(stderrLogs(loaded)))).pipe(
-      Effect.flatMap(exitWith)
-    )
+    Effect.flatMap(config(flags.config), (loaded) =>
+      catalogImportCommand(loaded, flags.location, flags.id).pipe(Effect.provide(stderrLogs(loaded)))
+    ).pipe(Effect.flatMap(exitWith))
 ).pipe(
   Command.withDescription(
     "Import once from a Bazaar-shaped discovery service (its base URL or its /discovery/resources URL) or a JSON file of a page or of items: a progress bar on stderr, the summary as JSON on stdout; exit 1 when the import failed (nothing written), 2 on bad arguments."
@@ -127,7 +147,14 @@ const keyAddress = <Name extends string>(
   run: (keyFile: string, output: CommandOutput) => Promise<number>
 ) =>
   Command.make(name, { keyFile: keyFile(keyFileHelp), config: configFile }, (flags) =>
-    Effect.flatMap(config(flags.config), (loaded) => printing((output) => run(Option.getOrElse(flags.keyFile, () => configured(loaded)), output)))
+    Effect.flatMap(config(flags.config), (loaded) =>
+      printing((output) =>
+        run(
+          Option.getOrElse(flags.keyFile, () => configured(loaded)),
+          output
+        )
+      )
+    )
   )
 
 const keysProbeAddress = keyAddress(
@@ -141,8 +168,15 @@ const keysProbeAddress = keyAddress(
   )
 )
 
-const keysBuyerNew = keyAddress("buyer-new", "the buyer's key file (default buyer.keyFile, ./data/buyer.key)", (c) => c.buyer.keyFile, buyerNewCommand).pipe(
-  Command.withDescription("Create the buyer's key (mode 0600) if missing and print its address (G...) to fund; an existing file is kept.")
+const keysBuyerNew = keyAddress(
+  "buyer-new",
+  "the buyer's key file (default buyer.keyFile, ./data/buyer.key)",
+  (c) => c.buyer.keyFile,
+  buyerNewCommand
+).pipe(
+  Command.withDescription(
+    "Create the buyer's key (mode 0600) if missing and print its address (G...) to fund; an existing file is kept."
+  )
 )
 
 const keysFacilitatorNew = keyAddress(
@@ -156,19 +190,28 @@ const keysFacilitatorNew = keyAddress(
   )
 )
 
-const keysCommand = group("keys", "API key hashes and Stellar keys.").pipe(Command.withSubcommands([keysHash, keysProbeAddress, keysBuyerNew, keysFacilitatorNew]))
+const keysCommand = group("keys", "API key hashes and Stellar keys.").pipe(
+  Command.withSubcommands([keysHash, keysProbeAddress, keysBuyerNew, keysFacilitatorNew])
+)
 
 const facilitatorChannels = Command.make(
   "channels",
   {
     id: text("id", "the embedded facilitator's id (default: the first one configured)"),
-    xlm: Options.float("xlm").pipe(Options.withDescription("the XLM each channel is created with or topped up to"), Options.withDefault(5)),
-    merge: Options.boolean("merge").pipe(Options.withDescription("merge every channel account back into the fee account instead")),
+    xlm: Options.float("xlm").pipe(
+      Options.withDescription("the XLM each channel is created with or topped up to"),
+      Options.withDefault(5)
+    ),
+    merge: Options.boolean("merge").pipe(
+      Options.withDescription("merge every channel account back into the fee account instead")
+    ),
     config: configFile
   },
   (flags) =>
     Effect.flatMap(config(flags.config), (loaded) =>
-      printing((output) => channelsCommand(loaded, { id: Option.getOrUndefined(flags.id), xlm: flags.xlm, merge: flags.merge }, output))
+      printing((output) =>
+        channelsCommand(loaded, { id: Option.getOrUndefined(flags.id), xlm: flags.xlm, merge: flags.merge }, output)
+      )
     )
 ).pipe(
   Command.withDescription(
@@ -176,7 +219,9 @@ const facilitatorChannels = Command.make(
   )
 )
 
-const facilitatorCommand = group("facilitator", "The embedded Stellar facilitator.").pipe(Command.withSubcommands([facilitatorChannels]))
+const facilitatorCommand = group("facilitator", "The embedded Stellar facilitator.").pipe(
+  Command.withSubcommands([facilitatorChannels])
+)
 
 const buy = Command.make(
   "buy",
@@ -184,14 +229,20 @@ const buy = Command.make(
     capability: Args.text({ name: "capability" }),
     maxUsd: Options.text("max-usd").pipe(Options.withDescription("required: the most one request may cost, in USD")),
     input: text("input", "JSON: the resource's body (POST), query parameters (GET) or an MCP tool's arguments"),
-    optimizeFor: Options.choice("optimize-for", OptimizeFor.literals).pipe(Options.withDescription("how the route ranks providers"), Options.optional),
+    optimizeFor: Options.choice("optimize-for", OptimizeFor.literals).pipe(
+      Options.withDescription("how the route ranks providers"),
+      Options.optional
+    ),
     policy: text("policy", "JSON: an AgentPolicy the route must satisfy"),
     keyFile: keyFile("the buyer's key file (default buyer.keyFile)"),
     service: text("service", "the Sextant service's URL (default buyer.service)"),
     receiptFile: text("receipt-file", "write the signed receipt here, for sextant receipt verify"),
     config: configFile
   },
-  (flags) => Effect.flatMap(config(flags.config, Option.toArray(flags.service)), (loaded) => printing((output) => buyCommand(flags, loaded, output)))
+  (flags) =>
+    Effect.flatMap(config(flags.config, Option.toArray(flags.service)), (loaded) =>
+      printing((output) => buyCommand(flags, loaded, output))
+    )
 ).pipe(
   Command.withDescription(
     "Buy one call with the buyer's key: route, pay, get a receipt. The data on stdout, one JSON line on stderr (receipt id, provider, payment, attempts, or the error); exit codes 0-9 below."
@@ -199,9 +250,21 @@ const buy = Command.make(
 )
 
 /** `sextant` alone (or with only `--config`) serves, as `sextant serve` does. */
-export const sextant = Command.make("sextant", { config: configFile }, (flags) => Effect.flatMap(config(flags.config), serve)).pipe(
+export const sextant = Command.make("sextant", { config: configFile }, (flags) =>
+  Effect.flatMap(config(flags.config), serve)
+).pipe(
   Command.withDescription("Verification, routing, policy and settlement layer for x402 payments on Stellar."),
-  Command.withSubcommands([serveCommand, mcpCommand, verticalCommand, probeCommand, receiptCommand, catalogCommand, keysCommand, facilitatorCommand, buy])
+  Command.withSubcommands([
+    serveCommand,
+    mcpCommand,
+    verticalCommand,
+    probeCommand,
+    receiptCommand,
+    catalogCommand,
+    keysCommand,
+    facilitatorCommand,
+    buy
+  ])
 )
 
 /** Runs the command line (`process.argv`: the runtime and the script come first). */

@@ -12,7 +12,8 @@ export class CliExit extends Data.TaggedError("CliExit")<{ readonly code: number
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const
 
 /** A command's own numeric answer as the program's outcome: 0 succeeds, anything else is a `CliExit`. */
-export const exitWith = (code: number): Effect.Effect<void, CliExit> => (code === EXIT.ok ? Effect.void : Effect.fail(new CliExit({ code })))
+export const exitWith = (code: number): Effect.Effect<void, CliExit> =>
+  code === EXIT.ok ? Effect.void : Effect.fail(new CliExit({ code }))
 
 const codeOfFailure = (failure: unknown): number => {
   if (failure instanceof CliExit) return failure.code

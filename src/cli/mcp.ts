@@ -1,10 +1,10 @@
 import { Effect, Layer, Option } from "effect"
+import pkg from "../../package.json" with { type: "json" }
 import { FoundationLive, ServicesLive } from "../app.js"
 import type { Config } from "../config.js"
 import { localApiHandler } from "../http/server.js"
 import { type BuyToolOptions, makeBuyTool } from "../mcp/buyTool.js"
 import { mcpServerFactory, serveMcpStdio } from "../mcp/server.js"
-import pkg from "../../package.json" with { type: "json" }
 import { CliExit, EXIT } from "./exit.js"
 import { stderrLogs } from "./logs.js"
 
@@ -21,11 +21,14 @@ export interface McpFlags {
 const buyToolOptions = (flags: McpFlags, config: Config): Effect.Effect<Option.Option<BuyToolOptions>, CliExit> => {
   const usage = (message: string) => Effect.fail(new CliExit({ code: EXIT.usage, message }))
   if (Option.isNone(flags.buyerKeyFile)) {
-    return Option.isSome(flags.sessionCapUsd) ? usage("--session-cap-usd needs --buyer-key-file") : Effect.succeed(Option.none())
+    return Option.isSome(flags.sessionCapUsd)
+      ? usage("--session-cap-usd needs --buyer-key-file")
+      : Effect.succeed(Option.none())
   }
   const keyFile = flags.buyerKeyFile.value
   const sessionCapUsd = Option.getOrElse(flags.sessionCapUsd, () => config.buyer.mcpSessionCapUsd)
-  if (keyFile === "" || !Number.isFinite(sessionCapUsd) || sessionCapUsd < 0) return usage("--buyer-key-file needs a path, --session-cap-usd a number of USD")
+  if (keyFile === "" || !Number.isFinite(sessionCapUsd) || sessionCapUsd < 0)
+    return usage("--buyer-key-file needs a path, --session-cap-usd a number of USD")
   return Effect.succeed(Option.some({ keyFile, sessionCapUsd }))
 }
 

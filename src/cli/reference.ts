@@ -14,7 +14,11 @@ const printed = (argv: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const out: Array<string> = []
     const console = yield* capturingConsole(out, [])
-    yield* cli(["bun", "sextant", ...argv]).pipe(Effect.withConsole(console), Effect.provide(BunContext.layer), Effect.orDie)
+    yield* cli(["bun", "sextant", ...argv]).pipe(
+      Effect.withConsole(console),
+      Effect.provide(BunContext.layer),
+      Effect.orDie
+    )
     return out.join("\n").replace(ANSI, "").trimEnd()
   })
 
@@ -63,7 +67,9 @@ const withoutBuiltIns = (help: string) => {
 
 /** A command's help without the banner (name and version) and the built-in options, from USAGE on. */
 const helpOf = (path: string) =>
-  Effect.map(printed([...path.split(" "), "--help"]), (text) => withoutBuiltIns(text.slice(text.indexOf("USAGE"))).trimEnd())
+  Effect.map(printed([...path.split(" "), "--help"]), (text) =>
+    withoutBuiltIns(text.slice(text.indexOf("USAGE"))).trimEnd()
+  )
 
 /** A table cell: a `|` would end it. */
 const cell = (text: string) => text.replaceAll("|", "\\|")
@@ -81,7 +87,9 @@ const buyExitTable = () =>
 /** The whole of docs/reference/cli.md. */
 export const renderReference = Effect.gen(function* () {
   const commands = listedCommands(yield* printed(["--help"]))
-  const sections = yield* Effect.forEach(commands, (c) => Effect.map(helpOf(c.path), (help) => `## \`sextant ${c.path}\`\n\n\`\`\`text\n${help}\n\`\`\``))
+  const sections = yield* Effect.forEach(commands, (c) =>
+    Effect.map(helpOf(c.path), (help) => `## \`sextant ${c.path}\`\n\n\`\`\`text\n${help}\n\`\`\``)
+  )
   return [
     "# Command line reference",
     "",

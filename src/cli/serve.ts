@@ -1,16 +1,16 @@
 import { Cause, Duration, Effect, Layer, Option } from "effect"
+import pkg from "../../package.json" with { type: "json" }
 import { ServicesLive } from "../app.js"
 import { ImportSchedulerLive } from "../catalog/ImportScheduler.js"
 import { AppConfig, type Config, ConfigError } from "../config.js"
 import { DemoProviders } from "../demo/DemoProviders.js"
+import { EconomicProber } from "../economic/EconomicProber.js"
 import { openModeRefusal } from "../http/openMode.js"
 import { BunServerLive, HttpLive } from "../http/server.js"
 import { Lifecycle } from "../lifecycle/Lifecycle.js"
 import { processLogger, TelemetryLive } from "../telemetry/Telemetry.js"
-import { EconomicProber } from "../economic/EconomicProber.js"
 import { ProbeSchedulerLive } from "../verification/ProbeScheduler.js"
 import { VerticalServer } from "../vertical/VerticalServer.js"
-import pkg from "../../package.json" with { type: "json" }
 import { CliExit, EXIT, forceExit } from "./exit.js"
 
 /**
@@ -25,7 +25,9 @@ const GracefulShutdown = Layer.scopedDiscard(
     const lifecycle = yield* Lifecycle
     const { shutdownGraceSeconds } = yield* AppConfig
     yield* Effect.addFinalizer(() =>
-      lifecycle.drain(Duration.seconds(shutdownGraceSeconds)).pipe(Effect.flatMap((finished) => (finished ? Effect.void : Effect.sync(forceExit))))
+      lifecycle
+        .drain(Duration.seconds(shutdownGraceSeconds))
+        .pipe(Effect.flatMap((finished) => (finished ? Effect.void : Effect.sync(forceExit))))
     )
   })
 )
@@ -56,10 +58,15 @@ const exitOnSecondSignal = Effect.sync(() => {
 const launch = (config: Config) => {
   const services = ServicesLive(config, "server")
   const http = HttpLive.pipe(Layer.provide(BunServerLive(config)))
-  const listeners = Layer.merge(config.vertical.enabled ? Layer.merge(http, VerticalServer.layer(config)) : http, DemoProviders.layer(config))
+  const listeners = Layer.merge(
+    config.vertical.enabled ? Layer.merge(http, VerticalServer.layer(config)) : http,
+    DemoProviders.layer(config)
+  )
   const drained = GracefulShutdown.pipe(Layer.provideMerge(listeners))
   const schedules = Layer.mergeAll(ProbeSchedulerLive, ImportSchedulerLive, EconomicProber.schedule)
-  return Layer.launch(schedules.pipe(Layer.provide(drained), Layer.provide(services), Layer.provide(TelemetryLive(config, pkg.version))))
+  return Layer.launch(
+    schedules.pipe(Layer.provide(drained), Layer.provide(services), Layer.provide(TelemetryLive(config, pkg.version)))
+  )
 }
 
 /**

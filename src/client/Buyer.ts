@@ -1,11 +1,11 @@
 import { Context, Effect, Layer } from "effect"
+import type { Config } from "../config.js"
 import type { BuyAttempt, BuyRequest, BuyResult } from "../domain/buy.js"
 import type { AgentPolicy } from "../domain/policy.js"
 import { usdFloorUnits } from "../domain/stellar.js"
-import type { Config } from "../config.js"
 import { readBuyerKey, type StellarKey } from "../keys/stellarKey.js"
-import type { Deployment } from "../x402/challenge.js"
 import type { OutboundRequests } from "../outbound/fetchAnswer.js"
+import type { Deployment } from "../x402/challenge.js"
 import { receiptOf, resultOf } from "./buyAnswer.js"
 import { payPlan, type Tried } from "./buyPayment.js"
 import { planFor } from "./buyPlan.js"
@@ -20,9 +20,9 @@ import {
   SpendLimitReached
 } from "./errors.js"
 import { SextantClient } from "./SextantClient.js"
+import { defaultSpendLedgerFile, SpendLedger } from "./SpendLedger.js"
 import { perPaymentCapUsd } from "./spendControls.js"
 import { makeSpendGuard } from "./spendGuard.js"
-import { defaultSpendLedgerFile, SpendLedger } from "./SpendLedger.js"
 
 export interface BuyerShape {
   /**
@@ -62,38 +62,57 @@ export interface BuyerSettings {
  */
 export const effectivePolicy = (request: Pick<BuyRequest, "policy" | "maxUsd">): AgentPolicy => {
   const policy = request.policy ?? {}
-  return { ...policy, maxPricePerRequestUsd: Math.min(perPaymentCapUsd(request.maxUsd), policy.maxPricePerRequestUsd ?? Infinity) }
+  return {
+    ...policy,
+    maxPricePerRequestUsd: Math.min(perPaymentCapUsd(request.maxUsd), policy.maxPricePerRequestUsd ?? Infinity)
+  }
 }
 
 const make = (settings: BuyerSettings) =>
   Effect.gen(function* () {
     const client = yield* SextantClient
-    const sessionCap = settings.sessionCapUsd === undefined ? null : usdFloorUnits(settings.sessionCapUsd, settings.decimals)
+    const sessionCap =
+      settings.sessionCapUsd === undefined ? null : usdFloorUnits(settings.sessionCapUsd, settings.decimals)
     const guard = yield* makeSpendGuard(yield* SpendLedger, settings.key.address, sessionCap)
 
     const buy = (request: BuyRequest) =>
       Effect.gen(function* () {
         const policy = effectivePolicy(request)
         const decision = yield* client.policy
-          .route({ payload: { capability: request.capability, constraints: policy, ...(request.optimizeFor ? { optimizeFor: request.optimizeFor } : {}) } })
+          .route({
+            payload: {
+              capability: request.capability,
+              constraints: policy,
+              ...(request.optimizeFor ? { optimizeFor: request.optimizeFor } : {})
+            }
+          })
           .pipe(Effect.mapError((e) => new ServiceFailure({ step: "routing", reason: describeFailure(e) })))
         const candidates = [...(decision.selected === null ? [] : [decision.selected]), ...decision.fallbacks]
         if (candidates.length === 0) {
-          return yield* new NothingEligible({ capability: request.capability, reason: decision.message, rejected: decision.rejected.length })
+          return yield* new NothingEligible({
+            capability: request.capability,
+            reason: decision.message,
+            rejected: decision.rejected.length
+          })
         }
         const attempts: Array<BuyAttempt> = []
         for (const [index, candidate] of candidates.entries()) {
           const plan = yield* planFor(client, settings, candidate, index + 1, policy, request.input)
-          const tried: Tried = "ceiling" in plan ? yield* payPlan(settings, guard, plan) : { _tag: "Next", attempt: plan }
+          const tried: Tried =
+            "ceiling" in plan ? yield* payPlan(settings, guard, plan) : { _tag: "Next", attempt: plan }
           attempts.push(tried.attempt)
           if (tried._tag === "Next") continue
           if (tried._tag === "Stop") {
-            return yield* tried.attempt.outcome === "unknown" ? new OutcomeUnknown({ attempts }) : new PaidButFailed({ attempts })
+            return yield* tried.attempt.outcome === "unknown"
+              ? new OutcomeUnknown({ attempts })
+              : new PaidButFailed({ attempts })
           }
           const receipt = yield* receiptOf(client, request, policy, candidate, tried)
           return { ...resultOf(settings, candidate, index + 1, tried, attempts), ...receipt } satisfies BuyResult
         }
-        return yield* attempts.every((a) => a.outcome === "over_budget") ? new SpendLimitReached({ attempts }) : new AllProvidersFailed({ attempts })
+        return yield* attempts.every((a) => a.outcome === "over_budget")
+          ? new SpendLimitReached({ attempts })
+          : new AllProvidersFailed({ attempts })
       }).pipe(Effect.withSpan("Buyer.buy"))
 
     return Buyer.of({ buy })

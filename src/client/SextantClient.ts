@@ -48,7 +48,9 @@ export class SextantClient extends Context.Tag("sextant/SextantClient")<SextantC
         Layer.effect(
           HttpClient.HttpClient,
           Effect.map(HttpClient.HttpClient, (client) =>
-            HttpClient.transform(client, (effect) => Effect.provideService(effect, FetchHttpClient.Fetch, inProcessFetch(handle)))
+            HttpClient.transform(client, (effect) =>
+              Effect.provideService(effect, FetchHttpClient.Fetch, inProcessFetch(handle))
+            )
           )
         )
       ),

@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite"
-import { Clock, Context, Data, Effect, Layer } from "effect"
 import { mkdirSync } from "node:fs"
 import { dirname, resolve } from "node:path"
+import { Clock, Context, Data, Effect, Layer } from "effect"
 import { fitsWindow, windowStart } from "./spendWindow.js"
 
 /** The window has no room for the amount: nothing was signed. */
@@ -23,14 +23,22 @@ export interface SpendLedgerShape {
    * Counts `amount` (base units) against `payer`'s rolling window before anything is signed, when
    * the window leaves room for it; other processes on the same file wait (an immediate transaction).
    */
-  readonly reserve: (payer: string, amount: bigint, resourceId: string) => Effect.Effect<Reservation, OverSpendLimit | SpendLedgerUnavailable>
+  readonly reserve: (
+    payer: string,
+    amount: bigint,
+    resourceId: string
+  ) => Effect.Effect<Reservation, OverSpendLimit | SpendLedgerUnavailable>
   /** Nothing was signed or sent under the reservation: it stops counting. */
   readonly release: (reservation: Reservation) => Effect.Effect<void, SpendLedgerUnavailable>
   /**
    * A signed payment left the machine: it counts at the amount signed, for good, once however many
    * times it was sent, with the payment identifier it carried (if any).
    */
-  readonly commit: (reservation: Reservation, amount: bigint, paymentIdentifier?: string) => Effect.Effect<void, SpendLedgerUnavailable>
+  readonly commit: (
+    reservation: Reservation,
+    amount: bigint,
+    paymentIdentifier?: string
+  ) => Effect.Effect<void, SpendLedgerUnavailable>
   /** The payment identifiers recorded for `payer`'s payments in the window, oldest first. */
   readonly identifiers: (payer: string) => Effect.Effect<ReadonlyArray<string>, SpendLedgerUnavailable>
   /** Base units counted in `payer`'s window now. */
@@ -66,7 +74,10 @@ const SCHEMA = `CREATE TABLE IF NOT EXISTS spends (
 CREATE INDEX IF NOT EXISTS spends_payer_at ON spends (payer, at_ms);`
 
 const io = <A>(what: string, f: () => A) =>
-  Effect.try({ try: f, catch: (e) => new SpendLedgerUnavailable({ reason: `${what}: ${e instanceof Error ? e.message : String(e)}` }) })
+  Effect.try({
+    try: f,
+    catch: (e) => new SpendLedgerUnavailable({ reason: `${what}: ${e instanceof Error ? e.message : String(e)}` })
+  })
 
 /**
  * Opens (creating) the SQLite file. `synchronous = FULL`: a reservation is on disk before the
@@ -92,20 +103,31 @@ const make = (options: SpendLedgerOptions) =>
     const amounts = db.query<{ amount: string }, { payer: string; since: number }>(
       "SELECT amount FROM spends WHERE payer = $payer AND at_ms > $since"
     )
-    const insert = db.query("INSERT INTO spends (payer, amount, at_ms, state, resource_id) VALUES ($payer, $amount, $at, 'reserved', $resource)")
+    const insert = db.query(
+      "INSERT INTO spends (payer, amount, at_ms, state, resource_id) VALUES ($payer, $amount, $at, 'reserved', $resource)"
+    )
     const remove = db.query("DELETE FROM spends WHERE id = $id")
-    const settle = db.query("UPDATE spends SET state = 'sent', amount = $amount, payment_id = $paymentId WHERE id = $id")
+    const settle = db.query(
+      "UPDATE spends SET state = 'sent', amount = $amount, payment_id = $paymentId WHERE id = $id"
+    )
     const identified = db.query<{ payment_id: string }, { payer: string; since: number }>(
       "SELECT payment_id FROM spends WHERE payer = $payer AND at_ms > $since AND payment_id IS NOT NULL ORDER BY id"
     )
 
     const spentSince = (payer: string, nowMs: number) =>
-      amounts.all({ payer, since: windowStart(nowMs, options.windowSeconds) }).reduce((sum, row) => sum + BigInt(row.amount), 0n)
+      amounts
+        .all({ payer, since: windowStart(nowMs, options.windowSeconds) })
+        .reduce((sum, row) => sum + BigInt(row.amount), 0n)
 
     // Read and insert in one IMMEDIATE transaction: two buys on one key (two processes) cannot both
     // see the same room.
     const reserveIn = db.transaction(
-      (payer: string, amount: bigint, resourceId: string, nowMs: number): { readonly spent: bigint; readonly id: Reservation | null } => {
+      (
+        payer: string,
+        amount: bigint,
+        resourceId: string,
+        nowMs: number
+      ): { readonly spent: bigint; readonly id: Reservation | null } => {
         const spent = spentSince(payer, nowMs)
         if (!fitsWindow(spent, amount, options.limit)) return { spent, id: null }
         const row = insert.run({ payer, amount: amount.toString(), at: nowMs, resource: resourceId })
@@ -117,18 +139,32 @@ const make = (options: SpendLedgerOptions) =>
       reserve: (payer, amount, resourceId) =>
         Effect.gen(function* () {
           const nowMs = yield* Clock.currentTimeMillis
-          const result = yield* io("cannot reserve in the spend ledger", () => reserveIn.immediate(payer, amount, resourceId, nowMs))
+          const result = yield* io("cannot reserve in the spend ledger", () =>
+            reserveIn.immediate(payer, amount, resourceId, nowMs)
+          )
           if (result.id !== null) return result.id
-          return yield* new OverSpendLimit({ spent: result.spent.toString(), amount: amount.toString(), limit: options.limit.toString() })
+          return yield* new OverSpendLimit({
+            spent: result.spent.toString(),
+            amount: amount.toString(),
+            limit: options.limit.toString()
+          })
         }),
       release: (reservation) => io("cannot release in the spend ledger", () => void remove.run({ id: reservation })),
       commit: (reservation, amount, paymentIdentifier) =>
-        io("cannot record in the spend ledger", () => void settle.run({ id: reservation, amount: amount.toString(), paymentId: paymentIdentifier ?? null })),
+        io(
+          "cannot record in the spend ledger",
+          () => void settle.run({ id: reservation, amount: amount.toString(), paymentId: paymentIdentifier ?? null })
+        ),
       identifiers: (payer) =>
         Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
-          io("cannot read the spend ledger", () => identified.all({ payer, since: windowStart(nowMs, options.windowSeconds) }).map((r) => r.payment_id))
+          io("cannot read the spend ledger", () =>
+            identified.all({ payer, since: windowStart(nowMs, options.windowSeconds) }).map((r) => r.payment_id)
+          )
         ),
-      spent: (payer) => Effect.flatMap(Clock.currentTimeMillis, (nowMs) => io("cannot read the spend ledger", () => spentSince(payer, nowMs)))
+      spent: (payer) =>
+        Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
+          io("cannot read the spend ledger", () => spentSince(payer, nowMs))
+        )
     })
   })
 

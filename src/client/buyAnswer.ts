@@ -1,5 +1,5 @@
-import { Effect } from "effect"
 import { createHash } from "node:crypto"
+import { Effect } from "effect"
 import type { BuyAttempt, BuyRequest } from "../domain/buy.js"
 import type { AgentPolicy } from "../domain/policy.js"
 import type { RankedCandidate } from "../domain/routes.js"
@@ -24,11 +24,21 @@ const dataOf = (paid: PaidAnswer): unknown => {
 }
 
 /** Step 3: the receipt of a delivered purchase; its failure is reported beside the data, never instead of it. */
-export const receiptOf = (client: SextantClientShape, request: BuyRequest, policy: AgentPolicy, candidate: RankedCandidate, delivered: Delivered) =>
+export const receiptOf = (
+  client: SextantClientShape,
+  request: BuyRequest,
+  policy: AgentPolicy,
+  candidate: RankedCandidate,
+  delivered: Delivered
+) =>
   client.receipts
     .create({
       payload: {
-        request: { capability: request.capability, constraints: policy, ...(request.optimizeFor ? { optimizeFor: request.optimizeFor } : {}) },
+        request: {
+          capability: request.capability,
+          constraints: policy,
+          ...(request.optimizeFor ? { optimizeFor: request.optimizeFor } : {})
+        },
         resourceId: candidate.resourceId,
         payment: {
           network: candidate.option.network,
@@ -47,9 +57,21 @@ export const receiptOf = (client: SextantClientShape, request: BuyRequest, polic
     )
 
 /** Step 4: the answer of a delivered purchase. */
-export const resultOf = (settings: BuyerSettings, candidate: RankedCandidate, rank: number, delivered: Delivered, attempts: ReadonlyArray<BuyAttempt>) => ({
+export const resultOf = (
+  settings: BuyerSettings,
+  candidate: RankedCandidate,
+  rank: number,
+  delivered: Delivered,
+  attempts: ReadonlyArray<BuyAttempt>
+) => ({
   data: dataOf(delivered.paid),
-  provider: { resourceId: candidate.resourceId, providerId: candidate.providerId, name: delivered.resource.name, url: delivered.resource.url, rank },
+  provider: {
+    resourceId: candidate.resourceId,
+    providerId: candidate.providerId,
+    name: delivered.resource.name,
+    url: delivered.resource.url,
+    rank
+  },
   paid: {
     network: candidate.option.network,
     scheme: "exact" as const,

@@ -6,8 +6,8 @@ import type { BuyerSettings } from "./Buyer.js"
 import { attemptOf, type Plan, type Resource } from "./buyPlan.js"
 import { challengeRefusal } from "./candidate.js"
 import { judgeFailure, judgePaid } from "./outcome.js"
-import type { SpendGuard } from "./spendGuard.js"
 import type { SpendLedgerUnavailable } from "./SpendLedger.js"
+import type { SpendGuard } from "./spendGuard.js"
 
 /** How one candidate ended and whether the purchase goes on. */
 export type Tried =
@@ -28,17 +28,28 @@ export interface Delivered {
  * routed option), and judge the answer. Only a ledger that cannot be written fails: nothing is
  * signed then.
  */
-export const payPlan = (settings: BuyerSettings, guard: SpendGuard, plan: Plan): Effect.Effect<Tried, SpendLedgerUnavailable> =>
+export const payPlan = (
+  settings: BuyerSettings,
+  guard: SpendGuard,
+  plan: Plan
+): Effect.Effect<Tried, SpendLedgerUnavailable> =>
   Effect.gen(function* () {
     const { candidate, rank, ceiling } = plan
-    const attempt = (outcome: BuyAttempt["outcome"], reason: string, more: Partial<BuyAttempt> = {}) => attemptOf(candidate, rank, outcome, reason, more)
+    const attempt = (outcome: BuyAttempt["outcome"], reason: string, more: Partial<BuyAttempt> = {}) =>
+      attemptOf(candidate, rank, outcome, reason, more)
     const reservation = yield* guard.reserve(ceiling, candidate.resourceId).pipe(
       Effect.map((reserved) => ({ _tag: "Right" as const, right: reserved })),
       Effect.catchTag("OverSpendLimit", (over) => Effect.succeed({ _tag: "Left" as const, left: over }))
     )
     if (reservation._tag === "Left") {
       const { spent, amount, limit } = reservation.left
-      return { _tag: "Next", attempt: attempt("over_budget", `${amount} base units would exceed the limit of ${limit} (${spent} already counted); nothing was signed`) }
+      return {
+        _tag: "Next",
+        attempt: attempt(
+          "over_budget",
+          `${amount} base units would exceed the limit of ${limit} (${spent} already counted); nothing was signed`
+        )
+      }
     }
     const terms = {
       url: plan.placement.url,
@@ -51,7 +62,11 @@ export const payPlan = (settings: BuyerSettings, guard: SpendGuard, plan: Plan):
       outbound: settings.outbound
     }
     const body = plan.placement.body === undefined ? {} : { body: plan.placement.body }
-    const result = yield* (plan.tool === undefined ? payFor({ ...terms, method: plan.resource.method, ...body }) : payForTool({ ...terms, ...plan.tool })).pipe(Effect.either)
+    const result = yield* (
+      plan.tool === undefined
+        ? payFor({ ...terms, method: plan.resource.method, ...body })
+        : payForTool({ ...terms, ...plan.tool })
+    ).pipe(Effect.either)
 
     if (result._tag === "Left") {
       const { outcome, reason } = judgeFailure(result.left)
@@ -62,7 +77,13 @@ export const payPlan = (settings: BuyerSettings, guard: SpendGuard, plan: Plan):
       // The signature left: it counts at the ceiling, the most it can move.
       const identifier = result.left._tag === "PaymentOutcomeUnknown" ? result.left.paymentIdentifier : undefined
       yield* guard.commit(reservation.right, ceiling, ceiling, identifier)
-      return { _tag: "Stop", attempt: attempt("unknown", reason, { amount: ceiling.toString(), ...(identifier === undefined ? {} : { paymentIdentifier: identifier }) }) }
+      return {
+        _tag: "Stop",
+        attempt: attempt("unknown", reason, {
+          amount: ceiling.toString(),
+          ...(identifier === undefined ? {} : { paymentIdentifier: identifier })
+        })
+      }
     }
     const paid = result.right
     const identifier = paid.paymentIdentifier ?? undefined
@@ -78,7 +99,13 @@ export const payPlan = (settings: BuyerSettings, guard: SpendGuard, plan: Plan):
     switch (verdict._tag) {
       case "Delivered": {
         const done = attempt("paid", `answered ${paid.status}`, { ...signed, transactionHash: verdict.transactionHash })
-        return { _tag: "Delivered", attempt: done, paid, resource: plan.resource, transactionHash: verdict.transactionHash }
+        return {
+          _tag: "Delivered",
+          attempt: done,
+          paid,
+          resource: plan.resource,
+          transactionHash: verdict.transactionHash
+        }
       }
       case "Unpaid":
         return { _tag: "Next", attempt: attempt("failed", verdict.reason, signed) }

@@ -19,12 +19,22 @@ export interface Plan {
   readonly resource: Resource
   readonly placement: Placement
   /** For an `mcp` resource: what is read at `placement.url` (a tool, a resource or a prompt, by name) and its arguments. */
-  readonly tool?: { readonly kind: McpKind; readonly toolName: string; readonly arguments: Readonly<Record<string, unknown>> }
+  readonly tool?: {
+    readonly kind: McpKind
+    readonly toolName: string
+    readonly arguments: Readonly<Record<string, unknown>>
+  }
   /** The most the buyer signs for it (base units). */
   readonly ceiling: bigint
 }
 
-export const attemptOf = (candidate: RankedCandidate, rank: number, outcome: BuyAttempt["outcome"], reason: string, more: Partial<BuyAttempt> = {}): BuyAttempt => ({
+export const attemptOf = (
+  candidate: RankedCandidate,
+  rank: number,
+  outcome: BuyAttempt["outcome"],
+  reason: string,
+  more: Partial<BuyAttempt> = {}
+): BuyAttempt => ({
   rank,
   resourceId: candidate.resourceId,
   providerId: candidate.providerId,
@@ -41,18 +51,38 @@ export const attemptOf = (candidate: RankedCandidate, rank: number, outcome: Buy
  * then the resource's URL and method from the service and the input placed for that method. A
  * string is why the candidate is not tried.
  */
-export const planFor = (client: SextantClientShape, settings: BuyerSettings, candidate: RankedCandidate, rank: number, policy: AgentPolicy, input: unknown) =>
+export const planFor = (
+  client: SextantClientShape,
+  settings: BuyerSettings,
+  candidate: RankedCandidate,
+  rank: number,
+  policy: AgentPolicy,
+  input: unknown
+) =>
   Effect.gen(function* () {
     const refusal = candidateRefusal(candidate, policy, settings.deployment)
     if (refusal !== null) return attemptOf(candidate, rank, "refused", refusal)
     const detail = yield* Effect.either(client.resources.get({ path: { id: candidate.resourceId } }))
-    if (detail._tag === "Left") return attemptOf(candidate, rank, "failed", `the service could not describe the resource: ${describeFailure(detail.left)}`)
+    if (detail._tag === "Left")
+      return attemptOf(
+        candidate,
+        rank,
+        "failed",
+        `the service could not describe the resource: ${describeFailure(detail.left)}`
+      )
     const resource = detail.right.resource
     const ceiling = priceCeiling(candidate, policy, settings.decimals)
     if (resource.mcp !== undefined) {
       const args = toolArguments(input)
       if (args._tag === "Left") return attemptOf(candidate, rank, "refused", args.left)
-      return { candidate, rank, resource, placement: { url: resource.url }, tool: { kind: resource.mcp.kind, toolName: resource.mcp.toolName, arguments: args.right }, ceiling } satisfies Plan
+      return {
+        candidate,
+        rank,
+        resource,
+        placement: { url: resource.url },
+        tool: { kind: resource.mcp.kind, toolName: resource.mcp.toolName, arguments: args.right },
+        ceiling
+      } satisfies Plan
     }
     const placement = placeInput(resource.url, resource.method, input)
     if (placement._tag === "Left") return attemptOf(candidate, rank, "refused", placement.left)

@@ -27,17 +27,28 @@ export const priceCeiling = (candidate: RankedCandidate, policy: AgentPolicy, de
  * scheme a Stellar wallet signs (`exact`), and the policy's networks, assets, schemes, denied
  * providers and price per request.
  */
-export const candidateRefusal = (candidate: RankedCandidate, policy: AgentPolicy, deployment: Deployment): string | null => {
+export const candidateRefusal = (
+  candidate: RankedCandidate,
+  policy: AgentPolicy,
+  deployment: Deployment
+): string | null => {
   const { option } = candidate
-  if (option.network !== deployment.network) return `the routed option is on ${option.network}, not ${deployment.network}`
-  if (option.asset !== deployment.assetContract) return `the routed option pays in ${option.asset}, not ${deployment.assetContract}`
+  if (option.network !== deployment.network)
+    return `the routed option is on ${option.network}, not ${deployment.network}`
+  if (option.asset !== deployment.assetContract)
+    return `the routed option pays in ${option.asset}, not ${deployment.assetContract}`
   if (option.scheme !== "exact") return `the routed option's scheme is ${option.scheme}; only exact is signed`
-  if (policy.networks !== undefined && !policy.networks.includes(option.network)) return `network ${option.network} is not in the policy`
-  if (policy.assets !== undefined && !policy.assets.includes(option.asset)) return `asset ${option.asset} is not in the policy`
-  if (policy.schemes !== undefined && !policy.schemes.includes(option.scheme)) return `scheme ${option.scheme} is not in the policy`
-  if (policy.denyProviders?.includes(candidate.providerId)) return `provider ${candidate.providerId} is denied by the policy`
+  if (policy.networks !== undefined && !policy.networks.includes(option.network))
+    return `network ${option.network} is not in the policy`
+  if (policy.assets !== undefined && !policy.assets.includes(option.asset))
+    return `asset ${option.asset} is not in the policy`
+  if (policy.schemes !== undefined && !policy.schemes.includes(option.scheme))
+    return `scheme ${option.scheme} is not in the policy`
+  if (policy.denyProviders?.includes(candidate.providerId))
+    return `provider ${candidate.providerId} is denied by the policy`
   const cap = policy.maxPricePerRequestUsd
-  if (cap !== undefined && candidate.worstCaseUsd > cap) return `the routed worst case ${candidate.worstCaseUsd} USD is over the policy's ${cap} USD`
+  if (cap !== undefined && candidate.worstCaseUsd > cap)
+    return `the routed worst case ${candidate.worstCaseUsd} USD is over the policy's ${cap} USD`
   return null
 }
 

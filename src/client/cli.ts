@@ -1,5 +1,5 @@
-import { Effect, Either, Option, Schema } from "effect"
 import { writeFileSync } from "node:fs"
+import { Effect, Either, Option, Schema } from "effect"
 import type { Config } from "../config.js"
 import { BuyRequest, BuyResult } from "../domain/buy.js"
 import { describeParseError } from "../domain/issues.js"
@@ -26,17 +26,43 @@ export const BUY_EXIT = {
 } as const
 
 /** What each exit code of `sextant buy` means, with the `error` its stderr line names: for docs/reference/cli.md. */
-export const BUY_EXIT_MEANING: { readonly [K in keyof typeof BUY_EXIT]: { readonly errors: ReadonlyArray<string>; readonly meaning: string } } = {
+export const BUY_EXIT_MEANING: {
+  readonly [K in keyof typeof BUY_EXIT]: { readonly errors: ReadonlyArray<string>; readonly meaning: string }
+} = {
   ok: { errors: [], meaning: "paid once and answered: the data is on stdout" },
   internal: { errors: [], meaning: "an unexpected failure" },
-  usage: { errors: ["USAGE", "KEY_FILE"], meaning: "a bad command line or config, or a missing or unusable key file (nothing requested)" },
-  NOTHING_ELIGIBLE: { errors: ["NOTHING_ELIGIBLE"], meaning: "the route has no provider for the capability under the policy (nothing requested)" },
-  ALL_PROVIDERS_FAILED: { errors: ["ALL_PROVIDERS_FAILED"], meaning: "every provider was tried and none was paid (each attempt says why)" },
-  OUTCOME_UNKNOWN: { errors: ["OUTCOME_UNKNOWN"], meaning: "a signed payment was sent and no answer came: it may have settled; it is not retried" },
-  SPEND_LIMIT_REACHED: { errors: ["SPEND_LIMIT_REACHED"], meaning: "the local spend window had no room for any provider (nothing signed)" },
-  PAID_BUT_FAILED: { errors: ["PAID_BUT_FAILED"], meaning: "a payment settled but its provider gave no usable answer; no other provider was paid" },
-  SERVICE_UNAVAILABLE: { errors: ["SERVICE_UNAVAILABLE"], meaning: "the Sextant service could not route (unreachable, or an error answer)" },
-  SPEND_LEDGER_UNAVAILABLE: { errors: ["SPEND_LEDGER_UNAVAILABLE"], meaning: "the local spend ledger could not be opened or written (nothing signed)" }
+  usage: {
+    errors: ["USAGE", "KEY_FILE"],
+    meaning: "a bad command line or config, or a missing or unusable key file (nothing requested)"
+  },
+  NOTHING_ELIGIBLE: {
+    errors: ["NOTHING_ELIGIBLE"],
+    meaning: "the route has no provider for the capability under the policy (nothing requested)"
+  },
+  ALL_PROVIDERS_FAILED: {
+    errors: ["ALL_PROVIDERS_FAILED"],
+    meaning: "every provider was tried and none was paid (each attempt says why)"
+  },
+  OUTCOME_UNKNOWN: {
+    errors: ["OUTCOME_UNKNOWN"],
+    meaning: "a signed payment was sent and no answer came: it may have settled; it is not retried"
+  },
+  SPEND_LIMIT_REACHED: {
+    errors: ["SPEND_LIMIT_REACHED"],
+    meaning: "the local spend window had no room for any provider (nothing signed)"
+  },
+  PAID_BUT_FAILED: {
+    errors: ["PAID_BUT_FAILED"],
+    meaning: "a payment settled but its provider gave no usable answer; no other provider was paid"
+  },
+  SERVICE_UNAVAILABLE: {
+    errors: ["SERVICE_UNAVAILABLE"],
+    meaning: "the Sextant service could not route (unreachable, or an error answer)"
+  },
+  SPEND_LEDGER_UNAVAILABLE: {
+    errors: ["SPEND_LEDGER_UNAVAILABLE"],
+    meaning: "the local spend ledger could not be opened or written (nothing signed)"
+  }
 }
 
 interface BuyArgs {
@@ -71,7 +97,8 @@ const nonEmpty = (flag: Option.Option<string>) => Option.filter(flag, (text) => 
 
 const buyArgs = (flags: BuyFlags, config: Config): Either.Either<BuyArgs, string> => {
   const maxUsd = Number(flags.maxUsd)
-  if (flags.maxUsd.trim() === "" || !Number.isFinite(maxUsd) || maxUsd < 0) return Either.left("--max-usd must be a number of USD, 0 or more")
+  if (flags.maxUsd.trim() === "" || !Number.isFinite(maxUsd) || maxUsd < 0)
+    return Either.left("--max-usd must be a number of USD, 0 or more")
   return Either.gen(function* () {
     const input = yield* json("--input", Option.getOrUndefined(flags.input))
     const policy = yield* json("--policy", Option.getOrUndefined(flags.policy))
@@ -106,7 +133,12 @@ const printable = (data: unknown) => (typeof data === "string" ? data : JSON.str
  * signed receipt for `sextant receipt verify`. The service's API key comes from `buyer.apiKey` or
  * SEXTANT_API_KEY, never the command line (other users can read it there).
  */
-export const buyCommand = async (flags: BuyFlags, config: Config, output: CommandOutput, env = process.env): Promise<number> => {
+export const buyCommand = async (
+  flags: BuyFlags,
+  config: Config,
+  output: CommandOutput,
+  env = process.env
+): Promise<number> => {
   const args = buyArgs(flags, config)
   if (Either.isLeft(args)) {
     output.err(JSON.stringify({ error: "USAGE", message: args.left }))
@@ -137,7 +169,8 @@ export const buyCommand = async (flags: BuyFlags, config: Config, output: Comman
   }
   const result = Schema.encodeSync(BuyResult)(ended.right.result)
   output.out(printable(result.data))
-  if (receiptFile !== undefined && result.receipt !== null) writeFileSync(receiptFile, `${JSON.stringify(result.receipt, null, 2)}\n`)
+  if (receiptFile !== undefined && result.receipt !== null)
+    writeFileSync(receiptFile, `${JSON.stringify(result.receipt, null, 2)}\n`)
   output.err(
     JSON.stringify({
       receiptId: result.receipt?.receiptId ?? null,

@@ -25,7 +25,10 @@ export class PaidButFailed extends Data.TaggedError("PaidButFailed")<Attempts> {
 export class OutcomeUnknown extends Data.TaggedError("OutcomeUnknown")<Attempts> {}
 
 /** The Sextant service could not route the purchase (unreachable, or an error answer). */
-export class ServiceFailure extends Data.TaggedError("ServiceFailure")<{ readonly step: string; readonly reason: string }> {}
+export class ServiceFailure extends Data.TaggedError("ServiceFailure")<{
+  readonly step: string
+  readonly reason: string
+}> {}
 
 export type BuyError =
   | NothingEligible
@@ -76,7 +79,15 @@ export const attemptsOf = (error: BuyError): ReadonlyArray<BuyAttempt> => ("atte
  * own tag (an unreachable service, an answer that does not decode), then the message.
  */
 export const describeFailure = (e: unknown) => {
-  const { error, _tag, message } = (typeof e === "object" && e !== null ? e : {}) as { error?: unknown; _tag?: unknown; message?: unknown }
+  const { error, _tag, message } = (typeof e === "object" && e !== null ? e : {}) as {
+    error?: unknown
+    _tag?: unknown
+    message?: unknown
+  }
   const code = typeof error === "string" ? error : typeof _tag === "string" ? _tag : "Error"
-  return typeof message === "string" && message !== "" ? `${code}: ${message}` : typeof e === "object" ? code : String(e)
+  return typeof message === "string" && message !== ""
+    ? `${code}: ${message}`
+    : typeof e === "object"
+      ? code
+      : String(e)
 }

@@ -1,9 +1,8 @@
-import type { x402Client } from "@x402/core/client"
-import type { PaymentResponseContext } from "@x402/core/client"
+import type { PaymentResponseContext, x402Client } from "@x402/core/client"
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types"
-import { PAYMENT_IDENTIFIER, withPaymentIdentifier } from "../extensions/paymentIdentifier.js"
 import type { OutcomeReport } from "../domain/outcomes.js"
 import type { PreflightAnswer, PreflightPolicy } from "../domain/preflight.js"
+import { PAYMENT_IDENTIFIER, withPaymentIdentifier } from "../extensions/paymentIdentifier.js"
 
 /**
  * A guard for stock x402 clients: Sextant's preflight verdict asked before every payment a
@@ -37,12 +36,25 @@ export interface SextantGuardOptions {
    */
   readonly reportOutcomes?: boolean
   /** Told what became of each outcome report: Sextant's answer status, or why it was not sent. */
-  readonly onOutcomeReported?: (report: OutcomeReport, result: { readonly status: number } | { readonly error: string }) => void
+  readonly onOutcomeReported?: (
+    report: OutcomeReport,
+    result: { readonly status: number } | { readonly error: string }
+  ) => void
 }
 
 export type GuardDecision =
-  | { readonly _tag: "Verdict"; readonly answer: PreflightAnswer; readonly refused: boolean; readonly requirements: PaymentRequirements }
-  | { readonly _tag: "Unreachable"; readonly reason: string; readonly refused: boolean; readonly requirements: PaymentRequirements }
+  | {
+      readonly _tag: "Verdict"
+      readonly answer: PreflightAnswer
+      readonly refused: boolean
+      readonly requirements: PaymentRequirements
+    }
+  | {
+      readonly _tag: "Unreachable"
+      readonly reason: string
+      readonly refused: boolean
+      readonly requirements: PaymentRequirements
+    }
 
 const DEFAULT_TIMEOUT_MS = 2_000
 
@@ -54,18 +66,32 @@ export const describeVerdict = (answer: PreflightAnswer): string =>
     .join("; ")}`
 
 const isAnswer = (body: unknown): body is PreflightAnswer =>
-  typeof body === "object" && body !== null && ["ALLOW", "WARN", "DENY"].includes((body as { verdict?: unknown }).verdict as string) &&
+  typeof body === "object" &&
+  body !== null &&
+  ["ALLOW", "WARN", "DENY"].includes((body as { verdict?: unknown }).verdict as string) &&
   Array.isArray((body as { reasons?: unknown }).reasons)
 
 /** Asks preflight; a string is why no verdict came back within the bound. */
-const askPreflight = async (options: SextantGuardOptions, paymentRequired: PaymentRequired, requirements: PaymentRequirements): Promise<PreflightAnswer | string> => {
+const askPreflight = async (
+  options: SextantGuardOptions,
+  paymentRequired: PaymentRequired,
+  requirements: PaymentRequirements
+): Promise<PreflightAnswer | string> => {
   const send = options.fetch ?? fetch
   const url = paymentRequired.resource?.url
-  const body = { paymentRequired, requirements, ...(url === undefined ? {} : { url }), ...(options.policy === undefined ? {} : { policy: options.policy }) }
+  const body = {
+    paymentRequired,
+    requirements,
+    ...(url === undefined ? {} : { url }),
+    ...(options.policy === undefined ? {} : { policy: options.policy })
+  }
   try {
     const response = await send(`${options.service.replace(/\/+$/, "")}/v1/preflight`, {
       method: "POST",
-      headers: { "content-type": "application/json", ...(options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` }) },
+      headers: {
+        "content-type": "application/json",
+        ...(options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` })
+      },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS)
     })
@@ -86,12 +112,18 @@ const askPreflight = async (options: SextantGuardOptions, paymentRequired: Payme
  * For a caller that knows more than the stock client's hook (that the body it got is what it paid
  * for: `delivered`, or that it is not: `not_delivered`).
  */
-export const reportOutcome = async (options: SextantGuardOptions, report: OutcomeReport): Promise<{ readonly status: number } | { readonly error: string }> => {
+export const reportOutcome = async (
+  options: SextantGuardOptions,
+  report: OutcomeReport
+): Promise<{ readonly status: number } | { readonly error: string }> => {
   const send = options.fetch ?? fetch
   try {
     const response = await send(`${options.service.replace(/\/+$/, "")}/v1/preflight/outcomes`, {
       method: "POST",
-      headers: { "content-type": "application/json", ...(options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` }) },
+      headers: {
+        "content-type": "application/json",
+        ...(options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` })
+      },
       body: JSON.stringify(report),
       signal: AbortSignal.timeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS)
     })
@@ -136,7 +168,8 @@ export const guardClient = (client: x402Client, options: SextantGuardOptions): x
     client.onPaymentResponse(async (context) => {
       const report = outcomeOf(context)
       // Not awaited: the buyer's answer never waits on Sextant, and a failed report changes nothing.
-      if (report !== null) void reportOutcome(options, report).then((result) => options.onOutcomeReported?.(report, result))
+      if (report !== null)
+        void reportOutcome(options, report).then((result) => options.onOutcomeReported?.(report, result))
     })
   }
   if (options.paymentIdentifier !== false) {

@@ -8,13 +8,18 @@ import type { Config } from "../config.js"
 import { BuyerLive } from "./Buyer.js"
 import { SextantClient } from "./SextantClient.js"
 
+export type { BuyAttempt, BuyRequest, BuyResult } from "../domain/buy.js"
+export type { PreflightAnswer, PreflightPolicy, PreflightRequest } from "../domain/preflight.js"
 export { Buyer, BuyerLive, type BuyerShape, effectivePolicy } from "./Buyer.js"
 export * from "./errors.js"
 export { describeVerdict, type GuardDecision, guardClient, type SextantGuardOptions } from "./guard.js"
-export type { PreflightAnswer, PreflightPolicy, PreflightRequest } from "../domain/preflight.js"
-export { makeSextantClient, SextantClient, type SextantClientOptions, type SextantClientShape } from "./SextantClient.js"
+export {
+  makeSextantClient,
+  SextantClient,
+  type SextantClientOptions,
+  type SextantClientShape
+} from "./SextantClient.js"
 export { OverSpendLimit, SpendLedger, SpendLedgerUnavailable } from "./SpendLedger.js"
-export type { BuyAttempt, BuyRequest, BuyResult } from "../domain/buy.js"
 
 export interface BuyerClientOptions {
   /** Default `buyer.keyFile`. */
@@ -35,5 +40,12 @@ export const BuyerClientLive = (config: Config, options: BuyerClientOptions = {}
   return BuyerLive(config, {
     keyFile: options.keyFile ?? config.buyer.keyFile,
     ...(options.sessionCapUsd === undefined ? {} : { sessionCapUsd: options.sessionCapUsd })
-  }).pipe(Layer.provide(SextantClient.layer({ baseUrl: options.service ?? config.buyer.service, ...(apiKey === undefined ? {} : { apiKey }) })))
+  }).pipe(
+    Layer.provide(
+      SextantClient.layer({
+        baseUrl: options.service ?? config.buyer.service,
+        ...(apiKey === undefined ? {} : { apiKey })
+      })
+    )
+  )
 }

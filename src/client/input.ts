@@ -23,14 +23,17 @@ export const placeInput = (url: string, method: HttpMethod, input: unknown): Eit
   if (sendsBody(method)) return Either.right({ url, body: JSON.stringify(input ?? {}) })
   if (input === undefined || input === null) return Either.right({ url })
   if (typeof input !== "object" || Array.isArray(input)) {
-    return Either.left(`a ${method} resource takes its input as query parameters: an object, not ${Array.isArray(input) ? "an array" : typeof input}`)
+    return Either.left(
+      `a ${method} resource takes its input as query parameters: an object, not ${Array.isArray(input) ? "an array" : typeof input}`
+    )
   }
   const target = new URL(url)
   for (const [key, value] of Object.entries(input)) {
     if (value === null) continue
     const values: ReadonlyArray<unknown> = Array.isArray(value) ? value : [value]
     const bad = values.find((v) => !isScalar(v))
-    if (bad !== undefined) return Either.left(`query parameter "${key}" must be a string, number, boolean or a list of them`)
+    if (bad !== undefined)
+      return Either.left(`query parameter "${key}" must be a string, number, boolean or a list of them`)
     for (const v of values) target.searchParams.append(key, String(v))
   }
   return Either.right({ url: target.href })
@@ -39,6 +42,9 @@ export const placeInput = (url: string, method: HttpMethod, input: unknown): Eit
 /** An MCP tool's arguments: the buyer's input object (`{}` when there is none); anything else is refused before any call. */
 export const toolArguments = (input: unknown): Either.Either<Readonly<Record<string, unknown>>, string> => {
   if (input === undefined || input === null) return Either.right({})
-  if (typeof input !== "object" || Array.isArray(input)) return Either.left(`an MCP tool takes its input as arguments: an object, not ${Array.isArray(input) ? "an array" : typeof input}`)
+  if (typeof input !== "object" || Array.isArray(input))
+    return Either.left(
+      `an MCP tool takes its input as arguments: an object, not ${Array.isArray(input) ? "an array" : typeof input}`
+    )
   return Either.right(input as Record<string, unknown>)
 }

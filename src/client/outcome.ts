@@ -20,7 +20,9 @@ const TRANSACTION_HASH = /^[0-9a-f]{64}$/
  * says (without one, the payment is reported with no transaction): stopping there is what keeps a
  * second provider from being paid for data already received.
  */
-export const judgePaid = (answer: Pick<PaidAnswer, "status" | "paymentResponse" | "body" | "toolError">): PaidVerdict => {
+export const judgePaid = (
+  answer: Pick<PaidAnswer, "status" | "paymentResponse" | "body" | "toolError">
+): PaidVerdict => {
   const settled = answer.paymentResponse?.success === true
   const ok = answer.status >= 200 && answer.status < 300 && answer.toolError !== true
   if (ok && answer.body !== null) {
@@ -32,7 +34,11 @@ export const judgePaid = (answer: Pick<PaidAnswer, "status" | "paymentResponse" 
     : answer.toolError === true
       ? "the paid tool call answered an error"
       : `the paid request answered ${answer.status}`
-  if (settled) return { _tag: "PaidFailed", reason: `${why} after the payment settled (transaction ${answer.paymentResponse?.transaction})` }
+  if (settled)
+    return {
+      _tag: "PaidFailed",
+      reason: `${why} after the payment settled (transaction ${answer.paymentResponse?.transaction})`
+    }
   const refused = answer.paymentResponse?.errorReason
   return { _tag: "Unpaid", reason: `${why} without settling${refused === undefined ? "" : ` (${refused})`}` }
 }
@@ -44,15 +50,23 @@ export const judgeFailure = (error: PayForError): { readonly outcome: AttemptOut
       return {
         outcome: "unknown",
         reason: `the signed payment was sent and no answer came (${error.reason}); it may settle until ledger ${error.authorization.expirationLedger} (nonce ${error.authorization.nonce})${
-          error.paymentIdentifier === undefined ? "; not resent: the seller offers no payment identifier, so a resend could pay twice" : ""
+          error.paymentIdentifier === undefined
+            ? "; not resent: the seller offers no payment identifier, so a resend could pay twice"
+            : ""
         }`
       }
     case "NoAcceptableOption":
       return { outcome: "refused", reason: `the 402 offers nothing the route allows: ${error.offered}` }
     case "PriceAboveLimit":
-      return { outcome: "refused", reason: `the 402 asks ${error.cheapest} base units, more than the routed ceiling ${error.maxPrice}` }
+      return {
+        outcome: "refused",
+        reason: `the 402 asks ${error.cheapest} base units, more than the routed ceiling ${error.maxPrice}`
+      }
     case "NoPaymentRequired":
-      return { outcome: "failed", reason: `the unpaid request answered ${error.toolAnswer ?? error.httpStatus}, not ${error.toolAnswer === undefined ? "402" : "a PaymentRequired"}` }
+      return {
+        outcome: "failed",
+        reason: `the unpaid request answered ${error.toolAnswer ?? error.httpStatus}, not ${error.toolAnswer === undefined ? "402" : "a PaymentRequired"}`
+      }
     default:
       return { outcome: "failed", reason: `${error._tag}: ${error.reason}` }
   }

@@ -10,17 +10,29 @@ export const makeSpendGuard = (ledger: SpendLedgerShape, payer: string, sessionC
         Effect.gen(function* () {
           const reservation = yield* ledger.reserve(payer, amount, resourceId)
           if (sessionCap === null) return reservation
-          const over = yield* Ref.modify(sessionSpent, (spent) => (spent + amount <= sessionCap ? [null, spent + amount] : [spent, spent]))
+          const over = yield* Ref.modify(sessionSpent, (spent) =>
+            spent + amount <= sessionCap ? [null, spent + amount] : [spent, spent]
+          )
           if (over === null) return reservation
           yield* ledger.release(reservation)
-          return yield* new OverSpendLimit({ spent: over.toString(), amount: amount.toString(), limit: sessionCap.toString() })
+          return yield* new OverSpendLimit({
+            spent: over.toString(),
+            amount: amount.toString(),
+            limit: sessionCap.toString()
+          })
         }),
       /** Nothing was signed under it. */
       release: (reservation: Reservation, reserved: bigint) =>
-        Effect.zipRight(ledger.release(reservation), Ref.update(sessionSpent, (spent) => spent - sessionShare(reserved))),
+        Effect.zipRight(
+          ledger.release(reservation),
+          Ref.update(sessionSpent, (spent) => spent - sessionShare(reserved))
+        ),
       /** A signed payment left (once, or resent under its payment identifier): it counts once, at the amount signed (at most the reserved ceiling). */
       commit: (reservation: Reservation, reserved: bigint, signed: bigint, paymentIdentifier?: string) =>
-        Effect.zipRight(ledger.commit(reservation, signed, paymentIdentifier), Ref.update(sessionSpent, (spent) => spent - sessionShare(reserved - signed)))
+        Effect.zipRight(
+          ledger.commit(reservation, signed, paymentIdentifier),
+          Ref.update(sessionSpent, (spent) => spent - sessionShare(reserved - signed))
+        )
     }
   })
 export type SpendGuard = Effect.Effect.Success<ReturnType<typeof makeSpendGuard>>

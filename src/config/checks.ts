@@ -14,11 +14,17 @@ const checkDatabase = (database: string): ConfigError | undefined => {
   try {
     const url = new URL(database)
     if (url.hostname === "" || url.pathname.length <= 1) {
-      return new ConfigError("database", "a postgres URL needs a host and a database name: postgres://user:password@host:5432/db")
+      return new ConfigError(
+        "database",
+        "a postgres URL needs a host and a database name: postgres://user:password@host:5432/db"
+      )
     }
     return undefined
   } catch {
-    return new ConfigError("database", "not a valid postgres URL (expected postgres://user:password@host:5432/db; value not shown)")
+    return new ConfigError(
+      "database",
+      "not a valid postgres URL (expected postgres://user:password@host:5432/db; value not shown)"
+    )
   }
 }
 
@@ -29,12 +35,16 @@ export const checkConsistency = (config: Config): ConfigError | undefined => {
     if (seen.has(f.id)) return new ConfigError(`facilitators[${i}].id`, `duplicate facilitator id "${f.id}"`)
     seen.add(f.id)
     if (isEmbedded(f) && f.network !== config.network) {
-      return new ConfigError(`facilitators[${i}].network`, `the embedded facilitator settles on ${f.network} but the service runs on ${config.network} (its ledger endpoints are that network's)`)
+      return new ConfigError(
+        `facilitators[${i}].network`,
+        `the embedded facilitator settles on ${f.network} but the service runs on ${config.network} (its ledger endpoints are that network's)`
+      )
     }
   }
   const sourceIds = new Set<string>()
   for (const [i, source] of config.catalogSources.entries()) {
-    if (sourceIds.has(source.id)) return new ConfigError(`catalogSources[${i}].id`, `duplicate catalog source id "${source.id}"`)
+    if (sourceIds.has(source.id))
+      return new ConfigError(`catalogSources[${i}].id`, `duplicate catalog source id "${source.id}"`)
     sourceIds.add(source.id)
   }
   // A catalog file is checked when it is loaded (catalog/catalogFile.ts), since an unchanged one is not decoded.
@@ -48,7 +58,10 @@ export const checkConsistency = (config: Config): ConfigError | undefined => {
     return new ConfigError("probes.leaseSeconds", "a claim must outlast a probe: leaseSeconds must exceed timeoutMs")
   }
   if (config.asset.network !== config.network) {
-    return new ConfigError("asset.network", `asset is on ${config.asset.network} but the service runs on ${config.network}`)
+    return new ConfigError(
+      "asset.network",
+      `asset is on ${config.asset.network} but the service runs on ${config.network}`
+    )
   }
   return undefined
 }
@@ -66,14 +79,20 @@ export const checkCatalog = (catalog: ReadonlyArray<CatalogEntry>, decimals: num
     for (const [j, option] of entry.paymentOptions.entries()) {
       const at = `catalog[${i}].paymentOptions[${j}]`
       if (!usdMatchesBaseUnits(option.amountUsd, option.amount, decimals)) {
-        return new ConfigError(`${at}.amountUsd`, `${option.amountUsd} USD is not ${option.amount} base units at 7 decimals`)
+        return new ConfigError(
+          `${at}.amountUsd`,
+          `${option.amountUsd} USD is not ${option.amount} base units at 7 decimals`
+        )
       }
       if (option.scheme === "upto") {
         if (option.maxAmount === undefined || option.maxAmountUsd === undefined) {
           return new ConfigError(`${at}.maxAmount`, "an upto option needs maxAmount and maxAmountUsd")
         }
         if (!usdMatchesBaseUnits(option.maxAmountUsd, option.maxAmount, decimals)) {
-          return new ConfigError(`${at}.maxAmountUsd`, `${option.maxAmountUsd} USD is not ${option.maxAmount} base units at 7 decimals`)
+          return new ConfigError(
+            `${at}.maxAmountUsd`,
+            `${option.maxAmountUsd} USD is not ${option.maxAmount} base units at 7 decimals`
+          )
         }
         if (!ceilingCoversAmount(option)) {
           return new ConfigError(`${at}.maxAmount`, "the ceiling is below the amount")

@@ -1,5 +1,5 @@
-import { Either, ParseResult, Schema } from "effect"
 import { readFileSync } from "node:fs"
+import { Either, ParseResult, Schema } from "effect"
 import { CatalogEntry } from "../domain/resources.js"
 
 /** Reading and decoding the config file and catalogs into one-line errors that name the field and never quote a secret. */
@@ -7,7 +7,10 @@ import { CatalogEntry } from "../domain/resources.js"
 /** One line naming the field, as an operator sees it when start-up stops. */
 export class ConfigError {
   readonly _tag = "ConfigError"
-  constructor(readonly field: string, readonly reason: string) {}
+  constructor(
+    readonly field: string,
+    readonly reason: string
+  ) {}
   get line() {
     return `config error: ${this.field}: ${this.reason}`
   }
@@ -16,13 +19,26 @@ export class ConfigError {
 export const decodeOptions = { errors: "first", onExcessProperty: "error" } as const
 
 const fieldPath = (path: ReadonlyArray<PropertyKey>) =>
-  path.length === 0 ? "(root)" : path.map((p) => (typeof p === "number" ? `[${p}]` : String(p))).join(".").replace(/\.\[/g, "[")
+  path.length === 0
+    ? "(root)"
+    : path
+        .map((p) => (typeof p === "number" ? `[${p}]` : String(p)))
+        .join(".")
+        .replace(/\.\[/g, "[")
 
 /**
  * Fields whose values are secrets: a schema message would quote the value, so it is replaced.
  * RPC and Horizon URLs count: a provider's URL often carries its API key.
  */
-const SECRET_FIELDS = new Set(["apiKey", "hmacSecret", "facilitatorApiKey", "database", "sorobanRpcUrl", "horizonUrl", "otlpEndpoint"])
+const SECRET_FIELDS = new Set([
+  "apiKey",
+  "hmacSecret",
+  "facilitatorApiKey",
+  "database",
+  "sorobanRpcUrl",
+  "horizonUrl",
+  "otlpEndpoint"
+])
 
 export const firstIssue = (error: ParseResult.ParseError, prefix = ""): ConfigError => {
   // A union (an HTTP or an embedded facilitator entry) reports each member's issue: the one that

@@ -1,6 +1,6 @@
 import { Either, Schema } from "effect"
-import demoCatalog from "../store/demo-catalog.json" with { type: "json" }
 import type { CatalogEntry } from "../domain/resources.js"
+import demoCatalog from "../store/demo-catalog.json" with { type: "json" }
 import { type ConfigError, decodeCatalog } from "./decoding.js"
 import { DEMO_BEHAVIOURS, type DemoBehaviour, DemoConfig, type DemoSettings, type VerticalConfig } from "./vertical.js"
 
@@ -52,9 +52,10 @@ const placeDemoCatalog = (
   })
 
 /** The bundled demo catalog as this config places it: the default catalog, and the demo providers' price list. */
-export const bundledCatalog = (
-  placement: { readonly vertical: VerticalConfig; readonly demo: DemoSettings }
-): Either.Either<ReadonlyArray<CatalogEntry>, ConfigError> =>
+export const bundledCatalog = (placement: {
+  readonly vertical: VerticalConfig
+  readonly demo: DemoSettings
+}): Either.Either<ReadonlyArray<CatalogEntry>, ConfigError> =>
   Either.map(decodeCatalog(demoCatalog, "catalog (bundled demo)"), (entries) =>
     placeDemoCatalog(entries, placement.vertical, placement.demo)
   )

@@ -7,4 +7,6 @@ export const Ratio = Schema.Number.pipe(Schema.between(0, 1))
 export const opt = <S extends Schema.Schema.Any>(schema: S, value: Schema.Schema.Type<S>) =>
   Schema.optionalWith(schema, { default: () => value })
 
-export const HttpUrl = Schema.String.pipe(Schema.pattern(/^https?:\/\/\S+$/, { message: () => "expected an http(s) URL" }))
+export const HttpUrl = Schema.String.pipe(
+  Schema.pattern(/^https?:\/\/\S+$/, { message: () => "expected an http(s) URL" })
+)

@@ -18,9 +18,14 @@ export class Principal extends Context.Tag("sextant/Principal")<
  */
 export const operatorPrincipal = Effect.flatMap(Principal, (principal) =>
   principal.id === null
-    ? new OperatorOnly({ message: "curation needs an operator API key, and no API keys are configured (open mode): add an apiKeys entry with role \"operator\"" })
+    ? new OperatorOnly({
+        message:
+          'curation needs an operator API key, and no API keys are configured (open mode): add an apiKeys entry with role "operator"'
+      })
     : principal.role !== "operator"
-      ? new OperatorOnly({ message: `principal "${principal.id}" has role ${principal.role}; curation needs an API key whose role is operator` })
+      ? new OperatorOnly({
+          message: `principal "${principal.id}" has role ${principal.role}; curation needs an API key whose role is operator`
+        })
       : Effect.succeed(principal.id)
 )
 

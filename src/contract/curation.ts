@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { ConfigManaged, NotFound, OperatorOnly } from "../domain/errors.js"
 import { CurationResult, ReasonOptional, ReasonQuery, ReasonRequired } from "../domain/curation.js"
+import { ConfigManaged, NotFound, OperatorOnly } from "../domain/errors.js"
 import { ApiKeyAuth } from "./auth.js"
 import { allIssues, failsWith, strict } from "./parse.js"
 import { ResourceIdPath } from "./resources.js"

@@ -1,6 +1,12 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { DISCOVERY_MAX_LIMIT, DISCOVERY_SEARCH_MAX_LIMIT, DiscoveryResponse, DiscoverySearchQuery, DiscoverySearchResponse } from "../domain/discovery.js"
+import {
+  DISCOVERY_MAX_LIMIT,
+  DISCOVERY_SEARCH_MAX_LIMIT,
+  DiscoveryResponse,
+  DiscoverySearchQuery,
+  DiscoverySearchResponse
+} from "../domain/discovery.js"
 import { InvalidRequest, RateLimited } from "../domain/errors.js"
 import { allIssues, failsWith, queryInt } from "./parse.js"
 
@@ -28,11 +34,15 @@ const DiscoverySearchUrlParams = allIssues(
  * x402 v2 discovery (§8): a stock HTTPFacilitatorClient with base `<service>/x402`, extended with
  * the bazaar client, lists the catalog here. Open to anyone, like the rest of discovery.
  */
-export class DiscoveryApi extends HttpApiGroup.make("discovery").add(
-  HttpApiEndpoint.get("resources", "/x402/discovery/resources").setUrlParams(DiscoveryUrlParams).addSuccess(DiscoveryResponse)
-).add(
-  HttpApiEndpoint.get("search", "/x402/discovery/search")
-    .setUrlParams(DiscoverySearchUrlParams)
-    .addSuccess(DiscoverySearchResponse)
-    .pipe(failsWith(InvalidRequest, RateLimited))
-) {}
+export class DiscoveryApi extends HttpApiGroup.make("discovery")
+  .add(
+    HttpApiEndpoint.get("resources", "/x402/discovery/resources")
+      .setUrlParams(DiscoveryUrlParams)
+      .addSuccess(DiscoveryResponse)
+  )
+  .add(
+    HttpApiEndpoint.get("search", "/x402/discovery/search")
+      .setUrlParams(DiscoverySearchUrlParams)
+      .addSuccess(DiscoverySearchResponse)
+      .pipe(failsWith(InvalidRequest, RateLimited))
+  ) {}

@@ -1,8 +1,8 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { NotReady } from "../domain/errors.js"
-import { StoreInfo } from "../domain/store.js"
 import { StellarNetwork } from "../domain/stellar.js"
+import { StoreInfo } from "../domain/store.js"
 import { FacilitatorStatus, SupportedAsset } from "../domain/x402.js"
 import { ApiKeyAuth } from "./auth.js"
 import { failsWith } from "./parse.js"
@@ -29,4 +29,6 @@ export type DependenciesResponse = typeof DependenciesResponse.Type
 export class HealthApi extends HttpApiGroup.make("health")
   .add(HttpApiEndpoint.get("live", "/health/live").addSuccess(LiveResponse))
   .add(HttpApiEndpoint.get("ready", "/health/ready").addSuccess(ReadyResponse).pipe(failsWith(NotReady)))
-  .add(HttpApiEndpoint.get("dependencies", "/health/dependencies").addSuccess(DependenciesResponse).middleware(ApiKeyAuth)) {}
+  .add(
+    HttpApiEndpoint.get("dependencies", "/health/dependencies").addSuccess(DependenciesResponse).middleware(ApiKeyAuth)
+  ) {}

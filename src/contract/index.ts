@@ -2,10 +2,21 @@ import { HttpApi, OpenApi } from "@effect/platform"
 import { wire } from "../domain/errors.js"
 import { API_WIDE_ERRORS } from "./apiErrors.js"
 
-const [InvalidRequest, HeadersTooLarge, MalformedBody, NestingTooDeep, PayloadTooLarge, UnsupportedMediaType, InternalError, StoreUnavailable, ShuttingDown, ForeignOrigin] =
-  API_WIDE_ERRORS
-import { DiscoveryApi } from "./discovery.js"
+const [
+  InvalidRequest,
+  HeadersTooLarge,
+  MalformedBody,
+  NestingTooDeep,
+  PayloadTooLarge,
+  UnsupportedMediaType,
+  InternalError,
+  StoreUnavailable,
+  ShuttingDown,
+  ForeignOrigin
+] = API_WIDE_ERRORS
+
 import { CurationApi } from "./curation.js"
+import { DiscoveryApi } from "./discovery.js"
 import { HealthApi } from "./health.js"
 import { PolicyApi } from "./policy.js"
 import { PreflightApi } from "./preflight.js"

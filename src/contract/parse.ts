@@ -23,7 +23,9 @@ export const allIssues = <S extends Schema.Schema.Any>(schema: S): S =>
  */
 export const failsWith =
   <const Errors extends ReadonlyArray<ApiErrorClass>>(...errors: Errors) =>
-  <Endpoint extends HttpApiEndpoint.HttpApiEndpoint.Any>(endpoint: Endpoint): HttpApiEndpoint.HttpApiEndpoint.AddError<Endpoint, Schema.Schema.Type<Errors[number]>, never> =>
+  <Endpoint extends HttpApiEndpoint.HttpApiEndpoint.Any>(
+    endpoint: Endpoint
+  ): HttpApiEndpoint.HttpApiEndpoint.AddError<Endpoint, Schema.Schema.Type<Errors[number]>, never> =>
     failsWithBodies(...errors.map(wire))(endpoint) as any
 
 /** Declares error bodies that are schemas of their own (the x402 endpoints' combined refusals). */
@@ -31,7 +33,11 @@ export const failsWithBodies =
   <const Errors extends ReadonlyArray<Schema.Schema.Any>>(...errors: Errors) =>
   <Endpoint extends HttpApiEndpoint.HttpApiEndpoint.Any>(
     endpoint: Endpoint
-  ): HttpApiEndpoint.HttpApiEndpoint.AddError<Endpoint, Schema.Schema.Type<Errors[number]>, Schema.Schema.Context<Errors[number]>> =>
+  ): HttpApiEndpoint.HttpApiEndpoint.AddError<
+    Endpoint,
+    Schema.Schema.Type<Errors[number]>,
+    Schema.Schema.Context<Errors[number]>
+  > =>
     errors.reduce((declared: any, error) => declared.addError(error), endpoint)
 
 /**
@@ -41,7 +47,13 @@ export const failsWithBodies =
  * generated from the document sends values the server takes. Without a maximum of its own it is
  * still a safe integer (`Schema.int` refuses 2^53 and beyond), and the document says so.
  */
-export const queryInt = ({ minimum, maximum = Number.MAX_SAFE_INTEGER }: { readonly minimum: number; readonly maximum?: number }) =>
+export const queryInt = ({
+  minimum,
+  maximum = Number.MAX_SAFE_INTEGER
+}: {
+  readonly minimum: number
+  readonly maximum?: number
+}) =>
   Schema.NumberFromString.pipe(Schema.int(), Schema.between(minimum, maximum)).annotations({
     jsonSchema: { type: "integer", minimum, maximum },
     description: `an integer from ${minimum} to ${maximum}`
@@ -69,8 +81,11 @@ const isInstant = (s: string) => {
  * `queryDateTime` would read "1" as 2001 and a time without an offset in the server's zone.
  */
 export const queryInstant = Schema.String.pipe(
-  Schema.filter(isInstant, { message: () => "expected an RFC 3339 date-time with an offset, e.g. 2025-01-31T12:00:00Z" })
+  Schema.filter(isInstant, {
+    message: () => "expected an RFC 3339 date-time with an offset, e.g. 2025-01-31T12:00:00Z"
+  })
 ).annotations({
   jsonSchema: { type: "string", format: "date-time" },
-  arbitrary: () => (fc) => fc.date({ min: new Date(0), max: new Date(4e12), noInvalidDate: true }).map((d) => d.toISOString())
+  arbitrary: () => (fc) =>
+    fc.date({ min: new Date(0), max: new Date(4e12), noInvalidDate: true }).map((d) => d.toISOString())
 })

@@ -12,9 +12,4 @@ export class PolicyApi extends HttpApiGroup.make("policy")
       .addSuccess(PolicyEvaluation)
       .pipe(failsWith(NotFound))
   )
-  .add(
-    HttpApiEndpoint.post("route", "/v1/routes")
-      .setPayload(strict(RouteRequest))
-      .addSuccess(RouteDecision)
-      
-  ) {}
+  .add(HttpApiEndpoint.post("route", "/v1/routes").setPayload(strict(RouteRequest)).addSuccess(RouteDecision)) {}

@@ -2,12 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { NoEligibleProvider, NotFound, PaymentMismatch, RateLimited } from "../domain/errors.js"
 import { ReceiptId } from "../domain/ids.js"
-import {
-  CommerceReceipt,
-  CreateReceiptRequest,
-  ReceiptVerification,
-  SignerDisclosure
-} from "../domain/receipts.js"
+import { CommerceReceipt, CreateReceiptRequest, ReceiptVerification, SignerDisclosure } from "../domain/receipts.js"
 import { ApiKeyAuth } from "./auth.js"
 import { failsWith, strict } from "./parse.js"
 
@@ -22,7 +17,12 @@ export class ReceiptsApi extends HttpApiGroup.make("receipts")
       .middleware(ApiKeyAuth)
   )
   .add(HttpApiEndpoint.get("signer", "/v1/receipts/signer").addSuccess(SignerDisclosure))
-  .add(HttpApiEndpoint.get("get", "/v1/receipts/:id").setPath(ReceiptIdPath).addSuccess(CommerceReceipt).pipe(failsWith(NotFound)))
+  .add(
+    HttpApiEndpoint.get("get", "/v1/receipts/:id")
+      .setPath(ReceiptIdPath)
+      .addSuccess(CommerceReceipt)
+      .pipe(failsWith(NotFound))
+  )
   .add(
     HttpApiEndpoint.get("verify", "/v1/receipts/:id/verify")
       .setPath(ReceiptIdPath)

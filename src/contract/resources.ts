@@ -3,8 +3,8 @@ import { Schema } from "effect"
 import { ResourceDetail, ResourceList, SearchResponse } from "../domain/catalog.js"
 import { NotFound, RateLimited } from "../domain/errors.js"
 import { ResourceId } from "../domain/ids.js"
-import { ResourceSearchRequest } from "../domain/resources.js"
 import { Cursor, PAGE_LIMITS } from "../domain/pagination.js"
+import { ResourceSearchRequest } from "../domain/resources.js"
 import { allIssues, failsWith, queryInt, strict } from "./parse.js"
 
 export const ResourceIdPath = Schema.Struct({ id: ResourceId })
@@ -20,7 +20,12 @@ export const ResourcesQuery = allIssues(
 /** Discovery; open to anyone (SPEC Authentication 1). */
 export class ResourcesApi extends HttpApiGroup.make("resources")
   .add(HttpApiEndpoint.get("list", "/v1/resources").setUrlParams(ResourcesQuery).addSuccess(ResourceList))
-  .add(HttpApiEndpoint.get("get", "/v1/resources/:id").setPath(ResourceIdPath).addSuccess(ResourceDetail).pipe(failsWith(NotFound)))
+  .add(
+    HttpApiEndpoint.get("get", "/v1/resources/:id")
+      .setPath(ResourceIdPath)
+      .addSuccess(ResourceDetail)
+      .pipe(failsWith(NotFound))
+  )
   .add(
     HttpApiEndpoint.post("search", "/v1/search")
       .setPayload(strict(ResourceSearchRequest))

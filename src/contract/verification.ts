@@ -15,7 +15,12 @@ export const ObservationsQuery = Schema.Struct({
   /** `nextBefore` of the previous page (an observation id) or an ISO date-time: observations older than it; anything else is 400. */
   before: Schema.optional(
     Schema.String.annotations({
-      jsonSchema: { anyOf: [{ type: "string", pattern: "^obs_\\d{15}_[0-9a-f]{12}$" }, { type: "string", format: "date-time" }] }
+      jsonSchema: {
+        anyOf: [
+          { type: "string", pattern: "^obs_\\d{15}_[0-9a-f]{12}$" },
+          { type: "string", format: "date-time" }
+        ]
+      }
     })
   )
 })

@@ -3,21 +3,21 @@ import { Schema } from "effect"
 import {
   AllFacilitatorsFailed,
   AmountUsdMismatch,
+  AuthorizationExpiresTooLate,
   DelegatedCredentialsRefused,
   FacilitatorsNotReady,
-  RateLimited,
   FeeBudgetExhausted,
   IdempotencyKeyReused,
   InvalidPayerSignature,
   MalformedPaymentTransaction,
   NoHealthyFacilitator,
   NonceAlreadyConsumed,
-  AuthorizationExpiresTooLate,
   NotFound,
   PaymentAlreadySubmitted,
   PolicyDenied,
-  SettlementInProgress,
+  RateLimited,
   SettlementIndeterminate,
+  SettlementInProgress,
   SettlementUnresolved,
   SourceAccountCredentialsRefused,
   TransferAmountMismatch,
@@ -27,8 +27,6 @@ import {
   UnsupportedAsset,
   UnsupportedPaymentKind
 } from "../domain/errors.js"
-import { type RefusalContext, type SextantErrorBody, settleRefusalSchema, verifyRefusalSchema, type X402Operation, x402Refusal } from "../domain/x402Refusals.js"
-import { API_WIDE_ERRORS } from "./apiErrors.js"
 import { SettlementId } from "../domain/ids.js"
 import {
   FacilitatorRequest,
@@ -41,25 +39,41 @@ import {
   SupportedResponse,
   VerifyResponse
 } from "../domain/x402.js"
+import {
+  type RefusalContext,
+  type SextantErrorBody,
+  settleRefusalSchema,
+  verifyRefusalSchema,
+  type X402Operation,
+  x402Refusal
+} from "../domain/x402Refusals.js"
+import { API_WIDE_ERRORS } from "./apiErrors.js"
 import { ApiKeyAuth } from "./auth.js"
 import { allIssues, failsWith, failsWithBodies, queryDateTime, queryInt } from "./parse.js"
 
 /** Verify and settle take the same optional key; without it, the payment-identifier extension's id is the key. */
 const IdempotencyHeaders = Schema.Struct({ "idempotency-key": Schema.optional(IdempotencyKey) })
 
-const SettlementsQuery = allIssues(Schema.Struct({
-  state: Schema.optional(SettlementState),
-  /** ISO time: only entries created before it (the `createdAt` of the last entry of a page). */
-  before: Schema.optional(queryDateTime),
-  limit: Schema.optional(queryInt({ minimum: 1, maximum: 200 }))
-}))
+const SettlementsQuery = allIssues(
+  Schema.Struct({
+    state: Schema.optional(SettlementState),
+    /** ISO time: only entries created before it (the `createdAt` of the last entry of a page). */
+    before: Schema.optional(queryDateTime),
+    limit: Schema.optional(queryInt({ minimum: 1, maximum: 200 }))
+  })
+)
 
 const SettlementList = Schema.Struct({ settlements: Schema.Array(SettlementRecord) }).annotations({
   identifier: "SettlementList"
 })
 
 /** Reading the signed payment (step 2): settle and verify alike. */
-const PaymentReadErrors = [MalformedPaymentTransaction, InvalidPayerSignature, DelegatedCredentialsRefused, SourceAccountCredentialsRefused] as const
+const PaymentReadErrors = [
+  MalformedPaymentTransaction,
+  InvalidPayerSignature,
+  DelegatedCredentialsRefused,
+  SourceAccountCredentialsRefused
+] as const
 
 /** Kind, policy, payee and transfer terms (steps 4 to 7): settle and verify alike (`PaymentChecks`). */
 const PaymentCheckErrors = [
@@ -93,7 +107,14 @@ const SettleErrors = [
 ] as const
 
 /** Every refusal of a verify: the checks it shares with settle (no budget, no journal), then forwarding. */
-const VerifyErrors = [...PaymentReadErrors, IdempotencyKeyReused, ...PaymentCheckErrors, ...LedgerCheckErrors, AllFacilitatorsFailed, RateLimited] as const
+const VerifyErrors = [
+  ...PaymentReadErrors,
+  IdempotencyKeyReused,
+  ...PaymentCheckErrors,
+  ...LedgerCheckErrors,
+  AllFacilitatorsFailed,
+  RateLimited
+] as const
 
 /**
  * Verify and settle answer every refusal, their own and any request's (auth, body checks, store,
@@ -104,7 +125,9 @@ const VerifyErrors = [...PaymentReadErrors, IdempotencyKeyReused, ...PaymentChec
 const VerifyRefusals = [...VerifyErrors, ...API_WIDE_ERRORS, Unauthorized].map((error) => verifyRefusalSchema(error))
 const SettleRefusals = [...SettleErrors, ...API_WIDE_ERRORS, Unauthorized].map((error) => settleRefusalSchema(error))
 
-type Failure<Errors extends ReadonlyArray<Schema.Schema.Any>> = Schema.Schema.Type<Errors[number] | (typeof API_WIDE_ERRORS)[number] | typeof Unauthorized>
+type Failure<Errors extends ReadonlyArray<Schema.Schema.Any>> = Schema.Schema.Type<
+  Errors[number] | (typeof API_WIDE_ERRORS)[number] | typeof Unauthorized
+>
 /** What a verify handler may fail with before it is answered as a refusal. */
 export type VerifyFailure = Failure<typeof VerifyErrors>
 export type SettleFailure = Failure<typeof SettleErrors>
@@ -112,13 +135,23 @@ export type VerifyRefusal = Schema.Schema.Type<(typeof VerifyRefusals)[number]>
 export type SettleRefusal = Schema.Schema.Type<(typeof SettleRefusals)[number]>
 
 /** A verify failure as the refusal the endpoint declares: its class is in the declared list, so the code has its schema. */
-export const verifyRefusal = (error: VerifyFailure, context: RefusalContext) => x402Refusal("verify", error, context) as VerifyRefusal
-export const settleRefusal = (error: SettleFailure, context: RefusalContext) => x402Refusal("settle", error, context) as SettleRefusal
+export const verifyRefusal = (error: VerifyFailure, context: RefusalContext) =>
+  x402Refusal("verify", error, context) as VerifyRefusal
+export const settleRefusal = (error: SettleFailure, context: RefusalContext) =>
+  x402Refusal("settle", error, context) as SettleRefusal
 
-const refusalSchemas: Record<X402Operation, ReadonlyArray<Schema.Schema.AnyNoContext>> = { verify: VerifyRefusals, settle: SettleRefusals }
+const refusalSchemas: Record<X402Operation, ReadonlyArray<Schema.Schema.AnyNoContext>> = {
+  verify: VerifyRefusals,
+  settle: SettleRefusals
+}
 
 const ownBody = (error: object): SextantErrorBody | undefined => {
-  const body = error as { readonly error?: unknown; readonly message?: unknown; readonly code?: unknown; readonly retryAfterSeconds?: unknown }
+  const body = error as {
+    readonly error?: unknown
+    readonly message?: unknown
+    readonly code?: unknown
+    readonly retryAfterSeconds?: unknown
+  }
   if (typeof body.error !== "string" || typeof body.message !== "string") return undefined
   return {
     error: body.error,
@@ -138,14 +171,25 @@ const ownBody = (error: object): SextantErrorBody | undefined => {
 export const x402RefusalAnswer = (operation: X402Operation, error: unknown, context: RefusalContext) => {
   if (typeof error !== "object" || error === null) return undefined
   const own = ownBody(error)
-  const refusal = "isValid" in error || "success" in error ? error : own === undefined ? undefined : x402Refusal(operation, own, context)
+  const refusal =
+    "isValid" in error || "success" in error
+      ? error
+      : own === undefined
+        ? undefined
+        : x402Refusal(operation, own, context)
   const schema = refusal === undefined ? undefined : refusalSchemas[operation].find((s) => Schema.is(s)(refusal))
-  return schema === undefined ? undefined : { status: HttpApiSchema.getStatusErrorAST(schema.ast), body: refusal as object }
+  return schema === undefined
+    ? undefined
+    : { status: HttpApiSchema.getStatusErrorAST(schema.ast), body: refusal as object }
 }
 
 /** Facilitator-compatible surface: a stock HTTPFacilitatorClient with base `<service>/x402` talks to it. */
 export class X402Api extends HttpApiGroup.make("x402")
-  .add(HttpApiEndpoint.get("supported", "/x402/supported").addSuccess(SupportedResponse).pipe(failsWith(FacilitatorsNotReady)))
+  .add(
+    HttpApiEndpoint.get("supported", "/x402/supported")
+      .addSuccess(SupportedResponse)
+      .pipe(failsWith(FacilitatorsNotReady))
+  )
   .add(
     HttpApiEndpoint.post("verify", "/x402/verify")
       .setPayload(allIssues(FacilitatorRequest))
@@ -163,9 +207,7 @@ export class X402Api extends HttpApiGroup.make("x402")
       .middleware(ApiKeyAuth)
   )
   .add(
-    HttpApiEndpoint.get("facilitators", "/x402/facilitators")
-      .addSuccess(FacilitatorsResponse)
-      .middleware(ApiKeyAuth)
+    HttpApiEndpoint.get("facilitators", "/x402/facilitators").addSuccess(FacilitatorsResponse).middleware(ApiKeyAuth)
   )
   .add(
     HttpApiEndpoint.get("settlements", "/x402/settlements")

@@ -3,9 +3,9 @@ import type { CurationAction, CurationResult } from "../domain/curation.js"
 import { ConfigManaged, type NotFound, notFound } from "../domain/errors.js"
 import type { ResourceId } from "../domain/ids.js"
 import { type Author, CurationRepo } from "../store/CurationRepo.js"
-import { StoreTransactions } from "../store/StoreTransactions.js"
 import { ResourceListingRepo } from "../store/ResourceListingRepo.js"
 import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
+import { StoreTransactions } from "../store/StoreTransactions.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 
 export interface CurationShape {
@@ -22,7 +22,10 @@ export interface CurationShape {
  * operator key's principal, checked by the HTTP layer) and stores the change with actor and reason.
  */
 export class Curation extends Context.Tag("sextant/Curation")<Curation, CurationShape>() {
-  static readonly Live = Layer.effect(Curation, Effect.suspend(() => make))
+  static readonly Live = Layer.effect(
+    Curation,
+    Effect.suspend(() => make)
+  )
 }
 
 const make = Effect.gen(function* () {
@@ -32,7 +35,8 @@ const make = Effect.gen(function* () {
   const curation = yield* CurationRepo
   const recorder = yield* EvidenceRecorder
 
-  const found = <A>(id: string) => Option.match({ onNone: () => Effect.fail(notFound("resource", id)), onSome: (a: A) => Effect.succeed(a) })
+  const found = <A>(id: string) =>
+    Option.match({ onNone: () => Effect.fail(notFound("resource", id)), onSome: (a: A) => Effect.succeed(a) })
 
   /** The answer: the action stored and the resource as it stands now. */
   const answer = (action: CurationAction) =>

@@ -1,11 +1,18 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Context, Duration, Effect, Layer, Ref } from "effect"
-import { bundledCatalog, type Config, DEMO_BEHAVIOURS, type DemoBehaviour, demoOrigin, demoProviderId } from "../config.js"
-import { demoOfferKey } from "../vertical/offerKey.js"
+import {
+  bundledCatalog,
+  type Config,
+  DEMO_BEHAVIOURS,
+  type DemoBehaviour,
+  demoOrigin,
+  demoProviderId
+} from "../config.js"
 import type { KeyFileError } from "../keys/keyFileError.js"
+import { demoOfferKey } from "../vertical/offerKey.js"
 import type { VerticalHttpApp } from "../vertical/VerticalApp.js"
 import { VerticalServer, verticalLayer } from "../vertical/VerticalServer.js"
-import { answerFor, priceFactorAt, scaleOffers, type Seller, sellerFrom } from "./behaviour.js"
+import { answerFor, priceFactorAt, type Seller, scaleOffers, sellerFrom } from "./behaviour.js"
 
 export interface DemoProvider {
   readonly behaviour: DemoBehaviour
@@ -28,7 +35,8 @@ export interface DemoProvidersShape {
  * stops them.
  */
 export class DemoProviders extends Context.Tag("sextant/demo/DemoProviders")<DemoProviders, DemoProvidersShape>() {
-  static readonly layer = (config: Config): Layer.Layer<DemoProviders, KeyFileError> => Layer.scoped(DemoProviders, start(config))
+  static readonly layer = (config: Config): Layer.Layer<DemoProviders, KeyFileError> =>
+    Layer.scoped(DemoProviders, start(config))
 }
 
 /**
@@ -48,7 +56,10 @@ const withBehaviour =
       const answer = answerFor(behaviour, n, config.demo)
       if (answer._tag === "Fail") {
         return HttpServerResponse.unsafeJson(
-          { error: "INTERNAL", message: `${id} fails a share of its requests on purpose (demo.flakyFailureShare); nothing was charged` },
+          {
+            error: "INTERNAL",
+            message: `${id} fails a share of its requests on purpose (demo.flakyFailureShare); nothing was charged`
+          },
           { status: 500 }
         )
       }

@@ -58,7 +58,12 @@ export const scaleAmount = (amount: string, factor: number): string => {
 export const scaleOffers = (offers: Offers, factor: number): Offers => {
   if (factor === 1) return offers
   const scale = (endpoint: Endpoint) => offers[endpoint].map((o) => ({ ...o, amount: scaleAmount(o.amount, factor) }))
-  return { inspect: scale("inspect"), changes: scale("changes"), compliance: scale("compliance"), eligibility: scale("eligibility") }
+  return {
+    inspect: scale("inspect"),
+    changes: scale("changes"),
+    compliance: scale("compliance"),
+    eligibility: scale("eligibility")
+  }
 }
 
 export interface Seller {
@@ -84,7 +89,10 @@ export const sellerFrom = (entries: ReadonlyArray<CatalogEntry>, providerId: str
     const endpoint = new URL(entry.resource.url).pathname.split("/").at(-1)
     if (!isEndpoint(endpoint)) continue
     for (const option of entry.paymentOptions) {
-      offers[endpoint].push({ scheme: option.scheme, amount: option.scheme === "upto" ? (option.maxAmount ?? option.amount) : option.amount })
+      offers[endpoint].push({
+        scheme: option.scheme,
+        amount: option.scheme === "upto" ? (option.maxAmount ?? option.amount) : option.amount
+      })
     }
   }
   return { payTo, offers }

@@ -1,6 +1,5 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { InvalidRequest, type NotFound, notFound } from "../domain/errors.js"
-import { encodeCursor, PAGE_LIMITS, readCursor, scopeOf } from "../domain/pagination.js"
+import type { ResourceDetail, ResourceList, SearchHit, SearchResponse } from "../domain/catalog.js"
 import {
   DISCOVERY_DEFAULT_LIMIT,
   DISCOVERY_SEARCH_DEFAULT_LIMIT,
@@ -9,20 +8,21 @@ import {
   type DiscoverySearchQuery,
   type DiscoverySearchResponse
 } from "../domain/discovery.js"
+import { InvalidRequest, type NotFound, notFound } from "../domain/errors.js"
 import { noEvidence } from "../domain/evidence.js"
+import type { ResourceId } from "../domain/ids.js"
 import { emptyMetrics } from "../domain/metrics.js"
-import { ObservationsRepo } from "../store/ObservationsRepo.js"
+import { encodeCursor, PAGE_LIMITS, readCursor, scopeOf } from "../domain/pagination.js"
 import type { ResourceRecord, ResourceSearchRequest } from "../domain/resources.js"
 import { BAZAAR } from "../extensions/bazaar.js"
-import type { ResourceDetail, ResourceList, SearchHit, SearchResponse } from "../domain/catalog.js"
 import { CurationRepo } from "../store/CurationRepo.js"
+import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import type { SearchPosition } from "../store/searchIndex.js"
 import { TransitionsRepo } from "../store/TransitionsRepo.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { filtersOnQuality, qualityMatches } from "./search.js"
 import { discoveryItem } from "./x402Items.js"
-import type { ResourceId } from "../domain/ids.js"
 
 export interface PageRequest {
   readonly limit?: number | undefined
@@ -47,7 +47,10 @@ export interface DiscoveryShape {
 
 /** Discovery: the catalog as buyers read it, with the evidence-derived metrics attached. */
 export class Discovery extends Context.Tag("sextant/Discovery")<Discovery, DiscoveryShape>() {
-  static readonly Live = Layer.effect(Discovery, Effect.suspend(() => make))
+  static readonly Live = Layer.effect(
+    Discovery,
+    Effect.suspend(() => make)
+  )
 }
 
 const TRANSITIONS_SHOWN = 20
@@ -72,7 +75,12 @@ const X402_SEARCH_CURSOR = "x402-search"
  * (nothing matches) for any other key, which no stored resource is known to carry.
  */
 const sourceForExtensions = (extensions: string | undefined): "any" | "bazaar" | null => {
-  const keys = new Set((extensions ?? "").split(",").map((k) => k.trim()).filter((k) => k !== ""))
+  const keys = new Set(
+    (extensions ?? "")
+      .split(",")
+      .map((k) => k.trim())
+      .filter((k) => k !== "")
+  )
   if (keys.size === 0) return "any"
   return keys.size === 1 && keys.has(BAZAAR) ? "bazaar" : null
 }
@@ -90,7 +98,16 @@ const searchPosition = (kind: string, cursor: string | undefined, scope: string)
 /** A page request of a listing: both optional (the default page size; the first page). */
 /** The filters a search cursor is bound to: everything but the page itself. */
 const searchScope = (r: ResourceSearchRequest) =>
-  scopeOf([r.query?.trim() ?? "", r.capability, r.scheme, r.network, r.asset, r.maxPriceUsd, r.minimumReliability, r.maximumP95LatencyMs])
+  scopeOf([
+    r.query?.trim() ?? "",
+    r.capability,
+    r.scheme,
+    r.network,
+    r.asset,
+    r.maxPriceUsd,
+    r.minimumReliability,
+    r.maximumP95LatencyMs
+  ])
 
 const make = Effect.gen(function* () {
   const repo = yield* ResourceReadsRepo
@@ -124,28 +141,51 @@ const make = Effect.gen(function* () {
   const x402Search = (query: DiscoverySearchQuery) =>
     Effect.gen(function* () {
       const limit = query.limit ?? DISCOVERY_SEARCH_DEFAULT_LIMIT
-      const filters = { query: query.query, type: query.type, network: query.network, scheme: query.scheme, payTo: query.payTo }
+      const filters = {
+        query: query.query,
+        type: query.type,
+        network: query.network,
+        scheme: query.scheme,
+        payTo: query.payTo
+      }
       const scope = scopeOf([X402_SEARCH_CURSOR, filters, query.extensions ?? null])
       const after = yield* searchPosition(X402_SEARCH_CURSOR, query.cursor, scope)
       const source = sourceForExtensions(query.extensions)
-      const found = source === null ? [] : yield* repo.searchPage({ ...filters, source: source === "any" ? undefined : source }, after, limit + 1)
+      const found =
+        source === null
+          ? []
+          : yield* repo.searchPage({ ...filters, source: source === "any" ? undefined : source }, after, limit + 1)
       const page = found.slice(0, limit)
       const last = page[page.length - 1]
       const cursor =
-        found.length > limit && last ? encodeCursor(X402_SEARCH_CURSOR, { id: last.record.resource.id, relevance: last.relevance, scope }) : null
+        found.length > limit && last
+          ? encodeCursor(X402_SEARCH_CURSOR, { id: last.record.resource.id, relevance: last.relevance, scope })
+          : null
       const resources = yield* itemsOf(page.map((hit) => hit.record))
-      return { x402Version: 2, resources, partialResults: cursor !== null, pagination: { limit, cursor } } satisfies DiscoverySearchResponse
+      return {
+        x402Version: 2,
+        resources,
+        partialResults: cursor !== null,
+        pagination: { limit, cursor }
+      } satisfies DiscoverySearchResponse
     })
 
   const get = (id: ResourceId) =>
     Effect.gen(function* () {
-      const record = yield* repo.get(id).pipe(Effect.flatMap(Option.match({
-        onNone: () => Effect.fail(notFound("resource", id)),
-        onSome: Effect.succeed
-      })))
+      const record = yield* repo.get(id).pipe(
+        Effect.flatMap(
+          Option.match({
+            onNone: () => Effect.fail(notFound("resource", id)),
+            onSome: Effect.succeed
+          })
+        )
+      )
       const { metrics } = yield* evidence.forResource(id)
       const transitions = yield* transitionsRepo.recent(id, TRANSITIONS_SHOWN)
-      const curation = Option.getOrElse(yield* curationRepo.curationOf(id), () => ({ quarantine: null, lastListingChange: null }))
+      const curation = Option.getOrElse(yield* curationRepo.curationOf(id), () => ({
+        quarantine: null,
+        lastListingChange: null
+      }))
       const economicEvidence = yield* evidence.payments(record)
       return { ...record, metrics, transitions, economicEvidence, curation } satisfies ResourceDetail
     }).pipe(Effect.withSpan("Discovery.get"))

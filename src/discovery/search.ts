@@ -15,7 +15,10 @@ export const relevance = (record: ResourceRecord, query: string): number => {
   const fields = [
     { weight: FIELD_WEIGHTS.name, words: tokenize(record.resource.name) },
     // Tags rank as capabilities: the store indexes them among the capability words.
-    { weight: FIELD_WEIGHTS.capability, words: [...record.resource.capabilities, ...(record.resource.tags ?? [])].flatMap(tokenize) },
+    {
+      weight: FIELD_WEIGHTS.capability,
+      words: [...record.resource.capabilities, ...(record.resource.tags ?? [])].flatMap(tokenize)
+    },
     { weight: FIELD_WEIGHTS.description, words: tokenize(record.resource.description) }
   ]
   let score = 0
@@ -23,7 +26,8 @@ export const relevance = (record: ResourceRecord, query: string): number => {
     let best = 0
     for (const { weight, words } of fields) {
       if (words.includes(term)) best = Math.max(best, weight)
-      else if (matchesAsPrefix(term) && words.some((w) => w.startsWith(term))) best = Math.max(best, weight * PREFIX_SHARE)
+      else if (matchesAsPrefix(term) && words.some((w) => w.startsWith(term)))
+        best = Math.max(best, weight * PREFIX_SHARE)
     }
     score += best
   }
@@ -72,7 +76,9 @@ export const search = (
 ): ReadonlyArray<ScoredCandidate> => {
   const query = request.query?.trim() ?? ""
   return candidates
-    .filter(({ record }) => request.capability === undefined || record.resource.capabilities.includes(request.capability))
+    .filter(
+      ({ record }) => request.capability === undefined || record.resource.capabilities.includes(request.capability)
+    )
     .filter(({ record }) => record.paymentOptions.some((o) => optionMatches(o, request)))
     .filter(({ metrics }) => qualityMatches(metrics, request))
     .map((c) => ({ ...c, relevance: query === "" ? 0 : relevance(c.record, query) }))

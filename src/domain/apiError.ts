@@ -1,5 +1,5 @@
 import { HttpApiSchema } from "@effect/platform"
-import { Option, Schema, SchemaAST as AST } from "effect"
+import { SchemaAST as AST, Option, Schema } from "effect"
 
 /**
  * Every non-2xx body is `{error, message}`: `error` is a stable machine code, `message` a sentence
@@ -10,12 +10,19 @@ import { Option, Schema, SchemaAST as AST } from "effect"
  * `wire(ErrorClass)`, the class's own fields without `_tag`.
  */
 const codeOf = <const Code extends string>(code: Code) =>
-  Schema.Literal(code).pipe(Schema.propertySignature, Schema.withConstructorDefault(() => code))
+  Schema.Literal(code).pipe(
+    Schema.propertySignature,
+    Schema.withConstructorDefault(() => code)
+  )
 
 /** The factory of an error class: its tag, its `error` code, its status and description, and any fields beyond `message`. */
 export const ApiError =
   <Self>() =>
-  <const Tag extends string, const Code extends string, const Fields extends Schema.Struct.Fields = Record<never, never>>(
+  <
+    const Tag extends string,
+    const Code extends string,
+    const Fields extends Schema.Struct.Fields = Record<never, never>
+  >(
     tag: Tag,
     code: Code,
     status: number,
@@ -51,16 +58,24 @@ const wires = new WeakMap<ApiErrorClass, unknown>()
  * class's identifier, status and description, so `/openapi.json` and every body stay `{error,
  * message}` (and `code` or `retryAfterSeconds` where a class has them).
  */
-export const wire = <C extends ApiErrorClass>(errorClass: C): Schema.Schema<Schema.Schema.Type<C>, Schema.Struct.Encoded<WireFields<C>>> => {
+export const wire = <C extends ApiErrorClass>(
+  errorClass: C
+): Schema.Schema<Schema.Schema.Type<C>, Schema.Struct.Encoded<WireFields<C>>> => {
   const known = wires.get(errorClass)
   if (known !== undefined) return known as any
-  const description = AST.getDescriptionAnnotation(AST.isTransformation(errorClass.ast) ? errorClass.ast.to : errorClass.ast).pipe(Option.getOrUndefined)
+  const description = AST.getDescriptionAnnotation(
+    AST.isTransformation(errorClass.ast) ? errorClass.ast.to : errorClass.ast
+  ).pipe(Option.getOrUndefined)
   const tag = errorClass._tag
-  const schema = Schema.transform(Schema.Struct(wireFields(errorClass)).annotations({ description }), errorClass as ApiErrorClass, {
-    strict: false,
-    decode: (body) => ({ ...(body as object), _tag: tag }),
-    encode: ({ _tag, ...body }) => body
-  }).annotations({
+  const schema = Schema.transform(
+    Schema.Struct(wireFields(errorClass)).annotations({ description }),
+    errorClass as ApiErrorClass,
+    {
+      strict: false,
+      decode: (body) => ({ ...(body as object), _tag: tag }),
+      encode: ({ _tag, ...body }) => body
+    }
+  ).annotations({
     identifier: errorClass.identifier,
     ...HttpApiSchema.annotations({ status: HttpApiSchema.getStatusErrorAST(errorClass.ast), description })
   })
@@ -68,5 +83,7 @@ export const wire = <C extends ApiErrorClass>(errorClass: C): Schema.Schema<Sche
   return schema as any
 }
 
-export const ErrorBody = Schema.Struct({ error: Schema.String, message: Schema.String }).annotations({ identifier: "ErrorBody" })
+export const ErrorBody = Schema.Struct({ error: Schema.String, message: Schema.String }).annotations({
+  identifier: "ErrorBody"
+})
 export type ErrorBody = typeof ErrorBody.Type

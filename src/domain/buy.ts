@@ -34,7 +34,14 @@ export type BuyRequest = typeof BuyRequest.Type
  * - `unknown`: the signed payment was sent and no answer came: it may have settled; the purchase
  *   stops and is never retried.
  */
-export const AttemptOutcome = Schema.Literal("paid", "refused", "over_budget", "failed", "paid_failed", "unknown").annotations({
+export const AttemptOutcome = Schema.Literal(
+  "paid",
+  "refused",
+  "over_budget",
+  "failed",
+  "paid_failed",
+  "unknown"
+).annotations({
   identifier: "AttemptOutcome"
 })
 export type AttemptOutcome = typeof AttemptOutcome.Type

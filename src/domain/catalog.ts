@@ -2,12 +2,15 @@ import { Schema } from "effect"
 import { Curation } from "./curation.js"
 import { EconomicEvidence } from "./evidence.js"
 import { ResourceMetrics } from "./metrics.js"
-import { NextCursor } from "./pagination.js"
 import { StatusTransition } from "./observations.js"
+import { NextCursor } from "./pagination.js"
 import { ResourceRecord } from "./resources.js"
 
 /** The catalog as discovery answers it: records, and records with the evidence attached. */
-export const ResourceList = Schema.Struct({ resources: Schema.Array(ResourceRecord), nextCursor: NextCursor }).annotations({
+export const ResourceList = Schema.Struct({
+  resources: Schema.Array(ResourceRecord),
+  nextCursor: NextCursor
+}).annotations({
   identifier: "ResourceList"
 })
 

@@ -68,6 +68,8 @@ const Reason = Schema.String.pipe(
 /** Quarantine and unlist say why: a buyer who finds the resource withdrawn reads the reason. */
 export const ReasonRequired = Schema.Struct({ reason: Reason }).annotations({ identifier: "CurationReason" })
 /** Listing again needs no reason; one is stored when given. */
-export const ReasonOptional = Schema.Struct({ reason: Schema.optional(Reason) }).annotations({ identifier: "CurationOptionalReason" })
+export const ReasonOptional = Schema.Struct({ reason: Schema.optional(Reason) }).annotations({
+  identifier: "CurationOptionalReason"
+})
 /** DELETE endpoints carry no body: the reason, optional, is a query parameter. */
 export const ReasonQuery = Schema.Struct({ reason: Schema.optional(Reason) })

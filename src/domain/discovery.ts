@@ -1,16 +1,15 @@
 import { Schema } from "effect"
-import { Cursor, PAGE_LIMITS } from "./pagination.js"
-import { ServiceStatus, VerificationLevel } from "./resources.js"
-import { PaymentRequirements } from "./x402.js"
 import { JsonObject } from "./json.js"
 import { McpTransport } from "./mcp.js"
+import { Cursor, PAGE_LIMITS } from "./pagination.js"
+import { ServiceStatus, VerificationLevel } from "./resources.js"
 import { SearchQueryText } from "./searchText.js"
+import { PaymentRequirements } from "./x402.js"
 
 /**
  * The x402 v2 discovery shapes (specification §8, "Discovery API"): what a stock client extended
  * with the bazaar client reads from `<facilitator>/discovery/resources`.
  */
-
 
 /** Sextant's evidence about the resource, so a client can rank by it; the spec leaves `metadata` open. */
 export const DiscoveryMetadata = Schema.Struct({

@@ -1,7 +1,7 @@
-import type { PurchaseOutcome } from "./outcomes.js"
 import { Schema } from "effect"
 import type { ResourceId } from "./ids.js"
 import { emptyMetrics, type ResourceMetrics } from "./metrics.js"
+import type { PurchaseOutcome } from "./outcomes.js"
 import type { ResourcePaymentOption, ResourceRecord, ServiceStatus } from "./resources.js"
 
 /**
@@ -126,7 +126,13 @@ export const expectedTransfer = (option: {
  */
 export const evidenceShortfall = (
   resource: { readonly id: string; readonly paymentOptions: ReadonlyArray<ResourcePaymentOption> },
-  paid: { readonly network: string; readonly asset: string; readonly payTo: string; readonly scheme: string; readonly amount: bigint }
+  paid: {
+    readonly network: string
+    readonly asset: string
+    readonly payTo: string
+    readonly scheme: string
+    readonly amount: bigint
+  }
 ): string | null => {
   const options = resource.paymentOptions.filter(
     (o) => o.network === paid.network && o.asset === paid.asset && o.payTo === paid.payTo && o.scheme === paid.scheme
@@ -135,9 +141,13 @@ export const evidenceShortfall = (
     return `resource ${resource.id} has no ${paid.scheme} option paying ${paid.payTo} in ${paid.asset} on ${paid.network}: no evidence about it`
   }
   const fits = (o: ResourcePaymentOption) =>
-    o.scheme === "upto" ? paid.amount > 0n && paid.amount <= BigInt(o.maxAmount ?? o.amount) : paid.amount >= BigInt(o.amount)
+    o.scheme === "upto"
+      ? paid.amount > 0n && paid.amount <= BigInt(o.maxAmount ?? o.amount)
+      : paid.amount >= BigInt(o.amount)
   if (options.some(fits)) return null
-  const asked = options.map((o) => (o.scheme === "upto" ? `at most ${o.maxAmount ?? o.amount}` : `at least ${o.amount}`)).join(" or ")
+  const asked = options
+    .map((o) => (o.scheme === "upto" ? `at most ${o.maxAmount ?? o.amount}` : `at least ${o.amount}`))
+    .join(" or ")
   return `the payment transfers ${paid.amount} base units where resource ${resource.id} asks ${asked}: it is no evidence about it`
 }
 

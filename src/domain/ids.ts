@@ -32,7 +32,9 @@ export type PaymentId = typeof PaymentId.Type
  * it is the idempotency key of verify and settle.
  */
 export const PaymentIdentifier = Schema.String.pipe(
-  Schema.pattern(/^[a-zA-Z0-9_-]{16,128}$/, { message: () => "expected 16 to 128 characters of letters, digits, '_' and '-'" }),
+  Schema.pattern(/^[a-zA-Z0-9_-]{16,128}$/, {
+    message: () => "expected 16 to 128 characters of letters, digits, '_' and '-'"
+  }),
   Schema.brand("PaymentIdentifier")
 )
 export type PaymentIdentifier = typeof PaymentIdentifier.Type

@@ -27,7 +27,8 @@ export const McpTool = Schema.Struct({
   example: Schema.optional(JsonObject)
 }).annotations({
   identifier: "McpTool",
-  description: "What an mcp resource sells: its kind (tool, resource or prompt; tool by default), its name as the Bazaar's toolName (a resource's URI, a prompt's name), transport, inputSchema and example"
+  description:
+    "What an mcp resource sells: its kind (tool, resource or prompt; tool by default), its name as the Bazaar's toolName (a resource's URI, a prompt's name), transport, inputSchema and example"
 })
 export type McpTool = typeof McpTool.Type
 
@@ -45,7 +46,8 @@ export const readMcpTool = (fields: unknown): Either.Either<McpTool, string> => 
   const input = isObject(fields) ? fields : {}
   const toolName = typeof input.toolName === "string" ? input.toolName : input.tool
   if (typeof toolName !== "string" || toolName.length === 0) return Either.left("toolName is required for an MCP tool")
-  if (input.kind !== undefined && !Schema.is(McpKind)(input.kind)) return Either.left(`kind must be "tool", "resource" or "prompt", not ${JSON.stringify(input.kind)}`)
+  if (input.kind !== undefined && !Schema.is(McpKind)(input.kind))
+    return Either.left(`kind must be "tool", "resource" or "prompt", not ${JSON.stringify(input.kind)}`)
   const decoded = decodeTool({
     ...(input.kind !== undefined ? { kind: input.kind } : {}),
     toolName: toolName.slice(0, 200),
@@ -53,11 +55,17 @@ export const readMcpTool = (fields: unknown): Either.Either<McpTool, string> => 
     ...(isObject(input.inputSchema) ? { inputSchema: input.inputSchema } : {}),
     ...(isObject(input.example) ? { example: input.example } : {})
   })
-  return Either.mapLeft(decoded, () => `transport must be "streamable-http" or "sse", not ${JSON.stringify(input.transport)}`)
+  return Either.mapLeft(
+    decoded,
+    () => `transport must be "streamable-http" or "sse", not ${JSON.stringify(input.transport)}`
+  )
 }
 
 /** Why a resource's type and MCP fields disagree, or null: an `mcp` resource names its tool, an `http` one has none. */
-export const mcpFieldsRefusal = (resource: { readonly type: "http" | "mcp"; readonly mcp?: McpTool | undefined }): string | null =>
+export const mcpFieldsRefusal = (resource: {
+  readonly type: "http" | "mcp"
+  readonly mcp?: McpTool | undefined
+}): string | null =>
   resource.type === "mcp" && resource.mcp === undefined
     ? "an mcp resource needs resource.mcp.toolName"
     : resource.type === "http" && resource.mcp !== undefined
@@ -65,7 +73,12 @@ export const mcpFieldsRefusal = (resource: { readonly type: "http" | "mcp"; read
       : null
 
 /** The JSON-RPC request that reads what an MCP resource sells, unpaid (`meta` adds `params._meta`). */
-export const mcpRequestOf = (kind: McpKind, name: string, args: Readonly<Record<string, unknown>>, meta?: Readonly<Record<string, unknown>>) => {
+export const mcpRequestOf = (
+  kind: McpKind,
+  name: string,
+  args: Readonly<Record<string, unknown>>,
+  meta?: Readonly<Record<string, unknown>>
+) => {
   const extra = meta === undefined ? {} : { _meta: meta }
   switch (kind) {
     case "tool":
@@ -74,6 +87,15 @@ export const mcpRequestOf = (kind: McpKind, name: string, args: Readonly<Record<
       return { method: "resources/read", params: { uri: name, ...extra } }
     case "prompt":
       // A prompt's arguments are strings (MCP `prompts/get`): anything else goes as its JSON.
-      return { method: "prompts/get", params: { name, arguments: Object.fromEntries(Object.entries(args).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)])), ...extra } }
+      return {
+        method: "prompts/get",
+        params: {
+          name,
+          arguments: Object.fromEntries(
+            Object.entries(args).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)])
+          ),
+          ...extra
+        }
+      }
   }
 }

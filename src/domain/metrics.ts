@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import { ResourceId } from "./ids.js"
 import type { OperatorQuarantine } from "./curation.js"
+import { ResourceId } from "./ids.js"
 import type { ServiceStatus } from "./resources.js"
 
 const Ratio = Schema.Number.pipe(Schema.between(0, 1))

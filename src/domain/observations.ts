@@ -1,8 +1,8 @@
 import { Schema } from "effect"
-import { ResourceId } from "./ids.js"
-import { NextCursor } from "./pagination.js"
 import { EconomicEvidence } from "./evidence.js"
+import { ResourceId } from "./ids.js"
 import { AnyJson } from "./json.js"
+import { NextCursor } from "./pagination.js"
 import { ServiceStatus } from "./resources.js"
 
 export const ProbeOutcome = Schema.Literal(
@@ -52,8 +52,11 @@ export interface RecordedObservation extends Observation {
 }
 
 /** The public record, without the internal contradiction and signer fields. */
-export const publicObservation = ({ contradiction: _contradiction, offerSigner: _signer, ...observation }: RecordedObservation): Observation =>
-  observation
+export const publicObservation = ({
+  contradiction: _contradiction,
+  offerSigner: _signer,
+  ...observation
+}: RecordedObservation): Observation => observation
 
 export const StatusTransition = Schema.Struct({
   resourceId: ResourceId,

@@ -9,7 +9,9 @@ import { TransactionHash } from "./receipts.js"
  * refused it (`refused`), answered with what was bought (`delivered`) or took the payment and did
  * not deliver (`not_delivered`).
  */
-export const PurchaseOutcome = Schema.Literal("settled", "refused", "delivered", "not_delivered").annotations({ identifier: "PurchaseOutcome" })
+export const PurchaseOutcome = Schema.Literal("settled", "refused", "delivered", "not_delivered").annotations({
+  identifier: "PurchaseOutcome"
+})
 export type PurchaseOutcome = typeof PurchaseOutcome.Type
 
 /** A buyer's report of a purchase's outcome, with the transaction that paid for it. */

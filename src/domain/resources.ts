@@ -2,8 +2,8 @@ import { Schema } from "effect"
 import { ResourceId } from "./ids.js"
 import { McpTool } from "./mcp.js"
 import { Cursor, PAGE_LIMITS } from "./pagination.js"
-import { BaseUnits, Capability, PaymentScheme, StellarAddress, StellarNetwork } from "./stellar.js"
 import { SearchQueryText } from "./searchText.js"
+import { BaseUnits, Capability, PaymentScheme, StellarAddress, StellarNetwork } from "./stellar.js"
 
 export const ServiceStatus = Schema.Literal(
   "DISCOVERED",

@@ -7,7 +7,10 @@ import { Schema } from "effect"
 
 /** Lower-case runs of ASCII letters and digits; everything else separates words. */
 export const tokenize = (text: string): Array<string> =>
-  text.toLowerCase().split(/[^a-z0-9]+/).filter((t) => t.length > 0)
+  text
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((t) => t.length > 0)
 
 /** Weights: a hit in the name counts most, then a capability, then the description. A word prefix counts half. */
 export const FIELD_WEIGHTS = { name: 3, capability: 2, description: 1 } as const
@@ -31,9 +34,12 @@ export const MAX_QUERY_TERMS = 8
 
 /** Why `query` is beyond the bounds of a search, or undefined when it is within them. */
 export const queryBoundsRefusal = (query: string): string | undefined => {
-  if (query.length > MAX_QUERY_CHARACTERS) return `a search query is at most ${MAX_QUERY_CHARACTERS} characters (got ${query.length})`
+  if (query.length > MAX_QUERY_CHARACTERS)
+    return `a search query is at most ${MAX_QUERY_CHARACTERS} characters (got ${query.length})`
   const terms = queryTerms(query).length
-  return terms > MAX_QUERY_TERMS ? `a search query holds at most ${MAX_QUERY_TERMS} distinct words (got ${terms})` : undefined
+  return terms > MAX_QUERY_TERMS
+    ? `a search query holds at most ${MAX_QUERY_TERMS} distinct words (got ${terms})`
+    : undefined
 }
 
 /** A search query's text as requests carry it: within the bounds above, else 400 naming them. */

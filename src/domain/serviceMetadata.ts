@@ -19,4 +19,5 @@ export const serviceMetadataOf = (resource: {
   readonly serviceName?: unknown
   readonly tags?: unknown
   readonly iconUrl?: unknown
-}): ServiceMetadata => sanitizeResourceServiceMetadata(resource as Parameters<typeof sanitizeResourceServiceMetadata>[0])
+}): ServiceMetadata =>
+  sanitizeResourceServiceMetadata(resource as Parameters<typeof sanitizeResourceServiceMetadata>[0])

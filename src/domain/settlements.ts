@@ -102,7 +102,12 @@ export type ReconcileOutcome =
       readonly transaction: string | null
       readonly reason: string
       /** The settle answer a repeat of the payment is given from now on, as a facilitator's success would read. */
-      readonly answer: { readonly success: true; readonly transaction: string; readonly network: string; readonly payer?: string }
+      readonly answer: {
+        readonly success: true
+        readonly transaction: string
+        readonly network: string
+        readonly payer?: string
+      }
     }
   | { readonly _tag: "Unpaid"; readonly reason: string }
 
@@ -136,8 +141,11 @@ export const SETTLEMENT_PENDING = "settlement_pending"
  * A settle answer that is not a decline: the backend submitted `transaction` and its outcome is
  * still open. Without a transaction there is nothing to follow, so it is an ordinary refusal.
  */
-export const isPendingAnswer = (answer: { readonly success: boolean; readonly errorReason?: string | undefined; readonly transaction: string }) =>
-  !answer.success && answer.errorReason === SETTLEMENT_PENDING && answer.transaction !== ""
+export const isPendingAnswer = (answer: {
+  readonly success: boolean
+  readonly errorReason?: string | undefined
+  readonly transaction: string
+}) => !answer.success && answer.errorReason === SETTLEMENT_PENDING && answer.transaction !== ""
 
 /**
  * An entry a backend answered `settlement_pending` for: `pending` with the backend's transaction.

@@ -8,7 +8,8 @@ export const StellarNetwork = Schema.Literal("stellar:testnet", "stellar:pubnet"
 export type StellarNetwork = typeof StellarNetwork.Type
 
 /** The passphrase a network's transactions are hashed and signed with. */
-export const networkPassphrase = (network: StellarNetwork): string => (network === "stellar:pubnet" ? Networks.PUBLIC : Networks.TESTNET)
+export const networkPassphrase = (network: StellarNetwork): string =>
+  network === "stellar:pubnet" ? Networks.PUBLIC : Networks.TESTNET
 
 export const PaymentScheme = Schema.Literal("exact", "upto").annotations({ identifier: "PaymentScheme" })
 export type PaymentScheme = typeof PaymentScheme.Type
@@ -48,7 +49,9 @@ export const StellarAddress = Schema.String.pipe(
   identifier: "StellarAddress",
   // The strkey's shape; its checksum is beyond a pattern (docs/reference/http.md).
   jsonSchema: { pattern: "^[GC][A-Z2-7]{55}$" },
-  arbitrary: strkeys((bytes) => (bytes[0]! % 2 === 0 ? StrKey.encodeEd25519PublicKey(bytes) : StrKey.encodeContract(bytes)))
+  arbitrary: strkeys((bytes) =>
+    bytes[0]! % 2 === 0 ? StrKey.encodeEd25519PublicKey(bytes) : StrKey.encodeContract(bytes)
+  )
 })
 
 /** A Soroban contract id (C...), e.g. the SEP-41 wrapper of a classic asset. */
@@ -65,14 +68,14 @@ export const ContractId = Schema.String.pipe(
 /** Non-negative integer amount in asset base units, as a decimal string without leading zeros. */
 export const BaseUnits = Schema.String.pipe(
   Schema.pattern(/^(0|[1-9][0-9]{0,30})$/, {
-    message: () => "expected an amount in base units: a non-negative integer string such as \"10000\""
+    message: () => 'expected an amount in base units: a non-negative integer string such as "10000"'
   })
 ).annotations({ identifier: "BaseUnits" })
 
 /** Dotted lowercase capability name, e.g. `rwa.inspect`. */
 export const Capability = Schema.String.pipe(
   Schema.pattern(/^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$/, {
-    message: () => "expected a dotted lowercase capability name such as \"rwa.inspect\""
+    message: () => 'expected a dotted lowercase capability name such as "rwa.inspect"'
   })
 ).annotations({ identifier: "Capability" })
 
@@ -98,7 +101,8 @@ export const usdToBaseUnits = (usd: number, decimals = USDC_DECIMALS): string | 
 }
 
 /** Base units of a USD figure, rounded down: a budget or a price cap is never read as larger than it is. */
-export const usdFloorUnits = (usd: number, decimals = USDC_DECIMALS): bigint => BigInt(Math.floor(usd * 10 ** decimals + 1e-6))
+export const usdFloorUnits = (usd: number, decimals = USDC_DECIMALS): bigint =>
+  BigInt(Math.floor(usd * 10 ** decimals + 1e-6))
 
 export const usdMatchesBaseUnits = (usd: number, amount: string, decimals = USDC_DECIMALS): boolean =>
   usdToBaseUnits(usd, decimals) === amount

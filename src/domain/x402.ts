@@ -198,7 +198,12 @@ export const SettlementRecord = Schema.Struct({
   updatedAt: Schema.String,
   /** Every change of state, oldest first, with its reason and time. */
   history: Schema.Array(
-    Schema.Struct({ from: Schema.NullOr(SettlementState), to: SettlementState, reason: Schema.String, at: Schema.String })
+    Schema.Struct({
+      from: Schema.NullOr(SettlementState),
+      to: SettlementState,
+      reason: Schema.String,
+      at: Schema.String
+    })
   )
 }).annotations({ identifier: "SettlementRecord" })
 export type SettlementRecord = typeof SettlementRecord.Type

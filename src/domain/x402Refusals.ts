@@ -58,7 +58,7 @@ const UNKNOWN_OUTCOMES = new Set([
 
 /** The x402 reason of one of this service's error codes. */
 export const x402ReasonOf = (code: string, operation: X402Operation): string =>
-  UNKNOWN_OUTCOMES.has(code) ? `unexpected_${operation}_error` : REASONS[code] ?? code.toLowerCase()
+  UNKNOWN_OUTCOMES.has(code) ? `unexpected_${operation}_error` : (REASONS[code] ?? code.toLowerCase())
 
 /** What a refusal says of the payment, read from the request where it can be: both are optional in a refusal. */
 export interface RefusalContext {
@@ -91,7 +91,16 @@ export const x402Refusal = (operation: X402Operation, error: SextantErrorBody, c
   const extensions = { [SEXTANT_EXTENSION]: own }
   return operation === "verify"
     ? { ...own, isValid: false as const, invalidReason: reason, invalidMessage: own.message, ...payer, extensions }
-    : { ...own, success: false as const, errorReason: reason, errorMessage: own.message, ...payer, transaction: "" as const, network: context.network, extensions }
+    : {
+        ...own,
+        success: false as const,
+        errorReason: reason,
+        errorMessage: own.message,
+        ...payer,
+        transaction: "" as const,
+        network: context.network,
+        extensions
+      }
 }
 
 const OwnBody = Schema.Struct({
@@ -99,19 +108,28 @@ const OwnBody = Schema.Struct({
   message: Schema.String,
   code: Schema.optional(Schema.String),
   retryAfterSeconds: Schema.optional(Schema.Int)
-}).annotations({ identifier: "SextantRefusal", description: "this service's own code and message, as in the body's top level" })
+}).annotations({
+  identifier: "SextantRefusal",
+  description: "this service's own code and message, as in the body's top level"
+})
 
 const x402Fields = {
   verify: {
     isValid: Schema.Literal(false),
-    invalidReason: Schema.String.annotations({ description: "the x402 reason (v2 error-code table, Stellar exact reasons), else this service's code in lower snake case" }),
+    invalidReason: Schema.String.annotations({
+      description:
+        "the x402 reason (v2 error-code table, Stellar exact reasons), else this service's code in lower snake case"
+    }),
     invalidMessage: Schema.String,
     payer: Schema.optional(Schema.String),
     extensions: Schema.Struct({ [SEXTANT_EXTENSION]: OwnBody })
   },
   settle: {
     success: Schema.Literal(false),
-    errorReason: Schema.String.annotations({ description: "the x402 reason (v2 error-code table, Stellar exact reasons), else this service's code in lower snake case" }),
+    errorReason: Schema.String.annotations({
+      description:
+        "the x402 reason (v2 error-code table, Stellar exact reasons), else this service's code in lower snake case"
+    }),
     errorMessage: Schema.String,
     payer: Schema.optional(Schema.String),
     transaction: Schema.Literal(""),
@@ -120,28 +138,29 @@ const x402Fields = {
   }
 } as const
 
-
 interface OwnExtension {
   readonly extensions: { readonly [SEXTANT_EXTENSION]: SextantErrorBody }
 }
 
 /** A refusal of verify: this service's body and the x402 VerifyResponse. */
-export type VerifyRefusalBody = SextantErrorBody & OwnExtension & {
-  readonly isValid: false
-  readonly invalidReason: string
-  readonly invalidMessage: string
-  readonly payer?: string
-}
+export type VerifyRefusalBody = SextantErrorBody &
+  OwnExtension & {
+    readonly isValid: false
+    readonly invalidReason: string
+    readonly invalidMessage: string
+    readonly payer?: string
+  }
 
 /** A refusal of settle: this service's body and the x402 SettleResponse. */
-export type SettleRefusalBody = SextantErrorBody & OwnExtension & {
-  readonly success: false
-  readonly errorReason: string
-  readonly errorMessage: string
-  readonly payer?: string
-  readonly transaction: ""
-  readonly network: string
-}
+export type SettleRefusalBody = SextantErrorBody &
+  OwnExtension & {
+    readonly success: false
+    readonly errorReason: string
+    readonly errorMessage: string
+    readonly payer?: string
+    readonly transaction: ""
+    readonly network: string
+  }
 
 /**
  * The schema of one error class's refusal on `operation`: the class's own fields (its literal
@@ -153,7 +172,8 @@ export type SettleRefusalBody = SextantErrorBody & OwnExtension & {
 const refusalSchema = (operation: X402Operation, errorClass: ApiErrorClass): Schema.Schema.Any =>
   Schema.Struct({ ...wireFields(errorClass), ...x402Fields[operation] } as Schema.Struct.Fields).annotations({
     identifier: `${operation === "verify" ? "VerifyRefusal" : "SettleRefusal"}${errorClass.identifier}`,
-    description: `${errorClass.identifier} on /x402/${operation}: this service's {error, message} and the x402 ` +
+    description:
+      `${errorClass.identifier} on /x402/${operation}: this service's {error, message} and the x402 ` +
       `${operation === "verify" ? "VerifyResponse" : "SettleResponse"} in one body`,
     ...HttpApiSchema.annotations({ status: HttpApiSchema.getStatusErrorAST(errorClass.ast) })
   })

@@ -1,25 +1,28 @@
+import type { PaymentRequirements } from "@x402/core/types"
 import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import { AppConfig } from "../config.js"
 import type { EconomicEvent } from "../domain/evidence.js"
-import { baseUnitsToUsd } from "../domain/stellar.js"
+import type { ResourceId } from "../domain/ids.js"
+import { baseUnitsToUsd, usdFloorUnits } from "../domain/stellar.js"
 import type { KeyFileError } from "../keys/keyFileError.js"
 import { loadOrCreateProbeKey } from "../keys/stellarKey.js"
 import { repeatedPass } from "../lifecycle/repeatedPass.js"
-import type { PaymentRequirements } from "@x402/core/types"
-import { payFor, type PaidAnswer } from "../payments/payFor.js"
+import { type PaidAnswer, payFor } from "../payments/payFor.js"
 import { payForTool } from "../payments/payForTool.js"
 import { policyContext } from "../policy/evaluate.js"
 import { ProbeSpendRepo } from "../store/ProbeSpendRepo.js"
 import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
-import { economicTargets, type EconomicTarget, type Skipped } from "./economicTargets.js"
-import { usdFloorUnits } from "../domain/stellar.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
-import type { ResourceId } from "../domain/ids.js"
+import { type EconomicTarget, economicTargets, type Skipped } from "./economicTargets.js"
 
 /** What one cycle of economic probes did. */
 export interface EconomicCycleReport {
-  readonly paid: ReadonlyArray<{ readonly resourceId: ResourceId; readonly transaction: string | null; readonly success: boolean }>
+  readonly paid: ReadonlyArray<{
+    readonly resourceId: ResourceId
+    readonly transaction: string | null
+    readonly success: boolean
+  }>
   readonly skipped: ReadonlyArray<Skipped>
   /** The daily budget stopped the cycle before these resources. */
   readonly overBudget: ReadonlyArray<ResourceId>
@@ -39,7 +42,10 @@ export interface EconomicProberShape {
  * it saw as economic evidence for the ledger to confirm.
  */
 export class EconomicProber extends Context.Tag("sextant/EconomicProber")<EconomicProber, EconomicProberShape>() {
-  static readonly Live = Layer.effect(EconomicProber, Effect.suspend(() => make))
+  static readonly Live = Layer.effect(
+    EconomicProber,
+    Effect.suspend(() => make)
+  )
 
   /** Runs a cycle every `economicProbes.intervalSeconds` while the scope lives, when enabled. */
   static readonly schedule = Layer.scopedDiscard(
@@ -54,7 +60,12 @@ export class EconomicProber extends Context.Tag("sextant/EconomicProber")<Econom
 }
 
 type ProbeOutcome =
-  | { readonly _tag: "Paid"; readonly resourceId: ResourceId; readonly transaction: string | null; readonly success: boolean }
+  | {
+      readonly _tag: "Paid"
+      readonly resourceId: ResourceId
+      readonly transaction: string | null
+      readonly success: boolean
+    }
   | { readonly _tag: "Skipped"; readonly skipped: Skipped }
   | { readonly _tag: "OverBudget"; readonly resourceId: ResourceId }
 
@@ -106,13 +117,20 @@ const make = Effect.gen(function* () {
         inclusionFeeStroops: config.ledger.inclusionFeeStroops,
         deployment,
         maxPrice: units,
-        refuse: (requirements: PaymentRequirements) => (requirements.payTo === target.option.payTo ? null : `payTo is not the catalog's ${target.option.payTo}`),
+        refuse: (requirements: PaymentRequirements) =>
+          requirements.payTo === target.option.payTo ? null : `payTo is not the catalog's ${target.option.payTo}`,
         outbound: config.probes
       }
       // An MCP tool is paid with the arguments its probes call it with.
-      const attempt = yield* (resource.mcp === undefined
-        ? payFor({ ...terms, method: resource.method })
-        : payForTool({ ...terms, kind: resource.mcp.kind, toolName: resource.mcp.toolName, arguments: resource.mcp.example ?? {} })
+      const attempt = yield* (
+        resource.mcp === undefined
+          ? payFor({ ...terms, method: resource.method })
+          : payForTool({
+              ...terms,
+              kind: resource.mcp.kind,
+              toolName: resource.mcp.toolName,
+              arguments: resource.mcp.example ?? {}
+            })
       ).pipe(Effect.either)
       if (attempt._tag === "Left") {
         const error = attempt.left
@@ -126,7 +144,12 @@ const make = Effect.gen(function* () {
       // Refused before settling: nothing was paid, so nothing is spent.
       if (!event.success) yield* spend.release(reservation)
       yield* recorder.recordEconomic(event, [target.record])
-      return { _tag: "Paid", resourceId, transaction: event.transactionHash, success: event.success } satisfies ProbeOutcome
+      return {
+        _tag: "Paid",
+        resourceId,
+        transaction: event.transactionHash,
+        success: event.success
+      } satisfies ProbeOutcome
     })
 
   const runCycle = Effect.gen(function* () {
@@ -143,7 +166,9 @@ const make = Effect.gen(function* () {
     // Outcomes line up with targets; the one the budget stopped and all after it were not paid.
     const stoppedAt = outcomes.findIndex((o) => o._tag === "OverBudget")
     return {
-      paid: outcomes.flatMap((o) => (o._tag === "Paid" ? [{ resourceId: o.resourceId, transaction: o.transaction, success: o.success }] : [])),
+      paid: outcomes.flatMap((o) =>
+        o._tag === "Paid" ? [{ resourceId: o.resourceId, transaction: o.transaction, success: o.success }] : []
+      ),
       skipped: [...skipped, ...outcomes.flatMap((o) => (o._tag === "Skipped" ? [o.skipped] : []))],
       overBudget: stoppedAt < 0 ? [] : targets.slice(stoppedAt).map((t) => t.record.resource.id)
     } satisfies EconomicCycleReport

@@ -20,7 +20,8 @@ const capsOf = (config: EconomicProbesConfig) => {
   const perPayee = new Map<string, number>()
   const perProvider = new Map<string, number>()
   return (payTo: string, provider: string): string | null => {
-    if ((perPayee.get(payTo) ?? 0) >= config.maxPerPayee) return `payee ${payTo} was paid for ${config.maxPerPayee} resources this cycle (maxPerPayee)`
+    if ((perPayee.get(payTo) ?? 0) >= config.maxPerPayee)
+      return `payee ${payTo} was paid for ${config.maxPerPayee} resources this cycle (maxPerPayee)`
     if ((perProvider.get(provider) ?? 0) >= config.maxPerProvider) {
       return `provider "${provider}" was paid for ${config.maxPerProvider} resources this cycle (maxPerProvider)`
     }
@@ -47,7 +48,8 @@ export const economicTargets = (
   context: PolicyContext
 ): { readonly targets: ReadonlyArray<EconomicTarget>; readonly skipped: ReadonlyArray<Skipped> } => {
   const byId = new Map<string, ResourceRecord>(listed.map((r) => [r.resource.id, r]))
-  const chosen = config.resources ?? listed.filter((r) => config.includeUntrusted || r.listing.trusted).map((r) => r.resource.id)
+  const chosen =
+    config.resources ?? listed.filter((r) => config.includeUntrusted || r.listing.trusted).map((r) => r.resource.id)
   const overCap = capsOf(config)
   const cap = Math.min(config.maxPriceUsd, config.policy.maxPricePerRequestUsd ?? Infinity)
   const policy = { ...config.policy, maxPricePerRequestUsd: cap }
@@ -70,7 +72,9 @@ export const economicTargets = (
       option,
       verdict: evaluatePolicy({ policy, providerId: record.provider.id, option, evidence: evidence.get(id), context })
     }))
-    const allowed = verdicts.filter((v) => v.verdict.decision === "ALLOW").sort((a, b) => a.option.amountUsd - b.option.amountUsd)
+    const allowed = verdicts
+      .filter((v) => v.verdict.decision === "ALLOW")
+      .sort((a, b) => a.option.amountUsd - b.option.amountUsd)
     const [cheapest] = allowed
     if (cheapest === undefined) {
       const reasons = [...new Set(verdicts.flatMap((v) => v.verdict.reasons.map((r) => r.code)))].join(", ")
@@ -79,7 +83,10 @@ export const economicTargets = (
     }
     const seen = evidence.get(id)?.metrics.observationCount ?? 0
     if (seen < config.minObservations) {
-      skipped.push({ resourceId: id, reason: `${seen} probes in the window, fewer than the ${config.minObservations} minObservations` })
+      skipped.push({
+        resourceId: id,
+        reason: `${seen} probes in the window, fewer than the ${config.minObservations} minObservations`
+      })
       continue
     }
     const capped = overCap(cheapest.option.payTo, record.provider.id)

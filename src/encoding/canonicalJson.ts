@@ -80,7 +80,9 @@ export const canonicalize = (value: unknown): Either.Either<string, CanonicalJso
           out = `[${v.map((item, i) => member(i, item)).join(",")}]`
         } else if (isPlainObject(v)) {
           // Array.prototype.sort's default order compares UTF-16 code units, as RFC 8785 requires.
-          const keys = Object.keys(v).filter((k) => v[k] !== undefined).sort()
+          const keys = Object.keys(v)
+            .filter((k) => v[k] !== undefined)
+            .sort()
           out = `{${keys
             .map((k) => {
               path.push(k)

@@ -1,5 +1,5 @@
-import { Context, Duration, Effect, Either, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
+import { Context, Duration, Effect, Either, Layer, Option } from "effect"
 import { canonicalize } from "../encoding/canonicalJson.js"
 import type { ValidationAnswer, ValidationRequest } from "./schemaWorker.js"
 
@@ -40,7 +40,11 @@ export interface SchemaValidatorShape {
  * The first worker starts with the first validation; its start-up is never charged to a budget.
  */
 export class SchemaValidator extends Context.Tag("sextant/SchemaValidator")<SchemaValidator, SchemaValidatorShape>() {
-  static readonly layer = (budgetMs: number = VALIDATION_BUDGET_MS) => Layer.scoped(SchemaValidator, Effect.suspend(() => make(budgetMs)))
+  static readonly layer = (budgetMs: number = VALIDATION_BUDGET_MS) =>
+    Layer.scoped(
+      SchemaValidator,
+      Effect.suspend(() => make(budgetMs))
+    )
   static readonly Live = SchemaValidator.layer()
 }
 

@@ -1,12 +1,12 @@
-import { Either, Schema } from "effect"
 import { createHash } from "node:crypto"
+import { Either, Schema } from "effect"
+import { ResourceId } from "../domain/ids.js"
+import { readMcpTool } from "../domain/mcp.js"
 import type { CatalogEntry, HttpMethod } from "../domain/resources.js"
 import { ceilingCoversAmount, ResourcePaymentOption } from "../domain/resources.js"
 import { serviceMetadataOf } from "../domain/serviceMetadata.js"
 import type { SupportedAsset } from "../domain/x402.js"
-import { readMcpTool } from "../domain/mcp.js"
 import { schemaRefusal } from "./schemaGuard.js"
-import { ResourceId } from "../domain/ids.js"
 
 /**
  * The x402 `bazaar` extension (specs/extensions/bazaar.md in the x402 repository) as a facilitator
@@ -36,7 +36,8 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
  * a request carrying a schema this service would never run is refused outright.
  */
 export const bazaarSchemaRefusal = (paymentPayload: unknown): string | null => {
-  const extension = isObject(paymentPayload) && isObject(paymentPayload.extensions) ? paymentPayload.extensions[BAZAAR] : undefined
+  const extension =
+    isObject(paymentPayload) && isObject(paymentPayload.extensions) ? paymentPayload.extensions[BAZAAR] : undefined
   if (!isObject(extension) || extension.schema === undefined) return null
   const refused = schemaRefusal(extension.schema, extension.info)
   return refused === null ? null : `paymentPayload.extensions.bazaar.${refused}`
@@ -50,7 +51,12 @@ const text = (value: unknown, max: number) => (typeof value === "string" ? value
  * payee, hashed. A second seller of one URL is a second entry, never a rewrite of the first.
  */
 export const bazaarId = (url: string, payTo: string, tool?: string) =>
-  ResourceId.make(`bazaar-${createHash("sha256").update(JSON.stringify([url, payTo, tool ?? null])).digest("hex").slice(0, 16)}`)
+  ResourceId.make(
+    `bazaar-${createHash("sha256")
+      .update(JSON.stringify([url, payTo, tool ?? null]))
+      .digest("hex")
+      .slice(0, 16)}`
+  )
 
 /** Whether a payment carries the bazaar extension at all; nothing of it is read. */
 export const hasBazaar = (paymentPayload: unknown): boolean =>
@@ -83,24 +89,33 @@ export const readBazaar = (
   const extension = isObject(payload) && isObject(payload.extensions) ? payload.extensions[BAZAAR] : undefined
   if (extension === undefined) return { _tag: "Absent" }
   const reject = (reason: string): BazaarReading => ({ _tag: "Rejected", reason })
-  if (!isObject(extension) || !isObject(extension.info) || extension.schema === undefined) return reject("expected {info, schema}")
+  if (!isObject(extension) || !isObject(extension.info) || extension.schema === undefined)
+    return reject("expected {info, schema}")
   const refused = schemaRefusal(extension.schema, extension.info)
   if (refused !== null) return reject(refused)
 
   const resource = isObject(payload) && isObject(payload.resource) ? payload.resource : {}
   const url = typeof resource.url === "string" ? resource.url : ""
-  if (!/^https?:\/\/[^\s]+$/.test(url) || url.length > 2048) return reject("paymentPayload.resource.url must be an absolute http(s) URL")
+  if (!/^https?:\/\/[^\s]+$/.test(url) || url.length > 2048)
+    return reject("paymentPayload.resource.url must be an absolute http(s) URL")
   const input = isObject(extension.info.input) ? extension.info.input : {}
   const type = input.type === "mcp" ? "mcp" : input.type === "http" ? "http" : null
   if (type === null) return reject('info.input.type must be "http" or "mcp"')
   const mcp = type === "mcp" ? readMcpTool(input) : undefined
   if (mcp !== undefined && Either.isLeft(mcp)) return reject(`info.input: ${mcp.left}`)
   const tool = mcp?.right
-  const method: HttpMethod = type === "http" && typeof input.method === "string" && HTTP_METHODS.has(input.method) ? (input.method as HttpMethod) : type === "mcp" ? "POST" : "GET"
+  const method: HttpMethod =
+    type === "http" && typeof input.method === "string" && HTTP_METHODS.has(input.method)
+      ? (input.method as HttpMethod)
+      : type === "mcp"
+        ? "POST"
+        : "GET"
 
   const requirements = isObject(request.paymentRequirements) ? request.paymentRequirements : {}
   if (requirements.network !== asset.network || requirements.asset !== asset.assetContract) {
-    return reject(`only resources paid on ${asset.network} in ${asset.symbol} (${asset.assetContract}) are catalogued here`)
+    return reject(
+      `only resources paid on ${asset.network} in ${asset.symbol} (${asset.assetContract}) are catalogued here`
+    )
   }
   const amount = typeof requirements.amount === "string" ? requirements.amount : ""
   const option = decodeOption({
@@ -109,14 +124,21 @@ export const readBazaar = (
     asset: requirements.asset,
     amount,
     amountUsd: Number(amount) / 10 ** asset.decimals,
-    ...(typeof requirements.maxAmount === "string" ? { maxAmount: requirements.maxAmount, maxAmountUsd: Number(requirements.maxAmount) / 10 ** asset.decimals } : {}),
+    ...(typeof requirements.maxAmount === "string"
+      ? { maxAmount: requirements.maxAmount, maxAmountUsd: Number(requirements.maxAmount) / 10 ** asset.decimals }
+      : {}),
     payTo: requirements.payTo
   })
   if (Either.isLeft(option)) return reject("the payment requirements are not a payment option this service can catalog")
   if (!ceilingCoversAmount(option.right)) return reject("the payment requirements' maxAmount is below their amount")
 
   const host = new URL(url).host
-  const metadata = serviceMetadataOf({ url, serviceName: resource.serviceName, tags: resource.tags, iconUrl: resource.iconUrl })
+  const metadata = serviceMetadataOf({
+    url,
+    serviceName: resource.serviceName,
+    tags: resource.tags,
+    iconUrl: resource.iconUrl
+  })
   const name = metadata.serviceName
   return {
     _tag: "Accepted",

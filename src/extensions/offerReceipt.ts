@@ -1,3 +1,4 @@
+import { createPublicKey, generateKeyPairSync, type KeyObject, sign } from "node:crypto"
 import type { PaymentRequired } from "@x402/core/schemas"
 import {
   createJWSOfferReceiptIssuer,
@@ -5,14 +6,13 @@ import {
   extractOffersFromPaymentRequired,
   extractPublicKeyFromKid,
   type JWSSignedOffer,
+  OFFER_RECEIPT,
   type OfferPayload,
   type OfferReceiptIssuer,
   type ReceiptPayload,
-  OFFER_RECEIPT,
   verifyOfferSignatureJWS,
   verifyReceiptSignatureJWS
 } from "@x402/extensions/offer-receipt"
-import { createPublicKey, generateKeyPairSync, type KeyObject, sign } from "node:crypto"
 
 /**
  * The x402 `offer-receipt` extension (specs/extensions/extension-offer-and-receipt.md) as
@@ -72,7 +72,9 @@ const VERIFY_TIMEOUT_MS = 2_000
  * verifier explicitly: upstream, given no key, resolves the id itself, with the network for
  * `did:web`. Any other id is refused here, before any lookup.
  */
-type JwsSigner = { readonly kid: string; readonly key: Awaited<ReturnType<typeof extractPublicKeyFromKid>> } | { readonly refusal: string }
+type JwsSigner =
+  | { readonly kid: string; readonly key: Awaited<ReturnType<typeof extractPublicKeyFromKid>> }
+  | { readonly refusal: string }
 
 const keyOfJws = async (signature: string, what: string): Promise<JwsSigner> => {
   let kid: unknown
@@ -111,12 +113,23 @@ const verifyOne = async (offer: JWSSignedOffer, challenge: ChallengeV2, nowSecon
     return { _tag: "tampered", reason: `a signed offer's signature does not verify under ${kid}` } as const
   }
   if (typeof payload.validUntil === "number" && payload.validUntil > 0 && payload.validUntil < nowSeconds) {
-    return { _tag: "contradicted", kid, reason: `a signed offer expired at ${new Date(payload.validUntil * 1000).toISOString()}` } as const
+    return {
+      _tag: "contradicted",
+      kid,
+      reason: `a signed offer expired at ${new Date(payload.validUntil * 1000).toISOString()}`
+    } as const
   }
   const option = typeof offer.acceptIndex === "number" ? challenge.accepts[offer.acceptIndex] : undefined
-  if (option === undefined) return { _tag: "contradicted", kid, reason: "a signed offer names no option of the challenge" } as const
-  const asked: Record<string, string> = { ...Object.fromEntries(TERMS.map((t) => [t, String(option[t])])), resourceUrl: challenge.resource.url }
-  const signed: Record<string, string> = { ...Object.fromEntries(TERMS.map((t) => [t, String(payload[t])])), resourceUrl: String(payload.resourceUrl) }
+  if (option === undefined)
+    return { _tag: "contradicted", kid, reason: "a signed offer names no option of the challenge" } as const
+  const asked: Record<string, string> = {
+    ...Object.fromEntries(TERMS.map((t) => [t, String(option[t])])),
+    resourceUrl: challenge.resource.url
+  }
+  const signed: Record<string, string> = {
+    ...Object.fromEntries(TERMS.map((t) => [t, String(payload[t])])),
+    resourceUrl: String(payload.resourceUrl)
+  }
   const differs = Object.keys(asked).filter((term) => asked[term] !== signed[term])
   if (differs.length > 0) {
     const what = differs.map((t) => `${t} ${signed[t]} signed, ${asked[t]} asked`).join(", ")
@@ -151,11 +164,13 @@ const resourceOf = (raw: string): string | null => {
  */
 export const judgeOffers = async (challenge: PaymentRequired, context: OfferContext): Promise<OfferVerdict> => {
   if (challenge.x402Version !== 2) return { _tag: "unsigned" }
-  const offers = extractOffersFromPaymentRequired(challenge as Parameters<typeof extractOffersFromPaymentRequired>[0]).filter(
-    (o): o is JWSSignedOffer => o.format === "jws"
-  )
+  const offers = extractOffersFromPaymentRequired(
+    challenge as Parameters<typeof extractOffersFromPaymentRequired>[0]
+  ).filter((o): o is JWSSignedOffer => o.format === "jws")
   if (offers.length === 0) return { _tag: "unsigned" }
-  const verdicts = await Promise.all(offers.map((offer) => verifyOne(offer, challenge, Math.floor(context.nowMs / 1000))))
+  const verdicts = await Promise.all(
+    offers.map((offer) => verifyOne(offer, challenge, Math.floor(context.nowMs / 1000)))
+  )
   const worst = verdicts.find((v) => v._tag === "tampered") ?? verdicts.find((v) => v._tag === "contradicted")
   if (worst !== undefined) return worst
   const kids = new Set(verdicts.map((v) => (v._tag === "signed" ? v.kid : "")))
@@ -163,7 +178,11 @@ export const judgeOffers = async (challenge: PaymentRequired, context: OfferCont
   const signed = verdicts[0]!
   const probed = context.probedUrl === null ? null : resourceOf(context.probedUrl)
   if (signed._tag === "signed" && probed !== null && resourceOf(challenge.resource.url) !== probed) {
-    return { _tag: "contradicted", kid: signed.kid, reason: `the signed offers are for ${challenge.resource.url}, not the probed ${context.probedUrl}` }
+    return {
+      _tag: "contradicted",
+      kid: signed.kid,
+      reason: `the signed offers are for ${challenge.resource.url}, not the probed ${context.probedUrl}`
+    }
   }
   return signed
 }
@@ -209,11 +228,18 @@ export interface ReceiptPurchase {
  * signature verifies under the key its `did:jwk` / `did:key` id carries (any other id is refused
  * with no lookup). Answers the receipt's payload, or why it cannot be carried.
  */
-export const verifySellerReceipt = async (receipt: { readonly signature: string }): Promise<{ readonly payload: ReceiptPayload; readonly kid: string } | { readonly refusal: string }> => {
+export const verifySellerReceipt = async (receipt: {
+  readonly signature: string
+}): Promise<{ readonly payload: ReceiptPayload; readonly kid: string } | { readonly refusal: string }> => {
   const signer = await keyOfJws(receipt.signature, "the seller's receipt")
   if ("refusal" in signer) return signer
   try {
-    return { payload: await withinTimeout(verifyReceiptSignatureJWS({ format: "jws", signature: receipt.signature }, signer.key)), kid: signer.kid }
+    return {
+      payload: await withinTimeout(
+        verifyReceiptSignatureJWS({ format: "jws", signature: receipt.signature }, signer.key)
+      ),
+      kid: signer.kid
+    }
   } catch (e) {
     return { refusal: `the seller's receipt does not verify: ${e instanceof Error ? e.message : String(e)}` }
   }
@@ -224,14 +250,24 @@ export const verifySellerReceipt = async (receipt: { readonly signature: string 
  * saw sign the resource's offers (when they saw one), its network and resource (origin and path)
  * the purchase's, and a transaction it names the purchase's.
  */
-export const sellerReceiptMismatch = (payload: ReceiptPayload, kid: string, purchase: ReceiptPurchase): string | null => {
+export const sellerReceiptMismatch = (
+  payload: ReceiptPayload,
+  kid: string,
+  purchase: ReceiptPurchase
+): string | null => {
   if (purchase.offerSigner !== null && kid !== purchase.offerSigner) {
     return `the seller's receipt is signed by ${kid}, not by the key that signs the resource's offers (${purchase.offerSigner})`
   }
-  if (payload.network !== purchase.network) return `the seller's receipt is about network ${String(payload.network)}, not this payment's (${purchase.network})`
+  if (payload.network !== purchase.network)
+    return `the seller's receipt is about network ${String(payload.network)}, not this payment's (${purchase.network})`
   const paid = resourceOf(purchase.resourceUrl)
-  if (paid === null || resourceOf(String(payload.resourceUrl)) !== paid) return `the seller's receipt is about ${String(payload.resourceUrl)}, not the resource paid (${purchase.resourceUrl})`
-  if (payload.transaction !== "" && payload.transaction !== undefined && payload.transaction !== purchase.transactionHash) {
+  if (paid === null || resourceOf(String(payload.resourceUrl)) !== paid)
+    return `the seller's receipt is about ${String(payload.resourceUrl)}, not the resource paid (${purchase.resourceUrl})`
+  if (
+    payload.transaction !== "" &&
+    payload.transaction !== undefined &&
+    payload.transaction !== purchase.transactionHash
+  ) {
     return `the seller's receipt names transaction ${payload.transaction}, not this payment's (${purchase.transactionHash ?? "none"})`
   }
   return null

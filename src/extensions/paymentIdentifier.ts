@@ -16,11 +16,14 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** `extensions["payment-identifier"]` of an object that may carry extensions; undefined when absent. */
-const extensionOf = (holder: unknown): unknown => (isObject(holder) && isObject(holder.extensions) ? holder.extensions[PAYMENT_IDENTIFIER] : undefined)
+const extensionOf = (holder: unknown): unknown =>
+  isObject(holder) && isObject(holder.extensions) ? holder.extensions[PAYMENT_IDENTIFIER] : undefined
 
-const requiredIn = (extension: unknown) => isObject(extension) && isObject(extension.info) && extension.info.required === true
+const requiredIn = (extension: unknown) =>
+  isObject(extension) && isObject(extension.info) && extension.info.required === true
 
-const invalid = (message: string) => new InvalidRequest({ message: `paymentPayload.extensions["${PAYMENT_IDENTIFIER}"]: ${message}` })
+const invalid = (message: string) =>
+  new InvalidRequest({ message: `paymentPayload.extensions["${PAYMENT_IDENTIFIER}"]: ${message}` })
 
 /**
  * The payment identifier of a verify or settle body, if it carries one. Refused (400):
@@ -36,9 +39,14 @@ export const paymentIdentifierOf = (request: {
   const extension = extensionOf(request.paymentPayload)
   const required = requiredIn(extension) || requiredIn(extensionOf(request.paymentRequirements))
   if (extension === undefined) {
-    return required ? Either.left(invalid("the resource server requires a payment identifier (info.required is true) and none was sent")) : Either.right(undefined)
+    return required
+      ? Either.left(
+          invalid("the resource server requires a payment identifier (info.required is true) and none was sent")
+        )
+      : Either.right(undefined)
   }
-  if (!isObject(extension) || !isObject(extension.info)) return Either.left(invalid("expected an object with an `info` object"))
+  if (!isObject(extension) || !isObject(extension.info))
+    return Either.left(invalid("expected an object with an `info` object"))
   const id = extension.info.id
   if (id === undefined) {
     return required ? Either.left(invalid("info.required is true, so info.id must be sent")) : Either.right(undefined)
@@ -70,7 +78,10 @@ export const withPaymentIdentifier = (
 ): { readonly extensions: Record<string, unknown>; readonly id: string } | null => {
   if (!isObject(challengeExtensions) || challengeExtensions[PAYMENT_IDENTIFIER] === undefined) return null
   const id = generatePaymentId("sx_")
-  const extensions = appendPaymentIdentifierToExtensions(structuredClone({ ...challengeExtensions, ...payloadExtensions }), id)
+  const extensions = appendPaymentIdentifierToExtensions(
+    structuredClone({ ...challengeExtensions, ...payloadExtensions }),
+    id
+  )
   const info = (extensions[PAYMENT_IDENTIFIER] as { info?: { id?: unknown } } | undefined)?.info
   return info?.id === id ? { extensions, id } : null
 }

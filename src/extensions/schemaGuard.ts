@@ -30,10 +30,35 @@ const MANY = new Set(["allOf", "anyOf", "oneOf", "prefixItems"])
 const BY_NAME = new Set(["properties", "$defs", "definitions"])
 /** Keywords whose value is data, not a schema: never walked. */
 const DATA = new Set([
-  "$schema", "$comment", "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
-  "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
-  "maxLength", "minLength", "maxItems", "minItems", "uniqueItems", "maxContains", "minContains",
-  "maxProperties", "minProperties", "required", "dependentRequired", "format"
+  "$schema",
+  "$comment",
+  "title",
+  "description",
+  "default",
+  "examples",
+  "deprecated",
+  "readOnly",
+  "writeOnly",
+  "type",
+  "enum",
+  "const",
+  "multipleOf",
+  "maximum",
+  "exclusiveMaximum",
+  "minimum",
+  "exclusiveMinimum",
+  "maxLength",
+  "minLength",
+  "maxItems",
+  "minItems",
+  "uniqueItems",
+  "maxContains",
+  "minContains",
+  "maxProperties",
+  "minProperties",
+  "required",
+  "dependentRequired",
+  "format"
 ])
 
 /** Every keyword an untrusted schema may use (Draft 2020-12 names, plus `definitions`). */
@@ -78,13 +103,18 @@ export const schemaRefusal = (schema: unknown, info: unknown): string | null => 
   const walk = (node: unknown, path: string, depth: number, inside: ReadonlySet<unknown>): void => {
     if (typeof node === "boolean") return
     if (!isObject(node)) throw new Refused(`${path}: a subschema must be an object or a boolean`)
-    if (++expanded > MAX_EXPANDED_NODES) throw new Refused(`schema expands to more than ${MAX_EXPANDED_NODES} subschemas (references counted each time they are used)`)
+    if (++expanded > MAX_EXPANDED_NODES)
+      throw new Refused(
+        `schema expands to more than ${MAX_EXPANDED_NODES} subschemas (references counted each time they are used)`
+      )
     if (depth > MAX_DEPTH) throw new Refused(`${path}: nested deeper than ${MAX_DEPTH} levels`)
     for (const [key, value] of Object.entries(node)) {
       const at = `${path}/${key}`
-      if (!ALLOWED_KEYWORDS.has(key)) throw new Refused(`${at}: "${key}" is not among the keywords evaluated for untrusted schemas`)
+      if (!ALLOWED_KEYWORDS.has(key))
+        throw new Refused(`${at}: "${key}" is not among the keywords evaluated for untrusted schemas`)
       if (key === "$ref") {
-        if (typeof value !== "string" || !value.startsWith("#")) throw new Refused(`${at}: only local references (#...) are resolved; remote schemas are never fetched`)
+        if (typeof value !== "string" || !value.startsWith("#"))
+          throw new Refused(`${at}: only local references (#...) are resolved; remote schemas are never fetched`)
         const target = resolvePointer(schema, value)
         if (target === undefined) throw new Refused(`${at}: "${value}" does not resolve inside the schema`)
         if (inside.has(target)) throw new Refused(`${at}: "${value}" refers back to a schema it is inside (a cycle)`)

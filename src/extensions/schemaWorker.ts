@@ -31,7 +31,15 @@ const compiled = new Map<string, ValidateFunction | string>()
  */
 const compile = (schema: unknown): ValidateFunction | string => {
   try {
-    const ajv = new Ajv2020({ strict: true, strictTypes: false, strictTuples: false, strictRequired: false, allErrors: false, logger: false, addUsedSchema: false })
+    const ajv = new Ajv2020({
+      strict: true,
+      strictTypes: false,
+      strictTuples: false,
+      strictRequired: false,
+      allErrors: false,
+      logger: false,
+      addUsedSchema: false
+    })
     addFormats(ajv, { mode: "fast" })
     return ajv.compile(schema as object)
   } catch (error) {

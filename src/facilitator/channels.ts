@@ -1,6 +1,6 @@
-import { Keypair } from "@stellar/stellar-sdk"
-import { Effect, Option, Queue } from "effect"
 import { createHash } from "node:crypto"
+import { Keypair } from "@stellar/stellar-sdk"
+import { Effect, type Option, Queue } from "effect"
 
 /**
  * Channel account `index` of a fee account: its seed is sha256 of a fixed label, the index and the
@@ -8,7 +8,9 @@ import { createHash } from "node:crypto"
  * back up, and `sextant facilitator channels` finds the same accounts on any machine.
  */
 export const channelKeypair = (fee: Keypair, index: number): Keypair =>
-  Keypair.fromRawEd25519Seed(createHash("sha256").update(`sextant-channel/${index}/`).update(fee.rawSecretKey()).digest())
+  Keypair.fromRawEd25519Seed(
+    createHash("sha256").update(`sextant-channel/${index}/`).update(fee.rawSecretKey()).digest()
+  )
 
 /**
  * A sequence source: the account a settle's transaction is from. It may have one transaction in
@@ -35,7 +37,10 @@ export interface SourcePool {
 export const makeSourcePool = (keypairs: ReadonlyArray<Keypair>): Effect.Effect<SourcePool> =>
   Effect.gen(function* () {
     const free = yield* Queue.unbounded<SequenceSource>()
-    yield* Queue.offerAll(free, keypairs.map((keypair) => ({ keypair, address: keypair.publicKey(), sequence: null })))
+    yield* Queue.offerAll(
+      free,
+      keypairs.map((keypair) => ({ keypair, address: keypair.publicKey(), sequence: null }))
+    )
     return {
       lease: (withinMs) => Queue.take(free).pipe(Effect.timeoutOption(Math.max(0, withinMs))),
       release: (source) => Effect.asVoid(Queue.offer(free, source)),

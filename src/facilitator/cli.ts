@@ -30,7 +30,8 @@ export const channelAction = (balance: bigint | null, target: bigint, merge: boo
   return balance * 2n < target ? { kind: "topUp", stroops: target - balance } : { kind: "none" }
 }
 
-const stroopsText = (stroops: bigint) => `${stroops / STROOPS_PER_XLM}.${(stroops % STROOPS_PER_XLM).toString().padStart(7, "0")}`
+const stroopsText = (stroops: bigint) =>
+  `${stroops / STROOPS_PER_XLM}.${(stroops % STROOPS_PER_XLM).toString().padStart(7, "0")}`
 
 /** The embedded entry named `id`, else the first one. */
 const entryOf = (config: Config, id: string | undefined): EmbeddedFacilitator | undefined =>
@@ -42,17 +43,27 @@ const entryOf = (config: Config, id: string | undefined): EmbeddedFacilitator | 
  * account, through the configured ledger. Prints one JSON line per channel and a summary; exit 0,
  * 1 when a transaction failed, 2 on a usage or key error.
  */
-export const channelsCommand = async (config: Config, options: { readonly id?: string; readonly xlm: number; readonly merge: boolean }, output: CommandOutput): Promise<number> => {
+export const channelsCommand = async (
+  config: Config,
+  options: { readonly id?: string; readonly xlm: number; readonly merge: boolean },
+  output: CommandOutput
+): Promise<number> => {
   const entry = entryOf(config, options.id)
   if (entry === undefined) {
-    output.err(options.id === undefined ? "no embedded facilitator (type stellar) is configured" : `no embedded facilitator with id "${options.id}"`)
+    output.err(
+      options.id === undefined
+        ? "no embedded facilitator (type stellar) is configured"
+        : `no embedded facilitator with id "${options.id}"`
+    )
     return 2
   }
   if (entry.channels === 0) {
     output.err(`facilitator "${entry.id}" has channels: 0; set channels in its config entry first`)
     return 2
   }
-  const loaded = await Effect.runPromise(Effect.either(loadOrCreateFacilitatorKey("feeAccountKeyFile", entry.feeAccountKeyFile)))
+  const loaded = await Effect.runPromise(
+    Effect.either(loadOrCreateFacilitatorKey("feeAccountKeyFile", entry.feeAccountKeyFile))
+  )
   if (Either.isLeft(loaded)) {
     output.err(loaded.left.message)
     return 2
@@ -64,23 +75,49 @@ export const channelsCommand = async (config: Config, options: { readonly id?: s
   const program = Effect.gen(function* () {
     const channels = Array.from({ length: entry.channels }, (_, i) => channelKeypair(fee, i))
     const planned = yield* Effect.forEach(channels, (channel) =>
-      Effect.map(rpc.account(channel.publicKey()), (state) => ({ channel, action: channelAction(state?.balanceStroops ?? null, target, options.merge) }))
+      Effect.map(rpc.account(channel.publicKey()), (state) => ({
+        channel,
+        action: channelAction(state?.balanceStroops ?? null, target, options.merge)
+      }))
     )
-    for (const { channel, action } of planned) output.out(JSON.stringify({ channel: channel.publicKey(), action: action.kind, ...("stroops" in action ? { xlm: stroopsText(action.stroops) } : {}) }))
+    for (const { channel, action } of planned)
+      output.out(
+        JSON.stringify({
+          channel: channel.publicKey(),
+          action: action.kind,
+          ...("stroops" in action ? { xlm: stroopsText(action.stroops) } : {})
+        })
+      )
     const todo = planned.filter((p) => p.action.kind !== "none")
     let failed = 0
     for (let start = 0; start < todo.length; start += OPERATIONS_PER_TRANSACTION) {
       const chunk = todo.slice(start, start + OPERATIONS_PER_TRANSACTION)
       const account = yield* rpc.account(fee.publicKey())
-      if (account === null) return yield* Effect.fail(`the fee account ${fee.publicKey()} does not exist: fund it first`)
+      if (account === null)
+        return yield* Effect.fail(`the fee account ${fee.publicKey()} does not exist: fund it first`)
       const builder = new TransactionBuilder(
-        { accountId: () => fee.publicKey(), sequenceNumber: () => account.sequence.toString(), incrementSequenceNumber: () => undefined },
+        {
+          accountId: () => fee.publicKey(),
+          sequenceNumber: () => account.sequence.toString(),
+          incrementSequenceNumber: () => undefined
+        },
         { fee: String(config.ledger.inclusionFeeStroops), networkPassphrase: passphrase }
       )
       for (const { channel, action } of chunk) {
-        if (action.kind === "create") builder.addOperation(Operation.createAccount({ destination: channel.publicKey(), startingBalance: stroopsText(action.stroops) }))
-        if (action.kind === "topUp") builder.addOperation(Operation.payment({ destination: channel.publicKey(), asset: Asset.native(), amount: stroopsText(action.stroops) }))
-        if (action.kind === "merge") builder.addOperation(Operation.accountMerge({ destination: fee.publicKey(), source: channel.publicKey() }))
+        if (action.kind === "create")
+          builder.addOperation(
+            Operation.createAccount({ destination: channel.publicKey(), startingBalance: stroopsText(action.stroops) })
+          )
+        if (action.kind === "topUp")
+          builder.addOperation(
+            Operation.payment({
+              destination: channel.publicKey(),
+              asset: Asset.native(),
+              amount: stroopsText(action.stroops)
+            })
+          )
+        if (action.kind === "merge")
+          builder.addOperation(Operation.accountMerge({ destination: fee.publicKey(), source: channel.publicKey() }))
       }
       const tx = builder.setTimeout(60).build()
       tx.sign(fee, ...chunk.filter((c) => c.action.kind === "merge").map((c) => c.channel))
@@ -93,7 +130,15 @@ export const channelsCommand = async (config: Config, options: { readonly id?: s
       output.out(JSON.stringify({ transaction: sent.hash, status }))
       if (status !== "SUCCESS") failed++
     }
-    output.out(JSON.stringify({ facilitator: entry.id, feeAccount: fee.publicKey(), channels: channels.length, changed: todo.length, failed }))
+    output.out(
+      JSON.stringify({
+        facilitator: entry.id,
+        feeAccount: fee.publicKey(),
+        channels: channels.length,
+        changed: todo.length,
+        failed
+      })
+    )
     return failed === 0 ? 0 : 1
   })
   const result = await Effect.runPromise(Effect.either(program))

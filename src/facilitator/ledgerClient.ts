@@ -30,7 +30,10 @@ export const makeFacilitatorRpc = (endpoints: LedgerEndpoints, network: StellarN
   const { soroban } = stellarClients(endpoints)
   const name = `Soroban RPC ${endpointName(endpoints.sorobanRpcUrl)}`
   const call = <A>(what: string, run: () => Promise<A>) =>
-    Effect.tryPromise({ try: run, catch: (e) => new RpcUnavailable({ message: `${name} ${what} failed: ${describeFailure(e)}` }) }).pipe(
+    Effect.tryPromise({
+      try: run,
+      catch: (e) => new RpcUnavailable({ message: `${name} ${what} failed: ${describeFailure(e)}` })
+    }).pipe(
       Effect.timeoutFail({
         duration: Duration.millis(timeoutMs),
         onTimeout: () => new RpcUnavailable({ message: `${name} ${what} did not answer within ${timeoutMs} ms` })
@@ -44,12 +47,17 @@ export const makeFacilitatorRpc = (endpoints: LedgerEndpoints, network: StellarN
    * the ledgers between, since close times are whole seconds and sub-second ledgers would round.
    */
   const measureLedgerSeconds = (latest: number) =>
-    call("getLedgers", () => soroban.getLedgers({ startLedger: Math.max(1, latest - CLOSE_SAMPLE), pagination: { limit: CLOSE_SAMPLE + 1 } })).pipe(
+    call("getLedgers", () =>
+      soroban.getLedgers({ startLedger: Math.max(1, latest - CLOSE_SAMPLE), pagination: { limit: CLOSE_SAMPLE + 1 } })
+    ).pipe(
       Effect.map((answer) => {
-        const closes = answer.ledgers.map((l) => ({ sequence: l.sequence, at: Number(l.ledgerCloseTime) })).filter((l) => Number.isFinite(l.at))
+        const closes = answer.ledgers
+          .map((l) => ({ sequence: l.sequence, at: Number(l.ledgerCloseTime) }))
+          .filter((l) => Number.isFinite(l.at))
         const first = closes[0]
         const last = closes.at(-1)
-        if (first === undefined || last === undefined || last.sequence <= first.sequence || last.at <= first.at) return null
+        if (first === undefined || last === undefined || last.sequence <= first.sequence || last.at <= first.at)
+          return null
         return (last.at - first.at) / (last.sequence - first.sequence)
       })
     )
@@ -67,7 +75,9 @@ export const makeFacilitatorRpc = (endpoints: LedgerEndpoints, network: StellarN
 
   const account = (address: string) =>
     call("getLedgerEntries", () =>
-      soroban.getLedgerEntries(xdr.LedgerKey.account(new xdr.LedgerKeyAccount({ accountId: Keypair.fromPublicKey(address).xdrPublicKey() })))
+      soroban.getLedgerEntries(
+        xdr.LedgerKey.account(new xdr.LedgerKeyAccount({ accountId: Keypair.fromPublicKey(address).xdrPublicKey() }))
+      )
     ).pipe(
       Effect.map((answer): AccountState | null => {
         const entry = answer.entries[0]
@@ -82,7 +92,8 @@ export const makeFacilitatorRpc = (endpoints: LedgerEndpoints, network: StellarN
     account,
     simulate: (tx: Transaction) => call("simulateTransaction", () => soroban.simulateTransaction(tx)),
     send: (tx: Transaction | FeeBumpTransaction) => call("sendTransaction", () => soroban.sendTransaction(tx)),
-    status: (hash: string) => call("getTransaction", () => soroban.getTransaction(hash)).pipe(Effect.map((answer) => answer.status))
+    status: (hash: string) =>
+      call("getTransaction", () => soroban.getTransaction(hash)).pipe(Effect.map((answer) => answer.status))
   }
 }
 export type FacilitatorRpc = ReturnType<typeof makeFacilitatorRpc>

@@ -11,7 +11,8 @@ export interface Simulated {
 }
 
 /** The contract events a simulation reports (diagnostic events that are contract events). */
-const contractEvents = (events: ReadonlyArray<xdr.DiagnosticEvent>) => events.map((e) => e.event).filter((e) => e.type.name === "contract")
+const contractEvents = (events: ReadonlyArray<xdr.DiagnosticEvent>) =>
+  events.map((e) => e.event).filter((e) => e.type.name === "contract")
 
 const sameEntry = (a: xdr.SorobanAuthorizationEntry, b: xdr.SorobanAuthorizationEntry) =>
   Buffer.from(a.rootInvocation.toXdr()).equals(Buffer.from(b.rootInvocation.toXdr()))
@@ -35,21 +36,30 @@ export const judgeSimulation = (
   }
   const asked = answer.result?.auth ?? []
   if (asked.some((entry) => !carried.some((own) => sameEntry(own, entry)))) {
-    return Either.left(refuse(Reason.pendingSignatures, "simulation asks for an authorisation the payment does not carry"))
+    return Either.left(
+      refuse(Reason.pendingSignatures, "simulation asks for an authorisation the payment does not carry")
+    )
   }
   const events = contractEvents(answer.events)
   const transfers = []
   for (const event of events) {
     const transfer = transferOfContractEvent(event)
-    if (transfer === null) return Either.left(refuse(Reason.noTransferEvents, "simulation emitted a contract event that is not a transfer"))
+    if (transfer === null)
+      return Either.left(refuse(Reason.noTransferEvents, "simulation emitted a contract event that is not a transfer"))
     transfers.push(transfer)
   }
   const [transfer, ...others] = transfers
-  if (transfer === undefined) return Either.left(refuse(Reason.noTransferEvents, "simulation emitted no transfer event"))
-  if (others.length > 0) return Either.left(refuse(Reason.multipleTransfers, "simulation emitted more than one transfer"))
-  if (transfer.contract !== terms.asset) return Either.left(refuse(Reason.eventWrongAsset, "the simulated transfer is of another asset"))
-  if (transfer.from !== payer) return Either.left(refuse(Reason.eventWrongFrom, "the simulated transfer is from another address"))
-  if (transfer.to !== terms.payTo) return Either.left(refuse(Reason.eventWrongTo, "the simulated transfer pays another address"))
-  if (transfer.amount !== terms.amount) return Either.left(refuse(Reason.eventWrongAmount, "the simulated transfer moves another amount"))
+  if (transfer === undefined)
+    return Either.left(refuse(Reason.noTransferEvents, "simulation emitted no transfer event"))
+  if (others.length > 0)
+    return Either.left(refuse(Reason.multipleTransfers, "simulation emitted more than one transfer"))
+  if (transfer.contract !== terms.asset)
+    return Either.left(refuse(Reason.eventWrongAsset, "the simulated transfer is of another asset"))
+  if (transfer.from !== payer)
+    return Either.left(refuse(Reason.eventWrongFrom, "the simulated transfer is from another address"))
+  if (transfer.to !== terms.payTo)
+    return Either.left(refuse(Reason.eventWrongTo, "the simulated transfer pays another address"))
+  if (transfer.amount !== terms.amount)
+    return Either.left(refuse(Reason.eventWrongAmount, "the simulated transfer moves another amount"))
   return Either.right({ success: answer, minResourceFee: BigInt(answer.minResourceFee) })
 }

@@ -29,7 +29,14 @@ export type Submission =
 /** Sequence errors tolerated per settle: each re-reads the source's sequence and builds again. */
 const BAD_SEQUENCE_RETRIES = 3
 
-const buildSigned = (context: SubmitContext, payment: CheckedPayment, terms: ExactTerms, source: SequenceSource, sequence: bigint, timeoutSeconds: number) =>
+const buildSigned = (
+  context: SubmitContext,
+  payment: CheckedPayment,
+  terms: ExactTerms,
+  source: SequenceSource,
+  sequence: bigint,
+  timeoutSeconds: number
+) =>
   Effect.gen(function* () {
     const draft = rebuild(payment, source.address, sequence, context.inclusionFee, timeoutSeconds, context.passphrase)
     const simulated = judgeSimulation(yield* context.rpc.simulate(draft), payment.payer, terms, payment.auth)
@@ -37,11 +44,21 @@ const buildSigned = (context: SubmitContext, payment: CheckedPayment, terms: Exa
     const inner = rpc.assembleTransaction(draft, simulated.right.success).build()
     inner.sign(source.keypair)
     const envelope: Transaction | FeeBumpTransaction = context.feeBump
-      ? TransactionBuilder.buildFeeBumpTransaction(context.feeAccount, String(context.inclusionFee), inner, context.passphrase)
+      ? TransactionBuilder.buildFeeBumpTransaction(
+          context.feeAccount,
+          String(context.inclusionFee),
+          inner,
+          context.passphrase
+        )
       : inner
     if (context.feeBump) envelope.sign(context.feeAccount)
     if (BigInt(envelope.fee) > context.feeCeilingStroops) {
-      return Either.left(refuse(Reason.feeExceedsMaximum, `the settle would cost ${envelope.fee} stroops, above budgets.feeCeilingStroops (${context.feeCeilingStroops})`))
+      return Either.left(
+        refuse(
+          Reason.feeExceedsMaximum,
+          `the settle would cost ${envelope.fee} stroops, above budgets.feeCeilingStroops (${context.feeCeilingStroops})`
+        )
+      )
     }
     return Either.right(envelope)
   })
@@ -68,7 +85,11 @@ export const submit = (
     for (let attempt = 0; attempt <= BAD_SEQUENCE_RETRIES; attempt++) {
       if (source.sequence === null) {
         const account = yield* context.rpc.account(source.address)
-        if (account === null) return { _tag: "NotSent", detail: `sequence source ${source.address} does not exist on the ledger: create it with sextant facilitator channels` } as const
+        if (account === null)
+          return {
+            _tag: "NotSent",
+            detail: `sequence source ${source.address} does not exist on the ledger: create it with sextant facilitator channels`
+          } as const
         source.sequence = account.sequence
       }
       const built = yield* buildSigned(context, payment, terms, source, source.sequence, timeoutSeconds)
@@ -76,7 +97,9 @@ export const submit = (
       const hash = Buffer.from(built.right.hash()).toString("hex")
       yield* beforeSend(hash)
       const sentAt = Date.now()
-      let answer = yield* context.rpc.send(built.right).pipe(Effect.tapError(() => Effect.sync(() => (source.sequence = null))))
+      let answer = yield* context.rpc
+        .send(built.right)
+        .pipe(Effect.tapError(() => Effect.sync(() => (source.sequence = null))))
       while (answer.status === "TRY_AGAIN_LATER" && Date.now() + context.pollIntervalMs < deadline) {
         yield* Effect.sleep(context.pollIntervalMs)
         answer = yield* context.rpc.send(built.right)
@@ -92,7 +115,10 @@ export const submit = (
       }
       return { _tag: "NotSent", detail: `sendTransaction answered ${answer.status}` } as const
     }
-    return { _tag: "NotSent", detail: `the sequence of ${source.address} stayed stale after ${BAD_SEQUENCE_RETRIES} re-reads` } as const
+    return {
+      _tag: "NotSent",
+      detail: `the sequence of ${source.address} stayed stale after ${BAD_SEQUENCE_RETRIES} re-reads`
+    } as const
   })
 
 /** The ledger's verdict on a sent transaction by `deadline`: SUCCESS, FAILED, or still unknown. */

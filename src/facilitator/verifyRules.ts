@@ -35,7 +35,11 @@ export interface CheckedPayment {
 export const EXPIRATION_TOLERANCE_LEDGERS = 2
 
 /** `ceil(maxTimeoutSeconds / ledgerSeconds)` ledgers after the current one: the latest expiration the scheme allows. */
-export const expirationWindow = (currentLedger: number, maxTimeoutSeconds: number, ledgerSeconds: number): LedgerWindow => ({
+export const expirationWindow = (
+  currentLedger: number,
+  maxTimeoutSeconds: number,
+  ledgerSeconds: number
+): LedgerWindow => ({
   currentLedger,
   maxLedger: currentLedger + Math.ceil(maxTimeoutSeconds / ledgerSeconds)
 })
@@ -78,23 +82,39 @@ export const checkPayment = (
   try {
     envelope = xdr.TransactionEnvelope.fromXdr(transactionXdr, "base64")
   } catch {
-    return Either.left(refuse(Reason.malformed, "payload.transaction is not a Stellar transaction envelope (base64 XDR)"))
+    return Either.left(
+      refuse(Reason.malformed, "payload.transaction is not a Stellar transaction envelope (base64 XDR)")
+    )
   }
-  if (envelope.type !== "envelopeTypeTx") return Either.left(refuse(Reason.malformed, "payload.transaction must be a v1 transaction envelope"))
+  if (envelope.type !== "envelopeTypeTx")
+    return Either.left(refuse(Reason.malformed, "payload.transaction must be a v1 transaction envelope"))
   const tx = envelope.v1.tx
   const [operation, ...rest] = tx.operations
   if (operation === undefined || rest.length > 0 || operation.body.type !== "invokeHostFunction") {
-    return Either.left(refuse(Reason.wrongOperation, "the transaction must hold exactly one InvokeHostFunction operation"))
+    return Either.left(
+      refuse(Reason.wrongOperation, "the transaction must hold exactly one InvokeHostFunction operation")
+    )
   }
   const opSource = operation.sourceAccount ? accountOf(operation.sourceAccount) : null
-  if (facilitatorAccounts.has(accountOf(tx.sourceAccount)) || (opSource !== null && facilitatorAccounts.has(opSource))) {
-    return Either.left(refuse(Reason.unsafeSource, "the transaction or its operation names one of this facilitator's accounts as source"))
+  if (
+    facilitatorAccounts.has(accountOf(tx.sourceAccount)) ||
+    (opSource !== null && facilitatorAccounts.has(opSource))
+  ) {
+    return Either.left(
+      refuse(Reason.unsafeSource, "the transaction or its operation names one of this facilitator's accounts as source")
+    )
   }
   const { hostFunction: func, auth } = operation.body.invokeHostFunctionOp
-  if (func.type !== "hostFunctionTypeInvokeContract") return Either.left(refuse(Reason.wrongOperation, "the operation must invoke a contract function"))
+  if (func.type !== "hostFunctionTypeInvokeContract")
+    return Either.left(refuse(Reason.wrongOperation, "the operation must invoke a contract function"))
   const call = func.invokeContract
   if (scAddressString(call.contractAddress) !== terms.asset) {
-    return Either.left(refuse(Reason.wrongAsset, `the transfer is of contract ${scAddressString(call.contractAddress)}, not the required asset ${terms.asset}`))
+    return Either.left(
+      refuse(
+        Reason.wrongAsset,
+        `the transfer is of contract ${scAddressString(call.contractAddress)}, not the required asset ${terms.asset}`
+      )
+    )
   }
   if (call.functionName.toString() !== "transfer" || call.args.length !== 3) {
     return Either.left(refuse(Reason.wrongFunction, "the invocation must be transfer(from, to, amount)"))
@@ -103,12 +123,22 @@ export const checkPayment = (
   const from = scValAddress(fromArg)
   const to = scValAddress(toArg)
   const amount = i128(amountArg)
-  if (from === null || to === null || amount === null) return Either.left(refuse(Reason.malformed, "transfer's arguments must be two addresses and an i128"))
-  if (facilitatorAccounts.has(from)) return Either.left(refuse(Reason.facilitatorIsPayer, "the payer is one of this facilitator's own accounts"))
-  if (to !== terms.payTo) return Either.left(refuse(Reason.wrongRecipient, `the transfer pays ${to}, not the required payTo ${terms.payTo}`))
-  if (amount !== terms.amount) return Either.left(refuse(Reason.wrongAmount, `the transfer moves ${amount}, not the required ${terms.amount}`))
+  if (from === null || to === null || amount === null)
+    return Either.left(refuse(Reason.malformed, "transfer's arguments must be two addresses and an i128"))
+  if (facilitatorAccounts.has(from))
+    return Either.left(refuse(Reason.facilitatorIsPayer, "the payer is one of this facilitator's own accounts"))
+  if (to !== terms.payTo)
+    return Either.left(refuse(Reason.wrongRecipient, `the transfer pays ${to}, not the required payTo ${terms.payTo}`))
+  if (amount !== terms.amount)
+    return Either.left(refuse(Reason.wrongAmount, `the transfer moves ${amount}, not the required ${terms.amount}`))
   return Either.flatMap(checkAuth(auth, from, call, facilitatorAccounts, window, passphrase), (payerEntry) =>
-    Either.right({ payer: from, func, auth, nonce: payerEntry.nonce, expirationLedger: payerEntry.signatureExpirationLedger })
+    Either.right({
+      payer: from,
+      func,
+      auth,
+      nonce: payerEntry.nonce,
+      expirationLedger: payerEntry.signatureExpirationLedger
+    })
   )
 }
 
@@ -121,36 +151,67 @@ const checkAuth = (
   window: LedgerWindow,
   passphrase: string
 ): Either.Either<xdr.SorobanAddressCredentials, Refusal> => {
-  if (auth.length === 0) return Either.left(refuse(Reason.noAuthEntries, "the transaction carries no authorisation entries"))
+  if (auth.length === 0)
+    return Either.left(refuse(Reason.noAuthEntries, "the transaction carries no authorisation entries"))
   let payerEntry: xdr.SorobanAuthorizationEntry | null = null
   for (const entry of auth) {
     const credentials = addressCredentials(entry)
     if (credentials === null) {
-      return Either.left(refuse(Reason.unsupportedCredential, `${credentialForm(entry.credentials)} credentials are refused: only ADDRESS and ADDRESS_V2 are settled`))
+      return Either.left(
+        refuse(
+          Reason.unsupportedCredential,
+          `${credentialForm(entry.credentials)} credentials are refused: only ADDRESS and ADDRESS_V2 are settled`
+        )
+      )
     }
     const named = [scAddressString(credentials.address), ...invocationAddresses(entry.rootInvocation)]
     if (named.some((address) => facilitatorAccounts.has(address))) {
-      return Either.left(refuse(Reason.facilitatorInAuth, "an authorisation entry names one of this facilitator's own accounts"))
+      return Either.left(
+        refuse(Reason.facilitatorInAuth, "an authorisation entry names one of this facilitator's own accounts")
+      )
     }
     if (credentials.signatureExpirationLedger > window.maxLedger + EXPIRATION_TOLERANCE_LEDGERS) {
-      return Either.left(refuse(Reason.expirationTooFar, `the authorisation expires at ledger ${credentials.signatureExpirationLedger}, past the allowed ${window.maxLedger}`))
+      return Either.left(
+        refuse(
+          Reason.expirationTooFar,
+          `the authorisation expires at ledger ${credentials.signatureExpirationLedger}, past the allowed ${window.maxLedger}`
+        )
+      )
     }
     if (credentials.signatureExpirationLedger < window.currentLedger) {
       // The host refuses an expired signature, so the reference learns it from simulation.
-      return Either.left(refuse(Reason.simulationFailed, `the authorisation expired at ledger ${credentials.signatureExpirationLedger} (the ledger is at ${window.currentLedger})`))
+      return Either.left(
+        refuse(
+          Reason.simulationFailed,
+          `the authorisation expired at ledger ${credentials.signatureExpirationLedger} (the ledger is at ${window.currentLedger})`
+        )
+      )
     }
     if (entry.rootInvocation.subInvocations.length > 0) {
-      return Either.left(refuse(Reason.hasSubinvocations, "an authorisation entry authorises sub-invocations beyond the transfer"))
+      return Either.left(
+        refuse(Reason.hasSubinvocations, "an authorisation entry authorises sub-invocations beyond the transfer")
+      )
     }
     if (scAddressString(credentials.address) === payer) {
       // One entry of the payer, authorising exactly this transfer: a second one (another nonce)
       // would make the same payment a new one to claim, and an entry for anything else is not the
       // one the transfer consumes.
       const root = entry.rootInvocation.function
-      if (root.type !== "sorobanAuthorizedFunctionTypeContractFn" || root.contractFn.toXdr("base64") !== call.toXdr("base64")) {
-        return Either.left(refuse(Reason.malformed, `an authorisation entry of payer ${payer} authorises something other than this transfer`))
+      if (
+        root.type !== "sorobanAuthorizedFunctionTypeContractFn" ||
+        root.contractFn.toXdr("base64") !== call.toXdr("base64")
+      ) {
+        return Either.left(
+          refuse(
+            Reason.malformed,
+            `an authorisation entry of payer ${payer} authorises something other than this transfer`
+          )
+        )
       }
-      if (payerEntry !== null) return Either.left(refuse(Reason.malformed, `the transaction carries more than one authorisation entry of payer ${payer}`))
+      if (payerEntry !== null)
+        return Either.left(
+          refuse(Reason.malformed, `the transaction carries more than one authorisation entry of payer ${payer}`)
+        )
       payerEntry = entry
     }
   }
@@ -160,7 +221,12 @@ const checkAuth = (
   }
   if (payerSignature(payerEntry, payer, passphrase) === "invalid") {
     // As with expiry, the reference hears of a bad signature from the host's simulation.
-    return Either.left(refuse(Reason.simulationFailed, `the signature of payer ${payer} on its authorisation does not verify for this network`))
+    return Either.left(
+      refuse(
+        Reason.simulationFailed,
+        `the signature of payer ${payer} on its authorisation does not verify for this network`
+      )
+    )
   }
   return Either.right(credentials)
 }

@@ -19,7 +19,10 @@ export interface HealthShape {
 
 /** What `/health/ready` and `/health/dependencies` answer. */
 export class Health extends Context.Tag("sextant/Health")<Health, HealthShape>() {
-  static readonly Live = Layer.effect(Health, Effect.suspend(() => make))
+  static readonly Live = Layer.effect(
+    Health,
+    Effect.suspend(() => make)
+  )
 }
 
 const make = Effect.gen(function* () {
@@ -29,14 +32,18 @@ const make = Effect.gen(function* () {
   const lifecycle = yield* Lifecycle
 
   const ready = Effect.gen(function* () {
-    if (yield* lifecycle.draining) return yield* new NotReady({ message: "shutting down: finishing the requests in flight" })
+    if (yield* lifecycle.draining)
+      return yield* new NotReady({ message: "shutting down: finishing the requests in flight" })
     const facilitators = yield* pool.readiness
     if (!facilitators.ready) return yield* new NotReady({ message: facilitators.reason })
     return { status: "ok" as const, network: config.network, asset: config.asset }
   })
 
   const dependencies = Effect.map(pool.health, (facilitators) => ({
-    status: store.durable && (facilitators.configured === 0 || facilitators.healthy > 0) ? ("ok" as const) : ("degraded" as const),
+    status:
+      store.durable && (facilitators.configured === 0 || facilitators.healthy > 0)
+        ? ("ok" as const)
+        : ("degraded" as const),
     store,
     facilitators
   }))

@@ -2,11 +2,11 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { Registry } from "prom-client"
 import { AppConfig } from "../config.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
+import { SettlementState } from "../domain/x402.js"
 import { CatalogTableRepo } from "../store/CatalogTableRepo.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
-import { SettlementState } from "../domain/x402.js"
-import { FacilitatorPool } from "../x402/FacilitatorPool.js"
 import { Instruments, stateGauges } from "../telemetry/Instruments.js"
+import { FacilitatorPool } from "../x402/FacilitatorPool.js"
 
 export interface ExpositionShape {
   readonly contentType: string
@@ -16,7 +16,10 @@ export interface ExpositionShape {
 
 /** `GET /metrics`: the Prometheus text exposition of this service graph's instruments and state. */
 export class Exposition extends Context.Tag("sextant/Exposition")<Exposition, ExpositionShape>() {
-  static readonly Live = Layer.effect(Exposition, Effect.suspend(() => make))
+  static readonly Live = Layer.effect(
+    Exposition,
+    Effect.suspend(() => make)
+  )
 }
 
 const make = Effect.gen(function* () {
@@ -52,6 +55,9 @@ const make = Effect.gen(function* () {
 
   return {
     contentType: registry.contentType,
-    text: Effect.zipRight(refresh, Effect.promise(() => registry.metrics())).pipe(Effect.withSpan("Exposition.text"))
+    text: Effect.zipRight(
+      refresh,
+      Effect.promise(() => registry.metrics())
+    ).pipe(Effect.withSpan("Exposition.text"))
   } satisfies ExpositionShape
 })

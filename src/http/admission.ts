@@ -1,11 +1,11 @@
 import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { AppConfig } from "../config.js"
+import { SextantApi } from "../contract/index.js"
 import { ForeignOrigin, ShuttingDown } from "../domain/errors.js"
+import { Lifecycle } from "../lifecycle/Lifecycle.js"
 import { clientAddress, limitedGroupOf, limitKey } from "../limits/groups.js"
 import { RateLimits } from "../limits/RateLimits.js"
-import { Lifecycle } from "../lifecycle/Lifecycle.js"
-import { SextantApi } from "../contract/index.js"
 import { keyLookup } from "./authLive.js"
 import { foreignRequestRefusal } from "./openMode.js"
 
@@ -49,7 +49,10 @@ export const AdmissionMiddlewareLive = HttpApiBuilder.middleware(
         if ((yield* lifecycle.draining) && !path.startsWith("/health/")) {
           yield* withHeaders({ "retry-after": String(SHUTDOWN_RETRY_SECONDS), connection: "close" })
           return yield* Effect.fail(
-            new ShuttingDown({ message: "this instance is shutting down; send the request again (to another instance)", retryAfterSeconds: SHUTDOWN_RETRY_SECONDS })
+            new ShuttingDown({
+              message: "this instance is shutting down; send the request again (to another instance)",
+              retryAfterSeconds: SHUTDOWN_RETRY_SECONDS
+            })
           )
         }
         if (path !== "/health/live" && path !== "/health/ready") {
@@ -59,12 +62,16 @@ export const AdmissionMiddlewareLive = HttpApiBuilder.middleware(
         const group = limitedGroupOf(request.method, request.url)
         if (group !== undefined) {
           const address = clientAddress(config.limits, request.headers, Option.getOrUndefined(request.remoteAddress))
-          yield* limits.admit(group, limitKey(group, principalOf(request.headers.authorization), address)).pipe(
-            Effect.tapError((e) => withHeaders({ "retry-after": String(e.retryAfterSeconds) }))
-          )
+          yield* limits
+            .admit(group, limitKey(group, principalOf(request.headers.authorization), address))
+            .pipe(Effect.tapError((e) => withHeaders({ "retry-after": String(e.retryAfterSeconds) })))
         }
         return yield* lifecycle.track(app)
-      }) as Effect.Effect<HttpServerResponse.HttpServerResponse, ShuttingDown | ForeignOrigin, HttpServerRequest.HttpServerRequest>
+      }) as Effect.Effect<
+        HttpServerResponse.HttpServerResponse,
+        ShuttingDown | ForeignOrigin,
+        HttpServerRequest.HttpServerRequest
+      >
     // RateLimited is not an error of the whole API (GET /v1/resources is never limited) but of each
     // limited endpoint (`failsWith(RateLimited)`); HttpApi encodes a middleware's failure with the
     // union of every declared error, so it is answered 429 all the same.

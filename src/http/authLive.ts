@@ -1,8 +1,8 @@
-import { Effect, Layer, Redacted } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
-import { AppConfig, type ApiKeyEntry } from "../config.js"
-import { Unauthorized } from "../domain/errors.js"
+import { Effect, Layer, Redacted } from "effect"
+import { type ApiKeyEntry, AppConfig } from "../config.js"
 import { ApiKeyAuth } from "../contract/auth.js"
+import { Unauthorized } from "../domain/errors.js"
 import { PrincipalId } from "../domain/ids.js"
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest()
@@ -17,7 +17,11 @@ type KeyPrincipal = { readonly id: PrincipalId; readonly role: "operator" | "buy
  * listed hash is compared in constant time, so timing reveals nothing.
  */
 export const keyLookup = (apiKeys: ReadonlyArray<ApiKeyEntry>) => {
-  const entries = apiKeys.map((k) => ({ principal: PrincipalId.make(k.principal), role: k.role ?? "buyer", digest: Buffer.from(k.sha256, "hex") }))
+  const entries = apiKeys.map((k) => ({
+    principal: PrincipalId.make(k.principal),
+    role: k.role ?? "buyer",
+    digest: Buffer.from(k.sha256, "hex")
+  }))
   return (token: string): KeyPrincipal | null => {
     const presented = sha256(token)
     let principal: KeyPrincipal | null = null

@@ -1,10 +1,17 @@
-import { HttpApi, HttpApiBuilder, HttpMiddleware, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import {
+  HttpApi,
+  HttpApiBuilder,
+  HttpMiddleware,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
 import { Effect, Exit } from "effect"
-import { Exposition } from "./Exposition.js"
-import { Instruments } from "../telemetry/Instruments.js"
-import { measured, methodLabel, routeMatcher } from "../telemetry/labels.js"
 import { SextantApi } from "../contract/index.js"
 import { MCP_PATH } from "../mcp/httpTransport.js"
+import { Instruments } from "../telemetry/Instruments.js"
+import { measured, methodLabel, routeMatcher } from "../telemetry/labels.js"
+import { Exposition } from "./Exposition.js"
 import { STATUS_ROUTES } from "./status.js"
 
 /** Every path template the server answers: the API's endpoints and the raw routes beside them. */
@@ -38,7 +45,12 @@ export const httpMetrics = HttpMiddleware.make((app) =>
     const method = methodLabel(request.method)
     const route = routeOf(pathOf(request.url))
     return yield* measured(app, (exit, seconds) =>
-      instruments.httpRequest(method, route, Exit.isSuccess(exit) ? exit.value.status : HttpServerError.exitResponse(exit).status, seconds)
+      instruments.httpRequest(
+        method,
+        route,
+        Exit.isSuccess(exit) ? exit.value.status : HttpServerError.exitResponse(exit).status,
+        seconds
+      )
     )
   })
 )

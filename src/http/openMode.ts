@@ -39,7 +39,9 @@ const hostNameOf = (host: string): string | null => {
 /** Whether a host name (brackets allowed) names this service: loopback, the configured `host`, or `allowedHosts`. */
 const namesThisService = (config: Pick<Config, "host" | "allowedHosts">, name: string) =>
   isLoopbackHost(name) ||
-  [config.host, ...config.allowedHosts].some((allowed) => allowed.toLowerCase() === name || `[${allowed.toLowerCase()}]` === name)
+  [config.host, ...config.allowedHosts].some(
+    (allowed) => allowed.toLowerCase() === name || `[${allowed.toLowerCase()}]` === name
+  )
 
 /**
  * Why a request is refused as coming from elsewhere, or undefined when it is taken. Only without
@@ -54,15 +56,19 @@ export const foreignRequestRefusal = (
   headers: Readonly<Record<string, string | undefined>>
 ): string | undefined => {
   if (config.apiKeys.length > 0) return undefined
-  const host = headers["host"]
+  const host = headers.host
   const hostName = host === undefined ? null : hostNameOf(host)
   if (hostName === null || !namesThisService(config, hostName)) {
     return `this service without API keys answers only requests addressed to a loopback name, "${config.host}" or allowedHosts, not to Host ${JSON.stringify(host ?? "")}`
   }
-  const origin = headers["origin"]
+  const origin = headers.origin
   if (origin === undefined) return undefined
   const url = URL.canParse(origin) ? new URL(origin) : null
-  if (url === null || (url.protocol !== "http:" && url.protocol !== "https:") || !namesThisService(config, url.hostname.toLowerCase())) {
+  if (
+    url === null ||
+    (url.protocol !== "http:" && url.protocol !== "https:") ||
+    !namesThisService(config, url.hostname.toLowerCase())
+  ) {
     return `this service without API keys refuses requests sent from the web page at Origin ${JSON.stringify(origin)}`
   }
   return undefined

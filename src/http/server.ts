@@ -1,19 +1,16 @@
+import http from "node:http"
 import { HttpApiBuilder, HttpApiScalar, HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Effect, Layer } from "effect"
-import http from "node:http"
-import type { Config } from "../config.js"
-import { SextantApi } from "../contract/index.js"
-import type { AppConfig } from "../config.js"
+import type { AppConfig, Config } from "../config.js"
 import type { ApiKeyAuth } from "../contract/auth.js"
+import { SextantApi } from "../contract/index.js"
+import { McpRouteLive } from "../mcp/httpTransport.js"
+import { spanNames } from "../telemetry/Telemetry.js"
 import { AdmissionMiddlewareLive } from "./admission.js"
 import { ApiKeyAuthLive, LocalOperatorAuth } from "./authLive.js"
 import { MAX_BODY_BYTES, PARSER_HEADER_BYTES } from "./body.js"
 import { ErrorMiddlewareLive } from "./errors.js"
-import { spanNames } from "../telemetry/Telemetry.js"
-import { httpMetrics, MetricsRouteLive, spanPath } from "./metrics.js"
-import { StatusRoutesLive } from "./status.js"
-import { McpRouteLive } from "../mcp/httpTransport.js"
 import { CurationHandlers } from "./handlers/curation.js"
 import { DiscoveryHandlers } from "./handlers/discovery.js"
 import { HealthHandlers } from "./handlers/health.js"
@@ -24,22 +21,25 @@ import { RegistrationHandlers } from "./handlers/registration.js"
 import { ResourcesHandlers } from "./handlers/resources.js"
 import { VerificationHandlers } from "./handlers/verification.js"
 import { X402Handlers } from "./handlers/x402.js"
+import { httpMetrics, MetricsRouteLive, spanPath } from "./metrics.js"
+import { StatusRoutesLive } from "./status.js"
 
-const handlers = (auth: Layer.Layer<ApiKeyAuth, never, AppConfig>) => HttpApiBuilder.api(SextantApi).pipe(
-  Layer.provide([
-    HealthHandlers,
-    ResourcesHandlers,
-    RegistrationHandlers,
-    CurationHandlers,
-    VerificationHandlers,
-    PolicyHandlers,
-    PreflightHandlers,
-    X402Handlers,
-    DiscoveryHandlers,
-    ReceiptsHandlers
-  ]),
-  Layer.provide(auth)
-)
+const handlers = (auth: Layer.Layer<ApiKeyAuth, never, AppConfig>) =>
+  HttpApiBuilder.api(SextantApi).pipe(
+    Layer.provide([
+      HealthHandlers,
+      ResourcesHandlers,
+      RegistrationHandlers,
+      CurationHandlers,
+      VerificationHandlers,
+      PolicyHandlers,
+      PreflightHandlers,
+      X402Handlers,
+      DiscoveryHandlers,
+      ReceiptsHandlers
+    ]),
+    Layer.provide(auth)
+  )
 
 export const ApiLive = handlers(ApiKeyAuthLive)
 

@@ -1,6 +1,8 @@
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Redacted } from "effect"
 import { AppConfig } from "../config.js"
+import { ApiKeyAuth } from "../contract/auth.js"
+import { ResourceId } from "../domain/ids.js"
 import { type Reader, sectionAccess } from "../status/access.js"
 import { html } from "../status/html.js"
 import { CONTENT_SECURITY_POLICY, layout, STYLE_PATH } from "../status/layout.js"
@@ -8,9 +10,7 @@ import { overviewPage } from "../status/overview.js"
 import { resourcePage } from "../status/resourcePage.js"
 import { pageRefusal, parseCatalogQuery, StatusReader } from "../status/StatusReader.js"
 import { STYLESHEET } from "../status/style.js"
-import { ApiKeyAuth } from "../contract/auth.js"
 import { ApiKeyAuthLive } from "./authLive.js"
-import { ResourceId } from "../domain/ids.js"
 
 /** The status pages' paths, for route-template labels and span names. */
 export const STATUS_ROUTES = ["/", "/status", STYLE_PATH, "/status/resources/:id"] as const
@@ -41,7 +41,7 @@ export const StatusRoutesLive = HttpApiBuilder.Router.use((router) =>
 
     const readerOf = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const token = /^Bearer\s+(\S+)\s*$/i.exec(request.headers["authorization"] ?? "")?.[1]
+      const token = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "")?.[1]
       if (!keysConfigured || token === undefined) return { _tag: "Anonymous" } as Reader
       return yield* auth.bearer(Redacted.make(token)).pipe(
         Effect.map((principal): Reader => ({ _tag: "Key", role: principal.role })),
@@ -53,7 +53,14 @@ export const StatusRoutesLive = HttpApiBuilder.Router.use((router) =>
       const request = yield* HttpServerRequest.HttpServerRequest
       const params = new URL(request.url, "http://status.invalid").searchParams
       const refused = pageRefusal(params)
-      if (refused !== null) return page(layout("Bad request", html`<h1>Bad request</h1><p>${refused}</p><p><a href="/status">Back to the status page</a></p>`), 400)
+      if (refused !== null)
+        return page(
+          layout(
+            "Bad request",
+            html`<h1>Bad request</h1><p>${refused}</p><p><a href="/status">Back to the status page</a></p>`
+          ),
+          400
+        )
       const query = parseCatalogQuery(params)
       const access = sectionAccess(keysConfigured, yield* readerOf)
       const catalog = yield* reader.catalog(query)
@@ -67,13 +74,27 @@ export const StatusRoutesLive = HttpApiBuilder.Router.use((router) =>
       return page(resourcePage(yield* reader.resource(ResourceId.make(id ?? ""))))
     }).pipe(
       Effect.catchTag("NotFound", (e) =>
-        Effect.succeed(page(layout("Not found", html`<h1>Not found</h1><p>${e.message}</p><p><a href="/status">Back to the status page</a></p>`), 404))
+        Effect.succeed(
+          page(
+            layout(
+              "Not found",
+              html`<h1>Not found</h1><p>${e.message}</p><p><a href="/status">Back to the status page</a></p>`
+            ),
+            404
+          )
+        )
       )
     )
 
     yield* router.get("/", HttpServerResponse.redirect("/status", { status: 302 }))
     yield* router.get("/status", overview)
-    yield* router.get(STYLE_PATH, HttpServerResponse.text(STYLESHEET, { contentType: "text/css; charset=utf-8", headers: { "cache-control": "max-age=300" } }))
+    yield* router.get(
+      STYLE_PATH,
+      HttpServerResponse.text(STYLESHEET, {
+        contentType: "text/css; charset=utf-8",
+        headers: { "cache-control": "max-age=300" }
+      })
+    )
     yield* router.get("/status/resources/:id", resource)
   })
 ).pipe(Layer.provide(ApiKeyAuthLive))

@@ -1,5 +1,5 @@
-import { Either, Schema } from "effect"
 import { StrKey } from "@stellar/stellar-sdk"
+import { Either, Schema } from "effect"
 import { StellarNetwork } from "../domain/stellar.js"
 import type { RefusalContext } from "../domain/x402Refusals.js"
 import { decodePayment } from "../ledger/transfer.js"
@@ -19,12 +19,22 @@ export const refusalContextOf = (body: unknown): RefusalContext => {
   const requirements = fieldsOf(fieldsOf(body).paymentRequirements)
   const network = typeof requirements.network === "string" ? requirements.network : ""
   const transaction = fieldsOf(fieldsOf(fieldsOf(body).paymentPayload).payload).transaction
-  const decoded = typeof transaction === "string" && isNetwork(network) ? decodePayment(transaction, network) : undefined
+  const decoded =
+    typeof transaction === "string" && isNetwork(network) ? decodePayment(transaction, network) : undefined
   // An account payer whose entry only other keys signed is not named: the request only claims it.
-  const proven = decoded !== undefined && Either.isRight(decoded) && (decoded.right.payerVerified || !StrKey.isValidEd25519PublicKey(decoded.right.transfer.from))
+  const proven =
+    decoded !== undefined &&
+    Either.isRight(decoded) &&
+    (decoded.right.payerVerified || !StrKey.isValidEd25519PublicKey(decoded.right.transfer.from))
   return { network, payer: proven ? decoded.right.transfer.from : undefined }
 }
 
 /** The x402 operation a request path answers, when it is one whose refusals are x402 bodies. */
 export const x402OperationOf = (method: string, path: string) =>
-  method !== "POST" ? undefined : path === "/x402/verify" ? "verify" as const : path === "/x402/settle" ? "settle" as const : undefined
+  method !== "POST"
+    ? undefined
+    : path === "/x402/verify"
+      ? ("verify" as const)
+      : path === "/x402/settle"
+        ? ("settle" as const)
+        : undefined

@@ -1,7 +1,12 @@
 import { Effect, Either } from "effect"
 import type { CommandOutput } from "../lifecycle/commandOutput.js"
 import type { KeyFileError } from "./keyFileError.js"
-import { loadOrCreateBuyerKey, loadOrCreateFacilitatorKey, loadOrCreateProbeKey, type StellarKey } from "./stellarKey.js"
+import {
+  loadOrCreateBuyerKey,
+  loadOrCreateFacilitatorKey,
+  loadOrCreateProbeKey,
+  type StellarKey
+} from "./stellarKey.js"
 
 /** What differs between the key commands: the loader and the note for a new file. */
 interface KeyRole {
@@ -21,7 +26,8 @@ const BUYER: KeyRole = {
 
 const FACILITATOR: KeyRole = {
   load: (keyFile) => loadOrCreateFacilitatorKey("feeAccountKeyFile", keyFile),
-  createdNote: (key) => `created the fee account key ${key.path} (mode 0600); fund ${key.address} with XLM to let the embedded facilitator settle`
+  createdNote: (key) =>
+    `created the fee account key ${key.path} (mode 0600); fund ${key.address} with XLM to let the embedded facilitator settle`
 }
 
 /**
@@ -60,4 +66,5 @@ export const buyerNewCommand = (keyFile: string, output: CommandOutput) => keyAd
  * `sextant keys facilitator-new [--key-file PATH]`: creates the embedded facilitator's fee account
  * key (the first embedded entry's `feeAccountKeyFile` by default) and prints the address to fund.
  */
-export const facilitatorNewCommand = (keyFile: string, output: CommandOutput) => keyAddressCommand(FACILITATOR, keyFile, output)
+export const facilitatorNewCommand = (keyFile: string, output: CommandOutput) =>
+  keyAddressCommand(FACILITATOR, keyFile, output)

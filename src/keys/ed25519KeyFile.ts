@@ -1,5 +1,5 @@
-import { Effect } from "effect"
 import { createPrivateKey, generateKeyPairSync, type KeyObject } from "node:crypto"
+import { Effect } from "effect"
 import { loadOrCreateSecretFile } from "./secretFile.js"
 
 /** An Ed25519 private key read from its file; the key itself is never printed. */
@@ -19,7 +19,11 @@ export interface Ed25519KeyFile {
  */
 const generatePem = () => generateKeyPairSync("ed25519").privateKey.export({ format: "pem", type: "pkcs8" }).toString()
 
-const parseKey = <E>(path: string, pem: string, onError: (path: string, reason: string) => E): Effect.Effect<KeyObject, E> =>
+const parseKey = <E>(
+  path: string,
+  pem: string,
+  onError: (path: string, reason: string) => E
+): Effect.Effect<KeyObject, E> =>
   Effect.try({
     try: () => createPrivateKey(pem),
     catch: () => onError(path, "not a PKCS#8 PEM private key")
@@ -34,7 +38,10 @@ const parseKey = <E>(path: string, pem: string, onError: (path: string, reason: 
  * Reads the Ed25519 key at `keyFile` (relative to the working directory), creating it when
  * missing. Failures become `onError(path, reason)`; a reason never quotes the file.
  */
-export const loadOrCreateEd25519Key = <E>(keyFile: string, onError: (path: string, reason: string) => E): Effect.Effect<Ed25519KeyFile, E> =>
+export const loadOrCreateEd25519Key = <E>(
+  keyFile: string,
+  onError: (path: string, reason: string) => E
+): Effect.Effect<Ed25519KeyFile, E> =>
   loadOrCreateSecretFile(keyFile, generatePem, onError).pipe(
     Effect.flatMap(({ path, text, created, exposed }) =>
       Effect.map(parseKey(path, text, onError), (privateKey) => ({ privateKey, path, created, exposed }))

@@ -1,7 +1,17 @@
-import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs"
+import {
+  closeSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  writeSync
+} from "node:fs"
 import { dirname, resolve } from "node:path"
+import { Effect } from "effect"
 
 /** A private key file as read from disk: its text is the secret, so nothing here prints it. */
 export interface SecretFile {
@@ -63,7 +73,8 @@ export const loadOrCreateSecretFile = <E>(
   onError: (path: string, reason: string) => E
 ): Effect.Effect<SecretFile, E> => {
   const path = resolve(keyFile)
-  const io = <A>(f: () => A) => Effect.try({ try: f, catch: (e) => onError(path, `cannot read or create: ${errnoOf(e)}`) })
+  const io = <A>(f: () => A) =>
+    Effect.try({ try: f, catch: (e) => onError(path, `cannot read or create: ${errnoOf(e)}`) })
   return Effect.gen(function* () {
     const existing = yield* io(() => readIfPresent(path))
     const created = existing === null ? yield* io(() => createSecretFile(path, generate())) : false

@@ -1,7 +1,7 @@
-import { Keypair } from "@stellar/stellar-sdk"
-import { Effect, Redacted } from "effect"
 import { existsSync } from "node:fs"
 import { resolve } from "node:path"
+import { Keypair } from "@stellar/stellar-sdk"
+import { Effect, Redacted } from "effect"
 import { KeyFileError } from "./keyFileError.js"
 import { loadOrCreateSecretFile } from "./secretFile.js"
 
@@ -36,7 +36,15 @@ const loadOrCreateStellarKey = (field: string, keyFile: string): Effect.Effect<S
         try: () => Keypair.fromSecret(text.trim()),
         // The SDK's message may quote the input: replaced by a fixed reason.
         catch: () => new KeyFileError({ field, path, reason: "not a Stellar secret seed (one line, S...)" })
-      }).pipe(Effect.map((keypair) => ({ address: keypair.publicKey(), signer: Redacted.make(keypair), path, created, exposed })))
+      }).pipe(
+        Effect.map((keypair) => ({
+          address: keypair.publicKey(),
+          signer: Redacted.make(keypair),
+          path,
+          created,
+          exposed
+        }))
+      )
     )
   )
 
@@ -59,4 +67,10 @@ export const loadOrCreateFacilitatorKey = (field: string, keyFile: string) => lo
 export const readBuyerKey = (keyFile: string): Effect.Effect<StellarKey, KeyFileError> =>
   existsSync(resolve(keyFile))
     ? loadOrCreateBuyerKey(keyFile)
-    : Effect.fail(new KeyFileError({ field: "buyer.keyFile", path: resolve(keyFile), reason: "missing: create it with sextant keys buyer-new" }))
+    : Effect.fail(
+        new KeyFileError({
+          field: "buyer.keyFile",
+          path: resolve(keyFile),
+          reason: "missing: create it with sextant keys buyer-new"
+        })
+      )

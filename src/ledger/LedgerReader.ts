@@ -73,7 +73,8 @@ export interface LedgerReaderShape {
  */
 export class LedgerReader extends Context.Tag("sextant/LedgerReader")<LedgerReader, LedgerReaderShape>() {
   /** A reader of the given endpoints through `@stellar/stellar-sdk` (Soroban RPC first, Horizon for history). */
-  static readonly layer = (options: LedgerReaderOptions): Layer.Layer<LedgerReader> => Layer.sync(LedgerReader, () => makeLedgerReader(options))
+  static readonly layer = (options: LedgerReaderOptions): Layer.Layer<LedgerReader> =>
+    Layer.sync(LedgerReader, () => makeLedgerReader(options))
   /** The reader of the configured `ledger` endpoints. */
   static readonly Live: Layer.Layer<LedgerReader, never, AppConfig> = Layer.unwrapEffect(
     Effect.map(AppConfig, ({ ledger, network }) => LedgerReader.layer({ ...ledger, network }))

@@ -34,7 +34,8 @@ export const scAddressString = (address: xdr.ScAddress): string => {
 }
 
 /** The strkey of an address ScVal, or null for any other value. */
-export const scValAddress = (value: xdr.ScVal | undefined): string | null => (value?.type === "scvAddress" ? scAddressString(value.address) : null)
+export const scValAddress = (value: xdr.ScVal | undefined): string | null =>
+  value?.type === "scvAddress" ? scAddressString(value.address) : null
 
 export const credentialForm = (credentials: xdr.SorobanCredentials): CredentialForm => {
   switch (credentials.type) {
@@ -69,14 +70,18 @@ export const addressAuthorization = (entry: xdr.SorobanAuthorizationEntry): Addr
 }
 
 /** Every address-credential authorisation among `auth`, in order. */
-export const addressAuthorizations = (auth: ReadonlyArray<xdr.SorobanAuthorizationEntry>): ReadonlyArray<AddressAuthorization> =>
+export const addressAuthorizations = (
+  auth: ReadonlyArray<xdr.SorobanAuthorizationEntry>
+): ReadonlyArray<AddressAuthorization> =>
   auth.flatMap((entry) => {
     const found = addressAuthorization(entry)
     return found === null ? [] : [found]
   })
 
 /** The first entry whose form is refused (delegated or source-account credentials), or null. */
-export const refusedForm = (auth: ReadonlyArray<xdr.SorobanAuthorizationEntry>): "addressWithDelegates" | "sourceAccount" | null => {
+export const refusedForm = (
+  auth: ReadonlyArray<xdr.SorobanAuthorizationEntry>
+): "addressWithDelegates" | "sourceAccount" | null => {
   for (const entry of auth) {
     const form = credentialForm(entry.credentials)
     if (form === "addressWithDelegates" || form === "sourceAccount") return form

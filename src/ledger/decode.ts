@@ -1,4 +1,4 @@
-import { Address, type rpc, scValToNative, StrKey, TransactionBuilder, xdr } from "@stellar/stellar-sdk"
+import { Address, type rpc, StrKey, scValToNative, TransactionBuilder, xdr } from "@stellar/stellar-sdk"
 import { type AddressAuthorization, addressAuthorizations, scValAddress } from "./authEntries.js"
 import type { LedgerTransfer, TransferEvent } from "./LedgerReader.js"
 
@@ -27,7 +27,6 @@ export const authorizationsOf = (envelope: xdr.TransactionEnvelope): ReadonlyArr
     operation.body.type === "invokeHostFunction" ? addressAuthorizations(operation.body.invokeHostFunctionOp.auth) : []
   )
 
-
 /**
  * A SEP-41 amount: the i128 itself, or (CAP-67, a transfer to a muxed destination) a map whose
  * `amount` is that i128. Null for anything else.
@@ -40,13 +39,18 @@ const amountOf = (value: xdr.ScVal | undefined): bigint | null => {
   return entry ? amountOf(entry.val) : null
 }
 
-const isTransferName = (value: xdr.ScVal | undefined) => value?.type === "scvSymbol" && value.sym.toString() === "transfer"
+const isTransferName = (value: xdr.ScVal | undefined) =>
+  value?.type === "scvSymbol" && value.sym.toString() === "transfer"
 
 /**
  * A `transfer` event's topics and data as a transfer: `[transfer, from, to]` plus, from a Stellar
  * Asset Contract, the asset's SEP-11 name. Null for any other event.
  */
-const transferOfTopics = (contract: string, topics: ReadonlyArray<xdr.ScVal>, data: xdr.ScVal): LedgerTransfer | null => {
+const transferOfTopics = (
+  contract: string,
+  topics: ReadonlyArray<xdr.ScVal>,
+  data: xdr.ScVal
+): LedgerTransfer | null => {
   const [name, from, to] = topics
   if (!isTransferName(name) || topics.length < 3 || topics.length > 4) return null
   const payer = scValAddress(from)
@@ -96,7 +100,9 @@ export const transferTopicFilters = (from: string, to: string): Array<Array<stri
 export const transferOfEvent = (event: rpc.Api.EventResponse): TransferEvent | null => {
   if (!event.contractId) return null
   const found = transferOfTopics(event.contractId.contractId(), event.topic, event.value)
-  return found ? { ...found, ledger: event.ledger, transactionHash: event.txHash, closedAt: isoTime(event.ledgerClosedAt) } : null
+  return found
+    ? { ...found, ledger: event.ledger, transactionHash: event.txHash, closedAt: isoTime(event.ledgerClosedAt) }
+    : null
 }
 
 /**

@@ -24,10 +24,13 @@ export const ledgerCalls = (options: LedgerEndpoints & { readonly timeoutMs: num
     }).pipe(
       Effect.timeoutFail({
         duration: Duration.millis(options.timeoutMs),
-        onTimeout: () => new LedgerUnavailable({ message: `${names[source]} ${what} did not answer within ${options.timeoutMs} ms` })
+        onTimeout: () =>
+          new LedgerUnavailable({ message: `${names[source]} ${what} did not answer within ${options.timeoutMs} ms` })
       }),
       Effect.mapError((e) =>
-        e instanceof LedgerUnavailable ? e : new LedgerUnavailable({ message: `${names[source]} ${what} failed: ${describeFailure(e)}` })
+        e instanceof LedgerUnavailable
+          ? e
+          : new LedgerUnavailable({ message: `${names[source]} ${what} failed: ${describeFailure(e)}` })
       )
     )
 
@@ -35,7 +38,8 @@ export const ledgerCalls = (options: LedgerEndpoints & { readonly timeoutMs: num
   const decode = <A>(source: LedgerSource, what: string, run: () => A) =>
     Effect.try({
       try: run,
-      catch: (e) => new LedgerUnavailable({ message: `${names[source]} ${what} answered malformed data: ${describeFailure(e)}` })
+      catch: (e) =>
+        new LedgerUnavailable({ message: `${names[source]} ${what} answered malformed data: ${describeFailure(e)}` })
     })
 
   return { names, call, decode }

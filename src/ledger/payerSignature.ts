@@ -1,5 +1,5 @@
-import { buildAuthorizationEntryPreimage, StrKey, type xdr } from "@stellar/stellar-sdk"
 import { createHash, createPublicKey, verify } from "node:crypto"
+import { buildAuthorizationEntryPreimage, StrKey, type xdr } from "@stellar/stellar-sdk"
 import { addressCredentials } from "./authEntries.js"
 
 /** DER prefix of an Ed25519 SubjectPublicKeyInfo: node:crypto verifies far faster than a JS Ed25519 (docs/performance.md, Ed25519). */
@@ -15,12 +15,15 @@ const ed25519Verifies = (publicKey: Uint8Array, payload: Uint8Array, signature: 
 }
 
 /** The `[{public_key, signature}]` vector an account's address credentials carry, or null when it is not one. */
-const accountSignatures = (signature: xdr.ScVal): ReadonlyArray<{ publicKey: Uint8Array; signature: Uint8Array }> | null => {
+const accountSignatures = (
+  signature: xdr.ScVal
+): ReadonlyArray<{ publicKey: Uint8Array; signature: Uint8Array }> | null => {
   if (signature.type !== "scvVec" || signature.vec === null || signature.vec.length === 0) return null
   const found: Array<{ publicKey: Uint8Array; signature: Uint8Array }> = []
   for (const item of signature.vec) {
     if (item.type !== "scvMap" || item.map === null || item.map.length !== 2) return null
-    const field = (name: string) => item.map!.find((e) => e.key.type === "scvSymbol" && e.key.sym.toString() === name)?.val
+    const field = (name: string) =>
+      item.map!.find((e) => e.key.type === "scvSymbol" && e.key.sym.toString() === name)?.val
     const publicKey = field("public_key")
     const bytes = field("signature")
     if (publicKey?.type !== "scvBytes" || bytes?.type !== "scvBytes") return null
@@ -44,13 +47,19 @@ const accountSignatures = (signature: xdr.ScVal): ReadonlyArray<{ publicKey: Uin
  */
 export type PayerSignature = "invalid" | "payer" | "unproven"
 
-export const payerSignature = (entry: xdr.SorobanAuthorizationEntry, payer: string, passphrase: string): PayerSignature => {
+export const payerSignature = (
+  entry: xdr.SorobanAuthorizationEntry,
+  payer: string,
+  passphrase: string
+): PayerSignature => {
   if (!StrKey.isValidEd25519PublicKey(payer)) return "unproven"
   const credentials = addressCredentials(entry)
   if (credentials === null) return "invalid"
   const signatures = accountSignatures(credentials.signature)
   if (signatures === null) return "invalid"
-  const payload = createHash("sha256").update(buildAuthorizationEntryPreimage(entry, credentials.signatureExpirationLedger, passphrase).toXdr()).digest()
+  const payload = createHash("sha256")
+    .update(buildAuthorizationEntryPreimage(entry, credentials.signatureExpirationLedger, passphrase).toXdr())
+    .digest()
   if (!signatures.every((s) => ed25519Verifies(s.publicKey, payload, s.signature))) return "invalid"
   const payerKey = StrKey.decodeEd25519PublicKey(payer)
   return signatures.some((s) => Buffer.from(s.publicKey).equals(payerKey)) ? "payer" : "unproven"

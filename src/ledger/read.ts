@@ -2,8 +2,8 @@ import { Effect } from "effect"
 import { networkPassphrase, type StellarNetwork } from "../domain/stellar.js"
 import { type LedgerEndpoints, stellarClients } from "./clients.js"
 import { nonceKey } from "./decode.js"
-import { ledgerCalls } from "./ledgerCalls.js"
 import type { LedgerReaderShape } from "./LedgerReader.js"
+import { ledgerCalls } from "./ledgerCalls.js"
 import { readTransaction } from "./readTransaction.js"
 import { readTransferEvents } from "./readTransferEvents.js"
 
@@ -36,7 +36,10 @@ export const makeLedgerReader = (options: LedgerReaderOptions): LedgerReaderShap
   return {
     transaction: readTransaction(calls, clients, networkPassphrase(options.network)),
     nonceConsumed: (address, nonce) =>
-      readNonce(address, nonce).pipe(Effect.map((read) => read.consumed), Effect.withSpan("LedgerReader.nonceConsumed")),
+      readNonce(address, nonce).pipe(
+        Effect.map((read) => read.consumed),
+        Effect.withSpan("LedgerReader.nonceConsumed")
+      ),
     nonceAt: (address, nonce) => readNonce(address, nonce).pipe(Effect.withSpan("LedgerReader.nonceAt")),
     transferEvents: readTransferEvents(calls, clients.soroban, options.eventPageSize ?? 200),
     latestLedger: () =>

@@ -1,8 +1,8 @@
 import { type Horizon, NotFoundError, rpc, xdr } from "@stellar/stellar-sdk"
 import { Effect, Option, Schema } from "effect"
 import { authorizationsOf, envelopeHash, isoTime, transfersOfMeta } from "./decode.js"
-import type { LedgerCalls, LedgerSource } from "./ledgerCalls.js"
 import { type LedgerTransaction, LedgerUnavailable } from "./LedgerReader.js"
+import type { LedgerCalls, LedgerSource } from "./ledgerCalls.js"
 
 /** The fields of Horizon's transaction record this reads; unknown fields are ignored. */
 const HorizonTransaction = Schema.Struct({
@@ -48,7 +48,11 @@ export const readTransaction = (
           decode(source, "transaction", () => envelopeHash(envelope, passphrase)),
           (actual): Effect.Effect<LedgerTransaction, LedgerUnavailable> =>
             actual !== tx.hash
-              ? Effect.fail(new LedgerUnavailable({ message: `${names[source]} answered transaction ${tx.hash} with the envelope of another transaction (${actual})` }))
+              ? Effect.fail(
+                  new LedgerUnavailable({
+                    message: `${names[source]} answered transaction ${tx.hash} with the envelope of another transaction (${actual})`
+                  })
+                )
               : decode(source, "transaction", () => ({
                   hash: tx.hash,
                   successful: tx.successful,
@@ -76,7 +80,12 @@ export const readTransaction = (
         record === null
           ? Effect.succeed(Option.none<LedgerTransaction>())
           : Schema.decodeUnknown(HorizonTransaction)(record).pipe(
-              Effect.mapError((e) => new LedgerUnavailable({ message: `${names.horizon} transaction answered an unexpected shape: ${e.message.split("\n")[0]}` })),
+              Effect.mapError(
+                (e) =>
+                  new LedgerUnavailable({
+                    message: `${names.horizon} transaction answered an unexpected shape: ${e.message.split("\n")[0]}`
+                  })
+              ),
               Effect.flatMap((tx) =>
                 toTransaction("horizon", {
                   hash,

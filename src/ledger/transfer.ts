@@ -1,11 +1,16 @@
+import { createHash } from "node:crypto"
 import { scValToNative, xdr } from "@stellar/stellar-sdk"
 import { Either } from "effect"
-import { createHash } from "node:crypto"
-import { DelegatedCredentialsRefused, InvalidPayerSignature, MalformedPaymentTransaction, SourceAccountCredentialsRefused } from "../domain/errors.js"
+import {
+  DelegatedCredentialsRefused,
+  InvalidPayerSignature,
+  MalformedPaymentTransaction,
+  SourceAccountCredentialsRefused
+} from "../domain/errors.js"
+import { PaymentId } from "../domain/ids.js"
 import { networkPassphrase, type StellarNetwork } from "../domain/stellar.js"
 import { addressAuthorization, refusedForm, scAddressString, scValAddress } from "./authEntries.js"
 import { payerSignature } from "./payerSignature.js"
-import { PaymentId } from "../domain/ids.js"
 
 /** The SEP-41 `transfer(from, to, amount)` a Stellar `exact` payload would execute. */
 export interface Transfer {
@@ -63,7 +68,11 @@ export interface PayerAuthorization {
   readonly expirationLedger: number
 }
 
-export type DecodeRefusal = MalformedPaymentTransaction | DelegatedCredentialsRefused | SourceAccountCredentialsRefused | InvalidPayerSignature
+export type DecodeRefusal =
+  | MalformedPaymentTransaction
+  | DelegatedCredentialsRefused
+  | SourceAccountCredentialsRefused
+  | InvalidPayerSignature
 
 /**
  * The entry that authorises this transfer: address credentials (`ADDRESS` or `ADDRESS_V2` alike)
@@ -71,24 +80,32 @@ export type DecodeRefusal = MalformedPaymentTransaction | DelegatedCredentialsRe
  * makes on this asset contract. Another entry of the payer's (authorising something else) says
  * nothing about this payment, so neither its nonce nor its signature is taken for it.
  */
-const payerEntry = (auth: ReadonlyArray<xdr.SorobanAuthorizationEntry>, payer: string, call: xdr.InvokeContractArgs) => {
+const payerEntry = (
+  auth: ReadonlyArray<xdr.SorobanAuthorizationEntry>,
+  payer: string,
+  call: xdr.InvokeContractArgs
+) => {
   const expected = call.toXdr("base64")
   return auth.find((entry) => {
     const root = entry.rootInvocation.function
-    return addressAuthorization(entry)?.address === payer &&
+    return (
+      addressAuthorization(entry)?.address === payer &&
       root.type === "sorobanAuthorizedFunctionTypeContractFn" &&
       root.contractFn.toXdr("base64") === expected
+    )
   })
 }
 
 const refusal = (form: "addressWithDelegates" | "sourceAccount"): DecodeRefusal =>
   form === "addressWithDelegates"
     ? new DelegatedCredentialsRefused({
-        message: "the payment's Soroban authorisation uses delegated credentials (SOROBAN_CREDENTIALS_ADDRESS_WITH_DELEGATES); " +
+        message:
+          "the payment's Soroban authorisation uses delegated credentials (SOROBAN_CREDENTIALS_ADDRESS_WITH_DELEGATES); " +
           "only ADDRESS and ADDRESS_V2 credentials are settled, as the x402 reference facilitator settles them"
       })
     : new SourceAccountCredentialsRefused({
-        message: "the payment's Soroban authorisation uses source-account credentials (SOROBAN_CREDENTIALS_SOURCE_ACCOUNT); " +
+        message:
+          "the payment's Soroban authorisation uses source-account credentials (SOROBAN_CREDENTIALS_SOURCE_ACCOUNT); " +
           "only ADDRESS and ADDRESS_V2 credentials are settled, as the x402 reference facilitator settles them"
       })
 
@@ -116,7 +133,11 @@ const networkId = (network: StellarNetwork) => {
  */
 const v1TransactionHash = (envelopeBytes: Uint8Array, envelope: xdr.TransactionV1Envelope, network: StellarNetwork) => {
   const signatures = xdr.encodeArray(xdr.DecoratedSignature, envelope.signatures)
-  return sha256(networkId(network), ENVELOPE_TYPE_TX, envelopeBytes.subarray(4, envelopeBytes.length - signatures.length)).toString("hex")
+  return sha256(
+    networkId(network),
+    ENVELOPE_TYPE_TX,
+    envelopeBytes.subarray(4, envelopeBytes.length - signatures.length)
+  ).toString("hex")
 }
 
 /**
@@ -125,17 +146,26 @@ const v1TransactionHash = (envelopeBytes: Uint8Array, envelope: xdr.TransactionV
  * its facilitators accept: one InvokeHostFunction operation calling `transfer` with three
  * arguments, authorised by address credentials (`ADDRESS` or `ADDRESS_V2`).
  */
-export const decodePayment = (transactionXdr: string, network: StellarNetwork): Either.Either<DecodedPayment, DecodeRefusal> => {
+export const decodePayment = (
+  transactionXdr: string,
+  network: StellarNetwork
+): Either.Either<DecodedPayment, DecodeRefusal> => {
   let bytes: Uint8Array
   let envelope: xdr.TransactionEnvelope
   try {
     bytes = Buffer.from(transactionXdr, "base64")
     envelope = xdr.TransactionEnvelope.fromXdr(bytes)
   } catch {
-    return Either.left(malformed("paymentPayload.payload.transaction is not a Stellar transaction envelope (base64 XDR)"))
+    return Either.left(
+      malformed("paymentPayload.payload.transaction is not a Stellar transaction envelope (base64 XDR)")
+    )
   }
   if (envelope.type !== "envelopeTypeTx") {
-    return Either.left(malformed("paymentPayload.payload.transaction must be a v1 transaction envelope, as x402 Stellar wallets build it"))
+    return Either.left(
+      malformed(
+        "paymentPayload.payload.transaction must be a v1 transaction envelope, as x402 Stellar wallets build it"
+      )
+    )
   }
   const [operation, ...rest] = envelope.v1.tx.operations
   if (operation === undefined || rest.length > 0 || operation.body.type !== "invokeHostFunction") {
@@ -149,7 +179,11 @@ export const decodePayment = (transactionXdr: string, network: StellarNetwork): 
   const name = call.functionName.toString()
   const args = call.args
   if (name !== "transfer" || args.length !== 3) {
-    return Either.left(malformed(`the payment transaction must call transfer(from, to, amount), not ${name} with ${args.length} arguments`))
+    return Either.left(
+      malformed(
+        `the payment transaction must call transfer(from, to, amount), not ${name} with ${args.length} arguments`
+      )
+    )
   }
   const refused = refusedForm(auth)
   if (refused !== null) return Either.left(refusal(refused))
@@ -165,13 +199,16 @@ export const decodePayment = (transactionXdr: string, network: StellarNetwork): 
   const signature = entry === undefined ? "unproven" : payerSignature(entry, from, networkPassphrase(network))
   if (signature === "invalid") {
     return Either.left(
-      new InvalidPayerSignature({ message: `the signature of payer ${from} on its Soroban authorisation does not verify for ${network}` })
+      new InvalidPayerSignature({
+        message: `the signature of payer ${from} on its Soroban authorisation does not verify for ${network}`
+      })
     )
   }
   return Either.right({
     paymentId: PaymentId.make(v1TransactionHash(bytes, envelope.v1, network)),
     transfer: { asset: scAddressString(call.contractAddress), from, to, amount },
-    authorization: signed === null ? null : { nonce: signed.nonce.toString(), expirationLedger: signed.expirationLedger },
+    authorization:
+      signed === null ? null : { nonce: signed.nonce.toString(), expirationLedger: signed.expirationLedger },
     payerVerified: signature === "payer"
   })
 }

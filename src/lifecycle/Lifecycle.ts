@@ -22,7 +22,10 @@ export interface LifecycleShape {
 }
 
 export class Lifecycle extends Context.Tag("sextant/Lifecycle")<Lifecycle, LifecycleShape>() {
-  static readonly Live = Layer.effect(Lifecycle, Effect.suspend(() => make))
+  static readonly Live = Layer.effect(
+    Lifecycle,
+    Effect.suspend(() => make)
+  )
 }
 
 const make = Effect.gen(function* () {
@@ -33,27 +36,44 @@ const make = Effect.gen(function* () {
   const leave = SubscriptionRef.update(inFlight, (n) => n - 1)
 
   const track = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.acquireUseRelease(enter, () => self, () => leave)
+    Effect.acquireUseRelease(
+      enter,
+      () => self,
+      () => leave
+    )
 
   // Counted from before the fork, so no moment exists in which a drain could see it as finished before it started.
   const forkTracked = <A, E, R>(self: Effect.Effect<A, E, R>) =>
-    Effect.uninterruptible(Effect.zipRight(enter, Effect.forkDaemon(Effect.ensuring(Effect.interruptible(self), leave))))
+    Effect.uninterruptible(
+      Effect.zipRight(enter, Effect.forkDaemon(Effect.ensuring(Effect.interruptible(self), leave)))
+    )
 
   /** Resolves when nothing is in flight (at once if nothing is). */
-  const idle = inFlight.changes.pipe(Stream.filter((n) => n === 0), Stream.runHead, Effect.asVoid)
+  const idle = inFlight.changes.pipe(
+    Stream.filter((n) => n === 0),
+    Stream.runHead,
+    Effect.asVoid
+  )
 
   const drain = (grace: Duration.DurationInput) =>
     Effect.gen(function* () {
       yield* Ref.set(draining, true)
       const pending = yield* SubscriptionRef.get(inFlight)
-      yield* Effect.logInfo(`shutting down: waiting up to ${Duration.format(grace)} for ${pending} request(s) and settle(s) in flight`)
+      yield* Effect.logInfo(
+        `shutting down: waiting up to ${Duration.format(grace)} for ${pending} request(s) and settle(s) in flight`
+      )
       // Interruptible on purpose: a drain runs as a finalizer (uninterruptible), where the timeout
       // could not stop the wait and would only return once everything finished anyway.
-      const finished = yield* Effect.timeout(Effect.interruptible(idle), grace).pipe(Effect.option, Effect.map(Option.isSome))
+      const finished = yield* Effect.timeout(Effect.interruptible(idle), grace).pipe(
+        Effect.option,
+        Effect.map(Option.isSome)
+      )
       const left = yield* SubscriptionRef.get(inFlight)
       yield* finished
         ? Effect.logInfo("shutting down: nothing left in flight")
-        : Effect.logWarning(`shutting down: the grace ran out with ${left} request(s) or settle(s) in flight; exiting as a crash would`)
+        : Effect.logWarning(
+            `shutting down: the grace ran out with ${left} request(s) or settle(s) in flight; exiting as a crash would`
+          )
       return finished
     })
 

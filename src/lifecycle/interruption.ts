@@ -6,4 +6,6 @@ import { Cause, Effect } from "effect"
  * Ctrl-C), not a failure, and are logged at DEBUG, so a normal stop prints no error.
  */
 export const logFailure = (message: string) => (cause: Cause.Cause<unknown>) =>
-  Cause.isInterruptedOnly(cause) ? Effect.logDebug(`${message}: interrupted while stopping`) : Effect.logError(message, cause)
+  Cause.isInterruptedOnly(cause)
+    ? Effect.logDebug(`${message}: interrupted while stopping`)
+    : Effect.logError(message, cause)

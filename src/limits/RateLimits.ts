@@ -15,7 +15,10 @@ export interface RateLimitsShape {
 
 /** Request rate limits per principal and endpoint group (`limits`), counted in the store. */
 export class RateLimits extends Context.Tag("sextant/RateLimits")<RateLimits, RateLimitsShape>() {
-  static readonly Live = Layer.scoped(RateLimits, Effect.suspend(() => make))
+  static readonly Live = Layer.scoped(
+    RateLimits,
+    Effect.suspend(() => make)
+  )
 }
 
 /** Expired counters are deleted this often; between runs they only take a row each. */
@@ -30,7 +33,13 @@ const make = Effect.gen(function* () {
     const limit = config.limits[group]
     if (limit === null) return Effect.void
     return limiter
-      .consume({ algorithm: "fixed-window", onExceeded: "fail", key, limit: limit.requests, window: Duration.seconds(limit.windowSeconds) })
+      .consume({
+        algorithm: "fixed-window",
+        onExceeded: "fail",
+        key,
+        limit: limit.requests,
+        window: Duration.seconds(limit.windowSeconds)
+      })
       .pipe(
         Effect.asVoid,
         Effect.catchAll((e) => {

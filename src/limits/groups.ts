@@ -50,7 +50,10 @@ export const clientAddress = (
   peer: string | undefined
 ): string => {
   const forwarded = limits.clientAddressHeader === null ? undefined : headers[limits.clientAddressHeader]
-  const entries = (forwarded ?? "").split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
+  const entries = (forwarded ?? "")
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "")
   const chosen = entries[Math.max(0, entries.length - limits.trustedProxyHops)]
   return chosen ?? peer ?? "unknown"
 }

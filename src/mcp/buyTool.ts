@@ -22,7 +22,9 @@ export interface BuyToolOptions {
  */
 export const makeBuyTool = async (config: Config, handle: WebHandler, options: BuyToolOptions) => {
   const runtime = ManagedRuntime.make(
-    BuyerLive(config, { keyFile: options.keyFile, sessionCapUsd: options.sessionCapUsd }).pipe(Layer.provide(SextantClient.inProcess(handle)))
+    BuyerLive(config, { keyFile: options.keyFile, sessionCapUsd: options.sessionCapUsd }).pipe(
+      Layer.provide(SextantClient.inProcess(handle))
+    )
   )
   await runtime.runPromise(Effect.void)
   const tool: Tool<BuyRequest, BuyResult> = {
@@ -36,21 +38,25 @@ export const makeBuyTool = async (config: Config, handle: WebHandler, options: B
     input: BuyRequest,
     output: BuyResult,
     run: (request) =>
-      runtime.runPromise(
-        Effect.flatMap(Buyer, (buyer) => buyer.buy(request)).pipe(
-          Effect.map(Schema.encodeSync(BuyResult)),
-          Effect.catchAll((error: BuyError) =>
-            Effect.fail(
-              new ToolFailure(`${buyErrorCode(error)}: ${buyErrorMessage(error)}\n${JSON.stringify({ attempts: attemptsOf(error) }, null, 2)}`)
-            )
-          ),
-          // A ToolFailure is the client's to read; runPromise would wrap it in a FiberFailure.
-          Effect.either
+      runtime
+        .runPromise(
+          Effect.flatMap(Buyer, (buyer) => buyer.buy(request)).pipe(
+            Effect.map(Schema.encodeSync(BuyResult)),
+            Effect.catchAll((error: BuyError) =>
+              Effect.fail(
+                new ToolFailure(
+                  `${buyErrorCode(error)}: ${buyErrorMessage(error)}\n${JSON.stringify({ attempts: attemptsOf(error) }, null, 2)}`
+                )
+              )
+            ),
+            // A ToolFailure is the client's to read; runPromise would wrap it in a FiberFailure.
+            Effect.either
+          )
         )
-      ).then((ended) => {
-        if (ended._tag === "Left") throw ended.left
-        return ended.right
-      })
+        .then((ended) => {
+          if (ended._tag === "Left") throw ended.left
+          return ended.right
+        })
   }
   return { tool, dispose: () => runtime.dispose() }
 }

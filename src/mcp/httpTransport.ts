@@ -1,4 +1,11 @@
-import { type HttpApi, HttpApiBuilder, type HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import {
+  type HttpApi,
+  HttpApiBuilder,
+  type HttpRouter,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
 import { Effect, Layer, Option, Redacted, Runtime } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import { AppConfig } from "../config.js"
@@ -39,31 +46,35 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
     const api = yield* Effect.cached(HttpApiBuilder.httpApp)
 
     /** A tool's API request, as from the MCP caller: its key, its address, and the Host it addressed (already judged). */
-    const inProcess = (authorization: string | undefined, remoteAddress: string | undefined, host: string | undefined) => (request: Request) =>
-      Runtime.runPromise(runtime)(
-        Effect.gen(function* () {
-          const app = yield* api
-          const headers = new Headers(request.headers)
-          if (authorization !== undefined) headers.set("authorization", authorization)
-          if (host !== undefined) headers.set("host", host)
-          // The caller's address is settled below (remoteAddress); a header here must not move it again.
-          if (config.limits.clientAddressHeader !== null) headers.delete(config.limits.clientAddressHeader)
-          const serverRequest = HttpServerRequest.fromWeb(new Request(request, { headers }))
-          const response = yield* app.pipe(
-            Effect.provideService(
-              HttpServerRequest.HttpServerRequest,
-              remoteAddress === undefined ? serverRequest : serverRequest.modify({ remoteAddress })
-            ),
-            Effect.scoped,
-            Effect.catchAllCause((cause) => Effect.map(HttpServerError.causeResponse(cause), ([answer]) => answer))
-          )
-          return HttpServerResponse.toWeb(response, { runtime })
-        })
-      )
+    const inProcess =
+      (authorization: string | undefined, remoteAddress: string | undefined, host: string | undefined) =>
+      (request: Request) =>
+        Runtime.runPromise(runtime)(
+          Effect.gen(function* () {
+            const app = yield* api
+            const headers = new Headers(request.headers)
+            if (authorization !== undefined) headers.set("authorization", authorization)
+            if (host !== undefined) headers.set("host", host)
+            // The caller's address is settled below (remoteAddress); a header here must not move it again.
+            if (config.limits.clientAddressHeader !== null) headers.delete(config.limits.clientAddressHeader)
+            const serverRequest = HttpServerRequest.fromWeb(new Request(request, { headers }))
+            const response = yield* app.pipe(
+              Effect.provideService(
+                HttpServerRequest.HttpServerRequest,
+                remoteAddress === undefined ? serverRequest : serverRequest.modify({ remoteAddress })
+              ),
+              Effect.scoped,
+              Effect.catchAllCause((cause) => Effect.map(HttpServerError.causeResponse(cause), ([answer]) => answer))
+            )
+            return HttpServerResponse.toWeb(response, { runtime })
+          })
+        )
 
     const bracketed = (name: string) => (name.includes(":") && !name.startsWith("[") ? `[${name}]` : name)
     // The names this service answers to (`foreignRequestRefusal`); the SDK's checks ignore the port.
-    const hostnames = [...new Set(["localhost", "127.0.0.1", "[::1]", ...[config.host, ...config.allowedHosts].map(bracketed)])]
+    const hostnames = [
+      ...new Set(["localhost", "127.0.0.1", "[::1]", ...[config.host, ...config.allowedHosts].map(bracketed)])
+    ]
 
     const answer = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -71,20 +82,27 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
       // lets a server without the GET stream answer 405; every other method is refused alike.
       if (request.method !== "POST") {
         return yield* HttpServerResponse.schemaJson(wire(MethodNotAllowed))(
-          new MethodNotAllowed({ message: `${request.method} is not allowed on ${MCP_PATH}: this stateless endpoint takes JSON-RPC over POST only` }),
+          new MethodNotAllowed({
+            message: `${request.method} is not allowed on ${MCP_PATH}: this stateless endpoint takes JSON-RPC over POST only`
+          }),
           { status: 405, headers: { allow: "POST" } }
         ).pipe(Effect.orDie)
       }
-      const authorization = request.headers["authorization"]
+      const authorization = request.headers.authorization
       if (apiKeys.length > 0) yield* auth.bearer(Redacted.make(BEARER.exec(authorization ?? "")?.[1] ?? ""))
       // The error middleware has read and checked the body already (size, JSON depth); it is cached.
       const body = request.method === "POST" ? yield* Effect.orElseSucceed(request.json, () => undefined) : undefined
       const caller = clientAddress(config.limits, request.headers, Option.getOrUndefined(request.remoteAddress))
-      const factory = mcpServerFactory(inProcess(authorization, caller, request.headers["host"]), pkg.version)
-      const web = new Request(new URL(request.url, "http://sextant.local"), { method: request.method, headers: new Headers(request.headers) })
+      const factory = mcpServerFactory(inProcess(authorization, caller, request.headers.host), pkg.version)
+      const web = new Request(new URL(request.url, "http://sextant.local"), {
+        method: request.method,
+        headers: new Headers(request.headers)
+      })
       // The MCP specification asks servers to validate Origin. The admission middleware refuses
       // foreign names first (open mode); the SDK's own check holds the same names here too.
-      const answered = yield* Effect.promise(() => serveMcpHttp(factory, web, body, apiKeys.length === 0 ? { hostnames } : undefined))
+      const answered = yield* Effect.promise(() =>
+        serveMcpHttp(factory, web, body, apiKeys.length === 0 ? { hostnames } : undefined)
+      )
       return HttpServerResponse.fromWeb(answered)
     })
     yield* router.all(MCP_PATH, answer)

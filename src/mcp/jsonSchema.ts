@@ -10,7 +10,11 @@ const withoutIds = (value: unknown): unknown =>
   Array.isArray(value)
     ? value.map(withoutIds)
     : typeof value === "object" && value !== null
-      ? Object.fromEntries(Object.entries(value).filter(([k]) => k !== "$id").map(([k, v]) => [k, withoutIds(v)]))
+      ? Object.fromEntries(
+          Object.entries(value)
+            .filter(([k]) => k !== "$id")
+            .map(([k, v]) => [k, withoutIds(v)])
+        )
       : value
 
 /**
@@ -19,7 +23,12 @@ const withoutIds = (value: unknown): unknown =>
  * lifted to the top, the other definitions kept beside it.
  */
 export const toolJsonSchema = (schema: Schema.Schema.Any): Json & { type: "object" } => {
-  const { $schema: _ignored, $ref, $defs, ...rest } = withoutIds(JSONSchema.make(schema)) as Json & {
+  const {
+    $schema: _ignored,
+    $ref,
+    $defs,
+    ...rest
+  } = withoutIds(JSONSchema.make(schema)) as Json & {
     $ref?: string
     $defs?: Record<string, Json>
   }

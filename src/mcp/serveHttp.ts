@@ -42,14 +42,24 @@ export const serveMcpHttp = async (
   // and Streamable HTTP lets such a server answer 405 (as the SDK's own stateless leg does).
   if (request.method !== "POST") {
     return Response.json(
-      { jsonrpc: "2.0", id: null, error: { code: -32000, message: `${request.method} is not allowed: this stateless MCP endpoint takes JSON-RPC over POST only` } },
+      {
+        jsonrpc: "2.0",
+        id: null,
+        error: {
+          code: -32000,
+          message: `${request.method} is not allowed: this stateless MCP endpoint takes JSON-RPC over POST only`
+        }
+      },
       { status: 405, headers: { allow: "POST" } }
     )
   }
   const body = parsedBody === undefined ? {} : { parsedBody }
   if (await isLegacyRequest(request, parsedBody)) {
     const server = factory("legacy")
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true
+    })
     await server.connect(transport)
     try {
       return await transport.handleRequest(request, body)

@@ -3,11 +3,14 @@ import { serveStdio } from "@modelcontextprotocol/server/stdio"
 import { Either, Schema } from "effect"
 import { describeParseError } from "../domain/issues.js"
 import { toolJsonSchema } from "./jsonSchema.js"
-import { type ApiCall, type Tool, ToolFailure, TOOLS } from "./tools.js"
+import { type ApiCall, TOOLS, type Tool, ToolFailure } from "./tools.js"
 
 /** An HTTP error answer, carried to the MCP client as an `isError` result with its message. */
 class ApiAnswerError extends ToolFailure {
-  constructor(readonly status: number, readonly body: { error?: string; message?: string }) {
+  constructor(
+    readonly status: number,
+    readonly body: { error?: string; message?: string }
+  ) {
     super(`${body.error ?? `HTTP ${status}`}: ${body.message ?? "request failed"}`)
   }
 }
@@ -56,13 +59,23 @@ export const mcpServerFactory = (
     server.setRequestHandler("tools/call", async (request): Promise<CallToolResult> => {
       const tool = tools.find((t) => t.name === request.params.name)
       // A protocol error, not a tool result (MCP "Error Handling": unknown tools are -32602).
-      if (tool === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool "${request.params.name}"; call tools/list`)
-      const decoded = Schema.decodeUnknownEither(tool.input as Schema.Schema<unknown>)(request.params.arguments ?? {}, decodeOptions)
+      if (tool === undefined)
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          `unknown tool "${request.params.name}"; call tools/list`
+        )
+      const decoded = Schema.decodeUnknownEither(tool.input as Schema.Schema<unknown>)(
+        request.params.arguments ?? {},
+        decodeOptions
+      )
       if (Either.isLeft(decoded)) {
         return errorResult(`invalid arguments: ${describeParseError(decoded.left)}`)
       }
       try {
-        const structured = (await (tool.run as (input: unknown, f: typeof fetchApi) => Promise<unknown>)(decoded.right, fetchApi)) as Record<string, unknown>
+        const structured = (await (tool.run as (input: unknown, f: typeof fetchApi) => Promise<unknown>)(
+          decoded.right,
+          fetchApi
+        )) as Record<string, unknown>
         return { structuredContent: structured, content: [{ type: "text", text: JSON.stringify(structured, null, 2) }] }
       } catch (error) {
         if (error instanceof ToolFailure) return errorResult(error.message)

@@ -1,5 +1,5 @@
-import { Context, Effect } from "effect"
 import { isIP } from "node:net"
+import { Context, type Effect } from "effect"
 import { unguardedFetch } from "./egress.js"
 import { type DnsFailure, hostOf, resolveHost, type Vetted } from "./outboundGuard.js"
 
@@ -17,13 +17,17 @@ export type Resolve = (host: string) => Effect.Effect<ReadonlyArray<string>, Dns
 export type Dial = (url: URL, init: BunFetchRequestInit) => Promise<Response>
 
 /** How a host name becomes addresses: the system resolver, unless a test swaps it. */
-export class Resolver extends Context.Reference<Resolver>()("sextant/Resolver", { defaultValue: (): Resolve => resolveHost }) {}
+export class Resolver extends Context.Reference<Resolver>()("sextant/Resolver", {
+  defaultValue: (): Resolve => resolveHost
+}) {}
 
 /**
  * What opens the connection to an address: Bun's fetch beneath the egress guard (a vetted, pinned
  * request is the one path to hosts nobody configured), unless a test swaps it.
  */
-export class Dialer extends Context.Reference<Dialer>()("sextant/Dialer", { defaultValue: (): Dial => (url, init) => unguardedFetch()(url, init) }) {}
+export class Dialer extends Context.Reference<Dialer>()("sextant/Dialer", {
+  defaultValue: (): Dial => (url, init) => unguardedFetch()(url, init)
+}) {}
 
 /** The URL with its host replaced by a checked address (bracketed when IPv6), port, path and query kept. */
 export const pinnedUrl = (url: URL, address: string): URL => {
@@ -34,7 +38,8 @@ export const pinnedUrl = (url: URL, address: string): URL => {
 
 /** Failures where nothing was sent: the next checked address may be tried (a name with `::1` and `127.0.0.1`, one listening). */
 const NOT_CONNECTED = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL"])
-const notConnected = (e: unknown) => typeof e === "object" && e !== null && NOT_CONNECTED.has(String((e as { code?: unknown }).code))
+const notConnected = (e: unknown) =>
+  typeof e === "object" && e !== null && NOT_CONNECTED.has(String((e as { code?: unknown }).code))
 
 /**
  * Sends one request to a vetted address, the next one only when the previous refused the
@@ -45,7 +50,12 @@ const notConnected = (e: unknown) => typeof e === "object" && e !== null && NOT_
 export const dialPinned = async (
   dial: Dial,
   vetted: Vetted,
-  init: { readonly method: string; readonly headers: Record<string, string>; readonly body?: string; readonly signal: AbortSignal }
+  init: {
+    readonly method: string
+    readonly headers: Record<string, string>
+    readonly body?: string
+    readonly signal: AbortSignal
+  }
 ): Promise<Response> => {
   const named = hostOf(vetted.url)
   const tls = vetted.url.protocol === "https:" && isIP(named) === 0 ? { tls: { serverName: named } } : {}

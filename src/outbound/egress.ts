@@ -90,7 +90,8 @@ export const guardedFetch = (rules: ReadonlyArray<EgressRule>, base: typeof fetc
       if (!egressAllowed(rules, url)) throw new EgressRefused(originOf(url))
       const headers = new Headers(replay.headers)
       // A credential meant for one endpoint never travels to another, as the platform's own redirect rule has it.
-      if (url.origin !== new URL(replay.url).origin) for (const name of ["authorization", "proxy-authorization", "cookie"]) headers.delete(name)
+      if (url.origin !== new URL(replay.url).origin)
+        for (const name of ["authorization", "proxy-authorization", "cookie"]) headers.delete(name)
       const keepsBody = response.status === 307 || response.status === 308
       current = new Request(url, {
         method: keepsBody || replay.method === "HEAD" ? replay.method : "GET",

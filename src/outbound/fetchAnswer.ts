@@ -1,8 +1,8 @@
 import { Data, Effect } from "effect"
 import type { ProbesConfig } from "../config.js"
 import type { HttpMethod } from "../domain/resources.js"
-import { Dialer, dialPinned, readUpTo, Resolver } from "./Connector.js"
-import { type OutboundPolicy, type OutboundTargetRefused, vetTarget, type Vetted } from "./outboundGuard.js"
+import { Dialer, dialPinned, Resolver, readUpTo } from "./Connector.js"
+import { type OutboundPolicy, type OutboundTargetRefused, type Vetted, vetTarget } from "./outboundGuard.js"
 
 /** Redirects followed before a probe gives up; each hop is checked like the first. */
 const MAX_REDIRECTS = 5
@@ -87,7 +87,9 @@ export const resourceRequest = (method: HttpMethod, body = "{}", headers: Record
     ? { method, headers: { ...REQUEST_HEADERS, "content-type": "application/json", ...headers }, body }
     : { method, headers: { ...REQUEST_HEADERS, ...headers } }
 
-type Step = { readonly _tag: "Redirect"; readonly next: string; readonly status: number } | { readonly _tag: "Answer"; readonly answer: Answer }
+type Step =
+  | { readonly _tag: "Redirect"; readonly next: string; readonly status: number }
+  | { readonly _tag: "Answer"; readonly answer: Answer }
 
 /**
  * One request with Bun's own fetch, pinned to the vetted address: the probe path's hot spot, where
@@ -99,7 +101,10 @@ const send = (target: Vetted, method: HttpMethod, read: BodyRead, deadline: Dead
   Effect.flatMap(Dialer, (dial) =>
     Effect.tryPromise({
       try: async (interrupted): Promise<Step> => {
-        const response = await dialPinned(dial, target, { ...resourceRequest(method, requestBody), signal: AbortSignal.any([interrupted, deadline.signal]) })
+        const response = await dialPinned(dial, target, {
+          ...resourceRequest(method, requestBody),
+          signal: AbortSignal.any([interrupted, deadline.signal])
+        })
         const header = (name: string) => response.headers.get(name) ?? undefined
         const location = header("location")
         if (REDIRECTS.has(response.status) && location !== undefined) {
@@ -108,10 +113,13 @@ const send = (target: Vetted, method: HttpMethod, read: BodyRead, deadline: Dead
         }
         const keep = read.when(response.status, header)
         if (!keep) void response.body?.cancel().catch(() => undefined)
-        const { body, note } = keep ? await readCapped(response, read.maxBytes, read.decode) : { body: undefined, note: null }
+        const { body, note } = keep
+          ? await readCapped(response, read.maxBytes, read.decode)
+          : { body: undefined, note: null }
         return { _tag: "Answer", answer: { url: target.url.href, httpStatus: response.status, header, body, note } }
       },
-      catch: (e) => (deadline.signal.aborted ? deadline.timeout() : new Unreachable({ reason: `fetch failed: ${causeOf(e)}` }))
+      catch: (e) =>
+        deadline.signal.aborted ? deadline.timeout() : new Unreachable({ reason: `fetch failed: ${causeOf(e)}` })
     })
   )
 
@@ -168,7 +176,15 @@ const hop = (
         note: `stopped after ${MAX_REDIRECTS} redirects`
       } satisfies Answer
     }
-    return yield* hop(step.next, step.status === 303 ? "GET" : method, redirectsLeft - 1, probes, read, deadline, requestBody)
+    return yield* hop(
+      step.next,
+      step.status === 303 ? "GET" : method,
+      redirectsLeft - 1,
+      probes,
+      read,
+      deadline,
+      requestBody
+    )
   })
 
 /**
@@ -176,7 +192,9 @@ const hop = (
  * MAX_REDIRECTS redirects, each one guarded.
  */
 export const fetchAnswer = (url: string, method: HttpMethod, probes: OutboundRequests, body?: string) =>
-  Effect.suspend(() => hop(url, method, MAX_REDIRECTS, probes, challengeBody(probes), deadlineOf(probes.timeoutMs), body))
+  Effect.suspend(() =>
+    hop(url, method, MAX_REDIRECTS, probes, challengeBody(probes), deadlineOf(probes.timeoutMs), body)
+  )
 
 /**
  * A GET of a JSON document a caller named (an origin's OpenAPI document, its `/.well-known/x402`),
@@ -185,7 +203,14 @@ export const fetchAnswer = (url: string, method: HttpMethod, probes: OutboundReq
  */
 export const fetchJson = (url: string, probes: OutboundRequests, maxBytes: number) =>
   Effect.suspend(() =>
-    hop(url, "GET", MAX_REDIRECTS, probes, { when: (status) => status >= 200 && status < 300, maxBytes }, deadlineOf(probes.timeoutMs))
+    hop(
+      url,
+      "GET",
+      MAX_REDIRECTS,
+      probes,
+      { when: (status) => status >= 200 && status < 300, maxBytes },
+      deadlineOf(probes.timeoutMs)
+    )
   )
 
 /**
@@ -194,5 +219,12 @@ export const fetchJson = (url: string, probes: OutboundRequests, maxBytes: numbe
  */
 export const fetchText = (url: string, probes: OutboundRequests, maxBytes: number, decode: (text: string) => unknown) =>
   Effect.suspend(() =>
-    hop(url, "GET", MAX_REDIRECTS, probes, { when: (status) => status >= 200 && status < 300, maxBytes, decode }, deadlineOf(probes.timeoutMs))
+    hop(
+      url,
+      "GET",
+      MAX_REDIRECTS,
+      probes,
+      { when: (status) => status >= 200 && status < 300, maxBytes, decode },
+      deadlineOf(probes.timeoutMs)
+    )
   )

@@ -1,8 +1,8 @@
 import { Effect, Either, Runtime } from "effect"
-import { Dialer, dialPinned, readUpTo, Resolver } from "./Connector.js"
+import { Dialer, dialPinned, Resolver, readUpTo } from "./Connector.js"
 import { AnswerTimeout, type OutboundRequests, Unreachable } from "./fetchAnswer.js"
-import { type OutboundTargetRefused, vetTarget } from "./outboundGuard.js"
 import { incoming, outgoing, type RequestBudget } from "./mcpWire.js"
+import { type OutboundTargetRefused, vetTarget } from "./outboundGuard.js"
 
 /** An MCP request's failure as the probe outcomes name them. */
 export type Failure = OutboundTargetRefused | Unreachable | AnswerTimeout
@@ -58,7 +58,11 @@ export const guardedFetch =
     // make it resend a (paid) call. A redirect is a refusal here, never followed.
     answerHeaders.delete("location")
     // A refusal keeps its status and text (a 404 tells the session is gone); a notification's answer is read no further.
-    if (!response.ok) return new Response(response.status === 204 ? null : new Uint8Array(bytes), { status: response.status, headers: answerHeaders })
+    if (!response.ok)
+      return new Response(response.status === 204 ? null : new Uint8Array(bytes), {
+        status: response.status,
+        headers: answerHeaders
+      })
     if (message.id === null) return new Response(null, { status: 202, headers: answerHeaders })
     const answer = incoming(message.id, response.headers.get("content-type"), bytes.toString("utf8"))
     if ("refused" in answer) throw new Error(answer.refused)
@@ -68,6 +72,7 @@ export const guardedFetch =
 
 export const failureOf = (error: unknown, deadline: AbortSignal, timeoutMs: number): Failure => {
   if (error instanceof Refused) return error.refusal
-  if (deadline.aborted || (error instanceof Error && /timed? ?out/i.test(error.message))) return new AnswerTimeout({ afterMs: timeoutMs })
+  if (deadline.aborted || (error instanceof Error && /timed? ?out/i.test(error.message)))
+    return new AnswerTimeout({ afterMs: timeoutMs })
   return new Unreachable({ reason: `MCP request failed: ${error instanceof Error ? error.message : String(error)}` })
 }

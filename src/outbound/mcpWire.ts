@@ -28,7 +28,8 @@ const CLIENT_METHODS = new Set([
 
 type JsonRpcId = string | number
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
 
 const isId = (value: unknown): value is JsonRpcId => typeof value === "string" || typeof value === "number"
 
@@ -51,17 +52,15 @@ export const outgoing = (body: unknown): Outgoing => {
 
 /** The JSON texts of an event stream's `message` events (`data:` lines joined), in order. */
 export const sseMessages = (text: string): ReadonlyArray<string> =>
-  text
-    .split(/\r?\n\r?\n/)
-    .flatMap((block) => {
-      let event = "message"
-      const data: Array<string> = []
-      for (const line of block.split(/\r?\n/)) {
-        if (line.startsWith("event:")) event = line.slice(6).trim()
-        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""))
-      }
-      return event === "message" && data.length > 0 ? [data.join("\n")] : []
-    })
+  text.split(/\r?\n\r?\n/).flatMap((block) => {
+    let event = "message"
+    const data: Array<string> = []
+    for (const line of block.split(/\r?\n/)) {
+      if (line.startsWith("event:")) event = line.slice(6).trim()
+      else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""))
+    }
+    return event === "message" && data.length > 0 ? [data.join("\n")] : []
+  })
 
 /** The one response to a request, as JSON text; or why the answer is refused. `dropped` counts what was left out. */
 export type Incoming = { readonly response: string; readonly dropped: number } | { readonly refused: string }
@@ -85,7 +84,8 @@ export const incoming = (id: JsonRpcId, contentType: string | null, text: string
       continue
     }
     if (Array.isArray(message)) return { refused: "the server answered a single request with a JSON-RPC batch" }
-    const isResponse = isObject(message) && !("method" in message) && message.id === id && ("result" in message || "error" in message)
+    const isResponse =
+      isObject(message) && !("method" in message) && message.id === id && ("result" in message || "error" in message)
     if (isResponse && response === null) response = JSON.stringify(message)
     else dropped++
   }

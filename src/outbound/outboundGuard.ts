@@ -1,6 +1,6 @@
-import { Data, Effect } from "effect"
 import { lookup } from "node:dns/promises"
 import { BlockList, isIP } from "node:net"
+import { Data, Effect } from "effect"
 
 /**
  * Where probes may send traffic. A probe target comes from the catalog or from anyone calling
@@ -88,7 +88,9 @@ export const checkUrl = (raw: string, policy: OutboundPolicy): URL | OutboundTar
     return new OutboundTargetRefused({ reason: `"${raw}" is not an absolute URL` })
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    return new OutboundTargetRefused({ reason: `only http and https targets are probed, not ${url.protocol.slice(0, -1)}` })
+    return new OutboundTargetRefused({
+      reason: `only http and https targets are probed, not ${url.protocol.slice(0, -1)}`
+    })
   }
   if (url.username !== "" || url.password !== "") {
     return new OutboundTargetRefused({ reason: "URLs with embedded credentials are not probed" })
@@ -150,7 +152,8 @@ export const guardTarget = <E = never>(
   raw: string,
   policy: OutboundPolicy,
   resolve: (host: string) => Effect.Effect<ReadonlyArray<string>, DnsFailure | E> = resolveHost
-): Effect.Effect<URL, OutboundTargetRefused | DnsFailure | E> => Effect.map(vetTarget(raw, policy, resolve), (vetted) => vetted.url)
+): Effect.Effect<URL, OutboundTargetRefused | DnsFailure | E> =>
+  Effect.map(vetTarget(raw, policy, resolve), (vetted) => vetted.url)
 
 export const resolveHost = (host: string): Effect.Effect<ReadonlyArray<string>, DnsFailure> =>
   Effect.tryPromise({

@@ -83,7 +83,8 @@ export const refusalOf = (requirements: OfferedRequirements, deployment: Deploym
   if (!Number.isInteger(requirements.maxTimeoutSeconds) || requirements.maxTimeoutSeconds <= 0) {
     return refuse("maxTimeoutSeconds must be a positive whole number of seconds")
   }
-  if (requirements.extra?.areFeesSponsored !== true) return refuse("the exact scheme on Stellar needs extra.areFeesSponsored: true")
+  if (requirements.extra?.areFeesSponsored !== true)
+    return refuse("the exact scheme on Stellar needs extra.areFeesSponsored: true")
   return null
 }
 
@@ -101,7 +102,8 @@ const rpcCall = <A>(method: string, call: () => Promise<A>) =>
 const simulate = (server: rpc.Server, transaction: Transaction, step: string) =>
   rpcCall("simulateTransaction", () => server.simulateTransaction(transaction)).pipe(
     Effect.filterOrFail(
-      (sim): sim is rpc.Api.SimulateTransactionSuccessResponse => rpc.Api.isSimulationSuccess(sim) && !rpc.Api.isSimulationRestore(sim),
+      (sim): sim is rpc.Api.SimulateTransactionSuccessResponse =>
+        rpc.Api.isSimulationSuccess(sim) && !rpc.Api.isSimulationRestore(sim),
       (sim) =>
         new SimulationRejected({
           reason: rpc.Api.isSimulationError(sim)
@@ -124,17 +126,23 @@ const payerEntry = (sim: rpc.Api.SimulateTransactionSuccessResponse, terms: Tran
   const [entry, ...others] = entries
   const expected = transferCall(terms).invocation.toXdr("base64")
   if (entry === undefined || others.length > 0) {
-    return new SimulationRejected({ reason: `the simulation asks for ${entries.length} authorisations; the transfer needs exactly one, the payer's` })
+    return new SimulationRejected({
+      reason: `the simulation asks for ${entries.length} authorisations; the transfer needs exactly one, the payer's`
+    })
   }
   const authorization = addressAuthorization(entry)
   if (authorization === null) {
-    return new SimulationRejected({ reason: "the simulation's authorisation does not use address credentials (ADDRESS or ADDRESS_V2)" })
+    return new SimulationRejected({
+      reason: "the simulation's authorisation does not use address credentials (ADDRESS or ADDRESS_V2)"
+    })
   }
   if (authorization.address !== terms.from) {
     return new SimulationRejected({ reason: "the simulation's authorisation is not the payer's" })
   }
   if (entry.rootInvocation.toXdr("base64") !== expected) {
-    return new SimulationRejected({ reason: "the simulation's authorisation covers something other than the transfer built" })
+    return new SimulationRejected({
+      reason: "the simulation's authorisation covers something other than the transfer built"
+    })
   }
   return entry
 }
@@ -168,7 +176,12 @@ export const buildExactPayment = (input: BuildPaymentInput): Effect.Effect<Signe
     const { requirements, signer } = input
     const refusal = refusalOf(requirements, input.deployment)
     if (refusal) return yield* refusal
-    const terms: TransferTerms = { asset: requirements.asset, from: signer.publicKey(), to: requirements.payTo, amount: BigInt(requirements.amount) }
+    const terms: TransferTerms = {
+      asset: requirements.asset,
+      from: signer.publicKey(),
+      to: requirements.payTo,
+      amount: BigInt(requirements.amount)
+    }
     const server = yield* Effect.try({
       try: () => new rpc.Server(input.rpcUrl, { allowHttp: new URL(input.rpcUrl).protocol === "http:" }),
       catch: () => new SorobanRpcFailure({ reason: `${input.rpcUrl} is not a usable Soroban RPC URL` })
@@ -183,7 +196,8 @@ export const buildExactPayment = (input: BuildPaymentInput): Effect.Effect<Signe
       })
 
     const latest = yield* rpcCall("getLatestLedger", () => server.getLatestLedger())
-    const expiration = latest.sequence + Math.ceil(requirements.maxTimeoutSeconds / LEDGER_SECONDS) + EXPIRATION_MARGIN_LEDGERS
+    const expiration =
+      latest.sequence + Math.ceil(requirements.maxTimeoutSeconds / LEDGER_SECONDS) + EXPIRATION_MARGIN_LEDGERS
 
     const recorded = yield* simulate(server, draft([]), "recording the authorisation")
     const entry = payerEntry(recorded, terms)
@@ -197,7 +211,10 @@ export const buildExactPayment = (input: BuildPaymentInput): Effect.Effect<Signe
     const enforced = yield* simulate(server, unassembled, "checking the signed authorisation")
     const transaction = yield* Effect.try({
       try: () => rpc.assembleTransaction(unassembled, enforced).build(),
-      catch: (e) => new SimulationRejected({ reason: `the simulation cannot be assembled: ${e instanceof Error ? e.message : String(e)}` })
+      catch: (e) =>
+        new SimulationRejected({
+          reason: `the simulation cannot be assembled: ${e instanceof Error ? e.message : String(e)}`
+        })
     })
     return {
       paymentPayload: {

@@ -52,13 +52,15 @@ export const unknownOutcomeOf = (reply: PaidReply, resent = false): string | nul
   const settle = reply.paymentResponse
   if (settle?.success === true) return null
   if (reply.status >= 200 && reply.status < 300) return null
-  if (resent) return `a resend was answered ${reply.status}${settle?.errorReason === undefined ? "" : ` (${settle.errorReason})`} after an earlier send's outcome was unknown: that one may have settled`
+  if (resent)
+    return `a resend was answered ${reply.status}${settle?.errorReason === undefined ? "" : ` (${settle.errorReason})`} after an earlier send's outcome was unknown: that one may have settled`
   if (settle !== null) {
     return settleRefusalProvesNothingMoved(settle.errorReason)
       ? null
       : `the seller answered ${reply.status} with a failed settle (${settle.errorReason ?? "no reason"}) that does not say the payment did not move`
   }
   if (GATEWAY_STATUSES.has(reply.status)) return `the seller answered ${reply.status} without a settle answer`
-  if (reply.status === 402 && !reply.challenged) return "the seller answered 402 with neither a settle answer nor a new challenge"
+  if (reply.status === 402 && !reply.challenged)
+    return "the seller answered 402 with neither a settle answer nor a new challenge"
   return null
 }

@@ -3,15 +3,15 @@ import { x402Client, x402HTTPClient } from "@x402/core/client"
 import type { PaymentRequiredV2 } from "@x402/core/schemas"
 import type { PaymentRequirements } from "@x402/core/types"
 import { Duration, Effect, Option, Schema } from "effect"
-import type { HttpMethod } from "../domain/resources.js"
 import { SellerReceipt } from "../domain/receipts.js"
+import type { HttpMethod } from "../domain/resources.js"
 import { SettleResponse } from "../domain/x402.js"
 import { receiptInAnswer } from "../extensions/offerReceipt.js"
 import { withPaymentIdentifier } from "../extensions/paymentIdentifier.js"
-import { type ChallengeReading, type Deployment, readChallenge } from "../x402/challenge.js"
-import { Dialer, dialPinned, readUpTo, Resolver } from "../outbound/Connector.js"
+import { Dialer, dialPinned, Resolver, readUpTo } from "../outbound/Connector.js"
 import { fetchAnswer, type OutboundRequests, resourceRequest, Unreachable } from "../outbound/fetchAnswer.js"
-import { type DnsFailure, type OutboundTargetRefused, vetTarget, type Vetted } from "../outbound/outboundGuard.js"
+import { type DnsFailure, type OutboundTargetRefused, type Vetted, vetTarget } from "../outbound/outboundGuard.js"
+import { type ChallengeReading, type Deployment, readChallenge } from "../x402/challenge.js"
 import {
   type Authorization,
   type BuildPaymentError,
@@ -130,10 +130,13 @@ const choose = (challenge: PaymentRequiredV2, input: PaymentTerms) => {
   const payable = judged.filter((j) => j.refusal === null).map((j) => j.option)
   if (payable.length === 0) {
     return new NoAcceptableOption({
-      offered: judged.length === 0 ? "no options" : judged.map((j) => `${describeOption(j.option)} (${j.refusal})`).join("; ")
+      offered:
+        judged.length === 0 ? "no options" : judged.map((j) => `${describeOption(j.option)} (${j.refusal})`).join("; ")
     })
   }
-  const [cheapest] = [...payable].sort((a, b) => (BigInt(a.amount) < BigInt(b.amount) ? -1 : BigInt(a.amount) > BigInt(b.amount) ? 1 : 0))
+  const [cheapest] = [...payable].sort((a, b) =>
+    BigInt(a.amount) < BigInt(b.amount) ? -1 : BigInt(a.amount) > BigInt(b.amount) ? 1 : 0
+  )
   if (cheapest === undefined || BigInt(cheapest.amount) > input.maxPrice) {
     return new PriceAboveLimit({ cheapest: cheapest?.amount ?? "", maxPrice: input.maxPrice.toString() })
   }
@@ -162,10 +165,13 @@ export const judgeBody = (contentType: string | null, body: Buffer | null): bool
  */
 export const signChosen = (reading: ChallengeReading, input: PaymentTerms) =>
   Effect.gen(function* () {
-    if (reading._tag === "NoChallenge") return yield* new ChallengeUnreadable({ reason: "a 402 without an x402 challenge" })
+    if (reading._tag === "NoChallenge")
+      return yield* new ChallengeUnreadable({ reason: "a 402 without an x402 challenge" })
     if (reading._tag === "Malformed") return yield* new ChallengeUnreadable({ reason: reading.reason })
     if (reading.challenge.x402Version !== 2) {
-      return yield* new NoAcceptableOption({ offered: "an x402 v1 challenge: the Stellar exact scheme is paid in x402 v2 only" })
+      return yield* new NoAcceptableOption({
+        offered: "an x402 v1 challenge: the Stellar exact scheme is paid in x402 v2 only"
+      })
     }
     const requirements = choose(reading.challenge, input)
     if (!("payTo" in requirements)) return yield* requirements
@@ -178,8 +184,12 @@ export const signChosen = (reading: ChallengeReading, input: PaymentTerms) =>
       deployment: input.deployment
     })
     // The identifier rides beside the signed transaction, which it does not change.
-    const identified = withPaymentIdentifier(reading.challenge.extensions ?? undefined, signed.paymentPayload.extensions)
-    const paymentPayload = identified === null ? signed.paymentPayload : { ...signed.paymentPayload, extensions: identified.extensions }
+    const identified = withPaymentIdentifier(
+      reading.challenge.extensions ?? undefined,
+      signed.paymentPayload.extensions
+    )
+    const paymentPayload =
+      identified === null ? signed.paymentPayload : { ...signed.paymentPayload, extensions: identified.extensions }
     return { requirements, ...signed, paymentPayload, paymentIdentifier: identified?.id ?? null }
   })
 
@@ -188,13 +198,21 @@ export const signChosen = (reading: ChallengeReading, input: PaymentTerms) =>
  * redirects (a payment is for the URL that asked for it). Anything that goes wrong after the
  * request left is PaymentOutcomeUnknown: the facilitator may have settled.
  */
-const sendPaid = (target: Vetted, input: PayForInput, paymentHeaders: Record<string, string>, authorization: Authorization) =>
+const sendPaid = (
+  target: Vetted,
+  input: PayForInput,
+  paymentHeaders: Record<string, string>,
+  authorization: Authorization
+) =>
   Effect.gen(function* () {
     const dial = yield* Dialer
     const timeout = Duration.millis(input.paidTimeoutMs ?? DEFAULT_PAID_TIMEOUT_MS)
     const exchange = Effect.tryPromise({
       try: async (signal) => {
-        const response = await dialPinned(dial, target, { ...resourceRequest(input.method, input.body, paymentHeaders), signal })
+        const response = await dialPinned(dial, target, {
+          ...resourceRequest(input.method, input.body, paymentHeaders),
+          signal
+        })
         return { response, body: await readUpTo(response, input.outbound.maxBodyBytes) }
       },
       catch: (e) => (e instanceof Error ? e : new Error(String(e)))
@@ -202,12 +220,16 @@ const sendPaid = (target: Vetted, input: PayForInput, paymentHeaders: Record<str
     const [elapsed, { response, body }] = yield* exchange.pipe(
       Effect.timed,
       Effect.timeoutFail({ duration: timeout, onTimeout: () => `no answer within ${Duration.format(timeout)}` }),
-      Effect.mapError((e) => new PaymentOutcomeUnknown({ reason: typeof e === "string" ? e : e.message, authorization }))
+      Effect.mapError(
+        (e) => new PaymentOutcomeUnknown({ reason: typeof e === "string" ? e : e.message, authorization })
+      )
     )
     const header = (name: string) => response.headers.get(name) ?? undefined
     const contentType = header("content-type") ?? null
     const paymentResponse = Option.getOrNull(
-      Option.liftThrowable(() => x402.getPaymentSettleResponse(header))().pipe(Option.flatMap(Schema.decodeUnknownOption(SettleResponse)))
+      Option.liftThrowable(() => x402.getPaymentSettleResponse(header))().pipe(
+        Option.flatMap(Schema.decodeUnknownOption(SettleResponse))
+      )
     )
     return {
       status: response.status,
@@ -249,8 +271,15 @@ export const sendWithResends = <A, E extends { readonly reason: string }, R>(
       const unknown = result._tag === "Left" ? result.left.reason : unknownIn(result.right, sends > 1)
       if (unknown === null && result._tag === "Right") return { ...result.right, sends }
       if (sends > resends) {
-        const reason = paymentIdentifier === null ? unknown! : `${unknown}; sent ${sends} times with payment identifier ${paymentIdentifier}`
-        return yield* new PaymentOutcomeUnknown({ reason, authorization, ...(paymentIdentifier === null ? {} : { paymentIdentifier }) })
+        const reason =
+          paymentIdentifier === null
+            ? unknown!
+            : `${unknown}; sent ${sends} times with payment identifier ${paymentIdentifier}`
+        return yield* new PaymentOutcomeUnknown({
+          reason,
+          authorization,
+          ...(paymentIdentifier === null ? {} : { paymentIdentifier })
+        })
       }
       yield* Effect.sleep(Duration.millis(RESEND_DELAYS_MS[sends - 1]!))
     }
@@ -281,12 +310,25 @@ export const payFor = (input: PayForInput): Effect.Effect<PaidAnswer, PayForErro
       Effect.catchTag("AnswerTimeout", (timeout) => new Unreachable({ reason: timeout.reason }))
     )
     if (answer.httpStatus !== 402) return yield* new NoPaymentRequired({ httpStatus: answer.httpStatus })
-    const { requirements, paymentPayload, authorization, paymentIdentifier } = yield* signChosen(readChallenge(answer.header, answer.body), input)
+    const { requirements, paymentPayload, authorization, paymentIdentifier } = yield* signChosen(
+      readChallenge(answer.header, answer.body),
+      input
+    )
     const resolve = yield* Resolver
     const target = yield* vetTarget(answer.url, input.outbound, resolve).pipe(
-      Effect.catchTag("DnsFailure", (e: DnsFailure) => new Unreachable({ reason: `cannot resolve ${e.host}: ${e.reason}` }))
+      Effect.catchTag(
+        "DnsFailure",
+        (e: DnsFailure) => new Unreachable({ reason: `cannot resolve ${e.host}: ${e.reason}` })
+      )
     )
     const send = sendPaid(target, input, x402.encodePaymentSignatureHeader(paymentPayload), authorization)
     const paid = yield* sendWithResends(send, unknownOutcomeOf, authorization, paymentIdentifier)
-    return { url: target.url.href, requirements, amount: requirements.amount, authorization, paymentIdentifier, ...paid }
+    return {
+      url: target.url.href,
+      requirements,
+      amount: requirements.amount,
+      authorization,
+      paymentIdentifier,
+      ...paid
+    }
   })

@@ -9,13 +9,28 @@ import { SettleResponse } from "../domain/x402.js"
 import { canonicalBytes } from "../encoding/canonicalJson.js"
 import type { OutboundRequests } from "../outbound/fetchAnswer.js"
 import { Unreachable } from "../outbound/fetchAnswer.js"
-import { mcpChallenge, PAYMENT_META, PAYMENT_RESPONSE_META, readToolAnswer } from "../x402/mcpAnswer.js"
 import { failureOf, guardedFetch } from "../outbound/mcpFetch.js"
-import { CLIENT_CAPABILITIES, discover, McpAnswerError, type McpGeneration, sessionRequestMeta, statelessRequest } from "../x402/mcpStateless.js"
 import { CALL_REQUESTS, HANDSHAKE_REQUESTS, RequestBudget, STATELESS_REQUESTS } from "../outbound/mcpWire.js"
+import { mcpChallenge, PAYMENT_META, PAYMENT_RESPONSE_META, readToolAnswer } from "../x402/mcpAnswer.js"
+import {
+  CLIENT_CAPABILITIES,
+  discover,
+  McpAnswerError,
+  type McpGeneration,
+  sessionRequestMeta,
+  statelessRequest
+} from "../x402/mcpStateless.js"
 import { type Authorization, NoPaymentRequired, PaymentOutcomeUnknown } from "./errors.js"
 import { type PaidReply, unknownOutcomeOf } from "./paidOutcome.js"
-import { type PaidAnswer, type PayForError, type PaymentTerms, RESEND_DELAYS_MS, sellerReceiptOf, sendWithResends, signChosen } from "./payFor.js"
+import {
+  type PaidAnswer,
+  type PayForError,
+  type PaymentTerms,
+  RESEND_DELAYS_MS,
+  sellerReceiptOf,
+  sendWithResends,
+  signChosen
+} from "./payFor.js"
 
 export interface PayForToolInput extends PaymentTerms {
   /** The MCP server's Streamable HTTP endpoint. */
@@ -40,7 +55,8 @@ const NOT_ABORTED = new AbortController().signal
 const AnyResult = z.looseObject({})
 type ToolResult = z.infer<typeof AnyResult>
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** The seller's SettlementResponse in `result._meta["x402/payment-response"]`, null when absent or malformed. */
 export const toolPaymentResponse = (result: ToolResult) => {
@@ -91,7 +107,11 @@ export const mcpPaidReply = (result: ToolResult): PaidReply => {
 /** One read of what is bought, in whichever generation the server speaks; `meta` rides in `params._meta`. */
 interface Caller {
   readonly generation: McpGeneration
-  readonly call: (input: PayForToolInput, timeoutMs: number, meta?: Record<string, unknown>) => Effect.Effect<ToolResult, unknown>
+  readonly call: (
+    input: PayForToolInput,
+    timeoutMs: number,
+    meta?: Record<string, unknown>
+  ) => Effect.Effect<ToolResult, unknown>
 }
 
 const CLIENT_NAME = "sextant-buyer"
@@ -111,14 +131,25 @@ const connect = (input: PayForToolInput, fetchTimeoutMs: number) =>
         try: async (signal): Promise<{ readonly caller: Caller; readonly close: () => Promise<void> }> => {
           const budget = new RequestBudget(STATELESS_REQUESTS)
           const fetch = guardedFetch({ ...input.outbound, timeoutMs: fetchTimeoutMs }, runtime, budget)
-          const found = await discover(fetch, input.url, CLIENT_NAME, AbortSignal.any([signal, AbortSignal.timeout(input.outbound.timeoutMs)]))
+          const found = await discover(
+            fetch,
+            input.url,
+            CLIENT_NAME,
+            AbortSignal.any([signal, AbortSignal.timeout(input.outbound.timeoutMs)])
+          )
           if (found.generation === "2026-07-28") {
             // The unpaid call, the paid one and its resends under a payment identifier.
             budget.grant(STATELESS_REQUESTS * (2 + RESEND_DELAYS_MS.length))
             const call: Caller["call"] = (input, timeoutMs, meta) =>
               Effect.tryPromise({
                 try: (signal) =>
-                  statelessRequest(fetch, input.url, mcpRequestOf(input.kind ?? "tool", input.toolName, input.arguments, meta), CLIENT_NAME, AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)])),
+                  statelessRequest(
+                    fetch,
+                    input.url,
+                    mcpRequestOf(input.kind ?? "tool", input.toolName, input.arguments, meta),
+                    CLIENT_NAME,
+                    AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)])
+                  ),
                 catch: (error) => error
               })
             return { caller: { generation: found.generation, call }, close: async () => undefined }
@@ -126,10 +157,23 @@ const connect = (input: PayForToolInput, fetchTimeoutMs: number) =>
           // The handshake, the unpaid call and the paid one.
           budget.grant(HANDSHAKE_REQUESTS + 2 * CALL_REQUESTS)
           const client = new Client({ name: CLIENT_NAME, version: pkg.version }, { capabilities: CLIENT_CAPABILITIES })
-          await client.connect(new StreamableHTTPClientTransport(new URL(input.url), { fetch }), { signal, timeout: input.outbound.timeoutMs })
+          await client.connect(new StreamableHTTPClientTransport(new URL(input.url), { fetch }), {
+            signal,
+            timeout: input.outbound.timeoutMs
+          })
           const call: Caller["call"] = (input, timeoutMs, meta) =>
             Effect.tryPromise({
-              try: (signal) => client.request(mcpRequestOf(input.kind ?? "tool", input.toolName, input.arguments, sessionRequestMeta(meta)) as never, AnyResult, { signal, timeout: timeoutMs }),
+              try: (signal) =>
+                client.request(
+                  mcpRequestOf(
+                    input.kind ?? "tool",
+                    input.toolName,
+                    input.arguments,
+                    sessionRequestMeta(meta)
+                  ) as never,
+                  AnyResult,
+                  { signal, timeout: timeoutMs }
+                ),
               catch: (error) => error
             })
           return { caller: { generation: found.generation, call }, close: () => client.close().catch(() => undefined) }
@@ -142,13 +186,16 @@ const connect = (input: PayForToolInput, fetchTimeoutMs: number) =>
 
 /** A JSON-RPC error the server sent, not one the SDK raised for a timeout or a lost connection. */
 const answeredError = (error: unknown): error is Error =>
-  error instanceof McpAnswerError || (error instanceof McpError && error.code !== ErrorCode.RequestTimeout && error.code !== ErrorCode.ConnectionClosed)
+  error instanceof McpAnswerError ||
+  (error instanceof McpError && error.code !== ErrorCode.RequestTimeout && error.code !== ErrorCode.ConnectionClosed)
 
 /** The unpaid call: its PaymentRequired, or why there is nothing to pay. */
 const askPrice = (caller: Caller, input: PayForToolInput) =>
   caller.call(input, input.outbound.timeoutMs).pipe(
     Effect.mapError((error) =>
-      answeredError(error) ? new NoPaymentRequired({ httpStatus: 200, toolAnswer: `a JSON-RPC error (${error.message.slice(0, 200)})` }) : failureOf(error, NOT_ABORTED, input.outbound.timeoutMs)
+      answeredError(error)
+        ? new NoPaymentRequired({ httpStatus: 200, toolAnswer: `a JSON-RPC error (${error.message.slice(0, 200)})` })
+        : failureOf(error, NOT_ABORTED, input.outbound.timeoutMs)
     ),
     Effect.map(readToolAnswer),
     Effect.flatMap((answer) => {
@@ -156,7 +203,9 @@ const askPrice = (caller: Caller, input: PayForToolInput) =>
         case "PaymentRequired":
           return Effect.succeed(answer.paymentRequired)
         case "Executed":
-          return Effect.fail(new NoPaymentRequired({ httpStatus: 200, toolAnswer: "a tool result without asking for payment" }))
+          return Effect.fail(
+            new NoPaymentRequired({ httpStatus: 200, toolAnswer: "a tool result without asking for payment" })
+          )
         case "NoChallenge":
           return Effect.fail(new NoPaymentRequired({ httpStatus: 200, toolAnswer: answer.reason }))
       }
@@ -172,8 +221,15 @@ const sendPaid = (caller: Caller, input: PayForToolInput, payload: unknown, auth
   const timeoutMs = input.paidTimeoutMs ?? DEFAULT_PAID_TIMEOUT_MS
   return caller.call(input, timeoutMs, { [PAYMENT_META]: payload }).pipe(
     Effect.timed,
-    Effect.mapError((error) => new PaymentOutcomeUnknown({ reason: error instanceof Error ? error.message : String(error), authorization })),
-    Effect.map(([elapsed, result]) => ({ latencyMs: Duration.toMillis(elapsed), ...paidToolAnswer(result, input.outbound.maxBodyBytes), reply: mcpPaidReply(result) }))
+    Effect.mapError(
+      (error) =>
+        new PaymentOutcomeUnknown({ reason: error instanceof Error ? error.message : String(error), authorization })
+    ),
+    Effect.map(([elapsed, result]) => ({
+      latencyMs: Duration.toMillis(elapsed),
+      ...paidToolAnswer(result, input.outbound.maxBodyBytes),
+      reply: mcpPaidReply(result)
+    }))
   )
 }
 
@@ -190,9 +246,15 @@ const sendPaid = (caller: Caller, input: PayForToolInput, payload: unknown, auth
 export const payForTool = (input: PayForToolInput): Effect.Effect<PaidAnswer, PayForError> =>
   Effect.scoped(
     Effect.gen(function* () {
-      const caller = yield* connect(input, Math.max(input.outbound.timeoutMs, input.paidTimeoutMs ?? DEFAULT_PAID_TIMEOUT_MS))
+      const caller = yield* connect(
+        input,
+        Math.max(input.outbound.timeoutMs, input.paidTimeoutMs ?? DEFAULT_PAID_TIMEOUT_MS)
+      )
       const paymentRequired = yield* askPrice(caller, input)
-      const { requirements, paymentPayload, authorization, paymentIdentifier } = yield* signChosen(mcpChallenge(paymentRequired), input)
+      const { requirements, paymentPayload, authorization, paymentIdentifier } = yield* signChosen(
+        mcpChallenge(paymentRequired),
+        input
+      )
       // A result leaving the money's fate unknown is never a refusal: the buyer would pay the next seller too.
       const { reply: _reply, ...paid } = yield* sendWithResends(
         sendPaid(caller, input, paymentPayload, authorization),

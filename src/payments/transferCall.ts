@@ -36,7 +36,11 @@ export const transferCall = (terms: TransferTerms) => {
   ]
   const invocation = new xdr.SorobanAuthorizedInvocation({
     function: xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(
-      new xdr.InvokeContractArgs({ contractAddress: new Address(terms.asset).toScAddress(), functionName: "transfer", args })
+      new xdr.InvokeContractArgs({
+        contractAddress: new Address(terms.asset).toScAddress(),
+        functionName: "transfer",
+        args
+      })
     ),
     subInvocations: []
   })
@@ -65,7 +69,12 @@ export const transferTransaction = (options: {
   })
     .setSorobanData(new SorobanDataBuilder().build())
     .addOperation(
-      Operation.invokeContractFunction({ contract: options.terms.asset, function: "transfer", args, auth: [...options.auth] })
+      Operation.invokeContractFunction({
+        contract: options.terms.asset,
+        function: "transfer",
+        args,
+        auth: [...options.auth]
+      })
     )
     .setTimeout(options.timeoutSeconds)
     .build()

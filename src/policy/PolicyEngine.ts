@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../config.js"
-import { InvalidRequest, notFound, type NotFound } from "../domain/errors.js"
+import { InvalidRequest, type NotFound, notFound } from "../domain/errors.js"
 import type { PolicyEvaluateRequest, PolicyEvaluation } from "../domain/policy.js"
 import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
@@ -21,7 +21,10 @@ export interface PolicyEngineShape {
  * policy, with the catalog record and the maintained evidence loaded for it.
  */
 export class PolicyEngine extends Context.Tag("sextant/PolicyEngine")<PolicyEngine, PolicyEngineShape>() {
-  static readonly Live = Layer.effect(PolicyEngine, Effect.suspend(() => make))
+  static readonly Live = Layer.effect(
+    PolicyEngine,
+    Effect.suspend(() => make)
+  )
 }
 
 const badOption = (message: string) => new InvalidRequest({ message })
@@ -34,25 +37,33 @@ const make = Effect.gen(function* () {
   const evaluate = (request: PolicyEvaluateRequest): Effect.Effect<PolicyEvaluation, NotFound | InvalidRequest> =>
     Effect.gen(function* () {
       const { policy, resourceId, optionIndex } = request
-      const record = yield* repo.get(resourceId).pipe(
-        Effect.flatMap(Option.match({ onNone: () => Effect.fail(notFound("resource", resourceId)), onSome: Effect.succeed }))
-      )
+      const record = yield* repo
+        .get(resourceId)
+        .pipe(
+          Effect.flatMap(
+            Option.match({ onNone: () => Effect.fail(notFound("resource", resourceId)), onSome: Effect.succeed })
+          )
+        )
       const options = record.paymentOptions
       const now = new Date(yield* Clock.currentTimeMillis)
       // Nothing to pay is a decision about the resource, not a bad request: DENY, as routing says.
       if (options.length === 0 && optionIndex === undefined) {
         return {
           decision: "DENY" as const,
-          reasons: [{ code: "NO_PAYMENT_OPTION" as const, message: `resource "${resourceId}" offers no payment option` }],
+          reasons: [
+            { code: "NO_PAYMENT_OPTION" as const, message: `resource "${resourceId}" offers no payment option` }
+          ],
           resourceId,
           optionIndex: null,
           evaluatedAt: now.toISOString()
         }
       }
       if (optionIndex !== undefined && optionIndex >= options.length) {
-        return yield* Effect.fail(badOption(
-          `optionIndex ${optionIndex} is out of range: resource "${resourceId}" has ${options.length} payment option(s), indexes 0 to ${options.length - 1}`
-        ))
+        return yield* Effect.fail(
+          badOption(
+            `optionIndex ${optionIndex} is out of range: resource "${resourceId}" has ${options.length} payment option(s), indexes 0 to ${options.length - 1}`
+          )
+        )
       }
       const evidence = yield* reader.forResource(resourceId)
       const context = policyContext(config, now)

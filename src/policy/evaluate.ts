@@ -46,7 +46,10 @@ export const OPTION_CODES: ReadonlySet<PolicyCode> = new Set<PolicyCode>([
 ])
 
 /** Codes that say the service cannot judge yet, rather than that the answer is no. */
-const EVIDENCE_GAP_CODES: ReadonlySet<PolicyCode> = new Set<PolicyCode>(["NO_VERIFICATION_EVIDENCE", "VERIFICATION_TOO_OLD"])
+const EVIDENCE_GAP_CODES: ReadonlySet<PolicyCode> = new Set<PolicyCode>([
+  "NO_VERIFICATION_EVIDENCE",
+  "VERIFICATION_TOO_OLD"
+])
 
 /** Numbers as a person reads them: exact for prices, six significant digits for ratios. */
 const ratio = (n: number) => String(Number(n.toPrecision(6)))
@@ -71,7 +74,10 @@ const optionReasons = (policy: AgentPolicy, option: ResourcePaymentOption, conte
   const symbol = context.assetSymbols.get(option.asset)
   if (policy.assets !== undefined && !policy.assets.some((a) => a === option.asset || a === symbol)) {
     const named = symbol === undefined ? option.asset : `${symbol} (${option.asset})`
-    reasons.push({ code: "ASSET_NOT_ALLOWED", message: `asset ${named} is not among the allowed assets: ${list(policy.assets)}` })
+    reasons.push({
+      code: "ASSET_NOT_ALLOWED",
+      message: `asset ${named} is not among the allowed assets: ${list(policy.assets)}`
+    })
   }
   if (policy.schemes !== undefined && !policy.schemes.includes(option.scheme)) {
     reasons.push({
@@ -90,7 +96,10 @@ const ageLimit = (policy: AgentPolicy, context: PolicyContext) =>
 const measuredReasons = (policy: AgentPolicy, option: ResourcePaymentOption, evidence: ResourceEvidence) => {
   const reasons: Array<PolicyReason> = []
   if (evidence.status === "OFFLINE") {
-    reasons.push({ code: "SERVICE_OFFLINE", message: "the service is OFFLINE: its latest probes failed to connect or timed out" })
+    reasons.push({
+      code: "SERVICE_OFFLINE",
+      message: "the service is OFFLINE: its latest probes failed to connect or timed out"
+    })
   }
   if (!evidence.validChallengeSeen) {
     reasons.push({
@@ -170,17 +179,16 @@ export const evaluatePolicy = (input: PolicyInput): PolicyVerdict => {
   const reasons: Array<PolicyReason> = optionReasons(policy, option, context)
   // A buyer may name a provider by its catalog id or by the account it pays.
   if (policy.denyProviders?.includes(input.providerId)) {
-    reasons.push({ code: "PROVIDER_DENIED", message: `provider "${input.providerId}" is in the policy's denyProviders` })
+    reasons.push({
+      code: "PROVIDER_DENIED",
+      message: `provider "${input.providerId}" is in the policy's denyProviders`
+    })
   } else if (policy.denyProviders?.includes(option.payTo)) {
     reasons.push({ code: "PROVIDER_DENIED", message: `payee ${option.payTo} is in the policy's denyProviders` })
   }
   reasons.push(...evidenceReasons(policy, option, input.evidence, context))
   const decision: PolicyDecision =
-    reasons.length === 0
-      ? "ALLOW"
-      : reasons.every((r) => EVIDENCE_GAP_CODES.has(r.code))
-        ? "INSUFFICIENT_DATA"
-        : "DENY"
+    reasons.length === 0 ? "ALLOW" : reasons.every((r) => EVIDENCE_GAP_CODES.has(r.code)) ? "INSUFFICIENT_DATA" : "DENY"
   return { decision, reasons }
 }
 
@@ -189,4 +197,8 @@ const preference: Record<PolicyDecision, number> = { ALLOW: 0, INSUFFICIENT_DATA
 
 /** Index of the most favourable verdict (the lowest index among equals); -1 when there is none. */
 export const mostFavourable = (verdicts: ReadonlyArray<PolicyVerdict>): number =>
-  verdicts.reduce((best, next, index) => (best < 0 || preference[next.decision] < preference[verdicts[best]!.decision] ? index : best), -1)
+  verdicts.reduce(
+    (best, next, index) =>
+      best < 0 || preference[next.decision] < preference[verdicts[best]!.decision] ? index : best,
+    -1
+  )

@@ -36,7 +36,8 @@ export const paidEntry = (
   deployment: OutcomeDeployment
 ): Either.Either<PaidEntry, string> => {
   if (found === null) return Either.left(`transaction ${transactionHash} is not on the ledger`)
-  if (!found.successful) return Either.left(`transaction ${transactionHash} failed on the ledger (ledger ${found.ledger}): it paid nothing`)
+  if (!found.successful)
+    return Either.left(`transaction ${transactionHash} failed on the ledger (ledger ${found.ledger}): it paid nothing`)
   for (const record of entries) {
     for (const option of record.paymentOptions) {
       if (option.network !== deployment.network || option.asset !== deployment.assetContract) continue
@@ -48,9 +49,13 @@ export const paidEntry = (
   }
   const seen = found.transfers.map((t) => `${t.amount} of ${t.contract} to ${t.to}`).join("; ") || "no SEP-41 transfer"
   const wanted = entries
-    .flatMap((r) => r.paymentOptions.filter((o) => o.network === deployment.network).map((o) => `at least ${o.amount} to ${o.payTo}`))
+    .flatMap((r) =>
+      r.paymentOptions.filter((o) => o.network === deployment.network).map((o) => `at least ${o.amount} to ${o.payTo}`)
+    )
     .join(" or ")
-  return Either.left(`transaction ${transactionHash} does not pay the payee of ${entries.map((r) => r.resource.id).join(", ")} (${wanted || "no option on this network"}); it holds: ${seen}`)
+  return Either.left(
+    `transaction ${transactionHash} does not pay the payee of ${entries.map((r) => r.resource.id).join(", ")} (${wanted || "no option on this network"}); it holds: ${seen}`
+  )
 }
 
 /**

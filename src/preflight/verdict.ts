@@ -1,4 +1,5 @@
 import type { PayeeEvidence } from "../domain/evidence.js"
+import type { ResourceId } from "../domain/ids.js"
 import type { PolicyCode } from "../domain/policy.js"
 import type {
   JudgedOption,
@@ -9,7 +10,6 @@ import type {
   PreflightVerdict
 } from "../domain/preflight.js"
 import type { ResourcePaymentOption } from "../domain/resources.js"
-import type { ResourceId } from "../domain/ids.js"
 import { evaluatePolicy, type PolicyContext } from "../policy/evaluate.js"
 import { advertisedPrice, exceeds } from "../verification/catalogMatch.js"
 import type { Deployment } from "../x402/challenge.js"
@@ -53,8 +53,11 @@ const observedPaying = (entries: ReadonlyArray<PayeeEvidence>, payTo: string) =>
 const samePayment = (a: ResourcePaymentOption, o: Judged) =>
   a.network === o.network && a.scheme === o.scheme && a.asset === o.asset && a.payTo === o.payTo
 
-const payeesOf = (entries: ReadonlyArray<PayeeEvidence>) =>
-  [...new Set(entries.filter((e) => e.evidence.validChallengeSeen).flatMap((e) => e.record.paymentOptions.map((o) => o.payTo)))]
+const payeesOf = (entries: ReadonlyArray<PayeeEvidence>) => [
+  ...new Set(
+    entries.filter((e) => e.evidence.validChallengeSeen).flatMap((e) => e.record.paymentOptions.map((o) => o.payTo))
+  )
+]
 
 /** Trusted first, then the higher level, then by id: the entry whose evidence stands for the URL. */
 const best = (entries: ReadonlyArray<PayeeEvidence>): PayeeEvidence | undefined =>
@@ -67,7 +70,12 @@ const best = (entries: ReadonlyArray<PayeeEvidence>): PayeeEvidence | undefined 
 
 const idOf = (entry: PayeeEvidence | undefined): ResourceId | null => entry?.record.resource.id ?? null
 
-const reason = (code: PreflightReason["code"], severity: PreflightReason["severity"], message: string, at: PayeeEvidence | undefined | null): PreflightReason => ({
+const reason = (
+  code: PreflightReason["code"],
+  severity: PreflightReason["severity"],
+  message: string,
+  at: PayeeEvidence | undefined | null
+): PreflightReason => ({
   code,
   severity,
   message,
@@ -81,19 +89,47 @@ const payeeReasons = (input: PreflightInput, rating: PreflightRating): Array<Pre
   const atOriginPaying = observedPaying(atOrigin, option.payTo)
   if (atOriginPaying.length > 0) {
     const other = best(atOriginPaying)!
-    return [reason("PAYEE_OBSERVED_AT_ORIGIN_ONLY", "WARN", `probes saw ${option.payTo} at ${other.record.resource.url} on this origin, not at this URL`, other)]
+    return [
+      reason(
+        "PAYEE_OBSERVED_AT_ORIGIN_ONLY",
+        "WARN",
+        `probes saw ${option.payTo} at ${other.record.resource.url} on this origin, not at this URL`,
+        other
+      )
+    ]
   }
   if (rating === "UNRATED") {
     return policy.allowUnknownSellers === true
-      ? [reason("UNRATED", "WARN", "Sextant knows nothing of this URL or its origin; the policy allows unknown sellers", null)]
-      : [reason("PAYEE_NOT_OBSERVED", "DENY", `no probe of this URL or its origin ever saw ${option.payTo}, and Sextant knows nothing of either (the policy may allow unknown sellers)`, null)]
+      ? [
+          reason(
+            "UNRATED",
+            "WARN",
+            "Sextant knows nothing of this URL or its origin; the policy allows unknown sellers",
+            null
+          )
+        ]
+      : [
+          reason(
+            "PAYEE_NOT_OBSERVED",
+            "DENY",
+            `no probe of this URL or its origin ever saw ${option.payTo}, and Sextant knows nothing of either (the policy may allow unknown sellers)`,
+            null
+          )
+        ]
   }
   const seen = payeesOf(rating === "URL" ? atUrl : atOrigin)
   const where = rating === "URL" ? "this URL" : "this origin"
   // A URL whose own probes saw another payee contradicts itself: no policy lifts that. An unknown
   // URL on a known origin is an unknown seller, which a policy may allow.
   if (rating === "ORIGIN" && policy.allowUnknownSellers === true) {
-    return [reason("UNRATED", "WARN", `this URL is not rated and its origin's probes never saw ${option.payTo}; the policy allows unknown sellers`, null)]
+    return [
+      reason(
+        "UNRATED",
+        "WARN",
+        `this URL is not rated and its origin's probes never saw ${option.payTo}; the policy allows unknown sellers`,
+        null
+      )
+    ]
   }
   return [
     reason(
@@ -106,7 +142,11 @@ const payeeReasons = (input: PreflightInput, rating: PreflightRating): Array<Pre
 }
 
 /** The price asked against what the URL's entry advertises and what its probes last observed. */
-const priceReasons = (option: Judged, subject: PayeeEvidence | undefined, tolerance: number): Array<PreflightReason> => {
+const priceReasons = (
+  option: Judged,
+  subject: PayeeEvidence | undefined,
+  tolerance: number
+): Array<PreflightReason> => {
   if (subject === undefined || option.amountUsd === null) return []
   const reasons: Array<PreflightReason> = []
   const asked = option.maxAmount ?? option.amount
@@ -126,7 +166,14 @@ const priceReasons = (option: Judged, subject: PayeeEvidence | undefined, tolera
   const observed = subject.evidence.metrics.observedPriceUsd
   // A millionth of a dollar of slack: observed prices are stored in USD, the asked one converted.
   if (observed !== null && option.amountUsd > observed + 1e-6) {
-    reasons.push(reason("PRICE_ABOVE_OBSERVED", "WARN", `the option asks ${option.amountUsd} USD; the latest probe observed ${observed} USD`, subject))
+    reasons.push(
+      reason(
+        "PRICE_ABOVE_OBSERVED",
+        "WARN",
+        `the option asks ${option.amountUsd} USD; the latest probe observed ${observed} USD`,
+        subject
+      )
+    )
   }
   return reasons
 }
@@ -144,7 +191,11 @@ const asCatalogOption = (option: Judged): ResourcePaymentOption =>
   }) as ResourcePaymentOption
 
 /** The buyer's policy through the same evaluation routes and `/v1/policies/evaluate` use. */
-const policyReasons = (input: PreflightInput, subject: PayeeEvidence | undefined, providerId: string): Array<PreflightReason> => {
+const policyReasons = (
+  input: PreflightInput,
+  subject: PayeeEvidence | undefined,
+  providerId: string
+): Array<PreflightReason> => {
   const verdict = evaluatePolicy({
     policy: input.policy,
     providerId,
@@ -152,19 +203,32 @@ const policyReasons = (input: PreflightInput, subject: PayeeEvidence | undefined
     evidence: subject?.evidence,
     context: input.context
   })
-  return verdict.reasons.map((r) => reason(r.code, EVIDENCE_GAPS.has(r.code) ? "WARN" : "DENY", r.message, subject ?? null))
+  return verdict.reasons.map((r) =>
+    reason(r.code, EVIDENCE_GAPS.has(r.code) ? "WARN" : "DENY", r.message, subject ?? null)
+  )
 }
 
 /** Quarantines and standing beyond what policy evaluation reports. */
 const standingReasons = (input: PreflightInput, subject: PayeeEvidence | undefined): Array<PreflightReason> => {
   const reasons: Array<PreflightReason> = []
   // An operator's quarantine of any entry paying the payee refuses it, as settlement does.
-  const withdrawn = [...input.atUrl, ...input.atOrigin].find((e) => e.evidence.operatorQuarantined === true && pays(e, input.option.payTo))
+  const withdrawn = [...input.atUrl, ...input.atOrigin].find(
+    (e) => e.evidence.operatorQuarantined === true && pays(e, input.option.payTo)
+  )
   if (withdrawn !== undefined && withdrawn !== subject) {
-    reasons.push(reason("QUARANTINED", "DENY", `an operator quarantined ${withdrawn.record.resource.id}, which pays ${input.option.payTo}`, withdrawn))
+    reasons.push(
+      reason(
+        "QUARANTINED",
+        "DENY",
+        `an operator quarantined ${withdrawn.record.resource.id}, which pays ${input.option.payTo}`,
+        withdrawn
+      )
+    )
   }
   if (subject?.evidence.status === "DEGRADED") {
-    reasons.push(reason("DEGRADED", "WARN", "the resource is DEGRADED: too few of its recent probes were healthy", subject))
+    reasons.push(
+      reason("DEGRADED", "WARN", "the resource is DEGRADED: too few of its recent probes were healthy", subject)
+    )
   }
   return reasons
 }
@@ -191,7 +255,12 @@ export const preflightVerdict = (input: PreflightInput): Verdict => {
   const reasons: Array<PreflightReason> = []
   if (option.network !== context.deployment.network || option.asset !== context.deployment.assetContract) {
     reasons.push(
-      reason("UNSUPPORTED_PAYMENT", "DENY", `Sextant rates ${context.deployment.assetContract} on ${context.deployment.network} only; the option pays ${option.asset} on ${option.network}`, null)
+      reason(
+        "UNSUPPORTED_PAYMENT",
+        "DENY",
+        `Sextant rates ${context.deployment.assetContract} on ${context.deployment.network} only; the option pays ${option.asset} on ${option.network}`,
+        null
+      )
     )
   }
   reasons.push(...payeeReasons(input, rating))
@@ -205,21 +274,26 @@ export const preflightVerdict = (input: PreflightInput): Verdict => {
 }
 
 /** The evidence shown with a verdict: every entry read, URL first. */
-export const evidenceOf = (atUrl: ReadonlyArray<PayeeEvidence>, atOrigin: ReadonlyArray<PayeeEvidence>): Array<PreflightEvidence> =>
-  [...atUrl.map((e) => [e, "url"] as const), ...atOrigin.map((e) => [e, "origin"] as const)].map(([{ record, evidence }, match]) => ({
-    resourceId: record.resource.id,
-    url: record.resource.url,
-    match,
-    providerId: record.provider.id,
-    trusted: record.listing.trusted,
-    listed: record.listing.listed,
-    status: evidence.status,
-    verificationLevel: evidence.verificationLevel,
-    operatorQuarantined: evidence.operatorQuarantined === true,
-    validChallengeSeen: evidence.validChallengeSeen,
-    reliability: evidence.metrics.reliability,
-    confidence: evidence.metrics.confidence,
-    observedPriceUsd: evidence.metrics.observedPriceUsd,
-    lastObservedAt: evidence.lastObservedAt,
-    paymentOptions: record.paymentOptions
-  }))
+export const evidenceOf = (
+  atUrl: ReadonlyArray<PayeeEvidence>,
+  atOrigin: ReadonlyArray<PayeeEvidence>
+): Array<PreflightEvidence> =>
+  [...atUrl.map((e) => [e, "url"] as const), ...atOrigin.map((e) => [e, "origin"] as const)].map(
+    ([{ record, evidence }, match]) => ({
+      resourceId: record.resource.id,
+      url: record.resource.url,
+      match,
+      providerId: record.provider.id,
+      trusted: record.listing.trusted,
+      listed: record.listing.listed,
+      status: evidence.status,
+      verificationLevel: evidence.verificationLevel,
+      operatorQuarantined: evidence.operatorQuarantined === true,
+      validChallengeSeen: evidence.validChallengeSeen,
+      reliability: evidence.metrics.reliability,
+      confidence: evidence.metrics.confidence,
+      observedPriceUsd: evidence.metrics.observedPriceUsd,
+      lastObservedAt: evidence.lastObservedAt,
+      paymentOptions: record.paymentOptions
+    })
+  )

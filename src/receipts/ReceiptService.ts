@@ -1,31 +1,46 @@
-import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { AppConfig } from "../config.js"
+import {
+  InvalidRequest,
+  type NoEligibleProvider,
+  type NotFound,
+  notFound,
+  type PaymentMismatch
+} from "../domain/errors.js"
 import { expectedTransfer } from "../domain/evidence.js"
-import { InvalidRequest, type NoEligibleProvider, type NotFound, notFound, type PaymentMismatch } from "../domain/errors.js"
+import { ReceiptId } from "../domain/ids.js"
 import {
   CommerceReceipt,
   type CreateReceiptRequest,
   type ReceiptVerification,
   type SignerDisclosure
 } from "../domain/receipts.js"
+import { offerSignerIn, sellerReceiptMismatch, verifySellerReceipt } from "../extensions/offerReceipt.js"
 import { policyContext } from "../policy/evaluate.js"
 import { Router } from "../routing/Router.js"
+import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import { ReceiptsRepo } from "../store/ReceiptsRepo.js"
 import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
+import { Instruments } from "../telemetry/Instruments.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
-import { eligibleCandidate, noEligibleProvider, paidOption, receiptBody, receiptPayment, responseDigest } from "./build.js"
+import {
+  eligibleCandidate,
+  noEligibleProvider,
+  paidOption,
+  receiptBody,
+  receiptPayment,
+  responseDigest
+} from "./build.js"
 import { encodeBase64, stellarPublicKey } from "./ed25519.js"
 import { signReceipt, verifyWithSigner } from "./receipt.js"
-import { offerSignerIn, sellerReceiptMismatch, verifySellerReceipt } from "../extensions/offerReceipt.js"
-import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import { Signer, type SignerShape } from "./Signer.js"
-import { Instruments } from "../telemetry/Instruments.js"
-import { ReceiptId } from "../domain/ids.js"
 
 export interface ReceiptServiceShape {
   /** Routes the purchase, signs the receipt, stores it durably and reports a transaction as evidence. */
-  readonly create: (request: CreateReceiptRequest) => Effect.Effect<CommerceReceipt, InvalidRequest | NoEligibleProvider | PaymentMismatch>
+  readonly create: (
+    request: CreateReceiptRequest
+  ) => Effect.Effect<CommerceReceipt, InvalidRequest | NoEligibleProvider | PaymentMismatch>
   readonly get: (id: ReceiptId) => Effect.Effect<CommerceReceipt, NotFound>
   /** The stored receipt checked against the live signer: the only check an HMAC receipt can get. */
   readonly verify: (id: ReceiptId) => Effect.Effect<ReceiptVerification, NotFound>
@@ -34,7 +49,10 @@ export interface ReceiptServiceShape {
 
 /** Receipts: building, signing, storing and checking them. Needs the config, store, routing, evidence and a Signer. */
 export class ReceiptService extends Context.Tag("sextant/ReceiptService")<ReceiptService, ReceiptServiceShape>() {
-  static readonly Live = Layer.effect(ReceiptService, Effect.suspend(() => make))
+  static readonly Live = Layer.effect(
+    ReceiptService,
+    Effect.suspend(() => make)
+  )
 }
 
 const disclosure = (signer: SignerShape): SignerDisclosure =>
@@ -78,17 +96,21 @@ const make = Effect.gen(function* () {
   const transactionLock = yield* Effect.makeSemaphore(1)
 
   const stored = (id: ReceiptId) =>
-    receipts.get(id).pipe(
-      Effect.flatMap(Option.match({ onNone: () => Effect.fail(notFound("receipt", id)), onSome: Effect.succeed }))
-    )
+    receipts
+      .get(id)
+      .pipe(
+        Effect.flatMap(Option.match({ onNone: () => Effect.fail(notFound("receipt", id)), onSome: Effect.succeed }))
+      )
 
   const create = (request: CreateReceiptRequest) =>
     Effect.gen(function* () {
       const payment = yield* receiptPayment(request.payment)
       const { sellerReceipt } = request
       // Checked before routing: a key id that would need a lookup is refused before anything else runs.
-      const seller = sellerReceipt === undefined ? undefined : yield* Effect.promise(() => verifySellerReceipt(sellerReceipt))
-      if (seller !== undefined && "refusal" in seller) return yield* new InvalidRequest({ message: `sellerReceipt: ${seller.refusal}` })
+      const seller =
+        sellerReceipt === undefined ? undefined : yield* Effect.promise(() => verifySellerReceipt(sellerReceipt))
+      if (seller !== undefined && "refusal" in seller)
+        return yield* new InvalidRequest({ message: `sellerReceipt: ${seller.refusal}` })
       const bodySha256 = yield* responseDigest(request.response)
       const { capability, constraints, optimizeFor } = request.request
       const decision = yield* router.route({ capability, constraints, optimizeFor })
@@ -97,17 +119,28 @@ const make = Effect.gen(function* () {
         Effect.flatMap(
           Option.match({
             onNone: () =>
-              Effect.fail(noEligibleProvider(`resource "${chosen.resourceId}" left the catalog while the receipt was made`)),
+              Effect.fail(
+                noEligibleProvider(`resource "${chosen.resourceId}" left the catalog while the receipt was made`)
+              ),
             onSome: Effect.succeed
           })
         )
       )
       const offerSigner =
-        seller === undefined ? null : offerSignerIn((yield* observations.latestHealthy([chosen.resourceId])).get(chosen.resourceId)?.detail ?? null)
+        seller === undefined
+          ? null
+          : offerSignerIn(
+              (yield* observations.latestHealthy([chosen.resourceId])).get(chosen.resourceId)?.detail ?? null
+            )
       const mismatch =
         seller === undefined
           ? null
-          : sellerReceiptMismatch(seller.payload, seller.kid, { transactionHash: payment.transactionHash, network: payment.network, resourceUrl: resource.resource.url, offerSigner })
+          : sellerReceiptMismatch(seller.payload, seller.kid, {
+              transactionHash: payment.transactionHash,
+              network: payment.network,
+              resourceUrl: resource.resource.url,
+              offerSigner
+            })
       if (mismatch !== null) return yield* new InvalidRequest({ message: `sellerReceipt: ${mismatch}` })
       const now = new Date(yield* Clock.currentTimeMillis)
       const paid = yield* paidOption(payment, resource, chosen, decision.policy, policyContext(config, now))
@@ -160,12 +193,17 @@ const make = Effect.gen(function* () {
     })
 
   return ReceiptService.of({
-    create: (request) => create(request).pipe(Effect.tap(() => instruments.receiptIssued), Effect.withSpan("ReceiptService.create")),
-    get: (id) => Effect.flatMap(stored(id), (raw) => Effect.orDie(decodeStored(raw))).pipe(Effect.withSpan("ReceiptService.get")),
-    verify: (id) =>
-      Effect.flatMap(stored(id), (raw) => Effect.map(verifyWithSigner(raw, signer), (check) => ({ receiptId: id, ...check }))).pipe(
-        Effect.withSpan("ReceiptService.verify")
+    create: (request) =>
+      create(request).pipe(
+        Effect.tap(() => instruments.receiptIssued),
+        Effect.withSpan("ReceiptService.create")
       ),
+    get: (id) =>
+      Effect.flatMap(stored(id), (raw) => Effect.orDie(decodeStored(raw))).pipe(Effect.withSpan("ReceiptService.get")),
+    verify: (id) =>
+      Effect.flatMap(stored(id), (raw) =>
+        Effect.map(verifyWithSigner(raw, signer), (check) => ({ receiptId: id, ...check }))
+      ).pipe(Effect.withSpan("ReceiptService.verify")),
     signer: () => Effect.succeed(disclosure(signer)).pipe(Effect.withSpan("ReceiptService.signer"))
   })
 })

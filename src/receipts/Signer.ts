@@ -1,5 +1,5 @@
-import { Context, Effect, Layer } from "effect"
 import { sign } from "node:crypto"
+import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../config.js"
 import type { SignatureAlgorithm } from "../domain/receipts.js"
 import { encodeBase64, rawPublicKey, verifyEd25519 } from "./ed25519.js"

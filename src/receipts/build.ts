@@ -1,13 +1,13 @@
-import { Either } from "effect"
 import { createHash } from "node:crypto"
+import { Either } from "effect"
 import { InvalidRequest, NoEligibleProvider, PaymentMismatch } from "../domain/errors.js"
-import type { CreateReceiptRequest } from "../domain/receipts.js"
+import type { ReceiptId, ResourceId } from "../domain/ids.js"
 import type { AgentPolicy } from "../domain/policy.js"
+import type { CreateReceiptRequest } from "../domain/receipts.js"
 import type { ResourcePaymentOption, ResourceRecord } from "../domain/resources.js"
 import type { RankedCandidate, RouteDecision } from "../domain/routes.js"
 import { evaluatePolicy, OPTION_CODES, type PolicyContext } from "../policy/evaluate.js"
 import type { UnsignedReceipt } from "./receipt.js"
-import type { ReceiptId, ResourceId } from "../domain/ids.js"
 
 /** 422 `NO_ELIGIBLE_PROVIDER`, SPEC "Errors". */
 export const noEligibleProvider = (message: string) => new NoEligibleProvider({ message })
@@ -115,7 +115,11 @@ const disagreement = (
   if (payment.scheme !== option.scheme) return { field: "scheme", paid: payment.scheme, offered: option.scheme }
   const symbol = context.assetSymbols.get(option.asset)
   if (payment.asset !== option.asset && payment.asset !== symbol) {
-    return { field: "asset", paid: payment.asset, offered: symbol === undefined ? option.asset : `${option.asset} (${symbol})` }
+    return {
+      field: "asset",
+      paid: payment.asset,
+      offered: symbol === undefined ? option.asset : `${option.asset} (${symbol})`
+    }
   }
   const most = ceiling(option)
   if (BigInt(payment.amount) > BigInt(most)) return { field: "amount", paid: payment.amount, offered: most }
@@ -180,7 +184,9 @@ export const paidOption = (
   const [refused] = judged
   if (refused !== undefined) {
     return Either.left(
-      paymentMismatch(`the payment fits ${named(refused.candidate)}, which the request's constraints refuse: ${refused.refusal}`)
+      paymentMismatch(
+        `the payment fits ${named(refused.candidate)}, which the request's constraints refuse: ${refused.refusal}`
+      )
     )
   }
   // Nothing fits: report the option that agreed on the most fields, routing's ranked option on a tie.

@@ -1,8 +1,8 @@
-import { Either } from "effect"
 import { readFile } from "node:fs/promises"
+import { Either } from "effect"
+import { type CommandOutput, processOutput } from "../lifecycle/commandOutput.js"
 import { parsePublicKey } from "./ed25519.js"
 import { verifyReceipt } from "./receipt.js"
-import { type CommandOutput, processOutput } from "../lifecycle/commandOutput.js"
 
 const readReceipt = async (file: string): Promise<Either.Either<unknown, string>> => {
   let text: string
@@ -23,8 +23,15 @@ const readReceipt = async (file: string): Promise<Either.Either<unknown, string>
  * secret: against the receipt's own serviceSigner, or against KEY (base64 or G...) when the holder
  * trusts a specific key. Prints one JSON line and answers the exit code: 0 valid, 1 invalid, 2 usage error or unreadable file.
  */
-export const receiptVerifyCommand = async (file: string, keyText: string | undefined, output: CommandOutput = processOutput): Promise<number> => {
-  const publicKey = keyText === undefined ? Either.right(undefined) : Either.mapLeft(parsePublicKey(keyText), (reason) => `--public-key: ${reason}`)
+export const receiptVerifyCommand = async (
+  file: string,
+  keyText: string | undefined,
+  output: CommandOutput = processOutput
+): Promise<number> => {
+  const publicKey =
+    keyText === undefined
+      ? Either.right(undefined)
+      : Either.mapLeft(parsePublicKey(keyText), (reason) => `--public-key: ${reason}`)
   if (Either.isLeft(publicKey)) {
     output.out(JSON.stringify({ error: "USAGE", message: publicKey.left }))
     return 2

@@ -1,6 +1,6 @@
+import { createPublicKey, type KeyObject, verify } from "node:crypto"
 import { StrKey } from "@stellar/stellar-sdk"
 import { Either } from "effect"
-import { createPublicKey, type KeyObject, verify } from "node:crypto"
 
 /** Raw Ed25519 public keys are 32 bytes, signatures 64 (RFC 8032). */
 export const PUBLIC_KEY_BYTES = 32

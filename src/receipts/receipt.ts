@@ -1,6 +1,6 @@
 import { Effect, Either } from "effect"
 import type { CommerceReceipt, ReceiptVerification, SignatureAlgorithm } from "../domain/receipts.js"
-import { canonicalBytes, type CanonicalJsonError } from "../encoding/canonicalJson.js"
+import { type CanonicalJsonError, canonicalBytes } from "../encoding/canonicalJson.js"
 import { decodeBase64, encodeBase64, parsePublicKey, verifyEd25519 } from "./ed25519.js"
 import { hmacMatches, hmacSignerId } from "./hmac.js"
 import type { SignerShape } from "./Signer.js"
@@ -80,7 +80,11 @@ const names = (envelope: SignedEnvelope, expected: SignerIdentity): boolean => {
 /** Algorithm and signer identity, checked before the signature: a receipt must name the key that signed it. */
 const mismatch = (envelope: SignedEnvelope, expected: SignerIdentity): ReceiptCheck | null => {
   if (envelope.algorithm !== expected.algorithm) {
-    return invalid(envelope.algorithm, envelope.serviceSigner, `signed with ${envelope.algorithm}, expected ${expected.algorithm}`)
+    return invalid(
+      envelope.algorithm,
+      envelope.serviceSigner,
+      `signed with ${envelope.algorithm}, expected ${expected.algorithm}`
+    )
   }
   if (!names(envelope, expected)) {
     return invalid(
@@ -94,7 +98,12 @@ const mismatch = (envelope: SignedEnvelope, expected: SignerIdentity): ReceiptCh
 
 const concluded = (envelope: SignedEnvelope, expected: SignerIdentity, valid: boolean): ReceiptCheck =>
   valid
-    ? { valid, algorithm: envelope.algorithm, signer: expected.signerId, reason: `${envelope.algorithm} signature verified` }
+    ? {
+        valid,
+        algorithm: envelope.algorithm,
+        signer: expected.signerId,
+        reason: `${envelope.algorithm} signature verified`
+      }
     : invalid(envelope.algorithm, expected.signerId, "the signature does not match the receipt's canonical bytes")
 
 /** How a holder checks without the service: which identity to expect, and a synchronous check. */

@@ -26,5 +26,8 @@ export const redacting = <Out>(base: Logger.Logger<unknown, Out>, redactor: Reda
  * rather than replacing the default one, so providing it twice (the process and a layer of it)
  * still writes each line once, and no logger added before it writes unredacted.
  */
-export const RedactingLogger = (redactor: Redactor, base: Logger.Logger<unknown, unknown> = Logger.prettyLoggerDefault): Layer.Layer<never> =>
+export const RedactingLogger = (
+  redactor: Redactor,
+  base: Logger.Logger<unknown, unknown> = Logger.prettyLoggerDefault
+): Layer.Layer<never> =>
   Layer.scopedDiscard(Effect.locallyScopedWith(FiberRef.currentLoggers, () => HashSet.make(redacting(base, redactor))))

@@ -26,7 +26,9 @@ const STELLAR_SEED = /\bS[A-Z2-7]{55}\b/g
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
 /** The forms a secret takes once echoed: as is, JSON-escaped, URL-encoded. */
-const forms = (secret: string) => [...new Set([secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret)])]
+const forms = (secret: string) => [
+  ...new Set([secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret)])
+]
 
 export interface Redactor {
   /** The text with every secret replaced by `[REDACTED]`. */
@@ -56,7 +58,12 @@ export const makeRedactor = (secrets: ReadonlyArray<string>): Redactor => {
 /** Deep enough for any answer a backend sends; anything deeper is left as it is rather than walked forever. */
 const MAX_DEPTH = 16
 
-const redactDeep = (input: unknown, text: (s: string) => string, seen: WeakMap<object, unknown>, depth: number): unknown => {
+const redactDeep = (
+  input: unknown,
+  text: (s: string) => string,
+  seen: WeakMap<object, unknown>,
+  depth: number
+): unknown => {
   if (typeof input === "string") return text(input)
   if (typeof input !== "object" || input === null || depth > MAX_DEPTH) return input
   const cached = seen.get(input)
@@ -82,7 +89,11 @@ const redactDeep = (input: unknown, text: (s: string) => string, seen: WeakMap<o
       }
     }
     if ("cause" in input && !Object.prototype.propertyIsEnumerable.call(input, "cause")) {
-      Object.defineProperty(out, "cause", { value: redactDeep(input.cause, text, seen, depth + 1), configurable: true, writable: true })
+      Object.defineProperty(out, "cause", {
+        value: redactDeep(input.cause, text, seen, depth + 1),
+        configurable: true,
+        writable: true
+      })
     }
   }
   return out
@@ -112,7 +123,8 @@ export const urlSecrets = (url: string | null | undefined): Array<string> => {
   } catch {
     return []
   }
-  const tokenLike = (part: string) => /^[A-Za-z0-9._~+=-]{16,}$/.test(part) || (part.length >= 8 && /\d/.test(part) && /[A-Za-z]/.test(part))
+  const tokenLike = (part: string) =>
+    /^[A-Za-z0-9._~+=-]{16,}$/.test(part) || (part.length >= 8 && /\d/.test(part) && /[A-Za-z]/.test(part))
   const decoded = (part: string) => {
     try {
       return decodeURIComponent(part)
@@ -138,7 +150,10 @@ const configuredUrls = (config: Pick<Config, "vertical" | "ledger" | "telemetry"
   ...config.catalogSources.map((source) => source.url)
 ]
 
-export type SecretsConfig = Pick<Config, "facilitators" | "signer" | "vertical" | "database" | "ledger" | "telemetry" | "catalogSources">
+export type SecretsConfig = Pick<
+  Config,
+  "facilitators" | "signer" | "vertical" | "database" | "ledger" | "telemetry" | "catalogSources"
+>
 
 /**
  * Every secret the config holds in clear: facilitator keys, the HMAC signing secret, the key the

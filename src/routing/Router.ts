@@ -11,7 +11,10 @@ export interface RouterShape {
 
 /** Chooses a provider for a capability under a buyer policy; the same inputs give the same answer. */
 export class Router extends Context.Tag("sextant/Router")<Router, RouterShape>() {
-  static readonly Live = Layer.effect(Router, Effect.suspend(() => make))
+  static readonly Live = Layer.effect(
+    Router,
+    Effect.suspend(() => make)
+  )
 }
 
 const make = Effect.gen(function* () {

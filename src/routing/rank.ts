@@ -1,10 +1,16 @@
 import type { ResourceEvidence } from "../domain/evidence.js"
+import { PAGE_LIMITS } from "../domain/pagination.js"
 import type { PolicyReason } from "../domain/policy.js"
 import type { ResourcePaymentOption, ResourceRecord } from "../domain/resources.js"
 import { worstCaseUsd } from "../domain/resources.js"
 import type { OptimizeFor, RankedCandidate, RejectedCandidate, RouteDecision, RouteRequest } from "../domain/routes.js"
-import { PAGE_LIMITS } from "../domain/pagination.js"
-import { evaluatePolicy, mostFavourable, OPTION_CODES, type PolicyContext, type PolicyVerdict } from "../policy/evaluate.js"
+import {
+  evaluatePolicy,
+  mostFavourable,
+  OPTION_CODES,
+  type PolicyContext,
+  type PolicyVerdict
+} from "../policy/evaluate.js"
 
 /**
  * Weights of the `balanced` score: a provider that answers and takes payment matters most, then
@@ -41,8 +47,7 @@ const minimum = (values: ReadonlyArray<number>) => values.reduce((m, v) => Math.
  * Share of the best figure among the survivors, so 1 is the best and 0 the worst possible:
  * a free option or an instant answer scores 1, an unknown latency 0.
  */
-const relativeToBest = (value: number | null, best: number) =>
-  value === null ? 0 : value === 0 ? 1 : best / value
+const relativeToBest = (value: number | null, best: number) => (value === null ? 0 : value === 0 ? 1 : best / value)
 
 /**
  * Scores (higher is better, in [0, 1]) and the order of survivors under each `optimizeFor`:
@@ -124,12 +129,19 @@ const rejection = (record: ResourceRecord, optionVerdicts: ReadonlyArray<PolicyV
     providerId: record.provider.id,
     optionIndex: single ? 0 : null,
     decision,
-    codes: [...new Set<string>([...(decision === "INSUFFICIENT_DATA" ? [decision] : []), ...reasons.map((r) => r.code)])],
+    codes: [
+      ...new Set<string>([...(decision === "INSUFFICIENT_DATA" ? [decision] : []), ...reasons.map((r) => r.code)])
+    ],
     reasons
   }
 }
 
-const summary = (capability: string, candidates: number, ranked: ReadonlyArray<RankedCandidate>, rejected: ReadonlyArray<RejectedCandidate>) => {
+const summary = (
+  capability: string,
+  candidates: number,
+  ranked: ReadonlyArray<RankedCandidate>,
+  rejected: ReadonlyArray<RejectedCandidate>
+) => {
   if (candidates === 0) return `no resource in the catalog offers capability "${capability}"`
   const unjudged = rejected.filter((r) => r.decision === "INSUFFICIENT_DATA").length
   const [selected] = ranked
@@ -137,12 +149,16 @@ const summary = (capability: string, candidates: number, ranked: ReadonlyArray<R
     if (unjudged === candidates) {
       return `no provider of "${capability}" could be judged: none of the ${candidates} candidate(s) has current evidence (INSUFFICIENT_DATA); they may qualify once probed`
     }
-    return `no provider of "${capability}" satisfies the policy: all ${candidates} candidate(s) were rejected` +
+    return (
+      `no provider of "${capability}" satisfies the policy: all ${candidates} candidate(s) were rejected` +
       (unjudged > 0 ? `, ${unjudged} of them for lack of current evidence (INSUFFICIENT_DATA)` : "")
+    )
   }
-  return `selected ${selected.resourceId} option ${selected.optionIndex} (score ${Number(selected.score.toFixed(6))}) ` +
+  return (
+    `selected ${selected.resourceId} option ${selected.optionIndex} (score ${Number(selected.score.toFixed(6))}) ` +
     `from ${candidates} candidate(s): ${ranked.length - 1} fallback(s), ${rejected.length} rejected` +
     (unjudged > 0 ? ` (${unjudged} for lack of current evidence: INSUFFICIENT_DATA)` : "")
+  )
 }
 
 /**

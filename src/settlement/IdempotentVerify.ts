@@ -2,14 +2,14 @@ import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { type AllFacilitatorsFailed, IdempotencyKeyReused, InvalidRequest } from "../domain/errors.js"
 import type { PrincipalId } from "../domain/ids.js"
 import { describeParseError } from "../domain/issues.js"
-import { type FacilitatorRequest, SettleRequest, VerifyResponse } from "../domain/x402.js"
 import { mayReserveAgain } from "../domain/settlements.js"
-import { ledgerRefusal } from "./nonceCheck.js"
-import { type CheckRefusal, PaymentChecks } from "./PaymentChecks.js"
-import { contentHash, type Payment } from "./readPayment.js"
+import { type FacilitatorRequest, SettleRequest, VerifyResponse } from "../domain/x402.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
 import { VerifyAnswersRepo } from "../store/VerifyAnswersRepo.js"
 import { FacilitatorPool, type KindRefusal } from "../x402/FacilitatorPool.js"
+import { ledgerRefusal } from "./nonceCheck.js"
+import { type CheckRefusal, PaymentChecks } from "./PaymentChecks.js"
+import { contentHash, type Payment } from "./readPayment.js"
 
 /** How long a verify answer is replayed for its key: a retry comes within minutes, a payment authorisation expires within hours. */
 export const VERIFY_ANSWER_TTL_MS = 24 * 60 * 60 * 1000
@@ -36,8 +36,14 @@ export interface IdempotentVerifyShape {
  * the same body get the stored answer without a backend call; the same key with another body is
  * 409 IDEMPOTENCY_KEY_REUSED. Keys are scoped per principal, as settlement scopes them.
  */
-export class IdempotentVerify extends Context.Tag("sextant/IdempotentVerify")<IdempotentVerify, IdempotentVerifyShape>() {
-  static readonly Live = Layer.effect(IdempotentVerify, Effect.suspend(() => make))
+export class IdempotentVerify extends Context.Tag("sextant/IdempotentVerify")<
+  IdempotentVerify,
+  IdempotentVerifyShape
+>() {
+  static readonly Live = Layer.effect(
+    IdempotentVerify,
+    Effect.suspend(() => make)
+  )
 }
 
 const decodeAnswer = Schema.decodeUnknown(VerifyResponse)
@@ -56,7 +62,9 @@ const make = Effect.gen(function* () {
     Effect.map(
       journal.find({ principal: payment.principal, idempotencyKey: undefined, paymentId: payment.paymentId }),
       (earlier) =>
-        Option.isSome(earlier) && earlier.value.entry.requestHash === payment.requestHash && !mayReserveAgain(earlier.value, payment.requestHash)
+        Option.isSome(earlier) &&
+        earlier.value.entry.requestHash === payment.requestHash &&
+        !mayReserveAgain(earlier.value, payment.requestHash)
     )
 
   /**

@@ -29,7 +29,10 @@ export interface LedgerGuardShape {
 }
 
 export class LedgerGuard extends Context.Tag("sextant/LedgerGuard")<LedgerGuard, LedgerGuardShape>() {
-  static readonly Live = Layer.effect(LedgerGuard, Effect.suspend(() => make))
+  static readonly Live = Layer.effect(
+    LedgerGuard,
+    Effect.suspend(() => make)
+  )
 }
 
 const unknown = (reason: string): LedgerVerdict => ({ _tag: "Unknown", reason })
@@ -42,17 +45,20 @@ const make = Effect.gen(function* () {
 
   const verdict = (payment: Payment, withinMs: number): Effect.Effect<LedgerVerdict> => {
     const signed = authorizedPayment(payment)
-    if (signed === null) return Effect.succeed(unknown("the payment carries no payer authorisation to look for on the ledger"))
+    if (signed === null)
+      return Effect.succeed(unknown("the payment carries no payer authorisation to look for on the ledger"))
     return Effect.gen(function* () {
       const latest = yield* ledger.latestLedger()
       if (yield* ledger.nonceConsumed(signed.payer, BigInt(signed.nonce))) {
         const execution = yield* findExecution(ledger, signed, latest)
         return Option.match(execution, {
-          onNone: () => unknown(`the payer's nonce ${signed.nonce} is consumed but no transfer carrying it is on the ledger yet`),
+          onNone: () =>
+            unknown(`the payer's nonce ${signed.nonce} is consumed but no transfer carrying it is on the ledger yet`),
           onSome: (event): LedgerVerdict => ({
             _tag: "Executed",
             transaction: event.transactionHash,
-            reason: `the ledger shows the payment executed in transaction ${event.transactionHash} (ledger ${event.ledger}): ` +
+            reason:
+              `the ledger shows the payment executed in transaction ${event.transactionHash} (ledger ${event.ledger}): ` +
               `its transfer, carrying the payer's nonce ${signed.nonce}`
           })
         })
@@ -60,9 +66,15 @@ const make = Effect.gen(function* () {
       if (latest >= signed.expirationLedger) {
         return unknown(`the payer's authorisation expired at ledger ${signed.expirationLedger} (latest ${latest})`)
       }
-      return { _tag: "NotExecuted", reason: `the payer's nonce ${signed.nonce} is unconsumed at ledger ${latest}, valid until ${signed.expirationLedger}` } satisfies LedgerVerdict
+      return {
+        _tag: "NotExecuted",
+        reason: `the payer's nonce ${signed.nonce} is unconsumed at ledger ${latest}, valid until ${signed.expirationLedger}`
+      } satisfies LedgerVerdict
     }).pipe(
-      Effect.timeoutFail({ duration: Duration.millis(withinMs), onTimeout: () => unknown(`the ledger did not answer within ${withinMs} ms`) }),
+      Effect.timeoutFail({
+        duration: Duration.millis(withinMs),
+        onTimeout: () => unknown(`the ledger did not answer within ${withinMs} ms`)
+      }),
       Effect.catchAll((e) => Effect.succeed("reason" in e ? e : unknown(`the ledger could not be read (${e.message})`)))
     )
   }
@@ -72,15 +84,27 @@ const make = Effect.gen(function* () {
     Effect.flatMap(Clock.currentTimeMillis, (at) =>
       journal.attempt(
         id,
-        { feeStroops: BigInt(config.budgets.feeCeilingStroops), reason: `forwarded again, to facilitator "${backendId}": ${reason}`, sinceMs: at - config.budgets.windowSeconds * 1000, nowMs: at },
+        {
+          feeStroops: BigInt(config.budgets.feeCeilingStroops),
+          reason: `forwarded again, to facilitator "${backendId}": ${reason}`,
+          sinceMs: at - config.budgets.windowSeconds * 1000,
+          nowMs: at
+        },
         (usage) => judgeBudgets(usage, { worstCaseUnits: 0n }, config.budgets, config.asset.decimals, at)
       )
     ).pipe(
       Effect.map((attempt) =>
-        attempt._tag === "Charged" ? null : attempt._tag === "Refused" ? `a further attempt's fee is refused: ${attempt.error.message}` : "the settlement is no longer pending"
+        attempt._tag === "Charged"
+          ? null
+          : attempt._tag === "Refused"
+            ? `a further attempt's fee is refused: ${attempt.error.message}`
+            : "the settlement is no longer pending"
       ),
       Effect.catchAllCause((cause) =>
-        Effect.as(Effect.logError(`settlement ${id}: its further attempt could not be journaled`, cause), "the further attempt could not be journaled")
+        Effect.as(
+          Effect.logError(`settlement ${id}: its further attempt could not be journaled`, cause),
+          "the further attempt could not be journaled"
+        )
       )
     )
 

@@ -43,12 +43,22 @@ export interface PaymentChecksShape {
 type TransferRefusal = NonNullable<ReturnType<typeof transferMismatch>>
 /** What the part judged within may fail with; `PayeeUndecided` is not a refusal: the whole set is judged then. */
 type ShortlistRefusal = PolicyDenied | TransferRefusal | PayeeUndecided
-type JudgeRefusal = Effect.Effect.Error<ReturnType<FacilitatorPool["Type"]["checkKind"]>> | PolicyDenied | TransferRefusal
+type JudgeRefusal =
+  | Effect.Effect.Error<ReturnType<FacilitatorPool["Type"]["checkKind"]>>
+  | PolicyDenied
+  | TransferRefusal
 /** Every refusal of these checks. */
-export type CheckRefusal = Effect.Effect.Error<ReturnType<typeof paymentOf>> | JudgeRefusal | NonceAlreadyConsumed | AuthorizationExpiresTooLate
+export type CheckRefusal =
+  | Effect.Effect.Error<ReturnType<typeof paymentOf>>
+  | JudgeRefusal
+  | NonceAlreadyConsumed
+  | AuthorizationExpiresTooLate
 
 export class PaymentChecks extends Context.Tag("sextant/PaymentChecks")<PaymentChecks, PaymentChecksShape>() {
-  static readonly Live = Layer.effect(PaymentChecks, Effect.suspend(() => make))
+  static readonly Live = Layer.effect(
+    PaymentChecks,
+    Effect.suspend(() => make)
+  )
 }
 
 const make = Effect.gen(function* () {
@@ -65,17 +75,26 @@ const make = Effect.gen(function* () {
   const buyerPolicies = (servicePolicy: AgentPolicy, principal: PrincipalId | null): ReadonlyArray<NamedPolicy> => [
     { name: "servicePolicy", policy: servicePolicy },
     ...config.apiKeys.flatMap((k) =>
-      k.principal === principal && k.policy !== undefined ? [{ name: `the policy of principal "${k.principal}"`, policy: k.policy }] : []
+      k.principal === principal && k.policy !== undefined
+        ? [{ name: `the policy of principal "${k.principal}"`, policy: k.policy }]
+        : []
     )
   ]
 
   /** Step 2: Read the payment. */
-  const readPayment = Effect.fn("Settlement.readPayment")(function* (request: SettleRequest, principal: PrincipalId | null) {
+  const readPayment = Effect.fn("Settlement.readPayment")(function* (
+    request: SettleRequest,
+    principal: PrincipalId | null
+  ) {
     return yield* paymentOf(request, principal, assetContract)
   })
 
   /** Step 5: Policy: the buyer policies on the worst case of what would actually be paid. */
-  const checkPolicies = Effect.fn("Settlement.checkPolicies")(function* (payment: Payment, policies: ReadonlyArray<NamedPolicy>, nowMs: number) {
+  const checkPolicies = Effect.fn("Settlement.checkPolicies")(function* (
+    payment: Payment,
+    policies: ReadonlyArray<NamedPolicy>,
+    nowMs: number
+  ) {
     const option = paymentOption(payment.terms, worstCaseUnits(payment.terms, payment.transfer), decimals)
     const denial = paymentDenial(policies, option, policyContext(config, new Date(nowMs)))
     if (denial) return yield* Effect.fail(denial)
@@ -106,7 +125,11 @@ const make = Effect.gen(function* () {
       return yield* within(shortlisted, nowMs).pipe(
         Effect.catchIf(
           (e): e is X & PayeeUndecided => e instanceof PayeeUndecided,
-          () => Effect.zipRight(Effect.zipRight(checkWholePayee(payment, policies, option, nowMs), checkTransfer(payment)), within(Effect.void, nowMs))
+          () =>
+            Effect.zipRight(
+              Effect.zipRight(checkWholePayee(payment, policies, option, nowMs), checkTransfer(payment)),
+              within(Effect.void, nowMs)
+            )
         )
       ) as Effect.Effect<A, Exclude<X, PayeeUndecided> | JudgeRefusal>
     })

@@ -1,6 +1,6 @@
-import { Clock, Context, Duration, Effect, Layer, Option, Ref } from "effect"
-import type { SettlementId } from "../domain/ids.js"
+import { Clock, Context, type Duration, Effect, Layer, Option, Ref } from "effect"
 import { evidenceShortfall } from "../domain/evidence.js"
+import type { SettlementId } from "../domain/ids.js"
 import type { JournalEntry } from "../domain/settlements.js"
 import { LedgerReader } from "../ledger/LedgerReader.js"
 import { repeatedPass } from "../lifecycle/repeatedPass.js"
@@ -35,11 +35,18 @@ export interface ReconcilerShape {
  * never by sending the payment again.
  */
 export class Reconciler extends Context.Tag("sextant/Reconciler")<Reconciler, ReconcilerShape>() {
-  static readonly Live = Layer.effect(Reconciler, Effect.suspend(() => make))
+  static readonly Live = Layer.effect(
+    Reconciler,
+    Effect.suspend(() => make)
+  )
 
   /** Reconciles every `interval` for as long as the scope lives (the serving process). */
   static readonly schedule = (interval: Duration.DurationInput) =>
-    Layer.scopedDiscard(Effect.flatMap(Reconciler, ({ reconcileOnce }) => repeatedPass(reconcileOnce, interval, "reconciliation pass failed")))
+    Layer.scopedDiscard(
+      Effect.flatMap(Reconciler, ({ reconcileOnce }) =>
+        repeatedPass(reconcileOnce, interval, "reconciliation pass failed")
+      )
+    )
 }
 
 const make = Effect.gen(function* () {
@@ -54,7 +61,14 @@ const make = Effect.gen(function* () {
       const nonceConsumed = yield* ledger.nonceConsumed(entry.payer, BigInt(nonce))
       const execution = yield* findExecution(
         ledger,
-        { asset: entry.asset, payer: entry.payer, payTo: entry.payTo, nonce, expirationLedger, amountMatches: amountMatches(entry) },
+        {
+          asset: entry.asset,
+          payer: entry.payer,
+          payTo: entry.payTo,
+          nonce,
+          expirationLedger,
+          amountMatches: amountMatches(entry)
+        },
         latestLedger
       )
       return { latestLedger, nonceConsumed, transfers: Option.toArray(execution) }
@@ -69,9 +83,13 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const payees = yield* reader.forPayee(entry.payTo)
       const [sole, ...others] = payees
-      const notEvidence = sole === undefined || others.length > 0
-        ? `payee ${entry.payTo} has not exactly one listed resource for a payment naming none: no evidence about any`
-        : evidenceShortfall({ id: sole.record.resource.id, paymentOptions: sole.record.paymentOptions }, { ...entry, amount })
+      const notEvidence =
+        sole === undefined || others.length > 0
+          ? `payee ${entry.payTo} has not exactly one listed resource for a payment naming none: no evidence about any`
+          : evidenceShortfall(
+              { id: sole.record.resource.id, paymentOptions: sole.record.paymentOptions },
+              { ...entry, amount }
+            )
       yield* recorder.recordEconomic(
         {
           source: "settlement",
@@ -98,13 +116,21 @@ const make = Effect.gen(function* () {
       const nowMs = yield* Clock.currentTimeMillis
       const changed = yield* journal.reconcile(entry.id, outcome, nowMs)
       if (!changed) return null
-      yield* Effect.logInfo(`settlement ${entry.id} reconciled: ${outcome._tag === "Settled" ? "settled" : "failed"}: ${outcome.reason}`)
+      yield* Effect.logInfo(
+        `settlement ${entry.id} reconciled: ${outcome._tag === "Settled" ? "settled" : "failed"}: ${outcome.reason}`
+      )
       const paid = found.transfers[0]
-      if (outcome._tag === "Settled" && outcome.transaction !== null && paid !== undefined) yield* recordPaid(entry, outcome.transaction, paid.amount, nowMs)
+      if (outcome._tag === "Settled" && outcome.transaction !== null && paid !== undefined)
+        yield* recordPaid(entry, outcome.transaction, paid.amount, nowMs)
       return outcome._tag
     }).pipe(
       Effect.catchTag("LedgerUnavailable", (e) =>
-        Effect.as(Effect.logWarning(`settlement ${entry.id}: the ledger could not be read (${e.message}); retried on the next pass`), null)
+        Effect.as(
+          Effect.logWarning(
+            `settlement ${entry.id}: the ledger could not be read (${e.message}); retried on the next pass`
+          ),
+          null
+        )
       )
     )
 

@@ -1,5 +1,5 @@
-import { Context, Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
+import { Context, Effect, Layer, Option } from "effect"
 import { AppConfig, type Config } from "../config.js"
 import type { FeeBudgetExhausted, PolicyDenied } from "../domain/errors.js"
 import { type PrincipalId, SettlementId } from "../domain/ids.js"
@@ -32,8 +32,14 @@ export interface SettleReservationShape {
   ) => Effect.Effect<Reservation<BudgetRefusal>, CheckRefusal>
 }
 
-export class SettleReservation extends Context.Tag("sextant/SettleReservation")<SettleReservation, SettleReservationShape>() {
-  static readonly Live = Layer.effect(SettleReservation, Effect.suspend(() => make))
+export class SettleReservation extends Context.Tag("sextant/SettleReservation")<
+  SettleReservation,
+  SettleReservationShape
+>() {
+  static readonly Live = Layer.effect(
+    SettleReservation,
+    Effect.suspend(() => make)
+  )
 }
 
 /** The `pending` entry a payment is reserved as, charged the fee ceiling and its worst-case spend. */
@@ -60,7 +66,11 @@ const make = Effect.gen(function* () {
   const checks = yield* PaymentChecks
 
   /** Step 3: Repeats, when a check refuses: the journaled entry this request repeats, else the refusal. */
-  const findRepeat = Effect.fn("Settlement.findRepeat")(function* <E>(payment: Payment, idempotencyKey: string | undefined, refusal: E) {
+  const findRepeat = Effect.fn("Settlement.findRepeat")(function* <E>(
+    payment: Payment,
+    idempotencyKey: string | undefined,
+    refusal: E
+  ) {
     const earlier = yield* journal.find({ principal: payment.principal, idempotencyKey, paymentId: payment.paymentId })
     if (Option.isSome(earlier) && !mayReserveAgain(earlier.value, payment.requestHash)) {
       return { _tag: "Existing", ...earlier.value } satisfies Reservation<never>
@@ -77,14 +87,15 @@ const make = Effect.gen(function* () {
   ) {
     const entry = newEntry(payment, idempotencyKey, config)
     const sinceMs = nowMs - config.budgets.windowSeconds * 1000
-    const judge = (usage: Parameters<typeof judgeBudgets>[0]) => judgeBudgets(usage, entry, config.budgets, config.asset.decimals, nowMs)
+    const judge = (usage: Parameters<typeof judgeBudgets>[0]) =>
+      judgeBudgets(usage, entry, config.budgets, config.asset.decimals, nowMs)
     return yield* journal.reserve(entry, sinceMs, nowMs, judge, inTransaction)
   })
 
   return {
     reserve: (payment, idempotencyKey, principal) =>
-      checks.judge(payment, principal, (inTransaction, nowMs) => reserve(payment, idempotencyKey, nowMs, inTransaction)).pipe(
-        Effect.catchAll((refusal) => findRepeat(payment, idempotencyKey, refusal))
-      )
+      checks
+        .judge(payment, principal, (inTransaction, nowMs) => reserve(payment, idempotencyKey, nowMs, inTransaction))
+        .pipe(Effect.catchAll((refusal) => findRepeat(payment, idempotencyKey, refusal)))
   } satisfies SettleReservationShape
 })

@@ -17,8 +17,8 @@ import {
   notFound,
   type PaymentAlreadySubmitted,
   type PolicyDenied,
-  type SettlementInProgress,
   type SettlementIndeterminate,
+  type SettlementInProgress,
   type SettlementUnresolved,
   type SourceAccountCredentialsRefused,
   type TransferAmountMismatch,
@@ -29,18 +29,18 @@ import {
 } from "../domain/errors.js"
 import type { PrincipalId, SettlementId } from "../domain/ids.js"
 import { awaitsConfirmation } from "../domain/settlements.js"
-import type { SettleRequest, SettlementRecord } from "../domain/x402.js"
+import type { SettlementRecord, SettleRequest } from "../domain/x402.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
 import { Instruments } from "../telemetry/Instruments.js"
 import { measured, settleLabels } from "../telemetry/labels.js"
 import { Forwarding } from "./Forwarding.js"
 import { LedgerGuard } from "./LedgerGuard.js"
-import type { SettleAnswer } from "./outcome.js"
-import { OutcomeRecord } from "./OutcomeRecord.js"
 import { ledgerRefusal } from "./nonceCheck.js"
+import { OutcomeRecord } from "./OutcomeRecord.js"
+import type { SettleAnswer } from "./outcome.js"
 import { PaymentChecks } from "./PaymentChecks.js"
-import { replay } from "./replay.js"
 import { SettleReservation } from "./Reservation.js"
+import { replay } from "./replay.js"
 import { toRecord } from "./settlementRecord.js"
 
 /** A settle as the HTTP layer decoded it. */
@@ -85,7 +85,10 @@ export interface SettlementShape {
   /** `settle`, also saying whether this request settled it (false: a repeat) and the payer, for the bazaar extension. */
   readonly settleReporting: (
     input: SettleInput
-  ) => Effect.Effect<{ readonly answer: SettleAnswer; readonly settledNow: boolean; readonly payer: string }, SettleError>
+  ) => Effect.Effect<
+    { readonly answer: SettleAnswer; readonly settledNow: boolean; readonly payer: string },
+    SettleError
+  >
   /** One journal entry; another principal's entry is NotFound to an API-key principal, as a missing one. */
   readonly get: (id: SettlementId, principal: PrincipalId | null) => Effect.Effect<SettlementRecord, NotFound>
   /** The journal, newest first, scoped like `get`. */
@@ -106,7 +109,10 @@ const StepsLive = Layer.mergeAll(SettleReservation.Live, Forwarding.Live).pipe(
 
 /** `/x402/settle` and `/x402/settlements`. */
 export class Settlement extends Context.Tag("sextant/Settlement")<Settlement, SettlementShape>() {
-  static readonly Live = Layer.effect(Settlement, Effect.suspend(() => make)).pipe(Layer.provide(Layer.suspend(() => StepsLive)))
+  static readonly Live = Layer.effect(
+    Settlement,
+    Effect.suspend(() => make)
+  ).pipe(Layer.provide(Layer.suspend(() => StepsLive)))
   static readonly Recovery = Layer.effectDiscard(Effect.suspend(() => recover))
 }
 
@@ -141,17 +147,26 @@ const make = Effect.gen(function* () {
       case "Existing":
         // Step 3: Repeats: answered from the journal (or resolved, when a backend left it pending).
         if (awaitsConfirmation(reservation.entry) && reservation.entry.requestHash === payment.requestHash) {
-          return { answer: yield* forwarding.resolvePending(reservation.entry, input.request, payment), settledNow: true, payer }
+          return {
+            answer: yield* forwarding.resolvePending(reservation.entry, input.request, payment),
+            settledNow: true,
+            payer
+          }
         }
         return { answer: yield* replay(reservation, payment.requestHash, payment.principal), settledNow: false, payer }
       case "Refused":
         return yield* Effect.fail(reservation.error)
-      case "Reserved":
+      case "Reserved": {
         // Step 9: Spent nonce.
         const refused = ledgerRefusal(payment, yield* nonceRead, input.request.paymentRequirements.maxTimeoutSeconds)
         if (refused !== null) return yield* outcomes.refuseBeforeForwarding(reservation.id, refused)
         // Steps 10 and 11: Forward with failover, Outcome.
-        return { answer: yield* forwarding.forward(reservation.id, input.request, payment, startedMs), settledNow: true, payer }
+        return {
+          answer: yield* forwarding.forward(reservation.id, input.request, payment, startedMs),
+          settledNow: true,
+          payer
+        }
+      }
     }
   })
 
@@ -185,10 +200,17 @@ const make = Effect.gen(function* () {
       ...(query.before !== undefined ? { beforeMs: Date.parse(query.before) } : {}),
       ...(principal !== null && keyPrincipals.has(principal) ? { principal } : {})
     })
-    return yield* Effect.forEach(entries, (entry) => Effect.map(journal.history(entry.id), (h) => toRecord(entry, decimals, h)))
+    return yield* Effect.forEach(entries, (entry) =>
+      Effect.map(journal.history(entry.id), (h) => toRecord(entry, decimals, h))
+    )
   })
 
-  return { settle: (input: SettleInput) => Effect.map(settleReporting(input), (s) => s.answer), settleReporting, get, list } satisfies SettlementShape
+  return {
+    settle: (input: SettleInput) => Effect.map(settleReporting(input), (s) => s.answer),
+    settleReporting,
+    get,
+    list
+  } satisfies SettlementShape
 })
 
 /**
@@ -200,6 +222,8 @@ const recover = Effect.gen(function* () {
   const journal = yield* SettlementJournal
   const recovered = yield* Effect.flatMap(Clock.currentTimeMillis, journal.recoverPending)
   if (recovered.length > 0) {
-    yield* Effect.logWarning(`settlements interrupted by a restart are now indeterminate and will not be re-submitted: ${recovered.join(", ")}`)
+    yield* Effect.logWarning(
+      `settlements interrupted by a restart are now indeterminate and will not be re-submitted: ${recovered.join(", ")}`
+    )
   }
 }).pipe(Effect.withSpan("Settlement.recover"))

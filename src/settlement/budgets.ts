@@ -30,7 +30,8 @@ export const judgeBudgets = (
     const usd = (units: bigint) => baseUnitsToUsd(units.toString(), decimals)
     return new PolicyDenied({
       code: "WINDOW_LIMIT_EXCEEDED",
-      message: `worst-case spend over the last ${budgets.windowSeconds} s would be ${usd(spend)} USD ` +
+      message:
+        `worst-case spend over the last ${budgets.windowSeconds} s would be ${usd(spend)} USD ` +
         `(${usd(usage.principalSpendUnits)} USD already committed plus ${usd(request.worstCaseUnits)} USD), ` +
         `above the window budget of ${budgets.spendWindowUsd} USD`
     })
@@ -38,13 +39,19 @@ export const judgeBudgets = (
   const fee = BigInt(budgets.feeCeilingStroops)
   const scopes = [
     { name: "global", used: usage.globalFeeStroops, ceiling: budgets.globalFeeStroops, oldest: usage.oldestGlobalMs },
-    { name: "per-principal", used: usage.principalFeeStroops, ceiling: budgets.perPrincipalFeeStroops, oldest: usage.oldestPrincipalMs }
+    {
+      name: "per-principal",
+      used: usage.principalFeeStroops,
+      ceiling: budgets.perPrincipalFeeStroops,
+      oldest: usage.oldestPrincipalMs
+    }
   ]
   for (const scope of scopes) {
     if (scope.used + fee > BigInt(scope.ceiling)) {
       const retryAfterSeconds = retryAfter(scope.oldest, windowMs, nowMs)
       return new FeeBudgetExhausted({
-        message: `the ${scope.name} sponsored-fee budget is exhausted: ${scope.used} of ${scope.ceiling} stroops are ` +
+        message:
+          `the ${scope.name} sponsored-fee budget is exhausted: ${scope.used} of ${scope.ceiling} stroops are ` +
           `reserved in the last ${budgets.windowSeconds} s and each settlement reserves ${fee}; retry in ${retryAfterSeconds} s`,
         retryAfterSeconds
       })

@@ -36,7 +36,8 @@ export const findExecution = (ledger: LedgerReaderShape, payment: AuthorizedPaym
     for (const event of events) {
       if (!payment.amountMatches(event.amount)) continue
       const tx = yield* ledger.transaction(event.transactionHash)
-      if (Option.isSome(tx) && tx.value.successful && carriesAuthorization(tx.value, payment)) return Option.some<TransferEvent>(event)
+      if (Option.isSome(tx) && tx.value.successful && carriesAuthorization(tx.value, payment))
+        return Option.some<TransferEvent>(event)
     }
     return Option.none<TransferEvent>()
   })

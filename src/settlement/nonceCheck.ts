@@ -18,7 +18,8 @@ export interface NonceRead {
 export const ledgerRefusal = (payment: Payment, read: NonceRead, maxTimeoutSeconds: number | undefined) => {
   if (read.consumed) {
     return new NonceAlreadyConsumed({
-      message: `the payer's authorisation nonce ${payment.authorization?.nonce} is already consumed on the ledger: this signed ` +
+      message:
+        `the payer's authorisation nonce ${payment.authorization?.nonce} is already consumed on the ledger: this signed ` +
         "payment was executed before or its nonce spent otherwise, so it cannot settle; it was not forwarded"
     })
   }
@@ -26,14 +27,16 @@ export const ledgerRefusal = (payment: Payment, read: NonceRead, maxTimeoutSecon
   const horizon = authorizationHorizon(maxTimeoutSeconds)
   if (read.latestLedger === null || expiration === undefined || expiration - read.latestLedger <= horizon) return null
   return new AuthorizationExpiresTooLate({
-    message: `the payer's authorisation is valid until ledger ${expiration}, ${expiration - read.latestLedger} ledgers past the ` +
+    message:
+      `the payer's authorisation is valid until ledger ${expiration}, ${expiration - read.latestLedger} ledgers past the ` +
       `latest (${read.latestLedger}); for maxTimeoutSeconds ${maxTimeoutSeconds ?? "(none)"} at most ${horizon} are accepted ` +
       "(one ledger a second, plus 2): sign it to expire sooner; it was not forwarded"
   })
 }
 
 /** Each ledger read after a backend's silence may take up to the ledger timeout; never more than a quarter of the settle deadline. */
-export const ledgerReserveMsOf = (config: AppConfig["Type"]) => Math.min(config.ledger.timeoutMs, (config.settleDeadlineSeconds * 1000) / 4)
+export const ledgerReserveMsOf = (config: AppConfig["Type"]) =>
+  Math.min(config.ledger.timeoutMs, (config.settleDeadlineSeconds * 1000) / 4)
 
 /** Step 9's read, started early: the `nonceCheck` of PaymentChecks over the configured ledger. */
 export const makeNonceCheck = Effect.gen(function* () {
@@ -63,7 +66,9 @@ export const makeNonceCheck = Effect.gen(function* () {
       const fiber = yield* Effect.fork(
         ledger.nonceAt(signed.payer, BigInt(signed.nonce)).pipe(
           Effect.timeout(Duration.millis(ledgerReserveMs)),
-          Effect.catchAll(() => Effect.as(Ref.set(ledgerDownUntil, nowMs + config.ledger.pollIntervalSeconds * 1000), unread))
+          Effect.catchAll(() =>
+            Effect.as(Ref.set(ledgerDownUntil, nowMs + config.ledger.pollIntervalSeconds * 1000), unread)
+          )
         )
       )
       return Fiber.join<NonceRead, never>(fiber)

@@ -18,7 +18,12 @@ import type { Payment } from "./readPayment.js"
 export type SettleAnswer = typeof SettleResponse.Type
 
 /** What a forwarding can refuse with, once the payment is reserved. */
-export type ForwardRefusal = UnsupportedPaymentKind | FacilitatorsNotReady | NoHealthyFacilitator | AllFacilitatorsFailed | SettlementIndeterminate
+export type ForwardRefusal =
+  | UnsupportedPaymentKind
+  | FacilitatorsNotReady
+  | NoHealthyFacilitator
+  | AllFacilitatorsFailed
+  | SettlementIndeterminate
 
 /** The resource a settle's evidence is about (null: the payee's, by `EconomicEventsRepo`'s rule) and why it is none, if so. */
 export interface EvidenceSubject {
@@ -66,7 +71,8 @@ const answered = (response: SettleAnswer, backendId: string, errors: Completion[
   if (isPendingAnswer(response)) {
     return {
       state: "pending",
-      reason: `facilitator "${backendId}" broadcast it in transaction ${response.transaction} and has not seen it confirmed ` +
+      reason:
+        `facilitator "${backendId}" broadcast it in transaction ${response.transaction} and has not seen it confirmed ` +
         `(${SETTLEMENT_PENDING}): a retry of the payment or the reconciler resolves it`,
       submitted: true,
       backendId,
@@ -76,7 +82,9 @@ const answered = (response: SettleAnswer, backendId: string, errors: Completion[
       answer: { status: 200, body: response }
     }
   }
-  const refusal = response.success ? [] : [{ backendId, error: response.errorReason ?? response.errorMessage ?? "settle refused" }]
+  const refusal = response.success
+    ? []
+    : [{ backendId, error: response.errorReason ?? response.errorMessage ?? "settle refused" }]
   return {
     state: response.success ? "settled" : "failed",
     reason: response.success
@@ -101,13 +109,22 @@ export const conclude = (
   payer: string
 ): { completion: Completion; answer: Either.Either<SettleAnswer, ForwardRefusal> } => {
   const errors = errorsOf(outcome)
-  const refused = (state: Completion["state"], error: ForwardRefusal, status: number, backendId: string | null, submitted: boolean) => ({
+  const refused = (
+    state: Completion["state"],
+    error: ForwardRefusal,
+    status: number,
+    backendId: string | null,
+    submitted: boolean
+  ) => ({
     completion: refusedCompletion(state, error, status, backendId, submitted, errors),
     answer: Either.left(error)
   })
   switch (outcome._tag) {
     case "Answered":
-      return { completion: answered(outcome.response, outcome.backendId, errors), answer: Either.right(outcome.response) }
+      return {
+        completion: answered(outcome.response, outcome.backendId, errors),
+        answer: Either.right(outcome.response)
+      }
     case "Executed": {
       const response = { success: true, transaction: outcome.transaction, network, payer }
       return {
@@ -128,7 +145,8 @@ export const conclude = (
       return refused(
         "indeterminate",
         new SettlementIndeterminate({
-          message: `facilitator "${outcome.backendId}" gave no usable answer, so the payment may or may not have been ` +
+          message:
+            `facilitator "${outcome.backendId}" gave no usable answer, so the payment may or may not have been ` +
             `submitted: ${outcome.reason}. Settlement ${id} is journaled as indeterminate and resolved from the ledger ` +
             `(GET /x402/settlements/${id})`
         }),
@@ -158,7 +176,12 @@ export const conclude = (
  * for the ledger to confirm the transaction moves exactly the signed transfer; a `success: false`
  * counts against them. Stored in the transaction of the journal's outcome (one commit for both).
  */
-export const evidenceOf = (completion: Completion, payment: Payment, atMs: number, subject: EvidenceSubject): EconomicEvent => ({
+export const evidenceOf = (
+  completion: Completion,
+  payment: Payment,
+  atMs: number,
+  subject: EvidenceSubject
+): EconomicEvent => ({
   source: "settlement",
   resourceId: subject.resourceId,
   ...(subject.notEvidence !== null ? { notEvidence: subject.notEvidence } : {}),

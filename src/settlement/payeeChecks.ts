@@ -18,8 +18,17 @@ export const makePayeeChecks = Effect.gen(function* () {
   const config = yield* AppConfig
   const reader = yield* EvidenceReader
 
-  const payeeJudge = (payment: Payment, policies: ReadonlyArray<NamedPolicy>, option: ReturnType<typeof paymentOption>, nowMs: number) =>
-    (payees: ReadonlyArray<ProviderEvidence>) => payeeDenial(policies, option, payees, policyContext(config, new Date(nowMs)), payment.paidUrl, config.ingestion.untrustedPayeeStanding)
+  const payeeJudge =
+    (payment: Payment, policies: ReadonlyArray<NamedPolicy>, option: ReturnType<typeof paymentOption>, nowMs: number) =>
+    (payees: ReadonlyArray<ProviderEvidence>) =>
+      payeeDenial(
+        policies,
+        option,
+        payees,
+        policyContext(config, new Date(nowMs)),
+        payment.paidUrl,
+        config.ingestion.untrustedPayeeStanding
+      )
 
   const checkPayee = Effect.fn("Settlement.checkPayee")(function* (
     payment: Payment,
@@ -28,7 +37,14 @@ export const makePayeeChecks = Effect.gen(function* () {
     nowMs: number
   ) {
     const deniedProviders = policies.flatMap(({ policy }) => policy.denyProviders ?? [])
-    return payeeJudge(payment, policies, option, nowMs)(yield* reader.payeeShortlist(payment.terms.payTo, deniedProviders, payment.paidUrl)) === undefined
+    return (
+      payeeJudge(
+        payment,
+        policies,
+        option,
+        nowMs
+      )(yield* reader.payeeShortlist(payment.terms.payTo, deniedProviders, payment.paidUrl)) === undefined
+    )
   })
 
   const checkWholePayee = Effect.fn("Settlement.checkWholePayee")(function* (
@@ -37,7 +53,12 @@ export const makePayeeChecks = Effect.gen(function* () {
     option: ReturnType<typeof paymentOption>,
     nowMs: number
   ) {
-    const refusal = payeeJudge(payment, policies, option, nowMs)((yield* reader.forPayee(payment.terms.payTo)).map(providerEvidenceOf))
+    const refusal = payeeJudge(
+      payment,
+      policies,
+      option,
+      nowMs
+    )((yield* reader.forPayee(payment.terms.payTo)).map(providerEvidenceOf))
     if (refusal) return yield* Effect.fail(refusal)
   })
 

@@ -1,13 +1,13 @@
-import { Effect, Either } from "effect"
 import { createHash } from "node:crypto"
+import { Effect, Either } from "effect"
 import { InvalidRequest } from "../domain/errors.js"
 import { type PaymentId, PrincipalId } from "../domain/ids.js"
 import type { SettleRequest } from "../domain/x402.js"
 import { canonicalize } from "../encoding/canonicalJson.js"
+import { decodePayment, type PayerAuthorization, type Transfer } from "../ledger/transfer.js"
 import type { AuthorizedPayment } from "./execution.js"
 import { paidUrlOf, type SettleTerms } from "./rules.js"
 import { termsOf } from "./terms.js"
-import { decodePayment, type PayerAuthorization, type Transfer } from "../ledger/transfer.js"
 
 /** The payment a settle or a verify carries, read from its signed transaction rather than from what the body says. */
 export interface Payment {
@@ -53,9 +53,24 @@ export const authorizedPayment = (payment: Payment): AuthorizedPayment | null =>
 export const paymentOf = (request: SettleRequest, principal: PrincipalId | null, assetContract: string) =>
   Effect.gen(function* () {
     const terms = yield* termsOf(request, assetContract)
-    const { paymentId, transfer, authorization, payerVerified } = yield* decodePayment(request.paymentPayload.payload.transaction, terms.network)
-    const requestHash = yield* contentHash({ x402Version: request.x402Version, paymentId, paymentRequirements: request.paymentRequirements })
+    const { paymentId, transfer, authorization, payerVerified } = yield* decodePayment(
+      request.paymentPayload.payload.transaction,
+      terms.network
+    )
+    const requestHash = yield* contentHash({
+      x402Version: request.x402Version,
+      paymentId,
+      paymentRequirements: request.paymentRequirements
+    })
     // Open mode keys budgets and idempotency on the payer only when its signature proved it.
     const payer = principal ?? (payerVerified ? PrincipalId.make(transfer.from) : UNVERIFIED_PAYERS)
-    return { terms, transfer, authorization, paymentId, requestHash, principal: payer, paidUrl: paidUrlOf(request) } satisfies Payment
+    return {
+      terms,
+      transfer,
+      authorization,
+      paymentId,
+      requestHash,
+      principal: payer,
+      paidUrl: paidUrlOf(request)
+    } satisfies Payment
   })

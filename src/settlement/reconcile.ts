@@ -28,7 +28,10 @@ export const EXPIRATION_TOLERANCE_LEDGERS = 2
 export const authorizationHorizon = (maxTimeoutSeconds: number | undefined): number =>
   maxTimeoutSeconds === undefined
     ? LOOKBACK_LEDGERS
-    : Math.min(LOOKBACK_LEDGERS, Math.ceil(Math.max(0, maxTimeoutSeconds) / FASTEST_CLOSE_SECONDS) + EXPIRATION_TOLERANCE_LEDGERS)
+    : Math.min(
+        LOOKBACK_LEDGERS,
+        Math.ceil(Math.max(0, maxTimeoutSeconds) / FASTEST_CLOSE_SECONDS) + EXPIRATION_TOLERANCE_LEDGERS
+      )
 
 /** What the ledger showed for an unresolved entry's payment. */
 export interface LedgerFindings {
@@ -54,7 +57,10 @@ export const amountMatches = (entry: Pick<JournalEntry, "scheme" | "amount" | "w
   entry.scheme === "upto" ? amount > 0n && amount <= entry.worstCaseUnits : amount === BigInt(entry.amount)
 
 const matches = (entry: JournalEntry, event: TransferEvent) =>
-  event.contract === entry.asset && event.from === entry.payer && event.to === entry.payTo && amountMatches(entry)(event.amount)
+  event.contract === entry.asset &&
+  event.from === entry.payer &&
+  event.to === entry.payTo &&
+  amountMatches(entry)(event.amount)
 
 /**
  * Judges an entry whose settle outcome is unknown by what the ledger holds; null while it cannot
@@ -70,18 +76,27 @@ export const judgeUnresolved = (entry: JournalEntry, findings: LedgerFindings): 
     _tag: "Settled",
     transaction,
     reason,
-    answer: { success: true, transaction: transaction ?? "", network: entry.network, ...(entry.payer !== null ? { payer: entry.payer } : {}) }
+    answer: {
+      success: true,
+      transaction: transaction ?? "",
+      network: entry.network,
+      ...(entry.payer !== null ? { payer: entry.payer } : {})
+    }
   })
   const transfer = findings.transfers.find((event) => matches(entry, event))
   if (transfer !== undefined) {
-    return settled(transfer.transactionHash, `the ledger shows the transfer in transaction ${transfer.transactionHash} (ledger ${transfer.ledger})`)
+    return settled(
+      transfer.transactionHash,
+      `the ledger shows the transfer in transaction ${transfer.transactionHash} (ledger ${transfer.ledger})`
+    )
   }
   if (findings.nonceConsumed) return null
   if (findings.latestLedger > authorization.expirationLedger) {
     const { startLedger, endLedger } = searchRange(authorization.expirationLedger, findings.latestLedger)
     return {
       _tag: "Unpaid",
-      reason: `the authorisation expired at ledger ${authorization.expirationLedger} (latest ${findings.latestLedger}) and no ` +
+      reason:
+        `the authorisation expired at ledger ${authorization.expirationLedger} (latest ${findings.latestLedger}) and no ` +
         `matching transfer exists in ledgers ${startLedger}-${endLedger}: the payment never happened; its fee reservation is released`
     }
   }

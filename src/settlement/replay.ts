@@ -1,8 +1,13 @@
 import { Effect, Schema } from "effect"
-import { IdempotencyKeyReused, PaymentAlreadySubmitted, SettlementInProgress, SettlementUnresolved } from "../domain/errors.js"
+import {
+  IdempotencyKeyReused,
+  PaymentAlreadySubmitted,
+  SettlementInProgress,
+  SettlementUnresolved
+} from "../domain/errors.js"
+import type { PrincipalId } from "../domain/ids.js"
 import type { FoundEntry, JournalEntry } from "../domain/settlements.js"
 import { SettleResponse } from "../domain/x402.js"
-import type { PrincipalId } from "../domain/ids.js"
 
 /**
  * How a 409 names the settlement it met: by id to its own principal only. Another principal's
@@ -22,7 +27,9 @@ export const replay = ({ entry, byKey }: FoundEntry, requestHash: string, princi
   if (entry.requestHash !== requestHash) {
     return Effect.fail(
       byKey
-        ? new IdempotencyKeyReused({ message: `the Idempotency-Key was already used for a different request (${named})` })
+        ? new IdempotencyKeyReused({
+            message: `the Idempotency-Key was already used for a different request (${named})`
+          })
         : new PaymentAlreadySubmitted({
             message: `this signed payment was already submitted with different requirements (${named})`
           })
@@ -34,7 +41,8 @@ export const replay = ({ entry, byKey }: FoundEntry, requestHash: string, princi
   if (entry.state === "indeterminate") {
     return Effect.fail(
       new SettlementUnresolved({
-        message: `${named} of this payment was interrupted and its outcome is unknown; it is never ` +
+        message:
+          `${named} of this payment was interrupted and its outcome is unknown; it is never ` +
           `re-submitted while it may have been paid. The reconciler is checking the ledger for it: once the ` +
           `ledger shows it paid this answer becomes the settlement, once it proves it unpaid a retry is settled anew${record}`
       })

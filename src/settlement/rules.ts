@@ -1,4 +1,3 @@
-import type { ResourceEvidence } from "../domain/evidence.js"
 import {
   AmountUsdMismatch,
   PolicyDenied,
@@ -6,11 +5,12 @@ import {
   TransferAssetMismatch,
   TransferRecipientMismatch
 } from "../domain/errors.js"
+import type { ResourceEvidence } from "../domain/evidence.js"
 import type { AgentPolicy, PolicyCode, PolicyReason } from "../domain/policy.js"
 import type { ResourcePaymentOption } from "../domain/resources.js"
 import { baseUnitsToUsd, type PaymentScheme, type StellarNetwork, usdMatchesBaseUnits } from "../domain/stellar.js"
-import { evaluatePolicy, OPTION_CODES, type PolicyContext } from "../policy/evaluate.js"
 import type { Transfer } from "../ledger/transfer.js"
+import { evaluatePolicy, OPTION_CODES, type PolicyContext } from "../policy/evaluate.js"
 
 /** What a settle asks to pay, read from its paymentRequirements once their shape is checked. */
 export interface SettleTerms {
@@ -61,20 +61,29 @@ export const transferMismatch = (
   decimals: number
 ): TransferAssetMismatch | TransferRecipientMismatch | TransferAmountMismatch | AmountUsdMismatch | undefined => {
   if (transfer.asset !== terms.asset) {
-    return new TransferAssetMismatch({ message: `the signed transfer pays in contract ${transfer.asset}, but the requirements ask for ${terms.asset}` })
+    return new TransferAssetMismatch({
+      message: `the signed transfer pays in contract ${transfer.asset}, but the requirements ask for ${terms.asset}`
+    })
   }
   if (transfer.to !== terms.payTo) {
-    return new TransferRecipientMismatch({ message: `the signed transfer pays ${transfer.to}, but the requirements name payTo ${terms.payTo}` })
+    return new TransferRecipientMismatch({
+      message: `the signed transfer pays ${transfer.to}, but the requirements name payTo ${terms.payTo}`
+    })
   }
   const ceiling = BigInt(terms.scheme === "upto" ? (terms.maxAmount ?? terms.amount) : terms.amount)
   // A signed amount is an i128: a negative `upto` transfer would be "at most the ceiling" too.
-  const amountOk = terms.scheme === "upto" ? transfer.amount > 0n && transfer.amount <= ceiling : transfer.amount === ceiling
+  const amountOk =
+    terms.scheme === "upto" ? transfer.amount > 0n && transfer.amount <= ceiling : transfer.amount === ceiling
   if (!amountOk) {
     const expected = terms.scheme === "upto" ? `more than 0 and at most ${ceiling}` : `${ceiling}`
-    return new TransferAmountMismatch({ message: `the signed transfer moves ${transfer.amount} base units, but the requirements allow ${expected}` })
+    return new TransferAmountMismatch({
+      message: `the signed transfer moves ${transfer.amount} base units, but the requirements allow ${expected}`
+    })
   }
   if (terms.amountUsd !== undefined && !usdMatchesBaseUnits(terms.amountUsd, terms.amount, decimals)) {
-    return new AmountUsdMismatch({ message: `amountUsd ${terms.amountUsd} is not ${terms.amount} base units at ${decimals} decimals` })
+    return new AmountUsdMismatch({
+      message: `amountUsd ${terms.amountUsd} is not ${terms.amount} base units at ${decimals} decimals`
+    })
   }
   return undefined
 }
@@ -103,7 +112,10 @@ export const blocksPayee = (candidate: PayeeCandidate): boolean =>
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
 
 /** The URL a payment says it pays for: `paymentPayload.resource.url` (v2), else the v1 requirements' `resource`. */
-export const paidUrlOf = (request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown }): string | undefined => {
+export const paidUrlOf = (request: {
+  readonly paymentPayload: unknown
+  readonly paymentRequirements: unknown
+}): string | undefined => {
   const payload = request.paymentPayload
   const v2 = isObject(payload) && isObject(payload.resource) ? payload.resource.url : undefined
   const v1 = isObject(request.paymentRequirements) ? request.paymentRequirements.resource : undefined
@@ -116,7 +128,10 @@ export const paidUrlOf = (request: { readonly paymentPayload: unknown; readonly 
  * (`paymentPayload.resource.url`) when any is, else all. MetricsRepo.payeeShortlist reads the
  * named ones first for the same reason.
  */
-export const judgedCandidates = (candidates: ReadonlyArray<PayeeCandidate>, paidUrl: string | undefined): ReadonlyArray<PayeeCandidate> => {
+export const judgedCandidates = (
+  candidates: ReadonlyArray<PayeeCandidate>,
+  paidUrl: string | undefined
+): ReadonlyArray<PayeeCandidate> => {
   const named = paidUrl === undefined ? [] : candidates.filter((c) => c.url === paidUrl)
   return named.length > 0 ? named : candidates
 }
@@ -182,7 +197,13 @@ export const paymentDenial = (
   context: PolicyContext
 ): PolicyDenied | undefined => {
   const refusals = policies.flatMap((named) => {
-    const verdict = evaluatePolicy({ policy: named.policy, providerId: option.payTo, option, evidence: undefined, context })
+    const verdict = evaluatePolicy({
+      policy: named.policy,
+      providerId: option.payTo,
+      option,
+      evidence: undefined,
+      context
+    })
     const reason = verdict.reasons.find((r) => OPTION_CODES.has(r.code))
     return reason === undefined ? [] : [{ reason, policy: named }]
   })
@@ -233,26 +254,49 @@ const judgePayee = (
   }
   const probed = candidates.filter((c) => c.evidence !== undefined && c.evidence.lastObservedAt !== null)
   if (probed.length === 0) {
-    const why = (candidates.length === 0 ? `no listed ${which}resource pays it` : `none of the ${which}resources paying it was ever probed`) +
-      (which === "" ? "" : " (entries from registration, import or bazaar give no standing unless ingestion.untrustedPayeeStanding is set)")
-    return denied({ reason: { code: "NO_VERIFICATION_EVIDENCE", message: `no probe evidence exists for payee ${option.payTo}: ${why}` }, policy: undefined })
+    const why =
+      (candidates.length === 0
+        ? `no listed ${which}resource pays it`
+        : `none of the ${which}resources paying it was ever probed`) +
+      (which === ""
+        ? ""
+        : " (entries from registration, import or bazaar give no standing unless ingestion.untrustedPayeeStanding is set)")
+    return denied({
+      reason: {
+        code: "NO_VERIFICATION_EVIDENCE",
+        message: `no probe evidence exists for payee ${option.payTo}: ${why}`
+      },
+      policy: undefined
+    })
   }
   const quarantined = all.find(blocksPayee)
   if (quarantined) {
     return denied({
-      reason: { code: "QUARANTINED", message: `payee ${option.payTo} is refused: resource ${quarantined.evidence?.resourceId} paying it is QUARANTINED` },
+      reason: {
+        code: "QUARANTINED",
+        message: `payee ${option.payTo} is refused: resource ${quarantined.evidence?.resourceId} paying it is QUARANTINED`
+      },
       policy: undefined
     })
   }
   if (!probed.some((c) => c.evidence?.validChallengeSeen === true)) {
     return denied({
-      reason: { code: "PAYEE_NOT_VERIFIED", message: `no valid x402 payment interface was ever observed at payee ${option.payTo}` },
+      reason: {
+        code: "PAYEE_NOT_VERIFIED",
+        message: `no valid x402 payment interface was ever observed at payee ${option.payTo}`
+      },
       policy: undefined
     })
   }
   const judge = (candidate: PayeeCandidate, policy: NamedPolicy | undefined) => ({
     policy,
-    verdict: evaluatePolicy({ policy: policy?.policy ?? {}, providerId: candidate.providerId, option, evidence: candidate.evidence, context })
+    verdict: evaluatePolicy({
+      policy: policy?.policy ?? {},
+      providerId: candidate.providerId,
+      option,
+      evidence: candidate.evidence,
+      context
+    })
   })
   const refusals: Array<Refusal> = []
   for (const candidate of probed) {
@@ -262,7 +306,8 @@ const judgePayee = (
     if (verdicts.every((v) => v.verdict.decision === "ALLOW")) return undefined
     const evidenceCodes = new Set(baseline.verdict.reasons.map((r) => r.code))
     for (const { policy, verdict } of verdicts) {
-      for (const reason of verdict.reasons) refusals.push({ reason, policy: evidenceCodes.has(reason.code) ? undefined : policy })
+      for (const reason of verdict.reasons)
+        refusals.push({ reason, policy: evidenceCodes.has(reason.code) ? undefined : policy })
     }
   }
   // evaluatePolicy answers ALLOW exactly when it has no reason, so some candidate gave one.
@@ -279,4 +324,16 @@ export const payeeDenial = (
   untrustedStanding = false
 ): PolicyDenied | undefined =>
   judgePayee(policies, option, all, judgedCandidates(all, paidUrl), context, "") ??
-  (untrustedStanding ? undefined : judgePayee(policies, option, all, judgedCandidates(all.filter((c) => c.trusted), paidUrl), context, "trusted "))
+  (untrustedStanding
+    ? undefined
+    : judgePayee(
+        policies,
+        option,
+        all,
+        judgedCandidates(
+          all.filter((c) => c.trusted),
+          paidUrl
+        ),
+        context,
+        "trusted "
+      ))

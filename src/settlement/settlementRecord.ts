@@ -3,7 +3,11 @@ import { baseUnitsToUsd } from "../domain/stellar.js"
 import type { SettlementRecord } from "../domain/x402.js"
 
 /** A journal entry and its history as `GET /x402/settlements` shows it. */
-export const toRecord = (entry: JournalEntry, decimals: number, history: ReadonlyArray<SettlementTransition>): SettlementRecord => ({
+export const toRecord = (
+  entry: JournalEntry,
+  decimals: number,
+  history: ReadonlyArray<SettlementTransition>
+): SettlementRecord => ({
   id: entry.id,
   idempotencyKey: entry.idempotencyKey,
   state: entry.state,

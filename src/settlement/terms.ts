@@ -25,7 +25,9 @@ export const termsOf = (
     )
   }
   if (r.asset !== asset) {
-    return Either.left(new UnsupportedAsset({ message: `this service values and settles payments in ${asset} only, not ${r.asset}` }))
+    return Either.left(
+      new UnsupportedAsset({ message: `this service values and settles payments in ${asset} only, not ${r.asset}` })
+    )
   }
   return Either.right({
     network: r.network,

@@ -1,14 +1,15 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { AppConfig } from "../config.js"
+import { Discovery } from "../discovery/Discovery.js"
 import type { ResourceDetail } from "../domain/catalog.js"
 import type { NotFound } from "../domain/errors.js"
+import type { ResourceId } from "../domain/ids.js"
 import { emptyMetrics, type ResourceMetrics } from "../domain/metrics.js"
 import type { Observation } from "../domain/observations.js"
 import { ServiceStatus } from "../domain/resources.js"
 import type { JournalEntry, SettlementTransition } from "../domain/settlements.js"
 import type { FacilitatorStatus } from "../domain/x402.js"
-import { Discovery } from "../discovery/Discovery.js"
-import { CatalogTableRepo, TableSort, type TableRow } from "../store/CatalogTableRepo.js"
+import { CatalogTableRepo, type TableRow, TableSort } from "../store/CatalogTableRepo.js"
 import { MetricsRepo } from "../store/MetricsRepo.js"
 import { ObservationsRepo } from "../store/ObservationsRepo.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
@@ -16,8 +17,7 @@ import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { windowMs } from "../verification/metrics.js"
 import { decodeWindow } from "../verification/rollingWindow.js"
 import { FacilitatorPool } from "../x402/FacilitatorPool.js"
-import { windowSeries, type WindowSeries } from "./series.js"
-import type { ResourceId } from "../domain/ids.js"
+import { type WindowSeries, windowSeries } from "./series.js"
 
 export const PAGE_SIZE = 50
 const RECENT_OBSERVATIONS = 20
@@ -32,7 +32,10 @@ export interface StatusReaderShape {
 
 /** What the status page shows, read through the services that answer the JSON API. */
 export class StatusReader extends Context.Tag("sextant/StatusReader")<StatusReader, StatusReaderShape>() {
-  static readonly Live = Layer.effect(StatusReader, Effect.suspend(() => make))
+  static readonly Live = Layer.effect(
+    StatusReader,
+    Effect.suspend(() => make)
+  )
 }
 
 /** The table's state, as its links and form carry it in the query string. */
@@ -161,7 +164,9 @@ const make = Effect.gen(function* () {
   }) as (id: ResourceId) => Effect.Effect<ResourceView, NotFound>
 
   const lines = (entries: ReadonlyArray<JournalEntry>) =>
-    Effect.forEach(entries, (entry) => Effect.map(journal.history(entry.id), (h): JournalLine => ({ entry, reason: latestReason(h) })))
+    Effect.forEach(entries, (entry) =>
+      Effect.map(journal.history(entry.id), (h): JournalLine => ({ entry, reason: latestReason(h) }))
+    )
 
   const journalView = Effect.gen(function* () {
     const counts = yield* journal.countsByState()

@@ -1,5 +1,8 @@
 /** Who reads the page: no key, a key that matched none, or a configured principal's role. */
-export type Reader = { readonly _tag: "Anonymous" } | { readonly _tag: "Invalid" } | { readonly _tag: "Key"; readonly role: "operator" | "buyer" }
+export type Reader =
+  | { readonly _tag: "Anonymous" }
+  | { readonly _tag: "Invalid" }
+  | { readonly _tag: "Key"; readonly role: "operator" | "buyer" }
 
 export interface SectionAccess {
   readonly facilitators: string | null

@@ -1,8 +1,8 @@
+import { ServiceStatus } from "../domain/resources.js"
 import type { TableSort } from "../store/CatalogTableRepo.js"
 import { levelChip, statusChip } from "./chips.js"
-import { formatMs, formatPercent, formatTime, formatUsd, html, type Html, queryString } from "./html.js"
+import { formatMs, formatPercent, formatTime, formatUsd, type Html, html, queryString } from "./html.js"
 import type { CatalogQuery, CatalogView } from "./StatusReader.js"
-import { ServiceStatus } from "../domain/resources.js"
 
 const COLUMNS: ReadonlyArray<{ readonly sort: TableSort; readonly label: string; readonly numeric?: boolean }> = [
   { sort: "provider", label: "Provider" },

@@ -1,4 +1,4 @@
-import { html, type Html } from "./html.js"
+import { type Html, html } from "./html.js"
 import type { SeriesPoint } from "./series.js"
 
 /**
@@ -37,13 +37,17 @@ const PAD = { right: 12, top: 12, bottom: 28 }
  */
 const CHAR_WIDTH = 7
 /** The left margin: room for the longest y label, right-aligned 6 units before the axis. */
-export const leftPad = (labels: ReadonlyArray<string>) => Math.max(40, 12 + CHAR_WIDTH * Math.max(0, ...labels.map((l) => l.length)))
+export const leftPad = (labels: ReadonlyArray<string>) =>
+  Math.max(40, 12 + CHAR_WIDTH * Math.max(0, ...labels.map((l) => l.length)))
 
 const clock = (ms: number) => new Date(ms).toISOString().slice(11, 16)
 const fixed = (n: number) => n.toFixed(1)
 
 export const lineChart = (spec: ChartSpec): Html => {
-  const values = [...spec.series.flatMap((s) => s.points.map((p) => p.y)), ...(spec.reference ? [spec.reference.y] : [])]
+  const values = [
+    ...spec.series.flatMap((s) => s.points.map((p) => p.y)),
+    ...(spec.reference ? [spec.reference.y] : [])
+  ]
   const top = spec.yMax ?? Math.max(1e-9, ...values) * 1.15
   const yTicks = [0, top / 2, top]
   const left = leftPad(yTicks.map(spec.formatY))
@@ -63,17 +67,24 @@ export const lineChart = (spec: ChartSpec): Html => {
   <svg class="chart" viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-label="${spec.title}">
     <line x1="${left}" y1="${PAD.top + plotH}" x2="${WIDTH - PAD.right}" y2="${PAD.top + plotH}" stroke="#d8dde3"/>
     ${yTicks.map(
-      (v) => html`<line x1="${left}" y1="${fixed(y(v))}" x2="${WIDTH - PAD.right}" y2="${fixed(y(v))}" stroke="#eef0f3"/>
+      (
+        v
+      ) => html`<line x1="${left}" y1="${fixed(y(v))}" x2="${WIDTH - PAD.right}" y2="${fixed(y(v))}" stroke="#eef0f3"/>
     <text x="${left - 6}" y="${fixed(y(v) + 4)}" text-anchor="end">${spec.formatY(v)}</text>`
     )}
     ${xTicks.map((tick) => html`<text x="${fixed(x(tick.t))}" y="${HEIGHT - 8}" text-anchor="${tick.anchor}">${clock(tick.t)}</text>`)}
-    ${spec.reference
-      ? html`<line class="reference" x1="${left}" y1="${fixed(y(spec.reference.y))}" x2="${WIDTH - PAD.right}" y2="${fixed(y(spec.reference.y))}" stroke="${spec.reference.color}" stroke-dasharray="6 4"/>`
-      : ""}
+    ${
+      spec.reference
+        ? html`<line class="reference" x1="${left}" y1="${fixed(y(spec.reference.y))}" x2="${WIDTH - PAD.right}" y2="${fixed(y(spec.reference.y))}" stroke="${spec.reference.color}" stroke-dasharray="6 4"/>`
+        : ""
+    }
     ${spec.series.map(
-      (s) => html`<polyline fill="none" stroke="${s.color}" stroke-width="2" points="${s.points.map((p) => `${fixed(x(p.t))},${fixed(y(p.y))}`).join(" ")}"/>
+      (
+        s
+      ) => html`<polyline fill="none" stroke="${s.color}" stroke-width="2" points="${s.points.map((p) => `${fixed(x(p.t))},${fixed(y(p.y))}`).join(" ")}"/>
     ${s.points.map(
-      (p) => html`<circle class="point" data-series="${s.name}" cx="${fixed(x(p.t))}" cy="${fixed(y(p.y))}" r="3" fill="${s.color}"><title>${clock(p.t)} ${s.label}: ${spec.formatY(p.y)}</title></circle>`
+      (p) =>
+        html`<circle class="point" data-series="${s.name}" cx="${fixed(x(p.t))}" cy="${fixed(y(p.y))}" r="3" fill="${s.color}"><title>${clock(p.t)} ${s.label}: ${spec.formatY(p.y)}</title></circle>`
     )}`
     )}
     ${empty ? html`<text x="${WIDTH / 2}" y="${HEIGHT / 2}" text-anchor="middle">no probes in the window</text>` : ""}

@@ -38,7 +38,8 @@ export const queryString = (params: Record<string, string | number | undefined>)
   return text === "" ? "" : `?${text}`
 }
 
-export const formatUsd = (usd: number | null) => (usd === null ? "–" : `$${usd < 0.01 ? usd.toPrecision(2) : usd.toFixed(usd < 1 ? 3 : 2)}`)
+export const formatUsd = (usd: number | null) =>
+  usd === null ? "–" : `$${usd < 0.01 ? usd.toPrecision(2) : usd.toFixed(usd < 1 ? 3 : 2)}`
 export const formatPercent = (ratio: number | null) => (ratio === null ? "–" : `${(ratio * 100).toFixed(1)}%`)
 export const formatMs = (ms: number | null) => (ms === null ? "–" : `${Math.round(ms)} ms`)
 /** ISO times shown as UTC minutes: the page is read by people in any time zone. */
@@ -58,4 +59,5 @@ export const longValue = (value: string): Html =>
     : html`<details class="long"><summary title="${value}">${value.slice(0, 18)}…${value.slice(-10)}</summary><code>${value}</code></details>`
 
 /** Free text (a probe's note, an error) with each long word in it shortened by `longValue`. */
-export const withLongValues = (text: string): Html => html`${text.split(/(\s+)/).map((word) => (word.length > LONG_VALUE ? longValue(word) : word))}`
+export const withLongValues = (text: string): Html =>
+  html`${text.split(/(\s+)/).map((word) => (word.length > LONG_VALUE ? longValue(word) : word))}`

@@ -1,4 +1,4 @@
-import { html, type Html } from "./html.js"
+import { type Html, html } from "./html.js"
 
 export const STYLE_PATH = "/status/style.css"
 

@@ -1,8 +1,8 @@
+import { baseUnitsToUsd } from "../domain/stellar.js"
 import type { FacilitatorStatus } from "../domain/x402.js"
 import { chip, type Tone } from "./chips.js"
-import { formatTime, formatUsd, html, type Html, withLongValues } from "./html.js"
+import { formatTime, formatUsd, type Html, html, withLongValues } from "./html.js"
 import type { JournalLine, JournalView } from "./StatusReader.js"
-import { baseUnitsToUsd } from "../domain/stellar.js"
 
 /** Why a section is not shown: the page says so instead of leaving it out silently. */
 export type Hidden = { readonly hidden: string }
@@ -26,17 +26,23 @@ export const embeddedLine = (e: NonNullable<FacilitatorStatus["embedded"]>): str
   `channels ${e.leasesInUse}/${e.channels} leased, settles ${e.settles.settled} settled, ${e.settles.pending} pending, ` +
   `${e.settles.failed} failed, ${e.settles.refused} refused`
 
-export const facilitatorsSection = (facilitators: ReadonlyArray<FacilitatorStatus> | Hidden): Html => html`<section id="facilitators">
+export const facilitatorsSection = (
+  facilitators: ReadonlyArray<FacilitatorStatus> | Hidden
+): Html => html`<section id="facilitators">
 <h2>Facilitators</h2>
-${"hidden" in facilitators
-  ? html`<p class="muted">${facilitators.hidden}</p>`
-  : facilitators.length === 0
-    ? html`<p class="muted">No facilitator backend is configured.</p>`
-    : html`<div class="scroll"><table class="facilitators"><thead><tr><th>Backend</th><th>Health</th><th>Kinds</th><th>Last checked</th><th>Last error</th></tr></thead>
+${
+  "hidden" in facilitators
+    ? html`<p class="muted">${facilitators.hidden}</p>`
+    : facilitators.length === 0
+      ? html`<p class="muted">No facilitator backend is configured.</p>`
+      : html`<div class="scroll"><table class="facilitators"><thead><tr><th>Backend</th><th>Health</th><th>Kinds</th><th>Last checked</th><th>Last error</th></tr></thead>
 <tbody>${facilitators.map(
-        (f) => html`<tr data-backend="${f.id}"><td>${f.id}${f.embedded === undefined ? "" : html`<br><span class="muted" data-embedded>${embeddedLine(f.embedded)}</span>`}</td><td>${f.healthy ? chip("healthy", "good") : chip("unhealthy", "bad")}</td>
+          (
+            f
+          ) => html`<tr data-backend="${f.id}"><td>${f.id}${f.embedded === undefined ? "" : html`<br><span class="muted" data-embedded>${embeddedLine(f.embedded)}</span>`}</td><td>${f.healthy ? chip("healthy", "good") : chip("unhealthy", "bad")}</td>
   <td class="wrap">${f.kinds.map((k) => `${k.scheme} on ${k.network}`).join(", ") || "–"}</td><td>${formatTime(f.lastCheckedAt)}</td><td class="wrap">${withLongValues(f.lastError ?? "")}</td></tr>`
-      )}</tbody></table></div>`}
+        )}</tbody></table></div>`
+}
 </section>`
 
 const entryRow = (decimals: number) => (line: JournalLine) => {
@@ -54,11 +60,13 @@ const entries = (lines: ReadonlyArray<JournalLine>, decimals: number) =>
 /** The settlement journal: counts by state, then every unresolved entry with its reason, then the newest others. */
 export const journalSection = (journal: JournalView | Hidden, decimals: number): Html => html`<section id="journal">
 <h2>Settlement journal</h2>
-${"hidden" in journal
-  ? html`<p class="muted">${journal.hidden}</p>`
-  : html`<div class="counts">${STATES.map((s) => html`<span data-count="${s}">${chip(s, STATE_TONE[s] ?? "neutral")} ${journal.counts.get(s) ?? 0}</span>`)}</div>
+${
+  "hidden" in journal
+    ? html`<p class="muted">${journal.hidden}</p>`
+    : html`<div class="counts">${STATES.map((s) => html`<span data-count="${s}">${chip(s, STATE_TONE[s] ?? "neutral")} ${journal.counts.get(s) ?? 0}</span>`)}</div>
 <h3>Indeterminate: a backend may have paid; the ledger decides</h3>
 ${journal.indeterminate.length === 0 ? html`<p class="muted">None.</p>` : entries(journal.indeterminate, decimals)}
 <h3>Newest</h3>
-${journal.recent.length === 0 ? html`<p class="muted">No settlement yet.</p>` : entries(journal.recent, decimals)}`}
+${journal.recent.length === 0 ? html`<p class="muted">No settlement yet.</p>` : entries(journal.recent, decimals)}`
+}
 </section>`

@@ -1,7 +1,7 @@
 import { worstCaseUsd } from "../domain/resources.js"
 import { lineChart } from "./charts.js"
 import { chip, levelChip, statusChip, type Tone } from "./chips.js"
-import { formatMs, formatPercent, formatTime, formatUsd, html, type Html, longValue, withLongValues } from "./html.js"
+import { formatMs, formatPercent, formatTime, formatUsd, type Html, html, longValue, withLongValues } from "./html.js"
 import { layout } from "./layout.js"
 import type { ResourceView } from "./StatusReader.js"
 
@@ -39,7 +39,9 @@ ${lineChart({
   endMs: series.endMs,
   formatY: usdAxis,
   series: [{ name: "observed-price", label: "asked by the 402", color: "#7b3fa0", points: series.observedPriceUsd }],
-  reference: advertised ? { label: `advertised ${formatUsd(worstCaseUsd(advertised))}`, color: "#5b6470", y: worstCaseUsd(advertised) } : undefined
+  reference: advertised
+    ? { label: `advertised ${formatUsd(worstCaseUsd(advertised))}`, color: "#5b6470", y: worstCaseUsd(advertised) }
+    : undefined
 })}
 </div>`
 }
@@ -48,13 +50,16 @@ const timeline = (view: ResourceView) =>
   view.detail.transitions.length === 0
     ? html`<p class="muted">No status change recorded yet.</p>`
     : html`<ol class="timeline">${view.detail.transitions.map(
-        (t) => html`<li><span class="muted">${formatTime(t.at)}</span> ${statusChip(t.from)} → ${statusChip(t.to)} L${t.fromLevel} → L${t.toLevel}<br>${withLongValues(t.reason)}</li>`
+        (t) =>
+          html`<li><span class="muted">${formatTime(t.at)}</span> ${statusChip(t.from)} → ${statusChip(t.to)} L${t.fromLevel} → L${t.toLevel}<br>${withLongValues(t.reason)}</li>`
       )}</ol>`
 
 const observations = (view: ResourceView) => html`<div class="scroll"><table class="observations">
 <thead><tr><th>Observed</th><th>Outcome</th><th class="num">HTTP</th><th class="num">Latency</th><th class="num">Price</th><th>Note</th></tr></thead>
 <tbody>${view.recent.map(
-  (o) => html`<tr><td>${formatTime(o.observedAt)}</td><td>${chip(o.outcome, o.outcome === "healthy" ? "good" : "bad")}</td>
+  (
+    o
+  ) => html`<tr><td>${formatTime(o.observedAt)}</td><td>${chip(o.outcome, o.outcome === "healthy" ? "good" : "bad")}</td>
   <td class="num">${o.httpStatus ?? "–"}</td><td class="num">${formatMs(o.latencyMs)}</td><td class="num">${formatUsd(o.priceUsd)}</td>
   <td class="wrap">${withLongValues(o.detail ?? "")}</td></tr>`
 )}</tbody></table></div>
@@ -65,9 +70,11 @@ const economic = (view: ResourceView) =>
     ? html`<p class="muted">No payment recorded for this resource or its payees.</p>`
     : html`<div class="scroll"><table class="economic"><thead><tr><th>At</th><th>Source</th><th>Ledger state</th><th>Transaction</th><th class="num">Ledger</th><th>Why</th></tr></thead>
 <tbody>${view.detail.economicEvidence.map(
-  (e) => html`<tr><td>${formatTime(e.at)}</td><td>${e.source}</td><td>${chip(e.state, EVIDENCE_TONE[e.state] ?? "neutral")}</td>
+        (
+          e
+        ) => html`<tr><td>${formatTime(e.at)}</td><td>${e.source}</td><td>${chip(e.state, EVIDENCE_TONE[e.state] ?? "neutral")}</td>
   <td>${e.transactionHash === null ? "–" : longValue(e.transactionHash)}</td><td class="num">${e.ledger ?? "–"}</td><td class="wrap">${withLongValues(e.reason ?? "")}</td></tr>`
-)}</tbody></table></div>`
+      )}</tbody></table></div>`
 
 /**
  * The bazaar's service metadata, when the resource has any. The icon URL is shown as text, not
@@ -86,13 +93,15 @@ const facts = (view: ResourceView): Html => {
   return html`<dl class="facts">
 <dt>Provider</dt><dd>${detail.provider.name}</dd>
 ${service(detail.resource)}${
-    detail.resource.mcp === undefined
-      ? html`<dt>URL</dt><dd>${detail.resource.method} ${longValue(detail.resource.url)}</dd>`
-      : html`<dt>MCP tool</dt><dd>${detail.resource.mcp.toolName} at ${longValue(detail.resource.url)} (${detail.resource.mcp.transport})</dd>`
-  }
+  detail.resource.mcp === undefined
+    ? html`<dt>URL</dt><dd>${detail.resource.method} ${longValue(detail.resource.url)}</dd>`
+    : html`<dt>MCP tool</dt><dd>${detail.resource.mcp.toolName} at ${longValue(detail.resource.url)} (${detail.resource.mcp.transport})</dd>`
+}
 <dt>Capabilities</dt><dd>${detail.resource.capabilities.join(", ")}</dd>
 <dt>Status</dt><dd>${statusChip(detail.resource.status)} ${levelChip(detail.resource.verificationLevel)}${
-    detail.curation.quarantine ? html` quarantined by ${detail.curation.quarantine.actor}: ${detail.curation.quarantine.reason}` : ""
+    detail.curation.quarantine
+      ? html` quarantined by ${detail.curation.quarantine.actor}: ${detail.curation.quarantine.reason}`
+      : ""
   }</dd>
 <dt>Offer signer</dt><dd class="signer">${view.offerSigner === null ? html`<span class="muted">no signed offer seen</span>` : longValue(view.offerSigner)}</dd>
 <dt>Prices</dt><dd>${detail.paymentOptions.map((o) => `${o.scheme} ${formatUsd(worstCaseUsd(o))}`).join(" · ")}</dd>

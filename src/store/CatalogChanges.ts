@@ -5,7 +5,9 @@ import { Context, Effect, FiberRef, Layer } from "effect"
  * (status, level, quarantine, metrics row, deletion: no other resource becomes a candidate), else
  * `Catalog` (entries written, listings moved), which may add candidates to any capability.
  */
-export type CatalogChange = { readonly _tag: "Resources"; readonly ids: ReadonlyArray<string> } | { readonly _tag: "Catalog" }
+export type CatalogChange =
+  | { readonly _tag: "Resources"; readonly ids: ReadonlyArray<string> }
+  | { readonly _tag: "Catalog" }
 
 export const resourcesChanged = (ids: ReadonlyArray<string>): CatalogChange => ({ _tag: "Resources", ids })
 export const catalogChanged: CatalogChange = { _tag: "Catalog" }
@@ -53,7 +55,9 @@ const make = Effect.sync(() => {
       Effect.flatMap(FiberRef.get(pendingInTransaction), (outer) => {
         if (outer !== null) return effect
         const pending: Array<CatalogChange> = []
-        return Effect.locally(effect, pendingInTransaction, pending).pipe(Effect.ensuring(Effect.sync(() => deliver(pending))))
+        return Effect.locally(effect, pendingInTransaction, pending).pipe(
+          Effect.ensuring(Effect.sync(() => deliver(pending)))
+        )
       })
   })
 })

@@ -1,6 +1,6 @@
 import { SqlClient, type Statement } from "@effect/sql"
-import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Schema } from "effect"
+import { ResourceId } from "../domain/ids.js"
 import { ServiceStatus } from "../domain/resources.js"
 import { decodeRows, repository, SqlNumber } from "./repository.js"
 
@@ -11,10 +11,15 @@ export interface CatalogTableRepoShape {
   /** Capabilities of listed resources, for the table's filter. */
   readonly capabilities: () => Effect.Effect<Array<string>>
   /** Listed resources by status and level: the catalog-size gauge. */
-  readonly counts: () => Effect.Effect<Array<{ readonly status: ServiceStatus; readonly level: number; readonly count: number }>>
+  readonly counts: () => Effect.Effect<
+    Array<{ readonly status: ServiceStatus; readonly level: number; readonly count: number }>
+  >
 }
 
-export class CatalogTableRepo extends Context.Tag("sextant/CatalogTableRepo")<CatalogTableRepo, CatalogTableRepoShape>() {
+export class CatalogTableRepo extends Context.Tag("sextant/CatalogTableRepo")<
+  CatalogTableRepo,
+  CatalogTableRepoShape
+>() {
   static readonly Live = Layer.suspend(() => Layer.effect(CatalogTableRepo, make))
 }
 
@@ -120,8 +125,12 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const where = filters(query)
       // Numbers the service computed itself, inlined so Postgres need not infer a parameter's type in SELECT.
-      const [nowMs, windowMs, sampleScale, halfLifeMs] = [query.clock.nowMs, query.clock.windowMs, query.clock.sampleScale, query.clock.halfLifeMs]
-        .map((n) => sql.literal(String(Math.trunc(Number(n)))))
+      const [nowMs, windowMs, sampleScale, halfLifeMs] = [
+        query.clock.nowMs,
+        query.clock.windowMs,
+        query.clock.sampleScale,
+        query.clock.halfLifeMs
+      ].map((n) => sql.literal(String(Math.trunc(Number(n)))))
       const direction = query.descending ? sql`DESC` : sql`ASC`
       const rows = yield* sql`
         WITH t AS (

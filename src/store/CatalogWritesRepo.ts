@@ -1,14 +1,14 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
+import { ResourceId } from "../domain/ids.js"
 import { type CatalogEntry, ListingHold } from "../domain/resources.js"
 import { CatalogChanges } from "./CatalogChanges.js"
-import { StoredRow, writeEntries } from "./catalogEntryWrites.js"
 import { fingerprint, lastById, WRITE_CHUNK } from "./catalogEntryRows.js"
+import { StoredRow, writeEntries } from "./catalogEntryWrites.js"
 import { type ListingChange, nowIso, recordListings } from "./listingChanges.js"
-import { chunksOf, decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
 import { countOpen } from "./openCounts.js"
+import { chunksOf, decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
 import { StoreTransactions } from "./StoreTransactions.js"
-import { ResourceId } from "../domain/ids.js"
 
 /** A resource row reduced to what ingestion compares: where it came from and whether it is listed. */
 export interface SourcedRow {
@@ -56,7 +56,11 @@ export interface CatalogWritesRepoShape {
    * Entries from an importing source: new ones unlisted until a healthy probe; known ones keep
    * their listing, except that one the source had stopped listing waits for a probe again.
    */
-  readonly upsertImported: (entries: ReadonlyArray<CatalogEntry>, source: string, change: ListingChange) => Effect.Effect<void>
+  readonly upsertImported: (
+    entries: ReadonlyArray<CatalogEntry>,
+    source: string,
+    change: ListingChange
+  ) => Effect.Effect<void>
   /** Rows whose URL is one of `urls`, whatever their source: what ingestion must not take over. */
   readonly byUrls: (urls: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<SourcedRow>>
   /** Every row a source brought in, listed or not. */
@@ -68,11 +72,18 @@ export interface CatalogWritesRepoShape {
    */
   readonly openCounts: (
     source: string,
-    keys: { readonly origins: ReadonlyArray<string>; readonly principals: ReadonlyArray<string>; readonly payees: ReadonlyArray<string> }
+    keys: {
+      readonly origins: ReadonlyArray<string>
+      readonly principals: ReadonlyArray<string>
+      readonly payees: ReadonlyArray<string>
+    }
   ) => Effect.Effect<OpenCounts>
 }
 
-export class CatalogWritesRepo extends Context.Tag("sextant/CatalogWritesRepo")<CatalogWritesRepo, CatalogWritesRepoShape>() {}
+export class CatalogWritesRepo extends Context.Tag("sextant/CatalogWritesRepo")<
+  CatalogWritesRepo,
+  CatalogWritesRepoShape
+>() {}
 
 const SourcedRowSchema = Schema.Struct({
   id: ResourceId,
@@ -82,7 +93,13 @@ const SourcedRowSchema = Schema.Struct({
   listing_hold: Schema.NullOr(ListingHold)
 })
 const decodeSourced = decodeRows(SourcedRowSchema)
-const toSourced = (r: typeof SourcedRowSchema.Type): SourcedRow => ({ id: r.id, url: r.url, source: r.source, listed: r.listed, hold: r.listing_hold })
+const toSourced = (r: typeof SourcedRowSchema.Type): SourcedRow => ({
+  id: r.id,
+  url: r.url,
+  source: r.source,
+  listed: r.listed,
+  hold: r.listing_hold
+})
 
 const decodeStored = decodeRows(StoredRow)
 
@@ -114,7 +131,9 @@ const make = Effect.gen(function* () {
         )
         const changed = chunk
           .map((entry) => ({ entry, hash: fingerprint(entry), before: stored.get(entry.resource.id) }))
-          .filter(({ hash, before }) => before === undefined || before.source !== source || before.catalog_hash !== hash)
+          .filter(
+            ({ hash, before }) => before === undefined || before.source !== source || before.catalog_hash !== hash
+          )
         // Another source taking over a row the catalog file wrote: the stored mark no longer
         // describes the store, so the next start loads the file in full (and takes the row back).
         if (source !== "config" && changed.some(({ before }) => before?.source === "config")) yield* forgetCatalogLoad
@@ -130,7 +149,10 @@ const make = Effect.gen(function* () {
     upsertCatalog: (entries: ReadonlyArray<CatalogEntry>, contentKey: string | null = null) =>
       Effect.gen(function* () {
         yield* forgetCatalogLoad
-        const written = yield* upsertMany(entries, "config", true, { actor: "config", reason: "named in the catalog file" })
+        const written = yield* upsertMany(entries, "config", true, {
+          actor: "config",
+          reason: "named in the catalog file"
+        })
         if (contentKey !== null) {
           yield* sql`INSERT INTO catalog_loads ${sql.insert({
             name: "config",
@@ -144,7 +166,9 @@ const make = Effect.gen(function* () {
     lastCatalogLoad: () =>
       sql`SELECT content_key, entries FROM catalog_loads WHERE name = 'config'`.pipe(
         Effect.flatMap(decodeLoadMark),
-        Effect.map((rows): CatalogLoadMark | null => (rows[0] ? { contentKey: rows[0].content_key, entries: rows[0].entries } : null))
+        Effect.map((rows): CatalogLoadMark | null =>
+          rows[0] ? { contentKey: rows[0].content_key, entries: rows[0].entries } : null
+        )
       ),
     upsertListed: (entry: CatalogEntry, source: string, change: ListingChange) =>
       transaction(upsertMany([entry], source, true, change)),
@@ -155,7 +179,10 @@ const make = Effect.gen(function* () {
         yield* upsertMany(entries, source, false, change)
         for (const chunk of chunksOf(entries, WRITE_CHUNK)) {
           yield* sql`UPDATE resources SET listing_hold = 'awaiting_probe'
-            WHERE ${sql.in("id", chunk.map((e) => e.resource.id))} AND listed = 0 AND listing_hold = 'source'`
+            WHERE ${sql.in(
+              "id",
+              chunk.map((e) => e.resource.id)
+            )} AND listed = 0 AND listing_hold = 'source'`
         }
       }).pipe(transaction),
     byUrls: (urls: ReadonlyArray<string>) =>

@@ -1,11 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
-import { ResourceId } from "../domain/ids.js"
 import type { Curation, CurationAction, CurationActionKind } from "../domain/curation.js"
+import { ResourceId } from "../domain/ids.js"
 import { CatalogChanges, resourcesChanged } from "./CatalogChanges.js"
 import { decodeRows, repository, SqlFlag } from "./repository.js"
-import { sortableId } from "./sortableId.js"
 import { StoreTransactions } from "./StoreTransactions.js"
+import { sortableId } from "./sortableId.js"
 
 /** What CurationRepo offers. */
 export interface CurationRepoShape {
@@ -36,7 +36,12 @@ const QuarantineRow = Schema.Struct({
   quarantine_reason: Schema.NullOr(Schema.String),
   quarantined_at: Schema.NullOr(Schema.String)
 })
-const ListingChangeRow = Schema.Struct({ listed: SqlFlag, actor: Schema.String, reason: Schema.String, at: Schema.String })
+const ListingChangeRow = Schema.Struct({
+  listed: SqlFlag,
+  actor: Schema.String,
+  reason: Schema.String,
+  at: Schema.String
+})
 const ActionRow = Schema.Struct({
   resource_id: ResourceId,
   action: Schema.Literal("quarantine", "unquarantine", "list", "unlist", "delete"),
@@ -55,7 +60,10 @@ export interface Author {
 }
 
 /** What deleting a resource met: it was deleted, it does not exist, or the catalog file owns it. */
-export type Removal = { readonly _tag: "Deleted"; readonly action: CurationAction } | { readonly _tag: "Missing" } | { readonly _tag: "ConfigManaged" }
+export type Removal =
+  | { readonly _tag: "Deleted"; readonly action: CurationAction }
+  | { readonly _tag: "Missing" }
+  | { readonly _tag: "ConfigManaged" }
 
 /**
  * The operator's side of the resource rows: the quarantine columns, deletion, and the
@@ -73,10 +81,17 @@ const make = Effect.gen(function* () {
       yield* sql`INSERT INTO operator_actions (id, resource_id, action, actor, reason, detail_json, at, at_ms)
         VALUES (${sortableId("op", at.getTime())}, ${resourceId}, ${action}, ${author.actor}, ${author.reason},
           ${detail === null ? null : JSON.stringify(detail)}, ${at.toISOString()}, ${at.getTime()})`
-      return { resourceId, action, actor: author.actor, reason: author.reason, at: at.toISOString() } satisfies CurationAction
+      return {
+        resourceId,
+        action,
+        actor: author.actor,
+        reason: author.reason,
+        at: at.toISOString()
+      } satisfies CurationAction
     })
 
-  const exists = (id: ResourceId) => sql<{ id: string }>`SELECT id FROM resources WHERE id = ${id}`.pipe(Effect.map((rows) => rows.length > 0))
+  const exists = (id: ResourceId) =>
+    sql<{ id: string }>`SELECT id FROM resources WHERE id = ${id}`.pipe(Effect.map((rows) => rows.length > 0))
 
   return repository("CurationRepo", {
     quarantine: (id: ResourceId, author: Author) =>
@@ -103,7 +118,8 @@ const make = Effect.gen(function* () {
 
     remove: (id: ResourceId, author: Author) =>
       Effect.gen(function* () {
-        const rows = yield* sql`SELECT source, url, quarantined_by, quarantine_reason, quarantined_at FROM resources WHERE id = ${id}`
+        const rows =
+          yield* sql`SELECT source, url, quarantined_by, quarantine_reason, quarantined_at FROM resources WHERE id = ${id}`
         const found = (yield* decodeQuarantine(rows))[0]
         if (found === undefined) return { _tag: "Missing" } satisfies Removal as Removal
         if (found.source === "config") return { _tag: "ConfigManaged" } satisfies Removal as Removal
@@ -115,9 +131,10 @@ const make = Effect.gen(function* () {
 
     curationOf: (id: ResourceId) =>
       Effect.gen(function* () {
-        const quarantine = (yield* sql`SELECT source, quarantined_by, quarantine_reason, quarantined_at FROM resources WHERE id = ${id}`.pipe(
-          Effect.flatMap(decodeQuarantine)
-        ))[0]
+        const quarantine =
+          (yield* sql`SELECT source, quarantined_by, quarantine_reason, quarantined_at FROM resources WHERE id = ${id}`.pipe(
+            Effect.flatMap(decodeQuarantine)
+          ))[0]
         if (quarantine === undefined) return Option.none<Curation>()
         const change = (yield* sql`SELECT listed, actor, reason, at FROM listing_changes WHERE resource_id = ${id}
           ORDER BY id DESC LIMIT 1`.pipe(Effect.flatMap(decodeListingChanges)))[0]
@@ -125,7 +142,11 @@ const make = Effect.gen(function* () {
           quarantine:
             quarantine.quarantined_by === null
               ? null
-              : { actor: quarantine.quarantined_by, reason: quarantine.quarantine_reason ?? "", at: quarantine.quarantined_at ?? "" },
+              : {
+                  actor: quarantine.quarantined_by,
+                  reason: quarantine.quarantine_reason ?? "",
+                  at: quarantine.quarantined_at ?? ""
+                },
           lastListingChange: change === undefined ? null : change
         })
       }),
@@ -135,7 +156,15 @@ const make = Effect.gen(function* () {
         ORDER BY id DESC LIMIT ${limit}`.pipe(
         Effect.flatMap(decodeActions),
         Effect.map((rows) =>
-          rows.map((r): CurationAction => ({ resourceId: r.resource_id, action: r.action, actor: r.actor, reason: r.reason, at: r.at }))
+          rows.map(
+            (r): CurationAction => ({
+              resourceId: r.resource_id,
+              action: r.action,
+              actor: r.actor,
+              reason: r.reason,
+              at: r.at
+            })
+          )
         )
       )
   })

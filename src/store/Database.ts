@@ -1,12 +1,12 @@
+import { mkdirSync } from "node:fs"
+import { dirname, resolve } from "node:path"
 import { Migrator, SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted } from "effect"
-import { mkdirSync } from "node:fs"
-import { dirname, resolve } from "node:path"
 import type { StoreInfo } from "../domain/store.js"
-import { CatalogChanges, CatalogChangesLive } from "./CatalogChanges.js"
-import { StoreTransactions, StoreTransactionsLive } from "./StoreTransactions.js"
+import { type CatalogChanges, CatalogChangesLive } from "./CatalogChanges.js"
 import { migrations } from "./migrations/index.js"
+import { type StoreTransactions, StoreTransactionsLive } from "./StoreTransactions.js"
 import { sqliteClientLayer } from "./sqliteClient.js"
 
 /** What `/health/dependencies` reports about the store: kind, location and durability. */
@@ -67,7 +67,9 @@ const withChanges = (migrated: Layer.Layer<SqlClient.SqlClient | StoreInfoTag, u
  * the CatalogChanges its repositories announce through StoreTransactions. SQLite files get their parent folder created,
  * since bun:sqlite does not.
  */
-export const DatabaseLive = (database: string): Layer.Layer<SqlClient.SqlClient | StoreInfoTag | CatalogChanges | StoreTransactions, unknown> => {
+export const DatabaseLive = (
+  database: string
+): Layer.Layer<SqlClient.SqlClient | StoreInfoTag | CatalogChanges | StoreTransactions, unknown> => {
   if (isPostgres(database)) {
     const client = PgClient.layer({ url: Redacted.make(database) })
     const info = Layer.succeed(StoreInfoTag, {
@@ -77,7 +79,9 @@ export const DatabaseLive = (database: string): Layer.Layer<SqlClient.SqlClient 
       synchronous: null,
       durable: true
     })
-    return withChanges(Layer.mergeAll(Layer.effectDiscard(runMigrationsExclusively), info).pipe(Layer.provideMerge(client)))
+    return withChanges(
+      Layer.mergeAll(Layer.effectDiscard(runMigrationsExclusively), info).pipe(Layer.provideMerge(client))
+    )
   }
   const location = database === ":memory:" ? database : resolve(database)
   const folder = Layer.effectDiscard(

@@ -1,13 +1,25 @@
 import { SqlClient } from "@effect/sql"
-import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import type { EconomicEvent, EconomicEvidence, EconomicSource, EconomicState, ExpectedTransfer, ProbeDetail } from "../domain/evidence.js"
+import type {
+  EconomicEvent,
+  EconomicEvidence,
+  EconomicSource,
+  EconomicState,
+  ExpectedTransfer,
+  ProbeDetail
+} from "../domain/evidence.js"
+import { ResourceId } from "../domain/ids.js"
 import { decodeRows, repository, SqlNumber } from "./repository.js"
 
 /** What EconomicEventsRepo offers. */
 export interface EconomicEventsRepoShape {
   readonly insert: (id: string, e: EconomicEvent, initial: EventResolution, nowMs: number) => Effect.Effect<void>
-  readonly summary: (resourceId: ResourceId, payTos: ReadonlyArray<string>, sinceMs: number, minPayers: number) => Effect.Effect<PaymentSummary>
+  readonly summary: (
+    resourceId: ResourceId,
+    payTos: ReadonlyArray<string>,
+    sinceMs: number,
+    minPayers: number
+  ) => Effect.Effect<PaymentSummary>
   /**
    * Another resource a transaction already counts for: an event with this hash, not rejected,
    * naming a resource other than `resourceId`. One transaction is evidence about one resource.
@@ -17,18 +29,29 @@ export interface EconomicEventsRepoShape {
    * `summary` of many resources at once: one query finds which of them any event is about, and
    * only those (few: most resources are never paid through this service) get their own summary.
    */
-  readonly summaries: (about: ReadonlyArray<{ readonly resourceId: ResourceId; readonly payTos: ReadonlyArray<string> }>, sinceMs: number, minPayers: number) => Effect.Effect<Map<string, PaymentSummary>>
+  readonly summaries: (
+    about: ReadonlyArray<{ readonly resourceId: ResourceId; readonly payTos: ReadonlyArray<string> }>,
+    sinceMs: number,
+    minPayers: number
+  ) => Effect.Effect<Map<string, PaymentSummary>>
   /** Pending events due for a ledger check, oldest first. */
   readonly due: (nowMs: number, limit: number) => Effect.Effect<Array<PendingEvent>>
   /** Moves a pending event on; a no-op for one already settled. */
   readonly resolve: (id: string, resolution: EventResolution, nowMs: number) => Effect.Effect<void>
   /** The newest events about a resource, newest first, as shown with it. */
-  readonly recent: (resourceId: ResourceId, payTos: ReadonlyArray<string>, limit: number) => Effect.Effect<Array<EconomicEvidence>>
+  readonly recent: (
+    resourceId: ResourceId,
+    payTos: ReadonlyArray<string>,
+    limit: number
+  ) => Effect.Effect<Array<EconomicEvidence>>
   /** The first event `source` stored for a transaction (read through the transaction index), if any. */
   readonly reported: (source: EconomicSource, transactionHash: string) => Effect.Effect<Option.Option<EconomicEvidence>>
 }
 
-export class EconomicEventsRepo extends Context.Tag("sextant/EconomicEventsRepo")<EconomicEventsRepo, EconomicEventsRepoShape>() {
+export class EconomicEventsRepo extends Context.Tag("sextant/EconomicEventsRepo")<
+  EconomicEventsRepo,
+  EconomicEventsRepoShape
+>() {
   static readonly Live = Layer.suspend(() => Layer.effect(EconomicEventsRepo, make))
 }
 
@@ -68,7 +91,12 @@ export const countedPayments = (row: typeof SummaryRow.Type | undefined, minPaye
 }
 
 const ProbeJson = Schema.parseJson(
-  Schema.Struct({ priceUsd: Schema.Number, settleLatencyMs: Schema.Number, httpStatus: Schema.Number, bodyMatchesType: Schema.Boolean })
+  Schema.Struct({
+    priceUsd: Schema.Number,
+    settleLatencyMs: Schema.Number,
+    httpStatus: Schema.Number,
+    bodyMatchesType: Schema.Boolean
+  })
 )
 
 const EventRow = Schema.Struct({
@@ -128,7 +156,10 @@ const toPublic = (row: EventRow): EconomicEvidence => ({
 })
 
 const toPending = (row: EventRow): ReadonlyArray<PendingEvent> =>
-  row.transaction_hash === null || row.expected_pay_to === null || row.expected_amount === null || row.expected_scheme === null
+  row.transaction_hash === null ||
+  row.expected_pay_to === null ||
+  row.expected_amount === null ||
+  row.expected_scheme === null
     ? []
     : [
         {
@@ -215,7 +246,10 @@ const make = Effect.gen(function* () {
         const payTos = [...new Set(about.flatMap((a) => a.payTos))]
         const found = yield* sql<{ resource_id: string | null; pay_to: string | null }>`
           SELECT DISTINCT resource_id, pay_to FROM economic_events
-          WHERE ${sql.in("resource_id", about.map((a) => a.resourceId))}
+          WHERE ${sql.in(
+            "resource_id",
+            about.map((a) => a.resourceId)
+          )}
             ${payTos.length === 0 ? sql`` : sql`OR (resource_id IS NULL AND ${sql.in("pay_to", payTos)})`}`
         const ids = new Set(found.flatMap((r) => (r.resource_id === null ? [] : [r.resource_id])))
         const paid = new Set(found.flatMap((r) => (r.resource_id === null && r.pay_to !== null ? [r.pay_to] : [])))

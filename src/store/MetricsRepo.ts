@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
-import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Schema } from "effect"
+import { ResourceId } from "../domain/ids.js"
 import type { MetricsSnapshot, StoredStanding } from "../domain/metrics.js"
 import { ServiceStatus } from "../domain/resources.js"
 import { CatalogChanges, resourcesChanged } from "./CatalogChanges.js"
@@ -10,11 +10,22 @@ import { chunksOf, decodeRows, repository, SqlFlag, SqlNumber } from "./reposito
 export interface MetricsRepoShape {
   readonly get: (resourceId: ResourceId) => Effect.Effect<MetricsSnapshot | null>
   /** Stores metrics rows, each with the rolling window (rollingWindow.ts, encoded) it was derived from. */
-  readonly upsert: (rows: ReadonlyArray<{ readonly metrics: MetricsSnapshot; readonly windowState: string }>, updatedAt: string) => Effect.Effect<void>
+  readonly upsert: (
+    rows: ReadonlyArray<{ readonly metrics: MetricsSnapshot; readonly windowState: string }>,
+    updatedAt: string
+  ) => Effect.Effect<void>
   /** The stored rolling windows of many resources (null: never stored, or rows from before it existed). */
   readonly windowStates: (resourceIds: ReadonlyArray<string>) => Effect.Effect<Map<string, string | null>>
-  readonly payeeShortlist: (payTo: string, query: PayeeShortlistQuery) => Effect.Effect<
-    Array<{ readonly providerId: string; readonly url: string; readonly trusted: boolean; readonly standing: StoredStanding }>
+  readonly payeeShortlist: (
+    payTo: string,
+    query: PayeeShortlistQuery
+  ) => Effect.Effect<
+    Array<{
+      readonly providerId: string
+      readonly url: string
+      readonly trusted: boolean
+      readonly standing: StoredStanding
+    }>
   >
   /** Status, level and metrics of many resources in one query; unknown ids are absent. */
   readonly standings: (resourceIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<StoredStanding>>
@@ -79,8 +90,9 @@ const WindowRow = Schema.Struct({ resource_id: ResourceId, window_state: Schema.
 const decodeWindows = decodeRows(WindowRow)
 
 /** The metric columns by name: reads leave out `window_state`, the writer's working state. */
-const metricColumns = Object.keys(MetricsColumns).map((c) => `m.${c}`).join(", ")
-
+const metricColumns = Object.keys(MetricsColumns)
+  .map((c) => `m.${c}`)
+  .join(", ")
 
 const toStanding = (row: typeof StandingRow.Type): StoredStanding => ({
   resourceId: row.id,
@@ -88,7 +100,9 @@ const toStanding = (row: typeof StandingRow.Type): StoredStanding => ({
   level: row.verification_level,
   snapshot: row.resource_id === null ? null : toSnapshot(row),
   operatorQuarantine:
-    row.quarantined_by === null ? null : { actor: row.quarantined_by, reason: row.quarantine_reason ?? "", at: row.quarantined_at ?? "" }
+    row.quarantined_by === null
+      ? null
+      : { actor: row.quarantined_by, reason: row.quarantine_reason ?? "", at: row.quarantined_at ?? "" }
 })
 
 /** What a payee shortlist reads besides the payee (see payeeShortlist). */
@@ -132,7 +146,8 @@ const payeeShortlist = (
   { limit, deniedProviders, observedSince, paidUrl, trustedOnly = false }: PayeeShortlistQuery
 ) => {
   const evidence = (r: string) => sql.literal(`(${r}.listed = 1 OR ${r}.quarantined_by IS NOT NULL)`)
-  const paying = (r: string) => sql`${sql.literal(r)}.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`
+  const paying = (r: string) =>
+    sql`${sql.literal(r)}.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`
   // At a URL only a few resources: probing the payee's options per row beats listing all of them.
   const payingEach = (r: string) => {
     const option = sql.literal(`${r}_option`)
@@ -147,14 +162,16 @@ const payeeShortlist = (
       WHERE q.status = 'QUARANTINED' AND (q.quarantined_by IS NOT NULL OR (q.listed = 1 AND q.trusted = 1))
         AND EXISTS (SELECT 1 FROM payment_options qo WHERE qo.pay_to = ${payTo} AND qo.resource_id = q.id)
       LIMIT 1) quarantined`
-  const denied = deniedProviders.length === 0
-    ? sql``
-    : sql`UNION SELECT id FROM (
+  const denied =
+    deniedProviders.length === 0
+      ? sql``
+      : sql`UNION SELECT id FROM (
         SELECT d.id FROM resources d WHERE ${evidence("d")} AND ${sql.in("d.provider_id", deniedProviders)} AND ${paying("d")}
         LIMIT 1) denied`
-  const named = paidUrl === undefined
-    ? sql``
-    : sql`UNION SELECT id FROM (
+  const named =
+    paidUrl === undefined
+      ? sql``
+      : sql`UNION SELECT id FROM (
         SELECT n.id FROM resources n WHERE n.url = ${paidUrl} AND ${evidence("n")} AND ${payingEach("n")}
         LIMIT 1) named
       UNION SELECT id FROM (
@@ -177,7 +194,14 @@ const payeeShortlist = (
         ORDER BY co.resource_id LIMIT ${limit}) passing
     )`.pipe(
     Effect.flatMap(decodeShortlist),
-    Effect.map((rows) => rows.map((row) => ({ providerId: row.provider_id, url: row.url, trusted: row.trusted, standing: toStanding(row) })))
+    Effect.map((rows) =>
+      rows.map((row) => ({
+        providerId: row.provider_id,
+        url: row.url,
+        trusted: row.trusted,
+        standing: toStanding(row)
+      }))
+    )
   )
 }
 
@@ -191,7 +215,10 @@ const make = Effect.gen(function* () {
         Effect.map((rows) => (rows[0] ? toSnapshot(rows[0]) : null))
       ),
 
-    upsert: (rows: ReadonlyArray<{ readonly metrics: MetricsSnapshot; readonly windowState: string }>, updatedAt: string) =>
+    upsert: (
+      rows: ReadonlyArray<{ readonly metrics: MetricsSnapshot; readonly windowState: string }>,
+      updatedAt: string
+    ) =>
       Effect.forEach(
         chunksOf(rows, 256),
         (part) =>

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
-import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Schema } from "effect"
+import { ResourceId } from "../domain/ids.js"
 import {
   type HourlyRollup,
   type Observation,
@@ -26,7 +26,9 @@ export interface ObservationsRepoShape {
   /** The newest healthy observation of each resource that has one: the challenge a buyer will meet. */
   readonly latestHealthy: (resourceIds: ReadonlyArray<string>) => Effect.Effect<Map<string, RecordedObservation>>
   /** Stores hours of resources' probes (an hour changed again replaces its row). */
-  readonly upsertRollups: (rollups: ReadonlyArray<{ readonly resourceId: ResourceId; readonly rollup: HourlyRollup }>) => Effect.Effect<void>
+  readonly upsertRollups: (
+    rollups: ReadonlyArray<{ readonly resourceId: ResourceId; readonly rollup: HourlyRollup }>
+  ) => Effect.Effect<void>
   /** A resource's stored hours starting at or after `fromMs` and before `toMs`, oldest first. */
   readonly rollups: (resourceId: ResourceId, fromMs: number, toMs: number) => Effect.Effect<Array<HourlyRollup>>
   /**
@@ -40,10 +42,18 @@ export interface ObservationsRepoShape {
    * `resources` resources after `afterId` (by id), found through the primary key. Answers where
    * the next batch starts: the same resources while they had more, null after the last resource.
    */
-  readonly pruneRollups: (beforeMs: number, afterId: string, resources: number, limit: number) => Effect.Effect<{ readonly deleted: number; readonly next: string | null }>
+  readonly pruneRollups: (
+    beforeMs: number,
+    afterId: string,
+    resources: number,
+    limit: number
+  ) => Effect.Effect<{ readonly deleted: number; readonly next: string | null }>
 }
 
-export class ObservationsRepo extends Context.Tag("sextant/ObservationsRepo")<ObservationsRepo, ObservationsRepoShape>() {
+export class ObservationsRepo extends Context.Tag("sextant/ObservationsRepo")<
+  ObservationsRepo,
+  ObservationsRepoShape
+>() {
   static readonly Live = Layer.suspend(() => Layer.effect(ObservationsRepo, make))
 }
 
@@ -101,7 +111,8 @@ const RollupRow = Schema.Struct({
 })
 const decodeRollups = decodeRows(RollupRow)
 
-const decodeObservations = (rows: ReadonlyArray<unknown>) => Effect.map(decodeRows(ObservationRow)(rows), (r) => r.map(toObservation))
+const decodeObservations = (rows: ReadonlyArray<unknown>) =>
+  Effect.map(decodeRows(ObservationRow)(rows), (r) => r.map(toObservation))
 
 /**
  * A `before` cursor: an observation id, or an ISO date-time meaning "older than this instant".
@@ -234,13 +245,17 @@ const make = Effect.gen(function* () {
 
     pruneRollups: (beforeMs: number, afterId: string, resources: number, limit: number) =>
       Effect.gen(function* () {
-        const ids = (yield* sql<{ id: string }>`SELECT id FROM resources WHERE id > ${afterId} ORDER BY id LIMIT ${resources}`).map((r) => r.id)
+        const ids = (yield* sql<{
+          id: string
+        }>`SELECT id FROM resources WHERE id > ${afterId} ORDER BY id LIMIT ${resources}`).map((r) => r.id)
         if (ids.length === 0) return { deleted: 0, next: null }
-        const deleted = (yield* sql<{ hour_ms: unknown }>`DELETE FROM observation_rollups WHERE (resource_id, hour_ms) IN (
+        const deleted = (yield* sql<{
+          hour_ms: unknown
+        }>`DELETE FROM observation_rollups WHERE (resource_id, hour_ms) IN (
             SELECT resource_id, hour_ms FROM observation_rollups WHERE ${sql.in("resource_id", ids)} AND hour_ms < ${beforeMs} LIMIT ${limit})
           RETURNING hour_ms`).length
         const next = deleted === limit ? afterId : ids.length < resources ? null : ids[ids.length - 1]!
         return { deleted, next }
-      }),
+      })
   })
 })

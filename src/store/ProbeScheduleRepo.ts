@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
-import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Schema } from "effect"
+import { ResourceId } from "../domain/ids.js"
 import { chunksOf, decodeRows, repository, SqlNumber } from "./repository.js"
 
 /** What ProbeScheduleRepo offers. */
@@ -22,18 +22,30 @@ export interface ProbeScheduleRepoShape {
    * ran out is free again: its instance died or stalled). On Postgres the rows are locked with
    * `FOR UPDATE SKIP LOCKED`, so instances claiming at once take disjoint sets without waiting.
    */
-  readonly claim: (owner: string, nowMs: number, limit: number, leaseMs: number, lane: ProbeLane) => Effect.Effect<Array<Claim>>
+  readonly claim: (
+    owner: string,
+    nowMs: number,
+    limit: number,
+    leaseMs: number,
+    lane: ProbeLane
+  ) => Effect.Effect<Array<Claim>>
   /**
    * After the probes of claims: each one's next due time, and the lease released. Only while
    * `owner` still holds the lease: if it ran out and another instance took the resource, that
    * one's schedule stands. One statement per chunk of claims.
    */
-  readonly complete: (owner: string, done: ReadonlyArray<{ readonly resourceId: ResourceId; readonly nextDueMs: number }>) => Effect.Effect<void>
+  readonly complete: (
+    owner: string,
+    done: ReadonlyArray<{ readonly resourceId: ResourceId; readonly nextDueMs: number }>
+  ) => Effect.Effect<void>
   /** Gives back claims not probed (the instance is stopping), due at once for whoever is left. */
   readonly release: (resourceIds: ReadonlyArray<string>, owner: string) => Effect.Effect<void>
 }
 
-export class ProbeScheduleRepo extends Context.Tag("sextant/ProbeScheduleRepo")<ProbeScheduleRepo, ProbeScheduleRepoShape>() {
+export class ProbeScheduleRepo extends Context.Tag("sextant/ProbeScheduleRepo")<
+  ProbeScheduleRepo,
+  ProbeScheduleRepoShape
+>() {
   static readonly Live = Layer.suspend(() => Layer.effect(ProbeScheduleRepo, make))
 }
 
@@ -58,18 +70,31 @@ const make = Effect.gen(function* () {
   const postgres = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
 
   return repository("ProbeScheduleRepo", {
-    sync: (targets: ReadonlyArray<{ readonly id: ResourceId; readonly lane: ProbeLane }>, nowMs: number, afterId: string, upTo: string | null) =>
+    sync: (
+      targets: ReadonlyArray<{ readonly id: ResourceId; readonly lane: ProbeLane }>,
+      nowMs: number,
+      afterId: string,
+      upTo: string | null
+    ) =>
       Effect.gen(function* () {
-        const range = upTo === null ? sql`resource_id > ${afterId}` : sql`resource_id > ${afterId} AND resource_id <= ${upTo}`
-        const stored = yield* sql<{ resource_id: string; lane: unknown }>`SELECT resource_id, lane FROM probe_schedule WHERE ${range}`
+        const range =
+          upTo === null ? sql`resource_id > ${afterId}` : sql`resource_id > ${afterId} AND resource_id <= ${upTo}`
+        const stored = yield* sql<{
+          resource_id: string
+          lane: unknown
+        }>`SELECT resource_id, lane FROM probe_schedule WHERE ${range}`
         const known = new Map(stored.map((r) => [r.resource_id, Number(r.lane)] as const))
         const fresh = targets.filter((t) => !known.has(t.id))
         for (let i = 0; i < fresh.length; i += 500) {
-          const rows = fresh.slice(i, i + 500).map((t) => ({ resource_id: t.id, due_ms: nowMs, lease_until_ms: 0, lane: laneValue(t.lane) }))
+          const rows = fresh
+            .slice(i, i + 500)
+            .map((t) => ({ resource_id: t.id, due_ms: nowMs, lease_until_ms: 0, lane: laneValue(t.lane) }))
           yield* sql`INSERT INTO probe_schedule ${sql.insert(rows)} ON CONFLICT (resource_id) DO NOTHING`
         }
         for (const lane of ["trusted", "open"] as const) {
-          const moved = targets.filter((t) => t.lane === lane && known.has(t.id) && known.get(t.id) !== laneValue(lane)).map((t) => t.id)
+          const moved = targets
+            .filter((t) => t.lane === lane && known.has(t.id) && known.get(t.id) !== laneValue(lane))
+            .map((t) => t.id)
           for (let i = 0; i < moved.length; i += 500) {
             yield* sql`UPDATE probe_schedule SET lane = ${laneValue(lane)} WHERE ${sql.in("resource_id", moved.slice(i, i + 500))}`
           }

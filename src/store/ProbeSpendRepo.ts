@@ -1,9 +1,9 @@
 import { SqlClient } from "@effect/sql"
-import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Schema } from "effect"
+import type { ResourceId } from "../domain/ids.js"
 import { decodeRows, repository, SqlBigInt } from "./repository.js"
-import { sortableId } from "./sortableId.js"
 import { StoreTransactions } from "./StoreTransactions.js"
+import { sortableId } from "./sortableId.js"
 
 /** What ProbeSpendRepo offers. */
 export interface ProbeSpendRepoShape {
@@ -12,7 +12,12 @@ export interface ProbeSpendRepoShape {
    * room for it; answers the reservation's id, or null when the budget would be exceeded. The
    * lock row first, so concurrent reservations (other processes too) run one after another.
    */
-  readonly reserve: (resourceId: ResourceId, units: bigint, budgetUnits: bigint, nowMs: number) => Effect.Effect<string | null>
+  readonly reserve: (
+    resourceId: ResourceId,
+    units: bigint,
+    budgetUnits: bigint,
+    nowMs: number
+  ) => Effect.Effect<string | null>
   /** Gives a reservation back: nothing was paid under it. */
   readonly release: (id: string) => Effect.Effect<void>
   /** Base units reserved on the UTC day of `atMs`. */

@@ -1,4 +1,4 @@
-import { RateLimiter } from "@effect/experimental"
+import type { RateLimiter } from "@effect/experimental"
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Duration, Effect, Layer, Schema } from "effect"
 import { commitWithoutFlush } from "./commitDurability.js"
@@ -42,7 +42,11 @@ const make = Effect.gen(function* () {
           END
         RETURNING count, expires_at_ms`.pipe(
         Effect.flatMap(decodeCounter),
-        Effect.map(([row]) => (row === undefined ? ([tokens, refillMs * tokens] as const) : ([row.count, Math.max(0, row.expires_at_ms - nowMs)] as const))),
+        Effect.map(([row]) =>
+          row === undefined
+            ? ([tokens, refillMs * tokens] as const)
+            : ([row.count, Math.max(0, row.expires_at_ms - nowMs)] as const)
+        ),
         // A counter a power loss takes back only lets a client a few more requests in one window:
         // not worth an fsync on every limited request (a settle's would otherwise be its third).
         commitWithoutFlush
@@ -53,7 +57,13 @@ const make = Effect.gen(function* () {
   const store: Context.Tag.Service<RateLimiter.RateLimiterStore> = {
     fixedWindow: (options) =>
       Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
-        repo.take(options.key, options.tokens, Duration.toMillis(options.refillRate), options.limit ?? Number.MAX_SAFE_INTEGER, nowMs)
+        repo.take(
+          options.key,
+          options.tokens,
+          Duration.toMillis(options.refillRate),
+          options.limit ?? Number.MAX_SAFE_INTEGER,
+          nowMs
+        )
       ),
     // Only the fixed window is used (src/limits/RateLimits.ts); a token bucket needs a read-modify-write this store does not do.
     tokenBucket: () => Effect.dieMessage("the SQL rate limit store implements the fixed-window algorithm only")

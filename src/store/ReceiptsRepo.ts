@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
-import { ReceiptId, ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Option, Schema } from "effect"
+import type { ReceiptId, ResourceId } from "../domain/ids.js"
 import type { CommerceReceipt } from "../domain/receipts.js"
 import { decodeRows, repository } from "./repository.js"
 

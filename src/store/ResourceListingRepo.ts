@@ -1,12 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
+import { ResourceId } from "../domain/ids.js"
 import { ListingHold, type ServiceStatus } from "../domain/resources.js"
 import { CatalogChanges, catalogChanged, resourcesChanged } from "./CatalogChanges.js"
 import { holdAfter, type ListingChange, nowIso, recordListings } from "./listingChanges.js"
 import { decodeRows, repository, SqlFlag, SqlNumber } from "./repository.js"
 import { PROBE_TARGET_RULE } from "./resourceRows.js"
 import { StoreTransactions } from "./StoreTransactions.js"
-import { ResourceId } from "../domain/ids.js"
 
 /** A resource's listing as the probe rule reads it. */
 export interface ListingState {
@@ -54,7 +54,10 @@ export interface ResourceListingRepoShape {
    * The ids of what the probe schedule visits (see probeTargets) after `afterId`, at most `limit`,
    * by id, each with its probe lane (trusted entries apart), without loading the records.
    */
-  readonly probeTargetIds: (afterId: string, limit: number) => Effect.Effect<Array<{ readonly id: ResourceId; readonly lane: "trusted" | "open" }>>
+  readonly probeTargetIds: (
+    afterId: string,
+    limit: number
+  ) => Effect.Effect<Array<{ readonly id: ResourceId; readonly lane: "trusted" | "open" }>>
   /**
    * Deletes the unlisted resources `/v1/validate` created that nobody has validated since
    * `cutoffMs` (their observations, metrics and transitions go with them); one an operator
@@ -69,7 +72,10 @@ export interface ResourceListingRepoShape {
   readonly retireUnhealthy: (cutoffMs: number) => Effect.Effect<number>
 }
 
-export class ResourceListingRepo extends Context.Tag("sextant/ResourceListingRepo")<ResourceListingRepo, ResourceListingRepoShape>() {}
+export class ResourceListingRepo extends Context.Tag("sextant/ResourceListingRepo")<
+  ResourceListingRepo,
+  ResourceListingRepoShape
+>() {}
 
 const StateRow = Schema.Struct({
   id: ResourceId,
@@ -110,15 +116,22 @@ const make = Effect.gen(function* () {
         Effect.zipRight(changes.changed(catalogChanged))
       ),
     setStatus: (id: ResourceId, status: ServiceStatus, level: number) =>
-      Effect.flatMap(nowIso, (at) => sql`UPDATE resources SET status = ${status}, verification_level = ${level}, updated_at = ${at} WHERE id = ${id}`).pipe(
-        Effect.zipRight(changes.changed(resourcesChanged([id])))
-      ),
-    afterProbes: (probes: ReadonlyArray<{ readonly id: ResourceId; readonly decide: (state: ListingState) => ListingStep }>, actor: string) =>
+      Effect.flatMap(
+        nowIso,
+        (at) =>
+          sql`UPDATE resources SET status = ${status}, verification_level = ${level}, updated_at = ${at} WHERE id = ${id}`
+      ).pipe(Effect.zipRight(changes.changed(resourcesChanged([id])))),
+    afterProbes: (
+      probes: ReadonlyArray<{ readonly id: ResourceId; readonly decide: (state: ListingState) => ListingStep }>,
+      actor: string
+    ) =>
       Effect.gen(function* () {
         if (probes.length === 0) return
         const rows = yield* sql`SELECT id, listed, listing_hold, unhealthy_since_ms FROM resources
           WHERE ${sql.in("id", [...new Set(probes.map((p) => p.id))])}`.pipe(Effect.flatMap(decodeState))
-        const states = new Map(rows.map((r) => [r.id, { listed: r.listed, hold: r.listing_hold, unhealthySinceMs: r.unhealthy_since_ms }]))
+        const states = new Map(
+          rows.map((r) => [r.id, { listed: r.listed, hold: r.listing_hold, unhealthySinceMs: r.unhealthy_since_ms }])
+        )
         const stored = new Map(states)
         for (const probe of probes) {
           const state = states.get(probe.id)
@@ -154,7 +167,9 @@ const make = Effect.gen(function* () {
       sql`SELECT r.id, r.trusted FROM resources r
         WHERE ${probeTargetRule} AND r.id > ${afterId} ORDER BY r.id LIMIT ${limit}`.pipe(
         Effect.flatMap(decodeTargets),
-        Effect.map((rows) => rows.map((r) => ({ id: r.id, lane: r.trusted ? ("trusted" as const) : ("open" as const) })))
+        Effect.map((rows) =>
+          rows.map((r) => ({ id: r.id, lane: r.trusted ? ("trusted" as const) : ("open" as const) }))
+        )
       ),
     pruneUnlisted: (cutoffMs: number) =>
       sql<{ id: string }>`DELETE FROM resources

@@ -1,12 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import type { ResourceRecord } from "../domain/resources.js"
+import { ResourceId } from "../domain/ids.js"
 import type { McpKind } from "../domain/mcp.js"
+import type { ResourceRecord } from "../domain/resources.js"
 import { decodeRows, repository } from "./repository.js"
 import { LISTED_ONLY, PROBE_TARGET_RULE, recordsLoader } from "./resourceRows.js"
-import { rankPage, SearchTuning, type SearchPosition, textQuery } from "./searchIndex.js"
 import { SearchSql } from "./SearchSql.js"
-import { ResourceId } from "../domain/ids.js"
+import { rankPage, type SearchPosition, SearchTuning, textQuery } from "./searchIndex.js"
 
 export type { SearchPosition }
 
@@ -63,7 +63,9 @@ export interface ResourceReadsRepoShape {
     limit: number
   ) => Effect.Effect<ReadonlyArray<{ readonly id: ResourceId; readonly relevance: number }>>
   /** One page of listed resources, by id, with the total matching the filters (x402 discovery). */
-  readonly listedPage: (query: ListedPageQuery) => Effect.Effect<{ readonly records: Array<ResourceRecord>; readonly total: number }>
+  readonly listedPage: (
+    query: ListedPageQuery
+  ) => Effect.Effect<{ readonly records: Array<ResourceRecord>; readonly total: number }>
   /**
    * The resource at `url` (with `toolName`: the one selling that MCP tool, or with `kind` that
    * resource or prompt, there; one server's tools, resources and prompts share its URL), if any.
@@ -84,7 +86,12 @@ export interface ResourceReadsRepoShape {
    * list of a payee's resources first, and an EXISTS per origin entry walked the whole origin for
    * a payee it never pays. Left: a payee paid by many entries elsewhere and none here is walked.
    */
-  readonly aroundUrl: (url: string, origin: string, payTos: ReadonlyArray<string>, limit: number) => Effect.Effect<Array<ResourceRecord>>
+  readonly aroundUrl: (
+    url: string,
+    origin: string,
+    payTos: ReadonlyArray<string>,
+    limit: number
+  ) => Effect.Effect<Array<ResourceRecord>>
   /** The listed resource at `url` that pays `payTo` (the first by id), if any: the resource a settle names. */
   readonly namedPayee: (url: string, payTo: string) => Effect.Effect<ResourceId | null>
   /**
@@ -100,7 +107,10 @@ export interface ResourceReadsRepoShape {
   readonly probeTargets: () => Effect.Effect<Array<ResourceRecord>>
 }
 
-export class ResourceReadsRepo extends Context.Tag("sextant/ResourceReadsRepo")<ResourceReadsRepo, ResourceReadsRepoShape>() {}
+export class ResourceReadsRepo extends Context.Tag("sextant/ResourceReadsRepo")<
+  ResourceReadsRepo,
+  ResourceReadsRepoShape
+>() {}
 
 const decodeIds = decodeRows(Schema.Struct({ id: ResourceId }))
 
@@ -154,7 +164,14 @@ const make = Effect.gen(function* () {
       Effect.gen(function* () {
         const ranked = yield* searchRanked(filters, after, limit)
         if (ranked.length === 0) return []
-        const records = new Map<string, ResourceRecord>((yield* load(sql.in("r.id", ranked.map((r) => r.id)))).map((r) => [r.resource.id, r] as const))
+        const records = new Map<string, ResourceRecord>(
+          (yield* load(
+            sql.in(
+              "r.id",
+              ranked.map((r) => r.id)
+            )
+          )).map((r) => [r.resource.id, r] as const)
+        )
         return ranked.flatMap(({ id, relevance }) => {
           const record = records.get(id)
           return record ? [{ record, relevance }] : []
@@ -184,9 +201,7 @@ const make = Effect.gen(function* () {
           ? sql`r.url = ${url}`
           : // A row stored before kinds existed has none: it is a tool.
             sql`r.url = ${url} AND json_extract(r.mcp_tool, '$.toolName') = ${toolName} AND COALESCE(json_extract(r.mcp_tool, '$.kind'), 'tool') = ${kind}`
-      ).pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0]))
-      ),
+      ).pipe(Effect.map((rows) => Option.fromNullable(rows[0]))),
     aroundUrl: (url: string, origin: string, payTos: ReadonlyArray<string>, limit: number) =>
       load(sql`r.id IN (
         SELECT id FROM (SELECT id FROM resources WHERE url = ${url} ORDER BY id LIMIT ${limit}) at_url
@@ -195,9 +210,13 @@ const make = Effect.gen(function* () {
           ORDER BY o.resource_id LIMIT ${limit}) paying
         UNION SELECT id FROM (SELECT id FROM resources WHERE origin = ${origin} AND url <> ${url} ORDER BY id LIMIT ${limit}) at_origin)`),
     byCapability: (capability: string) =>
-      load(sql`${listedOnly} AND r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${capability})`),
+      load(
+        sql`${listedOnly} AND r.id IN (SELECT resource_id FROM resource_capabilities WHERE capability = ${capability})`
+      ),
     byPayTo: (payTo: string) =>
-      load(sql`(r.listed = 1 OR r.quarantined_by IS NOT NULL) AND r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`),
+      load(
+        sql`(r.listed = 1 OR r.quarantined_by IS NOT NULL) AND r.id IN (SELECT resource_id FROM payment_options WHERE pay_to = ${payTo})`
+      ),
     namedPayee: (url: string, payTo: string) =>
       sql`SELECT r.id FROM resources r WHERE r.url = ${url} AND +r.listed = 1
         AND EXISTS (SELECT 1 FROM payment_options o WHERE o.pay_to = ${payTo} AND o.resource_id = r.id) ORDER BY r.id LIMIT 1`.pipe(

@@ -1,11 +1,19 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
+import { ResourceId } from "../domain/ids.js"
 import type { StoredStanding } from "../domain/metrics.js"
 import type { ResourceRecord } from "../domain/resources.js"
 import { MetricsColumns, MetricsRow, toSnapshot } from "./MetricsRepo.js"
 import { decodeRows, repository } from "./repository.js"
-import { decodeCapabilities, decodeOptions, groupBy, LISTED_ONLY, ResourceRow, toOption, toRecord } from "./resourceRows.js"
-import { ResourceId } from "../domain/ids.js"
+import {
+  decodeCapabilities,
+  decodeOptions,
+  groupBy,
+  LISTED_ONLY,
+  ResourceRow,
+  toOption,
+  toRecord
+} from "./resourceRows.js"
 
 /** A record with the stored standing its evidence is derived from. */
 export interface RecordWithStanding {
@@ -23,7 +31,10 @@ export interface RouteCandidatesRepoShape {
   readonly byCapabilityWithStandings: (capability: string) => Effect.Effect<Array<RecordWithStanding>>
 }
 
-export class RouteCandidatesRepo extends Context.Tag("sextant/RouteCandidatesRepo")<RouteCandidatesRepo, RouteCandidatesRepoShape>() {}
+export class RouteCandidatesRepo extends Context.Tag("sextant/RouteCandidatesRepo")<
+  RouteCandidatesRepo,
+  RouteCandidatesRepoShape
+>() {}
 
 /** A route candidate's row: the resource, its provider and quarantine, and its metrics columns (all null when never measured). */
 const CandidateRow = Schema.Struct({
@@ -40,7 +51,11 @@ const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const listedOnly = sql.literal(LISTED_ONLY)
   // The metrics columns by name (this code's own constants): the table has columns routing does not read.
-  const metricColumns = sql.literal(Object.keys(MetricsColumns).map((c) => `m.${c}`).join(", "))
+  const metricColumns = sql.literal(
+    Object.keys(MetricsColumns)
+      .map((c) => `m.${c}`)
+      .join(", ")
+  )
 
   const byCapabilityWithStandings = (capability: string) =>
     Effect.gen(function* () {

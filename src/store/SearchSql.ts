@@ -101,7 +101,11 @@ const workerClient = (filename: string, budgetMs: number) =>
             const finish = (answer: SearchWorkerAnswer) => {
               clearTimeout(timer)
               waiting.delete(id)
-              resume("rows" in answer ? Effect.succeed(answer.rows) : Effect.fail(failure("error" in answer ? answer.error : "no answer")))
+              resume(
+                "rows" in answer
+                  ? Effect.succeed(answer.rows)
+                  : Effect.fail(failure("error" in answer ? answer.error : "no answer"))
+              )
             }
             const timer = setTimeout(() => {
               end(current)
@@ -120,7 +124,9 @@ const workerClient = (filename: string, budgetMs: number) =>
 
     const connection = {
       execute: (sql, params, transformRows) =>
-        transformRows ? Effect.map(run(sql, params, false), (rows) => transformRows(rows as never)) : run(sql, params, false),
+        transformRows
+          ? Effect.map(run(sql, params, false), (rows) => transformRows(rows as never))
+          : run(sql, params, false),
       executeRaw: (sql, params) => run(sql, params, false),
       executeValues: (sql, params) => run(sql, params, true) as never,
       executeUnprepared(sql, params, transformRows) {

@@ -13,12 +13,12 @@ import {
   type SettlementTransition,
   type WindowUsage
 } from "../domain/settlements.js"
-import { decodeJournal, decodeTransitions, storedKey, toEntry, transition } from "./journalRows.js"
 import { takeBudgetLock, usageSince, writeReservation } from "./journalBudget.js"
 import { reconcilerQueries } from "./journalReconcile.js"
+import { decodeJournal, decodeTransitions, storedKey, toEntry, transition } from "./journalRows.js"
 import { atBoundary, decodeRows, repository, SqlBigInt } from "./repository.js"
-import { sortableId } from "./sortableId.js"
 import { StoreTransactions } from "./StoreTransactions.js"
+import { sortableId } from "./sortableId.js"
 
 /** What the budgets refuse with: the spend window (403) or a fee budget (429). */
 type BudgetRefusal = PolicyDenied | FeeBudgetExhausted
@@ -45,7 +45,9 @@ export interface SettlementJournalShape {
    * payment, whoever submitted it: one payment is settled once. `byKey` is true only when the
    * client's own key matched.
    */
-  readonly find: (entry: Pick<NewEntry, "idempotencyKey" | "principal" | "paymentId">) => Effect.Effect<Option.Option<FoundEntry>>
+  readonly find: (
+    entry: Pick<NewEntry, "idempotencyKey" | "principal" | "paymentId">
+  ) => Effect.Effect<Option.Option<FoundEntry>>
   /**
    * Records how a settlement ended. An entry that crash recovery (of this or another instance
    * sharing the database) marked indeterminate while it was in flight still takes its real
@@ -63,7 +65,11 @@ export interface SettlementJournalShape {
     id: SettlementId,
     attempt: { readonly feeStroops: bigint; readonly reason: string; readonly sinceMs: number; readonly nowMs: number },
     judge: (usage: WindowUsage) => BudgetRefusal | undefined
-  ) => Effect.Effect<{ readonly _tag: "Charged" } | { readonly _tag: "NotPending" } | { readonly _tag: "Refused"; readonly error: BudgetRefusal }>
+  ) => Effect.Effect<
+    | { readonly _tag: "Charged" }
+    | { readonly _tag: "NotPending" }
+    | { readonly _tag: "Refused"; readonly error: BudgetRefusal }
+  >
   /**
    * Ends an unresolved entry (`indeterminate`, or `pending` on a backend's `settlement_pending`
    * answer) with what the ledger proved: settled, with the transaction when one was found; or
@@ -93,7 +99,9 @@ export interface SettlementJournalShape {
    * All principals' reservations since `sinceMs`: fee reserved (what the global budget counts) and
    * worst-case spend of entries that did not fail (what spend windows count), in base units.
    */
-  readonly windowTotals: (sinceMs: number) => Effect.Effect<{ readonly feeStroops: bigint; readonly spendUnits: bigint }>
+  readonly windowTotals: (
+    sinceMs: number
+  ) => Effect.Effect<{ readonly feeStroops: bigint; readonly spendUnits: bigint }>
   /**
    * Crash recovery: an entry still `pending` without a transaction at start was interrupted
    * between forwarding and answer, so whether it settled is unknown. It becomes `indeterminate`
@@ -103,7 +111,10 @@ export interface SettlementJournalShape {
   readonly recoverPending: (nowMs: number) => Effect.Effect<Array<string>>
 }
 
-export class SettlementJournal extends Context.Tag("sextant/SettlementJournal")<SettlementJournal, SettlementJournalShape>() {
+export class SettlementJournal extends Context.Tag("sextant/SettlementJournal")<
+  SettlementJournal,
+  SettlementJournalShape
+>() {
   static readonly Live = Layer.suspend(() => Layer.effect(SettlementJournal, make))
 }
 
@@ -114,12 +125,15 @@ const make = Effect.gen(function* () {
   const find = (entry: Pick<NewEntry, "principal" | "idempotencyKey" | "paymentId">) =>
     Effect.gen(function* () {
       const key = storedKey(entry)
-      const rows = yield* sql`SELECT * FROM settlements WHERE idempotency_key = ${key} OR payment_hash = ${entry.paymentId}`.pipe(
-        Effect.flatMap(decodeJournal)
-      )
+      const rows =
+        yield* sql`SELECT * FROM settlements WHERE idempotency_key = ${key} OR payment_hash = ${entry.paymentId}`.pipe(
+          Effect.flatMap(decodeJournal)
+        )
       const byKey = entry.idempotencyKey === undefined ? undefined : rows.find((r) => r.idempotency_key === key)
       const row = byKey ?? rows.find((r) => r.payment_hash === entry.paymentId) ?? rows[0]
-      return row === undefined ? Option.none<FoundEntry>() : Option.some<FoundEntry>({ entry: toEntry(row), byKey: byKey !== undefined })
+      return row === undefined
+        ? Option.none<FoundEntry>()
+        : Option.some<FoundEntry>({ entry: toEntry(row), byKey: byKey !== undefined })
     })
 
   const reserve = <E, R>(
@@ -129,21 +143,29 @@ const make = Effect.gen(function* () {
     judge: (usage: WindowUsage) => BudgetRefusal | undefined,
     checks: Effect.Effect<void, E, R>
   ) =>
-    atBoundary("SettlementJournal.reserve", transaction(
-      Effect.gen(function* () {
-        yield* takeBudgetLock(sql)
-        const existing = yield* find(entry)
-        if (Option.isSome(existing) && !mayReserveAgain(existing.value, entry.requestHash)) {
-          return { _tag: "Existing", ...existing.value } satisfies Reservation<BudgetRefusal>
-        }
-        yield* checks
-        const refusal = judge(yield* usageSince(sql, entry.principal, sinceMs))
-        if (refusal !== undefined) return { _tag: "Refused", error: refusal } satisfies Reservation<BudgetRefusal>
+    atBoundary(
+      "SettlementJournal.reserve",
+      transaction(
+        Effect.gen(function* () {
+          yield* takeBudgetLock(sql)
+          const existing = yield* find(entry)
+          if (Option.isSome(existing) && !mayReserveAgain(existing.value, entry.requestHash)) {
+            return { _tag: "Existing", ...existing.value } satisfies Reservation<BudgetRefusal>
+          }
+          yield* checks
+          const refusal = judge(yield* usageSince(sql, entry.principal, sinceMs))
+          if (refusal !== undefined) return { _tag: "Refused", error: refusal } satisfies Reservation<BudgetRefusal>
 
-        const id = yield* writeReservation(sql, entry, Option.map(existing, (e) => e.entry.id), nowMs)
-        return { _tag: "Reserved", id } satisfies Reservation<BudgetRefusal>
-      })
-    ))
+          const id = yield* writeReservation(
+            sql,
+            entry,
+            Option.map(existing, (e) => e.entry.id),
+            nowMs
+          )
+          return { _tag: "Reserved", id } satisfies Reservation<BudgetRefusal>
+        })
+      )
+    )
 
   const methods = repository("SettlementJournal", {
     find,
@@ -164,13 +186,20 @@ const make = Effect.gen(function* () {
       }).pipe(transaction),
     attempt: (
       id: SettlementId,
-      { feeStroops, reason, sinceMs, nowMs }: { readonly feeStroops: bigint; readonly reason: string; readonly sinceMs: number; readonly nowMs: number },
+      {
+        feeStroops,
+        reason,
+        sinceMs,
+        nowMs
+      }: { readonly feeStroops: bigint; readonly reason: string; readonly sinceMs: number; readonly nowMs: number },
       judge: (usage: WindowUsage) => BudgetRefusal | undefined
     ) =>
       Effect.gen(function* () {
         // The lock row first, as a reservation takes it: the sums judged are not stale.
         yield* takeBudgetLock(sql)
-        const [row] = yield* sql<{ principal: string }>`SELECT principal FROM settlements WHERE id = ${id} AND state = 'pending'`
+        const [row] = yield* sql<{
+          principal: string
+        }>`SELECT principal FROM settlements WHERE id = ${id} AND state = 'pending'`
         if (row === undefined) return { _tag: "NotPending" } as const
         const refusal = judge(yield* usageSince(sql, PrincipalId.make(row.principal), sinceMs))
         if (refusal !== undefined) return { _tag: "Refused", error: refusal } as const
@@ -184,7 +213,9 @@ const make = Effect.gen(function* () {
         ORDER BY at_ms, id`.pipe(
         Effect.flatMap(decodeTransitions),
         Effect.map((rows) =>
-          rows.map((r): SettlementTransition => ({ from: r.from_state, to: r.to_state, reason: r.reason, atMs: r.at_ms }))
+          rows.map(
+            (r): SettlementTransition => ({ from: r.from_state, to: r.to_state, reason: r.reason, atMs: r.at_ms })
+          )
         )
       ),
     get: (id: SettlementId) =>
@@ -203,12 +234,16 @@ const make = Effect.gen(function* () {
       ),
     countsByState: () =>
       sql<{ state: string; n: unknown }>`SELECT state, COUNT(*) AS n FROM settlements GROUP BY state`.pipe(
-        Effect.map((rows) => new Map(rows.map((r) => [String(r.state), Number(r.n)] as const)) as ReadonlyMap<string, number>)
+        Effect.map(
+          (rows) => new Map(rows.map((r) => [String(r.state), Number(r.n)] as const)) as ReadonlyMap<string, number>
+        )
       ),
     windowTotals: (sinceMs: number) =>
       sql`SELECT SUM(fee_stroops) AS global_fee, SUM(CASE WHEN state <> 'failed' THEN worst_case_units ELSE 0 END) AS spend
         FROM settlements WHERE created_at_ms > ${sinceMs}`.pipe(
-        Effect.flatMap(decodeRows(Schema.Struct({ global_fee: Schema.NullOr(SqlBigInt), spend: Schema.NullOr(SqlBigInt) }))),
+        Effect.flatMap(
+          decodeRows(Schema.Struct({ global_fee: Schema.NullOr(SqlBigInt), spend: Schema.NullOr(SqlBigInt) }))
+        ),
         Effect.map(([row]) => ({ feeStroops: row?.global_fee ?? 0n, spendUnits: row?.spend ?? 0n }))
       )
   })

@@ -17,14 +17,22 @@ export interface StoreTransactionsShape {
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, Exclude<E, SqlError.SqlError>, R>
 }
 
-export class StoreTransactions extends Context.Tag("sextant/StoreTransactions")<StoreTransactions, StoreTransactionsShape>() {}
+export class StoreTransactions extends Context.Tag("sextant/StoreTransactions")<
+  StoreTransactions,
+  StoreTransactionsShape
+>() {}
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const changes = yield* CatalogChanges
   // SQLite reads the same FiberRef when it takes the writer (sqliteClient.ts); Postgres is told per transaction.
   const pgWithoutFlush = Effect.flatMap(FiberRef.get(commitFlushed), (flushed) =>
-    flushed ? Effect.void : sql.onDialectOrElse({ pg: () => Effect.asVoid(sql`SET LOCAL synchronous_commit TO OFF`), orElse: () => Effect.void })
+    flushed
+      ? Effect.void
+      : sql.onDialectOrElse({
+          pg: () => Effect.asVoid(sql`SET LOCAL synchronous_commit TO OFF`),
+          orElse: () => Effect.void
+        })
   )
   return StoreTransactions.of({
     transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) =>

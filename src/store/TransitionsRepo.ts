@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
-import { ResourceId } from "../domain/ids.js"
 import { Context, Effect, Layer, Schema } from "effect"
+import { ResourceId } from "../domain/ids.js"
 import type { StatusTransition } from "../domain/observations.js"
 import { ServiceStatus } from "../domain/resources.js"
 import { decodeRows, repository, SqlNumber } from "./repository.js"
@@ -11,7 +11,6 @@ export interface TransitionsRepoShape {
   readonly insert: (id: string, t: StatusTransition) => Effect.Effect<void>
   /** The newest transitions of one resource, newest first. */
   readonly recent: (resourceId: ResourceId, limit: number) => Effect.Effect<Array<StatusTransition>>
-
 }
 
 export class TransitionsRepo extends Context.Tag("sextant/TransitionsRepo")<TransitionsRepo, TransitionsRepoShape>() {

@@ -1,21 +1,35 @@
 import { SqlClient } from "@effect/sql"
-import { PrincipalId } from "../domain/ids.js"
 import { Context, Effect, Layer, Option, Schema } from "effect"
+import type { PrincipalId } from "../domain/ids.js"
 import { decodeRows, repository } from "./repository.js"
 import { StoreTransactions } from "./StoreTransactions.js"
 
 /** What VerifyAnswersRepo offers. */
 export interface VerifyAnswersRepoShape {
   /** The answer stored for this principal's key, if it is younger than `sinceMs`. */
-  readonly find: (principal: PrincipalId, key: string, sinceMs: number) => Effect.Effect<Option.Option<StoredVerifyAnswer>>
+  readonly find: (
+    principal: PrincipalId,
+    key: string,
+    sinceMs: number
+  ) => Effect.Effect<Option.Option<StoredVerifyAnswer>>
   /**
    * Stores an answer, replacing one that expired before `sinceMs`, and drops every other expired
    * row. The first answer stored for a live key wins: a concurrent twin keeps it.
    */
-  readonly save: (principal: PrincipalId, key: string, requestHash: string, answer: unknown, nowMs: number, sinceMs: number) => Effect.Effect<void>
+  readonly save: (
+    principal: PrincipalId,
+    key: string,
+    requestHash: string,
+    answer: unknown,
+    nowMs: number,
+    sinceMs: number
+  ) => Effect.Effect<void>
 }
 
-export class VerifyAnswersRepo extends Context.Tag("sextant/VerifyAnswersRepo")<VerifyAnswersRepo, VerifyAnswersRepoShape>() {
+export class VerifyAnswersRepo extends Context.Tag("sextant/VerifyAnswersRepo")<
+  VerifyAnswersRepo,
+  VerifyAnswersRepoShape
+>() {
   static readonly Live = Layer.suspend(() => Layer.effect(VerifyAnswersRepo, make))
 }
 
@@ -42,7 +56,10 @@ const make = Effect.gen(function* () {
         WHERE scoped_key = ${scoped(principal, key)} AND created_at_ms >= ${sinceMs}`.pipe(
         Effect.flatMap(decodeAnswers),
         Effect.map((rows) =>
-          Option.map(Option.fromNullable(rows[0]), (r): StoredVerifyAnswer => ({ requestHash: r.request_hash, answer: JSON.parse(r.answer_json) }))
+          Option.map(
+            Option.fromNullable(rows[0]),
+            (r): StoredVerifyAnswer => ({ requestHash: r.request_hash, answer: JSON.parse(r.answer_json) })
+          )
         )
       ),
     save: (principal: PrincipalId, key: string, requestHash: string, answer: unknown, nowMs: number, sinceMs: number) =>

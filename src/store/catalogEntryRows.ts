@@ -13,7 +13,9 @@ export const initialHold = (source: string): ListingHold =>
 export const WRITE_CHUNK = 500
 
 /** The last of each key, in first-seen order: what writing the items one after another would leave. */
-export const lastBy = <A>(items: ReadonlyArray<A>, key: (a: A) => string): Array<A> => [...new Map(items.map((a) => [key(a), a])).values()]
+export const lastBy = <A>(items: ReadonlyArray<A>, key: (a: A) => string): Array<A> => [
+  ...new Map(items.map((a) => [key(a), a])).values()
+]
 export const lastById = (entries: ReadonlyArray<CatalogEntry>) => lastBy(entries, (e) => e.resource.id)
 
 /**
@@ -25,10 +27,28 @@ export const fingerprint = ({ resource: r, provider: p, paymentOptions }: Catalo
   createHash("sha256")
     .update(
       JSON.stringify([
-        [r.id, r.type, r.name, r.description, r.url, r.method, [...new Set(r.capabilities)].sort(), ...(r.mcp ? [encodeMcpTool(r.mcp)] : [])],
+        [
+          r.id,
+          r.type,
+          r.name,
+          r.description,
+          r.url,
+          r.method,
+          [...new Set(r.capabilities)].sort(),
+          ...(r.mcp ? [encodeMcpTool(r.mcp)] : [])
+        ],
         [r.serviceName ?? null, r.tags ?? null, r.iconUrl ?? null],
         [p.id, p.name, p.url ?? null, p.contact ?? null],
-        paymentOptions.map((o) => [o.network, o.scheme, o.asset, o.amount, o.amountUsd, o.maxAmount ?? null, o.maxAmountUsd ?? null, o.payTo])
+        paymentOptions.map((o) => [
+          o.network,
+          o.scheme,
+          o.asset,
+          o.amount,
+          o.amountUsd,
+          o.maxAmount ?? null,
+          o.maxAmountUsd ?? null,
+          o.payTo
+        ])
       ])
     )
     .digest("base64url")

@@ -2,14 +2,19 @@ import type { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import type { CatalogEntry } from "../domain/resources.js"
 import { serviceMetadataOf } from "../domain/serviceMetadata.js"
-import { catalogChanged, type CatalogChangesShape } from "./CatalogChanges.js"
+import { type CatalogChangesShape, catalogChanged } from "./CatalogChanges.js"
 import { capabilityRows, initialHold, lastBy, optionRows, resourceRow, WRITE_CHUNK } from "./catalogEntryRows.js"
 import { type ListingChange, nowIso, type recordListings } from "./listingChanges.js"
 import { chunksOf, SqlFlag } from "./repository.js"
 import { writeSearchIndex } from "./searchIndex.js"
 
 /** What a catalog write compares an entry with: the stored row's source, listing and fingerprint. */
-export const StoredRow = Schema.Struct({ id: Schema.String, source: Schema.String, listed: SqlFlag, catalog_hash: Schema.NullOr(Schema.String) })
+export const StoredRow = Schema.Struct({
+  id: Schema.String,
+  source: Schema.String,
+  listed: SqlFlag,
+  catalog_hash: Schema.NullOr(Schema.String)
+})
 export type StoredRow = typeof StoredRow.Type
 
 /**
@@ -28,15 +33,28 @@ export const writeEntries = (
   Effect.gen(function* () {
     const at = yield* nowIso
     const ids = changed.map(({ entry }) => entry.resource.id)
-    const providers = lastBy(changed.map(({ entry }) => entry.provider), (p) => p.id)
+    const providers = lastBy(
+      changed.map(({ entry }) => entry.provider),
+      (p) => p.id
+    )
     yield* sql`INSERT INTO providers ${sql.insert(
       providers.map((p) => ({ id: p.id, name: p.name, url: p.url ?? null, contact: p.contact ?? null }))
     )}
       ON CONFLICT (id) DO UPDATE SET name = excluded.name, url = excluded.url, contact = excluded.contact`
     const hold = listed ? null : initialHold(source)
-    const metadata = new Map(changed.map(({ entry: { resource } }) => [resource.id, serviceMetadataOf(resource)] as const))
+    const metadata = new Map(
+      changed.map(({ entry: { resource } }) => [resource.id, serviceMetadataOf(resource)] as const)
+    )
     const rows = changed.map(({ entry, hash }) =>
-      resourceRow(entry, { hash, source, listed, hold, actor: change.actor, at, metadata: metadata.get(entry.resource.id) ?? {} })
+      resourceRow(entry, {
+        hash,
+        source,
+        listed,
+        hold,
+        actor: change.actor,
+        at,
+        metadata: metadata.get(entry.resource.id) ?? {}
+      })
     )
     yield* sql`INSERT INTO resources ${sql.insert(rows)}
       ON CONFLICT (id) DO UPDATE SET provider_id = excluded.provider_id, type = excluded.type,
@@ -59,7 +77,8 @@ export const writeEntries = (
     yield* sql`DELETE FROM payment_options WHERE ${sql.in("resource_id", ids)}`
     const capabilities = changed.flatMap(({ entry }) => capabilityRows(entry))
     const options = changed.flatMap(({ entry }) => optionRows(entry))
-    for (const part of chunksOf(capabilities, WRITE_CHUNK)) yield* sql`INSERT INTO resource_capabilities ${sql.insert(part)}`
+    for (const part of chunksOf(capabilities, WRITE_CHUNK))
+      yield* sql`INSERT INTO resource_capabilities ${sql.insert(part)}`
     for (const part of chunksOf(options, WRITE_CHUNK)) yield* sql`INSERT INTO payment_options ${sql.insert(part)}`
     yield* writeSearchIndex(
       sql,

@@ -17,4 +17,5 @@ export const commitFlushed = FiberRef.unsafeMake<boolean>(true)
  *   `SET LOCAL synchronous_commit = off` (the commit returns before its WAL record is flushed;
  *   Postgres itself stays consistent). A lone statement outside a transaction commits flushed.
  */
-export const commitWithoutFlush = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.locally(effect, commitFlushed, false)
+export const commitWithoutFlush = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.locally(effect, commitFlushed, false)

@@ -9,7 +9,8 @@ import { decodeUsage, storedKey, transition } from "./journalRows.js"
  * row, so concurrent ones (other fibers, connections or processes on the database) run one after
  * another and the window sums they judge are never stale.
  */
-export const takeBudgetLock = (sql: SqlClient.SqlClient) => sql`UPDATE settlement_budget_lock SET version = version + 1 WHERE id = 1`
+export const takeBudgetLock = (sql: SqlClient.SqlClient) =>
+  sql`UPDATE settlement_budget_lock SET version = version + 1 WHERE id = 1`
 
 /** The principal's spend and the fees reserved in the window since `sinceMs`, globally and by the principal. */
 export const usageSince = (sql: SqlClient.SqlClient, principal: PrincipalId, sinceMs: number) =>
@@ -21,20 +22,27 @@ export const usageSince = (sql: SqlClient.SqlClient, principal: PrincipalId, sin
       MIN(CASE WHEN principal = ${principal} AND fee_stroops > 0 THEN created_at_ms END) AS oldest_principal
     FROM settlements WHERE created_at_ms > ${sinceMs}`.pipe(
     Effect.flatMap(decodeUsage),
-    Effect.map(([usage]): WindowUsage => ({
-      principalSpendUnits: usage?.spend ?? 0n,
-      globalFeeStroops: usage?.global_fee ?? 0n,
-      principalFeeStroops: usage?.principal_fee ?? 0n,
-      oldestGlobalMs: usage?.oldest_global ?? null,
-      oldestPrincipalMs: usage?.oldest_principal ?? null
-    }))
+    Effect.map(
+      ([usage]): WindowUsage => ({
+        principalSpendUnits: usage?.spend ?? 0n,
+        globalFeeStroops: usage?.global_fee ?? 0n,
+        principalFeeStroops: usage?.principal_fee ?? 0n,
+        oldestGlobalMs: usage?.oldest_global ?? null,
+        oldestPrincipalMs: usage?.oldest_principal ?? null
+      })
+    )
   )
 
 /**
  * Writes the `pending` entry of a reservation: a new row, or a released entry (`released`) taken up
  * again as this request's, since its earlier attempt sent nothing. The id reserved.
  */
-export const writeReservation = (sql: SqlClient.SqlClient, entry: NewEntry, released: Option.Option<SettlementId>, nowMs: number) =>
+export const writeReservation = (
+  sql: SqlClient.SqlClient,
+  entry: NewEntry,
+  released: Option.Option<SettlementId>,
+  nowMs: number
+) =>
   Effect.gen(function* () {
     if (Option.isSome(released)) {
       const id = released.value
@@ -47,7 +55,14 @@ export const writeReservation = (sql: SqlClient.SqlClient, entry: NewEntry, rele
           auth_expiration_ledger = ${entry.authorization?.expirationLedger ?? null},
           created_at_ms = ${nowMs}, updated_at_ms = ${nowMs}
         WHERE id = ${id}`
-      yield* transition(sql, id, "failed", "pending", "reserved again: the earlier attempt is known not to have paid", nowMs)
+      yield* transition(
+        sql,
+        id,
+        "failed",
+        "pending",
+        "reserved again: the earlier attempt is known not to have paid",
+        nowMs
+      )
       return id
     }
     yield* sql`INSERT INTO settlements (id, idempotency_key, payment_hash, request_hash, state, principal, payer,

@@ -3,8 +3,8 @@ import { Effect } from "effect"
 import type { SettlementId } from "../domain/ids.js"
 import type { ReconcileOutcome } from "../domain/settlements.js"
 import { decodeIds, decodeJournal, toEntry, transition } from "./journalRows.js"
-import { sortableId } from "./sortableId.js"
 import type { StoreTransactionsShape } from "./StoreTransactions.js"
+import { sortableId } from "./sortableId.js"
 
 /**
  * The journal's queries for entries whose outcome is not known from a backend: the reconciler's
@@ -42,7 +42,14 @@ export const reconcilerQueries = (sql: SqlClient.SqlClient, transaction: StoreTr
         const rows = yield* sql`UPDATE settlements SET state = 'indeterminate', updated_at_ms = ${nowMs}
           WHERE state = 'pending' AND transaction_hash IS NULL RETURNING id`.pipe(Effect.flatMap(decodeIds))
         for (const { id } of rows) {
-          yield* transition(sql, id, "pending", "indeterminate", "interrupted by a restart before its outcome was recorded", nowMs)
+          yield* transition(
+            sql,
+            id,
+            "pending",
+            "indeterminate",
+            "interrupted by a restart before its outcome was recorded",
+            nowMs
+          )
         }
         return rows.map((r) => r.id)
       }).pipe(transaction)

@@ -1,8 +1,8 @@
 import type { SqlClient } from "@effect/sql"
 import { Schema } from "effect"
+import { PaymentId, PrincipalId, SettlementId } from "../domain/ids.js"
 import type { JournalEntry, NewEntry, SettlementTransition } from "../domain/settlements.js"
 import { SettlementState } from "../domain/x402.js"
-import { PaymentId, PrincipalId, SettlementId } from "../domain/ids.js"
 import { decodeRows, SqlBigInt, SqlNumber } from "./repository.js"
 import { sortableId } from "./sortableId.js"
 
@@ -27,7 +27,9 @@ const clientKey = (stored: string): string => {
   return stored
 }
 
-const BackendErrorsJson = Schema.parseJson(Schema.Array(Schema.Struct({ backendId: Schema.String, error: Schema.String })))
+const BackendErrorsJson = Schema.parseJson(
+  Schema.Array(Schema.Struct({ backendId: Schema.String, error: Schema.String }))
+)
 
 const JournalRow = Schema.Struct({
   id: SettlementId,

@@ -1,8 +1,8 @@
 import type { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
+import type { ResourceId } from "../domain/ids.js"
 import type { ListingHold } from "../domain/resources.js"
 import { sortableId } from "./sortableId.js"
-import type { ResourceId } from "../domain/ids.js"
 
 /** Who changed a listing and why; an unlisting also says what may list it again (default "operator"). */
 export interface ListingChange {
@@ -12,11 +12,13 @@ export interface ListingChange {
 }
 
 /** The hold a listing change leaves: none once listed, else the change's ("operator" by default). */
-export const holdAfter = (listed: boolean, change: { readonly hold?: ListingHold | null }) => (listed ? null : (change.hold ?? "operator"))
+export const holdAfter = (listed: boolean, change: { readonly hold?: ListingHold | null }) =>
+  listed ? null : (change.hold ?? "operator")
 
 /** Stores changes of listing, one statement for many resources, at the Clock's time. */
 export const recordListings =
-  (sql: SqlClient.SqlClient) => (moved: ReadonlyArray<{ readonly id: ResourceId; readonly listed: boolean }>, change: ListingChange) =>
+  (sql: SqlClient.SqlClient) =>
+  (moved: ReadonlyArray<{ readonly id: ResourceId; readonly listed: boolean }>, change: ListingChange) =>
     moved.length === 0
       ? Effect.void
       : Effect.flatMap(Clock.currentTimeMillis, (atMs) =>

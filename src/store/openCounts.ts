@@ -11,22 +11,32 @@ import { chunksOf } from "./repository.js"
 export const countOpen = (
   sql: SqlClient.SqlClient,
   source: string,
-  keys: { readonly origins: ReadonlyArray<string>; readonly principals: ReadonlyArray<string>; readonly payees: ReadonlyArray<string> }
+  keys: {
+    readonly origins: ReadonlyArray<string>
+    readonly principals: ReadonlyArray<string>
+    readonly payees: ReadonlyArray<string>
+  }
 ) =>
   Effect.gen(function* () {
     const open = sql.literal("r.trusted = 0 AND r.source <> 'validate'")
     const grouped = (column: "origin" | "added_by", values: ReadonlyArray<string>) =>
       Effect.map(
-        Effect.forEach(chunksOf([...new Set(values)], WRITE_CHUNK), (part) =>
-          sql<{ k: string; n: unknown }>`SELECT r.${sql.literal(column)} AS k, COUNT(*) AS n FROM resources r
+        Effect.forEach(
+          chunksOf([...new Set(values)], WRITE_CHUNK),
+          (part) =>
+            sql<{ k: string; n: unknown }>`SELECT r.${sql.literal(column)} AS k, COUNT(*) AS n FROM resources r
             WHERE ${open} AND ${sql.in(`r.${column}`, part)} GROUP BY r.${sql.literal(column)}`
         ),
         (parts) => new Map(parts.flat().map((row) => [row.k, Number(row.n)] as const))
       )
-    const [row] = yield* sql<{ n: unknown }>`SELECT COUNT(*) AS n FROM resources r WHERE ${open} AND r.source = ${source}`
+    const [row] = yield* sql<{
+      n: unknown
+    }>`SELECT COUNT(*) AS n FROM resources r WHERE ${open} AND r.source = ${source}`
     const payees = yield* Effect.map(
-      Effect.forEach(chunksOf([...new Set(keys.payees)], WRITE_CHUNK), (part) =>
-        sql<{ k: string; n: unknown }>`SELECT o.pay_to AS k, COUNT(DISTINCT o.resource_id) AS n
+      Effect.forEach(
+        chunksOf([...new Set(keys.payees)], WRITE_CHUNK),
+        (part) =>
+          sql<{ k: string; n: unknown }>`SELECT o.pay_to AS k, COUNT(DISTINCT o.resource_id) AS n
           FROM payment_options o JOIN resources r ON r.id = o.resource_id
           WHERE ${open} AND ${sql.in("o.pay_to", part)} GROUP BY o.pay_to`
       ),

@@ -25,20 +25,36 @@ export type Repository<Methods> = {
  * layer answers 503 STORE_UNAVAILABLE (a failing store) or 500 INTERNAL (a row this code cannot
  * read). Every method also gets a span, `Repo.method`.
  */
-export const repository = <Methods extends Record<string, Method>>(name: string, methods: Methods): Repository<Methods> =>
+export const repository = <Methods extends Record<string, Method>>(
+  name: string,
+  methods: Methods
+): Repository<Methods> =>
   Object.fromEntries(
-    Object.entries(methods).map(([key, method]) => [key, (...args: ReadonlyArray<unknown>) => atBoundary(`${name}.${key}`, method(...args))])
+    Object.entries(methods).map(([key, method]) => [
+      key,
+      (...args: ReadonlyArray<unknown>) => atBoundary(`${name}.${key}`, method(...args))
+    ])
   ) as Repository<Methods>
 
 /** The boundary rule of `repository` for one call: for a generic method, whose type parameters its mapped type would lose. */
-export const atBoundary = <A, E, R>(span: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, StoreFailure>, R> =>
-  effect.pipe(Effect.catchIf(isStoreFailure, Effect.die), Effect.withSpan(span)) as Effect.Effect<A, Exclude<E, StoreFailure>, R>
+export const atBoundary = <A, E, R>(
+  span: string,
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, Exclude<E, StoreFailure>, R> =>
+  effect.pipe(Effect.catchIf(isStoreFailure, Effect.die), Effect.withSpan(span)) as Effect.Effect<
+    A,
+    Exclude<E, StoreFailure>,
+    R
+  >
 
 /** Column types as both drivers return them: SQLite gives numbers, Postgres gives BIGINT and NUMERIC as strings. */
 export const SqlNumber = Schema.Union(Schema.Number, Schema.NumberFromString)
 export const SqlBigInt = Schema.Union(Schema.BigIntFromNumber, Schema.BigInt)
 /** A boolean kept as 0 / 1. */
-export const SqlFlag = Schema.transform(SqlNumber, Schema.Boolean, { decode: (n) => n === 1, encode: (b) => (b ? 1 : 0) })
+export const SqlFlag = Schema.transform(SqlNumber, Schema.Boolean, {
+  decode: (n) => n === 1,
+  encode: (b) => (b ? 1 : 0)
+})
 
 /**
  * Decodes rows with `schema`; a row that does not fit fails with a ParseError (a defect at the

@@ -1,10 +1,10 @@
 import type { SqlClient, Statement } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { HttpMethod, type ResourcePaymentOption, type ResourceRecord, ServiceStatus } from "../domain/resources.js"
+import { ResourceId } from "../domain/ids.js"
 import { McpTool } from "../domain/mcp.js"
+import { HttpMethod, type ResourcePaymentOption, type ResourceRecord, ServiceStatus } from "../domain/resources.js"
 import { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
 import { decodeRows, SqlFlag, SqlNumber } from "./repository.js"
-import { ResourceId } from "../domain/ids.js"
 
 /**
  * The resource rows as the store keeps them (resources, providers, capabilities, payment options)
@@ -19,7 +19,8 @@ export const LISTED_ONLY = "r.listed = 1"
  * What the probe schedule visits: listed resources, unlisted ones a healthy probe may list
  * (imported, ingested, delisted as unhealthy), and everything the config file names.
  */
-export const PROBE_TARGET_RULE = "(r.listed = 1 OR r.listing_hold IN ('awaiting_probe', 'unhealthy') OR r.source = 'config')"
+export const PROBE_TARGET_RULE =
+  "(r.listed = 1 OR r.listing_hold IN ('awaiting_probe', 'unhealthy') OR r.source = 'config')"
 
 export const ResourceRow = Schema.Struct({
   id: ResourceId,
@@ -71,11 +72,16 @@ export const toOption = (row: Omit<typeof OptionRow.Type, "resource_id">): Resou
 export const decodeResources = decodeRows(ResourceRow)
 const encodeMcpToolJson = Schema.encodeSync(Schema.parseJson(McpTool))
 /** `resource.mcp` as stored; one built before kinds existed (no `kind`) is a tool, as decoding it would say. */
-export const encodeMcpTool = (mcp: Omit<McpTool, "kind"> & { readonly kind?: McpTool["kind"] | undefined }) => encodeMcpToolJson({ ...mcp, kind: mcp.kind ?? "tool" })
+export const encodeMcpTool = (mcp: Omit<McpTool, "kind"> & { readonly kind?: McpTool["kind"] | undefined }) =>
+  encodeMcpToolJson({ ...mcp, kind: mcp.kind ?? "tool" })
 export const decodeCapabilities = decodeRows(CapabilityRow)
 export const decodeOptions = decodeRows(OptionRow)
 
-export const toRecord = (r: typeof ResourceRow.Type, capabilities: ReadonlyArray<string>, options: ReadonlyArray<ResourcePaymentOption>): ResourceRecord => ({
+export const toRecord = (
+  r: typeof ResourceRow.Type,
+  capabilities: ReadonlyArray<string>,
+  options: ReadonlyArray<ResourcePaymentOption>
+): ResourceRecord => ({
   resource: {
     id: r.id,
     type: r.type,
@@ -116,31 +122,33 @@ export const groupBy = <A>(rows: ReadonlyArray<A>, key: (a: A) => string) => {
 export const recordsLoader =
   (sql: SqlClient.SqlClient) =>
   (where: Statement.Fragment, page?: { readonly offset?: number; readonly limit: number }) =>
-  Effect.gen(function* () {
-    const rows = yield* sql`
+    Effect.gen(function* () {
+      const rows = yield* sql`
       SELECT r.id, r.provider_id, p.name AS provider_name, p.url AS provider_url, p.contact AS provider_contact,
              r.type, r.name, r.description, r.url, r.method, r.status, r.verification_level, r.listed, r.source, r.trusted,
              r.service_name, r.tags, r.icon_url, r.mcp_tool
       FROM resources r JOIN providers p ON p.id = r.provider_id
       WHERE ${where}
-      ORDER BY r.id ${page ? sql`LIMIT ${page.limit} OFFSET ${page.offset ?? 0}` : sql``}`.pipe(Effect.flatMap(decodeResources))
-    if (rows.length === 0) return [] as Array<ResourceRecord>
-    const ids = rows.map((r) => r.id)
-    const caps = yield* sql`
-      SELECT resource_id, capability FROM resource_capabilities WHERE ${sql.in("resource_id", ids)} ORDER BY capability`.pipe(
-      Effect.flatMap(decodeCapabilities)
-    )
-    const options = yield* sql`
-      SELECT * FROM payment_options WHERE ${sql.in("resource_id", ids)} ORDER BY resource_id, option_index`.pipe(
-      Effect.flatMap(decodeOptions)
-    )
-    const capsBy = groupBy(caps, (c) => c.resource_id)
-    const optionsBy = groupBy(options, (o) => o.resource_id)
-    return rows.map((r) =>
-      toRecord(
-        r,
-        (capsBy.get(r.id) ?? []).map((c) => c.capability),
-        (optionsBy.get(r.id) ?? []).map(toOption)
+      ORDER BY r.id ${page ? sql`LIMIT ${page.limit} OFFSET ${page.offset ?? 0}` : sql``}`.pipe(
+        Effect.flatMap(decodeResources)
       )
-    )
-  })
+      if (rows.length === 0) return [] as Array<ResourceRecord>
+      const ids = rows.map((r) => r.id)
+      const caps = yield* sql`
+      SELECT resource_id, capability FROM resource_capabilities WHERE ${sql.in("resource_id", ids)} ORDER BY capability`.pipe(
+        Effect.flatMap(decodeCapabilities)
+      )
+      const options = yield* sql`
+      SELECT * FROM payment_options WHERE ${sql.in("resource_id", ids)} ORDER BY resource_id, option_index`.pipe(
+        Effect.flatMap(decodeOptions)
+      )
+      const capsBy = groupBy(caps, (c) => c.resource_id)
+      const optionsBy = groupBy(options, (o) => o.resource_id)
+      return rows.map((r) =>
+        toRecord(
+          r,
+          (capsBy.get(r.id) ?? []).map((c) => c.capability),
+          (optionsBy.get(r.id) ?? []).map(toOption)
+        )
+      )
+    })

@@ -69,7 +69,12 @@ const hitsOf = (term: string) => (matchesAsPrefix(term) ? HITS : HITS.filter((h)
 /** The resources where some term hits some field: every candidate of a text query. */
 export const anyTerm = (terms: ReadonlyArray<WeightedTerm>): string =>
   terms
-    .map((t) => `(${Object.values(FIELD_TAGS).map((tag) => `"${tag}${t.term}"${matchesAsPrefix(t.term) ? "*" : ""}`).join(" OR ")})`)
+    .map(
+      (t) =>
+        `(${Object.values(FIELD_TAGS)
+          .map((tag) => `"${tag}${t.term}"${matchesAsPrefix(t.term) ? "*" : ""}`)
+          .join(" OR ")})`
+    )
     .join(" OR ")
 
 export interface WeightedTerm {
@@ -88,12 +93,20 @@ const and = (left: Condition, right: Condition): Condition =>
  * value the term may take (or none), the rest must make up the difference. A branch whose rest
  * is the same as at the next lower value is left out, since that branch finds all it finds.
  */
-const scoreAtLeast = (terms: ReadonlyArray<WeightedTerm>, vocabulary: Vocabulary, need: number, from = 0): Condition => {
+const scoreAtLeast = (
+  terms: ReadonlyArray<WeightedTerm>,
+  vocabulary: Vocabulary,
+  need: number,
+  from = 0
+): Condition => {
   if (need <= 0) return true
   const best = terms.slice(from).reduce((sum, t) => sum + t.times * LEVELS[0]!, 0)
   if (best < need) return false
   const { term, times } = terms[from]!
-  const rests = [...LEVELS, 0].map((level) => ({ level, rest: scoreAtLeast(terms, vocabulary, need - times * level, from + 1) }))
+  const rests = [...LEVELS, 0].map((level) => ({
+    level,
+    rest: scoreAtLeast(terms, vocabulary, need - times * level, from + 1)
+  }))
   const branches = rests.flatMap(({ level, rest }, i) => {
     if (rest === false || (i + 1 < rests.length && rests[i + 1]!.rest === rest)) return []
     const branch = level === 0 ? rest : and(atLeastLevel(term, level, vocabulary), rest)
@@ -107,7 +120,8 @@ const scoreAtLeast = (terms: ReadonlyArray<WeightedTerm>, vocabulary: Vocabulary
 /** Every relevance the terms can sum to, highest first, 0 left out. */
 export const achievableScores = (terms: ReadonlyArray<WeightedTerm>): ReadonlyArray<number> => {
   let sums = new Set([0])
-  for (const { times } of terms) sums = new Set([...sums].flatMap((s) => [0, ...LEVELS].map((level) => s + times * level)))
+  for (const { times } of terms)
+    sums = new Set([...sums].flatMap((s) => [0, ...LEVELS].map((level) => s + times * level)))
   return [...sums].filter((s) => s > 0).sort((a, b) => b - a)
 }
 

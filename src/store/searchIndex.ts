@@ -34,21 +34,23 @@ const rowOf = (t: IndexedText) => ({
 export const writeSearchIndex = (sql: SqlClient.SqlClient, texts: ReadonlyArray<IndexedText>) => {
   if (texts.length === 0) return Effect.void
   const rows = texts.map(rowOf)
-  return sql.onDialectOrElse({
-    pg: () =>
-      sql`INSERT INTO resource_search (resource_id, name_words, capability_words, description_words, words)
+  return sql
+    .onDialectOrElse({
+      pg: () =>
+        sql`INSERT INTO resource_search (resource_id, name_words, capability_words, description_words, words)
         SELECT v.resource_id, v.name_words, v.capability_words, v.description_words,
           to_tsvector('simple', v.name_words || v.capability_words || v.description_words)
         FROM (VALUES ${sql.csv(rows.map((r) => sql`(${r.resource_id}, ${r.name_words}, ${r.capability_words}, ${r.description_words})`))})
           AS v(resource_id, name_words, capability_words, description_words)
         ON CONFLICT (resource_id) DO UPDATE SET name_words = excluded.name_words,
           capability_words = excluded.capability_words, description_words = excluded.description_words, words = excluded.words`,
-    // The FTS5 table follows resource_search through the triggers of migration 0012.
-    orElse: () =>
-      sql`INSERT INTO resource_search ${sql.insert(rows)}
+      // The FTS5 table follows resource_search through the triggers of migration 0012.
+      orElse: () =>
+        sql`INSERT INTO resource_search ${sql.insert(rows)}
         ON CONFLICT (resource_id) DO UPDATE SET name_words = excluded.name_words,
           capability_words = excluded.capability_words, description_words = excluded.description_words`
-  }).pipe(Effect.asVoid)
+    })
+    .pipe(Effect.asVoid)
 }
 
 /** A text query made ready for SQL; null when it has no term (then every resource scores 0). */
@@ -141,12 +143,23 @@ export const rankPage = (
   after: SearchPosition | null,
   limit: number,
   tuning: typeof SearchTuning.Service
-) => (text?.banded ? bandedPage(sql, text, text.banded, catalog, after, limit, tuning) : rankAll(sql, text, catalog, after, limit))
+) =>
+  text?.banded
+    ? bandedPage(sql, text, text.banded, catalog, after, limit, tuning)
+    : rankAll(sql, text, catalog, after, limit)
 
 /** Every candidate scored and sorted in one statement: Postgres, a query without text, or with many terms. */
-const rankAll = (sql: SqlClient.SqlClient, text: TextQuery | null, catalog: Statement.Fragment, after: SearchPosition | null, limit: number) => {
+const rankAll = (
+  sql: SqlClient.SqlClient,
+  text: TextQuery | null,
+  catalog: Statement.Fragment,
+  after: SearchPosition | null,
+  limit: number
+) => {
   const after_ =
-    after === null ? sql`1 = 1` : sql`(s.relevance < ${after.relevance} OR (s.relevance = ${after.relevance} AND s.id > ${after.id}))`
+    after === null
+      ? sql`1 = 1`
+      : sql`(s.relevance < ${after.relevance} OR (s.relevance = ${after.relevance} AND s.id > ${after.id}))`
   return sql`
     SELECT s.id, s.relevance FROM (
       SELECT r.id AS id, ${text ? text.relevance : sql.literal("0")} AS relevance
@@ -197,7 +210,11 @@ const vocabularyOf = (sql: SqlClient.SqlClient, tagged: ReadonlyArray<string>, m
       // Tokens are runs of [a-z0-9], all below "{".
       const tokens = yield* sql<{ term: string }>`SELECT term FROM resource_terms_vocab
         WHERE term >= ${prefix} AND term < ${`${prefix}{`} ORDER BY term LIMIT ${max + 1}`
-      if (tokens.length <= max) vocabulary.set(prefix, tokens.map((t) => t.term))
+      if (tokens.length <= max)
+        vocabulary.set(
+          prefix,
+          tokens.map((t) => t.term)
+        )
     }
     return vocabulary as Vocabulary
   })
@@ -231,7 +248,8 @@ const bandIds = (
     // The last id the scan may read; none when fewer than the budget remain.
     const [edge] = yield* sql`SELECT rs.resource_id AS id FROM resource_search rs WHERE ${start}
       ORDER BY rs.resource_id LIMIT 1 OFFSET ${tuning.scanBudget - 1}`.pipe(Effect.flatMap(decodeIds))
-    const scanned = yield* sql`SELECT rs.resource_id AS id FROM resource_search rs CROSS JOIN resources r ON r.id = rs.resource_id
+    const scanned =
+      yield* sql`SELECT rs.resource_id AS id FROM resource_search rs CROSS JOIN resources r ON r.id = rs.resource_id
       WHERE ${start} ${edge ? sql`AND rs.resource_id <= ${edge.id}` : sql``} AND ${inBand}
       ORDER BY rs.resource_id LIMIT ${limit}`.pipe(Effect.flatMap(decodeIds))
     const ids = scanned.map((r) => r.id)

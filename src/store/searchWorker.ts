@@ -37,6 +37,9 @@ self.onmessage = (event: MessageEvent<SearchWorkerMessage>) => {
     const rows = message.values ? statement.values(...params) : statement.all(...params)
     self.postMessage({ id: message.id, rows: rows ?? [] } satisfies SearchWorkerAnswer)
   } catch (error) {
-    self.postMessage({ id: message.id, error: error instanceof Error ? error.message : String(error) } satisfies SearchWorkerAnswer)
+    self.postMessage({
+      id: message.id,
+      error: error instanceof Error ? error.message : String(error)
+    } satisfies SearchWorkerAnswer)
   }
 }

@@ -9,4 +9,5 @@ export const sortableId = (prefix: string, ms: number) =>
 /** Sorts before every id of that prefix taken at `ms` or later, after every earlier one. */
 export const timeCursor = (prefix: string, ms: number) => `${prefix}_${String(Math.max(0, ms)).padStart(15, "0")}`
 
-export const isSortableId = (prefix: string, value: string) => new RegExp(`^${prefix}_\\d{15}_[0-9a-f]{12}$`).test(value)
+export const isSortableId = (prefix: string, value: string) =>
+  new RegExp(`^${prefix}_\\d{15}_[0-9a-f]{12}$`).test(value)

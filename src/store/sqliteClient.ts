@@ -1,7 +1,7 @@
+import { Database, type Statement as Prepared } from "bun:sqlite"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient, SqlError, Statement } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
-import { Database, type Statement as Prepared } from "bun:sqlite"
 import { Effect, FiberRef, Layer, Scope, Stream } from "effect"
 import { commitFlushed } from "./commitDurability.js"
 
@@ -70,7 +70,10 @@ const connectionOver = (run: Run) => {
   } satisfies Connection
 }
 
-const runOn = (db: Database): Run => (sql, params, values) => rows(() => db.query(sql), params, values)
+const runOn =
+  (db: Database): Run =>
+  (sql, params, values) =>
+    rows(() => db.query(sql), params, values)
 
 /** Starts as a query does; a PRAGMA (which reads or sets its connection's own state) does not. */
 const query = /^\s*(?:SELECT|WITH)\b/i
@@ -132,7 +135,13 @@ const make = (filename: string) =>
     const semaphore = yield* Effect.makeSemaphore(1)
     // A write outside a transaction commits on its own, at the durability its fiber asked for.
     const exclusive = <A, E>(effect: Effect.Effect<A, E>) =>
-      semaphore.withPermits(1)(Effect.acquireUseRelease(relaxIfAsked(writerDb), () => effect, (putBack) => putBack))
+      semaphore.withPermits(1)(
+        Effect.acquireUseRelease(
+          relaxIfAsked(writerDb),
+          () => effect,
+          (putBack) => putBack
+        )
+      )
     // Outside a transaction: a query that writes nothing to the reader (a file's), anything else to
     // the writer, one at a time.
     const routed = connectionOver((sql, params, values) =>

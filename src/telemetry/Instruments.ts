@@ -44,7 +44,12 @@ const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60
 const makeInstruments = (): InstrumentsShape => {
   const registry = new Registry()
   const registers = [registry]
-  const probes = new Counter({ name: "sextant_probes_total", help: "Probes recorded, by outcome", labelNames: ["outcome"], registers })
+  const probes = new Counter({
+    name: "sextant_probes_total",
+    help: "Probes recorded, by outcome",
+    labelNames: ["outcome"],
+    registers
+  })
   const probeLatency = new Histogram({
     name: "sextant_probe_duration_seconds",
     help: "Time from a probe's request to its last answer byte, probes that got an answer",
@@ -83,8 +88,18 @@ const makeInstruments = (): InstrumentsShape => {
     buckets: SECONDS,
     registers
   })
-  const feeBalance = new Gauge({ name: "sextant_embedded_fee_account_balance_stroops", help: "Last read XLM balance of the embedded facilitator's fee account", labelNames: ["backend"], registers })
-  const leases = new Gauge({ name: "sextant_embedded_channel_leases_in_use", help: "Sequence sources of the embedded facilitator leased to a settle now", labelNames: ["backend"], registers })
+  const feeBalance = new Gauge({
+    name: "sextant_embedded_fee_account_balance_stroops",
+    help: "Last read XLM balance of the embedded facilitator's fee account",
+    labelNames: ["backend"],
+    registers
+  })
+  const leases = new Gauge({
+    name: "sextant_embedded_channel_leases_in_use",
+    help: "Sequence sources of the embedded facilitator leased to a settle now",
+    labelNames: ["backend"],
+    registers
+  })
   const receipts = new Counter({ name: "sextant_receipts_issued_total", help: "Signed receipts issued", registers })
   const httpRequests = new Counter({
     name: "sextant_http_requests_total",
@@ -149,12 +164,20 @@ export const stateGauges = (registry: Registry) => {
   const gauge = (name: string, help: string, labelNames: ReadonlyArray<string> = []) =>
     new Gauge({ name, help, labelNames: [...labelNames], registers })
   return {
-    catalog: gauge("sextant_catalog_resources", "Listed resources, by status and verification level", ["status", "level"]),
+    catalog: gauge("sextant_catalog_resources", "Listed resources, by status and verification level", [
+      "status",
+      "level"
+    ]),
     journal: gauge("sextant_settlement_journal_entries", "Settlement journal entries, by state", ["state"]),
-    backendHealthy: gauge("sextant_facilitator_backend_healthy", "1 when the facilitator backend's last check passed", ["backend"]),
+    backendHealthy: gauge("sextant_facilitator_backend_healthy", "1 when the facilitator backend's last check passed", [
+      "backend"
+    ]),
     feeUsed: gauge("sextant_fee_budget_used_stroops", "Global fee budget reserved in the current budget window"),
     feeRemaining: gauge("sextant_fee_budget_remaining_stroops", "Global fee budget left in the current budget window"),
-    spendUsed: gauge("sextant_spend_window_used_usd", "Worst-case spend of settlements in the current window, all principals"),
+    spendUsed: gauge(
+      "sextant_spend_window_used_usd",
+      "Worst-case spend of settlements in the current window, all principals"
+    ),
     spendLimit: gauge("sextant_spend_window_limit_usd", "Configured spend window per principal")
   }
 }

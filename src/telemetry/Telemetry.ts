@@ -1,10 +1,10 @@
-import { FetchHttpClient, HttpMiddleware, HttpServerRequest } from "@effect/platform"
 import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
 import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
+import { FetchHttpClient, HttpMiddleware, type HttpServerRequest } from "@effect/platform"
 import { Effect, Layer, Logger } from "effect"
 import type { Config } from "../config.js"
-import { redactorFor } from "../redaction/redact.js"
 import { RedactingLogger } from "../redaction/RedactingLogger.js"
+import { redactorFor } from "../redaction/redact.js"
 
 /**
  * Spans go to `<otlpEndpoint>/v1/traces` as OTLP/HTTP JSON through @effect/opentelemetry's
@@ -37,13 +37,17 @@ const tracing = (config: Config, serviceVersion: string) =>
  * backend echoed reaches a log line.
  */
 export const processLogger = (config: Config) =>
-  RedactingLogger(redactorFor(config), config.logFormat === "json" ? Logger.withConsoleLog(Logger.jsonLogger) : Logger.prettyLoggerDefault)
+  RedactingLogger(
+    redactorFor(config),
+    config.logFormat === "json" ? Logger.withConsoleLog(Logger.jsonLogger) : Logger.prettyLoggerDefault
+  )
 
 /**
  * The process's tracer and logger, provided under every other layer of `serve` so the HTTP
  * server's request spans and the services' spans share it.
  */
-export const TelemetryLive = (config: Config, serviceVersion: string) => Layer.merge(tracing(config, serviceVersion), processLogger(config))
+export const TelemetryLive = (config: Config, serviceVersion: string) =>
+  Layer.merge(tracing(config, serviceVersion), processLogger(config))
 
 /**
  * Server spans are named `http.server <METHOD> <route template>` instead of only the method, so a

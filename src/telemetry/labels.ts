@@ -4,7 +4,8 @@ import { isPendingAnswer } from "../domain/settlements.js"
 import type { SettleResult } from "./Instruments.js"
 
 /** A stable error code, or OTHER: a label must never carry free text from a request or a backend. */
-const boundedCode = (code: unknown): string => (typeof code === "string" && /^[A-Z][A-Z0-9_]{0,63}$/.test(code) ? code : "OTHER")
+const boundedCode = (code: unknown): string =>
+  typeof code === "string" && /^[A-Z][A-Z0-9_]{0,63}$/.test(code) ? code : "OTHER"
 
 /** The HTTP status an error class is answered with (annotated on the class), 500 for anything else. */
 const statusOf = (error: unknown): number => {
@@ -19,11 +20,16 @@ const statusOf = (error: unknown): number => {
  * service (a 4xx code: POLICY_DENIED, FEE_BUDGET_EXHAUSTED, ...) or an error (5xx, a defect).
  */
 export const settleLabels = (
-  exit: Exit.Exit<{ readonly success: boolean; readonly errorReason?: string | undefined; readonly transaction: string }, unknown>
+  exit: Exit.Exit<
+    { readonly success: boolean; readonly errorReason?: string | undefined; readonly transaction: string },
+    unknown
+  >
 ): { result: SettleResult; code: string } => {
   if (Exit.isSuccess(exit)) {
     if (exit.value.success) return { result: "settled", code: "OK" }
-    return isPendingAnswer(exit.value) ? { result: "pending", code: "SETTLEMENT_PENDING" } : { result: "declined", code: "DECLINED" }
+    return isPendingAnswer(exit.value)
+      ? { result: "pending", code: "SETTLEMENT_PENDING" }
+      : { result: "declined", code: "DECLINED" }
   }
   const failure = Cause.failureOption(exit.cause)
   if (Option.isNone(failure)) return { result: "error", code: "INTERNAL" }
@@ -38,7 +44,9 @@ export const measured = <A, E, R>(
   record: (exit: Exit.Exit<A, E>, seconds: number) => Effect.Effect<void>
 ): Effect.Effect<A, E, R> =>
   Effect.flatMap(Clock.currentTimeMillis, (start) =>
-    Effect.onExit(effect, (exit) => Effect.flatMap(Clock.currentTimeMillis, (end) => record(exit, (end - start) / 1000)))
+    Effect.onExit(effect, (exit) =>
+      Effect.flatMap(Clock.currentTimeMillis, (end) => record(exit, (end - start) / 1000))
+    )
   )
 
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
@@ -55,7 +63,9 @@ export const routeMatcher = (templates: ReadonlyArray<string>) => {
     pattern: new RegExp(
       `^${template
         .split("/")
-        .map((part) => (part.startsWith(":") ? "[^/]+" : part === "*" ? ".*" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+        .map((part) =>
+          part.startsWith(":") ? "[^/]+" : part === "*" ? ".*" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+        )
         .join("/")}/?$`
     ),
     // Literal segments first: /status/style.css before /status/:anything.

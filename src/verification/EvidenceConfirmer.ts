@@ -1,4 +1,4 @@
-import { Clock, Context, Duration, Effect, Layer } from "effect"
+import { Clock, Context, type Duration, Effect, Layer } from "effect"
 import { AppConfig } from "../config.js"
 import { LedgerReader, type LedgerReaderShape } from "../ledger/LedgerReader.js"
 import { repeatedPass } from "../lifecycle/repeatedPass.js"
@@ -25,19 +25,30 @@ export interface EvidenceConfirmerShape {
  * an economic probe counts only once the ledger shows it paying what was expected, from a payer
  * that is not the payee and that the payee did not fund within the window (docs/trust.md).
  */
-export class EvidenceConfirmer extends Context.Tag("sextant/EvidenceConfirmer")<EvidenceConfirmer, EvidenceConfirmerShape>() {
-  static readonly Live = Layer.effect(EvidenceConfirmer, Effect.suspend(() => make))
+export class EvidenceConfirmer extends Context.Tag("sextant/EvidenceConfirmer")<
+  EvidenceConfirmer,
+  EvidenceConfirmerShape
+>() {
+  static readonly Live = Layer.effect(
+    EvidenceConfirmer,
+    Effect.suspend(() => make)
+  )
 
   /** Confirms every `interval` for as long as the scope lives (the serving process). */
   static readonly schedule = (interval: Duration.DurationInput) =>
-    Layer.scopedDiscard(Effect.flatMap(EvidenceConfirmer, ({ confirmOnce }) => repeatedPass(confirmOnce, interval, "confirmation pass failed")))
+    Layer.scopedDiscard(
+      Effect.flatMap(EvidenceConfirmer, ({ confirmOnce }) =>
+        repeatedPass(confirmOnce, interval, "confirmation pass failed")
+      )
+    )
 }
 
 /**
  * The payee's transfers of the asset to a confirmed payment's payer in the `windowLedgers` (the
  * metric window, at about 5 s a ledger) before it: what judgeFunding judges.
  */
-const fundingReader = (ledger: LedgerReaderShape, assetContract: string, windowLedgers: number) =>
+const fundingReader =
+  (ledger: LedgerReaderShape, assetContract: string, windowLedgers: number) =>
   (event: PendingEvent, confirmed: EventResolution) =>
     confirmed.state !== "confirmed" || confirmed.payer === undefined || confirmed.ledger === null
       ? Effect.succeed([])

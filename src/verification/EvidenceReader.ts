@@ -8,6 +8,7 @@ import {
   providerEvidenceOf,
   type ResourceEvidence
 } from "../domain/evidence.js"
+import type { ResourceId } from "../domain/ids.js"
 import type { ResourceMetrics, StoredStanding } from "../domain/metrics.js"
 import type { ResourceRecord } from "../domain/resources.js"
 import { CatalogChanges } from "../store/CatalogChanges.js"
@@ -17,13 +18,14 @@ import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { RouteCandidatesRepo } from "../store/RouteCandidatesRepo.js"
 import { CapabilityIndex, heldReads } from "./capabilityIndex.js"
 import { EvidenceRecorder } from "./EvidenceRecorder.js"
-import { currentMetrics, lastObservedMsOf, metricsAt, type MetricsMoment, momentAt } from "./metrics.js"
-import type { ResourceId } from "../domain/ids.js"
+import { currentMetrics, lastObservedMsOf, type MetricsMoment, metricsAt, momentAt } from "./metrics.js"
 
 export interface EvidenceReaderShape {
   /** Evidence of one resource; a resource never probed gets empty metrics and level 0. */
   readonly forResource: (resourceId: ResourceId) => Effect.Effect<ResourceEvidence>
-  readonly forResources: (resourceIds: ReadonlyArray<ResourceId>) => Effect.Effect<ReadonlyMap<string, ResourceEvidence>>
+  readonly forResources: (
+    resourceIds: ReadonlyArray<ResourceId>
+  ) => Effect.Effect<ReadonlyMap<string, ResourceEvidence>>
   /**
    * The listed resources offering a capability, each with its evidence as of now, and when their
    * rows were read (the live layer holds them in memory for up to ROUTE_READ_TTL_MS): what a route needs.
@@ -106,12 +108,20 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
        * confidence to three decimals) is unchanged: equal to deriving it afresh, without building a
        * hundred objects per route. Weak, so it goes with the held read.
        */
-      const derived = new WeakMap<StoredStanding, { readonly lastObservedMs: number | null; moment: MetricsMoment; evidence: ResourceEvidence }>()
+      const derived = new WeakMap<
+        StoredStanding,
+        { readonly lastObservedMs: number | null; moment: MetricsMoment; evidence: ResourceEvidence }
+      >()
       const heldEvidence = (stored: StoredStanding, nowMs: number): ResourceEvidence => {
         const last = derived.get(stored)
         const lastObservedMs = last === undefined ? lastObservedMsOf(stored.snapshot) : last.lastObservedMs
         const moment = momentAt(lastObservedMs, stored.snapshot?.observationCount ?? 0, nowMs, config.verification)
-        if (last !== undefined && last.moment.inWindow === moment.inWindow && last.moment.confidence === moment.confidence) return last.evidence
+        if (
+          last !== undefined &&
+          last.moment.inWindow === moment.inWindow &&
+          last.moment.confidence === moment.confidence
+        )
+          return last.evidence
         const evidence = evidenceOf(stored, metricsAt(stored.resourceId, stored.snapshot, moment))
         derived.set(stored, { lastObservedMs, moment, evidence })
         return evidence
@@ -120,12 +130,18 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
       const forResources = Effect.fn("EvidenceReader.forResources")(function* (resourceIds: ReadonlyArray<ResourceId>) {
         const nowMs = yield* Clock.currentTimeMillis
         const stored = yield* metrics.standings([...new Set(resourceIds)])
-        return new Map(stored.map((s) => [s.resourceId, toEvidence(s, nowMs)] as const)) as ReadonlyMap<string, ResourceEvidence>
+        return new Map(stored.map((s) => [s.resourceId, toEvidence(s, nowMs)] as const)) as ReadonlyMap<
+          string,
+          ResourceEvidence
+        >
       })
 
       const withEvidence = (records: ReadonlyArray<ResourceRecord>) =>
         Effect.map(forResources(records.map((r) => r.resource.id)), (found) =>
-          records.map((record) => ({ record, evidence: found.get(record.resource.id) ?? noEvidence(record.resource.id) }))
+          records.map((record) => ({
+            record,
+            evidence: found.get(record.resource.id) ?? noEvidence(record.resource.id)
+          }))
         )
 
       return {
@@ -138,7 +154,10 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
           Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
             Effect.map(capabilityRows(capability, nowMs), ({ candidates, readAtMs }) => ({
               // Evidence at the time of this read, not of the rows': confidence and window expiry move on.
-              candidates: candidates.map(({ record, standing }) => ({ record, evidence: heldEvidence(standing, nowMs) })),
+              candidates: candidates.map(({ record, standing }) => ({
+                record,
+                evidence: heldEvidence(standing, nowMs)
+              })),
               readAtMs
             }))
           ),
@@ -159,7 +178,12 @@ export class EvidenceReader extends Context.Tag("sextant/EvidenceReader")<Eviden
             // Older evidence fails every policy: a policy's age limit may only tighten the configured one.
             observedSince: new Date(nowMs - config.verification.maxEvidenceAgeSeconds * 1000).toISOString()
           })
-          return found.map(({ providerId, url, trusted, standing }) => ({ providerId, url, trusted, evidence: toEvidence(standing, nowMs) }))
+          return found.map(({ providerId, url, trusted, standing }) => ({
+            providerId,
+            url,
+            trusted,
+            evidence: toEvidence(standing, nowMs)
+          }))
         }),
         payments: (record: ResourceRecord) =>
           economic.recent(record.resource.id, [...new Set(record.paymentOptions.map((o) => o.payTo))], PAYMENTS_SHOWN)

@@ -3,13 +3,13 @@ import type { EconomicEvent } from "../domain/evidence.js"
 import type { RecordedObservation } from "../domain/observations.js"
 import type { ResourceRecord } from "../domain/resources.js"
 import { EconomicEventsRepo, type EventResolution, type PendingEvent } from "../store/EconomicEventsRepo.js"
-import { chunksOf } from "../store/repository.js"
 import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
+import { chunksOf } from "../store/repository.js"
 import { sortableId } from "../store/sortableId.js"
 import { initialResolution } from "./confirmation.js"
 import { BATCH, ObservationWriter } from "./ObservationWriter.js"
-import type { Standing } from "./status.js"
 import { makeStandingWrites } from "./standingWrites.js"
+import type { Standing } from "./status.js"
 
 /** What a probe's observation also settles, in its batch's transaction. */
 export interface ProbeBookkeeping {
@@ -29,7 +29,11 @@ export interface EvidenceRecorderShape {
    * its bookkeeping (the listing rule, the schedule's claim) in that transaction too; resolves
    * once the batch committed, with the resource's new standing.
    */
-  readonly recordObservation: (record: ResourceRecord, observation: RecordedObservation, bookkeeping?: ProbeBookkeeping) => Effect.Effect<Standing | null>
+  readonly recordObservation: (
+    record: ResourceRecord,
+    observation: RecordedObservation,
+    bookkeeping?: ProbeBookkeeping
+  ) => Effect.Effect<Standing | null>
   /**
    * Stores a reported payment outcome, `pending` until the ledger confirms it when it can be
    * checked (confirmation.ts), in the caller's transaction if it runs in one; true when it counts
@@ -52,8 +56,14 @@ export interface EvidenceRecorderShape {
 }
 
 /** The write side of evidence: observations and economic events in, metrics rows, statuses and transitions out. */
-export class EvidenceRecorder extends Context.Tag("sextant/EvidenceRecorder")<EvidenceRecorder, EvidenceRecorderShape>() {
-  static readonly Live = Layer.effect(EvidenceRecorder, Effect.suspend(() => make)).pipe(Layer.provide(ObservationWriter.Live))
+export class EvidenceRecorder extends Context.Tag("sextant/EvidenceRecorder")<
+  EvidenceRecorder,
+  EvidenceRecorderShape
+>() {
+  static readonly Live = Layer.effect(
+    EvidenceRecorder,
+    Effect.suspend(() => make)
+  ).pipe(Layer.provide(ObservationWriter.Live))
 }
 
 const NO_BOOKKEEPING: ProbeBookkeeping = { listing: false }
@@ -68,11 +78,19 @@ const make = Effect.gen(function* () {
   const storeEconomic = (event: EconomicEvent) =>
     Effect.gen(function* () {
       const nowMs = yield* Clock.currentTimeMillis
-      const elsewhere = event.transactionHash === null ? null : yield* economic.claimedElsewhere(event.transactionHash, event.resourceId)
+      const elsewhere =
+        event.transactionHash === null
+          ? null
+          : yield* economic.claimedElsewhere(event.transactionHash, event.resourceId)
       const initial: EventResolution =
         elsewhere === null
           ? initialResolution(event, nowMs)
-          : { state: "rejected", reason: `transaction ${event.transactionHash} already counts for resource ${elsewhere}: one transaction is evidence about one resource`, ledger: null, nextCheckMs: null }
+          : {
+              state: "rejected",
+              reason: `transaction ${event.transactionHash} already counts for resource ${elsewhere}: one transaction is evidence about one resource`,
+              ledger: null,
+              nextCheckMs: null
+            }
       yield* economic.insert(sortableId("eco", nowMs), event, initial, nowMs)
       return initial.state === "failed" || initial.state === "confirmed"
     })
@@ -81,7 +99,9 @@ const make = Effect.gen(function* () {
   const refreshAbout = (about: ReadonlyArray<ResourceRecord>, first: Effect.Effect<void> = Effect.void) => {
     const [head = [], ...rest] = chunksOf(about, BATCH)
     const batch = (chunk: ReadonlyArray<ResourceRecord>, i: number) =>
-      writer.serialized(Effect.zipRight(i === 0 ? first : Effect.void, Effect.forEach(chunk, standing.refresh, { discard: true })))
+      writer.serialized(
+        Effect.zipRight(i === 0 ? first : Effect.void, Effect.forEach(chunk, standing.refresh, { discard: true }))
+      )
     return Effect.forEach([head, ...rest], batch, { discard: true })
   }
 
@@ -94,10 +114,16 @@ const make = Effect.gen(function* () {
               const stored = yield* standing.standingOf(record.resource.id)
               if (Option.isNone(stored) || stored.value.status !== "DISCOVERED") return
               const nowMs = yield* Clock.currentTimeMillis
-              yield* standing.moveTo(record.resource.id, stored.value, { status: "VALIDATING", level: 0, reason: "first probe in flight" }, nowMs)
+              yield* standing.moveTo(
+                record.resource.id,
+                stored.value,
+                { status: "VALIDATING", level: 0, reason: "first probe in flight" },
+                nowMs
+              )
             })
           ),
-    rederive: (record) => writer.serialized(standing.refresh(record)).pipe(Effect.asVoid, Effect.withSpan("EvidenceRecorder.rederive")),
+    rederive: (record) =>
+      writer.serialized(standing.refresh(record)).pipe(Effect.asVoid, Effect.withSpan("EvidenceRecorder.rederive")),
     recordObservation: (record, observation, bookkeeping = NO_BOOKKEEPING) =>
       writer.write(record, observation, bookkeeping).pipe(Effect.withSpan("EvidenceRecorder.recordObservation")),
     storeEconomic,

@@ -5,8 +5,8 @@ import { commitWithoutFlush } from "../store/commitDurability.js"
 import { StoreTransactions } from "../store/StoreTransactions.js"
 import type { ProbeBookkeeping } from "./EvidenceRecorder.js"
 import { makeWriteBatch, type PendingObservation } from "./observationBatch.js"
-import type { Standing } from "./status.js"
 import { makeStandingWrites } from "./standingWrites.js"
+import type { Standing } from "./status.js"
 
 /** Observations written per transaction at most: a few statements for many probes, yet short enough that a settle's reservation waits little. */
 export const BATCH = 256
@@ -25,7 +25,11 @@ export interface ObservationWriterShape {
    * resource's new standing (null for a resource with no metrics row), or fails with the batch's
    * cause.
    */
-  readonly write: (record: ResourceRecord, observation: RecordedObservation, bookkeeping: ProbeBookkeeping) => Effect.Effect<Standing | null>
+  readonly write: (
+    record: ResourceRecord,
+    observation: RecordedObservation,
+    bookkeeping: ProbeBookkeeping
+  ) => Effect.Effect<Standing | null>
   /**
    * Runs `effect` in a transaction while no batch is being written: a refresh reads a resource's
    * window and writes the derived rows, and one writer at a time keeps a probe batch, a
@@ -39,8 +43,14 @@ export interface ObservationWriterShape {
  * whatever probes queued up (at most BATCH) and writes them in one transaction, so a cycle's
  * statements are per batch, not per probe, and a busy writer gets larger batches.
  */
-export class ObservationWriter extends Context.Tag("sextant/ObservationWriter")<ObservationWriter, ObservationWriterShape>() {
-  static readonly Live = Layer.scoped(ObservationWriter, Effect.suspend(() => make))
+export class ObservationWriter extends Context.Tag("sextant/ObservationWriter")<
+  ObservationWriter,
+  ObservationWriterShape
+>() {
+  static readonly Live = Layer.scoped(
+    ObservationWriter,
+    Effect.suspend(() => make)
+  )
 }
 
 const make = Effect.gen(function* () {
@@ -53,13 +63,15 @@ const make = Effect.gen(function* () {
   const writer = Effect.gen(function* () {
     const first = yield* Queue.take(queue)
     // Real time, not the Clock: a test's TestClock must not hold the writer.
-    if ((yield* Queue.size(queue)) < BATCH - 1) yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, GATHER_MS)))
+    if ((yield* Queue.size(queue)) < BATCH - 1)
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, GATHER_MS)))
     const items = [first, ...(yield* Queue.takeUpTo(queue, BATCH - 1))]
     // Relaxed: a batch lost to a power cut is probed again, and an fsync per batch would block the event loop.
     const exit = yield* Effect.exit(lock.withPermits(1)(commitWithoutFlush(transaction(writeBatch(items)))))
     yield* Exit.match(exit, {
       onFailure: (cause) => Effect.forEach(items, (p) => Deferred.failCause(p.done, cause), { discard: true }),
-      onSuccess: (results) => Effect.forEach(items, (p, i) => Deferred.succeed(p.done, results[i] ?? null), { discard: true })
+      onSuccess: (results) =>
+        Effect.forEach(items, (p, i) => Deferred.succeed(p.done, results[i] ?? null), { discard: true })
     })
   }).pipe(Effect.forever, Effect.withTracerEnabled(false))
   yield* Effect.forkScoped(writer)

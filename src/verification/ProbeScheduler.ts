@@ -1,5 +1,5 @@
-import { Duration, Effect, Layer, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
+import { Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../config.js"
 import { logFailure } from "../lifecycle/interruption.js"
 import type { ProbeLane } from "../store/ProbeScheduleRepo.js"
@@ -36,7 +36,10 @@ export const ProbeSchedulerLive = Layer.scopedDiscard(
         Effect.forever
       )
     }
-    const due = Effect.zipRight(Effect.forkScoped(lane("open", ingestion.concurrency)), lane("trusted", probes.concurrency))
+    const due = Effect.zipRight(
+      Effect.forkScoped(lane("open", ingestion.concurrency)),
+      lane("trusted", probes.concurrency)
+    )
     yield* Effect.forkScoped(
       Effect.zipRight(
         housekeeping,

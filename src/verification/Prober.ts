@@ -4,10 +4,10 @@ import type { ResourceId } from "../domain/ids.js"
 import type { McpTool } from "../domain/mcp.js"
 import type { ProbeResult } from "../domain/observations.js"
 import type { HttpMethod } from "../domain/resources.js"
+import type { OutboundTargetRefused } from "../outbound/outboundGuard.js"
 import type { ListingChange } from "../store/listingChanges.js"
 import type { ProbeLane } from "../store/ProbeScheduleRepo.js"
 import type { Observed } from "./observe.js"
-import type { OutboundTargetRefused } from "../outbound/outboundGuard.js"
 import { makeProbeIntake } from "./probeIntake.js"
 import { makeProbeRecording } from "./probeRecording.js"
 import { makeProbeScheduling } from "./probeScheduling.js"
@@ -38,7 +38,11 @@ export interface ProberShape {
    * Ingestion's first step for a URL the catalog does not list (registration): probed once under
    * its future id, nothing stored; a refused target fails before any traffic.
    */
-  readonly observeNewUrl: (url: URL, method: HttpMethod, mcp?: McpTool) => Effect.Effect<Observed, OutboundTargetRefused>
+  readonly observeNewUrl: (
+    url: URL,
+    method: HttpMethod,
+    mcp?: McpTool
+  ) => Effect.Effect<Observed, OutboundTargetRefused>
   /**
    * Ingestion's second step, if the caller keeps the URL: the row for it from what its probe saw
    * (listed or not, from `source`), then the observation recorded against it.
@@ -59,13 +63,19 @@ export interface ProberShape {
    * always recorded; 429 when callers would add more than `probes.validationsPerInterval`
    * observations per probe interval beside the schedule's, or while another validation of it runs.
    */
-  readonly validateResource: (resourceId: ResourceId, method?: HttpMethod) => Effect.Effect<ProbeResult, NotFound | InvalidRequest | RateLimited>
+  readonly validateResource: (
+    resourceId: ResourceId,
+    method?: HttpMethod
+  ) => Effect.Effect<ProbeResult, NotFound | InvalidRequest | RateLimited>
   /**
    * Probes any URL (`/v1/validate`): a catalog URL is probed as that resource (as
    * `validateResource`); an unknown one becomes an unlisted resource (source "validate"). Fails
    * with OutboundTargetRefused for a URL the outbound guard forbids, before any row exists.
    */
-  readonly probeUrl: (rawUrl: string, method?: HttpMethod) => Effect.Effect<ProbeResult, OutboundTargetRefused | InvalidRequest | RateLimited>
+  readonly probeUrl: (
+    rawUrl: string,
+    method?: HttpMethod
+  ) => Effect.Effect<ProbeResult, OutboundTargetRefused | InvalidRequest | RateLimited>
   /** Applies retention: old observations and rollups, stale unlisted resources and retired entries deleted, in small statements. */
   readonly prune: Effect.Effect<Pick<CycleReport, "pruned" | "prunedUnlisted" | "retired">>
   /**
@@ -88,7 +98,10 @@ export interface ProberShape {
 }
 
 export class Prober extends Context.Tag("sextant/Prober")<Prober, ProberShape>() {
-  static readonly Live = Layer.effect(Prober, Effect.suspend(() => make))
+  static readonly Live = Layer.effect(
+    Prober,
+    Effect.suspend(() => make)
+  )
 }
 
 const make = Effect.gen(function* () {

@@ -32,11 +32,16 @@ export interface VerificationShape {
    * which becomes an unlisted resource), never both. A target the outbound guard refuses is
    * `TargetRefused`, recorded first when it is a catalog resource.
    */
-  readonly validate: (request: ValidateRequest) => Effect.Effect<ProbeResult, InvalidRequest | TargetRefused | NotFound | RateLimited>
+  readonly validate: (
+    request: ValidateRequest
+  ) => Effect.Effect<ProbeResult, InvalidRequest | TargetRefused | NotFound | RateLimited>
   /** A resource's stored metrics; `NotFound` for an id not in the catalog. */
   readonly metrics: (id: ResourceId) => Effect.Effect<ResourceMetrics, NotFound>
   /** A page of a resource's observations, newest first, with the newest payments about it. */
-  readonly observations: (id: ResourceId, query: ObservationsQuery) => Effect.Effect<typeof ObservationPage.Type, NotFound | InvalidRequest>
+  readonly observations: (
+    id: ResourceId,
+    query: ObservationsQuery
+  ) => Effect.Effect<typeof ObservationPage.Type, NotFound | InvalidRequest>
   /**
    * Hourly rollups of a span, the hours still in the rolling window included. The window is read
    * before the rollups: a batch committing between the two reads can then leave an hour as it was
@@ -53,7 +58,10 @@ export interface VerificationShape {
  * stored before rolling windows existed, as the recorder rebuilds it).
  */
 export class Verification extends Context.Tag("sextant/Verification")<Verification, VerificationShape>() {
-  static readonly Live = Layer.effect(Verification, Effect.suspend(() => make))
+  static readonly Live = Layer.effect(
+    Verification,
+    Effect.suspend(() => make)
+  )
 }
 
 const OBSERVATIONS_CURSOR = "observations"
@@ -62,16 +70,22 @@ const refused = (reason: string) => new TargetRefused({ message: `target refused
 
 /** A probe of a catalog resource the guard refused is recorded, and still answered as a refusal. */
 const refusalOf = (result: ProbeResult) =>
-  result.outcome === "refused_target" ? refused(result.observation.detail ?? "not a public target") : Effect.succeed(result)
+  result.outcome === "refused_target"
+    ? refused(result.observation.detail ?? "not a public target")
+    : Effect.succeed(result)
 
 /** Where the page starts: after a cursor's observation, before `before`, or at the newest. */
 const startOf = (query: ObservationsQuery): Effect.Effect<string | null, InvalidRequest> => {
-  if (query.cursor !== undefined && query.before !== undefined) return new InvalidRequest({ message: "pass either cursor or before, not both" })
-  if (query.cursor !== undefined) return Effect.map(readCursor(OBSERVATIONS_CURSOR, query.cursor), (position) => position.id)
+  if (query.cursor !== undefined && query.before !== undefined)
+    return new InvalidRequest({ message: "pass either cursor or before, not both" })
+  if (query.cursor !== undefined)
+    return Effect.map(readCursor(OBSERVATIONS_CURSOR, query.cursor), (position) => position.id)
   if (query.before === undefined) return Effect.succeed(null)
   const start = observationCursor(query.before)
   return start === null
-    ? new InvalidRequest({ message: "before: expected an observation id (nextBefore of the previous page) or an ISO date-time" })
+    ? new InvalidRequest({
+        message: "before: expected an observation id (nextBefore of the previous page) or an ISO date-time"
+      })
     : Effect.succeed(start)
 }
 
@@ -85,10 +99,13 @@ const make = Effect.gen(function* () {
   const windowOfResource = storedWindow(observations, config.verification)
 
   const requireResource = (id: ResourceId) =>
-    Effect.flatMap(resources.get(id), (found) => (Option.isSome(found) ? Effect.succeed(found.value) : notFound("resource", id)))
+    Effect.flatMap(resources.get(id), (found) =>
+      Option.isSome(found) ? Effect.succeed(found.value) : notFound("resource", id)
+    )
 
   const validate: VerificationShape["validate"] = ({ resourceId, url, method }) => {
-    if (resourceId !== undefined && url !== undefined) return new InvalidRequest({ message: "pass either resourceId or url, not both" })
+    if (resourceId !== undefined && url !== undefined)
+      return new InvalidRequest({ message: "pass either resourceId or url, not both" })
     if (resourceId !== undefined) return Effect.flatMap(prober.validateResource(resourceId, method), refusalOf)
     if (url !== undefined) {
       return prober.probeUrl(url, method).pipe(
@@ -113,7 +130,10 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const record = yield* requireResource(id)
       const nowMs = yield* Clock.currentTimeMillis
-      const range = yield* Either.mapLeft(historyRange(query, nowMs, config.probes.retentionDays), (message) => new InvalidRequest({ message }))
+      const range = yield* Either.mapLeft(
+        historyRange(query, nowMs, config.probes.retentionDays),
+        (message) => new InvalidRequest({ message })
+      )
       const window = yield* windowOfResource(record, (yield* metricsRepo.windowStates([id])).get(id), nowMs)
       const rollups = yield* observations.rollups(id, range.fromMs, range.toMs)
       return { resourceId: id, hours: historyHours(rollups, window.buckets, range) }
@@ -121,7 +141,11 @@ const make = Effect.gen(function* () {
 
   return Verification.of({
     validate,
-    metrics: (id) => Effect.zipRight(requireResource(id), Effect.map(reader.forResource(id), (evidence) => evidence.metrics)),
+    metrics: (id) =>
+      Effect.zipRight(
+        requireResource(id),
+        Effect.map(reader.forResource(id), (evidence) => evidence.metrics)
+      ),
     observations: observationsOf,
     history
   })

@@ -125,7 +125,10 @@ export class CapabilityIndex {
  * under way that no change has overtaken (so an expiry under load costs one read, not one per
  * request); else a new read with `read`.
  */
-export const heldReads = (index: CapabilityIndex, read: (capability: string) => Effect.Effect<ReadonlyArray<RecordWithStanding>>) => {
+export const heldReads = (
+  index: CapabilityIndex,
+  read: (capability: string) => Effect.Effect<ReadonlyArray<RecordWithStanding>>
+) => {
   const underWay = new Map<string, { readonly ticket: LoadTicket; readonly done: Deferred.Deferred<CapabilityRead> }>()
 
   // Uninterruptible: reads waiting on it must get an answer even if the request that started it goes away.
@@ -155,6 +158,8 @@ export const heldReads = (index: CapabilityIndex, read: (capability: string) => 
       const held = index.current(capability, nowMs)
       if (held !== undefined) return Effect.succeed(held)
       const pending = underWay.get(capability)
-      return pending !== undefined && !index.overtaken(pending.ticket) ? Deferred.await(pending.done) : readStore(capability)
+      return pending !== undefined && !index.overtaken(pending.ticket)
+        ? Deferred.await(pending.done)
+        : readStore(capability)
     })
 }

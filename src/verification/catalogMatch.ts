@@ -1,6 +1,6 @@
+import { Schema } from "effect"
 import type { ResourcePaymentOption } from "../domain/resources.js"
 import { BaseUnits } from "../domain/stellar.js"
-import { Schema } from "effect"
 import { type ChallengeOption, type Deployment, isAcceptable } from "../x402/challenge.js"
 
 /** What a price is compared on: the ceiling for `upto`, the fixed amount otherwise. */
@@ -26,9 +26,7 @@ export const representativeOption = (
   deployment: Deployment
 ): ChallengeOption | null => {
   const acceptable = options.filter((o) => isAcceptable(o, deployment))
-  return (
-    acceptable.find((o) => advertised.some((a) => samePayment(a, o))) ?? acceptable[0] ?? options[0] ?? null
-  )
+  return acceptable.find((o) => advertised.some((a) => samePayment(a, o))) ?? acceptable[0] ?? options[0] ?? null
 }
 
 // Tolerance is compared in millionths so base-unit amounts stay exact integers.
@@ -58,7 +56,11 @@ export const contradiction = (
     }
     const price = askedPrice(offered)
     const matching = listed.filter((a) => samePayment(a, offered))
-    if (isBaseUnits(price) && matching.length > 0 && matching.every((a) => exceeds(price, advertisedPrice(a), tolerance))) {
+    if (
+      isBaseUnits(price) &&
+      matching.length > 0 &&
+      matching.every((a) => exceeds(price, advertisedPrice(a), tolerance))
+    ) {
       const cheapest = matching.map(advertisedPrice).sort((x, y) => (BigInt(x) < BigInt(y) ? -1 : 1))[0]
       return `price above the advertised ${cheapest} base units by more than ${tolerance * 100}%: the challenge asks ${price}`
     }

@@ -13,7 +13,11 @@ export interface ConfirmationRules {
   readonly recheckMs: number
 }
 
-const settled = (state: EventResolution["state"], reason: string | null, ledger: number | null = null): EventResolution => ({
+const settled = (
+  state: EventResolution["state"],
+  reason: string | null,
+  ledger: number | null = null
+): EventResolution => ({
   state,
   reason,
   ledger,
@@ -30,15 +34,27 @@ export const initialResolution = (event: EconomicEvent, nowMs: number): EventRes
   if (event.notEvidence !== undefined) return settled("rejected", event.notEvidence)
   if (!event.success) {
     if (event.source === "outcome") {
-      return settled("rejected", `a buyer reported ${event.outcome ?? "a failure"}: shown, never counted (only failures this service observed count)`)
+      return settled(
+        "rejected",
+        `a buyer reported ${event.outcome ?? "a failure"}: shown, never counted (only failures this service observed count)`
+      )
     }
     return event.source === "receipt"
       ? settled("rejected", "a failure a buyer reports is not evidence: only failures this service observed count")
-      : settled("failed", event.source === "probe" ? "the probe's payment failed" : "the facilitator answered success: false")
+      : settled(
+          "failed",
+          event.source === "probe" ? "the probe's payment failed" : "the facilitator answered success: false"
+        )
   }
-  if (event.transactionHash === null) return settled("rejected", "no transaction hash: nothing to confirm on the ledger")
+  if (event.transactionHash === null)
+    return settled("rejected", "no transaction hash: nothing to confirm on the ledger")
   if (event.expected === null) return settled("rejected", "no payment terms to check the transaction against")
-  return { state: "pending", reason: "waiting for the ledger to confirm the transaction", ledger: null, nextCheckMs: nowMs }
+  return {
+    state: "pending",
+    reason: "waiting for the ledger to confirm the transaction",
+    ledger: null,
+    nextCheckMs: nowMs
+  }
 }
 
 const amountFits = (paid: bigint, expected: PendingEvent["expected"]) =>
@@ -60,11 +76,15 @@ export const judgeTransaction = (
   const windowMs = rules.confirmTimeoutSeconds * 1000
   if (Option.isNone(found)) {
     return nowMs - claimedMs > windowMs
-      ? settled("rejected", `transaction ${event.transactionHash} was not found on the ledger within ${rules.confirmTimeoutSeconds} s`)
+      ? settled(
+          "rejected",
+          `transaction ${event.transactionHash} was not found on the ledger within ${rules.confirmTimeoutSeconds} s`
+        )
       : { state: "pending", reason: "not on the ledger yet", ledger: null, nextCheckMs: nowMs + rules.recheckMs }
   }
   const tx = found.value
-  if (!tx.successful) return settled("rejected", `transaction ${tx.hash} failed on the ledger (ledger ${tx.ledger})`, tx.ledger)
+  if (!tx.successful)
+    return settled("rejected", `transaction ${tx.hash} failed on the ledger (ledger ${tx.ledger})`, tx.ledger)
   const drift = Math.abs(Date.parse(tx.closedAt) - claimedMs)
   if (drift > windowMs) {
     return settled(
@@ -86,7 +106,11 @@ export const judgeTransaction = (
     return settled("rejected", `transaction ${tx.hash} does not pay ${wanted} (it holds: ${seen})`, tx.ledger)
   }
   if (matching.from === event.expected.payTo) {
-    return settled("rejected", `transaction ${tx.hash} is a payment from the payee ${matching.from} to itself: no buyer`, tx.ledger)
+    return settled(
+      "rejected",
+      `transaction ${tx.hash} is a payment from the payee ${matching.from} to itself: no buyer`,
+      tx.ledger
+    )
   }
   return { ...settled("confirmed", `confirmed in ledger ${tx.ledger}`, tx.ledger), payer: matching.from }
 }

@@ -1,5 +1,5 @@
-import { Schema } from "effect"
 import { createHash } from "node:crypto"
+import { Schema } from "effect"
 import type { Config } from "../config.js"
 import { ResourceId } from "../domain/ids.js"
 import type { McpTool } from "../domain/mcp.js"
@@ -61,10 +61,13 @@ export const discoveredEntry = (
 }
 
 /** Derived from the URL, so two concurrent first validations of one URL write the same row. */
-export const discoveredId = (url: URL) => ResourceId.make(`discovered-${createHash("sha256").update(url.href).digest("hex").slice(0, 16)}`)
+export const discoveredId = (url: URL) =>
+  ResourceId.make(`discovered-${createHash("sha256").update(url.href).digest("hex").slice(0, 16)}`)
 
 /** One server's tools share its URL: an MCP tool's id hashes the URL and the tool. */
-export const discoveredToolId = (url: URL, toolName: string) => discoveredId(new URL(`#${encodeURIComponent(toolName)}`, url))
+export const discoveredToolId = (url: URL, toolName: string) =>
+  discoveredId(new URL(`#${encodeURIComponent(toolName)}`, url))
 
 /** The id a URL (or one tool of an MCP server at it) gets when the catalog adopts it. */
-export const discoveredIdOf = (url: URL, mcp: McpTool | undefined) => (mcp === undefined ? discoveredId(url) : discoveredToolId(url, mcp.toolName))
+export const discoveredIdOf = (url: URL, mcp: McpTool | undefined) =>
+  mcp === undefined ? discoveredId(url) : discoveredToolId(url, mcp.toolName)

@@ -82,7 +82,9 @@ export const percentilesOf = (merged: ReadonlyMap<number, number>, qs: ReadonlyA
 }
 
 /** The p50 and p95 the metrics report, over the sum of several histograms (hours); null without samples. */
-export const reportedPercentiles = (all: ReadonlyArray<Bins>): { readonly p50LatencyMs: number | null; readonly p95LatencyMs: number | null } => {
+export const reportedPercentiles = (
+  all: ReadonlyArray<Bins>
+): { readonly p50LatencyMs: number | null; readonly p95LatencyMs: number | null } => {
   const [p50, p95] = percentilesOf(mergeBins(all), [0.5, 0.95])
   return { p50LatencyMs: p50 ?? null, p95LatencyMs: p95 ?? null }
 }

@@ -6,15 +6,22 @@ import { z } from "zod"
 import pkg from "../../package.json" with { type: "json" }
 import type { Config } from "../config.js"
 import type { McpTool } from "../domain/mcp.js"
-import { asHttpChallenge, readToolAnswer } from "../x402/mcpAnswer.js"
-import { blank, failureObservation, type Observed, observationOf, type ProbeTarget, withOfferVerdict } from "./observe.js"
-import type { OutboundRequests } from "../outbound/fetchAnswer.js"
-import { failureOf, guardedFetch } from "../outbound/mcpFetch.js"
-import type { McpSession, McpSessions } from "./mcpSessions.js"
-import { CALL_REQUESTS, HANDSHAKE_REQUESTS, RequestBudget, STATELESS_REQUESTS } from "../outbound/mcpWire.js"
-import { discover, McpAnswerError, sessionRequestMeta, statelessRequest } from "../x402/mcpStateless.js"
 import { type McpKind, mcpRequestOf } from "../domain/mcp.js"
 import { judgeOffers } from "../extensions/offerReceipt.js"
+import type { OutboundRequests } from "../outbound/fetchAnswer.js"
+import { failureOf, guardedFetch } from "../outbound/mcpFetch.js"
+import { CALL_REQUESTS, HANDSHAKE_REQUESTS, RequestBudget, STATELESS_REQUESTS } from "../outbound/mcpWire.js"
+import { asHttpChallenge, readToolAnswer } from "../x402/mcpAnswer.js"
+import { discover, McpAnswerError, sessionRequestMeta, statelessRequest } from "../x402/mcpStateless.js"
+import type { McpSession, McpSessions } from "./mcpSessions.js"
+import {
+  blank,
+  failureObservation,
+  type Observed,
+  observationOf,
+  type ProbeTarget,
+  withOfferVerdict
+} from "./observe.js"
 
 /** Any JSON-RPC result object, unknown members kept: the extension binding's `resultType` must survive. */
 const AnyResult = z.looseObject({})
@@ -87,12 +94,14 @@ export const observeMcp = (target: ProbeTarget & { readonly mcp: McpTool }, conf
     const request = mcpRequestOf(kind, target.mcp.toolName, target.mcp.example ?? {}, sessionRequestMeta())
     const outcome = yield* Effect.promise(async (interrupted) => {
       const deadline = AbortSignal.any([AbortSignal.timeout(timeoutMs), interrupted])
-      if (sessions.has(target.url, startMs)) return inSession(target, request, sessions, startMs, runtime, deadline, timeoutMs)
+      if (sessions.has(target.url, startMs))
+        return inSession(target, request, sessions, startMs, runtime, deadline, timeoutMs)
       const budget = new RequestBudget(STATELESS_REQUESTS)
       const fetch = guardedFetch(config.probes, runtime, budget)
       try {
         const found = await discover(fetch, target.url, PROBE_CLIENT, deadline)
-        if (found.generation !== "2026-07-28") return inSession(target, request, sessions, startMs, runtime, deadline, timeoutMs)
+        if (found.generation !== "2026-07-28")
+          return inSession(target, request, sessions, startMs, runtime, deadline, timeoutMs)
         budget.grant(STATELESS_REQUESTS)
         return Either.right(readToolAnswer(await statelessRequest(fetch, target.url, request, PROBE_CLIENT, deadline)))
       } catch (error) {
@@ -104,19 +113,35 @@ export const observeMcp = (target: ProbeTarget & { readonly mcp: McpTool }, conf
     const latencyMs = Math.max(0, Math.round(endMs - startMs))
     const deployment = { network: config.network, assetContract: config.asset.assetContract }
     if (Either.isLeft(outcome)) {
-      return { observation: { ...failureObservation(target, startMs, outcome.left), method: request.method }, challenge: null, options: [] } satisfies Observed
+      return {
+        observation: { ...failureObservation(target, startMs, outcome.left), method: request.method },
+        challenge: null,
+        options: []
+      } satisfies Observed
     }
     const answer = outcome.right
     switch (answer._tag) {
       case "Executed":
         return {
-          observation: { ...blank(target, startMs), method: request.method, latencyMs, outcome: "executed_unpaid", detail: `the ${kind} was served without asking for payment` },
+          observation: {
+            ...blank(target, startMs),
+            method: request.method,
+            latencyMs,
+            outcome: "executed_unpaid",
+            detail: `the ${kind} was served without asking for payment`
+          },
           challenge: null,
           options: []
         } satisfies Observed
       case "NoChallenge":
         return {
-          observation: { ...blank(target, startMs), method: request.method, latencyMs, outcome: "no_challenge", detail: answer.reason },
+          observation: {
+            ...blank(target, startMs),
+            method: request.method,
+            latencyMs,
+            outcome: "no_challenge",
+            detail: answer.reason
+          },
           challenge: null,
           options: []
         } satisfies Observed
@@ -133,7 +158,10 @@ export const observeMcp = (target: ProbeTarget & { readonly mcp: McpTool }, conf
           // The answer's body was capped when read; this header is only its re-encoding.
           Number.POSITIVE_INFINITY
         )
-        const labelled = { ...observed, observation: { ...observed.observation, method: `${request.method} ${answer.binding}`, httpStatus: null } } satisfies Observed
+        const labelled = {
+          ...observed,
+          observation: { ...observed.observation, method: `${request.method} ${answer.binding}`, httpStatus: null }
+        } satisfies Observed
         const challenge = observed.challenge
         if (challenge === null) return labelled
         // Judged as an HTTP challenge's are, but the resource is the tool, not a URL it could name.
@@ -153,25 +181,48 @@ export const listMcpTools = (url: string, probes: OutboundRequests) =>
   Effect.gen(function* () {
     const runtime = yield* Effect.runtime<never>()
     return yield* Effect.tryPromise({
-      try: async (interrupted): Promise<ReadonlyArray<{ readonly name: string; readonly description?: string | undefined; readonly inputSchema?: unknown }>> => {
+      try: async (
+        interrupted
+      ): Promise<
+        ReadonlyArray<{
+          readonly name: string
+          readonly description?: string | undefined
+          readonly inputSchema?: unknown
+        }>
+      > => {
         const deadline = AbortSignal.any([AbortSignal.timeout(probes.timeoutMs), interrupted])
         const budget = new RequestBudget(STATELESS_REQUESTS)
         const fetch = guardedFetch(probes, runtime, budget)
         const found = await discover(fetch, url, "sextant-registration", deadline)
         if (found.generation === "2026-07-28") {
           budget.grant(STATELESS_REQUESTS)
-          const listed = await statelessRequest(fetch, url, { method: "tools/list", params: {} }, "sextant-registration", deadline)
+          const listed = await statelessRequest(
+            fetch,
+            url,
+            { method: "tools/list", params: {} },
+            "sextant-registration",
+            deadline
+          )
           const tools = Array.isArray(listed.tools) ? listed.tools : []
           return tools.flatMap((t) =>
             typeof t === "object" && t !== null && typeof t.name === "string"
-              ? [{ name: t.name, description: typeof t.description === "string" ? t.description : undefined, inputSchema: t.inputSchema }]
+              ? [
+                  {
+                    name: t.name,
+                    description: typeof t.description === "string" ? t.description : undefined,
+                    inputSchema: t.inputSchema
+                  }
+                ]
               : []
           )
         }
         budget.grant(HANDSHAKE_REQUESTS + CALL_REQUESTS)
         const client = new Client({ name: "sextant-registration", version: pkg.version })
         try {
-          await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch }), { signal: deadline, timeout: probes.timeoutMs })
+          await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch }), {
+            signal: deadline,
+            timeout: probes.timeoutMs
+          })
           return (await client.listTools(undefined, { signal: deadline, timeout: probes.timeoutMs })).tools
         } finally {
           await client.close().catch(() => undefined)

@@ -3,9 +3,9 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Runtime } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import type { Config } from "../config.js"
-import { CLIENT_CAPABILITIES } from "../x402/mcpStateless.js"
 import { guardedFetch } from "../outbound/mcpFetch.js"
 import { CALL_REQUESTS, HANDSHAKE_REQUESTS, RequestBudget } from "../outbound/mcpWire.js"
+import { CLIENT_CAPABILITIES } from "../x402/mcpStateless.js"
 
 /** Open MCP sessions one process keeps at most; the least recently used is closed first. */
 export const MAX_MCP_SESSIONS = 64
@@ -63,7 +63,9 @@ export const mcpSessions = (config: Config) => {
 
   const connect = async (url: string, budget: RequestBudget, runtime: Runtime.Runtime<never>, signal: AbortSignal) => {
     const client = new Client({ name: "sextant-probe", version: pkg.version }, { capabilities: CLIENT_CAPABILITIES })
-    const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: guardedFetch(config.probes, runtime, budget) })
+    const transport = new StreamableHTTPClientTransport(new URL(url), {
+      fetch: guardedFetch(config.probes, runtime, budget)
+    })
     await client.connect(transport, { signal, timeout: config.probes.timeoutMs })
     return client
   }

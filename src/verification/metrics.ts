@@ -1,7 +1,7 @@
 import type { VerificationConfig } from "../config.js"
+import type { ResourceId } from "../domain/ids.js"
 import { emptyMetrics, type MetricsSnapshot, type ResourceMetrics } from "../domain/metrics.js"
 import type { WindowStats } from "./windowStats.js"
-import type { ResourceId } from "../domain/ids.js"
 
 export const windowMs = (config: VerificationConfig) => config.windowHours * 3_600_000
 
@@ -11,7 +11,11 @@ const ratio = (part: number, whole: number) => (whole === 0 ? 0 : part / whole)
  * README "Metrics": availability = answered / probes, payment interface success rate = healthy /
  * answered, each 0 without any (refused targets are never counted as probes).
  */
-export const probeRatios = (counts: { readonly probes: number; readonly answered: number; readonly healthy: number }) => ({
+export const probeRatios = (counts: {
+  readonly probes: number
+  readonly answered: number
+  readonly healthy: number
+}) => ({
   availability: ratio(counts.answered, counts.probes),
   paymentInterfaceSuccessRate: ratio(counts.healthy, counts.answered)
 })
@@ -50,7 +54,7 @@ export const snapshotFrom = (
 export const confidence = (observationCount: number, ageMs: number, config: VerificationConfig): number => {
   if (observationCount === 0 || ageMs > windowMs(config)) return 0
   const sample = 1 - Math.exp(-observationCount / config.confidenceSampleScale)
-  const freshness = Math.pow(0.5, Math.max(0, ageMs) / (config.confidenceHalfLifeSeconds * 1000))
+  const freshness = 0.5 ** (Math.max(0, ageMs) / (config.confidenceHalfLifeSeconds * 1000))
   return Math.round(sample * freshness * 1000) / 1000
 }
 
@@ -63,10 +67,17 @@ export interface MetricsMoment {
 const outOfWindow: MetricsMoment = { inWindow: false, confidence: 0 }
 
 /** The moment at `nowMs` of metrics whose newest probe was at `lastObservedMs` (null: never probed). */
-export const momentAt = (lastObservedMs: number | null, observationCount: number, nowMs: number, config: VerificationConfig): MetricsMoment => {
+export const momentAt = (
+  lastObservedMs: number | null,
+  observationCount: number,
+  nowMs: number,
+  config: VerificationConfig
+): MetricsMoment => {
   if (lastObservedMs === null) return outOfWindow
   const ageMs = nowMs - lastObservedMs
-  return ageMs > windowMs(config) ? outOfWindow : { inWindow: true, confidence: confidence(observationCount, ageMs, config) }
+  return ageMs > windowMs(config)
+    ? outOfWindow
+    : { inWindow: true, confidence: confidence(observationCount, ageMs, config) }
 }
 
 export const lastObservedMsOf = (snapshot: MetricsSnapshot | null) =>
@@ -76,8 +87,13 @@ export const lastObservedMsOf = (snapshot: MetricsSnapshot | null) =>
  * The metrics at a moment. When the newest probe has left the window there is no current
  * evidence: every window figure reads as empty, and only `lastVerified` remembers the past.
  */
-export const metricsAt = (resourceId: ResourceId, snapshot: MetricsSnapshot | null, moment: MetricsMoment): ResourceMetrics => {
-  if (snapshot === null || !moment.inWindow) return { ...emptyMetrics(resourceId), lastVerified: snapshot?.lastVerified ?? null }
+export const metricsAt = (
+  resourceId: ResourceId,
+  snapshot: MetricsSnapshot | null,
+  moment: MetricsMoment
+): ResourceMetrics => {
+  if (snapshot === null || !moment.inWindow)
+    return { ...emptyMetrics(resourceId), lastVerified: snapshot?.lastVerified ?? null }
   const { lastObservedAt: _lastObservedAt, validChallengeSeen: _seen, transactionVerified: _tx, ...metrics } = snapshot
   return { ...metrics, confidence: moment.confidence }
 }
@@ -88,4 +104,5 @@ export const currentMetrics = (
   snapshot: MetricsSnapshot | null,
   nowMs: number,
   config: VerificationConfig
-): ResourceMetrics => metricsAt(resourceId, snapshot, momentAt(lastObservedMsOf(snapshot), snapshot?.observationCount ?? 0, nowMs, config))
+): ResourceMetrics =>
+  metricsAt(resourceId, snapshot, momentAt(lastObservedMsOf(snapshot), snapshot?.observationCount ?? 0, nowMs, config))

@@ -13,8 +13,8 @@ import type { ProbeBookkeeping } from "./EvidenceRecorder.js"
 import { windowMs } from "./metrics.js"
 import { listingAfterProbe } from "./probeListing.js"
 import { addObservation, encodeWindow, type RollingWindow, signerChange } from "./rollingWindow.js"
-import type { Standing } from "./status.js"
 import type { StandingWrites } from "./standingWrites.js"
+import type { Standing } from "./status.js"
 
 /** One observation waiting for the writer, with what runs after it in the same transaction. */
 export interface PendingObservation {
@@ -51,7 +51,13 @@ export const makeWriteBatch = (standing: StandingWrites) =>
         yield* listings.afterProbes(
           batch.flatMap((p) =>
             p.bookkeeping.listing
-              ? [{ id: p.record.resource.id, decide: (state: ListingState) => listingAfterProbe(state, factOf(p.observation), config.verification.delistAfterHours) }]
+              ? [
+                  {
+                    id: p.record.resource.id,
+                    decide: (state: ListingState) =>
+                      listingAfterProbe(state, factOf(p.observation), config.verification.delistAfterHours)
+                  }
+                ]
               : []
           ),
           "probe"
@@ -75,14 +81,17 @@ export const makeWriteBatch = (standing: StandingWrites) =>
         const standings = new Map((yield* metrics.standings(ids)).map((s) => [s.resourceId, s] as const))
         const states = yield* metrics.windowStates(ids)
         const payments = yield* economic.summaries(
-          [...records.values()].filter((r) => standings.has(r.resource.id)).map((r) => ({ resourceId: r.resource.id, payTos: standing.payTosOf(r) })),
+          [...records.values()]
+            .filter((r) => standings.has(r.resource.id))
+            .map((r) => ({ resourceId: r.resource.id, payTos: standing.payTosOf(r) })),
           nowMs - windowMs(config.verification),
           config.verification.minDistinctPayers
         )
         // Read (or rebuild) each window before the batch's observations are stored: it must not hold them yet.
         const windows = new Map<string, RollingWindow>()
         for (const id of ids) {
-          if (standings.has(id)) windows.set(id, yield* standing.windowOfResource(records.get(id)!, states.get(id), nowMs))
+          if (standings.has(id))
+            windows.set(id, yield* standing.windowOfResource(records.get(id)!, states.get(id), nowMs))
         }
         const rollups: Array<{ resourceId: ResourceId; rollup: HourlyRollup }> = []
         const rows = new Map<string, MetricsSnapshot>()
@@ -98,7 +107,8 @@ export const makeWriteBatch = (standing: StandingWrites) =>
           windows.set(id, added.window)
           const derived = standing.deriveFrom(id, stored, added.window, payments.get(id)!, nowMs)
           rows.set(id, derived.metrics)
-          if (stored.status !== derived.next.status || stored.level !== derived.next.level) moves.push({ id, from: stored, next: derived.next })
+          if (stored.status !== derived.next.status || stored.level !== derived.next.level)
+            moves.push({ id, from: stored, next: derived.next })
           const change = signerChange(window, added.window)
           if (change !== null) notes.push({ id, standing: derived.next, change })
           // The next item of the same resource in this batch starts from what this one left.

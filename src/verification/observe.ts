@@ -1,11 +1,15 @@
+import type { PaymentRequired } from "@x402/core/schemas"
 import { Clock, Effect, Either } from "effect"
 import type { Config } from "../config.js"
+import type { ResourceId } from "../domain/ids.js"
 import type { McpTool } from "../domain/mcp.js"
+import type { RecordedObservation } from "../domain/observations.js"
 import type { HttpMethod, ResourcePaymentOption } from "../domain/resources.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
+import { judgeOffers, type OfferVerdict, offerNote } from "../extensions/offerReceipt.js"
+import { type Answer, type AnswerTimeout, fetchAnswer, type Unreachable } from "../outbound/fetchAnswer.js"
+import type { OutboundTargetRefused } from "../outbound/outboundGuard.js"
 import { sortableId } from "../store/sortableId.js"
-import { contradiction, representativeOption } from "./catalogMatch.js"
-import type { PaymentRequired } from "@x402/core/schemas"
 import {
   type ChallengeOption,
   type ChallengeReading,
@@ -15,11 +19,7 @@ import {
   MAX_CHALLENGE_HEADER_BYTES,
   readChallenge
 } from "../x402/challenge.js"
-import { type Answer, type AnswerTimeout, fetchAnswer, type Unreachable } from "../outbound/fetchAnswer.js"
-import type { OutboundTargetRefused } from "../outbound/outboundGuard.js"
-import type { RecordedObservation } from "../domain/observations.js"
-import { judgeOffers, offerNote, type OfferVerdict } from "../extensions/offerReceipt.js"
-import type { ResourceId } from "../domain/ids.js"
+import { contradiction, representativeOption } from "./catalogMatch.js"
 
 export interface ProbeTarget {
   readonly resourceId: ResourceId
@@ -61,7 +61,11 @@ export const blank = (target: ProbeTarget, startMs: number) => ({
   contradiction: null
 })
 
-export const failureObservation = (target: ProbeTarget, startMs: number, failure: ProbeFailure): RecordedObservation => {
+export const failureObservation = (
+  target: ProbeTarget,
+  startMs: number,
+  failure: ProbeFailure
+): RecordedObservation => {
   switch (failure._tag) {
     case "OutboundTargetRefused":
       return { ...blank(target, startMs), outcome: "refused_target", detail: failure.reason }
@@ -112,7 +116,11 @@ export const observationOf = (
   const decoded = reading._tag === "Decoded" ? reading : null
   const option = decoded ? representativeOption(decoded.options, target.advertised, deployment) : null
   const conflict = decoded ? contradiction(decoded.options, target.advertised, priceTolerance) : null
-  const detail = [answer.note, describe(reading, answer.httpStatus, deployment), conflict && `contradicts the catalog: ${conflict}`]
+  const detail = [
+    answer.note,
+    describe(reading, answer.httpStatus, deployment),
+    conflict && `contradicts the catalog: ${conflict}`
+  ]
     .filter((part): part is string => typeof part === "string")
     .join("; ")
   return {
@@ -128,7 +136,8 @@ export const observationOf = (
       payTo: option?.payTo ?? null,
       amount: option?.amount ?? null,
       maxAmount: option?.maxAmount ?? null,
-      priceUsd: option && isAcceptable(option, deployment) ? baseUnitsToUsd(option.maxAmount ?? option.amount, decimals) : null,
+      priceUsd:
+        option && isAcceptable(option, deployment) ? baseUnitsToUsd(option.maxAmount ?? option.amount, decimals) : null,
       detail: detail === "" ? null : detail,
       contradiction: conflict
     },
@@ -147,7 +156,8 @@ export const withOfferVerdict = (observed: Observed, verdict: OfferVerdict): Obs
   if (note === null && against === null) return observed
   const { observation } = observed
   const signer = verdict._tag === "signed" || verdict._tag === "contradicted" ? verdict.kid : null
-  const join = (parts: ReadonlyArray<string | null>) => parts.filter((p): p is string => p !== null && p !== "").join("; ") || null
+  const join = (parts: ReadonlyArray<string | null>) =>
+    parts.filter((p): p is string => p !== null && p !== "").join("; ") || null
   return {
     ...observed,
     observation: {

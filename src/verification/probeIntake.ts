@@ -4,12 +4,12 @@ import { notFound } from "../domain/errors.js"
 import type { ResourceId } from "../domain/ids.js"
 import type { McpTool } from "../domain/mcp.js"
 import type { HttpMethod } from "../domain/resources.js"
+import { guardTarget, OutboundTargetRefused } from "../outbound/outboundGuard.js"
 import { CatalogWritesRepo } from "../store/CatalogWritesRepo.js"
 import type { ListingChange } from "../store/listingChanges.js"
 import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { discoveredEntry, discoveredIdOf } from "./discoveredEntry.js"
 import type { Observed } from "./observe.js"
-import { guardTarget, OutboundTargetRefused } from "../outbound/outboundGuard.js"
 import type { ProberShape } from "./Prober.js"
 import type { ProbeRecording } from "./probeRecording.js"
 import { makeProbeValidation } from "./probeValidation.js"
@@ -30,14 +30,30 @@ export const makeProbeIntake = (recording: ProbeRecording) =>
     const observeNewUrl = (url: URL, method: HttpMethod, mcp?: McpTool) =>
       Effect.gen(function* () {
         yield* guardTarget(url.href, config.probes).pipe(Effect.catchTag("DnsFailure", () => Effect.void))
-        return yield* recording.run({ resourceId: discoveredIdOf(url, mcp), url: url.href, method, advertised: [], mcp })
+        return yield* recording.run({
+          resourceId: discoveredIdOf(url, mcp),
+          url: url.href,
+          method,
+          advertised: [],
+          mcp
+        })
       })
 
-    const adopt = (url: URL, method: HttpMethod, observed: Observed, source: string, listed: boolean, change: ListingChange, mcp?: McpTool) =>
+    const adopt = (
+      url: URL,
+      method: HttpMethod,
+      observed: Observed,
+      source: string,
+      listed: boolean,
+      change: ListingChange,
+      mcp?: McpTool
+    ) =>
       Effect.gen(function* () {
         const id = discoveredIdOf(url, mcp)
         const entry = discoveredEntry(id, url, method, observed, config, mcp)
-        yield* listed ? catalogWrites.upsertListed(entry, source, change) : catalogWrites.insertUnlisted(entry, source, change)
+        yield* listed
+          ? catalogWrites.upsertListed(entry, source, change)
+          : catalogWrites.insertUnlisted(entry, source, change)
         const record = Option.getOrThrow(yield* reads.get(id))
         return yield* recording.result(record, observed, true)
       })
@@ -55,18 +71,25 @@ export const makeProbeIntake = (recording: ProbeRecording) =>
       )
 
     const catalogRecord = (resourceId: ResourceId) =>
-      Effect.flatMap(reads.get(resourceId), Option.match({
-        onNone: () => Effect.fail(notFound("resource", resourceId)),
-        onSome: Effect.succeed
-      }))
+      Effect.flatMap(
+        reads.get(resourceId),
+        Option.match({
+          onNone: () => Effect.fail(notFound("resource", resourceId)),
+          onSome: Effect.succeed
+        })
+      )
 
     return {
       observeNewUrl,
       adopt,
       probeResource: (resourceId) =>
-        Effect.flatMap(catalogRecord(resourceId), (record) => recording.probeRecord(record)).pipe(Effect.withSpan("Prober.probeResource")),
+        Effect.flatMap(catalogRecord(resourceId), (record) => recording.probeRecord(record)).pipe(
+          Effect.withSpan("Prober.probeResource")
+        ),
       validateResource: (resourceId, method) =>
-        Effect.flatMap(catalogRecord(resourceId), (record) => validate(record, method)).pipe(Effect.withSpan("Prober.validateResource")),
+        Effect.flatMap(catalogRecord(resourceId), (record) => validate(record, method)).pipe(
+          Effect.withSpan("Prober.validateResource")
+        ),
       probeUrl: (rawUrl, method) =>
         Effect.gen(function* () {
           let url: URL

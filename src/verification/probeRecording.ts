@@ -1,6 +1,6 @@
 import { Effect, identity } from "effect"
 import { AppConfig } from "../config.js"
-import { publicObservation, type ProbeResult } from "../domain/observations.js"
+import { type ProbeResult, publicObservation } from "../domain/observations.js"
 import type { ResourceRecord } from "../domain/resources.js"
 import { Instruments } from "../telemetry/Instruments.js"
 import { EvidenceRecorder, type ProbeBookkeeping } from "./EvidenceRecorder.js"
@@ -75,7 +75,9 @@ export const makeProbeRecording = Effect.gen(function* () {
         ({ record, claim }) =>
           probeRecord(record, claim, request).pipe(
             Effect.map((r) => r.outcome),
-            Effect.catchAllCause((cause) => Effect.logWarning(`probe of ${record.resource.id} not recorded`, cause).pipe(Effect.as(null)))
+            Effect.catchAllCause((cause) =>
+              Effect.logWarning(`probe of ${record.resource.id} not recorded`, cause).pipe(Effect.as(null))
+            )
           ),
         { concurrency: concurrency + WAITING_FOR_BATCH }
       )

@@ -27,13 +27,15 @@ export const makeProbeScheduling = (recording: ProbeRecording, prune: ProberShap
     const intervalMs = config.probes.intervalSeconds * 1000
 
     /** Requests in flight at once per lane: strangers' entries get their own, smaller share. */
-    const concurrencyOf = (lane: ProbeLane) => (lane === "trusted" ? config.probes.concurrency : config.ingestion.concurrency)
+    const concurrencyOf = (lane: ProbeLane) =>
+      lane === "trusted" ? config.probes.concurrency : config.ingestion.concurrency
 
     const syncSchedule = Effect.gen(function* () {
       const nowMs = yield* Clock.currentTimeMillis
       const total = { added: 0, removed: 0 }
       for (let afterId: string | null = ""; afterId !== null; ) {
-        const ids: ReadonlyArray<{ readonly id: ResourceId; readonly lane: ProbeLane }> = yield* listings.probeTargetIds(afterId, SYNC_PAGE)
+        const ids: ReadonlyArray<{ readonly id: ResourceId; readonly lane: ProbeLane }> =
+          yield* listings.probeTargetIds(afterId, SYNC_PAGE)
         const upTo = ids.length === SYNC_PAGE ? ids[ids.length - 1]!.id : null
         const page = yield* schedule.sync(ids, nowMs, afterId, upTo)
         total.added += page.added
@@ -55,9 +57,16 @@ export const makeProbeScheduling = (recording: ProbeRecording, prune: ProberShap
         const records = new Map((yield* reads.getMany(ids)).map((r) => [r.resource.id, r] as const))
         const unhealthy = lane === "open" ? yield* listings.unhealthySince(ids) : new Map<string, number>()
         const next = (resourceId: ResourceId) =>
-          nextDue(resourceId, nowMs, intervalMs * backoffIntervals(unhealthy.get(resourceId), nowMs, intervalMs, config.ingestion.maxBackoffIntervals))
+          nextDue(
+            resourceId,
+            nowMs,
+            intervalMs *
+              backoffIntervals(unhealthy.get(resourceId), nowMs, intervalMs, config.ingestion.maxBackoffIntervals)
+          )
         // A claim whose resource is gone is completed without a probe.
-        const gone = claims.filter((c) => !records.has(c.resourceId)).map((c) => ({ resourceId: c.resourceId, nextDueMs: next(c.resourceId) }))
+        const gone = claims
+          .filter((c) => !records.has(c.resourceId))
+          .map((c) => ({ resourceId: c.resourceId, nextDueMs: next(c.resourceId) }))
         yield* Effect.zipRight(
           gone.length === 0 ? Effect.void : schedule.complete(owner, gone),
           recording.probeAll(
@@ -69,7 +78,14 @@ export const makeProbeScheduling = (recording: ProbeRecording, prune: ProberShap
           )
         ).pipe(
           // Stopping mid-batch: what was not probed is due at once for any instance still running.
-          Effect.onInterrupt(() => Effect.ignore(schedule.release(claims.map((c) => c.resourceId), owner)))
+          Effect.onInterrupt(() =>
+            Effect.ignore(
+              schedule.release(
+                claims.map((c) => c.resourceId),
+                owner
+              )
+            )
+          )
         )
         return claims.length
       })

@@ -30,8 +30,15 @@ export const nextDue = (id: string, nowMs: number, intervalMs: number) => {
  * with each whole interval it has stayed unhealthy since `unhealthySinceMs`, at most `maxIntervals`.
  * A dead target a stranger added so costs the schedule less and less until it is retired.
  */
-export const backoffIntervals = (unhealthySinceMs: number | undefined, nowMs: number, intervalMs: number, maxIntervals: number) =>
-  unhealthySinceMs === undefined ? 1 : Math.min(maxIntervals, 2 ** Math.floor(Math.max(0, nowMs - unhealthySinceMs) / intervalMs))
+export const backoffIntervals = (
+  unhealthySinceMs: number | undefined,
+  nowMs: number,
+  intervalMs: number,
+  maxIntervals: number
+) =>
+  unhealthySinceMs === undefined
+    ? 1
+    : Math.min(maxIntervals, 2 ** Math.floor(Math.max(0, nowMs - unhealthySinceMs) / intervalMs))
 
 /**
  * Seconds until a caller's validation of a catalog resource may be recorded, given the times

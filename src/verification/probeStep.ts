@@ -17,8 +17,17 @@ export const probeStep = (config: Config) => {
   const redactor = redactorFor(config)
   const sessions = mcpSessions(config)
   return (target: ProbeTarget) =>
-    (target.mcp === undefined ? observe(target, config) : observeMcp({ ...target, mcp: target.mcp }, config, sessions)).pipe(
-      Effect.map((observed): Observed => ({ ...observed, observation: redactor.value(observed.observation), challenge: redactor.value(observed.challenge) })),
+    (target.mcp === undefined
+      ? observe(target, config)
+      : observeMcp({ ...target, mcp: target.mcp }, config, sessions)
+    ).pipe(
+      Effect.map(
+        (observed): Observed => ({
+          ...observed,
+          observation: redactor.value(observed.observation),
+          challenge: redactor.value(observed.challenge)
+        })
+      ),
       Effect.withTracerEnabled(false)
     )
 }

@@ -26,7 +26,8 @@ export const makeProbeValidation = (recording: ProbeRecording) =>
 
     const tooMany = (record: ResourceRecord, retryAfterSeconds: number, why: string) =>
       new RateLimited({
-        message: `${record.resource.id} is a catalog resource: ${why}; every validation answered 200 is recorded, so callers may add ` +
+        message:
+          `${record.resource.id} is a catalog resource: ${why}; every validation answered 200 is recorded, so callers may add ` +
           `${config.probes.validationsPerInterval} observation(s) per probe interval (${config.probes.intervalSeconds} s) beside the schedule's ` +
           `(probes.validationsPerInterval); retry in ${retryAfterSeconds} s`,
         retryAfterSeconds
@@ -44,10 +45,14 @@ export const makeProbeValidation = (recording: ProbeRecording) =>
       Effect.gen(function* () {
         const nowMs = yield* Clock.currentTimeMillis
         const perInterval = config.probes.validationsPerInterval
-        const newest = (yield* observations.page(record.resource.id, perInterval + 1, null)).observations.map((o) => Date.parse(o.observedAt))
+        const newest = (yield* observations.page(record.resource.id, perInterval + 1, null)).observations.map((o) =>
+          Date.parse(o.observedAt)
+        )
         const retryAfter = validationRetryAfter(newest, nowMs, intervalMs, perInterval)
         if (retryAfter !== null) {
-          return yield* Effect.fail(tooMany(record, retryAfter, `it was observed ${perInterval + 1} times in the last probe interval`))
+          return yield* Effect.fail(
+            tooMany(record, retryAfter, `it was observed ${perInterval + 1} times in the last probe interval`)
+          )
         }
         return yield* recording.probeRecord(record)
       })
@@ -62,7 +67,9 @@ export const makeProbeValidation = (recording: ProbeRecording) =>
           )
         }
         const id = record.resource.id
-        const claimed = yield* Ref.modify(validating, (set) => (set.has(id) ? [false, set] : [true, new Set(set).add(id)]))
+        const claimed = yield* Ref.modify(validating, (set) =>
+          set.has(id) ? [false, set] : [true, new Set(set).add(id)]
+        )
         if (!claimed) return yield* Effect.fail(tooMany(record, 1, "another validation of it is in progress"))
         return yield* probeWithinShare(record).pipe(Effect.ensuring(release(id)))
       })

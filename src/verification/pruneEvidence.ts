@@ -25,29 +25,36 @@ export const makePrune = Effect.gen(function* () {
   const config = yield* AppConfig
   const observations = yield* ObservationsRepo
   const listings = yield* ResourceListingRepo
-  return commitWithoutFlush(Effect.gen(function* () {
-    const nowMs = yield* Clock.currentTimeMillis
-    const inBatches = (step: Effect.Effect<number>) =>
-      Effect.iterate(
-        { total: 0, last: PRUNE_BATCH },
+  return commitWithoutFlush(
+    Effect.gen(function* () {
+      const nowMs = yield* Clock.currentTimeMillis
+      const inBatches = (step: Effect.Effect<number>) =>
+        Effect.iterate(
+          { total: 0, last: PRUNE_BATCH },
+          {
+            while: (s) => s.last === PRUNE_BATCH,
+            body: (s) => Effect.map(Effect.zipLeft(step, letIoIn), (n) => ({ total: s.total + n, last: n }))
+          }
+        ).pipe(Effect.map((s) => s.total))
+      const pruned = yield* inBatches(
+        observations.pruneRaw(nowMs - config.probes.rawRetentionHours * 3_600_000, PRUNE_BATCH)
+      )
+      const rollupsBefore = nowMs - config.probes.retentionDays * 86_400_000
+      yield* Effect.iterate(
+        { next: "" as string | null },
         {
-          while: (s) => s.last === PRUNE_BATCH,
-          body: (s) => Effect.map(Effect.zipLeft(step, letIoIn), (n) => ({ total: s.total + n, last: n }))
+          while: (s) => s.next !== null,
+          body: (s) =>
+            Effect.zipLeft(observations.pruneRollups(rollupsBefore, s.next!, PRUNE_RESOURCES, PRUNE_BATCH), letIoIn)
         }
-      ).pipe(Effect.map((s) => s.total))
-    const pruned = yield* inBatches(observations.pruneRaw(nowMs - config.probes.rawRetentionHours * 3_600_000, PRUNE_BATCH))
-    const rollupsBefore = nowMs - config.probes.retentionDays * 86_400_000
-    yield* Effect.iterate(
-      { next: "" as string | null },
-      {
-        while: (s) => s.next !== null,
-        body: (s) => Effect.zipLeft(observations.pruneRollups(rollupsBefore, s.next!, PRUNE_RESOURCES, PRUNE_BATCH), letIoIn)
-      }
-    )
-    // Unlisted resources `/v1/validate` created that nobody validated within unlistedRetentionHours go too,
-    // and so do untrusted entries unhealthy for retireAfterHours.
-    const prunedUnlisted = yield* listings.pruneUnlisted(nowMs - config.verification.unlistedRetentionHours * 3_600_000)
-    const retired = yield* listings.retireUnhealthy(nowMs - config.ingestion.retireAfterHours * 3_600_000)
-    return { pruned, prunedUnlisted, retired }
-  }))
+      )
+      // Unlisted resources `/v1/validate` created that nobody validated within unlistedRetentionHours go too,
+      // and so do untrusted entries unhealthy for retireAfterHours.
+      const prunedUnlisted = yield* listings.pruneUnlisted(
+        nowMs - config.verification.unlistedRetentionHours * 3_600_000
+      )
+      const retired = yield* listings.retireUnhealthy(nowMs - config.ingestion.retireAfterHours * 3_600_000)
+      return { pruned, prunedUnlisted, retired }
+    })
+  )
 })

@@ -47,7 +47,10 @@ export const requestSlots = (n: number): Effect.Effect<RequestSlots> =>
     })
 
     return {
-      run: (effect) => Effect.uninterruptibleMask((restore) => Effect.zipRight(restore(acquire), Effect.ensuring(restore(effect), release))),
+      run: (effect) =>
+        Effect.uninterruptibleMask((restore) =>
+          Effect.zipRight(restore(acquire), Effect.ensuring(restore(effect), release))
+        ),
       free: Effect.sync(() => free)
     }
   })

@@ -22,7 +22,11 @@ export interface RollingWindow {
   /** Ascending by start, only hours that may still be in a window. */
   readonly buckets: ReadonlyArray<HourBucket>
   readonly lastObservedMs: number | null
-  readonly latestHealthy: { readonly atMs: number; readonly observedAt: string; readonly priceUsd: number | null } | null
+  readonly latestHealthy: {
+    readonly atMs: number
+    readonly observedAt: string
+    readonly priceUsd: number | null
+  } | null
   /** Probes at the end that could not connect or timed out, uninterrupted (may reach before the window). */
   readonly trailingConnectFailures: number
   /** The newest challenge that contradicted the catalog and the agreeing ones after it (may reach before the window). */
@@ -79,7 +83,12 @@ const emptyBucket = (startMs: number): HourBucket => ({
   latency: []
 })
 
-const addToBucket = (b: HourBucket, o: RecordedObservation, atMs: number, advertised: ReadonlyArray<ResourcePaymentOption>): HourBucket => {
+const addToBucket = (
+  b: HourBucket,
+  o: RecordedObservation,
+  atMs: number,
+  advertised: ReadonlyArray<ResourcePaymentOption>
+): HourBucket => {
   const answered = ANSWERED.has(o.outcome)
   const healthy = o.outcome === "healthy"
   return {
@@ -103,7 +112,8 @@ const addToBucket = (b: HourBucket, o: RecordedObservation, atMs: number, advert
  */
 const nextRun = (run: ContradictionRun | null, o: RecordedObservation, atMs: number): ContradictionRun | null => {
   if (o.x402Version === null || (run !== null && atMs < run.atMs)) return run
-  if (o.contradiction !== null) return { atMs, reason: o.contradiction, agreeing: 0, firstAgreeingMs: null, lastAgreeingMs: null }
+  if (o.contradiction !== null)
+    return { atMs, reason: o.contradiction, agreeing: 0, firstAgreeingMs: null, lastAgreeingMs: null }
   if (run === null) return null
   return {
     ...run,
@@ -181,7 +191,10 @@ export const addObservation = (
 }
 
 /** The seller's offer signing key before and after an observation, when it changed; null on the first key seen. */
-export const signerChange = (before: RollingWindow, after: RollingWindow): { readonly from: string; readonly to: string } | null =>
+export const signerChange = (
+  before: RollingWindow,
+  after: RollingWindow
+): { readonly from: string; readonly to: string } | null =>
   before.offerSigner !== null && after.offerSigner !== null && before.offerSigner.kid !== after.offerSigner.kid
     ? { from: before.offerSigner.kid, to: after.offerSigner.kid }
     : null
@@ -197,7 +210,12 @@ export const windowOf = (
     .reduce((w, o) => addObservation(w, o, advertised, config).window, emptyWindow)
 
 /** The counts metrics and status are derived from, as of `nowMs`: the buckets in the window summed. */
-export const statsAt = (window: RollingWindow, nowMs: number, economic: EconomicCounts, config: VerificationConfig): WindowStats => {
+export const statsAt = (
+  window: RollingWindow,
+  nowMs: number,
+  economic: EconomicCounts,
+  config: VerificationConfig
+): WindowStats => {
   const fromMs = windowStartMs(nowMs, config)
   const inWindow = window.buckets.filter((b) => b.startMs >= fromMs)
   let probes = 0
@@ -233,11 +251,29 @@ export const statsAt = (window: RollingWindow, nowMs: number, economic: Economic
 /** The stored form: one JSON text per resource, next to its metrics row. */
 export const encodeWindow = (w: RollingWindow): string =>
   JSON.stringify({
-    b: w.buckets.map((b) => [b.startMs, b.probes, b.answered, b.healthy, b.priceMatches, b.connectFailures, b.firstHealthyMs, b.latency]),
+    b: w.buckets.map((b) => [
+      b.startMs,
+      b.probes,
+      b.answered,
+      b.healthy,
+      b.priceMatches,
+      b.connectFailures,
+      b.firstHealthyMs,
+      b.latency
+    ]),
     o: w.lastObservedMs,
     h: w.latestHealthy === null ? null : [w.latestHealthy.atMs, w.latestHealthy.observedAt, w.latestHealthy.priceUsd],
     t: w.trailingConnectFailures,
-    q: w.contradiction === null ? null : [w.contradiction.atMs, w.contradiction.reason, w.contradiction.agreeing, w.contradiction.firstAgreeingMs, w.contradiction.lastAgreeingMs],
+    q:
+      w.contradiction === null
+        ? null
+        : [
+            w.contradiction.atMs,
+            w.contradiction.reason,
+            w.contradiction.agreeing,
+            w.contradiction.firstAgreeingMs,
+            w.contradiction.lastAgreeingMs
+          ],
     s: w.offerSigner === null ? null : [w.offerSigner.atMs, w.offerSigner.kid]
   })
 
@@ -245,12 +281,19 @@ export const encodeWindow = (w: RollingWindow): string =>
  * The stored run; a window stored before runs existed kept only the newest decoded challenge (`d`):
  * a contradiction there starts a run with nothing agreeing yet, so a quarantine holds through the upgrade.
  */
-const decodeRun = (raw: { q?: [number, string, number, number | null, number | null] | null; d?: [number, string | null] | null }): ContradictionRun | null => {
+const decodeRun = (raw: {
+  q?: [number, string, number, number | null, number | null] | null
+  d?: [number, string | null] | null
+}): ContradictionRun | null => {
   if (raw.q !== undefined) {
-    return raw.q === null ? null : { atMs: raw.q[0], reason: raw.q[1], agreeing: raw.q[2], firstAgreeingMs: raw.q[3], lastAgreeingMs: raw.q[4] }
+    return raw.q === null
+      ? null
+      : { atMs: raw.q[0], reason: raw.q[1], agreeing: raw.q[2], firstAgreeingMs: raw.q[3], lastAgreeingMs: raw.q[4] }
   }
   const d = raw.d
-  return d === undefined || d === null || d[1] === null ? null : { atMs: d[0], reason: d[1], agreeing: 0, firstAgreeingMs: null, lastAgreeingMs: null }
+  return d === undefined || d === null || d[1] === null
+    ? null
+    : { atMs: d[0], reason: d[1], agreeing: 0, firstAgreeingMs: null, lastAgreeingMs: null }
 }
 
 /** Null when the text is missing or not this shape: the caller rebuilds the window from raw observations. */
@@ -289,7 +332,10 @@ const UNBOUNDED = { windowHours: 1e9 } as VerificationConfig
  * The figures of exactly these observations (the status page's per-bucket series): the same
  * classification and latency sketch as the metrics row, without a window.
  */
-export const statsOf = (observations: ReadonlyArray<RecordedObservation>, advertised: ReadonlyArray<ResourcePaymentOption>): WindowStats => {
+export const statsOf = (
+  observations: ReadonlyArray<RecordedObservation>,
+  advertised: ReadonlyArray<ResourcePaymentOption>
+): WindowStats => {
   const window = windowOf(observations, advertised, UNBOUNDED)
   return statsAt(window, window.lastObservedMs ?? 0, { total: 0, successes: 0 }, UNBOUNDED)
 }

@@ -26,7 +26,12 @@ export const makeStandingWrites = Effect.gen(function* () {
   const economic = yield* EconomicEventsRepo
 
   /** A transition row and the listing's new status, when the standing moved. */
-  const moveTo = (resourceId: ResourceId, from: { status: ServiceStatus; level: number }, next: Standing, nowMs: number) =>
+  const moveTo = (
+    resourceId: ResourceId,
+    from: { status: ServiceStatus; level: number },
+    next: Standing,
+    nowMs: number
+  ) =>
     Effect.gen(function* () {
       if (from.status === next.status && from.level === next.level) return
       yield* transitions.insert(sortableId("tr", nowMs), {
@@ -45,7 +50,12 @@ export const makeStandingWrites = Effect.gen(function* () {
    * A note in the transitions without a change of status: the seller's offer signing key changed,
    * which a buyer that takes the signer as the seller's identity must be able to see.
    */
-  const signerNote = (resourceId: ResourceId, standing: Standing, change: { from: string; to: string }, nowMs: number) =>
+  const signerNote = (
+    resourceId: ResourceId,
+    standing: Standing,
+    change: { from: string; to: string },
+    nowMs: number
+  ) =>
     transitions.insert(sortableId("tr", nowMs), {
       resourceId,
       from: standing.status,
@@ -65,7 +75,13 @@ export const makeStandingWrites = Effect.gen(function* () {
   const rules = statusRules(config)
 
   /** The metrics row and standing `window` gives, as of `nowMs`. No I/O. */
-  const deriveFrom = (id: ResourceId, stored: StoredStanding, window: RollingWindow, payments: PaymentSummary, nowMs: number) => {
+  const deriveFrom = (
+    id: ResourceId,
+    stored: StoredStanding,
+    window: RollingWindow,
+    payments: PaymentSummary,
+    nowMs: number
+  ) => {
     const stats = statsAt(window, nowMs, payments, config.verification)
     return {
       metrics: snapshotFrom(id, stats, stored.snapshot, payments.everSucceeded),
@@ -84,7 +100,12 @@ export const makeStandingWrites = Effect.gen(function* () {
       const nowMs = yield* Clock.currentTimeMillis
       const states = yield* metrics.windowStates([id])
       const window = yield* windowOfResource(record, states.get(id), nowMs)
-      const payments = yield* economic.summary(id, payTosOf(record), nowMs - windowMs(config.verification), config.verification.minDistinctPayers)
+      const payments = yield* economic.summary(
+        id,
+        payTosOf(record),
+        nowMs - windowMs(config.verification),
+        config.verification.minDistinctPayers
+      )
       const { metrics: row, next } = deriveFrom(id, stored.value, window, payments, nowMs)
       yield* metrics.upsert([{ metrics: row, windowState: encodeWindow(window) }], new Date(nowMs).toISOString())
       yield* moveTo(id, stored.value, next, nowMs)

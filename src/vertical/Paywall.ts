@@ -1,12 +1,18 @@
+import type { KeyObject } from "node:crypto"
 import { encodePaymentRequiredHeader } from "@x402/core/http"
 import type { ResourceConfig } from "@x402/core/server"
 import type { PaymentPayload, PaymentRequirements, ResourceInfo } from "@x402/core/types"
 import { declareOfferReceiptExtension } from "@x402/extensions/offer-receipt"
 import { Context, Duration, Effect, Layer, Ref, Schedule, type Scope } from "effect"
-import type { KeyObject } from "node:crypto"
 import type { PaymentScheme, StellarNetwork } from "../domain/stellar.js"
 import { ed25519Issuer, newProviderKey } from "../extensions/offerReceipt.js"
-import type { FacilitatorUnavailable, MalformedPaidRequest, PaymentRequired, SettlementFailed, SettlementUnconfirmed } from "./errors.js"
+import type {
+  FacilitatorUnavailable,
+  MalformedPaidRequest,
+  PaymentRequired,
+  SettlementFailed,
+  SettlementUnconfirmed
+} from "./errors.js"
 import {
   configOnlyFacilitator,
   displayUrl,
@@ -102,7 +108,10 @@ export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallShape, 
     const fromConfig = makeServer(configOnlyFacilitator(config.network), config.network, issuer)
     yield* Effect.promise(() => fromConfig.initialize())
 
-    const status = yield* Ref.make<PaymentsStatus>({ ready: false, detail: `waiting for the facilitator at ${facilitatorName}` })
+    const status = yield* Ref.make<PaymentsStatus>({
+      ready: false,
+      detail: `waiting for the facilitator at ${facilitatorName}`
+    })
 
     const resourceConfig = (offer: Offer): ResourceConfig => ({
       scheme: offer.scheme,
@@ -122,7 +131,8 @@ export const makePaywall = (config: PaywallConfig): Effect.Effect<PaywallShape, 
         const { ready } = yield* Ref.get(status)
         const offers = (yield* config.offers)[endpoint]
         const built = yield* Effect.forEach(offers, (offer) => {
-          const server = ready && live.getSupportedKind(X402_VERSION, config.network, offer.scheme) !== undefined ? live : fromConfig
+          const server =
+            ready && live.getSupportedKind(X402_VERSION, config.network, offer.scheme) !== undefined ? live : fromConfig
           return Effect.promise(() => server.buildPaymentRequirements(resourceConfig(offer)))
         })
         return built.flat()

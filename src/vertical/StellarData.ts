@@ -12,9 +12,8 @@ import {
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { describeFailure as describe, type LedgerEndpoints, stellarClients } from "../ledger/clients.js"
 import { UpstreamFailure } from "./errors.js"
-import { readStellarToml } from "./stellarToml.js"
-import { upstreamCalls } from "./upstreamCalls.js"
 import { summarizeEvent, summarizeInstance } from "./sorobanXdr.js"
+import { readStellarToml } from "./stellarToml.js"
 import {
   type ContractInstance,
   HorizonAccount,
@@ -25,11 +24,15 @@ import {
   type TokenEventWindow,
   type TomlLookup
 } from "./upstream.js"
+import { upstreamCalls } from "./upstreamCalls.js"
 
 /** Reads the vertical needs from Horizon, Soroban RPC and issuers' home domains. */
 export interface StellarDataShape {
   readonly account: (id: string) => Effect.Effect<Option.Option<HorizonAccount>, UpstreamFailure>
-  readonly assetStats: (code: string, issuer: string) => Effect.Effect<Option.Option<HorizonAssetStats>, UpstreamFailure>
+  readonly assetStats: (
+    code: string,
+    issuer: string
+  ) => Effect.Effect<Option.Option<HorizonAssetStats>, UpstreamFailure>
   /** The account's most recent operations (one Horizon page), newest first. */
   readonly operations: (account: string) => Effect.Effect<ReadonlyArray<HorizonOperation>, UpstreamFailure>
   readonly ledgerCloseTime: (sequence: number) => Effect.Effect<Option.Option<string>, UpstreamFailure>
@@ -76,11 +79,17 @@ export const makeStellarData = (config: StellarDataConfig): StellarDataShape => 
       let cursor: string | undefined
       for (let page = 0; page < EVENT_PAGES; page++) {
         const request: rpc.Api.GetEventsRequest =
-          cursor === undefined ? { filters, startLedger: fromLedger, limit: EVENT_PAGE } : { filters, cursor, limit: EVENT_PAGE }
+          cursor === undefined
+            ? { filters, startLedger: fromLedger, limit: EVENT_PAGE }
+            : { filters, cursor, limit: EVENT_PAGE }
         const response = yield* call("soroban-rpc", "getEvents", () => soroban.getEvents(request))
         const summarized = yield* Effect.try({
           try: () => response.events.filter((e) => e.inSuccessfulContractCall !== false).map(summarizeEvent),
-          catch: (e) => new UpstreamFailure({ source: "soroban-rpc", message: `soroban-rpc getEvents answered undecodable events: ${describe(e)}` })
+          catch: (e) =>
+            new UpstreamFailure({
+              source: "soroban-rpc",
+              message: `soroban-rpc getEvents answered undecodable events: ${describe(e)}`
+            })
         })
         for (const event of summarized) if (event) events.push(event)
         if (response.events.length < EVENT_PAGE) break
@@ -92,7 +101,10 @@ export const makeStellarData = (config: StellarDataConfig): StellarDataShape => 
   const tokenBalance = (contractId: string, wallet: string) =>
     Effect.gen(function* () {
       // Simulation only reads; the source account's sequence number is never used.
-      const tx = new TransactionBuilder(new Account(wallet, "0"), { fee: BASE_FEE, networkPassphrase: config.networkPassphrase })
+      const tx = new TransactionBuilder(new Account(wallet, "0"), {
+        fee: BASE_FEE,
+        networkPassphrase: config.networkPassphrase
+      })
         .addOperation(new Contract(contractId).call("balance", new Address(wallet).toScVal()))
         .setTimeout(TimeoutInfinite)
         .build()
@@ -132,7 +144,10 @@ export const makeStellarData = (config: StellarDataConfig): StellarDataShape => 
           Effect.try({
             try: () => Option.map(Option.fromNullable(response.entries[0]), summarizeInstance),
             catch: (e) =>
-              new UpstreamFailure({ source: "soroban-rpc", message: `soroban-rpc getLedgerEntries answered an undecodable entry: ${describe(e)}` })
+              new UpstreamFailure({
+                source: "soroban-rpc",
+                message: `soroban-rpc getLedgerEntries answered an undecodable entry: ${describe(e)}`
+              })
           })
         )
       ),

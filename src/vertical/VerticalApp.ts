@@ -21,8 +21,10 @@ export const ENDPOINTS: ReadonlyArray<Endpoint> = ["inspect", "changes", "compli
 
 export const DESCRIPTIONS: Readonly<Record<Endpoint, string>> = {
   inspect: "Asset identity, issuer signals, metadata and technical state of a Stellar asset or token contract.",
-  changes: "Recent observable changes of a Stellar asset: issuer flag changes, large mints and burns, trustline authorisation changes, contract upgrades.",
-  compliance: "Observable technical restrictions of a Stellar asset (authorisation required, clawback, freeze capability, contract admin); no legal conclusions.",
+  changes:
+    "Recent observable changes of a Stellar asset: issuer flag changes, large mints and burns, trustline authorisation changes, contract upgrades.",
+  compliance:
+    "Observable technical restrictions of a Stellar asset (authorisation required, clawback, freeze capability, contract admin); no legal conclusions.",
   eligibility: "Technical signals of whether a wallet can hold and receive a Stellar asset now."
 }
 
@@ -47,7 +49,11 @@ const readJson = Effect.gen(function* () {
   if (text.length > MAX_BODY_BYTES) return yield* tooLarge
   return yield* Effect.try({
     try: (): unknown => JSON.parse(text),
-    catch: () => new MalformedPaidRequest({ error: "INVALID_JSON", message: 'the body must be JSON, e.g. {"asset": "CODE:ISSUER"}' })
+    catch: () =>
+      new MalformedPaidRequest({
+        error: "INVALID_JSON",
+        message: 'the body must be JSON, e.g. {"asset": "CODE:ISSUER"}'
+      })
   })
 })
 
@@ -72,7 +78,9 @@ export const queryFor = (
     case "compliance":
       return Effect.map(decodeInput(AssetBody, input), (body) => Queries.compliance(body.asset, settings))
     case "eligibility":
-      return Effect.map(decodeInput(EligibilityBody, input), (body) => Queries.eligibility(body.asset, body.wallet, settings))
+      return Effect.map(decodeInput(EligibilityBody, input), (body) =>
+        Queries.eligibility(body.asset, body.wallet, settings)
+      )
   }
 }
 
@@ -115,7 +123,12 @@ const paidEndpoint = (endpoint: Endpoint, settings: VerticalAppSettings) => {
 
 /** An answer of every failure but a payment asked: its status, code, message and headers. */
 export const errorAnswer = (e: Exclude<VerticalError, PaymentRequired>) => {
-  const answer = (status: number, error: string, message: string, headers: Record<string, string> = {}) => ({ status, error, message, headers })
+  const answer = (status: number, error: string, message: string, headers: Record<string, string> = {}) => ({
+    status,
+    error,
+    message,
+    headers
+  })
   switch (e._tag) {
     case "MalformedPaidRequest":
       return answer(400, e.error, e.message)
@@ -136,7 +149,11 @@ export const errorAnswer = (e: Exclude<VerticalError, PaymentRequired>) => {
   }
 }
 
-const errorResponse = (endpoint: Endpoint, resource: { url: string; description: string; mimeType: string }, e: VerticalError) =>
+const errorResponse = (
+  endpoint: Endpoint,
+  resource: { url: string; description: string; mimeType: string },
+  e: VerticalError
+) =>
   Effect.gen(function* () {
     if (e._tag === "PaymentRequired") {
       const paywall = yield* Paywall
@@ -169,12 +186,18 @@ const status = (settings: VerticalAppSettings) =>
   })
 
 /** The vertical's app as a server runs it: it needs the request, the paywall and the ledger reads. */
-export type VerticalHttpApp = Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest | Paywall | StellarData>
+export type VerticalHttpApp = Effect.Effect<
+  HttpServerResponse.HttpServerResponse,
+  never,
+  HttpServerRequest.HttpServerRequest | Paywall | StellarData
+>
 
 export const verticalApp = (settings: VerticalAppSettings): VerticalHttpApp =>
   HttpRouter.fromIterable([
     HttpRouter.makeRoute("GET", `/${settings.name}/v1/status`, status(settings)),
-    ...ENDPOINTS.map((endpoint) => HttpRouter.makeRoute("POST", endpointPath(settings.name, endpoint), paidEndpoint(endpoint, settings))),
+    ...ENDPOINTS.map((endpoint) =>
+      HttpRouter.makeRoute("POST", endpointPath(settings.name, endpoint), paidEndpoint(endpoint, settings))
+    ),
     HttpRouter.makeRoute(
       "*",
       mcpPath(settings.name),

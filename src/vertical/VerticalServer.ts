@@ -1,15 +1,15 @@
+import type { KeyObject } from "node:crypto"
 import { HttpServer } from "@effect/platform"
 import { BunHttpServer } from "@effect/platform-bun"
 import { Context, Effect, Layer } from "effect"
-import type { KeyObject } from "node:crypto"
 import { type Config, reachableHost, verticalEndpoints } from "../config.js"
 import { networkPassphrase } from "../domain/stellar.js"
+import type { KeyFileError } from "../keys/keyFileError.js"
 import { facilitatorUrlFor } from "../outbound/endpoints.js"
 import { loadOfferKey, type OfferKeyFile, verticalOfferKey } from "./offerKey.js"
-import type { KeyFileError } from "../keys/keyFileError.js"
-import { exactOffers, type Offers, Paywall, type PaymentsStatus } from "./Paywall.js"
+import { exactOffers, type Offers, type PaymentsStatus, Paywall } from "./Paywall.js"
 import { StellarData } from "./StellarData.js"
-import { verticalApp, type VerticalHttpApp } from "./VerticalApp.js"
+import { type VerticalHttpApp, verticalApp } from "./VerticalApp.js"
 
 export interface VerticalServerShape {
   /** Origin the vertical is reached at, e.g. http://127.0.0.1:4021. */
@@ -20,7 +20,10 @@ export interface VerticalServerShape {
 }
 
 /** The paid reference vertical on `vertical.host` / `vertical.port`, selling `vertical.prices` as `exact`. */
-export class VerticalServer extends Context.Tag("sextant/vertical/VerticalServer")<VerticalServer, VerticalServerShape>() {
+export class VerticalServer extends Context.Tag("sextant/vertical/VerticalServer")<
+  VerticalServer,
+  VerticalServerShape
+>() {
   static readonly layer = (config: Config): Layer.Layer<VerticalServer, KeyFileError> =>
     verticalLayer(config, {
       name: config.vertical.name,
@@ -91,11 +94,15 @@ const serve = (config: Config, instance: VerticalInstance) =>
  * stops the server and the retry loop.
  */
 export const verticalLayer = (config: Config, instance: VerticalInstance): Layer.Layer<VerticalServer, KeyFileError> =>
-  Layer.unwrapEffect(Effect.map(loadOfferKey(instance.offerKey), (signingKey) => servedWith(config, instance, signingKey)))
+  Layer.unwrapEffect(
+    Effect.map(loadOfferKey(instance.offerKey), (signingKey) => servedWith(config, instance, signingKey))
+  )
 
 const servedWith = (config: Config, instance: VerticalInstance, signingKey: KeyObject) =>
   Layer.scoped(VerticalServer, serve(config, instance)).pipe(
-    Layer.provide(BunHttpServer.layer({ hostname: instance.host, port: instance.port, idleTimeout: IDLE_TIMEOUT_SECONDS })),
+    Layer.provide(
+      BunHttpServer.layer({ hostname: instance.host, port: instance.port, idleTimeout: IDLE_TIMEOUT_SECONDS })
+    ),
     Layer.provide(
       Paywall.Live({
         network: config.network,

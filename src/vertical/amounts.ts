@@ -34,4 +34,5 @@ export const sumAmounts = (amounts: ReadonlyArray<string>): string | null => {
 }
 
 /** `share` of `total` in stroops, rounded down; shares are given to a millionth. */
-export const shareOf = (total: bigint, share: number): bigint => (total * BigInt(Math.round(share * 1_000_000))) / 1_000_000n
+export const shareOf = (total: bigint, share: number): bigint =>
+  (total * BigInt(Math.round(share * 1_000_000))) / 1_000_000n

@@ -70,7 +70,8 @@ const issuerOptionChanges = (op: HorizonOperation): ReadonlyArray<AssetChange> =
   const changes: Array<AssetChange> = []
   const set = flagNames(ACCOUNT_FLAGS, op.set_flags)
   const cleared = flagNames(ACCOUNT_FLAGS, op.clear_flags)
-  if (set.length > 0 || cleared.length > 0) changes.push({ kind: "issuer_flags_changed", ...at(op), details: { set, cleared } })
+  if (set.length > 0 || cleared.length > 0)
+    changes.push({ kind: "issuer_flags_changed", ...at(op), details: { set, cleared } })
   if (op.home_domain !== undefined && op.home_domain !== null) {
     changes.push({ kind: "home_domain_changed", ...at(op), details: { homeDomain: op.home_domain } })
   }
@@ -78,7 +79,11 @@ const issuerOptionChanges = (op: HorizonOperation): ReadonlyArray<AssetChange> =
   if (op.master_key_weight != null) signers.masterKeyWeight = op.master_key_weight
   if (op.signer_key != null) signers.signer = { key: op.signer_key, weight: op.signer_weight ?? null }
   if (op.low_threshold != null || op.med_threshold != null || op.high_threshold != null) {
-    signers.thresholds = { low: op.low_threshold ?? null, medium: op.med_threshold ?? null, high: op.high_threshold ?? null }
+    signers.thresholds = {
+      low: op.low_threshold ?? null,
+      medium: op.med_threshold ?? null,
+      high: op.high_threshold ?? null
+    }
   }
   if (Object.keys(signers).length > 0) changes.push({ kind: "issuer_signers_changed", ...at(op), details: signers })
   return changes
@@ -106,8 +111,10 @@ export const classicChanges = (
         return op.source_account === asset.issuer ? issuerOptionChanges(op) : []
       case "payment": {
         if (!isAsset(op.asset_code, op.asset_issuer) || !op.amount || !isLarge(op.amount, largeFrom)) return []
-        if (op.from === asset.issuer) return [{ kind: "mint", ...at(op), details: { to: op.to ?? null, amount: op.amount } }]
-        if (op.to === asset.issuer) return [{ kind: "burn", ...at(op), details: { from: op.from ?? null, amount: op.amount } }]
+        if (op.from === asset.issuer)
+          return [{ kind: "mint", ...at(op), details: { to: op.to ?? null, amount: op.amount } }]
+        if (op.to === asset.issuer)
+          return [{ kind: "burn", ...at(op), details: { from: op.from ?? null, amount: op.amount } }]
         return []
       }
       case "clawback":
@@ -147,7 +154,9 @@ export const classicChanges = (
           const kind = BALANCE_CHANGE_KINDS[change.type]
           if (!kind || !isAsset(change.asset_code, change.asset_issuer)) return []
           if (kind !== "clawback" && !isLarge(change.amount, largeFrom)) return []
-          return [{ kind, ...at(op), details: { from: change.from ?? null, to: change.to ?? null, amount: change.amount } }]
+          return [
+            { kind, ...at(op), details: { from: change.from ?? null, to: change.to ?? null, amount: change.amount } }
+          ]
         })
       default:
         return []
@@ -165,7 +174,9 @@ const eventAmount = (value: unknown): bigint | null => {
 }
 
 const scaled = (units: bigint, decimals: number | null): Record<string, string> =>
-  decimals === null ? { baseUnits: units.toString() } : { baseUnits: units.toString(), amount: formatUnits(units, decimals) }
+  decimals === null
+    ? { baseUnits: units.toString() }
+    : { baseUnits: units.toString(), amount: formatUnits(units, decimals) }
 
 /**
  * Changes from a token contract's events. Topic layouts differ between the SAC before and after
@@ -182,13 +193,17 @@ const eventChange = (event: TokenEvent, decimals: number | null): AssetChange | 
     case "burn":
       return amount === null ? null : { kind: "burn", ...where, details: { from: holder, ...scaled(amount, decimals) } }
     case "clawback":
-      return amount === null ? null : { kind: "clawback", ...where, details: { from: holder, ...scaled(amount, decimals) } }
+      return amount === null
+        ? null
+        : { kind: "clawback", ...where, details: { from: holder, ...scaled(amount, decimals) } }
     case "set_authorized":
       return typeof event.value === "boolean"
         ? { kind: "trustline_authorization_changed", ...where, details: { holder, authorized: event.value } }
         : null
     case "set_admin":
-      return typeof event.value === "string" ? { kind: "contract_admin_changed", ...where, details: { admin: event.value } } : null
+      return typeof event.value === "string"
+        ? { kind: "contract_admin_changed", ...where, details: { admin: event.value } }
+        : null
     default:
       return null
   }
@@ -229,4 +244,5 @@ export const largeThreshold = (supplyTotal: string | null, share: number): bigin
   return supply === null || supply === 0n ? null : shareOf(supply, share)
 }
 
-export const formatThreshold = (threshold: bigint | null): string | null => (threshold === null ? null : fromStroops(threshold))
+export const formatThreshold = (threshold: bigint | null): string | null =>
+  threshold === null ? null : fromStroops(threshold)

@@ -26,8 +26,16 @@ const adminRestriction = (facts: InstanceFacts | null, deployedNote: string): Re
   facts === null
     ? { name: "contract_admin", present: false, detail: deployedNote }
     : facts.admin === null
-      ? { name: "contract_admin", present: null, detail: "the contract instance names no admin in a storage layout this service reads" }
-      : { name: "contract_admin", present: true, detail: `the contract names ${facts.admin} as admin; it can mint and change authorisations through the contract` }
+      ? {
+          name: "contract_admin",
+          present: null,
+          detail: "the contract instance names no admin in a storage layout this service reads"
+        }
+      : {
+          name: "contract_admin",
+          present: true,
+          detail: `the contract names ${facts.admin} as admin; it can mint and change authorisations through the contract`
+        }
 
 /** Restrictions of an issued asset: the issuer's account flags, and the admin of its SAC if deployed. */
 export const complianceClassic = (

@@ -56,7 +56,11 @@ const trustlineSignals = (line: BalanceLine): ReadonlyArray<Signal> => {
             ok: false,
             detail: "authorised to maintain liabilities only: the balance can be held but not increased"
           }
-        : { name: "trustline_authorized", ok: false, detail: "the trustline is not authorised by the issuer (frozen or pending approval)" },
+        : {
+            name: "trustline_authorized",
+            ok: false,
+            detail: "the trustline is not authorised by the issuer (frozen or pending approval)"
+          },
     headroom !== null && headroom > 0n
       ? { name: "limit_headroom", ok: true, detail: `room to receive up to ${fromStroops(headroom)} more` }
       : { name: "limit_headroom", ok: false, detail: "the balance has reached the trustline limit" }
@@ -76,7 +80,11 @@ export const eligibilityClassic = (
       wallet,
       [
         accountSignal(account),
-        { name: "wallet_is_issuer", ok: true, detail: "the issuer holds its own asset without a trustline, in unlimited amount" }
+        {
+          name: "wallet_is_issuer",
+          ok: true,
+          detail: "the issuer holds its own asset without a trustline, in unlimited amount"
+        }
       ],
       null,
       null
@@ -87,7 +95,10 @@ export const eligibilityClassic = (
     return answer(
       identity,
       wallet,
-      [accountSignal(account), { name: "trustline_present", ok: false, detail: "no trustline to this asset: the wallet must add one" }],
+      [
+        accountSignal(account),
+        { name: "trustline_present", ok: false, detail: "no trustline to this asset: the wallet must add one" }
+      ],
       null,
       null
     )
@@ -114,7 +125,11 @@ export const eligibilityContract = (
       accountSignal(account),
       { name: "trustline_not_required", ok: true, detail: "a contract token needs no trustline" },
       balance === null
-        ? { name: "balance_readable", ok: false, detail: "the token's balance() could not be evaluated for this wallet" }
+        ? {
+            name: "balance_readable",
+            ok: false,
+            detail: "the token's balance() could not be evaluated for this wallet"
+          }
         : { name: "balance_readable", ok: true, detail: `balance() returns ${shown}` }
     ],
     shown,

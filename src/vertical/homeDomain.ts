@@ -18,9 +18,14 @@ export const homeDomainTarget = (
   allowPrivate: boolean,
   resolve: (host: string) => Effect.Effect<ReadonlyArray<string>, DnsFailure> = resolveHost
 ): Effect.Effect<HomeDomainTarget> => {
-  if (!HOST_WITH_PORT.test(domain.toLowerCase())) return Effect.succeed({ skip: `home domain "${domain}" is not a host name` })
+  if (!HOST_WITH_PORT.test(domain.toLowerCase()))
+    return Effect.succeed({ skip: `home domain "${domain}" is not a host name` })
   if (allowPrivate) return Effect.succeed({ allowHttp: true })
-  return guardTarget(`https://${domain}/.well-known/stellar.toml`, { allowPrivateTargets: false, trustedOrigins: [] }, resolve).pipe(
+  return guardTarget(
+    `https://${domain}/.well-known/stellar.toml`,
+    { allowPrivateTargets: false, trustedOrigins: [] },
+    resolve
+  ).pipe(
     Effect.match({
       onSuccess: (): HomeDomainTarget => ({ allowHttp: false }),
       onFailure: (e): HomeDomainTarget =>

@@ -44,7 +44,8 @@ const stringField = (record: Record<string, unknown>, field: string): string | n
 
 export const instanceFacts = (instance: ContractInstance): InstanceFacts => {
   const metadataEntry = instance.storage.find(([key]) => key === "METADATA")?.[1]
-  const metadata = typeof metadataEntry === "object" && metadataEntry !== null ? (metadataEntry as Record<string, unknown>) : {}
+  const metadata =
+    typeof metadataEntry === "object" && metadataEntry !== null ? (metadataEntry as Record<string, unknown>) : {}
   const decimals = metadata.decimal
   const admin = instance.storage.find(([key, value]) => isAdminKey(key) && isAddress(value))?.[1]
   return {

@@ -84,7 +84,14 @@ export const issuerSignals = (account: HorizonAccount): IssuerSignals => {
 
 export const contractState = (instance: ContractInstance | null): ContractState =>
   instance === null
-    ? { deployed: false, executable: null, wasmHash: null, admin: null, lastModifiedLedger: null, liveUntilLedger: null }
+    ? {
+        deployed: false,
+        executable: null,
+        wasmHash: null,
+        admin: null,
+        lastModifiedLedger: null,
+        liveUntilLedger: null
+      }
     : {
         deployed: true,
         executable: instance.executable.type,
@@ -96,9 +103,25 @@ export const contractState = (instance: ContractInstance | null): ContractState 
 
 /** SEP-1 currency fields worth showing a buyer; anything else in the entry is left out. */
 const CURRENCY_FIELDS = [
-  "code", "issuer", "status", "display_decimals", "name", "desc", "conditions", "image",
-  "fixed_number", "max_number", "is_unlimited", "is_asset_anchored", "anchor_asset_type", "anchor_asset",
-  "attestation_of_reserve", "redemption_instructions", "regulated", "approval_server", "approval_criteria"
+  "code",
+  "issuer",
+  "status",
+  "display_decimals",
+  "name",
+  "desc",
+  "conditions",
+  "image",
+  "fixed_number",
+  "max_number",
+  "is_unlimited",
+  "is_asset_anchored",
+  "anchor_asset_type",
+  "anchor_asset",
+  "attestation_of_reserve",
+  "redemption_instructions",
+  "regulated",
+  "approval_server",
+  "approval_criteria"
 ] as const
 
 const isPrimitive = (v: unknown): v is string | number | boolean =>
@@ -113,7 +136,10 @@ export const currencyEntry = (
   const currencies = Array.isArray(document.CURRENCIES) ? (document.CURRENCIES as ReadonlyArray<unknown>) : []
   const entry = currencies.find(
     (c): c is Record<string, unknown> =>
-      typeof c === "object" && c !== null && (c as Record<string, unknown>).code === code && (c as Record<string, unknown>).issuer === issuer
+      typeof c === "object" &&
+      c !== null &&
+      (c as Record<string, unknown>).code === code &&
+      (c as Record<string, unknown>).issuer === issuer
   )
   if (!entry) return null
   const picked: Record<string, string | number | boolean> = {}
@@ -169,7 +195,8 @@ export const supplyParts = (stats: HorizonAssetStats | null) => ({
 })
 
 /** Total issued units; null when Horizon reported an amount that is not one. */
-export const supplyTotal = (stats: HorizonAssetStats | null): string | null => sumAmounts(Object.values(supplyParts(stats)))
+export const supplyTotal = (stats: HorizonAssetStats | null): string | null =>
+  sumAmounts(Object.values(supplyParts(stats)))
 
 export const inspectClassic = ({ identity, issuer, stats, sac, toml }: ClassicInspectInput): InspectAnswer => {
   const notes: Array<string> = []
@@ -217,6 +244,8 @@ export const inspectContract = (identity: AssetIdentity, instance: ContractInsta
     supply: null,
     holders: null,
     technical: { issued: null, contract: contractState(instance) },
-    notes: ["supply and holders: a custom contract token keeps balances in its own storage, which the ledger APIs do not total"]
+    notes: [
+      "supply and holders: a custom contract token keeps balances in its own storage, which the ledger APIs do not total"
+    ]
   }
 }

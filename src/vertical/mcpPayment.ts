@@ -18,7 +18,8 @@ export const CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilit
 
 export type Era = "legacy" | "modern"
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
  * The capabilities this request declared in its own `_meta` (the SDK's envelope of the request, in
@@ -32,7 +33,7 @@ export const requestCapabilities = (meta: unknown): Record<string, unknown> => {
 
 /** Whether these capabilities name `org.x402/payment`. */
 export const advertisesPayment = (capabilities: Record<string, unknown>): boolean => {
-  const extensions = capabilities["extensions"]
+  const extensions = capabilities.extensions
   return isObject(extensions) && extensions[X402_MCP_EXTENSION] !== undefined
 }
 
@@ -50,7 +51,7 @@ export const extensionBinding = (era: Era, kind: PaidKind, capabilities: Record<
   advertisesPayment(capabilities) && (era === "modern" || kind !== "tool")
 
 /** Whether the client can answer an embedded elicitation (an `input_required` round). */
-export const canElicit = (capabilities: Record<string, unknown>): boolean => isObject(capabilities["elicitation"])
+export const canElicit = (capabilities: Record<string, unknown>): boolean => isObject(capabilities.elicitation)
 
 /** The PaymentPayload a request carries in `params._meta["x402/payment"]`, when it carries one. */
 export const paymentOf = (meta: unknown): Record<string, unknown> | undefined => {
@@ -85,19 +86,29 @@ type ErrorAnswer = (e: Exclude<VerticalError, { readonly _tag: "PaymentRequired"
  * before the settle charges nothing, and a settle that fails or is unconfirmed withholds the data.
  * A settle the facilitator refused asks for payment again, its SettlementResponse attached.
  */
-export const runPaid = (operation: PaidOperation, errorAnswer: ErrorAnswer): Effect.Effect<PaidOutcome<unknown>, never, Paywall | StellarData> => {
+export const runPaid = (
+  operation: PaidOperation,
+  errorAnswer: ErrorAnswer
+): Effect.Effect<PaidOutcome<unknown>, never, Paywall | StellarData> => {
   const ask = (reason: string, settlement?: unknown) =>
     Effect.gen(function* () {
       const paywall = yield* Paywall
       const header = yield* paywall.challenge(operation.endpoint, operation.resource, reason)
-      return { _tag: "PaymentAsked", paymentRequired: decodePaymentRequiredHeader(header), ...(settlement !== undefined ? { settlement } : {}) } as const
+      return {
+        _tag: "PaymentAsked",
+        paymentRequired: decodePaymentRequiredHeader(header),
+        ...(settlement !== undefined ? { settlement } : {})
+      } as const
     })
   const { payment } = operation
   if (payment === undefined) return ask("Payment required")
   return Effect.gen(function* () {
     const paywall = yield* Paywall
     const query = yield* operation.query
-    const verified = yield* paywall.verify(operation.endpoint, encodePaymentSignatureHeader(payment as Parameters<typeof encodePaymentSignatureHeader>[0]))
+    const verified = yield* paywall.verify(
+      operation.endpoint,
+      encodePaymentSignatureHeader(payment as Parameters<typeof encodePaymentSignatureHeader>[0])
+    )
     // Fetched before settling, so nothing that can fail stands between the charge and the answer.
     const data = yield* query
     const settlement = decodePaymentResponseHeader(yield* paywall.settle(verified))
@@ -105,13 +116,20 @@ export const runPaid = (operation: PaidOperation, errorAnswer: ErrorAnswer): Eff
   }).pipe(
     Effect.catchAll((e: VerticalError): Effect.Effect<PaidOutcome<unknown>, never, Paywall> => {
       if (e._tag === "PaymentRequired") return ask(e.reason ?? "Payment required")
-      if (e._tag === "SettlementFailed") return ask(`Settlement failed: ${e.message}`, decodePaymentResponseHeader(e.paymentResponse))
+      if (e._tag === "SettlementFailed")
+        return ask(`Settlement failed: ${e.message}`, decodePaymentResponseHeader(e.paymentResponse))
       const { error, message, headers } = errorAnswer(e)
       const response = headers["PAYMENT-RESPONSE"]
-      return Effect.succeed({ _tag: "Refused", error, message, ...(response ? { settlement: decodePaymentResponseHeader(response) } : {}) })
+      return Effect.succeed({
+        _tag: "Refused",
+        error,
+        message,
+        ...(response ? { settlement: decodePaymentResponseHeader(response) } : {})
+      })
     })
   )
 }
 
 /** `_meta` carrying the seller's SettlementResponse, when there is one. */
-export const settlementMeta = (settlement: unknown) => (settlement === undefined ? {} : { _meta: { [PAYMENT_RESPONSE_META]: settlement } })
+export const settlementMeta = (settlement: unknown) =>
+  settlement === undefined ? {} : { _meta: { [PAYMENT_RESPONSE_META]: settlement } }

@@ -1,4 +1,10 @@
-import { type inputRequired, ProtocolError, ProtocolErrorCode, type Server, type ServerContext } from "@modelcontextprotocol/server"
+import {
+  type inputRequired,
+  ProtocolError,
+  ProtocolErrorCode,
+  type Server,
+  type ServerContext
+} from "@modelcontextprotocol/server"
 import { z } from "zod"
 import { X402_MCP_EXTENSION } from "../x402/mcpAnswer.js"
 import { type PaidKind, type PaidOutcome, settlementMeta } from "./mcpPayment.js"
@@ -13,13 +19,21 @@ export type PaidOperation = (
   meta: unknown,
   resourceUrl: string,
   ctx: ServerContext
-) => Promise<{ readonly _tag: "InputRequired"; readonly result: ReturnType<typeof inputRequired> } | { readonly _tag: "Outcome"; readonly outcome: PaidOutcome<unknown>; readonly extension: boolean }>
+) => Promise<
+  | { readonly _tag: "InputRequired"; readonly result: ReturnType<typeof inputRequired> }
+  | { readonly _tag: "Outcome"; readonly outcome: PaidOutcome<unknown>; readonly extension: boolean }
+>
 
 /** A paid resource's URI: `rwa://<vertical>/<endpoint>?asset=…[&wallet=…]`; its template lists the parameters. */
-export const resourceTemplate = (name: string, endpoint: Endpoint) => `rwa://${name}/${endpoint}{?asset${endpoint === "eligibility" ? ",wallet" : ""}}`
+export const resourceTemplate = (name: string, endpoint: Endpoint) =>
+  `rwa://${name}/${endpoint}{?asset${endpoint === "eligibility" ? ",wallet" : ""}}`
 
 /** The endpoint and input a paid resource URI names, or undefined when it names none of this vertical's. */
-export const readResourceUri = (name: string, endpoints: ReadonlyArray<Endpoint>, uri: string): { endpoint: Endpoint; input: Record<string, string> } | undefined => {
+export const readResourceUri = (
+  name: string,
+  endpoints: ReadonlyArray<Endpoint>,
+  uri: string
+): { endpoint: Endpoint; input: Record<string, string> } | undefined => {
   let url: URL
   try {
     url = new URL(uri)
@@ -38,11 +52,19 @@ export const readResourceUri = (name: string, endpoints: ReadonlyArray<Endpoint>
  */
 const AnyParams = z.looseObject({})
 const ReadParams = z.looseObject({ uri: z.string(), _meta: z.looseObject({}).optional() })
-const PromptParams = z.looseObject({ name: z.string(), arguments: z.record(z.string(), z.string()).optional(), _meta: z.looseObject({}).optional() })
+const PromptParams = z.looseObject({
+  name: z.string(),
+  arguments: z.record(z.string(), z.string()).optional(),
+  _meta: z.looseObject({}).optional()
+})
 
 const paramsOf = <T>(schema: z.ZodType<T>, raw: unknown): T => {
   const parsed = schema.safeParse(raw)
-  if (!parsed.success) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `invalid params: ${parsed.error.issues.map((i) => `${i.path.join(".") || "params"}: ${i.message}`).join("; ")}`)
+  if (!parsed.success)
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      `invalid params: ${parsed.error.issues.map((i) => `${i.path.join(".") || "params"}: ${i.message}`).join("; ")}`
+    )
   return parsed.data
 }
 
@@ -51,7 +73,9 @@ export const promptName = (endpoint: Endpoint) => `rwa_${endpoint}_review`
 
 const PROMPT_ARGUMENTS = (endpoint: Endpoint) => [
   { name: "asset", description: "CODE:ISSUER, a token contract C…, or XLM", required: true },
-  ...(endpoint === "eligibility" ? [{ name: "wallet", description: "The G… account that would hold the asset", required: true }] : [])
+  ...(endpoint === "eligibility"
+    ? [{ name: "wallet", description: "The G… account that would hold the asset", required: true }]
+    : [])
 ]
 
 /** An outcome's wire form for a method that has no tool-result binding (resources/read, prompts/get). */
@@ -60,7 +84,12 @@ const nonToolAnswer = <R>(outcome: PaidOutcome<unknown>, extension: boolean, del
     case "Delivered":
       return { ...deliver(outcome.data), ...settlementMeta(outcome.settlement) } as R
     case "PaymentAsked":
-      if (extension) return { resultType: "payment_required", paymentRequired: outcome.paymentRequired, ...settlementMeta(outcome.settlement) } as unknown as R
+      if (extension)
+        return {
+          resultType: "payment_required",
+          paymentRequired: outcome.paymentRequired,
+          ...settlementMeta(outcome.settlement)
+        } as unknown as R
       // x402's MCP transport has no payment request for these methods outside the extension.
       throw new ProtocolError(
         ProtocolErrorCode.InvalidRequest,
@@ -69,7 +98,9 @@ const nonToolAnswer = <R>(outcome: PaidOutcome<unknown>, extension: boolean, del
       )
     case "Refused":
       throw new ProtocolError(
-        outcome.error.startsWith("INVALID") || outcome.error.startsWith("BODY") ? ProtocolErrorCode.InvalidParams : ProtocolErrorCode.InternalError,
+        outcome.error.startsWith("INVALID") || outcome.error.startsWith("BODY")
+          ? ProtocolErrorCode.InvalidParams
+          : ProtocolErrorCode.InternalError,
         `${outcome.error}: ${outcome.message}`,
         settlementMeta(outcome.settlement)
       )
@@ -93,10 +124,21 @@ export const registerPaidReads = (server: Server, settings: McpToolsSettings, ur
   server.setRequestHandler("resources/read", { params: AnyParams }, async (raw, ctx) => {
     const request = { params: paramsOf(ReadParams, raw) }
     const named = readResourceUri(settings.name, settings.endpoints, request.params.uri)
-    if (named === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no resource "${request.params.uri}"; call resources/templates/list`)
+    if (named === undefined)
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        `no resource "${request.params.uri}"; call resources/templates/list`
+      )
     // Charged as this endpoint's resource (its origin and path), as tools and prompts are: a seller
     // receipt about the bare `rwa://` URI would not be about the server the buyer paid.
-    const answer = await paid("resource", named.endpoint, named.input, request.params._meta, `${url}#resource/${request.params.uri}`, ctx)
+    const answer = await paid(
+      "resource",
+      named.endpoint,
+      named.input,
+      request.params._meta,
+      `${url}#resource/${request.params.uri}`,
+      ctx
+    )
     if (answer._tag === "InputRequired") return answer.result
     return nonToolAnswer(answer.outcome, answer.extension, (data) => ({
       contents: [{ uri: request.params.uri, mimeType: "application/json", text: JSON.stringify(data) }]
@@ -113,8 +155,16 @@ export const registerPaidReads = (server: Server, settings: McpToolsSettings, ur
   server.setRequestHandler("prompts/get", { params: AnyParams }, async (raw, ctx) => {
     const request = { params: paramsOf(PromptParams, raw) }
     const endpoint = settings.endpoints.find((e) => promptName(e) === request.params.name)
-    if (endpoint === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no prompt "${request.params.name}"; call prompts/list`)
-    const answer = await paid("prompt", endpoint, { ...request.params.arguments }, request.params._meta, `${url}#prompt/${request.params.name}`, ctx)
+    if (endpoint === undefined)
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `no prompt "${request.params.name}"; call prompts/list`)
+    const answer = await paid(
+      "prompt",
+      endpoint,
+      { ...request.params.arguments },
+      request.params._meta,
+      `${url}#prompt/${request.params.name}`,
+      ctx
+    )
     if (answer._tag === "InputRequired") return answer.result
     return nonToolAnswer(answer.outcome, answer.extension, (data) => ({
       description: `${settings.descriptions[endpoint]}`,

@@ -1,6 +1,6 @@
-import { Effect } from "effect"
 import type { KeyObject } from "node:crypto"
 import { dirname, join } from "node:path"
+import { Effect } from "effect"
 import type { Config } from "../config.js"
 import { loadOrCreateEd25519Key } from "../keys/ed25519KeyFile.js"
 import { KeyFileError } from "../keys/keyFileError.js"
@@ -18,7 +18,8 @@ export interface OfferKeyFile {
 }
 
 /** The receipt signer's key folder; `./data` when receipts are signed with an HMAC secret. */
-const signerFolder = (config: Pick<Config, "signer">) => ("ed25519KeyFile" in config.signer ? dirname(config.signer.ed25519KeyFile) : "./data")
+const signerFolder = (config: Pick<Config, "signer">) =>
+  "ed25519KeyFile" in config.signer ? dirname(config.signer.ed25519KeyFile) : "./data"
 
 export const verticalOfferKey = (config: Pick<Config, "signer" | "vertical">): OfferKeyFile => ({
   field: "vertical.offerKeyFile",
@@ -33,7 +34,10 @@ export const demoOfferKey = (config: Pick<Config, "signer" | "demo">, providerId
 /** Reads a seller's key, creating it on first start; logs the file's path, never the key. */
 export const loadOfferKey = (key: OfferKeyFile): Effect.Effect<KeyObject, KeyFileError> =>
   Effect.gen(function* () {
-    const loaded = yield* loadOrCreateEd25519Key(key.file, (path, reason) => new KeyFileError({ field: key.field, path, reason }))
+    const loaded = yield* loadOrCreateEd25519Key(
+      key.file,
+      (path, reason) => new KeyFileError({ field: key.field, path, reason })
+    )
     if (loaded.created) yield* Effect.logInfo(`generated a new offer signing key at ${loaded.path}`)
     if (loaded.exposed) yield* Effect.logWarning(`${loaded.path} is readable by group or others; chmod 600 it`)
     return loaded.privateKey

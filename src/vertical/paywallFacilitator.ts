@@ -24,7 +24,7 @@ export const errorMessage = (e: unknown): string => {
 
 /** The facilitator's HTTP client, with the configured API key as a bearer token on every call. */
 export const facilitatorClientOf = (config: PaywallConfig) => {
-    const apiKey = config.facilitatorApiKey
+  const apiKey = config.facilitatorApiKey
   return new HTTPFacilitatorClient({
     url: config.facilitatorUrl,
     ...(apiKey === null
@@ -73,7 +73,8 @@ export const prefetchedSupported = (client: FacilitatorClient) => {
       answer = supported
     })
   const forServer: FacilitatorClient = {
-    getSupported: () => (answer === undefined ? Promise.reject(new Error("GET /supported has not answered")) : Promise.resolve(answer)),
+    getSupported: () =>
+      answer === undefined ? Promise.reject(new Error("GET /supported has not answered")) : Promise.resolve(answer),
     verify: (payload, requirements) => client.verify(payload, requirements),
     settle: (payload, requirements) => client.settle(payload, requirements)
   }

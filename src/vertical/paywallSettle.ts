@@ -25,7 +25,9 @@ const receiptContext = (payload: PaymentPayload) => ({ request: { adapter: { get
 export const settleWith = (live: x402ResourceServer, timeoutMs: number) => {
   const timeout = Duration.millis(timeoutMs)
   const unconfirmed = (detail: string) =>
-    new SettlementUnconfirmed({ message: `the facilitator did not confirm settlement (${detail}); no data was returned` })
+    new SettlementUnconfirmed({
+      message: `the facilitator did not confirm settlement (${detail}); no data was returned`
+    })
 
   const refused = (answer: SettleResponse) =>
     new SettlementFailed({
@@ -44,11 +46,25 @@ export const settleWith = (live: x402ResourceServer, timeoutMs: number) => {
       try: () => live.settlePayment(payload, requirements, SIGNED_RECEIPTS, receiptContext(payload)),
       catch: (e) => e
     }).pipe(
-      Effect.timeoutFail({ duration: timeout, onTimeout: () => new Error(`settle did not answer within ${timeoutMs} ms`) }),
+      Effect.timeoutFail({
+        duration: timeout,
+        onTimeout: () => new Error(`settle did not answer within ${timeoutMs} ms`)
+      }),
       Effect.mapError((e) =>
         e instanceof SettleError && e.statusCode < 500 && !outcomeUnknown(e.errorReason)
-          ? refused({ success: false, errorReason: e.errorReason, errorMessage: e.errorMessage, payer: e.payer, transaction: e.transaction, network: e.network })
-          : unconfirmed(e instanceof SettleError ? `${e.statusCode} ${e.errorReason ?? "no reason"}: ${e.errorMessage ?? ""}` : errorMessage(e))
+          ? refused({
+              success: false,
+              errorReason: e.errorReason,
+              errorMessage: e.errorMessage,
+              payer: e.payer,
+              transaction: e.transaction,
+              network: e.network
+            })
+          : unconfirmed(
+              e instanceof SettleError
+                ? `${e.statusCode} ${e.errorReason ?? "no reason"}: ${e.errorMessage ?? ""}`
+                : errorMessage(e)
+            )
       ),
       Effect.flatMap((result) =>
         result.success

@@ -15,7 +15,10 @@ const PaymentSignature = Schema.Struct({
 
 const decodePayment = (header: string): Either.Either<PaymentPayload, MalformedPaidRequest> => {
   const invalid = (detail: string) =>
-    new MalformedPaidRequest({ error: "INVALID_PAYMENT", message: `PAYMENT-SIGNATURE is not a usable x402 payment: ${detail}` })
+    new MalformedPaidRequest({
+      error: "INVALID_PAYMENT",
+      message: `PAYMENT-SIGNATURE is not a usable x402 payment: ${detail}`
+    })
   let decoded: unknown
   try {
     decoded = decodePaymentSignatureHeader(header)
@@ -46,40 +49,46 @@ export interface VerifyParts {
 export const verifyWith =
   ({ live, status, requirementsFor, facilitatorName, timeoutMs }: VerifyParts) =>
   (endpoint: Endpoint, paymentSignature: string) =>
-      Effect.gen(function* () {
-        const payload = yield* decodePayment(paymentSignature)
-        const current = yield* Ref.get(status)
-        if (!current.ready) {
-          return yield* new FacilitatorUnavailable({
-            message: `payments are unavailable: ${current.detail}; nothing was charged, retry later`
-          })
-        }
-        const requirements = yield* requirementsFor(endpoint)
-        const matching = live.findMatchingRequirements(requirements, payload)
-        if (!matching) {
-          return yield* new PaymentRequired({
-            reason: "no_matching_requirements",
-            message: "the payment does not match this endpoint's current price, asset, network or payee"
-          })
-        }
-        const result = yield* Effect.tryPromise({ try: () => live.verifyPayment(payload, matching), catch: (e) => e }).pipe(
-          Effect.timeoutFail({ duration: Duration.millis(timeoutMs), onTimeout: () => new Error(`verify did not answer within ${timeoutMs} ms`) }),
-          Effect.mapError((e) =>
-            e instanceof VerifyError
-              ? new PaymentRequired({
-                  reason: e.invalidReason,
-                  message: `the facilitator rejected the payment: ${e.invalidMessage ?? e.invalidReason ?? "invalid"}`
-                })
-              : new FacilitatorUnavailable({
-                  message: `the facilitator at ${facilitatorName} could not verify the payment (${errorMessage(e)}); nothing was charged`
-                })
-          )
+    Effect.gen(function* () {
+      const payload = yield* decodePayment(paymentSignature)
+      const current = yield* Ref.get(status)
+      if (!current.ready) {
+        return yield* new FacilitatorUnavailable({
+          message: `payments are unavailable: ${current.detail}; nothing was charged, retry later`
+        })
+      }
+      const requirements = yield* requirementsFor(endpoint)
+      const matching = live.findMatchingRequirements(requirements, payload)
+      if (!matching) {
+        return yield* new PaymentRequired({
+          reason: "no_matching_requirements",
+          message: "the payment does not match this endpoint's current price, asset, network or payee"
+        })
+      }
+      const result = yield* Effect.tryPromise({
+        try: () => live.verifyPayment(payload, matching),
+        catch: (e) => e
+      }).pipe(
+        Effect.timeoutFail({
+          duration: Duration.millis(timeoutMs),
+          onTimeout: () => new Error(`verify did not answer within ${timeoutMs} ms`)
+        }),
+        Effect.mapError((e) =>
+          e instanceof VerifyError
+            ? new PaymentRequired({
+                reason: e.invalidReason,
+                message: `the facilitator rejected the payment: ${e.invalidMessage ?? e.invalidReason ?? "invalid"}`
+              })
+            : new FacilitatorUnavailable({
+                message: `the facilitator at ${facilitatorName} could not verify the payment (${errorMessage(e)}); nothing was charged`
+              })
         )
-        if (!result.isValid) {
-          return yield* new PaymentRequired({
-            reason: result.invalidReason,
-            message: `the facilitator rejected the payment: ${result.invalidMessage ?? result.invalidReason ?? "invalid"}`
-          })
-        }
-        return { payload, requirements: matching }
-      })
+      )
+      if (!result.isValid) {
+        return yield* new PaymentRequired({
+          reason: result.invalidReason,
+          message: `the facilitator rejected the payment: ${result.invalidMessage ?? result.invalidReason ?? "invalid"}`
+        })
+      }
+      return { payload, requirements: matching }
+    })

@@ -4,8 +4,14 @@ import { type AssetRef, formatAssetRef } from "./assetRef.js"
 import { type ChangesAnswer, classicChanges, contractChanges, formatThreshold, largeThreshold } from "./changes.js"
 import { type ComplianceAnswer, complianceClassic, complianceContract } from "./compliance.js"
 import { type EligibilityAnswer, eligibilityClassic, eligibilityContract } from "./eligibility.js"
-import { AssetNotFound, AssetNotDescribed, type UpstreamFailure } from "./errors.js"
-import { type AssetIdentity, type ClassicIdentity, classicIdentity, instanceFacts, sacClassicAsset } from "./identity.js"
+import { AssetNotDescribed, AssetNotFound, type UpstreamFailure } from "./errors.js"
+import {
+  type AssetIdentity,
+  type ClassicIdentity,
+  classicIdentity,
+  instanceFacts,
+  sacClassicAsset
+} from "./identity.js"
 import { type InspectAnswer, inspectClassic, inspectContract, supplyTotal } from "./inspect.js"
 import { StellarData } from "./StellarData.js"
 import type { ContractInstance, HorizonAccount, TomlLookup } from "./upstream.js"
@@ -53,10 +59,17 @@ const resolve = (ref: AssetRef, settings: IntelSettings): Effect.Effect<Resolved
       const asset = sacClassicAsset(ref.contractId, facts, settings.networkPassphrase)
       if (!asset) {
         return yield* new AssetNotDescribed({
-          message: "this Stellar Asset Contract wraps native XLM (or does not name its asset), which has no issuer to describe"
+          message:
+            "this Stellar Asset Contract wraps native XLM (or does not name its asset), which has no issuer to describe"
         })
       }
-      const identity = classicIdentity(input, settings.network, "stellar_asset_contract", asset, settings.networkPassphrase)
+      const identity = classicIdentity(
+        input,
+        settings.network,
+        "stellar_asset_contract",
+        asset,
+        settings.networkPassphrase
+      )
       return { kind: "classic", identity, sac: Effect.succeed(Option.some(instance)) }
     }
     return {
@@ -78,7 +91,9 @@ const requireIssuer = (identity: ClassicIdentity, network: StellarNetwork) =>
     Effect.flatMap(
       Option.match({
         onNone: () =>
-          new AssetNotFound({ message: `the issuer ${identity.issuer} of ${identity.code} does not exist on ${network}` }),
+          new AssetNotFound({
+            message: `the issuer ${identity.issuer} of ${identity.code} does not exist on ${network}`
+          }),
         onSome: (account: HorizonAccount) => Effect.succeed(account)
       })
     )
@@ -86,7 +101,10 @@ const requireIssuer = (identity: ClassicIdentity, network: StellarNetwork) =>
 
 const noHomeDomain: TomlLookup = { status: "skipped", reason: "the issuer sets no home domain" }
 
-export const inspect = (ref: AssetRef, settings: IntelSettings): Effect.Effect<InspectAnswer, QueryError, StellarData> =>
+export const inspect = (
+  ref: AssetRef,
+  settings: IntelSettings
+): Effect.Effect<InspectAnswer, QueryError, StellarData> =>
   Effect.gen(function* () {
     const data = yield* StellarData
     const resolved = yield* resolve(ref, settings)
@@ -100,7 +118,10 @@ export const inspect = (ref: AssetRef, settings: IntelSettings): Effect.Effect<I
     return inspectClassic({ identity, issuer, stats: Option.getOrNull(stats), sac: Option.getOrNull(sac), toml })
   })
 
-export const changes = (ref: AssetRef, settings: IntelSettings): Effect.Effect<ChangesAnswer, QueryError, StellarData> =>
+export const changes = (
+  ref: AssetRef,
+  settings: IntelSettings
+): Effect.Effect<ChangesAnswer, QueryError, StellarData> =>
   Effect.gen(function* () {
     const data = yield* StellarData
     const resolved = yield* resolve(ref, settings)
@@ -109,7 +130,9 @@ export const changes = (ref: AssetRef, settings: IntelSettings): Effect.Effect<C
       const [window, modifiedAt] = yield* Effect.all(
         [
           data.tokenEvents(resolved.identity.contractId),
-          instance.lastModifiedLedger === null ? Effect.succeed(Option.none<string>()) : data.ledgerCloseTime(instance.lastModifiedLedger)
+          instance.lastModifiedLedger === null
+            ? Effect.succeed(Option.none<string>())
+            : data.ledgerCloseTime(instance.lastModifiedLedger)
         ],
         { concurrency: "unbounded" }
       )
@@ -125,7 +148,11 @@ export const changes = (ref: AssetRef, settings: IntelSettings): Effect.Effect<C
     }
     const { identity } = resolved
     const [, stats, operations] = yield* Effect.all(
-      [requireIssuer(identity, settings.network), data.assetStats(identity.code, identity.issuer), data.operations(identity.issuer)],
+      [
+        requireIssuer(identity, settings.network),
+        data.assetStats(identity.code, identity.issuer),
+        data.operations(identity.issuer)
+      ],
       { concurrency: "unbounded" }
     )
     const threshold = largeThreshold(supplyTotal(Option.getOrNull(stats)), settings.largeTransferShare)
@@ -140,7 +167,10 @@ export const changes = (ref: AssetRef, settings: IntelSettings): Effect.Effect<C
     }
   })
 
-export const compliance = (ref: AssetRef, settings: IntelSettings): Effect.Effect<ComplianceAnswer, QueryError, StellarData> =>
+export const compliance = (
+  ref: AssetRef,
+  settings: IntelSettings
+): Effect.Effect<ComplianceAnswer, QueryError, StellarData> =>
   Effect.gen(function* () {
     const resolved = yield* resolve(ref, settings)
     if (resolved.kind === "contract") return complianceContract(resolved.identity, instanceFacts(resolved.instance))

@@ -30,7 +30,11 @@ export const HorizonAccount = Schema.Struct({
   account_id: Schema.String,
   home_domain: Schema.optional(Schema.String),
   last_modified_ledger: Schema.Number,
-  thresholds: Schema.Struct({ low_threshold: Schema.Number, med_threshold: Schema.Number, high_threshold: Schema.Number }),
+  thresholds: Schema.Struct({
+    low_threshold: Schema.Number,
+    med_threshold: Schema.Number,
+    high_threshold: Schema.Number
+  }),
   flags: AccountFlags,
   signers: Schema.Array(Schema.Struct({ key: Schema.String, weight: Schema.Number, type: Schema.String })),
   balances: Schema.Array(BalanceLine)

@@ -15,7 +15,8 @@ export const upstreamCalls = (timeoutMs: number) => {
     <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | UpstreamFailure> =>
       Effect.timeoutFail(effect, {
         duration: timeout,
-        onTimeout: () => new UpstreamFailure({ source, message: `${source} ${what} did not answer within ${timeoutMs} ms` })
+        onTimeout: () =>
+          new UpstreamFailure({ source, message: `${source} ${what} did not answer within ${timeoutMs} ms` })
       })
 
   const call = <A>(source: UpstreamFailure["source"], what: string, run: () => Promise<A>) =>
@@ -32,7 +33,9 @@ export const upstreamCalls = (timeoutMs: number) => {
         (e) => e instanceof NotFoundError,
         () => Effect.succeed(Option.none<A>())
       ),
-      Effect.mapError((e) => new UpstreamFailure({ source: "horizon", message: `horizon ${what} failed: ${describe(e)}` })),
+      Effect.mapError(
+        (e) => new UpstreamFailure({ source: "horizon", message: `horizon ${what} failed: ${describe(e)}` })
+      ),
       bounded("horizon", what)
     )
 
@@ -41,15 +44,21 @@ export const upstreamCalls = (timeoutMs: number) => {
     (value: unknown) =>
       Schema.decodeUnknown(schema)(value).pipe(
         Effect.mapError(
-          (e) => new UpstreamFailure({ source, message: `${source} ${what} answered an unexpected shape: ${e.message.split("\n")[0]}` })
+          (e) =>
+            new UpstreamFailure({
+              source,
+              message: `${source} ${what} answered an unexpected shape: ${e.message.split("\n")[0]}`
+            })
         )
       )
 
-  const decodeOption = <A, I>(schema: Schema.Schema<A, I>, what: string) => (found: Option.Option<unknown>) =>
-    Option.match(found, {
-      onNone: () => Effect.succeed(Option.none<A>()),
-      onSome: (value) => Effect.map(decode(schema, "horizon", what)(value), Option.some)
-    })
+  const decodeOption =
+    <A, I>(schema: Schema.Schema<A, I>, what: string) =>
+    (found: Option.Option<unknown>) =>
+      Option.match(found, {
+        onNone: () => Effect.succeed(Option.none<A>()),
+        onSome: (value) => Effect.map(decode(schema, "horizon", what)(value), Option.some)
+      })
 
   return { call, horizonCall, decode, decodeOption }
 }

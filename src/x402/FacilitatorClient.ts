@@ -50,7 +50,9 @@ const excerpt = (text: string) => {
 
 const isConnectionRefused = (cause: unknown): boolean => {
   const code = (cause as { code?: unknown } | null)?.code
-  return code === "ECONNREFUSED" || code === "ConnectionRefused" || code === "ENOTFOUND" || code === "FailedToOpenSocket"
+  return (
+    code === "ECONNREFUSED" || code === "ConnectionRefused" || code === "ENOTFOUND" || code === "FailedToOpenSocket"
+  )
 }
 
 // Built once: a decoder built per call recompiles the schema's parser each time.
@@ -109,7 +111,8 @@ export const makeBackendClient = (backend: FacilitatorBackend, redactor: Redacto
   const quote = (text: string) => excerpt(redactor.text(text))
   const fail = (kind: BackendFailureKind, detail: string, status: number | null = null) =>
     new BackendFailure({ backendId: backend.id, kind, status, detail: redactor.text(detail) })
-  const authorization: Record<string, string> = backend.apiKey === undefined ? {} : { authorization: `Bearer ${backend.apiKey}` }
+  const authorization: Record<string, string> =
+    backend.apiKey === undefined ? {} : { authorization: `Bearer ${backend.apiKey}` }
   const get = (path: string): [string, RequestInit] => [`${base}${path}`, { method: "GET", headers: authorization }]
   const post = (path: string, body: unknown): [string, RequestInit] => [
     `${base}${path}`,
@@ -140,11 +143,10 @@ export const makeBackendClient = (backend: FacilitatorBackend, redactor: Redacto
         onTimeout: () => fail("TimedOut", `no answer within ${Duration.format(timeout)}`)
       }),
       Effect.flatMap(({ status, body }) => {
-        const decoded = Either.flatMap(body.json, (json) =>
-          Either.mapLeft(decode(json), () => "unexpected shape")
-        )
+        const decoded = Either.flatMap(body.json, (json) => Either.mapLeft(decode(json), () => "unexpected shape"))
         const ok = status >= 200 && status < 300
-        if (Either.isRight(decoded) && (ok || acceptErrorAnswer(status))) return Effect.succeed(redactor.value(decoded.right))
+        if (Either.isRight(decoded) && (ok || acceptErrorAnswer(status)))
+          return Effect.succeed(redactor.value(decoded.right))
         return Effect.fail(
           ok
             ? fail("Malformed", `answered ${status} with an unexpected body: ${quote(body.text)}`, status)
@@ -160,8 +162,10 @@ export const makeBackendClient = (backend: FacilitatorBackend, redactor: Redacto
     id: backend.id,
     url: displayUrl(backend.url),
     supported: (timeout: Duration.DurationInput) => call(get("/supported"), decodeSupported, timeout, () => false),
-    verify: (body: unknown, timeout: Duration.DurationInput) => call(post("/verify", body), decodeVerify, timeout, clientErrorIsAnswer),
-    settle: (body: unknown, timeout: Duration.DurationInput) => call(post("/settle", body), decodeSettle, timeout, clientErrorIsAnswer)
+    verify: (body: unknown, timeout: Duration.DurationInput) =>
+      call(post("/verify", body), decodeVerify, timeout, clientErrorIsAnswer),
+    settle: (body: unknown, timeout: Duration.DurationInput) =>
+      call(post("/settle", body), decodeSettle, timeout, clientErrorIsAnswer)
   } satisfies BackendClient
 }
 
@@ -175,8 +179,14 @@ export interface BackendClient {
   /** How status pages name it: an HTTP backend's URL without credentials, the embedded one's network and fee account. */
   readonly url: string
   readonly supported: (timeout: Duration.DurationInput) => Effect.Effect<RawSupported, BackendFailure>
-  readonly verify: (body: unknown, timeout: Duration.DurationInput) => Effect.Effect<typeof VerifyResponse.Type, BackendFailure>
-  readonly settle: (body: unknown, timeout: Duration.DurationInput) => Effect.Effect<typeof SettleResponse.Type, BackendFailure>
+  readonly verify: (
+    body: unknown,
+    timeout: Duration.DurationInput
+  ) => Effect.Effect<typeof VerifyResponse.Type, BackendFailure>
+  readonly settle: (
+    body: unknown,
+    timeout: Duration.DurationInput
+  ) => Effect.Effect<typeof SettleResponse.Type, BackendFailure>
   /** Why it may not be chosen now although its last poll answered (the embedded fee account below its floor); null when it may. */
   readonly unhealthyReason?: () => string | null
   /** The embedded facilitator's money and channels, for status. */

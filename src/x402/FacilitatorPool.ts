@@ -1,12 +1,17 @@
 import { Context, Duration, Effect, Either, Layer, Schedule } from "effect"
 import { AppConfig, isEmbedded } from "../config.js"
-import { makeEmbeddedBackend } from "./embedded.js"
-import { AllFacilitatorsFailed, FacilitatorsNotReady, NoHealthyFacilitator, UnsupportedPaymentKind } from "../domain/errors.js"
+import {
+  AllFacilitatorsFailed,
+  type FacilitatorsNotReady,
+  NoHealthyFacilitator,
+  UnsupportedPaymentKind
+} from "../domain/errors.js"
 import type { FacilitatorStatus, SettleResponse, SupportedResponse, VerifyResponse } from "../domain/x402.js"
 import { redactorFor } from "../redaction/redact.js"
 import { Instruments } from "../telemetry/Instruments.js"
 import { type Backend, counted, eligibleIn, makeBackendStates, notReady, statusOf } from "./backendStates.js"
 import { mergeSupported } from "./capabilities.js"
+import { makeEmbeddedBackend } from "./embedded.js"
 import { type BackendFailure, makeBackendClient } from "./FacilitatorClient.js"
 import { type PoolReadiness, poolReadiness } from "./readiness.js"
 import { type SettleGuard, type SettleOutcome, settleWithFailover } from "./settleFailover.js"
@@ -26,15 +31,19 @@ export interface FacilitatorPoolShape {
   /** Per-backend health for `/x402/facilitators`; never the apiKey. */
   readonly status: Effect.Effect<ReadonlyArray<FacilitatorStatus>>
   /** The facilitator section of `/health/dependencies`. */
-  readonly health: Effect.Effect<{ readonly configured: number; readonly healthy: number; readonly backends: ReadonlyArray<FacilitatorStatus> }>
+  readonly health: Effect.Effect<{
+    readonly configured: number
+    readonly healthy: number
+    readonly backends: ReadonlyArray<FacilitatorStatus>
+  }>
   /** Polls every backend now; the schedule keeps running. */
   readonly refresh: Effect.Effect<void>
   /** Fails as verify and settle would when nothing can serve the kind. */
   readonly checkKind: (network: string, scheme: string) => Effect.Effect<void, KindRefusal>
   /** Forwards the stock body to the first healthy backend that answers; 422 unsupported, 502 all failed. */
-  readonly verify: (
-    body: { readonly paymentRequirements: { readonly network: string; readonly scheme: string } }
-  ) => Effect.Effect<typeof VerifyResponse.Type, KindRefusal | AllFacilitatorsFailed>
+  readonly verify: (body: {
+    readonly paymentRequirements: { readonly network: string; readonly scheme: string }
+  }) => Effect.Effect<typeof VerifyResponse.Type, KindRefusal | AllFacilitatorsFailed>
   /** Forwards a settle body; see `SettleOutcome`, `settleMayFallThrough` and `SettleGuard`. */
   readonly settle: (body: unknown, network: string, scheme: string, guard: SettleGuard) => Effect.Effect<SettleOutcome>
   /**
@@ -54,7 +63,10 @@ export class FacilitatorPool extends Context.Tag("sextant/FacilitatorPool")<Faci
   /** The pool with the configured poll interval (`facilitatorPollSeconds`): how soon a backend marked unhealthy is tried again. */
   static readonly Live = Layer.unwrapEffect(
     Effect.map(AppConfig, (config) =>
-      FacilitatorPool.fromOptions({ ...defaultPoolOptions, pollInterval: Duration.seconds(config.facilitatorPollSeconds) })
+      FacilitatorPool.fromOptions({
+        ...defaultPoolOptions,
+        pollInterval: Duration.seconds(config.facilitatorPollSeconds)
+      })
     )
   )
 }
@@ -96,10 +108,13 @@ const make = (options: PoolOptions) =>
     const redactor = redactorFor(config)
     // One interface for both kinds: from here on the pool does not care which it holds.
     const backends: ReadonlyArray<Backend> = yield* Effect.forEach(config.facilitators, (b, i) =>
-      Effect.map(isEmbedded(b) ? makeEmbeddedBackend(b, i, config, instruments) : Effect.succeed(makeBackendClient(b, redactor)), (client) => ({
-        config: b,
-        client: counted(client, instruments)
-      }))
+      Effect.map(
+        isEmbedded(b) ? makeEmbeddedBackend(b, i, config, instruments) : Effect.succeed(makeBackendClient(b, redactor)),
+        (client) => ({
+          config: b,
+          client: counted(client, instruments)
+        })
+      )
     )
     const states = yield* makeBackendStates(backends)
 
@@ -113,46 +128,59 @@ const make = (options: PoolOptions) =>
     )
 
     const pollSeconds = Duration.toSeconds(options.pollInterval)
-    const eligible = (network: string, scheme: string) => Effect.map(states.view, (view) => eligibleIn(backends, view, network, scheme, pollSeconds))
+    const eligible = (network: string, scheme: string) =>
+      Effect.map(states.view, (view) => eligibleIn(backends, view, network, scheme, pollSeconds))
 
     /**
      * The healthy backends for a kind; 503 when none advertises it yet but some backend has not
      * answered, 422 when none advertises it, 502 when none of those is healthy.
      */
     const checkKind = (network: string, scheme: string): Effect.Effect<ReadonlyArray<Backend>, KindRefusal> =>
-      Effect.flatMap(eligible(network, scheme), ({ advertised, healthy, unknown }): Effect.Effect<ReadonlyArray<Backend>, KindRefusal> =>
-        !advertised
-          ? Effect.fail(unknown ?? unsupported(network, scheme))
-          : healthy.length === 0
-            ? Effect.fail(noneHealthy(network, scheme))
-            : Effect.succeed(healthy)
+      Effect.flatMap(
+        eligible(network, scheme),
+        ({ advertised, healthy, unknown }): Effect.Effect<ReadonlyArray<Backend>, KindRefusal> =>
+          !advertised
+            ? Effect.fail(unknown ?? unsupported(network, scheme))
+            : healthy.length === 0
+              ? Effect.fail(noneHealthy(network, scheme))
+              : Effect.succeed(healthy)
       )
 
-    const verify = Effect.fn("FacilitatorPool.verify")(
-      function* (body: { readonly paymentRequirements: { readonly network: string; readonly scheme: string } }) {
-        const healthy = yield* checkKind(body.paymentRequirements.network, body.paymentRequirements.scheme)
-        const failures: Array<BackendFailure> = []
-        // Verify changes nothing, so any failure may fall through to the next backend.
-        for (const backend of healthy) {
-          const result = yield* Effect.either(backend.client.verify(body, options.requestTimeout))
-          if (result._tag === "Right") return yield* Effect.as(states.callSucceeded(backend.config.id), result.right)
-          failures.push(result.left)
-          yield* states.callFailed(result.left)
-        }
-        return yield* Effect.fail(
-          new AllFacilitatorsFailed({ message: `every eligible facilitator failed: ${listFailures(failures)}` })
-        )
+    const verify = Effect.fn("FacilitatorPool.verify")(function* (body: {
+      readonly paymentRequirements: { readonly network: string; readonly scheme: string }
+    }) {
+      const healthy = yield* checkKind(body.paymentRequirements.network, body.paymentRequirements.scheme)
+      const failures: Array<BackendFailure> = []
+      // Verify changes nothing, so any failure may fall through to the next backend.
+      for (const backend of healthy) {
+        const result = yield* Effect.either(backend.client.verify(body, options.requestTimeout))
+        if (result._tag === "Right") return yield* Effect.as(states.callSucceeded(backend.config.id), result.right)
+        failures.push(result.left)
+        yield* states.callFailed(result.left)
       }
-    )
+      return yield* Effect.fail(
+        new AllFacilitatorsFailed({ message: `every eligible facilitator failed: ${listFailures(failures)}` })
+      )
+    })
 
-    const settle = Effect.fn("FacilitatorPool.settle")(function* (body: unknown, network: string, scheme: string, guard: SettleGuard) {
+    const settle = Effect.fn("FacilitatorPool.settle")(function* (
+      body: unknown,
+      network: string,
+      scheme: string,
+      guard: SettleGuard
+    ) {
       const { advertised, healthy, unknown } = yield* eligible(network, scheme)
-      if (!advertised) return { _tag: "Unsupported", error: unknown ?? unsupported(network, scheme) } satisfies SettleOutcome
+      if (!advertised)
+        return { _tag: "Unsupported", error: unknown ?? unsupported(network, scheme) } satisfies SettleOutcome
       return yield* settleWithFailover(healthy, body, guard, options.settleTimeout, states)
     })
 
     // Never another backend than the named one, which would submit the payload a second time.
-    const settleVia = Effect.fn("FacilitatorPool.settleVia")(function* (backendId: string, body: unknown, timeout: Duration.DurationInput) {
+    const settleVia = Effect.fn("FacilitatorPool.settleVia")(function* (
+      backendId: string,
+      body: unknown,
+      timeout: Duration.DurationInput
+    ) {
       const backend = backends.find((b) => b.config.id === backendId)
       if (backend === undefined) return Either.left(`facilitator "${backendId}" is no longer configured`)
       const result = yield* Effect.either(backend.client.settle(body, timeout))
@@ -170,10 +198,12 @@ const make = (options: PoolOptions) =>
       )
     )
 
-    const supported: Effect.Effect<SupportedResponse, FacilitatorsNotReady> = Effect.flatMap(states.view, ({ of, progress }) =>
-      progress.length > 0 && !progress.some((b) => b.answered)
-        ? Effect.fail(notReady(progress, "the supported kinds", pollSeconds))
-        : Effect.succeed(mergeSupported(backends.flatMap((b) => (of(b).healthy ? [of(b).capabilities] : []))))
+    const supported: Effect.Effect<SupportedResponse, FacilitatorsNotReady> = Effect.flatMap(
+      states.view,
+      ({ of, progress }) =>
+        progress.length > 0 && !progress.some((b) => b.answered)
+          ? Effect.fail(notReady(progress, "the supported kinds", pollSeconds))
+          : Effect.succeed(mergeSupported(backends.flatMap((b) => (of(b).healthy ? [of(b).capabilities] : []))))
     )
 
     // First poll at once, then on the schedule, for as long as the layer lives.

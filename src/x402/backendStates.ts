@@ -50,7 +50,10 @@ const marksUnhealthy = (failure: BackendFailure) =>
 export const BREAKER_THRESHOLD = 3
 
 /** What a verify or settle failure does to a backend's health, given its streak of failures before it. */
-export const healthAfterFailure = (failure: BackendFailure, streak: number): { readonly streak: number; readonly unhealthy: boolean } => {
+export const healthAfterFailure = (
+  failure: BackendFailure,
+  streak: number
+): { readonly streak: number; readonly unhealthy: boolean } => {
   if (!marksUnhealthy(failure)) return { streak, unhealthy: false }
   const next = streak + 1
   return { streak: next, unhealthy: failure.kind === "Unreachable" || next >= BREAKER_THRESHOLD }
@@ -66,7 +69,11 @@ const effective = (backend: Backend, state: BackendState): BackendState => {
 }
 
 /** One backend's row of `/x402/facilitators`: never its apiKey. */
-export const statusOf = (backend: Backend, state: BackendState, embedded: FacilitatorStatus["embedded"]): FacilitatorStatus => ({
+export const statusOf = (
+  backend: Backend,
+  state: BackendState,
+  embedded: FacilitatorStatus["embedded"]
+): FacilitatorStatus => ({
   id: backend.config.id,
   url: backend.client.url,
   healthy: state.healthy,
@@ -113,12 +120,20 @@ export const notReady = (progress: ReadonlyArray<BackendProgress>, what: string,
  * Backends to try for a kind, in config order: healthy ones that advertise it. `unknown` is the
  * 503 to answer when none advertises it while some backend has not said yet what it supports.
  */
-export const eligibleIn = (backends: ReadonlyArray<Backend>, { of, progress }: StatesView, network: string, scheme: string, pollSeconds: number) => {
+export const eligibleIn = (
+  backends: ReadonlyArray<Backend>,
+  { of, progress }: StatesView,
+  network: string,
+  scheme: string,
+  pollSeconds: number
+) => {
   const advertising = backends.filter((b) => advertises(of(b).capabilities, network, scheme))
   return {
     advertised: advertising.length > 0,
     healthy: advertising.filter((b) => of(b).healthy),
-    unknown: kindsIncomplete(progress) ? notReady(progress, `scheme "${scheme}" on network "${network}"`, pollSeconds) : null
+    unknown: kindsIncomplete(progress)
+      ? notReady(progress, `scheme "${scheme}" on network "${network}"`, pollSeconds)
+      : null
   }
 }
 
@@ -137,7 +152,9 @@ export interface BackendStates {
 
 export const makeBackendStates = (backends: ReadonlyArray<Backend>) =>
   Effect.gen(function* () {
-    const states = yield* Ref.make<ReadonlyMap<string, BackendState>>(new Map(backends.map((b) => [b.config.id, unchecked])))
+    const states = yield* Ref.make<ReadonlyMap<string, BackendState>>(
+      new Map(backends.map((b) => [b.config.id, unchecked]))
+    )
     const nowIso = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
     const update = (id: string, f: (s: BackendState) => BackendState) =>
       Ref.update(states, (map) => new Map(map).set(id, f(map.get(id) ?? unchecked)))
@@ -164,7 +181,15 @@ export const makeBackendStates = (backends: ReadonlyArray<Backend>) =>
           }))
         ),
       pollFailed: (failure) =>
-        at((lastCheckedAt) => update(failure.backendId, (s) => ({ ...s, healthy: false, polled: true, lastCheckedAt, lastError: failure.detail }))),
+        at((lastCheckedAt) =>
+          update(failure.backendId, (s) => ({
+            ...s,
+            healthy: false,
+            polled: true,
+            lastCheckedAt,
+            lastError: failure.detail
+          }))
+        ),
       // Its detail is the backend's last error either way, so operators see it.
       callFailed: (failure) =>
         at((lastCheckedAt) =>

@@ -1,5 +1,5 @@
 import { x402Client, x402HTTPClient } from "@x402/core/client"
-import { parsePaymentRequired, type PaymentRequired } from "@x402/core/schemas"
+import { type PaymentRequired, parsePaymentRequired } from "@x402/core/schemas"
 import { Schema } from "effect"
 import type { ProbeOutcome } from "../domain/observations.js"
 import { BaseUnits, PaymentScheme } from "../domain/stellar.js"
@@ -75,7 +75,10 @@ export const readChallenge = (
 ): ChallengeReading => {
   const header = getHeader("PAYMENT-REQUIRED")
   if (header !== null && header !== undefined && header.length > maxHeaderBytes) {
-    return { _tag: "Malformed", reason: `the PAYMENT-REQUIRED header of ${header.length} bytes is over the ${maxHeaderBytes}-byte bound` }
+    return {
+      _tag: "Malformed",
+      reason: `the PAYMENT-REQUIRED header of ${header.length} bytes is over the ${maxHeaderBytes}-byte bound`
+    }
   }
   let raw: unknown
   try {
@@ -97,7 +100,10 @@ export const decodeChallenge = (raw: unknown): ChallengeReading => {
     return { _tag: "Malformed", reason: `challenge fails the x402 schema: ${where}${issue?.message ?? "invalid"}` }
   }
   if (parsed.data.accepts.length > MAX_CHALLENGE_OPTIONS) {
-    return { _tag: "Malformed", reason: `the challenge offers ${parsed.data.accepts.length} payment options, over the ${MAX_CHALLENGE_OPTIONS} read` }
+    return {
+      _tag: "Malformed",
+      reason: `the challenge offers ${parsed.data.accepts.length} payment options, over the ${MAX_CHALLENGE_OPTIONS} read`
+    }
   }
   return { _tag: "Decoded", challenge: parsed.data, options: optionsOf(parsed.data) }
 }

@@ -2,18 +2,18 @@ import { Duration, Effect, Either, Redacted, Ref, Schedule } from "effect"
 import type { Config, EmbeddedFacilitator } from "../config.js"
 import { networkPassphrase } from "../domain/stellar.js"
 import type { FacilitatorStatus, VerifyResponse } from "../domain/x402.js"
-import { loadOrCreateFacilitatorKey } from "../keys/stellarKey.js"
-import type { InstrumentsShape } from "../telemetry/Instruments.js"
-import { BackendFailure, type BackendClient, type RawSupported } from "./FacilitatorClient.js"
 import { channelKeypair, makeSourcePool } from "../facilitator/channels.js"
 import { belowFloor, type SettleCounts, stroopsOf } from "../facilitator/health.js"
 import { makeFacilitatorRpc, type RpcUnavailable } from "../facilitator/ledgerClient.js"
 import { type PaymentRequest, readRequest, rebuild } from "../facilitator/payment.js"
 import type { Refusal } from "../facilitator/reasons.js"
 import { judgeSimulation } from "../facilitator/simulation.js"
-import { makeEmbeddedSettle } from "./embeddedSettle.js"
 import type { SubmitContext } from "../facilitator/submit.js"
 import { type CheckedPayment, checkPayment, expirationWindow } from "../facilitator/verifyRules.js"
+import { loadOrCreateFacilitatorKey } from "../keys/stellarKey.js"
+import type { InstrumentsShape } from "../telemetry/Instruments.js"
+import { makeEmbeddedSettle } from "./embeddedSettle.js"
+import { type BackendClient, BackendFailure, type RawSupported } from "./FacilitatorClient.js"
 
 type Verify = typeof VerifyResponse.Type
 
@@ -23,10 +23,18 @@ type Verify = typeof VerifyResponse.Type
  * accounts) against the configured `ledger` endpoints. It reads the ledger only when a payment is
  * verified or settled, or on `balanceCheckSeconds` when the operator set it.
  */
-export const makeEmbeddedBackend = (entry: EmbeddedFacilitator, index: number, config: Config, instruments: InstrumentsShape) =>
+export const makeEmbeddedBackend = (
+  entry: EmbeddedFacilitator,
+  index: number,
+  config: Config,
+  instruments: InstrumentsShape
+) =>
   Effect.gen(function* () {
     const key = yield* loadOrCreateFacilitatorKey(`facilitators[${index}].feeAccountKeyFile`, entry.feeAccountKeyFile)
-    if (key.created) yield* Effect.logInfo(`created the fee account key ${key.path} (mode 0600); fund ${key.address} to let facilitator "${entry.id}" settle`)
+    if (key.created)
+      yield* Effect.logInfo(
+        `created the fee account key ${key.path} (mode 0600); fund ${key.address} to let facilitator "${entry.id}" settle`
+      )
     if (key.exposed) yield* Effect.logWarning(`${key.path} is readable by group or others; chmod 600 it`)
     const feeAccount = Redacted.value(key.signer)
     const channels = Array.from({ length: entry.channels }, (_, i) => channelKeypair(feeAccount, i))
@@ -47,24 +55,35 @@ export const makeEmbeddedBackend = (entry: EmbeddedFacilitator, index: number, c
     const counts = yield* Ref.make<SettleCounts>({ settled: 0, failed: 0, pending: 0, refused: 0 })
     const floor = stroopsOf(entry.minFeeBalanceXlm)
 
-    const unreachable = (e: RpcUnavailable) => new BackendFailure({ backendId: entry.id, kind: "Unreachable", status: null, detail: e.message })
+    const unreachable = (e: RpcUnavailable) =>
+      new BackendFailure({ backendId: entry.id, kind: "Unreachable", status: null, detail: e.message })
     const count = (outcome: keyof SettleCounts, ledgerSeconds: number | null = null) =>
-      Effect.zipRight(Ref.update(counts, (c) => ({ ...c, [outcome]: c[outcome] + 1 })), instruments.embeddedSettle(entry.id, outcome, ledgerSeconds))
+      Effect.zipRight(
+        Ref.update(counts, (c) => ({ ...c, [outcome]: c[outcome] + 1 })),
+        instruments.embeddedSettle(entry.id, outcome, ledgerSeconds)
+      )
 
     const scope = yield* Effect.scope
     // One read at a time: a burst of settles asks the ledger once, not once each.
     const reading = yield* Effect.makeSemaphore(1)
     /** The balance and lease gauges of `/metrics`, set from what this backend knows now. */
-    const reportState = Effect.flatMap(Ref.get(balance), (b) => Effect.flatMap(sources.inUse, (n) => instruments.embeddedState(entry.id, b, n)))
+    const reportState = Effect.flatMap(Ref.get(balance), (b) =>
+      Effect.flatMap(sources.inUse, (n) => instruments.embeddedState(entry.id, b, n))
+    )
     const readBalance = rpc.account(key.address).pipe(
       Effect.flatMap((account) => Ref.set(balance, account?.balanceStroops ?? 0n)),
       Effect.zipRight(reportState),
-      Effect.catchAll((e) => Effect.logWarning(`facilitator "${entry.id}": the fee account balance could not be read: ${e.message}`)),
+      Effect.catchAll((e) =>
+        Effect.logWarning(`facilitator "${entry.id}": the fee account balance could not be read: ${e.message}`)
+      ),
       reading.withPermitsIfAvailable(1),
       Effect.asVoid
     )
     if (entry.balanceCheckSeconds !== null) {
-      yield* readBalance.pipe(Effect.repeat(Schedule.spaced(Duration.seconds(entry.balanceCheckSeconds))), Effect.forkScoped)
+      yield* readBalance.pipe(
+        Effect.repeat(Schedule.spaced(Duration.seconds(entry.balanceCheckSeconds))),
+        Effect.forkScoped
+      )
     }
 
     /** The checks that need no simulation, against the ledger's current window. */
@@ -77,8 +96,9 @@ export const makeEmbeddedBackend = (entry: EmbeddedFacilitator, index: number, c
 
     /** The simulation rules, run with the fee account as source: what it needs is what the payment carries. */
     const simulate = (request: PaymentRequest, payment: CheckedPayment) =>
-      Effect.map(rpc.simulate(rebuild(payment, key.address, 0n, context.inclusionFee, request.maxTimeoutSeconds, passphrase)), (answer) =>
-        judgeSimulation(answer, payment.payer, request.terms, payment.auth)
+      Effect.map(
+        rpc.simulate(rebuild(payment, key.address, 0n, context.inclusionFee, request.maxTimeoutSeconds, passphrase)),
+        (answer) => judgeSimulation(answer, payment.payer, request.terms, payment.auth)
       )
 
     const verify = (body: unknown) =>
@@ -88,10 +108,23 @@ export const makeEmbeddedBackend = (entry: EmbeddedFacilitator, index: number, c
         const checked = yield* check(request.right)
         if (Either.isLeft(checked)) return refusedVerify(checked.left, undefined)
         const simulated = yield* simulate(request.right, checked.right)
-        return Either.isLeft(simulated) ? refusedVerify(simulated.left, checked.right.payer) : ({ isValid: true, payer: checked.right.payer } satisfies Verify)
+        return Either.isLeft(simulated)
+          ? refusedVerify(simulated.left, checked.right.payer)
+          : ({ isValid: true, payer: checked.right.payer } satisfies Verify)
       }).pipe(Effect.mapError(unreachable), Effect.withSpan("EmbeddedFacilitator.verify"))
 
-    const settle = makeEmbeddedSettle({ entry, context, sources, check, simulate, unreachable, count, readBalance, reportState, scope })
+    const settle = makeEmbeddedSettle({
+      entry,
+      context,
+      sources,
+      check,
+      simulate,
+      unreachable,
+      count,
+      readBalance,
+      reportState,
+      scope
+    })
 
     const supported: RawSupported = {
       kinds: [{ x402Version: 2, scheme: "exact", network: entry.network, extra: { areFeesSponsored: true } }],
@@ -120,7 +153,9 @@ export const makeEmbeddedBackend = (entry: EmbeddedFacilitator, index: number, c
       settle,
       unhealthyReason: () => {
         const current = Effect.runSync(Ref.get(balance))
-        return current !== null && belowFloor(current, floor) ? `fee account ${key.address} holds ${current} stroops, below the floor of ${floor}` : null
+        return current !== null && belowFloor(current, floor)
+          ? `fee account ${key.address} holds ${current} stroops, below the floor of ${floor}`
+          : null
       },
       embedded: status
     } satisfies BackendClient

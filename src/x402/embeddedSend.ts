@@ -19,7 +19,16 @@ export interface Sent {
  * The send step of the embedded settle: a leased sequence source, the transaction built, sent and
  * followed until the deadline, then on in the backend's scope while it is still out.
  */
-export const makeSendPayment = ({ entry, context, sources, unreachable, count, readBalance, reportState, scope }: EmbeddedSettleParts) => {
+export const makeSendPayment = ({
+  entry,
+  context,
+  sources,
+  unreachable,
+  count,
+  readBalance,
+  reportState,
+  scope
+}: EmbeddedSettleParts) => {
   /** Follows a sent transaction to its end, then frees its source and records the balance. */
   const conclude = (record: Sent, payer: string, sentAt: number, until: number, release: Effect.Effect<void>) =>
     Effect.gen(function* () {
@@ -29,7 +38,14 @@ export const makeSendPayment = ({ entry, context, sources, unreachable, count, r
         status === "SUCCESS"
           ? { success: true, transaction: record.hash, network: entry.network, payer }
           : status === "FAILED"
-            ? { success: false, errorReason: Reason.transactionFailed, errorMessage: "the transaction failed on the ledger", transaction: record.hash, network: entry.network, payer }
+            ? {
+                success: false,
+                errorReason: Reason.transactionFailed,
+                errorMessage: "the transaction failed on the ledger",
+                transaction: record.hash,
+                network: entry.network,
+                payer
+              }
             : pendingAnswer(entry.network, record.hash, payer)
       if (status !== "UNKNOWN") {
         yield* Deferred.succeed(record.outcome, answer)
@@ -45,7 +61,12 @@ export const makeSendPayment = ({ entry, context, sources, unreachable, count, r
     Effect.gen(function* () {
       const leased = yield* sources.lease(deadline - Date.now())
       if (Option.isNone(leased)) {
-        return yield* new BackendFailure({ backendId: entry.id, kind: "Unreachable", status: null, detail: "every sequence source stayed leased until the settle deadline; nothing was sent" })
+        return yield* new BackendFailure({
+          backendId: entry.id,
+          kind: "Unreachable",
+          status: null,
+          detail: "every sequence source stayed leased until the settle deadline; nothing was sent"
+        })
       }
       const source = leased.value
       yield* reportState
@@ -53,22 +74,57 @@ export const makeSendPayment = ({ entry, context, sources, unreachable, count, r
       // Until its transaction left the queue (applied, failed or past its time bound) the source stays leased.
       const bound = Date.now() + (request.maxTimeoutSeconds + 30) * 1000
       const followOn = (sentAt: number) =>
-        conclude(record, payment.payer, sentAt, bound, Effect.zipRight(Effect.sync(() => (source.sequence = null)), release)).pipe(Effect.forkIn(scope))
+        conclude(
+          record,
+          payment.payer,
+          sentAt,
+          bound,
+          Effect.zipRight(
+            Effect.sync(() => (source.sequence = null)),
+            release
+          )
+        ).pipe(Effect.forkIn(scope))
       const submission = yield* submit(
-        context, payment, request.terms, source, request.maxTimeoutSeconds, deadline,
+        context,
+        payment,
+        request.terms,
+        source,
+        request.maxTimeoutSeconds,
+        deadline,
         (hash) => Effect.sync(() => (record.hash = hash)),
         () => Effect.sync(() => (record.hash = ""))
       ).pipe(
         Effect.catchAll((e) =>
           record.hash === ""
             ? Effect.zipRight(release, Effect.fail(unreachable(e)))
-            : Effect.zipRight(followOn(Date.now()), Effect.fail(new BackendFailure({ backendId: entry.id, kind: "Transport", status: null, detail: `sending transaction ${record.hash} failed: ${e.message}` })))
+            : Effect.zipRight(
+                followOn(Date.now()),
+                Effect.fail(
+                  new BackendFailure({
+                    backendId: entry.id,
+                    kind: "Transport",
+                    status: null,
+                    detail: `sending transaction ${record.hash} failed: ${e.message}`
+                  })
+                )
+              )
         )
       )
-      if (submission._tag === "Refused") return yield* Effect.as(Effect.zipRight(release, count("refused")), refusedSettle(entry.network, submission.refusal, payment.payer))
+      if (submission._tag === "Refused")
+        return yield* Effect.as(
+          Effect.zipRight(release, count("refused")),
+          refusedSettle(entry.network, submission.refusal, payment.payer)
+        )
       if (submission._tag === "NotSent") {
         yield* release
-        return { success: false, errorReason: Reason.submissionFailed, errorMessage: submission.detail, transaction: "", network: entry.network, payer: payment.payer } satisfies Settle
+        return {
+          success: false,
+          errorReason: Reason.submissionFailed,
+          errorMessage: submission.detail,
+          transaction: "",
+          network: entry.network,
+          payer: payment.payer
+        } satisfies Settle
       }
       const answer = yield* conclude(record, payment.payer, submission.sentAt, deadline, release)
       if (answer.success || answer.errorReason !== Reason.pending) return answer

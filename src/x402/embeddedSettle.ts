@@ -1,6 +1,5 @@
 import { Deferred, Duration, Effect, Either, Option, type Scope } from "effect"
 import type { EmbeddedFacilitator } from "../config.js"
-import { BackendFailure } from "./FacilitatorClient.js"
 import type { SourcePool } from "../facilitator/channels.js"
 import type { SettleCounts } from "../facilitator/health.js"
 import type { RpcUnavailable } from "../facilitator/ledgerClient.js"
@@ -9,6 +8,7 @@ import { Reason, type Refusal } from "../facilitator/reasons.js"
 import type { SubmitContext } from "../facilitator/submit.js"
 import type { CheckedPayment } from "../facilitator/verifyRules.js"
 import { makeSendPayment, pendingAnswer, refusedSettle, type Sent, type Settle } from "./embeddedSend.js"
+import { BackendFailure } from "./FacilitatorClient.js"
 
 /** Kept back from a settle's time limit to answer in it (pending, with the hash) rather than be cut off. */
 const ANSWER_MARGIN_MS = 1_000
@@ -23,7 +23,10 @@ export interface EmbeddedSettleParts {
   /** The checks that need no simulation, against the ledger's current window. */
   readonly check: (request: PaymentRequest) => Effect.Effect<Either.Either<CheckedPayment, Refusal>, RpcUnavailable>
   /** The simulation rules, run with the fee account as source. */
-  readonly simulate: (request: PaymentRequest, payment: CheckedPayment) => Effect.Effect<Either.Either<unknown, Refusal>, RpcUnavailable>
+  readonly simulate: (
+    request: PaymentRequest,
+    payment: CheckedPayment
+  ) => Effect.Effect<Either.Either<unknown, Refusal>, RpcUnavailable>
   /** A ledger that could not be read, as the pool's failure: nothing was sent. */
   readonly unreachable: (e: RpcUnavailable) => BackendFailure
   readonly count: (outcome: keyof SettleCounts, ledgerSeconds?: number | null) => Effect.Effect<void>
@@ -47,7 +50,14 @@ const awaitSent = (entry: EmbeddedFacilitator, earlier: Sent, payer: string, dea
         onSome: Effect.succeed,
         onNone: () =>
           earlier.hash === ""
-            ? Effect.fail(new BackendFailure({ backendId: entry.id, kind: "TimedOut", status: null, detail: "the same payment was still being settled by another request at the deadline" }))
+            ? Effect.fail(
+                new BackendFailure({
+                  backendId: entry.id,
+                  kind: "TimedOut",
+                  status: null,
+                  detail: "the same payment was still being settled by another request at the deadline"
+                })
+              )
             : Effect.succeed(pendingAnswer(entry.network, earlier.hash, payer))
       })
     )
@@ -77,20 +87,35 @@ export const makeEmbeddedSettle = (parts: EmbeddedSettleParts) => {
   const settlePayment = makeSendPayment(parts)
 
   /** The claimed payment judged, sent and followed; its claim ends with the outcome unless a transaction is still out. */
-  const settleClaimed = (request: PaymentRequest, payment: CheckedPayment, paymentKey: string, record: Sent, deadline: number) =>
+  const settleClaimed = (
+    request: PaymentRequest,
+    payment: CheckedPayment,
+    paymentKey: string,
+    record: Sent,
+    deadline: number
+  ) =>
     Effect.gen(function* () {
       const simulated = yield* simulate(request, payment).pipe(Effect.mapError(unreachable))
-      if (Either.isLeft(simulated)) return yield* Effect.as(count("refused"), refusedSettle(entry.network, simulated.left, payment.payer))
+      if (Either.isLeft(simulated))
+        return yield* Effect.as(count("refused"), refusedSettle(entry.network, simulated.left, payment.payer))
       return yield* settlePayment(request, payment, record, deadline)
     }).pipe(
       Effect.tapBoth({
         // Nothing sent: the claim ends, and a later settle of the payment may try again.
         onFailure: (failure) =>
-          record.hash === "" ? Effect.zipRight(Effect.sync(() => sent.delete(paymentKey)), Deferred.fail(record.outcome, failure)) : Effect.void,
+          record.hash === ""
+            ? Effect.zipRight(
+                Effect.sync(() => sent.delete(paymentKey)),
+                Deferred.fail(record.outcome, failure)
+              )
+            : Effect.void,
         onSuccess: (answer) =>
           answer.errorReason === Reason.pending
             ? Effect.void
-            : Effect.zipRight(Deferred.succeed(record.outcome, answer), answer.transaction === "" ? Effect.sync(() => sent.delete(paymentKey)) : Effect.void)
+            : Effect.zipRight(
+                Deferred.succeed(record.outcome, answer),
+                answer.transaction === "" ? Effect.sync(() => sent.delete(paymentKey)) : Effect.void
+              )
       })
     )
 
@@ -98,9 +123,11 @@ export const makeEmbeddedSettle = (parts: EmbeddedSettleParts) => {
     Effect.gen(function* () {
       const deadline = Date.now() + Duration.toMillis(timeout) - ANSWER_MARGIN_MS
       const request = readRequest(body, entry.network)
-      if (Either.isLeft(request)) return yield* Effect.as(count("refused"), refusedSettle(entry.network, request.left, undefined))
+      if (Either.isLeft(request))
+        return yield* Effect.as(count("refused"), refusedSettle(entry.network, request.left, undefined))
       const checked = yield* check(request.right).pipe(Effect.mapError(unreachable))
-      if (Either.isLeft(checked)) return yield* Effect.as(count("refused"), refusedSettle(entry.network, checked.left, undefined))
+      if (Either.isLeft(checked))
+        return yield* Effect.as(count("refused"), refusedSettle(entry.network, checked.left, undefined))
       const paymentKey = `${checked.right.payer}:${checked.right.nonce}`
       const record: Sent = { hash: "", outcome: yield* Deferred.make<Settle, BackendFailure>() }
       const earlier = yield* claim(sent, paymentKey, record)

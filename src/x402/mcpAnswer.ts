@@ -52,11 +52,15 @@ export const readToolAnswer = (result: unknown): ToolAnswer => {
     return { _tag: "PaymentRequired", binding: "extension", paymentRequired: answer.paymentRequired }
   }
   if (answer.isError !== true) return { _tag: "Executed" }
-  if (claimsX402(answer.structuredContent)) return { _tag: "PaymentRequired", binding: "tool-result", paymentRequired: answer.structuredContent }
+  if (claimsX402(answer.structuredContent))
+    return { _tag: "PaymentRequired", binding: "tool-result", paymentRequired: answer.structuredContent }
   const text = firstText(answer)
   const fromText = text === undefined ? undefined : parsed(text)
   if (claimsX402(fromText)) return { _tag: "PaymentRequired", binding: "tool-result", paymentRequired: fromText }
-  return { _tag: "NoChallenge", reason: `the tool answered an error without a PaymentRequired${text === undefined ? "" : `: ${text.slice(0, 200)}`}` }
+  return {
+    _tag: "NoChallenge",
+    reason: `the tool answered an error without a PaymentRequired${text === undefined ? "" : `: ${text.slice(0, 200)}`}`
+  }
 }
 
 /**

@@ -45,7 +45,8 @@ export class McpHttpRefusal extends Error {
   }
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** The capabilities Sextant's MCP clients declare: the x402 extension, so a seller may ask `payment_required`. */
 export const CLIENT_CAPABILITIES = { extensions: { [X402_MCP_EXTENSION]: {} } }
@@ -55,7 +56,10 @@ export const CLIENT_CAPABILITIES = { extensions: { [X402_MCP_EXTENSION]: {} } }
  * protocol version claim (the request stays 2025-era). A server that reads the extension per
  * request, never from `initialize`, can then ask payment of a resource read or a prompt.
  */
-export const sessionRequestMeta = (meta?: Readonly<Record<string, unknown>>): Record<string, unknown> => ({ [CLIENT_CAPABILITIES_META]: CLIENT_CAPABILITIES, ...meta })
+export const sessionRequestMeta = (meta?: Readonly<Record<string, unknown>>): Record<string, unknown> => ({
+  [CLIENT_CAPABILITIES_META]: CLIENT_CAPABILITIES,
+  ...meta
+})
 
 /** The `_meta` every 2026-07-28 request carries. */
 export const requestEnvelope = (clientName: string): Record<string, unknown> => ({
@@ -76,7 +80,13 @@ let lastId = 0
  * One stateless request: its result, or McpAnswerError (the server answered a JSON-RPC error),
  * McpHttpRefusal (an HTTP refusal), or whatever the fetch threw (a refusal of the guard, a timeout).
  */
-export const statelessRequest = async (fetch: FetchLike, url: string, request: McpRequest, clientName: string, signal?: AbortSignal): Promise<Record<string, unknown>> => {
+export const statelessRequest = async (
+  fetch: FetchLike,
+  url: string,
+  request: McpRequest,
+  clientName: string,
+  signal?: AbortSignal
+): Promise<Record<string, unknown>> => {
   const id = ++lastId
   const meta = isObject(request.params._meta) ? request.params._meta : {}
   const params = { ...request.params, _meta: { ...requestEnvelope(clientName), ...meta } }
@@ -106,15 +116,21 @@ export const statelessRequest = async (fetch: FetchLike, url: string, request: M
 }
 
 /** What `server/discover` told: the generation, and whether the server advertises the x402 extension. */
-export type Discovered = { readonly generation: "2026-07-28"; readonly paymentExtension: boolean } | { readonly generation: "2025-11-25"; readonly reason: string }
+export type Discovered =
+  | { readonly generation: "2026-07-28"; readonly paymentExtension: boolean }
+  | { readonly generation: "2025-11-25"; readonly reason: string }
 
 /** Which generation a `server/discover` answer (or its refusal) shows; null when it shows none (the request never got an answer). */
-export const generationOf = (answer: { readonly result: Record<string, unknown> } | { readonly error: unknown }): Discovered | null => {
+export const generationOf = (
+  answer: { readonly result: Record<string, unknown> } | { readonly error: unknown }
+): Discovered | null => {
   if ("error" in answer) {
     const error = answer.error
     // A 2025-era server refuses the method (a JSON-RPC error) or a request outside a session (an HTTP 4xx).
-    if (error instanceof McpAnswerError) return { generation: "2025-11-25", reason: `server/discover answered an error: ${error.message}` }
-    if (error instanceof McpHttpRefusal && error.status >= 400 && error.status < 500) return { generation: "2025-11-25", reason: error.message }
+    if (error instanceof McpAnswerError)
+      return { generation: "2025-11-25", reason: `server/discover answered an error: ${error.message}` }
+    if (error instanceof McpHttpRefusal && error.status >= 400 && error.status < 500)
+      return { generation: "2025-11-25", reason: error.message }
     return null
   }
   const versions = answer.result.supportedVersions
@@ -127,9 +143,16 @@ export const generationOf = (answer: { readonly result: Record<string, unknown> 
 }
 
 /** Asks `server/discover`: the generation the server speaks; fails as the request did when it got no answer. */
-export const discover = async (fetch: FetchLike, url: string, clientName: string, signal?: AbortSignal): Promise<Discovered> => {
+export const discover = async (
+  fetch: FetchLike,
+  url: string,
+  clientName: string,
+  signal?: AbortSignal
+): Promise<Discovered> => {
   try {
-    return generationOf({ result: await statelessRequest(fetch, url, { method: "server/discover", params: {} }, clientName, signal) })!
+    return generationOf({
+      result: await statelessRequest(fetch, url, { method: "server/discover", params: {} }, clientName, signal)
+    })!
   } catch (error) {
     const seen = generationOf({ error })
     if (seen === null) throw error

@@ -26,7 +26,10 @@ export const kindsIncomplete = (backends: ReadonlyArray<BackendProgress>) => bac
 export const poolReadiness = (backends: ReadonlyArray<BackendProgress>): PoolReadiness => {
   const pending = backends.filter((b) => !b.polled)
   if (pending.length > 0) {
-    return { ready: false, reason: `waiting for the first /supported answer of facilitator(s) ${pending.map((b) => `"${b.id}"`).join(", ")}` }
+    return {
+      ready: false,
+      reason: `waiting for the first /supported answer of facilitator(s) ${pending.map((b) => `"${b.id}"`).join(", ")}`
+    }
   }
   if (backends.length > 0 && !backends.some((b) => b.answered)) {
     const errors = backends.map((b) => `"${b.id}": ${b.lastError ?? "no answer"}`).join("; ")

@@ -18,9 +18,25 @@ import type { BackendFailure } from "./FacilitatorClient.js"
  * `failures` lists every backend error met on the way, in order.
  */
 export type SettleOutcome =
-  | { readonly _tag: "Answered"; readonly backendId: string; readonly response: typeof SettleResponse.Type; readonly failures: ReadonlyArray<BackendFailure> }
-  | { readonly _tag: "Executed"; readonly backendId: string; readonly transaction: string; readonly reason: string; readonly failures: ReadonlyArray<BackendFailure> }
-  | { readonly _tag: "Indeterminate"; readonly backendId: string; readonly reason: string; readonly failures: ReadonlyArray<BackendFailure> }
+  | {
+      readonly _tag: "Answered"
+      readonly backendId: string
+      readonly response: typeof SettleResponse.Type
+      readonly failures: ReadonlyArray<BackendFailure>
+    }
+  | {
+      readonly _tag: "Executed"
+      readonly backendId: string
+      readonly transaction: string
+      readonly reason: string
+      readonly failures: ReadonlyArray<BackendFailure>
+    }
+  | {
+      readonly _tag: "Indeterminate"
+      readonly backendId: string
+      readonly reason: string
+      readonly failures: ReadonlyArray<BackendFailure>
+    }
   | { readonly _tag: "Failed"; readonly failures: ReadonlyArray<BackendFailure> }
   | { readonly _tag: "Unsupported"; readonly error: UnsupportedPaymentKind | FacilitatorsNotReady }
 
@@ -90,13 +106,18 @@ export const settleWithFailover = (
       // An even share of the time left for this backend and each one after it, each keeping back
       // the ledger read that may follow it: one silent backend cannot use up the whole deadline.
       const sharing = healthy.length - index
-      const budget = Math.min(Duration.toMillis(settleTimeout), ((yield* remaining) - guard.ledgerReserveMs * sharing) / sharing)
+      const budget = Math.min(
+        Duration.toMillis(settleTimeout),
+        ((yield* remaining) - guard.ledgerReserveMs * sharing) / sharing
+      )
       if (budget <= 0) {
-        if (unresolved !== null) return indeterminate(`${unresolved.reason}, and no time was left before the settle deadline to try another`)
+        if (unresolved !== null)
+          return indeterminate(`${unresolved.reason}, and no time was left before the settle deadline to try another`)
         break
       }
       const withheld = unresolved === null ? null : yield* guard.beforeRetry(backend.config.id, unresolved.reason)
-      if (unresolved !== null && withheld !== null) return indeterminate(`${unresolved.reason}, and no further facilitator was tried: ${withheld}`)
+      if (unresolved !== null && withheld !== null)
+        return indeterminate(`${unresolved.reason}, and no further facilitator was tried: ${withheld}`)
       const result = yield* Effect.either(backend.client.settle(body, Duration.millis(budget)))
       if (result._tag === "Right") {
         yield* states.callSucceeded(backend.config.id)
@@ -106,24 +127,36 @@ export const settleWithFailover = (
         // still land, so the outcome is left to the reconciler, never journaled `failed`.
         if (unresolved !== null && !result.right.success && result.right.errorReason !== SETTLEMENT_PENDING) {
           const verdict = yield* guard.verdict(Math.max(0, yield* remaining))
-          if (verdict._tag === "Executed") return { ...verdict, backendId: unresolved.backendId, failures } satisfies SettleOutcome
+          if (verdict._tag === "Executed")
+            return { ...verdict, backendId: unresolved.backendId, failures } satisfies SettleOutcome
           return indeterminate(
             `facilitator "${backend.config.id}" refused it (${result.right.errorReason ?? result.right.errorMessage ?? "success: false"}) ` +
               `after ${unresolved.reason}, and the ledger cannot yet confirm or rule out that earlier submission: ${verdict.reason}`
           )
         }
-        return { _tag: "Answered", backendId: backend.config.id, response: result.right, failures } satisfies SettleOutcome
+        return {
+          _tag: "Answered",
+          backendId: backend.config.id,
+          response: result.right,
+          failures
+        } satisfies SettleOutcome
       }
       failures.push(result.left)
       yield* states.callFailed(result.left)
       if (settleMayFallThrough(result.left)) continue
       const verdict = yield* guard.verdict(Math.max(0, yield* remaining))
-      if (verdict._tag === "Executed") return { ...verdict, backendId: backend.config.id, failures } satisfies SettleOutcome
+      if (verdict._tag === "Executed")
+        return { ...verdict, backendId: backend.config.id, failures } satisfies SettleOutcome
       if (verdict._tag === "Unknown") {
         unresolved = { backendId: backend.config.id, reason: verdict.reason }
         return indeterminate(verdict.reason)
       }
-      unresolved = { backendId: backend.config.id, reason: `facilitator "${backend.config.id}" gave no usable answer (${result.left.detail}) and ${verdict.reason}` }
+      unresolved = {
+        backendId: backend.config.id,
+        reason: `facilitator "${backend.config.id}" gave no usable answer (${result.left.detail}) and ${verdict.reason}`
+      }
     }
-    return unresolved !== null ? indeterminate(`${unresolved.reason}; no other eligible facilitator was left to try`) : ({ _tag: "Failed", failures } satisfies SettleOutcome)
+    return unresolved !== null
+      ? indeterminate(`${unresolved.reason}; no other eligible facilitator was left to try`)
+      : ({ _tag: "Failed", failures } satisfies SettleOutcome)
   })

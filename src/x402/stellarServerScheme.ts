@@ -1,4 +1,11 @@
-import type { AssetAmount, Network, PaymentRequirements, Price, SchemeNetworkServer, SupportedKind } from "@x402/core/types"
+import type {
+  AssetAmount,
+  Network,
+  PaymentRequirements,
+  Price,
+  SchemeNetworkServer,
+  SupportedKind
+} from "@x402/core/types"
 import { convertToTokenAmount, parseMoney } from "@x402/core/utils"
 import { TESTNET_USDC } from "../config.js"
 
@@ -27,12 +34,16 @@ const parsePrice = async (price: Price, network: Network): Promise<AssetAmount> 
     return { amount: price.amount, asset: price.asset, extra: price.extra ?? {} }
   }
   const money = parseMoney(price)
-  if (money.symbol !== undefined && money.symbol !== "USDC") throw new Error(`a Stellar price is in USD or USDC, not ${money.symbol}`)
+  if (money.symbol !== undefined && money.symbol !== "USDC")
+    throw new Error(`a Stellar price is in USD or USDC, not ${money.symbol}`)
   return { amount: convertToTokenAmount(money.amount, USDC_DECIMALS), asset: usdcOf(network), extra: {} }
 }
 
 /** The facilitator's fee sponsorship, announced in `/supported`, is what a buyer must know. */
-const enhancePaymentRequirements = async (requirements: PaymentRequirements, kind: SupportedKind): Promise<PaymentRequirements> => {
+const enhancePaymentRequirements = async (
+  requirements: PaymentRequirements,
+  kind: SupportedKind
+): Promise<PaymentRequirements> => {
   const sponsored = kind.extra?.areFeesSponsored
   return {
     ...requirements,

@@ -1,7 +1,7 @@
 import { join } from "node:path"
 import { pollUntil } from "./poll.js"
-import { NO_LEDGER, request } from "./server.js"
 import { freePorts, type ServeProcess, spawnServe } from "./serveProcess.js"
+import { NO_LEDGER, request } from "./server.js"
 
 /** Each demo provider's standing once its behaviour has shown (README "Demo providers"). */
 export const EXPECTED_STANDINGS = {
@@ -20,7 +20,13 @@ export const FAST_DEMO = { slowDelayMs: 250, priceRaiseAfterSeconds: 3 }
 
 export interface DemoServe {
   readonly service: ServeProcess
-  readonly ports: { readonly vertical: number; readonly fast: number; readonly slow: number; readonly flaky: number; readonly raiser: number }
+  readonly ports: {
+    readonly vertical: number
+    readonly fast: number
+    readonly slow: number
+    readonly flaky: number
+    readonly raiser: number
+  }
 }
 
 /**

@@ -4,7 +4,18 @@
  * runner has no such package, so this is the small part of it the suites use.
  */
 import { afterAll, describe, test } from "bun:test"
-import { Cause, Chunk, Effect, Exit, Inspectable, Layer, ManagedRuntime, type Scope, TestContext, TestServices } from "effect"
+import {
+  Cause,
+  Chunk,
+  Effect,
+  Exit,
+  Inspectable,
+  Layer,
+  ManagedRuntime,
+  type Scope,
+  TestContext,
+  TestServices
+} from "effect"
 
 /** A test body: an Effect, or a function making one (so each run starts fresh). */
 export type TestBody<A, E, R> = Effect.Effect<A, E, R> | (() => Effect.Effect<A, E, R>)
@@ -39,10 +50,14 @@ export class EffectTestFailure extends Error {
   }
 }
 
-const toEffect = <A, E, R>(body: TestBody<A, E, R>) => Effect.suspend(() => (typeof body === "function" ? body() : body))
+const toEffect = <A, E, R>(body: TestBody<A, E, R>) =>
+  Effect.suspend(() => (typeof body === "function" ? body() : body))
 
 /** Runs `effect` in its own scope on `runtime`; a failure rejects with the Cause. */
-export const runScoped = async <A, E, R, ER>(runtime: ManagedRuntime.ManagedRuntime<R, ER>, effect: Effect.Effect<A, E, R | Scope.Scope>) => {
+export const runScoped = async <A, E, R, ER>(
+  runtime: ManagedRuntime.ManagedRuntime<R, ER>,
+  effect: Effect.Effect<A, E, R | Scope.Scope>
+) => {
   const exit = await runtime.runPromiseExit(Effect.scoped(effect))
   if (Exit.isFailure(exit)) throw new EffectTestFailure(exit.cause)
   return exit.value
@@ -78,7 +93,13 @@ const tester = <R, ER, RT>(
 const methods = <R, ER>(runtime: ManagedRuntime.ManagedRuntime<R, ER>, suiteClock: boolean): Methods<R> => ({
   // In a suite on one TestClock the runtime holds the test services, which the types do not see.
   effect: tester(runtime, (effect) =>
-    suiteClock ? (effect as Effect.Effect<Effect.Effect.Success<typeof effect>, Effect.Effect.Error<typeof effect>, R | Scope.Scope>) : Effect.provide(effect, TestContext.TestContext)
+    suiteClock
+      ? (effect as Effect.Effect<
+          Effect.Effect.Success<typeof effect>,
+          Effect.Effect.Error<typeof effect>,
+          R | Scope.Scope
+        >)
+      : Effect.provide(effect, TestContext.TestContext)
   ),
   live: tester(runtime, (effect) => (suiteClock ? TestServices.provideLive(effect) : effect)),
   run: (effect) => runScoped(runtime, effect)

@@ -1,12 +1,18 @@
-import { Keypair } from "@stellar/stellar-sdk"
-import { Effect, Either, type Scope } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { type Config, DEFAULT_EMBEDDED, type EmbeddedFacilitator, type FacilitatorEntry, loadConfig } from "../../src/config.js"
+import { Keypair } from "@stellar/stellar-sdk"
+import { Effect, Either, type Scope } from "effect"
+import {
+  type Config,
+  DEFAULT_EMBEDDED,
+  type EmbeddedFacilitator,
+  type FacilitatorEntry,
+  loadConfig
+} from "../../src/config.js"
 import { channelKeypair } from "../../src/facilitator/channels.js"
-import { makeEmbeddedBackend } from "../../src/x402/embedded.js"
 import { Instruments } from "../../src/telemetry/Instruments.js"
+import { makeEmbeddedBackend } from "../../src/x402/embedded.js"
 import type { FixtureLedger } from "../fixtures/ledger.js"
 
 /** A fee account key written to a fresh folder: tests know its address and can derive its channels. */
@@ -28,7 +34,11 @@ export const embeddedEntry = (keyFile: string, overrides: Partial<EmbeddedFacili
 })
 
 /** The default config with `facilitators` and the ledger pointed at the fixture. */
-export const configFor = (ledger: FixtureLedger, facilitators: ReadonlyArray<FacilitatorEntry>, overrides: Partial<Config> = {}): Config => {
+export const configFor = (
+  ledger: FixtureLedger,
+  facilitators: ReadonlyArray<FacilitatorEntry>,
+  overrides: Partial<Config> = {}
+): Config => {
   const base = Either.getOrThrow(loadConfig(undefined, {}))
   return {
     ...base,
@@ -39,12 +49,22 @@ export const configFor = (ledger: FixtureLedger, facilitators: ReadonlyArray<Fac
 }
 
 /** Runs `use` with one embedded backend built from the config's first entry. */
-export const withEmbedded = <A>(config: Config, use: (backend: Effect.Effect.Success<ReturnType<typeof makeEmbeddedBackend>>) => Effect.Effect<A, unknown, Scope.Scope>) =>
+export const withEmbedded = <A>(
+  config: Config,
+  use: (
+    backend: Effect.Effect.Success<ReturnType<typeof makeEmbeddedBackend>>
+  ) => Effect.Effect<A, unknown, Scope.Scope>
+) =>
   Effect.runPromise(
     Effect.scoped(
       Effect.gen(function* () {
         const instruments = yield* Instruments
-        const backend = yield* makeEmbeddedBackend(config.facilitators[0] as EmbeddedFacilitator, 0, config, instruments)
+        const backend = yield* makeEmbeddedBackend(
+          config.facilitators[0] as EmbeddedFacilitator,
+          0,
+          config,
+          instruments
+        )
         return yield* use(backend)
       })
     )

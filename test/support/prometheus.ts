@@ -23,13 +23,21 @@ export interface Family {
 }
 
 const histogramSamples = (name: string, series: PromHistogramData): ReadonlyArray<Sample> => [
-  ...Object.entries(series.buckets).map(([le, value]) => ({ name: `${name}_bucket`, labels: { ...series.labels, le }, value })),
+  ...Object.entries(series.buckets).map(([le, value]) => ({
+    name: `${name}_bucket`,
+    labels: { ...series.labels, le },
+    value
+  })),
   { name: `${name}_sum`, labels: series.labels, value: series.sum ?? Number.NaN },
   { name: `${name}_count`, labels: series.labels, value: series.count }
 ]
 
 const summarySamples = (name: string, series: PromSummaryData): ReadonlyArray<Sample> => [
-  ...Object.entries(series.quantiles).map(([quantile, value]) => ({ name, labels: { ...series.labels, quantile }, value })),
+  ...Object.entries(series.quantiles).map(([quantile, value]) => ({
+    name,
+    labels: { ...series.labels, quantile },
+    value
+  })),
   ...(series.sum === undefined ? [] : [{ name: `${name}_sum`, labels: series.labels, value: series.sum }]),
   ...(series.count === undefined ? [] : [{ name: `${name}_count`, labels: series.labels, value: series.count }])
 ]
@@ -37,7 +45,8 @@ const summarySamples = (name: string, series: PromSummaryData): ReadonlyArray<Sa
 export const parseExposition = async (text: string): Promise<ReadonlyArray<Family>> => {
   const metrics = await getMetricsFromIterator(text.split("\n")[Symbol.iterator]())
   return Object.entries(metrics).map(([name, metric]) => {
-    if (metric.type === "unknown" || metric.help === "") throw new Error(`the exposition's family ${name} lacks its TYPE or HELP line`)
+    if (metric.type === "unknown" || metric.help === "")
+      throw new Error(`the exposition's family ${name} lacks its TYPE or HELP line`)
     const samples =
       metric.type === "histogram"
         ? (metric.data as ReadonlyArray<PromHistogramData>).flatMap((s) => histogramSamples(name, s))

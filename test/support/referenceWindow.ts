@@ -1,6 +1,6 @@
 import type { Observation, RecordedObservation } from "../../src/domain/observations.js"
-import { ANSWERED, CONNECT_FAILURE, priceMatches } from "../../src/verification/rollingWindow.js"
 import type { ResourcePaymentOption } from "../../src/domain/resources.js"
+import { ANSWERED, CONNECT_FAILURE, priceMatches } from "../../src/verification/rollingWindow.js"
 import type { EconomicCounts, WindowStats } from "../../src/verification/windowStats.js"
 
 /**
@@ -71,7 +71,11 @@ export const summarizeWindow = (
 const HOUR_MS = 3_600_000
 
 /** One history hour (`GET /v1/resources/{id}/history`) counted directly from its probes, with exact nearest-rank percentiles. */
-export const referenceHour = (startMs: number, inHour: ReadonlyArray<RecordedObservation>, advertised: ReadonlyArray<ResourcePaymentOption>) => {
+export const referenceHour = (
+  startMs: number,
+  inHour: ReadonlyArray<RecordedObservation>,
+  advertised: ReadonlyArray<ResourcePaymentOption>
+) => {
   const stats = summarizeWindow(inHour, { total: 0, successes: 0 }, advertised)
   return {
     startAt: new Date(startMs).toISOString(),

@@ -5,8 +5,8 @@ import { type FixtureFacilitator, startFacilitator } from "../fixtures/facilitat
 import { startPaidResource } from "../fixtures/paidResource.js"
 import { seededBuyer, settleBody, signedPayment } from "../fixtures/stellarPayment.js"
 import { LOOPBACK, pollUntil } from "./poll.js"
-import { launchServe, type ServeChild, serveArgv } from "./serveProcess.js"
 import { SELLER_PAY_TO, SELLER_RESOURCE_ID } from "./sellerStack.js"
+import { launchServe, type ServeChild, serveArgv } from "./serveProcess.js"
 import { NO_LEDGER, request } from "./server.js"
 
 /**
@@ -33,7 +33,13 @@ export const startSellerProcess = async (
       host: "127.0.0.1",
       port: 0,
       database,
-      facilitators: [{ id: "fixture", url: backend.url, ...(backendOptions.apiKey === undefined ? {} : { apiKey: backendOptions.apiKey }) }],
+      facilitators: [
+        {
+          id: "fixture",
+          url: backend.url,
+          ...(backendOptions.apiKey === undefined ? {} : { apiKey: backendOptions.apiKey })
+        }
+      ],
       facilitatorPollSeconds: 0.5,
       catalog: [resource.catalogEntry(SELLER_RESOURCE_ID)],
       probes: { allowPrivateTargets: true, intervalSeconds: 86400 },
@@ -50,14 +56,23 @@ export const startSellerProcess = async (
   const launch = async () => {
     const child = await launchServe(serveArgv(configFile), { logFile: join(dir, `serve-${++launches}.log`) })
     children.push(child)
-    await pollUntil("the service knows its facilitator", async () => (await request(`${child.url}/health/ready`)).status, (s) => s === 200, LOOPBACK)
+    await pollUntil(
+      "the service knows its facilitator",
+      async () => (await request(`${child.url}/health/ready`)).status,
+      (s) => s === 200,
+      LOOPBACK
+    )
     return child
   }
 
   /** Probes the resource once, so its payee has the evidence a settle needs. */
   const validate = async (child: ServeChild) => {
-    const probe = await request(`${child.url}/v1/validate`, { method: "POST", json: { resourceId: SELLER_RESOURCE_ID } })
-    if (probe.body.healthy !== true) throw new Error(`the seller's resource did not probe healthy: ${JSON.stringify(probe.body)}`)
+    const probe = await request(`${child.url}/v1/validate`, {
+      method: "POST",
+      json: { resourceId: SELLER_RESOURCE_ID }
+    })
+    if (probe.body.healthy !== true)
+      throw new Error(`the seller's resource did not probe healthy: ${JSON.stringify(probe.body)}`)
   }
 
   /** A settle body for a payment of the resource signed by buyer number `seed`. */
@@ -81,4 +96,8 @@ export type SellerProcess = Awaited<ReturnType<typeof startSellerProcess>>
 export const forwardedPayments = (backend: FixtureFacilitator): Array<string> =>
   backend.requests
     .filter((r) => r.path === "/settle")
-    .map((r) => String((r.body as { paymentPayload?: { payload?: { transaction?: string } } })?.paymentPayload?.payload?.transaction))
+    .map((r) =>
+      String(
+        (r.body as { paymentPayload?: { payload?: { transaction?: string } } })?.paymentPayload?.payload?.transaction
+      )
+    )

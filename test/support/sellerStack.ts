@@ -15,7 +15,11 @@ export const SELLER_RESOURCE_ID = "seller.rwa.inspect"
  * what the seller (and the polls here) send when keys are configured.
  */
 export const startSellerStack = async (
-  configure: (base: Config, ledger: ReturnType<typeof startFixtureLedger>, backend: ReturnType<typeof startFacilitator>) => Partial<Config> = () => ({}),
+  configure: (
+    base: Config,
+    ledger: ReturnType<typeof startFixtureLedger>,
+    backend: ReturnType<typeof startFacilitator>
+  ) => Partial<Config> = () => ({}),
   apiKey?: string,
   ledgerOptions: FixtureLedgerOptions = {}
 ) => {

@@ -1,7 +1,7 @@
-import type { Subprocess } from "bun"
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import type { Subprocess } from "bun"
 import pkg from "../../package.json" with { type: "json" }
 import { pollUntil } from "./poll.js"
 
@@ -72,7 +72,12 @@ export interface ServeChild {
  */
 export const launchServe = async (
   argv: ReadonlyArray<string>,
-  { logFile, cwd = ROOT, env = childEnv(), timeoutMs = 15_000 }: {
+  {
+    logFile,
+    cwd = ROOT,
+    env = childEnv(),
+    timeoutMs = 15_000
+  }: {
     logFile: string
     cwd?: string
     env?: Record<string, string | undefined>
@@ -89,7 +94,7 @@ export const launchServe = async (
     await child.exited
   }
   try {
-    const [, host, port] = await pollUntil(
+    const [, host, port] = (await pollUntil(
       "the service logs the address it listens on",
       async () => {
         const found = LISTENING.exec(output())
@@ -98,7 +103,7 @@ export const launchServe = async (
       },
       (found) => found !== null,
       { timeoutMs, everyMs: 20 }
-    ) as RegExpExecArray
+    )) as RegExpExecArray
     return { child, port: Number(port), url: urlFor(host!, Number(port)), output, kill }
   } catch (e) {
     const text = output()
@@ -110,7 +115,8 @@ export const launchServe = async (
 /** `sextant serve --config <file>` as `npm start` runs it, with any runtime flags of the `start` script. */
 export const serveArgv = (configFile: string): Array<string> => {
   const script = pkg.scripts.start.split(" ")
-  if (script[0] !== "bun" || !script.includes("src/main.ts")) throw new Error(`unexpected start script: ${pkg.scripts.start}`)
+  if (script[0] !== "bun" || !script.includes("src/main.ts"))
+    throw new Error(`unexpected start script: ${pkg.scripts.start}`)
   return [process.execPath, ...script.slice(1), "--config", configFile]
 }
 
@@ -158,7 +164,8 @@ export const spawnServe = async (
     rmSync(dir, { recursive: true, force: true })
   }
   try {
-    if (config.port !== 0 && port !== config.port) throw new Error(`the service listens on ${port}, not on the configured ${config.port}`)
+    if (config.port !== 0 && port !== config.port)
+      throw new Error(`the service listens on ${port}, not on the configured ${config.port}`)
     await pollUntil(
       "the service answers /health/live",
       async () => (await fetch(`${url}/health/live`).catch(() => null))?.status ?? null,

@@ -32,7 +32,10 @@ export const testConfig = (overrides: Partial<Config> = {}): Config => {
 }
 
 /** The ledger block of a test config reading `ledger` (a fixture from test/fixtures/ledger.ts). */
-export const ledgerAt = (ledger: { readonly rpcUrl: string; readonly horizonUrl: string }, confirmTimeoutSeconds = 10) => ({
+export const ledgerAt = (
+  ledger: { readonly rpcUrl: string; readonly horizonUrl: string },
+  confirmTimeoutSeconds = 10
+) => ({
   ...testConfig().ledger,
   sorobanRpcUrl: ledger.rpcUrl,
   horizonUrl: ledger.horizonUrl,

@@ -1,4 +1,12 @@
-import { Account, authorizeEntry, type Keypair, nativeToScVal, Operation, rpc, TransactionBuilder } from "@stellar/stellar-sdk"
+import {
+  Account,
+  authorizeEntry,
+  type Keypair,
+  nativeToScVal,
+  Operation,
+  rpc,
+  TransactionBuilder
+} from "@stellar/stellar-sdk"
 import type { PaymentRequirements, SchemeNetworkClient } from "@x402/fetch"
 import { networkPassphrase, type StellarNetwork } from "../../src/domain/stellar.js"
 
@@ -16,9 +24,16 @@ export const stockStellarClient = (signer: Keypair, rpcUrl: string): SchemeNetwo
     const invoke = Operation.invokeContractFunction({
       contract: requirements.asset,
       function: "transfer",
-      args: [nativeToScVal(signer.publicKey(), { type: "address" }), nativeToScVal(requirements.payTo, { type: "address" }), nativeToScVal(BigInt(requirements.amount), { type: "i128" })]
+      args: [
+        nativeToScVal(signer.publicKey(), { type: "address" }),
+        nativeToScVal(requirements.payTo, { type: "address" }),
+        nativeToScVal(BigInt(requirements.amount), { type: "i128" })
+      ]
     })
-    const draft = new TransactionBuilder(new Account(signer.publicKey(), "0"), { fee: "100", networkPassphrase: passphrase })
+    const draft = new TransactionBuilder(new Account(signer.publicKey(), "0"), {
+      fee: "100",
+      networkPassphrase: passphrase
+    })
       .addOperation(invoke)
       .setTimeout(requirements.maxTimeoutSeconds)
       .build()
@@ -26,11 +41,15 @@ export const stockStellarClient = (signer: Keypair, rpcUrl: string): SchemeNetwo
     if (!rpc.Api.isSimulationSuccess(simulation)) throw new Error("simulation failed")
     const latest = (await server.getLatestLedger()).sequence
     const validUntil = latest + Math.ceil(requirements.maxTimeoutSeconds / 5)
-    const auth = await Promise.all((simulation.result?.auth ?? []).map((entry) => authorizeEntry(entry, signer, validUntil, passphrase)))
+    const auth = await Promise.all(
+      (simulation.result?.auth ?? []).map((entry) => authorizeEntry(entry, signer, validUntil, passphrase))
+    )
     const signed = rpc
       .assembleTransaction(
         new TransactionBuilder(new Account(signer.publicKey(), "0"), { fee: "100", networkPassphrase: passphrase })
-          .addOperation(Operation.invokeHostFunction({ func: (draft.operations[0] as Operation.InvokeHostFunction).func, auth }))
+          .addOperation(
+            Operation.invokeHostFunction({ func: (draft.operations[0] as Operation.InvokeHostFunction).func, auth })
+          )
           .setTimeout(requirements.maxTimeoutSeconds)
           .build(),
         simulation

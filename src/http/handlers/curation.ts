@@ -1,8 +1,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer } from "effect"
-import { Curation } from "../../curation/Curation.js"
-import { SextantApi } from "../../contract/index.js"
 import { operatorPrincipal } from "../../contract/auth.js"
+import { SextantApi } from "../../contract/index.js"
+import { Curation } from "../../curation/Curation.js"
 
 /** Reasons an operator may leave out, stored in its place. */
 const DEFAULT_REASON = {
@@ -16,14 +16,20 @@ export const CurationHandlers = HttpApiBuilder.group(SextantApi, "curation", (ha
     const curation = yield* Curation
     const as = (reason: string) => Effect.map(operatorPrincipal, (actor) => ({ actor, reason }))
     return handlers
-      .handle("quarantine", ({ path, payload }) => Effect.flatMap(as(payload.reason), (author) => curation.quarantine(path.id, author)))
+      .handle("quarantine", ({ path, payload }) =>
+        Effect.flatMap(as(payload.reason), (author) => curation.quarantine(path.id, author))
+      )
       .handle("unquarantine", ({ path, urlParams }) =>
-        Effect.flatMap(as(urlParams.reason ?? DEFAULT_REASON.unquarantine), (author) => curation.unquarantine(path.id, author))
+        Effect.flatMap(as(urlParams.reason ?? DEFAULT_REASON.unquarantine), (author) =>
+          curation.unquarantine(path.id, author)
+        )
       )
       .handle("list", ({ path, payload }) =>
         Effect.flatMap(as(payload.reason ?? DEFAULT_REASON.list), (author) => curation.list(path.id, author))
       )
-      .handle("unlist", ({ path, payload }) => Effect.flatMap(as(payload.reason), (author) => curation.unlist(path.id, author)))
+      .handle("unlist", ({ path, payload }) =>
+        Effect.flatMap(as(payload.reason), (author) => curation.unlist(path.id, author))
+      )
       .handle("delete", ({ path, urlParams }) =>
         Effect.flatMap(as(urlParams.reason ?? DEFAULT_REASON.delete), (author) => curation.remove(path.id, author))
       )

@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Discovery } from "../../discovery/Discovery.js"
 import { Effect } from "effect"
 import { SextantApi } from "../../contract/index.js"
+import { Discovery } from "../../discovery/Discovery.js"
 
 export const DiscoveryHandlers = HttpApiBuilder.group(SextantApi, "discovery", (handlers) =>
   Effect.map(Discovery, (discovery) =>

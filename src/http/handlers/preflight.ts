@@ -7,6 +7,8 @@ import { Preflight } from "../../preflight/Preflight.js"
 /** `/v1/preflight` and `/v1/preflight/outcomes`. */
 export const PreflightHandlers = HttpApiBuilder.group(SextantApi, "preflight", (handlers) =>
   Effect.map(Effect.all([Preflight, Outcomes]), ([preflight, outcomes]) =>
-    handlers.handle("preflight", ({ payload }) => preflight.judge(payload)).handle("outcome", ({ payload }) => outcomes.report(payload))
+    handlers
+      .handle("preflight", ({ payload }) => preflight.judge(payload))
+      .handle("outcome", ({ payload }) => outcomes.report(payload))
   )
 )

@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { ReceiptService } from "../../receipts/ReceiptService.js"
 import { SextantApi } from "../../contract/index.js"
+import { ReceiptService } from "../../receipts/ReceiptService.js"
 
 /** `/v1/receipts`: create (routed, signed, stored), read, check against the live signer, disclose the signer. */
 export const ReceiptsHandlers = HttpApiBuilder.group(SextantApi, "receipts", (handlers) =>

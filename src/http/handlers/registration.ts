@@ -1,8 +1,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Registration } from "../../catalog/Registration.js"
-import { SextantApi } from "../../contract/index.js"
 import { Principal } from "../../contract/auth.js"
+import { SextantApi } from "../../contract/index.js"
 
 export const RegistrationHandlers = HttpApiBuilder.group(SextantApi, "registration", (handlers) =>
   Effect.map(Registration, (registration) =>

@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { Discovery } from "../../discovery/Discovery.js"
 import { SextantApi } from "../../contract/index.js"
+import { Discovery } from "../../discovery/Discovery.js"
 
 export const ResourcesHandlers = HttpApiBuilder.group(SextantApi, "resources", (handlers) =>
   Effect.gen(function* () {

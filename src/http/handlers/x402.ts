@@ -1,16 +1,16 @@
 import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
-import { InvalidRequest } from "../../domain/errors.js"
-import { BAZAAR, type BazaarStatus, bazaarSchemaRefusal, extensionResponsesHeader } from "../../extensions/bazaar.js"
 import { BazaarIngest, type SettledPayment } from "../../catalog/BazaarIngest.js"
-import { idempotencyKeyOf } from "../../extensions/paymentIdentifier.js"
-import { Settlement } from "../../settlement/Settlement.js"
-import { FacilitatorPool } from "../../x402/FacilitatorPool.js"
-import { IdempotentVerify } from "../../settlement/IdempotentVerify.js"
+import { Principal } from "../../contract/auth.js"
 import { SextantApi } from "../../contract/index.js"
 import { settleRefusal, verifyRefusal } from "../../contract/x402.js"
+import { InvalidRequest } from "../../domain/errors.js"
+import { BAZAAR, type BazaarStatus, bazaarSchemaRefusal, extensionResponsesHeader } from "../../extensions/bazaar.js"
+import { idempotencyKeyOf } from "../../extensions/paymentIdentifier.js"
+import { IdempotentVerify } from "../../settlement/IdempotentVerify.js"
+import { Settlement } from "../../settlement/Settlement.js"
+import { FacilitatorPool } from "../../x402/FacilitatorPool.js"
 import { refusalContextOf } from "../x402Refusal.js"
-import { Principal } from "../../contract/auth.js"
 
 /** The bazaar extension's status, answered in `EXTENSION-RESPONSES` (specs/extensions/bazaar.md). */
 const extensionResponses = (status: BazaarStatus | null) =>
@@ -48,10 +48,18 @@ export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) 
       payment.pipe(
         Effect.tapError(() => Effect.flatMap(bazaar.respond(request, null, path), extensionResponses)),
         Effect.flatMap((settled) =>
-          Effect.map(Effect.tap(bazaar.respond(request, { ...settled, success: settled.answer.success }, path), extensionResponses), (status): A =>
-            status === null
-              ? settled.answer
-              : { ...settled.answer, extensionResponses: { ...asRecord(settled.answer.extensionResponses), [BAZAAR]: status } }
+          Effect.map(
+            Effect.tap(
+              bazaar.respond(request, { ...settled, success: settled.answer.success }, path),
+              extensionResponses
+            ),
+            (status): A =>
+              status === null
+                ? settled.answer
+                : {
+                    ...settled.answer,
+                    extensionResponses: { ...asRecord(settled.answer.extensionResponses), [BAZAAR]: status }
+                  }
           )
         )
       )
@@ -70,7 +78,11 @@ export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) 
           const principal = yield* Principal
           yield* admitExtensions(payload)
           const idempotencyKey = yield* idempotencyKeyOf(headers["idempotency-key"], payload)
-          return yield* withBazaar(payload, "/x402/settle", settlement.settleReporting({ request: payload, idempotencyKey, principal: principal.id }))
+          return yield* withBazaar(
+            payload,
+            "/x402/settle",
+            settlement.settleReporting({ request: payload, idempotencyKey, principal: principal.id })
+          )
         }).pipe(Effect.mapError((error) => settleRefusal(error, refusalContextOf(payload))))
       )
       .handle("facilitators", () => Effect.map(pool.status, (facilitators) => ({ facilitators })))
@@ -79,6 +91,8 @@ export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) 
           Effect.map(settlement.list(urlParams, principal.id), (settlements) => ({ settlements }))
         )
       )
-      .handle("settlement", ({ path }) => Effect.flatMap(Principal, (principal) => settlement.get(path.id, principal.id)))
+      .handle("settlement", ({ path }) =>
+        Effect.flatMap(Principal, (principal) => settlement.get(path.id, principal.id))
+      )
   })
 ).pipe(Layer.provide(Layer.mergeAll(IdempotentVerify.Live, BazaarIngest.Live)))

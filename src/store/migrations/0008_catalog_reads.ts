@@ -65,7 +65,10 @@ export default Effect.gen(function* () {
       SELECT id, name, description FROM resources WHERE id > ${after} ORDER BY id LIMIT 1000`
     if (rows.length === 0) break
     const caps = yield* sql<{ resource_id: string; capability: string }>`
-      SELECT resource_id, capability FROM resource_capabilities WHERE ${sql.in("resource_id", rows.map((r) => r.id))}`
+      SELECT resource_id, capability FROM resource_capabilities WHERE ${sql.in(
+        "resource_id",
+        rows.map((r) => r.id)
+      )}`
     yield* writeSearchIndex(
       sql,
       rows.map((r) => ({

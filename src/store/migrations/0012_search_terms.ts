@@ -42,7 +42,9 @@ export default Effect.gen(function* () {
           DELETE FROM resource_terms WHERE rowid = old.doc;
           INSERT INTO resource_terms (rowid, terms) VALUES (new.doc, ${tagged("new")});
         END`)
-        yield* sql.unsafe(`INSERT INTO resource_terms (rowid, terms) SELECT doc, ${tagged("resource_search")} FROM resource_search`)
+        yield* sql.unsafe(
+          `INSERT INTO resource_terms (rowid, terms) SELECT doc, ${tagged("resource_search")} FROM resource_search`
+        )
       })
   })
 })
