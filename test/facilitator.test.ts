@@ -140,11 +140,12 @@ describe("FacilitatorPool", () => {
       Effect.gen(function* () {
         const pool = yield* FacilitatorPool
         yield* pool.refresh
-        a.setMode("fail500")
+        // 502 on verify only: /supported still answers, so no poll in between marks a down.
+        a.setMode("fail502")
         const answer = yield* pool.verify(body)
         expect(answer).toEqual({ isValid: true, payer: expect.stringMatching(/^G[A-Z2-7]{55}$/) })
         expect([a.calls("/verify"), b.calls("/verify")]).toEqual([1, 1])
-        // One request's 500 takes nobody else's backend out: the next well-formed verify reaches a again.
+        // One request's failure takes nobody else's backend out: the next well-formed verify reaches a again.
         expect((yield* pool.status)[0]).toMatchObject({ healthy: true })
         a.setMode("succeed")
         yield* pool.verify(body)
