@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { join } from "node:path"
 import { Keypair } from "@stellar/stellar-sdk"
 import { Effect, Either } from "effect"
-import { join } from "node:path"
 import { decodeCatalog, TESTNET_USDC } from "../src/config.js"
 import { ResourceId } from "../src/domain/ids.js"
 import { payForTool } from "../src/payments/payForTool.js"
@@ -246,7 +246,9 @@ describe("sessions are bounded", () => {
 
   test(`2,000 MCP servers probed: at most ${MAX_MCP_SESSIONS} sessions stay open, and memory stays within the stated bound`, async () => {
     const cost = await probeMemory("legacy")
-    console.log(`rss grew ${cost.rssGrownMb.toFixed(1)} MB, heap ${cost.heapGrownMb.toFixed(1)} MB over 2,000 MCP servers`)
+    console.log(
+      `rss grew ${cost.rssGrownMb.toFixed(1)} MB, heap ${cost.heapGrownMb.toFixed(1)} MB over 2,000 MCP servers`
+    )
     expect(cost.executed).toBe(2000)
     expect(cost.maxSessions).toBe(MAX_MCP_SESSIONS)
     expect(cost.rssGrownMb).toBeLessThan(MCP_RSS_BOUND_MB)
@@ -310,7 +312,10 @@ const MCP_RSS_BOUND_MB = 150
  * the RSS of this test process carries whatever earlier test files left, which no bound can judge.
  */
 const probeMemory = async (generation: "legacy" | "modern") => {
-  const child = Bun.spawn([process.execPath, join(import.meta.dir, "support", "mcpProbeMemory.ts"), generation], { stdout: "pipe", stderr: "pipe" })
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, "support", "mcpProbeMemory.ts"), generation], {
+    stdout: "pipe",
+    stderr: "pipe"
+  })
   const [out, code] = await Promise.all([new Response(child.stdout).text(), child.exited])
   expect(code).toBe(0)
   return JSON.parse(out.trim().split("\n").at(-1) ?? "{}") as {

@@ -31,7 +31,9 @@ const heapBefore = process.memoryUsage().heapUsed
 let maxSessions = 0
 let executed = 0
 for (let i = 0; i < urls.length; i += 50) {
-  const outcomes = await Promise.all(urls.slice(i, i + 50).map((url) => Effect.runPromise(observeMcp(target(url), config, sessions))))
+  const outcomes = await Promise.all(
+    urls.slice(i, i + 50).map((url) => Effect.runPromise(observeMcp(target(url), config, sessions)))
+  )
   executed += outcomes.filter((o) => o.observation.outcome === "executed_unpaid").length
   maxSessions = Math.max(maxSessions, sessions.size())
 }
