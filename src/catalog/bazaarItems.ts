@@ -1,4 +1,5 @@
 import { Either, Schema } from "effect"
+import { isObject } from "../domain/isObject.js"
 import { readMcpTool } from "../domain/mcp.js"
 import {
   type CatalogEntry,
@@ -18,9 +19,6 @@ import { discoveredId, discoveredToolId } from "../verification/discoveredEntry.
  * is: only options on this deployment's network and asset, with a known scheme, a base-unit amount
  * and a Stellar payee, become payment options. No I/O.
  */
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 const Item = Schema.Struct({
   resource: Schema.String,

@@ -1,3 +1,4 @@
+import { isObject } from "../domain/isObject.js"
 import type { McpTool } from "../domain/mcp.js"
 import type { RouteOrigin } from "../domain/registration.js"
 import type { HttpMethod } from "../domain/resources.js"
@@ -28,9 +29,6 @@ const METHODS: ReadonlyArray<HttpMethod> = ["GET", "POST", "PUT", "PATCH", "DELE
  * that changes or deletes something there is not a request this service sends for a stranger.
  */
 export const PROBED_METHODS: ReadonlySet<HttpMethod> = new Set(["GET", "HEAD", "POST"])
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** `raw` resolved against the origin, when it stays on that origin: registration reads one origin's routes. */
 const onOrigin = (raw: string, origin: string): URL | null => {

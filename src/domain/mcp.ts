@@ -1,4 +1,5 @@
 import { Either, Schema } from "effect"
+import { isObject } from "./isObject.js"
 import { JsonObject } from "./json.js"
 
 /** The x402 MCP transports the Bazaar names; Sextant probes and buys over `streamable-http`. */
@@ -33,9 +34,6 @@ export const McpTool = Schema.Struct({
 export type McpTool = typeof McpTool.Type
 
 const decodeTool = Schema.decodeUnknownEither(McpTool)
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
  * The MCP fields of a Bazaar item or of a bazaar extension's `info.input`: `toolName` (the

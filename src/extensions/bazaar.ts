@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto"
 import { Either, Schema } from "effect"
 import { ResourceId } from "../domain/ids.js"
+import { isObject } from "../domain/isObject.js"
 import { readMcpTool } from "../domain/mcp.js"
 import type { CatalogEntry, HttpMethod } from "../domain/resources.js"
 import { ceilingCoversAmount, ResourcePaymentOption } from "../domain/resources.js"
@@ -26,9 +27,6 @@ export const rejected = (rejectedReason: string): BazaarStatus => ({ status: "re
 /** `EXTENSION-RESPONSES`: base64 of the JSON object keyed by extension name. */
 export const extensionResponsesHeader = (bazaar: BazaarStatus) =>
   Buffer.from(JSON.stringify({ [BAZAAR]: bazaar }), "utf8").toString("base64")
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
  * Why the bazaar extension's schema in a verify or settle payload is not evaluated (schemaGuard's

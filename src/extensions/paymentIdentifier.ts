@@ -2,6 +2,7 @@ import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/ex
 import { Either, Schema } from "effect"
 import { InvalidRequest } from "../domain/errors.js"
 import { PaymentIdentifier } from "../domain/ids.js"
+import { isObject } from "../domain/isObject.js"
 
 /**
  * The x402 `payment-identifier` extension (specs/extensions/payment_identifier.md in the x402
@@ -11,9 +12,6 @@ import { PaymentIdentifier } from "../domain/ids.js"
 export const PAYMENT_IDENTIFIER = "payment-identifier"
 
 const isPaymentIdentifier = Schema.is(PaymentIdentifier)
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** `extensions["payment-identifier"]` of an object that may carry extensions; undefined when absent. */
 const extensionOf = (holder: unknown): unknown =>

@@ -1,3 +1,4 @@
+import { isObject } from "../domain/isObject.js"
 /**
  * What an untrusted JSON Schema (a payer's bazaar extension) may contain before this service
  * compiles it. A schema is code for a validator: a regular expression can backtrack for ever and
@@ -63,9 +64,6 @@ const DATA = new Set([
 
 /** Every keyword an untrusted schema may use (Draft 2020-12 names, plus `definitions`). */
 export const ALLOWED_KEYWORDS: ReadonlySet<string> = new Set([...ONE, ...MANY, ...BY_NAME, ...DATA, "$ref"])
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** The subschema a local `$ref` names (`#`, `#/$defs/a`, with `~0`, `~1` and percent escapes), or undefined. */
 const resolvePointer = (root: unknown, ref: string): unknown => {

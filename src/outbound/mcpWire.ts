@@ -1,3 +1,5 @@
+import { isObject } from "../domain/isObject.js"
+
 /**
  * What an MCP client of this service (probes, registration, the buyer's paid tool call) lets
  * through its transport, as plain rules over the JSON-RPC text. The SDK client answers every
@@ -27,9 +29,6 @@ const CLIENT_METHODS = new Set([
 ])
 
 type JsonRpcId = string | number
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 const isId = (value: unknown): value is JsonRpcId => typeof value === "string" || typeof value === "number"
 

@@ -4,6 +4,7 @@ import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
 import { Duration, Effect, Either, Option, Schema } from "effect"
 import { z } from "zod"
 import pkg from "../../package.json" with { type: "json" }
+import { isObject } from "../domain/isObject.js"
 import { type McpKind, mcpRequestOf } from "../domain/mcp.js"
 import { SettleResponse } from "../domain/x402.js"
 import { canonicalBytes } from "../encoding/canonicalJson.js"
@@ -54,9 +55,6 @@ const NOT_ABORTED = new AbortController().signal
 /** Any JSON-RPC result, unknown members kept: `_meta` and the extension binding's `resultType` must survive. */
 const AnyResult = z.looseObject({})
 type ToolResult = z.infer<typeof AnyResult>
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** The seller's SettlementResponse in `result._meta["x402/payment-response"]`, null when absent or malformed. */
 export const toolPaymentResponse = (result: ToolResult) => {

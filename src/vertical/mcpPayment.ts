@@ -1,6 +1,7 @@
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from "@x402/core/http"
 import type { PaymentRequired } from "@x402/core/types"
 import { Effect } from "effect"
+import { isObject } from "../domain/isObject.js"
 import { PAYMENT_META, PAYMENT_RESPONSE_META, X402_MCP_EXTENSION } from "../x402/mcpAnswer.js"
 import type { VerticalError } from "./errors.js"
 import { type Endpoint, Paywall } from "./Paywall.js"
@@ -17,9 +18,6 @@ import type { StellarData } from "./StellarData.js"
 export const CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
 
 export type Era = "legacy" | "modern"
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
  * The capabilities this request declared in its own `_meta` (the SDK's envelope of the request, in

@@ -1,6 +1,7 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { inputRequired, Server, type ServerContext } from "@modelcontextprotocol/server"
 import { Effect, Runtime } from "effect"
+import { isObject } from "../domain/isObject.js"
 import { toolJsonSchema } from "../mcp/jsonSchema.js"
 import { type McpFactory, serveMcpHttp } from "../mcp/serveHttp.js"
 import { X402_MCP_EXTENSION } from "../x402/mcpAnswer.js"
@@ -46,9 +47,6 @@ export interface McpToolsSettings {
     readonly headers: Record<string, string>
   }
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
  * The wallet an eligibility check lacks, asked of the client as an `input_required` round

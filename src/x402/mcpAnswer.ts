@@ -1,3 +1,4 @@
+import { isObject } from "../domain/isObject.js"
 import { type ChallengeReading, readChallenge } from "./challenge.js"
 
 /**
@@ -21,9 +22,6 @@ export type ToolAnswer =
   | { readonly _tag: "Executed" }
   /** An error result with no PaymentRequired in it. */
   | { readonly _tag: "NoChallenge"; readonly reason: string }
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 const claimsX402 = (value: unknown) => isObject(value) && "x402Version" in value
 

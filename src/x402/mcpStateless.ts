@@ -1,4 +1,5 @@
 import pkg from "../../package.json" with { type: "json" }
+import { isObject } from "../domain/isObject.js"
 import { X402_MCP_EXTENSION } from "./mcpAnswer.js"
 
 /**
@@ -44,9 +45,6 @@ export class McpHttpRefusal extends Error {
     super(`the server refused the request with HTTP ${status}: ${text.slice(0, 200)}`)
   }
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** The capabilities Sextant's MCP clients declare: the x402 extension, so a seller may ask `payment_required`. */
 export const CLIENT_CAPABILITIES = { extensions: { [X402_MCP_EXTENSION]: {} } }
