@@ -132,8 +132,9 @@ const decodeShortlist = decodeRows(ShortlistRow)
  *   (blocksPayee), read from the quarantined side (a partial index; quarantine is rare);
  * - one resource of a provider in `deniedProviders`, if any pays the payee (only when some
  *   policy denies providers): the payee's resources are walked until one is found;
- * - when the payment names a URL: one resource at that URL paying the payee, whatever its state
- *   (so the rule judges the named ones, as judgedCandidates does), and the first `limit` of them
+ * - when the payment names a URL: one resource at that URL paying the payee, whatever its state,
+ *   a trusted one first (so both judgements, over all and over the trusted alone, judge the named
+ *   ones exactly when judgedCandidates does over the whole set), and the first `limit` of them
  *   that could pass;
  * - the first `limit` that could pass a policy, in id order: not offline or quarantined, a valid
  *   challenge seen, observed since `observedSince` (ISO 8601, as stored), trusted when
@@ -173,7 +174,7 @@ const payeeShortlist = (
       ? sql``
       : sql`UNION SELECT id FROM (
         SELECT n.id FROM resources n WHERE n.url = ${paidUrl} AND ${evidence("n")} AND ${payingEach("n")}
-        LIMIT 1) named
+        ORDER BY n.trusted DESC, n.id LIMIT 1) named
       UNION SELECT id FROM (
         SELECT p.id FROM resources p JOIN resource_metrics pm ON pm.resource_id = p.id
         WHERE p.url = ${paidUrl} AND ${evidence("p")} AND ${payingEach("p")} AND ${couldPass("p")}
