@@ -1,15 +1,10 @@
 import { afterEach, describe, expect, test } from "bun:test"
 import { Duration, Effect, Either, Exit, Fiber, Layer, TestClock, TestContext } from "effect"
 import { AppConfig, type FacilitatorBackend, loadConfig } from "../src/config.js"
+import { type SettleGuard, settleMayFallThrough, settleThroughPool } from "../src/settlement/failover.js"
 import { mergeSupported } from "../src/x402/capabilities.js"
 import { BackendFailure } from "../src/x402/FacilitatorClient.js"
-import {
-  BREAKER_THRESHOLD,
-  FacilitatorPool,
-  type PoolOptions,
-  type SettleGuard,
-  settleMayFallThrough
-} from "../src/x402/FacilitatorPool.js"
+import { BREAKER_THRESHOLD, FacilitatorPool, type PoolOptions } from "../src/x402/FacilitatorPool.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
 import { buildExactPayment, exactRequirements } from "./fixtures/stellarPayment.js"
 import { LOOPBACK, pollUntilEffect } from "./support/poll.js"
@@ -203,7 +198,8 @@ describe("FacilitatorPool", () => {
     expect(failure).toContain("b: answered 500")
   })
 
-  /** A guard whose ledger cannot tell: the pool must stop where a backend went silent, as before failover existed. */
+  const testnetExact = { network: "stellar:testnet", scheme: "exact" }
+  /** A guard whose ledger cannot tell: the failover must stop where a backend went silent, as before failover existed. */
   const unreadLedger: SettleGuard = {
     deadlineMs: Number.MAX_SAFE_INTEGER,
     ledgerReserveMs: 0,
@@ -224,14 +220,14 @@ describe("FacilitatorPool", () => {
         const pool = yield* FacilitatorPool
         yield* pool.refresh
         yield* Effect.promise(() => a.refuse())
-        const fellThrough = yield* pool.settle(body, "stellar:testnet", "exact", unreadLedger)
+        const fellThrough = yield* settleThroughPool(pool, body, testnetExact, unreadLedger)
         expect(fellThrough).toMatchObject({ _tag: "Answered", backendId: "b", response: { success: true } })
         expect(fellThrough._tag !== "Unsupported" && fellThrough.failures.map((f) => f.kind)).toEqual(["Unreachable"])
 
         a.listen()
         yield* pool.refresh
         a.setMode("hang")
-        const fiber = yield* Effect.fork(pool.settle(body, "stellar:testnet", "exact", unreadLedger))
+        const fiber = yield* Effect.fork(settleThroughPool(pool, body, testnetExact, unreadLedger))
         yield* pollUntilEffect(
           "backend a holds the settle",
           Effect.sync(() => a.calls("/settle")),
@@ -259,7 +255,7 @@ describe("FacilitatorPool", () => {
         const pool = yield* FacilitatorPool
         yield* pool.refresh
         a.setMode("fail502")
-        return yield* pool.settle(body, "stellar:testnet", "exact", unreadLedger)
+        return yield* settleThroughPool(pool, body, testnetExact, unreadLedger)
       })
     )
     expect(outcome).toMatchObject({ _tag: "Indeterminate", backendId: "a" })

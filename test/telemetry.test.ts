@@ -108,7 +108,7 @@ describe("traces over OTLP (telemetry.otlpEndpoint)", () => {
       expect(ancestors(span!)).toContain("Settlement.settle")
     }
     // The facilitator call and the journal's queries sit in the same trace.
-    expect(spans.some((s) => s.name === "FacilitatorPool.settle" && s.traceId === root!.traceId)).toBe(true)
+    expect(spans.some((s) => s.name === "FacilitatorPool.settleVia" && s.traceId === root!.traceId)).toBe(true)
     expect(spans.some((s) => s.name === "SettlementJournal.reserve" && s.traceId === root!.traceId)).toBe(true)
 
     const exported = collector.bodies.join("\n")

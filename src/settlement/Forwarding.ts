@@ -4,6 +4,7 @@ import type { SettlementId } from "../domain/ids.js"
 import { type JournalEntry, SETTLEMENT_PENDING } from "../domain/settlements.js"
 import type { SettleRequest } from "../domain/x402.js"
 import { FacilitatorPool } from "../x402/FacilitatorPool.js"
+import { settleThroughPool } from "./failover.js"
 import { LedgerGuard } from "./LedgerGuard.js"
 import { ledgerReserveMsOf } from "./nonceCheck.js"
 import { OutcomeRecord } from "./OutcomeRecord.js"
@@ -54,12 +55,7 @@ const make = Effect.gen(function* () {
       .record(
         id,
         payment,
-        pool.settle(
-          stockBody(request),
-          payment.terms.network,
-          payment.terms.scheme,
-          guards.guard(id, payment, startedMs)
-        )
+        settleThroughPool(pool, stockBody(request), payment.terms, guards.guard(id, payment, startedMs))
       )
       .pipe(Effect.withSpan("Settlement.forward"))
 
@@ -93,7 +89,9 @@ const make = Effect.gen(function* () {
         Effect.succeed({ _tag: "Answered", backendId, response: asked.right, failures: [] })
       )
     }
-    yield* Effect.logWarning(`settlement ${entry.id} stays pending: ${asked.left}`)
+    yield* Effect.logWarning(
+      `settlement ${entry.id} stays pending: facilitator "${backendId}" gave no usable answer (${asked.left.detail})`
+    )
     return yield* Effect.orDie(decodeAnswer(entry.answer?.body))
   })
 

@@ -3,16 +3,16 @@ import { AppConfig } from "../config.js"
 import type { SettlementId } from "../domain/ids.js"
 import { LedgerReader } from "../ledger/LedgerReader.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
-import type { LedgerVerdict, SettleGuard } from "../x402/FacilitatorPool.js"
 import { judgeBudgets } from "./budgets.js"
 import { carriesAuthorization, findExecution } from "./execution.js"
+import type { LedgerVerdict, SettleGuard } from "./failover.js"
 import { ledgerReserveMsOf } from "./nonceCheck.js"
 import { authorizedPayment, type Payment } from "./readPayment.js"
 
 /**
  * Step 10: Forward with failover: the ledger reads and the journal's fee judgement that make
- * settle failover safe (docs/decisions.md, settle failover), handed to `FacilitatorPool.settle`
- * as its `SettleGuard`, and the ledger check of a pending answer's transaction.
+ * settle failover safe (docs/decisions.md, settle failover), the `SettleGuard` of
+ * `settleWithFailover`, and the ledger check of a pending answer's transaction.
  */
 export interface LedgerGuardShape {
   /** The guard of one reserved settlement, started at `startedMs`: its deadline, ledger reads and further-attempt fees. */

@@ -9,7 +9,7 @@ import { SettlementJournal } from "../store/SettlementJournal.js"
 import { StoreTransactions } from "../store/StoreTransactions.js"
 import { EvidenceReader } from "../verification/EvidenceReader.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
-import type { SettleOutcome } from "../x402/FacilitatorPool.js"
+import type { SettleOutcome } from "./failover.js"
 import {
   conclude,
   type EvidenceSubject,

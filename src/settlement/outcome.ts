@@ -12,7 +12,7 @@ import type { EconomicEvent } from "../domain/evidence.js"
 import type { ResourceId, SettlementId } from "../domain/ids.js"
 import { type Completion, isPendingAnswer, SETTLEMENT_PENDING } from "../domain/settlements.js"
 import type { SettleRequest, SettleResponse } from "../domain/x402.js"
-import type { SettleOutcome } from "../x402/FacilitatorPool.js"
+import type { SettleOutcome } from "./failover.js"
 import type { Payment } from "./readPayment.js"
 
 export type SettleAnswer = typeof SettleResponse.Type

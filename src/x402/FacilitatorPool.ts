@@ -12,12 +12,10 @@ import { Instruments } from "../telemetry/Instruments.js"
 import { type Backend, counted, eligibleIn, makeBackendStates, notReady, statusOf } from "./backendStates.js"
 import { mergeSupported } from "./capabilities.js"
 import { makeEmbeddedBackend } from "./embedded.js"
-import { type BackendFailure, makeBackendClient } from "./FacilitatorClient.js"
+import { BackendFailure, makeBackendClient } from "./FacilitatorClient.js"
 import { type PoolReadiness, poolReadiness } from "./readiness.js"
-import { type SettleGuard, type SettleOutcome, settleWithFailover } from "./settleFailover.js"
 
 export { BREAKER_THRESHOLD, healthAfterFailure } from "./backendStates.js"
-export { type LedgerVerdict, type SettleGuard, type SettleOutcome, settleMayFallThrough } from "./settleFailover.js"
 
 /** Refusals of a kind no backend can serve: 503 not known yet, 422 unsupported, 502 none healthy. */
 export type KindRefusal = UnsupportedPaymentKind | FacilitatorsNotReady | NoHealthyFacilitator
@@ -44,17 +42,25 @@ export interface FacilitatorPoolShape {
   readonly verify: (body: {
     readonly paymentRequirements: { readonly network: string; readonly scheme: string }
   }) => Effect.Effect<typeof VerifyResponse.Type, KindRefusal | AllFacilitatorsFailed>
-  /** Forwards a settle body; see `SettleOutcome`, `settleMayFallThrough` and `SettleGuard`. */
-  readonly settle: (body: unknown, network: string, scheme: string, guard: SettleGuard) => Effect.Effect<SettleOutcome>
   /**
-   * Sends a settle to one named backend only, as a retry of a payload it answered `settlement_pending`
-   * for. Left when the backend is gone or gave no usable answer.
+   * The backends a settle of this kind may go to, in config order: the healthy ones that advertise
+   * it (none when none is healthy); a refusal when none advertises it (422) or none has said yet (503).
+   * Which of them gets the payload, and when a further one may, is the settlement's to decide.
+   */
+  readonly settleTargets: (
+    network: string,
+    scheme: string
+  ) => Effect.Effect<Either.Either<ReadonlyArray<string>, UnsupportedPaymentKind | FacilitatorsNotReady>>
+  /**
+   * Sends a settle body to one named backend only, within `timeout` and never longer than the
+   * pool's settle timeout, and counts the call in its health. Left when the backend is no longer
+   * configured (as unreachable: it received nothing) or gave no usable answer.
    */
   readonly settleVia: (
     backendId: string,
     body: unknown,
     timeout: Duration.DurationInput
-  ) => Effect.Effect<Either.Either<typeof SettleResponse.Type, string>>
+  ) => Effect.Effect<Either.Either<typeof SettleResponse.Type, BackendFailure>>
 }
 
 export class FacilitatorPool extends Context.Tag("sextant/FacilitatorPool")<FacilitatorPool, FacilitatorPoolShape>() {
@@ -163,17 +169,12 @@ const make = (options: PoolOptions) =>
       )
     })
 
-    const settle = Effect.fn("FacilitatorPool.settle")(function* (
-      body: unknown,
-      network: string,
-      scheme: string,
-      guard: SettleGuard
-    ) {
-      const { advertised, healthy, unknown } = yield* eligible(network, scheme)
-      if (!advertised)
-        return { _tag: "Unsupported", error: unknown ?? unsupported(network, scheme) } satisfies SettleOutcome
-      return yield* settleWithFailover(healthy, body, guard, options.settleTimeout, states)
-    })
+    const settleTargets = (network: string, scheme: string) =>
+      Effect.map(eligible(network, scheme), ({ advertised, healthy, unknown }) =>
+        advertised
+          ? Either.right(healthy.map((b) => b.config.id))
+          : Either.left(unknown ?? unsupported(network, scheme))
+      )
 
     // Never another backend than the named one, which would submit the payload a second time.
     const settleVia = Effect.fn("FacilitatorPool.settleVia")(function* (
@@ -182,14 +183,15 @@ const make = (options: PoolOptions) =>
       timeout: Duration.DurationInput
     ) {
       const backend = backends.find((b) => b.config.id === backendId)
-      if (backend === undefined) return Either.left(`facilitator "${backendId}" is no longer configured`)
-      const result = yield* Effect.either(backend.client.settle(body, timeout))
-      if (result._tag === "Right") {
-        yield* states.callSucceeded(backendId)
-        return Either.right(result.right)
+      if (backend === undefined) {
+        return Either.left(
+          new BackendFailure({ backendId, kind: "Unreachable", status: null, detail: "no longer configured" })
+        )
       }
-      yield* states.callFailed(result.left)
-      return Either.left(`facilitator "${backendId}" gave no usable answer (${result.left.detail})`)
+      const bound = Duration.min(Duration.decode(timeout), Duration.decode(options.settleTimeout))
+      const result = yield* Effect.either(backend.client.settle(body, bound))
+      yield* result._tag === "Right" ? states.callSucceeded(backendId) : states.callFailed(result.left)
+      return result
     })
 
     const status = Effect.flatMap(states.view, ({ of }) =>
@@ -222,7 +224,7 @@ const make = (options: PoolOptions) =>
       checkKind: (network: string, scheme: string) =>
         Effect.asVoid(checkKind(network, scheme)).pipe(Effect.withSpan("FacilitatorPool.checkKind")),
       verify,
-      settle,
+      settleTargets,
       settleVia
     } satisfies FacilitatorPoolShape
   })

@@ -1,9 +1,9 @@
-import { Clock, Duration, Effect } from "effect"
+import { Clock, Duration, Effect, Either } from "effect"
 import type { FacilitatorsNotReady, UnsupportedPaymentKind } from "../domain/errors.js"
 import { SETTLEMENT_PENDING } from "../domain/settlements.js"
 import type { SettleResponse } from "../domain/x402.js"
-import type { Backend, BackendStates } from "./backendStates.js"
-import type { BackendFailure } from "./FacilitatorClient.js"
+import type { BackendFailure } from "../x402/FacilitatorClient.js"
+import type { FacilitatorPoolShape } from "../x402/FacilitatorPool.js"
 
 /**
  * Result of forwarding one settle. Not an error channel: the settlement journal records each case
@@ -83,17 +83,22 @@ export interface SettleGuard {
  */
 export const settleMayFallThrough = (failure: BackendFailure): boolean => failure.kind === "Unreachable"
 
+/** One send of the settle body to the named backend, within `timeout`: its answer or why it gave none. */
+export type SendSettle = (
+  backendId: string,
+  timeout: Duration.DurationInput
+) => Effect.Effect<Either.Either<typeof SettleResponse.Type, BackendFailure>>
+
 /**
- * One settle forwarded to the healthy backends that advertise its kind, in config order, until one
- * answers, the ledger shows the payment executed, or the guard stops it (`settleMayFallThrough`,
- * `SettleGuard`). Every answer and failure is counted in the backends' health.
+ * One settle sent to the backends eligible for its kind (`FacilitatorPool.settleTargets`: the
+ * healthy ones that advertise it, in config order) until one answers, the ledger shows the payment
+ * executed, or the guard stops it (`settleMayFallThrough`, `SettleGuard`). `send` is the pool's
+ * `settleVia`, which bounds each call by its settle timeout and counts it in the backend's health.
  */
 export const settleWithFailover = (
-  healthy: ReadonlyArray<Backend>,
-  body: unknown,
-  guard: SettleGuard,
-  settleTimeout: Duration.DurationInput,
-  states: BackendStates
+  backendIds: ReadonlyArray<string>,
+  send: SendSettle,
+  guard: SettleGuard
 ): Effect.Effect<SettleOutcome> =>
   Effect.gen(function* () {
     const failures: Array<BackendFailure> = []
@@ -102,25 +107,21 @@ export const settleWithFailover = (
     let unresolved: { readonly backendId: string; readonly reason: string } | null = null
     const indeterminate = (reason: string) =>
       ({ _tag: "Indeterminate", backendId: unresolved?.backendId ?? "", reason, failures }) satisfies SettleOutcome
-    for (const [index, backend] of healthy.entries()) {
+    for (const [index, backendId] of backendIds.entries()) {
       // An even share of the time left for this backend and each one after it, each keeping back
       // the ledger read that may follow it: one silent backend cannot use up the whole deadline.
-      const sharing = healthy.length - index
-      const budget = Math.min(
-        Duration.toMillis(settleTimeout),
-        ((yield* remaining) - guard.ledgerReserveMs * sharing) / sharing
-      )
+      const sharing = backendIds.length - index
+      const budget = ((yield* remaining) - guard.ledgerReserveMs * sharing) / sharing
       if (budget <= 0) {
         if (unresolved !== null)
           return indeterminate(`${unresolved.reason}, and no time was left before the settle deadline to try another`)
         break
       }
-      const withheld = unresolved === null ? null : yield* guard.beforeRetry(backend.config.id, unresolved.reason)
+      const withheld = unresolved === null ? null : yield* guard.beforeRetry(backendId, unresolved.reason)
       if (unresolved !== null && withheld !== null)
         return indeterminate(`${unresolved.reason}, and no further facilitator was tried: ${withheld}`)
-      const result = yield* Effect.either(backend.client.settle(body, Duration.millis(budget)))
+      const result = yield* send(backendId, Duration.millis(budget))
       if (result._tag === "Right") {
-        yield* states.callSucceeded(backend.config.id)
         // A refusal after an earlier backend went silent may be this one losing the race to it
         // (failing on the nonce the earlier submission spent). It is answered only when the
         // ledger shows the earlier submission executed (a success); otherwise the earlier one may
@@ -130,33 +131,50 @@ export const settleWithFailover = (
           if (verdict._tag === "Executed")
             return { ...verdict, backendId: unresolved.backendId, failures } satisfies SettleOutcome
           return indeterminate(
-            `facilitator "${backend.config.id}" refused it (${result.right.errorReason ?? result.right.errorMessage ?? "success: false"}) ` +
+            `facilitator "${backendId}" refused it (${result.right.errorReason ?? result.right.errorMessage ?? "success: false"}) ` +
               `after ${unresolved.reason}, and the ledger cannot yet confirm or rule out that earlier submission: ${verdict.reason}`
           )
         }
         return {
           _tag: "Answered",
-          backendId: backend.config.id,
+          backendId: backendId,
           response: result.right,
           failures
         } satisfies SettleOutcome
       }
       failures.push(result.left)
-      yield* states.callFailed(result.left)
       if (settleMayFallThrough(result.left)) continue
       const verdict = yield* guard.verdict(Math.max(0, yield* remaining))
-      if (verdict._tag === "Executed")
-        return { ...verdict, backendId: backend.config.id, failures } satisfies SettleOutcome
+      if (verdict._tag === "Executed") return { ...verdict, backendId: backendId, failures } satisfies SettleOutcome
       if (verdict._tag === "Unknown") {
-        unresolved = { backendId: backend.config.id, reason: verdict.reason }
+        unresolved = { backendId: backendId, reason: verdict.reason }
         return indeterminate(verdict.reason)
       }
       unresolved = {
-        backendId: backend.config.id,
-        reason: `facilitator "${backend.config.id}" gave no usable answer (${result.left.detail}) and ${verdict.reason}`
+        backendId: backendId,
+        reason: `facilitator "${backendId}" gave no usable answer (${result.left.detail}) and ${verdict.reason}`
       }
     }
     return unresolved !== null
       ? indeterminate(`${unresolved.reason}; no other eligible facilitator was left to try`)
       : ({ _tag: "Failed", failures } satisfies SettleOutcome)
   })
+
+/**
+ * A settle body through the pool: `Unsupported` when no backend can take its kind, else
+ * `settleWithFailover` over the pool's targets, each send through `settleVia`.
+ */
+export const settleThroughPool = (
+  pool: FacilitatorPoolShape,
+  body: unknown,
+  kind: { readonly network: string; readonly scheme: string },
+  guard: SettleGuard
+): Effect.Effect<SettleOutcome> =>
+  Effect.flatMap(
+    pool.settleTargets(kind.network, kind.scheme),
+    Either.match({
+      onLeft: (error) => Effect.succeed<SettleOutcome>({ _tag: "Unsupported", error }),
+      onRight: (backendIds) =>
+        settleWithFailover(backendIds, (backendId, timeout) => pool.settleVia(backendId, body, timeout), guard)
+    })
+  )
