@@ -226,7 +226,7 @@ describe("the rule function", () => {
 
   test("rule 2: the store importing anything but the domain, the config and itself", () => {
     expect(rulesOf("src/store/MetricsRepo.ts", "src/verification/metrics.ts")).toEqual([2, 4])
-    expect(rulesOf("src/store/SettlementJournal.ts", "src/settlement/budgets.ts")).toEqual([2, 4])
+    expect(rulesOf("src/store/SettlementJournal.ts", "src/settlement/rules.ts")).toEqual([2, 4])
     expect(rulesOf("src/store/ResourceReadsRepo.ts", "src/policy/evaluate.ts")).toEqual([2])
     expect(rulesOf("src/store/ResourceReadsRepo.ts", "src/x402/capabilities.ts")).toEqual([2])
     expect(rulesOf("src/store/ResourceReadsRepo.ts", "src/app.ts")).toEqual([2])

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test"
 import { Effect, Layer, Option } from "effect"
+import type { BudgetLimits } from "../src/domain/budgets.js"
 import { PaymentId, PrincipalId, SettlementId } from "../src/domain/ids.js"
 import { LedgerReader } from "../src/ledger/LedgerReader.js"
 import { BATCH, Reconciler } from "../src/settlement/Reconciler.js"
@@ -13,6 +14,15 @@ const ASSET = "CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA"
 /** The one payer whose payment the ledger shows executed; every other payer's nonce is spent with no transfer yet (undecidable). */
 const PAID = "GAPAIDPAYER"
 const LATEST = 1_000
+/** Budgets no entry of these tests reaches: the reconciler, not the budgets, is under test. */
+const unlimited: BudgetLimits = {
+  windowSeconds: 3600,
+  feeCeilingStroops: 1,
+  globalFeeStroops: Number.MAX_SAFE_INTEGER,
+  perPrincipalFeeStroops: Number.MAX_SAFE_INTEGER,
+  spendWindowUsd: 1_000_000,
+  decimals: 7
+}
 
 /**
  * A ledger on which every entry's nonce reads consumed (so the reconciler must wait on it) and only
@@ -74,9 +84,8 @@ const indeterminate = (n: number, payer: string, nonce: string) =>
         feeStroops: 0n,
         authorization: { nonce, expirationLedger: LATEST + 100 }
       },
-      0,
+      unlimited,
       n,
-      () => undefined,
       Effect.void
     )
     expect(reserved._tag).toBe("Reserved")

@@ -1,6 +1,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { Registry } from "prom-client"
 import { AppConfig } from "../config.js"
+import { windowStartMs } from "../domain/budgets.js"
 import { baseUnitsToUsd } from "../domain/stellar.js"
 import { SettlementState } from "../domain/x402.js"
 import { CatalogTableRepo } from "../store/CatalogTableRepo.js"
@@ -38,7 +39,7 @@ const make = Effect.gen(function* () {
     const nowMs = yield* Clock.currentTimeMillis
     const counts = yield* table.counts()
     const states = yield* journal.countsByState()
-    const totals = yield* journal.windowTotals(nowMs - budgets.windowSeconds * 1000)
+    const totals = yield* journal.windowTotals(windowStartMs(budgets, nowMs))
     const backends = yield* pool.status
     gauges.catalog.reset()
     for (const c of counts) gauges.catalog.set({ status: c.status, level: String(c.level) }, c.count)

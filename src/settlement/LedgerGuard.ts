@@ -1,9 +1,9 @@
 import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
 import { AppConfig } from "../config.js"
+import { budgetLimitsOf } from "../domain/budgets.js"
 import type { SettlementId } from "../domain/ids.js"
 import { LedgerReader } from "../ledger/LedgerReader.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
-import { judgeBudgets } from "./budgets.js"
 import { carriesAuthorization, findExecution } from "./execution.js"
 import type { LedgerVerdict, SettleGuard } from "./failover.js"
 import { ledgerReserveMsOf } from "./nonceCheck.js"
@@ -42,6 +42,7 @@ const make = Effect.gen(function* () {
   const ledger = yield* LedgerReader
   const journal = yield* SettlementJournal
   const ledgerReserveMs = ledgerReserveMsOf(config)
+  const budgets = budgetLimitsOf(config)
 
   const verdict = (payment: Payment, withinMs: number): Effect.Effect<LedgerVerdict> => {
     const signed = authorizedPayment(payment)
@@ -82,16 +83,7 @@ const make = Effect.gen(function* () {
   /** A further attempt costs one more fee ceiling: it is judged against the fee budgets like a reservation (no new spend). */
   const beforeRetry = (id: SettlementId) => (backendId: string, reason: string) =>
     Effect.flatMap(Clock.currentTimeMillis, (at) =>
-      journal.attempt(
-        id,
-        {
-          feeStroops: BigInt(config.budgets.feeCeilingStroops),
-          reason: `forwarded again, to facilitator "${backendId}": ${reason}`,
-          sinceMs: at - config.budgets.windowSeconds * 1000,
-          nowMs: at
-        },
-        (usage) => judgeBudgets(usage, { worstCaseUnits: 0n }, config.budgets, config.asset.decimals, at)
-      )
+      journal.attempt(id, { reason: `forwarded again, to facilitator "${backendId}": ${reason}`, nowMs: at }, budgets)
     ).pipe(
       Effect.map((attempt) =>
         attempt._tag === "Charged"

@@ -1,17 +1,13 @@
 import { randomUUID } from "node:crypto"
 import { Context, Effect, Layer, Option } from "effect"
 import { AppConfig, type Config } from "../config.js"
-import type { FeeBudgetExhausted, PolicyDenied } from "../domain/errors.js"
+import { type BudgetRefusal, budgetLimitsOf } from "../domain/budgets.js"
 import { type PrincipalId, SettlementId } from "../domain/ids.js"
 import { mayReserveAgain, type NewEntry, type Reservation } from "../domain/settlements.js"
 import { SettlementJournal } from "../store/SettlementJournal.js"
-import { judgeBudgets } from "./budgets.js"
 import { type CheckRefusal, PaymentChecks } from "./PaymentChecks.js"
 import type { Payment } from "./readPayment.js"
 import { worstCaseUnits } from "./rules.js"
-
-/** What the budgets refuse with: the spend window (403) or a fee budget (429). */
-export type BudgetRefusal = PolicyDenied | FeeBudgetExhausted
 
 /** Steps 3 to 8 of a settle: every check, then the reservation in the journal; a repeat found on the way is `Existing`. */
 export interface SettleReservationShape {
@@ -64,6 +60,7 @@ const make = Effect.gen(function* () {
   const config = yield* AppConfig
   const journal = yield* SettlementJournal
   const checks = yield* PaymentChecks
+  const budgets = budgetLimitsOf(config)
 
   /** Step 3: Repeats, when a check refuses: the journaled entry this request repeats, else the refusal. */
   const findRepeat = Effect.fn("Settlement.findRepeat")(function* <E>(
@@ -85,11 +82,7 @@ const make = Effect.gen(function* () {
     nowMs: number,
     inTransaction: Effect.Effect<void, E>
   ) {
-    const entry = newEntry(payment, idempotencyKey, config)
-    const sinceMs = nowMs - config.budgets.windowSeconds * 1000
-    const judge = (usage: Parameters<typeof judgeBudgets>[0]) =>
-      judgeBudgets(usage, entry, config.budgets, config.asset.decimals, nowMs)
-    return yield* journal.reserve(entry, sinceMs, nowMs, judge, inTransaction)
+    return yield* journal.reserve(newEntry(payment, idempotencyKey, config), budgets, nowMs, inTransaction)
   })
 
   return {

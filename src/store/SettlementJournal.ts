@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import type { FeeBudgetExhausted, PolicyDenied } from "../domain/errors.js"
+import { type BudgetLimits, type BudgetRefusal, judgeBudgets, windowStartMs } from "../domain/budgets.js"
 import { PrincipalId, type SettlementId } from "../domain/ids.js"
 import {
   type Completion,
@@ -10,8 +10,7 @@ import {
   type NewEntry,
   type ReconcileOutcome,
   type Reservation,
-  type SettlementTransition,
-  type WindowUsage
+  type SettlementTransition
 } from "../domain/settlements.js"
 import { takeBudgetLock, usageSince, writeReservation } from "./journalBudget.js"
 import { reconcilerQueries } from "./journalReconcile.js"
@@ -20,24 +19,21 @@ import { atBoundary, decodeRows, repository, SqlBigInt } from "./repository.js"
 import { StoreTransactions } from "./StoreTransactions.js"
 import { sortableId } from "./sortableId.js"
 
-/** What the budgets refuse with: the spend window (403) or a fee budget (429). */
-type BudgetRefusal = PolicyDenied | FeeBudgetExhausted
-
 /** The durable settlement journal and the budget reservations it carries. */
 export interface SettlementJournalShape {
   /**
-   * Idempotency lookup, `checks`, budget checks and the `pending` insert in one transaction that
-   * first takes the budget lock row: concurrent reservations (other fibers, other connections,
-   * other processes on the same database) run one after another, so the sums `judge` sees are
-   * never stale and the budgets cannot be overspent. `checks` run after a repeat was answered and
-   * before the budgets; a failure rolls the transaction back. Generic in what `checks` fail with,
-   * so it is wrapped with `atBoundary` itself rather than listed in `repository` below.
+   * Idempotency lookup, `checks`, the budgets (`judgeBudgets` over the window ending at `nowMs`)
+   * and the `pending` insert in one transaction that first takes the budget lock row: concurrent
+   * reservations (other fibers, other connections, other processes on the same database) run one
+   * after another, so the sums judged are never stale and the budgets cannot be overspent.
+   * `checks` run after a repeat was answered and before the budgets; a failure rolls the
+   * transaction back. Generic in what `checks` fail with, so it is wrapped with `atBoundary`
+   * itself rather than listed in `repository` below.
    */
   readonly reserve: <E, R>(
     entry: NewEntry,
-    sinceMs: number,
+    budgets: BudgetLimits,
     nowMs: number,
-    judge: (usage: WindowUsage) => BudgetRefusal | undefined,
     checks: Effect.Effect<void, E, R>
   ) => Effect.Effect<Reservation<BudgetRefusal>, E, R>
   /**
@@ -57,14 +53,15 @@ export interface SettlementJournalShape {
   readonly complete: (id: SettlementId, completion: Completion, nowMs: number) => Effect.Effect<void>
   /**
    * A further backend is about to receive a `pending` entry's payload (settle failover): under the
-   * budget lock, `judge` sees the window's usage (this entry's fee included) and may refuse the
-   * further fee; else the attempt is recorded in its history and charged one more fee ceiling.
-   * `Charged`, `Refused` with the budget's refusal, or `NotPending` when the entry moved on.
+   * budget lock, the fee budgets are judged on the window's usage (this entry's fee included) plus
+   * one more fee ceiling, with no new spend; if they hold, the attempt is recorded in its history
+   * and charged that ceiling. `Charged`, `Refused` with the budget's refusal, or `NotPending` when
+   * the entry moved on.
    */
   readonly attempt: (
     id: SettlementId,
-    attempt: { readonly feeStroops: bigint; readonly reason: string; readonly sinceMs: number; readonly nowMs: number },
-    judge: (usage: WindowUsage) => BudgetRefusal | undefined
+    attempt: { readonly reason: string; readonly nowMs: number },
+    budgets: BudgetLimits
   ) => Effect.Effect<
     | { readonly _tag: "Charged" }
     | { readonly _tag: "NotPending" }
@@ -136,13 +133,7 @@ const make = Effect.gen(function* () {
         : Option.some<FoundEntry>({ entry: toEntry(row), byKey: byKey !== undefined })
     })
 
-  const reserve = <E, R>(
-    entry: NewEntry,
-    sinceMs: number,
-    nowMs: number,
-    judge: (usage: WindowUsage) => BudgetRefusal | undefined,
-    checks: Effect.Effect<void, E, R>
-  ) =>
+  const reserve = <E, R>(entry: NewEntry, budgets: BudgetLimits, nowMs: number, checks: Effect.Effect<void, E, R>) =>
     atBoundary(
       "SettlementJournal.reserve",
       transaction(
@@ -153,7 +144,8 @@ const make = Effect.gen(function* () {
             return { _tag: "Existing", ...existing.value } satisfies Reservation<BudgetRefusal>
           }
           yield* checks
-          const refusal = judge(yield* usageSince(sql, entry.principal, sinceMs))
+          const usage = yield* usageSince(sql, entry.principal, windowStartMs(budgets, nowMs))
+          const refusal = judgeBudgets(usage, entry, budgets, nowMs)
           if (refusal !== undefined) return { _tag: "Refused", error: refusal } satisfies Reservation<BudgetRefusal>
 
           const id = yield* writeReservation(
@@ -186,13 +178,8 @@ const make = Effect.gen(function* () {
       }).pipe(transaction),
     attempt: (
       id: SettlementId,
-      {
-        feeStroops,
-        reason,
-        sinceMs,
-        nowMs
-      }: { readonly feeStroops: bigint; readonly reason: string; readonly sinceMs: number; readonly nowMs: number },
-      judge: (usage: WindowUsage) => BudgetRefusal | undefined
+      { reason, nowMs }: { readonly reason: string; readonly nowMs: number },
+      budgets: BudgetLimits
     ) =>
       Effect.gen(function* () {
         // The lock row first, as a reservation takes it: the sums judged are not stale.
@@ -201,9 +188,10 @@ const make = Effect.gen(function* () {
           principal: string
         }>`SELECT principal FROM settlements WHERE id = ${id} AND state = 'pending'`
         if (row === undefined) return { _tag: "NotPending" } as const
-        const refusal = judge(yield* usageSince(sql, PrincipalId.make(row.principal), sinceMs))
+        const usage = yield* usageSince(sql, PrincipalId.make(row.principal), windowStartMs(budgets, nowMs))
+        const refusal = judgeBudgets(usage, { worstCaseUnits: 0n }, budgets, nowMs)
         if (refusal !== undefined) return { _tag: "Refused", error: refusal } as const
-        yield* sql`UPDATE settlements SET fee_stroops = fee_stroops + ${Number(feeStroops)}, updated_at_ms = ${nowMs} WHERE id = ${id}`
+        yield* sql`UPDATE settlements SET fee_stroops = fee_stroops + ${budgets.feeCeilingStroops}, updated_at_ms = ${nowMs} WHERE id = ${id}`
         yield* transition(sql, id, "pending", "pending", reason, nowMs)
         return { _tag: "Charged" } as const
       }).pipe(transaction),

@@ -1,11 +1,36 @@
-import type { BudgetsConfig } from "../config.js"
-import { FeeBudgetExhausted, PolicyDenied } from "../domain/errors.js"
-import type { WindowUsage } from "../domain/settlements.js"
-import { baseUnitsToUsd } from "../domain/stellar.js"
+import { FeeBudgetExhausted, PolicyDenied } from "./errors.js"
+import type { WindowUsage } from "./settlements.js"
+import { baseUnitsToUsd } from "./stellar.js"
+
+/**
+ * The settle budgets (the config's `budgets` section) and the asset's decimals: the data the
+ * journal judges a reservation or a further attempt against, under its budget lock.
+ */
+export interface BudgetLimits {
+  readonly windowSeconds: number
+  readonly feeCeilingStroops: number
+  readonly globalFeeStroops: number
+  readonly perPrincipalFeeStroops: number
+  readonly spendWindowUsd: number
+  readonly decimals: number
+}
+
+/** The limits of a config: its `budgets` section and its asset's decimals. */
+export const budgetLimitsOf = (config: {
+  readonly budgets: Omit<BudgetLimits, "decimals">
+  readonly asset: { readonly decimals: number }
+}): BudgetLimits => ({ ...config.budgets, decimals: config.asset.decimals })
+
+/** What the budgets refuse with: the spend window (403) or a fee budget (429). */
+export type BudgetRefusal = PolicyDenied | FeeBudgetExhausted
 
 /** The window budget in base units; a fraction of a base unit cannot be spent, so it rounds down. */
 export const spendLimitUnits = (usd: number, decimals: number): bigint =>
   BigInt(Math.floor(usd * 10 ** decimals + 1e-6))
+
+/** Where the rolling budget window ending at `nowMs` starts: reservations after it count. */
+export const windowStartMs = (budgets: Pick<BudgetLimits, "windowSeconds">, nowMs: number) =>
+  nowMs - budgets.windowSeconds * 1000
 
 /** Seconds until the oldest reservation leaves the window: the earliest moment budget frees up. */
 const retryAfter = (oldestMs: number | null, windowMs: number, nowMs: number) =>
@@ -19,10 +44,10 @@ const retryAfter = (oldestMs: number | null, windowMs: number, nowMs: number) =>
 export const judgeBudgets = (
   usage: WindowUsage,
   request: { readonly worstCaseUnits: bigint },
-  budgets: BudgetsConfig,
-  decimals: number,
+  budgets: BudgetLimits,
   nowMs: number
-): PolicyDenied | FeeBudgetExhausted | undefined => {
+): BudgetRefusal | undefined => {
+  const { decimals } = budgets
   const windowMs = budgets.windowSeconds * 1000
   const limit = spendLimitUnits(budgets.spendWindowUsd, decimals)
   const spend = usage.principalSpendUnits + request.worstCaseUnits
