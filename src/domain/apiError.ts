@@ -35,6 +35,12 @@ export const ApiError =
       HttpApiSchema.annotations({ status, description })
     )
 
+/** The HTTP status an error is answered with (annotated on its class), 500 for anything that is not an API error. */
+export const statusOfError = (error: unknown): number => {
+  const ast = (error as { constructor?: { ast?: unknown } } | null)?.constructor?.ast
+  return ast !== undefined ? HttpApiSchema.getStatusErrorAST(ast as never) : 500
+}
+
 /** An API error class: a tagged error with its status, description and fields. */
 export interface ApiErrorClass<Self = any> extends Schema.Schema<Self, any> {
   readonly _tag: string

@@ -1,4 +1,4 @@
-import { Clock, Context, Data, Effect, Layer } from "effect"
+import { Clock, Context, Data, Effect, Layer, Predicate } from "effect"
 import { AppConfig } from "../config.js"
 import type { AuthorizationExpiresTooLate, NonceAlreadyConsumed, PolicyDenied } from "../domain/errors.js"
 import type { PrincipalId } from "../domain/ids.js"
@@ -124,7 +124,7 @@ const make = Effect.gen(function* () {
       })
       return yield* within(shortlisted, nowMs).pipe(
         Effect.catchIf(
-          (e): e is X & PayeeUndecided => e instanceof PayeeUndecided,
+          (e): e is X & PayeeUndecided => Predicate.isTagged(e, "PayeeUndecided"),
           () =>
             Effect.zipRight(
               Effect.zipRight(checkWholePayee(payment, policies, option, nowMs), checkTransfer(payment)),

@@ -1,10 +1,11 @@
 import { Either } from "effect"
+import { statusOfError } from "../domain/apiError.js"
 import {
   AllFacilitatorsFailed,
   type AuthorizationExpiresTooLate,
-  FacilitatorsNotReady,
+  type FacilitatorsNotReady,
   NoHealthyFacilitator,
-  NonceAlreadyConsumed,
+  type NonceAlreadyConsumed,
   SettlementIndeterminate,
   type UnsupportedPaymentKind
 } from "../domain/errors.js"
@@ -64,7 +65,7 @@ const refusedCompletion = (
 
 /** Step 9: Spent nonce: the completion of a reservation released before forwarding; nothing was sent, so nothing is charged. */
 export const refusedBeforeForwarding = (error: NonceAlreadyConsumed | AuthorizationExpiresTooLate): Completion =>
-  refusedCompletion("failed", error, error instanceof NonceAlreadyConsumed ? 409 : 400, null, false, [])
+  refusedCompletion("failed", error, statusOfError(error), null, false, [])
 
 /** A backend's settle result as the journal's completion: `pending` on its `settlement_pending` answer. */
 const answered = (response: SettleAnswer, backendId: string, errors: Completion["errors"]): Completion => {
@@ -167,7 +168,7 @@ export const conclude = (
         false
       )
     case "Unsupported":
-      return refused("failed", outcome.error, outcome.error instanceof FacilitatorsNotReady ? 503 : 422, null, false)
+      return refused("failed", outcome.error, statusOfError(outcome.error), null, false)
   }
 }
 

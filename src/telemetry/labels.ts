@@ -1,17 +1,11 @@
-import { HttpApiSchema } from "@effect/platform"
 import { Cause, Clock, Effect, Exit, Option } from "effect"
+import { statusOfError } from "../domain/apiError.js"
 import { isPendingAnswer } from "../domain/settlements.js"
 import type { SettleResult } from "./Instruments.js"
 
 /** A stable error code, or OTHER: a label must never carry free text from a request or a backend. */
 const boundedCode = (code: unknown): string =>
   typeof code === "string" && /^[A-Z][A-Z0-9_]{0,63}$/.test(code) ? code : "OTHER"
-
-/** The HTTP status an error class is answered with (annotated on the class), 500 for anything else. */
-const statusOf = (error: unknown): number => {
-  const ast = (error as { constructor?: { ast?: unknown } } | null)?.constructor?.ast
-  return ast !== undefined ? HttpApiSchema.getStatusErrorAST(ast as never) : 500
-}
 
 /**
  * How a settle ended, as `result` and `code` labels: settled (OK), declined by the facilitator
@@ -35,7 +29,7 @@ export const settleLabels = (
   if (Option.isNone(failure)) return { result: "error", code: "INTERNAL" }
   const error = failure.value
   const code = boundedCode((error as { error?: unknown } | null)?.error)
-  return { result: statusOf(error) < 500 ? "refused" : "error", code }
+  return { result: statusOfError(error) < 500 ? "refused" : "error", code }
 }
 
 /** Runs `effect` and hands its exit and duration in seconds to `record`, whatever the outcome. */
