@@ -101,3 +101,39 @@ describe("one name per error", () => {
     expect(twice("name")).toEqual([])
   })
 })
+
+/**
+ * Folders still allowed `instanceof` against their own tagged errors while their carve is under
+ * way elsewhere; the rule holds everywhere else.
+ */
+const INSTANCEOF_EXEMPT = ["src/settlement/"]
+
+/** Each `instanceof` in `text` against one of `names`, as `path:line: instanceof Name`. */
+const instanceofAgainst = (path: string, text: string, names: ReadonlySet<string>) =>
+  [...text.matchAll(/\binstanceof\s+([\w$.]+)/g)]
+    .filter((m) => names.has(m[1]!.split(".").pop()!))
+    .map((m) => `${path}:${text.slice(0, m.index).split("\n").length}: instanceof ${m[1]}`)
+
+describe("errors of ours are matched by tag", () => {
+  const ownErrors = new Set(declaredErrors.map((e) => e.name))
+
+  test("the rule finds an instanceof against a tagged class of ours, and leaves a library's class alone", () => {
+    const text = [
+      "if (e instanceof OutboundTargetRefused) return e.reason",
+      "if (problem instanceof HttpApiError.HttpApiDecodeError) return null",
+      "const x = e instanceof Error ? e.message : String(e)",
+      "if (failure instanceof Errors.NotFound) return 404"
+    ].join("\n")
+    expect(instanceofAgainst("src/x.ts", text, ownErrors)).toEqual([
+      "src/x.ts:1: instanceof OutboundTargetRefused",
+      "src/x.ts:4: instanceof Errors.NotFound"
+    ])
+  })
+
+  test("no file in src/ uses instanceof against a TaggedError declared in src/ (Effect.catchTag, Predicate.isTagged)", () => {
+    const found = [...new Bun.Glob("src/**/*.ts").scanSync(".")]
+      .filter((path) => !INSTANCEOF_EXEMPT.some((folder) => path.startsWith(folder)))
+      .flatMap((path) => instanceofAgainst(path, readFileSync(path, "utf8"), ownErrors))
+    expect(found).toEqual([])
+  })
+})

@@ -1,8 +1,16 @@
 import { Context, Duration, Effect, Either, Fiber, Layer } from "effect"
 import { AppConfig } from "../config.js"
+import { InvalidRequest } from "../domain/errors.js"
 import { PrincipalId } from "../domain/ids.js"
 import type { CatalogEntry } from "../domain/resources.js"
-import { type BazaarStatus, hasBazaar, readBazaar, rejected } from "../extensions/bazaar.js"
+import {
+  type BazaarStatus,
+  bazaarSchemaRefusal,
+  hasBazaar,
+  readBazaar,
+  rejected,
+  withBazaarStatus
+} from "../extensions/bazaar.js"
 import { SchemaValidator } from "../extensions/SchemaValidator.js"
 import { CatalogWritesRepo } from "../store/CatalogWritesRepo.js"
 import { admitted } from "./admitEntries.js"
@@ -23,22 +31,48 @@ export interface SettledPayment {
   readonly payer: string
 }
 
+/** A verify or settle request as far as the bazaar extension cares. */
+export interface PaymentRequest {
+  readonly paymentPayload: unknown
+  readonly paymentRequirements: unknown
+}
+
+/** What a settle gives back to `answer`: its answer to the caller, and how it settled. */
+export type SettleReport<A> = Omit<SettledPayment, "success"> & { readonly answer: A }
+
 export interface BazaarIngestShape {
+  /**
+   * Refuses a verify or settle whose bazaar schema this service would never evaluate (schemaGuard's
+   * allow-list and bounds), before any payment is made.
+   */
+  readonly admit: (request: { readonly paymentPayload: unknown }) => Effect.Effect<void, InvalidRequest>
+  /**
+   * Runs a settle, then answers its bazaar extension whether the payment went through or not:
+   * `status` is what the `EXTENSION-RESPONSES` header says (null without the extension), and a
+   * settle answer carries it in its `extensionResponses` field as well. A verify never comes here
+   * (docs/trust.md): it moves no money.
+   */
+  readonly answer: <A extends { readonly success: boolean; readonly extensionResponses?: unknown }, E, R>(
+    request: PaymentRequest,
+    path: string,
+    payment: Effect.Effect<SettleReport<A>, E, R>
+  ) => Effect.Effect<{ readonly outcome: Either.Either<A, E>; readonly status: BazaarStatus | null }, never, R>
   /**
    * The bazaar status for a settle request (`settled` null when it was refused or failed); null
    * when it carries no bazaar extension. Never fails. The catalog write runs in its own fiber,
    * awaited at most CATALOG_WAIT.
    */
   readonly respond: (
-    request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown },
+    request: PaymentRequest,
     settled: SettledPayment | null,
     path: string
   ) => Effect.Effect<BazaarStatus | null>
 }
 
 /**
- * Ingestion of the bazaar extension on `/x402/settle` (docs/decisions.md, Bazaar ingestion;
- * docs/trust.md). It runs after the settle's answer is known and never fails: every outcome, a
+ * The bazaar extension on `/x402/verify` and `/x402/settle`: a schema this service would never
+ * evaluate refused before the payment, and ingestion after a settle (docs/decisions.md, Bazaar
+ * ingestion; docs/trust.md). Ingestion runs after the settle's answer is known and never fails: every outcome, a
  * refusal or a store failure included, is a status for the `EXTENSION-RESPONSES` header. Only a
  * successful settle made by this request catalogs anything, and only then is the extension read:
  * a verify moves no money, and `paymentPayload.resource.url` is not covered by the payer's
@@ -81,11 +115,7 @@ const make = Effect.gen(function* () {
       return { status: "success" } satisfies BazaarStatus
     })
 
-  const respond = (
-    request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown },
-    settled: SettledPayment | null,
-    path: string
-  ) =>
+  const respond = (request: PaymentRequest, settled: SettledPayment | null, path: string) =>
     Effect.gen(function* () {
       if (!hasBazaar(request.paymentPayload)) return null
       if (settled === null || !settled.success)
@@ -117,5 +147,29 @@ const make = Effect.gen(function* () {
       Effect.withSpan("BazaarIngest.respond")
     )
 
-  return { respond } satisfies BazaarIngestShape
+  const admit = (request: { readonly paymentPayload: unknown }) => {
+    const refused = bazaarSchemaRefusal(request.paymentPayload)
+    return refused === null ? Effect.void : new InvalidRequest({ message: refused })
+  }
+
+  const answer = <A extends { readonly success: boolean; readonly extensionResponses?: unknown }, E, R>(
+    request: PaymentRequest,
+    path: string,
+    payment: Effect.Effect<SettleReport<A>, E, R>
+  ) =>
+    Effect.flatMap(
+      Effect.either(payment),
+      (outcome): Effect.Effect<{ readonly outcome: Either.Either<A, E>; readonly status: BazaarStatus | null }> =>
+        Either.isLeft(outcome)
+          ? Effect.map(respond(request, null, path), (status) => ({ outcome: Either.left(outcome.left), status }))
+          : Effect.map(
+              respond(request, { ...outcome.right, success: outcome.right.answer.success }, path),
+              (status) => ({
+                outcome: Either.right(withBazaarStatus(outcome.right.answer, status)),
+                status
+              })
+            )
+    )
+
+  return { respond, admit, answer } satisfies BazaarIngestShape
 })

@@ -1,10 +1,10 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Predicate } from "effect"
 import { AppConfig } from "../config.js"
 import { InvalidRequest, TargetRefused } from "../domain/errors.js"
 import { PrincipalId, type ResourceId } from "../domain/ids.js"
 import type { RegisteredRoute, RegistrationRequest, RegistrationResponse } from "../domain/registration.js"
 import type { HttpMethod } from "../domain/resources.js"
-import { checkUrl, OutboundTargetRefused } from "../outbound/outboundGuard.js"
+import { checkUrl } from "../outbound/outboundGuard.js"
 import { CatalogWritesRepo } from "../store/CatalogWritesRepo.js"
 import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { discoveredEntry, discoveredIdOf } from "../verification/discoveredEntry.js"
@@ -113,7 +113,7 @@ const make = Effect.gen(function* () {
   /** The origin of the request, or a refusal; the guard's checks that need no network run here. */
   const originOf = (raw: string) => {
     const checked = checkUrl(raw, config.probes)
-    if (checked instanceof OutboundTargetRefused)
+    if (Predicate.isTagged(checked, "OutboundTargetRefused"))
       return Effect.fail(new TargetRefused({ message: `target refused: ${checked.reason}` }))
     return Effect.succeed(checked)
   }

@@ -1,6 +1,7 @@
 import { HelpDoc, ValidationError } from "@effect/cli"
 import { Cause, Console, Data, Effect, Exit, Option } from "effect"
-import { ConfigError } from "../config.js"
+import type { ConfigError } from "../config.js"
+import { isTaggedAs } from "../domain/tagged.js"
 
 /**
  * A command that ends with a code other than 0. `message` goes to stderr; without one the command
@@ -16,8 +17,8 @@ export const exitWith = (code: number): Effect.Effect<void, CliExit> =>
   code === EXIT.ok ? Effect.void : Effect.fail(new CliExit({ code }))
 
 const codeOfFailure = (failure: unknown): number => {
-  if (failure instanceof CliExit) return failure.code
-  if (failure instanceof ConfigError || ValidationError.isValidationError(failure)) return EXIT.usage
+  if (isTaggedAs<CliExit>(failure, "CliExit")) return failure.code
+  if (isTaggedAs<ConfigError>(failure, "ConfigError") || ValidationError.isValidationError(failure)) return EXIT.usage
   return EXIT.failed
 }
 
@@ -44,9 +45,9 @@ export const reportFailure = (cause: Cause.Cause<unknown>): Effect.Effect<void> 
   const failure = Cause.failureOption(cause)
   if (Option.isNone(failure)) return Console.error(Cause.pretty(cause))
   const e = failure.value
-  if (e instanceof ConfigError) return Console.error(e.line)
+  if (isTaggedAs<ConfigError>(e, "ConfigError")) return Console.error(e.line)
   // An Error's message is "" when none was given.
-  if (e instanceof CliExit) return e.message === "" ? Effect.void : Console.error(e.message)
+  if (isTaggedAs<CliExit>(e, "CliExit")) return e.message === "" ? Effect.void : Console.error(e.message)
   if (ValidationError.isValidationError(e)) return Console.error(usageLine(e))
   return Console.error(Cause.pretty(cause))
 }

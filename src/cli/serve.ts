@@ -2,8 +2,9 @@ import { Cause, Duration, Effect, Layer, Option } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import { ServicesLive } from "../app.js"
 import { ImportSchedulerLive } from "../catalog/ImportScheduler.js"
-import { AppConfig, type Config, ConfigError } from "../config.js"
+import { AppConfig, type Config, type ConfigError } from "../config.js"
 import { DemoProviders } from "../demo/DemoProviders.js"
+import { isTaggedAs } from "../domain/tagged.js"
 import { EconomicProber } from "../economic/EconomicProber.js"
 import { openModeRefusal } from "../http/openMode.js"
 import { BunServerLive, HttpLive } from "../http/server.js"
@@ -82,7 +83,8 @@ export const serve = (config: Config) =>
     return yield* launch(config).pipe(
       Effect.catchAllCause((cause) => {
         const failure = Cause.failureOption(cause)
-        if (Option.isSome(failure) && failure.value instanceof ConfigError) return Effect.fail(failure.value)
+        if (Option.isSome(failure) && isTaggedAs<ConfigError>(failure.value, "ConfigError"))
+          return Effect.fail(failure.value)
         if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
         return Effect.logError(cause).pipe(Effect.zipRight(Effect.fail(new CliExit({ code: EXIT.failed }))))
       }),

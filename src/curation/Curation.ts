@@ -8,14 +8,32 @@ import { ResourceReadsRepo } from "../store/ResourceReadsRepo.js"
 import { StoreTransactions } from "../store/StoreTransactions.js"
 import { EvidenceRecorder } from "../verification/EvidenceRecorder.js"
 
+/** An author whose reason may be left out: a default naming the action is stored in its place. */
+export interface OptionalReason {
+  readonly actor: string
+  readonly reason: string | undefined
+}
+
 export interface CurationShape {
   readonly quarantine: (id: ResourceId, author: Author) => Effect.Effect<CurationResult, NotFound>
-  readonly unquarantine: (id: ResourceId, author: Author) => Effect.Effect<CurationResult, NotFound>
-  readonly list: (id: ResourceId, author: Author) => Effect.Effect<CurationResult, NotFound>
+  readonly unquarantine: (id: ResourceId, author: OptionalReason) => Effect.Effect<CurationResult, NotFound>
+  readonly list: (id: ResourceId, author: OptionalReason) => Effect.Effect<CurationResult, NotFound>
   readonly unlist: (id: ResourceId, author: Author) => Effect.Effect<CurationResult, NotFound>
   /** Deletes a resource; ConfigManaged for one the catalog file would bring back. */
-  readonly remove: (id: ResourceId, author: Author) => Effect.Effect<CurationResult, NotFound | ConfigManaged>
+  readonly remove: (id: ResourceId, author: OptionalReason) => Effect.Effect<CurationResult, NotFound | ConfigManaged>
 }
+
+/** Reasons an operator may leave out, stored in its place. */
+const DEFAULT_REASON = {
+  unquarantine: "quarantine lifted by an operator",
+  list: "listed by an operator",
+  delete: "deleted by an operator"
+} as const
+
+const reasoned = (author: OptionalReason, fallback: string): Author => ({
+  actor: author.actor,
+  reason: author.reason ?? fallback
+})
 
 /**
  * Operator curation (docs/decisions.md, Operator curation). Every method takes its author (an
@@ -96,9 +114,10 @@ const make = Effect.gen(function* () {
 
   return {
     quarantine,
-    unquarantine,
-    list: (id: ResourceId, author: Author) => setListed(id, true, author),
+    unquarantine: (id: ResourceId, author: OptionalReason) =>
+      unquarantine(id, reasoned(author, DEFAULT_REASON.unquarantine)),
+    list: (id: ResourceId, author: OptionalReason) => setListed(id, true, reasoned(author, DEFAULT_REASON.list)),
     unlist: (id: ResourceId, author: Author) => setListed(id, false, author),
-    remove
+    remove: (id: ResourceId, author: OptionalReason) => remove(id, reasoned(author, DEFAULT_REASON.delete))
   } satisfies CurationShape
 })

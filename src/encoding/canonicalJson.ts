@@ -45,8 +45,11 @@ const isPlainObject = (value: object): value is Record<string, unknown> => {
 export const canonicalize = (value: unknown): Either.Either<string, CanonicalJsonError> => {
   const ancestors = new Set<object>()
   const path: Array<string | number> = []
+  // The refusal is kept, so the catch below tells it from any other throw by identity.
+  let refused: CanonicalJsonError | undefined
   const fail = (reason: string): never => {
-    throw new CanonicalJsonError({ path: pointer(path), reason })
+    refused = new CanonicalJsonError({ path: pointer(path), reason })
+    throw refused
   }
   const str = (s: string) => {
     // JSON.stringify would escape a lone surrogate (as \udc00, say); RFC 8785 section 3.2.2.2 forbids it.
@@ -104,7 +107,7 @@ export const canonicalize = (value: unknown): Either.Either<string, CanonicalJso
   try {
     return Either.right(write(value))
   } catch (e) {
-    if (e instanceof CanonicalJsonError) return Either.left(e)
+    if (refused !== undefined && e === refused) return Either.left(refused)
     throw e
   }
 }

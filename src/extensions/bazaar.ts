@@ -29,6 +29,24 @@ export const extensionResponsesHeader = (bazaar: BazaarStatus) =>
   Buffer.from(JSON.stringify({ [BAZAAR]: bazaar }), "utf8").toString("base64")
 
 /**
+ * A settle answer with the bazaar status added to its `extensionResponses` field, where 2.27 types
+ * it on settle answers; the answer as it was when the request carried no bazaar extension.
+ */
+export const withBazaarStatus = <A extends { readonly extensionResponses?: unknown }>(
+  answer: A,
+  status: BazaarStatus | null
+): A =>
+  status === null
+    ? answer
+    : {
+        ...answer,
+        extensionResponses: {
+          ...(isObject(answer.extensionResponses) ? answer.extensionResponses : {}),
+          [BAZAAR]: status
+        }
+      }
+
+/**
  * Why the bazaar extension's schema in a verify or settle payload is not evaluated (schemaGuard's
  * allow-list and bounds), or null when it may be or there is none. Checked before the payment, so
  * a request carrying a schema this service would never run is refused outright.

@@ -1,4 +1,6 @@
+import { Data } from "effect"
 import { isObject } from "../domain/isObject.js"
+import { isTaggedAs } from "../domain/tagged.js"
 /**
  * What an untrusted JSON Schema (a payer's bazaar extension) may contain before this service
  * compiles it. A schema is code for a validator: a regular expression can backtrack for ever and
@@ -84,9 +86,10 @@ const resolvePointer = (root: unknown, ref: string): unknown => {
   return node
 }
 
-class Refused {
-  constructor(readonly reason: string) {}
-}
+/** Thrown out of the walk at the first refusal; told from any other throw by its tag. */
+class SchemaRefused extends Data.TaggedError("SchemaRefused")<{ readonly reason: string }> {}
+
+const refuse = (reason: string) => new SchemaRefused({ reason })
 
 /**
  * Why this schema (for this `info`) is not evaluated, or null when it may be. Sizes are checked
@@ -100,30 +103,30 @@ export const schemaRefusal = (schema: unknown, info: unknown): string | null => 
   /** `inside`: the `$ref` targets being expanded on the way here, to find cycles. */
   const walk = (node: unknown, path: string, depth: number, inside: ReadonlySet<unknown>): void => {
     if (typeof node === "boolean") return
-    if (!isObject(node)) throw new Refused(`${path}: a subschema must be an object or a boolean`)
+    if (!isObject(node)) throw refuse(`${path}: a subschema must be an object or a boolean`)
     if (++expanded > MAX_EXPANDED_NODES)
-      throw new Refused(
+      throw refuse(
         `schema expands to more than ${MAX_EXPANDED_NODES} subschemas (references counted each time they are used)`
       )
-    if (depth > MAX_DEPTH) throw new Refused(`${path}: nested deeper than ${MAX_DEPTH} levels`)
+    if (depth > MAX_DEPTH) throw refuse(`${path}: nested deeper than ${MAX_DEPTH} levels`)
     for (const [key, value] of Object.entries(node)) {
       const at = `${path}/${key}`
       if (!ALLOWED_KEYWORDS.has(key))
-        throw new Refused(`${at}: "${key}" is not among the keywords evaluated for untrusted schemas`)
+        throw refuse(`${at}: "${key}" is not among the keywords evaluated for untrusted schemas`)
       if (key === "$ref") {
         if (typeof value !== "string" || !value.startsWith("#"))
-          throw new Refused(`${at}: only local references (#...) are resolved; remote schemas are never fetched`)
+          throw refuse(`${at}: only local references (#...) are resolved; remote schemas are never fetched`)
         const target = resolvePointer(schema, value)
-        if (target === undefined) throw new Refused(`${at}: "${value}" does not resolve inside the schema`)
-        if (inside.has(target)) throw new Refused(`${at}: "${value}" refers back to a schema it is inside (a cycle)`)
+        if (target === undefined) throw refuse(`${at}: "${value}" does not resolve inside the schema`)
+        if (inside.has(target)) throw refuse(`${at}: "${value}" refers back to a schema it is inside (a cycle)`)
         walk(target, `schema${value.slice(1)}`, depth + 1, new Set([...inside, target]))
       } else if (ONE.has(key)) {
         walk(value, at, depth + 1, inside)
       } else if (MANY.has(key)) {
-        if (!Array.isArray(value)) throw new Refused(`${at}: expected a list of subschemas`)
+        if (!Array.isArray(value)) throw refuse(`${at}: expected a list of subschemas`)
         value.forEach((v, i) => walk(v, `${at}/${i}`, depth + 1, inside))
       } else if (BY_NAME.has(key)) {
-        if (!isObject(value)) throw new Refused(`${at}: expected an object of subschemas`)
+        if (!isObject(value)) throw refuse(`${at}: expected an object of subschemas`)
         for (const [name, v] of Object.entries(value)) walk(v, `${at}/${name}`, depth + 1, inside)
       }
     }
@@ -132,7 +135,7 @@ export const schemaRefusal = (schema: unknown, info: unknown): string | null => 
     walk(schema, "schema", 0, new Set([schema]))
     return null
   } catch (e) {
-    if (e instanceof Refused) return e.reason
+    if (isTaggedAs<SchemaRefused>(e, "SchemaRefused")) return e.reason
     throw e
   }
 }

@@ -7,7 +7,7 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { RouteNotFound } from "@effect/platform/HttpServerError"
-import { Cause, Effect, Option, type Schema } from "effect"
+import { Cause, Effect, Option, Predicate, type Schema } from "effect"
 import { SextantApi } from "../contract/index.js"
 import { x402RefusalAnswer } from "../contract/x402.js"
 import {
@@ -78,9 +78,6 @@ const notRouted = (request: HttpServerRequest.HttpServerRequest) => {
       )
     : answer(NotFound, new NotFound({ message: `no endpoint at ${request.method} ${path}` }))
 }
-
-const hasTag = (value: unknown, tag: string) =>
-  typeof value === "object" && value !== null && "_tag" in value && value._tag === tag
 
 const isJson = (contentType: string) => /^application\/([a-z0-9.+-]*\+)?json\b/i.test(contentType.trim())
 
@@ -185,7 +182,8 @@ const checked = (app: HttpApp.Default, request: HttpServerRequest.HttpServerRequ
           return new InvalidRequest({ message: describeIssues(problem.issues) })
         }
         if (problem instanceof RouteNotFound) return notRouted(request)
-        if (hasTag(problem, "RequestError")) return new MalformedBody({ message: "the request body is not valid JSON" })
+        if (Predicate.isTagged(problem, "RequestError"))
+          return new MalformedBody({ message: "the request body is not valid JSON" })
         // Any other failure is an endpoint's declared error: HttpApi encodes it with its status.
         if (Option.isSome(Cause.failureOption(cause))) {
           const retryAfter = retryAfterOf(problem)
@@ -193,7 +191,7 @@ const checked = (app: HttpApp.Default, request: HttpServerRequest.HttpServerRequ
             ? Effect.failCause(cause)
             : refailWithHeader(cause, "retry-after", String(retryAfter))
         }
-        if (hasTag(problem, "SqlError")) {
+        if (Predicate.isTagged(problem, "SqlError")) {
           return Effect.logError("store failure", cause).pipe(
             Effect.zipRight(new StoreUnavailable({ message: "the store could not complete the request; retry later" }))
           )

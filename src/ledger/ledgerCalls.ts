@@ -20,18 +20,13 @@ export const ledgerCalls = (options: LedgerEndpoints & { readonly timeoutMs: num
   const call = <A>(source: LedgerSource, what: string, run: () => Promise<A>) =>
     Effect.tryPromise({
       try: run,
-      catch: (e) => e
+      catch: (e) => new LedgerUnavailable({ message: `${names[source]} ${what} failed: ${describeFailure(e)}` })
     }).pipe(
       Effect.timeoutFail({
         duration: Duration.millis(options.timeoutMs),
         onTimeout: () =>
           new LedgerUnavailable({ message: `${names[source]} ${what} did not answer within ${options.timeoutMs} ms` })
-      }),
-      Effect.mapError((e) =>
-        e instanceof LedgerUnavailable
-          ? e
-          : new LedgerUnavailable({ message: `${names[source]} ${what} failed: ${describeFailure(e)}` })
-      )
+      })
     )
 
   /** Decoding an answer that arrived: a throw means the upstream sent something malformed. */

@@ -44,9 +44,9 @@ export const makeBuyTool = async (config: Config, handle: WebHandler, options: B
             Effect.map(Schema.encodeSync(BuyResult)),
             Effect.catchAll((error: BuyError) =>
               Effect.fail(
-                new ToolFailure(
-                  `${buyErrorCode(error)}: ${buyErrorMessage(error)}\n${JSON.stringify({ attempts: attemptsOf(error) }, null, 2)}`
-                )
+                new ToolFailure({
+                  message: `${buyErrorCode(error)}: ${buyErrorMessage(error)}\n${JSON.stringify({ attempts: attemptsOf(error) }, null, 2)}`
+                })
               )
             ),
             // A ToolFailure is the client's to read; runPromise would wrap it in a FiberFailure.

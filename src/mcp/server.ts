@@ -2,6 +2,7 @@ import { type CallToolResult, ProtocolError, ProtocolErrorCode, Server } from "@
 import { serveStdio } from "@modelcontextprotocol/server/stdio"
 import { Either, Schema } from "effect"
 import { describeParseError } from "../domain/issues.js"
+import { isTaggedAs } from "../domain/tagged.js"
 import { toolJsonSchema } from "./jsonSchema.js"
 import { type ApiCall, TOOLS, type Tool, ToolFailure } from "./tools.js"
 
@@ -11,7 +12,7 @@ class ApiAnswerError extends ToolFailure {
     readonly status: number,
     readonly body: { error?: string; message?: string }
   ) {
-    super(`${body.error ?? `HTTP ${status}`}: ${body.message ?? "request failed"}`)
+    super({ message: `${body.error ?? `HTTP ${status}`}: ${body.message ?? "request failed"}` })
   }
 }
 
@@ -78,7 +79,7 @@ export const mcpServerFactory = (
         )) as Record<string, unknown>
         return { structuredContent: structured, content: [{ type: "text", text: JSON.stringify(structured, null, 2) }] }
       } catch (error) {
-        if (error instanceof ToolFailure) return errorResult(error.message)
+        if (isTaggedAs<ToolFailure>(error, "ToolFailure")) return errorResult(error.message)
         throw error
       }
     })

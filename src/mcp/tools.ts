@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { Data, Schema } from "effect"
 import { HistoryQuery } from "../contract/verification.js"
 import { ResourceDetail, SearchResponse } from "../domain/catalog.js"
 import {
@@ -39,7 +39,7 @@ export interface ApiCall {
 type Fetch = (call: ApiCall) => Promise<unknown>
 
 /** A tool's failure the client should read (an error answer, a purchase that failed): an `isError` result with its message. */
-export class ToolFailure extends Error {}
+export class ToolFailure extends Data.TaggedError("ToolFailure")<{ readonly message: string }> {}
 
 export interface Tool<I, O> {
   readonly name: string

@@ -1,4 +1,5 @@
-import { Effect, Either, Runtime } from "effect"
+import { Data, Effect, Either, Runtime } from "effect"
+import { isTaggedAs } from "../domain/tagged.js"
 import { Dialer, dialPinned, Resolver, readUpTo } from "./Connector.js"
 import { AnswerTimeout, type OutboundRequests, Unreachable } from "./fetchAnswer.js"
 import { incoming, outgoing, type RequestBudget } from "./mcpWire.js"
@@ -8,11 +9,10 @@ import { type OutboundTargetRefused, vetTarget } from "./outboundGuard.js"
 export type Failure = OutboundTargetRefused | Unreachable | AnswerTimeout
 
 /** Thrown inside the transport's fetch, so the probe can tell the guard's refusal from a dead server. */
-export class Refused extends Error {
-  constructor(readonly refusal: OutboundTargetRefused) {
-    super(refusal.reason)
-  }
-}
+export class McpTargetRefused extends Data.TaggedError("McpTargetRefused")<{
+  readonly refusal: OutboundTargetRefused
+  readonly message: string
+}> {}
 
 /**
  * The transport's `fetch`, on the one outbound path of every request to a resource: the URL vetted
@@ -36,7 +36,9 @@ export const guardedFetch =
     const vetted = await Runtime.runPromise(runtime)(Effect.either(vetTarget(url, probes, resolve)))
     if (Either.isLeft(vetted)) {
       const e = vetted.left
-      throw e._tag === "OutboundTargetRefused" ? new Refused(e) : new Error(`cannot resolve ${e.host}: ${e.reason}`)
+      throw e._tag === "OutboundTargetRefused"
+        ? new McpTargetRefused({ refusal: e, message: e.reason })
+        : new Error(`cannot resolve ${e.host}: ${e.reason}`)
     }
     const headers: Record<string, string> = {}
     new Headers(init?.headers).forEach((value, key) => {
@@ -71,7 +73,7 @@ export const guardedFetch =
   }
 
 export const failureOf = (error: unknown, deadline: AbortSignal, timeoutMs: number): Failure => {
-  if (error instanceof Refused) return error.refusal
+  if (isTaggedAs<McpTargetRefused>(error, "McpTargetRefused")) return error.refusal
   if (deadline.aborted || (error instanceof Error && /timed? ?out/i.test(error.message)))
     return new AnswerTimeout({ afterMs: timeoutMs })
   return new Unreachable({ reason: `MCP request failed: ${error instanceof Error ? error.message : String(error)}` })

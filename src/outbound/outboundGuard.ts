@@ -1,6 +1,6 @@
 import { lookup } from "node:dns/promises"
 import { BlockList, isIP } from "node:net"
-import { Data, Effect } from "effect"
+import { Data, Effect, Predicate } from "effect"
 
 /**
  * Where probes may send traffic. A probe target comes from the catalog or from anyone calling
@@ -136,7 +136,7 @@ export const vetTarget = <E = never>(
 ): Effect.Effect<Vetted, OutboundTargetRefused | DnsFailure | E> =>
   Effect.gen(function* () {
     const checked = checkUrl(raw, policy)
-    if (checked instanceof OutboundTargetRefused) return yield* checked
+    if (Predicate.isTagged(checked, "OutboundTargetRefused")) return yield* checked
     const host = hostOf(checked)
     if (isIP(host) !== 0) return { url: checked, addresses: [host] }
     const addresses = yield* resolve(host)

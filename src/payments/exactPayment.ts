@@ -1,7 +1,7 @@
 import { authorizeEntry, type Keypair, rpc, StrKey, type Transaction, type xdr } from "@stellar/stellar-sdk"
 import type { PaymentRequirementsV2 } from "@x402/core/schemas"
 import type { PaymentPayload, PaymentRequirements, ResourceInfo } from "@x402/core/types"
-import { Duration, Effect, Schema } from "effect"
+import { Duration, Effect, Predicate, Schema } from "effect"
 import { BaseUnits } from "../domain/stellar.js"
 import { addressAuthorization } from "../ledger/authEntries.js"
 import type { Deployment } from "../x402/challenge.js"
@@ -201,7 +201,7 @@ export const buildExactPayment = (input: BuildPaymentInput): Effect.Effect<Signe
 
     const recorded = yield* simulate(server, draft([]), "recording the authorisation")
     const entry = payerEntry(recorded, terms)
-    if (entry instanceof SimulationRejected) return yield* entry
+    if (Predicate.isTagged(entry, "SimulationRejected")) return yield* entry
     const signed = yield* Effect.tryPromise({
       try: () => authorizeEntry(entry, signer, expiration, passphraseOf(requirements.network)),
       catch: () => new SimulationRejected({ reason: "the simulation's authorisation cannot be signed" })

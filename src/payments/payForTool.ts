@@ -6,6 +6,7 @@ import { z } from "zod"
 import pkg from "../../package.json" with { type: "json" }
 import { isObject } from "../domain/isObject.js"
 import { type McpKind, mcpRequestOf } from "../domain/mcp.js"
+import { isTaggedAs } from "../domain/tagged.js"
 import { SettleResponse } from "../domain/x402.js"
 import { canonicalBytes } from "../encoding/canonicalJson.js"
 import type { OutboundRequests } from "../outbound/fetchAnswer.js"
@@ -16,7 +17,7 @@ import { mcpChallenge, PAYMENT_META, PAYMENT_RESPONSE_META, readToolAnswer } fro
 import {
   CLIENT_CAPABILITIES,
   discover,
-  McpAnswerError,
+  type McpAnswerError,
   type McpGeneration,
   sessionRequestMeta,
   statelessRequest
@@ -184,7 +185,7 @@ const connect = (input: PayForToolInput, fetchTimeoutMs: number) =>
 
 /** A JSON-RPC error the server sent, not one the SDK raised for a timeout or a lost connection. */
 const answeredError = (error: unknown): error is Error =>
-  error instanceof McpAnswerError ||
+  isTaggedAs<McpAnswerError>(error, "McpAnswerError") ||
   (error instanceof McpError && error.code !== ErrorCode.RequestTimeout && error.code !== ErrorCode.ConnectionClosed)
 
 /** The unpaid call: its PaymentRequired, or why there is nothing to pay. */

@@ -7,12 +7,13 @@ import pkg from "../../package.json" with { type: "json" }
 import type { Config } from "../config.js"
 import type { McpTool } from "../domain/mcp.js"
 import { type McpKind, mcpRequestOf } from "../domain/mcp.js"
+import { isTaggedAs } from "../domain/tagged.js"
 import { judgeOffers } from "../extensions/offerReceipt.js"
 import type { OutboundRequests } from "../outbound/fetchAnswer.js"
 import { failureOf, guardedFetch } from "../outbound/mcpFetch.js"
 import { CALL_REQUESTS, HANDSHAKE_REQUESTS, RequestBudget, STATELESS_REQUESTS } from "../outbound/mcpWire.js"
 import { asHttpChallenge, readToolAnswer } from "../x402/mcpAnswer.js"
-import { discover, McpAnswerError, sessionRequestMeta, statelessRequest } from "../x402/mcpStateless.js"
+import { discover, type McpAnswerError, sessionRequestMeta, statelessRequest } from "../x402/mcpStateless.js"
 import type { McpSession, McpSessions } from "./mcpSessions.js"
 import {
   blank,
@@ -105,7 +106,7 @@ export const observeMcp = (target: ProbeTarget & { readonly mcp: McpTool }, conf
         budget.grant(STATELESS_REQUESTS)
         return Either.right(readToolAnswer(await statelessRequest(fetch, target.url, request, PROBE_CLIENT, deadline)))
       } catch (error) {
-        if (error instanceof McpAnswerError) return answeredNoChallenge(error)
+        if (isTaggedAs<McpAnswerError>(error, "McpAnswerError")) return answeredNoChallenge(error)
         return Either.left(failureOf(error, deadline, timeoutMs))
       }
     })

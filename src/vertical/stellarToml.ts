@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { parse as parseToml } from "smol-toml"
 import { describeFailure as describe } from "../ledger/clients.js"
 import { fetchText } from "../outbound/fetchAnswer.js"
@@ -8,11 +8,6 @@ import type { TomlLookup } from "./upstream.js"
 
 /** The SDK resolver's own limit on a stellar.toml. */
 const STELLAR_TOML_MAX_BYTES = 100 * 1024
-
-/** A body that is not TOML, kept apart from a missing one. */
-class TomlInvalid {
-  constructor(readonly reason: string) {}
-}
 
 /**
  * The issuer's stellar.toml through the Connector, as a probe reaches a resource: the address
@@ -31,21 +26,18 @@ export const readStellarToml =
         timeoutMs: config.timeoutMs,
         maxBodyBytes: STELLAR_TOML_MAX_BYTES
       }
-      const parsed = (text: string) => {
-        try {
-          return parseToml(text)
-        } catch (e) {
-          return new TomlInvalid(describe(e))
-        }
-      }
+      // A body that is not TOML is kept apart from a missing one; the document stays inside the
+      // Either, so nothing the issuer writes in it can pass for the refusal.
+      const parsed = (text: string) => Either.try({ try: () => parseToml(text), catch: describe })
       return fetchText(url, outbound, STELLAR_TOML_MAX_BYTES, parsed).pipe(
         Effect.mapError((e) => e.reason),
         Effect.flatMap((answer) => {
           if (answer.httpStatus < 200 || answer.httpStatus >= 300) return Effect.fail(`HTTP ${answer.httpStatus}`)
           if (answer.note !== null) return Effect.fail(answer.note)
-          if (answer.body instanceof TomlInvalid) return Effect.fail(`stellar.toml is invalid: ${answer.body.reason}`)
-          return typeof answer.body === "object" && answer.body !== null
-            ? Effect.succeed(answer.body as Record<string, unknown>)
+          const body = Either.isEither(answer.body) ? answer.body : Either.right(answer.body)
+          if (Either.isLeft(body)) return Effect.fail(`stellar.toml is invalid: ${body.left}`)
+          return typeof body.right === "object" && body.right !== null
+            ? Effect.succeed(body.right as Record<string, unknown>)
             : Effect.fail("stellar.toml is empty")
         }),
         Effect.match({

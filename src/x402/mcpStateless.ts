@@ -1,5 +1,7 @@
+import { Data } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import { isObject } from "../domain/isObject.js"
+import { isTaggedAs } from "../domain/tagged.js"
 import { X402_MCP_EXTENSION } from "./mcpAnswer.js"
 
 /**
@@ -27,24 +29,16 @@ export interface McpRequest {
 }
 
 /** A JSON-RPC error the server answered: its answer, not a failure to reach it. */
-export class McpAnswerError extends Error {
-  constructor(
-    readonly code: number,
-    message: string
-  ) {
-    super(message)
-  }
-}
+export class McpAnswerError extends Data.TaggedError("McpAnswerError")<{
+  readonly code: number
+  readonly message: string
+}> {}
 
 /** An HTTP refusal of a request (a status that is not 2xx), with the start of its text. */
-export class McpHttpRefusal extends Error {
-  constructor(
-    readonly status: number,
-    text: string
-  ) {
-    super(`the server refused the request with HTTP ${status}: ${text.slice(0, 200)}`)
-  }
-}
+export class McpHttpRefusal extends Data.TaggedError("McpHttpRefusal")<{
+  readonly status: number
+  readonly message: string
+}> {}
 
 /** The capabilities Sextant's MCP clients declare: the x402 extension, so a seller may ask `payment_required`. */
 export const CLIENT_CAPABILITIES = { extensions: { [X402_MCP_EXTENSION]: {} } }
@@ -102,12 +96,16 @@ export const statelessRequest = async (
     ...(signal === undefined ? {} : { signal })
   })
   const text = await response.text()
-  if (!response.ok) throw new McpHttpRefusal(response.status, text)
+  if (!response.ok)
+    throw new McpHttpRefusal({
+      status: response.status,
+      message: `the server refused the request with HTTP ${response.status}: ${text.slice(0, 200)}`
+    })
   // The guarded fetch hands back only the one response to `id`, as JSON text.
   const message: unknown = JSON.parse(text)
   if (isObject(message) && isObject(message.error)) {
     const code = typeof message.error.code === "number" ? message.error.code : 0
-    throw new McpAnswerError(code, String(message.error.message ?? "").slice(0, 200))
+    throw new McpAnswerError({ code, message: String(message.error.message ?? "").slice(0, 200) })
   }
   if (!isObject(message) || !isObject(message.result)) throw new Error("the server's answer holds no result")
   return message.result
@@ -125,9 +123,9 @@ export const generationOf = (
   if ("error" in answer) {
     const error = answer.error
     // A 2025-era server refuses the method (a JSON-RPC error) or a request outside a session (an HTTP 4xx).
-    if (error instanceof McpAnswerError)
+    if (isTaggedAs<McpAnswerError>(error, "McpAnswerError"))
       return { generation: "2025-11-25", reason: `server/discover answered an error: ${error.message}` }
-    if (error instanceof McpHttpRefusal && error.status >= 400 && error.status < 500)
+    if (isTaggedAs<McpHttpRefusal>(error, "McpHttpRefusal") && error.status >= 400 && error.status < 500)
       return { generation: "2025-11-25", reason: error.message }
     return null
   }

@@ -1,11 +1,10 @@
 import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer } from "effect"
-import { BazaarIngest, type SettledPayment } from "../../catalog/BazaarIngest.js"
+import { BazaarIngest, type PaymentRequest } from "../../catalog/BazaarIngest.js"
 import { Principal } from "../../contract/auth.js"
 import { SextantApi } from "../../contract/index.js"
 import { settleRefusal, verifyRefusal } from "../../contract/x402.js"
-import { InvalidRequest } from "../../domain/errors.js"
-import { BAZAAR, type BazaarStatus, bazaarSchemaRefusal, extensionResponsesHeader } from "../../extensions/bazaar.js"
+import { type BazaarStatus, extensionResponsesHeader } from "../../extensions/bazaar.js"
 import { idempotencyKeyOf } from "../../extensions/paymentIdentifier.js"
 import { IdempotentVerify } from "../../settlement/IdempotentVerify.js"
 import { Settlement } from "../../settlement/Settlement.js"
@@ -20,69 +19,36 @@ const extensionResponses = (status: BazaarStatus | null) =>
         Effect.succeed(HttpServerResponse.setHeader(response, "EXTENSION-RESPONSES", extensionResponsesHeader(status)))
       )
 
-const asRecord = (value: unknown): Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {}
-
-/** A bazaar schema this service would never evaluate (schemaGuard) is refused before any payment is made. */
-const admitExtensions = (payload: { readonly paymentPayload: unknown }) => {
-  const refused = bazaarSchemaRefusal(payload.paymentPayload)
-  return refused === null ? Effect.void : new InvalidRequest({ message: refused })
-}
-
 export const X402Handlers = HttpApiBuilder.group(SextantApi, "x402", (handlers) =>
   Effect.gen(function* () {
     const pool = yield* FacilitatorPool
     const settlement = yield* Settlement
     const verifier = yield* IdempotentVerify
     const bazaar = yield* BazaarIngest
-    /**
-     * Runs the settle, then answers its bazaar extension, whether the payment went through or not:
-     * in the `EXTENSION-RESPONSES` header and, on an answer, in its `extensionResponses` field, where
-     * 2.27 types it on settle answers. A verify never catalogs (docs/trust.md): it moves no money.
-     */
-    const withBazaar = <A extends { readonly success: boolean; readonly extensionResponses?: unknown }, E, R>(
-      request: { readonly paymentPayload: unknown; readonly paymentRequirements: unknown },
-      path: string,
-      payment: Effect.Effect<Omit<SettledPayment, "success"> & { readonly answer: A }, E, R>
-    ) =>
-      payment.pipe(
-        Effect.tapError(() => Effect.flatMap(bazaar.respond(request, null, path), extensionResponses)),
-        Effect.flatMap((settled) =>
-          Effect.map(
-            Effect.tap(
-              bazaar.respond(request, { ...settled, success: settled.answer.success }, path),
-              extensionResponses
-            ),
-            (status): A =>
-              status === null
-                ? settled.answer
-                : {
-                    ...settled.answer,
-                    extensionResponses: { ...asRecord(settled.answer.extensionResponses), [BAZAAR]: status }
-                  }
-          )
-        )
-      )
+    /** Who asks, once the request's bazaar schema is admitted, and the payment's idempotency key. */
+    const admitted = (payload: PaymentRequest, idempotencyKey: string | undefined) =>
+      Effect.gen(function* () {
+        const principal = yield* Principal
+        yield* bazaar.admit(payload)
+        return { principal: principal.id, idempotencyKey: yield* idempotencyKeyOf(idempotencyKey, payload) }
+      })
     return handlers
       .handle("supported", () => pool.supported)
       .handle("verify", ({ payload, headers }) =>
-        Effect.gen(function* () {
-          const principal = yield* Principal
-          yield* admitExtensions(payload)
-          const idempotencyKey = yield* idempotencyKeyOf(headers["idempotency-key"], payload)
-          return yield* verifier.verify({ request: payload, idempotencyKey, principal: principal.id })
-        }).pipe(Effect.mapError((error) => verifyRefusal(error, refusalContextOf(payload))))
+        Effect.flatMap(admitted(payload, headers["idempotency-key"]), (caller) =>
+          verifier.verify({ request: payload, ...caller })
+        ).pipe(Effect.mapError((error) => verifyRefusal(error, refusalContextOf(payload))))
       )
       .handle("settle", ({ payload, headers }) =>
         Effect.gen(function* () {
-          const principal = yield* Principal
-          yield* admitExtensions(payload)
-          const idempotencyKey = yield* idempotencyKeyOf(headers["idempotency-key"], payload)
-          return yield* withBazaar(
+          const caller = yield* admitted(payload, headers["idempotency-key"])
+          const { outcome, status } = yield* bazaar.answer(
             payload,
             "/x402/settle",
-            settlement.settleReporting({ request: payload, idempotencyKey, principal: principal.id })
+            settlement.settleReporting({ request: payload, ...caller })
           )
+          yield* extensionResponses(status)
+          return yield* outcome
         }).pipe(Effect.mapError((error) => settleRefusal(error, refusalContextOf(payload))))
       )
       .handle("facilitators", () => Effect.map(pool.status, (facilitators) => ({ facilitators })))
