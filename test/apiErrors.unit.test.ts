@@ -102,12 +102,6 @@ describe("one name per error", () => {
   })
 })
 
-/**
- * Folders still allowed `instanceof` against their own tagged errors while their carve is under
- * way elsewhere; the rule holds everywhere else.
- */
-const INSTANCEOF_EXEMPT = ["src/settlement/"]
-
 /** Each `instanceof` in `text` against one of `names`, as `path:line: instanceof Name`. */
 const instanceofAgainst = (path: string, text: string, names: ReadonlySet<string>) =>
   [...text.matchAll(/\binstanceof\s+([\w$.]+)/g)]
@@ -131,9 +125,9 @@ describe("errors of ours are matched by tag", () => {
   })
 
   test("no file in src/ uses instanceof against a TaggedError declared in src/ (Effect.catchTag, Predicate.isTagged)", () => {
-    const found = [...new Bun.Glob("src/**/*.ts").scanSync(".")]
-      .filter((path) => !INSTANCEOF_EXEMPT.some((folder) => path.startsWith(folder)))
-      .flatMap((path) => instanceofAgainst(path, readFileSync(path, "utf8"), ownErrors))
+    const found = [...new Bun.Glob("src/**/*.ts").scanSync(".")].flatMap((path) =>
+      instanceofAgainst(path, readFileSync(path, "utf8"), ownErrors)
+    )
     expect(found).toEqual([])
   })
 })
