@@ -11,7 +11,9 @@
  * handler is `handle:<endpoint>`. `npm run walk:settle` and `npm run walk:probe` name this tree's.
  */
 import { resolve } from "node:path"
-import { EdgeScanner, type GraphEdge, type GraphNode, loadProject, type Project, Resolver } from "./callGraph.js"
+import { EdgeScanner } from "./callEdges.js"
+import { type GraphEdge, type GraphNode, loadProject, type Project } from "./callGraph.js"
+import { Resolver } from "./callResolver.js"
 
 /** Folders of pure helpers and process plumbing, left out of the narrower figure unless told otherwise. */
 export const HELPER_FOLDERS = ["domain", "telemetry", "redaction", "encoding", "config", "lifecycle"] as const
@@ -130,14 +132,14 @@ export const walk = (project: Project, rootSpec: string, options: WalkOptions = 
 
 const report = (w: Walk, projectRoot: string): string => {
   const row = (name: string, all: number, pipeline: number) =>
-    `${name.padEnd(34)}${String(all).padStart(12)}${String(pipeline).padStart(18)}`
+    `${name.padEnd(40)}${String(all).padStart(12)}${String(pipeline).padStart(18)}`
   const pairs = (f: Figure) => f.pairs.map((p) => `  ${`${p.from} -> ${p.to}`.padEnd(36)}${p.count}`)
   return [
     `project: ${projectRoot}`,
     `root: ${w.root.file}:${w.root.name} (folder ${w.root.folder})`,
     `pipeline folders: ${w.pipelineFolders.join(", ")}`,
     "",
-    `${"".padEnd(34)}${"all folders".padStart(12)}${"pipeline folders".padStart(18)}`,
+    `${"".padEnd(40)}${"all folders".padStart(12)}${"pipeline folders".padStart(18)}`,
     row("reachable nodes", w.all.nodes, w.pipeline.nodes),
     row("cross-folder edges", w.all.crossings.length, w.pipeline.crossings.length),
     row("  of which callbacks", w.all.callbacks, w.pipeline.callbacks),
