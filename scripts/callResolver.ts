@@ -3,6 +3,7 @@
  * re-exports and destructuring, and from a service's Shape to the value implementing it
  * (docs/architecture.md, "Counting folder crossings").
  */
+import { relative } from "node:path"
 import ts from "typescript"
 import {
   enclosingNode,
@@ -35,6 +36,8 @@ const inTestDouble = (node: ts.Node, source: ts.SourceFile): boolean => {
 /** Where the functions of src/ are resolved: the graph, its caches and the type checker. */
 export class Resolver {
   private readonly implementations = new Map<ts.Node, ReadonlyArray<ts.Expression>>()
+  /** Shapes called through whose implementation was not found (`file:Name`): their calls are lost. */
+  readonly unimplemented = new Set<string>()
 
   constructor(readonly project: Project) {}
 
@@ -124,6 +127,9 @@ export class Resolver {
       }
     }
     this.implementations.set(shape, found)
+    if (found.length === 0) {
+      this.unimplemented.add(`${relative(this.project.root, shape.getSourceFile().fileName)}:${shape.name.text}`)
+    }
     return found
   }
 

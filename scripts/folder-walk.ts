@@ -34,6 +34,8 @@ export interface Walk {
   readonly all: Figure
   readonly pipeline: Figure
   readonly pipelineFolders: ReadonlyArray<string>
+  /** Shapes the walk called through without finding what implements them: their calls are not counted. */
+  readonly unimplemented: ReadonlyArray<string>
 }
 
 /** The root `file#name` names, or an error listing what the file holds. */
@@ -53,7 +55,8 @@ export const findRoot = (project: Project, spec: string): GraphNode => {
 
 /** Every node reachable from `root`, each node's body scanned once, and the edges those scans found. */
 const reach = (project: Project, root: GraphNode) => {
-  const scanner = new EdgeScanner(new Resolver(project))
+  const resolver = new Resolver(project)
+  const scanner = new EdgeScanner(resolver)
   const reached = new Set<GraphNode>([root])
   const edges = new Map<string, GraphEdge>()
   const queue = [root]
@@ -69,7 +72,7 @@ const reach = (project: Project, root: GraphNode) => {
       }
     }
   }
-  return { reached, edges: [...edges.values()] }
+  return { reached, edges: [...edges.values()], unimplemented: [...resolver.unimplemented].sort() }
 }
 
 const label = (n: GraphNode) => `${n.file}:${n.name}`
@@ -117,7 +120,7 @@ export interface WalkOptions {
 export const walk = (project: Project, rootSpec: string, options: WalkOptions = {}): Walk => {
   const root = findRoot(project, rootSpec)
   const into = options.into ?? root.folder
-  const { reached, edges } = reach(project, root)
+  const { reached, edges, unimplemented } = reach(project, root)
   const folders = [...new Set(project.nodes.map((n) => n.folder))].sort()
   const pipelineFolders =
     options.pipeline ?? folders.filter((f) => !(HELPER_FOLDERS as ReadonlyArray<string>).includes(f))
@@ -126,7 +129,8 @@ export const walk = (project: Project, rootSpec: string, options: WalkOptions = 
     into,
     all: figure(reached, edges, into, () => true),
     pipeline: figure(reached, edges, into, (n) => pipelineFolders.includes(n.folder)),
-    pipelineFolders
+    pipelineFolders,
+    unimplemented
   }
 }
 
@@ -144,6 +148,9 @@ const report = (w: Walk, projectRoot: string): string => {
     row("cross-folder edges", w.all.crossings.length, w.pipeline.crossings.length),
     row("  of which callbacks", w.all.callbacks, w.pipeline.callbacks),
     row(`  of which into ${w.into} from another`, w.all.intoFolder, w.pipeline.intoFolder),
+    ...w.unimplemented.map(
+      (shape) => `warning: no implementation found for ${shape}; calls through it are not counted`
+    ),
     "",
     "folder pairs, all folders:",
     ...pairs(w.all),

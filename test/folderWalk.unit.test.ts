@@ -37,6 +37,7 @@ describe("folder walk", () => {
       // The handler, settle, normalise, reserve, total, complete, underBudget, withinBudget,
       // notices and its `after`; not `audit` nor the other endpoint, which the settle never runs.
       expect(result.all.nodes).toBe(10)
+      expect(result.unimplemented).toEqual([])
       expect(result.all.callbacks).toBe(2)
       expect(result.all.intoFolder).toBe(3)
       expect(result.all.pairs).toEqual([
