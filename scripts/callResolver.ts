@@ -188,6 +188,10 @@ export class Resolver {
     if (ts.isPropertyAccessExpression(value)) return this.symbol(this.checker.getSymbolAtLocation(value.name), seen)
     if (ts.isElementAccessExpression(value)) return this.symbol(this.checker.getSymbolAtLocation(value), seen)
     if (ts.isCallExpression(value)) return this.callee(value, seen)
+    // `const nonceCheck = yield* makeNonceCheck`: the function an Effect answers with is written in it.
+    if (ts.isYieldExpression(value) && value.asteriskToken !== undefined && value.expression !== undefined) {
+      return this.expression(value.expression, seen)
+    }
     return []
   }
 

@@ -1,7 +1,8 @@
 /**
  * scripts/folder-walk.ts on a tree of four folders (test/fixtures/folderWalk): an HTTP handler
  * calls a settlement service through its Shape, which calls a store service through its Shape,
- * handing it a judge by name and a notice built by a factory, both of which the store calls back.
+ * handing it a judge (a function an Effect answered with) and a notice built by a factory, both of
+ * which the store calls back.
  * The crossings are checked line by line, so a lost resolution or a lost callback fails here.
  */
 import { describe, expect, test } from "bun:test"
@@ -32,11 +33,11 @@ describe("folder walk", () => {
         "src/settlement/Settlement.ts:make.settle -> src/store/Journal.ts:make.complete [call]",
         "src/settlement/Settlement.ts:make.settle -> src/store/Journal.ts:make.reserve [call]",
         "src/store/Journal.ts:make.complete -> src/settlement/Settlement.ts:make.notices.after [callback]",
-        "src/store/Journal.ts:make.reserve -> src/settlement/Settlement.ts:make.underBudget [callback]"
+        "src/store/Journal.ts:make.reserve -> src/settlement/budget.ts:makeBudget [callback]"
       ])
-      // The handler, settle, normalise, reserve, total, complete, underBudget, withinBudget,
-      // notices and its `after`; not `audit` nor the other endpoint, which the settle never runs.
-      expect(result.all.nodes).toBe(10)
+      // The handler, settle, normalise, reserve, total, complete, makeBudget, notices and its
+      // `after`; not `audit` nor the other endpoint, which the settle never runs.
+      expect(result.all.nodes).toBe(9)
       expect(result.unimplemented).toEqual([])
       expect(result.all.callbacks).toBe(2)
       expect(result.all.intoFolder).toBe(3)
@@ -55,7 +56,7 @@ describe("folder walk", () => {
     () => {
       const result = walk(project(), ROOT, { into: "settlement" })
       expect(result.pipelineFolders).toEqual(["http", "settlement", "store"])
-      expect(result.pipeline.nodes).toBe(9)
+      expect(result.pipeline.nodes).toBe(8)
       expect(result.pipeline.crossings.length).toBe(5)
       expect(result.pipeline.crossings.some((e) => e.to.folder === "domain")).toBe(false)
       const storeOnly = walk(project(), ROOT, { pipeline: ["settlement", "store"] })
@@ -63,7 +64,7 @@ describe("folder walk", () => {
         "src/settlement/Settlement.ts:make.settle -> src/store/Journal.ts:make.complete [call]",
         "src/settlement/Settlement.ts:make.settle -> src/store/Journal.ts:make.reserve [call]",
         "src/store/Journal.ts:make.complete -> src/settlement/Settlement.ts:make.notices.after [callback]",
-        "src/store/Journal.ts:make.reserve -> src/settlement/Settlement.ts:make.underBudget [callback]"
+        "src/store/Journal.ts:make.reserve -> src/settlement/budget.ts:makeBudget [callback]"
       ])
       // Without --into, the root's own folder: nothing comes back into http.
       expect(storeOnly.into).toBe("http")
@@ -75,7 +76,8 @@ describe("folder walk", () => {
   test(
     "a root is named by file and name, and an unknown one is refused with what the file holds",
     () => {
-      expect(walk(project(), "src/settlement/Settlement.ts#make.underBudget").all.nodes).toBe(2)
+      expect(walk(project(), "src/settlement/Settlement.ts#settle").root.name).toBe("make.settle")
+      expect(walk(project(), "src/settlement/Settlement.ts#make.notices").all.nodes).toBe(1)
       expect(() => walk(project(), "src/http/handlers.ts#handle:refund")).toThrow(
         "no functions named handle:refund in src/http/handlers.ts: handlers.handle, routes.handle:settle, routes.handle:status"
       )
