@@ -14,6 +14,7 @@ import { exactOffers, makePaywall, type PaywallShape } from "../src/vertical/Pay
 import { advertised } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
+import { it } from "./support/effectTest.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 /**
@@ -26,7 +27,7 @@ const prices = (amount: string) =>
 const scope = Effect.runSync(Scope.make())
 const honestKey = newProviderKey()
 const paywallAt = (amount: string, signingKey = newProviderKey()) =>
-  Effect.runPromise(
+  it.run(
     makePaywall({
       network: "stellar:testnet",
       asset: TESTNET_USDC,
@@ -47,7 +48,7 @@ let server: Awaited<ReturnType<typeof startServer>>
 let sellerOrigin = ""
 
 const challengeOf = async (paywall: PaywallShape, url: string) =>
-  decodePaymentRequiredHeader(await Effect.runPromise(paywall.challenge("inspect", { url })))
+  decodePaymentRequiredHeader(await it.run(paywall.challenge("inspect", { url })))
 
 /** The probe's verdict on a challenge as the core decoder typed it (the schema's type is its encoded twin). */
 const judge = (
@@ -100,7 +101,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server.close()
   seller.stop(true)
-  await Effect.runPromise(Scope.close(scope, Exit.void))
+  await it.run(Scope.close(scope, Exit.void))
 })
 
 describe("signed offers (offer-receipt, JWS EdDSA, did:jwk)", () => {
@@ -124,8 +125,8 @@ describe("signed offers (offer-receipt, JWS EdDSA, did:jwk)", () => {
   })
 
   const validate = (resourceId: string) =>
-    Effect.runPromise(server.client.verification.validate({ payload: { resourceId: ResourceId.make(resourceId) } }))
-  const detailOf = (id: string) => Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
+    it.run(server.client.verification.validate({ payload: { resourceId: ResourceId.make(resourceId) } }))
+  const detailOf = (id: string) => it.run(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
 
   test("a probe records who signed the terms", async () => {
     const probe = await validate("signed")

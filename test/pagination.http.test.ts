@@ -15,6 +15,7 @@ import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { StoreLive } from "../src/store/Store.js"
 import { timedOut } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
+import { it } from "./support/effectTest.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 /** Ids with gaps (every third number), so resources added later land between existing ones. */
@@ -41,9 +42,9 @@ const addListed = (ids: ReadonlyArray<string>) =>
 /** Well-formed pages and searches go through the typed client; bad limits and cursors go raw. */
 type Client = typeof server.client
 const page = (urlParams: Parameters<Client["resources"]["list"]>[0]["urlParams"]) =>
-  Effect.runPromise(server.client.resources.list({ urlParams }))
+  it.run(server.client.resources.list({ urlParams }))
 const search = (payload: Parameters<Client["resources"]["search"]>[0]["payload"]) =>
-  Effect.runPromise(server.client.resources.search({ payload }))
+  it.run(server.client.resources.search({ payload }))
 
 beforeAll(async () => {
   server = await startServer(config)
@@ -157,7 +158,7 @@ describe("GET /v1/resources/{id}/observations", () => {
     const ids: Array<string> = []
     let cursor: string | null = null
     do {
-      const body: typeof ObservationPage.Type = await Effect.runPromise(
+      const body: typeof ObservationPage.Type = await it.run(
         server.client.verification.observations({
           path: { id: ResourceId.make(id) },
           urlParams: { limit: 2, ...(cursor ? { cursor } : {}) }

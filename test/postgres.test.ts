@@ -22,6 +22,7 @@ import { advertised } from "./fixtures/observations.js"
 import { seededBuyer, settleBody, signedPayment } from "./fixtures/stellarPayment.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { it, runScoped } from "./support/effectTest.js"
 import { pollUntil } from "./support/poll.js"
 import { type PostgresCluster, pgQuery, startPostgres } from "./support/postgres.js"
 import { spawnServe } from "./support/serveProcess.js"
@@ -176,7 +177,8 @@ describe("the service on PostgreSQL", () => {
     // A second probe (the schedule's: a caller's validation within the interval is not recorded):
     // the window counts both, and pages go newest first through the cursor.
     const again = {
-      body: await server.runtime.runPromise(
+      body: await runScoped(
+        server.runtime,
         Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("fixture.paid")))
       )
     }
@@ -365,7 +367,7 @@ describe("the service on PostgreSQL", () => {
       database: await cluster.createDatabase("probe_batches")
     }
     const ids = ["pg-a", "pg-b", "pg-c"].map((id) => ResourceId.make(id))
-    const out = await Effect.runPromise(
+    const out = await it.run(
       Effect.gen(function* () {
         yield* (yield* CatalogWritesRepo).upsertCatalog(ids.map((id) => entry(id, fixture.url(`/paid/${id}`))))
         const prober = yield* Prober
@@ -414,7 +416,7 @@ describe("the service on PostgreSQL", () => {
     const database = await cluster.createDatabase("commit_flush")
     const show = (sql: SqlClient.SqlClient) =>
       Effect.map(sql<{ synchronous_commit: string }>`SHOW synchronous_commit`, ([row]) => row?.synchronous_commit)
-    const out = await Effect.runPromise(
+    const out = await it.run(
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
         const { transaction } = yield* StoreTransactions
@@ -432,7 +434,7 @@ describe("the service on PostgreSQL", () => {
       database: await cluster.createDatabase("payee_shortlist")
     }
     const ids = ["pg-p-a", "pg-p-b", "pg-p-other", "pg-p-quarantined"]
-    const out = await Effect.runPromise(
+    const out = await it.run(
       Effect.gen(function* () {
         yield* (yield* CatalogWritesRepo).upsertCatalog(
           ids.map((id) => ({

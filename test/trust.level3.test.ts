@@ -2,13 +2,13 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
 import { ResourceId } from "../src/domain/ids.js"
 import { apiKeyHash } from "../src/http/authLive.js"
 import { type FixtureLedger, startFixtureLedger } from "./fixtures/ledger.js"
 import { seededBuyer } from "./fixtures/stellarPayment.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { it } from "./support/effectTest.js"
 import { pollUntil } from "./support/poll.js"
 import { ledgerAt, request, startServer, testConfig } from "./support/server.js"
 
@@ -102,7 +102,7 @@ const receipt = (resourceId: string, transactionHash: string) =>
       response: { status: 200, body: '{"ok":true}' }
     }
   })
-const detail = (id: string) => Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
+const detail = (id: string) => it.run(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
 const evidenceOf = (body: Awaited<ReturnType<typeof detail>>, hash: string) =>
   body.economicEvidence.find((e) => e.transactionHash === hash)
 const settled = (id: string, hash: string) =>

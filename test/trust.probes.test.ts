@@ -5,6 +5,7 @@ import { ResourceId } from "../src/domain/ids.js"
 import { Prober } from "../src/verification/Prober.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { it, runScoped } from "./support/effectTest.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 /**
@@ -58,7 +59,10 @@ beforeAll(async () => {
       limits: { ...base.limits, validate: null, register: null }
     })
   )
-  await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("competitor"))))
+  await runScoped(
+    server.runtime,
+    Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("competitor")))
+  )
 })
 
 afterAll(async () => {
@@ -94,10 +98,10 @@ describe("probes no caller can bend", () => {
       expect(refused.body.error).toBe("RATE_LIMITED")
       expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0)
     }
-    const metrics = await Effect.runPromise(verification.metrics({ path: { id: ResourceId.make("competitor") } }))
+    const metrics = await it.run(verification.metrics({ path: { id: ResourceId.make("competitor") } }))
     // The schedule's probe and the one validation answered 200.
     expect(metrics.observationCount).toBe(1 + recorded)
-    const resource = await Effect.runPromise(resources.get({ path: { id: ResourceId.make("competitor") } }))
+    const resource = await it.run(resources.get({ path: { id: ResourceId.make("competitor") } }))
     expect(resource.resource.status).toBe("PAYMENT_VERIFIED")
   })
 
@@ -122,9 +126,7 @@ describe("probes no caller can bend", () => {
 
   test("a registration naming 100 routes, write methods and //victim path keys sends at most the stated requests, none off the origin", async () => {
     const before = hitsOf(hostile)
-    const registered = await Effect.runPromise(
-      server.client.registration.register({ payload: { origin: hostile.origin } })
-    )
+    const registered = await it.run(server.client.registration.register({ payload: { origin: hostile.origin } }))
     const sent = hitsOf(hostile) - before
     expect(sent).toBeLessThanOrEqual(MAX_REGISTRATION_REQUESTS)
     expect(hitsOf(victim)).toBe(0)
