@@ -111,6 +111,7 @@ describe("GET /x402/discovery/resources through the stock bazaar client", () => 
   })
 
   test("a bad limit or offset is INVALID_REQUEST naming the parameter, never a 500", async () => {
+    // Raw: limits and offsets the contract refuses.
     for (const query of ["limit=0", "limit=1001", "limit=abc", "limit=2.5", "offset=-1", "offset=x"]) {
       const { status, body } = await request(`${server.url}/x402/discovery/resources?${query}`)
       expect(status).toBe(400)
@@ -122,6 +123,7 @@ describe("GET /x402/discovery/resources through the stock bazaar client", () => 
   })
 
   test("is declared in /openapi.json", async () => {
+    // Raw: the document itself is not an endpoint of the contract.
     const spec = (await request(`${server.url}/openapi.json`)).body
     const op = spec.paths["/x402/discovery/resources"].get
     expect(op.parameters.map((p: any) => p.name)).toEqual(expect.arrayContaining(["type", "limit", "offset"]))

@@ -15,7 +15,7 @@ import { advertised } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
 import { it } from "./support/effectTest.js"
-import { request, startServer, testConfig } from "./support/server.js"
+import { refusal, startServer, testConfig } from "./support/server.js"
 
 /**
  * A seller built from the vertical's own paywall (upstream's offer-receipt extension, the
@@ -135,23 +135,27 @@ describe("signed offers (offer-receipt, JWS EdDSA, did:jwk)", () => {
   })
 
   test("a seller receipt for that resource counts only when signed by the key its offers are signed with", async () => {
-    const receiptBy = (key: ReturnType<typeof newProviderKey>) =>
-      ed25519Issuer(key).issueReceipt(`${sellerOrigin}/signed`, "GPAYER", "stellar:testnet")
-    const create = async (sellerReceipt: unknown) =>
-      request(`${server.url}/v1/receipts`, {
-        method: "POST",
-        json: {
+    // An Ed25519 issuer signs JWS receipts, the one form the contract takes.
+    const receiptBy = async (key: ReturnType<typeof newProviderKey>) => {
+      const receipt = await ed25519Issuer(key).issueReceipt(`${sellerOrigin}/signed`, "GPAYER", "stellar:testnet")
+      if (receipt.format !== "jws") throw new Error(`expected a JWS receipt, got ${receipt.format}`)
+      return receipt
+    }
+    const create = (sellerReceipt: Awaited<ReturnType<typeof receiptBy>>) =>
+      server.client.receipts.create({
+        payload: {
           request: { capability: "fixture.probe", optimizeFor: "cheapest" },
-          resourceId: "signed",
+          resourceId: ResourceId.make("signed"),
           payment: { network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: advertised.amount },
           response: { status: 200, body: "{}" },
           sellerReceipt
         }
       })
-    const stranger = await create(await receiptBy(newProviderKey()))
-    expect(stranger).toMatchObject({ status: 400, body: { error: "INVALID_REQUEST" } })
-    expect(stranger.body.message).toContain("not by the key that signs the resource's offers")
-    expect((await create(await receiptBy(honestKey))).status).toBe(200)
+    // INVALID_REQUEST is the contract's 400.
+    const stranger = await refusal(create(await receiptBy(newProviderKey())))
+    expect(stranger).toMatchObject({ error: "INVALID_REQUEST" })
+    expect(stranger.message).toContain("not by the key that signs the resource's offers")
+    expect((await it.run(create(await receiptBy(honestKey)))).receiptId).toBeString()
   })
 
   test("a seller asking another price than it signed is recorded against it", async () => {

@@ -110,6 +110,7 @@ describe("POST /v1/preflight/outcomes", () => {
   test("a URL outside the catalog is 404; a malformed hash is 400", async () => {
     const hash = pay(payee(1), 10_000n)
     expect(await refusal(report(hash, "delivered", "http://127.0.0.1:1/nowhere"))).toMatchObject({ error: "NOT_FOUND" })
+    // Raw: a malformed hash breaks the contract.
     const bad = await request(`${server.url}/v1/preflight/outcomes`, {
       method: "POST",
       json: { url, outcome: "delivered", transactionHash: "xyz" }

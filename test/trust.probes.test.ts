@@ -72,6 +72,7 @@ afterAll(async () => {
 
 describe("probes no caller can bend", () => {
   test("200 hostile validations with DELETE (and 200 more with the catalog method, each recorded or 429) leave a competitor PAYMENT_VERIFIED on the schedule's evidence", async () => {
+    // Raw: the contract refuses a write method, so the typed client cannot send one.
     for (let i = 0; i < 200; i++) {
       const hostileCall = await request(`${server.url}/v1/validate`, {
         method: "POST",
@@ -88,6 +89,7 @@ describe("probes no caller can bend", () => {
     const { verification, resources } = server.client
     // Every validation answered 200 is recorded; beyond the allowance (one beside the schedule's
     // probe per interval) it is 429 with Retry-After, never answered and silently dropped.
+    // Raw: a 429's Retry-After header is part of what is checked, and the typed client hides headers.
     const answers = []
     for (let i = 0; i < 200; i++)
       answers.push(await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "competitor" } }))
@@ -106,8 +108,10 @@ describe("probes no caller can bend", () => {
   })
 
   test("ten validations in one interval, sent at once: each adds an observation or is answered 429 with Retry-After", async () => {
-    const count = async () => (await request(`${server.url}/v1/resources/busy/metrics`)).body.observationCount as number
+    const count = async () =>
+      (await it.run(server.client.verification.metrics({ path: { id: ResourceId.make("busy") } }))).observationCount
     const before = await count()
+    // Raw: each 429's Retry-After header is checked, and the typed client hides headers.
     const answers = await Promise.all(
       Array.from({ length: 10 }, () =>
         request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "busy" } })
@@ -139,6 +143,7 @@ describe("probes no caller can bend", () => {
       })
     }
     expect(routes.filter((r) => r.detail?.includes("is not a path on") === true)).toHaveLength(2)
+    // Raw: the contract refuses a write method.
     const one = await request(`${server.url}/v1/resources/register`, {
       method: "POST",
       json: { url: hostile.url("/paid/x"), method: "DELETE" }
