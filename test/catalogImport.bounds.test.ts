@@ -1,11 +1,12 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect, ManagedRuntime } from "effect"
+import { afterAll, expect, test } from "bun:test"
+import { Effect } from "effect"
 import { ServicesLive } from "../src/app.js"
 import { MAX_DESCRIPTION_LENGTH, MAX_NAME_LENGTH, MAX_URL_LENGTH, readItem } from "../src/catalog/bazaarItems.js"
 import { Importer } from "../src/catalog/Importer.js"
 import { TESTNET_USDC } from "../src/config.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
 import { countingServer } from "./support/countingServer.js"
+import { layer } from "./support/effectTest.js"
 import { testConfig } from "./support/server.js"
 
 const item = (i: number, more: Record<string, unknown> = {}) => ({
@@ -46,46 +47,48 @@ const hostile = Bun.serve({
   }
 })
 
-let runtime: ManagedRuntime.ManagedRuntime<Importer, unknown>
-beforeAll(() => {
-  runtime = ManagedRuntime.make(
-    ServicesLive(
-      testConfig({
-        catalog: [],
-        catalogSources: [{ id: "hostile", url: `http://127.0.0.1:${hostile.port}`, intervalSeconds: 600 }]
-      })
-    )
-  ) as unknown as ManagedRuntime.ManagedRuntime<Importer, unknown>
-})
-afterAll(async () => {
-  await runtime.dispose()
+const services = ServicesLive(
+  testConfig({
+    catalog: [],
+    catalogSources: [{ id: "hostile", url: `http://127.0.0.1:${hostile.port}`, intervalSeconds: 600 }]
+  })
+)
+afterAll(() => {
   hostile.stop(true)
   internal.stop()
 })
 
 const pull = (location: string) =>
-  runtime.runPromise(Effect.either(Effect.flatMap(Importer, (importer) => importer.pull({ id: "hostile", location }))))
-const failure = async (location: string) => {
-  const result = await pull(location)
-  return result._tag === "Left" ? (result.left as { reason: string }).reason : "imported"
-}
+  Effect.either(Effect.flatMap(Importer, (importer) => importer.pull({ id: "hostile", location })))
+const failure = (location: string) =>
+  Effect.map(pull(location), (result) =>
+    result._tag === "Left" ? (result.left as { reason: string }).reason : "imported"
+  )
 
-describe("catalog imports are bounded like probes", () => {
-  test("the configured source's own origin is read", async () => {
-    const result = await pull(`http://127.0.0.1:${hostile.port}/ok`)
-    expect(result._tag === "Right" && result.right.kept).toBe(1)
-  })
+layer(services)("catalog imports are bounded like probes", (it) => {
+  it.live("the configured source's own origin is read", () =>
+    Effect.gen(function* () {
+      const result = yield* pull(`http://127.0.0.1:${hostile.port}/ok`)
+      expect(result._tag === "Right" && result.right.kept).toBe(1)
+    })
+  )
 
-  test("a redirect to a private origin is refused by the outbound guard: nothing reaches it", async () => {
-    expect(await failure(`http://127.0.0.1:${hostile.port}/redirect`)).toContain("non-public address")
-    expect(await failure(`http://127.0.0.1:${internal.port}`)).toContain("non-public address")
-    expect(internal.requests()).toBe(0)
-  })
+  it.live("a redirect to a private origin is refused by the outbound guard: nothing reaches it", () =>
+    Effect.gen(function* () {
+      expect(yield* failure(`http://127.0.0.1:${hostile.port}/redirect`)).toContain("non-public address")
+      expect(yield* failure(`http://127.0.0.1:${internal.port}`)).toContain("non-public address")
+      expect(internal.requests()).toBe(0)
+    })
+  )
 
-  test("a page with more items than asked, or larger than the page cap, fails the pull", async () => {
-    expect(await failure(`http://127.0.0.1:${hostile.port}/wide`)).toContain("101 items where at most 100 were asked")
-    expect(await failure(`http://127.0.0.1:${hostile.port}/huge`)).toContain("bytes was not read")
-  })
+  it.live("a page with more items than asked, or larger than the page cap, fails the pull", () =>
+    Effect.gen(function* () {
+      expect(yield* failure(`http://127.0.0.1:${hostile.port}/wide`)).toContain(
+        "101 items where at most 100 were asked"
+      )
+      expect(yield* failure(`http://127.0.0.1:${hostile.port}/huge`)).toContain("bytes was not read")
+    })
+  )
 
   test("field lengths: names and descriptions are cut, an over-long URL makes the item invalid", () => {
     const deployment = { network: "stellar:testnet", assetContract: TESTNET_USDC, decimals: 7, networks: undefined }

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { HTTPFacilitatorClient } from "@x402/core/http"
 import { withBazaar } from "@x402/extensions/bazaar"
-import { Effect } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
 import { ResourceId } from "../src/domain/ids.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { it } from "./support/effectTest.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 /** 23 listed resources (a prime, so no page size divides it), plus one unlisted URL found by /v1/validate. */
@@ -26,7 +26,7 @@ beforeAll(async () => {
   )
   // Unlisted: a URL someone validated never shows in discovery.
   const validate = (payload: { url: string } | { resourceId: string }) =>
-    Effect.runPromise(
+    it.run(
       server.client.verification.validate({
         payload: "resourceId" in payload ? { resourceId: ResourceId.make(payload.resourceId) } : payload
       })
@@ -47,7 +47,7 @@ describe("GET /x402/discovery/resources through the stock bazaar client", () => 
     const page = await stockClient().extensions.bazaar.listResources({ type: "http" })
     expect(page.x402Version).toBe(2)
     expect(page.pagination).toEqual({ limit: 100, offset: 0, total: LISTED })
-    const catalog = (await Effect.runPromise(server.client.resources.list({ urlParams: {} }))).resources
+    const catalog = (await it.run(server.client.resources.list({ urlParams: {} }))).resources
     expect(page.items.map((i: any) => i.resource)).toEqual(catalog.map((r) => r.resource.url))
     expect(page.items.map((i: any) => i.resource)).not.toContain(fixture.url("/paid/unlisted"))
     const unprobed = page.items.find((i: any) => i.metadata.resourceId === "r00")!
@@ -111,17 +111,19 @@ describe("GET /x402/discovery/resources through the stock bazaar client", () => 
   })
 
   test("a bad limit or offset is INVALID_REQUEST naming the parameter, never a 500", async () => {
+    // Raw: limits and offsets the contract refuses.
     for (const query of ["limit=0", "limit=1001", "limit=abc", "limit=2.5", "offset=-1", "offset=x"]) {
       const { status, body } = await request(`${server.url}/x402/discovery/resources?${query}`)
       expect(status).toBe(400)
       expect(body.error).toBe("INVALID_REQUEST")
       expect(body.message).toContain(query.split("=")[0]!)
     }
-    const max = await Effect.runPromise(server.client.discovery.resources({ urlParams: { limit: 1000, offset: 20 } }))
+    const max = await it.run(server.client.discovery.resources({ urlParams: { limit: 1000, offset: 20 } }))
     expect(max.items.length).toBe(LISTED - 20)
   })
 
   test("is declared in /openapi.json", async () => {
+    // Raw: the document itself is not an endpoint of the contract.
     const spec = (await request(`${server.url}/openapi.json`)).body
     const op = spec.paths["/x402/discovery/resources"].get
     expect(op.parameters.map((p: any) => p.name)).toEqual(expect.arrayContaining(["type", "limit", "offset"]))

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { afterAll, beforeAll, describe, expect } from "bun:test"
 import { mkdtempSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, ManagedRuntime } from "effect"
+import { Effect } from "effect"
 import { ServicesLive } from "../src/app.js"
 import type { Config } from "../src/config.js"
 import { Discovery } from "../src/discovery/Discovery.js"
@@ -13,7 +13,8 @@ import { startFacilitator } from "./fixtures/facilitator.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
 import { settledCredentialForms } from "./fixtures/stellarPayment.js"
-import { pollUntil } from "./support/poll.js"
+import { it } from "./support/effectTest.js"
+import { pollUntilEffect } from "./support/poll.js"
 import { ledgerAt, testConfig } from "./support/server.js"
 
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
@@ -51,78 +52,89 @@ const configFor = (folder: string, economic: Partial<Config["economicProbes"]> =
   })
 }
 
-/** The service graph as `serve` builds it (ledger confirmation running), on the folder's SQLite file. */
-const servicesOn = (config: Config) => ManagedRuntime.make(ServicesLive(config, "server"))
+/**
+ * Runs `effect` on the service graph as `serve` builds it (ledger confirmation running), on the
+ * folder's SQLite file; the graph is released when it ends, as a stopped service would be.
+ */
+const servicesOn =
+  (config: Config) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.provide(effect, ServicesLive(config, "server"))
 
-const cycle = (runtime: ReturnType<typeof servicesOn>) =>
-  runtime.runPromise(Effect.flatMap(EconomicProber, (p) => p.runCycle))
-const detail = (runtime: ReturnType<typeof servicesOn>) =>
-  runtime.runPromise(Effect.flatMap(Discovery, (d) => d.get(ResourceId.make("seller.paid"))))
+const cycle = Effect.flatMap(EconomicProber, (p) => p.runCycle)
+const detail = Effect.flatMap(Discovery, (d) => d.get(ResourceId.make("seller.paid")))
+const probe = Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("seller.paid")))
 
 describe("economic probes", () => {
-  test("the probe pays once through the seller's facilitator, the ledger confirms it, and the daily budget holds across a restart", async () => {
-    const folder = mkdtempSync(join(tmpdir(), "sextant-economic-"))
-    const config = configFor(folder)
-    const first = servicesOn(config)
-    // An ordinary probe first: the operator's policy wants current evidence of a payment interface.
-    const probed = await first.runPromise(
-      Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("seller.paid")))
-    )
-    expect(probed.status).toBe("PAYMENT_VERIFIED")
+  it.live(
+    "the probe pays once through the seller's facilitator, the ledger confirms it, and the daily budget holds across a restart",
+    () =>
+      Effect.gen(function* () {
+        const folder = mkdtempSync(join(tmpdir(), "sextant-economic-"))
+        const config = configFor(folder)
+        yield* servicesOn(config)(
+          Effect.gen(function* () {
+            // An ordinary probe first: the operator's policy wants current evidence of a payment interface.
+            const probed = yield* probe
+            expect(probed.status).toBe("PAYMENT_VERIFIED")
 
-    const report = await cycle(first)
-    expect(report.paid).toEqual<unknown>([
-      { resourceId: "seller.paid", transaction: expect.stringMatching(/^[0-9a-f]{64}$/), success: true }
-    ])
-    expect(facilitator.calls("/settle")).toBe(1)
-    // The probe signed what simulation on a Protocol 28 network records: ADDRESS_V2.
-    expect(settledCredentialForms(facilitator.requests)).toEqual(["addressV2"])
-    expect(statSync(join(folder, "probe.key")).mode & 0o777).toBe(0o600)
+            const report = yield* cycle
+            expect(report.paid).toEqual<unknown>([
+              { resourceId: "seller.paid", transaction: expect.stringMatching(/^[0-9a-f]{64}$/), success: true }
+            ])
+            expect(facilitator.calls("/settle")).toBe(1)
+            // The probe signed what simulation on a Protocol 28 network records: ADDRESS_V2.
+            expect(settledCredentialForms(facilitator.requests)).toEqual(["addressV2"])
+            expect(statSync(join(folder, "probe.key")).mode & 0o777).toBe(0o600)
 
-    const confirmed = await pollUntil(
-      "the probe's payment is confirmed on the ledger",
-      () => detail(first),
-      (d) => d.economicEvidence[0]?.state === "confirmed"
-    )
-    expect(confirmed.economicEvidence[0]).toMatchObject({
-      source: "probe",
-      transactionHash: report.paid[0]?.transaction,
-      payTo: PAY_TO,
-      probe: { priceUsd: 0.001, httpStatus: 200, bodyMatchesType: true }
-    })
-    expect(confirmed.economicEvidence[0]?.probe?.settleLatencyMs).toBeGreaterThanOrEqual(0)
-    expect(confirmed.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
-    expect(confirmed.metrics.transactionSuccessRate).toBe(1)
+            const confirmed = yield* pollUntilEffect(
+              "the probe's payment is confirmed on the ledger",
+              Effect.orDie(detail),
+              (d) => d.economicEvidence[0]?.state === "confirmed"
+            )
+            expect(confirmed.economicEvidence[0]).toMatchObject({
+              source: "probe",
+              transactionHash: report.paid[0]?.transaction,
+              payTo: PAY_TO,
+              probe: { priceUsd: 0.001, httpStatus: 200, bodyMatchesType: true }
+            })
+            expect(confirmed.economicEvidence[0]?.probe?.settleLatencyMs).toBeGreaterThanOrEqual(0)
+            expect(confirmed.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
+            expect(confirmed.metrics.transactionSuccessRate).toBe(1)
 
-    // The day's budget is spent: the next cycle pays nothing.
-    expect(await cycle(first)).toMatchObject({ paid: [], overBudget: ["seller.paid"] })
-    await first.dispose()
+            // The day's budget is spent: the next cycle pays nothing.
+            expect(yield* cycle).toMatchObject({ paid: [], overBudget: ["seller.paid"] })
+          })
+        )
 
-    // A restart on the same store keeps the day's spend.
-    const second = servicesOn(config)
-    expect(await cycle(second)).toMatchObject({ paid: [], overBudget: ["seller.paid"] })
-    expect(facilitator.calls("/settle")).toBe(1)
-    await second.dispose()
-  }, 30_000)
+        // A restart on the same store keeps the day's spend.
+        expect(yield* servicesOn(config)(cycle)).toMatchObject({ paid: [], overBudget: ["seller.paid"] })
+        expect(facilitator.calls("/settle")).toBe(1)
+      }),
+    30_000
+  )
 
-  test("nothing is paid for a resource the operator's policy refuses, or one priced over maxPriceUsd", async () => {
-    const settles = facilitator.calls("/settle")
-    const refusals = [
-      { economic: { policy: { denyProviders: ["seller"] } }, code: "PROVIDER_DENIED" },
-      { economic: { maxPriceUsd: 0.0005 }, code: "PRICE_EXCEEDS_LIMIT" }
-    ]
-    for (const { economic, code } of refusals) {
-      const runtime = servicesOn(configFor(mkdtempSync(join(tmpdir(), "sextant-economic-")), economic))
-      await runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("seller.paid"))))
-      const report = await cycle(runtime)
-      expect(report.paid).toEqual([])
-      expect(report.skipped[0]?.reason).toContain(`does not allow it (${code})`)
-      await runtime.dispose()
-    }
-    // And one never probed has no current evidence to satisfy the policy with.
-    const unprobed = servicesOn(configFor(mkdtempSync(join(tmpdir(), "sextant-economic-"))))
-    expect((await cycle(unprobed)).skipped[0]?.reason).toContain("NO_VERIFICATION_EVIDENCE")
-    await unprobed.dispose()
-    expect(facilitator.calls("/settle")).toBe(settles)
-  }, 30_000)
+  it.live(
+    "nothing is paid for a resource the operator's policy refuses, or one priced over maxPriceUsd",
+    () =>
+      Effect.gen(function* () {
+        const settles = facilitator.calls("/settle")
+        const refusals = [
+          { economic: { policy: { denyProviders: ["seller"] } }, code: "PROVIDER_DENIED" },
+          { economic: { maxPriceUsd: 0.0005 }, code: "PRICE_EXCEEDS_LIMIT" }
+        ]
+        for (const { economic, code } of refusals) {
+          const report = yield* servicesOn(configFor(mkdtempSync(join(tmpdir(), "sextant-economic-")), economic))(
+            Effect.zipRight(probe, cycle)
+          )
+          expect(report.paid).toEqual([])
+          expect(report.skipped[0]?.reason).toContain(`does not allow it (${code})`)
+        }
+        // And one never probed has no current evidence to satisfy the policy with.
+        const unprobed = yield* servicesOn(configFor(mkdtempSync(join(tmpdir(), "sextant-economic-"))))(cycle)
+        expect(unprobed.skipped[0]?.reason).toContain("NO_VERIFICATION_EVIDENCE")
+        expect(facilitator.calls("/settle")).toBe(settles)
+      }),
+    30_000
+  )
 })

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect } from "effect"
 import { ResourceId } from "../src/domain/ids.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { seededBuyer, settleBody, signedPayment } from "./fixtures/stellarPayment.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { it } from "./support/effectTest.js"
 import { pollUntil } from "./support/poll.js"
 import { facilitatorsAnswered, ledgerAt, refusal, startServer, testConfig } from "./support/server.js"
 
@@ -51,7 +51,7 @@ afterAll(async () => {
 })
 
 const validate = (payload: { resourceId: string } | { url: string }) =>
-  Effect.runPromise(
+  it.run(
     server.client.verification.validate({
       payload: "resourceId" in payload ? { resourceId: ResourceId.make(payload.resourceId) } : payload
     })
@@ -79,15 +79,15 @@ describe("evidence no caller can forge", () => {
     expect(backend.calls("/settle")).toBe(0)
 
     const { resources, verification, policy } = server.client
-    const detail = await Effect.runPromise(resources.get({ path: { id } }))
+    const detail = await it.run(resources.get({ path: { id } }))
     expect(detail.listing).toEqual({ listed: false, source: "validate", trusted: false })
-    const observations = await Effect.runPromise(verification.observations({ path: { id }, urlParams: {} }))
+    const observations = await it.run(verification.observations({ path: { id }, urlParams: {} }))
     expect(observations.observations.map((o) => o.id)).toEqual([probed.observation?.id])
-    const listed = (await Effect.runPromise(resources.list({ urlParams: {} }))).resources.map((r) => r.resource.id)
+    const listed = (await it.run(resources.list({ urlParams: {} }))).resources.map((r) => r.resource.id)
     expect<unknown>(listed).toEqual(["prov-c.paid", "prov-d.alias"])
-    const searched = await Effect.runPromise(resources.search({ payload: { capability: "fixture.probe" } }))
+    const searched = await it.run(resources.search({ payload: { capability: "fixture.probe" } }))
     expect(searched.resources.map((r) => r.resource.id)).not.toContain(id)
-    const route = await Effect.runPromise(policy.route({ payload: { capability: "fixture.probe" } }))
+    const route = await it.run(policy.route({ payload: { capability: "fixture.probe" } }))
     expect([route.selected, ...route.rejected].flatMap((c) => (c === null ? [] : [c.resourceId]))).not.toContain(id)
   })
 
@@ -102,13 +102,12 @@ describe("evidence no caller can forge", () => {
     })
     expect(backend.calls("/settle")).toBe(0)
     // Without the denial the same payee is paid.
-    expect(await Effect.runPromise(await settle(83))).toMatchObject({ success: true })
+    expect(await it.run(await settle(83))).toMatchObject({ success: true })
     expect(backend.calls("/settle")).toBe(1)
   })
 
   test("a settle the facilitator answers success: false counts against the transaction success rate", async () => {
-    const metrics = () =>
-      Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make("prov-c.paid") } }))
+    const metrics = () => it.run(server.client.resources.get({ path: { id: ResourceId.make("prov-c.paid") } }))
     const confirmed = await pollUntil(
       "the earlier settlement is confirmed",
       metrics,
@@ -116,7 +115,7 @@ describe("evidence no caller can forge", () => {
     )
     expect(confirmed.metrics.transactionSuccessRate).toBe(1)
     backend.setMode("invalid")
-    expect(await Effect.runPromise(await settle(84))).toMatchObject({ success: false })
+    expect(await it.run(await settle(84))).toMatchObject({ success: false })
     const after = await metrics()
     expect(after.economicEvidence[0]).toMatchObject({ source: "settlement", state: "failed", transactionHash: null })
     expect(after.metrics.transactionSuccessRate).toBe(0.5)

@@ -5,6 +5,7 @@ import { ResourceId } from "../src/domain/ids.js"
 import { bazaarId } from "../src/extensions/bazaar.js"
 import { apiKeyHash } from "../src/http/authLive.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
+import { it } from "./support/effectTest.js"
 import { LOOPBACK, pollUntil } from "./support/poll.js"
 import { SELLER_PAY_TO, SELLER_RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
 import { refusal, request, typedClient } from "./support/server.js"
@@ -32,15 +33,14 @@ const body = (p: { payment: PaymentPayload; requirements: PaymentRequirements })
 const post = (path: string, json: unknown, headers: Record<string, string> = one) =>
   request(`${server.url}${path}`, { method: "POST", headers, json })
 /** The journal as agent one reads it, through the typed client. */
-const journalOfOne = async () =>
-  Effect.runPromise((await typedClient(server.url, one)).x402.settlements({ urlParams: {} }))
-const detailOf = (id: string) => Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
+const journalOfOne = async () => it.run((await typedClient(server.url, one)).x402.settlements({ urlParams: {} }))
+const detailOf = (id: string) => it.run(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
 /** The resource once ingestion has catalogued it. */
 const catalogued = async (label: string, id: string) =>
   (
     await pollUntil(
       label,
-      () => Effect.runPromise(Effect.either(server.client.resources.get({ path: { id: ResourceId.make(id) } }))),
+      () => it.run(Effect.either(server.client.resources.get({ path: { id: ResourceId.make(id) } }))),
       Either.isRight,
       LOOPBACK
     )
@@ -263,7 +263,7 @@ describe("bazaar extension ingestion", () => {
       listed: false,
       actor: expect.stringMatching(/^G[A-Z2-7]{55}$/)
     })
-    const listed = await Effect.runPromise(server.client.resources.list({ urlParams: {} }))
+    const listed = await it.run(server.client.resources.list({ urlParams: {} }))
     expect(listed.resources.map((r) => r.resource.id)).not.toContain(id)
   })
 

@@ -14,7 +14,8 @@ import { exactOffers, makePaywall, type PaywallShape } from "../src/vertical/Pay
 import { advertised } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
-import { request, startServer, testConfig } from "./support/server.js"
+import { it } from "./support/effectTest.js"
+import { refusal, startServer, testConfig } from "./support/server.js"
 
 /**
  * A seller built from the vertical's own paywall (upstream's offer-receipt extension, the
@@ -26,7 +27,7 @@ const prices = (amount: string) =>
 const scope = Effect.runSync(Scope.make())
 const honestKey = newProviderKey()
 const paywallAt = (amount: string, signingKey = newProviderKey()) =>
-  Effect.runPromise(
+  it.run(
     makePaywall({
       network: "stellar:testnet",
       asset: TESTNET_USDC,
@@ -47,7 +48,7 @@ let server: Awaited<ReturnType<typeof startServer>>
 let sellerOrigin = ""
 
 const challengeOf = async (paywall: PaywallShape, url: string) =>
-  decodePaymentRequiredHeader(await Effect.runPromise(paywall.challenge("inspect", { url })))
+  decodePaymentRequiredHeader(await it.run(paywall.challenge("inspect", { url })))
 
 /** The probe's verdict on a challenge as the core decoder typed it (the schema's type is its encoded twin). */
 const judge = (
@@ -100,7 +101,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server.close()
   seller.stop(true)
-  await Effect.runPromise(Scope.close(scope, Exit.void))
+  await it.run(Scope.close(scope, Exit.void))
 })
 
 describe("signed offers (offer-receipt, JWS EdDSA, did:jwk)", () => {
@@ -124,8 +125,8 @@ describe("signed offers (offer-receipt, JWS EdDSA, did:jwk)", () => {
   })
 
   const validate = (resourceId: string) =>
-    Effect.runPromise(server.client.verification.validate({ payload: { resourceId: ResourceId.make(resourceId) } }))
-  const detailOf = (id: string) => Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
+    it.run(server.client.verification.validate({ payload: { resourceId: ResourceId.make(resourceId) } }))
+  const detailOf = (id: string) => it.run(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
 
   test("a probe records who signed the terms", async () => {
     const probe = await validate("signed")
@@ -134,23 +135,27 @@ describe("signed offers (offer-receipt, JWS EdDSA, did:jwk)", () => {
   })
 
   test("a seller receipt for that resource counts only when signed by the key its offers are signed with", async () => {
-    const receiptBy = (key: ReturnType<typeof newProviderKey>) =>
-      ed25519Issuer(key).issueReceipt(`${sellerOrigin}/signed`, "GPAYER", "stellar:testnet")
-    const create = async (sellerReceipt: unknown) =>
-      request(`${server.url}/v1/receipts`, {
-        method: "POST",
-        json: {
+    // An Ed25519 issuer signs JWS receipts, the one form the contract takes.
+    const receiptBy = async (key: ReturnType<typeof newProviderKey>) => {
+      const receipt = await ed25519Issuer(key).issueReceipt(`${sellerOrigin}/signed`, "GPAYER", "stellar:testnet")
+      if (receipt.format !== "jws") throw new Error(`expected a JWS receipt, got ${receipt.format}`)
+      return receipt
+    }
+    const create = (sellerReceipt: Awaited<ReturnType<typeof receiptBy>>) =>
+      server.client.receipts.create({
+        payload: {
           request: { capability: "fixture.probe", optimizeFor: "cheapest" },
-          resourceId: "signed",
+          resourceId: ResourceId.make("signed"),
           payment: { network: "stellar:testnet", scheme: "exact", asset: TESTNET_USDC, amount: advertised.amount },
           response: { status: 200, body: "{}" },
           sellerReceipt
         }
       })
-    const stranger = await create(await receiptBy(newProviderKey()))
-    expect(stranger).toMatchObject({ status: 400, body: { error: "INVALID_REQUEST" } })
-    expect(stranger.body.message).toContain("not by the key that signs the resource's offers")
-    expect((await create(await receiptBy(honestKey))).status).toBe(200)
+    // INVALID_REQUEST is the contract's 400.
+    const stranger = await refusal(create(await receiptBy(newProviderKey())))
+    expect(stranger).toMatchObject({ error: "INVALID_REQUEST" })
+    expect(stranger.message).toContain("not by the key that signs the resource's offers")
+    expect((await it.run(create(await receiptBy(honestKey)))).receiptId).toBeString()
   })
 
   test("a seller asking another price than it signed is recorded against it", async () => {

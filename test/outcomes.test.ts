@@ -8,6 +8,7 @@ import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { option, payee, record } from "./fixtures/evidence.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { observation } from "./fixtures/observations.js"
+import { it, runScoped } from "./support/effectTest.js"
 import { pollUntil } from "./support/poll.js"
 import { ledgerAt, refusal, request, startServer, testConfig } from "./support/server.js"
 
@@ -33,7 +34,8 @@ beforeAll(async () => {
     })
   )
   // One probe saw alpha's challenge: payments can only lift a resource that has a standing.
-  await server.runtime.runPromise(
+  await runScoped(
+    server.runtime,
     Effect.gen(function* () {
       const entry = Option.getOrThrow(yield* Effect.flatMap(ResourceReadsRepo, (repo) => repo.get(alpha.resource.id)))
       yield* (yield* EvidenceRecorder).recordObservation(
@@ -53,7 +55,7 @@ const report = (
   outcome: "settled" | "refused" | "delivered" | "not_delivered" = "delivered",
   at = url
 ) => server.client.preflight.outcome({ payload: { url: at, outcome, transactionHash } })
-const detail = () => Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make("alpha.inspect") } }))
+const detail = () => it.run(server.client.resources.get({ path: { id: ResourceId.make("alpha.inspect") } }))
 const outcomesShown = async () => (await detail()).economicEvidence.filter((e) => e.source === "outcome")
 
 describe("POST /v1/preflight/outcomes", () => {
@@ -75,7 +77,7 @@ describe("POST /v1/preflight/outcomes", () => {
 
   test("a confirmed delivered report counts once as a buyer payment; a repeat is not stored again", async () => {
     const hash = pay(payee(1), 10_000n)
-    const first = await Effect.runPromise(report(hash))
+    const first = await it.run(report(hash))
     expect(first).toMatchObject({
       resourceId: "alpha.inspect",
       recorded: true,
@@ -87,7 +89,7 @@ describe("POST /v1/preflight/outcomes", () => {
     expect(confirmed.metrics.transactionSuccessRate).toBe(1)
     expect(confirmed.resource.verificationLevel).toBe(3)
 
-    const again = await Effect.runPromise(report(hash, "settled"))
+    const again = await it.run(report(hash, "settled"))
     expect(again).toMatchObject({ recorded: false, evidence: { id: first.evidence.id, state: "confirmed" } })
     expect((await outcomesShown()).map((e) => e.transactionHash)).toEqual([hash])
   })
@@ -95,7 +97,7 @@ describe("POST /v1/preflight/outcomes", () => {
   test("a not-delivered report on a paid transaction is shown and moves nothing", async () => {
     const before = await detail()
     const hash = pay(payee(1), 10_000n)
-    const answer = await Effect.runPromise(report(hash, "not_delivered"))
+    const answer = await it.run(report(hash, "not_delivered"))
     expect(answer).toMatchObject({
       recorded: true,
       evidence: { state: "rejected", reason: expect.stringContaining("not_delivered") }
@@ -108,6 +110,7 @@ describe("POST /v1/preflight/outcomes", () => {
   test("a URL outside the catalog is 404; a malformed hash is 400", async () => {
     const hash = pay(payee(1), 10_000n)
     expect(await refusal(report(hash, "delivered", "http://127.0.0.1:1/nowhere"))).toMatchObject({ error: "NOT_FOUND" })
+    // Raw: a malformed hash breaks the contract.
     const bad = await request(`${server.url}/v1/preflight/outcomes`, {
       method: "POST",
       json: { url, outcome: "delivered", transactionHash: "xyz" }

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, ManagedRuntime } from "effect"
+import { Effect } from "effect"
 import { ResourceId } from "../src/domain/ids.js"
 import type { ObservationPage } from "../src/domain/observations.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
@@ -15,7 +15,8 @@ import { ObservationsRepo } from "../src/store/ObservationsRepo.js"
 import { StoreLive } from "../src/store/Store.js"
 import { timedOut } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
-import { request, startServer, testConfig } from "./support/server.js"
+import { it, runWith } from "./support/effectTest.js"
+import { refusal, request, startServer, testConfig } from "./support/server.js"
 
 /** Ids with gaps (every third number), so resources added later land between existing ones. */
 const idOf = (n: number) => `res-${String(n).padStart(4, "0")}`
@@ -26,11 +27,12 @@ const folder = mkdtempSync(join(tmpdir(), "sextant-pages-"))
 const database = join(folder, "sextant.db")
 const config = testConfig({ database, catalog: INITIAL.map(at) })
 let server: Awaited<ReturnType<typeof startServer>>
-/** A second process's view of the same file, as `sextant mcp` or an import would write it. */
-const writer = ManagedRuntime.make(StoreLive(database))
+/** A second process's view of the same file, as `sextant mcp` or an import would write it: its own connection, opened for the write. */
+const writer = StoreLive(database)
 
 const addListed = (ids: ReadonlyArray<string>) =>
-  writer.runPromise(
+  runWith(
+    writer,
     Effect.flatMap(CatalogWritesRepo, (repo) =>
       Effect.forEach(ids, (id) =>
         repo.upsertListed(at(id), "registration", { actor: "test", reason: "added between pages" })
@@ -41,16 +43,15 @@ const addListed = (ids: ReadonlyArray<string>) =>
 /** Well-formed pages and searches go through the typed client; bad limits and cursors go raw. */
 type Client = typeof server.client
 const page = (urlParams: Parameters<Client["resources"]["list"]>[0]["urlParams"]) =>
-  Effect.runPromise(server.client.resources.list({ urlParams }))
+  it.run(server.client.resources.list({ urlParams }))
 const search = (payload: Parameters<Client["resources"]["search"]>[0]["payload"]) =>
-  Effect.runPromise(server.client.resources.search({ payload }))
+  it.run(server.client.resources.search({ payload }))
 
 beforeAll(async () => {
   server = await startServer(config)
 })
 afterAll(async () => {
   await server.close()
-  await writer.dispose()
   rmSync(folder, { recursive: true, force: true })
 })
 
@@ -83,6 +84,7 @@ describe("GET /v1/resources", () => {
     const first = await page({})
     expect(first.resources).toHaveLength(100)
     expect(first.nextCursor).not.toBeNull()
+    // Raw: limits and cursors the contract refuses.
     for (const bad of ["limit=0", "limit=1001", "limit=ten", "cursor=not-a-cursor!", "cursor=e30"]) {
       const answer = await request(`${server.url}/v1/resources?${bad}`)
       expect(answer.status).toBe(400)
@@ -91,8 +93,9 @@ describe("GET /v1/resources", () => {
     }
     // A search cursor is not a listing cursor.
     const searched = await search({ query: "res", limit: 1 })
-    const wrongKind = await request(`${server.url}/v1/resources?cursor=${searched.nextCursor}`)
-    expect(wrongKind.status).toBe(400)
+    const wrongKind = await refusal(server.client.resources.list({ urlParams: { cursor: searched.nextCursor! } }))
+    // INVALID_REQUEST is the contract's 400.
+    expect(wrongKind).toMatchObject({ error: "INVALID_REQUEST" })
   })
 
   test("a cursor survives a restart: the next page is the same from a new process on the same store", async () => {
@@ -119,12 +122,12 @@ describe("POST /v1/search", () => {
       cursor = body.nextCursor
     }
     expect(joined).toEqual(all.resources.map((r) => r.resource.id))
-    const other = await request(`${server.url}/v1/search`, {
-      method: "POST",
-      json: { query: "other words", cursor: cursor ?? "x" }
-    })
-    expect(other.status).toBe(400)
-    expect(other.body.error).toBe("INVALID_REQUEST")
+    const other = await refusal(
+      server.client.resources.search({ payload: { query: "other words", cursor: cursor ?? "x" } })
+    )
+    // INVALID_REQUEST is the contract's 400.
+    expect(other).toMatchObject({ error: "INVALID_REQUEST" })
+    // Raw: limits the contract refuses.
     for (const limit of [0, 201, 1.5]) {
       expect((await request(`${server.url}/v1/search`, { method: "POST", json: { limit } })).status).toBe(400)
     }
@@ -141,7 +144,8 @@ describe("GET /v1/resources/{id}/observations", () => {
   test("nextCursor pages newest first like nextBefore; cursor and before together are 400", async () => {
     const id = INITIAL[0]!
     const base = Date.now() - 60_000
-    await writer.runPromise(
+    await runWith(
+      writer,
       Effect.flatMap(ObservationsRepo, (repo) =>
         repo.insert(
           Array.from({ length: 5 }, (_, i) =>
@@ -157,7 +161,7 @@ describe("GET /v1/resources/{id}/observations", () => {
     const ids: Array<string> = []
     let cursor: string | null = null
     do {
-      const body: typeof ObservationPage.Type = await Effect.runPromise(
+      const body: typeof ObservationPage.Type = await it.run(
         server.client.verification.observations({
           path: { id: ResourceId.make(id) },
           urlParams: { limit: 2, ...(cursor ? { cursor } : {}) }
@@ -168,6 +172,7 @@ describe("GET /v1/resources/{id}/observations", () => {
     } while (cursor !== null)
     expect(ids).toHaveLength(5)
     expect([...ids].sort().reverse()).toEqual(ids)
+    // Raw: a cursor and `before` together, and a malformed cursor, break the contract.
     const both = await request(`${server.url}/v1/resources/${id}/observations?cursor=abc&before=${ids[0]}`)
     expect(both.status).toBe(400)
     expect((await request(`${server.url}/v1/resources/${id}/observations?cursor=%%%`)).status).toBe(400)

@@ -1,4 +1,4 @@
-import { afterAll, beforeEach, describe, expect, test } from "bun:test"
+import { afterAll, beforeEach, describe, expect } from "bun:test"
 import { createHash } from "node:crypto"
 import {
   Address,
@@ -26,6 +26,7 @@ import { settlePayment, startFixtureLedger } from "./fixtures/ledger.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
 import { exactRequirements } from "./fixtures/stellarPayment.js"
 import { OTHER_ASSET, startX402Fixture } from "./fixtures/x402Resource.js"
+import { it } from "./support/effectTest.js"
 
 /** An entry's address credentials, `ADDRESS` or `ADDRESS_V2`. */
 const credentialsOf = (entry: xdr.SorobanAuthorizationEntry) => {
@@ -153,18 +154,16 @@ beforeEach(() => {
 })
 
 const build = (requirements: PaymentRequirements, rpcUrl = rpc.url) =>
-  Effect.runPromise(
-    Effect.either(
-      buildExactPayment({ requirements, resource, signer: payer, rpcUrl, inclusionFeeStroops: 10_000, deployment })
-    )
+  Effect.either(
+    buildExactPayment({ requirements, resource, signer: payer, rpcUrl, inclusionFeeStroops: 10_000, deployment })
   )
 
-const built = async (requirements: PaymentRequirements) => {
-  const result = await build(requirements)
-  if (Either.isLeft(result))
-    throw new Error(`expected a payment, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
-  return result.right
-}
+const built = (requirements: PaymentRequirements) =>
+  Effect.map(build(requirements), (result) => {
+    if (Either.isLeft(result))
+      throw new Error(`expected a payment, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
+    return result.right
+  })
 
 const transactionOf = (xdrBase64: string) => new Transaction(xdrBase64, Networks.TESTNET)
 const authOf = (transaction: Transaction) => {
@@ -174,119 +173,137 @@ const authOf = (transaction: Transaction) => {
 }
 
 describe("buildExactPayment: a Stellar exact payment built and signed through Soroban RPC", () => {
-  test("transfers the asked asset and amount to the payee, signed by the payer, in the spec's payload shape", async () => {
-    const requirements = exactRequirements({ payTo: PAY_TO, amount: "12345", maxTimeoutSeconds: 60 })
-    const { paymentPayload, authorization } = await built(requirements)
+  it.live("transfers the asked asset and amount to the payee, signed by the payer, in the spec's payload shape", () =>
+    Effect.gen(function* () {
+      const requirements = exactRequirements({ payTo: PAY_TO, amount: "12345", maxTimeoutSeconds: 60 })
+      const { paymentPayload, authorization } = yield* built(requirements)
 
-    expect(paymentPayload).toEqual({
-      x402Version: 2,
-      resource,
-      accepted: requirements,
-      payload: { transaction: expect.any(String) }
+      expect(paymentPayload).toEqual({
+        x402Version: 2,
+        resource,
+        accepted: requirements,
+        payload: { transaction: expect.any(String) }
+      })
+      const xdrBase64 = paymentPayload.payload.transaction as string
+      const decoded = decodePayment(xdrBase64, "stellar:testnet")
+      expect(Either.getOrThrow(decoded).transfer).toEqual({
+        asset: TESTNET_USDC,
+        from: payer.publicKey(),
+        to: PAY_TO,
+        amount: 12345n
+      })
+      // The payment's id is the network's hash of the transaction, read from the envelope as received.
+      expect(Either.getOrThrow(decoded).paymentId).toBe<unknown>(
+        Buffer.from(transactionOf(xdrBase64).hash()).toString("hex")
+      )
+      const wrapped = xdrBase64.replace(/(.{60})/g, "$1\n")
+      expect(Either.getOrThrow(decodePayment(wrapped, "stellar:testnet")).paymentId).toBe(
+        Either.getOrThrow(decoded).paymentId
+      )
+
+      const transaction = transactionOf(xdrBase64)
+      expect(transaction.source).toBe(contract.NULL_ACCOUNT)
+      const [entry, ...more] = authOf(transaction)
+      expect(more).toHaveLength(0)
+      expect(authEntryVerifies(entry!, Networks.TESTNET)).toBe(true)
+      // The same entry does not verify for another network: the check is not vacuous.
+      expect(authEntryVerifies(entry!, Networks.PUBLIC)).toBe(false)
+      // Expires ceil(60 s / 5 s) = 12 ledgers after the latest, with the nonce the RPC issued.
+      // Signed in the form simulation recorded: ADDRESS_V2 on a Protocol 28 network.
+      expect(entry!.credentials.type).toBe("sorobanCredentialsAddressV2")
+      const credentials = credentialsOf(entry!)
+      expect(credentials.signatureExpirationLedger).toBe(LATEST_LEDGER + 12)
+      expect(credentials.nonce).toBe(rpc.recordedNonce())
+      expect(authorization).toEqual({
+        payer: payer.publicKey(),
+        nonce: rpc.recordedNonce().toString(),
+        expirationLedger: LATEST_LEDGER + 12
+      })
+
+      // Settled as a facilitator does, the payment moves the price and spends exactly that authorisation.
+      const settled = settlePayment(ledger, paymentPayload)
+      expect(settled.transfer).toEqual({ contract: TESTNET_USDC, from: payer.publicKey(), to: PAY_TO, amount: 12345n })
+      expect(settled.nonces).toEqual([
+        {
+          address: payer.publicKey(),
+          nonce: BigInt(authorization.nonce),
+          expirationLedger: authorization.expirationLedger
+        }
+      ])
     })
-    const xdrBase64 = paymentPayload.payload.transaction as string
-    const decoded = decodePayment(xdrBase64, "stellar:testnet")
-    expect(Either.getOrThrow(decoded).transfer).toEqual({
-      asset: TESTNET_USDC,
-      from: payer.publicKey(),
-      to: PAY_TO,
-      amount: 12345n
+  )
+
+  it.live(
+    "carries the footprint and resources of the simulation with the signature in place, and a fee covering them",
+    () =>
+      Effect.gen(function* () {
+        const { paymentPayload } = yield* built(exactRequirements({ payTo: PAY_TO }))
+        const transaction = transactionOf(paymentPayload.payload.transaction as string)
+        // A wallet's sequence: the latest ledger, a recording simulation, then one with the signed entry.
+        expect(rpc.calls.map((c) => c.method)).toEqual([
+          "getLatestLedger",
+          "simulateTransaction",
+          "simulateTransaction"
+        ])
+        const second = transactionOf(rpc.calls[2]!.params.transaction as string)
+        expect(authOf(second).map((e) => authEntryVerifies(e, Networks.TESTNET))).toEqual([true])
+        const enforced = rpc.calls[2]!.result as { transactionData: string; minResourceFee: string }
+        const envelope = xdr.expectUnionVariant(transaction.toEnvelope(), "envelopeTypeTx")
+        const data = xdr.expectUnionVariant(envelope.v1.tx.ext, "sorobanData").sorobanData
+        expect(data.toXdr("base64")).toBe(enforced.transactionData)
+        expect(data.resources.footprint.readWrite.length).toBeGreaterThan(0)
+        // The fee is the configured inclusion bid plus the simulation's resource fee.
+        expect(BigInt(transaction.fee)).toBe(10_000n + BigInt(enforced.minResourceFee))
+      })
+  )
+
+  it.live(
+    "requirements of another scheme, network or asset, or without sponsored fees, are refused before the RPC is asked",
+    () =>
+      Effect.gen(function* () {
+        const refusals = [
+          exactRequirements({ payTo: PAY_TO, scheme: "upto" }),
+          exactRequirements({ payTo: PAY_TO, network: "stellar:pubnet" }),
+          exactRequirements({ payTo: PAY_TO, asset: OTHER_ASSET }),
+          exactRequirements({ payTo: PAY_TO, extra: {} }),
+          exactRequirements({ payTo: PAY_TO, amount: "0" })
+        ]
+        for (const requirements of refusals) {
+          const result = yield* build(requirements)
+          expect(Either.isLeft(result) && result.left._tag).toBe("UnpayableRequirements")
+        }
+        expect(rpc.calls).toHaveLength(0)
+      })
+  )
+
+  it.live("an RPC asking the payer to authorise more than the transfer gets no signature", () =>
+    Effect.gen(function* () {
+      rpc.setMode("asks-for-more")
+      const result = yield* build(exactRequirements({ payTo: PAY_TO }))
+      expect(Either.isLeft(result) && result.left).toMatchObject({
+        _tag: "SimulationRejected",
+        reason: "the simulation's authorisation covers something other than the transfer built"
+      })
+      // Nothing signed left this process: no second simulation.
+      expect(rpc.calls.map((c) => c.method)).toEqual(["getLatestLedger", "simulateTransaction"])
     })
-    // The payment's id is the network's hash of the transaction, read from the envelope as received.
-    expect(Either.getOrThrow(decoded).paymentId).toBe<unknown>(
-      Buffer.from(transactionOf(xdrBase64).hash()).toString("hex")
-    )
-    const wrapped = xdrBase64.replace(/(.{60})/g, "$1\n")
-    expect(Either.getOrThrow(decodePayment(wrapped, "stellar:testnet")).paymentId).toBe(
-      Either.getOrThrow(decoded).paymentId
-    )
+  )
 
-    const transaction = transactionOf(xdrBase64)
-    expect(transaction.source).toBe(contract.NULL_ACCOUNT)
-    const [entry, ...more] = authOf(transaction)
-    expect(more).toHaveLength(0)
-    expect(authEntryVerifies(entry!, Networks.TESTNET)).toBe(true)
-    // The same entry does not verify for another network: the check is not vacuous.
-    expect(authEntryVerifies(entry!, Networks.PUBLIC)).toBe(false)
-    // Expires ceil(60 s / 5 s) = 12 ledgers after the latest, with the nonce the RPC issued.
-    // Signed in the form simulation recorded: ADDRESS_V2 on a Protocol 28 network.
-    expect(entry!.credentials.type).toBe("sorobanCredentialsAddressV2")
-    const credentials = credentialsOf(entry!)
-    expect(credentials.signatureExpirationLedger).toBe(LATEST_LEDGER + 12)
-    expect(credentials.nonce).toBe(rpc.recordedNonce())
-    expect(authorization).toEqual({
-      payer: payer.publicKey(),
-      nonce: rpc.recordedNonce().toString(),
-      expirationLedger: LATEST_LEDGER + 12
+  it.live("a failing simulation and an unreachable RPC are typed failures naming the cause", () =>
+    Effect.gen(function* () {
+      rpc.setMode("simulation-fails")
+      const failed = yield* build(exactRequirements({ payTo: PAY_TO }))
+      expect(Either.isLeft(failed) && failed.left._tag).toBe("SimulationRejected")
+      expect(Either.isLeft(failed) && failed.left.reason).toContain("balance is not sufficient")
+
+      rpc.setMode("forward")
+      ledger.setFailing("rpc")
+      const down = yield* build(exactRequirements({ payTo: PAY_TO }))
+      expect(Either.isLeft(down) && down.left._tag).toBe("SorobanRpcFailure")
+      const nobody = yield* build(exactRequirements({ payTo: PAY_TO }), "http://127.0.0.1:1")
+      expect(Either.isLeft(nobody) && nobody.left._tag).toBe("SorobanRpcFailure")
     })
-
-    // Settled as a facilitator does, the payment moves the price and spends exactly that authorisation.
-    const settled = settlePayment(ledger, paymentPayload)
-    expect(settled.transfer).toEqual({ contract: TESTNET_USDC, from: payer.publicKey(), to: PAY_TO, amount: 12345n })
-    expect(settled.nonces).toEqual([
-      {
-        address: payer.publicKey(),
-        nonce: BigInt(authorization.nonce),
-        expirationLedger: authorization.expirationLedger
-      }
-    ])
-  })
-
-  test("carries the footprint and resources of the simulation with the signature in place, and a fee covering them", async () => {
-    const { paymentPayload } = await built(exactRequirements({ payTo: PAY_TO }))
-    const transaction = transactionOf(paymentPayload.payload.transaction as string)
-    // A wallet's sequence: the latest ledger, a recording simulation, then one with the signed entry.
-    expect(rpc.calls.map((c) => c.method)).toEqual(["getLatestLedger", "simulateTransaction", "simulateTransaction"])
-    const second = transactionOf(rpc.calls[2]!.params.transaction as string)
-    expect(authOf(second).map((e) => authEntryVerifies(e, Networks.TESTNET))).toEqual([true])
-    const enforced = rpc.calls[2]!.result as { transactionData: string; minResourceFee: string }
-    const envelope = xdr.expectUnionVariant(transaction.toEnvelope(), "envelopeTypeTx")
-    const data = xdr.expectUnionVariant(envelope.v1.tx.ext, "sorobanData").sorobanData
-    expect(data.toXdr("base64")).toBe(enforced.transactionData)
-    expect(data.resources.footprint.readWrite.length).toBeGreaterThan(0)
-    // The fee is the configured inclusion bid plus the simulation's resource fee.
-    expect(BigInt(transaction.fee)).toBe(10_000n + BigInt(enforced.minResourceFee))
-  })
-
-  test("requirements of another scheme, network or asset, or without sponsored fees, are refused before the RPC is asked", async () => {
-    const refusals = [
-      exactRequirements({ payTo: PAY_TO, scheme: "upto" }),
-      exactRequirements({ payTo: PAY_TO, network: "stellar:pubnet" }),
-      exactRequirements({ payTo: PAY_TO, asset: OTHER_ASSET }),
-      exactRequirements({ payTo: PAY_TO, extra: {} }),
-      exactRequirements({ payTo: PAY_TO, amount: "0" })
-    ]
-    for (const requirements of refusals) {
-      const result = await build(requirements)
-      expect(Either.isLeft(result) && result.left._tag).toBe("UnpayableRequirements")
-    }
-    expect(rpc.calls).toHaveLength(0)
-  })
-
-  test("an RPC asking the payer to authorise more than the transfer gets no signature", async () => {
-    rpc.setMode("asks-for-more")
-    const result = await build(exactRequirements({ payTo: PAY_TO }))
-    expect(Either.isLeft(result) && result.left).toMatchObject({
-      _tag: "SimulationRejected",
-      reason: "the simulation's authorisation covers something other than the transfer built"
-    })
-    // Nothing signed left this process: no second simulation.
-    expect(rpc.calls.map((c) => c.method)).toEqual(["getLatestLedger", "simulateTransaction"])
-  })
-
-  test("a failing simulation and an unreachable RPC are typed failures naming the cause", async () => {
-    rpc.setMode("simulation-fails")
-    const failed = await build(exactRequirements({ payTo: PAY_TO }))
-    expect(Either.isLeft(failed) && failed.left._tag).toBe("SimulationRejected")
-    expect(Either.isLeft(failed) && failed.left.reason).toContain("balance is not sufficient")
-
-    rpc.setMode("forward")
-    ledger.setFailing("rpc")
-    const down = await build(exactRequirements({ payTo: PAY_TO }))
-    expect(Either.isLeft(down) && down.left._tag).toBe("SorobanRpcFailure")
-    const nobody = await build(exactRequirements({ payTo: PAY_TO }), "http://127.0.0.1:1")
-    expect(Either.isLeft(nobody) && nobody.left._tag).toBe("SorobanRpcFailure")
-  })
+  )
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -295,18 +312,16 @@ const probesTrusting = (...origins: Array<string>) =>
   Schema.decodeSync(ProbesConfig)({ trustedOrigins: origins, timeoutMs: 5000 })
 
 const pay = (input: Partial<PayForInput> & Pick<PayForInput, "url" | "outbound">) =>
-  Effect.runPromise(
-    Effect.either(
-      payFor({
-        method: "GET",
-        signer: payer,
-        rpcUrl: rpc.url,
-        inclusionFeeStroops: 10_000,
-        deployment,
-        maxPrice: 1_000_000n,
-        ...input
-      })
-    )
+  Effect.either(
+    payFor({
+      method: "GET",
+      signer: payer,
+      rpcUrl: rpc.url,
+      inclusionFeeStroops: 10_000,
+      deployment,
+      maxPrice: 1_000_000n,
+      ...input
+    })
   )
 
 const facilitator = startFacilitator()
@@ -321,136 +336,149 @@ beforeEach(() => {
 })
 
 describe("payFor against a stock x402 resource server and a fixture facilitator", () => {
-  test("pays once: the facilitator settles exactly one payment, and the answer carries its PAYMENT-RESPONSE", async () => {
-    const result = await pay({ url: seller.url, outbound: probesTrusting(sellerOrigin) })
-    const paid = Either.getOrThrow(result)
-    expect([facilitator.calls("/verify"), facilitator.calls("/settle")]).toEqual([1, 1])
+  it.live("pays once: the facilitator settles exactly one payment, and the answer carries its PAYMENT-RESPONSE", () =>
+    Effect.gen(function* () {
+      const result = yield* pay({ url: seller.url, outbound: probesTrusting(sellerOrigin) })
+      const paid = Either.getOrThrow(result)
+      expect([facilitator.calls("/verify"), facilitator.calls("/settle")]).toEqual([1, 1])
 
-    const settle = facilitator.requests.find((r) => r.path === "/settle")!.body as {
-      paymentPayload: { payload: { transaction: string } }
-    }
-    const transactionHash = createHash("sha256").update(JSON.stringify(settle)).digest("hex")
-    expect(paid).toMatchObject({
-      url: seller.url,
-      status: 200,
-      paymentResponse: {
-        success: true,
-        transaction: transactionHash,
-        network: "stellar:testnet",
-        payer: payer.publicKey()
-      },
-      requirements: {
-        scheme: "exact",
-        network: "stellar:testnet",
+      const settle = facilitator.requests.find((r) => r.path === "/settle")!.body as {
+        paymentPayload: { payload: { transaction: string } }
+      }
+      const transactionHash = createHash("sha256").update(JSON.stringify(settle)).digest("hex")
+      expect(paid).toMatchObject({
+        url: seller.url,
+        status: 200,
+        paymentResponse: {
+          success: true,
+          transaction: transactionHash,
+          network: "stellar:testnet",
+          payer: payer.publicKey()
+        },
+        requirements: {
+          scheme: "exact",
+          network: "stellar:testnet",
+          asset: TESTNET_USDC,
+          payTo: PAY_TO,
+          amount: "10000"
+        },
+        amount: "10000",
+        contentType: "application/json",
+        bodyIsJson: true
+      })
+      expect(paid.latencyMs).toBeGreaterThan(0)
+
+      // What reached the facilitator is the probe payer's transfer of the price to the payee, signed.
+      const settled = settle.paymentPayload.payload.transaction
+      expect(Either.getOrThrow(decodePayment(settled, "stellar:testnet")).transfer).toEqual({
         asset: TESTNET_USDC,
-        payTo: PAY_TO,
-        amount: "10000"
-      },
-      amount: "10000",
-      contentType: "application/json",
-      bodyIsJson: true
+        from: payer.publicKey(),
+        to: PAY_TO,
+        amount: 10000n
+      })
+      expect(authOf(transactionOf(settled)).map((e) => authEntryVerifies(e, Networks.TESTNET))).toEqual([true])
     })
-    expect(paid.latencyMs).toBeGreaterThan(0)
+  )
 
-    // What reached the facilitator is the probe payer's transfer of the price to the payee, signed.
-    const settled = settle.paymentPayload.payload.transaction
-    expect(Either.getOrThrow(decodePayment(settled, "stellar:testnet")).transfer).toEqual({
-      asset: TESTNET_USDC,
-      from: payer.publicKey(),
-      to: PAY_TO,
-      amount: 10000n
+  it.live("a price above maxPrice is refused before anything is signed or sent", () =>
+    Effect.gen(function* () {
+      const result = yield* pay({ url: seller.url, outbound: probesTrusting(sellerOrigin), maxPrice: 9_999n })
+      expect(Either.isLeft(result) && result.left).toMatchObject({
+        _tag: "PriceAboveLimit",
+        cheapest: "10000",
+        maxPrice: "9999"
+      })
+      expect(facilitator.requests).toHaveLength(0)
+      expect(rpc.calls).toHaveLength(0)
     })
-    expect(authOf(transactionOf(settled)).map((e) => authEntryVerifies(e, Networks.TESTNET))).toEqual([true])
-  })
+  )
 
-  test("a price above maxPrice is refused before anything is signed or sent", async () => {
-    const result = await pay({ url: seller.url, outbound: probesTrusting(sellerOrigin), maxPrice: 9_999n })
-    expect(Either.isLeft(result) && result.left).toMatchObject({
-      _tag: "PriceAboveLimit",
-      cheapest: "10000",
-      maxPrice: "9999"
+  it.live("the probes' outbound guard applies: an untrusted loopback target is refused before any request", () =>
+    Effect.gen(function* () {
+      const result = yield* pay({ url: seller.url, outbound: probesTrusting() })
+      expect(Either.isLeft(result) && result.left._tag).toBe("OutboundTargetRefused")
+      expect(facilitator.requests).toHaveLength(0)
+      expect(rpc.calls).toHaveLength(0)
     })
-    expect(facilitator.requests).toHaveLength(0)
-    expect(rpc.calls).toHaveLength(0)
-  })
+  )
 
-  test("the probes' outbound guard applies: an untrusted loopback target is refused before any request", async () => {
-    const result = await pay({ url: seller.url, outbound: probesTrusting() })
-    expect(Either.isLeft(result) && result.left._tag).toBe("OutboundTargetRefused")
-    expect(facilitator.requests).toHaveLength(0)
-    expect(rpc.calls).toHaveLength(0)
-  })
-
-  test("a facilitator refusing the payment: the seller answers 402 again, nothing settles, no payment response", async () => {
-    facilitator.setMode("invalid")
-    const paid = Either.getOrThrow(await pay({ url: seller.url, outbound: probesTrusting(sellerOrigin) }))
-    expect(paid.status).toBe(402)
-    expect(paid.paymentResponse).toBeNull()
-    expect(facilitator.calls("/settle")).toBe(0)
-  })
+  it.live(
+    "a facilitator refusing the payment: the seller answers 402 again, nothing settles, no payment response",
+    () =>
+      Effect.gen(function* () {
+        facilitator.setMode("invalid")
+        const paid = Either.getOrThrow(yield* pay({ url: seller.url, outbound: probesTrusting(sellerOrigin) }))
+        expect(paid.status).toBe(402)
+        expect(paid.paymentResponse).toBeNull()
+        expect(facilitator.calls("/settle")).toBe(0)
+      })
+  )
 })
 
 describe("payFor refuses to pay what it should not", () => {
   const probes = () => probesTrusting(x402Fixture.origin)
 
-  test("no option on this deployment's network or asset, or a v1 challenge: nothing is signed", async () => {
-    for (const path of ["/pubnet", "/other-asset"]) {
-      const result = await pay({ url: x402Fixture.url(path), outbound: probes() })
-      expect(Either.isLeft(result) && result.left._tag).toBe("NoAcceptableOption")
-    }
-    const v1 = await pay({ url: x402Fixture.url("/v1"), outbound: probes() })
-    expect(Either.isLeft(v1) && v1.left).toMatchObject({
-      _tag: "NoAcceptableOption",
-      offered: expect.stringContaining("v1")
+  it.live("no option on this deployment's network or asset, or a v1 challenge: nothing is signed", () =>
+    Effect.gen(function* () {
+      for (const path of ["/pubnet", "/other-asset"]) {
+        const result = yield* pay({ url: x402Fixture.url(path), outbound: probes() })
+        expect(Either.isLeft(result) && result.left._tag).toBe("NoAcceptableOption")
+      }
+      const v1 = yield* pay({ url: x402Fixture.url("/v1"), outbound: probes() })
+      expect(Either.isLeft(v1) && v1.left).toMatchObject({
+        _tag: "NoAcceptableOption",
+        offered: expect.stringContaining("v1")
+      })
+      expect(rpc.calls).toHaveLength(0)
     })
-    expect(rpc.calls).toHaveLength(0)
-  })
+  )
 
-  test("the caller's refusal is honoured and quoted: a refused option is not paid", async () => {
-    const result = await pay({
-      url: x402Fixture.url("/paid"),
-      outbound: probes(),
-      refuse: (r) => (r.payTo === PAY_TO ? "not the payee wanted" : null)
+  it.live("the caller's refusal is honoured and quoted: a refused option is not paid", () =>
+    Effect.gen(function* () {
+      const result = yield* pay({
+        url: x402Fixture.url("/paid"),
+        outbound: probes(),
+        refuse: (r) => (r.payTo === PAY_TO ? "not the payee wanted" : null)
+      })
+      expect(Either.isLeft(result) && result.left).toMatchObject({
+        _tag: "NoAcceptableOption",
+        offered: expect.stringContaining("(not the payee wanted)")
+      })
+      expect(rpc.calls).toHaveLength(0)
     })
-    expect(Either.isLeft(result) && result.left).toMatchObject({
-      _tag: "NoAcceptableOption",
-      offered: expect.stringContaining("(not the payee wanted)")
-    })
-    expect(rpc.calls).toHaveLength(0)
-  })
+  )
 
-  test("a challenge asking an authorisation valid longer than 600 s is not signed", async () => {
-    const seller = startSeller([exactRequirements({ payTo: PAY_TO, maxTimeoutSeconds: 1_000_000_000 })])
-    try {
-      const result = await pay({ url: seller.url, outbound: probesTrusting(seller.origin) })
+  it.live("a challenge asking an authorisation valid longer than 600 s is not signed", () =>
+    Effect.gen(function* () {
+      const seller = yield* ownSeller([exactRequirements({ payTo: PAY_TO, maxTimeoutSeconds: 1_000_000_000 })])
+      const result = yield* pay({ url: seller.url, outbound: probesTrusting(seller.origin) })
       expect(Either.isLeft(result) && result.left).toMatchObject({
         _tag: "NoAcceptableOption",
         offered: expect.stringContaining("maxTimeoutSeconds 1000000000 is above the 600 s this buyer signs for")
       })
       expect(rpc.calls).toHaveLength(0)
       expect(seller.payments).toHaveLength(0)
-    } finally {
-      seller.stop()
-    }
-  })
+    })
+  )
 
-  test("DNS rebinding between the priced request and the paid one: the signed payment never reaches the new address", async () => {
-    const seller = startSeller([exactRequirements({ payTo: PAY_TO })])
-    const port = new URL(seller.url).port
-    const PUBLIC = "93.184.216.34"
-    let lookups = 0
-    const resolve = () => Effect.sync(() => (++lookups === 1 ? [PUBLIC] : ["127.0.0.1"]))
-    const dialed: Array<string> = []
-    // The public address is played by the seller on loopback; a connection to 127.0.0.1 itself would be the rebinding.
-    const dial: Dial = (url, init) => {
-      dialed.push(url.hostname)
-      const to = new URL(url.href)
-      to.hostname = "127.0.0.1"
-      return fetch(to, init)
-    }
-    try {
-      const result = await Effect.runPromise(
-        Effect.either(
+  it.live(
+    "DNS rebinding between the priced request and the paid one: the signed payment never reaches the new address",
+    () =>
+      Effect.gen(function* () {
+        const seller = yield* ownSeller([exactRequirements({ payTo: PAY_TO })])
+        const port = new URL(seller.url).port
+        const PUBLIC = "93.184.216.34"
+        let lookups = 0
+        const resolve = () => Effect.sync(() => (++lookups === 1 ? [PUBLIC] : ["127.0.0.1"]))
+        const dialed: Array<string> = []
+        // The public address is played by the seller on loopback; a connection to 127.0.0.1 itself would be the rebinding.
+        const dial: Dial = (url, init) => {
+          dialed.push(url.hostname)
+          const to = new URL(url.href)
+          to.hostname = "127.0.0.1"
+          return fetch(to, init)
+        }
+        const result = yield* Effect.either(
           payFor({
             url: `http://seller.rebind.test:${port}/thing`,
             method: "GET",
@@ -462,25 +490,24 @@ describe("payFor refuses to pay what it should not", () => {
             outbound: probesTrusting()
           }).pipe(Effect.provideService(Resolver, resolve), Effect.provideService(Dialer, dial))
         )
-      )
-      expect(Either.isLeft(result) && result.left._tag).toBe("OutboundTargetRefused")
-      expect(lookups).toBe(2)
-      expect(dialed).toEqual([PUBLIC])
-      expect(seller.payments).toHaveLength(0)
-    } finally {
-      seller.stop()
-    }
-  })
+        expect(Either.isLeft(result) && result.left._tag).toBe("OutboundTargetRefused")
+        expect(lookups).toBe(2)
+        expect(dialed).toEqual([PUBLIC])
+        expect(seller.payments).toHaveLength(0)
+      })
+  )
 
-  test("a free answer, a bare 402 and an undecodable challenge are told apart", async () => {
-    expect(await pay({ url: x402Fixture.url("/free"), outbound: probes() })).toEqual(
-      Either.left(expect.objectContaining({ _tag: "NoPaymentRequired", httpStatus: 200 }))
-    )
-    const bare = await pay({ url: x402Fixture.url("/bare-402"), outbound: probes() })
-    expect(Either.isLeft(bare) && bare.left._tag).toBe("ChallengeUnreadable")
-    const garbage = await pay({ url: x402Fixture.url("/garbage"), outbound: probes() })
-    expect(Either.isLeft(garbage) && garbage.left._tag).toBe("ChallengeUnreadable")
-  })
+  it.live("a free answer, a bare 402 and an undecodable challenge are told apart", () =>
+    Effect.gen(function* () {
+      expect(yield* pay({ url: x402Fixture.url("/free"), outbound: probes() })).toEqual(
+        Either.left(expect.objectContaining({ _tag: "NoPaymentRequired", httpStatus: 200 }))
+      )
+      const bare = yield* pay({ url: x402Fixture.url("/bare-402"), outbound: probes() })
+      expect(Either.isLeft(bare) && bare.left._tag).toBe("ChallengeUnreadable")
+      const garbage = yield* pay({ url: x402Fixture.url("/garbage"), outbound: probes() })
+      expect(Either.isLeft(garbage) && garbage.left._tag).toBe("ChallengeUnreadable")
+    })
+  )
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -535,6 +562,13 @@ const startSeller = (options: ReadonlyArray<PaymentRequirements>) => {
   }
 }
 
+/** A hand-made seller stopped when the test ends. */
+const ownSeller = (options: ReadonlyArray<PaymentRequirements>) =>
+  Effect.acquireRelease(
+    Effect.sync(() => startSeller(options)),
+    (seller) => Effect.sync(() => seller.stop())
+  )
+
 describe("payFor: choosing, and judging the paid answer", () => {
   const OTHER_PAYEE = StrKey.encodeEd25519PublicKey(Buffer.alloc(32, 5))
   const sellerOf = startSeller([
@@ -549,61 +583,72 @@ describe("payFor: choosing, and judging the paid answer", () => {
   })
   afterAll(() => sellerOf.stop())
 
-  test("the cheapest payable option is paid, and only once", async () => {
-    const paid = Either.getOrThrow(await pay({ url: sellerOf.url, outbound: probes() }))
-    expect(paid.requirements.payTo).toBe(PAY_TO)
-    expect(paid.amount).toBe("10000")
-    expect(sellerOf.payments).toHaveLength(1)
-    expect(sellerOf.payments[0]).toMatchObject({
-      x402Version: 2,
-      accepted: { payTo: PAY_TO, amount: "10000" },
-      resource: { url: sellerOf.url }
-    })
-  })
-
-  test("the caller's choice and maxPrice narrow the options: the other payee is paid when it is the only one accepted", async () => {
-    const paid = Either.getOrThrow(
-      await pay({
-        url: sellerOf.url,
-        outbound: probes(),
-        refuse: (r) => (r.payTo === OTHER_PAYEE ? null : "another payee")
+  it.live("the cheapest payable option is paid, and only once", () =>
+    Effect.gen(function* () {
+      const paid = Either.getOrThrow(yield* pay({ url: sellerOf.url, outbound: probes() }))
+      expect(paid.requirements.payTo).toBe(PAY_TO)
+      expect(paid.amount).toBe("10000")
+      expect(sellerOf.payments).toHaveLength(1)
+      expect(sellerOf.payments[0]).toMatchObject({
+        x402Version: 2,
+        accepted: { payTo: PAY_TO, amount: "10000" },
+        resource: { url: sellerOf.url }
       })
-    )
-    expect(paid.amount).toBe("20000")
-    const capped = await pay({
-      url: sellerOf.url,
-      outbound: probes(),
-      refuse: (r) => (r.payTo === OTHER_PAYEE ? null : "another payee"),
-      maxPrice: 19_999n
     })
-    expect(Either.isLeft(capped) && capped.left._tag).toBe("PriceAboveLimit")
-    expect(sellerOf.payments).toHaveLength(1)
-  })
+  )
 
-  test("whether the paid body is the JSON it declares", async () => {
-    const bodyIsJson = async () => Either.getOrThrow(await pay({ url: sellerOf.url, outbound: probes() })).bodyIsJson
-    expect(await bodyIsJson()).toBe(true)
-    sellerOf.answerPaidWith("html")
-    expect(await bodyIsJson()).toBe(false)
-    sellerOf.answerPaidWith("fake-json")
-    expect(await bodyIsJson()).toBe(false)
-    sellerOf.answerPaidWith("huge-json")
-    expect(await bodyIsJson()).toBeNull()
-  })
+  it.live(
+    "the caller's choice and maxPrice narrow the options: the other payee is paid when it is the only one accepted",
+    () =>
+      Effect.gen(function* () {
+        const paid = Either.getOrThrow(
+          yield* pay({
+            url: sellerOf.url,
+            outbound: probes(),
+            refuse: (r) => (r.payTo === OTHER_PAYEE ? null : "another payee")
+          })
+        )
+        expect(paid.amount).toBe("20000")
+        const capped = yield* pay({
+          url: sellerOf.url,
+          outbound: probes(),
+          refuse: (r) => (r.payTo === OTHER_PAYEE ? null : "another payee"),
+          maxPrice: 19_999n
+        })
+        expect(Either.isLeft(capped) && capped.left._tag).toBe("PriceAboveLimit")
+        expect(sellerOf.payments).toHaveLength(1)
+      })
+  )
 
-  test("a paid request left unanswered is an unknown outcome carrying the payment's ledger identity", async () => {
-    sellerOf.answerPaidWith("hang")
-    const result = await pay({ url: sellerOf.url, outbound: probes(), paidTimeoutMs: 300 })
-    expect(Either.isLeft(result) && result.left).toMatchObject({
-      _tag: "PaymentOutcomeUnknown",
-      authorization: {
-        payer: payer.publicKey(),
-        nonce: rpc.recordedNonce().toString(),
-        expirationLedger: LATEST_LEDGER + 12
-      }
+  it.live("whether the paid body is the JSON it declares", () =>
+    Effect.gen(function* () {
+      const bodyIsJson = () =>
+        Effect.map(pay({ url: sellerOf.url, outbound: probes() }), (paid) => Either.getOrThrow(paid).bodyIsJson)
+      expect(yield* bodyIsJson()).toBe(true)
+      sellerOf.answerPaidWith("html")
+      expect(yield* bodyIsJson()).toBe(false)
+      sellerOf.answerPaidWith("fake-json")
+      expect(yield* bodyIsJson()).toBe(false)
+      sellerOf.answerPaidWith("huge-json")
+      expect(yield* bodyIsJson()).toBeNull()
     })
-    expect(sellerOf.payments).toHaveLength(1)
-  })
+  )
+
+  it.live("a paid request left unanswered is an unknown outcome carrying the payment's ledger identity", () =>
+    Effect.gen(function* () {
+      sellerOf.answerPaidWith("hang")
+      const result = yield* pay({ url: sellerOf.url, outbound: probes(), paidTimeoutMs: 300 })
+      expect(Either.isLeft(result) && result.left).toMatchObject({
+        _tag: "PaymentOutcomeUnknown",
+        authorization: {
+          payer: payer.publicKey(),
+          nonce: rpc.recordedNonce().toString(),
+          expirationLedger: LATEST_LEDGER + 12
+        }
+      })
+      expect(sellerOf.payments).toHaveLength(1)
+    })
+  )
 })
 
 afterAll(async () => {

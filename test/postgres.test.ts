@@ -22,10 +22,11 @@ import { advertised } from "./fixtures/observations.js"
 import { seededBuyer, settleBody, signedPayment } from "./fixtures/stellarPayment.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { it, runScoped } from "./support/effectTest.js"
 import { pollUntil } from "./support/poll.js"
 import { type PostgresCluster, pgQuery, startPostgres } from "./support/postgres.js"
 import { spawnServe } from "./support/serveProcess.js"
-import { ledgerAt, NO_LEDGER, request, startServer, testConfig } from "./support/server.js"
+import { ledgerAt, NO_LEDGER, refusal, request, startServer, testConfig } from "./support/server.js"
 
 /**
  * The service on a real PostgreSQL server: the same migrations and repositories SQLite runs, and
@@ -93,36 +94,36 @@ describe("the service on PostgreSQL", () => {
       )[0]
 
     const first = await start(config)
-    const listedFirst = await request(`${first.url}/v1/resources`)
+    const listedFirst = await it.run(first.client.resources.list({ urlParams: {} }))
     const countsFirst = await counts()
     await first.close()
     const second = await start(config)
-    const listed = await request(`${second.url}/v1/resources`)
+    const listed = await it.run(second.client.resources.list({ urlParams: {} }))
 
-    expect(listed.status).toBe(200)
-    expect(listed.body.resources).toHaveLength(config.catalog.length)
-    expect(listed.body).toEqual(listedFirst.body)
+    expect(listed.resources).toHaveLength(config.catalog.length)
+    expect(listed).toEqual(listedFirst)
     expect(await counts()).toEqual(countsFirst)
     expect(Number(countsFirst?.resources)).toBe(config.catalog.length)
     expect(Number(countsFirst?.migrations)).toBe(migrationCount)
 
     const sample = config.catalog[0]!
-    const one = await request(`${second.url}/v1/resources/${sample.resource.id}`)
-    expect(one.status).toBe(200)
-    expect(one.body.resource).toMatchObject({ id: sample.resource.id, status: "DISCOVERED", verificationLevel: 0 })
-    expect(one.body.paymentOptions).toEqual(sample.paymentOptions)
-    expect((await request(`${second.url}/v1/resources/no.such.resource`)).status).toBe(404)
+    const one = await it.run(second.client.resources.get({ path: { id: sample.resource.id } }))
+    expect(one.resource).toMatchObject({ id: sample.resource.id, status: "DISCOVERED", verificationLevel: 0 })
+    expect(one.paymentOptions).toEqual(sample.paymentOptions)
+    // NOT_FOUND is the contract's 404.
+    expect(
+      await refusal(second.client.resources.get({ path: { id: ResourceId.make("no.such.resource") } }))
+    ).toMatchObject({ error: "NOT_FOUND" })
 
-    const health = await request(`${second.url}/health/dependencies`)
-    expect(health.status).toBe(200)
-    expect(health.body.store).toEqual({
+    const health = await it.run(second.client.health.dependencies())
+    expect(health.store).toEqual({
       kind: "postgres",
       location: `postgres://127.0.0.1:${new URL(url).port}/catalog`,
       journalMode: null,
       synchronous: null,
       durable: true
     })
-    expect(JSON.stringify(health.body)).not.toContain("pg-secret-password")
+    expect(JSON.stringify(health)).not.toContain("pg-secret-password")
   })
 
   test("instances started together on an empty database all start, and the migrations run once", async () => {
@@ -144,26 +145,24 @@ describe("the service on PostgreSQL", () => {
       body: { outcome: "healthy", status: "PAYMENT_VERIFIED", verificationLevel: 2 }
     })
 
-    const resource = await request(`${server.url}/v1/resources/fixture.paid`)
-    expect(resource.body.resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
-    expect(resource.body.transitions.map((t: { from: string; to: string }) => [t.from, t.to])).toEqual([
+    const paid = { path: { id: ResourceId.make("fixture.paid") } }
+    const resource = await it.run(server.client.resources.get(paid))
+    expect(resource.resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
+    expect(resource.transitions.map((t) => [t.from, t.to])).toEqual([
       ["VALIDATING", "PAYMENT_VERIFIED"],
       ["DISCOVERED", "VALIDATING"]
     ])
-    const metrics = await request(`${server.url}/v1/resources/fixture.paid/metrics`)
+    const metrics = await it.run(server.client.verification.metrics(paid))
     expect(metrics).toMatchObject({
-      status: 200,
-      body: {
-        resourceId: "fixture.paid",
-        observationCount: 1,
-        availability24h: 1,
-        paymentInterfaceSuccessRate: 1,
-        observedPriceUsd: 0.001
-      }
+      resourceId: "fixture.paid",
+      observationCount: 1,
+      availability24h: 1,
+      paymentInterfaceSuccessRate: 1,
+      observedPriceUsd: 0.001
     })
-    expect(metrics.body.p50LatencyMs).toBeNumber()
-    const observations = await request(`${server.url}/v1/resources/fixture.paid/observations`)
-    expect(observations.body.observations).toEqual([
+    expect(metrics.p50LatencyMs).toBeNumber()
+    const observations = await it.run(server.client.verification.observations({ ...paid, urlParams: {} }))
+    expect(observations.observations).toEqual([
       expect.objectContaining({
         id: validated.body.observation.id,
         outcome: "healthy",
@@ -176,18 +175,19 @@ describe("the service on PostgreSQL", () => {
     // A second probe (the schedule's: a caller's validation within the interval is not recorded):
     // the window counts both, and pages go newest first through the cursor.
     const again = {
-      body: await server.runtime.runPromise(
+      body: await runScoped(
+        server.runtime,
         Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("fixture.paid")))
       )
     }
-    expect((await request(`${server.url}/v1/resources/fixture.paid/metrics`)).body.observationCount).toBe(2)
-    const newest = await request(`${server.url}/v1/resources/fixture.paid/observations?limit=1`)
-    expect(newest.body.observations.map((o: { id: string }) => o.id)).toEqual([again.body.observation.id])
-    const older = await request(
-      `${server.url}/v1/resources/fixture.paid/observations?limit=1&before=${newest.body.nextBefore}`
+    expect((await it.run(server.client.verification.metrics(paid))).observationCount).toBe(2)
+    const newest = await it.run(server.client.verification.observations({ ...paid, urlParams: { limit: 1 } }))
+    expect(newest.observations.map((o) => o.id)).toEqual([again.body.observation.id])
+    const older = await it.run(
+      server.client.verification.observations({ ...paid, urlParams: { limit: 1, before: newest.nextBefore! } })
     )
-    expect(older.body).toEqual({
-      resourceId: "fixture.paid",
+    expect(older).toEqual({
+      resourceId: ResourceId.make("fixture.paid"),
       observations: [expect.objectContaining({ id: validated.body.observation.id })],
       nextBefore: null,
       nextCursor: null,
@@ -207,6 +207,7 @@ describe("the service on PostgreSQL", () => {
       "confidence",
       "lastVerified"
     ]) {
+      // Raw: the status pages are HTML, outside the JSON contract.
       const page = await request(`${server.url}/status?sort=${sort}&dir=desc&status=PAYMENT_VERIFIED`)
       expect([sort, page.status]).toEqual([sort, 200])
       expect(page.body).toContain('data-id="fixture.paid"')
@@ -300,7 +301,7 @@ describe("the service on PostgreSQL", () => {
     const limited = { ...base.limits, verify: { requests: 10, windowSeconds: 60 } }
     const a = await start(fixtureConfig(database, { limits: limited }))
     const b = await start(fixtureConfig(database, { limits: limited }))
-    // An empty body: each admitted request is refused 400 after it was counted, so nothing else is needed.
+    // Raw, an empty body the contract refuses: each admitted request is refused 400 after it was counted, so nothing else is needed.
     const answers = await Promise.all(
       Array.from({ length: 40 }, (_, i) =>
         request(`${(i % 2 === 0 ? a : b).url}/x402/verify`, { method: "POST", json: {} })
@@ -365,7 +366,7 @@ describe("the service on PostgreSQL", () => {
       database: await cluster.createDatabase("probe_batches")
     }
     const ids = ["pg-a", "pg-b", "pg-c"].map((id) => ResourceId.make(id))
-    const out = await Effect.runPromise(
+    const out = await it.run(
       Effect.gen(function* () {
         yield* (yield* CatalogWritesRepo).upsertCatalog(ids.map((id) => entry(id, fixture.url(`/paid/${id}`))))
         const prober = yield* Prober
@@ -414,7 +415,7 @@ describe("the service on PostgreSQL", () => {
     const database = await cluster.createDatabase("commit_flush")
     const show = (sql: SqlClient.SqlClient) =>
       Effect.map(sql<{ synchronous_commit: string }>`SHOW synchronous_commit`, ([row]) => row?.synchronous_commit)
-    const out = await Effect.runPromise(
+    const out = await it.run(
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
         const { transaction } = yield* StoreTransactions
@@ -432,7 +433,7 @@ describe("the service on PostgreSQL", () => {
       database: await cluster.createDatabase("payee_shortlist")
     }
     const ids = ["pg-p-a", "pg-p-b", "pg-p-other", "pg-p-quarantined"]
-    const out = await Effect.runPromise(
+    const out = await it.run(
       Effect.gen(function* () {
         yield* (yield* CatalogWritesRepo).upsertCatalog(
           ids.map((id) => ({

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
-import { Effect, ManagedRuntime } from "effect"
+import { Effect } from "effect"
 import type { Config } from "../src/config.js"
 import { PrincipalId, ResourceId } from "../src/domain/ids.js"
 import { clientAddress, limitedGroupOf, limitKey } from "../src/limits/groups.js"
@@ -15,6 +15,7 @@ import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { StoreLive, StoreTest } from "../src/store/Store.js"
 import { observation } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
+import { it, runWith } from "./support/effectTest.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 describe("rate limit groups and keys (pure)", () => {
@@ -100,6 +101,7 @@ afterAll(async () => {
   await Promise.all(servers.map((s) => s.close()))
 })
 
+/** Raw: what is checked is the status and the Retry-After header, which the typed client hides. */
 const validate = (url: string, path: string, headers: Record<string, string> = {}) =>
   request(`${url}/v1/validate`, { method: "POST", headers, json: { url: `http://127.0.0.1:${target.port}/${path}` } })
 
@@ -107,19 +109,22 @@ describe("POST /v1/validate under abuse", () => {
   let server: Awaited<ReturnType<typeof startServer>>
   const folder = mkdtempSync(join(tmpdir(), "sextant-limits-"))
   const database = join(folder, "sextant.db")
-  // A second view of the server's store, to ask it what the probe schedule would take.
-  const store = ManagedRuntime.make(StoreLive(database))
+  // A second view of the server's store (its own connection, opened per read), to ask it what the probe schedule would take.
+  const store = StoreLive(database)
   beforeAll(async () => {
     const base = testConfig()
     server = await start({ database, limits: { ...base.limits, validate: { requests: 20, windowSeconds: 60 } } })
   })
-  afterAll(async () => {
-    await store.dispose()
+  afterAll(() => {
     rmSync(folder, { recursive: true, force: true })
   })
 
   test("300 validates of new URLs from one client: 429 after the configured 20, and no growth of scheduled probes", async () => {
-    const targets = () => store.runPromise(Effect.flatMap(ResourceReadsRepo, (repo) => repo.probeTargets()))
+    const targets = () =>
+      runWith(
+        store,
+        Effect.flatMap(ResourceReadsRepo, (repo) => repo.probeTargets())
+      )
     const scheduledBefore = (await targets()).length
     const answers: Array<Awaited<ReturnType<typeof validate>>> = []
     for (let batch = 0; batch < 30; batch++) {
@@ -139,7 +144,8 @@ describe("POST /v1/validate under abuse", () => {
       expect(retryAfter).toBeLessThanOrEqual(60)
     }
     // The 20 admitted URLs are stored, unlisted, and none of them joins the probe schedule.
-    const stored = await store.runPromise(
+    const stored = await runWith(
+      store,
       Effect.flatMap(
         SqlClient.SqlClient,
         (sql) => sql<{ n: number }>`SELECT COUNT(*) AS n FROM resources WHERE source = 'validate' AND listed = 0`
@@ -177,6 +183,7 @@ describe("limits per principal", () => {
   test("another spelling of a limited path is counted against the same allowance", async () => {
     const base = testConfig()
     const server = await start({ limits: { ...base.limits, validate: { requests: 2, windowSeconds: 60 } } })
+    // Raw: the other spellings are not paths of the contract, and the status is what is checked.
     const post = (path: string, i: number) =>
       request(`${server.url}${path}`, {
         method: "POST",
@@ -215,12 +222,12 @@ describe("limits per principal", () => {
 })
 
 describe("unlisted retention (verification.unlistedRetentionHours)", () => {
-  test("an unlisted validate resource nobody validated since the cutoff is deleted; recently validated, listed and config ones stay", async () => {
-    const store = ManagedRuntime.make(StoreTest)
-    const nowMs = Date.now()
-    const validated = { actor: "validate", reason: "test" }
-    const left = await store.runPromise(
+  it.live(
+    "an unlisted validate resource nobody validated since the cutoff is deleted; recently validated, listed and config ones stay",
+    () =>
       Effect.gen(function* () {
+        const nowMs = Date.now()
+        const validated = { actor: "validate", reason: "test" }
         const catalogWrites = yield* CatalogWritesRepo
         const listings = yield* ResourceListingRepo
         const reads = yield* ResourceReadsRepo
@@ -258,10 +265,7 @@ describe("unlisted retention (verification.unlistedRetentionHours)", () => {
           ["config.kept", "discovered-stale", "discovered-fresh", "registered.kept"],
           (id) => Effect.map(reads.get(ResourceId.make(id)), (found) => (found._tag === "Some" ? id : null))
         )
-        return ids.filter((id) => id !== null)
-      })
-    )
-    await store.dispose()
-    expect(left).toEqual(["config.kept", "discovered-fresh", "registered.kept"])
-  })
+        expect(ids.filter((id) => id !== null)).toEqual(["config.kept", "discovered-fresh", "registered.kept"])
+      }).pipe(Effect.provide(StoreTest))
+  )
 })

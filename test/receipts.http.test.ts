@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
 import { ReceiptId, ResourceId } from "../src/domain/ids.js"
 import { apiKeyHash } from "../src/http/authLive.js"
@@ -11,6 +10,7 @@ import { verifyReceipt } from "../src/receipts/receipt.js"
 import { type FixtureLedger, startFixtureLedger } from "./fixtures/ledger.js"
 import { seededBuyer } from "./fixtures/stellarPayment.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { it } from "./support/effectTest.js"
 import { pollUntil } from "./support/poll.js"
 import { ledgerAt, refusal, request, startServer, type TypedClient, testConfig, typedClient } from "./support/server.js"
 
@@ -119,7 +119,7 @@ describe("receipts over HTTP", () => {
     )
     // Real evidence: a live probe of the fixture's x402 challenge makes it eligible.
     buyer = await typedClient(server.url, keyed)
-    const probed = await Effect.runPromise(
+    const probed = await it.run(
       buyer.verification.validate({ payload: { resourceId: ResourceId.make("fixture.paid") } })
     )
     expect(probed.outcome).toBe("healthy")
@@ -168,14 +168,12 @@ describe("receipts over HTTP", () => {
 
     // The configured symbol names the configured contract, and a lower amount fits an exact price.
     const { transactionHash: _none, ...unhashed } = purchase.payment
-    const bySymbol = await Effect.runPromise(
-      create({ ...purchase, payment: { ...unhashed, asset: "USDC", amount: "9000" } })
-    )
+    const bySymbol = await it.run(create({ ...purchase, payment: { ...unhashed, asset: "USDC", amount: "9000" } }))
     expect(bySymbol.payment).toMatchObject({ asset: "USDC", amount: "9000", maxAmount: "9000", transactionHash: null })
   })
 
   test("POST /v1/receipts answers a signed receipt that verifies offline, and GET returns it unchanged", async () => {
-    const created = await Effect.runPromise(buyer.receipts.create({ payload: purchase }))
+    const created = await it.run(buyer.receipts.create({ payload: purchase }))
     expect(created).toMatchObject({
       payment: { protocol: "x402", maxAmount: FIXTURE_AMOUNT, transactionHash: "d".repeat(64) },
       service: { resourceId: "fixture.paid" },
@@ -184,15 +182,15 @@ describe("receipts over HTTP", () => {
     expect(verifyReceipt(created).valid).toBe(true)
 
     const id = { path: { id: created.receiptId } }
-    expect(await Effect.runPromise(buyer.receipts.get(id))).toEqual(created)
-    expect(await Effect.runPromise(buyer.receipts.verify(id))).toMatchObject({
+    expect(await it.run(buyer.receipts.get(id))).toEqual(created)
+    expect(await it.run(buyer.receipts.verify(id))).toMatchObject({
       receiptId: created.receiptId,
       valid: true,
       algorithm: "ed25519",
       signer: created.serviceSigner
     })
 
-    const signer = await Effect.runPromise(buyer.receipts.signer())
+    const signer = await it.run(buyer.receipts.signer())
     expect(signer).toMatchObject({ mode: "ed25519", publicKey: created.serviceSigner, offlineVerifiable: true })
     expect(signer.stellarPublicKey).toMatch(/^G[A-Z2-7]{55}$/)
 
@@ -200,7 +198,7 @@ describe("receipts over HTTP", () => {
     expect((await detail()).resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
   })
 
-  const detail = () => Effect.runPromise(buyer.resources.get({ path: { id: ResourceId.make("fixture.paid") } }))
+  const detail = () => it.run(buyer.resources.get({ path: { id: ResourceId.make("fixture.paid") } }))
   const evidenceOf = (body: { economicEvidence: ReadonlyArray<{ transactionHash: string | null }> }, hash: string) =>
     body.economicEvidence.find((e) => e.transactionHash === hash) as
       | { state: string; reason: string; ledger: number | null }
@@ -216,13 +214,13 @@ describe("receipts over HTTP", () => {
     )
 
   const routeNeedingTransactions = () =>
-    Effect.runPromise(
+    it.run(
       buyer.policy.route({ payload: { capability: "demo.paid", constraints: { requireTransactionVerified: true } } })
     )
 
   test("a made-up transaction hash is pending, then rejected with its reason, and never lifts the resource", async () => {
     const hash = "d".repeat(64)
-    await Effect.runPromise(create(paidWith(hash)))
+    await it.run(create(paidWith(hash)))
     expect(evidenceOf(await detail(), hash)?.state).toBe("pending")
     const after = await settledEvidence(hash)
     expect(evidenceOf(after, hash)).toMatchObject({ state: "rejected", ledger: null })
@@ -231,7 +229,7 @@ describe("receipts over HTTP", () => {
     expect(after.metrics.transactionSuccessRate).toBe(0)
     // A route that needs transaction evidence still does not select it.
     expect((await routeNeedingTransactions()).selected).toBeNull()
-    const observations = await Effect.runPromise(
+    const observations = await it.run(
       buyer.verification.observations({ path: { id: ResourceId.make("fixture.paid") }, urlParams: {} })
     )
     expect(observations.economic.find((e) => e.transactionHash === hash)?.state).toBe("rejected")
@@ -239,7 +237,7 @@ describe("receipts over HTTP", () => {
 
   test("a transaction that pays someone else is rejected, saying what it holds", async () => {
     const hash = paidOnLedger({ to: seededBuyer(42).publicKey() })
-    await Effect.runPromise(create(paidWith(hash)))
+    await it.run(create(paidWith(hash)))
     const after = await settledEvidence(hash)
     expect(evidenceOf(after, hash)?.state).toBe("rejected")
     expect(evidenceOf(after, hash)?.reason).toContain(
@@ -250,7 +248,7 @@ describe("receipts over HTTP", () => {
 
   test("a transaction that appears on the ledger 2 s late goes pending, then confirmed, and lifts the resource to level 3", async () => {
     const hash = paidOnLedger({ visibleAfterMs: 2_000 })
-    await Effect.runPromise(create(paidWith(hash)))
+    await it.run(create(paidWith(hash)))
     await Bun.sleep(1_000)
     const early = await detail()
     expect(evidenceOf(early, hash)?.state).toBe("pending")
@@ -275,9 +273,9 @@ describe("receipts over HTTP", () => {
 
   test("receipts naming one transaction are each signed and stored, but the transaction counts once", async () => {
     const metrics = async () =>
-      (await Effect.runPromise(buyer.verification.metrics({ path: { id: ResourceId.make("fixture.paid") } })))
+      (await it.run(buyer.verification.metrics({ path: { id: ResourceId.make("fixture.paid") } })))
         .transactionSuccessRate
-    const paid = (hash: string, status: number) => Effect.runPromise(create(paidWith(hash, { status, body: "x" })))
+    const paid = (hash: string, status: number) => it.run(create(paidWith(hash, { status, body: "x" })))
     const hash = paidOnLedger()
     const first = await paid(hash, 200)
     expect(evidenceOf(await settledEvidence(hash), hash)?.state).toBe("confirmed")
@@ -287,7 +285,7 @@ describe("receipts over HTTP", () => {
     const repeat = await paid(hash, 502)
     expect(repeat.receiptId).not.toBe(first.receiptId)
     expect(verifyReceipt(repeat).valid).toBe(true)
-    expect(await Effect.runPromise(buyer.receipts.get({ path: { id: repeat.receiptId } }))).toEqual(repeat)
+    expect(await it.run(buyer.receipts.get({ path: { id: repeat.receiptId } }))).toEqual(repeat)
     expect(rowsFor(hash)).toEqual({ receipts: 2, events: 1 })
     expect(await metrics()).toBe(rate)
     // A failure is the buyer's word under a new transaction too: stored as rejected, never counted.
@@ -330,7 +328,7 @@ describe("receipts over HTTP with the live router", () => {
     try {
       const refused = await refusal(server.client.receipts.create({ payload: purchase }))
       expect(refused).toMatchObject({ error: "NO_ELIGIBLE_PROVIDER", message: expect.stringContaining("demo.paid") })
-      const signer = await Effect.runPromise(server.client.receipts.signer())
+      const signer = await it.run(server.client.receipts.signer())
       expect(signer).toMatchObject({ mode: "hmac-sha256", publicKey: null, offlineVerifiable: false })
       expect(JSON.stringify(signer)).not.toContain("an hmac secret")
     } finally {

@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test"
+import { describe, expect } from "bun:test"
 import { Effect, Layer, Option } from "effect"
 import type { BudgetLimits } from "../src/domain/budgets.js"
 import { PaymentId, PrincipalId, SettlementId } from "../src/domain/ids.js"
@@ -7,6 +7,7 @@ import { BATCH, Reconciler } from "../src/settlement/Reconciler.js"
 import { SettlementJournal } from "../src/store/SettlementJournal.js"
 import { StoreTest } from "../src/store/Store.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
+import { it } from "./support/effectTest.js"
 import { makeTestLayer } from "./support/testLayer.js"
 
 const PAY_TO = "GC2U7ZZWOPDKVNC66KNOCHPKSIMNESWR2RUHPY4C6JB5E2S3K2HOJ464"
@@ -107,23 +108,20 @@ const indeterminate = (n: number, payer: string, nonce: string) =>
   })
 
 describe("the reconciler visits every unresolved entry in turn", () => {
-  test(`${BATCH + 10} undecidable entries do not starve a later one the ledger shows paid`, async () => {
-    const state = await Effect.runPromise(
-      Effect.gen(function* () {
-        for (let n = 0; n < BATCH + 10; n++) yield* indeterminate(n, `GSTUCK${n}`, String(1_000 + n))
-        // The decidable entry comes last in every order the journal has (id, creation, update).
-        const late = yield* indeterminate(9_999, PAID, "7")
-        const { reconcileOnce } = yield* Reconciler
-        const journal = yield* SettlementJournal
-        const reports = []
-        for (let pass = 0; pass < 2; pass++) reports.push(yield* reconcileOnce)
-        expect(reports.map((r) => r.checked)).toEqual([BATCH, 11])
-        expect(reports[1]!.settled).toBe(1)
-        // The pass after the end starts from the first entry again.
-        expect((yield* reconcileOnce).checked).toBe(BATCH)
-        return Option.getOrThrow(yield* journal.get(late)).state
-      }).pipe(Effect.provide(layer))
-    )
-    expect(state).toBe("settled")
-  })
+  it.live(`${BATCH + 10} undecidable entries do not starve a later one the ledger shows paid`, () =>
+    Effect.gen(function* () {
+      for (let n = 0; n < BATCH + 10; n++) yield* indeterminate(n, `GSTUCK${n}`, String(1_000 + n))
+      // The decidable entry comes last in every order the journal has (id, creation, update).
+      const late = yield* indeterminate(9_999, PAID, "7")
+      const { reconcileOnce } = yield* Reconciler
+      const journal = yield* SettlementJournal
+      const reports = []
+      for (let pass = 0; pass < 2; pass++) reports.push(yield* reconcileOnce)
+      expect(reports.map((r) => r.checked)).toEqual([BATCH, 11])
+      expect(reports[1]!.settled).toBe(1)
+      // The pass after the end starts from the first entry again.
+      expect((yield* reconcileOnce).checked).toBe(BATCH)
+      expect(Option.getOrThrow(yield* journal.get(late)).state).toBe("settled")
+    }).pipe(Effect.provide(layer))
+  )
 })

@@ -3,12 +3,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect } from "effect"
 import { ResourceId } from "../src/domain/ids.js"
 import { apiKeyHash } from "../src/http/authLive.js"
 import { EXPECTED_OUTCOMES, startRegistrationOrigin } from "./fixtures/registrationOrigin.js"
 import { entry } from "./fixtures/verificationStack.js"
 import type { X402Fixture } from "./fixtures/x402Resource.js"
+import { it } from "./support/effectTest.js"
 import { refusal, request, startServer, testConfig, typedClient } from "./support/server.js"
 
 const KEY = "registration-test-key"
@@ -49,17 +49,15 @@ afterAll(async () => {
 type Server = Awaited<ReturnType<typeof startServer>>
 /** Well-formed registrations through the typed client; `registerRaw` for the bad requests and the missing key. */
 const register = (server: Server, payload: Parameters<Server["client"]["registration"]["register"]>[0]["payload"]) =>
-  Effect.runPromise(server.client.registration.register({ payload }))
+  it.run(server.client.registration.register({ payload }))
 const registerRaw = (server: { url: string }, json: unknown) =>
   request(`${server.url}/v1/resources/register`, { method: "POST", json })
 const detailOf = (server: Server, id: string) =>
-  Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
+  it.run(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
 
 const pathOf = (url: string) => new URL(url).pathname
 const discoveredUrls = async (server: Server) =>
-  (await Effect.runPromise(server.client.discovery.resources({ urlParams: {} }))).items
-    .map((i) => pathOf(i.resource))
-    .sort()
+  (await it.run(server.client.discovery.resources({ urlParams: {} }))).items.map((i) => pathOf(i.resource)).sort()
 
 describe("POST /v1/resources/register {origin}", () => {
   test("reads the OpenAPI document then /.well-known/x402, probes every route and lists exactly those answering a valid 402", async () => {
@@ -130,7 +128,7 @@ describe("POST /v1/resources/register {origin}", () => {
 
 describe("POST /v1/resources/register {url}", () => {
   test("a URL only ever validated is taken up by registration: listed, source registration", async () => {
-    const validated = await Effect.runPromise(
+    const validated = await it.run(
       open.client.verification.validate({ payload: { url: origin.url("/paid/validated") } })
     )
     expect(validated.healthy).toBe(true)
@@ -150,7 +148,7 @@ describe("POST /v1/resources/register {url}", () => {
     const wrong = await register(open, { url: origin.url("/pubnet/single") })
     expect(wrong.routes[0]).toMatchObject({ outcome: "wrong-network", resourceId: null })
     expect(wrong.routes[0]?.detail).toContain("stellar:pubnet")
-    const found = await Effect.runPromise(open.client.resources.search({ payload: { query: "single" } }))
+    const found = await it.run(open.client.resources.search({ payload: { query: "single" } }))
     expect(found.resources.map((r) => r.resource.url)).toEqual([origin.url("/paid/single")])
   })
 
@@ -178,7 +176,7 @@ describe("registration and API keys", () => {
     const payload = { url: origin.url("/paid/keyed") }
     expect(await refusal(keyed.client.registration.register({ payload }))).toMatchObject({ error: "UNAUTHORIZED" })
     const ops = await typedClient(keyed.url, { authorization: `Bearer ${KEY}` })
-    const body = await Effect.runPromise(ops.registration.register({ payload }))
+    const body = await it.run(ops.registration.register({ payload }))
     expect(body.routes[0]?.outcome).toBe("listed")
     const db = new Database(keyedDb, { readonly: true })
     const change = db

@@ -4,9 +4,9 @@
  * the same resources, in the same order, with the same relevance, page after page, on SQLite
  * (FTS5) and, when a PostgreSQL server is installed, on Postgres (tsvector).
  */
-import { afterAll, describe, expect, test } from "bun:test"
+import { afterAll, describe, expect } from "bun:test"
 import { SqlClient } from "@effect/sql"
-import { Effect, Either, Layer, ManagedRuntime } from "effect"
+import { Effect, Either, Layer, Runtime } from "effect"
 import fc from "fast-check"
 import { AppConfig, loadConfig, TESTNET_USDC } from "../src/config.js"
 import { Discovery } from "../src/discovery/Discovery.js"
@@ -18,6 +18,7 @@ import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { StoreLive } from "../src/store/Store.js"
 import { SearchTuning } from "../src/store/searchIndex.js"
 import { EvidenceReader } from "../src/verification/EvidenceReader.js"
+import { it } from "./support/effectTest.js"
 import { fcSeed } from "./support/fcSeed.js"
 import { type PostgresCluster, startPostgres } from "./support/postgres.js"
 
@@ -96,64 +97,66 @@ const requestArb: fc.Arbitrary<ResourceSearchRequest> = fc
   })
   .map((r) => Object.fromEntries(Object.entries(r).filter(([, v]) => v !== undefined)) as ResourceSearchRequest)
 
-/** The store (read with `tuning`), discovery over it, and a way to empty the catalog between cases. */
-const harness = (database: string, tuning: typeof SearchTuning.Service = SearchTuning.defaultValue()) => {
-  const config = { ...Either.getOrThrow(loadConfig(undefined, {})), database }
-  const runtime = ManagedRuntime.make(
-    Discovery.Live.pipe(
-      Layer.provideMerge(EvidenceReader.Live),
-      Layer.provideMerge(StoreLive(database).pipe(Layer.provide(Layer.succeed(SearchTuning, tuning)))),
-      Layer.provideMerge(Layer.succeed(AppConfig, config))
-    )
+/** The store (read with `tuning`) and discovery over it. */
+const harness = (database: string, tuning: typeof SearchTuning.Service = SearchTuning.defaultValue()) =>
+  Discovery.Live.pipe(
+    Layer.provideMerge(EvidenceReader.Live),
+    Layer.provideMerge(StoreLive(database).pipe(Layer.provide(Layer.succeed(SearchTuning, tuning)))),
+    Layer.provideMerge(Layer.succeed(AppConfig, { ...Either.getOrThrow(loadConfig(undefined, {})), database }))
   )
-  /** Every page of the search, `limit` at a time, following nextCursor. */
-  const pages = (catalog: ReadonlyArray<CatalogEntry>, request: ResourceSearchRequest, limit: number) =>
-    runtime.runPromise(
-      Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        yield* sql`DELETE FROM resources`
-        yield* (yield* CatalogWritesRepo).upsertCatalog(catalog)
-        const discovery = yield* Discovery
-        const hits: Array<{ id: string; relevance: number }> = []
-        let cursor: string | undefined
-        for (let page = 0; page <= catalog.length + 1; page++) {
-          const answer = yield* discovery.search({ ...request, limit, ...(cursor ? { cursor } : {}) })
-          expect(answer.count).toBe(answer.resources.length)
-          expect(answer.resources.length).toBeLessThanOrEqual(limit)
-          hits.push(...answer.resources.map((r) => ({ id: r.resource.id, relevance: r.relevance })))
-          if (answer.nextCursor === null) return hits
-          cursor = answer.nextCursor
-        }
-        throw new Error("the cursor never reached the last page")
-      })
-    )
-  const expected = (catalog: ReadonlyArray<CatalogEntry>, request: ResourceSearchRequest) =>
-    search(
-      catalog.map((e) => ({
-        record: {
-          ...e,
-          resource: { ...e.resource, status: "DISCOVERED", verificationLevel: 0 },
-          listing: { listed: true, source: "config", trusted: true }
-        },
-        metrics: emptyMetrics(e.resource.id)
-      })),
-      request
-    ).map((h) => ({ id: h.record.resource.id, relevance: h.relevance }))
-  const property = async (runs: number) => {
+type Harness = Layer.Layer.Success<ReturnType<typeof harness>>
+
+/** Every page of the search, `limit` at a time, following nextCursor, over a store emptied and given `catalog`. */
+const pages = (catalog: ReadonlyArray<CatalogEntry>, request: ResourceSearchRequest, limit: number) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`DELETE FROM resources`
+    yield* (yield* CatalogWritesRepo).upsertCatalog(catalog)
+    const discovery = yield* Discovery
+    const hits: Array<{ id: string; relevance: number }> = []
+    let cursor: string | undefined
+    for (let page = 0; page <= catalog.length + 1; page++) {
+      const answer = yield* discovery.search({ ...request, limit, ...(cursor ? { cursor } : {}) })
+      expect(answer.count).toBe(answer.resources.length)
+      expect(answer.resources.length).toBeLessThanOrEqual(limit)
+      hits.push(...answer.resources.map((r) => ({ id: r.resource.id, relevance: r.relevance })))
+      if (answer.nextCursor === null) return hits
+      cursor = answer.nextCursor
+    }
+    throw new Error("the cursor never reached the last page")
+  })
+
+const expected = (catalog: ReadonlyArray<CatalogEntry>, request: ResourceSearchRequest) =>
+  search(
+    catalog.map((e) => ({
+      record: {
+        ...e,
+        resource: { ...e.resource, status: "DISCOVERED", verificationLevel: 0 },
+        listing: { listed: true, source: "config", trusted: true }
+      },
+      metrics: emptyMetrics(e.resource.id)
+    })),
+    request
+  ).map((h) => ({ id: h.record.resource.id, relevance: h.relevance }))
+
+/** The property over `runs` cases; fast-check awaits each case, so a case runs on the harness's own runtime. */
+const property = (runs: number) =>
+  Effect.gen(function* () {
+    const runtime = yield* Effect.runtime<Harness>()
     let multiPage = 0
-    await fc.assert(
-      fc.asyncProperty(catalogArb, requestArb, fc.integer({ min: 1, max: 4 }), async (catalog, request, limit) => {
-        const want = expected(catalog, request)
-        expect(await pages(catalog, request, limit)).toEqual(want)
-        if (want.length > limit) multiPage++
-      }),
-      { numRuns: runs, seed: fcSeed }
+    yield* Effect.promise(() =>
+      fc.assert(
+        fc.asyncProperty(catalogArb, requestArb, fc.integer({ min: 1, max: 4 }), async (catalog, request, limit) => {
+          const want = expected(catalog, request)
+          expect(await Runtime.runPromise(runtime)(pages(catalog, request, limit))).toEqual(want)
+          if (want.length > limit) multiPage++
+        }),
+        { numRuns: runs, seed: fcSeed }
+      )
     )
     // The cases must exercise cursors, not only empty or single-page answers.
     expect(multiPage).toBeGreaterThan(runs / 8)
-  }
-  return { property, pages, close: () => runtime.dispose() }
-}
+  })
 
 /** A resource of the band cases: only the text varies. */
 const entry = (id: string, name: string, capabilities: ReadonlyArray<string>, description: string): CatalogEntry => ({
@@ -199,67 +202,48 @@ describe("relevance bands", () => {
     { id: "a1", relevance: 1 },
     { id: "a6", relevance: 0.5 }
   ]
-  test.each([
+  for (const [label, tuning] of [
     ["ranked from the index", SearchTuning.defaultValue()],
     ["read in id order", { denseBand: 1, scanBudget: 1, bandTerms: 3, listedTokens: 16 }]
-  ])(
-    "a description hit comes after name hits, ties go by id, and a cursor inside a band resumes there (%s)",
-    async (_, tuning) => {
-      const store = harness(":memory:", tuning)
-      try {
-        // Pages of one and of two: cursors land inside the bands of 3 and of 1, and at their edges.
-        expect(await store.pages(catalog, { query: "ledger" }, 1)).toEqual(order)
-        expect(await store.pages(catalog, { query: "ledger" }, 2)).toEqual(order)
-        expect(await store.pages(catalog, { query: "ledger", capability: "ledger.read" }, 1)).toEqual(order.slice(1, 3))
-      } finally {
-        await store.close()
-      }
-    }
-  )
+  ] as const)
+    it.live(
+      `a description hit comes after name hits, ties go by id, and a cursor inside a band resumes there (${label})`,
+      () =>
+        Effect.gen(function* () {
+          // Pages of one and of two: cursors land inside the bands of 3 and of 1, and at their edges.
+          expect(yield* pages(catalog, { query: "ledger" }, 1)).toEqual(order)
+          expect(yield* pages(catalog, { query: "ledger" }, 2)).toEqual(order)
+          expect(yield* pages(catalog, { query: "ledger", capability: "ledger.read" }, 1)).toEqual(order.slice(1, 3))
+        }).pipe(Effect.provide(harness(":memory:", tuning)))
+    )
 })
 
 describe("paged search equals the ranking rule", () => {
-  test("on SQLite (FTS5), page by page", async () => {
-    const sqlite = harness(":memory:")
-    try {
-      await sqlite.property(150)
-    } finally {
-      await sqlite.close()
-    }
-  }, 120_000)
+  it.live("on SQLite (FTS5), page by page", () => property(150).pipe(Effect.provide(harness(":memory:"))), 120_000)
 
   // With a few resources every band is small and ranked from the index; these tunings take the
   // other paths: every band read in id order (the scan budget spent after two resources, then
   // the index), a scan that sees the whole catalog with every prefix queried as a prefix, and one
   // statement for multi-term queries.
-  test.each([
+  for (const [label, tuning] of [
     ["bands read in id order, budget of 2", { denseBand: 1, scanBudget: 2, bandTerms: 3, listedTokens: 16 }],
     ["bands read in id order, whole catalog", { denseBand: 1, scanBudget: 1000, bandTerms: 3, listedTokens: 0 }],
     ["one statement beyond one term", { denseBand: 1000, scanBudget: 4000, bandTerms: 1, listedTokens: 16 }]
-  ])(
-    "on SQLite, %s",
-    async (_, tuning) => {
-      const sqlite = harness(":memory:", tuning)
-      try {
-        await sqlite.property(60)
-      } finally {
-        await sqlite.close()
-      }
-    },
-    120_000
-  )
+  ] as const)
+    it.live(`on SQLite, ${label}`, () => property(60).pipe(Effect.provide(harness(":memory:", tuning))), 120_000)
 
   let cluster: PostgresCluster | undefined
   afterAll(async () => {
     await cluster?.stop()
   })
-  test("on Postgres (tsvector), page by page", async () => {
-    cluster = await startPostgres()
-    const pg = harness(await cluster.createDatabase("search"))
-    try {
-      await pg.property(40)
-    } finally {
-      await pg.close()
-    }
-  }, 120_000)
+  it.live(
+    "on Postgres (tsvector), page by page",
+    () =>
+      Effect.gen(function* () {
+        cluster = yield* Effect.promise(() => startPostgres())
+        const database = yield* Effect.promise(() => cluster!.createDatabase("search"))
+        yield* property(40).pipe(Effect.provide(harness(database)))
+      }),
+    120_000
+  )
 })

@@ -16,11 +16,12 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { Effect, ManagedRuntime } from "effect"
+import { Effect } from "effect"
 import { syntheticCatalog } from "../bench/support/syntheticCatalog.js"
 import { MAX_QUERY_CHARACTERS, MAX_QUERY_TERMS } from "../src/domain/searchText.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { StoreLive } from "../src/store/Store.js"
+import { it, runWith } from "./support/effectTest.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 const RESOURCES = 20_000
@@ -45,13 +46,12 @@ let server: Awaited<ReturnType<typeof startServer>>
 beforeAll(async () => {
   folder = mkdtempSync(join(tmpdir(), "sextant-search-stall-"))
   const database = join(folder, "sextant.db")
-  const store = ManagedRuntime.make(StoreLive(database))
-  await store.runPromise(
+  await runWith(
+    StoreLive(database),
     Effect.flatMap(CatalogWritesRepo, (repo) =>
       repo.upsertImported(syntheticCatalog(RESOURCES), "import:test", { actor: "test", reason: "seed" })
     )
   )
-  await store.dispose()
   // Imported entries wait for a healthy probe; list them all at once, as probes would.
   const raw = new Database(database)
   raw.run("UPDATE resources SET listed = 1, listing_hold = NULL")
@@ -95,6 +95,8 @@ describe("a search never holds the request thread", () => {
     // own client decodes it on the thread being timed. The first two are what froze the process
     // before the bounds (500 characters of 166 two-letter words; 900 words): refused now.
     const idle = await healthDuring(Bun.sleep(2000))
+    // Raw: the first two break the contract's bounds, and the answers are read as the plain JSON a
+    // caller gets (no client-side decoding on the thread being timed).
     const searches = (async () => [
       await request(`${server.url}/x402/discovery/search?query=${encodeURIComponent(TWO_LETTER_500)}`),
       await request(`${server.url}/v1/search`, { method: "POST", json: { query: NINE_HUNDRED_WORDS } }),
@@ -124,6 +126,7 @@ describe("a search never holds the request thread", () => {
   test("a 500-character query of 166 two-letter words is refused with 400 naming the bound, on both doors", async () => {
     const query = TWO_LETTER_500
     expect(query.length).toBe(500)
+    // Raw: a query over the contract's bound.
     const bazaar = await request(`${server.url}/x402/discovery/search?query=${encodeURIComponent(query)}`)
     expect(bazaar.status).toBe(400)
     expect(bazaar.body.error).toBe("INVALID_REQUEST")
@@ -135,20 +138,20 @@ describe("a search never holds the request thread", () => {
 
   test("more distinct words than the bound are refused; repeating a word is not another term", async () => {
     const many = Array.from({ length: MAX_QUERY_TERMS + 1 }, (_, i) => `w${i}`).join(" ")
+    // Raw: a query over the contract's bound.
     const refused = await request(`${server.url}/v1/search`, { method: "POST", json: { query: many } })
     expect(refused.status).toBe(400)
     expect(refused.body.message).toContain(`at most ${MAX_QUERY_TERMS} distinct words`)
-    const repeated = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "data ".repeat(30) } })
-    expect(repeated.status).toBe(200)
+    // Answered, not refused: a refusal would fail it.run with the error it decoded to.
+    await it.run(server.client.resources.search({ payload: { query: "data ".repeat(30) } }))
   })
 
   test("one- and two-character terms find whole words only, not every word they begin", async () => {
     // "da" begins "data" in a third of the catalog; as a whole word it is in none.
-    const short = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "da" } })
-    expect(short.status).toBe(200)
-    expect(short.body.resources).toEqual([])
-    const prefix = await request(`${server.url}/v1/search`, { method: "POST", json: { query: "dat", limit: 5 } })
-    expect(prefix.body.resources.length).toBe(5)
+    const short = await it.run(server.client.resources.search({ payload: { query: "da" } }))
+    expect(short.resources).toEqual([])
+    const prefix = await it.run(server.client.resources.search({ payload: { query: "dat", limit: 5 } }))
+    expect(prefix.resources.length).toBe(5)
   })
 
   test("the MCP search tools are the same doors: an over-long query is a tool error naming the bound", async () => {

@@ -2,10 +2,11 @@ import { describe, expect, test } from "bun:test"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { ResourceId } from "../src/domain/ids.js"
 import { FIXTURE_PAY_TO } from "./fixtures/x402Resource.js"
+import { it } from "./support/effectTest.js"
 import { sharedLedgerAndSeller } from "./support/ledgerSeller.js"
 import { pollUntil } from "./support/poll.js"
-import { request } from "./support/server.js"
 import { ledgerPayment, twoBackendService } from "./support/twoBackends.js"
 
 /**
@@ -35,8 +36,8 @@ describe("settlement_pending: broadcast, not declined", () => {
     const { a, settle, only, settles, server } = await setup(60)
     const settlementEvidence = async () =>
       (
-        (await request(`${server.url}/v1/resources/fixture.paid`)).body.economicEvidence as Array<{ source: string }>
-      ).filter((e) => e.source === "settlement")
+        await it.run(server.client.resources.get({ path: { id: ResourceId.make("fixture.paid") } }))
+      ).economicEvidence.filter((e) => e.source === "settlement")
     a.setMode("settlePending")
     const { payer, body } = await payment(131)
     const first = await settle(body)

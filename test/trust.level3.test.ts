@@ -2,15 +2,15 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect } from "effect"
 import { TESTNET_USDC } from "../src/config.js"
 import { ResourceId } from "../src/domain/ids.js"
 import { apiKeyHash } from "../src/http/authLive.js"
 import { type FixtureLedger, startFixtureLedger } from "./fixtures/ledger.js"
 import { seededBuyer } from "./fixtures/stellarPayment.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { it } from "./support/effectTest.js"
 import { pollUntil } from "./support/poll.js"
-import { ledgerAt, request, startServer, testConfig } from "./support/server.js"
+import { ledgerAt, startServer, type TypedClient, testConfig, typedClient } from "./support/server.js"
 
 /**
  * Level 3 bought for the price of a self-payment, on the rules before the trust model: receipt
@@ -25,6 +25,8 @@ const keyed = { authorization: `Bearer ${API_KEY}` }
 let fixture: X402Fixture
 let ledger: FixtureLedger
 let server: Awaited<ReturnType<typeof startServer>>
+/** The buyer's typed client, sending its API key. */
+let buyer: TypedClient
 
 const option = {
   network: "stellar:testnet" as const,
@@ -63,13 +65,10 @@ beforeAll(async () => {
       apiKeys: [{ principal: "buyer", sha256: apiKeyHash(API_KEY) }]
     })
   )
+  buyer = await typedClient(server.url, keyed)
   for (const id of ["one", "two"]) {
-    const probed = await request(`${server.url}/v1/validate`, {
-      method: "POST",
-      json: { resourceId: id },
-      headers: keyed
-    })
-    expect(probed.body.outcome).toBe("healthy")
+    const probed = await it.run(buyer.verification.validate({ payload: { resourceId: ResourceId.make(id) } }))
+    expect(probed.outcome).toBe("healthy")
   }
 })
 afterAll(async () => {
@@ -86,23 +85,23 @@ const pays = (from: string, to = FIXTURE_PAY_TO) =>
   })
 /** The buyer's receipt of a paid call to `resourceId` in that transaction. */
 const receipt = (resourceId: string, transactionHash: string) =>
-  request(`${server.url}/v1/receipts`, {
-    method: "POST",
-    headers: keyed,
-    json: {
-      request: { capability: `demo.${resourceId}`, optimizeFor: "cheapest", intent: "a paid call" },
-      resourceId,
-      payment: {
-        network: "stellar:testnet",
-        scheme: "exact",
-        asset: TESTNET_USDC,
-        amount: FIXTURE_AMOUNT,
-        transactionHash
-      },
-      response: { status: 200, body: '{"ok":true}' }
-    }
-  })
-const detail = (id: string) => Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
+  it.run(
+    buyer.receipts.create({
+      payload: {
+        request: { capability: `demo.${resourceId}`, optimizeFor: "cheapest", intent: "a paid call" },
+        resourceId: ResourceId.make(resourceId),
+        payment: {
+          network: "stellar:testnet",
+          scheme: "exact",
+          asset: TESTNET_USDC,
+          amount: FIXTURE_AMOUNT,
+          transactionHash
+        },
+        response: { status: 200, body: '{"ok":true}' }
+      }
+    })
+  )
+const detail = (id: string) => it.run(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
 const evidenceOf = (body: Awaited<ReturnType<typeof detail>>, hash: string) =>
   body.economicEvidence.find((e) => e.transactionHash === hash)
 const settled = (id: string, hash: string) =>
@@ -118,7 +117,7 @@ const settled = (id: string, hash: string) =>
 describe("level 3 bound to real buyers", () => {
   test("a payment from the payee to itself earns nothing", async () => {
     const hash = pays(FIXTURE_PAY_TO)
-    expect((await receipt("one", hash)).status).toBe(200)
+    expect((await receipt("one", hash)).receiptId).toBeString()
     const after = await settled("one", hash)
     expect(evidenceOf(after, hash)).toMatchObject({ state: "rejected" })
     expect(evidenceOf(after, hash)?.reason).toContain("is a payment from the payee")
@@ -131,7 +130,7 @@ describe("level 3 bound to real buyers", () => {
     ledger.emitTransfer({ contract: TESTNET_USDC, from: FIXTURE_PAY_TO, to: sock, amount: BigInt(FIXTURE_AMOUNT) })
     ledger.advanceLedgers(1)
     const hash = pays(sock)
-    expect((await receipt("one", hash)).status).toBe(200)
+    expect((await receipt("one", hash)).receiptId).toBeString()
     const after = await settled("one", hash)
     expect(evidenceOf(after, hash)).toMatchObject({ state: "rejected" })
     expect(evidenceOf(after, hash)?.reason).toContain(`payer ${sock} was funded by the payee`)
@@ -140,21 +139,21 @@ describe("level 3 bound to real buyers", () => {
 
   test("one independent buyer is not enough; a second distinct payer lifts the resource; a transaction counts for one resource", async () => {
     const first = pays(seededBuyer(91).publicKey())
-    expect((await receipt("one", first)).status).toBe(200)
+    expect((await receipt("one", first)).receiptId).toBeString()
     const once = await settled("one", first)
     expect(evidenceOf(once, first)?.state).toBe("confirmed")
     expect(once.resource.verificationLevel).toBe(2)
     expect(once.metrics.transactionSuccessRate).toBe(0)
 
     // The same transaction claimed for the payee's other resource is no evidence about it.
-    expect((await receipt("two", first)).status).toBe(200)
+    expect((await receipt("two", first)).receiptId).toBeString()
     const claimed = await settled("two", first)
     expect(
       claimed.economicEvidence.find((e) => e.transactionHash === first && e.state === "rejected")?.reason
     ).toContain("already counts for resource one")
 
     const second = pays(seededBuyer(92).publicKey())
-    expect((await receipt("one", second)).status).toBe(200)
+    expect((await receipt("one", second)).receiptId).toBeString()
     const twice = await settled("one", second)
     expect(evidenceOf(twice, second)?.state).toBe("confirmed")
     const lifted = await pollUntil(

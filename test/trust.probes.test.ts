@@ -5,6 +5,7 @@ import { ResourceId } from "../src/domain/ids.js"
 import { Prober } from "../src/verification/Prober.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { it, runScoped } from "./support/effectTest.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 /**
@@ -58,7 +59,10 @@ beforeAll(async () => {
       limits: { ...base.limits, validate: null, register: null }
     })
   )
-  await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("competitor"))))
+  await runScoped(
+    server.runtime,
+    Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("competitor")))
+  )
 })
 
 afterAll(async () => {
@@ -68,6 +72,7 @@ afterAll(async () => {
 
 describe("probes no caller can bend", () => {
   test("200 hostile validations with DELETE (and 200 more with the catalog method, each recorded or 429) leave a competitor PAYMENT_VERIFIED on the schedule's evidence", async () => {
+    // Raw: the contract refuses a write method, so the typed client cannot send one.
     for (let i = 0; i < 200; i++) {
       const hostileCall = await request(`${server.url}/v1/validate`, {
         method: "POST",
@@ -84,6 +89,7 @@ describe("probes no caller can bend", () => {
     const { verification, resources } = server.client
     // Every validation answered 200 is recorded; beyond the allowance (one beside the schedule's
     // probe per interval) it is 429 with Retry-After, never answered and silently dropped.
+    // Raw: a 429's Retry-After header is part of what is checked, and the typed client hides headers.
     const answers = []
     for (let i = 0; i < 200; i++)
       answers.push(await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "competitor" } }))
@@ -94,16 +100,18 @@ describe("probes no caller can bend", () => {
       expect(refused.body.error).toBe("RATE_LIMITED")
       expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0)
     }
-    const metrics = await Effect.runPromise(verification.metrics({ path: { id: ResourceId.make("competitor") } }))
+    const metrics = await it.run(verification.metrics({ path: { id: ResourceId.make("competitor") } }))
     // The schedule's probe and the one validation answered 200.
     expect(metrics.observationCount).toBe(1 + recorded)
-    const resource = await Effect.runPromise(resources.get({ path: { id: ResourceId.make("competitor") } }))
+    const resource = await it.run(resources.get({ path: { id: ResourceId.make("competitor") } }))
     expect(resource.resource.status).toBe("PAYMENT_VERIFIED")
   })
 
   test("ten validations in one interval, sent at once: each adds an observation or is answered 429 with Retry-After", async () => {
-    const count = async () => (await request(`${server.url}/v1/resources/busy/metrics`)).body.observationCount as number
+    const count = async () =>
+      (await it.run(server.client.verification.metrics({ path: { id: ResourceId.make("busy") } }))).observationCount
     const before = await count()
+    // Raw: each 429's Retry-After header is checked, and the typed client hides headers.
     const answers = await Promise.all(
       Array.from({ length: 10 }, () =>
         request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "busy" } })
@@ -122,9 +130,7 @@ describe("probes no caller can bend", () => {
 
   test("a registration naming 100 routes, write methods and //victim path keys sends at most the stated requests, none off the origin", async () => {
     const before = hitsOf(hostile)
-    const registered = await Effect.runPromise(
-      server.client.registration.register({ payload: { origin: hostile.origin } })
-    )
+    const registered = await it.run(server.client.registration.register({ payload: { origin: hostile.origin } }))
     const sent = hitsOf(hostile) - before
     expect(sent).toBeLessThanOrEqual(MAX_REGISTRATION_REQUESTS)
     expect(hitsOf(victim)).toBe(0)
@@ -137,6 +143,7 @@ describe("probes no caller can bend", () => {
       })
     }
     expect(routes.filter((r) => r.detail?.includes("is not a path on") === true)).toHaveLength(2)
+    // Raw: the contract refuses a write method.
     const one = await request(`${server.url}/v1/resources/register`, {
       method: "POST",
       json: { url: hostile.url("/paid/x"), method: "DELETE" }

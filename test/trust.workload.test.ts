@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
-import { Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
+import { Effect, Exit, Layer, Scope } from "effect"
 import { admit, quotaKeys, quotaRefusal } from "../src/catalog/ingestionQuota.js"
 import { PrincipalId, ResourceId } from "../src/domain/ids.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
@@ -9,6 +9,7 @@ import { ProbeSchedulerLive } from "../src/verification/ProbeScheduler.js"
 import { backoffIntervals } from "../src/verification/probeSlots.js"
 import { entry, verificationConfig, verificationStack } from "./fixtures/verificationStack.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { it } from "./support/effectTest.js"
 
 /**
  * A catalog anyone could flood, on the rules before the trust model: registered, imported and
@@ -26,78 +27,73 @@ const INTERVAL_SECONDS = 2
 const STRANGERS = 5_000
 
 describe("a bounded probe workload", () => {
-  test(`${STRANGERS} blackholed stranger targets leave config resources probed on time`, async () => {
-    const base = verificationConfig({
-      trustedOrigins: [fixture.origin],
-      intervalSeconds: INTERVAL_SECONDS,
-      timeoutMs: 300,
-      concurrency: 2,
-      leaseSeconds: 5
-    })
-    const config = { ...base, ingestion: { ...base.ingestion, concurrency: 2 } }
-    const stack = verificationStack(config)
-    const store = ManagedRuntime.make(stack)
-    // The config entries sort after every stranger's id: one lane in due order would reach them last.
-    await store.runPromise(
-      Effect.gen(function* () {
-        const repo = yield* CatalogWritesRepo
-        yield* repo.upsertCatalog([
-          entry("zz-config-1", fixture.url("/paid/c1")),
-          entry("zz-config-2", fixture.url("/paid/c2"))
-        ])
-        const flood = Array.from({ length: STRANGERS }, (_, i) =>
-          entry(`flood-${String(i).padStart(5, "0")}`, fixture.url(`/hang/${i}`))
-        )
-        yield* repo.upsertImported(flood, "import:flood", { actor: "import:flood", reason: "a stranger's flood" })
+  it.live(
+    `${STRANGERS} blackholed stranger targets leave config resources probed on time`,
+    () => {
+      const base = verificationConfig({
+        trustedOrigins: [fixture.origin],
+        intervalSeconds: INTERVAL_SECONDS,
+        timeoutMs: 300,
+        concurrency: 2,
+        leaseSeconds: 5
       })
-    )
-    const started = Date.now()
-    const scope = await store.runPromise(
-      Effect.tap(Scope.make(), (scope) => Layer.buildWithScope(ProbeSchedulerLive, scope))
-    )
-    await Bun.sleep(INTERVAL_SECONDS * 1000 * 2.5)
-    await store.runPromise(Scope.close(scope, Exit.void))
-    const elapsedMs = Date.now() - started
-    const seen = await store.runPromise(
-      Effect.flatMap(
-        SqlClient.SqlClient,
-        (sql) =>
-          sql<{
-            resource_id: string
-            n: unknown
-            newest: unknown
-          }>`SELECT resource_id, COUNT(*) AS n, MAX(observed_at_ms) AS newest
+      const config = { ...base, ingestion: { ...base.ingestion, concurrency: 2 } }
+      return Effect.gen(function* () {
+        // The config entries sort after every stranger's id: one lane in due order would reach them last.
+        yield* Effect.gen(function* () {
+          const repo = yield* CatalogWritesRepo
+          yield* repo.upsertCatalog([
+            entry("zz-config-1", fixture.url("/paid/c1")),
+            entry("zz-config-2", fixture.url("/paid/c2"))
+          ])
+          const flood = Array.from({ length: STRANGERS }, (_, i) =>
+            entry(`flood-${String(i).padStart(5, "0")}`, fixture.url(`/hang/${i}`))
+          )
+          yield* repo.upsertImported(flood, "import:flood", { actor: "import:flood", reason: "a stranger's flood" })
+        })
+        const started = Date.now()
+        const scope = yield* Effect.tap(Scope.make(), (scope) => Layer.buildWithScope(ProbeSchedulerLive, scope))
+        yield* Effect.sleep(INTERVAL_SECONDS * 1000 * 2.5)
+        yield* Scope.close(scope, Exit.void)
+        const elapsedMs = Date.now() - started
+        const seen = yield* Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            sql<{
+              resource_id: string
+              n: unknown
+              newest: unknown
+            }>`SELECT resource_id, COUNT(*) AS n, MAX(observed_at_ms) AS newest
           FROM observations WHERE resource_id LIKE 'zz-config-%' GROUP BY resource_id ORDER BY resource_id`
-      )
-    )
-    const strangersProbed = await store.runPromise(
-      Effect.flatMap(
-        SqlClient.SqlClient,
-        (sql) => sql<{ n: unknown }>`SELECT COUNT(*) AS n FROM observations WHERE resource_id LIKE 'flood-%'`
-      )
-    )
-    await store.dispose()
-    // Each config entry: probed at once, then once per interval, however many strangers wait.
-    expect(seen.map((s) => s.resource_id)).toEqual(["zz-config-1", "zz-config-2"])
-    for (const s of seen) {
-      expect(Number(s.n)).toBeGreaterThanOrEqual(2)
-      expect(started + elapsedMs - Number(s.newest)).toBeLessThan(INTERVAL_SECONDS * 1000 * 1.5)
-    }
-    // The strangers' lane went on at its own pace: a few timeouts, not the whole flood.
-    expect(Number(strangersProbed[0]?.n)).toBeLessThan(100)
-  }, 60_000)
+        )
+        const strangersProbed = yield* Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) => sql<{ n: unknown }>`SELECT COUNT(*) AS n FROM observations WHERE resource_id LIKE 'flood-%'`
+        )
+        // Each config entry: probed at once, then once per interval, however many strangers wait.
+        expect(seen.map((s) => s.resource_id)).toEqual(["zz-config-1", "zz-config-2"])
+        for (const s of seen) {
+          expect(Number(s.n)).toBeGreaterThanOrEqual(2)
+          expect(started + elapsedMs - Number(s.newest)).toBeLessThan(INTERVAL_SECONDS * 1000 * 1.5)
+        }
+        // The strangers' lane went on at its own pace: a few timeouts, not the whole flood.
+        expect(Number(strangersProbed[0]?.n)).toBeLessThan(100)
+      }).pipe(Effect.provide(verificationStack(config)))
+    },
+    60_000
+  )
 
-  test("an unhealthy untrusted entry backs off, then is retired with its observations; trusted and operator-quarantined ones stay", async () => {
-    const interval = 60_000
-    expect(
-      [undefined, 0, 59_999, 60_000, 180_000, 3_600_000 * 24].map((ago) =>
-        backoffIntervals(ago === undefined ? undefined : 10_000_000 - ago, 10_000_000, interval, 64)
-      )
-    ).toEqual([1, 1, 1, 2, 8, 64])
-    const config = verificationConfig({ trustedOrigins: [fixture.origin], timeoutMs: 200 })
-    const runtime = ManagedRuntime.make(verificationStack(config))
-    const out = await runtime.runPromise(
-      Effect.gen(function* () {
+  it.live(
+    "an unhealthy untrusted entry backs off, then is retired with its observations; trusted and operator-quarantined ones stay",
+    () => {
+      const interval = 60_000
+      expect(
+        [undefined, 0, 59_999, 60_000, 180_000, 3_600_000 * 24].map((ago) =>
+          backoffIntervals(ago === undefined ? undefined : 10_000_000 - ago, 10_000_000, interval, 64)
+        )
+      ).toEqual([1, 1, 1, 2, 8, 64])
+      const config = verificationConfig({ trustedOrigins: [fixture.origin], timeoutMs: 200 })
+      return Effect.gen(function* () {
         const repo = yield* CatalogWritesRepo
         const sql = yield* SqlClient.SqlClient
         yield* repo.upsertCatalog([entry("trusted-dead", fixture.url("/hang/t"))])
@@ -116,12 +112,19 @@ describe("a bounded probe workload", () => {
         const observations = yield* sql<{
           n: unknown
         }>`SELECT COUNT(*) AS n FROM observations WHERE resource_id = 'open-dead'`
-        return { retired: report.retired, left: left.map((r) => r.id), observations: Number(observations[0]?.n) }
-      })
-    )
-    await runtime.dispose()
-    expect(out).toEqual({ retired: 1, left: ["open-fresh", "open-held", "trusted-dead"], observations: 0 })
-  }, 30_000)
+        expect({
+          retired: report.retired,
+          left: left.map((r) => r.id),
+          observations: Number(observations[0]?.n)
+        }).toEqual({
+          retired: 1,
+          left: ["open-fresh", "open-held", "trusted-dead"],
+          observations: 0
+        })
+      }).pipe(Effect.provide(verificationStack(config)))
+    },
+    30_000
+  )
 
   test("ingestion quotas per source, origin, principal and payee, counted as a batch is admitted", () => {
     const limits = { maxPerSource: 10, maxPerOrigin: 2, maxPerPrincipal: 3, maxPerPayee: 4 }

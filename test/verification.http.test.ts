@@ -7,6 +7,7 @@ import { ResourceId } from "../src/domain/ids.js"
 import { Prober } from "../src/verification/Prober.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { it, runScoped } from "./support/effectTest.js"
 import { refusal, request, startServer, testConfig } from "./support/server.js"
 
 let fixture: X402Fixture
@@ -35,7 +36,7 @@ afterAll(async () => {
 const validate = (payload: Parameters<typeof server.client.verification.validate>[0]["payload"]) =>
   server.client.verification.validate({ payload })
 const validateRaw = (json: unknown) => request(`${server.url}/v1/validate`, { method: "POST", json })
-const detailOf = (id: string) => Effect.runPromise(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
+const detailOf = (id: string) => it.run(server.client.resources.get({ path: { id: ResourceId.make(id) } }))
 
 describe("POST /v1/validate", () => {
   test("probes a catalog resource now and answers the outcome, the decoded challenge and the new status", async () => {
@@ -56,7 +57,7 @@ describe("POST /v1/validate", () => {
   })
 
   test("a price above the catalog's quarantines the resource, visible with the resource", async () => {
-    expect(await Effect.runPromise(validate({ resourceId: ResourceId.make("pricey") }))).toMatchObject({
+    expect(await it.run(validate({ resourceId: ResourceId.make("pricey") }))).toMatchObject({
       outcome: "healthy",
       status: "QUARANTINED"
     })
@@ -67,7 +68,7 @@ describe("POST /v1/validate", () => {
   })
 
   test("a URL outside the catalog becomes a DISCOVERED resource with its observation", async () => {
-    const body = await Effect.runPromise(validate({ url: fixture.url("/paid/elsewhere"), method: "POST" }))
+    const body = await it.run(validate({ url: fixture.url("/paid/elsewhere"), method: "POST" }))
     expect(body).toMatchObject({ discovered: true, outcome: "healthy", status: "PAYMENT_VERIFIED" })
     const detail = await detailOf(body.resourceId)
     expect(detail.resource).toMatchObject({ url: fixture.url("/paid/elsewhere"), method: "POST" })
@@ -88,15 +89,15 @@ describe("POST /v1/validate", () => {
     expect(untrusted.hits.get("paid") ?? 0).toBe(before)
     const scheme = await refusal(validate({ url: "file:///etc/passwd" }))
     expect(scheme).toMatchObject({ error: "TARGET_REFUSED", message: expect.stringContaining("only http and https") })
-    const { resources } = await Effect.runPromise(server.client.resources.list({ urlParams: {} }))
+    const { resources } = await it.run(server.client.resources.list({ urlParams: {} }))
     expect(resources.some((r) => r.resource.url.startsWith(untrusted.origin))).toBe(false)
   })
 })
 
 describe("GET metrics and observations", () => {
   test("metrics come from the recorded probes; an unknown resource is 404", async () => {
-    await Effect.runPromise(validate({ resourceId: ResourceId.make("paid") }))
-    const body = await Effect.runPromise(server.client.verification.metrics({ path: { id: ResourceId.make("paid") } }))
+    await it.run(validate({ resourceId: ResourceId.make("paid") }))
+    const body = await it.run(server.client.verification.metrics({ path: { id: ResourceId.make("paid") } }))
     expect(body).toMatchObject({
       resourceId: "paid",
       availability24h: 1,
@@ -114,15 +115,18 @@ describe("GET metrics and observations", () => {
 
   test("observations page newest first with limit and before; bad cursors are 400", async () => {
     // A second observation within the interval: the schedule's (a caller's validation would not be recorded).
-    await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("paid"))))
+    await runScoped(
+      server.runtime,
+      Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("paid")))
+    )
     const observations = (
       id: string,
       urlParams: Parameters<typeof server.client.verification.observations>[0]["urlParams"]
     ) => server.client.verification.observations({ path: { id: ResourceId.make(id) }, urlParams })
-    const first = await Effect.runPromise(observations("paid", { limit: 1 }))
+    const first = await it.run(observations("paid", { limit: 1 }))
     expect(first.observations).toHaveLength(1)
     expect(first.nextBefore).toBe(first.observations[0]!.id)
-    const next = await Effect.runPromise(observations("paid", { limit: 1, before: first.nextBefore! }))
+    const next = await it.run(observations("paid", { limit: 1, before: first.nextBefore! }))
     expect(next.observations).toHaveLength(1)
     expect(next.observations[0]!.observedAt <= first.observations[0]!.observedAt).toBe(true)
     expect(next.observations[0]!.id).not.toBe(first.observations[0]!.id)

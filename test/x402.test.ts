@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Keypair } from "@stellar/stellar-sdk"
 import { HTTPFacilitatorClient } from "@x402/core/server"
-import { Effect } from "effect"
 import { ResourceId, SettlementId } from "../src/domain/ids.js"
 import { apiKeyHash } from "../src/http/authLive.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
 import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
+import { it } from "./support/effectTest.js"
 import {
   facilitatorsAnswered,
   refusal,
@@ -70,9 +70,7 @@ beforeAll(async () => {
     typedClient(server.url)
   ])
   await resource.useFacilitator(`${server.url}/x402`, API_KEY)
-  const probe = await Effect.runPromise(
-    agent1.verification.validate({ payload: { resourceId: ResourceId.make(RESOURCE_ID) } })
-  )
+  const probe = await it.run(agent1.verification.validate({ payload: { resourceId: ResourceId.make(RESOURCE_ID) } }))
   if (probe.healthy !== true) throw new Error(`the seller's resource did not probe healthy: ${JSON.stringify(probe)}`)
 })
 afterAll(async () => {
@@ -203,7 +201,7 @@ describe("x402 endpoints over HTTP", () => {
   })
 
   test("/x402/facilitators shows each backend's health and capability count, never its apiKey", async () => {
-    const body = await Effect.runPromise(agent1.x402.facilitators())
+    const body = await it.run(agent1.x402.facilitators())
     expect(body.facilitators).toEqual([
       {
         id: "a",
@@ -242,10 +240,10 @@ describe("x402 endpoints over HTTP", () => {
     expect(empty.body.message).toContain("idempotency-key")
 
     const orderOne = { "idempotency-key": "order-1" }
-    expect(await Effect.runPromise(agent1.x402.settle({ payload: first!, headers: orderOne }))).toMatchObject({
+    expect(await it.run(agent1.x402.settle({ payload: first!, headers: orderOne }))).toMatchObject({
       success: true
     })
-    expect(await Effect.runPromise(agent2.x402.settle({ payload: second!, headers: orderOne }))).toMatchObject({
+    expect(await it.run(agent2.x402.settle({ payload: second!, headers: orderOne }))).toMatchObject({
       success: true
     })
     const reused = await refusal(agent1.x402.settle({ payload: third!, headers: orderOne }))
@@ -253,23 +251,21 @@ describe("x402 endpoints over HTTP", () => {
     const id = /settlement ([0-9a-f-]{36})/.exec(reused.message)?.[1] ?? ""
     expect(id).toMatch(/^[0-9a-f-]{36}$/)
 
-    const own = await Effect.runPromise(agent1.x402.settlement({ path: { id: SettlementId.make(id) } }))
+    const own = await it.run(agent1.x402.settlement({ path: { id: SettlementId.make(id) } }))
     expect(own).toMatchObject({ id, principal: "agent-1", idempotencyKey: "order-1", state: "settled" })
     const stranger = await refusal(agent2.x402.settlement({ path: { id: SettlementId.make(id) } }))
     expect(stranger).toMatchObject({ error: "NOT_FOUND" })
     expect(JSON.stringify(stranger)).not.toContain("agent-1")
 
     // The operator's list: newest first, scoped to the caller's principal, filtered by state.
-    const mine = await Effect.runPromise(agent1.x402.settlements({ urlParams: {} }))
+    const mine = await it.run(agent1.x402.settlements({ urlParams: {} }))
     expect<unknown>(mine.settlements.map((r) => r.principal)).toEqual(["agent-1"])
     expect(mine.settlements[0]).toMatchObject({ id, state: "settled" })
-    const theirs = await Effect.runPromise(agent2.x402.settlements({ urlParams: { state: "settled", limit: 10 } }))
+    const theirs = await it.run(agent2.x402.settlements({ urlParams: { state: "settled", limit: 10 } }))
     expect<unknown>(theirs.settlements.map((r) => r.principal)).toEqual(["agent-2"])
-    const none = await Effect.runPromise(agent1.x402.settlements({ urlParams: { state: "indeterminate" } }))
+    const none = await it.run(agent1.x402.settlements({ urlParams: { state: "indeterminate" } }))
     expect(none.settlements).toEqual([])
-    const older = await Effect.runPromise(
-      agent1.x402.settlements({ urlParams: { before: mine.settlements[0]!.createdAt } })
-    )
+    const older = await it.run(agent1.x402.settlements({ urlParams: { before: mine.settlements[0]!.createdAt } }))
     expect(older.settlements).toEqual([])
     const bad = await request(`${server.url}/x402/settlements?state=lost&limit=0`, { headers: auth })
     expect(bad.status).toBe(400)
