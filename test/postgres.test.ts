@@ -3,9 +3,9 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import type { Config } from "../src/config.js"
-import { ResourceId } from "../src/domain/ids.js"
+import { ReceiptId, ResourceId, SettlementId } from "../src/domain/ids.js"
 import { verifyReceipt } from "../src/receipts/receipt.js"
 import { CatalogWritesRepo } from "../src/store/CatalogWritesRepo.js"
 import { commitWithoutFlush } from "../src/store/commitDurability.js"
@@ -71,9 +71,11 @@ describe("the service on PostgreSQL", () => {
       ...overrides
     })
   }
+  /** The fixture resource, as the typed client names it. */
+  const paid = { path: { id: ResourceId.make("fixture.paid") } }
   /** A live probe of the fixture resource: the evidence that makes its payee eligible. */
   const probe = (server: Server) =>
-    request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "fixture.paid" } })
+    it.run(server.client.verification.validate({ payload: { resourceId: paid.path.id } }))
   const probedServer = async (database: string) => {
     const server = await start(fixtureConfig(database))
     return { server, validated: await probe(server) }
@@ -140,12 +142,8 @@ describe("the service on PostgreSQL", () => {
 
   test("a live probe is stored: observation, metrics and PAYMENT_VERIFIED read back", async () => {
     const { server, validated } = await probedServer(await cluster.createDatabase("verification"))
-    expect(validated).toMatchObject({
-      status: 200,
-      body: { outcome: "healthy", status: "PAYMENT_VERIFIED", verificationLevel: 2 }
-    })
+    expect(validated).toMatchObject({ outcome: "healthy", status: "PAYMENT_VERIFIED", verificationLevel: 2 })
 
-    const paid = { path: { id: ResourceId.make("fixture.paid") } }
     const resource = await it.run(server.client.resources.get(paid))
     expect(resource.resource).toMatchObject({ status: "PAYMENT_VERIFIED", verificationLevel: 2 })
     expect(resource.transitions.map((t) => [t.from, t.to])).toEqual([
@@ -164,7 +162,7 @@ describe("the service on PostgreSQL", () => {
     const observations = await it.run(server.client.verification.observations({ ...paid, urlParams: {} }))
     expect(observations.observations).toEqual([
       expect.objectContaining({
-        id: validated.body.observation.id,
+        id: validated.observation.id,
         outcome: "healthy",
         httpStatus: 402,
         x402Version: 2,
@@ -188,13 +186,14 @@ describe("the service on PostgreSQL", () => {
     )
     expect(older).toEqual({
       resourceId: ResourceId.make("fixture.paid"),
-      observations: [expect.objectContaining({ id: validated.body.observation.id })],
+      observations: [expect.objectContaining({ id: validated.observation.id })],
       nextBefore: null,
       nextCursor: null,
       economic: []
     })
 
     // The status page's table sorts and filters in SQL (dates, exp, power): every key works on Postgres too.
+    // Raw, here and for the resource's page below: the status pages are HTML, outside the JSON contract.
     for (const sort of [
       "provider",
       "resource",
@@ -207,12 +206,12 @@ describe("the service on PostgreSQL", () => {
       "confidence",
       "lastVerified"
     ]) {
-      // Raw: the status pages are HTML, outside the JSON contract.
       const page = await request(`${server.url}/status?sort=${sort}&dir=desc&status=PAYMENT_VERIFIED`)
       expect([sort, page.status]).toEqual([sort, 200])
       expect(page.body).toContain('data-id="fixture.paid"')
     }
     expect((await request(`${server.url}/status/resources/fixture.paid`)).status).toBe(200)
+    // Raw: /metrics is Prometheus text, outside the JSON contract.
     const metricsText = await (await fetch(`${server.url}/metrics`)).text()
     expect(metricsText).toContain('sextant_catalog_resources{status="PAYMENT_VERIFIED",level="2"} 1')
   })
@@ -230,11 +229,11 @@ describe("the service on PostgreSQL", () => {
         start(fixtureConfig(database, overrides)),
         start(fixtureConfig(database, overrides))
       ])
-      expect((await probe(a)).body.status).toBe("PAYMENT_VERIFIED")
+      expect((await probe(a)).status).toBe("PAYMENT_VERIFIED")
       for (const server of [a, b]) {
         await pollUntil(
           "the facilitator is polled healthy",
-          async () => (await request(`${server.url}/x402/facilitators`)).body.facilitators,
+          async () => (await it.run(server.client.x402.facilitators())).facilitators,
           (found) => found?.[0]?.healthy === true
         )
       }
@@ -243,28 +242,22 @@ describe("the service on PostgreSQL", () => {
       const payments = await Promise.all(
         Array.from({ length: 40 }, (_, i) => signedPayment(FIXTURE_PAY_TO, { buyer: seededBuyer(i + 1) }))
       )
-      const answers = await Promise.all(
-        payments.map((p, i) =>
-          request(`${(i % 2 === 0 ? a : b).url}/x402/settle`, {
-            method: "POST",
-            json: settleBody(p.payment, p.requirements)
-          })
-        )
-      )
-      const settled = answers.filter((r) => r.status === 200)
-      const refused = answers.filter((r) => r.status === 429)
+      const settle = (server: Server, p: (typeof payments)[number]) =>
+        server.client.x402.settle({ payload: settleBody(p.payment, p.requirements), headers: {} })
+      // Each answer as settled or refused: the typed client decodes a refusal by the status the contract gives its code.
+      const answers = await Promise.all(payments.map((p, i) => it.run(Effect.either(settle(i % 2 === 0 ? a : b, p)))))
+      const settled = answers.filter(Either.isRight).map((r) => r.right)
+      const refused = answers.filter(Either.isLeft).map((r) => r.left)
       expect(settled).toHaveLength(10)
       expect(refused).toHaveLength(30)
-      for (const r of settled) expect(r.body).toMatchObject({ success: true, network: "stellar:testnet" })
-      for (const r of refused) expect(r.body.error).toBe("FEE_BUDGET_EXHAUSTED")
+      for (const r of settled) expect(r).toMatchObject({ success: true, network: "stellar:testnet" })
+      // FEE_BUDGET_EXHAUSTED is the contract's 429.
+      for (const r of refused) expect(r).toMatchObject({ error: "FEE_BUDGET_EXHAUSTED" })
       expect(facilitator.calls("/settle")).toBe(10)
       // A repeat reaches the other instance: it answers from the shared journal, and nothing is re-sent.
-      const first = answers.findIndex((r) => r.status === 200)
-      const repeat = await request(`${(first % 2 === 0 ? b : a).url}/x402/settle`, {
-        method: "POST",
-        json: settleBody(payments[first]!.payment, payments[first]!.requirements)
-      })
-      expect(repeat).toMatchObject({ status: 200, body: answers[first]!.body })
+      const first = answers.findIndex(Either.isRight)
+      const repeat = await it.run(settle(first % 2 === 0 ? b : a, payments[first]!))
+      expect(repeat).toEqual(settled[0]!)
       expect(facilitator.calls("/settle")).toBe(10)
 
       const journal = await pgQuery<{ id: string; state: string; fee_stroops: string | number }>(
@@ -273,8 +266,8 @@ describe("the service on PostgreSQL", () => {
       )
       expect(journal).toHaveLength(10)
       expect(journal.every((r) => r.state === "settled" && Number(r.fee_stroops) === 1_000)).toBe(true)
-      const record = await request(`${a.url}/x402/settlements/${journal[0]!.id}`)
-      expect(record.body).toMatchObject({
+      const record = await it.run(a.client.x402.settlement({ path: { id: SettlementId.make(journal[0]!.id) } }))
+      expect(record).toMatchObject({
         state: "settled",
         worstCaseUsd: 0.001,
         payTo: FIXTURE_PAY_TO,
@@ -283,13 +276,13 @@ describe("the service on PostgreSQL", () => {
       // A settlement the ledger confirms is transaction evidence: both instances read level 3 from the shared store.
       const resource = await pollUntil(
         "the settlements are confirmed on the ledger",
-        () => request(`${b.url}/v1/resources/fixture.paid`),
+        () => it.run(b.client.resources.get(paid)),
         // Each instance re-derives as it confirms; with two distinct payers needed, one that saw a
         // single confirmation may write its figures last for a moment: wait for both to agree.
-        (r) => r.body.resource?.verificationLevel === 3 && r.body.metrics?.transactionSuccessRate === 1
+        (r) => r.resource.verificationLevel === 3 && r.metrics.transactionSuccessRate === 1
       )
-      expect(resource.body.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
-      expect(resource.body.metrics.transactionSuccessRate).toBe(1)
+      expect(resource.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
+      expect(resource.metrics.transactionSuccessRate).toBe(1)
     } finally {
       await facilitator.stop()
     }
@@ -333,31 +326,34 @@ describe("the service on PostgreSQL", () => {
       request: { capability: "fixture.probe", intent: "issuer check" },
       payment: {
         network: advertised.network,
-        scheme: "exact",
+        scheme: "exact" as const,
         asset: advertised.asset,
         amount: advertised.amount,
         transactionHash
       },
       response: { status: 200, body: '{"issuer":"ok"}' }
     }
-    const created = await request(`${server.url}/v1/receipts`, { method: "POST", json: purchase })
-    expect(created.status).toBe(200)
-    expect(created.body).toMatchObject({ service: { resourceId: "fixture.paid" }, payment: { transactionHash } })
-    expect(verifyReceipt(created.body).valid).toBe(true)
+    const created = await it.run(server.client.receipts.create({ payload: purchase }))
+    expect(created).toMatchObject({ service: { resourceId: "fixture.paid" }, payment: { transactionHash } })
+    expect(verifyReceipt(created).valid).toBe(true)
 
-    const fetched = await request(`${server.url}/v1/receipts/${created.body.receiptId}`)
-    expect(fetched).toMatchObject({ status: 200, body: created.body })
-    expect(fetched.body).toEqual(created.body)
-    const checked = await request(`${server.url}/v1/receipts/${created.body.receiptId}/verify`)
-    expect(checked.body).toMatchObject({ receiptId: created.body.receiptId, valid: true, algorithm: "ed25519" })
-    expect((await request(`${server.url}/v1/receipts/rcpt_missing`)).status).toBe(404)
+    const id = { path: { id: created.receiptId } }
+    const fetched = await it.run(server.client.receipts.get(id))
+    expect(fetched).toEqual(created)
+    expect(verifyReceipt(fetched).valid).toBe(true)
+    const checked = await it.run(server.client.receipts.verify(id))
+    expect(checked).toMatchObject({ receiptId: created.receiptId, valid: true, algorithm: "ed25519" })
+    // NOT_FOUND is the contract's 404.
+    expect(await refusal(server.client.receipts.get({ path: { id: ReceiptId.make("rcpt_missing") } }))).toMatchObject({
+      error: "NOT_FOUND"
+    })
     const resource = await pollUntil(
       "the receipt's transaction is confirmed on the ledger",
-      () => request(`${server.url}/v1/resources/fixture.paid`),
+      () => it.run(server.client.resources.get(paid)),
       // One request reads the resource and its events in separate queries: wait for both.
-      (r) => r.body.economicEvidence?.[0]?.state === "confirmed" && r.body.resource?.verificationLevel === 3
+      (r) => r.economicEvidence[0]?.state === "confirmed" && r.resource.verificationLevel === 3
     )
-    expect(resource.body.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
+    expect(resource.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
   })
   test("a probe batch's multi-row writes, its relaxed commit and rollup retention run on Postgres's SQL", async () => {
     const HOUR = 3_600_000
