@@ -18,6 +18,8 @@ import { QUOTE, startModernSeller } from "./fixtures/mcpGenerations.js"
 import { CLAW } from "./fixtures/stellarAssets.js"
 import { startVerticalMcp } from "./fixtures/verticalMcp.js"
 import { writeBuyerConfig } from "./support/buyerConfig.js"
+import { spawnedCli } from "./support/cli.js"
+import { it } from "./support/effectTest.js"
 import { startServer } from "./support/server.js"
 
 /**
@@ -27,7 +29,6 @@ import { startServer } from "./support/server.js"
  * settle each, through the fixture facilitator on the fixture ledger (real XDR), and through the
  * service (`sextant buy`) a receipt that verifies offline.
  */
-const MAIN = join(import.meta.dir, "..", "src", "main.ts")
 const defaults = Either.getOrThrow(loadConfig(undefined, {}))
 const ledger = startFixtureLedger()
 const fac = startFacilitator({ ledger })
@@ -57,20 +58,7 @@ const KINDS = Object.keys(SOLD) as Array<McpKind>
 const urlOf = (generation: (typeof GENERATIONS)[number]) => (generation === "2026" ? stack : behind).mcpUrl
 const idOf = (generation: string, kind: string) => `vertical${generation}.${kind}`
 
-const sextant = async (...args: Array<string>) => {
-  const child = Bun.spawn([process.execPath, MAIN, ...args, "--config", configFile], {
-    cwd: folder,
-    env: { ...process.env, SEXTANT_CONFIG: "" },
-    stdout: "pipe",
-    stderr: "pipe"
-  })
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited
-  ])
-  return { code, stdout, stderr }
-}
+const sextant = spawnedCli({ cwd: folder, configFile })
 
 beforeAll(async () => {
   front = startLegacyFront()
@@ -133,7 +121,7 @@ const buy = (
   kind: McpKind,
   at: { url: string; name: string; arguments: Record<string, unknown> } = { url: urlOf(generation), ...SOLD[kind] }
 ) =>
-  Effect.runPromise(
+  it.run(
     Effect.either(
       payForTool({
         url: at.url,
@@ -179,7 +167,7 @@ describe("sextant buy buys the vertical's tool, resource and prompt over both ge
   for (const generation of GENERATIONS) {
     for (const kind of KINDS) {
       test(`a ${kind} over ${generation}: probed as paid, one settle, a receipt that verifies offline`, async () => {
-        const probed = await Effect.runPromise(
+        const probed = await it.run(
           service.client.verification.validate({ payload: { resourceId: ResourceId.make(idOf(generation, kind)) } })
         )
         expect(probed.status).toBe("PAYMENT_VERIFIED")
@@ -258,7 +246,7 @@ describe("a paid MCP answer that leaves the money's fate unknown is never a refu
 
   test("sextant buy stops at the unknown answer: the next provider of the capability is never tried", async () => {
     for (const generation of GENERATIONS) {
-      const probed = await Effect.runPromise(
+      const probed = await it.run(
         service.client.verification.validate({ payload: { resourceId: ResourceId.make(`fallback${generation}.tool`) } })
       )
       expect(probed.status).toBe("PAYMENT_VERIFIED")
