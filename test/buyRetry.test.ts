@@ -17,6 +17,7 @@ import { loadOrCreateBuyerKey } from "../src/keys/stellarKey.js"
 import { payFor } from "../src/payments/payFor.js"
 import { stellarServerScheme } from "../src/x402/stellarServerScheme.js"
 import { startDroppingProxy } from "./fixtures/droppingProxy.js"
+import { it } from "./support/effectTest.js"
 import { SELLER_PAY_TO, SELLER_RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
 import { ledgerAt, request, testConfig } from "./support/server.js"
 
@@ -75,7 +76,7 @@ const seller = (offersIdentifier: boolean) =>
   droppingSellerFront(stockSeller(`${stack.server.url}/x402`, offersIdentifier))
 
 const buy = (url: string, buyer: Keypair, rpcUrl = stack.ledger.rpcUrl) =>
-  Effect.runPromise(
+  it.run(
     Effect.either(
       payFor({
         url,
@@ -225,19 +226,19 @@ describe("a seller whose facilitator settles and then drops the connection", () 
   /** `Buyer.buy` (what `sextant buy` runs) for `capability` with a fresh buyer key; its spend ledger read back after. */
   const buyAs = async (capability: string) => {
     const keyFile = join(folder, `${capability}.key`)
-    const key = await Effect.runPromise(loadOrCreateBuyerKey(keyFile))
+    const key = await it.run(loadOrCreateBuyerKey(keyFile))
     const base = testConfig()
     const config = testConfig({
       ledger: ledgerAt(dropping.ledger),
       buyer: { ...base.buyer, keyFile, allowPrivateTargets: true, maxUsdPerWindow: 0.01, windowSeconds: 3600 }
     })
-    const result = await Effect.runPromise(
+    const result = await it.run(
       Effect.either(
         Effect.flatMap(Buyer, (buyer) => buyer.buy({ capability, input: {}, policy: { maxPricePerRequestUsd: 0.002 } }))
       ).pipe(Effect.provide(BuyerClientLive(config, { keyFile, service: dropping.server.url })))
     )
     const spend = SpendLedger.layer({ file: defaultSpendLedgerFile(keyFile), windowSeconds: 3600, limit: 100_000n })
-    const [spent, identifiers] = await Effect.runPromise(
+    const [spent, identifiers] = await it.run(
       Effect.flatMap(SpendLedger, (ledger) =>
         Effect.all([ledger.spent(key.address), ledger.identifiers(key.address)])
       ).pipe(Effect.provide(spend))

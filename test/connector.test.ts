@@ -7,6 +7,7 @@ import { fetchAnswer, fetchJson, type OutboundRequests } from "../src/outbound/f
 import { makeRedactor } from "../src/redaction/redact.js"
 import { makeBackendClient } from "../src/x402/FacilitatorClient.js"
 import { countingServer } from "./support/countingServer.js"
+import { it } from "./support/effectTest.js"
 import { freePorts } from "./support/serveProcess.js"
 
 /** What a rebinding attacker wants reached: a service on this host. Every request to it is counted. */
@@ -63,24 +64,23 @@ const rebinding = () => {
   return { asked, resolve }
 }
 
-const run = <A, E>(effect: Effect.Effect<A, E>, resolve: (host: string) => Effect.Effect<ReadonlyArray<string>>) =>
-  Effect.runPromise(
-    Effect.either(effect.pipe(Effect.provideService(Resolver, resolve), Effect.provideService(Dialer, dial)))
-  )
+/** `effect` resolving names with `resolve` and dialing the loopback stand-ins; its outcome as an Either. */
+const pinned = <A, E>(effect: Effect.Effect<A, E>, resolve: (host: string) => Effect.Effect<ReadonlyArray<string>>) =>
+  Effect.either(effect.pipe(Effect.provideService(Resolver, resolve), Effect.provideService(Dialer, dial)))
 
 describe("connections pinned to the checked address", () => {
   test("DNS rebinding: a name that answers public, then loopback, never reaches loopback", async () => {
     const { asked, resolve } = rebinding()
     const url = `http://rebind.test:${internal.port}/paid`
-    const first = await run(fetchAnswer(url, "GET", policy), resolve)
+    const first = await it.run(pinned(fetchAnswer(url, "GET", policy), resolve))
     // The probe went to the address that was checked, with the name in Host.
     expect(Either.isRight(first) && first.right.httpStatus).toBe(402)
     expect(dialed.at(-1)).toBe(PUBLIC)
     expect(seenHosts.at(-1)).toBe(`rebind.test:${internal.port}`)
     // The name now resolves to loopback: the guard refuses before any connection.
-    const second = await run(fetchAnswer(url, "POST", policy, "{}"), resolve)
+    const second = await it.run(pinned(fetchAnswer(url, "POST", policy, "{}"), resolve))
     expect(Either.isLeft(second) && second.left._tag).toBe("OutboundTargetRefused")
-    const document = await run(fetchJson(url, policy, 1024), resolve)
+    const document = await it.run(pinned(fetchJson(url, policy, 1024), resolve))
     expect(Either.isLeft(document) && document.left._tag).toBe("OutboundTargetRefused")
     expect(asked).toEqual(["rebind.test", "rebind.test", "rebind.test"])
     expect(internal.requests()).toBe(0)
@@ -95,7 +95,9 @@ describe("connections pinned to the checked address", () => {
         return [PUBLIC]
       })
     const before = dialed.length
-    const answer = await run(fetchAnswer(`http://api.rebind.test:${internal.port}/x`, "GET", policy), resolve)
+    const answer = await it.run(
+      pinned(fetchAnswer(`http://api.rebind.test:${internal.port}/x`, "GET", policy), resolve)
+    )
     expect(Either.isRight(answer)).toBe(true)
     expect(lookups).toEqual(["api.rebind.test"])
     expect(dialed.slice(before)).toEqual([PUBLIC])
@@ -216,12 +218,12 @@ describe("the facilitator client and redirects", () => {
         { id: "b", url: `http://127.0.0.1:${redirecting.port}`, apiKey: "facilitator-secret-key" },
         makeRedactor(["facilitator-secret-key"])
       )
-      const supported = await Effect.runPromise(Effect.either(client.supported("2 seconds")))
+      const supported = await it.run(Effect.either(client.supported("2 seconds")))
       expect(Either.isLeft(supported) && { kind: supported.left.kind, status: supported.left.status }).toEqual({
         kind: "HttpStatus",
         status: 307
       })
-      const verified = await Effect.runPromise(Effect.either(client.verify({}, "2 seconds")))
+      const verified = await it.run(Effect.either(client.verify({}, "2 seconds")))
       expect(Either.isLeft(verified) && verified.left.status).toBe(307)
       expect(elsewhere).toEqual([])
     } finally {

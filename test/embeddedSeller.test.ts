@@ -4,11 +4,12 @@ import { decodePaymentResponseHeader } from "@x402/core/http"
 import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server"
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch"
 import { paymentMiddleware } from "@x402/hono"
-import { Effect, Schema } from "effect"
+import { Schema } from "effect"
 import { Hono } from "hono"
 import { ProbesConfig, TESTNET_USDC } from "../src/config.js"
 import { payFor as buyerPayFor } from "../src/payments/payFor.js"
 import { stellarServerScheme } from "../src/x402/stellarServerScheme.js"
+import { it } from "./support/effectTest.js"
 import { embeddedEntry, feeKeyFile } from "./support/embeddedFacilitator.js"
 import { SELLER_PAY_TO, SELLER_RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
 import { request } from "./support/server.js"
@@ -99,7 +100,7 @@ describe("a stock seller whose one facilitator is Sextant's embedded backend", (
 
   test("Sextant's own buyer pays it: one transfer of the price to the seller", async () => {
     const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 77))
-    const paid = await Effect.runPromise(
+    const paid = await it.run(
       buyerPayFor({
         url,
         method: "GET",

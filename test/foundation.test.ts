@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect } from "effect"
 import type { Config } from "../src/config.js"
 import { ResourceId } from "../src/domain/ids.js"
+import { it } from "./support/effectTest.js"
 import { refusal, request, startServer, testConfig, typedClient } from "./support/server.js"
 
 const SPEC_ENDPOINTS: ReadonlyArray<readonly [string, string]> = [
@@ -37,9 +37,9 @@ afterAll(() => server.close())
 
 describe("health", () => {
   test("live and ready answer through the typed client", async () => {
-    const live = await Effect.runPromise(server.client.health.live())
+    const live = await it.run(server.client.health.live())
     expect(live).toEqual({ status: "ok" })
-    const ready = await Effect.runPromise(server.client.health.ready())
+    const ready = await it.run(server.client.health.ready())
     expect(ready.network).toBe("stellar:testnet")
     expect(ready.asset).toEqual({
       network: "stellar:testnet",
@@ -52,7 +52,7 @@ describe("health", () => {
   })
 
   test("dependencies report the store and a facilitator section", async () => {
-    const body = await Effect.runPromise(server.client.health.dependencies())
+    const body = await it.run(server.client.health.dependencies())
     expect(body.store).toMatchObject({ kind: "sqlite", location: ":memory:", durable: false })
     expect(body.facilitators).toMatchObject({ configured: 0 })
   })
@@ -60,7 +60,7 @@ describe("health", () => {
 
 describe("discovery", () => {
   test("lists the demo catalog from stored rows, every resource starting DISCOVERED at level 0", async () => {
-    const { resources } = await Effect.runPromise(server.client.resources.list({ urlParams: {} }))
+    const { resources } = await it.run(server.client.resources.list({ urlParams: {} }))
     expect(resources.map((r) => r.resource.id).sort()).toEqual(config.catalog.map((e) => e.resource.id).sort())
     for (const r of resources) {
       expect(r.resource.status).toBe("DISCOVERED")
@@ -69,7 +69,7 @@ describe("discovery", () => {
   })
 
   test("a resource comes with its metrics; an unknown id is 404 {error, message}", async () => {
-    const body = await Effect.runPromise(
+    const body = await it.run(
       server.client.resources.get({ path: { id: ResourceId.make("stellar-intel.rwa.inspect") } })
     )
     expect(body.resource.capabilities).toEqual(["rwa.inspect"])
@@ -85,7 +85,7 @@ describe("discovery", () => {
 
   test("search ranks text matches by relevance and filters on worst-case price", async () => {
     const search = (payload: Parameters<typeof server.client.resources.search>[0]["payload"]) =>
-      Effect.runPromise(server.client.resources.search({ payload }))
+      it.run(server.client.resources.search({ payload }))
     const hits = (await search({ query: "slow inspect" })).resources
     // Both terms in one name beat one term; ties go by id.
     expect<unknown>(hits[0]?.resource.id).toBe("demo-slow.rwa.inspect")
@@ -102,7 +102,7 @@ describe("discovery", () => {
 
   test("quality filters never pass a resource without evidence", async () => {
     for (const payload of [{ minimumReliability: 0 }, { maximumP95LatencyMs: 100000 }]) {
-      expect((await Effect.runPromise(server.client.resources.search({ payload }))).count).toBe(0)
+      expect((await it.run(server.client.resources.search({ payload }))).count).toBe(0)
     }
   })
 })
@@ -237,8 +237,8 @@ describe("api keys", () => {
       const wrong = await typedClient(guarded.url, { authorization: "Bearer nope" })
       expect(await refusal(wrong.health.dependencies())).toMatchObject({ error: "UNAUTHORIZED" })
       const right = await typedClient(guarded.url, { authorization: `Bearer ${key}` })
-      expect((await Effect.runPromise(right.health.dependencies())).store).toMatchObject({ kind: "sqlite" })
-      const open = await Effect.runPromise(guarded.client.resources.list({ urlParams: {} }))
+      expect((await it.run(right.health.dependencies())).store).toMatchObject({ kind: "sqlite" })
+      const open = await it.run(guarded.client.resources.list({ urlParams: {} }))
       expect(open.resources.length).toBeGreaterThan(0)
     } finally {
       await guarded.close()

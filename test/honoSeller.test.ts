@@ -3,13 +3,14 @@ import { Keypair } from "@stellar/stellar-sdk"
 import { decodePaymentResponseHeader } from "@x402/core/http"
 import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server"
 import { paymentMiddleware } from "@x402/hono"
-import { Effect, Schema } from "effect"
+import { Schema } from "effect"
 import { Hono } from "hono"
 import { ProbesConfig, TESTNET_USDC } from "../src/config.js"
 import { payFor as buyerPayFor } from "../src/payments/payFor.js"
 import { stellarServerScheme } from "../src/x402/stellarServerScheme.js"
 import { payFor } from "./fixtures/paidResource.js"
 import { buildExactPayment } from "./fixtures/stellarPayment.js"
+import { it } from "./support/effectTest.js"
 import { SELLER_PAY_TO, SELLER_RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
 import { request } from "./support/server.js"
 
@@ -102,7 +103,7 @@ describe("a stock @x402/hono 2.27 seller with Sextant as its facilitator", () =>
 
   test("Sextant's own buyer pays it: the challenge signed locally, settled once through Sextant, the data served", async () => {
     const settlesBefore = stack.backend.calls("/settle")
-    const paid = await Effect.runPromise(
+    const paid = await it.run(
       buyerPayFor({
         url,
         method: "GET",

@@ -13,6 +13,7 @@ import { startFacilitator } from "./fixtures/facilitator.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { type GenerationSeller, QUOTE, startLegacySeller, startModernSeller } from "./fixtures/mcpGenerations.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO } from "./fixtures/x402Terms.js"
+import { it } from "./support/effectTest.js"
 
 /**
  * Both MCP generations, probed and bought: a 2026-07-28 seller (the official v2 SDK, stateless)
@@ -41,7 +42,7 @@ afterAll(async () => {
 })
 
 const buy = (at: GenerationSeller, kind: McpKind, paidTimeoutMs?: number) =>
-  Effect.runPromise(
+  it.run(
     Effect.either(
       payForTool({
         ...(paidTimeoutMs === undefined ? {} : { paidTimeoutMs }),
@@ -74,7 +75,7 @@ const probeConfig = {
 }
 
 const probe = (at: GenerationSeller, kind: McpKind, sessions: ReturnType<typeof mcpSessions>) =>
-  Effect.runPromise(
+  it.run(
     observeMcp(
       {
         resourceId: ResourceId.make(`mcp.${kind}`),
@@ -179,9 +180,9 @@ describe("registration of each generation", () => {
   test("a 2026-07-28 server's tools are listed statelessly; a 2025 server's in a session", async () => {
     const before = { modern: { ...modern.counts }, legacy: legacy.counts.initializes }
     const outbound = { ...probeConfig.probes }
-    expect((await Effect.runPromise(listMcpTools(modern.url, outbound))).map((t) => t.name)).toEqual([QUOTE.tool])
+    expect((await it.run(listMcpTools(modern.url, outbound))).map((t) => t.name)).toEqual([QUOTE.tool])
     expect(modern.counts).toEqual(before.modern)
-    await Effect.runPromise(listMcpTools(legacy.url, outbound))
+    await it.run(listMcpTools(legacy.url, outbound))
     expect(legacy.counts.initializes).toBe(before.legacy + 1)
   }, 60_000)
 })

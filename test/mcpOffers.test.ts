@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect } from "effect"
 import { ResourceId } from "../src/domain/ids.js"
 import { observeMcp } from "../src/verification/mcpProbe.js"
 import { mcpSessions } from "../src/verification/mcpSessions.js"
 import { CLAW } from "./fixtures/stellarAssets.js"
 import { startVerticalMcp } from "./fixtures/verticalMcp.js"
+import { it } from "./support/effectTest.js"
 import { testConfig } from "./support/server.js"
 
 /** An MCP probe judges a tool's signed offers as an HTTP probe judges a challenge's. */
@@ -19,7 +19,7 @@ describe("signed offers over MCP", () => {
   test("the vertical's tool answers a signed offer: the probe records its signer", async () => {
     const base = testConfig()
     const config = testConfig({ probes: { ...base.probes, allowPrivateTargets: true, timeoutMs: 5000 } })
-    const observed = await Effect.runPromise(
+    const observed = await it.run(
       observeMcp(
         {
           resourceId: ResourceId.make("intel.mcp.inspect"),

@@ -9,6 +9,7 @@ import { PAYMENT_META } from "../src/x402/mcpAnswer.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { type McpSeller, startMcpSeller } from "./fixtures/mcpSeller.js"
 import { FIXTURE_AMOUNT, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { it } from "./support/effectTest.js"
 
 /**
  * payForTool against MCP sellers that misbehave (the official MCP SDK server, a challenge made by
@@ -41,7 +42,7 @@ const pay = (
   at: McpSeller = seller,
   paidTimeoutMs?: number
 ) =>
-  Effect.runPromise(
+  it.run(
     Effect.either(
       payForTool({
         ...(paidTimeoutMs === undefined ? {} : { paidTimeoutMs }),

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, test } from "bun:test"
-import { Effect } from "effect"
 import { kindsIncomplete, notKnownRetryAfter, poolReadiness } from "../src/x402/readiness.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
 import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
+import { it } from "./support/effectTest.js"
 import { pollUntil } from "./support/poll.js"
 import { refusal, request, startServer, testConfig } from "./support/server.js"
 
@@ -96,7 +96,7 @@ describe("a slow start is not a refusal", () => {
       (s) => s === 200,
       { timeoutMs: 6_000 }
     )
-    expect((await Effect.runPromise(x402.supported())).kinds).toHaveLength(1)
+    expect((await it.run(x402.supported())).kinds).toHaveLength(1)
     // Now known: this payee has no evidence, so the settle goes on to the policy step (403), not 503.
     const after = await refusal(x402.settle({ payload: body, headers: {} }))
     expect(after).toMatchObject({ error: "POLICY_DENIED", code: "NO_VERIFICATION_EVIDENCE" })

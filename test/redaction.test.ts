@@ -4,6 +4,7 @@ import { join } from "node:path"
 import { Effect, Logger } from "effect"
 import { redacting } from "../src/redaction/RedactingLogger.js"
 import { makeRedactor, REDACTED, secretsOf } from "../src/redaction/redact.js"
+import { it } from "./support/effectTest.js"
 import { pollUntil } from "./support/poll.js"
 import { type SellerProcess, startSellerProcess } from "./support/sellerProcess.js"
 import { request, testConfig } from "./support/server.js"
@@ -69,7 +70,7 @@ describe("the redactor (pure)", () => {
   test("a log line and its cause pass through the redactor before they are written", async () => {
     const lines: Array<string> = []
     const capture = Logger.map(Logger.logfmtLogger, (line) => void lines.push(line))
-    await Effect.runPromise(
+    await it.run(
       Effect.logError(
         `backend said Authorization: Bearer ${FACILITATOR_KEY}`,
         new Error(`cause quoting ${FACILITATOR_KEY}`)

@@ -15,6 +15,7 @@ import { StoreTest } from "../src/store/Store.js"
 import { routeMatcher, settleLabels } from "../src/telemetry/labels.js"
 import { confidence } from "../src/verification/metrics.js"
 import { advertised, observation, timedOut } from "./fixtures/observations.js"
+import { it } from "./support/effectTest.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 const HOUR = 3_600_000
@@ -239,7 +240,7 @@ describe("the catalog table in the store", () => {
         )}`
       return { first, filtered, elapsedMs, rows, counts: yield* table.counts() }
     })
-    const { first, filtered, elapsedMs, rows, counts } = await Effect.runPromise(Effect.provide(program, StoreTest))
+    const { first, filtered, elapsedMs, rows, counts } = await it.run(Effect.provide(program, StoreTest))
     expect(first.total).toBe(100_000)
     expect(first.rows).toHaveLength(50)
     // The top 50 by confidence in SQL are the top 50 by the service's own formula, in that order.

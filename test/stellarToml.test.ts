@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect } from "effect"
 import { egressRules, installEgressGuard } from "../src/outbound/egress.js"
 import { makeStellarData } from "../src/vertical/StellarData.js"
+import { it } from "./support/effectTest.js"
 
 /**
  * The vertical's `stellar.toml` lookup goes through the Connector, not the Stellar SDK's own
@@ -40,7 +40,7 @@ describe("stellar.toml through the Connector", () => {
     const uninstall = installEgressGuard(egressRules([]))
     try {
       const before = requests
-      const lookup = await Effect.runPromise(data.stellarToml(`127.0.0.1:${home.port}`))
+      const lookup = await it.run(data.stellarToml(`127.0.0.1:${home.port}`))
       expect(lookup).toMatchObject({ status: "published", document: { DOCUMENTATION: { ORG_NAME: "Home Testnet" } } })
       expect(requests - before).toBe(1)
     } finally {
@@ -49,7 +49,7 @@ describe("stellar.toml through the Connector", () => {
   })
 
   test("a document over the SDK's 100 KiB limit is unavailable, not read whole", async () => {
-    const lookup = await Effect.runPromise(data.stellarToml(`localhost:${home.port}`))
+    const lookup = await it.run(data.stellarToml(`localhost:${home.port}`))
     expect(lookup).toMatchObject({ status: "unavailable" })
     expect((lookup as { reason: string }).reason).toContain("102400")
   })

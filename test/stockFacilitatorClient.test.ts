@@ -7,11 +7,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Transaction } from "@stellar/stellar-sdk"
 import { HTTPFacilitatorClient } from "@x402/core/server"
 import { type PaymentPayload, type PaymentRequirements, SettleError, VerifyError } from "@x402/core/types"
-import { Effect, Schema } from "effect"
+import { Schema } from "effect"
 import { ErrorBody } from "../src/domain/errors.js"
 import { ResourceId } from "../src/domain/ids.js"
 import { networkPassphrase } from "../src/domain/stellar.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
+import { it } from "./support/effectTest.js"
 import { SELLER_PAY_TO as PAY_TO, SELLER_RESOURCE_ID as RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
 import { request } from "./support/server.js"
 
@@ -27,7 +28,7 @@ beforeAll(async () => {
     budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 }
   }))
   client = new HTTPFacilitatorClient({ url: `${stack.server.url}/x402` })
-  const probe = await Effect.runPromise(
+  const probe = await it.run(
     stack.server.client.verification.validate({ payload: { resourceId: ResourceId.make(RESOURCE_ID) } })
   )
   if (probe.healthy !== true) throw new Error(`the seller did not probe healthy: ${JSON.stringify(probe)}`)

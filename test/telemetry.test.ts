@@ -3,6 +3,7 @@ import { Effect, Layer } from "effect"
 import { apiKeyHash } from "../src/http/authLive.js"
 import { TelemetryLive } from "../src/telemetry/Telemetry.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
+import { it } from "./support/effectTest.js"
 import { pollUntil } from "./support/poll.js"
 import { SELLER_PAY_TO as PAY_TO, SELLER_RESOURCE_ID as RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
 import { request, testConfig } from "./support/server.js"
@@ -125,7 +126,7 @@ describe("logFormat", () => {
     const original = console.log
     console.log = (line: unknown) => void lines.push(String(line))
     try {
-      await Effect.runPromise(
+      await it.run(
         Effect.logInfo("hello from the test").pipe(
           Effect.annotateLogs("component", "telemetry-test"),
           Effect.provide(Layer.mergeAll(TelemetryLive({ ...testConfig(), logFormat: "json" }, "test")))

@@ -27,6 +27,7 @@ import {
   TTF_NEW_ADMIN
 } from "./fixtures/stellarAssets.js"
 import { buildExactPayment } from "./fixtures/stellarPayment.js"
+import { it } from "./support/effectTest.js"
 import { LOOPBACK, pollUntil, pollUntilEffect } from "./support/poll.js"
 
 const ENDPOINTS = ["inspect", "changes", "compliance", "eligibility"] as const
@@ -538,7 +539,7 @@ describe("vertical: paywall readiness", () => {
       )
       return { beforeClock, ready }
     })
-    const { beforeClock, ready } = await Effect.runPromise(
+    const { beforeClock, ready } = await it.run(
       program.pipe(
         Effect.provide(
           Paywall.Live({
