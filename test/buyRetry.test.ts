@@ -19,7 +19,7 @@ import { stellarServerScheme } from "../src/x402/stellarServerScheme.js"
 import { startDroppingProxy } from "./fixtures/droppingProxy.js"
 import { it } from "./support/effectTest.js"
 import { SELLER_PAY_TO, SELLER_RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
-import { ledgerAt, request, testConfig } from "./support/server.js"
+import { ledgerAt, testConfig } from "./support/server.js"
 
 /**
  * Resends that cannot pay twice: stock @x402/hono 2.27 sellers settling through Sextant (a fixture
@@ -95,8 +95,11 @@ beforeAll(async () => {
   stack = await startSellerStack()
   // Settlement pays a payee with verification evidence: the stack's resource has the same payee.
   expect(
-    (await request(`${stack.server.url}/v1/validate`, { method: "POST", json: { resourceId: SELLER_RESOURCE_ID } }))
-      .body.healthy
+    (
+      await it.run(
+        stack.server.client.verification.validate({ payload: { resourceId: ResourceId.make(SELLER_RESOURCE_ID) } })
+      )
+    ).healthy
   ).toBe(true)
 })
 afterAll(async () => {
@@ -163,7 +166,8 @@ describe("a seller whose facilitator settles and then drops the connection", () 
     })
     for (const id of [SELLER_RESOURCE_ID, ...listed.map((entry) => entry.resource.id)]) {
       expect(
-        (await request(`${dropping.server.url}/v1/validate`, { method: "POST", json: { resourceId: id } })).body.healthy
+        (await it.run(dropping.server.client.verification.validate({ payload: { resourceId: ResourceId.make(id) } })))
+          .healthy
       ).toBe(true)
     }
   })

@@ -120,6 +120,7 @@ describe("errors", () => {
   })
 
   test("schema violations list every failing field, and unknown fields are refused", async () => {
+    // Raw: a body the typed client would refuse to send.
     const { status, body } = await request(`${server.url}/v1/search`, {
       method: "POST",
       json: { maxPriceUsd: "cheap", network: "ethereum", surprise: true }
@@ -132,6 +133,7 @@ describe("errors", () => {
   })
 
   test("unknown routes are 404, wrong methods 405 with Allow, big bodies 413, other media types 415", async () => {
+    // Raw: paths, methods, sizes and media types outside the contract, which the typed client cannot send.
     const unknown = await request(`${server.url}/v2/nothing`)
     expect(unknown.status).toBe(404)
     expect(unknown.body.error).toBe("NOT_FOUND")
@@ -179,6 +181,7 @@ describe("errors", () => {
     })
     expect(big.status).toBe(413)
     expect(((await big.json()) as any).error).toBe("PAYLOAD_TOO_LARGE")
+    // Raw: a nesting the client's encoder would never produce; its well-formed twin below is compared by status.
     const deep = await request(`${server.url}/v1/search`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -204,6 +207,7 @@ describe("errors", () => {
 
 describe("openapi", () => {
   test("/openapi.json is 3.1, version 0.1.0, Apache-2.0, and lists every path of the spec", async () => {
+    // Raw: the document is served beside the contract, not as one of its endpoints.
     const { status, body } = await request(`${server.url}/openapi.json`)
     expect(status).toBe(200)
     expect(body.openapi).toMatch(/^3\.1\./)

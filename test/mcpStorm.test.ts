@@ -146,8 +146,9 @@ describe("a storm while the service forwards verifies", () => {
     )
     await facilitatorsAnswered(server.url)
     expect(
-      (await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "seller.paid" } })).status
-    ).toBe(200)
+      (await it.run(server.client.verification.validate({ payload: { resourceId: ResourceId.make("seller.paid") } })))
+        .resourceId
+    ).toBe<unknown>("seller.paid")
   })
   afterAll(async () => {
     await server.close()

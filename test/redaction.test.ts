@@ -96,6 +96,7 @@ describe("a facilitator that echoes the request headers in its 500 body", () => 
     stack.backend.setMode("echo500")
     const body = await stack.settleBodyFor(3)
 
+    // Raw throughout: a leak would sit in the bytes on the wire, which a decoded answer could drop.
     // The key really goes to the backend, which really echoes it.
     const verify = await request(`${child.url}/x402/verify`, { method: "POST", json: body })
     expect(stack.backend.requests.at(-1)?.authorization).toBe(`Bearer ${FACILITATOR_KEY}`)

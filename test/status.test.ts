@@ -269,6 +269,7 @@ describe("the status page over HTTP with API keys", () => {
       })
     )
     try {
+      // Raw: the status page is HTML beside the contract, not one of its endpoints.
       const get = (key?: string) =>
         request(`${server.url}/status`, key === undefined ? {} : { headers: { authorization: `Bearer ${key}` } })
       const anonymous = await get()

@@ -48,6 +48,7 @@ const failureOf = async (call: Promise<unknown>) => {
 const settleRefused = async (payment: PaymentPayload, paid: PaymentRequirements) => {
   const error = await failureOf(client.settle(payment, paid))
   expect(error).toBeInstanceOf(SettleError)
+  // Raw: the body on the wire is checked against the error schema, not a decoded answer.
   const raw = await request(`${stack.server.url}/x402/settle`, { method: "POST", json: settleBody(payment, paid) })
   expect(Schema.decodeUnknownEither(ErrorBody)(raw.body)._tag).toBe("Right")
   return { error: error as SettleError, raw }
@@ -178,6 +179,7 @@ describe("verify runs settle's own checks before any backend", () => {
       statusCode: 400,
       invalidReason: "invalid_exact_stellar_payload_missing_payer_signature"
     })
+    // Raw: the body on the wire carries both the x402 fields and the service's error.
     const raw = await request(`${stack.server.url}/x402/verify`, {
       method: "POST",
       json: settleBody(forged, requirements)
