@@ -4,7 +4,7 @@ import { decodePaymentResponseHeader } from "@x402/core/http"
 import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server"
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch"
 import { paymentMiddleware } from "@x402/hono"
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { Hono } from "hono"
 import { ProbesConfig, TESTNET_USDC } from "../src/config.js"
 import { ResourceId } from "../src/domain/ids.js"
@@ -102,10 +102,10 @@ describe("a stock seller whose one facilitator is Sextant's embedded backend", (
     expect(channels).toContain(sent[0]!.source)
   })
 
-  test("Sextant's own buyer pays it: one transfer of the price to the seller", async () => {
-    const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 77))
-    const paid = await it.run(
-      buyerPayFor({
+  it.live("Sextant's own buyer pays it: one transfer of the price to the seller", () =>
+    Effect.gen(function* () {
+      const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 77))
+      const paid = yield* buyerPayFor({
         url,
         method: "GET",
         signer: buyer,
@@ -115,17 +115,17 @@ describe("a stock seller whose one facilitator is Sextant's embedded backend", (
         maxPrice: 1_000_000n,
         outbound: Schema.decodeSync(ProbesConfig)({ trustedOrigins: [new URL(url).origin], timeoutMs: 5000 })
       })
-    )
-    expect(paid.status).toBe(200)
-    expect(paid.paymentResponse).toMatchObject({ success: true, network: "stellar:testnet" })
-    const hash = paid.paymentResponse?.transaction ?? ""
-    expect(stack.ledger.transfersBetween(buyer.publicKey(), SELLER_PAY_TO)).toBe(1)
-    const { succeeded, sent } = onLedger(hash)
-    expect(succeeded).toBe(true)
-    expect(sent).toHaveLength(1)
-    expect(sent[0]!.feeSource).toBe(fee.keypair.publicKey())
-    expect(channels).toContain(sent[0]!.source)
-  })
+      expect(paid.status).toBe(200)
+      expect(paid.paymentResponse).toMatchObject({ success: true, network: "stellar:testnet" })
+      const hash = paid.paymentResponse?.transaction ?? ""
+      expect(stack.ledger.transfersBetween(buyer.publicKey(), SELLER_PAY_TO)).toBe(1)
+      const { succeeded, sent } = onLedger(hash)
+      expect(succeeded).toBe(true)
+      expect(sent).toHaveLength(1)
+      expect(sent[0]!.feeSource).toBe(fee.keypair.publicKey())
+      expect(channels).toContain(sent[0]!.source)
+    })
+  )
 
   test("GET /x402/facilitators shows the embedded backend's fee account, channels and settles", async () => {
     // Raw: the secret check reads the bytes on the wire, which a decoded answer could drop.

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Effect } from "effect"
 import type { Config } from "../src/config.js"
 import { ResourceId } from "../src/domain/ids.js"
 import { it } from "./support/effectTest.js"
@@ -36,37 +37,43 @@ beforeAll(async () => {
 afterAll(() => server.close())
 
 describe("health", () => {
-  test("live and ready answer through the typed client", async () => {
-    const live = await it.run(server.client.health.live())
-    expect(live).toEqual({ status: "ok" })
-    const ready = await it.run(server.client.health.ready())
-    expect(ready.network).toBe("stellar:testnet")
-    expect(ready.asset).toEqual({
-      network: "stellar:testnet",
-      assetContract: "CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA",
-      symbol: "USDC",
-      decimals: 7,
-      minimumAmount: "1",
-      maximumAmount: "10000000000"
+  it.live("live and ready answer through the typed client", () =>
+    Effect.gen(function* () {
+      const live = yield* server.client.health.live()
+      expect(live).toEqual({ status: "ok" })
+      const ready = yield* server.client.health.ready()
+      expect(ready.network).toBe("stellar:testnet")
+      expect(ready.asset).toEqual({
+        network: "stellar:testnet",
+        assetContract: "CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA",
+        symbol: "USDC",
+        decimals: 7,
+        minimumAmount: "1",
+        maximumAmount: "10000000000"
+      })
     })
-  })
+  )
 
-  test("dependencies report the store and a facilitator section", async () => {
-    const body = await it.run(server.client.health.dependencies())
-    expect(body.store).toMatchObject({ kind: "sqlite", location: ":memory:", durable: false })
-    expect(body.facilitators).toMatchObject({ configured: 0 })
-  })
+  it.live("dependencies report the store and a facilitator section", () =>
+    Effect.gen(function* () {
+      const body = yield* server.client.health.dependencies()
+      expect(body.store).toMatchObject({ kind: "sqlite", location: ":memory:", durable: false })
+      expect(body.facilitators).toMatchObject({ configured: 0 })
+    })
+  )
 })
 
 describe("discovery", () => {
-  test("lists the demo catalog from stored rows, every resource starting DISCOVERED at level 0", async () => {
-    const { resources } = await it.run(server.client.resources.list({ urlParams: {} }))
-    expect(resources.map((r) => r.resource.id).sort()).toEqual(config.catalog.map((e) => e.resource.id).sort())
-    for (const r of resources) {
-      expect(r.resource.status).toBe("DISCOVERED")
-      expect(r.resource.verificationLevel).toBe(0)
-    }
-  })
+  it.live("lists the demo catalog from stored rows, every resource starting DISCOVERED at level 0", () =>
+    Effect.gen(function* () {
+      const { resources } = yield* server.client.resources.list({ urlParams: {} })
+      expect(resources.map((r) => r.resource.id).sort()).toEqual(config.catalog.map((e) => e.resource.id).sort())
+      for (const r of resources) {
+        expect(r.resource.status).toBe("DISCOVERED")
+        expect(r.resource.verificationLevel).toBe(0)
+      }
+    })
+  )
 
   test("a resource comes with its metrics; an unknown id is 404 {error, message}", async () => {
     const body = await it.run(
@@ -100,11 +107,13 @@ describe("discovery", () => {
     expect<unknown>(ceiling.resources.map((r) => r.resource.id)).toEqual(["demo-flaky.rwa.inspect"])
   })
 
-  test("quality filters never pass a resource without evidence", async () => {
-    for (const payload of [{ minimumReliability: 0 }, { maximumP95LatencyMs: 100000 }]) {
-      expect((await it.run(server.client.resources.search({ payload }))).count).toBe(0)
-    }
-  })
+  it.live("quality filters never pass a resource without evidence", () =>
+    Effect.gen(function* () {
+      for (const payload of [{ minimumReliability: 0 }, { maximumP95LatencyMs: 100000 }]) {
+        expect((yield* server.client.resources.search({ payload })).count).toBe(0)
+      }
+    })
+  )
 })
 
 // Error cases send what the contract refuses (bad JSON, bad fields, wrong methods and types): raw requests.

@@ -3,7 +3,7 @@ import { Keypair } from "@stellar/stellar-sdk"
 import { decodePaymentResponseHeader } from "@x402/core/http"
 import { HTTPFacilitatorClient, x402ResourceServer } from "@x402/core/server"
 import { paymentMiddleware } from "@x402/hono"
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { Hono } from "hono"
 import { ProbesConfig, TESTNET_USDC } from "../src/config.js"
 import { ResourceId } from "../src/domain/ids.js"
@@ -104,24 +104,26 @@ describe("a stock @x402/hono 2.27 seller with Sextant as its facilitator", () =>
     }
   })
 
-  test("Sextant's own buyer pays it: the challenge signed locally, settled once through Sextant, the data served", async () => {
-    const settlesBefore = stack.backend.calls("/settle")
-    const paid = await it.run(
-      buyerPayFor({
-        url,
-        method: "GET",
-        signer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, 77)),
-        rpcUrl: stack.ledger.rpcUrl,
-        inclusionFeeStroops: 10_000,
-        deployment: { network: "stellar:testnet", assetContract: TESTNET_USDC },
-        maxPrice: 1_000_000n,
-        outbound: Schema.decodeSync(ProbesConfig)({ trustedOrigins: [new URL(url).origin], timeoutMs: 5000 })
+  it.live(
+    "Sextant's own buyer pays it: the challenge signed locally, settled once through Sextant, the data served",
+    () =>
+      Effect.gen(function* () {
+        const settlesBefore = stack.backend.calls("/settle")
+        const paid = yield* buyerPayFor({
+          url,
+          method: "GET",
+          signer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, 77)),
+          rpcUrl: stack.ledger.rpcUrl,
+          inclusionFeeStroops: 10_000,
+          deployment: { network: "stellar:testnet", assetContract: TESTNET_USDC },
+          maxPrice: 1_000_000n,
+          outbound: Schema.decodeSync(ProbesConfig)({ trustedOrigins: [new URL(url).origin], timeoutMs: 5000 })
+        })
+        expect(paid.status).toBe(200)
+        expect(JSON.parse(paid.body?.toString() ?? "null")).toEqual({ tempC: 21 })
+        expect(paid.paymentResponse).toMatchObject({ success: true, network: "stellar:testnet" })
+        expect(stack.ledger.succeeded(paid.paymentResponse?.transaction ?? "")).toBe(true)
+        expect(stack.backend.calls("/settle") - settlesBefore).toBe(1)
       })
-    )
-    expect(paid.status).toBe(200)
-    expect(JSON.parse(paid.body?.toString() ?? "null")).toEqual({ tempC: 21 })
-    expect(paid.paymentResponse).toMatchObject({ success: true, network: "stellar:testnet" })
-    expect(stack.ledger.succeeded(paid.paymentResponse?.transaction ?? "")).toBe(true)
-    expect(stack.backend.calls("/settle") - settlesBefore).toBe(1)
-  })
+  )
 })

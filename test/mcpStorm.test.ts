@@ -47,13 +47,15 @@ afterAll(() => {
 })
 
 describe("an MCP server storming its client with pings", () => {
-  test("a JSON batch in answer to tools/call is refused: no ping answered, at most the bound of requests", async () => {
-    const observed = await it.run(observeMcp(target(batch.url("/batch/mcp")), config, mcpSessions(config)))
-    expect(observed.observation.outcome).toBe("unreachable")
-    expect(observed.observation.detail).toContain("batch")
-    expect(batch.pingAnswers()).toBe(0)
-    expect(batch.requests()).toBeLessThanOrEqual(PROBE_REQUEST_BOUND)
-  })
+  it.live("a JSON batch in answer to tools/call is refused: no ping answered, at most the bound of requests", () =>
+    Effect.gen(function* () {
+      const observed = yield* observeMcp(target(batch.url("/batch/mcp")), config, mcpSessions(config))
+      expect(observed.observation.outcome).toBe("unreachable")
+      expect(observed.observation.detail).toContain("batch")
+      expect(batch.pingAnswers()).toBe(0)
+      expect(batch.requests()).toBeLessThanOrEqual(PROBE_REQUEST_BOUND)
+    })
+  )
 
   test("pings and notifications in an event stream are dropped; the result still reaches the probe", async () => {
     const before = stream.requests()
@@ -213,18 +215,22 @@ describe("registering an MCP server whose tool name is too long", () => {
 })
 
 describe("redirects", () => {
-  test("a 307 in answer to tools/call is a failure, never a second send of the same call", async () => {
-    const server = startMcpStorm({ pings: 0 })
-    try {
-      const { observation } = await it.run(
-        observeMcp(target(server.url("/plain/moved"), "redirect"), config, mcpSessions(config))
-      )
-      expect(observation.outcome).toBe("unreachable")
-      expect(server.calls()).toBe(1)
-    } finally {
-      server.stop()
-    }
-  })
+  it.live("a 307 in answer to tools/call is a failure, never a second send of the same call", () =>
+    Effect.gen(function* () {
+      const server = startMcpStorm({ pings: 0 })
+      try {
+        const { observation } = yield* observeMcp(
+          target(server.url("/plain/moved"), "redirect"),
+          config,
+          mcpSessions(config)
+        )
+        expect(observation.outcome).toBe("unreachable")
+        expect(server.calls()).toBe(1)
+      } finally {
+        server.stop()
+      }
+    })
+  )
 })
 
 describe("sessions are bounded", () => {

@@ -67,19 +67,19 @@ describe("the redactor (pure)", () => {
     )
   })
 
-  test("a log line and its cause pass through the redactor before they are written", async () => {
-    const lines: Array<string> = []
-    const capture = Logger.map(Logger.logfmtLogger, (line) => void lines.push(line))
-    await it.run(
-      Effect.logError(
+  it.live("a log line and its cause pass through the redactor before they are written", () =>
+    Effect.gen(function* () {
+      const lines: Array<string> = []
+      const capture = Logger.map(Logger.logfmtLogger, (line) => void lines.push(line))
+      yield* Effect.logError(
         `backend said Authorization: Bearer ${FACILITATOR_KEY}`,
         new Error(`cause quoting ${FACILITATOR_KEY}`)
       ).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, redacting(capture, redactor))))
-    )
-    expect(lines).toHaveLength(1)
-    expect(lines[0]).not.toContain(FACILITATOR_KEY)
-    expect(lines[0]).toContain(REDACTED)
-  })
+      expect(lines).toHaveLength(1)
+      expect(lines[0]).not.toContain(FACILITATOR_KEY)
+      expect(lines[0]).toContain(REDACTED)
+    })
+  )
 })
 
 describe("a facilitator that echoes the request headers in its 500 body", () => {

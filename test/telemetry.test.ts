@@ -123,27 +123,27 @@ describe("traces over OTLP (telemetry.otlpEndpoint)", () => {
 })
 
 describe("logFormat", () => {
-  test('"json" writes one JSON object per log line', async () => {
-    const lines: Array<string> = []
-    const original = console.log
-    console.log = (line: unknown) => void lines.push(String(line))
-    try {
-      await it.run(
-        Effect.logInfo("hello from the test").pipe(
+  it.live('"json" writes one JSON object per log line', () =>
+    Effect.gen(function* () {
+      const lines: Array<string> = []
+      const original = console.log
+      console.log = (line: unknown) => void lines.push(String(line))
+      try {
+        yield* Effect.logInfo("hello from the test").pipe(
           Effect.annotateLogs("component", "telemetry-test"),
           Effect.provide(Layer.mergeAll(TelemetryLive({ ...testConfig(), logFormat: "json" }, "test")))
         )
-      )
-    } finally {
-      console.log = original
-    }
-    const entry = JSON.parse(lines.find((l) => l.includes("hello from the test")) ?? "{}")
-    expect(entry).toMatchObject({
-      message: "hello from the test",
-      logLevel: "INFO",
-      annotations: { component: "telemetry-test" }
+      } finally {
+        console.log = original
+      }
+      const entry = JSON.parse(lines.find((l) => l.includes("hello from the test")) ?? "{}")
+      expect(entry).toMatchObject({
+        message: "hello from the test",
+        logLevel: "INFO",
+        annotations: { component: "telemetry-test" }
+      })
     })
-  })
+  )
 
   test("telemetry is off by default: no otlpEndpoint, text logs", () => {
     expect(testConfig().telemetry.otlpEndpoint).toBeNull()
