@@ -20,11 +20,10 @@ type SettleRequest = Parameters<Stack["server"]["client"]["x402"]["settle"]>[0][
 /** The calls these tests make, all well-formed: each refusal is the service's judgement, decoded as its error class. */
 const callsOf = (stack: () => Stack) => ({
   validate: () =>
-    it.run(stack().server.client.verification.validate({ payload: { resourceId: ResourceId.make(RESOURCE_ID) } })),
+    stack().server.client.verification.validate({ payload: { resourceId: ResourceId.make(RESOURCE_ID) } }),
   verify: (payload: SettleRequest) => stack().server.client.x402.verify({ payload, headers: {} }),
   settle: (payload: SettleRequest) => stack().server.client.x402.settle({ payload, headers: {} }),
-  settlements: (state?: "failed") =>
-    it.run(stack().server.client.x402.settlements({ urlParams: state ? { state } : {} }))
+  settlements: (state?: "failed") => stack().server.client.x402.settlements({ urlParams: state ? { state } : {} })
 })
 
 /**
@@ -50,7 +49,7 @@ describe.each([
       budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 },
       verification: { ...base.verification, minDistinctPayers: 1 }
     }))
-    expect((await validate()).healthy).toBe(true)
+    expect((await it.run(validate())).healthy).toBe(true)
   })
   afterAll(() => stack.stop())
 
@@ -78,7 +77,7 @@ describe.each([
     // The same signed payment again: the stored answer, no second backend call.
     expect(await it.run(settle(body))).toEqual(settled)
     expect(backend.calls("/settle")).toBe(1)
-    const [journaled] = (await settlements()).settlements
+    const [journaled] = (await it.run(settlements())).settlements
     expect(journaled).toMatchObject({ state: "settled", payer: buyer.publicKey(), transaction: settled.transaction })
 
     // A second payment by the same payer meets the per-principal fee budget.
@@ -127,7 +126,7 @@ describe("refused credential forms and spent nonces never reach a backend", () =
     stack = await startSellerStack((base) => ({
       budgets: { ...base.budgets, feeCeilingStroops: 1_000, globalFeeStroops: 3_000 }
     }))
-    expect((await validate()).healthy).toBe(true)
+    expect((await it.run(validate())).healthy).toBe(true)
   })
   afterAll(() => stack.stop())
 
@@ -164,7 +163,7 @@ describe("refused credential forms and spent nonces never reach a backend", () =
     const answer = await refusal(settle(settleBody(payment, requirements)))
     expect(answer).toMatchObject({ error: "NONCE_ALREADY_CONSUMED" })
     expect(stack.backend.calls("/settle")).toBe(settlesBefore)
-    const [journaled] = (await settlements("failed")).settlements
+    const [journaled] = (await it.run(settlements("failed"))).settlements
     expect(journaled).toMatchObject({ state: "failed", backendId: null, transaction: null })
     expect(stack.ledger.transfersBetween(buyer.publicKey(), PAY_TO)).toBe(1)
   })
@@ -228,7 +227,7 @@ describe("a settle the backend refuses without submitting", () => {
     stack = await startSellerStack((base) => ({
       budgets: { ...base.budgets, feeCeilingStroops: 1_000, globalFeeStroops: 2_000 }
     }))
-    expect((await validate()).healthy).toBe(true)
+    expect((await it.run(validate())).healthy).toBe(true)
   })
   afterAll(() => stack.stop())
 
@@ -237,7 +236,7 @@ describe("a settle the backend refuses without submitting", () => {
     for (let seed = 400; seed < 405; seed++) {
       expect(await it.run(await settleAs(seed))).toMatchObject({ success: false, transaction: "" })
     }
-    expect((await settlements("failed")).settlements).toHaveLength(5)
+    expect((await it.run(settlements("failed"))).settlements).toHaveLength(5)
     stack.backend.setMode("succeed")
     expect(await it.run(await settleAs(405))).toMatchObject({ success: true })
     expect(await it.run(await settleAs(406))).toMatchObject({ success: true })
@@ -255,7 +254,7 @@ describe("a payment signed by another key than its payer's", () => {
     stack = await startSellerStack((base) => ({
       budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 }
     }))
-    expect((await validate()).healthy).toBe(true)
+    expect((await it.run(validate())).healthy).toBe(true)
   })
   afterAll(() => stack.stop())
 
@@ -270,10 +269,10 @@ describe("a payment signed by another key than its payer's", () => {
     const inFlight = it.run(Effect.either(settle(settleBody(forged, requirements))))
     await pollUntil(
       "the forged settle is reserved",
-      () => settlements(),
+      () => it.run(settlements()),
       (s) => s.settlements.length === 1
     )
-    const [reserved] = (await settlements()).settlements
+    const [reserved] = (await it.run(settlements())).settlements
     expect(reserved).toMatchObject({ state: "pending", principal: "open:unverified-payer", payer: victim.publicKey() })
     const genuine = await buildExactPayment(requirements, {
       buyer: victim,
