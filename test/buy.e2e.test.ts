@@ -16,7 +16,7 @@ import { startFacilitator } from "./fixtures/facilitator.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
 import { settledCredentialForms } from "./fixtures/stellarPayment.js"
-import { buySummary, spawnedCli } from "./support/cli.js"
+import { buySummary, spawnedCli } from "./support/cliProcess.js"
 import { it } from "./support/effectTest.js"
 import { ledgerAt, startServer, testConfig } from "./support/server.js"
 

@@ -12,7 +12,7 @@ import { startFixtureLedger } from "./fixtures/ledger.js"
 import { type GenerationSeller, QUOTE, startLegacySeller, startModernSeller } from "./fixtures/mcpGenerations.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO } from "./fixtures/x402Terms.js"
 import { writeBuyerConfig } from "./support/buyerConfig.js"
-import { buySummary, spawnedCli } from "./support/cli.js"
+import { buySummary, spawnedCli } from "./support/cliProcess.js"
 import { it } from "./support/effectTest.js"
 import { startServer } from "./support/server.js"
 

@@ -19,7 +19,7 @@ import { startFixtureLedger } from "./fixtures/ledger.js"
 import { CLAW } from "./fixtures/stellarAssets.js"
 import { startVerticalMcp } from "./fixtures/verticalMcp.js"
 import { writeBuyerConfig } from "./support/buyerConfig.js"
-import { buySummary, SEXTANT_MAIN, spawnedCli } from "./support/cli.js"
+import { buySummary, SEXTANT_MAIN, spawnedCli } from "./support/cliProcess.js"
 import { it, runWith } from "./support/effectTest.js"
 import { startServer } from "./support/server.js"
 

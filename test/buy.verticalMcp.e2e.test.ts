@@ -18,7 +18,7 @@ import { QUOTE, startModernSeller } from "./fixtures/mcpGenerations.js"
 import { CLAW } from "./fixtures/stellarAssets.js"
 import { startVerticalMcp } from "./fixtures/verticalMcp.js"
 import { writeBuyerConfig } from "./support/buyerConfig.js"
-import { spawnedCli } from "./support/cli.js"
+import { spawnedCli } from "./support/cliProcess.js"
 import { it } from "./support/effectTest.js"
 import { startServer } from "./support/server.js"
 
@@ -121,44 +121,49 @@ const buy = (
   kind: McpKind,
   at: { url: string; name: string; arguments: Record<string, unknown> } = { url: urlOf(generation), ...SOLD[kind] }
 ) =>
-  it.run(
-    Effect.either(
-      payForTool({
-        url: at.url,
-        kind,
-        toolName: at.name,
-        arguments: at.arguments,
-        signer: Keypair.random(),
-        rpcUrl: ledger.rpcUrl,
-        inclusionFeeStroops: 10_000,
-        deployment: { network: defaults.network, assetContract: defaults.asset.assetContract },
-        maxPrice: 1_000_000n,
-        outbound: { ...defaults.buyer, allowPrivateTargets: true, timeoutMs: 10_000 }
-      })
-    )
+  Effect.either(
+    payForTool({
+      url: at.url,
+      kind,
+      toolName: at.name,
+      arguments: at.arguments,
+      signer: Keypair.random(),
+      rpcUrl: ledger.rpcUrl,
+      inclusionFeeStroops: 10_000,
+      deployment: { network: defaults.network, assetContract: defaults.asset.assetContract },
+      maxPrice: 1_000_000n,
+      outbound: { ...defaults.buyer, allowPrivateTargets: true, timeoutMs: 10_000 }
+    })
   )
 
 describe("payForTool buys the vertical's tool, resource and prompt over both generations", () => {
   for (const generation of GENERATIONS) {
     for (const kind of KINDS) {
-      test(`a ${kind} over ${generation}: one settle on the ledger, the data delivered with its settlement`, async () => {
-        const settles = fac.calls("/settle")
-        const refusedDiscovers = front.counts.discoversRefused
-        const either = await buy(generation, kind)
-        const answer = Either.getOrThrow(either)
-        expect(fac.calls("/settle")).toBe(settles + 1)
-        expect(answer).toMatchObject({
-          amount: SOLD[kind].price,
-          sends: 1,
-          toolError: false,
-          paymentResponse: { success: true }
-        })
-        expect(ledger.succeeded(answer.paymentResponse!.transaction)).toBe(true)
-        expect(judgePaid(answer)._tag).toBe("Delivered")
-        expect(answer.body!.toString("utf8")).toContain(kind === "prompt" ? "Review these changes findings" : "CLAW")
-        // The 2025 purchase went through the front: its discover refused, the rest in a session.
-        expect(front.counts.discoversRefused).toBe(refusedDiscovers + (generation === "2025" ? 1 : 0))
-      }, 60_000)
+      it.live(
+        `a ${kind} over ${generation}: one settle on the ledger, the data delivered with its settlement`,
+        () =>
+          Effect.gen(function* () {
+            const settles = fac.calls("/settle")
+            const refusedDiscovers = front.counts.discoversRefused
+            const either = yield* buy(generation, kind)
+            const answer = Either.getOrThrow(either)
+            expect(fac.calls("/settle")).toBe(settles + 1)
+            expect(answer).toMatchObject({
+              amount: SOLD[kind].price,
+              sends: 1,
+              toolError: false,
+              paymentResponse: { success: true }
+            })
+            expect(ledger.succeeded(answer.paymentResponse!.transaction)).toBe(true)
+            expect(judgePaid(answer)._tag).toBe("Delivered")
+            expect(answer.body!.toString("utf8")).toContain(
+              kind === "prompt" ? "Review these changes findings" : "CLAW"
+            )
+            // The 2025 purchase went through the front: its discover refused, the rest in a session.
+            expect(front.counts.discoversRefused).toBe(refusedDiscovers + (generation === "2025" ? 1 : 0))
+          }),
+        60_000
+      )
     }
   }
 })
@@ -209,31 +214,36 @@ describe("a paid MCP answer that leaves the money's fate unknown is never a refu
   afterEach(() => fac.setMode("succeed"))
 
   for (const mode of ["settleDown", "settlePending"] as const) {
-    test(`the vertical in ${mode}: tool, resource and prompt are PaymentOutcomeUnknown, each sent once (the vertical offers no payment identifier)`, async () => {
-      fac.setMode(mode)
-      for (const generation of GENERATIONS) {
-        for (const kind of KINDS) {
-          const settles = fac.calls("/settle")
-          const answer = await buy(generation, kind)
-          expect([generation, kind, Either.isLeft(answer) ? answer.left._tag : "delivered"]).toEqual([
-            generation,
-            kind,
-            "PaymentOutcomeUnknown"
-          ])
-          expect(
-            Either.isLeft(answer) && (answer.left as { paymentIdentifier?: string }).paymentIdentifier
-          ).toBeUndefined()
-          expect(fac.calls("/settle")).toBeGreaterThan(settles)
-        }
-      }
-    }, 60_000)
+    it.live(
+      `the vertical in ${mode}: tool, resource and prompt are PaymentOutcomeUnknown, each sent once (the vertical offers no payment identifier)`,
+      () =>
+        Effect.gen(function* () {
+          fac.setMode(mode)
+          for (const generation of GENERATIONS) {
+            for (const kind of KINDS) {
+              const settles = fac.calls("/settle")
+              const answer = yield* buy(generation, kind)
+              expect([generation, kind, Either.isLeft(answer) ? answer.left._tag : "delivered"]).toEqual([
+                generation,
+                kind,
+                "PaymentOutcomeUnknown"
+              ])
+              expect(
+                Either.isLeft(answer) && (answer.left as { paymentIdentifier?: string }).paymentIdentifier
+              ).toBeUndefined()
+              expect(fac.calls("/settle")).toBeGreaterThan(settles)
+            }
+          }
+        }),
+      60_000
+    )
   }
 
   test("a settle answered settlement_pending by a seller offering payment-identifier: resent with the same payment and identifier, still unknown", async () => {
     const seller = await startModernSeller(fac.url, { identified: true })
     try {
       fac.setMode("settlePending")
-      const answer = await buy("2026", "tool", { url: seller.url, name: QUOTE.tool, arguments: {} })
+      const answer = await it.run(buy("2026", "tool", { url: seller.url, name: QUOTE.tool, arguments: {} }))
       expect(Either.isLeft(answer) && answer.left._tag).toBe("PaymentOutcomeUnknown")
       const unknown = Either.isLeft(answer) ? (answer.left as { reason: string; paymentIdentifier?: string }) : null
       expect(unknown?.paymentIdentifier).toEqual(expect.any(String))

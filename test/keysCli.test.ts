@@ -6,7 +6,8 @@ import { inspect } from "node:util"
 import { Keypair, StrKey } from "@stellar/stellar-sdk"
 import { Effect, Redacted } from "effect"
 import { loadOrCreateProbeKey } from "../src/keys/stellarKey.js"
-import { runCli, spawnedCli } from "./support/cli.js"
+import { runCli } from "./support/cli.js"
+import { spawnedCli } from "./support/cliProcess.js"
 import { it } from "./support/effectTest.js"
 
 const folder = () => mkdtempSync(join(tmpdir(), "sextant-probe-key-"))
