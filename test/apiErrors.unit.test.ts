@@ -4,6 +4,7 @@ import { Arbitrary, Effect, FastCheck, Schema } from "effect"
 import * as Errors from "../src/domain/errors.js"
 import { type ApiErrorClass, NotFound, RateLimited, TargetRefused, wire } from "../src/domain/errors.js"
 import { OutboundTargetRefused } from "../src/outbound/outboundGuard.js"
+import { it } from "./support/effectTest.js"
 
 /**
  * API errors are tagged errors: code fails with them by `yield*` and matches them by tag, while
@@ -22,22 +23,24 @@ describe("API errors", () => {
     expect(apiErrorClasses.length).toBeGreaterThan(40)
   })
 
-  test("an API error is yielded and matched by its tag, beside the guard's own refusal", async () => {
-    const failing = (which: "api" | "guard") =>
-      Effect.gen(function* () {
-        if (which === "api") return yield* new TargetRefused({ message: "target refused: loopback" })
-        return yield* new OutboundTargetRefused({ reason: "loopback" })
-      })
-    const caught = (which: "api" | "guard") =>
-      failing(which).pipe(
-        Effect.catchTags({
-          TargetRefused: (e) => Effect.succeed(`api: ${e.message}`),
-          OutboundTargetRefused: (e) => Effect.succeed(`guard: ${e.reason}`)
+  it.live("an API error is yielded and matched by its tag, beside the guard's own refusal", () =>
+    Effect.gen(function* () {
+      const failing = (which: "api" | "guard") =>
+        Effect.gen(function* () {
+          if (which === "api") return yield* new TargetRefused({ message: "target refused: loopback" })
+          return yield* new OutboundTargetRefused({ reason: "loopback" })
         })
-      )
-    expect(await Effect.runPromise(caught("api"))).toBe("api: target refused: loopback")
-    expect(await Effect.runPromise(caught("guard"))).toBe("guard: loopback")
-  })
+      const caught = (which: "api" | "guard") =>
+        failing(which).pipe(
+          Effect.catchTags({
+            TargetRefused: (e) => Effect.succeed(`api: ${e.message}`),
+            OutboundTargetRefused: (e) => Effect.succeed(`guard: ${e.reason}`)
+          })
+        )
+      expect(yield* caught("api")).toBe("api: target refused: loopback")
+      expect(yield* caught("guard")).toBe("guard: loopback")
+    })
+  )
 
   test("every class's body on the wire is its fields without the tag, and reads back as the class", () => {
     for (const errorClass of apiErrorClasses) {

@@ -16,6 +16,8 @@ import { startFacilitator } from "./fixtures/facilitator.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
 import { settledCredentialForms } from "./fixtures/stellarPayment.js"
+import { buySummary, spawnedCli } from "./support/cliProcess.js"
+import { it } from "./support/effectTest.js"
 import { ledgerAt, startServer, testConfig } from "./support/server.js"
 
 /**
@@ -26,7 +28,6 @@ import { ledgerAt, startServer, testConfig } from "./support/server.js"
 const CHEAP_PAYEE = Keypair.random().publicKey()
 const GOOD_PAYEE = Keypair.random().publicKey()
 const SWITCHED_PAYEE = Keypair.random().publicKey()
-const MAIN = join(import.meta.dir, "..", "src", "main.ts")
 
 const ledger = startFixtureLedger()
 const facilitator = startFacilitator({ ledger })
@@ -54,38 +55,22 @@ const sellers = [cheap, good, pricier, otherPayee]
 const folder = mkdtempSync(join(tmpdir(), "sextant-buy-"))
 const keyFile = join(folder, "buyer.key")
 const receiptFile = join(folder, "receipt.json")
+const configFile = join(folder, "config.json")
 let service: Awaited<ReturnType<typeof startServer>>
-let configFile: string
 
 /** Everything sent to the service, through a recording loopback proxy in front of it. */
 const toService: Array<string> = []
 let proxy: ReturnType<typeof Bun.serve>
 
-/**
- * Runs the CLI as its own process. Asynchronously: the service and the resources it calls live in
- * this test's process, whose event loop must keep answering meanwhile.
- */
-const sextant = async (...args: Array<string>) => {
-  const child = Bun.spawn([process.execPath, MAIN, ...args, "--config", configFile], {
-    cwd: folder,
-    env: { ...process.env, SEXTANT_CONFIG: "" },
-    stdout: "pipe",
-    stderr: "pipe"
-  })
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited
-  ])
-  outputs.push(stdout, stderr)
-  return { code, stdout, stderr }
-}
+/** Every stdout and stderr of the runs below, for the secret check. */
+const outputs: Array<string> = []
+const sextant = spawnedCli({ cwd: folder, configFile, record: outputs })
 
 /** `sextant buy` with the buyer key; its stderr's first line is the JSON summary. */
 const buy = async (...args: Array<string>) => buyWith(keyFile, ...args)
 const buyWith = async (key: string, ...args: Array<string>) => {
   const run = await sextant("buy", ...args, "--key-file", key, "--service", proxy.url.origin)
-  return { ...run, summary: JSON.parse(run.stderr.trim().split("\n")[0] ?? "{}") }
+  return { ...run, summary: buySummary(run) }
 }
 
 const settledTo = () =>
@@ -130,12 +115,9 @@ beforeAll(async () => {
   })
   // The service's own probes verify each payment interface, so the route lists them.
   for (const id of ["cheap.data", "good.data", "pricier.data", "payee.data"]) {
-    const probed = await Effect.runPromise(
-      service.client.verification.validate({ payload: { resourceId: ResourceId.make(id) } })
-    )
+    const probed = await it.run(service.client.verification.validate({ payload: { resourceId: ResourceId.make(id) } }))
     expect(probed.status).toBe("PAYMENT_VERIFIED")
   }
-  configFile = join(folder, "config.json")
   writeFileSync(
     configFile,
     JSON.stringify({
@@ -249,19 +231,17 @@ describe("sextant buy", () => {
   }, 30_000)
 
   test("from TypeScript: the typed client answers every endpoint with its own errors, and Buyer.buy returns data, receipt, provider, paid and attempts", async () => {
-    const client = await Effect.runPromise(
+    const client = await it.run(
       makeSextantClient({ baseUrl: proxy.url.origin }).pipe(Effect.provide(FetchHttpClient.layer))
     )
-    const missing = await Effect.runPromise(
-      Effect.flip(client.resources.get({ path: { id: ResourceId.make("no.such") } }))
-    )
+    const missing = await it.run(Effect.flip(client.resources.get({ path: { id: ResourceId.make("no.such") } })))
     expect(missing).toBeInstanceOf(NotFound)
-    expect((await Effect.runPromise(client.receipts.signer())).offlineVerifiable).toBe(true)
+    expect((await it.run(client.receipts.signer())).offlineVerifiable).toBe(true)
 
     const tsKey = join(folder, "ts.key")
     expect((await sextant("keys", "buyer-new", "--key-file", tsKey)).code).toBe(0)
     const config = Either.getOrThrow(loadConfig(configFile, {}))
-    const result = await Effect.runPromise(
+    const result = await it.run(
       Effect.flatMap(Buyer, (buyer) =>
         buyer.buy({
           capability: "demo.buy",
@@ -276,9 +256,7 @@ describe("sextant buy", () => {
     expect(result.attempts.map((a) => a.outcome)).toEqual(["failed", "paid"])
     const receiptId = result.receipt?.receiptId ?? ""
     expect(receiptId).toMatch(/^rcpt_/)
-    expect((await Effect.runPromise(client.receipts.verify({ path: { id: ReceiptId.make(receiptId) } }))).valid).toBe(
-      true
-    )
+    expect((await it.run(client.receipts.verify({ path: { id: ReceiptId.make(receiptId) } }))).valid).toBe(true)
     // The seller's signed receipt, read from its paid answer, is carried and names this payment.
     const sellerReceipt = result.receipt?.sellerReceipt
     expect(sellerReceipt?.format).toBe("jws")
@@ -339,6 +317,3 @@ describe("sextant buy", () => {
     }
   })
 })
-
-/** Every stdout and stderr of the runs above, for the secret check. */
-const outputs: Array<string> = []

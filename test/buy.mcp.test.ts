@@ -5,7 +5,7 @@ import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { Keypair } from "@stellar/stellar-sdk"
-import { Effect, Either } from "effect"
+import { Either } from "effect"
 import { loadConfig } from "../src/config.js"
 import { ResourceId } from "../src/domain/ids.js"
 import { loadOrCreateBuyerKey } from "../src/keys/stellarKey.js"
@@ -14,6 +14,7 @@ import { startFixtureLedger } from "./fixtures/ledger.js"
 import { startPaidResource } from "./fixtures/paidResource.js"
 import { settledCredentialForms } from "./fixtures/stellarPayment.js"
 import { writeBuyerConfig } from "./support/buyerConfig.js"
+import { it } from "./support/effectTest.js"
 import { startServer } from "./support/server.js"
 
 const PAYEE = Keypair.random().publicKey()
@@ -51,11 +52,11 @@ beforeAll(async () => {
     maxUsdPerWindow: 1
   })
   http = await startServer({ ...Either.getOrThrow(loadConfig(configPath, {})), host: "127.0.0.1", port: 0 })
-  const probed = await Effect.runPromise(
+  const probed = await it.run(
     http.client.verification.validate({ payload: { resourceId: ResourceId.make("seller.mcp") } })
   )
   expect(probed.status).toBe("PAYMENT_VERIFIED")
-  await Effect.runPromise(loadOrCreateBuyerKey(keyFile))
+  await it.run(loadOrCreateBuyerKey(keyFile))
 }, 30_000)
 
 afterAll(async () => {
@@ -101,7 +102,7 @@ describe("MCP buyer mode", () => {
     expect(result.paid).toMatchObject({ amount: "10000", payTo: PAYEE, transactionHash })
     expect(result.attempts).toEqual([expect.objectContaining({ resourceId: "seller.mcp", outcome: "paid" })])
     // The receipt is the service's: it verifies there too.
-    const verified = await Effect.runPromise(http.client.receipts.verify({ path: { id: receiptId } }))
+    const verified = await it.run(http.client.receipts.verify({ path: { id: receiptId } }))
     expect(verified.valid).toBe(true)
     expect(facilitator.calls("/settle")).toBe(1)
     expect(settledCredentialForms(facilitator.requests)).toEqual(["addressV2"])

@@ -3,7 +3,7 @@ import { createHash } from "node:crypto"
 import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Either } from "effect"
+import { Either } from "effect"
 import { type Config, loadConfig, TESTNET_USDC } from "../src/config.js"
 import { ResourceId } from "../src/domain/ids.js"
 import { canonicalize } from "../src/encoding/canonicalJson.js"
@@ -12,6 +12,8 @@ import { startFixtureLedger } from "./fixtures/ledger.js"
 import { type GenerationSeller, QUOTE, startLegacySeller, startModernSeller } from "./fixtures/mcpGenerations.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO } from "./fixtures/x402Terms.js"
 import { writeBuyerConfig } from "./support/buyerConfig.js"
+import { buySummary, spawnedCli } from "./support/cliProcess.js"
+import { it } from "./support/effectTest.js"
 import { startServer } from "./support/server.js"
 
 /**
@@ -20,7 +22,6 @@ import { startServer } from "./support/server.js"
  * the service, settled through the fixture facilitator on the fixture ledger: one settle each, and
  * a receipt over the result that verifies offline.
  */
-const MAIN = join(import.meta.dir, "..", "src", "main.ts")
 const KINDS = ["tool", "resource", "prompt"] as const
 const GENERATIONS = ["2026", "2025"] as const
 
@@ -33,20 +34,7 @@ let sellers: Record<(typeof GENERATIONS)[number], GenerationSeller>
 let service: Awaited<ReturnType<typeof startServer>>
 let config: Config
 
-const sextant = async (...args: Array<string>) => {
-  const child = Bun.spawn([process.execPath, MAIN, ...args, "--config", configFile], {
-    cwd: folder,
-    env: { ...process.env, SEXTANT_CONFIG: "" },
-    stdout: "pipe",
-    stderr: "pipe"
-  })
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited
-  ])
-  return { code, stdout, stderr }
-}
+const sextant = spawnedCli({ cwd: folder, configFile })
 
 const idOf = (generation: string, kind: string) => `mcp${generation}.${kind}`
 
@@ -86,7 +74,7 @@ beforeAll(async () => {
   service = await startServer({ ...config, host: "127.0.0.1", port: 0 })
   for (const generation of GENERATIONS) {
     for (const kind of KINDS) {
-      const probed = await Effect.runPromise(
+      const probed = await it.run(
         service.client.verification.validate({ payload: { resourceId: ResourceId.make(idOf(generation, kind)) } })
       )
       expect(probed.status).toBe("PAYMENT_VERIFIED")
@@ -127,7 +115,7 @@ describe("sextant buy pays every MCP kind over both generations", () => {
           .digest("hex")
         expect(result._meta["x402/payment-response"].success).toBe(true)
         expect(facilitator.calls("/settle")).toBe(settles + 1)
-        const summary = JSON.parse(run.stderr.trim().split("\n")[0] ?? "{}")
+        const summary = buySummary(run)
         expect(summary.attempts).toEqual([
           expect.objectContaining({ resourceId: idOf(generation, kind), outcome: "paid", amount: FIXTURE_AMOUNT })
         ])

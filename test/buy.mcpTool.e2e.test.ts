@@ -6,23 +6,21 @@ import { join } from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { Keypair } from "@stellar/stellar-sdk"
-import { Effect, Either, ManagedRuntime } from "effect"
+import { Effect, Either } from "effect"
 import { ServicesLive } from "../src/app.js"
 import { type Config, loadConfig } from "../src/config.js"
 import { ResourceId } from "../src/domain/ids.js"
 import { EconomicProber } from "../src/economic/EconomicProber.js"
 import { canonicalize } from "../src/encoding/canonicalJson.js"
-import type { KeyFileError } from "../src/keys/keyFileError.js"
 import { payForTool } from "../src/payments/payForTool.js"
 import { Prober } from "../src/verification/Prober.js"
-import { VerticalServer, type VerticalServerShape } from "../src/vertical/VerticalServer.js"
 import { startFacilitator } from "./fixtures/facilitator.js"
-import { startHomeDomain, startHorizon } from "./fixtures/horizon.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
-import { startSorobanRpc } from "./fixtures/sorobanRpc.js"
-import { CLAW, clawToml } from "./fixtures/stellarAssets.js"
+import { CLAW } from "./fixtures/stellarAssets.js"
+import { startVerticalMcp } from "./fixtures/verticalMcp.js"
 import { writeBuyerConfig } from "./support/buyerConfig.js"
-import { LOOPBACK, pollUntil } from "./support/poll.js"
+import { buySummary, SEXTANT_MAIN, spawnedCli } from "./support/cliProcess.js"
+import { it, runWith } from "./support/effectTest.js"
 import { startServer } from "./support/server.js"
 
 /**
@@ -32,7 +30,6 @@ import { startServer } from "./support/server.js"
  * process), as `buy_resource` of `sextant mcp` (the MCP SDK client over stdio), and the economic
  * probe paying the same tool.
  */
-const MAIN = join(import.meta.dir, "..", "src", "main.ts")
 const defaults = Either.getOrThrow(loadConfig(undefined, {}))
 const inspect = defaults.catalog.find((e) => e.resource.id === "stellar-intel.rwa.inspect")!
 const option = inspect.paymentOptions[0]!
@@ -40,34 +37,17 @@ const capability = inspect.resource.capabilities[0]!
 
 const ledger = startFixtureLedger()
 const facilitator = startFacilitator({ ledger })
-const home = startHomeDomain(clawToml)
-const horizon = startHorizon({ clawHomeDomain: home.domain })
-const soroban = startSorobanRpc()
 
 const folder = mkdtempSync(join(tmpdir(), "sextant-buy-tool-"))
 const configFile = join(folder, "config.json")
 const keyFile = join(folder, "buyer.key")
 const receiptFile = join(folder, "receipt.json")
-let vertical: ManagedRuntime.ManagedRuntime<VerticalServer, KeyFileError>
-let api: VerticalServerShape
+let vertical: Awaited<ReturnType<typeof startVerticalMcp>>
 let service: Awaited<ReturnType<typeof startServer>>
 let mcpUrl: string
 let config: Config
 
-const sextant = async (...args: Array<string>) => {
-  const child = Bun.spawn([process.execPath, MAIN, ...args, "--config", configFile], {
-    cwd: folder,
-    env: { ...process.env, SEXTANT_CONFIG: "" },
-    stdout: "pipe",
-    stderr: "pipe"
-  })
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited
-  ])
-  return { code, stdout, stderr }
-}
+const sextant = spawnedCli({ cwd: folder, configFile })
 
 const buy = async (...args: Array<string>) => {
   const run = await sextant(
@@ -81,33 +61,14 @@ const buy = async (...args: Array<string>) => {
     service.url,
     ...args
   )
-  return { ...run, summary: JSON.parse(run.stderr.trim().split("\n")[0] ?? "{}") }
+  return { ...run, summary: buySummary(run) }
 }
 
 const paidCalls = () => facilitator.calls("/settle") + facilitator.calls("/verify")
 
 beforeAll(async () => {
-  vertical = ManagedRuntime.make(
-    VerticalServer.layer({
-      ...defaults,
-      vertical: {
-        ...defaults.vertical,
-        port: 0,
-        horizonUrl: horizon.url,
-        sorobanRpcUrl: soroban.url,
-        facilitatorUrl: facilitator.url,
-        allowPrivateHomeDomains: true
-      }
-    })
-  )
-  api = await vertical.runPromise(VerticalServer)
-  await pollUntil(
-    "the vertical's payments are ready",
-    () => vertical.runPromise(api.payments),
-    (s) => s.ready,
-    LOOPBACK
-  )
-  mcpUrl = `${api.origin}/${defaults.vertical.name}/mcp`
+  vertical = await startVerticalMcp({ fac: facilitator })
+  mcpUrl = vertical.mcpUrl
   const entry = {
     resource: {
       ...inspect.resource,
@@ -128,7 +89,7 @@ beforeAll(async () => {
   })
   config = Either.getOrThrow(loadConfig(configFile, {}))
   service = await startServer({ ...config, host: "127.0.0.1", port: 0 })
-  const probed = await Effect.runPromise(
+  const probed = await it.run(
     service.client.verification.validate({ payload: { resourceId: ResourceId.make("intel.mcp.inspect") } })
   )
   expect(probed.status).toBe("PAYMENT_VERIFIED")
@@ -137,8 +98,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await service?.close()
-  await vertical?.dispose()
-  await Promise.all([home.stop(), horizon.stop(), soroban.stop(), facilitator.stop()])
+  await vertical?.stop()
+  await facilitator.stop()
   ledger.stop()
 })
 
@@ -185,7 +146,7 @@ describe("buying an MCP tool", () => {
   test("a challenge over the price limit, or with a refused payee, is never signed", async () => {
     const before = paidCalls()
     const pay = (maxPrice: bigint, refuse?: () => string, toolName = "inspect") =>
-      Effect.runPromise(
+      it.run(
         Effect.either(
           payForTool({
             url: mcpUrl,
@@ -221,7 +182,7 @@ describe("buying an MCP tool", () => {
     await client.connect(
       new StdioClientTransport({
         command: process.execPath,
-        args: [MAIN, "mcp", "--config", configFile, "--buyer-key-file", fresh, "--session-cap-usd", "0.1"],
+        args: [SEXTANT_MAIN, "mcp", "--config", configFile, "--buyer-key-file", fresh, "--session-cap-usd", "0.1"],
         stderr: "ignore"
       })
     )
@@ -249,35 +210,32 @@ describe("buying an MCP tool", () => {
 
   test("an economic probe pays the MCP tool once", async () => {
     const settles = facilitator.calls("/settle")
-    const runtime = ManagedRuntime.make(
-      ServicesLive(
-        {
-          ...config,
-          database: join(folder, "economic.db"),
-          economicProbes: {
-            ...config.economicProbes,
-            enabled: true,
-            payerKeyFile: join(folder, "probe.key"),
-            maxPriceUsd: 0.1,
-            budgetUsdPerDay: option.amountUsd * 1.5,
-            minObservations: 1
-          }
-        },
-        "server"
-      )
+    const economic = ServicesLive(
+      {
+        ...config,
+        database: join(folder, "economic.db"),
+        economicProbes: {
+          ...config.economicProbes,
+          enabled: true,
+          payerKeyFile: join(folder, "probe.key"),
+          maxPriceUsd: 0.1,
+          budgetUsdPerDay: option.amountUsd * 1.5,
+          minObservations: 1
+        }
+      },
+      "server"
     )
-    try {
-      const probed = await runtime.runPromise(
-        Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("intel.mcp.inspect")))
-      )
-      expect(probed.status).toBe("PAYMENT_VERIFIED")
-      const report = await runtime.runPromise(Effect.flatMap(EconomicProber, (p) => p.runCycle))
-      expect(report.paid).toEqual<unknown>([
-        { resourceId: "intel.mcp.inspect", transaction: expect.stringMatching(/^[0-9a-f]{64}$/), success: true }
-      ])
-      expect(facilitator.calls("/settle")).toBe(settles + 1)
-    } finally {
-      await runtime.dispose()
-    }
+    const report = await runWith(
+      economic,
+      Effect.gen(function* () {
+        const probed = yield* (yield* Prober).probeResource(ResourceId.make("intel.mcp.inspect"))
+        expect(probed.status).toBe("PAYMENT_VERIFIED")
+        return yield* (yield* EconomicProber).runCycle
+      })
+    )
+    expect(report.paid).toEqual<unknown>([
+      { resourceId: "intel.mcp.inspect", transaction: expect.stringMatching(/^[0-9a-f]{64}$/), success: true }
+    ])
+    expect(facilitator.calls("/settle")).toBe(settles + 1)
   }, 60_000)
 })

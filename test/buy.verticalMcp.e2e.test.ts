@@ -18,6 +18,8 @@ import { QUOTE, startModernSeller } from "./fixtures/mcpGenerations.js"
 import { CLAW } from "./fixtures/stellarAssets.js"
 import { startVerticalMcp } from "./fixtures/verticalMcp.js"
 import { writeBuyerConfig } from "./support/buyerConfig.js"
+import { spawnedCli } from "./support/cliProcess.js"
+import { it } from "./support/effectTest.js"
 import { startServer } from "./support/server.js"
 
 /**
@@ -27,7 +29,6 @@ import { startServer } from "./support/server.js"
  * settle each, through the fixture facilitator on the fixture ledger (real XDR), and through the
  * service (`sextant buy`) a receipt that verifies offline.
  */
-const MAIN = join(import.meta.dir, "..", "src", "main.ts")
 const defaults = Either.getOrThrow(loadConfig(undefined, {}))
 const ledger = startFixtureLedger()
 const fac = startFacilitator({ ledger })
@@ -57,20 +58,7 @@ const KINDS = Object.keys(SOLD) as Array<McpKind>
 const urlOf = (generation: (typeof GENERATIONS)[number]) => (generation === "2026" ? stack : behind).mcpUrl
 const idOf = (generation: string, kind: string) => `vertical${generation}.${kind}`
 
-const sextant = async (...args: Array<string>) => {
-  const child = Bun.spawn([process.execPath, MAIN, ...args, "--config", configFile], {
-    cwd: folder,
-    env: { ...process.env, SEXTANT_CONFIG: "" },
-    stdout: "pipe",
-    stderr: "pipe"
-  })
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited
-  ])
-  return { code, stdout, stderr }
-}
+const sextant = spawnedCli({ cwd: folder, configFile })
 
 beforeAll(async () => {
   front = startLegacyFront()
@@ -133,44 +121,49 @@ const buy = (
   kind: McpKind,
   at: { url: string; name: string; arguments: Record<string, unknown> } = { url: urlOf(generation), ...SOLD[kind] }
 ) =>
-  Effect.runPromise(
-    Effect.either(
-      payForTool({
-        url: at.url,
-        kind,
-        toolName: at.name,
-        arguments: at.arguments,
-        signer: Keypair.random(),
-        rpcUrl: ledger.rpcUrl,
-        inclusionFeeStroops: 10_000,
-        deployment: { network: defaults.network, assetContract: defaults.asset.assetContract },
-        maxPrice: 1_000_000n,
-        outbound: { ...defaults.buyer, allowPrivateTargets: true, timeoutMs: 10_000 }
-      })
-    )
+  Effect.either(
+    payForTool({
+      url: at.url,
+      kind,
+      toolName: at.name,
+      arguments: at.arguments,
+      signer: Keypair.random(),
+      rpcUrl: ledger.rpcUrl,
+      inclusionFeeStroops: 10_000,
+      deployment: { network: defaults.network, assetContract: defaults.asset.assetContract },
+      maxPrice: 1_000_000n,
+      outbound: { ...defaults.buyer, allowPrivateTargets: true, timeoutMs: 10_000 }
+    })
   )
 
 describe("payForTool buys the vertical's tool, resource and prompt over both generations", () => {
   for (const generation of GENERATIONS) {
     for (const kind of KINDS) {
-      test(`a ${kind} over ${generation}: one settle on the ledger, the data delivered with its settlement`, async () => {
-        const settles = fac.calls("/settle")
-        const refusedDiscovers = front.counts.discoversRefused
-        const either = await buy(generation, kind)
-        const answer = Either.getOrThrow(either)
-        expect(fac.calls("/settle")).toBe(settles + 1)
-        expect(answer).toMatchObject({
-          amount: SOLD[kind].price,
-          sends: 1,
-          toolError: false,
-          paymentResponse: { success: true }
-        })
-        expect(ledger.succeeded(answer.paymentResponse!.transaction)).toBe(true)
-        expect(judgePaid(answer)._tag).toBe("Delivered")
-        expect(answer.body!.toString("utf8")).toContain(kind === "prompt" ? "Review these changes findings" : "CLAW")
-        // The 2025 purchase went through the front: its discover refused, the rest in a session.
-        expect(front.counts.discoversRefused).toBe(refusedDiscovers + (generation === "2025" ? 1 : 0))
-      }, 60_000)
+      it.live(
+        `a ${kind} over ${generation}: one settle on the ledger, the data delivered with its settlement`,
+        () =>
+          Effect.gen(function* () {
+            const settles = fac.calls("/settle")
+            const refusedDiscovers = front.counts.discoversRefused
+            const either = yield* buy(generation, kind)
+            const answer = Either.getOrThrow(either)
+            expect(fac.calls("/settle")).toBe(settles + 1)
+            expect(answer).toMatchObject({
+              amount: SOLD[kind].price,
+              sends: 1,
+              toolError: false,
+              paymentResponse: { success: true }
+            })
+            expect(ledger.succeeded(answer.paymentResponse!.transaction)).toBe(true)
+            expect(judgePaid(answer)._tag).toBe("Delivered")
+            expect(answer.body!.toString("utf8")).toContain(
+              kind === "prompt" ? "Review these changes findings" : "CLAW"
+            )
+            // The 2025 purchase went through the front: its discover refused, the rest in a session.
+            expect(front.counts.discoversRefused).toBe(refusedDiscovers + (generation === "2025" ? 1 : 0))
+          }),
+        60_000
+      )
     }
   }
 })
@@ -179,7 +172,7 @@ describe("sextant buy buys the vertical's tool, resource and prompt over both ge
   for (const generation of GENERATIONS) {
     for (const kind of KINDS) {
       test(`a ${kind} over ${generation}: probed as paid, one settle, a receipt that verifies offline`, async () => {
-        const probed = await Effect.runPromise(
+        const probed = await it.run(
           service.client.verification.validate({ payload: { resourceId: ResourceId.make(idOf(generation, kind)) } })
         )
         expect(probed.status).toBe("PAYMENT_VERIFIED")
@@ -221,31 +214,36 @@ describe("a paid MCP answer that leaves the money's fate unknown is never a refu
   afterEach(() => fac.setMode("succeed"))
 
   for (const mode of ["settleDown", "settlePending"] as const) {
-    test(`the vertical in ${mode}: tool, resource and prompt are PaymentOutcomeUnknown, each sent once (the vertical offers no payment identifier)`, async () => {
-      fac.setMode(mode)
-      for (const generation of GENERATIONS) {
-        for (const kind of KINDS) {
-          const settles = fac.calls("/settle")
-          const answer = await buy(generation, kind)
-          expect([generation, kind, Either.isLeft(answer) ? answer.left._tag : "delivered"]).toEqual([
-            generation,
-            kind,
-            "PaymentOutcomeUnknown"
-          ])
-          expect(
-            Either.isLeft(answer) && (answer.left as { paymentIdentifier?: string }).paymentIdentifier
-          ).toBeUndefined()
-          expect(fac.calls("/settle")).toBeGreaterThan(settles)
-        }
-      }
-    }, 60_000)
+    it.live(
+      `the vertical in ${mode}: tool, resource and prompt are PaymentOutcomeUnknown, each sent once (the vertical offers no payment identifier)`,
+      () =>
+        Effect.gen(function* () {
+          fac.setMode(mode)
+          for (const generation of GENERATIONS) {
+            for (const kind of KINDS) {
+              const settles = fac.calls("/settle")
+              const answer = yield* buy(generation, kind)
+              expect([generation, kind, Either.isLeft(answer) ? answer.left._tag : "delivered"]).toEqual([
+                generation,
+                kind,
+                "PaymentOutcomeUnknown"
+              ])
+              expect(
+                Either.isLeft(answer) && (answer.left as { paymentIdentifier?: string }).paymentIdentifier
+              ).toBeUndefined()
+              expect(fac.calls("/settle")).toBeGreaterThan(settles)
+            }
+          }
+        }),
+      60_000
+    )
   }
 
   test("a settle answered settlement_pending by a seller offering payment-identifier: resent with the same payment and identifier, still unknown", async () => {
     const seller = await startModernSeller(fac.url, { identified: true })
     try {
       fac.setMode("settlePending")
-      const answer = await buy("2026", "tool", { url: seller.url, name: QUOTE.tool, arguments: {} })
+      const answer = await it.run(buy("2026", "tool", { url: seller.url, name: QUOTE.tool, arguments: {} }))
       expect(Either.isLeft(answer) && answer.left._tag).toBe("PaymentOutcomeUnknown")
       const unknown = Either.isLeft(answer) ? (answer.left as { reason: string; paymentIdentifier?: string }) : null
       expect(unknown?.paymentIdentifier).toEqual(expect.any(String))
@@ -258,7 +256,7 @@ describe("a paid MCP answer that leaves the money's fate unknown is never a refu
 
   test("sextant buy stops at the unknown answer: the next provider of the capability is never tried", async () => {
     for (const generation of GENERATIONS) {
-      const probed = await Effect.runPromise(
+      const probed = await it.run(
         service.client.verification.validate({ payload: { resourceId: ResourceId.make(`fallback${generation}.tool`) } })
       )
       expect(probed.status).toBe("PAYMENT_VERIFIED")

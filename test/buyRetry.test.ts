@@ -17,8 +17,9 @@ import { loadOrCreateBuyerKey } from "../src/keys/stellarKey.js"
 import { payFor } from "../src/payments/payFor.js"
 import { stellarServerScheme } from "../src/x402/stellarServerScheme.js"
 import { startDroppingProxy } from "./fixtures/droppingProxy.js"
+import { it } from "./support/effectTest.js"
 import { SELLER_PAY_TO, SELLER_RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
-import { ledgerAt, request, testConfig } from "./support/server.js"
+import { ledgerAt, testConfig } from "./support/server.js"
 
 /**
  * Resends that cannot pay twice: stock @x402/hono 2.27 sellers settling through Sextant (a fixture
@@ -75,27 +76,28 @@ const seller = (offersIdentifier: boolean) =>
   droppingSellerFront(stockSeller(`${stack.server.url}/x402`, offersIdentifier))
 
 const buy = (url: string, buyer: Keypair, rpcUrl = stack.ledger.rpcUrl) =>
-  Effect.runPromise(
-    Effect.either(
-      payFor({
-        url,
-        method: "GET",
-        signer: buyer,
-        rpcUrl,
-        inclusionFeeStroops: 10_000,
-        deployment: { network: "stellar:testnet", assetContract: TESTNET_USDC },
-        maxPrice: 1_000_000n,
-        outbound: Schema.decodeSync(ProbesConfig)({ trustedOrigins: [new URL(url).origin], timeoutMs: 5000 })
-      })
-    )
+  Effect.either(
+    payFor({
+      url,
+      method: "GET",
+      signer: buyer,
+      rpcUrl,
+      inclusionFeeStroops: 10_000,
+      deployment: { network: "stellar:testnet", assetContract: TESTNET_USDC },
+      maxPrice: 1_000_000n,
+      outbound: Schema.decodeSync(ProbesConfig)({ trustedOrigins: [new URL(url).origin], timeoutMs: 5000 })
+    })
   )
 
 beforeAll(async () => {
   stack = await startSellerStack()
   // Settlement pays a payee with verification evidence: the stack's resource has the same payee.
   expect(
-    (await request(`${stack.server.url}/v1/validate`, { method: "POST", json: { resourceId: SELLER_RESOURCE_ID } }))
-      .body.healthy
+    (
+      await it.run(
+        stack.server.client.verification.validate({ payload: { resourceId: ResourceId.make(SELLER_RESOURCE_ID) } })
+      )
+    ).healthy
   ).toBe(true)
 })
 afterAll(async () => {
@@ -109,7 +111,7 @@ describe("a paid request whose connection drops after the seller settled", () =>
     const { url, seen } = await seller(true)
     const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 81))
     const settlesBefore = stack.backend.calls("/settle")
-    const result = await buy(url, buyer)
+    const result = await it.run(buy(url, buyer))
     if (result._tag === "Left")
       throw new Error(`expected a delivered answer, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
     const paid = result.right
@@ -128,7 +130,7 @@ describe("a paid request whose connection drops after the seller settled", () =>
   test("the seller does not offer it: sent once, the outcome reported unknown, never resent", async () => {
     const { url, seen } = await seller(false)
     const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 82))
-    const result = await buy(url, buyer)
+    const result = await it.run(buy(url, buyer))
     expect(result._tag).toBe("Left")
     if (result._tag === "Right") return
     expect(result.left._tag).toBe("PaymentOutcomeUnknown")
@@ -162,7 +164,8 @@ describe("a seller whose facilitator settles and then drops the connection", () 
     })
     for (const id of [SELLER_RESOURCE_ID, ...listed.map((entry) => entry.resource.id)]) {
       expect(
-        (await request(`${dropping.server.url}/v1/validate`, { method: "POST", json: { resourceId: id } })).body.healthy
+        (await it.run(dropping.server.client.verification.validate({ payload: { resourceId: ResourceId.make(id) } })))
+          .healthy
       ).toBe(true)
     }
   })
@@ -174,70 +177,82 @@ describe("a seller whose facilitator settles and then drops the connection", () 
     front.seen.matched = 0
   }
 
-  test("with payment-identifier: the same payment is resent under the same identifier, answered from the first settlement; one transfer", async () => {
-    dropNextSettle()
-    const url = `${stockSeller(front.url, true)}/weather`
-    const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 83))
-    const result = await buy(url, buyer, dropping.ledger.rpcUrl)
-    if (result._tag === "Left")
-      throw new Error(`expected a delivered answer, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
-    expect(front.seen).toEqual({ matched: 2, dropped: 1 })
-    expect(result.right.sends).toBe(2)
-    expect(result.right.status).toBe(200)
-    expect(JSON.parse(result.right.body?.toString() ?? "null")).toEqual({ tempC: 21 })
-    const settles = dropping.backend.requests.filter((r) => r.path === "/settle").slice(-2)
-    const identifierOf = (body: unknown) =>
-      JSON.stringify((body as { paymentPayload: { extensions?: unknown } }).paymentPayload.extensions)
-    // One signed payment, one identifier, sent twice; one transfer on the ledger.
-    expect(identifierOf(settles[0]?.body)).toBe(identifierOf(settles[1]?.body))
-    expect(identifierOf(settles[0]?.body)).toContain(result.right.paymentIdentifier ?? "missing")
-    expect(dropping.ledger.transfersBetween(buyer.publicKey(), SELLER_PAY_TO)).toBe(1)
-    expect(dropping.ledger.succeeded(result.right.paymentResponse?.transaction ?? "")).toBe(true)
-  })
+  it.live(
+    "with payment-identifier: the same payment is resent under the same identifier, answered from the first settlement; one transfer",
+    () =>
+      Effect.gen(function* () {
+        dropNextSettle()
+        const url = `${stockSeller(front.url, true)}/weather`
+        const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 83))
+        const result = yield* buy(url, buyer, dropping.ledger.rpcUrl)
+        if (result._tag === "Left")
+          throw new Error(`expected a delivered answer, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
+        expect(front.seen).toEqual({ matched: 2, dropped: 1 })
+        expect(result.right.sends).toBe(2)
+        expect(result.right.status).toBe(200)
+        expect(JSON.parse(result.right.body?.toString() ?? "null")).toEqual({ tempC: 21 })
+        const settles = dropping.backend.requests.filter((r) => r.path === "/settle").slice(-2)
+        const identifierOf = (body: unknown) =>
+          JSON.stringify((body as { paymentPayload: { extensions?: unknown } }).paymentPayload.extensions)
+        // One signed payment, one identifier, sent twice; one transfer on the ledger.
+        expect(identifierOf(settles[0]?.body)).toBe(identifierOf(settles[1]?.body))
+        expect(identifierOf(settles[0]?.body)).toContain(result.right.paymentIdentifier ?? "missing")
+        expect(dropping.ledger.transfersBetween(buyer.publicKey(), SELLER_PAY_TO)).toBe(1)
+        expect(dropping.ledger.succeeded(result.right.paymentResponse?.transaction ?? "")).toBe(true)
+      })
+  )
 
-  test("without it: sent once and reported unknown, never refused (another seller would be a second payment); one transfer", async () => {
-    dropNextSettle()
-    const url = `${stockSeller(front.url, false)}/weather`
-    const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 84))
-    const result = await buy(url, buyer, dropping.ledger.rpcUrl)
-    expect(front.seen).toEqual({ matched: 1, dropped: 1 })
-    if (result._tag === "Right")
-      throw new Error(
-        `expected an unknown outcome, got ${result.right.status} ${JSON.stringify(result.right.paymentResponse)}`
-      )
-    expect(result.left._tag).toBe("PaymentOutcomeUnknown")
-    expect(dropping.ledger.transfersBetween(buyer.publicKey(), SELLER_PAY_TO)).toBe(1)
-  })
+  it.live(
+    "without it: sent once and reported unknown, never refused (another seller would be a second payment); one transfer",
+    () =>
+      Effect.gen(function* () {
+        dropNextSettle()
+        const url = `${stockSeller(front.url, false)}/weather`
+        const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 84))
+        const result = yield* buy(url, buyer, dropping.ledger.rpcUrl)
+        expect(front.seen).toEqual({ matched: 1, dropped: 1 })
+        if (result._tag === "Right")
+          throw new Error(
+            `expected an unknown outcome, got ${result.right.status} ${JSON.stringify(result.right.paymentResponse)}`
+          )
+        expect(result.left._tag).toBe("PaymentOutcomeUnknown")
+        expect(dropping.ledger.transfersBetween(buyer.publicKey(), SELLER_PAY_TO)).toBe(1)
+      })
+  )
 
-  test("with Sextant between the seller and that facilitator, the seller never sees the drop: delivered on the first send, one transfer", async () => {
-    dropNextSettle()
-    const url = `${stockSeller(`${dropping.server.url}/x402`, false)}/weather`
-    const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 85))
-    const result = await buy(url, buyer, dropping.ledger.rpcUrl)
-    if (result._tag === "Left")
-      throw new Error(`expected a delivered answer, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
-    expect(front.seen.dropped).toBe(1)
-    expect(result.right.sends).toBe(1)
-    expect(result.right.status).toBe(200)
-    expect(dropping.ledger.transfersBetween(buyer.publicKey(), SELLER_PAY_TO)).toBe(1)
-  })
+  it.live(
+    "with Sextant between the seller and that facilitator, the seller never sees the drop: delivered on the first send, one transfer",
+    () =>
+      Effect.gen(function* () {
+        dropNextSettle()
+        const url = `${stockSeller(`${dropping.server.url}/x402`, false)}/weather`
+        const buyer = Keypair.fromRawEd25519Seed(Buffer.alloc(32, 85))
+        const result = yield* buy(url, buyer, dropping.ledger.rpcUrl)
+        if (result._tag === "Left")
+          throw new Error(`expected a delivered answer, got ${result.left._tag}: ${JSON.stringify(result.left)}`)
+        expect(front.seen.dropped).toBe(1)
+        expect(result.right.sends).toBe(1)
+        expect(result.right.status).toBe(200)
+        expect(dropping.ledger.transfersBetween(buyer.publicKey(), SELLER_PAY_TO)).toBe(1)
+      })
+  )
 
   /** `Buyer.buy` (what `sextant buy` runs) for `capability` with a fresh buyer key; its spend ledger read back after. */
   const buyAs = async (capability: string) => {
     const keyFile = join(folder, `${capability}.key`)
-    const key = await Effect.runPromise(loadOrCreateBuyerKey(keyFile))
+    const key = await it.run(loadOrCreateBuyerKey(keyFile))
     const base = testConfig()
     const config = testConfig({
       ledger: ledgerAt(dropping.ledger),
       buyer: { ...base.buyer, keyFile, allowPrivateTargets: true, maxUsdPerWindow: 0.01, windowSeconds: 3600 }
     })
-    const result = await Effect.runPromise(
+    const result = await it.run(
       Effect.either(
         Effect.flatMap(Buyer, (buyer) => buyer.buy({ capability, input: {}, policy: { maxPricePerRequestUsd: 0.002 } }))
       ).pipe(Effect.provide(BuyerClientLive(config, { keyFile, service: dropping.server.url })))
     )
     const spend = SpendLedger.layer({ file: defaultSpendLedgerFile(keyFile), windowSeconds: 3600, limit: 100_000n })
-    const [spent, identifiers] = await Effect.runPromise(
+    const [spent, identifiers] = await it.run(
       Effect.flatMap(SpendLedger, (ledger) =>
         Effect.all([ledger.spent(key.address), ledger.identifiers(key.address)])
       ).pipe(Effect.provide(spend))

@@ -5,6 +5,7 @@ import { catalogChanged, resourcesChanged } from "../src/store/CatalogChanges.js
 import type { RecordWithStanding } from "../src/store/RouteCandidatesRepo.js"
 import { CapabilityIndex, type CapabilityRead, heldReads } from "../src/verification/capabilityIndex.js"
 import { record } from "./fixtures/evidence.js"
+import { it } from "./support/effectTest.js"
 
 const TTL = 1_000
 const readOf = (ids: ReadonlyArray<string>, readAtMs = 0): CapabilityRead => ({
@@ -112,11 +113,11 @@ describe("a read of the store that a change overtakes", () => {
 })
 
 describe("reads through the index", () => {
-  test("reads arriving while one is under way share it, unless a change came in meanwhile; then it is held", async () => {
-    const index = new CapabilityIndex(TTL, 100)
-    let storeReads = 0
-    const outcome = await Effect.runPromise(
-      Effect.gen(function* () {
+  it.live("reads arriving while one is under way share it, unless a change came in meanwhile; then it is held", () =>
+    Effect.gen(function* () {
+      const index = new CapabilityIndex(TTL, 100)
+      let storeReads = 0
+      const outcome = yield* Effect.gen(function* () {
         const gate = yield* Deferred.make<void>()
         const rows = heldReads(index, () =>
           Effect.sync(() => storeReads++).pipe(
@@ -137,7 +138,7 @@ describe("reads through the index", () => {
         yield* rows("a", yield* Clock.currentTimeMillis)
         return { shared, afterChange, answers: answers.flat().length, held: storeReads }
       })
-    )
-    expect(outcome).toEqual({ shared: 1, afterChange: 2, answers: 3, held: 2 })
-  })
+      expect(outcome).toEqual({ shared: 1, afterChange: 2, answers: 3, held: 2 })
+    })
+  )
 })

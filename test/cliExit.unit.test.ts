@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test"
 import { Exit } from "effect"
 import { CliExit, exitCodeOf } from "../src/cli/exit.js"
 import { ConfigError } from "../src/config.js"
-import { runCli } from "./cliRun.js"
+import { runCli } from "./support/cli.js"
 
 describe("the exit code of the command line, from one mapping", () => {
   test("success and an interruption (a signal) are 0; a CliExit its own code; a config error 2; anything else 1", () => {

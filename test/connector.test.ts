@@ -7,6 +7,7 @@ import { fetchAnswer, fetchJson, type OutboundRequests } from "../src/outbound/f
 import { makeRedactor } from "../src/redaction/redact.js"
 import { makeBackendClient } from "../src/x402/FacilitatorClient.js"
 import { countingServer } from "./support/countingServer.js"
+import { it } from "./support/effectTest.js"
 import { freePorts } from "./support/serveProcess.js"
 
 /** What a rebinding attacker wants reached: a service on this host. Every request to it is counted. */
@@ -63,44 +64,47 @@ const rebinding = () => {
   return { asked, resolve }
 }
 
-const run = <A, E>(effect: Effect.Effect<A, E>, resolve: (host: string) => Effect.Effect<ReadonlyArray<string>>) =>
-  Effect.runPromise(
-    Effect.either(effect.pipe(Effect.provideService(Resolver, resolve), Effect.provideService(Dialer, dial)))
-  )
+/** `effect` resolving names with `resolve` and dialing the loopback stand-ins; its outcome as an Either. */
+const pinned = <A, E>(effect: Effect.Effect<A, E>, resolve: (host: string) => Effect.Effect<ReadonlyArray<string>>) =>
+  Effect.either(effect.pipe(Effect.provideService(Resolver, resolve), Effect.provideService(Dialer, dial)))
 
 describe("connections pinned to the checked address", () => {
-  test("DNS rebinding: a name that answers public, then loopback, never reaches loopback", async () => {
-    const { asked, resolve } = rebinding()
-    const url = `http://rebind.test:${internal.port}/paid`
-    const first = await run(fetchAnswer(url, "GET", policy), resolve)
-    // The probe went to the address that was checked, with the name in Host.
-    expect(Either.isRight(first) && first.right.httpStatus).toBe(402)
-    expect(dialed.at(-1)).toBe(PUBLIC)
-    expect(seenHosts.at(-1)).toBe(`rebind.test:${internal.port}`)
-    // The name now resolves to loopback: the guard refuses before any connection.
-    const second = await run(fetchAnswer(url, "POST", policy, "{}"), resolve)
-    expect(Either.isLeft(second) && second.left._tag).toBe("OutboundTargetRefused")
-    const document = await run(fetchJson(url, policy, 1024), resolve)
-    expect(Either.isLeft(document) && document.left._tag).toBe("OutboundTargetRefused")
-    expect(asked).toEqual(["rebind.test", "rebind.test", "rebind.test"])
-    expect(internal.requests()).toBe(0)
-    expect(dialed.filter((address) => address === "127.0.0.1")).toEqual([])
-  })
+  it.live("DNS rebinding: a name that answers public, then loopback, never reaches loopback", () =>
+    Effect.gen(function* () {
+      const { asked, resolve } = rebinding()
+      const url = `http://rebind.test:${internal.port}/paid`
+      const first = yield* pinned(fetchAnswer(url, "GET", policy), resolve)
+      // The probe went to the address that was checked, with the name in Host.
+      expect(Either.isRight(first) && first.right.httpStatus).toBe(402)
+      expect(dialed.at(-1)).toBe(PUBLIC)
+      expect(seenHosts.at(-1)).toBe(`rebind.test:${internal.port}`)
+      // The name now resolves to loopback: the guard refuses before any connection.
+      const second = yield* pinned(fetchAnswer(url, "POST", policy, "{}"), resolve)
+      expect(Either.isLeft(second) && second.left._tag).toBe("OutboundTargetRefused")
+      const document = yield* pinned(fetchJson(url, policy, 1024), resolve)
+      expect(Either.isLeft(document) && document.left._tag).toBe("OutboundTargetRefused")
+      expect(asked).toEqual(["rebind.test", "rebind.test", "rebind.test"])
+      expect(internal.requests()).toBe(0)
+      expect(dialed.filter((address) => address === "127.0.0.1")).toEqual([])
+    })
+  )
 
-  test("one lookup per hop: the address checked is the address connected to", async () => {
-    const lookups: Array<string> = []
-    const resolve = (host: string) =>
-      Effect.sync(() => {
-        lookups.push(host)
-        return [PUBLIC]
-      })
-    const before = dialed.length
-    const answer = await run(fetchAnswer(`http://api.rebind.test:${internal.port}/x`, "GET", policy), resolve)
-    expect(Either.isRight(answer)).toBe(true)
-    expect(lookups).toEqual(["api.rebind.test"])
-    expect(dialed.slice(before)).toEqual([PUBLIC])
-    expect(internal.requests()).toBe(0)
-  })
+  it.live("one lookup per hop: the address checked is the address connected to", () =>
+    Effect.gen(function* () {
+      const lookups: Array<string> = []
+      const resolve = (host: string) =>
+        Effect.sync(() => {
+          lookups.push(host)
+          return [PUBLIC]
+        })
+      const before = dialed.length
+      const answer = yield* pinned(fetchAnswer(`http://api.rebind.test:${internal.port}/x`, "GET", policy), resolve)
+      expect(Either.isRight(answer)).toBe(true)
+      expect(lookups).toEqual(["api.rebind.test"])
+      expect(dialed.slice(before)).toEqual([PUBLIC])
+      expect(internal.requests()).toBe(0)
+    })
+  )
 
   test("the pinned request keeps the name for Host and for TLS (SNI and the certificate check)", async () => {
     const inits: Array<{ url: string; init: BunFetchRequestInit }> = []
@@ -196,37 +200,39 @@ describe("connections pinned to the checked address", () => {
 })
 
 describe("the facilitator client and redirects", () => {
-  test("a backend's redirect is an error answer: the API key is never sent to where it points", async () => {
-    const elsewhere: Array<string | null> = []
-    const thief = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      fetch: (r) => {
-        elsewhere.push(r.headers.get("authorization"))
-        return Response.json({ kinds: [] })
+  it.live("a backend's redirect is an error answer: the API key is never sent to where it points", () =>
+    Effect.gen(function* () {
+      const elsewhere: Array<string | null> = []
+      const thief = Bun.serve({
+        hostname: "127.0.0.1",
+        port: 0,
+        fetch: (r) => {
+          elsewhere.push(r.headers.get("authorization"))
+          return Response.json({ kinds: [] })
+        }
+      })
+      const redirecting = Bun.serve({
+        hostname: "127.0.0.1",
+        port: 0,
+        fetch: () => Response.redirect(`http://127.0.0.1:${thief.port}/supported`, 307)
+      })
+      try {
+        const client = makeBackendClient(
+          { id: "b", url: `http://127.0.0.1:${redirecting.port}`, apiKey: "facilitator-secret-key" },
+          makeRedactor(["facilitator-secret-key"])
+        )
+        const supported = yield* Effect.either(client.supported("2 seconds"))
+        expect(Either.isLeft(supported) && { kind: supported.left.kind, status: supported.left.status }).toEqual({
+          kind: "HttpStatus",
+          status: 307
+        })
+        const verified = yield* Effect.either(client.verify({}, "2 seconds"))
+        expect(Either.isLeft(verified) && verified.left.status).toBe(307)
+        expect(elsewhere).toEqual([])
+      } finally {
+        thief.stop(true)
+        redirecting.stop(true)
       }
     })
-    const redirecting = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      fetch: () => Response.redirect(`http://127.0.0.1:${thief.port}/supported`, 307)
-    })
-    try {
-      const client = makeBackendClient(
-        { id: "b", url: `http://127.0.0.1:${redirecting.port}`, apiKey: "facilitator-secret-key" },
-        makeRedactor(["facilitator-secret-key"])
-      )
-      const supported = await Effect.runPromise(Effect.either(client.supported("2 seconds")))
-      expect(Either.isLeft(supported) && { kind: supported.left.kind, status: supported.left.status }).toEqual({
-        kind: "HttpStatus",
-        status: 307
-      })
-      const verified = await Effect.runPromise(Effect.either(client.verify({}, "2 seconds")))
-      expect(Either.isLeft(verified) && verified.left.status).toBe(307)
-      expect(elsewhere).toEqual([])
-    } finally {
-      thief.stop(true)
-      redirecting.stop(true)
-    }
-  })
+  )
 })

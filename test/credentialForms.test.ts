@@ -10,6 +10,7 @@ import {
   seededBuyer,
   settleBody
 } from "./fixtures/stellarPayment.js"
+import { it } from "./support/effectTest.js"
 import { pollUntil } from "./support/poll.js"
 import { SELLER_PAY_TO as PAY_TO, SELLER_RESOURCE_ID as RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
 import { refusal } from "./support/server.js"
@@ -19,13 +20,10 @@ type SettleRequest = Parameters<Stack["server"]["client"]["x402"]["settle"]>[0][
 /** The calls these tests make, all well-formed: each refusal is the service's judgement, decoded as its error class. */
 const callsOf = (stack: () => Stack) => ({
   validate: () =>
-    Effect.runPromise(
-      stack().server.client.verification.validate({ payload: { resourceId: ResourceId.make(RESOURCE_ID) } })
-    ),
+    stack().server.client.verification.validate({ payload: { resourceId: ResourceId.make(RESOURCE_ID) } }),
   verify: (payload: SettleRequest) => stack().server.client.x402.verify({ payload, headers: {} }),
   settle: (payload: SettleRequest) => stack().server.client.x402.settle({ payload, headers: {} }),
-  settlements: (state?: "failed") =>
-    Effect.runPromise(stack().server.client.x402.settlements({ urlParams: state ? { state } : {} }))
+  settlements: (state?: "failed") => stack().server.client.x402.settlements({ urlParams: state ? { state } : {} })
 })
 
 /**
@@ -51,7 +49,7 @@ describe.each([
       budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 },
       verification: { ...base.verification, minDistinctPayers: 1 }
     }))
-    expect((await validate()).healthy).toBe(true)
+    expect((await it.run(validate())).healthy).toBe(true)
   })
   afterAll(() => stack.stop())
 
@@ -61,7 +59,7 @@ describe.each([
     expect(formOf(payment)).toEqual([form])
     const body = settleBody(payment, requirements)
 
-    expect(await Effect.runPromise(verify(body))).toMatchObject({ isValid: true, payer: buyer.publicKey() })
+    expect(await it.run(verify(body))).toMatchObject({ isValid: true, payer: buyer.publicKey() })
     expect(backend.calls("/verify")).toBe(1)
 
     // Policy refuses with its own code (403), before any backend call and before the payment is read as anything else.
@@ -71,15 +69,15 @@ describe.each([
     expect(refused).toMatchObject({ error: "POLICY_DENIED", code: "PRICE_EXCEEDS_LIMIT" })
     expect(backend.calls("/settle")).toBe(0)
 
-    const settled = await Effect.runPromise(settle(body))
+    const settled = await it.run(settle(body))
     expect(settled).toMatchObject({ success: true, payer: buyer.publicKey() })
     expect(ledger.succeeded(settled.transaction)).toBe(true)
     expect(ledger.transfersBetween(buyer.publicKey(), PAY_TO)).toBe(1)
 
     // The same signed payment again: the stored answer, no second backend call.
-    expect(await Effect.runPromise(settle(body))).toEqual(settled)
+    expect(await it.run(settle(body))).toEqual(settled)
     expect(backend.calls("/settle")).toBe(1)
-    const [journaled] = (await settlements()).settlements
+    const [journaled] = (await it.run(settlements())).settlements
     expect(journaled).toMatchObject({ state: "settled", payer: buyer.publicKey(), transaction: settled.transaction })
 
     // A second payment by the same payer meets the per-principal fee budget.
@@ -88,7 +86,7 @@ describe.each([
     expect(backend.calls("/settle")).toBe(1)
 
     // A receipt naming the settled transaction is signed.
-    const receipt = await Effect.runPromise(
+    const receipt = await it.run(
       stack.server.client.receipts.create({
         payload: {
           request: { capability: "rwa.inspect", optimizeFor: "cheapest" },
@@ -108,7 +106,7 @@ describe.each([
     // The settlement, confirmed on the ledger (its transfer event, its envelope hashing to its hash), lifts the resource to level 3.
     const after = await pollUntil(
       "the settlement is confirmed on the ledger",
-      () => Effect.runPromise(stack.server.client.resources.get({ path: { id: ResourceId.make(RESOURCE_ID) } })),
+      () => it.run(stack.server.client.resources.get({ path: { id: ResourceId.make(RESOURCE_ID) } })),
       (r) => r.resource.verificationLevel === 3
     )
     expect(after.resource).toMatchObject({ status: "TRANSACTION_VERIFIED", verificationLevel: 3 })
@@ -128,7 +126,7 @@ describe("refused credential forms and spent nonces never reach a backend", () =
     stack = await startSellerStack((base) => ({
       budgets: { ...base.budgets, feeCeilingStroops: 1_000, globalFeeStroops: 3_000 }
     }))
-    expect((await validate()).healthy).toBe(true)
+    expect((await it.run(validate())).healthy).toBe(true)
   })
   afterAll(() => stack.stop())
 
@@ -165,7 +163,7 @@ describe("refused credential forms and spent nonces never reach a backend", () =
     const answer = await refusal(settle(settleBody(payment, requirements)))
     expect(answer).toMatchObject({ error: "NONCE_ALREADY_CONSUMED" })
     expect(stack.backend.calls("/settle")).toBe(settlesBefore)
-    const [journaled] = (await settlements("failed")).settlements
+    const [journaled] = (await it.run(settlements("failed"))).settlements
     expect(journaled).toMatchObject({ state: "failed", backendId: null, transaction: null })
     expect(stack.ledger.transfersBetween(buyer.publicKey(), PAY_TO)).toBe(1)
   })
@@ -190,7 +188,7 @@ describe("refused credential forms and spent nonces never reach a backend", () =
       buyer: seededBuyer(85),
       validUntilLedger: stack.ledger.latestLedger() + 62
     })
-    expect(await Effect.runPromise(settle(settleBody(atBound, requirements)))).toMatchObject({ success: true })
+    expect(await it.run(settle(settleBody(atBound, requirements)))).toMatchObject({ success: true })
   })
 
   test("200 settles with bogus payer signatures are 400 INVALID_PAYER_SIGNATURE with no backend call, and the global fee budget stays whole", async () => {
@@ -206,7 +204,7 @@ describe("refused credential forms and spent nonces never reach a backend", () =
       buyer: seededBuyer(300),
       validUntilLedger: stack.ledger.latestLedger() + 50
     })
-    expect(await Effect.runPromise(settle(settleBody(genuine, requirements)))).toMatchObject({ success: true })
+    expect(await it.run(settle(settleBody(genuine, requirements)))).toMatchObject({ success: true })
   })
 })
 
@@ -229,19 +227,19 @@ describe("a settle the backend refuses without submitting", () => {
     stack = await startSellerStack((base) => ({
       budgets: { ...base.budgets, feeCeilingStroops: 1_000, globalFeeStroops: 2_000 }
     }))
-    expect((await validate()).healthy).toBe(true)
+    expect((await it.run(validate())).healthy).toBe(true)
   })
   afterAll(() => stack.stop())
 
   test("releases its fee reservation: five refusals with no transaction leave room for two real settles, and the third is 429", async () => {
     stack.backend.setMode("invalid")
     for (let seed = 400; seed < 405; seed++) {
-      expect(await Effect.runPromise(await settleAs(seed))).toMatchObject({ success: false, transaction: "" })
+      expect(await it.run(await settleAs(seed))).toMatchObject({ success: false, transaction: "" })
     }
-    expect((await settlements("failed")).settlements).toHaveLength(5)
+    expect((await it.run(settlements("failed"))).settlements).toHaveLength(5)
     stack.backend.setMode("succeed")
-    expect(await Effect.runPromise(await settleAs(405))).toMatchObject({ success: true })
-    expect(await Effect.runPromise(await settleAs(406))).toMatchObject({ success: true })
+    expect(await it.run(await settleAs(405))).toMatchObject({ success: true })
+    expect(await it.run(await settleAs(406))).toMatchObject({ success: true })
     expect(await refusal(await settleAs(407))).toMatchObject({ error: "FEE_BUDGET_EXHAUSTED" })
   })
 })
@@ -256,7 +254,7 @@ describe("a payment signed by another key than its payer's", () => {
     stack = await startSellerStack((base) => ({
       budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 }
     }))
-    expect((await validate()).healthy).toBe(true)
+    expect((await it.run(validate())).healthy).toBe(true)
   })
   afterAll(() => stack.stop())
 
@@ -268,19 +266,19 @@ describe("a payment signed by another key than its payer's", () => {
     })
     // The forged settle waits on a slow backend, holding its reservation (a fee charged once submitted, either way).
     stack.backend.setSettleDelay(1_500)
-    const inFlight = Effect.runPromise(Effect.either(settle(settleBody(forged, requirements))))
+    const inFlight = it.run(Effect.either(settle(settleBody(forged, requirements))))
     await pollUntil(
       "the forged settle is reserved",
-      () => settlements(),
+      () => it.run(settlements()),
       (s) => s.settlements.length === 1
     )
-    const [reserved] = (await settlements()).settlements
+    const [reserved] = (await it.run(settlements())).settlements
     expect(reserved).toMatchObject({ state: "pending", principal: "open:unverified-payer", payer: victim.publicKey() })
     const genuine = await buildExactPayment(requirements, {
       buyer: victim,
       validUntilLedger: stack.ledger.latestLedger() + 50
     })
-    const own = await Effect.runPromise(Effect.either(settle(settleBody(genuine, requirements))))
+    const own = await it.run(Effect.either(settle(settleBody(genuine, requirements))))
     expect(own._tag === "Right" ? own.right : own.left).toMatchObject({ success: true, payer: victim.publicKey() })
     expect(await inFlight).toMatchObject({ _tag: "Right" })
     stack.backend.setSettleDelay(0)

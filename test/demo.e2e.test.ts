@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import { decodePaymentRequiredHeader } from "@x402/core/http"
-import { Effect, Either } from "effect"
+import { Either } from "effect"
 import { loadConfig, TESTNET_USDC } from "../src/config.js"
 import { ResourceId } from "../src/domain/ids.js"
 import { X402_MCP_EXTENSION } from "../src/x402/mcpAnswer.js"
@@ -13,6 +13,7 @@ import {
   spawnDemoServe,
   waitForStandings
 } from "./support/demoServe.js"
+import { it } from "./support/effectTest.js"
 import { recordingFetch } from "./support/mcpWire.js"
 import { type TypedClient, typedClient } from "./support/server.js"
 
@@ -43,9 +44,7 @@ describe("e2e: the demo providers as npm start runs them", () => {
     expect([...byProvider.keys()].sort()).toEqual(Object.keys(EXPECTED_STANDINGS).sort())
     for (const [id, name] of byProvider) if (id.startsWith("demo-")) expect(name).toStartWith("Demo ")
     // The quarantine says why: the challenge asks twice the advertised price.
-    const raiser = await Effect.runPromise(
-      client.resources.get({ path: { id: ResourceId.make("demo-raiser.rwa.inspect") } })
-    )
+    const raiser = await it.run(client.resources.get({ path: { id: ResourceId.make("demo-raiser.rwa.inspect") } }))
     expect(raiser.transitions[0]).toMatchObject({
       to: "QUARANTINED",
       reason: expect.stringContaining("price above the advertised 5000 base units")
@@ -54,8 +53,7 @@ describe("e2e: the demo providers as npm start runs them", () => {
 
   test("their metrics diverge: the slow one's latency, the flaky one's reliability, the raiser's observed price", async () => {
     await waitForStandings(demo.service)
-    const metrics = (id: string) =>
-      Effect.runPromise(client.verification.metrics({ path: { id: ResourceId.make(id) } }))
+    const metrics = (id: string) => it.run(client.verification.metrics({ path: { id: ResourceId.make(id) } }))
     const [fast, slow, flaky, raiser] = await Promise.all([
       metrics("demo-fast.rwa.inspect"),
       metrics("demo-slow.rwa.inspect"),
@@ -75,7 +73,7 @@ describe("e2e: the demo providers as npm start runs them", () => {
   test("routes choose differently: cheapest takes the flaky provider, reliable a fully reliable one; the raiser is rejected as QUARANTINED", async () => {
     await waitForStandings(demo.service)
     const route = (optimizeFor: "cheapest" | "reliable") =>
-      Effect.runPromise(client.policy.route({ payload: { capability: "rwa.inspect", optimizeFor } }))
+      it.run(client.policy.route({ payload: { capability: "rwa.inspect", optimizeFor } }))
     const cheapest = await route("cheapest")
     const reliable = await route("reliable")
     expect(cheapest.selected?.resourceId).toBe<unknown>("demo-flaky.rwa.inspect")

@@ -7,6 +7,7 @@ import { Dialer } from "../src/outbound/Connector.js"
 import { egressRules, installEgressGuard } from "../src/outbound/egress.js"
 import { fetchAnswer } from "../src/outbound/fetchAnswer.js"
 import { countingServer } from "./support/countingServer.js"
+import { it } from "./support/effectTest.js"
 
 /**
  * The egress rule with the guard installed as the command line installs it: a library's own
@@ -82,7 +83,7 @@ describe("the egress guard", () => {
   test("the Connector's vetted requests are not the global fetch's: a probe still reaches its resource", async () => {
     const before = resource.requests()
     const answer = await guarded([], () =>
-      Effect.runPromise(
+      it.run(
         fetchAnswer(`http://127.0.0.1:${resource.port}/paid`, "GET", {
           allowPrivateTargets: true,
           trustedOrigins: [],
@@ -97,7 +98,7 @@ describe("the egress guard", () => {
     // Through the global fetch the probe is refused...
     expect(answer._tag).toBe("Left")
     const dialed = await guarded([], () =>
-      Effect.runPromise(
+      it.run(
         fetchAnswer(`http://127.0.0.1:${resource.port}/paid`, "GET", {
           allowPrivateTargets: true,
           trustedOrigins: [],

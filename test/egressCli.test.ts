@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect, Option } from "effect"
+import { Option } from "effect"
 import { config } from "../src/cli/commands.js"
 import { removeEgressGuard } from "../src/outbound/egress.js"
 import { countingServer } from "./support/countingServer.js"
+import { it } from "./support/effectTest.js"
 
 /**
  * The command line installs the egress guard as it loads the configuration: from then on the
@@ -26,7 +27,7 @@ describe("the command line's configuration load", () => {
     const env = process.env.SEXTANT_CONFIG
     delete process.env.SEXTANT_CONFIG
     try {
-      await Effect.runPromise(config(Option.none(), [`http://127.0.0.1:${service.port}`]))
+      await it.run(config(Option.none(), [`http://127.0.0.1:${service.port}`]))
       expect((await fetch(`http://127.0.0.1:${service.port}/v1/routes`)).status).toBe(200)
       const refused = await fetch(`http://127.0.0.1:${unlisted.port}/admin/secret`).then(
         () => "reached",

@@ -4,8 +4,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Keypair } from "@stellar/stellar-sdk"
 import { channelKeypair } from "../src/facilitator/channels.js"
-import { runCli } from "./cliRun.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
+import { runCli } from "./support/cli.js"
 
 const ledger = startFixtureLedger({ network: { closeEveryMs: 100 } })
 afterAll(() => ledger.stop())

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import type { Config } from "../src/config.js"
 import { ResourceId } from "../src/domain/ids.js"
+import { it } from "./support/effectTest.js"
 import { refusal, request, startServer, testConfig, typedClient } from "./support/server.js"
 
 const SPEC_ENDPOINTS: ReadonlyArray<readonly [string, string]> = [
@@ -36,40 +37,46 @@ beforeAll(async () => {
 afterAll(() => server.close())
 
 describe("health", () => {
-  test("live and ready answer through the typed client", async () => {
-    const live = await Effect.runPromise(server.client.health.live())
-    expect(live).toEqual({ status: "ok" })
-    const ready = await Effect.runPromise(server.client.health.ready())
-    expect(ready.network).toBe("stellar:testnet")
-    expect(ready.asset).toEqual({
-      network: "stellar:testnet",
-      assetContract: "CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA",
-      symbol: "USDC",
-      decimals: 7,
-      minimumAmount: "1",
-      maximumAmount: "10000000000"
+  it.live("live and ready answer through the typed client", () =>
+    Effect.gen(function* () {
+      const live = yield* server.client.health.live()
+      expect(live).toEqual({ status: "ok" })
+      const ready = yield* server.client.health.ready()
+      expect(ready.network).toBe("stellar:testnet")
+      expect(ready.asset).toEqual({
+        network: "stellar:testnet",
+        assetContract: "CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA",
+        symbol: "USDC",
+        decimals: 7,
+        minimumAmount: "1",
+        maximumAmount: "10000000000"
+      })
     })
-  })
+  )
 
-  test("dependencies report the store and a facilitator section", async () => {
-    const body = await Effect.runPromise(server.client.health.dependencies())
-    expect(body.store).toMatchObject({ kind: "sqlite", location: ":memory:", durable: false })
-    expect(body.facilitators).toMatchObject({ configured: 0 })
-  })
+  it.live("dependencies report the store and a facilitator section", () =>
+    Effect.gen(function* () {
+      const body = yield* server.client.health.dependencies()
+      expect(body.store).toMatchObject({ kind: "sqlite", location: ":memory:", durable: false })
+      expect(body.facilitators).toMatchObject({ configured: 0 })
+    })
+  )
 })
 
 describe("discovery", () => {
-  test("lists the demo catalog from stored rows, every resource starting DISCOVERED at level 0", async () => {
-    const { resources } = await Effect.runPromise(server.client.resources.list({ urlParams: {} }))
-    expect(resources.map((r) => r.resource.id).sort()).toEqual(config.catalog.map((e) => e.resource.id).sort())
-    for (const r of resources) {
-      expect(r.resource.status).toBe("DISCOVERED")
-      expect(r.resource.verificationLevel).toBe(0)
-    }
-  })
+  it.live("lists the demo catalog from stored rows, every resource starting DISCOVERED at level 0", () =>
+    Effect.gen(function* () {
+      const { resources } = yield* server.client.resources.list({ urlParams: {} })
+      expect(resources.map((r) => r.resource.id).sort()).toEqual(config.catalog.map((e) => e.resource.id).sort())
+      for (const r of resources) {
+        expect(r.resource.status).toBe("DISCOVERED")
+        expect(r.resource.verificationLevel).toBe(0)
+      }
+    })
+  )
 
   test("a resource comes with its metrics; an unknown id is 404 {error, message}", async () => {
-    const body = await Effect.runPromise(
+    const body = await it.run(
       server.client.resources.get({ path: { id: ResourceId.make("stellar-intel.rwa.inspect") } })
     )
     expect(body.resource.capabilities).toEqual(["rwa.inspect"])
@@ -85,7 +92,7 @@ describe("discovery", () => {
 
   test("search ranks text matches by relevance and filters on worst-case price", async () => {
     const search = (payload: Parameters<typeof server.client.resources.search>[0]["payload"]) =>
-      Effect.runPromise(server.client.resources.search({ payload }))
+      it.run(server.client.resources.search({ payload }))
     const hits = (await search({ query: "slow inspect" })).resources
     // Both terms in one name beat one term; ties go by id.
     expect<unknown>(hits[0]?.resource.id).toBe("demo-slow.rwa.inspect")
@@ -100,11 +107,13 @@ describe("discovery", () => {
     expect<unknown>(ceiling.resources.map((r) => r.resource.id)).toEqual(["demo-flaky.rwa.inspect"])
   })
 
-  test("quality filters never pass a resource without evidence", async () => {
-    for (const payload of [{ minimumReliability: 0 }, { maximumP95LatencyMs: 100000 }]) {
-      expect((await Effect.runPromise(server.client.resources.search({ payload }))).count).toBe(0)
-    }
-  })
+  it.live("quality filters never pass a resource without evidence", () =>
+    Effect.gen(function* () {
+      for (const payload of [{ minimumReliability: 0 }, { maximumP95LatencyMs: 100000 }]) {
+        expect((yield* server.client.resources.search({ payload })).count).toBe(0)
+      }
+    })
+  )
 })
 
 // Error cases send what the contract refuses (bad JSON, bad fields, wrong methods and types): raw requests.
@@ -120,6 +129,7 @@ describe("errors", () => {
   })
 
   test("schema violations list every failing field, and unknown fields are refused", async () => {
+    // Raw: a body the typed client would refuse to send.
     const { status, body } = await request(`${server.url}/v1/search`, {
       method: "POST",
       json: { maxPriceUsd: "cheap", network: "ethereum", surprise: true }
@@ -132,6 +142,7 @@ describe("errors", () => {
   })
 
   test("unknown routes are 404, wrong methods 405 with Allow, big bodies 413, other media types 415", async () => {
+    // Raw: paths, methods, sizes and media types outside the contract, which the typed client cannot send.
     const unknown = await request(`${server.url}/v2/nothing`)
     expect(unknown.status).toBe(404)
     expect(unknown.body.error).toBe("NOT_FOUND")
@@ -179,6 +190,7 @@ describe("errors", () => {
     })
     expect(big.status).toBe(413)
     expect(((await big.json()) as any).error).toBe("PAYLOAD_TOO_LARGE")
+    // Raw: a nesting the client's encoder would never produce; its well-formed twin below is compared by status.
     const deep = await request(`${server.url}/v1/search`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -204,6 +216,7 @@ describe("errors", () => {
 
 describe("openapi", () => {
   test("/openapi.json is 3.1, version 0.1.0, Apache-2.0, and lists every path of the spec", async () => {
+    // Raw: the document is served beside the contract, not as one of its endpoints.
     const { status, body } = await request(`${server.url}/openapi.json`)
     expect(status).toBe(200)
     expect(body.openapi).toMatch(/^3\.1\./)
@@ -237,8 +250,8 @@ describe("api keys", () => {
       const wrong = await typedClient(guarded.url, { authorization: "Bearer nope" })
       expect(await refusal(wrong.health.dependencies())).toMatchObject({ error: "UNAUTHORIZED" })
       const right = await typedClient(guarded.url, { authorization: `Bearer ${key}` })
-      expect((await Effect.runPromise(right.health.dependencies())).store).toMatchObject({ kind: "sqlite" })
-      const open = await Effect.runPromise(guarded.client.resources.list({ urlParams: {} }))
+      expect((await it.run(right.health.dependencies())).store).toMatchObject({ kind: "sqlite" })
+      const open = await it.run(guarded.client.resources.list({ urlParams: {} }))
       expect(open.resources.length).toBeGreaterThan(0)
     } finally {
       await guarded.close()

@@ -6,12 +6,13 @@ import { paymentMiddleware } from "@x402/hono"
 import { Effect, Schema } from "effect"
 import { Hono } from "hono"
 import { ProbesConfig, TESTNET_USDC } from "../src/config.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { payFor as buyerPayFor } from "../src/payments/payFor.js"
 import { stellarServerScheme } from "../src/x402/stellarServerScheme.js"
 import { payFor } from "./fixtures/paidResource.js"
 import { buildExactPayment } from "./fixtures/stellarPayment.js"
+import { it } from "./support/effectTest.js"
 import { SELLER_PAY_TO, SELLER_RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
-import { request } from "./support/server.js"
 
 /**
  * A seller built from the stock @x402/hono 2.27 middleware, with the project's Stellar `exact`
@@ -59,8 +60,11 @@ describe("a stock @x402/hono 2.27 seller with Sextant as its facilitator", () =>
   test("answers 402 with its challenge, is paid, settles once through Sextant and serves the data", async () => {
     // Settlement pays a payee with verification evidence: the stack's resource has the same payee.
     expect(
-      (await request(`${stack.server.url}/v1/validate`, { method: "POST", json: { resourceId: SELLER_RESOURCE_ID } }))
-        .body.healthy
+      (
+        await it.run(
+          stack.server.client.verification.validate({ payload: { resourceId: ResourceId.make(SELLER_RESOURCE_ID) } })
+        )
+      ).healthy
     ).toBe(true)
     const unpaid = await fetch(url)
     expect(unpaid.status).toBe(402)
@@ -91,8 +95,8 @@ describe("a stock @x402/hono 2.27 seller with Sextant as its facilitator", () =>
       expect(stack.ledger.succeeded(settlement.transaction)).toBe(true)
       // The first settle reached the backend, which answered pending; the seller's retry was answered by Sextant.
       expect(stack.backend.calls("/settle") - settlesBefore).toBe(1)
-      const [latest] = (await request(`${stack.server.url}/x402/settlements`)).body.settlements
-      const record = (await request(`${stack.server.url}/x402/settlements/${latest.id}`)).body
+      const [latest] = (await it.run(stack.server.client.x402.settlements({ urlParams: {} }))).settlements
+      const record = await it.run(stack.server.client.x402.settlement({ path: { id: latest!.id } }))
       expect(record).toMatchObject({ state: "settled", transaction: settlement.transaction })
       expect(record.history.map((h: { to: string }) => h.to)).toEqual(["pending", "pending", "settled"])
     } finally {
@@ -100,24 +104,26 @@ describe("a stock @x402/hono 2.27 seller with Sextant as its facilitator", () =>
     }
   })
 
-  test("Sextant's own buyer pays it: the challenge signed locally, settled once through Sextant, the data served", async () => {
-    const settlesBefore = stack.backend.calls("/settle")
-    const paid = await Effect.runPromise(
-      buyerPayFor({
-        url,
-        method: "GET",
-        signer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, 77)),
-        rpcUrl: stack.ledger.rpcUrl,
-        inclusionFeeStroops: 10_000,
-        deployment: { network: "stellar:testnet", assetContract: TESTNET_USDC },
-        maxPrice: 1_000_000n,
-        outbound: Schema.decodeSync(ProbesConfig)({ trustedOrigins: [new URL(url).origin], timeoutMs: 5000 })
+  it.live(
+    "Sextant's own buyer pays it: the challenge signed locally, settled once through Sextant, the data served",
+    () =>
+      Effect.gen(function* () {
+        const settlesBefore = stack.backend.calls("/settle")
+        const paid = yield* buyerPayFor({
+          url,
+          method: "GET",
+          signer: Keypair.fromRawEd25519Seed(Buffer.alloc(32, 77)),
+          rpcUrl: stack.ledger.rpcUrl,
+          inclusionFeeStroops: 10_000,
+          deployment: { network: "stellar:testnet", assetContract: TESTNET_USDC },
+          maxPrice: 1_000_000n,
+          outbound: Schema.decodeSync(ProbesConfig)({ trustedOrigins: [new URL(url).origin], timeoutMs: 5000 })
+        })
+        expect(paid.status).toBe(200)
+        expect(JSON.parse(paid.body?.toString() ?? "null")).toEqual({ tempC: 21 })
+        expect(paid.paymentResponse).toMatchObject({ success: true, network: "stellar:testnet" })
+        expect(stack.ledger.succeeded(paid.paymentResponse?.transaction ?? "")).toBe(true)
+        expect(stack.backend.calls("/settle") - settlesBefore).toBe(1)
       })
-    )
-    expect(paid.status).toBe(200)
-    expect(JSON.parse(paid.body?.toString() ?? "null")).toEqual({ tempC: 21 })
-    expect(paid.paymentResponse).toMatchObject({ success: true, network: "stellar:testnet" })
-    expect(stack.ledger.succeeded(paid.paymentResponse?.transaction ?? "")).toBe(true)
-    expect(stack.backend.calls("/settle") - settlesBefore).toBe(1)
-  })
+  )
 })

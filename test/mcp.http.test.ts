@@ -42,6 +42,7 @@ describe("MCP over Streamable HTTP at /mcp", () => {
     const { tools } = await client.listTools()
     expect(tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
     const viaMcp = await callTool(client, "search_resources", { query: "inspect" })
+    // Raw: the tool's JSON is compared with the API's JSON as sent, not with a decoded answer.
     const viaHttp = await request(`${open.url}/v1/search`, { method: "POST", json: { query: "inspect" } })
     expect(viaHttp.status).toBe(200)
     expect(viaMcp.structuredContent).toEqual(viaHttp.body)
@@ -136,6 +137,7 @@ describe("the MCP Inspector CLI over the HTTP transport", () => {
       "query=inspect"
     ])
     expect(called.exitCode).toBe(0)
+    // Raw: the tool's JSON is compared with the API's JSON as sent, not with a decoded answer.
     const viaHttp = await request(`${open.url}/v1/search`, { method: "POST", json: { query: "inspect" } })
     expect(JSON.parse(called.stdout).structuredContent).toEqual(viaHttp.body)
     // A tool's error answer is the inspector's "tool_is_error" (its exit code 5), with the API's message.

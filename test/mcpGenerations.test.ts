@@ -13,6 +13,7 @@ import { startFacilitator } from "./fixtures/facilitator.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { type GenerationSeller, QUOTE, startLegacySeller, startModernSeller } from "./fixtures/mcpGenerations.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO } from "./fixtures/x402Terms.js"
+import { it } from "./support/effectTest.js"
 
 /**
  * Both MCP generations, probed and bought: a 2026-07-28 seller (the official v2 SDK, stateless)
@@ -41,22 +42,20 @@ afterAll(async () => {
 })
 
 const buy = (at: GenerationSeller, kind: McpKind, paidTimeoutMs?: number) =>
-  Effect.runPromise(
-    Effect.either(
-      payForTool({
-        ...(paidTimeoutMs === undefined ? {} : { paidTimeoutMs }),
-        url: at.url,
-        kind,
-        toolName: QUOTE[kind],
-        arguments: {},
-        signer: Keypair.random(),
-        rpcUrl: ledger.rpcUrl,
-        inclusionFeeStroops: 10_000,
-        deployment: { network: config.network, assetContract: config.asset.assetContract },
-        maxPrice: 1_000_000n,
-        outbound: { ...config.buyer, allowPrivateTargets: true, timeoutMs: 5_000 }
-      })
-    )
+  Effect.either(
+    payForTool({
+      ...(paidTimeoutMs === undefined ? {} : { paidTimeoutMs }),
+      url: at.url,
+      kind,
+      toolName: QUOTE[kind],
+      arguments: {},
+      signer: Keypair.random(),
+      rpcUrl: ledger.rpcUrl,
+      inclusionFeeStroops: 10_000,
+      deployment: { network: config.network, assetContract: config.asset.assetContract },
+      maxPrice: 1_000_000n,
+      outbound: { ...config.buyer, allowPrivateTargets: true, timeoutMs: 5_000 }
+    })
   )
 
 const option = Schema.decodeUnknownSync(ResourcePaymentOption)({
@@ -74,18 +73,16 @@ const probeConfig = {
 }
 
 const probe = (at: GenerationSeller, kind: McpKind, sessions: ReturnType<typeof mcpSessions>) =>
-  Effect.runPromise(
-    observeMcp(
-      {
-        resourceId: ResourceId.make(`mcp.${kind}`),
-        url: at.url,
-        method: "POST",
-        advertised: [option],
-        mcp: { kind, toolName: QUOTE[kind], transport: "streamable-http" }
-      },
-      probeConfig,
-      sessions
-    )
+  observeMcp(
+    {
+      resourceId: ResourceId.make(`mcp.${kind}`),
+      url: at.url,
+      method: "POST",
+      advertised: [option],
+      mcp: { kind, toolName: QUOTE[kind], transport: "streamable-http" }
+    },
+    probeConfig,
+    sessions
   )
 
 describe("buying each kind over each generation", () => {
@@ -94,28 +91,33 @@ describe("buying each kind over each generation", () => {
     ["2025-11-25", () => legacy]
   ] as const) {
     for (const kind of ["tool", "resource", "prompt"] as const) {
-      test(`a ${kind} of a ${generation} seller: paid once, one settle, the result delivered`, async () => {
-        const at = seller()
-        const [settles, facilitatorSettles] = [at.settles.count, facilitator.calls("/settle")]
-        const paid = Either.getOrThrow(await buy(at, kind))
-        expect(paid).toMatchObject({
-          amount: FIXTURE_AMOUNT,
-          toolError: false,
-          sends: 1,
-          paymentResponse: { success: true }
-        })
-        expect(paid.paymentResponse?.transaction).toMatch(/^[0-9a-f]{64}$/)
-        expect(judgePaid(paid)._tag).toBe("Delivered")
-        expect(JSON.parse(paid.body!.toString("utf8"))).toMatchObject(
-          kind === "tool"
-            ? { structuredContent: { quote: 42 } }
-            : kind === "resource"
-              ? { contents: [{ uri: QUOTE.resource }] }
-              : { messages: [expect.anything()] }
-        )
-        expect(at.settles.count).toBe(settles + 1)
-        expect(facilitator.calls("/settle")).toBe(facilitatorSettles + 1)
-      }, 60_000)
+      it.live(
+        `a ${kind} of a ${generation} seller: paid once, one settle, the result delivered`,
+        () =>
+          Effect.gen(function* () {
+            const at = seller()
+            const [settles, facilitatorSettles] = [at.settles.count, facilitator.calls("/settle")]
+            const paid = Either.getOrThrow(yield* buy(at, kind))
+            expect(paid).toMatchObject({
+              amount: FIXTURE_AMOUNT,
+              toolError: false,
+              sends: 1,
+              paymentResponse: { success: true }
+            })
+            expect(paid.paymentResponse?.transaction).toMatch(/^[0-9a-f]{64}$/)
+            expect(judgePaid(paid)._tag).toBe("Delivered")
+            expect(JSON.parse(paid.body!.toString("utf8"))).toMatchObject(
+              kind === "tool"
+                ? { structuredContent: { quote: 42 } }
+                : kind === "resource"
+                  ? { contents: [{ uri: QUOTE.resource }] }
+                  : { messages: [expect.anything()] }
+            )
+            expect(at.settles.count).toBe(settles + 1)
+            expect(facilitator.calls("/settle")).toBe(facilitatorSettles + 1)
+          }),
+        60_000
+      )
     }
   }
 
@@ -123,11 +125,16 @@ describe("buying each kind over each generation", () => {
     expect(modern.counts).toEqual({ initializes: 0, sessionRequests: 0 })
   })
 
-  test("a 2025 seller that knows only the tool-result binding is paid for its tool the same way", async () => {
-    const paid = Either.getOrThrow(await buy(toolResultOnly, "tool"))
-    expect(paid).toMatchObject({ toolError: false, paymentResponse: { success: true } })
-    expect(toolResultOnly.settles.count).toBe(1)
-  }, 60_000)
+  it.live(
+    "a 2025 seller that knows only the tool-result binding is paid for its tool the same way",
+    () =>
+      Effect.gen(function* () {
+        const paid = Either.getOrThrow(yield* buy(toolResultOnly, "tool"))
+        expect(paid).toMatchObject({ toolError: false, paymentResponse: { success: true } })
+        expect(toolResultOnly.settles.count).toBe(1)
+      }),
+    60_000
+  )
 })
 
 describe("the resend rule over 2026-07-28", () => {
@@ -135,7 +142,7 @@ describe("the resend rule over 2026-07-28", () => {
     const dropping = await startModernSeller(facilitator.url, { identified: true, dropFirstPaid: true })
     try {
       const settles = facilitator.calls("/settle")
-      const paid = Either.getOrThrow(await buy(dropping, "resource", 1_500))
+      const paid = Either.getOrThrow(await it.run(buy(dropping, "resource", 1_500)))
       expect(paid).toMatchObject({ sends: 2, toolError: false, paymentResponse: { success: true } })
       expect(paid.paymentIdentifier).toEqual(expect.any(String))
       expect(dropping.settles.count).toBe(1)
@@ -147,26 +154,31 @@ describe("the resend rule over 2026-07-28", () => {
 })
 
 describe("probing each generation", () => {
-  test("probes of a 2026-07-28 seller: stateless, no initialize, nothing kept; each kind's challenge read", async () => {
-    const sessions = mcpSessions(probeConfig)
-    const before = { ...modern.counts }
-    for (const kind of ["tool", "resource", "prompt"] as const) {
-      const observed = await probe(modern, kind, sessions)
-      expect(observed.observation).toMatchObject({
-        outcome: "healthy",
-        method: `${kind === "tool" ? "tools/call" : kind === "resource" ? "resources/read" : "prompts/get"} extension`
-      })
-    }
-    expect(modern.counts).toEqual(before)
-    expect(modern.counts.initializes).toBe(0)
-    expect(sessions.size()).toBe(0)
-  }, 60_000)
+  it.live(
+    "probes of a 2026-07-28 seller: stateless, no initialize, nothing kept; each kind's challenge read",
+    () =>
+      Effect.gen(function* () {
+        const sessions = mcpSessions(probeConfig)
+        const before = { ...modern.counts }
+        for (const kind of ["tool", "resource", "prompt"] as const) {
+          const observed = yield* probe(modern, kind, sessions)
+          expect(observed.observation).toMatchObject({
+            outcome: "healthy",
+            method: `${kind === "tool" ? "tools/call" : kind === "resource" ? "resources/read" : "prompts/get"} extension`
+          })
+        }
+        expect(modern.counts).toEqual(before)
+        expect(modern.counts.initializes).toBe(0)
+        expect(sessions.size()).toBe(0)
+      }),
+    60_000
+  )
 
   test("probes of a 2025 seller within one interval: one initialize, the session reused", async () => {
     const sessions = mcpSessions(probeConfig)
     const before = legacy.counts.initializes
     for (const kind of ["tool", "resource", "prompt", "tool"] as const) {
-      const observed = await probe(legacy, kind, sessions)
+      const observed = await it.run(probe(legacy, kind, sessions))
       expect(observed.observation.outcome).toBe("healthy")
     }
     expect(legacy.counts.initializes).toBe(before + 1)
@@ -176,12 +188,17 @@ describe("probing each generation", () => {
 })
 
 describe("registration of each generation", () => {
-  test("a 2026-07-28 server's tools are listed statelessly; a 2025 server's in a session", async () => {
-    const before = { modern: { ...modern.counts }, legacy: legacy.counts.initializes }
-    const outbound = { ...probeConfig.probes }
-    expect((await Effect.runPromise(listMcpTools(modern.url, outbound))).map((t) => t.name)).toEqual([QUOTE.tool])
-    expect(modern.counts).toEqual(before.modern)
-    await Effect.runPromise(listMcpTools(legacy.url, outbound))
-    expect(legacy.counts.initializes).toBe(before.legacy + 1)
-  }, 60_000)
+  it.live(
+    "a 2026-07-28 server's tools are listed statelessly; a 2025 server's in a session",
+    () =>
+      Effect.gen(function* () {
+        const before = { modern: { ...modern.counts }, legacy: legacy.counts.initializes }
+        const outbound = { ...probeConfig.probes }
+        expect((yield* listMcpTools(modern.url, outbound)).map((t) => t.name)).toEqual([QUOTE.tool])
+        expect(modern.counts).toEqual(before.modern)
+        yield* listMcpTools(legacy.url, outbound)
+        expect(legacy.counts.initializes).toBe(before.legacy + 1)
+      }),
+    60_000
+  )
 })

@@ -7,6 +7,7 @@ import { StdioClientTransport as V2StdioTransport } from "@modelcontextprotocol/
 import { Client as V1Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport as V1StdioTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport as V1HttpTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { it } from "./support/effectTest.js"
 import { inspector } from "./support/inspector.js"
 import { TOOL_NAMES } from "./support/mcpTools.js"
 import { recordingFetch } from "./support/mcpWire.js"
@@ -45,10 +46,8 @@ afterAll(async () => {
 })
 
 /** The catalog's first resource, as the HTTP API answers it: the tool must answer the same body. */
-const firstResource = async (url: string) => {
-  const { body } = await request(`${url}/v1/search`, { method: "POST", json: {} })
-  return body.resources[0].resource.id as string
-}
+const firstResource = async (server: typeof http) =>
+  (await it.run(server.client.resources.search({ payload: {} }))).resources[0]!.resource.id
 
 describe("both MCP generations at /mcp", () => {
   test("a 2026-07-28 client lists and calls statelessly: no initialize, no session, resultType, ttlMs and the method headers", async () => {
@@ -58,8 +57,9 @@ describe("both MCP generations at /mcp", () => {
     expect(client.getNegotiatedProtocolVersion()).toBe(MODERN)
     const { tools } = await client.listTools()
     expect(tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
-    const id = await firstResource(http.url)
+    const id = await firstResource(http)
     const called = await client.callTool({ name: "get_resource", arguments: { id } })
+    // Raw: the tool's JSON is compared with the API's JSON as sent, not with a decoded answer.
     const direct = await request(`${http.url}/v1/resources/${encodeURIComponent(id)}`)
     expect(called.structuredContent).toEqual(direct.body)
 
@@ -85,8 +85,9 @@ describe("both MCP generations at /mcp", () => {
     await client.connect(new V1HttpTransport(new URL(`${http.url}/mcp`)))
     expect(client.getServerVersion()?.name).toBe("sextant")
     expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
-    const id = await firstResource(http.url)
+    const id = await firstResource(http)
     const called = await client.callTool({ name: "get_resource", arguments: { id } })
+    // Raw: compared with the API's JSON as sent.
     expect(called.structuredContent).toEqual((await request(`${http.url}/v1/resources/${encodeURIComponent(id)}`)).body)
     expect((called as Record<string, unknown>).resultType).toBeUndefined()
     await client.close()

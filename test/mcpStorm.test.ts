@@ -12,6 +12,7 @@ import { type McpStorm, startMcpStorm } from "./fixtures/mcpStorm.js"
 import { buildExactPayment, exactRequirements } from "./fixtures/stellarPayment.js"
 import { startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO } from "./fixtures/x402Terms.js"
+import { it } from "./support/effectTest.js"
 import { facilitatorsAnswered, request, startServer, testConfig } from "./support/server.js"
 
 /**
@@ -46,17 +47,19 @@ afterAll(() => {
 })
 
 describe("an MCP server storming its client with pings", () => {
-  test("a JSON batch in answer to tools/call is refused: no ping answered, at most the bound of requests", async () => {
-    const observed = await Effect.runPromise(observeMcp(target(batch.url("/batch/mcp")), config, mcpSessions(config)))
-    expect(observed.observation.outcome).toBe("unreachable")
-    expect(observed.observation.detail).toContain("batch")
-    expect(batch.pingAnswers()).toBe(0)
-    expect(batch.requests()).toBeLessThanOrEqual(PROBE_REQUEST_BOUND)
-  })
+  it.live("a JSON batch in answer to tools/call is refused: no ping answered, at most the bound of requests", () =>
+    Effect.gen(function* () {
+      const observed = yield* observeMcp(target(batch.url("/batch/mcp")), config, mcpSessions(config))
+      expect(observed.observation.outcome).toBe("unreachable")
+      expect(observed.observation.detail).toContain("batch")
+      expect(batch.pingAnswers()).toBe(0)
+      expect(batch.requests()).toBeLessThanOrEqual(PROBE_REQUEST_BOUND)
+    })
+  )
 
   test("pings and notifications in an event stream are dropped; the result still reaches the probe", async () => {
     const before = stream.requests()
-    const observed = await Effect.runPromise(observeMcp(target(stream.url("/sse/mcp")), config, mcpSessions(config)))
+    const observed = await it.run(observeMcp(target(stream.url("/sse/mcp")), config, mcpSessions(config)))
     expect(observed.observation.outcome).toBe("executed_unpaid")
     // Answers the SDK would send are not awaited by the call: give them time to arrive.
     await Bun.sleep(300)
@@ -69,7 +72,7 @@ describe("the buyer's paid tool call against a storming server", () => {
   test("the batch is refused before anything is signed: no ping answered, at most the handshake and the call sent", async () => {
     const before = batch.requests()
     const answers = batch.pingAnswers()
-    const outcome = await Effect.runPromise(
+    const outcome = await it.run(
       Effect.either(
         payForTool({
           url: batch.url("/batch/buy"),
@@ -145,8 +148,9 @@ describe("a storm while the service forwards verifies", () => {
     )
     await facilitatorsAnswered(server.url)
     expect(
-      (await request(`${server.url}/v1/validate`, { method: "POST", json: { resourceId: "seller.paid" } })).status
-    ).toBe(200)
+      (await it.run(server.client.verification.validate({ payload: { resourceId: ResourceId.make("seller.paid") } })))
+        .resourceId
+    ).toBe<unknown>("seller.paid")
   })
   afterAll(async () => {
     await server.close()
@@ -211,18 +215,22 @@ describe("registering an MCP server whose tool name is too long", () => {
 })
 
 describe("redirects", () => {
-  test("a 307 in answer to tools/call is a failure, never a second send of the same call", async () => {
-    const server = startMcpStorm({ pings: 0 })
-    try {
-      const { observation } = await Effect.runPromise(
-        observeMcp(target(server.url("/plain/moved"), "redirect"), config, mcpSessions(config))
-      )
-      expect(observation.outcome).toBe("unreachable")
-      expect(server.calls()).toBe(1)
-    } finally {
-      server.stop()
-    }
-  })
+  it.live("a 307 in answer to tools/call is a failure, never a second send of the same call", () =>
+    Effect.gen(function* () {
+      const server = startMcpStorm({ pings: 0 })
+      try {
+        const { observation } = yield* observeMcp(
+          target(server.url("/plain/moved"), "redirect"),
+          config,
+          mcpSessions(config)
+        )
+        expect(observation.outcome).toBe("unreachable")
+        expect(server.calls()).toBe(1)
+      } finally {
+        server.stop()
+      }
+    })
+  )
 })
 
 describe("sessions are bounded", () => {
@@ -232,10 +240,10 @@ describe("sessions are bounded", () => {
       const sessions = mcpSessions(config)
       const url = server.url("/plain/shared")
       // Both calls in one session: the slow one is in flight when the broken one fails.
-      await Effect.runPromise(observeMcp(target(url, "warm"), config, sessions))
+      await it.run(observeMcp(target(url, "warm"), config, sessions))
       const [slow, broken] = await Promise.all([
-        Effect.runPromise(observeMcp(target(url, "slow"), config, sessions)),
-        Bun.sleep(50).then(() => Effect.runPromise(observeMcp(target(url, "broken"), config, sessions)))
+        it.run(observeMcp(target(url, "slow"), config, sessions)),
+        Bun.sleep(50).then(() => it.run(observeMcp(target(url, "broken"), config, sessions)))
       ])
       expect(broken.observation.outcome).toBe("unreachable")
       expect(slow.observation.outcome).toBe("executed_unpaid")
@@ -257,16 +265,12 @@ describe("sessions are bounded", () => {
 
 describe("a 2026-07-28 server storming its client", () => {
   test("stateless probes and purchases keep the guards: a batch refused, pings dropped unanswered, discover and one call at most", async () => {
-    const refused = await Effect.runPromise(
-      observeMcp(target(batch.url("/modern/batch/mcp")), config, mcpSessions(config))
-    )
+    const refused = await it.run(observeMcp(target(batch.url("/modern/batch/mcp")), config, mcpSessions(config)))
     expect(refused.observation.outcome).toBe("unreachable")
     expect(refused.observation.detail).toContain("batch")
-    const dropped = await Effect.runPromise(
-      observeMcp(target(stream.url("/modern/sse/mcp")), config, mcpSessions(config))
-    )
+    const dropped = await it.run(observeMcp(target(stream.url("/modern/sse/mcp")), config, mcpSessions(config)))
     expect(dropped.observation.outcome).toBe("executed_unpaid")
-    const bought = await Effect.runPromise(
+    const bought = await it.run(
       Effect.either(
         payForTool({
           url: batch.url("/modern/batch/buy"),

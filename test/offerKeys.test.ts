@@ -4,10 +4,10 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { decodePaymentRequiredHeader } from "@x402/core/http"
-import { Effect } from "effect"
 import { ResourceId } from "../src/domain/ids.js"
 import { judgeOffers } from "../src/extensions/offerReceipt.js"
 import { FAST_DEMO } from "./support/demoServe.js"
+import { it } from "./support/effectTest.js"
 import { pollUntil } from "./support/poll.js"
 import { freePorts, spawnServe } from "./support/serveProcess.js"
 import { NO_LEDGER, typedClient } from "./support/server.js"
@@ -55,7 +55,7 @@ const verticalInspect = `http://127.0.0.1:${vertical}/stellar-intel/v1/rwa/inspe
 
 /** The service's view of resource `id`, through the typed client. */
 const detailAt = async (url: string, id: string) =>
-  Effect.runPromise((await typedClient(url)).resources.get({ path: { id: ResourceId.make(id) } }))
+  it.run((await typedClient(url)).resources.get({ path: { id: ResourceId.make(id) } }))
 
 /** Waits until a probe of demo-fast's inspect recorded an offer signed by `kid`. */
 const probedWith = (url: string, kid: string) =>
@@ -63,7 +63,7 @@ const probedWith = (url: string, kid: string) =>
     `a probe saw offers signed by ${kid.slice(0, 24)}…`,
     async () =>
       (
-        await Effect.runPromise(
+        await it.run(
           (
             await typedClient(url)
           ).verification.observations({

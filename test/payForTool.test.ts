@@ -9,6 +9,7 @@ import { PAYMENT_META } from "../src/x402/mcpAnswer.js"
 import { startFixtureLedger } from "./fixtures/ledger.js"
 import { type McpSeller, startMcpSeller } from "./fixtures/mcpSeller.js"
 import { FIXTURE_AMOUNT, startX402Fixture, type X402Fixture } from "./fixtures/x402Resource.js"
+import { it } from "./support/effectTest.js"
 
 /**
  * payForTool against MCP sellers that misbehave (the official MCP SDK server, a challenge made by
@@ -41,63 +42,79 @@ const pay = (
   at: McpSeller = seller,
   paidTimeoutMs?: number
 ) =>
-  Effect.runPromise(
-    Effect.either(
-      payForTool({
-        ...(paidTimeoutMs === undefined ? {} : { paidTimeoutMs }),
-        url: at.url,
-        toolName,
-        arguments: { q: 1 },
-        signer: Keypair.random(),
-        rpcUrl: ledger.rpcUrl,
-        inclusionFeeStroops: 10_000,
-        deployment: { network: config.network, assetContract: config.asset.assetContract },
-        maxPrice: 1_000_000n,
-        outbound: { ...config.buyer, allowPrivateTargets, timeoutMs }
-      })
-    )
+  Effect.either(
+    payForTool({
+      ...(paidTimeoutMs === undefined ? {} : { paidTimeoutMs }),
+      url: at.url,
+      toolName,
+      arguments: { q: 1 },
+      signer: Keypair.random(),
+      rpcUrl: ledger.rpcUrl,
+      inclusionFeeStroops: 10_000,
+      deployment: { network: config.network, assetContract: config.asset.assetContract },
+      maxPrice: 1_000_000n,
+      outbound: { ...config.buyer, allowPrivateTargets, timeoutMs }
+    })
   )
 
 describe("payForTool", () => {
-  test("the paid retry carries the payload in _meta; a seller that asks again settled nothing: the next provider may be tried", async () => {
-    const paid = await pay("paid")
-    expect(Either.isRight(paid)).toBe(true)
-    const answer = Either.getOrThrow(paid)
-    expect(answer.amount).toBe(FIXTURE_AMOUNT)
-    expect(answer.toolError).toBe(true)
-    expect(answer.paymentResponse).toBeNull()
-    expect(judgePaid(answer)._tag).toBe("Unpaid")
-    const retry = seller.calls.filter((c) => c.tool === "paid").at(-1)?.meta as Record<string, any>
-    expect(retry[PAYMENT_META]).toMatchObject({
-      x402Version: 2,
-      accepted: { amount: FIXTURE_AMOUNT },
-      payload: { transaction: expect.any(String) }
-    })
-  }, 30_000)
+  it.live(
+    "the paid retry carries the payload in _meta; a seller that asks again settled nothing: the next provider may be tried",
+    () =>
+      Effect.gen(function* () {
+        const paid = yield* pay("paid")
+        expect(Either.isRight(paid)).toBe(true)
+        const answer = Either.getOrThrow(paid)
+        expect(answer.amount).toBe(FIXTURE_AMOUNT)
+        expect(answer.toolError).toBe(true)
+        expect(answer.paymentResponse).toBeNull()
+        expect(judgePaid(answer)._tag).toBe("Unpaid")
+        const retry = seller.calls.filter((c) => c.tool === "paid").at(-1)?.meta as Record<string, any>
+        expect(retry[PAYMENT_META]).toMatchObject({
+          x402Version: 2,
+          accepted: { amount: FIXTURE_AMOUNT },
+          payload: { transaction: expect.any(String) }
+        })
+      }),
+    30_000
+  )
 
-  test("a tool that runs unpaid, an undecodable challenge and a hanging tool: nothing signed or sent", async () => {
-    const before = seller.calls.filter(
-      (c) => c.meta !== undefined && (c.meta as Record<string, unknown>)[PAYMENT_META] !== undefined
-    ).length
-    expect(await pay("free")).toEqual(
-      Either.left(
-        expect.objectContaining({ _tag: "NoPaymentRequired", toolAnswer: "a tool result without asking for payment" })
-      )
-    )
-    expect(await pay("undecodable")).toEqual(Either.left(expect.objectContaining({ _tag: "ChallengeUnreadable" })))
-    expect(await pay("hang", 300)).toEqual(Either.left(expect.objectContaining({ _tag: "Unreachable" })))
-    const after = seller.calls.filter(
-      (c) => c.meta !== undefined && (c.meta as Record<string, unknown>)[PAYMENT_META] !== undefined
-    ).length
-    expect(after).toBe(before)
-  }, 30_000)
+  it.live(
+    "a tool that runs unpaid, an undecodable challenge and a hanging tool: nothing signed or sent",
+    () =>
+      Effect.gen(function* () {
+        const before = seller.calls.filter(
+          (c) => c.meta !== undefined && (c.meta as Record<string, unknown>)[PAYMENT_META] !== undefined
+        ).length
+        expect(yield* pay("free")).toEqual(
+          Either.left(
+            expect.objectContaining({
+              _tag: "NoPaymentRequired",
+              toolAnswer: "a tool result without asking for payment"
+            })
+          )
+        )
+        expect(yield* pay("undecodable")).toEqual(Either.left(expect.objectContaining({ _tag: "ChallengeUnreadable" })))
+        expect(yield* pay("hang", 300)).toEqual(Either.left(expect.objectContaining({ _tag: "Unreachable" })))
+        const after = seller.calls.filter(
+          (c) => c.meta !== undefined && (c.meta as Record<string, unknown>)[PAYMENT_META] !== undefined
+        ).length
+        expect(after).toBe(before)
+      }),
+    30_000
+  )
 
-  test("a seller on a private address is refused by the outbound guard before any call", async () => {
-    const calls = seller.calls.length
-    const refused = await pay("paid", 2_000, false)
-    expect(refused).toEqual(Either.left(expect.objectContaining({ _tag: "OutboundTargetRefused" })))
-    expect(seller.calls.length).toBe(calls)
-  }, 30_000)
+  it.live(
+    "a seller on a private address is refused by the outbound guard before any call",
+    () =>
+      Effect.gen(function* () {
+        const calls = seller.calls.length
+        const refused = yield* pay("paid", 2_000, false)
+        expect(refused).toEqual(Either.left(expect.objectContaining({ _tag: "OutboundTargetRefused" })))
+        expect(seller.calls.length).toBe(calls)
+      }),
+    30_000
+  )
 
   test("a paid call that gets no answer is resent, the same signed payment with the same identifier, only when the seller offers payment-identifier", async () => {
     const challenge = JSON.parse(
@@ -116,14 +133,14 @@ describe("payForTool", () => {
     })
     const plain = startMcpSeller({ paymentRequired: challenge, extension: false, dropFirstPaid: true })
     try {
-      const resent = Either.getOrThrow(await pay("settles", 2_000, true, offering, 400))
+      const resent = Either.getOrThrow(await it.run(pay("settles", 2_000, true, offering, 400)))
       expect(resent).toMatchObject({ sends: 2, toolError: false, paymentResponse: { success: true } })
       const [first, second] = paidMetas(offering)
       expect(paidMetas(offering)).toHaveLength(2)
       expect(second).toEqual(first)
       expect(first.extensions["payment-identifier"].info.id).toBe(resent.paymentIdentifier)
 
-      const once = await pay("settles", 2_000, true, plain, 400)
+      const once = await it.run(pay("settles", 2_000, true, plain, 400))
       expect(once).toEqual(Either.left(expect.objectContaining({ _tag: "PaymentOutcomeUnknown" })))
       expect(paidMetas(plain)).toHaveLength(1)
       expect(paidMetas(plain)[0].extensions?.["payment-identifier"]).toBeUndefined()

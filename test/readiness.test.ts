@@ -1,8 +1,9 @@
 import { afterAll, describe, expect, test } from "bun:test"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { kindsIncomplete, notKnownRetryAfter, poolReadiness } from "../src/x402/readiness.js"
 import { type FixtureFacilitator, startFacilitator } from "./fixtures/facilitator.js"
 import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
+import { it } from "./support/effectTest.js"
 import { pollUntil } from "./support/poll.js"
 import { refusal, request, startServer, testConfig } from "./support/server.js"
 
@@ -92,11 +93,11 @@ describe("a slow start is not a refusal", () => {
 
     await pollUntil(
       "readiness recovers",
-      async () => (await request(`${server.url}/health/ready`)).status,
-      (s) => s === 200,
+      async () => Either.isRight(await it.run(Effect.either(server.client.health.ready()))),
+      (ready) => ready,
       { timeoutMs: 6_000 }
     )
-    expect((await Effect.runPromise(x402.supported())).kinds).toHaveLength(1)
+    expect((await it.run(x402.supported())).kinds).toHaveLength(1)
     // Now known: this payee has no evidence, so the settle goes on to the policy step (403), not 503.
     const after = await refusal(x402.settle({ payload: body, headers: {} }))
     expect(after).toMatchObject({ error: "POLICY_DENIED", code: "NO_VERIFICATION_EVIDENCE" })
@@ -116,7 +117,11 @@ describe("a slow start is not a refusal", () => {
     const server = await start(backend.url)
     await pollUntil(
       "the first poll fails",
-      async () => (await request(`${server.url}/health/ready`)).body.message ?? "",
+      async () =>
+        Either.match(await it.run(Effect.either(server.client.health.ready())), {
+          onLeft: (refused) => ("message" in refused ? refused.message : ""),
+          onRight: () => ""
+        }),
       (m) => m.startsWith("no facilitator"),
       { timeoutMs: 3_000, everyMs: 20 }
     )
@@ -128,8 +133,8 @@ describe("a slow start is not a refusal", () => {
     backend.listen()
     await pollUntil(
       "readiness recovers",
-      async () => (await request(`${server.url}/health/ready`)).status,
-      (s) => s === 200,
+      async () => Either.isRight(await it.run(Effect.either(server.client.health.ready()))),
+      (ready) => ready,
       { timeoutMs: 5_000 }
     )
     const after = await refusal(server.client.x402.settle({ payload: await settleOf(), headers: {} }))

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test"
 import { Deferred, Effect, Fiber } from "effect"
 import fc from "fast-check"
 import { type RequestSlots, requestSlots } from "../src/verification/requestSlots.js"
+import { it } from "./support/effectTest.js"
 
 /** One slot, held by a fiber until `hold` completes, and `waiter` forked to wait for it behind. */
 const heldSlotWith = <A>(waiter: (slots: RequestSlots) => Effect.Effect<A>) =>
@@ -16,9 +17,9 @@ const heldSlotWith = <A>(waiter: (slots: RequestSlots) => Effect.Effect<A>) =>
   })
 
 describe("request slots", () => {
-  test("a fiber waiting for a slot is interrupted promptly and the slot count stays intact", async () => {
-    const result = await Effect.runPromise(
-      Effect.gen(function* () {
+  it.live("a fiber waiting for a slot is interrupted promptly and the slot count stays intact", () =>
+    Effect.gen(function* () {
+      const result = yield* Effect.gen(function* () {
         const ran = { waiter: false }
         const {
           slots,
@@ -43,17 +44,17 @@ describe("request slots", () => {
         const next = yield* slots.run(Effect.succeed("next")).pipe(Effect.timeout("1 second"))
         return { interruptMs, whileHeld, afterRelease, next, waiterRan: ran.waiter }
       })
-    )
-    expect(result.interruptMs).toBeLessThan(100)
-    expect(result.whileHeld).toBe(0)
-    expect(result.afterRelease).toBe(1)
-    expect(result.next).toBe("next")
-    expect(result.waiterRan).toBe(false)
-  })
+      expect(result.interruptMs).toBeLessThan(100)
+      expect(result.whileHeld).toBe(0)
+      expect(result.afterRelease).toBe(1)
+      expect(result.next).toBe("next")
+      expect(result.waiterRan).toBe(false)
+    })
+  )
 
-  test("a waiter interrupted right after a release handed it the slot passes the slot on", async () => {
-    const free = await Effect.runPromise(
-      Effect.gen(function* () {
+  it.live("a waiter interrupted right after a release handed it the slot passes the slot on", () =>
+    Effect.gen(function* () {
+      const free = yield* Effect.gen(function* () {
         const { slots, hold, holder, waiting: waiter } = yield* heldSlotWith((slots) => slots.run(Effect.never))
         // The holder's release hands the slot to the waiter; the waiter is interrupted before it resumes.
         yield* Deferred.succeed(hold, undefined)
@@ -61,9 +62,9 @@ describe("request slots", () => {
         yield* Fiber.interrupt(waiter)
         return yield* slots.free
       })
-    )
-    expect(free).toBe(1)
-  })
+      expect(free).toBe(1)
+    })
+  )
 
   test("property: whatever is interrupted, at most n run at once and every slot comes back", async () => {
     await fc.assert(
@@ -80,7 +81,7 @@ describe("request slots", () => {
           }
         ),
         async (n, jobs) => {
-          const { free, peak } = await Effect.runPromise(
+          const { free, peak } = await it.run(
             Effect.gen(function* () {
               const slots = yield* requestSlots(n)
               let running = 0

@@ -13,15 +13,16 @@ import { paymentMiddleware } from "@x402/hono"
 import { Either, ManagedRuntime } from "effect"
 import { Hono } from "hono"
 import { loadConfig, TESTNET_USDC } from "../src/config.js"
+import { ResourceId } from "../src/domain/ids.js"
 import { VerticalServer } from "../src/vertical/VerticalServer.js"
 import { stellarServerScheme } from "../src/x402/stellarServerScheme.js"
 import { type FixtureHorizon, startHomeDomain, startHorizon } from "./fixtures/horizon.js"
 import { type FixtureSorobanRpc, startSorobanRpc } from "./fixtures/sorobanRpc.js"
 import { CLAW, clawToml } from "./fixtures/stellarAssets.js"
 import { buildExactPayment, seededBuyer } from "./fixtures/stellarPayment.js"
+import { it } from "./support/effectTest.js"
 import { LOOPBACK, pollUntil } from "./support/poll.js"
 import { SELLER_PAY_TO, SELLER_RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
-import { request } from "./support/server.js"
 
 const defaults = Either.getOrThrow(loadConfig(undefined, {}))
 /** With the default budgets a payer's sponsored fees cover this many settles in the window. */
@@ -39,8 +40,11 @@ let inspectUrl: string
 beforeAll(async () => {
   stack = await startSellerStack()
   expect(
-    (await request(`${stack.server.url}/v1/validate`, { method: "POST", json: { resourceId: SELLER_RESOURCE_ID } }))
-      .body.healthy
+    (
+      await it.run(
+        stack.server.client.verification.validate({ payload: { resourceId: ResourceId.make(SELLER_RESOURCE_ID) } })
+      )
+    ).healthy
   ).toBe(true)
   const core = new x402ResourceServer(new HTTPFacilitatorClient({ url: `${stack.server.url}/x402` })).register(
     "stellar:testnet",

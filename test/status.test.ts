@@ -15,6 +15,7 @@ import { StoreTest } from "../src/store/Store.js"
 import { routeMatcher, settleLabels } from "../src/telemetry/labels.js"
 import { confidence } from "../src/verification/metrics.js"
 import { advertised, observation, timedOut } from "./fixtures/observations.js"
+import { it } from "./support/effectTest.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 const HOUR = 3_600_000
@@ -211,47 +212,52 @@ describe("the catalog table in the store", () => {
     halfLifeMs: config.confidenceHalfLifeSeconds * 1000
   }
 
-  test("100k resources: one page of 50, filtered and sorted by the store; confidence ordered as confidence() computes it", async () => {
-    const program = Effect.gen(function* () {
-      yield* seedCatalog(100_000, nowMs)
-      const table = yield* CatalogTableRepo
-      const started = performance.now()
-      const first = yield* table.page({ sort: "confidence", descending: true, offset: 0, limit: 50, clock })
-      const elapsedMs = performance.now() - started
-      const filtered = yield* table.page({
-        sort: "p95",
-        descending: false,
-        offset: 100,
-        limit: 50,
-        clock,
-        status: "OFFLINE",
-        capability: "b"
-      })
-      const sql = yield* SqlClient.SqlClient
-      const rows = yield* sql<{
-        id: string
-        n: number
-        at: string
-      }>`SELECT resource_id AS id, observation_count AS n, last_observed_at AS at
+  it.live(
+    "100k resources: one page of 50, filtered and sorted by the store; confidence ordered as confidence() computes it",
+    () =>
+      Effect.gen(function* () {
+        const program = Effect.gen(function* () {
+          yield* seedCatalog(100_000, nowMs)
+          const table = yield* CatalogTableRepo
+          const started = performance.now()
+          const first = yield* table.page({ sort: "confidence", descending: true, offset: 0, limit: 50, clock })
+          const elapsedMs = performance.now() - started
+          const filtered = yield* table.page({
+            sort: "p95",
+            descending: false,
+            offset: 100,
+            limit: 50,
+            clock,
+            status: "OFFLINE",
+            capability: "b"
+          })
+          const sql = yield* SqlClient.SqlClient
+          const rows = yield* sql<{
+            id: string
+            n: number
+            at: string
+          }>`SELECT resource_id AS id, observation_count AS n, last_observed_at AS at
         FROM resource_metrics WHERE ${sql.in(
           "resource_id",
           first.rows.map((r) => r.id)
         )}`
-      return { first, filtered, elapsedMs, rows, counts: yield* table.counts() }
-    })
-    const { first, filtered, elapsedMs, rows, counts } = await Effect.runPromise(Effect.provide(program, StoreTest))
-    expect(first.total).toBe(100_000)
-    expect(first.rows).toHaveLength(50)
-    // The top 50 by confidence in SQL are the top 50 by the service's own formula, in that order.
-    const byId = new Map(rows.map((r) => [r.id, confidence(Number(r.n), nowMs - Date.parse(r.at), config)]))
-    const computed = first.rows.map((r) => byId.get(r.id)!)
-    expect(computed).toEqual([...computed].sort((a, b) => b - a))
-    expect(computed[0]).toBeGreaterThan(0.9)
-    expect(elapsedMs).toBeLessThan(5_000)
-    expect(filtered.total).toBe(8_333)
-    expect(filtered.rows.every((r) => r.status === "OFFLINE" && r.capabilities.includes("b"))).toBe(true)
-    expect(counts.reduce((n, c) => n + c.count, 0)).toBe(100_000)
-  }, 60_000)
+          return { first, filtered, elapsedMs, rows, counts: yield* table.counts() }
+        })
+        const { first, filtered, elapsedMs, rows, counts } = yield* Effect.provide(program, StoreTest)
+        expect(first.total).toBe(100_000)
+        expect(first.rows).toHaveLength(50)
+        // The top 50 by confidence in SQL are the top 50 by the service's own formula, in that order.
+        const byId = new Map(rows.map((r) => [r.id, confidence(Number(r.n), nowMs - Date.parse(r.at), config)]))
+        const computed = first.rows.map((r) => byId.get(r.id)!)
+        expect(computed).toEqual([...computed].sort((a, b) => b - a))
+        expect(computed[0]).toBeGreaterThan(0.9)
+        expect(elapsedMs).toBeLessThan(5_000)
+        expect(filtered.total).toBe(8_333)
+        expect(filtered.rows.every((r) => r.status === "OFFLINE" && r.capabilities.includes("b"))).toBe(true)
+        expect(counts.reduce((n, c) => n + c.count, 0)).toBe(100_000)
+      }),
+    60_000
+  )
 })
 
 describe("the status page over HTTP with API keys", () => {
@@ -268,6 +274,7 @@ describe("the status page over HTTP with API keys", () => {
       })
     )
     try {
+      // Raw: the status page is HTML beside the contract, not one of its endpoints.
       const get = (key?: string) =>
         request(`${server.url}/status`, key === undefined ? {} : { headers: { authorization: `Bearer ${key}` } })
       const anonymous = await get()

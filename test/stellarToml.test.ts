@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { afterAll, beforeAll, describe, expect } from "bun:test"
 import { Effect } from "effect"
 import { egressRules, installEgressGuard } from "../src/outbound/egress.js"
 import { makeStellarData } from "../src/vertical/StellarData.js"
+import { it } from "./support/effectTest.js"
 
 /**
  * The vertical's `stellar.toml` lookup goes through the Connector, not the Stellar SDK's own
@@ -36,21 +37,25 @@ const data = makeStellarData({
 })
 
 describe("stellar.toml through the Connector", () => {
-  test("read with the global fetch refusing everything: the SDK's fetch is not used", async () => {
-    const uninstall = installEgressGuard(egressRules([]))
-    try {
-      const before = requests
-      const lookup = await Effect.runPromise(data.stellarToml(`127.0.0.1:${home.port}`))
-      expect(lookup).toMatchObject({ status: "published", document: { DOCUMENTATION: { ORG_NAME: "Home Testnet" } } })
-      expect(requests - before).toBe(1)
-    } finally {
-      uninstall()
-    }
-  })
+  it.live("read with the global fetch refusing everything: the SDK's fetch is not used", () =>
+    Effect.gen(function* () {
+      const uninstall = installEgressGuard(egressRules([]))
+      try {
+        const before = requests
+        const lookup = yield* data.stellarToml(`127.0.0.1:${home.port}`)
+        expect(lookup).toMatchObject({ status: "published", document: { DOCUMENTATION: { ORG_NAME: "Home Testnet" } } })
+        expect(requests - before).toBe(1)
+      } finally {
+        uninstall()
+      }
+    })
+  )
 
-  test("a document over the SDK's 100 KiB limit is unavailable, not read whole", async () => {
-    const lookup = await Effect.runPromise(data.stellarToml(`localhost:${home.port}`))
-    expect(lookup).toMatchObject({ status: "unavailable" })
-    expect((lookup as { reason: string }).reason).toContain("102400")
-  })
+  it.live("a document over the SDK's 100 KiB limit is unavailable, not read whole", () =>
+    Effect.gen(function* () {
+      const lookup = yield* data.stellarToml(`localhost:${home.port}`)
+      expect(lookup).toMatchObject({ status: "unavailable" })
+      expect((lookup as { reason: string }).reason).toContain("102400")
+    })
+  )
 })

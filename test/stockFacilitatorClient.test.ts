@@ -7,11 +7,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Transaction } from "@stellar/stellar-sdk"
 import { HTTPFacilitatorClient } from "@x402/core/server"
 import { type PaymentPayload, type PaymentRequirements, SettleError, VerifyError } from "@x402/core/types"
-import { Effect, Schema } from "effect"
+import { Schema } from "effect"
 import { ErrorBody } from "../src/domain/errors.js"
 import { ResourceId } from "../src/domain/ids.js"
 import { networkPassphrase } from "../src/domain/stellar.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
+import { it } from "./support/effectTest.js"
 import { SELLER_PAY_TO as PAY_TO, SELLER_RESOURCE_ID as RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
 import { request } from "./support/server.js"
 
@@ -27,7 +28,7 @@ beforeAll(async () => {
     budgets: { ...base.budgets, feeCeilingStroops: 1_000, perPrincipalFeeStroops: 1_000 }
   }))
   client = new HTTPFacilitatorClient({ url: `${stack.server.url}/x402` })
-  const probe = await Effect.runPromise(
+  const probe = await it.run(
     stack.server.client.verification.validate({ payload: { resourceId: ResourceId.make(RESOURCE_ID) } })
   )
   if (probe.healthy !== true) throw new Error(`the seller did not probe healthy: ${JSON.stringify(probe)}`)
@@ -47,6 +48,7 @@ const failureOf = async (call: Promise<unknown>) => {
 const settleRefused = async (payment: PaymentPayload, paid: PaymentRequirements) => {
   const error = await failureOf(client.settle(payment, paid))
   expect(error).toBeInstanceOf(SettleError)
+  // Raw: the body on the wire is checked against the error schema, not a decoded answer.
   const raw = await request(`${stack.server.url}/x402/settle`, { method: "POST", json: settleBody(payment, paid) })
   expect(Schema.decodeUnknownEither(ErrorBody)(raw.body)._tag).toBe("Right")
   return { error: error as SettleError, raw }
@@ -177,6 +179,7 @@ describe("verify runs settle's own checks before any backend", () => {
       statusCode: 400,
       invalidReason: "invalid_exact_stellar_payload_missing_payer_signature"
     })
+    // Raw: the body on the wire carries both the x402 fields and the service's error.
     const raw = await request(`${stack.server.url}/x402/verify`, {
       method: "POST",
       json: settleBody(forged, requirements)

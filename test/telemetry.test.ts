@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect, Layer } from "effect"
+import { ResourceId } from "../src/domain/ids.js"
 import { apiKeyHash } from "../src/http/authLive.js"
 import { TelemetryLive } from "../src/telemetry/Telemetry.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
+import { it } from "./support/effectTest.js"
 import { pollUntil } from "./support/poll.js"
 import { SELLER_PAY_TO as PAY_TO, SELLER_RESOURCE_ID as RESOURCE_ID, startSellerStack } from "./support/sellerStack.js"
-import { request, testConfig } from "./support/server.js"
+import { request, testConfig, typedClient } from "./support/server.js"
 
 const API_KEY = "telemetry-test-secret-key"
 /** The steps of a settle that passes every check (`Settlement.findRepeat` runs only when one refuses). */
@@ -69,14 +71,15 @@ afterAll(async () => {
 
 describe("traces over OTLP (telemetry.otlpEndpoint)", () => {
   test("a settle exports its steps as spans parented under the HTTP request's server span, with no key in any attribute", async () => {
-    const probe = await request(`${server.url}/v1/validate`, {
-      method: "POST",
-      json: { resourceId: RESOURCE_ID },
-      headers: keyed
-    })
-    expect(probe.body.healthy).toBe(true)
+    const probe = await it.run(
+      (await typedClient(server.url, keyed)).verification.validate({
+        payload: { resourceId: ResourceId.make(RESOURCE_ID) }
+      })
+    )
+    expect(probe.healthy).toBe(true)
     const requirements = exactRequirements({ payTo: PAY_TO })
     const body = settleBody(await buildExactPayment(requirements, { buyer: seededBuyer(81) }), requirements)
+    // Raw where the test reads the status alone; a settle answers 200 only when it settled.
     const settled = await request(`${server.url}/x402/settle`, { method: "POST", json: body, headers: keyed })
     expect(settled.status).toBe(200)
 
@@ -120,27 +123,27 @@ describe("traces over OTLP (telemetry.otlpEndpoint)", () => {
 })
 
 describe("logFormat", () => {
-  test('"json" writes one JSON object per log line', async () => {
-    const lines: Array<string> = []
-    const original = console.log
-    console.log = (line: unknown) => void lines.push(String(line))
-    try {
-      await Effect.runPromise(
-        Effect.logInfo("hello from the test").pipe(
+  it.live('"json" writes one JSON object per log line', () =>
+    Effect.gen(function* () {
+      const lines: Array<string> = []
+      const original = console.log
+      console.log = (line: unknown) => void lines.push(String(line))
+      try {
+        yield* Effect.logInfo("hello from the test").pipe(
           Effect.annotateLogs("component", "telemetry-test"),
           Effect.provide(Layer.mergeAll(TelemetryLive({ ...testConfig(), logFormat: "json" }, "test")))
         )
-      )
-    } finally {
-      console.log = original
-    }
-    const entry = JSON.parse(lines.find((l) => l.includes("hello from the test")) ?? "{}")
-    expect(entry).toMatchObject({
-      message: "hello from the test",
-      logLevel: "INFO",
-      annotations: { component: "telemetry-test" }
+      } finally {
+        console.log = original
+      }
+      const entry = JSON.parse(lines.find((l) => l.includes("hello from the test")) ?? "{}")
+      expect(entry).toMatchObject({
+        message: "hello from the test",
+        logLevel: "INFO",
+        annotations: { component: "telemetry-test" }
+      })
     })
-  })
+  )
 
   test("telemetry is off by default: no otlpEndpoint, text logs", () => {
     expect(testConfig().telemetry.otlpEndpoint).toBeNull()

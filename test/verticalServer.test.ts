@@ -6,7 +6,7 @@ import {
   type JWSSignedReceipt,
   verifyReceiptSignatureJWS
 } from "@x402/extensions/offer-receipt"
-import { Effect, Either, ManagedRuntime, TestClock, TestContext } from "effect"
+import { Effect, Either, ManagedRuntime, TestClock } from "effect"
 import { type Config, loadConfig, TESTNET_USDC, type VerticalConfig } from "../src/config.js"
 import type { KeyFileError } from "../src/keys/keyFileError.js"
 import { exactOffers, Paywall } from "../src/vertical/Paywall.js"
@@ -27,6 +27,7 @@ import {
   TTF_NEW_ADMIN
 } from "./fixtures/stellarAssets.js"
 import { buildExactPayment } from "./fixtures/stellarPayment.js"
+import { it } from "./support/effectTest.js"
 import { LOOPBACK, pollUntil, pollUntilEffect } from "./support/poll.js"
 
 const ENDPOINTS = ["inspect", "changes", "compliance", "eligibility"] as const
@@ -515,31 +516,31 @@ describe("vertical: paid requests", () => {
 })
 
 describe("vertical: paywall readiness", () => {
-  test("a facilitator that was down is retried on the backoff schedule until it is ready", async () => {
-    const fac = facilitator()
-    await fac.refuse()
-    const program = Effect.gen(function* () {
-      const paywall = yield* Paywall
-      yield* pollUntilEffect(
-        "the paywall reports its facilitator not ready",
-        paywall.status,
-        (s) => s.detail.includes("not ready"),
-        LOOPBACK
-      )
-      fac.listen()
-      yield* Effect.promise(() => Bun.sleep(50))
-      const beforeClock = fac.calls("/supported")
-      yield* TestClock.adjust("1 second")
-      const ready = yield* pollUntilEffect(
-        "the paywall is ready after the backoff",
-        paywall.status,
-        (s) => s.ready,
-        LOOPBACK
-      )
-      return { beforeClock, ready }
-    })
-    const { beforeClock, ready } = await Effect.runPromise(
-      program.pipe(
+  it.effect("a facilitator that was down is retried on the backoff schedule until it is ready", () =>
+    Effect.gen(function* () {
+      const fac = facilitator()
+      yield* Effect.promise(() => fac.refuse())
+      const program = Effect.gen(function* () {
+        const paywall = yield* Paywall
+        yield* pollUntilEffect(
+          "the paywall reports its facilitator not ready",
+          paywall.status,
+          (s) => s.detail.includes("not ready"),
+          LOOPBACK
+        )
+        fac.listen()
+        yield* Effect.promise(() => Bun.sleep(50))
+        const beforeClock = fac.calls("/supported")
+        yield* TestClock.adjust("1 second")
+        const ready = yield* pollUntilEffect(
+          "the paywall is ready after the backoff",
+          paywall.status,
+          (s) => s.ready,
+          LOOPBACK
+        )
+        return { beforeClock, ready }
+      })
+      const { beforeClock, ready } = yield* program.pipe(
         Effect.provide(
           Paywall.Live({
             network: "stellar:testnet",
@@ -550,13 +551,11 @@ describe("vertical: paywall readiness", () => {
             facilitatorApiKey: null,
             timeoutMs: 5000
           })
-        ),
-        Effect.provide(TestContext.TestContext),
-        Effect.scoped
+        )
       )
-    )
-    expect(beforeClock).toBe(0)
-    expect(ready).toEqual({ ready: true, detail: `payments go through ${fac.url}/` })
-    expect(fac.calls("/supported")).toBe(1)
-  })
+      expect(beforeClock).toBe(0)
+      expect(ready).toEqual({ ready: true, detail: `payments go through ${fac.url}/` })
+      expect(fac.calls("/supported")).toBe(1)
+    })
+  )
 })

@@ -12,6 +12,7 @@ import {
   Inspectable,
   Layer,
   ManagedRuntime,
+  Runtime,
   type Scope,
   TestContext,
   TestServices
@@ -53,12 +54,18 @@ export class EffectTestFailure extends Error {
 const toEffect = <A, E, R>(body: TestBody<A, E, R>) =>
   Effect.suspend(() => (typeof body === "function" ? body() : body))
 
-/** Runs `effect` in its own scope on `runtime`; a failure rejects with the Cause. */
+/**
+ * Runs `effect` in its own scope on `runtime`; a failure (of the test or of building the layer)
+ * rejects with the Cause. The runtime is built first and the effect run on it as `Effect.runPromise`
+ * runs one: run inside the build instead, its forked fibers are scheduled a turn later.
+ */
 export const runScoped = async <A, E, R, ER>(
   runtime: ManagedRuntime.ManagedRuntime<R, ER>,
   effect: Effect.Effect<A, E, R | Scope.Scope>
 ) => {
-  const exit = await runtime.runPromiseExit(Effect.scoped(effect))
+  const built = await runtime.runPromiseExit(Effect.runtime<R>())
+  if (Exit.isFailure(built)) throw new EffectTestFailure(built.cause)
+  const exit = await Runtime.runPromiseExit(built.value, Effect.scoped(effect))
   if (Exit.isFailure(exit)) throw new EffectTestFailure(exit.cause)
   return exit.value
 }

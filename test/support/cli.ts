@@ -1,9 +1,10 @@
 import { BunContext } from "@effect/platform-bun"
 import { Effect } from "effect"
-import { cli } from "../src/cli/commands.js"
-import { exitCodeOf, reportFailure } from "../src/cli/exit.js"
-import { CliOutput, capturingConsole } from "../src/cli/output.js"
-import { removeEgressGuard } from "../src/outbound/egress.js"
+import { cli } from "../../src/cli/commands.js"
+import { exitCodeOf, reportFailure } from "../../src/cli/exit.js"
+import { CliOutput, capturingConsole } from "../../src/cli/output.js"
+import { removeEgressGuard } from "../../src/outbound/egress.js"
+import { it } from "./effectTest.js"
 
 /**
  * Runs `sextant ...argv` in this process through the one command definition, as main.ts does,
@@ -14,13 +15,14 @@ import { removeEgressGuard } from "../src/outbound/egress.js"
 export const runCli = async (...argv: ReadonlyArray<string>) => {
   const out: Array<string> = []
   const err: Array<string> = []
-  const console = await Effect.runPromise(capturingConsole(out, err))
-  const exit = await Effect.runPromiseExit(
+  const console = await it.run(capturingConsole(out, err))
+  const exit = await it.run(
     cli(["bun", "sextant", ...argv]).pipe(
       Effect.tapErrorCause(reportFailure),
       Effect.provideService(CliOutput, { out: (l) => void out.push(l), err: (l) => void err.push(l) }),
       Effect.withConsole(console),
-      Effect.provide(BunContext.layer)
+      Effect.provide(BunContext.layer),
+      Effect.exit
     )
   )
   removeEgressGuard()
