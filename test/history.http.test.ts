@@ -17,6 +17,7 @@ import { ResourceReadsRepo } from "../src/store/ResourceReadsRepo.js"
 import { EvidenceRecorder } from "../src/verification/EvidenceRecorder.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
 import { entry } from "./fixtures/verificationStack.js"
+import { runScoped } from "./support/effectTest.js"
 import { referenceHour } from "./support/referenceWindow.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
@@ -85,7 +86,8 @@ beforeAll(async () => {
       signer: { ed25519KeyFile: join(folder, "signer.key") }
     })
   )
-  await server.runtime.runPromise(
+  await runScoped(
+    server.runtime,
     Effect.gen(function* () {
       const record = Option.getOrThrow(yield* Effect.flatMap(ResourceReadsRepo, (repo) => repo.get(ID)))
       const recorder = yield* EvidenceRecorder
@@ -110,7 +112,8 @@ describe("GET /v1/resources/{id}/history", () => {
     expect(expected.map((h) => h.startAt)).toEqual([5, 4, 3, 1, 0].map((h) => iso(currentHour - h * HOUR)))
     expectHours(body.hours, expected)
     // The open hour has no rollup yet: it came from the rolling window; the closed ones from the rollups table.
-    const stored = await server.runtime.runPromise(
+    const stored = await runScoped(
+      server.runtime,
       Effect.flatMap(ObservationsRepo, (repo) => repo.rollups(ID, now - 4 * DAY, now + HOUR))
     )
     expect(stored.map((r) => iso(r.startMs))).toEqual([72, 5, 4, 3, 1].map((h) => iso(currentHour - h * HOUR)))

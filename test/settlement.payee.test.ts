@@ -8,6 +8,7 @@ import { startFacilitator } from "./fixtures/facilitator.js"
 import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_PAY_TO, startX402Fixture } from "./fixtures/x402Resource.js"
+import { runScoped } from "./support/effectTest.js"
 import { request, startServer, testConfig } from "./support/server.js"
 
 /**
@@ -61,7 +62,10 @@ beforeAll(async () => {
   for (const e of catalog) await probe(e.resource.id)
   // More probes than a caller's validations may record (one per interval): the schedule's own.
   for (let i = 0; i < 3; i++)
-    await server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("z-sure"))))
+    await runScoped(
+      server.runtime,
+      Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make("z-sure")))
+    )
 })
 
 afterAll(async () => {

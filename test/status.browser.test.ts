@@ -12,6 +12,7 @@ import { startFacilitator } from "./fixtures/facilitator.js"
 import { advertised, answeredWithout, observation, timedOut } from "./fixtures/observations.js"
 import { buildExactPayment, exactRequirements, seededBuyer, settleBody } from "./fixtures/stellarPayment.js"
 import { launchChromium } from "./support/browser.js"
+import { runScoped } from "./support/effectTest.js"
 import { facilitatorsAnswered, request, startServer, testConfig } from "./support/server.js"
 
 /** Screenshots land here (ignored by git), kept as the run's artefacts. */
@@ -121,7 +122,7 @@ const settle = async (seedNumber: number) => {
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true })
   server = await startServer(testConfig({ catalog: CATALOG, facilitators: [{ id: "fixture", url: backend.url }] }))
-  await server.runtime.runPromise(seed(Date.now()))
+  await runScoped(server.runtime, seed(Date.now()))
   await facilitatorsAnswered(server.url)
   // One settled payment, then one whose settle answers 500: indeterminate, with its reason.
   expect((await settle(91)).status).toBe(200)

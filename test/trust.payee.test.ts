@@ -12,6 +12,7 @@ import { startFacilitator } from "./fixtures/facilitator.js"
 import { buildExactPayment, exactRequirements, settleBody } from "./fixtures/stellarPayment.js"
 import { entry } from "./fixtures/verificationStack.js"
 import { FIXTURE_AMOUNT, FIXTURE_PAY_TO, startX402Fixture } from "./fixtures/x402Resource.js"
+import { runScoped } from "./support/effectTest.js"
 import { facilitatorsAnswered, request, startServer, testConfig } from "./support/server.js"
 
 /**
@@ -44,7 +45,10 @@ const settle = async (paidUrl?: string) => {
 }
 
 const probe = (resourceId: string) =>
-  server.runtime.runPromise(Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make(resourceId))))
+  runScoped(
+    server.runtime,
+    Effect.flatMap(Prober, (p) => p.probeResource(ResourceId.make(resourceId)))
+  )
 
 beforeAll(async () => {
   const base = testConfig()
@@ -85,11 +89,13 @@ describe("a stranger's quarantine against another's payee", () => {
       file,
       JSON.stringify({ items: [{ resource: url, type: "http", x402Version: 2, accepts, lastUpdated: 1_764_000_000 }] })
     )
-    const summary = await server.runtime.runPromise(
+    const summary = await runScoped(
+      server.runtime,
       Effect.flatMap(Importer, (i) => i.pull({ id: "public-bazaar", location: file }))
     )
     expect(summary).toMatchObject({ added: 1 })
-    const [imported] = await server.runtime.runPromise(
+    const [imported] = await runScoped(
+      server.runtime,
       Effect.flatMap(CatalogWritesRepo, (r) => r.bySource("import:public-bazaar"))
     )
     expect((await probe(imported!.id)).healthy).toBe(true)
