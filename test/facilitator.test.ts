@@ -33,6 +33,12 @@ const poolLayer = (backends: ReadonlyArray<FacilitatorBackend>) => {
 }
 
 /** `program` over a pool of `backends`; in an it.effect the poll schedule and timeouts move only when the test moves time. */
+/** Two fixture facilitators as the pool's backends "a" and "b", in that order. */
+const backendsAB = (a: FixtureFacilitator, b: FixtureFacilitator): ReadonlyArray<FacilitatorBackend> => [
+  { id: "a", url: a.url },
+  { id: "b", url: b.url }
+]
+
 const onPool = <A, E>(backends: ReadonlyArray<FacilitatorBackend>, program: Effect.Effect<A, E, FacilitatorPool>) =>
   Effect.provide(program, poolLayer(backends))
 
@@ -89,10 +95,7 @@ describe("FacilitatorPool", () => {
       const b = fixture()
       const body = yield* verifyBody()
       yield* onPool(
-        [
-          { id: "a", url: a.url },
-          { id: "b", url: b.url }
-        ],
+        backendsAB(a, b),
         Effect.gen(function* () {
           const pool = yield* FacilitatorPool
           // The first poll runs at once.
@@ -140,10 +143,7 @@ describe("FacilitatorPool", () => {
         const b = fixture()
         const body = yield* verifyBody()
         yield* onPool(
-          [
-            { id: "a", url: a.url },
-            { id: "b", url: b.url }
-          ],
+          backendsAB(a, b),
           Effect.gen(function* () {
             const pool = yield* FacilitatorPool
             yield* pool.refresh
@@ -175,10 +175,7 @@ describe("FacilitatorPool", () => {
       const b = fixture()
       const body = yield* verifyBody()
       const answer = yield* onPool(
-        [
-          { id: "a", url: a.url },
-          { id: "b", url: b.url }
-        ],
+        backendsAB(a, b),
         Effect.flatMap(FacilitatorPool, (pool) => Effect.zipRight(pool.refresh, pool.verify(body)))
       )
       expect(answer).toMatchObject({ isValid: false, invalidReason: "invalid_exact_stellar_payload_wrong_amount" })
@@ -193,10 +190,7 @@ describe("FacilitatorPool", () => {
       const pubnet = yield* verifyBody("stellar:pubnet")
       const testnet = yield* verifyBody()
       const exits = yield* onPool(
-        [
-          { id: "a", url: a.url },
-          { id: "b", url: b.url }
-        ],
+        backendsAB(a, b),
         Effect.gen(function* () {
           const pool = yield* FacilitatorPool
           yield* pool.refresh
@@ -232,10 +226,7 @@ describe("FacilitatorPool", () => {
         const b = fixture()
         const body = yield* verifyBody()
         yield* onPool(
-          [
-            { id: "a", url: a.url },
-            { id: "b", url: b.url }
-          ],
+          backendsAB(a, b),
           Effect.gen(function* () {
             const pool = yield* FacilitatorPool
             yield* pool.refresh
@@ -273,10 +264,7 @@ describe("FacilitatorPool", () => {
         const b = fixture()
         const body = yield* verifyBody()
         const outcome = yield* onPool(
-          [
-            { id: "a", url: a.url },
-            { id: "b", url: b.url }
-          ],
+          backendsAB(a, b),
           Effect.gen(function* () {
             const pool = yield* FacilitatorPool
             yield* pool.refresh

@@ -37,6 +37,20 @@ const target = (url: string, toolName = "storm") => ({
 
 let batch: McpStorm
 let stream: McpStorm
+
+/** A purchase of the storm server's paid tool at `path`, with a ledger nobody listens on: it must never get that far. */
+const buyStorm = (path: string) =>
+  payForTool({
+    url: batch.url(path),
+    toolName: "storm",
+    arguments: {},
+    signer: Keypair.random(),
+    rpcUrl: "http://127.0.0.1:9",
+    inclusionFeeStroops: 10_000,
+    deployment: { network: config.network, assetContract: config.asset.assetContract },
+    maxPrice: 1_000_000n,
+    outbound: { ...config.buyer, allowPrivateTargets: true, trustedOrigins: [], timeoutMs: 3000 }
+  })
 beforeAll(() => {
   batch = startMcpStorm({ pings: 1250 })
   stream = startMcpStorm({ pings: 250 })
@@ -72,21 +86,7 @@ describe("the buyer's paid tool call against a storming server", () => {
   test("the batch is refused before anything is signed: no ping answered, at most the handshake and the call sent", async () => {
     const before = batch.requests()
     const answers = batch.pingAnswers()
-    const outcome = await it.run(
-      Effect.either(
-        payForTool({
-          url: batch.url("/batch/buy"),
-          toolName: "storm",
-          arguments: {},
-          signer: Keypair.random(),
-          rpcUrl: "http://127.0.0.1:9",
-          inclusionFeeStroops: 10_000,
-          deployment: { network: config.network, assetContract: config.asset.assetContract },
-          maxPrice: 1_000_000n,
-          outbound: { ...config.buyer, allowPrivateTargets: true, trustedOrigins: [], timeoutMs: 3000 }
-        })
-      )
-    )
+    const outcome = await it.run(Effect.either(buyStorm("/batch/buy")))
     expect(outcome).toEqual(Either.left(expect.objectContaining({ _tag: "Unreachable" })))
     await Bun.sleep(300)
     expect(batch.pingAnswers() - answers).toBe(0)
@@ -270,21 +270,7 @@ describe("a 2026-07-28 server storming its client", () => {
     expect(refused.observation.detail).toContain("batch")
     const dropped = await it.run(observeMcp(target(stream.url("/modern/sse/mcp")), config, mcpSessions(config)))
     expect(dropped.observation.outcome).toBe("executed_unpaid")
-    const bought = await it.run(
-      Effect.either(
-        payForTool({
-          url: batch.url("/modern/batch/buy"),
-          toolName: "storm",
-          arguments: {},
-          signer: Keypair.random(),
-          rpcUrl: "http://127.0.0.1:9",
-          inclusionFeeStroops: 10_000,
-          deployment: { network: config.network, assetContract: config.asset.assetContract },
-          maxPrice: 1_000_000n,
-          outbound: { ...config.buyer, allowPrivateTargets: true, trustedOrigins: [], timeoutMs: 3000 }
-        })
-      )
-    )
+    const bought = await it.run(Effect.either(buyStorm("/modern/batch/buy")))
     expect(bought).toEqual(Either.left(expect.objectContaining({ _tag: "Unreachable" })))
     await Bun.sleep(300)
     expect(batch.pingAnswers() + stream.pingAnswers()).toBe(0)
